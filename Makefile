@@ -1,0 +1,67 @@
+# sluice: `make` builds build/sluice; `make demo` is the quick start;
+# `make check` runs every test (plus ASan+UBSan and TSan builds).
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+DEMO_DIR ?= $(BUILD)/demo-data
+DEMO_IMAGES ?= 1000
+
+.PHONY: all deps demo check check-fast test asan tsan fuzz-build fuzz bench clean format
+
+all:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@scripts/install-deps
+
+# A bare machine: Debian packages, build, a generated dataset, the main job.
+demo: deps all
+	@test -d $(DEMO_DIR) || $(BUILD)/sluice make-dataset --synthetic $(DEMO_DIR) --images $(DEMO_IMAGES) --classes 10
+	$(BUILD)/sluice run $(DEMO_DIR) --epochs 2 --batch 64 --size 224
+	$(BUILD)/sluice pack $(DEMO_DIR) $(BUILD)/demo-shards --codec none
+	$(BUILD)/sluice run $(BUILD)/demo-shards --epochs 2 --batch 64 --size 224 --out float --json
+
+# Every test: warnings as errors, then unit tests under ASan+UBSan and the
+# concurrency tests under TSan, then the libFuzzer targets built and run
+# briefly on their corpora (clang).
+check:
+	@scripts/install-deps --python
+	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON >/dev/null
+	cmake --build build-check -j $(JOBS)
+	cd build-check && ctest --output-on-failure -j $(JOBS)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR=ON -DSL_SANITIZE=address,undefined >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -L unit
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON -DSL_SANITIZE=thread >/dev/null
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L concurrency
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
+# libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
+FUZZ_SECONDS ?= 60
+fuzz-build:
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_SANITIZE=address,undefined >/dev/null
+	cmake --build build-fuzz -j $(JOBS) --target $$(cd fuzz && ls fuzz_*.c | sed 's/\.c$$//' | tr '\n' ' ')
+fuzz: fuzz-build
+	@for f in fuzz/fuzz_*.c; do n=$$(basename $$f .c); \
+	  rm -rf build-fuzz/corpus-$$n && cp -r fuzz/corpus/$$n build-fuzz/corpus-$$n; \
+	  echo "fuzzing $$n for $(FUZZ_SECONDS)s"; \
+	  if ! build-fuzz/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	      build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; then \
+	    tail -40 build-fuzz/$$n.log; echo "fuzz: $$n FAILED"; exit 1; fi; \
+	  grep -E 'stat::number_of_executed_units' build-fuzz/$$n.log; done
+
+test: all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+bench: all
+	@scripts/install-deps --python
+	.venv/bin/python bench/compare_torch.py
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-check build-asan build-tsan build-fuzz

@@ -1,0 +1,1 @@
+int main(void){return 2;} /* placeholder, replaced in this session */

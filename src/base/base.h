@@ -1,0 +1,69 @@
+/* base: errors, messages, clocks, growable buffers. Depends on nothing. */
+#ifndef SL_BASE_H
+#define SL_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/sluice.h"
+
+/* Monotonic clock, nanoseconds. */
+int64_t sl__now_ns(void);
+
+/* printf into a fixed message buffer (never overflows, always terminated).
+ * Returns `code` so error paths read `return sl__fail(err, n, SL_EIO, ...)`. */
+int sl__fail(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* A growable byte buffer; grows, never shrinks, so per-thread scratch is
+ * allocation-free in steady state. */
+typedef struct sl__bytes {
+    uint8_t *p;
+    size_t n;
+    size_t cap;
+} sl__bytes_t;
+
+/* Ensures cap >= want; keeps contents. Returns 0 or SL_ENOMEM. */
+int sl__bytes_reserve(sl__bytes_t *b, size_t want);
+void sl__bytes_free(sl__bytes_t *b);
+
+/* Little-endian load/store (the shard format is little-endian on disk). */
+static inline void sl__put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void sl__put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void sl__put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t sl__get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+static inline uint32_t sl__get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+static inline uint64_t sl__get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* Online CPUs of this process (sched_getaffinity), at least 1. */
+int sl__ncpu(void);
+
+#endif

@@ -1,0 +1,36 @@
+/* Counter-based random numbers (Philox4x32-10, Salmon et al., SC'11).
+ *
+ * Why counter-based: every random decision of the pipeline (shuffle, crop
+ * box, flip) must be a pure function of (seed, epoch, sample), never of the
+ * thread that happens to run it, so that thread counts and the scheduler can
+ * change how fast, never what. A stream is a key (the seed) plus a 128-bit
+ * counter whose upper words name the decision (epoch, sample, purpose) and
+ * whose lowest word counts draws. */
+#ifndef SL_RNG_H
+#define SL_RNG_H
+
+#include <stdint.h>
+
+/* Purposes: one independent stream per kind of decision. */
+enum { SL_RNG_SHUFFLE = 1, SL_RNG_CROP = 2, SL_RNG_FLIP = 3 };
+
+typedef struct sl__rng {
+    uint32_t key[2];
+    uint32_t ctr[4];
+    uint32_t buf[4];
+    int left; /* unread words in buf */
+} sl__rng_t;
+
+/* A stream for (seed, epoch, item, purpose). */
+void sl__rng_init(sl__rng_t *r, uint64_t seed, uint64_t epoch, uint64_t item,
+                  uint32_t purpose);
+uint32_t sl__rng_u32(sl__rng_t *r);
+uint64_t sl__rng_u64(sl__rng_t *r);
+/* Uniform in [0, 1) with 53 random bits. */
+double sl__rng_double(sl__rng_t *r);
+/* Uniform in [a, b). */
+double sl__rng_uniform(sl__rng_t *r, double a, double b);
+/* Uniform integer in [0, n), unbiased (Lemire); n > 0. */
+uint64_t sl__rng_below(sl__rng_t *r, uint64_t n);
+
+#endif

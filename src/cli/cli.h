@@ -1,0 +1,17 @@
+/* cli: the `sluice` command. One file per sub-command; each gets argv after
+ * the sub-command name (argv[0] is the sub-command) and returns the exit
+ * status. The CLI uses the public API, plus data/ and ops/ internals for the
+ * tools that write (pack, make-dataset). */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+int sl__cmd_pack(int argc, char **argv);
+int sl__cmd_inspect(int argc, char **argv);
+int sl__cmd_verify(int argc, char **argv);
+int sl__cmd_run(int argc, char **argv);   /* `run` and `bench` */
+int sl__cmd_make_dataset(int argc, char **argv);
+
+/* Parses sizes like 256M, 1G, 4096 (bytes). Returns -1 on error. */
+long long sl__parse_size(const char *s);
+
+#endif

@@ -1,0 +1,359 @@
+/* `sluice pack SRC OUT`: packs an ImageFolder tree into native shards
+ * (docs/FORMAT.md). Files are stored as they are (encoded JPEG/PNG). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "codec/codec.h"
+#include "data/folder.h"
+#include "data/shard.h"
+
+#define PACK_DEFAULT_SHARD_SIZE (256LL << 20)
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: sluice pack SRC OUT [--shard-size SIZE] [--codec CODEC]\n"
+            "                   [--on-error fail|skip] [--force]\n"
+            "  SRC            an ImageFolder tree: SRC/<class>/.../<image>\n"
+            "  OUT            output folder: classes.txt, shard-00000.sls, ...\n"
+            "  --shard-size   largest shard, e.g. 64M, 1G [256M]\n"
+            "  --codec        none | lz4 | zstd [none]\n"
+            "  --on-error     fail: stop at an unreadable file [fail];\n"
+            "                 skip: report it, leave it out, go on\n"
+            "  --force        write into an OUT that already holds shards\n"
+            "                 (shards left over from an earlier pack are "
+            "removed)\n");
+}
+
+/* Reads a whole file into b. */
+static int read_file(const char *path, sl__bytes_t *b, char *err,
+                     size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
+                        strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return sl__fail(err, errlen, SL_EIO, "%s: not a readable file",
+                        path);
+    }
+    b->n = 0;
+    size_t want = (size_t)st.st_size;
+    for (;;) {
+        /* Read to the end rather than trusting st_size: files may grow. */
+        if (sl__bytes_reserve(b, (want > b->n ? want : b->n) + 4096)) {
+            close(fd);
+            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory",
+                            path);
+        }
+        ssize_t r = read(fd, b->p + b->n, b->cap - b->n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            close(fd);
+            return sl__fail(err, errlen, SL_EIO, "%s: read failed: %s", path,
+                            strerror(e));
+        }
+        if (r == 0)
+            break;
+        b->n += (size_t)r;
+    }
+    close(fd);
+    return 0;
+}
+
+/* Writes classes.txt (line i = class i) through a temp file + rename. */
+static int write_classes(const char *out_dir, const sl__folder_t *f, char *err,
+                         size_t errlen)
+{
+    char *path = NULL, *tmp = NULL;
+    if (asprintf(&path, "%s/classes.txt", out_dir) < 0)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    if (asprintf(&tmp, "%s/.classes.txt.tmp-%ld", out_dir, (long)getpid()) <
+        0) {
+        free(path);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    FILE *fp = fopen(tmp, "w");
+    if (!fp) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", tmp,
+                      strerror(errno));
+        goto done;
+    }
+    for (int i = 0; i < f->nclasses; i++)
+        fprintf(fp, "%s\n", f->classes[i]);
+    int ok = !ferror(fp) && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    ok = (fclose(fp) == 0) && ok;
+    if (!ok || rename(tmp, path)) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
+                      strerror(errno));
+        unlink(tmp);
+    }
+done:
+    free(path);
+    free(tmp);
+    return rc;
+}
+
+/* Counts shard-NNNNN.sls files in out_dir; removes those numbered >= first
+ * when first >= 0 (shards an earlier, larger pack left behind). */
+static int scan_shards(const char *out_dir, long first)
+{
+    DIR *d = opendir(out_dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned long n;
+        int end = 0;
+        if (sscanf(e->d_name, "shard-%5lu.sls%n", &n, &end) != 1 ||
+            end != (int)strlen(e->d_name))
+            continue;
+        found++;
+        if (first >= 0 && (long)n >= first) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+typedef struct pack_state {
+    const char *out_dir;
+    int codec;
+    long long shard_size;
+    sl__shard_writer_t *w;
+    long shards; /* shards finished or open */
+    uint64_t bytes_out;
+} pack_state_t;
+
+static int finish_shard(pack_state_t *ps, char *err, size_t errlen)
+{
+    if (!ps->w)
+        return 0;
+    ps->bytes_out += sl__shard_writer_bytes(ps->w);
+    int rc = sl__shard_writer_finish(ps->w, err, errlen);
+    ps->w = NULL;
+    return rc;
+}
+
+/* Adds one record, starting a new shard first when this one would go over
+ * the size limit (a record larger than the limit gets a shard alone).
+ * *fatal is set when the fault lies with the output, not with this record. */
+static int add_record(pack_state_t *ps, const sl__bytes_t *b, int64_t label,
+                      const char *name, int *fatal, char *err, size_t errlen)
+{
+    *fatal = 1;
+    if (ps->w && sl__shard_writer_count(ps->w) > 0 &&
+        sl__shard_writer_bytes(ps->w) +
+                sl__shard_record_cost(ps->codec, b->n, name) >
+            (uint64_t)ps->shard_size) {
+        int rc = finish_shard(ps, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (!ps->w) {
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", ps->out_dir,
+                     ps->shards) >= (int)sizeof path)
+            return sl__fail(err, errlen, SL_EINVAL, "%s: path too long",
+                            ps->out_dir);
+        int rc = sl__shard_writer_open(path, ps->codec, &ps->w, err, errlen);
+        if (rc)
+            return rc;
+        ps->shards++;
+    }
+    int rc = sl__shard_writer_add(ps->w, b->p, b->n, label, name, err, errlen);
+    /* A bad name or an oversized file is this record's fault alone. */
+    *fatal = rc != SL_EINVAL && rc != SL_ERANGE;
+    return rc;
+}
+
+static void progress(int64_t done, int64_t total, uint64_t bytes, int64_t t0)
+{
+    double s = (double)(sl__now_ns() - t0) / 1e9;
+    fprintf(stderr, "\rpack: %" PRId64 "/%" PRId64 " files, %.1f MiB, %.1f s",
+            done, total, (double)bytes / (1 << 20), s);
+}
+
+int sl__cmd_pack(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"shard-size", required_argument, NULL, 's'},
+        {"codec", required_argument, NULL, 'c'},
+        {"on-error", required_argument, NULL, 'e'},
+        {"force", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    long long shard_size = PACK_DEFAULT_SHARD_SIZE;
+    int codec = SL_CODEC_NONE, skip = 0, force = 0, c;
+    optind = 0; /* GNU: full re-initialisation, main may have used getopt */
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            shard_size = sl__parse_size(optarg);
+            if (shard_size <= 0) {
+                fprintf(stderr, "pack: bad --shard-size '%s'\n", optarg);
+                return 2;
+            }
+            break;
+        case 'c':
+            codec = sl__codec_from_name(optarg);
+            if (codec < 0) {
+                fprintf(stderr, "pack: unknown codec '%s' (none|lz4|zstd)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'e':
+            if (!strcmp(optarg, "skip"))
+                skip = 1;
+            else if (!strcmp(optarg, "fail"))
+                skip = 0;
+            else {
+                fprintf(stderr, "pack: bad --on-error '%s' (fail|skip)\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'f':
+            force = 1;
+            break;
+        case 'h':
+            usage();
+            return 0;
+        default:
+            usage();
+            return 2;
+        }
+    }
+    if (argc - optind != 2) {
+        usage();
+        return 2;
+    }
+    const char *src = argv[optind], *out_dir = argv[optind + 1];
+    char err[1024];
+    int64_t t0 = sl__now_ns();
+
+    if (mkdir(out_dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "pack: %s: cannot create: %s\n", out_dir,
+                strerror(errno));
+        return 1;
+    }
+    int old = scan_shards(out_dir, -1);
+    if (old && !force) {
+        fprintf(stderr,
+                "pack: %s already holds %d shard(s); use --force to "
+                "replace them\n",
+                out_dir, old);
+        return 1;
+    }
+
+    sl__folder_t *f = NULL;
+    int rc = sl__folder_scan(src, &f, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "pack: %s\n", err);
+        return 1;
+    }
+    for (int i = 0; i < f->nclasses; i++)
+        for (const char *p = f->classes[i]; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+                fprintf(stderr,
+                        "pack: class folder name with a control byte: %s\n",
+                        f->classes[i]);
+                sl__folder_free(f);
+                return 1;
+            }
+
+    pack_state_t ps = {.out_dir = out_dir,
+                       .codec = codec,
+                       .shard_size = shard_size};
+    sl__bytes_t buf = {0};
+    uint64_t bytes_in = 0;
+    int64_t records = 0, skipped = 0, last_tick = 0;
+    int tty = isatty(STDERR_FILENO);
+    char *path = NULL;
+    for (int64_t i = 0; i < f->n && !rc; i++) {
+        free(path);
+        if (asprintf(&path, "%s/%s", src, f->paths[i]) < 0) {
+            path = NULL;
+            rc = sl__fail(err, sizeof err, SL_ENOMEM, "out of memory");
+            break;
+        }
+        int fatal = 0;
+        rc = read_file(path, &buf, err, sizeof err);
+        if (!rc)
+            rc = add_record(&ps, &buf, f->labels[i], f->paths[i], &fatal, err,
+                            sizeof err);
+        if (rc && skip && !fatal) {
+            if (tty)
+                fputc('\n', stderr);
+            fprintf(stderr, "pack: skipped: %s\n", err);
+            skipped++;
+            rc = 0;
+            continue;
+        }
+        if (rc)
+            break;
+        records++;
+        bytes_in += buf.n;
+        if (tty && sl__now_ns() - last_tick > 100000000) {
+            last_tick = sl__now_ns();
+            progress(i + 1, f->n, bytes_in, t0);
+        }
+    }
+    free(path);
+    sl__bytes_free(&buf);
+    if (tty)
+        fputc('\n', stderr);
+    if (!rc)
+        rc = finish_shard(&ps, err, sizeof err);
+    else
+        sl__shard_writer_abort(ps.w);
+    if (!rc)
+        rc = write_classes(out_dir, f, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "pack: %s\n", err);
+        fprintf(stderr, "pack: failed; %s is incomplete\n", out_dir);
+        sl__folder_free(f);
+        return 1;
+    }
+    if (force)
+        scan_shards(out_dir, ps.shards);
+
+    double secs = (double)(sl__now_ns() - t0) / 1e9;
+    printf("packed %" PRId64 " records (%d classes) into %ld shard(s) in %s "
+           "[codec %s]\n",
+           records, f->nclasses, ps.shards, out_dir, sl__codec_name(codec));
+    printf("bytes in %" PRIu64 " (%.1f MiB), out %" PRIu64
+           " (%.1f MiB, %.1f%%), %.2f s, %.1f MiB/s\n",
+           bytes_in, (double)bytes_in / (1 << 20), ps.bytes_out,
+           (double)ps.bytes_out / (1 << 20),
+           bytes_in ? 100.0 * (double)ps.bytes_out / (double)bytes_in : 0.0,
+           secs, secs > 0 ? (double)bytes_in / (1 << 20) / secs : 0.0);
+    if (skipped)
+        printf("skipped %" PRId64 " unreadable file(s)\n", skipped);
+    sl__folder_free(f);
+    if (records == 0) {
+        fprintf(stderr, "pack: no record could be packed\n");
+        return 1;
+    }
+    return 0;
+}

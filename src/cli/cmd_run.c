@@ -1,0 +1,515 @@
+/* sluice run | bench: stream batches as a trainer would and report the
+ * figures (throughput, stalls, waits, CPU, memory), optionally a digest of
+ * every byte handed out, and a resumable position. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "base/base.h"
+#include "cli.h"
+#include "sluice/sluice.h"
+
+#define MAX_SETS 16
+
+typedef struct knob_set {
+    int64_t at; /* after this many batches of this run */
+    sl_param_t param;
+    int64_t value;
+} knob_set_t;
+
+typedef struct run_args {
+    const char *source;
+    sl_options_t opt;
+    double step_ms;
+    int digest, json, quiet, bench;
+    int64_t stop_after; /* batches; 0 = all */
+    const char *state_out, *resume;
+    knob_set_t sets[MAX_SETS];
+    int nsets;
+} run_args_t;
+
+static void usage(FILE *f, const char *cmd)
+{
+    fprintf(f,
+            "usage: sluice %s SOURCE [options]\n"
+            "SOURCE: an ImageFolder directory, a directory of shards "
+            "(sluice pack), or one shard\n"
+            "  --batch N          samples per batch (64)\n"
+            "  --size N           output N x N (224)\n"
+            "  --threads N        decode+transform threads (cores)\n"
+            "  --read-threads N   read threads (1)\n"
+            "  --prefetch N       batch buffers in flight (2 x threads)\n"
+            "  --epochs E         epochs (1)\n"
+            "  --step-ms T        hold each batch T ms, as a training step "
+            "would (0)\n"
+            "  --out uint8|float  pixels, or normalised float32 (uint8)\n"
+            "  --layout chw|hwc   (chw)\n"
+            "  --eval             Resize+CenterCrop instead of "
+            "RandomResizedCrop+flip\n"
+            "  --seed S           (0)\n"
+            "  --no-shuffle, --no-flip, --drop-last, --no-dct\n"
+            "  --unordered        hand out batches as they complete\n"
+            "  --rank R --world W this process's share of the data\n"
+            "  --on-error fail|skip\n"
+            "  --digest           xxh3-64 over every batch's bytes and labels\n"
+            "  --stop-after N     stop after N batches (see --state)\n"
+            "  --state FILE       write the position (and digest) reached\n"
+            "  --resume FILE      continue from a --state file\n"
+            "  --set K:KNOB=V     after K batches set threads|read-threads|"
+            "prefetch to V\n"
+            "  --json             a JSON object of the figures as last line\n"
+            "  --quiet            no progress bar\n",
+            cmd);
+}
+
+static int parse_int(const char *s, long long lo, long long hi,
+                     long long *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_set(const char *s, knob_set_t *k)
+{
+    char name[32];
+    long long at, v;
+    if (sscanf(s, "%lld:%31[a-z-]=%lld", &at, name, &v) != 3 || at < 0)
+        return -1;
+    k->at = at;
+    k->value = v;
+    if (!strcmp(name, "threads"))
+        k->param = SL_PARAM_DECODE_THREADS;
+    else if (!strcmp(name, "read-threads"))
+        k->param = SL_PARAM_READ_THREADS;
+    else if (!strcmp(name, "prefetch"))
+        k->param = SL_PARAM_PREFETCH;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, run_args_t *a)
+{
+    enum {
+        O_BATCH = 256, O_SIZE, O_THREADS, O_RTHREADS, O_PREFETCH, O_EPOCHS,
+        O_STEP, O_OUT, O_LAYOUT, O_EVAL, O_SEED, O_NOSHUF, O_NOFLIP, O_DROP,
+        O_NODCT, O_UNORD, O_RANK, O_WORLD, O_ONERR, O_DIGEST, O_STOP,
+        O_STATE, O_RESUME, O_SET, O_JSON, O_QUIET, O_HELP
+    };
+    static const struct option lo[] = {
+        {"batch", 1, 0, O_BATCH}, {"size", 1, 0, O_SIZE},
+        {"threads", 1, 0, O_THREADS}, {"read-threads", 1, 0, O_RTHREADS},
+        {"prefetch", 1, 0, O_PREFETCH}, {"epochs", 1, 0, O_EPOCHS},
+        {"step-ms", 1, 0, O_STEP}, {"out", 1, 0, O_OUT},
+        {"layout", 1, 0, O_LAYOUT}, {"eval", 0, 0, O_EVAL},
+        {"seed", 1, 0, O_SEED}, {"no-shuffle", 0, 0, O_NOSHUF},
+        {"no-flip", 0, 0, O_NOFLIP}, {"drop-last", 0, 0, O_DROP},
+        {"no-dct", 0, 0, O_NODCT}, {"unordered", 0, 0, O_UNORD},
+        {"rank", 1, 0, O_RANK}, {"world", 1, 0, O_WORLD},
+        {"on-error", 1, 0, O_ONERR}, {"digest", 0, 0, O_DIGEST},
+        {"stop-after", 1, 0, O_STOP}, {"state", 1, 0, O_STATE},
+        {"resume", 1, 0, O_RESUME}, {"set", 1, 0, O_SET},
+        {"json", 0, 0, O_JSON}, {"quiet", 0, 0, O_QUIET},
+        {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+    long long v = 0;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        const char *s = optarg;
+        int bad = 0;
+        switch (c) {
+        case O_BATCH:
+            bad = parse_int(s, 1, 1 << 20, &v), a->opt.batch_size = (int)v;
+            break;
+        case O_SIZE:
+            bad = parse_int(s, 1, 8192, &v), a->opt.image_size = (int)v;
+            break;
+        case O_THREADS:
+            bad = parse_int(s, 1, 256, &v), a->opt.decode_threads = (int)v;
+            break;
+        case O_RTHREADS:
+            bad = parse_int(s, 1, 256, &v), a->opt.read_threads = (int)v;
+            break;
+        case O_PREFETCH:
+            bad = parse_int(s, 1, 4096, &v), a->opt.prefetch = (int)v;
+            break;
+        case O_EPOCHS:
+            bad = parse_int(s, 1, 1000000, &v), a->opt.epochs = v;
+            break;
+        case O_STEP:
+            a->step_ms = strtod(s, NULL);
+            bad = !(a->step_ms >= 0);
+            break;
+        case O_OUT:
+            if (!strcmp(s, "uint8"))
+                a->opt.dtype = SL_DTYPE_UINT8;
+            else if (!strcmp(s, "float"))
+                a->opt.dtype = SL_DTYPE_FLOAT32;
+            else
+                bad = 1;
+            break;
+        case O_LAYOUT:
+            if (!strcmp(s, "chw"))
+                a->opt.layout = SL_LAYOUT_CHW;
+            else if (!strcmp(s, "hwc"))
+                a->opt.layout = SL_LAYOUT_HWC;
+            else
+                bad = 1;
+            break;
+        case O_EVAL:
+            a->opt.mode = SL_MODE_EVAL;
+            break;
+        case O_SEED:
+            bad = parse_int(s, 0, INT64_MAX, &v), a->opt.seed = (uint64_t)v;
+            break;
+        case O_NOSHUF:
+            a->opt.no_shuffle = 1;
+            break;
+        case O_NOFLIP:
+            a->opt.no_flip = 1;
+            break;
+        case O_DROP:
+            a->opt.drop_last = 1;
+            break;
+        case O_NODCT:
+            a->opt.no_dct_scale = 1;
+            break;
+        case O_UNORD:
+            a->opt.unordered = 1;
+            break;
+        case O_RANK:
+            bad = parse_int(s, 0, 1 << 20, &v), a->opt.rank = (int)v;
+            break;
+        case O_WORLD:
+            bad = parse_int(s, 1, 1 << 20, &v), a->opt.world_size = (int)v;
+            break;
+        case O_ONERR:
+            if (!strcmp(s, "fail"))
+                a->opt.on_error = SL_ON_ERROR_FAIL;
+            else if (!strcmp(s, "skip"))
+                a->opt.on_error = SL_ON_ERROR_SKIP;
+            else
+                bad = 1;
+            break;
+        case O_DIGEST:
+            a->digest = 1;
+            break;
+        case O_STOP:
+            bad = parse_int(s, 1, INT64_MAX, &v), a->stop_after = v;
+            break;
+        case O_STATE:
+            a->state_out = s;
+            break;
+        case O_RESUME:
+            a->resume = s;
+            break;
+        case O_SET:
+            bad = a->nsets == MAX_SETS || parse_set(s, &a->sets[a->nsets++]);
+            break;
+        case O_JSON:
+            a->json = 1;
+            break;
+        case O_QUIET:
+            a->quiet = 1;
+            break;
+        case O_HELP:
+        case 'h':
+            usage(stdout, argv[0]);
+            exit(0);
+        default:
+            return -1;
+        }
+        if (bad) {
+            fprintf(stderr, "sluice %s: bad value '%s' for --%s\n", argv[0],
+                    s ? s : "", lo[c - O_BATCH].name);
+            return -1;
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "sluice %s: expected one SOURCE\n", argv[0]);
+        return -1;
+    }
+    a->source = argv[optind];
+    return 0;
+}
+
+/* What a --state file must agree on to resume: everything that changes the
+ * batch stream (thread counts and prefetch do not). */
+static uint64_t config_hash(const run_args_t *a)
+{
+    const sl_options_t *o = &a->opt;
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf,
+                     "%s|%d|%d|%d|%d|%d|%d|%" PRIu64 "|%d|%d|%d|%d|%d|%d|%d",
+                     a->source, o->batch_size, o->image_size, o->mode,
+                     o->dtype, o->layout, o->no_flip, o->seed, o->no_shuffle,
+                     o->drop_last, o->rank, o->world_size, o->unordered,
+                     o->no_dct_scale, o->on_error);
+    return XXH3_64bits(buf, (size_t)n);
+}
+
+typedef struct state {
+    sl_position_t pos;
+    uint64_t digest;
+    uint64_t config;
+} state_t;
+
+static int write_state(const char *path, const state_t *s)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "sluice-state 1\nepoch %" PRId64 "\nbatch %" PRId64
+            "\ndigest %016" PRIx64 "\nconfig %016" PRIx64 "\n",
+            s->pos.epoch, s->pos.batch, s->digest, s->config);
+    int bad = fclose(f) != 0;
+    return bad || rename(tmp, path) ? -1 : 0;
+}
+
+static int read_state(const char *path, state_t *s)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fscanf(f,
+                    "sluice-state 1 epoch %" SCNd64 " batch %" SCNd64
+                    " digest %" SCNx64 " config %" SCNx64,
+                    &s->pos.epoch, &s->pos.batch, &s->digest,
+                    &s->config) == 4;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double pct_ms(int64_t *v, int64_t n, double p)
+{
+    if (n == 0)
+        return 0;
+    int64_t k = (int64_t)ceil(p * (double)n) - 1;
+    if (k < 0)
+        k = 0;
+    if (k >= n)
+        k = n - 1;
+    return (double)v[k] / 1e6;
+}
+
+static void progress(int64_t done, int64_t total, double secs,
+                     int64_t samples, double stall)
+{
+    int width = 30, fill = total ? (int)(width * done / total) : 0;
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+    bar[width] = 0;
+    fprintf(stderr,
+            "\r[%s] %" PRId64 "/%" PRId64 " batches  %7.0f img/s  stall %4.1f%% ",
+            bar, done, total, secs > 0 ? (double)samples / secs : 0.0,
+            100.0 * stall);
+    fflush(stderr);
+}
+
+static void print_skips(sl_loader_t *l, int64_t *shown)
+{
+    int64_t n = sl_loader_skipped_count(l);
+    for (; *shown < n; (*shown)++) {
+        const char *m = sl_loader_skipped_message(l, *shown);
+        if (!m) { /* past the kept messages: counted only */
+            *shown = n;
+            break;
+        }
+        fprintf(stderr, "skipped: %s\n", m);
+    }
+}
+
+int sl__cmd_run(int argc, char **argv)
+{
+    run_args_t a;
+    memset(&a, 0, sizeof a);
+    a.bench = !strcmp(argv[0], "bench");
+    if (parse_args(argc, argv, &a)) {
+        usage(stderr, argv[0]);
+        return 2;
+    }
+    state_t st = {{0, 0}, 0, config_hash(&a)};
+    if (a.resume) {
+        state_t rs;
+        if (read_state(a.resume, &rs)) {
+            fprintf(stderr, "sluice %s: %s: not a sluice state file\n",
+                    argv[0], a.resume);
+            return 2;
+        }
+        if (rs.config != st.config) {
+            fprintf(stderr,
+                    "sluice %s: %s was written with other options or source; "
+                    "resume with the same ones\n",
+                    argv[0], a.resume);
+            return 2;
+        }
+        st = rs;
+        /* The state holds the absolute position; epochs count from the
+         * run's first epoch, so shorten by the epochs already done. */
+    }
+    sl_loader_t *l = NULL;
+    int64_t epochs_total = a.opt.epochs ? a.opt.epochs : 1;
+    if (a.resume) {
+        a.opt.epochs = epochs_total - st.pos.epoch;
+        if (a.opt.epochs < 1) {
+            fprintf(stderr, "sluice %s: nothing left to resume\n", argv[0]);
+            return 0;
+        }
+    }
+    int rc = sl_loader_create(a.source, &a.opt, &l);
+    if (rc) {
+        fprintf(stderr, "sluice %s: %s\n", argv[0],
+                sl_loader_last_error(NULL));
+        return 1;
+    }
+    int64_t nb = sl_loader_batches_per_epoch(l);
+    int64_t total = nb * a.opt.epochs - st.pos.batch;
+    if (a.stop_after && a.stop_after < total)
+        total = a.stop_after;
+    int show = !a.quiet && isatty(2);
+    if (!a.json || show)
+        fprintf(stderr,
+                "sluice %s: %" PRId64 " samples, %d classes, %" PRId64
+                " batches/epoch, from epoch %" PRId64 " batch %" PRId64 "\n",
+                argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l),
+                nb, st.pos.epoch, st.pos.batch);
+    int64_t *waits = malloc((size_t)(total > 0 ? total : 1) * sizeof *waits);
+    if (!waits) {
+        sl_loader_destroy(l);
+        return 1;
+    }
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
+    rc = sl_loader_start(l, &st.pos);
+    int64_t t0 = sl__now_ns(), last_draw = 0, done = 0, samples = 0;
+    int64_t wait_total = 0, shown_skips = 0, cur_epoch = st.pos.epoch;
+    uint64_t h = st.digest;
+    while (!rc && done < total) {
+        for (int k = 0; k < a.nsets; k++)
+            if (a.sets[k].at == done &&
+                sl_loader_set(l, a.sets[k].param, a.sets[k].value))
+                fprintf(stderr, "sluice %s: --set: %s\n", argv[0],
+                        sl_loader_last_error(l));
+        const sl_batch_t *b;
+        int64_t w0 = sl__now_ns();
+        rc = sl_loader_next(l, &b);
+        int64_t w = sl__now_ns() - w0;
+        if (rc)
+            break;
+        waits[done] = w;
+        wait_total += w;
+        if (b->epoch != cur_epoch) {
+            print_skips(l, &shown_skips);
+            cur_epoch = b->epoch;
+        }
+        if (a.digest) {
+            h = XXH3_64bits_withSeed(b->data, (size_t)b->n * b->sample_bytes,
+                                     h);
+            h = XXH3_64bits_withSeed(b->labels, (size_t)b->n * sizeof(int64_t),
+                                     h);
+        }
+        samples += b->n;
+        done++;
+        if (a.step_ms > 0) {
+            struct timespec ts = {(time_t)(a.step_ms / 1000),
+                                  (long)(fmod(a.step_ms, 1000.0) * 1e6)};
+            while (nanosleep(&ts, &ts) != 0)
+                ;
+        }
+        sl_loader_release(l, b);
+        int64_t now = sl__now_ns();
+        if (show && (now - last_draw > 100000000 || done == total)) {
+            last_draw = now;
+            double secs = (double)(now - t0) / 1e9;
+            progress(done, total, secs, samples,
+                     secs > 0 ? (double)wait_total / 1e9 / secs : 0);
+        }
+    }
+    double secs = (double)(sl__now_ns() - t0) / 1e9;
+    if (show)
+        fputc('\n', stderr);
+    print_skips(l, &shown_skips);
+    if (rc == SL_EEND)
+        rc = 0;
+    if (rc)
+        fprintf(stderr, "sluice %s: error: %s\n", argv[0],
+                sl_loader_last_error(l));
+    getrusage(RUSAGE_SELF, &ru1);
+    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
+                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
+                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
+                 (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+    sl_stats_t s;
+    sl_loader_stats(l, &s);
+    sl_position_t pos;
+    sl_loader_position(l, &pos);
+    if (a.state_out) {
+        state_t out = {pos, h, st.config};
+        if (write_state(a.state_out, &out))
+            fprintf(stderr, "sluice %s: cannot write %s\n", argv[0],
+                    a.state_out);
+    }
+    qsort(waits, (size_t)done, sizeof *waits, cmp_i64);
+    double stall = secs > 0 ? (double)wait_total / 1e9 / secs : 0;
+    double rate = secs > 0 ? (double)samples / secs : 0;
+    double util = secs > 0 ? cpu / secs / sl__ncpu() : 0;
+    double rss_mb = (double)ru1.ru_maxrss / 1024.0;
+    int64_t epochs_seen = done ? (cur_epoch - st.pos.epoch + 1) : 0;
+    if (!a.json || show) {
+        printf("%" PRId64 " samples in %" PRId64 " batches, %.2f s: %.0f img/s"
+               "  stall %.1f%%  wait p50 %.2f ms p99 %.2f ms  cpu %.0f%%"
+               "  peak RSS %.0f MB  skipped %" PRId64 "\n",
+               samples, done, secs, rate, 100 * stall,
+               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99),
+               100 * util, rss_mb, s.errors_skipped);
+        if (a.digest)
+            printf("digest %016" PRIx64 "\n", h);
+    }
+    if (a.json) {
+        printf("{\"samples\": %" PRId64 ", \"batches\": %" PRId64
+               ", \"epochs\": %" PRId64 ", \"seconds\": %.4f"
+               ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f"
+               ", \"wait_ms_p50\": %.3f, \"wait_ms_p99\": %.3f"
+               ", \"cpu_util\": %.4f, \"peak_rss_mb\": %.1f"
+               ", \"errors_skipped\": %" PRId64 ", \"bytes_read\": %" PRId64
+               ", \"threads\": %d, \"batch\": %d, \"size\": %d"
+               ", \"out\": \"%s\", \"position\": [%" PRId64 ", %" PRId64 "]",
+               samples, done, epochs_seen, secs, rate, stall,
+               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99), util,
+               rss_mb, s.errors_skipped, s.bytes_read,
+               a.opt.decode_threads ? a.opt.decode_threads : sl__ncpu(),
+               a.opt.batch_size ? a.opt.batch_size : 64,
+               a.opt.image_size ? a.opt.image_size : 224,
+               a.opt.dtype == SL_DTYPE_FLOAT32 ? "float" : "uint8", pos.epoch,
+               pos.batch);
+        if (a.digest)
+            printf(", \"digest\": \"%016" PRIx64 "\"", h);
+        if (rc)
+            printf(", \"error\": \"%s\"", sl_strerror(rc));
+        printf("}\n");
+    }
+    free(waits);
+    sl_loader_destroy(l);
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,70 @@
+/* data/shard: the native indexed shard format (docs/FORMAT.md).
+ * Depends on base and codec. Readers are thread-safe (pread). */
+#ifndef SL_SHARD_H
+#define SL_SHARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* One record's index entry, decoded. */
+typedef struct sl__shard_entry {
+    uint64_t offset;      /* of the stored bytes, from the start of file */
+    uint32_t stored_size; /* bytes on disk */
+    uint32_t raw_size;    /* bytes after decompression */
+    uint64_t checksum;    /* xxh3-64 of the raw (decompressed) bytes */
+    int64_t label;        /* class index */
+    int codec;            /* sl__codec_t */
+    const char *name;     /* record name (source relative path), in index */
+} sl__shard_entry_t;
+
+/* ---- writer (not thread-safe; one writer per file) */
+typedef struct sl__shard_writer sl__shard_writer_t;
+
+/* Creates `path` atomically: bytes go to a temp file beside it, renamed
+ * over `path` by sl__shard_writer_finish. */
+int sl__shard_writer_open(const char *path, int codec, sl__shard_writer_t **out,
+                          char *err, size_t errlen);
+/* Appends one record (raw bytes; compressed with the writer's codec). */
+int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
+                         int64_t label, const char *name, char *err,
+                         size_t errlen);
+/* Bytes written so far (records + index estimate), for --shard-size. */
+uint64_t sl__shard_writer_bytes(const sl__shard_writer_t *w);
+uint64_t sl__shard_writer_count(const sl__shard_writer_t *w);
+/* Upper bound on what adding a record of raw_n bytes named `name` with
+ * `codec` adds to sl__shard_writer_bytes (worst-case compression), so a
+ * packer can start a new shard before one would go over its size. */
+uint64_t sl__shard_record_cost(int codec, size_t raw_n, const char *name);
+/* Writes the index and header, fsyncs, renames. Frees w in every case. */
+int sl__shard_writer_finish(sl__shard_writer_t *w, char *err, size_t errlen);
+/* Removes the temp file and frees w (on failure paths). NULL ok. */
+void sl__shard_writer_abort(sl__shard_writer_t *w);
+
+/* ---- reader (thread-safe after open) */
+typedef struct sl__shard sl__shard_t;
+
+/* Opens and validates header and index (not the records). */
+int sl__shard_open(const char *path, sl__shard_t **out, char *err,
+                   size_t errlen);
+/* Same, over bytes in memory (the fuzz target uses this). The memory must
+ * outlive the shard. */
+int sl__shard_open_mem(const void *p, size_t n, sl__shard_t **out, char *err,
+                       size_t errlen);
+void sl__shard_close(sl__shard_t *s);
+uint64_t sl__shard_count(const sl__shard_t *s);
+const char *sl__shard_path(const sl__shard_t *s);
+/* Format version of the open shard. */
+void sl__shard_version(const sl__shard_t *s, int *major, int *minor);
+/* Entry i (i < count); pointers valid until close. */
+const sl__shard_entry_t *sl__shard_entry(const sl__shard_t *s, uint64_t i);
+/* Reads record i into out (raw, decompressed, checksum verified; out->n set).
+ * *stored_bytes (may be NULL) gets the bytes read from storage. Errors name
+ * the shard, record index and name, and cause. Thread-safe: each thread
+ * passes its own `out` and `scratch`. */
+int sl__shard_read(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                   sl__bytes_t *scratch, uint64_t *stored_bytes, char *err,
+                   size_t errlen);
+
+#endif

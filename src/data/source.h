@@ -1,0 +1,42 @@
+/* data/source: one interface over what the loader reads from:
+ *   - an ImageFolder directory (root/<class>/<image>),
+ *   - a directory of packed shards (classes.txt + shard-*.sls),
+ *   - a single shard file.
+ * Sample i has a label and a name for messages, and its encoded bytes are
+ * read with sl__source_read, which is thread-safe. Depends on base, codec
+ * (through shard) and data/{folder,shard}. */
+#ifndef SL_SOURCE_H
+#define SL_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+typedef struct sl__source sl__source_t;
+
+/* Opens path. With skip_bad, shards whose header or index cannot be read
+ * are left out and described in sl__source_bad_* (their records are
+ * unknown); otherwise the first such shard fails the open. */
+int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
+                    char *err, size_t errlen);
+void sl__source_close(sl__source_t *s);
+
+int64_t sl__source_count(const sl__source_t *s);
+int sl__source_num_classes(const sl__source_t *s);
+const char *sl__source_class_name(const sl__source_t *s, int c);
+int64_t sl__source_label(const sl__source_t *s, int64_t i);
+/* "ROOT/class/file.jpg" or "SHARD: record K (name)", into buf. */
+const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
+                                size_t len);
+/* Reads sample i's encoded bytes into out (out->n set). *stored gets bytes
+ * read from storage. Errors name the file/record and the cause. */
+int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                    sl__bytes_t *scratch, uint64_t *stored, char *err,
+                    size_t errlen);
+
+/* Shards left out at open under skip_bad. */
+int sl__source_bad_count(const sl__source_t *s);
+const char *sl__source_bad_message(const sl__source_t *s, int i);
+
+#endif

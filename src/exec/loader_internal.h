@@ -1,0 +1,96 @@
+/* exec/loader: the pipeline behind sl_loader_t.
+ *
+ *   claim (reader threads, under mu) -> read bytes -> decode_q ->
+ *   decode+transform (decoder threads) straight into slot (b, i) of a batch
+ *   buffer -> batch READY when its last slot is done -> consumer.
+ *
+ * Slots make order free: sample i of batch g always lands in slot i of the
+ * buffer claimed for g, whichever thread did it, so ordered delivery needs
+ * no reorder buffer and the batch stream is a pure function of (seed,
+ * epoch, batch). Batch buffers are the prefetch depth (memory ~ depth x
+ * batch bytes); items are the read-ahead (bounded, recycled).
+ *
+ * Lock order: loader mu, then a queue's own lock (queues never call back).
+ * The workers' pool lock is never held while taking mu. */
+#ifndef SL_LOADER_INTERNAL_H
+#define SL_LOADER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "base/base.h"
+#include "data/sampler.h"
+#include "data/source.h"
+#include "exec/queue.h"
+#include "exec/workers.h"
+#include "ops/image.h"
+
+#define SL_ITEMS 32                   /* read-ahead: samples read, not done */
+#define SL_ITEM_KEEP (4u << 20)       /* item buffers above this are freed */
+#define SL_SKIPS_KEPT 10000           /* skip messages kept */
+#define SL_MSG 1024
+
+enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
+
+typedef struct bbuf {
+    sl_batch_t pub; /* first: sl_loader_release casts back */
+    int state;
+    int64_t g;   /* global batch number: epoch * nbatches + index */
+    int count;   /* samples assigned */
+    int pending; /* slots not yet finished */
+    int nfailed;
+    uint8_t *bad; /* per slot: 1 = skipped */
+    int rc;       /* first failure under SL_ON_ERROR_FAIL */
+    char err[SL_MSG];
+} bbuf_t;
+
+typedef struct item {
+    bbuf_t *bb;
+    int slot;
+    int64_t sample;
+    sl__bytes_t data;
+    int rc;
+    char err[SL_MSG];
+} item_t;
+
+struct sl_loader {
+    sl_options_t opt; /* resolved: no zero defaults left */
+    sl__source_t *src;
+    sl__sampler_t smp;
+    sl__xform_t xf;
+    size_t sample_bytes, batch_bytes;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work;  /* readers: a batch can be claimed */
+    pthread_cond_t cv_ready; /* consumer: a batch is READY */
+
+    bbuf_t **bufs;
+    int nbufs, cap_bufs;
+    int prefetch; /* target number of batch buffers */
+
+    int running, stopping;
+    int64_t start_g, claim_g, next_g, end_g, handed;
+    bbuf_t *cur; /* batch being handed out to readers */
+    int cur_slot;
+    int64_t perm_epoch[2];
+    int64_t *perm[2];
+
+    item_t items[SL_ITEMS];
+    sl__queue_t *free_items, *decode_q;
+    sl__workers_t *readers, *decoders;
+    int read_threads, decode_threads;
+    sl__bytes_t rscratch[SL_WORKERS_MAX];
+    sl__scratch_t *dscratch[SL_WORKERS_MAX];
+
+    sl_stats_t stats; /* under mu, except bytes_read */
+    atomic_llong bytes_read;
+    int fatal;
+    char errmsg[SL_MSG];
+    char **skips;
+    int64_t nskips;
+};
+
+void sl__loader_reader_main(void *arg, int id);
+void sl__loader_decoder_main(void *arg, int id);
+
+#endif

@@ -1,0 +1,236 @@
+/* The two worker stages of the loader: readers claim (batch, slot) pairs
+ * and read bytes; decoders transform them into their slots. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "loader_internal.h"
+
+/* The epoch's permutation, computed once per epoch (two cached: batches of
+ * adjacent epochs are in flight together). Called under mu. */
+static const int64_t *perm_for(sl_loader_t *l, int64_t epoch)
+{
+    for (int k = 0; k < 2; k++)
+        if (l->perm_epoch[k] == epoch)
+            return l->perm[k];
+    int k = l->perm_epoch[0] < l->perm_epoch[1] ? 0 : 1;
+    sl__sampler_permute(&l->smp, epoch, l->perm[k]);
+    l->perm_epoch[k] = epoch;
+    return l->perm[k];
+}
+
+static bbuf_t *buf_alloc(sl_loader_t *l)
+{
+    if (l->nbufs == l->cap_bufs) {
+        int cap = l->cap_bufs ? l->cap_bufs * 2 : 8;
+        bbuf_t **v = realloc(l->bufs, (size_t)cap * sizeof *v);
+        if (!v)
+            return NULL;
+        l->bufs = v;
+        l->cap_bufs = cap;
+    }
+    bbuf_t *bb = calloc(1, sizeof *bb);
+    size_t bytes = (l->batch_bytes + 63) & ~(size_t)63;
+    int B = l->opt.batch_size;
+    if (bb) {
+        bb->pub.data = aligned_alloc(64, bytes ? bytes : 64);
+        bb->pub.labels = malloc((size_t)B * sizeof(int64_t));
+        bb->pub.indices = malloc((size_t)B * sizeof(int64_t));
+        bb->bad = malloc((size_t)B);
+    }
+    if (!bb || !bb->pub.data || !bb->pub.labels || !bb->pub.indices ||
+        !bb->bad) {
+        if (bb) {
+            free(bb->pub.data);
+            free(bb->pub.labels);
+            free(bb->pub.indices);
+            free(bb->bad);
+            free(bb);
+        }
+        return NULL;
+    }
+    l->bufs[l->nbufs++] = bb;
+    return bb;
+}
+
+/* Next (batch, slot) to read; waits for a free batch buffer when the
+ * prefetch depth is reached. Returns 0, or 1 when the pipeline stops. */
+static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
+{
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        if (l->stopping) {
+            pthread_mutex_unlock(&l->mu);
+            return 1;
+        }
+        if (l->cur) {
+            *bb_out = l->cur;
+            *slot = l->cur_slot;
+            *sample = l->cur->pub.indices[l->cur_slot];
+            if (++l->cur_slot == l->cur->count)
+                l->cur = NULL;
+            pthread_mutex_unlock(&l->mu);
+            return 0;
+        }
+        if (l->claim_g < l->end_g) {
+            bbuf_t *bb = NULL;
+            for (int i = 0; i < l->nbufs && !bb; i++)
+                if (l->bufs[i]->state == BB_FREE)
+                    bb = l->bufs[i];
+            if (!bb && l->nbufs < l->prefetch)
+                bb = buf_alloc(l);
+            if (bb) {
+                int64_t nb = l->smp.nbatches, g = l->claim_g++;
+                bb->g = g;
+                bb->pub.epoch = g / nb;
+                bb->pub.index = g % nb;
+                bb->count = sl__sampler_batch(&l->smp,
+                                              perm_for(l, bb->pub.epoch),
+                                              bb->pub.index, bb->pub.indices);
+                for (int i = 0; i < bb->count; i++)
+                    bb->pub.labels[i] =
+                        sl__source_label(l->src, bb->pub.indices[i]);
+                memset(bb->bad, 0, (size_t)bb->count);
+                bb->pending = bb->count;
+                bb->nfailed = 0;
+                bb->rc = 0;
+                bb->err[0] = 0;
+                bb->state = BB_FILLING;
+                l->cur = bb;
+                l->cur_slot = 0;
+                continue;
+            }
+        }
+        pthread_cond_wait(&l->cv_work, &l->mu);
+    }
+}
+
+void sl__loader_reader_main(void *arg, int id)
+{
+    sl_loader_t *l = arg;
+    while (sl__workers_checkpoint(l->readers, id)) {
+        bbuf_t *bb;
+        int slot;
+        int64_t sample;
+        if (claim(l, &bb, &slot, &sample))
+            return;
+        item_t *it;
+        if (sl__queue_pop(l->free_items, (void **)&it))
+            return; /* stopping: the restart rebuilds the item queues */
+        it->bb = bb;
+        it->slot = slot;
+        it->sample = sample;
+        uint64_t stored = 0;
+        it->err[0] = 0;
+        it->rc = sl__source_read(l->src, sample, &it->data, &l->rscratch[id],
+                                 &stored, it->err, sizeof it->err);
+        atomic_fetch_add(&l->bytes_read, (long long)stored);
+        if (sl__queue_push(l->decode_q, it))
+            return;
+    }
+}
+
+/* Moves the good samples of a batch with skipped slots to its front. Only
+ * the thread that finished the batch's last slot owns it here. */
+static void compact(sl_loader_t *l, bbuf_t *bb)
+{
+    int n = 0;
+    uint8_t *data = bb->pub.data;
+    for (int i = 0; i < bb->count; i++) {
+        if (bb->bad[i])
+            continue;
+        if (n != i) {
+            memmove(data + (size_t)n * l->sample_bytes,
+                    data + (size_t)i * l->sample_bytes, l->sample_bytes);
+            bb->pub.labels[n] = bb->pub.labels[i];
+            bb->pub.indices[n] = bb->pub.indices[i];
+        }
+        n++;
+    }
+    bb->pub.n = n;
+}
+
+static void add_skip(sl_loader_t *l, int64_t epoch, const char *msg)
+{
+    l->stats.errors_skipped++;
+    if (l->nskips >= SL_SKIPS_KEPT)
+        return;
+    char *s = malloc(strlen(msg) + 32);
+    char **v = realloc(l->skips, (size_t)(l->nskips + 1) * sizeof *v);
+    if (!s || !v) {
+        free(s);
+        if (v)
+            l->skips = v;
+        return;
+    }
+    sprintf(s, "epoch %lld: %s", (long long)epoch, msg);
+    l->skips = v;
+    l->skips[l->nskips++] = s;
+}
+
+static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
+                        const char *msg)
+{
+    pthread_mutex_lock(&l->mu);
+    if (rc) {
+        if (l->opt.on_error == SL_ON_ERROR_SKIP) {
+            bb->bad[slot] = 1;
+            bb->nfailed++;
+            add_skip(l, bb->pub.epoch, msg);
+        } else if (!bb->rc) {
+            bb->rc = rc;
+            snprintf(bb->err, sizeof bb->err, "%s", msg);
+        }
+    }
+    int last = --bb->pending == 0;
+    pthread_mutex_unlock(&l->mu);
+    if (!last)
+        return;
+    bb->pub.n = bb->count;
+    if (bb->nfailed && !bb->rc)
+        compact(l, bb);
+    pthread_mutex_lock(&l->mu);
+    bb->state = BB_READY;
+    pthread_cond_broadcast(&l->cv_ready);
+    pthread_mutex_unlock(&l->mu);
+}
+
+void sl__loader_decoder_main(void *arg, int id)
+{
+    sl_loader_t *l = arg;
+    if (!l->dscratch[id])
+        l->dscratch[id] = sl__scratch_create();
+    while (sl__workers_checkpoint(l->decoders, id)) {
+        item_t *it;
+        if (sl__queue_pop(l->decode_q, (void **)&it))
+            return;
+        bbuf_t *bb = it->bb;
+        int slot = it->slot, rc = it->rc;
+        char msg[SL_MSG];
+        if (rc) {
+            snprintf(msg, sizeof msg, "%s", it->err);
+        } else if (!l->dscratch[id]) {
+            rc = sl__fail(msg, sizeof msg, SL_ENOMEM, "out of memory");
+        } else {
+            sl__rng_t crop, flip;
+            uint64_t e = (uint64_t)bb->pub.epoch, s = (uint64_t)it->sample;
+            sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
+            sl__rng_init(&flip, l->opt.seed, e, s, SL_RNG_FLIP);
+            char cause[SL_MSG / 2];
+            void *out = (uint8_t *)bb->pub.data + (size_t)slot * l->sample_bytes;
+            rc = sl__image_process(it->data.p, it->data.n, &l->xf, &crop,
+                                   &flip, l->dscratch[id], out, cause,
+                                   sizeof cause);
+            if (rc) {
+                char name[SL_MSG / 2 - 8];
+                sl__source_describe(l->src, it->sample, name, sizeof name);
+                snprintf(msg, sizeof msg, "%s: %s", name, cause);
+            }
+        }
+        if (it->data.cap > SL_ITEM_KEEP)
+            sl__bytes_free(&it->data);
+        sl__queue_push(l->free_items, it); /* never full: holds every item */
+        finish_slot(l, bb, slot, rc, msg);
+    }
+}

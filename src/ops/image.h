@@ -1,0 +1,67 @@
+/* ops/image: decode (JPEG via libjpeg-turbo, PNG via libpng) + crop +
+ * resize + flip + convert, fused, one sample at a time, straight into the
+ * caller's output slot. Depends on base only; knows nothing of pipelines. */
+#ifndef SL_IMAGE_H
+#define SL_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "base/rng.h"
+
+/* Per-thread reusable buffers (decode rows, resize temporaries). Grows to the
+ * largest image seen, then allocation-free. */
+typedef struct sl__scratch sl__scratch_t;
+sl__scratch_t *sl__scratch_create(void);
+void sl__scratch_destroy(sl__scratch_t *s);
+
+typedef struct sl__crop {
+    int x, y, w, h;
+} sl__crop_t;
+
+/* torchvision RandomResizedCrop.get_params on a width x height image, with
+ * draws from r: 10 tries of (area in scale, log-uniform aspect in ratio),
+ * then the central fallback. */
+sl__crop_t sl__rrc_sample(sl__rng_t *r, int width, int height,
+                          const double scale[2], const double ratio[2]);
+
+/* torchvision Resize(resize_size) + CenterCrop(size) expressed as one box in
+ * source pixels (scaled back from the resized image). */
+sl__crop_t sl__center_box(int width, int height, int resize_size, int size);
+
+typedef enum { SL_XF_BOX = 0, SL_XF_RRC = 1, SL_XF_CENTER = 2 } sl__xf_mode_t;
+
+typedef struct sl__xform {
+    int mode;          /* sl__xf_mode_t */
+    sl__crop_t box;    /* SL_XF_BOX: the crop (w or h 0: whole image) */
+    double scale[2];   /* SL_XF_RRC */
+    double ratio[2];   /* SL_XF_RRC */
+    int resize_size;   /* SL_XF_CENTER */
+    int flip;          /* SL_XF_BOX: 0/1; SL_XF_RRC: 1 = random p=0.5 */
+    int out_w, out_h;
+    int dtype;         /* sl_dtype_t */
+    int layout;        /* sl_layout_t */
+    float mean[3];     /* resolved (never all-zero here) */
+    float std[3];
+    int dct_scale;     /* 1: may decode at 1/2, 1/4, 1/8 scale */
+} sl__xform_t;
+
+/* Decodes `bytes`, draws what is random from `crop_rng` / `flip_rng` (may be
+ * NULL in SL_XF_BOX mode), and writes out_w*out_h*3 samples into out.
+ * Returns 0 or SL_EDECODE / SL_EUNSUPPORTED / SL_ECORRUPT with a message
+ * (the cause only; the caller adds the file name). Never crashes on bad
+ * bytes. */
+int sl__image_process(const uint8_t *bytes, size_t n, const sl__xform_t *x,
+                      sl__rng_t *crop_rng, sl__rng_t *flip_rng,
+                      sl__scratch_t *s, void *out, char *err, size_t errlen);
+
+/* Width/height from the header only. */
+int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
+                   size_t errlen);
+
+/* Encodes RGB pixels as a baseline JPEG (make-dataset, tests). */
+int sl__jpeg_encode(const uint8_t *rgb, int w, int h, int quality,
+                    sl__bytes_t *out, char *err, size_t errlen);
+
+#endif

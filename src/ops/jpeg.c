@@ -1,0 +1,247 @@
+/* ops/jpeg: libjpeg-turbo decode of only what the crop needs.
+ *
+ * - DCT scaling: the smallest 1/1, 1/2, 1/4, 1/8 decode whose scaled box is
+ *   still at least the output size (powers of two only: the others have no
+ *   SIMD IDCT and are slower than decoding bigger).
+ * - Columns: jpeg_crop_scanline (it widens to iMCU boundaries; we shift).
+ * - Rows: jpeg_skip_scanlines to the first needed row, read to the last,
+ *   then jpeg_abort_decompress (no need to finish the file).
+ * Errors longjmp back with libjpeg's message; nothing is printed. A
+ * premature end of file (truncated input) is an error, as in PIL; other
+ * corrupt-data warnings are tolerated up to a small count. */
+#include <string.h>
+
+#include "ops/ops_internal.h"
+
+/* More corrupt-data warnings than this in one image: give up. */
+#define SL__JPEG_MAX_WARNINGS 64
+/* More scans than this (progressive): give up (libjpeg-turbo's TurboJPEG
+ * uses the same guard against scan storms). */
+#define SL__JPEG_MAX_SCANS 500
+/* libjpeg's own memory for one image (progressive coefficient buffers). */
+#define SL__JPEG_MAX_MEMORY (1L << 30)
+/* Rows asked of jpeg_read_scanlines at once. */
+#define SL__JPEG_ROWS 8
+
+static void on_error(j_common_ptr c)
+{
+    sl__jerr_t *e = (sl__jerr_t *)c->err;
+    c->err->format_message(c, e->msg);
+    e->code = SL_EDECODE;
+    longjmp(e->jb, 1);
+}
+
+static void on_message(j_common_ptr c, int level)
+{
+    if (level >= 0)
+        return; /* trace messages */
+    sl__jerr_t *e = (sl__jerr_t *)c->err;
+    c->err->num_warnings++;
+    if (c->err->msg_code == JWRN_JPEG_EOF) {
+        c->err->format_message(c, e->msg);
+        e->code = SL_ECORRUPT;
+        longjmp(e->jb, 1);
+    }
+    if (++e->warnings > SL__JPEG_MAX_WARNINGS) {
+        char m[JMSG_LENGTH_MAX];
+        c->err->format_message(c, m);
+        snprintf(e->msg, sizeof e->msg, "too many corrupt-data warnings (%s)",
+                 m);
+        e->code = SL_ECORRUPT;
+        longjmp(e->jb, 1);
+    }
+}
+
+static void on_output(j_common_ptr c)
+{
+    (void)c; /* never print */
+}
+
+static void on_progress(j_common_ptr c)
+{
+    j_decompress_ptr d = (j_decompress_ptr)c;
+    if (d->input_scan_number > SL__JPEG_MAX_SCANS) {
+        sl__jerr_t *e = (sl__jerr_t *)c->err;
+        snprintf(e->msg, sizeof e->msg, "more than %d scans",
+                 SL__JPEG_MAX_SCANS);
+        e->code = SL_ECORRUPT;
+        longjmp(e->jb, 1);
+    }
+}
+
+static int jpeg_setup(sl__scratch_t *s, char *err, size_t errlen)
+{
+    s->dinfo.err = jpeg_std_error(&s->jerr.pub);
+    s->jerr.pub.error_exit = on_error;
+    s->jerr.pub.emit_message = on_message;
+    s->jerr.pub.output_message = on_output;
+    if (setjmp(s->jerr.jb))
+        return sl__fail(err, errlen, SL_ENOMEM, "libjpeg: %s", s->jerr.msg);
+    jpeg_create_decompress(&s->dinfo);
+    s->dinfo.mem->max_memory_to_use = SL__JPEG_MAX_MEMORY;
+    memset(&s->jprog, 0, sizeof s->jprog);
+    s->jprog.progress_monitor = on_progress;
+    s->dinfo.progress = &s->jprog;
+    s->jpeg_ready = 1;
+    return 0;
+}
+
+void sl__jpeg_release(sl__scratch_t *s)
+{
+    if (s->jpeg_ready)
+        jpeg_destroy_decompress(&s->dinfo);
+    s->jpeg_ready = 0;
+}
+
+/* PIL's cmyk2rgb (Convert.c) after unpacking: R = (255-K) - (255-K)*C/255
+ * with PIL's MULDIV255 rounding. Adobe files store inverted values. In
+ * place: 4 bytes in, 3 bytes out, front to back. */
+static void cmyk_to_rgb(uint8_t *p, int w, int inverted)
+{
+    uint8_t *o = p;
+    int inv = inverted ? 255 : 0;
+    for (int i = 0; i < w; i++, p += 4, o += 3) {
+        int c = p[0] ^ inv, m = p[1] ^ inv, y = p[2] ^ inv, k = p[3] ^ inv;
+        int nk = 255 - k, t;
+        t = c * nk + 128;
+        o[0] = (uint8_t)(nk - (((t >> 8) + t) >> 8));
+        t = m * nk + 128;
+        o[1] = (uint8_t)(nk - (((t >> 8) + t) >> 8));
+        t = y * nk + 128;
+        o[2] = (uint8_t)(nk - (((t >> 8) + t) >> 8));
+    }
+}
+
+static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
+                     sl__rng_t *crop_rng, sl__rng_t *flip_rng,
+                     sl__scratch_t *s, void *out, char *err, size_t errlen)
+{
+    j_decompress_ptr d = &s->dinfo;
+    jpeg_mem_src(d, p, (unsigned long)n);
+    jpeg_read_header(d, TRUE);
+    int W = (int)d->image_width, H = (int)d->image_height;
+    int rc = sl__check_dims(W, H, err, errlen);
+    if (rc)
+        return rc;
+    sl__geom_t g;
+    rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
+    if (rc)
+        return rc;
+
+    int cmyk = d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
+    d->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+    int denom = x->dct_scale ? sl__pick_denom(&g.box, x->out_w, x->out_h) : 1;
+    d->scale_num = 1;
+    d->scale_denom = (unsigned)denom;
+    jpeg_start_decompress(d);
+    int ps = d->output_components;
+    if (ps != (cmyk ? 4 : 3))
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "unexpected %d output components", ps);
+
+    sl__axis_t h, v;
+    int cx0, cy0;
+    rc = sl__plan_axes(s, &g.box, denom, (int)d->output_width,
+                       (int)d->output_height, x->out_w, x->out_h, &h, &v,
+                       &cx0, &cy0);
+    if (rc)
+        return sl__fail(err, errlen, rc, "cannot plan the resample");
+    JDIMENSION jx = (JDIMENSION)(cx0 + h.lo), jw = (JDIMENSION)(h.hi - h.lo);
+    int want_x = (int)jx;
+    if (jx != 0 || jw != d->output_width)
+        jpeg_crop_scanline(d, &jx, &jw);
+    int shift = want_x - (int)jx; /* pixels left of what we need */
+    if (shift < 0 || (int)jw < shift + (h.hi - h.lo))
+        return sl__fail(err, errlen, SL_EDECODE, "bad crop from libjpeg");
+
+    size_t rowb = (size_t)d->output_width * ps;
+    size_t w3 = (size_t)h.out * 3;
+    uint8_t *tmp = sl__tmp_reserve(s, &h, &v);
+    if (!tmp || sl__bytes_reserve(&s->rows, rowb * SL__JPEG_ROWS))
+        return sl__fail(err, errlen, SL_ENOMEM, "no memory for %zu-byte rows",
+                        rowb);
+    JSAMPROW ptr[SL__JPEG_ROWS];
+    for (int i = 0; i < SL__JPEG_ROWS; i++)
+        ptr[i] = s->rows.p + i * rowb;
+
+    JDIMENSION y0 = (JDIMENSION)(cy0 + v.lo), y1 = (JDIMENSION)(cy0 + v.hi);
+    if (y0 > 0 && jpeg_skip_scanlines(d, y0) != y0)
+        return sl__fail(err, errlen, SL_ECORRUPT, "cannot skip %u rows", y0);
+    while (d->output_scanline < y1) {
+        JDIMENSION first = d->output_scanline, want = y1 - first;
+        if (want > SL__JPEG_ROWS)
+            want = SL__JPEG_ROWS;
+        JDIMENSION got = jpeg_read_scanlines(d, ptr, want);
+        if (got == 0)
+            return sl__fail(err, errlen, SL_ECORRUPT, "no rows at %u", first);
+        for (JDIMENSION i = 0; i < got; i++) {
+            uint8_t *r = ptr[i];
+            int pps = ps;
+            if (cmyk) {
+                cmyk_to_rgb(r, (int)d->output_width, d->saw_Adobe_marker);
+                pps = 3;
+            }
+            sl__hpass_row(r + (size_t)shift * pps, pps, &h,
+                          tmp + (size_t)(first + i - y0) * w3);
+        }
+    }
+    return sl__vpass_write(s, &h, &v, x, g.flip, out);
+}
+
+int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
+                     sl__rng_t *crop_rng, sl__rng_t *flip_rng,
+                     sl__scratch_t *s, void *out, char *err, size_t errlen)
+{
+    if (!s->jpeg_ready) {
+        int rc = jpeg_setup(s, err, errlen);
+        if (rc)
+            return rc;
+    }
+    s->jerr.warnings = 0;
+    if (setjmp(s->jerr.jb)) {
+        jpeg_abort_decompress(&s->dinfo);
+        return sl__fail(err, errlen, s->jerr.code, "%s", s->jerr.msg);
+    }
+    int rc = jpeg_body(p, n, x, crop_rng, flip_rng, s, out, err, errlen);
+    jpeg_abort_decompress(&s->dinfo);
+    return rc;
+}
+
+/* Header walk to the first SOF marker: no libjpeg state needed. */
+int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
+                  size_t errlen)
+{
+    if (n < 4 || p[0] != 0xFF || p[1] != 0xD8)
+        return sl__fail(err, errlen, SL_EDECODE, "not a JPEG");
+    size_t i = 2;
+    for (;;) {
+        while (i < n && p[i] != 0xFF)
+            i++; /* tolerate junk between segments, as libjpeg does */
+        while (i < n && p[i] == 0xFF)
+            i++;
+        if (i >= n)
+            break;
+        uint8_t m = p[i++];
+        if (m == 0x01 || (m >= 0xD0 && m <= 0xD8))
+            continue; /* standalone markers */
+        if (m == 0xD9 || m == 0xDA)
+            return sl__fail(err, errlen, SL_ECORRUPT, "JPEG without a frame");
+        if (i + 2 > n)
+            break;
+        size_t len = (size_t)(p[i] << 8 | p[i + 1]);
+        if (len < 2)
+            return sl__fail(err, errlen, SL_ECORRUPT, "bad JPEG marker length");
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+            if (len < 8 || i + 7 > n)
+                break;
+            *h = p[i + 3] << 8 | p[i + 4];
+            *w = p[i + 5] << 8 | p[i + 6];
+            if (*w == 0 || *h == 0)
+                return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                                "JPEG with zero/DNL dimensions");
+            return sl__check_dims(*w, *h, err, errlen);
+        }
+        i += len;
+    }
+    return sl__fail(err, errlen, SL_ECORRUPT, "truncated JPEG header");
+}

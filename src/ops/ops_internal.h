@@ -1,0 +1,133 @@
+/* ops internals: the pieces of the fused decode -> crop -> resize -> write
+ * path, shared by jpeg.c, png.c, resize.c, convert.c and transform.c.
+ *
+ * Data flow for one sample (no full-size image is ever materialised for
+ * JPEG):
+ *   decoder rows (only the needed rows/columns, maybe at 1/2..1/8 DCT scale)
+ *     -> horizontal pass, row by row, into tmp (out_w x used rows, uint8)
+ *     -> vertical pass, one output row at a time
+ *     -> write (flip, layout, uint8 or float LUT) into the caller's slot.
+ * The two passes are PIL's ImagingResample (bilinear, antialiased), with the
+ * same fixed-point coefficients and rounding, so a full-scale decode matches
+ * PIL's img.crop(box).resize(size, BILINEAR) bit for bit. */
+#ifndef SL_OPS_INTERNAL_H
+#define SL_OPS_INTERNAL_H
+
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
+
+#include <jpeglib.h>
+
+#include "ops/image.h"
+
+/* Largest accepted image: bounds memory and time on hostile headers. */
+#define SL__IMG_MAX_SIDE 16384
+#define SL__IMG_MAX_PIXELS ((int64_t)1 << 28)
+/* Largest output side (tmp holds out_w x source rows). */
+#define SL__OUT_MAX_SIDE 8192
+/* Fixed-point bits of the resampling weights (PIL's PRECISION_BITS). */
+#define SL__RS_BITS 22
+
+/* One axis of a resample: PIL's precompute_coeffs + normalize_coeffs_8bpc
+ * over a local input range [0, in). bounds are (first, count) pairs relative
+ * to `lo`, the first input index any output uses; `hi` is one past the
+ * last. */
+typedef struct sl__axis {
+    int out, ksize;
+    int lo, hi;
+    int *bounds;
+    int32_t *kk;
+} sl__axis_t;
+
+/* The crop as a float box in source pixels, plus how to clip the filter:
+ * clip_box 1 = crop-then-resize (taps never leave the box; RRC and BOX),
+ * 0 = resize-then-crop (taps may use pixels outside; CENTER). */
+typedef struct sl__fbox {
+    double x0, y0, x1, y1;
+    int clip_box;
+} sl__fbox_t;
+
+/* libjpeg error manager: longjmp back with the message captured. */
+typedef struct sl__jerr {
+    struct jpeg_error_mgr pub;
+    jmp_buf jb;
+    int code;      /* SL_E* to return */
+    int warnings;  /* corrupt-data warnings seen in this image */
+    char msg[JMSG_LENGTH_MAX];
+} sl__jerr_t;
+
+struct sl__scratch {
+    sl__bytes_t rows;  /* decoder output rows */
+    sl__bytes_t tmp;   /* horizontal-pass output */
+    sl__bytes_t coef;  /* axis bounds + weights */
+    sl__bytes_t dbl;   /* double weights while computing one output */
+    sl__bytes_t line;  /* one vertical-pass output row (+ int32 acc) */
+    sl__bytes_t full;  /* PNG: whole decoded image */
+    int jpeg_ready;
+    struct jpeg_decompress_struct dinfo;
+    sl__jerr_t jerr;
+    struct jpeg_progress_mgr jprog;
+    int lut_ok;
+    float lut_mean[3], lut_std[3];
+    float lut[3][256];
+};
+
+/* The geometry of one sample after decoding its header. */
+typedef struct sl__geom {
+    sl__fbox_t box; /* in source pixels */
+    int flip;
+} sl__geom_t;
+
+/* Resolves the box (and draws crop/flip for RRC) for a W x H image. */
+int sl__geom_resolve(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
+                     sl__rng_t *flip_rng, sl__geom_t *g, char *err,
+                     size_t errlen);
+
+/* Picks the DCT scale denominator (1, 2, 4, 8) for a box and output. */
+int sl__pick_denom(const sl__fbox_t *b, int out_w, int out_h);
+
+/* Sets up both axes for a decoded image of dw x dh pixels that is the source
+ * scaled by 1/denom. On return, (*cx0, *cy0) is the decoded-image position of
+ * local index 0 of each axis; the needed pixels are columns cx0+h.lo ..
+ * cx0+h.hi-1 and rows cy0+v.lo .. cy0+v.hi-1. */
+int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
+                  int dh, int out_w, int out_h, sl__axis_t *h, sl__axis_t *v,
+                  int *cx0, int *cy0);
+
+/* tmp must hold out_w * 3 * (v.hi - v.lo) bytes; returns it or NULL. */
+uint8_t *sl__tmp_reserve(sl__scratch_t *s, const sl__axis_t *h,
+                         const sl__axis_t *v);
+
+/* Horizontal pass of one row: src points at pixel h->lo of the row, with
+ * `ps` bytes per pixel (3 or 4; RGB first), dst gets h->out RGB pixels. */
+void sl__hpass_row(const uint8_t *src, int ps, const sl__axis_t *h,
+                   uint8_t *dst);
+
+/* Vertical pass over tmp + write of every output row into out. */
+int sl__vpass_write(sl__scratch_t *s, const sl__axis_t *h,
+                    const sl__axis_t *v, const sl__xform_t *x, int flip,
+                    void *out);
+
+/* Writes one RGB output row y into out (flip, layout, dtype). */
+void sl__write_row(sl__scratch_t *s, const sl__xform_t *x, int flip, int y,
+                   const uint8_t *rgb, void *out);
+
+/* Format back ends. */
+int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
+                  size_t errlen);
+int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
+                     sl__rng_t *crop_rng, sl__rng_t *flip_rng,
+                     sl__scratch_t *s, void *out, char *err, size_t errlen);
+void sl__jpeg_release(sl__scratch_t *s);
+int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
+                 size_t errlen);
+int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
+                    sl__rng_t *crop_rng, sl__rng_t *flip_rng,
+                    sl__scratch_t *s, void *out, char *err, size_t errlen);
+
+/* Rejects sizes over the limits with SL_EUNSUPPORTED. */
+int sl__check_dims(int w, int h, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,98 @@
+/* ops/png: libpng's simplified API from memory, then the shared resample.
+ *
+ * PNG has no region decode, so the whole image is decoded once into scratch
+ * (released again after an unusually large one). Alpha is dropped, not
+ * composited: PIL's convert('RGB') drops it too, and libpng's 8-bit RGBA
+ * output is non-premultiplied, so the colour channels are the stored ones.
+ * 16-bit files without colour-space chunks are taken as sRGB (as PIL does,
+ * which just keeps the high byte) instead of libpng's default linear. */
+#include <png.h>
+#include <string.h>
+
+#include "ops/ops_internal.h"
+
+/* Keep at most this much decoded PNG in scratch between images. */
+#define SL__PNG_KEEP_BYTES ((size_t)64 << 20)
+
+static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
+                 size_t errlen)
+{
+    if (n < 8 || memcmp(p, png_sig, 8))
+        return sl__fail(err, errlen, SL_EDECODE, "not a PNG");
+    if (n < 24 || memcmp(p + 12, "IHDR", 4))
+        return sl__fail(err, errlen, SL_ECORRUPT, "truncated PNG header");
+    uint32_t pw = (uint32_t)p[16] << 24 | (uint32_t)p[17] << 16 |
+                  (uint32_t)p[18] << 8 | p[19];
+    uint32_t ph = (uint32_t)p[20] << 24 | (uint32_t)p[21] << 16 |
+                  (uint32_t)p[22] << 8 | p[23];
+    if (pw == 0 || ph == 0 || pw > SL__IMG_MAX_SIDE || ph > SL__IMG_MAX_SIDE)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "PNG of %ux%u pixels not supported", pw, ph);
+    *w = (int)pw;
+    *h = (int)ph;
+    return sl__check_dims(*w, *h, err, errlen);
+}
+
+int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
+                    sl__rng_t *crop_rng, sl__rng_t *flip_rng,
+                    sl__scratch_t *s, void *out, char *err, size_t errlen)
+{
+    int W, H;
+    int rc = sl__png_info(p, n, &W, &H, err, errlen);
+    if (rc)
+        return rc;
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&img, p, n)) {
+        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
+        png_image_free(&img);
+        return rc;
+    }
+    int ps = (img.format & PNG_FORMAT_FLAG_ALPHA) ? 4 : 3;
+    img.format = ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
+    img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
+    size_t stride = (size_t)img.width * ps;
+    if (sl__bytes_reserve(&s->full, stride * img.height)) {
+        png_image_free(&img);
+        return sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
+                        img.width, img.height);
+    }
+    if (!png_image_finish_read(&img, NULL, s->full.p, (png_int_32)stride,
+                               NULL)) {
+        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
+        png_image_free(&img);
+        goto out;
+    }
+    png_image_free(&img);
+
+    sl__geom_t g;
+    rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
+    if (rc)
+        goto out;
+    sl__axis_t h, v;
+    int cx0, cy0;
+    rc = sl__plan_axes(s, &g.box, 1, W, H, x->out_w, x->out_h, &h, &v, &cx0,
+                       &cy0);
+    if (rc) {
+        rc = sl__fail(err, errlen, rc, "cannot plan the resample");
+        goto out;
+    }
+    uint8_t *tmp = sl__tmp_reserve(s, &h, &v);
+    if (!tmp) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
+        goto out;
+    }
+    size_t w3 = (size_t)h.out * 3;
+    for (int y = v.lo; y < v.hi; y++)
+        sl__hpass_row(s->full.p + (size_t)(cy0 + y) * stride +
+                          (size_t)(cx0 + h.lo) * ps,
+                      ps, &h, tmp + (size_t)(y - v.lo) * w3);
+    rc = sl__vpass_write(s, &h, &v, x, g.flip, out);
+out:
+    if (s->full.cap > SL__PNG_KEEP_BYTES)
+        sl__bytes_free(&s->full);
+    return rc;
+}

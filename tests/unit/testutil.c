@@ -1,0 +1,79 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *tu_tmpdir(const char *tag)
+{
+    const char *base = getenv("SL_TEST_TMP");
+    if (!base || !*base)
+        base = "/tmp";
+    mkdir(base, 0755);
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s-XXXXXX", base, tag) < 0)
+        return NULL;
+    if (!mkdtemp(path)) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int tu_write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(p, 1, n, f);
+    fclose(f);
+    return w == n ? 0 : -1;
+}
+
+uint8_t *tu_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
+    if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
+        free(p);
+        p = NULL;
+    }
+    fclose(f);
+    if (p)
+        *n = (size_t)len;
+    return p;
+}
+
+char *tu_shared_data(const char *sub)
+{
+    const char *base = getenv("SL_SHARED_DATA");
+    if (!base)
+        base = "../shared/data";
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", base, sub) < 0)
+        return NULL;
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        printf("shared data %s absent: skipping what needs it\n", path);
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+void tu_rmtree(const char *path)
+{
+    char *cmd = NULL;
+    if (asprintf(&cmd, "rm -rf '%s'", path) >= 0) {
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", path);
+    }
+    free(cmd);
+}

@@ -1,0 +1,20 @@
+/* Helpers shared by the unit tests. */
+#ifndef SL_TESTUTIL_H
+#define SL_TESTUTIL_H
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* A fresh empty directory under SL_TEST_TMP (or /tmp); caller frees. */
+char *tu_tmpdir(const char *tag);
+/* Writes bytes to path; returns 0. */
+int tu_write_file(const char *path, const void *p, size_t n);
+/* Reads a whole file; caller frees; NULL on error. */
+uint8_t *tu_read_file(const char *path, size_t *n);
+/* ../shared/data/<sub>, or NULL (and prints why) when absent. Caller frees. */
+char *tu_shared_data(const char *sub);
+/* rm -rf */
+void tu_rmtree(const char *path);
+#endif
