@@ -370,6 +370,7 @@ int sl__cmd_run(int argc, char **argv)
     }
     sl_loader_t *l = NULL;
     int64_t epochs_total = a.opt.epochs ? a.opt.epochs : 1;
+    a.opt.epochs = epochs_total;
     if (a.resume) {
         a.opt.epochs = epochs_total - st.pos.epoch;
         if (a.opt.epochs < 1) {

@@ -118,10 +118,15 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
     *index_size = sl__get_u64(h + SL_SHARD_H_INDEX_SIZE);
     *entry_size = sl__get_u32(h + SL_SHARD_H_ENTRY_SIZE);
     *index_sum = sl__get_u64(h + SL_SHARD_H_INDEX_SUM);
-    if (s->data_end < hsize || s->data_end > s->size)
+    if (s->data_end < hsize)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: corrupt header: index offset %" PRIu64
-                        " outside the file (%" PRIu64 " bytes)",
+                        " inside the header",
+                        s->path, s->data_end);
+    if (s->data_end > s->size)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: truncated: index offset %" PRIu64
+                        " beyond the end of the file (%" PRIu64 " bytes)",
                         s->path, s->data_end, s->size);
     /* The index runs to the end of the file: anything else is a truncated
      * file or bytes appended after it. */

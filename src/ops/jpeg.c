@@ -11,6 +11,8 @@
  * corrupt-data warnings are tolerated up to a small count. */
 #include <string.h>
 
+#include <jerror.h>
+
 #include "ops/ops_internal.h"
 
 /* More corrupt-data warnings than this in one image: give up. */
@@ -43,10 +45,17 @@ static void on_message(j_common_ptr c, int level)
         longjmp(e->jb, 1);
     }
     if (++e->warnings > SL__JPEG_MAX_WARNINGS) {
+        /* "too many ...: " then libjpeg's text, cut to fit */
+        static const char pre[] = "too many corrupt-data warnings: ";
         char m[JMSG_LENGTH_MAX];
         c->err->format_message(c, m);
-        snprintf(e->msg, sizeof e->msg, "too many corrupt-data warnings (%s)",
-                 m);
+        size_t k = sizeof pre - 1, left = sizeof e->msg - k - 1;
+        memcpy(e->msg, pre, k);
+        size_t ml = strlen(m);
+        if (ml > left)
+            ml = left;
+        memcpy(e->msg + k, m, ml);
+        e->msg[k + ml] = 0;
         e->code = SL_ECORRUPT;
         longjmp(e->jb, 1);
     }

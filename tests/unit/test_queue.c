@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "exec/queue.h"
+#include "sluice/sluice.h"
 #include "testutil.h"
 
 static void test_fifo_and_capacity(void **state)

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# End-to-end tests of `sluice run/bench` on a generated dataset:
+# identical --digest for --threads 1 and 2 (and with knobs changed mid-run),
+# interrupted-then-resumed runs, shards == folder, rank sharding, the skip
+# and fail policies, and the --json fields.
+set -uo pipefail
+S=${SLUICE:?SLUICE must name the sluice binary}
+T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-run.XXXXXX" 2>/dev/null || mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+ok()   { passes=$((passes+1)); echo "ok   $*"; }
+bad()  { fails=$((fails+1)); echo "FAIL $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+jget() { sed -n 's/.*"'"$1"'": \("\{0,1\}\)\([^",}]*\)\1.*/\2/p' | tail -1; }
+
+mkdir -p "$T"
+"$S" make-dataset --synthetic "$T/ds" --images 120 --classes 4 --seed 3 >/dev/null 2>&1 \
+  || { echo "make-dataset failed"; exit 1; }
+
+common=(--batch 16 --size 64 --epochs 2 --seed 5 --json --quiet --digest)
+d1=$("$S" run "$T/ds" "${common[@]}" --threads 1 2>/dev/null | jget digest)
+d2=$("$S" run "$T/ds" "${common[@]}" --threads 2 2>/dev/null | jget digest)
+d3=$("$S" run "$T/ds" "${common[@]}" --threads 2 --read-threads 2 --prefetch 1 \
+      --set 3:threads=1 --set 4:prefetch=5 --set 6:threads=3 --set 9:read-threads=1 2>/dev/null | jget digest)
+check "digest non-empty ($d1)" test -n "$d1"
+check "threads 1 == threads 2" test "$d1" = "$d2"
+check "knob changes mid-run keep the stream" test "$d1" = "$d3"
+d4=$("$S" run "$T/ds" --batch 16 --size 64 --epochs 2 --seed 6 --json --quiet --digest 2>/dev/null | jget digest)
+check "another seed, another stream" test "$d1" != "$d4"
+
+# Interrupted after 7 batches (epoch 0 has 8), then resumed twice.
+"$S" run "$T/ds" "${common[@]}" --threads 2 --stop-after 7 --state "$T/st" >/dev/null 2>&1
+"$S" run "$T/ds" "${common[@]}" --threads 1 --resume "$T/st" --stop-after 3 --state "$T/st2" >/dev/null 2>&1
+dr=$("$S" run "$T/ds" "${common[@]}" --threads 2 --resume "$T/st2" 2>/dev/null | jget digest)
+check "interrupted + resumed == uninterrupted" test "$d1" = "$dr"
+"$S" run "$T/ds" --batch 8 --size 64 --epochs 2 --seed 5 --json --quiet --digest --resume "$T/st" >/dev/null 2>&1
+check "resume with other options refused" test $? -eq 2
+
+# Shards hold the same bytes, in the same order: same stream.
+"$S" pack "$T/ds" "$T/shards" --codec zstd --shard-size 1M >/dev/null 2>&1
+ds=$("$S" run "$T/shards" "${common[@]}" --threads 2 2>/dev/null | jget digest)
+check "shards stream == folder stream" test "$d1" = "$ds"
+
+# Ranks: disjoint halves with equal batch counts.
+out0=$("$S" run "$T/ds" --batch 16 --size 32 --world 3 --rank 0 --json --quiet 2>/dev/null)
+out2=$("$S" run "$T/ds" --batch 16 --size 32 --world 3 --rank 2 --json --quiet 2>/dev/null)
+check "rank 0 of 3: 40 samples" test "$(echo "$out0" | jget samples)" = 40
+check "equal batch counts per rank" test "$(echo "$out0" | jget batches)" = "$(echo "$out2" | jget batches)"
+
+# Unordered: every sample, once per epoch.
+check "unordered delivers every sample" test \
+  "$("$S" run "$T/ds" --batch 16 --size 32 --epochs 3 --unordered --json --quiet 2>/dev/null | jget samples)" = 360
+
+# Bad input: skip loses nothing and names every file; fail stops, naming it.
+cp -r "$T/ds" "$T/bad"
+cls=$(ls "$T/bad" | head -1)
+head -c 3000 "$(ls -d "$T/bad/$cls"/* | head -1)" > "$T/bad/$cls/broken_truncated.jpg"
+echo "hello" > "$T/bad/$cls/notes.JPG"
+: > "$T/bad/$cls/empty.png"
+"$S" run "$T/bad" --batch 16 --size 32 --epochs 2 --on-error skip --json --quiet \
+   >"$T/skip.out" 2>"$T/skip.err"
+rc=$?
+check "skip: exit 0" test $rc -eq 0
+check "skip: every valid sample, each epoch" test "$(jget samples < "$T/skip.out")" = 240
+check "skip: 3 per epoch counted" test "$(jget errors_skipped < "$T/skip.out")" = 6
+check "skip: files named" grep -q "broken_truncated.jpg" "$T/skip.err"
+check "skip: empty file named" grep -q "empty.png" "$T/skip.err"
+"$S" run "$T/bad" --batch 16 --size 32 --no-shuffle --quiet >/dev/null 2>"$T/fail.err"
+check "fail: exit 1" test $? -eq 1
+check "fail: names the file" grep -qE "broken_truncated.jpg|notes.JPG|empty.png" "$T/fail.err"
+
+# --json carries every documented field.
+js=$("$S" bench "$T/ds" --batch 16 --size 32 --step-ms 2 --json --quiet --digest 2>/dev/null | tail -1)
+for k in samples batches epochs seconds samples_per_s stall_fraction wait_ms_p50 \
+         wait_ms_p99 cpu_util peak_rss_mb errors_skipped digest; do
+  check "json has $k" grep -q "\"$k\": " <<<"$js"
+done
+
+# Usage errors.
+"$S" run >/dev/null 2>&1; check "no source: exit 2" test $? -eq 2
+"$S" run "$T/ds" --out bogus >/dev/null 2>&1; check "bad --out: exit 2" test $? -eq 2
+"$S" run "$T/nope" --quiet >/dev/null 2>"$T/nope.err"; check "missing source: exit 1" test $? -eq 1
+check "missing source named" grep -q "nope" "$T/nope.err"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
