@@ -1,6 +1,8 @@
 /* Fuzz target: any bytes through the shard reader. Opens them as a shard
  * (header, index, names: all the parsing) and reads every record (codecs,
- * checksums). Nothing may crash, leak or read out of bounds. */
+ * checksums), twice: as given, then with both checksums made to match (see
+ * reseal). Nothing may crash, leak or read out of bounds. The seed corpus
+ * is written by `SL_GEN_CORPUS=DIR tests/unit/test_shard`. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>

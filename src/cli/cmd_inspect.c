@@ -16,8 +16,9 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: sluice inspect SHARD [--records]\n"
-                    "  --records   list every record: index, name, label, "
-                    "codec, sizes, checksum\n");
+                    "  --records   list every record: index, label, codec, "
+                    "offset, sizes,\n"
+                    "              xxh3 checksum, name\n");
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -125,14 +126,14 @@ int sl__cmd_inspect(int argc, char **argv)
     free(labels);
 
     if (all) {
-        printf("%8s  %-8s %-5s %10s %10s  %-16s  %s\n", "index", "label",
-               "codec", "stored", "raw", "xxh3", "name");
+        printf("%8s %-8s %-5s %12s %10s %10s  %-16s  %s\n", "index", "label",
+               "codec", "offset", "stored", "raw", "xxh3", "name");
         for (uint64_t i = 0; i < n; i++) {
             const sl__shard_entry_t *e = sl__shard_entry(s, i);
-            printf("%8" PRIu64 "  %-8" PRId64 " %-5s %10" PRIu32
+            printf("%8" PRIu64 " %-8" PRId64 " %-5s %12" PRIu64 " %10" PRIu32
                    " %10" PRIu32 "  %016" PRIx64 "  %s\n",
-                   i, e->label, sl__codec_name(e->codec), e->stored_size,
-                   e->raw_size, e->checksum, e->name);
+                   i, e->label, sl__codec_name(e->codec), e->offset,
+                   e->stored_size, e->raw_size, e->checksum, e->name);
         }
     } else if (n) {
         printf("first records:\n");

@@ -20,33 +20,33 @@
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: sluice pack SRC OUT [--shard-size SIZE] [--codec CODEC]\n"
-            "                   [--on-error fail|skip] [--force]\n"
-            "  SRC            an ImageFolder tree: SRC/<class>/.../<image>\n"
-            "  OUT            output folder: classes.txt, shard-00000.sls, ...\n"
-            "  --shard-size   largest shard, e.g. 64M, 1G [256M]\n"
-            "  --codec        none | lz4 | zstd [none]\n"
-            "  --on-error     fail: stop at an unreadable file [fail];\n"
-            "                 skip: report it, leave it out, go on\n"
-            "  --force        write into an OUT that already holds shards\n"
-            "                 (shards left over from an earlier pack are "
-            "removed)\n");
+    fprintf(
+        stderr,
+        "usage: sluice pack SRC OUT [--shard-size SIZE] [--codec CODEC]\n"
+        "                   [--on-error fail|skip] [--force]\n"
+        "  SRC            an ImageFolder tree: SRC/<class>/.../<image>\n"
+        "  OUT            output folder: classes.txt, shard-00000.sls, ...\n"
+        "  --shard-size   largest shard, e.g. 64M, 1G [256M]\n"
+        "  --codec        none | lz4 | zstd [none]\n"
+        "  --on-error     fail: stop at an unreadable file [fail];\n"
+        "                 skip: report it, leave it out, go on\n"
+        "  --force        write into an OUT that already holds shards\n"
+        "                 (shards left over from an earlier pack are "
+        "removed)\n");
 }
 
 /* Reads a whole file into b. */
-static int read_file(const char *path, sl__bytes_t *b, char *err,
-                     size_t errlen)
+static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO named like an image must not hang the pack. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
                         strerror(errno));
     struct stat st;
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a readable file",
-                        path);
+        return sl__fail(err, errlen, SL_EIO, "%s: not a readable file", path);
     }
     b->n = 0;
     size_t want = (size_t)st.st_size;
@@ -54,8 +54,7 @@ static int read_file(const char *path, sl__bytes_t *b, char *err,
         /* Read to the end rather than trusting st_size: files may grow. */
         if (sl__bytes_reserve(b, (want > b->n ? want : b->n) + 4096)) {
             close(fd);
-            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory",
-                            path);
+            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
         }
         ssize_t r = read(fd, b->p + b->n, b->cap - b->n);
         if (r < 0 && errno == EINTR)
@@ -282,9 +281,8 @@ int sl__cmd_pack(int argc, char **argv)
                 return 1;
             }
 
-    pack_state_t ps = {.out_dir = out_dir,
-                       .codec = codec,
-                       .shard_size = shard_size};
+    pack_state_t ps = {
+        .out_dir = out_dir, .codec = codec, .shard_size = shard_size};
     sl__bytes_t buf = {0};
     uint64_t bytes_in = 0;
     int64_t records = 0, skipped = 0, last_tick = 0;

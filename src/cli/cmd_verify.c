@@ -146,15 +146,14 @@ int sl__cmd_verify(int argc, char **argv)
         uint64_t n = sl__shard_count(s), bad = 0;
         for (uint64_t i = 0; i < n; i++) {
             uint64_t stored = 0;
-            int rc = sl__shard_read(s, i, &out, &scratch, &stored, err,
-                                    sizeof err);
+            int rc =
+                sl__shard_read(s, i, &out, &scratch, &stored, err, sizeof err);
             const sl__shard_entry_t *e = sl__shard_entry(s, i);
             if (!rc && classes >= 0 && (e->label < 0 || e->label >= classes))
                 rc = sl__fail(err, sizeof err, SL_ECORRUPT,
                               "%s: record %" PRIu64 " (%s): label %" PRId64
                               " outside classes.txt (%ld classes)",
-                              sl__shard_path(s), i, e->name, e->label,
-                              classes);
+                              sl__shard_path(s), i, e->name, e->label, classes);
             if (rc) {
                 printf("DAMAGED %s\n", err);
                 bad++;

@@ -114,8 +114,7 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
     case SL_CODEC_LZ4: {
         if (n > INT_MAX || raw_n > INT_MAX)
             return sl__fail(err, errlen, SL_ECORRUPT,
-                            "lz4 block too large (%zu -> %zu bytes)", n,
-                            raw_n);
+                            "lz4 block too large (%zu -> %zu bytes)", n, raw_n);
         /* decompress_safe never writes past raw_n: a stream that would
          * grow larger fails instead. */
         int r = LZ4_decompress_safe(src, dst, (int)n, (int)raw_n);
@@ -129,8 +128,8 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
     case SL_CODEC_ZSTD: {
         size_t r = ZSTD_decompress(dst, raw_n, src, n);
         if (ZSTD_isError(r))
-            return sl__fail(err, errlen, SL_ECORRUPT,
-                            "malformed zstd data: %s", ZSTD_getErrorName(r));
+            return sl__fail(err, errlen, SL_ECORRUPT, "malformed zstd data: %s",
+                            ZSTD_getErrorName(r));
         if (r != raw_n)
             return sl__fail(err, errlen, SL_ECORRUPT,
                             "zstd data gave %zu bytes, expected %zu", r, raw_n);

@@ -94,9 +94,9 @@ static int list_dir(const char *dir, strvec_t *dirs, strvec_t *files,
             rc = strvec_push(files, strdup(e->d_name));
     }
     closedir(d);
-    if (dirs)
+    if (dirs && dirs->n)
         qsort(dirs->v, dirs->n, sizeof(char *), cmp_str);
-    if (files)
+    if (files && files->n)
         qsort(files->v, files->n, sizeof(char *), cmp_str);
     return rc ? sl__fail(err, errlen, rc, "%s: out of memory", dir) : 0;
 }

@@ -26,7 +26,8 @@ typedef struct sl__shard_writer sl__shard_writer_t;
  * over `path` by sl__shard_writer_finish. */
 int sl__shard_writer_open(const char *path, int codec, sl__shard_writer_t **out,
                           char *err, size_t errlen);
-/* Appends one record (raw bytes; compressed with the writer's codec). */
+/* Appends one record (raw bytes, compressed with the writer's codec; kept
+ * raw and tagged SL_CODEC_NONE when compression would not shrink it). */
 int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
                          int64_t label, const char *name, char *err,
                          size_t errlen);

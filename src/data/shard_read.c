@@ -25,7 +25,7 @@ struct sl__shard {
     uint64_t count;
     uint64_t data_start; /* = header size */
     uint64_t data_end;   /* = index offset */
-    uint8_t *index;    /* the index bytes; entry names point into it */
+    uint8_t *index;      /* the index bytes; entry names point into it */
     sl__shard_entry_t *entries;
 };
 
@@ -130,15 +130,19 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
                         s->path, s->data_end, s->size);
     /* The index runs to the end of the file: anything else is a truncated
      * file or bytes appended after it. */
-    if (*index_size != s->size - s->data_end)
+    if (*index_size > s->size - s->data_end)
         return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: %s: index of %" PRIu64 " bytes at %" PRIu64
+                        "%s: truncated: the index ends at byte %" PRIu64
                         " but the file has %" PRIu64 " bytes",
                         s->path,
-                        *index_size > s->size - s->data_end
-                            ? "truncated"
-                            : "trailing bytes after the index",
-                        *index_size, s->data_end, s->size);
+                        *index_size > UINT64_MAX - s->data_end
+                            ? UINT64_MAX
+                            : s->data_end + *index_size,
+                        s->size);
+    if (*index_size < s->size - s->data_end)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: %" PRIu64 " trailing bytes after the index",
+                        s->path, s->size - s->data_end - *index_size);
     if (*entry_size < SL_SHARD_ENTRY_SIZE || *entry_size > SL_SHARD_ENTRY_MAX)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: corrupt header: index entry size %" PRIu32,
@@ -152,8 +156,8 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
 }
 
 /* Decodes and checks every entry of s->index. */
-static int parse_index(sl__shard_t *s, uint64_t index_size,
-                       uint32_t entry_size, char *err, size_t errlen)
+static int parse_index(sl__shard_t *s, uint64_t index_size, uint32_t entry_size,
+                       char *err, size_t errlen)
 {
     /* count <= index_size / entry_size <= size / 40, so neither product
      * overflows once index_size fits a size_t (checked by the caller). */
@@ -212,13 +216,11 @@ static int parse(sl__shard_t *s, char *err, size_t errlen)
 {
     uint64_t index_size, index_sum;
     uint32_t entry_size;
-    int rc = parse_header(s, &index_size, &entry_size, &index_sum, err,
-                          errlen);
+    int rc = parse_header(s, &index_size, &entry_size, &index_sum, err, errlen);
     if (rc)
         return rc;
     if (index_size > SIZE_MAX - 1)
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: index too large",
-                        s->path);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: index too large", s->path);
     s->index = malloc((size_t)index_size + 1);
     if (!s->index)
         return sl__fail(err, errlen, SL_ENOMEM,
@@ -253,7 +255,8 @@ int sl__shard_open(const char *path, sl__shard_t **out, char *err,
         free(s);
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
     }
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO must not hang (it is refused below). */
+    s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (s->fd < 0) {
         int e = errno;
         sl__shard_close(s);
@@ -344,8 +347,8 @@ int sl__shard_read(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
         (e->codec != SL_CODEC_NONE &&
          sl__bytes_reserve(scratch, (size_t)e->stored_size + 1)))
         return sl__fail(err, errlen, SL_ENOMEM,
-                        "%s: record %" PRIu64 " (%s): out of memory for %" PRIu32
-                        " bytes",
+                        "%s: record %" PRIu64
+                        " (%s): out of memory for %" PRIu32 " bytes",
                         s->path, i, e->name, e->raw_size);
     /* Uncompressed records go straight to out: no copy. */
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
@@ -353,8 +356,8 @@ int sl__shard_read(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
         int code = errno ? SL_EIO : SL_ECORRUPT;
         const char *why = errno ? strerror(errno) : "file ended early";
         return sl__fail(err, errlen, code,
-                        "%s: record %" PRIu64 " (%s): read failed: %s",
-                        s->path, i, e->name, why);
+                        "%s: record %" PRIu64 " (%s): read failed: %s", s->path,
+                        i, e->name, why);
     }
     if (stored_bytes)
         *stored_bytes = e->stored_size;

@@ -17,8 +17,8 @@
 #include "shard_format.h"
 
 struct sl__shard_writer {
-    char *path;        /* final name */
-    char *tmp;         /* where bytes go until finish */
+    char *path; /* final name */
+    char *tmp;  /* where bytes go until finish */
     int fd;
     int codec;
     int failed;        /* an I/O error happened: the file is unusable */
@@ -98,8 +98,7 @@ int sl__shard_writer_open(const char *path, int codec, sl__shard_writer_t **out,
             w->tmp = NULL;
             goto nomem;
         }
-        w->fd =
-            open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (w->fd < 0 && errno != EEXIST)
             break;
     }
@@ -142,8 +141,8 @@ int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
     if (!w || (!raw && n) || !name)
         return sl__fail(err, errlen, SL_EINVAL, "shard writer: bad argument");
     if (w->failed)
-        return sl__fail(err, errlen, SL_ESTATE,
-                        "%s: an earlier write failed", w->path);
+        return sl__fail(err, errlen, SL_ESTATE, "%s: an earlier write failed",
+                        w->path);
     size_t len = strlen(name);
     if (len > SL_SHARD_NAME_MAX)
         return sl__fail(err, errlen, SL_ERANGE,
@@ -165,19 +164,26 @@ int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
 
     const void *stored = raw;
     size_t stored_n = n;
+    int codec = SL_CODEC_NONE;
     if (w->codec != SL_CODEC_NONE) {
         char cerr[160];
-        int rc = sl__codec_compress(w->codec, raw, n, &w->comp, cerr,
-                                    sizeof cerr);
+        int rc =
+            sl__codec_compress(w->codec, raw, n, &w->comp, cerr, sizeof cerr);
         if (rc)
-            return sl__fail(err, errlen, rc, "%s: record %s: %s", w->path,
-                            name, cerr);
+            return sl__fail(err, errlen, rc, "%s: record %s: %s", w->path, name,
+                            cerr);
         if (w->comp.n > UINT32_MAX)
             return sl__fail(err, errlen, SL_ERANGE,
                             "%s: record %s: compressed size over 4 GiB",
                             w->path, name);
-        stored = w->comp.p;
-        stored_n = w->comp.n;
+        /* Incompressible (already compressed JPEG, say): keep the raw
+         * bytes, tagged none, rather than pay for a bigger record and a
+         * decompression on every read. */
+        if (w->comp.n < n) {
+            stored = w->comp.p;
+            stored_n = w->comp.n;
+            codec = w->codec;
+        }
     }
 
     uint8_t e[SL_SHARD_ENTRY_SIZE] = {0};
@@ -188,14 +194,13 @@ int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
     sl__put_u64(e + SL_SHARD_E_LABEL, (uint64_t)label);
     sl__put_u32(e + SL_SHARD_E_NAME_OFF, (uint32_t)w->names.n);
     sl__put_u16(e + SL_SHARD_E_NAME_LEN, (uint16_t)len);
-    e[SL_SHARD_E_CODEC] = (uint8_t)w->codec;
+    e[SL_SHARD_E_CODEC] = (uint8_t)codec;
     size_t index_n = w->index.n, names_n = w->names.n;
     if (bytes_append(&w->index, e, sizeof e) ||
         bytes_append(&w->names, name, len + 1)) {
         w->index.n = index_n;
         w->names.n = names_n;
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory",
-                        w->path);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", w->path);
     }
     if (stored_n && write_at(w->fd, stored, stored_n, w->off)) {
         int e2 = errno;
@@ -225,16 +230,15 @@ int sl__shard_writer_finish(sl__shard_writer_t *w, char *err, size_t errlen)
     if (!w)
         return sl__fail(err, errlen, SL_EINVAL, "shard writer: NULL");
     if (w->failed) {
-        int rc = sl__fail(err, errlen, SL_ESTATE,
-                          "%s: an earlier write failed", w->path);
+        int rc = sl__fail(err, errlen, SL_ESTATE, "%s: an earlier write failed",
+                          w->path);
         sl__shard_writer_abort(w);
         return rc;
     }
     uint64_t index_size = w->index.n + w->names.n;
     XXH3_state_t *st = XXH3_createState();
     if (!st) {
-        int rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory",
-                          w->path);
+        int rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", w->path);
         sl__shard_writer_abort(w);
         return rc;
     }

@@ -24,6 +24,8 @@
 #define SL__JPEG_MAX_MEMORY (1L << 30)
 /* Rows asked of jpeg_read_scanlines at once. */
 #define SL__JPEG_ROWS 8
+/* Extra columns decoded on each side of a column crop (see below). */
+#define SL__JPEG_XMARGIN 4
 
 static void on_error(j_common_ptr c)
 {
@@ -148,32 +150,39 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "unexpected %d output components", ps);
 
-    sl__axis_t h, v;
+    sl__rs_t rs;
     int cx0, cy0;
     rc = sl__plan_axes(s, &g.box, denom, (int)d->output_width,
-                       (int)d->output_height, x->out_w, x->out_h, &h, &v,
-                       &cx0, &cy0);
+                       (int)d->output_height, x->out_w, x->out_h, &rs.h,
+                       &rs.v, &cx0, &cy0);
     if (rc)
         return sl__fail(err, errlen, rc, "cannot plan the resample");
-    JDIMENSION jx = (JDIMENSION)(cx0 + h.lo), jw = (JDIMENSION)(h.hi - h.lo);
-    int want_x = (int)jx;
+    /* Fancy upsampling of subsampled chroma treats the edges of a cropped
+     * row as image edges, so the outermost pixels of the crop differ from a
+     * full decode: ask for a few columns more on each side. */
+    int want_x = cx0 + rs.h.lo, want_end = cx0 + rs.h.hi;
+    int ask_x = want_x > SL__JPEG_XMARGIN ? want_x - SL__JPEG_XMARGIN : 0;
+    int ask_end = want_end + SL__JPEG_XMARGIN;
+    if (ask_end > (int)d->output_width)
+        ask_end = (int)d->output_width;
+    JDIMENSION jx = (JDIMENSION)ask_x, jw = (JDIMENSION)(ask_end - ask_x);
     if (jx != 0 || jw != d->output_width)
         jpeg_crop_scanline(d, &jx, &jw);
     int shift = want_x - (int)jx; /* pixels left of what we need */
-    if (shift < 0 || (int)jw < shift + (h.hi - h.lo))
+    if (shift < 0 || (int)jw < shift + (rs.h.hi - rs.h.lo))
         return sl__fail(err, errlen, SL_EDECODE, "bad crop from libjpeg");
 
     size_t rowb = (size_t)d->output_width * ps;
-    size_t w3 = (size_t)h.out * 3;
-    uint8_t *tmp = sl__tmp_reserve(s, &h, &v);
-    if (!tmp || sl__bytes_reserve(&s->rows, rowb * SL__JPEG_ROWS))
+    if (sl__rs_begin(s, &rs, sl__vertical_first(&g.box)) ||
+        sl__bytes_reserve(&s->rows, rowb * SL__JPEG_ROWS + SL__SLACK))
         return sl__fail(err, errlen, SL_ENOMEM, "no memory for %zu-byte rows",
                         rowb);
     JSAMPROW ptr[SL__JPEG_ROWS];
     for (int i = 0; i < SL__JPEG_ROWS; i++)
         ptr[i] = s->rows.p + i * rowb;
 
-    JDIMENSION y0 = (JDIMENSION)(cy0 + v.lo), y1 = (JDIMENSION)(cy0 + v.hi);
+    JDIMENSION y0 = (JDIMENSION)(cy0 + rs.v.lo);
+    JDIMENSION y1 = (JDIMENSION)(cy0 + rs.v.hi);
     if (y0 > 0 && jpeg_skip_scanlines(d, y0) != y0)
         return sl__fail(err, errlen, SL_ECORRUPT, "cannot skip %u rows", y0);
     while (d->output_scanline < y1) {
@@ -190,11 +199,13 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
                 cmyk_to_rgb(r, (int)d->output_width, d->saw_Adobe_marker);
                 pps = 3;
             }
-            sl__hpass_row(r + (size_t)shift * pps, pps, &h,
-                          tmp + (size_t)(first + i - y0) * w3);
+            sl__rs_row(&rs, (int)(first + i - y0), r + (size_t)shift * pps,
+                       pps);
         }
     }
-    return sl__vpass_write(s, &h, &v, x, g.flip, out);
+    if (sl__rs_finish(s, &rs, x, g.flip, out))
+        return sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
+    return 0;
 }
 
 int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,

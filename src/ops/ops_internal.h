@@ -27,6 +27,9 @@
 #define SL__IMG_MAX_PIXELS ((int64_t)1 << 28)
 /* Largest output side (tmp holds out_w x source rows). */
 #define SL__OUT_MAX_SIDE 8192
+/* Bytes of slack after every buffer the SIMD kernels read (they may load a
+ * few bytes past the last pixel they use). */
+#define SL__SLACK 32
 /* Fixed-point bits of the resampling weights (PIL's PRECISION_BITS). */
 #define SL__RS_BITS 22
 
@@ -47,6 +50,9 @@ typedef struct sl__axis {
 typedef struct sl__fbox {
     double x0, y0, x1, y1;
     int clip_box;
+    /* The sizes PIL's resize call sees (input w, h; output w, h): they pick
+     * its pass order (see sl__vertical_first). */
+    int pil_w, pil_h, pil_ow, pil_oh;
 } sl__fbox_t;
 
 /* libjpeg error manager: longjmp back with the message captured. */
@@ -96,19 +102,36 @@ int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
                   int dh, int out_w, int out_h, sl__axis_t *h, sl__axis_t *v,
                   int *cx0, int *cy0);
 
-/* tmp must hold out_w * 3 * (v.hi - v.lo) bytes; returns it or NULL. */
-uint8_t *sl__tmp_reserve(sl__scratch_t *s, const sl__axis_t *h,
-                         const sl__axis_t *v);
+/* Pillow (since PR #9549) runs the vertical pass first when the height
+ * shrinks by more than twice as many pixels as the width:
+ * oh < h && h - oh > 2 * (w - ow). The order changes the uint8 rounding
+ * between the passes, so we follow it to stay bit-exact. */
+int sl__vertical_first(const sl__fbox_t *b);
 
-/* Horizontal pass of one row: src points at pixel h->lo of the row, with
- * `ps` bytes per pixel (3 or 4; RGB first), dst gets h->out RGB pixels. */
-void sl__hpass_row(const uint8_t *src, int ps, const sl__axis_t *h,
-                   uint8_t *dst);
+/* The two passes over the needed rows. Usage: sl__plan_axes into h and v,
+ * sl__rs_begin, then sl__rs_row for each needed source row r (0 = row v.lo)
+ * in any order, then sl__rs_finish. */
+typedef struct sl__rs {
+    sl__axis_t h, v;
+    int vfirst;   /* 1: vertical pass first (buf holds source columns) */
+    uint8_t *buf; /* horizontal first: h.out RGB pixels per row;
+                     vertical first: the needed source columns */
+    size_t stride;
+    int avx2;
+} sl__rs_t;
 
-/* Vertical pass over tmp + write of every output row into out. */
-int sl__vpass_write(sl__scratch_t *s, const sl__axis_t *h,
-                    const sl__axis_t *v, const sl__xform_t *x, int flip,
-                    void *out);
+int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst);
+/* src points at pixel h.lo of the row; ps bytes per pixel (3, or 4 with
+ * the fourth dropped). */
+void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps);
+int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
+                  int flip, void *out);
+
+/* AVX2 kernels (resize_avx2.c); call only when sl__have_avx2(). */
+int sl__have_avx2(void);
+void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h, uint8_t *dst);
+void sl__vpass_avx2(const uint8_t *buf, size_t stride, const int32_t *k,
+                    int first, int n, size_t w3, uint8_t *dst);
 
 /* Writes one RGB output row y into out (flip, layout, dtype). */
 void sl__write_row(sl__scratch_t *s, const sl__xform_t *x, int flip, int y,

@@ -55,7 +55,7 @@ int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
     img.format = ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
     img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
     size_t stride = (size_t)img.width * ps;
-    if (sl__bytes_reserve(&s->full, stride * img.height)) {
+    if (sl__bytes_reserve(&s->full, stride * img.height + SL__SLACK)) {
         png_image_free(&img);
         return sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
                         img.width, img.height);
@@ -72,25 +72,25 @@ int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
     rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
     if (rc)
         goto out;
-    sl__axis_t h, v;
+    sl__rs_t rs;
     int cx0, cy0;
-    rc = sl__plan_axes(s, &g.box, 1, W, H, x->out_w, x->out_h, &h, &v, &cx0,
-                       &cy0);
+    rc = sl__plan_axes(s, &g.box, 1, W, H, x->out_w, x->out_h, &rs.h, &rs.v,
+                       &cx0, &cy0);
     if (rc) {
         rc = sl__fail(err, errlen, rc, "cannot plan the resample");
         goto out;
     }
-    uint8_t *tmp = sl__tmp_reserve(s, &h, &v);
-    if (!tmp) {
+    if (sl__rs_begin(s, &rs, sl__vertical_first(&g.box))) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
         goto out;
     }
-    size_t w3 = (size_t)h.out * 3;
-    for (int y = v.lo; y < v.hi; y++)
-        sl__hpass_row(s->full.p + (size_t)(cy0 + y) * stride +
-                          (size_t)(cx0 + h.lo) * ps,
-                      ps, &h, tmp + (size_t)(y - v.lo) * w3);
-    rc = sl__vpass_write(s, &h, &v, x, g.flip, out);
+    for (int y = rs.v.lo; y < rs.v.hi; y++)
+        sl__rs_row(&rs, y - rs.v.lo,
+                   s->full.p + (size_t)(cy0 + y) * stride +
+                       (size_t)(cx0 + rs.h.lo) * ps,
+                   ps);
+    if (sl__rs_finish(s, &rs, x, g.flip, out))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
 out:
     if (s->full.cap > SL__PNG_KEEP_BYTES)
         sl__bytes_free(&s->full);

@@ -138,13 +138,22 @@ int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
     return 0;
 }
 
-uint8_t *sl__tmp_reserve(sl__scratch_t *s, const sl__axis_t *h,
-                         const sl__axis_t *v)
+int sl__vertical_first(const sl__fbox_t *b)
 {
-    size_t need = (size_t)h->out * 3 * (size_t)(v->hi - v->lo);
-    if (sl__bytes_reserve(&s->tmp, need))
-        return NULL;
-    return s->tmp.p;
+    return b->pil_oh < b->pil_h &&
+           b->pil_h - b->pil_oh > 2 * (b->pil_w - b->pil_ow);
+}
+
+int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst)
+{
+    rs->vfirst = vfirst;
+    rs->stride = (size_t)3 * (vfirst ? rs->h.hi - rs->h.lo : rs->h.out);
+    if (sl__bytes_reserve(&s->tmp, rs->stride * (size_t)(rs->v.hi - rs->v.lo) +
+                                        SL__SLACK))
+        return SL_ENOMEM;
+    rs->buf = s->tmp.p;
+    rs->avx2 = sl__have_avx2();
+    return 0;
 }
 
 static inline uint8_t clip8(int32_t acc)
@@ -169,8 +178,8 @@ static inline uint8_t clip8(int32_t acc)
         dst[3 * xx + 2] = clip8(s2);                                           \
     }
 
-void sl__hpass_row(const uint8_t *src, int ps, const sl__axis_t *h,
-                   uint8_t *dst)
+static void hpass_row(const uint8_t *src, int ps, const sl__axis_t *h,
+                      uint8_t *dst)
 {
     if (ps == 4) {
         HPASS_BODY(4)
@@ -179,30 +188,69 @@ void sl__hpass_row(const uint8_t *src, int ps, const sl__axis_t *h,
     }
 }
 
-int sl__vpass_write(sl__scratch_t *s, const sl__axis_t *h,
-                    const sl__axis_t *v, const sl__xform_t *x, int flip,
-                    void *out)
+void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps)
 {
-    size_t w3 = (size_t)h->out * 3;
-    if (sl__bytes_reserve(&s->line, w3 * (1 + sizeof(int32_t))))
+    uint8_t *dst = rs->buf + (size_t)r * rs->stride;
+    if (!rs->vfirst) {
+        if (ps == 3 && rs->avx2)
+            sl__hpass3_avx2(src, &rs->h, dst);
+        else
+            hpass_row(src, ps, &rs->h, dst);
+    } else if (ps == 3) {
+        memcpy(dst, src, rs->stride);
+    } else {
+        int n = rs->h.hi - rs->h.lo;
+        for (int i = 0; i < n; i++) {
+            dst[3 * i] = src[4 * i];
+            dst[3 * i + 1] = src[4 * i + 1];
+            dst[3 * i + 2] = src[4 * i + 2];
+        }
+    }
+}
+
+/* One output row of the vertical pass over w3 bytes per buf row. */
+static void vpass_row(const sl__rs_t *rs, int yy, size_t w3, int32_t *acc,
+                      uint8_t *dst)
+{
+    const int32_t *k = rs->v.kk + (size_t)yy * rs->v.ksize;
+    int first = rs->v.bounds[2 * yy], n = rs->v.bounds[2 * yy + 1];
+    if (rs->avx2) {
+        sl__vpass_avx2(rs->buf, rs->stride, k, first, n, w3, dst);
+        return;
+    }
+    for (size_t j = 0; j < w3; j++)
+        acc[j] = 1 << (SL__RS_BITS - 1);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *r = rs->buf + (size_t)(first + i) * rs->stride;
+        int32_t ki = k[i];
+        for (size_t j = 0; j < w3; j++)
+            acc[j] += r[j] * ki;
+    }
+    for (size_t j = 0; j < w3; j++)
+        dst[j] = clip8(acc[j]);
+}
+
+int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
+                  int flip, void *out)
+{
+    size_t w3 = rs->stride, o3 = (size_t)rs->h.out * 3;
+    if (sl__bytes_reserve(&s->line,
+                          w3 * (1 + sizeof(int32_t)) + o3 + 2 * SL__SLACK))
         return SL_ENOMEM;
     int32_t *acc = (int32_t *)s->line.p;
-    uint8_t *row = s->line.p + w3 * sizeof(int32_t);
-    const uint8_t *tmp = s->tmp.p;
-    for (int yy = 0; yy < v->out; yy++) {
-        const int32_t *k = v->kk + (size_t)yy * v->ksize;
-        int first = v->bounds[2 * yy], n = v->bounds[2 * yy + 1];
-        for (size_t j = 0; j < w3; j++)
-            acc[j] = 1 << (SL__RS_BITS - 1);
-        for (int i = 0; i < n; i++) {
-            const uint8_t *r = tmp + (size_t)(first + i) * w3;
-            int32_t ki = k[i];
-            for (size_t j = 0; j < w3; j++)
-                acc[j] += r[j] * ki;
+    uint8_t *mid = s->line.p + w3 * sizeof(int32_t);
+    uint8_t *row = mid + w3 + SL__SLACK;
+    for (int yy = 0; yy < rs->v.out; yy++) {
+        vpass_row(rs, yy, w3, acc, mid);
+        if (rs->vfirst) {
+            if (rs->avx2)
+                sl__hpass3_avx2(mid, &rs->h, row);
+            else
+                hpass_row(mid, 3, &rs->h, row);
+            sl__write_row(s, x, flip, yy, row, out);
+        } else {
+            sl__write_row(s, x, flip, yy, mid, out);
         }
-        for (size_t j = 0; j < w3; j++)
-            row[j] = clip8(acc[j]);
-        sl__write_row(s, x, flip, yy, row, out);
     }
     return 0;
 }

@@ -86,6 +86,10 @@ static void center_fbox(int width, int height, int resize_size, int out_w,
     b->y0 = top * sy;
     b->y1 = (top + ch) * sy;
     b->clip_box = 0;
+    b->pil_w = width;
+    b->pil_h = height;
+    b->pil_ow = rw;
+    b->pil_oh = rh;
 }
 
 sl__crop_t sl__center_box(int width, int height, int resize_size, int size)
@@ -122,7 +126,8 @@ int sl__geom_resolve(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
             return sl__fail(err, errlen, SL_ERANGE,
                             "crop box %dx%d+%d+%d outside the %dx%d image",
                             c.w, c.h, c.x, c.y, W, H);
-        g->box = (sl__fbox_t){c.x, c.y, c.x + c.w, c.y + c.h, 1};
+        g->box = (sl__fbox_t){c.x,       c.y, c.x + c.w, c.y + c.h, 1,
+                              c.w,       c.h, x->out_w,  x->out_h};
         g->flip = x->flip != 0;
         return 0;
     }
@@ -130,7 +135,8 @@ int sl__geom_resolve(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
         if (!crop_rng)
             return sl__fail(err, errlen, SL_EINVAL, "RRC without an rng");
         sl__crop_t c = sl__rrc_sample(crop_rng, W, H, x->scale, x->ratio);
-        g->box = (sl__fbox_t){c.x, c.y, c.x + c.w, c.y + c.h, 1};
+        g->box = (sl__fbox_t){c.x,       c.y, c.x + c.w, c.y + c.h, 1,
+                              c.w,       c.h, x->out_w,  x->out_h};
         if (x->flip) {
             sl__rng_t *r = flip_rng ? flip_rng : crop_rng;
             g->flip = sl__rng_double(r) < 0.5;

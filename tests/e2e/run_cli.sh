@@ -76,6 +76,13 @@ for k in samples batches epochs seconds samples_per_s stall_fraction wait_ms_p50
   check "json has $k" grep -q "\"$k\": " <<<"$js"
 done
 
+# Memory: peak RSS within prefetch x batch bytes + 64 MB, flat over epochs.
+# float 32 x 3 x 128 x 128 x 4 B = 6 MiB a batch, prefetch 4.
+r2=$("$S" run "$T/ds" --batch 32 --size 128 --out float --prefetch 4 --threads 2 --epochs 2 --json --quiet 2>/dev/null | jget peak_rss_mb)
+r10=$("$S" run "$T/ds" --batch 32 --size 128 --out float --prefetch 4 --threads 2 --epochs 10 --json --quiet 2>/dev/null | jget peak_rss_mb)
+check "peak RSS $r10 MB <= 4 x 6 + 64 MB" awk -v r="$r10" 'BEGIN { exit !(r <= 4 * 6 + 64) }'
+check "peak RSS flat: 2 epochs $r2 MB, 10 epochs $r10 MB" awk -v a="$r2" -v b="$r10" 'BEGIN { exit !(b - a <= 4) }'
+
 # Usage errors.
 "$S" run >/dev/null 2>&1; check "no source: exit 2" test $? -eq 2
 "$S" run "$T/ds" --out bogus >/dev/null 2>&1; check "bad --out: exit 2" test $? -eq 2

@@ -31,8 +31,7 @@ static void round_trip(int codec, const uint8_t *src, size_t n)
 {
     sl__bytes_t c = {0};
     char err[256];
-    assert_int_equal(sl__codec_compress(codec, src, n, &c, err, sizeof err),
-                     0);
+    assert_int_equal(sl__codec_compress(codec, src, n, &c, err, sizeof err), 0);
     assert_true(c.n <= sl__codec_bound(codec, n));
     uint8_t *back = malloc(n + 1);
     assert_non_null(back);
@@ -101,24 +100,24 @@ static void test_malformed(void **state)
         assert_int_equal(sl__codec_compress(codec, text, n, &c, NULL, 0), 0);
         /* Wrong expected size, both ways. */
         err[0] = 0;
-        assert_int_equal(sl__codec_decompress(codec, c.p, c.n, back, n - 1,
-                                              err, sizeof err),
-                         SL_ECORRUPT);
+        assert_int_equal(
+            sl__codec_decompress(codec, c.p, c.n, back, n - 1, err, sizeof err),
+            SL_ECORRUPT);
         assert_true(strlen(err) > 0);
-        assert_int_equal(sl__codec_decompress(codec, c.p, c.n, back, n + 1,
-                                              err, sizeof err),
-                         SL_ECORRUPT);
+        assert_int_equal(
+            sl__codec_decompress(codec, c.p, c.n, back, n + 1, err, sizeof err),
+            SL_ECORRUPT);
         if (codec == SL_CODEC_NONE)
             continue;
         /* Truncated stream. */
-        assert_int_equal(sl__codec_decompress(codec, c.p, c.n / 2, back, n,
-                                              err, sizeof err),
-                         SL_ECORRUPT);
+        assert_int_equal(
+            sl__codec_decompress(codec, c.p, c.n / 2, back, n, err, sizeof err),
+            SL_ECORRUPT);
         /* Garbage. */
         uint8_t junk[300];
         fill_random(junk, sizeof junk, 7);
-        assert_int_equal(sl__codec_decompress(codec, junk, sizeof junk, back,
-                                              n, err, sizeof err),
+        assert_int_equal(sl__codec_decompress(codec, junk, sizeof junk, back, n,
+                                              err, sizeof err),
                          SL_ECORRUPT);
         /* Empty input for a non-empty record. */
         assert_int_equal(
@@ -127,8 +126,7 @@ static void test_malformed(void **state)
     }
     assert_int_equal(sl__codec_decompress(77, text, 10, back, 10, NULL, 0),
                      SL_EUNSUPPORTED);
-    assert_int_equal(sl__codec_compress(77, text, 10, &c, NULL, 0),
-                     SL_EINVAL);
+    assert_int_equal(sl__codec_compress(77, text, 10, &c, NULL, 0), SL_EINVAL);
     sl__bytes_free(&c);
     free(text);
     free(back);
@@ -163,10 +161,8 @@ static void test_flips(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_compresses),
-        cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_names),      cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_compresses), cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_flips),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
