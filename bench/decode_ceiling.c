@@ -87,8 +87,7 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-static int load_all(const char *root, blob_t **out, int64_t *count,
-                    double *mb)
+static int load_all(const char *root, blob_t **out, int64_t *count, double *mb)
 {
     char err[512];
     sl__folder_t *f;
@@ -145,8 +144,9 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && !root)
             root = argv[i];
         else {
-            fprintf(stderr, "usage: %s DIR [--passes N] [--mode full|crop] "
-                            "[--size S] [--json]\n",
+            fprintf(stderr,
+                    "usage: %s DIR [--passes N] [--mode full|crop] "
+                    "[--size S] [--json]\n",
                     argv[0]);
             return 2;
         }
@@ -154,8 +154,9 @@ int main(int argc, char **argv)
     int crop = !strcmp(mode, "crop");
     if (!root || passes < 1 || passes > 1000 || size < 1 ||
         (!crop && strcmp(mode, "full"))) {
-        fprintf(stderr, "usage: %s DIR [--passes N] [--mode full|crop] "
-                        "[--size S] [--json]\n",
+        fprintf(stderr,
+                "usage: %s DIR [--passes N] [--mode full|crop] "
+                "[--size S] [--json]\n",
                 argv[0]);
         return 2;
     }

@@ -46,8 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             x.box.h = h > 1 ? h / 2 : 0;
             sl__rng_t r;
             sl__rng_init(&r, size, 0, b, SL_RNG_CROP);
-            sl__image_process(data, size, &x, &r, &r, s, out, err,
-                              sizeof err);
+            sl__image_process(data, size, &x, &r, &r, s, out, err, sizeof err);
         }
     return 0;
 }

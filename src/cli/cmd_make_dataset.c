@@ -76,7 +76,8 @@ static void synth(uint8_t *rgb, int w, int h, uint64_t seed, int cls,
     for (int k = 0; k < NWAVES; k++) {
         double fx = sl__rng_uniform(&r, 0.002, 0.06);
         double fy = sl__rng_uniform(&r, 0.002, 0.06);
-        double px = sl__rng_uniform(&r, 0, 6.283), py = sl__rng_uniform(&r, 0, 6.283);
+        double px = sl__rng_uniform(&r, 0, 6.283),
+               py = sl__rng_uniform(&r, 0, 6.283);
         for (int x = 0; x < w; x++)
             tx[k * w + x] = (float)sin(fx * x + px);
         for (int y = 0; y < h; y++)
@@ -94,7 +95,8 @@ static void synth(uint8_t *rgb, int w, int h, uint64_t seed, int cls,
             uint32_t n = xorshift(&xs);
             for (int c = 0; c < 3; c++) {
                 float v = base[mix][c] * (1 - fx) + base[(mix + 1) % 3][c] * fx;
-                v = v * (1 - fy) * 0.5f + v * 0.5f + base[(mix + 2) % 3][c] * fy * 0.5f;
+                v = v * (1 - fy) * 0.5f + v * 0.5f +
+                    base[(mix + 2) % 3][c] * fy * 0.5f;
                 for (int k = 0; k < NWAVES; k++)
                     v += amp[k][c] * tx[k * w + x] * ty[k * h + y];
                 v += (float)((n >> (8 * c)) & 63) * 0.6f - 18.9f; /* noise */

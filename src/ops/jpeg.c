@@ -124,8 +124,8 @@ static void cmyk_to_rgb(uint8_t *p, int w, int inverted)
 }
 
 static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
-                     sl__rng_t *crop_rng, sl__rng_t *flip_rng,
-                     sl__scratch_t *s, void *out, char *err, size_t errlen)
+                     sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
+                     void *out, char *err, size_t errlen)
 {
     j_decompress_ptr d = &s->dinfo;
     jpeg_mem_src(d, p, (unsigned long)n);
@@ -139,7 +139,8 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
     if (rc)
         return rc;
 
-    int cmyk = d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
+    int cmyk =
+        d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
     d->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
     int denom = x->dct_scale ? sl__pick_denom(&g.box, x->out_w, x->out_h) : 1;
     d->scale_num = 1;
@@ -153,8 +154,8 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
     sl__rs_t rs;
     int cx0, cy0;
     rc = sl__plan_axes(s, &g.box, denom, (int)d->output_width,
-                       (int)d->output_height, x->out_w, x->out_h, &rs.h,
-                       &rs.v, &cx0, &cy0);
+                       (int)d->output_height, x->out_w, x->out_h, &rs.h, &rs.v,
+                       &cx0, &cy0);
     if (rc)
         return sl__fail(err, errlen, rc, "cannot plan the resample");
     /* Fancy upsampling of subsampled chroma treats the edges of a cropped
@@ -209,8 +210,8 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
 }
 
 int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
-                     sl__rng_t *crop_rng, sl__rng_t *flip_rng,
-                     sl__scratch_t *s, void *out, char *err, size_t errlen)
+                     sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
+                     void *out, char *err, size_t errlen)
 {
     if (!s->jpeg_ready) {
         int rc = jpeg_setup(s, err, errlen);

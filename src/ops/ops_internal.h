@@ -59,18 +59,18 @@ typedef struct sl__fbox {
 typedef struct sl__jerr {
     struct jpeg_error_mgr pub;
     jmp_buf jb;
-    int code;      /* SL_E* to return */
-    int warnings;  /* corrupt-data warnings seen in this image */
+    int code;     /* SL_E* to return */
+    int warnings; /* corrupt-data warnings seen in this image */
     char msg[JMSG_LENGTH_MAX];
 } sl__jerr_t;
 
 struct sl__scratch {
-    sl__bytes_t rows;  /* decoder output rows */
-    sl__bytes_t tmp;   /* horizontal-pass output */
-    sl__bytes_t coef;  /* axis bounds + weights */
-    sl__bytes_t dbl;   /* double weights while computing one output */
-    sl__bytes_t line;  /* one vertical-pass output row (+ int32 acc) */
-    sl__bytes_t full;  /* PNG: whole decoded image */
+    sl__bytes_t rows; /* decoder output rows */
+    sl__bytes_t tmp;  /* horizontal-pass output */
+    sl__bytes_t coef; /* axis bounds + weights */
+    sl__bytes_t dbl;  /* double weights while computing one output */
+    sl__bytes_t line; /* one vertical-pass output row (+ int32 acc) */
+    sl__bytes_t full; /* PNG: whole decoded image */
     int jpeg_ready;
     struct jpeg_decompress_struct dinfo;
     sl__jerr_t jerr;
@@ -141,14 +141,14 @@ void sl__write_row(sl__scratch_t *s, const sl__xform_t *x, int flip, int y,
 int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
                   size_t errlen);
 int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
-                     sl__rng_t *crop_rng, sl__rng_t *flip_rng,
-                     sl__scratch_t *s, void *out, char *err, size_t errlen);
+                     sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
+                     void *out, char *err, size_t errlen);
 void sl__jpeg_release(sl__scratch_t *s);
 int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
                  size_t errlen);
 int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
-                    sl__rng_t *crop_rng, sl__rng_t *flip_rng,
-                    sl__scratch_t *s, void *out, char *err, size_t errlen);
+                    sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
+                    void *out, char *err, size_t errlen);
 
 /* Rejects sizes over the limits with SL_EUNSUPPORTED. */
 int sl__check_dims(int w, int h, char *err, size_t errlen);

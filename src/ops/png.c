@@ -36,8 +36,8 @@ int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
 }
 
 int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
-                    sl__rng_t *crop_rng, sl__rng_t *flip_rng,
-                    sl__scratch_t *s, void *out, char *err, size_t errlen)
+                    sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
+                    void *out, char *err, size_t errlen)
 {
     int W, H;
     int rc = sl__png_info(p, n, &W, &H, err, errlen);

@@ -121,7 +121,8 @@ int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
     v->out = out_h;
     h->ksize = axis_ksize(hb0, hb1, out_w);
     v->ksize = axis_ksize(vb0, vb1, out_h);
-    size_t nh = (size_t)out_w * (2 + h->ksize), nv = (size_t)out_h * (2 + v->ksize);
+    size_t nh = (size_t)out_w * (2 + h->ksize),
+           nv = (size_t)out_h * (2 + v->ksize);
     size_t kmax = h->ksize > v->ksize ? h->ksize : v->ksize;
     if (sl__bytes_reserve(&s->coef, (nh + nv) * sizeof(int32_t)) ||
         sl__bytes_reserve(&s->dbl, kmax * sizeof(double)))
@@ -149,7 +150,7 @@ int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst)
     rs->vfirst = vfirst;
     rs->stride = (size_t)3 * (vfirst ? rs->h.hi - rs->h.lo : rs->h.out);
     if (sl__bytes_reserve(&s->tmp, rs->stride * (size_t)(rs->v.hi - rs->v.lo) +
-                                        SL__SLACK))
+                                       SL__SLACK))
         return SL_ENOMEM;
     rs->buf = s->tmp.p;
     rs->avx2 = sl__have_avx2();
@@ -169,9 +170,9 @@ static inline uint8_t clip8(int32_t acc)
         int n = h->bounds[2 * xx + 1];                                         \
         int32_t s0 = 1 << (SL__RS_BITS - 1), s1 = s0, s2 = s0;                 \
         for (int i = 0; i < n; i++) {                                          \
-            s0 += p[(PS) * i] * k[i];                                          \
-            s1 += p[(PS) * i + 1] * k[i];                                      \
-            s2 += p[(PS) * i + 2] * k[i];                                      \
+            s0 += p[(PS)*i] * k[i];                                            \
+            s1 += p[(PS)*i + 1] * k[i];                                        \
+            s2 += p[(PS)*i + 2] * k[i];                                        \
         }                                                                      \
         dst[3 * xx] = clip8(s0);                                               \
         dst[3 * xx + 1] = clip8(s1);                                           \

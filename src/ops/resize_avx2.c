@@ -35,8 +35,8 @@ static SL__AVX2 inline uint32_t pack_rgb(__m128i acc)
 SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
                               uint8_t *dst)
 {
-    const __m128i shuf = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1,
-                                       -1, -1, -1, -1, -1);
+    const __m128i shuf =
+        _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
     const __m256i dup = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
     const __m128i half = _mm_set1_epi32(1 << (SL__RS_BITS - 1));
     for (int xx = 0; xx < h->out; xx++) {
@@ -121,7 +121,6 @@ void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h, uint8_t *dst)
 void sl__vpass_avx2(const uint8_t *buf, size_t stride, const int32_t *k,
                     int first, int n, size_t w3, uint8_t *dst)
 {
-    (void)buf, (void)stride, (void)k, (void)first, (void)n, (void)w3,
-        (void)dst;
+    (void)buf, (void)stride, (void)k, (void)first, (void)n, (void)w3, (void)dst;
 }
 #endif

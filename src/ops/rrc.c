@@ -124,10 +124,10 @@ int sl__geom_resolve(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
         if (c.x < 0 || c.y < 0 || c.w < 0 || c.h < 0 || c.x > W - c.w ||
             c.y > H - c.h)
             return sl__fail(err, errlen, SL_ERANGE,
-                            "crop box %dx%d+%d+%d outside the %dx%d image",
-                            c.w, c.h, c.x, c.y, W, H);
-        g->box = (sl__fbox_t){c.x,       c.y, c.x + c.w, c.y + c.h, 1,
-                              c.w,       c.h, x->out_w,  x->out_h};
+                            "crop box %dx%d+%d+%d outside the %dx%d image", c.w,
+                            c.h, c.x, c.y, W, H);
+        g->box = (sl__fbox_t){c.x, c.y, c.x + c.w, c.y + c.h, 1,
+                              c.w, c.h, x->out_w,  x->out_h};
         g->flip = x->flip != 0;
         return 0;
     }
@@ -135,8 +135,8 @@ int sl__geom_resolve(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
         if (!crop_rng)
             return sl__fail(err, errlen, SL_EINVAL, "RRC without an rng");
         sl__crop_t c = sl__rrc_sample(crop_rng, W, H, x->scale, x->ratio);
-        g->box = (sl__fbox_t){c.x,       c.y, c.x + c.w, c.y + c.h, 1,
-                              c.w,       c.h, x->out_w,  x->out_h};
+        g->box = (sl__fbox_t){c.x, c.y, c.x + c.w, c.y + c.h, 1,
+                              c.w, c.h, x->out_w,  x->out_h};
         if (x->flip) {
             sl__rng_t *r = flip_rng ? flip_rng : crop_rng;
             g->flip = sl__rng_double(r) < 0.5;

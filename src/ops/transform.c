@@ -33,8 +33,7 @@ int sl__check_dims(int w, int h, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "image of %dx%d pixels not supported (max %d per "
                         "side, %lld pixels)",
-                        w, h, SL__IMG_MAX_SIDE,
-                        (long long)SL__IMG_MAX_PIXELS);
+                        w, h, SL__IMG_MAX_SIDE, (long long)SL__IMG_MAX_PIXELS);
     return 0;
 }
 
@@ -132,8 +131,7 @@ static sl__scratch_t *tls_scratch(void)
     return s;
 }
 
-SL_API int sl_image_info(const void *bytes, size_t len, int *width,
-                         int *height)
+SL_API int sl_image_info(const void *bytes, size_t len, int *width, int *height)
 {
     return sl__image_info(bytes, len, width, height, NULL, 0);
 }

@@ -86,8 +86,8 @@ static sl__xform_t box_xf(int out_w, int out_h)
     x.out_h = out_h;
     x.dtype = SL_DTYPE_UINT8;
     x.layout = SL_LAYOUT_HWC;
-    const float m[3] = {0.485f, 0.456f, 0.406f}, s[3] = {0.229f, 0.224f,
-                                                          0.225f};
+    const float m[3] = {0.485f, 0.456f, 0.406f},
+                s[3] = {0.229f, 0.224f, 0.225f};
     memcpy(x.mean, m, sizeof m);
     memcpy(x.std, s, sizeof s);
     return x;
@@ -121,7 +121,7 @@ static void test_rrc_properties(void **state)
     (void)state;
     const double scale[2] = {0.08, 1.0}, ratio[2] = {3.0 / 4, 4.0 / 3};
     const int sizes[][2] = {{500, 375}, {375, 500}, {224, 224}, {1, 1},
-                            {3000, 40},  {17, 900}, {640, 480}};
+                            {3000, 40}, {17, 900},  {640, 480}};
     int fallbacks = 0, draws = 0;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int W = sizes[s][0], H = sizes[s][1];
@@ -531,16 +531,14 @@ static void test_dct_scale_psnr_on_photos(void **state)
             sl__xform_t x = box_xf(O, O);
             x.box = boxes[k];
             x.dct_scale = 0;
-            assert_int_equal(sl__image_process(p, n, &x, NULL, NULL, s, a, err,
-                                               256),
-                             0);
+            assert_int_equal(
+                sl__image_process(p, n, &x, NULL, NULL, s, a, err, 256), 0);
             x.dct_scale = 1;
-            assert_int_equal(sl__image_process(p, n, &x, NULL, NULL, s, b, err,
-                                               256),
-                             0);
+            assert_int_equal(
+                sl__image_process(p, n, &x, NULL, NULL, s, b, err, 256), 0);
             double q = psnr(a, b, sizeof a);
-            printf("%s box %zu: DCT-scaled vs full PSNR %.1f dB\n", files[f],
-                   k, q);
+            printf("%s box %zu: DCT-scaled vs full PSNR %.1f dB\n", files[f], k,
+                   q);
             assert_true(q >= 30);
             checked++;
         }
