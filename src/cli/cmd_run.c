@@ -294,6 +294,27 @@ static int read_state(const char *path, state_t *s)
     return ok ? 0 : -1;
 }
 
+/* Peak resident memory of this process in MB. VmHWM, not ru_maxrss: Linux
+ * carries a parent's ru_maxrss into an exec'd child, so a sluice started
+ * from a large Python process would report the parent's peak. */
+static double peak_rss_mb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kb < 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        kb = ru.ru_maxrss;
+    }
+    return (double)kb / 1024.0;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -475,7 +496,7 @@ int sl__cmd_run(int argc, char **argv)
     double stall = secs > 0 ? (double)wait_total / 1e9 / secs : 0;
     double rate = secs > 0 ? (double)samples / secs : 0;
     double util = secs > 0 ? cpu / secs / sl__ncpu() : 0;
-    double rss_mb = (double)ru1.ru_maxrss / 1024.0;
+    double rss_mb = peak_rss_mb();
     int64_t epochs_seen = done ? (cur_epoch - st.pos.epoch + 1) : 0;
     if (!a.json || show) {
         printf("%" PRId64 " samples in %" PRId64 " batches, %.2f s: %.0f img/s"

@@ -42,7 +42,16 @@ typedef struct sl__axis {
     int lo, hi;
     int *bounds;
     int32_t *kk;
+    /* AVX2 horizontal pass only: kk split as k = kh * 2^11 + kl (both
+     * int16) and laid out for pmaddwd, SL__KX_GROUP taps per group,
+     * kgroups groups per output (see sl__axis_expand). */
+    int kgroups;
+    int16_t *kx;
 } sl__axis_t;
+
+/* Taps per group of the expanded weights, int16 per group (64 bytes). */
+#define SL__KX_GROUP 4
+#define SL__KX_WORDS 32
 
 /* The crop as a float box in source pixels, plus how to clip the filter:
  * clip_box 1 = crop-then-resize (taps never leave the box; RRC and BOX),
@@ -127,8 +136,15 @@ void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps);
 int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
                   int flip, void *out);
 
-/* AVX2 kernels (resize_avx2.c); call only when sl__have_avx2(). */
+/* AVX2 kernels (resize_avx2.c); call only when sl__have_avx2(). Setting
+ * the environment variable SL_NO_AVX2 (to anything but "0") before the
+ * first call forces the scalar code, for tests. */
 int sl__have_avx2(void);
+/* Fills h->kx from h->kk (h->kx must hold out * kgroups * SL__KX_WORDS). */
+void sl__axis_expand(sl__axis_t *h);
+/* Writes one RGB row as three uint8 planes (flip: mirrored). */
+void sl__chw8_avx2(const uint8_t *rgb, int w, int flip, uint8_t *d0,
+                   uint8_t *d1, uint8_t *d2);
 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h, uint8_t *dst);
 void sl__vpass_avx2(const uint8_t *buf, size_t stride, const int32_t *k,
                     int first, int n, size_t w3, uint8_t *dst);

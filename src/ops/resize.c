@@ -124,7 +124,14 @@ int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
     size_t nh = (size_t)out_w * (2 + h->ksize),
            nv = (size_t)out_h * (2 + v->ksize);
     size_t kmax = h->ksize > v->ksize ? h->ksize : v->ksize;
-    if (sl__bytes_reserve(&s->coef, (nh + nv) * sizeof(int32_t)) ||
+    h->kgroups = (h->ksize + SL__KX_GROUP - 1) / SL__KX_GROUP;
+    v->kgroups = 0;
+    /* int32 words, rounded up to 8 so that kx is 32-byte aligned from an
+     * aligned base (plus 8 words to align the base). */
+    size_t n32 = (nh + nv + 7) & ~(size_t)7;
+    size_t nx = (size_t)out_w * h->kgroups * SL__KX_WORDS;
+    if (sl__bytes_reserve(&s->coef, (n32 + 8) * sizeof(int32_t) +
+                                        nx * sizeof(int16_t)) ||
         sl__bytes_reserve(&s->dbl, kmax * sizeof(double)))
         return SL_ENOMEM;
     int32_t *c = (int32_t *)s->coef.p;
@@ -132,6 +139,10 @@ int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
     h->kk = c + 2 * (size_t)out_w;
     v->bounds = c + nh;
     v->kk = c + nh + 2 * (size_t)out_h;
+    uintptr_t xa = (uintptr_t)(c + n32);
+    xa = (xa + 31) & ~(uintptr_t)31;
+    h->kx = (int16_t *)xa;
+    v->kx = NULL;
     axis_fill(h, cx1 - *cx0, hb0, hb1, (double *)s->dbl.p);
     axis_fill(v, cy1 - *cy0, vb0, vb1, (double *)s->dbl.p);
     if (h->hi <= h->lo || v->hi <= v->lo)
@@ -154,6 +165,8 @@ int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst)
         return SL_ENOMEM;
     rs->buf = s->tmp.p;
     rs->avx2 = sl__have_avx2();
+    if (rs->avx2)
+        sl__axis_expand(&rs->h);
     return 0;
 }
 

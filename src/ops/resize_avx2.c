@@ -2,6 +2,9 @@
  * time (the build targets baseline x86-64). Same arithmetic as the scalar
  * code in resize.c: 32-bit products of uint8 samples and 22-bit weights,
  * so the results are bit-identical; only the instruction count changes. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "ops/ops_internal.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -16,6 +19,9 @@ int sl__have_avx2(void)
     if (v < 0) {
         __builtin_cpu_init();
         v = __builtin_cpu_supports("avx2") ? 1 : 0;
+        const char *e = getenv("SL_NO_AVX2");
+        if (e && *e && strcmp(e, "0") != 0)
+            v = 0;
         __atomic_store_n(&cached, v, __ATOMIC_RELAXED);
     }
     return v;
@@ -29,43 +35,74 @@ static SL__AVX2 inline uint32_t pack_rgb(__m128i acc)
     return (uint32_t)_mm_cvtsi128_si32(acc);
 }
 
-/* Horizontal pass, 3 bytes per pixel. Two taps per step: 8 bytes hold
- * pixels i and i+1, shuffled to R G B 0 R G B 0 and widened to 8 lanes.
- * Reads up to 2 bytes past the last tap (callers leave SL__SLACK). */
+void sl__axis_expand(sl__axis_t *h)
+{
+    int g = h->kgroups, ks = h->ksize;
+    for (int xx = 0; xx < h->out; xx++) {
+        const int32_t *k = h->kk + (size_t)xx * ks;
+        int16_t *o = h->kx + (size_t)xx * g * SL__KX_WORDS;
+        for (int j = 0; j < g; j++, o += SL__KX_WORDS) {
+            /* lane 0: taps 4j, 4j+1; lane 1: taps 4j+2, 4j+3; each pair
+             * four times; kh words first (16), then kl (16). */
+            for (int lane = 0; lane < 2; lane++) {
+                int t = 4 * j + 2 * lane;
+                int32_t ka = t < ks ? k[t] : 0, kb = t + 1 < ks ? k[t + 1] : 0;
+                /* arithmetic split: kl in [0, 2^11), kh = floor(k / 2^11) */
+                int16_t ha = (int16_t)(ka >> 11), la = (int16_t)(ka & 2047);
+                int16_t hb = (int16_t)(kb >> 11), lb = (int16_t)(kb & 2047);
+                for (int r = 0; r < 4; r++) {
+                    o[8 * lane + 2 * r] = ha;
+                    o[8 * lane + 2 * r + 1] = hb;
+                    o[16 + 8 * lane + 2 * r] = la;
+                    o[16 + 8 * lane + 2 * r + 1] = lb;
+                }
+            }
+        }
+    }
+}
+
+/* Horizontal pass, 3 bytes per pixel. Exact in 32 bits: with
+ * k = kh * 2^11 + kl, sum(v * k) = (sum(v * kh) << 11) + sum(v * kl), and
+ * both partial sums are pmaddwd of zero-extended samples and int16 weights.
+ * Four taps per step: 16 bytes from pixel 4j, broadcast to both lanes and
+ * shuffled to R R G G B B 0 0 words (lane 0: pixels 4j, 4j+1; lane 1:
+ * 4j+2, 4j+3). Taps past n have zero weights; the loads read up to 13
+ * bytes past the last tap (callers leave SL__SLACK). */
 SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
                               uint8_t *dst)
 {
-    const __m128i shuf =
-        _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1);
-    const __m256i dup = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+    const __m256i shuf = _mm256_setr_epi8(
+        0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, /* lane 0 */
+        6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
     const __m128i half = _mm_set1_epi32(1 << (SL__RS_BITS - 1));
-    for (int xx = 0; xx < h->out; xx++) {
-        const int32_t *k = h->kk + (size_t)xx * h->ksize;
+    const int g = h->kgroups;
+    const int16_t *kx = h->kx;
+    int out = h->out;
+    for (int xx = 0; xx < out; xx++, kx += (size_t)g * SL__KX_WORDS) {
         const uint8_t *p = src + (size_t)h->bounds[2 * xx] * 3;
-        int n = h->bounds[2 * xx + 1], i = 0;
-        __m256i acc = _mm256_setzero_si256();
-        for (; i + 2 <= n; i += 2) {
-            __m128i px = _mm_loadl_epi64((const __m128i *)(p + 3 * i));
-            __m256i v = _mm256_cvtepu8_epi32(_mm_shuffle_epi8(px, shuf));
-            __m256i kk = _mm256_permutevar8x32_epi32(
-                _mm256_castsi128_si256(
-                    _mm_loadl_epi64((const __m128i *)(k + i))),
-                dup);
-            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(v, kk));
+        int n = h->bounds[2 * xx + 1];
+        const int16_t *k = kx;
+        __m256i ah = _mm256_setzero_si256(), al = ah;
+        for (int i = 0; i < n; i += 4, p += 12, k += SL__KX_WORDS) {
+            __m256i v = _mm256_shuffle_epi8(
+                _mm256_broadcastsi128_si256(
+                    _mm_loadu_si128((const __m128i *)p)),
+                shuf);
+            ah = _mm256_add_epi32(
+                ah, _mm256_madd_epi16(
+                        v, _mm256_load_si256((const __m256i *)k)));
+            al = _mm256_add_epi32(
+                al, _mm256_madd_epi16(
+                        v, _mm256_load_si256((const __m256i *)(k + 16))));
         }
-        __m128i a = _mm_add_epi32(_mm256_castsi256_si128(acc),
-                                  _mm256_extracti128_si256(acc, 1));
-        a = _mm_add_epi32(a, half);
-        if (i < n) {
-            int32_t px;
-            __builtin_memcpy(&px, p + 3 * i, 4);
-            __m128i v = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(px));
-            a = _mm_add_epi32(a, _mm_mullo_epi32(v, _mm_set1_epi32(k[i])));
-        }
+        __m128i hi = _mm_add_epi32(_mm256_castsi256_si128(ah),
+                                   _mm256_extracti128_si256(ah, 1));
+        __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(al),
+                                   _mm256_extracti128_si256(al, 1));
+        __m128i a = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(hi, 11), lo),
+                                  half);
         uint32_t rgb = pack_rgb(a);
-        dst[3 * xx] = (uint8_t)rgb;
-        dst[3 * xx + 1] = (uint8_t)(rgb >> 8);
-        dst[3 * xx + 2] = (uint8_t)(rgb >> 16);
+        __builtin_memcpy(dst + 3 * (size_t)xx, &rgb, 3);
     }
 }
 
@@ -113,6 +150,15 @@ SL__AVX2 void sl__vpass_avx2(const uint8_t *buf, size_t stride,
 int sl__have_avx2(void)
 {
     return 0;
+}
+void sl__axis_expand(sl__axis_t *h)
+{
+    (void)h;
+}
+void sl__chw8_avx2(const uint8_t *rgb, int w, int flip, uint8_t *d0,
+                   uint8_t *d1, uint8_t *d2)
+{
+    (void)rgb, (void)w, (void)flip, (void)d0, (void)d1, (void)d2;
 }
 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h, uint8_t *dst)
 {

@@ -28,6 +28,16 @@ check "knob changes mid-run keep the stream" test "$d1" = "$d3"
 d4=$("$S" run "$T/ds" --batch 16 --size 64 --epochs 2 --seed 6 --json --quiet --digest 2>/dev/null | jget digest)
 check "another seed, another stream" test "$d1" != "$d4"
 
+# The same on real photos (grey, CMYK-free, 4:2:0/4:2:2/4:4:4), when present.
+real=${SL_SHARED_DATA:-}/imagenet-sample
+if [ -d "$real" ]; then
+  r1=$("$S" run "$real" --batch 32 --size 96 --seed 1 --threads 1 --json --quiet --digest 2>/dev/null | jget digest)
+  r2=$("$S" run "$real" --batch 32 --size 96 --seed 1 --threads 2 --read-threads 2 --json --quiet --digest 2>/dev/null | jget digest)
+  check "real photos: threads 1 == threads 2 ($r1)" test -n "$r1" -a "$r1" = "$r2"
+else
+  echo "skip real-photo digest: $real absent"
+fi
+
 # Interrupted after 7 batches (epoch 0 has 8), then resumed twice.
 "$S" run "$T/ds" "${common[@]}" --threads 2 --stop-after 7 --state "$T/st" >/dev/null 2>&1
 "$S" run "$T/ds" "${common[@]}" --threads 1 --resume "$T/st" --stop-after 3 --state "$T/st2" >/dev/null 2>&1
