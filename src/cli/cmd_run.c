@@ -64,6 +64,11 @@ static void usage(FILE *f, const char *cmd)
             "  --resume FILE      continue from a --state file\n"
             "  --set K:KNOB=V     after K batches set threads|read-threads|"
             "prefetch to V\n"
+            "  --telemetry FILE   one JSON line of telemetry per period "
+            "(docs/TELEMETRY.md)\n"
+            "  --telemetry-ms N   telemetry period (100)\n"
+            "  --metrics-port P   serve Prometheus metrics on "
+            "127.0.0.1:P/metrics\n"
             "  --json             a JSON object of the figures as last line\n"
             "  --quiet            no progress bar\n",
             cmd);
@@ -105,7 +110,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         O_BATCH = 256, O_SIZE, O_THREADS, O_RTHREADS, O_PREFETCH, O_EPOCHS,
         O_STEP, O_OUT, O_LAYOUT, O_EVAL, O_SEED, O_NOSHUF, O_NOFLIP, O_DROP,
         O_NODCT, O_UNORD, O_RANK, O_WORLD, O_ONERR, O_DIGEST, O_STOP,
-        O_STATE, O_RESUME, O_SET, O_JSON, O_QUIET, O_HELP
+        O_STATE, O_RESUME, O_SET, O_JSON, O_QUIET, O_HELP, O_TELEM, O_PORT,
+        O_TMS
     };
     static const struct option lo[] = {
         {"batch", 1, 0, O_BATCH}, {"size", 1, 0, O_SIZE},
@@ -121,7 +127,9 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"stop-after", 1, 0, O_STOP}, {"state", 1, 0, O_STATE},
         {"resume", 1, 0, O_RESUME}, {"set", 1, 0, O_SET},
         {"json", 0, 0, O_JSON}, {"quiet", 0, 0, O_QUIET},
-        {"help", 0, 0, O_HELP}, {0, 0, 0, 0}};
+        {"help", 0, 0, O_HELP}, {"telemetry", 1, 0, O_TELEM},
+        {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
+        {0, 0, 0, 0}};
     long long v = 0;
     int c;
     optind = 1;
@@ -222,6 +230,15 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             break;
         case O_QUIET:
             a->quiet = 1;
+            break;
+        case O_TELEM:
+            a->opt.telemetry_path = s;
+            break;
+        case O_PORT:
+            bad = parse_int(s, 1, 65535, &v), a->opt.metrics_port = (int)v;
+            break;
+        case O_TMS:
+            bad = parse_int(s, 1, 60000, &v), a->opt.telemetry_ms = (int)v;
             break;
         case O_HELP:
         case 'h':
@@ -333,18 +350,26 @@ static double pct_ms(int64_t *v, int64_t n, double p)
     return (double)v[k] / 1e6;
 }
 
-static void progress(int64_t done, int64_t total, double secs,
-                     int64_t samples, double stall)
+static void progress(sl_loader_t *l, int64_t done, int64_t total,
+                     double secs, int64_t samples, double stall)
 {
+    sl_snapshot_t snap;
+    int have = sl_loader_snapshot(l, &snap) == 0 && snap.t > 0;
+    double eta = done > 0 ? secs * (double)(total - done) / (double)done : 0;
     int width = 30, fill = total ? (int)(width * done / total) : 0;
     char bar[64];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
     bar[width] = 0;
     fprintf(stderr,
-            "\r[%s] %" PRId64 "/%" PRId64 " batches  %7.0f img/s  stall %4.1f%% ",
-            bar, done, total, secs > 0 ? (double)samples / secs : 0.0,
+            "\r[%s] %" PRId64 "/%" PRId64 " %6.0f img/s  stall %4.1f%%", bar,
+            done, total, secs > 0 ? (double)samples / secs : 0.0,
             100.0 * stall);
+    if (have)
+        fprintf(stderr, "  cpu %3.0f%% (other %2.0f%%)  rss %4.0f MB",
+                100.0 * snap.cpu_self, 100.0 * snap.cpu_other,
+                (double)snap.rss_bytes / 1048576.0);
+    fprintf(stderr, "  eta %02d:%02d ", (int)(eta / 60), (int)eta % 60);
     fflush(stderr);
 }
 
@@ -464,7 +489,7 @@ int sl__cmd_run(int argc, char **argv)
         if (show && (now - last_draw > 100000000 || done == total)) {
             last_draw = now;
             double secs = (double)(now - t0) / 1e9;
-            progress(done, total, secs, samples,
+            progress(l, done, total, secs, samples,
                      secs > 0 ? (double)wait_total / 1e9 / secs : 0);
         }
     }

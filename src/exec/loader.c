@@ -140,6 +140,17 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     }
     for (int i = 0; i < SL_ITEMS; i++)
         sl__queue_push(l->free_items, &l->items[i]);
+    if (l->opt.telemetry_ms >= 0) {
+        sl__collector_opts_t co = {l->opt.telemetry_ms ? l->opt.telemetry_ms
+                                                       : 100,
+                                   source, l->opt.telemetry_path,
+                                   l->opt.metrics_port, 600};
+        rc = sl__collector_start(&co, pipe_sample, l, &l->coll, err, errlen);
+        if (rc) {
+            sl_loader_destroy(l);
+            return rc;
+        }
+    }
     /* Shards that could not be opened under the skip policy. */
     for (int i = 0; i < sl__source_bad_count(l->src); i++) {
         char msg[SL_MSG];
@@ -155,6 +166,37 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     }
     *out = l;
     return 0;
+}
+
+/* The collector's view of the pipeline (telemetry never includes exec). */
+static void pipe_sample(void *arg, sl__pipe_sample_t *o)
+{
+    sl_loader_t *l = arg;
+    memset(o, 0, sizeof *o);
+    pthread_mutex_lock(&l->mu);
+    o->samples = l->stats.samples;
+    o->batches = l->stats.batches;
+    o->errors_skipped = l->stats.errors_skipped;
+    o->wait_ns = l->stats.wait_ns;
+    o->lat_sum_ns = l->lat_sum_ns;
+    o->lat_count = l->lat_count;
+    o->read_workers = l->running ? l->read_threads : 0;
+    o->decode_workers = l->running ? l->decode_threads : 0;
+    o->read_capacity = SL_ITEMS;
+    o->read_inflight = SL_ITEMS - (int)sl__queue_len(l->free_items);
+    o->decode_queue = (int)sl__queue_len(l->decode_q);
+    o->decode_capacity = SL_ITEMS;
+    o->prefetch = l->prefetch;
+    for (int i = 0; i < l->nbufs; i++) {
+        o->batches_ready += l->bufs[i]->state == BB_READY;
+        o->batches_filling += l->bufs[i]->state == BB_FILLING;
+    }
+    pthread_mutex_unlock(&l->mu);
+    o->bytes_read = atomic_load(&l->bytes_read);
+    o->read_busy_ns = atomic_load(&l->read_busy_ns);
+    o->read_items = atomic_load(&l->read_items);
+    o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
+    o->decode_items = atomic_load(&l->decode_items);
 }
 
 /* Stops every worker and returns all buffers and items to their pools. */
@@ -204,6 +246,7 @@ void sl_loader_destroy(sl_loader_t *l)
 {
     if (!l)
         return;
+    sl__collector_stop(l->coll); /* first: it reads the pipeline */
     if (l->readers && l->decoders && l->free_items && l->decode_q)
         stop_pipeline(l);
     sl__workers_destroy(l->readers);
@@ -527,4 +570,22 @@ const char *sl_loader_skipped_message(const sl_loader_t *l, int64_t i)
     const char *s = i >= 0 && i < m->nskips ? m->skips[i] : NULL;
     pthread_mutex_unlock(&m->mu);
     return s;
+}
+
+int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out)
+{
+    if (!l || !out)
+        return SL_EINVAL;
+    if (!l->coll)
+        return SL_ESTATE;
+    return sl__collector_latest(l->coll, out);
+}
+
+int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out, int max)
+{
+    if (!l || !out || max < 0)
+        return SL_EINVAL;
+    if (!l->coll)
+        return SL_ESTATE;
+    return sl__collector_recent(l->coll, out, max);
 }

@@ -24,6 +24,7 @@
 #include "exec/queue.h"
 #include "exec/workers.h"
 #include "ops/image.h"
+#include "telemetry/collector.h"
 
 #define SL_ITEMS 32                   /* read-ahead: samples read, not done */
 #define SL_ITEM_KEEP (4u << 20)       /* item buffers above this are freed */
@@ -36,6 +37,7 @@ typedef struct bbuf {
     sl_batch_t pub; /* first: sl_loader_release casts back */
     int state;
     int64_t g;   /* global batch number: epoch * nbatches + index */
+    int64_t t_claim; /* when a reader claimed it (telemetry: latency) */
     int count;   /* samples assigned */
     int pending; /* slots not yet finished */
     int nfailed;
@@ -84,6 +86,10 @@ struct sl_loader {
 
     sl_stats_t stats; /* under mu, except bytes_read */
     atomic_llong bytes_read;
+    /* Telemetry: stage busy time and items (atomics), batch latency (mu). */
+    atomic_llong read_busy_ns, read_items, decode_busy_ns, decode_items;
+    int64_t lat_sum_ns, lat_count;
+    struct sl__collector *coll;
     int fatal;
     char errmsg[SL_MSG];
     char **skips;

@@ -97,6 +97,7 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
                 bb->rc = 0;
                 bb->err[0] = 0;
                 bb->state = BB_FILLING;
+                bb->t_claim = sl__now_ns();
                 l->cur = bb;
                 l->cur_slot = 0;
                 continue;
@@ -118,6 +119,7 @@ void sl__loader_reader_main(void *arg, int id)
         item_t *it;
         if (sl__queue_pop(l->free_items, (void **)&it))
             return; /* stopping: the restart rebuilds the item queues */
+        int64_t t0 = sl__now_ns();
         it->bb = bb;
         it->slot = slot;
         it->sample = sample;
@@ -126,6 +128,8 @@ void sl__loader_reader_main(void *arg, int id)
         it->rc = sl__source_read(l->src, sample, &it->data, &l->rscratch[id],
                                  &stored, it->err, sizeof it->err);
         atomic_fetch_add(&l->bytes_read, (long long)stored);
+        atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - t0);
+        atomic_fetch_add(&l->read_items, 1);
         if (sl__queue_push(l->decode_q, it))
             return;
     }
@@ -192,6 +196,8 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
         compact(l, bb);
     pthread_mutex_lock(&l->mu);
     bb->state = BB_READY;
+    l->lat_sum_ns += sl__now_ns() - bb->t_claim;
+    l->lat_count++;
     pthread_cond_broadcast(&l->cv_ready);
     pthread_mutex_unlock(&l->mu);
 }
@@ -205,6 +211,7 @@ void sl__loader_decoder_main(void *arg, int id)
         item_t *it;
         if (sl__queue_pop(l->decode_q, (void **)&it))
             return;
+        int64_t t0 = sl__now_ns();
         bbuf_t *bb = it->bb;
         int slot = it->slot, rc = it->rc;
         char msg[SL_MSG];
@@ -232,5 +239,7 @@ void sl__loader_decoder_main(void *arg, int id)
             sl__bytes_free(&it->data);
         sl__queue_push(l->free_items, it); /* never full: holds every item */
         finish_slot(l, bb, slot, rc, msg);
+        atomic_fetch_add(&l->decode_busy_ns, sl__now_ns() - t0);
+        atomic_fetch_add(&l->decode_items, 1);
     }
 }

@@ -47,6 +47,10 @@ typedef struct sl__axis {
      * kgroups groups per output (see sl__axis_expand). */
     int kgroups;
     int16_t *kx;
+    /* Outputs 0 .. kx_safe-1 may run all kgroups groups (their loads stay
+     * within the row plus the usual slack); later ones stop after their
+     * own taps. */
+    int kx_safe;
 } sl__axis_t;
 
 /* Taps per group of the expanded weights, int16 per group (64 bytes). */

@@ -37,8 +37,13 @@ static SL__AVX2 inline uint32_t pack_rgb(__m128i acc)
 
 void sl__axis_expand(sl__axis_t *h)
 {
-    int g = h->kgroups, ks = h->ksize;
+    int g = h->kgroups, ks = h->ksize, in = h->hi - h->lo;
+    h->kx_safe = 0;
     for (int xx = 0; xx < h->out; xx++) {
+        /* all groups read pixels up to bounds + 4g (+ 4 bytes): safe when
+         * that is no further than the last tap's own group would read */
+        if (h->kx_safe == xx && h->bounds[2 * xx] + 4 * g <= in + 1)
+            h->kx_safe = xx + 1;
         const int32_t *k = h->kk + (size_t)xx * ks;
         int16_t *o = h->kx + (size_t)xx * g * SL__KX_WORDS;
         for (int j = 0; j < g; j++, o += SL__KX_WORDS) {
@@ -68,40 +73,95 @@ void sl__axis_expand(sl__axis_t *h)
  * shuffled to R R G G B B 0 0 words (lane 0: pixels 4j, 4j+1; lane 1:
  * 4j+2, 4j+3). Taps past n have zero weights; the loads read up to 13
  * bytes past the last tap (callers leave SL__SLACK). */
+/* One output pixel's sums, before the lane reduction: lanes 0-2 and 4-6
+ * hold R G B partial sums (without the rounding half). */
+static SL__AVX2 inline __attribute__((always_inline)) __m256i
+hpix(const uint8_t *p, int ng, const int16_t *k, __m256i shuf)
+{
+    __m256i ah = _mm256_setzero_si256(), al = ah;
+    for (int i = 0; i < ng; i++, p += 12, k += SL__KX_WORDS) {
+        __m256i v = _mm256_shuffle_epi8(
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)p)),
+            shuf);
+        ah = _mm256_add_epi32(
+            ah, _mm256_madd_epi16(v, _mm256_load_si256((const __m256i *)k)));
+        al = _mm256_add_epi32(
+            al, _mm256_madd_epi16(
+                    v, _mm256_load_si256((const __m256i *)(k + 16))));
+    }
+    return _mm256_add_epi32(_mm256_slli_epi32(ah, 11), al);
+}
+
 SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
                               uint8_t *dst)
 {
     const __m256i shuf = _mm256_setr_epi8(
         0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, /* lane 0 */
         6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
-    const __m128i half = _mm_set1_epi32(1 << (SL__RS_BITS - 1));
-    const int g = h->kgroups;
+    const __m256i half8 = _mm256_set1_epi32(1 << (SL__RS_BITS - 1));
+    const __m128i rgb12 =
+        _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+    const size_t gw = (size_t)h->kgroups * SL__KX_WORDS;
+    const int *bd = h->bounds;
     const int16_t *kx = h->kx;
-    int out = h->out;
-    for (int xx = 0; xx < out; xx++, kx += (size_t)g * SL__KX_WORDS) {
-        const uint8_t *p = src + (size_t)h->bounds[2 * xx] * 3;
-        int n = h->bounds[2 * xx + 1];
-        const int16_t *k = kx;
-        __m256i ah = _mm256_setzero_si256(), al = ah;
-        for (int i = 0; i < n; i += 4, p += 12, k += SL__KX_WORDS) {
-            __m256i v = _mm256_shuffle_epi8(
-                _mm256_broadcastsi128_si256(
-                    _mm_loadu_si128((const __m128i *)p)),
-                shuf);
-            ah = _mm256_add_epi32(
-                ah, _mm256_madd_epi16(
-                        v, _mm256_load_si256((const __m256i *)k)));
-            al = _mm256_add_epi32(
-                al, _mm256_madd_epi16(
-                        v, _mm256_load_si256((const __m256i *)(k + 16))));
-        }
-        __m128i hi = _mm_add_epi32(_mm256_castsi256_si128(ah),
-                                   _mm256_extracti128_si256(ah, 1));
-        __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(al),
-                                   _mm256_extracti128_si256(al, 1));
-        __m128i a = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(hi, 11), lo),
-                                  half);
-        uint32_t rgb = pack_rgb(a);
+    int out = h->out, xx = 0, safe = h->kx_safe, g = h->kgroups;
+    /* Four outputs at a time: one reduction, rounding and pack for all.
+     * Where the loads allow, every output runs all g groups (zero weights
+     * past its taps): a fixed trip count, so no branch misses on the
+     * per-output tap count; g = 1..3 get unrolled copies. */
+#define SL__H4(NG0, NG1, NG2, NG3)                                             \
+    do {                                                                       \
+        __m256i a = hpix(src + (size_t)bd[0] * 3, (NG0), kx, shuf);            \
+        __m256i b = hpix(src + (size_t)bd[2] * 3, (NG1), kx + gw, shuf);       \
+        __m256i c = hpix(src + (size_t)bd[4] * 3, (NG2), kx + 2 * gw, shuf);   \
+        __m256i d = hpix(src + (size_t)bd[6] * 3, (NG3), kx + 3 * gw, shuf);   \
+        __m256i ab =                                                           \
+            _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),            \
+                             _mm256_permute2x128_si256(a, b, 0x31));           \
+        __m256i cd =                                                           \
+            _mm256_add_epi32(_mm256_permute2x128_si256(c, d, 0x20),            \
+                             _mm256_permute2x128_si256(c, d, 0x31));           \
+        ab = _mm256_srai_epi32(_mm256_add_epi32(ab, half8), SL__RS_BITS);      \
+        cd = _mm256_srai_epi32(_mm256_add_epi32(cd, half8), SL__RS_BITS);      \
+        /* packs is per lane: [a c | b d] -> [a b c d] */                      \
+        __m256i w =                                                            \
+            _mm256_permute4x64_epi64(_mm256_packs_epi32(ab, cd), 0xD8);        \
+        __m128i px = _mm_packus_epi16(_mm256_castsi256_si128(w),               \
+                                      _mm256_extracti128_si256(w, 1));         \
+        px = _mm_shuffle_epi8(px, rgb12);                                      \
+        uint8_t *o = dst + 3 * (size_t)xx;                                     \
+        _mm_storel_epi64((__m128i *)o, px);                                    \
+        uint32_t t = (uint32_t)_mm_extract_epi32(px, 2);                       \
+        __builtin_memcpy(o + 8, &t, 4);                                        \
+    } while (0)
+#define SL__H4_FIXED(NG)                                                       \
+    for (; xx + 4 <= safe; xx += 4, bd += 8, kx += 4 * gw)                     \
+    SL__H4(NG, NG, NG, NG)
+    switch (g) {
+    case 1:
+        SL__H4_FIXED(1);
+        break;
+    case 2:
+        SL__H4_FIXED(2);
+        break;
+    case 3:
+        SL__H4_FIXED(3);
+        break;
+    default:
+        SL__H4_FIXED(g);
+        break;
+    }
+    for (; xx + 4 <= out; xx += 4, bd += 8, kx += 4 * gw)
+        SL__H4((bd[1] + 3) >> 2, (bd[3] + 3) >> 2, (bd[5] + 3) >> 2,
+               (bd[7] + 3) >> 2);
+#undef SL__H4_FIXED
+#undef SL__H4
+    const __m128i half = _mm_set1_epi32(1 << (SL__RS_BITS - 1));
+    for (; xx < out; xx++, bd += 2, kx += gw) {
+        __m256i a = hpix(src + (size_t)bd[0] * 3, (bd[1] + 3) >> 2, kx, shuf);
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(a),
+                                   _mm256_extracti128_si256(a, 1));
+        uint32_t rgb = pack_rgb(_mm_add_epi32(s4, half));
         __builtin_memcpy(dst + 3 * (size_t)xx, &rgb, 3);
     }
 }

@@ -1,0 +1,391 @@
+#include "collector.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "machine.h"
+#include "prom.h"
+
+/* Raw cumulative readings at one instant; a snapshot is the difference of
+ * two. */
+typedef struct reading {
+    int64_t t_ns;
+    sl__proc_stat_t stat;
+    uint64_t self_jiffies;
+    sl__self_io_t io;
+    int io_ok;
+    sl__disk_t disk;
+    int disk_ok;
+    sl__net_t net;
+    int net_ok;
+    sl__pipe_sample_t pipe;
+} reading_t;
+
+struct sl__collector {
+    sl__collector_opts_t o;
+    sl__pipe_fn fn;
+    void *arg;
+    char disk[64];
+    int64_t t0_ns;
+    long clk_tck;
+    reading_t prev, cur;
+    sl__rapl_t rapl;
+    double rapl_j0, gpu_j0;
+    FILE *jsonl;
+    sl__prom_t *prom;
+
+    pthread_t tid;
+    int running;
+    pthread_mutex_t mu; /* guards ring, latest, stop */
+    pthread_cond_t cv;
+    int stop;
+    sl_snapshot_t *ring;
+    int ring_n, ring_head; /* ring_head: next slot to write */
+    sl_snapshot_t latest;
+    char *line; /* JSON line buffer */
+    size_t line_cap;
+};
+
+static void read_now(sl__collector_t *c, reading_t *r)
+{
+    char *buf = NULL;
+    size_t cap = 1 << 16;
+    buf = malloc(cap);
+    memset(r, 0, sizeof *r);
+    r->t_ns = sl__now_ns();
+    if (!buf)
+        return;
+    long n;
+    if ((n = sl__read_small("/", "proc/stat", buf, cap)) > 0)
+        sl__parse_proc_stat(buf, (size_t)n, &r->stat);
+    if ((n = sl__read_small("/", "proc/self/stat", buf, cap)) > 0)
+        sl__parse_pid_stat(buf, (size_t)n, &r->self_jiffies);
+    if ((n = sl__read_small("/", "proc/self/io", buf, cap)) > 0)
+        r->io_ok = sl__parse_self_io(buf, (size_t)n, &r->io) == 0;
+    if (c->disk[0] &&
+        (n = sl__read_small("/", "proc/diskstats", buf, cap)) > 0)
+        r->disk_ok =
+            sl__parse_diskstats(buf, (size_t)n, c->disk, &r->disk) == 0;
+    if ((n = sl__read_small("/", "proc/net/dev", buf, cap)) > 0)
+        r->net_ok = sl__parse_net_dev(buf, (size_t)n, &r->net) == 0;
+    if (c->fn)
+        c->fn(c->arg, &r->pipe);
+    free(buf);
+}
+
+static double rate(uint64_t a, uint64_t b, double secs)
+{
+    return secs > 0 && b >= a ? (double)(b - a) / secs : 0;
+}
+
+static double psi_avg(const char *file, int full)
+{
+    char buf[512];
+    long n = sl__read_small("/", file, buf, sizeof buf);
+    sl__psi_t p;
+    if (n <= 0 || sl__parse_psi(buf, (size_t)n, &p) || !p.present)
+        return -1;
+    return full ? p.full_avg10 : p.some_avg10;
+}
+
+static void stage(sl_stage_stats_t *st, int workers, int64_t busy0,
+                  int64_t busy1, int64_t items0, int64_t items1, double secs)
+{
+    st->workers = workers;
+    st->busy = workers > 0 && secs > 0
+                   ? (double)(busy1 - busy0) / 1e9 / (secs * workers)
+                   : 0;
+    if (st->busy > 1)
+        st->busy = 1;
+    st->items_per_s = secs > 0 ? (double)(items1 - items0) / secs : 0;
+    st->items_total = items1;
+}
+
+static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
+{
+    const reading_t *a = &c->prev, *b = &c->cur;
+    memset(s, 0, sizeof *s);
+    double secs = (double)(b->t_ns - a->t_ns) / 1e9;
+    s->t = (double)(b->t_ns - c->t0_ns) / 1e9;
+    s->interval_s = secs;
+    /* CPU: machine-wide busy share, ours, and the rest (interference). */
+    s->ncpu = b->stat.ncpu > 0 ? b->stat.ncpu : sl__ncpu();
+    uint64_t dt = b->stat.all.total - a->stat.all.total;
+    uint64_t db = b->stat.all.busy - a->stat.all.busy;
+    if (b->stat.all.total > a->stat.all.total && b->stat.all.busy >= a->stat.all.busy)
+        s->cpu_total = (double)db / (double)dt;
+    double self_s =
+        (double)(b->self_jiffies - a->self_jiffies) / (double)c->clk_tck;
+    s->cpu_self = secs > 0 ? self_s / (secs * s->ncpu) : 0;
+    if (s->cpu_self > 1)
+        s->cpu_self = 1;
+    s->cpu_other = s->cpu_total - s->cpu_self;
+    if (s->cpu_other < 0)
+        s->cpu_other = 0;
+    for (int i = 0; i < b->stat.ncpu && i < SL_SNAPSHOT_MAX_CORES; i++) {
+        uint64_t t = b->stat.cpu[i].total - a->stat.cpu[i].total;
+        uint64_t u = b->stat.cpu[i].busy - a->stat.cpu[i].busy;
+        s->cpu_core[i] = t > 0 && u <= t ? (float)u / (float)t : 0.0f;
+    }
+    s->run_queue = b->stat.procs_running;
+    s->psi_cpu_some = psi_avg("proc/pressure/cpu", 0);
+    s->psi_io_some = psi_avg("proc/pressure/io", 0);
+    s->psi_io_full = psi_avg("proc/pressure/io", 1);
+    s->psi_mem_some = psi_avg("proc/pressure/memory", 0);
+    s->psi_mem_full = psi_avg("proc/pressure/memory", 1);
+    char buf[8192];
+    long n = sl__read_small("/", "proc/meminfo", buf, sizeof buf);
+    uint64_t tot = 0, avail = 0;
+    if (n > 0 && sl__parse_meminfo(buf, (size_t)n, &tot, &avail) == 0) {
+        s->mem_total_bytes = (int64_t)tot;
+        s->mem_available_bytes = (int64_t)avail;
+    } else {
+        s->mem_total_bytes = s->mem_available_bytes = -1;
+    }
+    n = sl__read_small("/", "proc/self/status", buf, sizeof buf);
+    uint64_t rss = 0;
+    s->rss_bytes = n > 0 && sl__parse_status_rss(buf, (size_t)n, &rss) == 0
+                       ? (int64_t)rss
+                       : -1;
+    if (a->disk_ok && b->disk_ok) {
+        s->disk_read_bytes_per_s =
+            rate(a->disk.read_bytes, b->disk.read_bytes, secs);
+        s->disk_busy = secs > 0 ? (double)(b->disk.io_ms - a->disk.io_ms) /
+                                      1000.0 / secs
+                                : 0;
+        if (s->disk_busy > 1)
+            s->disk_busy = 1;
+    } else {
+        s->disk_read_bytes_per_s = s->disk_busy = -1;
+    }
+    s->self_read_bytes_per_s =
+        a->io_ok && b->io_ok ? rate(a->io.rchar, b->io.rchar, secs) : -1;
+    if (a->net_ok && b->net_ok) {
+        s->net_rx_bytes_per_s = rate(a->net.rx_bytes, b->net.rx_bytes, secs);
+        s->net_tx_bytes_per_s = rate(a->net.tx_bytes, b->net.tx_bytes, secs);
+    } else {
+        s->net_rx_bytes_per_s = s->net_tx_bytes_per_s = -1;
+    }
+    /* GPU and energy: read, never invented. */
+    sl__gpu_t g;
+    memset(&g, 0, sizeof g);
+    sl__gpu_read(&g);
+    s->gpu_present = g.valid;
+    if (g.valid) {
+        s->gpu_count = g.count;
+        s->gpu_util = g.util;
+        s->gpu_power_w = g.power_w;
+        s->gpu_mem_used_bytes = (int64_t)g.mem_used;
+        s->gpu_mem_total_bytes = (int64_t)g.mem_total;
+        s->gpu_pcie_rx_bytes_per_s = g.pcie_rx_bytes_per_s;
+        s->gpu_pcie_tx_bytes_per_s = g.pcie_tx_bytes_per_s;
+    } else {
+        s->gpu_util = s->gpu_power_w = -1;
+        s->gpu_mem_used_bytes = s->gpu_mem_total_bytes = -1;
+        s->gpu_pcie_rx_bytes_per_s = s->gpu_pcie_tx_bytes_per_s = -1;
+    }
+    double rj = sl__rapl_read(&c->rapl, "/");
+    double e = -1;
+    if (rj >= 0)
+        e = rj - c->rapl_j0;
+    if (g.valid && g.energy_j >= 0 && c->gpu_j0 >= 0)
+        e = (e < 0 ? 0 : e) + (g.energy_j - c->gpu_j0);
+    s->energy_j = e;
+    /* Pipeline. */
+    const sl__pipe_sample_t *p = &a->pipe, *q = &b->pipe;
+    s->samples_total = q->samples;
+    s->batches_total = q->batches;
+    s->errors_skipped = q->errors_skipped;
+    s->bytes_read_total = q->bytes_read;
+    s->samples_per_s = secs > 0 ? (double)(q->samples - p->samples) / secs : 0;
+    s->read_bytes_per_s = rate((uint64_t)p->bytes_read,
+                               (uint64_t)q->bytes_read, secs);
+    s->stall_fraction =
+        secs > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e9 / secs : 0;
+    if (s->stall_fraction > 1)
+        s->stall_fraction = 1;
+    int64_t nb = q->batches - p->batches;
+    s->consumer_wait_ms = nb > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e6 /
+                                       (double)nb
+                                 : 0;
+    int64_t nl = q->lat_count - p->lat_count;
+    s->batch_latency_ms =
+        nl > 0 ? (double)(q->lat_sum_ns - p->lat_sum_ns) / 1e6 / (double)nl
+               : 0;
+    stage(&s->read, q->read_workers, p->read_busy_ns, q->read_busy_ns,
+          p->read_items, q->read_items, secs);
+    s->read.queue_depth = q->read_inflight;
+    s->read.queue_capacity = q->read_capacity;
+    stage(&s->decode, q->decode_workers, p->decode_busy_ns,
+          q->decode_busy_ns, p->decode_items, q->decode_items, secs);
+    s->decode.queue_depth = q->decode_queue;
+    s->decode.queue_capacity = q->decode_capacity;
+    s->prefetch = q->prefetch;
+    s->batches_ready = q->batches_ready;
+    s->batches_filling = q->batches_filling;
+}
+
+void sl__collector_tick(sl__collector_t *c)
+{
+    read_now(c, &c->cur);
+    sl_snapshot_t s;
+    make_snapshot(c, &s);
+    c->prev = c->cur;
+    pthread_mutex_lock(&c->mu);
+    c->latest = s;
+    c->ring[c->ring_head] = s;
+    c->ring_head = (c->ring_head + 1) % c->o.ring;
+    if (c->ring_n < c->o.ring)
+        c->ring_n++;
+    pthread_mutex_unlock(&c->mu);
+    if (c->jsonl) {
+        int need = sl_snapshot_json(&s, c->line, c->line_cap);
+        if (need >= 0 && (size_t)need < c->line_cap) {
+            fputs(c->line, c->jsonl);
+            fputc('\n', c->jsonl);
+            fflush(c->jsonl);
+        }
+    }
+}
+
+static void *collector_main(void *p)
+{
+    sl__collector_t *c = p;
+    int64_t next = sl__now_ns() + (int64_t)c->o.period_ms * 1000000;
+    pthread_mutex_lock(&c->mu);
+    while (!c->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        if (now < next) {
+            /* The condition variable runs on CLOCK_MONOTONIC (see start). */
+            int64_t wake = next;
+            ts.tv_sec = (time_t)(wake / 1000000000);
+            ts.tv_nsec = (long)(wake % 1000000000);
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&c->mu);
+        sl__collector_tick(c);
+        next += (int64_t)c->o.period_ms * 1000000;
+        if (next < sl__now_ns()) /* fell behind (suspended): no burst */
+            next = sl__now_ns() + (int64_t)c->o.period_ms * 1000000;
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
+                        void *arg, sl__collector_t **out, char *err,
+                        size_t errlen)
+{
+    *out = NULL;
+    sl__collector_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    c->o = *o;
+    if (c->o.ring < 1)
+        c->o.ring = 600;
+    if (c->o.period_ms < 1)
+        c->o.period_ms = 100;
+    c->fn = fn;
+    c->arg = arg;
+    c->clk_tck = sysconf(_SC_CLK_TCK);
+    if (c->clk_tck <= 0)
+        c->clk_tck = 100;
+    c->ring = calloc((size_t)c->o.ring, sizeof *c->ring);
+    c->line_cap = 16384;
+    c->line = malloc(c->line_cap);
+    if (!c->ring || !c->line) {
+        free(c->ring);
+        free(c->line);
+        free(c);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    if (o->data_path)
+        sl__disk_for_path(o->data_path, c->disk, sizeof c->disk);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = 0;
+    if (o->jsonl_path) {
+        c->jsonl = fopen(o->jsonl_path, "w");
+        if (!c->jsonl)
+            rc = sl__fail(err, errlen, SL_EIO, "%s: cannot write: %s",
+                          o->jsonl_path, strerror(errno));
+    }
+    c->t0_ns = sl__now_ns();
+    read_now(c, &c->prev);
+    c->rapl_j0 = sl__rapl_read(&c->rapl, "/");
+    sl__gpu_t g;
+    memset(&g, 0, sizeof g);
+    sl__gpu_read(&g);
+    c->gpu_j0 = g.valid ? g.energy_j : -1;
+    if (!rc && o->metrics_port)
+        rc = sl__prom_start(o->metrics_port, c, &c->prom, err, errlen);
+    if (!rc && pthread_create(&c->tid, NULL, collector_main, c))
+        rc = sl__fail(err, errlen, SL_ETHREAD, "cannot start the collector");
+    if (rc) {
+        sl__prom_stop(c->prom);
+        if (c->jsonl)
+            fclose(c->jsonl);
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c->ring);
+        free(c->line);
+        free(c);
+        return rc;
+    }
+    c->running = 1;
+    *out = c;
+    return 0;
+}
+
+void sl__collector_stop(sl__collector_t *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->tid, NULL);
+    sl__collector_tick(c); /* the tail: short runs get a snapshot too */
+    sl__prom_stop(c->prom);
+    if (c->jsonl)
+        fclose(c->jsonl);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->ring);
+    free(c->line);
+    free(c);
+}
+
+int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->latest;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max)
+{
+    pthread_mutex_lock(&c->mu);
+    int n = c->ring_n < max ? c->ring_n : max;
+    int start = (c->ring_head - n + c->o.ring) % c->o.ring;
+    for (int i = 0; i < n; i++)
+        out[i] = c->ring[(start + i) % c->o.ring];
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}

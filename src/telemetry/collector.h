@@ -1,0 +1,54 @@
+/* telemetry/collector: a sampling thread that turns the machine's counters
+ * (telemetry/machine) and the pipeline's (through a callback, so telemetry
+ * never depends on exec) into one sl_snapshot_t per period, keeps a ring of
+ * recent ones, streams them as JSON Lines and serves the latest to
+ * Prometheus. Depends on base and telemetry/machine. */
+#ifndef SL_COLLECTOR_H
+#define SL_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/sluice.h"
+
+/* Cumulative pipeline counters and current gauges, read under the
+ * pipeline's own lock by its callback. */
+typedef struct sl__pipe_sample {
+    int64_t samples, batches, errors_skipped, bytes_read, wait_ns;
+    int64_t lat_sum_ns, lat_count;
+    int64_t read_busy_ns, read_items, decode_busy_ns, decode_items;
+    int read_workers, decode_workers;
+    int read_inflight, read_capacity; /* read-ahead items in use / all */
+    int decode_queue, decode_capacity;
+    int prefetch, batches_ready, batches_filling;
+} sl__pipe_sample_t;
+
+typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);
+
+typedef struct sl__collector_opts {
+    int period_ms;            /* > 0 */
+    const char *data_path;    /* where the data lives (disk to watch) */
+    const char *jsonl_path;   /* NULL: none */
+    int metrics_port;         /* 0: none */
+    int ring;                 /* snapshots kept */
+} sl__collector_opts_t;
+
+typedef struct sl__collector sl__collector_t;
+
+/* Takes a first reading and starts the thread. */
+int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
+                        void *arg, sl__collector_t **out, char *err,
+                        size_t errlen);
+/* Takes one last snapshot (so short runs have one), stops, joins, closes
+ * the JSONL file and the HTTP server. NULL ok. */
+void sl__collector_stop(sl__collector_t *c);
+int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out);
+int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
+/* Takes a snapshot now (also used by tests). */
+void sl__collector_tick(sl__collector_t *c);
+
+/* Prometheus text exposition of a snapshot into buf; returns length
+ * needed (as snprintf). */
+int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len);
+
+#endif

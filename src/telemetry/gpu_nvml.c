@@ -1,0 +1,106 @@
+/* telemetry/gpu_nvml: GPU 0 through NVML, loaded at run time so that the
+ * library builds and runs on machines without the NVIDIA driver. Only the
+ * few NVML types used are declared here (from nvml.h's stable v2 ABI). */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "telemetry/machine.h"
+
+typedef int nvmlReturn_t; /* NVML_SUCCESS = 0 */
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct nvmlUtilization_st {
+    unsigned int gpu, memory; /* percent over the last sample period */
+} nvmlUtilization_t;
+typedef struct nvmlMemory_st {
+    unsigned long long total, free, used; /* bytes */
+} nvmlMemory_t;
+
+enum { NVML_SUCCESS = 0 };
+enum { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
+
+/* Written once under pthread_once, read-only afterwards. NVML itself is
+ * thread-safe, so callers need no lock of ours. */
+static struct {
+    int ok;
+    nvmlReturn_t (*count)(unsigned int *);
+    nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *);
+    nvmlReturn_t (*mem)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);     /* mW */
+    nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned int *); /* KB/s */
+    nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *); /* mJ */
+} nv;
+static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
+
+static void nv_load(void)
+{
+    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return;
+    nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))dlsym(lib,
+                                                             "nvmlInit_v2");
+    nv.count = (nvmlReturn_t(*)(unsigned int *))dlsym(lib,
+                                                      "nvmlDeviceGetCount_v2");
+    nv.handle = (nvmlReturn_t(*)(unsigned int, nvmlDevice_t *))dlsym(
+        lib, "nvmlDeviceGetHandleByIndex_v2");
+    /* The rest are optional: a missing one leaves its field absent. */
+    nv.util = (nvmlReturn_t(*)(nvmlDevice_t, nvmlUtilization_t *))dlsym(
+        lib, "nvmlDeviceGetUtilizationRates");
+    nv.mem = (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))dlsym(
+        lib, "nvmlDeviceGetMemoryInfo");
+    nv.power = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *))dlsym(
+        lib, "nvmlDeviceGetPowerUsage");
+    nv.pcie = (nvmlReturn_t(*)(nvmlDevice_t, int, unsigned int *))dlsym(
+        lib, "nvmlDeviceGetPcieThroughput");
+    nv.energy = (nvmlReturn_t(*)(nvmlDevice_t, unsigned long long *))dlsym(
+        lib, "nvmlDeviceGetTotalEnergyConsumption");
+    if (!init || !nv.count || !nv.handle || init() != NVML_SUCCESS) {
+        memset(&nv, 0, sizeof nv);
+        dlclose(lib);
+        return;
+    }
+    /* Kept loaded and initialised for the life of the process: a shutdown
+     * would race with other threads' reads. */
+    nv.ok = 1;
+}
+
+void sl__gpu_read(sl__gpu_t *g)
+{
+    if (!g)
+        return;
+    memset(g, 0, sizeof *g);
+    g->util = g->power_w = -1;
+    g->pcie_rx_bytes_per_s = g->pcie_tx_bytes_per_s = -1;
+    g->energy_j = -1;
+    pthread_once(&nv_once, nv_load);
+    if (!nv.ok)
+        return;
+    unsigned int count = 0;
+    nvmlDevice_t d;
+    if (nv.count(&count) != NVML_SUCCESS || count == 0 ||
+        nv.handle(0, &d) != NVML_SUCCESS)
+        return;
+    g->valid = 1;
+    g->count = count > INT_MAX ? INT_MAX : (int)count;
+
+    nvmlUtilization_t u;
+    if (nv.util && nv.util(d, &u) == NVML_SUCCESS && u.gpu <= 100)
+        g->util = u.gpu / 100.0;
+    nvmlMemory_t m;
+    if (nv.mem && nv.mem(d, &m) == NVML_SUCCESS) {
+        g->mem_used = m.used;
+        g->mem_total = m.total;
+    }
+    unsigned int mw, kbs;
+    if (nv.power && nv.power(d, &mw) == NVML_SUCCESS)
+        g->power_w = mw / 1000.0;
+    if (nv.pcie && nv.pcie(d, NVML_PCIE_UTIL_RX_BYTES, &kbs) == NVML_SUCCESS)
+        g->pcie_rx_bytes_per_s = kbs * 1024.0;
+    if (nv.pcie && nv.pcie(d, NVML_PCIE_UTIL_TX_BYTES, &kbs) == NVML_SUCCESS)
+        g->pcie_tx_bytes_per_s = kbs * 1024.0;
+    unsigned long long mj;
+    if (nv.energy && nv.energy(d, &mj) == NVML_SUCCESS)
+        g->energy_j = mj / 1000.0;
+}

@@ -1,0 +1,124 @@
+/* telemetry/machine: what the machine is doing, read from /proc and /sys
+ * (and NVML where a driver is present). Parsers take the file's text, so
+ * tests feed recorded fixtures; readers take a root directory ("/" on a
+ * live system) for the same reason. Depends on base only. */
+#ifndef SL_MACHINE_H
+#define SL_MACHINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SL_MAX_CPUS 1024
+
+/* Cumulative counters, as the kernel gives them. */
+typedef struct sl__cpu_times {
+    uint64_t busy, total; /* jiffies: busy = total - idle - iowait */
+} sl__cpu_times_t;
+
+typedef struct sl__proc_stat {
+    sl__cpu_times_t all;
+    int ncpu;
+    sl__cpu_times_t cpu[SL_MAX_CPUS];
+    int procs_running; /* run queue length (procs_running) */
+} sl__proc_stat_t;
+/* cpu[i] is the line "cpuI", so CPUs keep their number across samples;
+ * ncpu = highest I + 1 (capped at SL_MAX_CPUS), and an offline CPU in a gap
+ * reads as zeros. The struct is ~16 KiB: keep it off small stacks. */
+
+/* PSI "some avg10" and cumulative "some total" (us); present = 0 when the
+ * file is absent (older kernels, containers without PSI). avg10 is in
+ * percent (0..100), as the kernel prints it; no "full" line = full 0. */
+typedef struct sl__psi {
+    int present;
+    double some_avg10, full_avg10;
+    uint64_t some_total_us, full_total_us;
+} sl__psi_t;
+
+typedef struct sl__self_io {
+    uint64_t read_bytes, write_bytes, rchar, wchar;
+} sl__self_io_t;
+
+typedef struct sl__disk {
+    uint64_t read_bytes;  /* sectors read x 512 */
+    uint64_t io_ms;       /* time spent doing I/Os (ms) */
+} sl__disk_t;
+
+typedef struct sl__net {
+    uint64_t rx_bytes, tx_bytes; /* all interfaces but lo */
+} sl__net_t;
+
+/* A GPU as NVML reports it; valid = 0 when there is none. With valid = 1 a
+ * query that failed on its own leaves its field "absent": util, power_w,
+ * the pcie rates and energy_j < 0; mem_used = mem_total = 0. */
+typedef struct sl__gpu {
+    int valid;
+    int count;
+    double util;        /* 0..1, GPU 0 */
+    uint64_t mem_used, mem_total;
+    double power_w;
+    double pcie_rx_bytes_per_s, pcie_tx_bytes_per_s;
+    double energy_j;    /* NVML total energy since driver load, or < 0 */
+} sl__gpu_t;
+
+/* ---- parsers: text in, struct out; 0 or SL_ECORRUPT. Never crash.
+ * `text` need not be NUL-terminated: no byte at or past text[n] is read.
+ * On error *out is unspecified. Stateless, so any thread may call them. */
+int sl__parse_proc_stat(const char *text, size_t n, sl__proc_stat_t *out);
+int sl__parse_psi(const char *text, size_t n, sl__psi_t *out);
+/* MemTotal / MemAvailable in bytes. */
+int sl__parse_meminfo(const char *text, size_t n, uint64_t *total,
+                      uint64_t *available);
+/* utime + stime of /proc/<pid>/stat (jiffies); handles ')' in comm. */
+int sl__parse_pid_stat(const char *text, size_t n, uint64_t *cpu_jiffies);
+/* VmRSS of /proc/self/status in bytes. */
+int sl__parse_status_rss(const char *text, size_t n, uint64_t *rss);
+int sl__parse_self_io(const char *text, size_t n, sl__self_io_t *out);
+/* The line of /proc/diskstats for device `dev` (e.g. "vda");
+ * SL_ENOTFOUND when no line names it, SL_EINVAL for a NULL or "" dev. */
+int sl__parse_diskstats(const char *text, size_t n, const char *dev,
+                        sl__disk_t *out);
+int sl__parse_net_dev(const char *text, size_t n, sl__net_t *out);
+
+/* A sysfs-style file holding one unsigned number and maybe a newline. */
+int sl__parse_u64_text(const char *text, size_t n, uint64_t *v);
+
+/* ---- readers on a live system (root "/" or a fixture tree) */
+/* Reads a small file into buf (NUL-terminated); returns bytes or -1.
+ * A file that does not fit in cap - 1 bytes is -1 too (errno EFBIG): a
+ * cut /proc file would parse as wrong numbers. root "" or "/" is live. */
+long sl__read_small(const char *root, const char *rel, char *buf, size_t cap);
+/* The block device holding `path` (e.g. "vda" for a partition vda1's
+ * parent), from its st_dev and /sys/dev/block; "" if unknown.
+ * @return 0; SL_ENOTFOUND (dev "") for overlay, tmpfs, btrfs and other
+ * anonymous devices (major 0) or a device sysfs does not know; SL_EIO when
+ * path cannot be stat'ed; SL_ERANGE when the name does not fit devlen. */
+int sl__disk_for_path(const char *path, char *dev, size_t devlen);
+/* The same from a device number, under sysfs root `root` ("/" live). */
+int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min,
+                        char *dev, size_t devlen);
+/* RAPL package energy in joules summed over packages, from
+ * /sys/class/powercap/intel-rapl:*\/energy_uj (handling wrap with
+ * max_energy_range_uj); < 0 when unreadable. `state` keeps the last raw
+ * readings between calls (zero-init). */
+typedef struct sl__rapl {
+    int n;
+    uint64_t last_uj[16], max_uj[16];
+    double total_j;
+    int init;
+    uint32_t seen; /* bit N: last_uj[N] holds a reading of intel-rapl:N */
+} sl__rapl_t;
+/* Only top-level zones intel-rapl:N (packages, N < 16) count; subzones
+ * intel-rapl:N:M are parts of a package and would count twice. Returns
+ * total_j (0 on the first readable call) or -1 when no package's
+ * energy_uj can be read (VMs, containers, and non-root on kernels >= 5.10
+ * where energy_uj is 0400): the value is never invented. */
+double sl__rapl_read(sl__rapl_t *r, const char *root);
+
+/* NVML loaded with dlopen("libnvidia-ml.so.1") on first use; no GPU, no
+ * library, or any NVML error = g->valid 0. Thread-safe. Reports GPU 0 (and
+ * the count); the PCIe query samples for ~20 ms per direction inside NVML,
+ * so a call may take ~40 ms: sample from a telemetry thread, not a hot
+ * path. The library stays loaded and initialised until exit. */
+void sl__gpu_read(sl__gpu_t *g);
+
+#endif

@@ -1,0 +1,221 @@
+#include "prom.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "collector.h"
+
+struct sl__prom {
+    struct MHD_Daemon *d;
+    sl__collector_t *c;
+};
+
+typedef struct out {
+    char *buf;
+    size_t len, cap;
+    int need;
+} out_t;
+
+static void emit(out_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void emit(out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = o->buf && o->len < o->cap ? o->buf + o->len : NULL;
+    size_t room = dst ? o->cap - o->len : 0;
+    int n = vsnprintf(dst, room, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        o->need += n;
+        o->len += (size_t)n;
+    }
+}
+
+static void metric(out_t *o, const char *name, const char *type,
+                   const char *help, double v)
+{
+    emit(o, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\nsluice_%s %.17g\n",
+         name, help, name, type, name, v);
+}
+
+/* Gauges that may be absent (negative) are left out, not invented. */
+static void metric_opt(out_t *o, const char *name, const char *help, double v)
+{
+    if (v >= 0)
+        metric(o, name, "gauge", help, v);
+}
+
+static void stage_metrics(out_t *o, const sl_snapshot_t *s)
+{
+    const struct {
+        const char *name;
+        const sl_stage_stats_t *st;
+    } stages[] = {{"read", &s->read}, {"decode", &s->decode}};
+    emit(o, "# HELP sluice_workers Threads set to work, per stage.\n"
+            "# TYPE sluice_workers gauge\n");
+    for (int i = 0; i < 2; i++)
+        emit(o, "sluice_workers{stage=\"%s\"} %d\n", stages[i].name,
+             stages[i].st->workers);
+    emit(o, "# HELP sluice_stage_busy Busy share of the stage's threads.\n"
+            "# TYPE sluice_stage_busy gauge\n");
+    for (int i = 0; i < 2; i++)
+        emit(o, "sluice_stage_busy{stage=\"%s\"} %.6g\n", stages[i].name,
+             stages[i].st->busy);
+    emit(o, "# HELP sluice_stage_items_total Samples through the stage.\n"
+            "# TYPE sluice_stage_items_total counter\n");
+    for (int i = 0; i < 2; i++)
+        emit(o, "sluice_stage_items_total{stage=\"%s\"} %lld\n",
+             stages[i].name, (long long)stages[i].st->items_total);
+    emit(o, "# HELP sluice_queue_depth Items waiting at the stage.\n"
+            "# TYPE sluice_queue_depth gauge\n");
+    for (int i = 0; i < 2; i++)
+        emit(o, "sluice_queue_depth{stage=\"%s\"} %d\n", stages[i].name,
+             stages[i].st->queue_depth);
+    emit(o, "# HELP sluice_queue_capacity Capacity of the stage's queue.\n"
+            "# TYPE sluice_queue_capacity gauge\n");
+    for (int i = 0; i < 2; i++)
+        emit(o, "sluice_queue_capacity{stage=\"%s\"} %d\n", stages[i].name,
+             stages[i].st->queue_capacity);
+}
+
+int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)
+{
+    out_t o = {buf, 0, len, 0};
+    if (buf && len)
+        buf[0] = 0;
+    metric(&o, "samples_total", "counter", "Samples handed to the consumer.",
+           (double)s->samples_total);
+    metric(&o, "batches_total", "counter", "Batches handed to the consumer.",
+           (double)s->batches_total);
+    metric(&o, "errors_skipped_total", "counter",
+           "Samples skipped as bad input.", (double)s->errors_skipped);
+    metric(&o, "read_bytes_total", "counter", "Stored bytes read.",
+           (double)s->bytes_read_total);
+    metric(&o, "samples_per_second", "gauge", "Samples per second, last "
+           "interval.", s->samples_per_s);
+    metric(&o, "stall_fraction", "gauge",
+           "Share of the last interval the consumer waited for data.",
+           s->stall_fraction);
+    metric(&o, "batch_latency_seconds", "gauge",
+           "Mean first-claim-to-ready time of a batch.",
+           s->batch_latency_ms / 1e3);
+    metric(&o, "consumer_wait_seconds", "gauge",
+           "Mean consumer wait per batch.", s->consumer_wait_ms / 1e3);
+    metric(&o, "prefetch", "gauge", "Batch buffers allowed (knob).",
+           s->prefetch);
+    metric(&o, "batches_ready", "gauge", "Complete batches waiting.",
+           s->batches_ready);
+    stage_metrics(&o, s);
+    metric(&o, "cpu_total", "gauge", "Machine CPU busy share (0..1).",
+           s->cpu_total);
+    metric(&o, "cpu_self", "gauge", "This process's share of the machine.",
+           s->cpu_self);
+    metric(&o, "cpu_other", "gauge",
+           "Other processes' share of the machine (interference).",
+           s->cpu_other);
+    metric(&o, "run_queue", "gauge", "Runnable threads.", s->run_queue);
+    metric_opt(&o, "mem_available_bytes", "MemAvailable.",
+               (double)s->mem_available_bytes);
+    metric_opt(&o, "rss_bytes", "Resident memory of this process.",
+               (double)s->rss_bytes);
+    metric_opt(&o, "disk_read_bytes_per_second",
+               "Reads of the device holding the data.",
+               s->disk_read_bytes_per_s);
+    metric_opt(&o, "psi_cpu_some", "CPU pressure, some, avg10 (%).",
+               s->psi_cpu_some);
+    metric_opt(&o, "psi_io_some", "I/O pressure, some, avg10 (%).",
+               s->psi_io_some);
+    metric_opt(&o, "psi_memory_some", "Memory pressure, some, avg10 (%).",
+               s->psi_mem_some);
+    if (s->gpu_present) {
+        metric(&o, "gpu_utilization", "gauge", "GPU 0 utilisation (0..1).",
+               s->gpu_util);
+        metric_opt(&o, "gpu_power_watts", "GPU 0 power.", s->gpu_power_w);
+        metric_opt(&o, "gpu_memory_used_bytes", "GPU 0 memory used.",
+                   (double)s->gpu_mem_used_bytes);
+    }
+    if (s->energy_j >= 0)
+        metric(&o, "energy_joules_total", "counter",
+               "Energy since the loader started (RAPL + NVML).", s->energy_j);
+    return o.need;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
+                              const char *url, const char *method,
+                              const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    (void)upload;
+    (void)upload_size;
+    (void)con_cls;
+    sl__prom_t *p = cls;
+    struct MHD_Response *r;
+    enum MHD_Result ret;
+    if (strcmp(method, "GET") != 0 ||
+        (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0)) {
+        static const char nf[] = "not found: try /metrics\n";
+        r = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf,
+                                            MHD_RESPMEM_PERSISTENT);
+        ret = MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
+    sl_snapshot_t s;
+    sl__collector_latest(p->c, &s);
+    int need = sl__prom_format(&s, NULL, 0);
+    char *buf = malloc((size_t)need + 1);
+    if (!buf)
+        return MHD_NO;
+    sl__prom_format(&s, buf, (size_t)need + 1);
+    r = MHD_create_response_from_buffer((size_t)need, buf,
+                                        MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type",
+                            "text/plain; version=0.0.4; charset=utf-8");
+    ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+int sl__prom_start(int port, sl__collector_t *c, sl__prom_t **out, char *err,
+                   size_t errlen)
+{
+    *out = NULL;
+    if (port < 1 || port > 65535)
+        return sl__fail(err, errlen, SL_EINVAL, "bad metrics port %d", port);
+    sl__prom_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    p->c = c;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port,
+                            NULL, NULL, handle, p, MHD_OPTION_SOCK_ADDR,
+                            (struct sockaddr *)&addr, MHD_OPTION_END);
+    if (!p->d) {
+        free(p);
+        return sl__fail(err, errlen, SL_EIO,
+                        "cannot serve metrics on 127.0.0.1:%d (in use?)",
+                        port);
+    }
+    *out = p;
+    return 0;
+}
+
+void sl__prom_stop(sl__prom_t *p)
+{
+    if (!p)
+        return;
+    MHD_stop_daemon(p->d);
+    free(p);
+}
