@@ -87,6 +87,8 @@ static void set_xform(sl_loader_t *l)
     x->dct_scale = !o->no_dct_scale;
 }
 
+static void pipe_sample(void *arg, sl__pipe_sample_t *o);
+
 int sl_loader_create(const char *source, const sl_options_t *opt,
                      sl_loader_t **out)
 {

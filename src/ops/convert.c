@@ -42,7 +42,9 @@ void sl__write_row(sl__scratch_t *s, const sl__xform_t *x, int flip, int y,
             }
         } else {
             uint8_t *d0 = o + (size_t)y * w, *d1 = d0 + plane, *d2 = d1 + plane;
-            if (!flip) {
+            if (sl__have_avx2()) {
+                sl__chw8_avx2(rgb, w, flip, d0, d1, d2);
+            } else if (!flip) {
                 for (int j = 0; j < w; j++) {
                     d0[j] = rgb[3 * j];
                     d1[j] = rgb[3 * j + 1];

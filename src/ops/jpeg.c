@@ -161,9 +161,13 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
     /* Fancy upsampling of subsampled chroma treats the edges of a cropped
      * row as image edges, so the outermost pixels of the crop differ from a
      * full decode: ask for a few columns more on each side. */
+    int margin = 0; /* not needed without horizontal chroma subsampling */
+    for (int c = 0; c < d->num_components; c++)
+        if (d->comp_info[c].h_samp_factor != d->max_h_samp_factor)
+            margin = SL__JPEG_XMARGIN;
     int want_x = cx0 + rs.h.lo, want_end = cx0 + rs.h.hi;
-    int ask_x = want_x > SL__JPEG_XMARGIN ? want_x - SL__JPEG_XMARGIN : 0;
-    int ask_end = want_end + SL__JPEG_XMARGIN;
+    int ask_x = want_x > margin ? want_x - margin : 0;
+    int ask_end = want_end + margin;
     if (ask_end > (int)d->output_width)
         ask_end = (int)d->output_width;
     JDIMENSION jx = (JDIMENSION)ask_x, jw = (JDIMENSION)(ask_end - ask_x);

@@ -206,8 +206,18 @@ void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps)
 {
     uint8_t *dst = rs->buf + (size_t)r * rs->stride;
     if (!rs->vfirst) {
-        if (ps == 3 && rs->avx2)
+        if (ps == 3 && rs->avx2) {
+#ifdef SL_HPROF
+            extern unsigned long long sl_hp_t, sl_hp_n, sl_hp_c;
+            unsigned long long t0 = __builtin_ia32_rdtsc();
+#endif
             sl__hpass3_avx2(src, &rs->h, dst);
+#ifdef SL_HPROF
+            sl_hp_t += __builtin_ia32_rdtsc() - t0;
+            sl_hp_n += (unsigned)rs->h.out;
+            sl_hp_c++;
+#endif
+        }
         else
             hpass_row(src, ps, &rs->h, dst);
     } else if (ps == 3) {

@@ -166,6 +166,63 @@ SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
     }
 }
 
+/* CHW uint8 write: 16 pixels (48 bytes) at a time, each plane gathered from
+ * the three 16-byte loads by pshufb (masks: [flip][3 * channel + load]). */
+static const int8_t chw_masks[2][9][16] = {
+    {
+        {0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 1, 4, 7, 10, 13},
+        {1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 2, 5, 8, 11, 14},
+        {2, 5, 8, 11, 14, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, 1, 4, 7, 10, 13, -1, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 3, 6, 9, 12, 15},
+    },
+    {
+        {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 12, 9, 6, 3, 0},
+        {-1, -1, -1, -1, -1, 14, 11, 8, 5, 2, -1, -1, -1, -1, -1, -1},
+        {13, 10, 7, 4, 1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 13, 10, 7, 4, 1},
+        {-1, -1, -1, -1, -1, 15, 12, 9, 6, 3, 0, -1, -1, -1, -1, -1},
+        {14, 11, 8, 5, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+        {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 14, 11, 8, 5, 2},
+        {-1, -1, -1, -1, -1, -1, 13, 10, 7, 4, 1, -1, -1, -1, -1, -1},
+        {15, 12, 9, 6, 3, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1},
+    },
+};
+
+SL__AVX2 void sl__chw8_avx2(const uint8_t *rgb, int w, int flip, uint8_t *d0,
+                            uint8_t *d1, uint8_t *d2)
+{
+    const int8_t(*m)[16] = chw_masks[flip ? 1 : 0];
+    __m128i mk[9];
+    for (int i = 0; i < 9; i++)
+        mk[i] = _mm_loadu_si128((const __m128i *)m[i]);
+    uint8_t *d[3] = {d0, d1, d2};
+    int j = 0;
+    for (; j + 16 <= w; j += 16) {
+        const uint8_t *p = rgb + 3 * (size_t)(flip ? w - 16 - j : j);
+        __m128i a = _mm_loadu_si128((const __m128i *)p);
+        __m128i b = _mm_loadu_si128((const __m128i *)(p + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(p + 32));
+        for (int ch = 0; ch < 3; ch++) {
+            __m128i v = _mm_or_si128(
+                _mm_or_si128(_mm_shuffle_epi8(a, mk[3 * ch]),
+                             _mm_shuffle_epi8(b, mk[3 * ch + 1])),
+                _mm_shuffle_epi8(c, mk[3 * ch + 2]));
+            _mm_storeu_si128((__m128i *)(d[ch] + j), v);
+        }
+    }
+    for (; j < w; j++) {
+        const uint8_t *p = rgb + 3 * (size_t)(flip ? w - 1 - j : j);
+        d0[j] = p[0];
+        d1[j] = p[1];
+        d2[j] = p[2];
+    }
+}
+
 /* Vertical pass for one output row: 16 bytes across, taps innermost, so
  * the accumulators stay in registers. */
 SL__AVX2 void sl__vpass_avx2(const uint8_t *buf, size_t stride,

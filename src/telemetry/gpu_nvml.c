@@ -28,8 +28,8 @@ static struct {
     nvmlReturn_t (*handle)(unsigned int, nvmlDevice_t *);
     nvmlReturn_t (*util)(nvmlDevice_t, nvmlUtilization_t *);
     nvmlReturn_t (*mem)(nvmlDevice_t, nvmlMemory_t *);
-    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);     /* mW */
-    nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned int *); /* KB/s */
+    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);        /* mW */
+    nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned int *);    /* KB/s */
     nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *); /* mJ */
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
@@ -39,10 +39,10 @@ static void nv_load(void)
     void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib)
         return;
-    nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))dlsym(lib,
-                                                             "nvmlInit_v2");
-    nv.count = (nvmlReturn_t(*)(unsigned int *))dlsym(lib,
-                                                      "nvmlDeviceGetCount_v2");
+    nvmlReturn_t (*init)(void) =
+        (nvmlReturn_t(*)(void))dlsym(lib, "nvmlInit_v2");
+    nv.count =
+        (nvmlReturn_t(*)(unsigned int *))dlsym(lib, "nvmlDeviceGetCount_v2");
     nv.handle = (nvmlReturn_t(*)(unsigned int, nvmlDevice_t *))dlsym(
         lib, "nvmlDeviceGetHandleByIndex_v2");
     /* The rest are optional: a missing one leaves its field absent. */

@@ -39,8 +39,8 @@ typedef struct sl__self_io {
 } sl__self_io_t;
 
 typedef struct sl__disk {
-    uint64_t read_bytes;  /* sectors read x 512 */
-    uint64_t io_ms;       /* time spent doing I/Os (ms) */
+    uint64_t read_bytes; /* sectors read x 512 */
+    uint64_t io_ms;      /* time spent doing I/Os (ms) */
 } sl__disk_t;
 
 typedef struct sl__net {
@@ -53,11 +53,11 @@ typedef struct sl__net {
 typedef struct sl__gpu {
     int valid;
     int count;
-    double util;        /* 0..1, GPU 0 */
+    double util; /* 0..1, GPU 0 */
     uint64_t mem_used, mem_total;
     double power_w;
     double pcie_rx_bytes_per_s, pcie_tx_bytes_per_s;
-    double energy_j;    /* NVML total energy since driver load, or < 0 */
+    double energy_j; /* NVML total energy since driver load, or < 0 */
 } sl__gpu_t;
 
 /* ---- parsers: text in, struct out; 0 or SL_ECORRUPT. Never crash.
@@ -87,6 +87,10 @@ int sl__parse_u64_text(const char *text, size_t n, uint64_t *v);
  * A file that does not fit in cap - 1 bytes is -1 too (errno EFBIG): a
  * cut /proc file would parse as wrong numbers. root "" or "/" is live. */
 long sl__read_small(const char *root, const char *rel, char *buf, size_t cap);
+/* proc/pressure/<resource> ("cpu", "io", "memory") under root. A missing
+ * file, or one the kernel refuses to read (booted psi=0), is no error:
+ * 0 with out->present = 0. Malformed text is SL_ECORRUPT. */
+int sl__read_psi(const char *root, const char *resource, sl__psi_t *out);
 /* The block device holding `path` (e.g. "vda" for a partition vda1's
  * parent), from its st_dev and /sys/dev/block; "" if unknown.
  * @return 0; SL_ENOTFOUND (dev "") for overlay, tmpfs, btrfs and other
@@ -94,8 +98,8 @@ long sl__read_small(const char *root, const char *rel, char *buf, size_t cap);
  * path cannot be stat'ed; SL_ERANGE when the name does not fit devlen. */
 int sl__disk_for_path(const char *path, char *dev, size_t devlen);
 /* The same from a device number, under sysfs root `root` ("/" live). */
-int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min,
-                        char *dev, size_t devlen);
+int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min, char *dev,
+                        size_t devlen);
 /* RAPL package energy in joules summed over packages, from
  * /sys/class/powercap/intel-rapl:*\/energy_uj (handling wrap with
  * max_energy_range_uj); < 0 when unreadable. `state` keeps the last raw

@@ -342,8 +342,8 @@ int sl__parse_self_io(const char *text, size_t n, sl__self_io_t *out)
         return SL_EINVAL;
     if (!text)
         return SL_ECORRUPT;
-    static const char *const keys[4] = {"rchar:", "wchar:", "read_bytes:",
-                                        "write_bytes:"};
+    static const char *const keys[4] = {
+        "rchar:", "wchar:", "read_bytes:", "write_bytes:"};
     uint64_t *dst[4] = {&out->rchar, &out->wchar, &out->read_bytes,
                         &out->write_bytes};
     unsigned have = 0;
@@ -475,8 +475,8 @@ long sl__read_small(const char *root, const char *rel, char *buf, size_t cap)
     for (;;) {
         char probe;
         int full = got == cap - 1;
-        ssize_t r = full ? read(fd, &probe, 1)
-                         : read(fd, buf + got, cap - 1 - got);
+        ssize_t r =
+            full ? read(fd, &probe, 1) : read(fd, buf + got, cap - 1 - got);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
@@ -500,8 +500,23 @@ long sl__read_small(const char *root, const char *rel, char *buf, size_t cap)
     return (long)got;
 }
 
-int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min,
-                        char *dev, size_t devlen)
+int sl__read_psi(const char *root, const char *resource, sl__psi_t *out)
+{
+    if (!resource || !out)
+        return SL_EINVAL;
+    memset(out, 0, sizeof *out);
+    char rel[64], buf[512];
+    int w = snprintf(rel, sizeof rel, "proc/pressure/%s", resource);
+    if (w < 0 || (size_t)w >= sizeof rel)
+        return SL_EINVAL;
+    long n = sl__read_small(root, rel, buf, sizeof buf);
+    if (n < 0)
+        return errno == EFBIG ? SL_ECORRUPT : 0; /* absent: present = 0 */
+    return sl__parse_psi(buf, (size_t)n, out);
+}
+
+int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min, char *dev,
+                        size_t devlen)
 {
     if (!dev || devlen == 0)
         return SL_EINVAL;
@@ -518,9 +533,9 @@ int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min,
     if (!real)
         return SL_ENOTFOUND;
     char part[PATH_MAX];
-    int is_part = snprintf(part, sizeof part, "%s/partition", real) <
-                      (int)sizeof part &&
-                  access(part, F_OK) == 0;
+    int is_part =
+        snprintf(part, sizeof part, "%s/partition", real) < (int)sizeof part &&
+        access(part, F_OK) == 0;
     char *slash = strrchr(real, '/');
     if (is_part && slash) {
         *slash = '\0';

@@ -10,6 +10,7 @@
 #include <png.h>
 
 #include "ops/image.h"
+#include "ops/ops_internal.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------ encoders */
@@ -577,6 +578,94 @@ static void test_public_transform(void **state)
     free(png.p);
 }
 
+/* ------------------------------------------------------------ kernels */
+
+static uint32_t kr_next(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(*st >> 33);
+}
+
+/* The AVX2 horizontal pass (pmaddwd on split weights, fixed group counts)
+ * and CHW writer against plain scalar references, on random rows, widths,
+ * boxes and scales. */
+static void test_avx2_kernels_match_scalar(void **state)
+{
+    (void)state;
+    if (!sl__have_avx2())
+        skip();
+    sl__scratch_t *s = sl__scratch_create();
+    assert_non_null(s);
+    uint64_t st = 12345;
+    for (int it = 0; it < 3000; it++) {
+        int W = 1 + (int)(kr_next(&st) % (it < 2000 ? 700 : 3000));
+        int out = 1 + (int)(kr_next(&st) % 400);
+        double x0 = (kr_next(&st) % 1000) / 1000.0 * (W - 0.5);
+        double x1 = x0 + 0.5 + (kr_next(&st) % 1000) / 1000.0 * (W - x0 - 0.5);
+        if (x1 > W)
+            x1 = W;
+        sl__fbox_t b = {x0, 0, x1, 4, (int)(kr_next(&st) & 1), W, 4, out, 2};
+        sl__axis_t h, v;
+        int cx0, cy0;
+        if (sl__plan_axes(s, &b, 1, W, 4, out, 2, &h, &v, &cx0, &cy0))
+            continue;
+        /* kx lives in scratch: expand after planning, as sl__rs_begin does */
+        sl__axis_expand(&h);
+        int in = h.hi - h.lo;
+        size_t n3 = (size_t)in * 3;
+        uint8_t *src = malloc(n3 + SL__SLACK);
+        uint8_t *want = malloc((size_t)out * 3 + SL__SLACK);
+        uint8_t *got = malloc((size_t)out * 3 + SL__SLACK);
+        assert_non_null(src);
+        assert_non_null(want);
+        assert_non_null(got);
+        int flat = (int)(kr_next(&st) % 4); /* 0: random, else extremes */
+        for (size_t i = 0; i < n3 + SL__SLACK; i++)
+            src[i] = flat == 1   ? 255
+                     : flat == 2 ? (uint8_t)(i % 2 ? 255 : 0)
+                                 : (uint8_t)kr_next(&st);
+        for (int xx = 0; xx < out; xx++) {
+            const int32_t *k = h.kk + (size_t)xx * h.ksize;
+            const uint8_t *p = src + (size_t)h.bounds[2 * xx] * 3;
+            for (int c = 0; c < 3; c++) {
+                int32_t acc = 1 << (SL__RS_BITS - 1);
+                for (int i = 0; i < h.bounds[2 * xx + 1]; i++)
+                    acc += p[3 * i + c] * k[i];
+                acc >>= SL__RS_BITS;
+                want[3 * xx + c] =
+                    (uint8_t)(acc < 0 ? 0 : acc > 255 ? 255 : acc);
+            }
+        }
+        memset(got, 0xAB, (size_t)out * 3 + SL__SLACK);
+        sl__hpass3_avx2(src, &h, got);
+        if (memcmp(want, got, (size_t)out * 3))
+            fail_msg("hpass case %d: W %d out %d box %.3f..%.3f", it, W, out,
+                     x0, x1);
+        /* nothing written past the row */
+        for (int i = 0; i < SL__SLACK; i++)
+            assert_int_equal(got[(size_t)out * 3 + i], 0xAB);
+
+        /* CHW writer: the row as input, both flips */
+        for (int flip = 0; flip < 2; flip++) {
+            uint8_t *pl = malloc((size_t)out * 6);
+            assert_non_null(pl);
+            sl__chw8_avx2(want, out, flip, pl, pl + out, pl + 2 * out);
+            for (int j = 0; j < out; j++) {
+                int sj = flip ? out - 1 - j : j;
+                for (int c = 0; c < 3; c++)
+                    if (pl[c * out + j] != want[3 * sj + c])
+                        fail_msg("chw case %d flip %d col %d ch %d", it, flip,
+                                 j, c);
+            }
+            free(pl);
+        }
+        free(src);
+        free(want);
+        free(got);
+    }
+    sl__scratch_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_rrc_mode_deterministic),
         cmocka_unit_test(test_dct_scale_psnr_on_photos),
         cmocka_unit_test(test_public_transform),
+        cmocka_unit_test(test_avx2_kernels_match_scalar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# End-to-end tests of `sluice plot`: a hand-written telemetry file (null
+# values, a malformed line, a panel with no data) and one from a real short
+# run, each drawn to SVG and PNG; temp files removed; the errors (missing
+# file, empty file, bad extension, gnuplot absent) exit non-zero and say why.
+set -uo pipefail
+S=${SLUICE:?SLUICE must name the sluice binary}
+if ! command -v gnuplot >/dev/null 2>&1; then
+  echo "SKIP: gnuplot not installed"
+  exit 77
+fi
+T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-plot.XXXXXX" 2>/dev/null || mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0; passes=0
+ok()   { passes=$((passes+1)); echo "ok   $*"; }
+bad()  { fails=$((fails+1)); echo "FAIL $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+
+is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
+is_svg() {
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$1" 2>/dev/null
+  else
+    grep -q "<svg" "$1" && grep -q "</svg>" "$1"
+  fi
+}
+
+# Our own temp files go to TMPDIR: it must be empty again after each plot.
+mkdir -p "$T/tmp"
+export TMPDIR=$T/tmp
+
+# Hand-written: nulls, a value absent, a malformed line, a blank line, and no
+# queue_depth at all (that panel is drawn empty, not an error).
+cat > "$T/hand.jsonl" <<'JL'
+{"t": 0.1, "samples_per_s": 100.5, "stall_fraction": 0.5, "cpu_self": 0.2, "cpu_other": 0.1, "cpu_total": 0.3, "knobs": {"read_threads": 1, "decode_threads": 2, "prefetch": 4}}
+{"t": 0.2, "samples_per_s": null, "stall_fraction": 0.25, "cpu_self": null, "cpu_other": 0.1, "cpu_total": 0.35, "knobs": {"read_threads": 1, "decode_threads": 2, "prefetch": 4}}
+{"t": 0.3, "samples_per_s": 300, "stall_fra
+{"t": 0.4, "samples_per_s": 250e0, "stall_fraction": 0, "cpu_core": [0.5, null], "gpu": null, "knobs": {"read_threads": 2, "decode_threads": 1, "prefetch": 2}}
+
+{"t": 0.5, "samples_per_s": 260, "stall_fraction": 0.1, "cpu_self": 0.25, "cpu_other": 0.05, "cpu_total": 0.3, "knobs": {"read_threads": 2, "decode_threads": 1, "prefetch": 2}}
+JL
+
+for ext in svg png; do
+  "$S" plot "$T/hand.jsonl" -o "$T/hand.$ext" --title "hand's file" >"$T/hand.$ext.out" 2>"$T/hand.$ext.err"
+  check "hand $ext: exit 0" test $? -eq 0
+  check "hand $ext: non-empty" test -s "$T/hand.$ext"
+  check "hand $ext: says what it wrote" grep -q "wrote $T/hand.$ext" "$T/hand.$ext.out"
+  check "hand $ext: counts the malformed line" grep -q "skipped 1 malformed line (first: line 3)" "$T/hand.$ext.err"
+  check "hand $ext: temp files removed" test -z "$(ls -A "$TMPDIR")"
+done
+check "hand png: PNG magic" is_png "$T/hand.png"
+check "hand svg: well-formed XML" is_svg "$T/hand.svg"
+
+# A real short run's telemetry.
+"$S" make-dataset --synthetic "$T/ds" --images 64 --classes 2 >/dev/null 2>&1 \
+  || { echo "make-dataset failed"; exit 1; }
+"$S" run "$T/ds" --batch 16 --size 64 --epochs 3 --telemetry "$T/run.jsonl" \
+  --telemetry-ms 20 --quiet >/dev/null 2>&1
+check "run: telemetry written" test -s "$T/run.jsonl"
+for ext in svg png; do
+  "$S" plot "$T/run.jsonl" -o "$T/run.$ext" >"$T/run.$ext.out" 2>"$T/run.$ext.err"
+  check "run $ext: exit 0" test $? -eq 0
+  check "run $ext: non-empty" test -s "$T/run.$ext"
+  check "run $ext: no malformed lines" test ! -s "$T/run.$ext.err"
+done
+check "run png: PNG magic" is_png "$T/run.png"
+check "run svg: well-formed XML" is_svg "$T/run.svg"
+check "run svg: has the panels" grep -q "knob value" "$T/run.svg"
+"$S" plot "$T/run.jsonl" -o "$T/RUN.PNG" >/dev/null 2>&1
+check "upper-case extension accepted" is_png "$T/RUN.PNG"
+check "temp files removed after the run plots" test -z "$(ls -A "$TMPDIR")"
+
+# Errors: non-zero exit, a message naming the cause, no picture left behind.
+err() { # err NAME WANT_RC PATTERN -- ARGS...
+  local name=$1 want=$2 pat=$3; shift 4
+  "$S" plot "$@" >/dev/null 2>"$T/err.txt"
+  local rc=$?
+  check "$name: exit $want (got $rc)" test $rc -eq "$want"
+  check "$name: says '$pat'" grep -qi -- "$pat" "$T/err.txt"
+}
+err "missing file" 1 "cannot open $T/nope.jsonl" -- "$T/nope.jsonl" -o "$T/x.svg"
+: > "$T/empty.jsonl"
+err "empty file" 1 "no valid telemetry lines" -- "$T/empty.jsonl" -o "$T/x.svg"
+head -c 5000 /dev/urandom | tr -d '\n' > "$T/junk.jsonl"; printf '\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n{"t": null}\n' >> "$T/junk.jsonl"
+err "only junk" 1 "skipped 3 malformed lines" -- "$T/junk.jsonl" -o "$T/x.svg"
+err "bad extension" 2 "name it .svg or .png" -- "$T/run.jsonl" -o "$T/x.jpg"
+err "no extension" 2 "unknown output type" -- "$T/run.jsonl" -o "$T/x"
+err "no -o" 2 "no output given" -- "$T/run.jsonl"
+check "no picture left by the errors" test ! -e "$T/x.svg" -a ! -e "$T/x.jpg"
+PATH=/nonexistent "$S" plot "$T/run.jsonl" -o "$T/y.svg" >/dev/null 2>"$T/err.txt"
+check "gnuplot absent: exit 1" test $? -eq 1
+check "gnuplot absent: names the package" grep -q "gnuplot-nox" "$T/err.txt"
+check "temp files removed after the errors" test -z "$(ls -A "$TMPDIR")"
+
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
