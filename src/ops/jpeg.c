@@ -197,16 +197,15 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
         JDIMENSION got = jpeg_read_scanlines(d, ptr, want);
         if (got == 0)
             return sl__fail(err, errlen, SL_ECORRUPT, "no rows at %u", first);
-        for (JDIMENSION i = 0; i < got; i++) {
-            uint8_t *r = ptr[i];
-            int pps = ps;
-            if (cmyk) {
-                cmyk_to_rgb(r, (int)d->output_width, d->saw_Adobe_marker);
-                pps = 3;
-            }
-            sl__rs_row(&rs, (int)(first + i - y0), r + (size_t)shift * pps,
-                       pps);
+        int pps = ps;
+        if (cmyk) {
+            for (JDIMENSION i = 0; i < got; i++)
+                cmyk_to_rgb(ptr[i], (int)d->output_width, d->saw_Adobe_marker);
+            pps = 3;
         }
+        /* ptr[i] = rows.p + i * rowb */
+        sl__rs_rows(&rs, (int)(first - y0), ptr[0] + (size_t)shift * pps, rowb,
+                    (int)got, pps);
     }
     if (sl__rs_finish(s, &rs, x, g.flip, out))
         return sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");

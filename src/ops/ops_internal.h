@@ -137,6 +137,10 @@ int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst);
 /* src points at pixel h.lo of the row; ps bytes per pixel (3, or 4 with
  * the fourth dropped). */
 void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps);
+/* nrows consecutive rows r.. at src, sstride bytes apart (same as calling
+ * sl__rs_row on each, faster). */
+void sl__rs_rows(sl__rs_t *rs, int r, const uint8_t *src, size_t sstride,
+                 int nrows, int ps);
 int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
                   int flip, void *out);
 
@@ -150,6 +154,8 @@ void sl__axis_expand(sl__axis_t *h);
 void sl__chw8_avx2(const uint8_t *rgb, int w, int flip, uint8_t *d0,
                    uint8_t *d1, uint8_t *d2);
 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h, uint8_t *dst);
+void sl__hpass3_rows_avx2(const uint8_t *src, size_t sstride, int nrows,
+                          const sl__axis_t *h, uint8_t *dst, size_t dstride);
 void sl__vpass_avx2(const uint8_t *buf, size_t stride, const int32_t *k,
                     int first, int n, size_t w3, uint8_t *dst);
 

@@ -232,6 +232,18 @@ void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps)
     }
 }
 
+void sl__rs_rows(sl__rs_t *rs, int r, const uint8_t *src, size_t sstride,
+                 int nrows, int ps)
+{
+    if (!rs->vfirst && ps == 3 && rs->avx2) {
+        sl__hpass3_rows_avx2(src, sstride, nrows, &rs->h,
+                             rs->buf + (size_t)r * rs->stride, rs->stride);
+        return;
+    }
+    for (int i = 0; i < nrows; i++)
+        sl__rs_row(rs, r + i, src + i * sstride, ps);
+}
+
 /* One output row of the vertical pass over w3 bytes per buf row. */
 static void vpass_row(const sl__rs_t *rs, int yy, size_t w3, int32_t *acc,
                       uint8_t *dst)

@@ -95,6 +95,16 @@ hpix(const uint8_t *p, int ng, const int16_t *k, __m256i shuf)
 SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
                               uint8_t *dst)
 {
+    sl__hpass3_rows_avx2(src, 0, 1, h, dst, 0);
+}
+
+/* nrows rows at once (src rows sstride bytes apart, dst rows dstride):
+ * for each four outputs, all rows, so that their weights (kgroups * 64
+ * bytes each) are read from memory once per call, not once per row. */
+SL__AVX2 void sl__hpass3_rows_avx2(const uint8_t *src0, size_t sstride,
+                                   int nrows, const sl__axis_t *h,
+                                   uint8_t *dst0, size_t dstride)
+{
     const __m256i shuf = _mm256_setr_epi8(
         0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1, /* lane 0 */
         6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
@@ -110,7 +120,8 @@ SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
      * past its taps): a fixed trip count, so no branch misses on the
      * per-output tap count; g = 1..3 get unrolled copies. */
 #define SL__H4(NG0, NG1, NG2, NG3)                                             \
-    do {                                                                       \
+    for (int r = 0; r < nrows; r++) {                                          \
+        const uint8_t *src = src0 + r * sstride;                               \
         __m256i a = hpix(src + (size_t)bd[0] * 3, (NG0), kx, shuf);            \
         __m256i b = hpix(src + (size_t)bd[2] * 3, (NG1), kx + gw, shuf);       \
         __m256i c = hpix(src + (size_t)bd[4] * 3, (NG2), kx + 2 * gw, shuf);   \
@@ -129,11 +140,11 @@ SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
         __m128i px = _mm_packus_epi16(_mm256_castsi256_si128(w),               \
                                       _mm256_extracti128_si256(w, 1));         \
         px = _mm_shuffle_epi8(px, rgb12);                                      \
-        uint8_t *o = dst + 3 * (size_t)xx;                                     \
+        uint8_t *o = dst0 + r * dstride + 3 * (size_t)xx;                      \
         _mm_storel_epi64((__m128i *)o, px);                                    \
         uint32_t t = (uint32_t)_mm_extract_epi32(px, 2);                       \
         __builtin_memcpy(o + 8, &t, 4);                                        \
-    } while (0)
+    }
 #define SL__H4_FIXED(NG)                                                       \
     for (; xx + 4 <= safe; xx += 4, bd += 8, kx += 4 * gw)                     \
     SL__H4(NG, NG, NG, NG)
@@ -157,13 +168,15 @@ SL__AVX2 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h,
 #undef SL__H4_FIXED
 #undef SL__H4
     const __m128i half = _mm_set1_epi32(1 << (SL__RS_BITS - 1));
-    for (; xx < out; xx++, bd += 2, kx += gw) {
-        __m256i a = hpix(src + (size_t)bd[0] * 3, (bd[1] + 3) >> 2, kx, shuf);
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(a),
-                                   _mm256_extracti128_si256(a, 1));
-        uint32_t rgb = pack_rgb(_mm_add_epi32(s4, half));
-        __builtin_memcpy(dst + 3 * (size_t)xx, &rgb, 3);
-    }
+    for (; xx < out; xx++, bd += 2, kx += gw)
+        for (int r = 0; r < nrows; r++) {
+            __m256i a = hpix(src0 + r * sstride + (size_t)bd[0] * 3,
+                             (bd[1] + 3) >> 2, kx, shuf);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(a),
+                                       _mm256_extracti128_si256(a, 1));
+            uint32_t rgb = pack_rgb(_mm_add_epi32(s4, half));
+            __builtin_memcpy(dst0 + r * dstride + 3 * (size_t)xx, &rgb, 3);
+        }
 }
 
 /* CHW uint8 write: 16 pixels (48 bytes) at a time, each plane gathered from
@@ -280,6 +293,11 @@ void sl__chw8_avx2(const uint8_t *rgb, int w, int flip, uint8_t *d0,
 void sl__hpass3_avx2(const uint8_t *src, const sl__axis_t *h, uint8_t *dst)
 {
     (void)src, (void)h, (void)dst;
+}
+void sl__hpass3_rows_avx2(const uint8_t *src, size_t sstride, int nrows,
+                          const sl__axis_t *h, uint8_t *dst, size_t dstride)
+{
+    (void)src, (void)sstride, (void)nrows, (void)h, (void)dst, (void)dstride;
 }
 void sl__vpass_avx2(const uint8_t *buf, size_t stride, const int32_t *k,
                     int first, int n, size_t w3, uint8_t *dst)

@@ -84,14 +84,17 @@ static double rate(uint64_t a, uint64_t b, double secs)
     return secs > 0 && b >= a ? (double)(b - a) / secs : 0;
 }
 
-static double psi_avg(const char *file, int full)
+/* avg10 of a PSI file's "some" and "full" lines; -1 when absent. */
+static void psi_avg(const char *file, double *some, double *full)
 {
     char buf[512];
     long n = sl__read_small("/", file, buf, sizeof buf);
     sl__psi_t p;
+    *some = *full = -1;
     if (n <= 0 || sl__parse_psi(buf, (size_t)n, &p) || !p.present)
-        return -1;
-    return full ? p.full_avg10 : p.some_avg10;
+        return;
+    *some = p.some_avg10;
+    *full = p.full_avg10;
 }
 
 static void stage(sl_stage_stats_t *st, int workers, int64_t busy0,
@@ -134,11 +137,10 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
         s->cpu_core[i] = t > 0 && u <= t ? (float)u / (float)t : 0.0f;
     }
     s->run_queue = b->stat.procs_running;
-    s->psi_cpu_some = psi_avg("proc/pressure/cpu", 0);
-    s->psi_io_some = psi_avg("proc/pressure/io", 0);
-    s->psi_io_full = psi_avg("proc/pressure/io", 1);
-    s->psi_mem_some = psi_avg("proc/pressure/memory", 0);
-    s->psi_mem_full = psi_avg("proc/pressure/memory", 1);
+    double unused;
+    psi_avg("proc/pressure/cpu", &s->psi_cpu_some, &unused);
+    psi_avg("proc/pressure/io", &s->psi_io_some, &s->psi_io_full);
+    psi_avg("proc/pressure/memory", &s->psi_mem_some, &s->psi_mem_full);
     char buf[8192];
     long n = sl__read_small("/", "proc/meminfo", buf, sizeof buf);
     uint64_t tot = 0, avail = 0;
