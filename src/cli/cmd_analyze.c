@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,11 +52,13 @@ typedef struct fetch_res {
 } fetch_res_t;
 
 typedef struct run_res {
-    double rate;  /* samples/s in steady state */
-    double stall; /* blocked in next / wall, after the first batch */
+    double rate;      /* samples/s in steady state */
+    double stall;     /* blocked in next / wall, after the first batch */
     double delivered; /* samples/s consumed after the first batch came:
                          n batches held and n - 1 waits in that window */
     double secs;
+    double cores_used;   /* CPU seconds of this process / wall seconds */
+    double hold_over_ms; /* mean consumer time per batch beyond its step */
     int64_t batches;
 } run_res_t;
 
@@ -82,16 +85,25 @@ static void usage(FILE *f)
 static int parse_args(int argc, char **argv, an_args_t *a)
 {
     enum {
-        O_STEP = 256, O_RATE, O_BATCH, O_SIZE, O_THREADS, O_OUT, O_SECS,
-        O_SWEEP, O_JSON, O_PREFETCH, O_HELP
+        O_STEP = 256,
+        O_RATE,
+        O_BATCH,
+        O_SIZE,
+        O_THREADS,
+        O_OUT,
+        O_SECS,
+        O_SWEEP,
+        O_JSON,
+        O_PREFETCH,
+        O_HELP
     };
     static const struct option lo[] = {
-        {"step-ms", 1, 0, O_STEP},   {"rate", 1, 0, O_RATE},
-        {"batch", 1, 0, O_BATCH},    {"size", 1, 0, O_SIZE},
+        {"step-ms", 1, 0, O_STEP},    {"rate", 1, 0, O_RATE},
+        {"batch", 1, 0, O_BATCH},     {"size", 1, 0, O_SIZE},
         {"threads", 1, 0, O_THREADS}, {"out", 1, 0, O_OUT},
-        {"seconds", 1, 0, O_SECS},   {"sweep", 0, 0, O_SWEEP},
-        {"json", 0, 0, O_JSON},      {"prefetch", 1, 0, O_PREFETCH},
-        {"help", 0, 0, O_HELP},      {0, 0, 0, 0}};
+        {"seconds", 1, 0, O_SECS},    {"sweep", 0, 0, O_SWEEP},
+        {"json", 0, 0, O_JSON},       {"prefetch", 1, 0, O_PREFETCH},
+        {"help", 0, 0, O_HELP},       {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     a->batch = 64;
     a->size = 224;
@@ -344,6 +356,14 @@ static fetch_res_t fetch_pass(const sl__source_t *src, int nt, double max_s)
 
 /* ----------------------------------------------------------- loader runs */
 
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
 static void sleep_until(int64_t t_ns)
 {
     struct timespec ts = {(time_t)(t_ns / 1000000000),
@@ -377,8 +397,10 @@ static int run_loader(const an_args_t *a, int threads, double hold_ms,
         return rc;
     }
     if (sl_loader_batches_per_epoch(l) < 1) {
-        fprintf(stderr, "sluice analyze: %s has fewer samples than one "
-                        "batch\n", a->source);
+        fprintf(stderr,
+                "sluice analyze: %s has fewer samples than one "
+                "batch\n",
+                a->source);
         sl_loader_destroy(l);
         return SL_ERANGE;
     }
@@ -391,7 +413,8 @@ static int run_loader(const an_args_t *a, int threads, double hold_ms,
     }
     const int64_t hold = (int64_t)(hold_ms * 1e6);
     const int64_t want = (int64_t)(secs * 1e9);
-    int64_t t_first = 0, waited = 0, end = 0;
+    int64_t t_first = 0, waited = 0, end = 0, over = 0, nover = 0;
+    double cpu0 = 0, cpu1 = 0;
     for (;;) {
         const sl_batch_t *b;
         int64_t w0 = sl__now_ns();
@@ -399,9 +422,10 @@ static int run_loader(const an_args_t *a, int threads, double hold_ms,
         int64_t w1 = sl__now_ns();
         if (rc)
             break;
-        if (!t_first)
+        if (!t_first) {
             t_first = w1;
-        else
+            cpu0 = cpu_seconds();
+        } else
             waited += w1 - w0;
         if (n == cap) {
             int64_t *nt = realloc(t, 2 * cap * sizeof *t);
@@ -416,16 +440,24 @@ static int run_loader(const an_args_t *a, int threads, double hold_ms,
         t[n++] = w1;
         /* A hold longer than the run is cut at 3 x secs: the consumer is
          * then the bound and the answer is already clear. */
-        if (hold > 0) {
-            int64_t until = w1 + hold, limit = t_first + 3 * want;
+        int64_t until = w1 + hold, limit = t_first + 3 * want;
+        if (hold > 0)
             sleep_until(until < limit ? until : limit);
-        }
         sl_loader_release(l, b);
         end = sl__now_ns();
+        /* The consumer's own overhead beyond its step: oversleep, and
+         * release, which wakes the workers; when they hold the cores the
+         * consumer waits for one (seen: ~15 ms per batch on 2 loaded
+         * cores). It lowers the demand the consumer really makes. */
+        if (hold > 0 && until < limit) {
+            over += end - until;
+            nover++;
+        }
         int64_t el = end - t_first;
         if ((el >= want && n > MIN_BATCHES) || el >= 3 * want)
             break;
     }
+    cpu1 = cpu_seconds();
     sl_loader_destroy(l);
     if (rc == SL_EEND)
         rc = 0;
@@ -438,15 +470,17 @@ static int run_loader(const an_args_t *a, int threads, double hold_ms,
     out->batches = (int64_t)n;
     out->secs = (double)(end - t_first) / 1e9;
     out->stall = end > t_first ? (double)waited / (double)(end - t_first) : 0;
+    out->hold_over_ms = nover ? (double)over / (double)nover / 1e6 : 0;
     if (end > t_first)
-        out->delivered = (double)n * a->batch * 1e9 /
-                         (double)(end - t_first);
+        out->cores_used = (cpu1 - cpu0) * 1e9 / (double)(end - t_first);
+    if (end > t_first)
+        out->delivered = (double)n * a->batch * 1e9 / (double)(end - t_first);
     size_t k = 0;
     while (k + 2 < n && t[k] - t[0] < (t[n - 1] - t[0]) * 15 / 100)
         k++;
     if (n >= 2 && t[n - 1] > t[k])
-        out->rate = (double)(n - 1 - k) * a->batch /
-                    ((double)(t[n - 1] - t[k]) / 1e9);
+        out->rate =
+            (double)(n - 1 - k) * a->batch / ((double)(t[n - 1] - t[k]) / 1e9);
     free(t);
     return 0;
 }
@@ -481,6 +515,7 @@ static model_t predict(double demand, double prep, double cold, double warm,
 typedef struct level {
     double demand, step_ms, predicted, measured;
     double delivered; /* what the loader achieved during the check */
+    double cores_used, hold_over_ms;
 } level_t;
 
 static int check_level(const an_args_t *a, double prep, double cold,
@@ -491,18 +526,23 @@ static int check_level(const an_args_t *a, double prep, double cold,
     lv->step_ms = 1e3 * a->batch / demand;
     lv->predicted = predict(demand, prep, cold, warm, fits).predicted;
     fprintf(stderr,
-            "sluice analyze: check: %d threads, consumer %.1f samples/s "
+            "sluice analyze: check: %d thread%s, consumer %.1f samples/s "
             "(%.2f ms/batch) for %.0f s...\n",
-            a->threads, demand, lv->step_ms, a->seconds);
+            a->threads, a->threads > 1 ? "s" : "", demand, lv->step_ms,
+            a->seconds);
     int rc = run_loader(a, a->threads, lv->step_ms, a->seconds, &r);
     if (rc)
         return rc;
     lv->measured = r.stall;
     lv->delivered = r.delivered;
-    fprintf(stderr, "sluice analyze:   predicted stall %.3f, measured %.3f "
-                    "(%" PRId64 " batches, %.1f s, %.1f samples/s "
-                    "delivered)\n",
-            lv->predicted, lv->measured, r.batches, r.secs, r.delivered);
+    lv->cores_used = r.cores_used;
+    lv->hold_over_ms = r.hold_over_ms;
+    fprintf(stderr,
+            "sluice analyze:   predicted stall %.3f, measured %.3f "
+            "(%" PRId64 " batches, %.1f s, %.1f samples/s "
+            "delivered, %.2f cores used, consumer overhead %.2f ms/batch)\n",
+            lv->predicted, lv->measured, r.batches, r.secs, r.delivered,
+            r.cores_used, r.hold_over_ms);
     return 0;
 }
 
@@ -567,22 +607,23 @@ int sl__cmd_analyze(int argc, char **argv)
             nevict ? " (some files could not be evicted)" : "");
     fetch_res_t cold = fetch_pass(src, FETCH_THREADS, max_fetch_s);
     fprintf(stderr, "%s: fetch (warm)...\n", me);
-    fetch_res_t warm = cold.err ? cold : fetch_pass(src, FETCH_THREADS,
-                                                     max_fetch_s);
+    fetch_res_t warm =
+        cold.err ? cold : fetch_pass(src, FETCH_THREADS, max_fetch_s);
     sl__source_close(src);
     if (cold.err || warm.err || cold.samples < 1 || warm.samples < 1) {
         files_free(&files);
         return 1;
     }
     if (cold.samples < count)
-        fprintf(stderr, "%s: fetch stopped after %.0f s: %" PRId64
-                        " of %" PRId64 " samples\n",
+        fprintf(stderr,
+                "%s: fetch stopped after %.0f s: %" PRId64 " of %" PRId64
+                " samples\n",
                 me, max_fetch_s, cold.samples, count);
     double f_cold = cold.samples / cold.secs, f_warm = warm.samples / warm.secs;
     double mean_stored = (double)warm.stored / (double)warm.samples;
 
     /* Prep, 1..N threads, data warm, consumer never sleeping. */
-    double prep[MAX_THREADS];
+    double prep[MAX_THREADS], prep_cores[MAX_THREADS];
     for (int n = 1; n <= a.threads; n++) {
         run_res_t r;
         fprintf(stderr, "%s: prep with %d thread%s (%.0f s)...\n", me, n,
@@ -592,24 +633,36 @@ int sl__cmd_analyze(int argc, char **argv)
             return 1;
         }
         prep[n - 1] = r.rate;
-        fprintf(stderr, "%s:   %.1f samples/s\n", me, r.rate);
+        prep_cores[n - 1] = r.cores_used;
+        fprintf(stderr, "%s:   %.1f samples/s (%.2f cores used)\n", me, r.rate,
+                r.cores_used);
     }
     double p = prep[a.threads - 1];
 
     /* The check: the job as configured, or the sweep. */
     level_t lv[3];
     int nlv = 0, main_lv = 0;
-    double demand = a.rate > 0 ? a.rate
+    double demand = a.rate > 0      ? a.rate
                     : a.step_ms > 0 ? 1e3 * a.batch / a.step_ms
                                     : p;
     int rc = 0;
+    double p_after = -1;
     if (a.sweep) {
         const double f[3] = {0.5, 1.0, 1.5};
         for (nlv = 0; nlv < 3 && !rc; nlv++)
-            rc = check_level(&a, p, f_cold, f_warm, fits, f[nlv] * p,
-                             &lv[nlv]);
+            rc = check_level(&a, p, f_cold, f_warm, fits, f[nlv] * p, &lv[nlv]);
         main_lv = 1;
         demand = p;
+        /* The machine may be shared: measure again, so a drift in what
+         * the loader can do during the sweep is seen, not hidden. */
+        run_res_t r;
+        fprintf(stderr, "%s: prep with %d thread%s again (%.0f s)...\n", me,
+                a.threads, a.threads > 1 ? "s" : "", a.seconds);
+        if (!rc && !(rc = run_loader(&a, a.threads, 0, a.seconds, &r))) {
+            p_after = r.rate;
+            fprintf(stderr, "%s:   %.1f samples/s (%.2f cores used)\n", me,
+                    r.rate, r.cores_used);
+        }
     } else {
         rc = check_level(&a, p, f_cold, f_warm, fits, demand, &lv[0]);
         nlv = 1;
@@ -651,13 +704,25 @@ int sl__cmd_analyze(int argc, char **argv)
            m.bound, m.supply, demand, lv[main_lv].predicted,
            lv[main_lv].measured);
     if (nlv > 1) {
-        printf("  %-6s %10s %9s %10s %9s %9s %7s\n", "level", "demand/s",
-               "step ms", "delivered", "predicted", "measured", "|diff|");
+        printf("  %-6s %9s %8s %9s %9s %8s %6s %5s %6s\n", "level", "demand/s",
+               "step ms", "delivered", "predicted", "measured", "|diff|",
+               "cores", "over ms");
         for (int i = 0; i < nlv; i++)
-            printf("  %-6s %10.1f %9.2f %10.1f %9.3f %9.3f %7.3f\n",
-                   i == 0 ? "50%" : i == 1 ? "100%" : "150%", lv[i].demand,
-                   lv[i].step_ms, lv[i].delivered, lv[i].predicted,
-                   lv[i].measured, fabs(lv[i].predicted - lv[i].measured));
+            printf("  %-6s %9.1f %8.2f %9.1f %9.3f %8.3f %6.3f %5.2f %6.2f\n",
+                   i == 0   ? "50%"
+                   : i == 1 ? "100%"
+                            : "150%",
+                   lv[i].demand, lv[i].step_ms, lv[i].delivered,
+                   lv[i].predicted, lv[i].measured,
+                   fabs(lv[i].predicted - lv[i].measured), lv[i].cores_used,
+                   lv[i].hold_over_ms);
+        if (p_after > 0)
+            printf("prep rate %.1f before the sweep, %.1f after (%+.1f%%)%s\n",
+                   p, p_after, 100 * (p_after / p - 1),
+                   fabs(p_after / p - 1) > 0.05
+                       ? ": the machine changed under the sweep, the "
+                         "comparison is not trustworthy"
+                       : "");
     }
     if (!strcmp(m.bound, "consumer")) {
         printf("cure: none needed, the loader keeps up (%.0f%% headroom)\n",
@@ -670,7 +735,8 @@ int sl__cmd_analyze(int argc, char **argv)
             printf("cure: about %" PRId64 " decode threads, more than the %d "
                    "cores: more cores, a cheaper transform (smaller "
                    "--size, stored at lower resolution) or offloaded "
-                   "decoding\n", tn, cores);
+                   "decoding\n",
+                   tn, cores);
         else
             printf("cure: %" PRId64 " decode threads (of %d cores)\n", tn,
                    cores);
@@ -691,12 +757,13 @@ int sl__cmd_analyze(int argc, char **argv)
                "\"fetch_rate_warm\": %.2f, \"fetch_mb_s_cold\": %.2f, "
                "\"fetch_mb_s_warm\": %.2f, \"supply_rate\": %.2f, "
                "\"prep_rate_by_threads\": [",
-               m.bound, lv[main_lv].predicted, lv[main_lv].measured, demand,
-               p, f_cold, f_warm, cold.stored / cold.secs / 1e6,
+               m.bound, lv[main_lv].predicted, lv[main_lv].measured, demand, p,
+               f_cold, f_warm, cold.stored / cold.secs / 1e6,
                warm.stored / warm.secs / 1e6, m.supply);
         for (int i = 0; i < a.threads; i++)
             printf("%s%.2f", i ? ", " : "", prep[i]);
-        printf("], \"threads\": %d, \"cores\": %d, \"threads_needed\": "
+        printf("], \"prep_cores_used\": %.2f, \"prep_rate_after\": %.2f, "
+               "\"threads\": %d, \"cores\": %d, \"threads_needed\": "
                "%" PRId64 ", \"threads_needed_exceeds_cores\": %s, "
                "\"cache_bytes_needed\": %.0f, "
                "\"bandwidth_needed_bytes_per_s\": %.0f, "
@@ -704,17 +771,19 @@ int sl__cmd_analyze(int argc, char **argv)
                "\"mem_available_bytes\": %.0f, \"samples\": %" PRId64
                ", \"batch\": %d, \"size\": %d, \"prefetch\": %d, "
                "\"step_ms\": %.3f, \"delivered_rate\": %.2f",
-               a.threads, cores, tn, tn > cores ? "true" : "false",
-               cache_need, bw_need, files.bytes, fits ? "true" : "false",
-               avail, count, a.batch, a.size, a.prefetch,
-               lv[main_lv].step_ms, lv[main_lv].delivered);
+               prep_cores[a.threads - 1], p_after, a.threads, cores, tn,
+               tn > cores ? "true" : "false", cache_need, bw_need, files.bytes,
+               fits ? "true" : "false", avail, count, a.batch, a.size,
+               a.prefetch, lv[main_lv].step_ms, lv[main_lv].delivered);
         if (a.sweep) {
             printf(", \"sweep\": [");
             for (int i = 0; i < nlv; i++)
                 printf("%s{\"demand_rate\": %.2f, \"predicted_stall\": %.4f, "
-                       "\"measured_stall\": %.4f, \"delivered_rate\": %.2f}",
+                       "\"measured_stall\": %.4f, \"delivered_rate\": %.2f, "
+                       "\"cores_used\": %.2f, \"hold_over_ms\": %.3f}",
                        i ? ", " : "", lv[i].demand, lv[i].predicted,
-                       lv[i].measured, lv[i].delivered);
+                       lv[i].measured, lv[i].delivered, lv[i].cores_used,
+                       lv[i].hold_over_ms);
             printf("]");
         }
         printf("}\n");

@@ -3,9 +3,12 @@
  * - DCT scaling: the smallest 1/1, 1/2, 1/4, 1/8 decode whose scaled box is
  *   still at least the output size (powers of two only: the others have no
  *   SIMD IDCT and are slower than decoding bigger).
- * - Columns: jpeg_crop_scanline (it widens to iMCU boundaries; we shift).
- * - Rows: jpeg_skip_scanlines to the first needed row, read to the last,
- *   then jpeg_abort_decompress (no need to finish the file).
+ * - Columns: jpeg_crop_scanline (it widens to iMCU boundaries; we shift),
+ *   with a few columns of margin only when chroma is subsampled
+ *   horizontally (fancy upsampling reads neighbours).
+ * - Rows: jpeg_skip_scanlines to the first needed row, read to the last in
+ *   batches of SL__JPEG_ROWS (filled across row groups, then resampled
+ *   together), then jpeg_abort_decompress (no need to finish the file).
  * Errors longjmp back with libjpeg's message; nothing is printed. A
  * premature end of file (truncated input) is an error, as in PIL; other
  * corrupt-data warnings are tolerated up to a small count. */
@@ -194,7 +197,15 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
         JDIMENSION first = d->output_scanline, want = y1 - first;
         if (want > SL__JPEG_ROWS)
             want = SL__JPEG_ROWS;
-        JDIMENSION got = jpeg_read_scanlines(d, ptr, want);
+        /* fill the whole batch (libjpeg hands out a row group at a time):
+         * the horizontal pass runs faster over several rows at once */
+        JDIMENSION got = 0;
+        while (got < want) {
+            JDIMENSION g1 = jpeg_read_scanlines(d, ptr + got, want - got);
+            if (g1 == 0)
+                break;
+            got += g1;
+        }
         if (got == 0)
             return sl__fail(err, errlen, SL_ECORRUPT, "no rows at %u", first);
         int pps = ps;

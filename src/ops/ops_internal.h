@@ -4,8 +4,12 @@
  * Data flow for one sample (no full-size image is ever materialised for
  * JPEG):
  *   decoder rows (only the needed rows/columns, maybe at 1/2..1/8 DCT scale)
- *     -> horizontal pass, row by row, into tmp (out_w x used rows, uint8)
- *     -> vertical pass, one output row at a time
+ *     -> horizontal pass, a batch of decoded rows at a time (AVX2: each
+ *        output's weights read once per batch), into tmp (out_w x used
+ *        rows, uint8)
+ *     -> vertical pass, one output row at a time (vertical-first order:
+ *        vertical pass over the source columns, then the horizontal pass
+ *        over batches of those rows)
  *     -> write (flip, layout, uint8 or float LUT) into the caller's slot.
  * The two passes are PIL's ImagingResample (bilinear, antialiased), with the
  * same fixed-point coefficients and rounding, so a full-scale decode matches

@@ -130,8 +130,8 @@ int sl__plan_axes(sl__scratch_t *s, const sl__fbox_t *b, int denom, int dw,
      * aligned base (plus 8 words to align the base). */
     size_t n32 = (nh + nv + 7) & ~(size_t)7;
     size_t nx = (size_t)out_w * h->kgroups * SL__KX_WORDS;
-    if (sl__bytes_reserve(&s->coef, (n32 + 8) * sizeof(int32_t) +
-                                        nx * sizeof(int16_t)) ||
+    if (sl__bytes_reserve(&s->coef,
+                          (n32 + 8) * sizeof(int32_t) + nx * sizeof(int16_t)) ||
         sl__bytes_reserve(&s->dbl, kmax * sizeof(double)))
         return SL_ENOMEM;
     int32_t *c = (int32_t *)s->coef.p;
@@ -206,18 +206,8 @@ void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps)
 {
     uint8_t *dst = rs->buf + (size_t)r * rs->stride;
     if (!rs->vfirst) {
-        if (ps == 3 && rs->avx2) {
-#ifdef SL_HPROF
-            extern unsigned long long sl_hp_t, sl_hp_n, sl_hp_c;
-            unsigned long long t0 = __builtin_ia32_rdtsc();
-#endif
+        if (ps == 3 && rs->avx2)
             sl__hpass3_avx2(src, &rs->h, dst);
-#ifdef SL_HPROF
-            sl_hp_t += __builtin_ia32_rdtsc() - t0;
-            sl_hp_n += (unsigned)rs->h.out;
-            sl_hp_c++;
-#endif
-        }
         else
             hpass_row(src, ps, &rs->h, dst);
     } else if (ps == 3) {
@@ -266,27 +256,36 @@ static void vpass_row(const sl__rs_t *rs, int yy, size_t w3, int32_t *acc,
         dst[j] = clip8(acc[j]);
 }
 
+/* Vertical-first outputs per batch: the horizontal pass runs over this
+ * many rows at once (it reads each output's weights once per batch). */
+#define SL__VF_BATCH 8
+
 int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
                   int flip, void *out)
 {
     size_t w3 = rs->stride, o3 = (size_t)rs->h.out * 3;
-    if (sl__bytes_reserve(&s->line,
-                          w3 * (1 + sizeof(int32_t)) + o3 + 2 * SL__SLACK))
+    size_t ms = w3 + SL__SLACK, os = o3 + SL__SLACK;
+    int nb = rs->vfirst && rs->avx2 ? SL__VF_BATCH : 1;
+    if (sl__bytes_reserve(&s->line, w3 * sizeof(int32_t) +
+                                        (size_t)nb * (ms + os) + SL__SLACK))
         return SL_ENOMEM;
     int32_t *acc = (int32_t *)s->line.p;
     uint8_t *mid = s->line.p + w3 * sizeof(int32_t);
-    uint8_t *row = mid + w3 + SL__SLACK;
-    for (int yy = 0; yy < rs->v.out; yy++) {
-        vpass_row(rs, yy, w3, acc, mid);
-        if (rs->vfirst) {
-            if (rs->avx2)
-                sl__hpass3_avx2(mid, &rs->h, row);
-            else
-                hpass_row(mid, 3, &rs->h, row);
-            sl__write_row(s, x, flip, yy, row, out);
-        } else {
-            sl__write_row(s, x, flip, yy, mid, out);
+    uint8_t *row = mid + (size_t)nb * ms;
+    for (int y0 = 0; y0 < rs->v.out; y0 += nb) {
+        int n = rs->v.out - y0 < nb ? rs->v.out - y0 : nb;
+        for (int i = 0; i < n; i++)
+            vpass_row(rs, y0 + i, w3, acc, mid + (size_t)i * ms);
+        if (!rs->vfirst) {
+            sl__write_row(s, x, flip, y0, mid, out); /* n == 1 */
+            continue;
         }
+        if (rs->avx2)
+            sl__hpass3_rows_avx2(mid, ms, n, &rs->h, row, os);
+        else
+            hpass_row(mid, 3, &rs->h, row); /* n == 1 */
+        for (int i = 0; i < n; i++)
+            sl__write_row(s, x, flip, y0 + i, row + (size_t)i * os, out);
     }
     return 0;
 }

@@ -1,7 +1,9 @@
-/* ops/resize_avx2: AVX2 kernels of the two resample passes, picked at run
- * time (the build targets baseline x86-64). Same arithmetic as the scalar
- * code in resize.c: 32-bit products of uint8 samples and 22-bit weights,
- * so the results are bit-identical; only the instruction count changes. */
+/* ops/resize_avx2: AVX2 kernels of the two resample passes and the CHW
+ * uint8 writer, picked at run time (the build targets baseline x86-64).
+ * Same integers as the scalar code in resize.c / convert.c (the horizontal
+ * pass splits the 22-bit weights for pmaddwd, exactly; see below), so the
+ * results are bit-identical; only the instruction count changes.
+ * tests/unit/test_image.c checks them against scalar references. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,9 +74,10 @@ void sl__axis_expand(sl__axis_t *h)
  * Four taps per step: 16 bytes from pixel 4j, broadcast to both lanes and
  * shuffled to R R G G B B 0 0 words (lane 0: pixels 4j, 4j+1; lane 1:
  * 4j+2, 4j+3). Taps past n have zero weights; the loads read up to 13
- * bytes past the last tap (callers leave SL__SLACK). */
-/* One output pixel's sums, before the lane reduction: lanes 0-2 and 4-6
- * hold R G B partial sums (without the rounding half). */
+ * bytes past the last tap (callers leave SL__SLACK).
+ *
+ * hpix: one output pixel's sums over ng groups, before the lane reduction:
+ * lanes 0-2 and 4-6 hold R G B partial sums (without the rounding half). */
 static SL__AVX2 inline __attribute__((always_inline)) __m256i
 hpix(const uint8_t *p, int ng, const int16_t *k, __m256i shuf)
 {
@@ -86,8 +89,8 @@ hpix(const uint8_t *p, int ng, const int16_t *k, __m256i shuf)
         ah = _mm256_add_epi32(
             ah, _mm256_madd_epi16(v, _mm256_load_si256((const __m256i *)k)));
         al = _mm256_add_epi32(
-            al, _mm256_madd_epi16(
-                    v, _mm256_load_si256((const __m256i *)(k + 16))));
+            al,
+            _mm256_madd_epi16(v, _mm256_load_si256((const __m256i *)(k + 16))));
     }
     return _mm256_add_epi32(_mm256_slli_epi32(ah, 11), al);
 }
@@ -126,12 +129,10 @@ SL__AVX2 void sl__hpass3_rows_avx2(const uint8_t *src0, size_t sstride,
         __m256i b = hpix(src + (size_t)bd[2] * 3, (NG1), kx + gw, shuf);       \
         __m256i c = hpix(src + (size_t)bd[4] * 3, (NG2), kx + 2 * gw, shuf);   \
         __m256i d = hpix(src + (size_t)bd[6] * 3, (NG3), kx + 3 * gw, shuf);   \
-        __m256i ab =                                                           \
-            _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),            \
-                             _mm256_permute2x128_si256(a, b, 0x31));           \
-        __m256i cd =                                                           \
-            _mm256_add_epi32(_mm256_permute2x128_si256(c, d, 0x20),            \
-                             _mm256_permute2x128_si256(c, d, 0x31));           \
+        __m256i ab = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),   \
+                                      _mm256_permute2x128_si256(a, b, 0x31));  \
+        __m256i cd = _mm256_add_epi32(_mm256_permute2x128_si256(c, d, 0x20),   \
+                                      _mm256_permute2x128_si256(c, d, 0x31));  \
         ab = _mm256_srai_epi32(_mm256_add_epi32(ab, half8), SL__RS_BITS);      \
         cd = _mm256_srai_epi32(_mm256_add_epi32(cd, half8), SL__RS_BITS);      \
         /* packs is per lane: [a c | b d] -> [a b c d] */                      \
@@ -221,10 +222,10 @@ SL__AVX2 void sl__chw8_avx2(const uint8_t *rgb, int w, int flip, uint8_t *d0,
         __m128i b = _mm_loadu_si128((const __m128i *)(p + 16));
         __m128i c = _mm_loadu_si128((const __m128i *)(p + 32));
         for (int ch = 0; ch < 3; ch++) {
-            __m128i v = _mm_or_si128(
-                _mm_or_si128(_mm_shuffle_epi8(a, mk[3 * ch]),
-                             _mm_shuffle_epi8(b, mk[3 * ch + 1])),
-                _mm_shuffle_epi8(c, mk[3 * ch + 2]));
+            __m128i v =
+                _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(a, mk[3 * ch]),
+                                          _mm_shuffle_epi8(b, mk[3 * ch + 1])),
+                             _mm_shuffle_epi8(c, mk[3 * ch + 2]));
             _mm_storeu_si128((__m128i *)(d[ch] + j), v);
         }
     }

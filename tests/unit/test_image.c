@@ -632,8 +632,9 @@ static void test_avx2_kernels_match_scalar(void **state)
                 for (int i = 0; i < h.bounds[2 * xx + 1]; i++)
                     acc += p[3 * i + c] * k[i];
                 acc >>= SL__RS_BITS;
-                want[3 * xx + c] =
-                    (uint8_t)(acc < 0 ? 0 : acc > 255 ? 255 : acc);
+                want[3 * xx + c] = (uint8_t)(acc < 0     ? 0
+                                             : acc > 255 ? 255
+                                                         : acc);
             }
         }
         memset(got, 0xAB, (size_t)out * 3 + SL__SLACK);
