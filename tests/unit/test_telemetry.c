@@ -16,7 +16,7 @@
 #include "telemetry/collector.h"
 #include "testutil.h"
 
-static int64_t fake_samples;
+static _Atomic int64_t fake_samples;
 static void fake_pipe(void *arg, sl__pipe_sample_t *o)
 {
     (void)arg;

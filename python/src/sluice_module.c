@@ -1,0 +1,247 @@
+/*
+ * sluice._sluice module: errors, argument helpers shared with the loader,
+ * image_transform (one sample, as the loader transforms it) and version.
+ */
+#define SLUICE_PY_IMPORT_ARRAY
+#include "sluice_py.h"
+
+#include <string.h>
+
+PyObject *slpy_error;
+
+PyObject *slpy_raise(int code, const char *msg, int args_error)
+{
+    if (!msg || !*msg)
+        msg = sl_strerror(code);
+    if (code == SL_ENOMEM)
+        return PyErr_Format(PyExc_MemoryError, "%s", msg);
+    if (args_error && (code == SL_EINVAL || code == SL_ERANGE))
+        return PyErr_Format(PyExc_ValueError, "%s", msg);
+    PyObject *exc = PyObject_CallFunction(slpy_error, "s", msg);
+    if (!exc)
+        return NULL;
+    PyObject *num = PyLong_FromLong(code);
+    PyObject *name = PyUnicode_FromString(sl_strerror(code));
+    if (num && name && !PyObject_SetAttrString(exc, "code", num) &&
+        !PyObject_SetAttrString(exc, "reason", name))
+        PyErr_SetObject(slpy_error, exc);
+    Py_XDECREF(num);
+    Py_XDECREF(name);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+int slpy_parse_dtype(PyObject *o, int *dtype)
+{
+    if (PyUnicode_Check(o)) {
+        const char *s = PyUnicode_AsUTF8(o);
+        if (!s)
+            return -1;
+        if (!strcmp(s, "uint8")) {
+            *dtype = SL_DTYPE_UINT8;
+            return 0;
+        }
+        if (!strcmp(s, "float32") || !strcmp(s, "float")) {
+            *dtype = SL_DTYPE_FLOAT32;
+            return 0;
+        }
+    } else {
+        /* numpy.uint8, numpy.dtype('float32'), ... */
+        PyArray_Descr *d = NULL;
+        if (PyArray_DescrConverter2(o, &d) && d) {
+            int t = d->type_num;
+            Py_DECREF(d);
+            if (t == NPY_UINT8 || t == NPY_FLOAT32) {
+                *dtype = t == NPY_UINT8 ? SL_DTYPE_UINT8 : SL_DTYPE_FLOAT32;
+                return 0;
+            }
+        }
+        PyErr_Clear();
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "dtype must be 'uint8' or 'float32', not %R", o);
+    return -1;
+}
+
+int slpy_parse_layout(PyObject *o, int *layout)
+{
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (s && !strcmp(s, "chw")) {
+        *layout = SL_LAYOUT_CHW;
+        return 0;
+    }
+    if (s && !strcmp(s, "hwc")) {
+        *layout = SL_LAYOUT_HWC;
+        return 0;
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError, "layout must be 'chw' or 'hwc', not %R",
+                 o);
+    return -1;
+}
+
+int slpy_parse_float3(PyObject *o, const char *what, float f[3])
+{
+    if (o == NULL || o == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(o, "");
+    if (!seq || PySequence_Fast_GET_SIZE(seq) != 3) {
+        Py_XDECREF(seq);
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be a sequence of 3 numbers",
+                     what);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        f[i] = (float)v;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+/* Two ints from a 2- or 4-tuple argument. */
+static int parse_ints(PyObject *o, const char *what, int n, int *v)
+{
+    PyObject *seq = PySequence_Fast(o, "");
+    if (!seq || PySequence_Fast_GET_SIZE(seq) != n) {
+        Py_XDECREF(seq);
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be a sequence of %d ints",
+                     what, n);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        long x = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (x < 0 || x > 1 << 20) {
+            Py_DECREF(seq);
+            PyErr_Format(PyExc_ValueError, "%s: %ld is out of range", what,
+                         x);
+            return -1;
+        }
+        v[i] = (int)x;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+PyDoc_STRVAR(image_transform_doc,
+             "image_transform(data, crop=None, size=None, flip=False, "
+             "dtype='uint8', layout='chw', mean=None, std=None, "
+             "dct_scale=True)\n--\n\n"
+             "Decodes one JPEG/PNG (any bytes-like object), crops the box "
+             "crop=(x, y, w, h)\n(None: the whole image), resizes it to "
+             "size=(w, h) (None: the box's size),\nflips, converts, and "
+             "returns a new numpy array (3xHxW or HxWx3).");
+
+static PyObject *image_transform(PyObject *self, PyObject *args,
+                                 PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"data", "crop",  "size",      "flip",
+                             "dtype", "layout", "mean",    "std",
+                             "dct_scale", NULL};
+    Py_buffer buf;
+    PyObject *crop = Py_None, *size = Py_None, *dt = NULL, *lay = NULL;
+    PyObject *mean = Py_None, *std = Py_None;
+    int flip = 0, dct = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|OOpOOOOp", kwlist, &buf,
+                                     &crop, &size, &flip, &dt, &lay, &mean,
+                                     &std, &dct))
+        return NULL;
+    sl_transform_t t;
+    memset(&t, 0, sizeof t);
+    PyObject *arr = NULL;
+    int box[4] = {0, 0, 0, 0}, wh[2] = {0, 0}, iw, ih;
+    if ((dt && slpy_parse_dtype(dt, &t.dtype)) ||
+        (lay && slpy_parse_layout(lay, &t.layout)) ||
+        (crop != Py_None && parse_ints(crop, "crop", 4, box)) ||
+        (size != Py_None && parse_ints(size, "size", 2, wh)) ||
+        slpy_parse_float3(mean, "mean", t.mean) ||
+        slpy_parse_float3(std, "std", t.std))
+        goto out;
+    int rc = sl_image_info(buf.buf, (size_t)buf.len, &iw, &ih);
+    if (rc) {
+        slpy_raise(rc, "not a JPEG or PNG image, or a damaged header", 0);
+        goto out;
+    }
+    t.crop_x = box[0], t.crop_y = box[1], t.crop_w = box[2],
+    t.crop_h = box[3];
+    if (!t.crop_w || !t.crop_h)
+        t.crop_x = t.crop_y = 0, t.crop_w = iw, t.crop_h = ih;
+    t.out_w = wh[0] ? wh[0] : t.crop_w;
+    t.out_h = wh[1] ? wh[1] : t.crop_h;
+    t.flip = flip;
+    t.no_dct_scale = !dct;
+    npy_intp dims[3] = {3, t.out_h, t.out_w};
+    if (t.layout == SL_LAYOUT_HWC)
+        dims[0] = t.out_h, dims[1] = t.out_w, dims[2] = 3;
+    arr = PyArray_SimpleNew(3, dims,
+                            t.dtype == SL_DTYPE_UINT8 ? NPY_UINT8
+                                                      : NPY_FLOAT32);
+    if (!arr)
+        goto out;
+    char err[512] = "";
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_image_transform(buf.buf, (size_t)buf.len, &t,
+                            PyArray_DATA((PyArrayObject *)arr), err,
+                            sizeof err);
+    Py_END_ALLOW_THREADS;
+    if (rc) {
+        Py_CLEAR(arr);
+        slpy_raise(rc, err, 0);
+    }
+out:
+    PyBuffer_Release(&buf);
+    return arr;
+}
+
+static PyMethodDef methods[] = {
+    {"image_transform", (PyCFunction)(void (*)(void))image_transform,
+     METH_VARARGS | METH_KEYWORDS, image_transform_doc},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "sluice._sluice",
+    "The C extension of sluice: see the sluice package.", -1, methods,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__sluice(void)
+{
+    import_array();
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m)
+        return NULL;
+    PyObject *dict = Py_BuildValue("{s:i,s:s}", "code", 0, "reason", "");
+    slpy_error = dict ? PyErr_NewExceptionWithDoc(
+                            "sluice.Error",
+                            "An engine failure: str() is the engine's "
+                            "message (file, record, cause); .code is the "
+                            "SL_E* number, .reason its name.",
+                            PyExc_RuntimeError, dict)
+                      : NULL;
+    Py_XDECREF(dict);
+    if (!slpy_error || PyModule_AddObject(m, "Error", slpy_error) ||
+        PyModule_AddStringConstant(m, "version", sl_version_string()) ||
+        slpy_loader_init(m)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(slpy_error); /* the module's reference was stolen */
+#define ADD_CODE(name, num, msg)                                               \
+    if (PyModule_AddIntConstant(m, "E" #name, num)) {                         \
+        Py_DECREF(m);                                                          \
+        return NULL;                                                           \
+    }
+    SL_ERRNO_MAP(ADD_CODE)
+#undef ADD_CODE
+    return m;
+}
