@@ -93,6 +93,35 @@ r10=$("$S" run "$T/ds" --batch 32 --size 128 --out float --prefetch 4 --threads 
 check "peak RSS $r10 MB <= 4 x 6 + 64 MB" awk -v r="$r10" 'BEGIN { exit !(r <= 4 * 6 + 64) }'
 check "peak RSS flat: 2 epochs $r2 MB, 10 epochs $r10 MB" awk -v a="$r2" -v b="$r10" 'BEGIN { exit !(b - a <= 4) }'
 
+# Telemetry: every line of --telemetry parses as JSON and has every field
+# documented in docs/TELEMETRY.md.
+"$S" run "$T/ds" --batch 16 --size 64 --epochs 3 --step-ms 5 --telemetry "$T/tel.jsonl" \
+   --telemetry-ms 20 --quiet >/dev/null 2>&1
+check "telemetry: lines written" test "$(wc -l < "$T/tel.jsonl")" -ge 3
+if command -v python3 >/dev/null; then
+  check "telemetry: every line parses, every documented key" python3 - "$T/tel.jsonl" "${SL_ROOT:-.}/docs/TELEMETRY.md" <<'PY'
+import json, re, sys
+doc = open(sys.argv[2]).read()
+table = doc.split("## JSON Lines fields")[1].split("## Prometheus")[0]
+keys = set()
+for row in table.splitlines():
+    if row.startswith("| `"):
+        keys.update(re.findall(r"`([a-z_0-9]+)`", row.split("|")[1]))
+assert len(keys) > 30, keys
+n = 0
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    missing = keys - set(o)
+    assert not missing, missing
+    assert o["gpu"] is None or isinstance(o["gpu"], dict)
+    assert 0 <= o["cpu_total"] <= 1 and 0 <= o["stall_fraction"] <= 1
+    n += 1
+assert n >= 3
+PY
+else
+  echo "skip JSON parse check: no python3"
+fi
+
 # Usage errors.
 "$S" run >/dev/null 2>&1; check "no source: exit 2" test $? -eq 2
 "$S" run "$T/ds" --out bogus >/dev/null 2>&1; check "bad --out: exit 2" test $? -eq 2
