@@ -4,13 +4,15 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
+# The Python module is built for the project venv when there is one.
+PY_FLAGS = $$(test -x .venv/bin/python && echo -DPython3_EXECUTABLE=$(CURDIR)/.venv/bin/python)
 DEMO_DIR ?= $(BUILD)/demo-data
 DEMO_IMAGES ?= 1000
 
 .PHONY: all deps demo check check-fast test asan tsan fuzz-build fuzz bench clean format
 
 all:
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PY_FLAGS) $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 deps:
@@ -28,7 +30,7 @@ demo: deps all
 # briefly on their corpora (clang).
 check:
 	@scripts/install-deps --python
-	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON >/dev/null
+	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON $(PY_FLAGS) >/dev/null
 	cmake --build build-check -j $(JOBS)
 	cd build-check && ctest --output-on-failure -j $(JOBS)
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR=ON -DSL_SANITIZE=address,undefined >/dev/null

@@ -12,6 +12,7 @@ int sl__cmd_run(int argc, char **argv);   /* `run` and `bench` */
 int sl__cmd_make_dataset(int argc, char **argv);
 int sl__cmd_analyze(int argc, char **argv);
 int sl__cmd_plot(int argc, char **argv);
+int sl__cmd_tokenize(int argc, char **argv);
 
 /* Parses sizes like 256M, 1G, 4096 (bytes). Returns -1 on error. */
 long long sl__parse_size(const char *s);

@@ -1,0 +1,266 @@
+"""sluice.torch.DataLoader: a drop-in for torch.utils.data.DataLoader.
+
+Native mode, `source=` an ImageFolder tree or packed shards: decoding and
+augmentation run in sluice's C engine; each batch is `(images, labels)`,
+torch tensors made with torch.from_numpy over the engine's batch buffer (no
+copy; the buffer goes back to the pool when the tensors are gone)::
+
+    loader = sluice.torch.DataLoader(source="data/train", batch_size=64,
+                                     image_size=224, shuffle=True, seed=0,
+                                     dtype=torch.float32)
+    for epoch in range(start, epochs):
+        loader.set_epoch(epoch)
+        for images, labels in loader:
+            ...
+
+Generic mode, `dataset=` any map-style torch Dataset (first positional
+argument, as torch's): handed to sluice._generic.GenericLoader.
+
+One iteration is one epoch. Without set_epoch the epochs advance by
+themselves (0, 1, 2, ...: a new shuffle each, as torch's shuffling does).
+state_dict() is the exact position after the batches consumed so far;
+load_state_dict() makes the next iteration yield exactly the rest of that
+epoch, bit for bit (torch's own DataLoader cannot resume mid-epoch).
+
+torch is imported only when a DataLoader is made, so `import sluice` needs
+no torch.
+"""
+from . import _sluice
+
+__all__ = ["DataLoader"]
+
+_NATIVE_DEFAULTS = {"batch_size": 64, "shuffle": True}
+_GENERIC_DEFAULTS = {"batch_size": 1, "shuffle": False}
+# Options whose change makes a saved position mean other batches.
+_STATE_CHECKED = ("batch_size", "world_size", "drop_last", "seed",
+                  "shuffle", "batches_per_epoch")
+
+
+def _dtype_name(torch, dtype):
+    if dtype is None:
+        return "uint8"
+    if dtype in (torch.uint8, "uint8"):
+        return "uint8"
+    if dtype in (torch.float32, "float32", "float"):
+        return "float32"
+    raise ValueError(f"dtype must be torch.uint8 or torch.float32, not {dtype!r}")
+
+
+def _dist_defaults(torch, rank, world_size):
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        if rank is None:
+            rank = dist.get_rank()
+        if world_size is None:
+            world_size = dist.get_world_size()
+    return (0 if rank is None else rank,
+            1 if world_size is None else world_size)
+
+
+class DataLoader:
+    """DataLoader(dataset=None, batch_size=None, shuffle=None, ...,
+    source=None, image_size=224, seed=None, device=None, rank=None,
+    world_size=None, dtype=torch.uint8, **options)
+
+    Native mode (source=...): batch_size 64 and shuffle True by default;
+    num_workers is the number of decode threads (None or 0: one per core);
+    pin_memory=True copies each batch into page-locked memory when CUDA is
+    available (a copy; a no-op without CUDA); device="cuda" moves batches
+    with non_blocking=True; rank / world_size default to torch.distributed's
+    when it is initialised; other keyword options go to sluice.Loader
+    (mode='eval', layout='hwc', on_error='skip', prefetch=..., mean=...,
+    std=..., telemetry_ms=..., ...).
+
+    Generic mode (dataset=...): torch DataLoader's arguments, run by
+    sluice._generic.GenericLoader.
+    """
+
+    def __init__(self, dataset=None, batch_size=None, shuffle=None,
+                 sampler=None, batch_sampler=None, num_workers=None,
+                 collate_fn=None, pin_memory=False, drop_last=False,
+                 timeout=0, worker_init_fn=None, multiprocessing_context=None,
+                 generator=None, *, prefetch_factor=None,
+                 persistent_workers=False, pin_memory_device="",
+                 source=None, image_size=224, seed=None, device=None,
+                 rank=None, world_size=None, dtype=None, **options):
+        import torch
+
+        self._torch = torch
+        if (dataset is None) == (source is None):
+            raise TypeError("DataLoader needs exactly one of dataset= (a "
+                            "torch Dataset) or source= (a folder or shards)")
+        self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
+        self.device = torch.device(device) if device is not None else None
+        self.drop_last = bool(drop_last)
+        self._generic = None
+        self._loader = None
+        if dataset is not None:
+            self._init_generic(dataset, batch_size, shuffle, sampler,
+                               batch_sampler, num_workers, collate_fn,
+                               drop_last, seed, generator, prefetch_factor,
+                               persistent_workers, timeout, worker_init_fn,
+                               options)
+            return
+        for name, v in (("sampler", sampler), ("batch_sampler", batch_sampler),
+                        ("collate_fn", collate_fn),
+                        ("worker_init_fn", worker_init_fn)):
+            if v is not None:
+                raise TypeError(f"{name} is for dataset= (generic mode); "
+                                "native mode (source=) samples in the engine")
+        self.source = source
+        self.dataset = None
+        self.batch_size = _NATIVE_DEFAULTS["batch_size"] if batch_size is None else batch_size
+        self.shuffle = _NATIVE_DEFAULTS["shuffle"] if shuffle is None else bool(shuffle)
+        self.seed = 0 if seed is None else int(seed)
+        self.rank, self.world_size = _dist_defaults(torch, rank, world_size)
+        self.image_size = image_size
+        threads = num_workers if num_workers else None
+        self._loader = _sluice.Loader(
+            source, self.batch_size, image_size, shuffle=self.shuffle,
+            seed=self.seed, drop_last=self.drop_last, rank=self.rank,
+            world_size=self.world_size, epochs=1, threads=threads,
+            dtype=_dtype_name(torch, dtype), **options)
+        self._start = (0, 0)  # where the next iteration begins
+        self._saved = (0, 0)  # state_dict's position between iterations
+        self._run = 0         # id of the iteration under way (0: none)
+        self._runs = 0
+
+    def _init_generic(self, dataset, batch_size, shuffle, sampler,
+                      batch_sampler, num_workers, collate_fn, drop_last,
+                      seed, generator, prefetch_factor, persistent_workers,
+                      timeout, worker_init_fn, options):
+        if options:
+            raise TypeError("unexpected arguments for dataset= (generic "
+                            f"mode): {', '.join(sorted(options))}")
+        try:
+            from ._generic import GenericLoader
+        except ImportError as e:
+            if e.name in ("sluice._generic", __name__.rpartition(".")[0] + "._generic"):
+                raise ImportError(
+                    "sluice.torch.DataLoader(dataset=...) (generic mode) "
+                    "needs sluice/_generic.py, which this installation "
+                    "lacks; native mode (source=...) works without it") from e
+            raise
+        self.dataset = dataset
+        self.source = None
+        self.batch_size = _GENERIC_DEFAULTS["batch_size"] if batch_size is None else batch_size
+        self._generic = GenericLoader(
+            dataset, batch_size=self.batch_size,
+            shuffle=_GENERIC_DEFAULTS["shuffle"] if shuffle is None else bool(shuffle),
+            sampler=sampler, batch_sampler=batch_sampler,
+            num_workers=num_workers or 0, collate_fn=collate_fn,
+            drop_last=drop_last, seed=seed, generator=generator,
+            prefetch_factor=2 if prefetch_factor is None else prefetch_factor,
+            persistent_workers=persistent_workers, timeout=timeout,
+            worker_init_fn=worker_init_fn)
+
+    # ------------------------------------------------------------ common
+
+    def __iter__(self):
+        if self._generic is not None:
+            it = iter(self._generic)
+            if not self.pin_memory and self.device is None:
+                return it
+            return (self._move_any(b) for b in it)
+        return self._iter_native()
+
+    def __len__(self):
+        """Batches per epoch (this rank's share)."""
+        if self._generic is not None:
+            return len(self._generic)
+        return self._loader.batches_per_epoch
+
+    def set_epoch(self, epoch):
+        """The next iteration streams epoch `epoch` from its first batch."""
+        if self._generic is not None:
+            return self._generic.set_epoch(epoch)
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._start = self._saved = (int(epoch), 0)
+        self._run = 0
+
+    def state_dict(self):
+        """The exact position after the batches consumed so far."""
+        if self._generic is not None:
+            return self._generic.state_dict()
+        epoch, batch = self._loader.position if self._run else self._saved
+        return {"epoch": epoch, "batch": batch, "seed": self.seed,
+                "batch_size": self.batch_size, "world_size": self.world_size,
+                "rank": self.rank, "drop_last": self.drop_last,
+                "shuffle": self.shuffle,
+                "batches_per_epoch": self._loader.batches_per_epoch}
+
+    def load_state_dict(self, state):
+        """The next iteration yields exactly the batches of state's epoch
+        not yet consumed when it was saved; later ones continue normally."""
+        if self._generic is not None:
+            return self._generic.load_state_dict(state)
+        mine = self.state_dict()
+        for k in _STATE_CHECKED:
+            if k in state and state[k] != mine[k]:
+                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
+                                 f"this loader has {mine[k]!r}")
+        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
+        self._run = 0
+
+    def stats(self):
+        """Counters, knob values and the latest telemetry (a dict)."""
+        if self._generic is not None:
+            return self._generic.stats()
+        return self._loader.stats()
+
+    def close(self):
+        if self._loader is not None:
+            self._loader.close()
+
+    @property
+    def loader(self):
+        """The sluice.Loader behind native mode (knobs: loader.set)."""
+        return self._loader
+
+    # ------------------------------------------------------------ native
+
+    def _iter_native(self):
+        # Started here, not at the first next(), so batches are being
+        # prepared while the caller sets up its step.
+        epoch, batch = self._start
+        self._loader.start(epoch, batch)
+        self._start = (epoch + 1, 0)
+        self._runs += 1
+        self._run = self._runs
+        return self._batches(self._run)
+
+    def _batches(self, run):
+        from_numpy = self._torch.from_numpy
+        move = self.pin_memory or self.device is not None
+        try:
+            for images, labels in self._loader:
+                if self._run != run:  # superseded by a newer iteration
+                    return
+                x, y = from_numpy(images), from_numpy(labels)
+                if move:
+                    x, y = self._move(x), self._move(y)
+                yield x, y
+        finally:
+            if self._run == run:
+                self._run = 0
+                # Left early (break) or not, the next iteration is a new
+                # epoch, as torch's; state_dict keeps the exact position.
+                self._saved = self._loader.position
+
+    def _move(self, t):
+        if self.pin_memory:
+            t = t.pin_memory()  # a copy into page-locked memory
+        if self.device is not None:
+            t = t.to(self.device, non_blocking=True)
+        return t
+
+    def _move_any(self, obj):
+        torch = self._torch
+        if isinstance(obj, torch.Tensor):
+            return self._move(obj)
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(self._move_any(o) for o in obj)
+        if isinstance(obj, dict):
+            return {k: self._move_any(v) for k, v in obj.items()}
+        return obj

@@ -1,0 +1,857 @@
+/*
+ * sluice.Loader: iterates an sl_loader_t, yielding (images, labels) numpy
+ * arrays that are views of the engine's pooled batch buffers (no copy).
+ *
+ * Ownership, three objects:
+ *   Core   owns the sl_loader_t; destroyed (sl_loader_destroy) when its
+ *          last reference goes.
+ *   Batch  owns one handed-out sl_batch_t; both arrays of a batch hold it
+ *          as their numpy base, and it holds the Core. When the last array
+ *          goes, it gives the buffer back (sl_loader_release).
+ *   Loader holds the Core; close() drops it, so the engine lives on while
+ *          any batch is alive and dies with the last one.
+ *
+ * Epochs in ordered mode: the engine is started for an unbounded run
+ * (SLPY_EPOCHS_AHEAD) and the Loader ends each iteration itself after
+ * `epochs` epochs. The next iteration then continues the same pipeline
+ * (batches of the next epoch are already prefetched, and no batch the user
+ * still holds stands in the way of sl_loader_start, which refuses while one
+ * is held). Only a jump elsewhere restarts the engine; if batches are held
+ * then, the Core is retired (it lives on with them) and a fresh one made.
+ *
+ * Everything here runs under the GIL; the GIL is released around every
+ * engine call that waits or works (create, start, next, destroy).
+ */
+#include "sluice_py.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SLPY_EPOCHS_AHEAD ((int64_t)1 << 24)
+#define SLPY_PREFETCH_MAX 4096 /* the engine's limit */
+
+/* ------------------------------------------------------------------ Core */
+
+typedef struct {
+    PyObject_HEAD sl_loader_t *l;
+    int held; /* batches out of the engine: Batch objects + a pending one */
+} CoreObject;
+
+static void core_dealloc(CoreObject *c)
+{
+    sl_loader_t *l = c->l;
+    if (l) {
+        Py_BEGIN_ALLOW_THREADS;
+        sl_loader_destroy(l);
+        Py_END_ALLOW_THREADS;
+    }
+    PyObject_Free(c);
+}
+
+static PyTypeObject Core_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._Core",
+    .tp_basicsize = sizeof(CoreObject),
+    .tp_dealloc = (destructor)core_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The engine behind a Loader (internal).",
+};
+
+/* ----------------------------------------------------------------- Batch */
+
+typedef struct {
+    PyObject_HEAD CoreObject *core;
+    const sl_batch_t *b;
+} BatchObject;
+
+static void batch_dealloc(BatchObject *o)
+{
+    sl_loader_release(o->core->l, o->b); /* a short lock, no wait */
+    o->core->held--;
+    Py_DECREF(o->core);
+    PyObject_Free(o);
+}
+
+static PyTypeObject Batch_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._BatchBuffer",
+    .tp_basicsize = sizeof(BatchObject),
+    .tp_dealloc = (destructor)batch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Keeps one engine batch buffer out of the pool while arrays "
+              "view it (internal).",
+};
+
+/* A view of `data` as an array whose base is `owner`. */
+static PyObject *view(BatchObject *owner, int type, int nd, npy_intp *dims,
+                      void *data)
+{
+    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type),
+                                       nd, dims, NULL, data,
+                                       NPY_ARRAY_CARRAY, NULL);
+    if (!a)
+        return NULL;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)owner)) {
+        Py_DECREF(a); /* SetBaseObject stole the owner reference */
+        return NULL;
+    }
+    return a;
+}
+
+/* (images, labels) over b, which `core` handed out (its held count already
+ * includes b). On failure the batch is released. */
+static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
+{
+    BatchObject *o = PyObject_New(BatchObject, &Batch_Type);
+    if (!o) {
+        sl_loader_release(core->l, b);
+        core->held--;
+        return NULL;
+    }
+    Py_INCREF(core);
+    o->core = core;
+    o->b = b;
+    npy_intp d[4] = {b->n, b->channels, b->height, b->width};
+    if (b->layout == SL_LAYOUT_HWC)
+        d[1] = b->height, d[2] = b->width, d[3] = b->channels;
+    PyObject *img = view(o, b->dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32,
+                         4, d, b->data);
+    npy_intp n = b->n;
+    PyObject *lab = img ? view(o, NPY_INT64, 1, &n, b->labels) : NULL;
+    PyObject *t = lab ? PyTuple_Pack(2, img, lab) : NULL;
+    Py_XDECREF(img);
+    Py_XDECREF(lab);
+    Py_DECREF(o);
+    return t;
+}
+
+/* ---------------------------------------------------------------- Loader */
+
+typedef struct {
+    PyObject_HEAD CoreObject *core; /* NULL once closed */
+    PyObject *source;               /* bytes (file-system encoding) */
+    PyObject *telemetry_path;       /* bytes or NULL */
+    PyObject *classes;              /* tuple of str, made on first use */
+    sl_options_t opt;               /* as given; knobs re-read on re-create */
+    int64_t epochs;                 /* per iteration */
+    int64_t nb;                     /* batches per epoch (this rank) */
+    int running;                    /* the Core's engine was started */
+    int active;                     /* an iteration is under way */
+    int busy;                       /* in next/start: one thread at a time */
+    int64_t pos_g;                  /* next batch to yield, epoch * nb + i */
+    int64_t end_g;                  /* the iteration ends before this */
+    const sl_batch_t *pending;      /* got past end_g, kept for later */
+    int64_t pending_g;
+} LoaderObject;
+
+static int loader_closed(LoaderObject *self)
+{
+    if (self->core)
+        return 0;
+    PyErr_SetString(PyExc_ValueError, "operation on a closed sluice.Loader");
+    return 1;
+}
+
+static void drop_pending(LoaderObject *self)
+{
+    if (self->pending) {
+        sl_loader_release(self->core->l, self->pending);
+        self->core->held--;
+        self->pending = NULL;
+    }
+}
+
+/* A new Core from the options; knobs as they are now. */
+static CoreObject *core_create(LoaderObject *self)
+{
+    sl_options_t o = self->opt;
+    o.telemetry_path =
+        self->telemetry_path ? PyBytes_AS_STRING(self->telemetry_path) : NULL;
+    o.epochs = o.unordered ? self->epochs : SLPY_EPOCHS_AHEAD;
+    const char *src = PyBytes_AS_STRING(self->source);
+    sl_loader_t *l = NULL;
+    int rc;
+    char msg[1024];
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_loader_create(src, &o, &l);
+    if (rc) /* thread-local: read it on this thread */
+        snprintf(msg, sizeof msg, "%s", sl_loader_last_error(NULL));
+    Py_END_ALLOW_THREADS;
+    if (rc)
+        return (CoreObject *)slpy_raise(rc, msg, 1);
+    CoreObject *c = PyObject_New(CoreObject, &Core_Type);
+    if (!c) {
+        Py_BEGIN_ALLOW_THREADS;
+        sl_loader_destroy(l);
+        Py_END_ALLOW_THREADS;
+        return NULL;
+    }
+    c->l = l;
+    c->held = 0;
+    return c;
+}
+
+static int64_t engine_pos(LoaderObject *self)
+{
+    sl_position_t p = {0, 0};
+    sl_loader_position(self->core->l, &p);
+    return p.epoch * self->nb + p.batch;
+}
+
+/* Arms an iteration from batch g for self->epochs epochs. */
+static int do_start(LoaderObject *self, int64_t g)
+{
+    int64_t nb = self->nb;
+    self->end_g = (g / nb + self->epochs) * nb;
+    if (!self->opt.unordered && self->running &&
+        (self->pending ? self->pending_g : engine_pos(self)) == g) {
+        self->pos_g = g; /* the running pipeline is already there */
+        self->active = 1;
+        return 0;
+    }
+    drop_pending(self);
+    self->running = self->active = 0;
+    if (self->core->held > 0) {
+        /* Batches still held: the engine cannot restart under them. Keep
+         * it for them (it dies with the last) and start a fresh one. */
+        int64_t v;
+        sl_loader_t *old = self->core->l;
+        if (!sl_loader_get(old, SL_PARAM_DECODE_THREADS, &v))
+            self->opt.decode_threads = (int)v;
+        if (!sl_loader_get(old, SL_PARAM_READ_THREADS, &v))
+            self->opt.read_threads = (int)v;
+        if (!sl_loader_get(old, SL_PARAM_PREFETCH, &v))
+            self->opt.prefetch = (int)v;
+        CoreObject *c = core_create(self);
+        if (!c)
+            return -1;
+        Py_SETREF(self->core, c);
+    }
+    sl_loader_t *l = self->core->l;
+    sl_position_t p = {g / nb, g % nb};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_loader_start(l, &p);
+    Py_END_ALLOW_THREADS;
+    if (rc) {
+        slpy_raise(rc, sl_loader_last_error(l), 1);
+        return -1;
+    }
+    self->running = self->active = 1;
+    self->pos_g = g;
+    return 0;
+}
+
+/* sl_loader_next; when the consumer holds every buffer, one more buffer. */
+static int next_batch(CoreObject *core, const sl_batch_t **b)
+{
+    for (;;) {
+        int rc;
+        Py_BEGIN_ALLOW_THREADS;
+        rc = sl_loader_next(core->l, b);
+        Py_END_ALLOW_THREADS;
+        if (rc != SL_ESTATE) /* the engine is started: ESTATE = all held */
+            return rc;
+        int64_t pf;
+        if (sl_loader_get(core->l, SL_PARAM_PREFETCH, &pf) ||
+            pf >= SLPY_PREFETCH_MAX ||
+            sl_loader_set(core->l, SL_PARAM_PREFETCH, pf + 1))
+            return rc;
+    }
+}
+
+static PyObject *loader_next(LoaderObject *self)
+{
+    if (!self->core || !self->active)
+        return NULL; /* StopIteration */
+    if (self->busy)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "sluice.Loader used by two threads at once");
+    const sl_batch_t *b = NULL;
+    CoreObject *core = self->core;
+    int64_t g;
+    if (!self->opt.unordered && self->pending) {
+        g = self->pending_g;
+        if (g >= self->end_g) {
+            self->active = 0;
+            return NULL;
+        }
+        b = self->pending;
+        self->pending = NULL;
+    } else {
+        if (!self->opt.unordered && engine_pos(self) >= self->end_g) {
+            self->active = 0;
+            return NULL;
+        }
+        self->busy = 1;
+        Py_INCREF(core); /* close() from another thread may drop it */
+        int rc = next_batch(core, &b);
+        self->busy = 0;
+        if (!rc)
+            core->held++;
+        if (self->core != core) { /* closed (or restarted) meanwhile */
+            if (!rc) {
+                sl_loader_release(core->l, b);
+                core->held--;
+            }
+            Py_DECREF(core);
+            return NULL;
+        }
+        Py_DECREF(core);
+        if (rc == SL_EEND) {
+            self->active = 0;
+            return NULL;
+        }
+        if (rc) {
+            self->active = self->running = 0;
+            return slpy_raise(rc, sl_loader_last_error(core->l), 0);
+        }
+        g = b->epoch * self->nb + b->index;
+        if (!self->opt.unordered && g >= self->end_g) {
+            /* batches before it were all skipped: it opens the next
+             * iteration */
+            self->pending = b;
+            self->pending_g = g;
+            self->active = 0;
+            return NULL;
+        }
+    }
+    self->pos_g = self->opt.unordered ? engine_pos(self) : g + 1;
+    return make_batch(core, b);
+}
+
+static PyObject *loader_iter(LoaderObject *self)
+{
+    if (loader_closed(self))
+        return NULL;
+    if (!self->active) {
+        if (self->busy)
+            return PyErr_Format(PyExc_RuntimeError,
+                                "sluice.Loader used by two threads at once");
+        if (do_start(self, self->pos_g))
+            return NULL;
+    }
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *loader_start(LoaderObject *self, PyObject *args,
+                              PyObject *kw)
+{
+    static char *kwlist[] = {"epoch", "batch", NULL};
+    long long e = 0, b = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|LL", kwlist, &e, &b))
+        return NULL;
+    if (loader_closed(self))
+        return NULL;
+    if (e < 0 || b < 0 || b > self->nb)
+        return PyErr_Format(PyExc_ValueError,
+                            "position (%lld, %lld) is outside epoch >= 0, "
+                            "batch 0..%lld",
+                            e, b, (long long)self->nb);
+    if (self->busy)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "sluice.Loader used by two threads at once");
+    if (do_start(self, e * self->nb + b))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static Py_ssize_t loader_len(LoaderObject *self)
+{
+    return (Py_ssize_t)(self->nb * self->epochs);
+}
+
+static int knob_of(PyObject *name, sl_param_t *p)
+{
+    const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    if (s && (!strcmp(s, "threads") || !strcmp(s, "decode_threads")))
+        *p = SL_PARAM_DECODE_THREADS;
+    else if (s && (!strcmp(s, "read_threads") || !strcmp(s, "read-threads")))
+        *p = SL_PARAM_READ_THREADS;
+    else if (s && !strcmp(s, "prefetch"))
+        *p = SL_PARAM_PREFETCH;
+    else {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError,
+                     "knob must be 'threads', 'read_threads' or 'prefetch', "
+                     "not %R",
+                     name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *loader_set(LoaderObject *self, PyObject *args)
+{
+    PyObject *name, *val;
+    sl_param_t p;
+    if (!PyArg_ParseTuple(args, "OO:set", &name, &val) ||
+        loader_closed(self) || knob_of(name, &p))
+        return NULL;
+    long long v = SL_AUTOTUNE; /* None: the default (the scheduler's) */
+    if (val != Py_None) {
+        v = PyLong_AsLongLong(val);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (v < 1)
+            return PyErr_Format(PyExc_ValueError, "%R must be >= 1", name);
+    }
+    sl_loader_t *l = self->core->l;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS; /* may start threads */
+    rc = sl_loader_set(l, p, v);
+    Py_END_ALLOW_THREADS;
+    if (rc)
+        return slpy_raise(rc, sl_loader_last_error(l), 1);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loader_get(LoaderObject *self, PyObject *name)
+{
+    sl_param_t p;
+    int64_t v;
+    if (loader_closed(self) || knob_of(name, &p))
+        return NULL;
+    int rc = sl_loader_get(self->core->l, p, &v);
+    if (rc)
+        return slpy_raise(rc, NULL, 1);
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *snapshot_dict(sl_loader_t *l)
+{
+    sl_snapshot_t *s = PyMem_Malloc(sizeof *s);
+    if (!s)
+        return PyErr_NoMemory();
+    if (sl_loader_snapshot(l, s) || s->t == 0) { /* off, or no tick yet */
+        PyMem_Free(s);
+        Py_RETURN_NONE;
+    }
+    int n = sl_snapshot_json(s, NULL, 0);
+    char *buf = n > 0 ? PyMem_Malloc((size_t)n + 1) : NULL;
+    if (buf)
+        sl_snapshot_json(s, buf, (size_t)n + 1);
+    PyMem_Free(s);
+    if (!buf)
+        return PyErr_NoMemory();
+    PyObject *json = PyImport_ImportModule("json");
+    PyObject *d = json ? PyObject_CallMethod(json, "loads", "s", buf) : NULL;
+    Py_XDECREF(json);
+    PyMem_Free(buf);
+    return d;
+}
+
+static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_closed(self))
+        return NULL;
+    sl_loader_t *l = self->core->l;
+    sl_stats_t st;
+    int64_t th = 0, rt = 0, pf = 0;
+    sl_loader_stats(l, &st);
+    sl_loader_get(l, SL_PARAM_DECODE_THREADS, &th);
+    sl_loader_get(l, SL_PARAM_READ_THREADS, &rt);
+    sl_loader_get(l, SL_PARAM_PREFETCH, &pf);
+    PyObject *tel = snapshot_dict(l);
+    if (!tel)
+        return NULL;
+    return Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:N}", "samples",
+        (long long)st.samples, "batches", (long long)st.batches,
+        "errors_skipped", (long long)st.errors_skipped, "bytes_read",
+        (long long)st.bytes_read, "wait_s", (double)st.wait_ns / 1e9,
+        "threads", (long long)th, "read_threads", (long long)rt, "prefetch",
+        (long long)pf, "epoch", (long long)(self->pos_g / self->nb), "batch",
+        (long long)(self->pos_g % self->nb), "batches_held",
+        self->core->held, "telemetry", tel);
+}
+
+static PyObject *loader_skipped(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_closed(self))
+        return NULL;
+    sl_loader_t *l = self->core->l;
+    PyObject *list = PyList_New(0);
+    const char *s;
+    for (int64_t i = 0; list && (s = sl_loader_skipped_message(l, i)); i++) {
+        PyObject *m = PyUnicode_DecodeFSDefault(s);
+        if (!m || PyList_Append(list, m))
+            Py_CLEAR(list);
+        Py_XDECREF(m);
+    }
+    return list;
+}
+
+static PyObject *loader_close(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->core) {
+        drop_pending(self);
+        self->active = self->running = 0;
+        Py_CLEAR(self->core); /* the engine goes with the last batch */
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *loader_enter(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *loader_exit(LoaderObject *self, PyObject *args)
+{
+    (void)args;
+    return loader_close(self, NULL);
+}
+
+static void loader_dealloc(LoaderObject *self)
+{
+    if (self->core)
+        drop_pending(self);
+    Py_CLEAR(self->core);
+    Py_CLEAR(self->source);
+    Py_CLEAR(self->telemetry_path);
+    Py_CLEAR(self->classes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* None leaves *out; otherwise an int in [min, max]. */
+static int opt_int(PyObject *o, const char *name, long min, long max,
+                   int *out)
+{
+    if (o == Py_None)
+        return 0;
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < min || v > max) {
+        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld",
+                     name, min, max, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int opt_pair(PyObject *o, const char *name, double *a, double *b)
+{
+    if (o == Py_None)
+        return 0;
+    PyObject *seq = PySequence_Fast(o, "");
+    if (!seq || PySequence_Fast_GET_SIZE(seq) != 2) {
+        Py_XDECREF(seq);
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be a (min, max) pair", name);
+        return -1;
+    }
+    *a = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, 0));
+    *b = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, 1));
+    Py_DECREF(seq);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int str_choice(PyObject *o, const char *name, const char *a,
+                      const char *b, int *out)
+{
+    if (o == Py_None)
+        return 0;
+    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    if (s && !strcmp(s, a))
+        *out = 0;
+    else if (s && !strcmp(s, b))
+        *out = 1;
+    else {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be '%s' or '%s', not %R",
+                     name, a, b, o);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {
+        "source",       "batch_size",   "image_size",   "mode",
+        "dtype",        "layout",       "shuffle",      "seed",
+        "drop_last",    "rank",         "world_size",   "epochs",
+        "unordered",    "on_error",     "threads",      "read_threads",
+        "prefetch",     "dct_scale",    "mean",         "std",
+        "telemetry_ms", "telemetry_path", "metrics_port", "flip",
+        "scale",        "ratio",        "resize_size",  NULL};
+    PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
+    PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
+    PyObject *threads = Py_None, *read_threads = Py_None;
+    PyObject *prefetch = Py_None, *mean = Py_None, *std = Py_None;
+    PyObject *tel_ms = Py_None, *tel_path = Py_None, *port = Py_None;
+    PyObject *scale = Py_None, *ratio = Py_None, *resize = Py_None;
+    int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
+    int world = 1, unordered = 0, dct = 1, flip = 1;
+    long long epochs = 1;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOO:Loader", kwlist,
+            PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
+            &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
+            &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
+            &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
+            &resize))
+        return NULL;
+    LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
+    if (!self) {
+        Py_DECREF(source);
+        return NULL;
+    }
+    self->source = source;
+    sl_options_t *o = &self->opt;
+    o->batch_size = batch;
+    o->image_size = size;
+    o->no_shuffle = !shuffle;
+    o->drop_last = drop_last;
+    o->rank = rank;
+    o->world_size = world;
+    o->unordered = unordered;
+    o->no_dct_scale = !dct;
+    o->no_flip = !flip;
+    self->epochs = epochs;
+    if (batch < 1 || size < 1 || world < 1 || rank < 0 || rank >= world ||
+        epochs < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "need batch_size >= 1, image_size >= 1, epochs >= 1 "
+                     "and 0 <= rank < world_size (got %d, %d, %lld, %d, %d)",
+                     batch, size, epochs, rank, world);
+        goto fail;
+    }
+    if (seed != Py_None) {
+        o->seed = PyLong_AsUnsignedLongLongMask(seed);
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    if (str_choice(mode, "mode", "train", "eval", &o->mode) ||
+        (dtype != Py_None && slpy_parse_dtype(dtype, &o->dtype)) ||
+        (layout != Py_None && slpy_parse_layout(layout, &o->layout)) ||
+        str_choice(on_error, "on_error", "fail", "skip", &o->on_error) ||
+        opt_int(threads, "threads", 1, 1024, &o->decode_threads) ||
+        opt_int(read_threads, "read_threads", 1, 1024, &o->read_threads) ||
+        opt_int(prefetch, "prefetch", 1, SLPY_PREFETCH_MAX, &o->prefetch) ||
+        slpy_parse_float3(mean, "mean", o->mean) ||
+        slpy_parse_float3(std, "std", o->std) ||
+        opt_int(tel_ms, "telemetry_ms", -1, 3600000, &o->telemetry_ms) ||
+        opt_int(port, "metrics_port", 1, 65535, &o->metrics_port) ||
+        opt_pair(scale, "scale", &o->scale_min, &o->scale_max) ||
+        opt_pair(ratio, "ratio", &o->ratio_min, &o->ratio_max) ||
+        opt_int(resize, "resize_size", 1, 1 << 16, &o->resize_size))
+        goto fail;
+    if (tel_ms != Py_None && o->telemetry_ms == 0)
+        o->telemetry_ms = -1; /* 0 means off here, not "the default" */
+    if (tel_path != Py_None &&
+        !PyUnicode_FSConverter(tel_path, &self->telemetry_path))
+        goto fail;
+    self->core = core_create(self);
+    if (!self->core)
+        goto fail;
+    self->nb = sl_loader_batches_per_epoch(self->core->l);
+    if (self->nb < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "no batch for this rank: %lld samples, world_size %d, "
+                     "batch_size %d, drop_last %d",
+                     (long long)sl_loader_num_samples(self->core->l), world,
+                     batch, drop_last);
+        goto fail;
+    }
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+/* ------------------------------------------------------------ properties */
+
+static PyObject *get_num_samples(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (loader_closed(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_loader_num_samples(self->core->l));
+}
+
+static PyObject *get_num_classes(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (loader_closed(self))
+        return NULL;
+    return PyLong_FromLong(sl_loader_num_classes(self->core->l));
+}
+
+static PyObject *get_classes(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (!self->classes) {
+        if (loader_closed(self))
+            return NULL;
+        int n = sl_loader_num_classes(self->core->l);
+        PyObject *t = PyTuple_New(n);
+        for (int i = 0; t && i < n; i++) {
+            const char *s = sl_loader_class_name(self->core->l, i);
+            PyObject *u = PyUnicode_DecodeFSDefault(s ? s : "");
+            if (!u)
+                Py_CLEAR(t);
+            else
+                PyTuple_SET_ITEM(t, i, u);
+        }
+        self->classes = t;
+    }
+    Py_XINCREF(self->classes);
+    return self->classes;
+}
+
+static PyObject *get_position(LoaderObject *self, void *c)
+{
+    (void)c;
+    return Py_BuildValue("(LL)", (long long)(self->pos_g / self->nb),
+                         (long long)(self->pos_g % self->nb));
+}
+
+static PyObject *get_batch_bytes(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (loader_closed(self))
+        return NULL;
+    return PyLong_FromSize_t(sl_loader_batch_bytes(self->core->l));
+}
+
+static PyObject *get_closed(LoaderObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->core == NULL);
+}
+
+static PyObject *get_options(LoaderObject *self, void *c)
+{
+    (void)c;
+    const sl_options_t *o = &self->opt;
+    return Py_BuildValue(
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s}",
+        "batch_size", o->batch_size, "image_size", o->image_size, "mode",
+        o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
+        "layout", o->layout ? "hwc" : "chw", "shuffle",
+        o->no_shuffle ? Py_False : Py_True, "seed",
+        (unsigned long long)o->seed, "drop_last",
+        o->drop_last ? Py_True : Py_False, "rank", o->rank, "world_size",
+        o->world_size, "epochs", (long long)self->epochs, "unordered",
+        o->unordered ? Py_True : Py_False, "on_error",
+        o->on_error ? "skip" : "fail");
+}
+
+#define INT_GETTER(fname, expr)                                                \
+    static PyObject *fname(LoaderObject *self, void *c)                        \
+    {                                                                          \
+        (void)c;                                                               \
+        return PyLong_FromLongLong((long long)(expr));                         \
+    }
+INT_GETTER(get_batches_per_epoch, self->nb)
+INT_GETTER(get_epochs, self->epochs)
+INT_GETTER(get_batch_size, self->opt.batch_size)
+INT_GETTER(get_seed, self->opt.seed)
+INT_GETTER(get_rank, self->opt.rank)
+INT_GETTER(get_world_size, self->opt.world_size)
+
+static PyGetSetDef loader_getset[] = {
+    {"num_samples", (getter)get_num_samples, NULL,
+     "Samples in the whole source (all ranks).", NULL},
+    {"num_classes", (getter)get_num_classes, NULL, "Number of classes.",
+     NULL},
+    {"classes", (getter)get_classes, NULL,
+     "Class names, index order (sorted folder names).", NULL},
+    {"batches_per_epoch", (getter)get_batches_per_epoch, NULL,
+     "Batches this rank gets each epoch.", NULL},
+    {"batch_bytes", (getter)get_batch_bytes, NULL,
+     "Bytes of one full batch's image buffer.", NULL},
+    {"position", (getter)get_position, NULL,
+     "(epoch, batch) of the next batch to yield: start(*position) in a new "
+     "Loader with the same options resumes exactly there (ordered mode).",
+     NULL},
+    {"epochs", (getter)get_epochs, NULL, "Epochs one iteration streams.",
+     NULL},
+    {"batch_size", (getter)get_batch_size, NULL, NULL, NULL},
+    {"seed", (getter)get_seed, NULL, NULL, NULL},
+    {"rank", (getter)get_rank, NULL, NULL, NULL},
+    {"world_size", (getter)get_world_size, NULL, NULL, NULL},
+    {"closed", (getter)get_closed, NULL, NULL, NULL},
+    {"options", (getter)get_options, NULL,
+     "The options the loader was made with, as a dict.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMethodDef loader_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))loader_start,
+     METH_VARARGS | METH_KEYWORDS,
+     "start(epoch=0, batch=0)\n--\n\nThe next iteration yields from "
+     "(epoch, batch) to the end of epoch + epochs - 1."},
+    {"set", (PyCFunction)loader_set, METH_VARARGS,
+     "set(knob, value)\n--\n\nSets 'threads', 'read_threads' or 'prefetch' "
+     "while batches flow (None: the default). Any thread."},
+    {"get", (PyCFunction)loader_get, METH_O,
+     "get(knob)\n--\n\nThe knob's value in force."},
+    {"stats", (PyCFunction)loader_stats, METH_NOARGS,
+     "stats()\n--\n\nCounters, knobs, position and the latest telemetry "
+     "snapshot (dict under 'telemetry', None before the first tick)."},
+    {"skipped", (PyCFunction)loader_skipped, METH_NOARGS,
+     "skipped()\n--\n\nMessages of the samples skipped (on_error='skip')."},
+    {"close", (PyCFunction)loader_close, METH_NOARGS,
+     "close()\n--\n\nStops iteration. The engine is freed when the last "
+     "batch array is gone too."},
+    {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PySequenceMethods loader_as_seq = {.sq_length =
+                                              (lenfunc)loader_len};
+
+PyDoc_STRVAR(
+    loader_doc,
+    "Loader(source, batch_size=64, image_size=224, *, mode='train', "
+    "dtype='uint8', layout='chw', shuffle=True, seed=0, drop_last=False, "
+    "rank=0, world_size=1, epochs=1, unordered=False, on_error='fail', "
+    "threads=None, read_threads=None, prefetch=None, dct_scale=True, "
+    "mean=None, std=None, telemetry_ms=None, telemetry_path=None, "
+    "metrics_port=None, flip=True, scale=None, ratio=None, "
+    "resize_size=None)\n--\n\n"
+    "Streams (images, labels) numpy batches from an ImageFolder tree or "
+    "packed shards.\n\n"
+    "The arrays are views of the engine's batch buffer (no copy); the "
+    "buffer goes back\nto the pool when both arrays are gone. One "
+    "iteration streams `epochs` epochs;\nthe next iteration continues "
+    "where it ended (next epoch, new shuffle). len()\nis batches_per_epoch "
+    "* epochs. Holding every buffer (e.g. list(loader)) grows\nthe "
+    "prefetch depth by one buffer each time, so memory grows with what is "
+    "held.");
+
+static PyTypeObject Loader_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",
+    .tp_basicsize = sizeof(LoaderObject),
+    .tp_dealloc = (destructor)loader_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = loader_doc,
+    .tp_iter = (getiterfunc)loader_iter,
+    .tp_iternext = (iternextfunc)loader_next,
+    .tp_methods = loader_methods,
+    .tp_getset = loader_getset,
+    .tp_as_sequence = &loader_as_seq,
+    .tp_new = loader_new,
+};
+
+int slpy_loader_init(PyObject *m)
+{
+    if (PyType_Ready(&Core_Type) || PyType_Ready(&Batch_Type) ||
+        PyType_Ready(&Loader_Type))
+        return -1;
+    Py_INCREF(&Loader_Type);
+    if (PyModule_AddObject(m, "Loader", (PyObject *)&Loader_Type)) {
+        Py_DECREF(&Loader_Type);
+        return -1;
+    }
+    return 0;
+}

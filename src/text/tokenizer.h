@@ -1,0 +1,54 @@
+/* text/tokenizer: exact tokenizers of the reference implementations.
+ *   - byte-level BPE (GPT-2 encoder.json + vocab.bpe; tiktoken rank files
+ *     such as cl100k_base), with each encoding's pre-tokenization regex
+ *     (PCRE2, JIT) and merges by rank: ids equal to tiktoken's;
+ *   - WordPiece (BERT): basic tokenizer (utf8proc: NFD, accents, categories)
+ *     then greedy longest-match-first: ids equal to HF tokenizers'.
+ * Depends on base only. A tokenizer is immutable after load: encode is
+ * thread-safe when each thread passes its own sl__tok_scratch_t. */
+#ifndef SL_TOKENIZER_H
+#define SL_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+typedef struct sl__tok sl__tok_t;
+typedef struct sl__tok_scratch sl__tok_scratch_t;
+
+/* Growable id output. */
+typedef struct sl__ids {
+    int32_t *v;
+    size_t n, cap;
+} sl__ids_t;
+int sl__ids_push(sl__ids_t *ids, int32_t id);
+void sl__ids_free(sl__ids_t *ids);
+
+/* GPT-2: encoder.json + vocab.bpe (data_gym format). */
+int sl__bpe_load_gpt2(const char *encoder_json, const char *vocab_bpe,
+                      sl__tok_t **out, char *err, size_t errlen);
+/* tiktoken rank file ("base64-token rank" per line) with the named
+ * encoding's pattern and special tokens ("cl100k_base", "gpt2", ...). */
+int sl__bpe_load_tiktoken(const char *ranks_path, const char *encoding,
+                          sl__tok_t **out, char *err, size_t errlen);
+/* BERT vocab.txt (one token per line, id = line number). */
+int sl__wordpiece_load(const char *vocab_txt, int uncased, sl__tok_t **out,
+                       char *err, size_t errlen);
+void sl__tok_free(sl__tok_t *t);
+
+sl__tok_scratch_t *sl__tok_scratch_create(void);
+void sl__tok_scratch_destroy(sl__tok_scratch_t *s);
+
+/* Appends the ids of text[0..n) to ids. allow_special: special tokens
+ * (e.g. <|endoftext|>) in the text become their ids, as tiktoken's
+ * allowed_special="all"; otherwise they are ordinary text. Invalid UTF-8:
+ * see docs/TEXT.md for each tokenizer's documented behaviour. */
+int sl__tok_encode(const sl__tok_t *t, const char *text, size_t n,
+                   int allow_special, sl__tok_scratch_t *s, sl__ids_t *ids,
+                   char *err, size_t errlen);
+/* Id of a token string (e.g. "[CLS]", "<|endoftext|>"), or -1. */
+int32_t sl__tok_id(const sl__tok_t *t, const char *token);
+size_t sl__tok_vocab_size(const sl__tok_t *t);
+
+#endif
