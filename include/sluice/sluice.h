@@ -127,7 +127,18 @@ typedef struct sl_options {
                                      (docs/TELEMETRY.md) [none] */
     int metrics_port; /**< serve Prometheus text on 127.0.0.1:port
                            [none]; the loader keeps it while it lives */
+    int policy;       /**< sl_policy_t [SL_POLICY_HEURISTIC]: tunes the
+                           knobs left at 0 / SL_AUTOTUNE; knobs given a
+                           value stay as given */
+    int max_threads;  /**< budget: read + decode threads [2 x cores] */
+    int64_t max_memory_bytes; /**< budget for batch buffers + read-ahead;
+                                   caps prefetch, never exceeded [none] */
 } sl_options_t;
+
+typedef enum sl_policy {
+    SL_POLICY_HEURISTIC = 0, /**< hill-climbing on stall and busy signals */
+    SL_POLICY_STATIC = 1     /**< knobs stay where they are set */
+} sl_policy_t;
 
 /* ---------------------------------------------------------------- loader */
 
@@ -294,6 +305,14 @@ typedef struct sl_snapshot {
     int prefetch;      /**< batch buffers allowed (knob) */
     int batches_ready; /**< complete batches waiting for the consumer */
     int batches_filling;
+    /* scheduler: the last knob change, when one happened this interval */
+    int64_t decisions_total;
+    int decision_new;        /**< 1: decision_* describe a change made in
+                                  this interval */
+    char decision_knob[24];  /**< "decode_threads" | "read_threads" |
+                                  "prefetch" */
+    int decision_from, decision_to;
+    char decision_reason[160];
 } sl_snapshot_t;
 
 /** The latest snapshot (zeroed with t = 0 before the first tick).

@@ -793,7 +793,8 @@ class GenericLoader:
         tid = 0
         exhausted = False
         self._clean = False
-        fast_decided = not self._fast_ok
+        # Decided once the layout is known (persists across epochs).
+        fast_decided = not self._fast_ok or slots.layout is not None
         clean = False
         try:
             while True:

@@ -84,9 +84,9 @@ static PyTypeObject Batch_Type = {
 static PyObject *view(BatchObject *owner, int type, int nd, npy_intp *dims,
                       void *data)
 {
-    PyObject *a = PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type),
-                                       nd, dims, NULL, data,
-                                       NPY_ARRAY_CARRAY, NULL);
+    PyObject *a =
+        PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type), nd,
+                             dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
     if (!a)
         return NULL;
     Py_INCREF(owner);
@@ -113,8 +113,8 @@ static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
     npy_intp d[4] = {b->n, b->channels, b->height, b->width};
     if (b->layout == SL_LAYOUT_HWC)
         d[1] = b->height, d[2] = b->width, d[3] = b->channels;
-    PyObject *img = view(o, b->dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32,
-                         4, d, b->data);
+    PyObject *img = view(
+        o, b->dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32, 4, d, b->data);
     npy_intp n = b->n;
     PyObject *lab = img ? view(o, NPY_INT64, 1, &n, b->labels) : NULL;
     PyObject *t = lab ? PyTuple_Pack(2, img, lab) : NULL;
@@ -334,8 +334,7 @@ static PyObject *loader_iter(LoaderObject *self)
     return (PyObject *)self;
 }
 
-static PyObject *loader_start(LoaderObject *self, PyObject *args,
-                              PyObject *kw)
+static PyObject *loader_start(LoaderObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"epoch", "batch", NULL};
     long long e = 0, b = 0;
@@ -385,8 +384,8 @@ static PyObject *loader_set(LoaderObject *self, PyObject *args)
 {
     PyObject *name, *val;
     sl_param_t p;
-    if (!PyArg_ParseTuple(args, "OO:set", &name, &val) ||
-        loader_closed(self) || knob_of(name, &p))
+    if (!PyArg_ParseTuple(args, "OO:set", &name, &val) || loader_closed(self) ||
+        knob_of(name, &p))
         return NULL;
     long long v = SL_AUTOTUNE; /* None: the default (the scheduler's) */
     if (val != Py_None) {
@@ -460,11 +459,11 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
         "{s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:N}", "samples",
         (long long)st.samples, "batches", (long long)st.batches,
         "errors_skipped", (long long)st.errors_skipped, "bytes_read",
-        (long long)st.bytes_read, "wait_s", (double)st.wait_ns / 1e9,
-        "threads", (long long)th, "read_threads", (long long)rt, "prefetch",
-        (long long)pf, "epoch", (long long)(self->pos_g / self->nb), "batch",
-        (long long)(self->pos_g % self->nb), "batches_held",
-        self->core->held, "telemetry", tel);
+        (long long)st.bytes_read, "wait_s", (double)st.wait_ns / 1e9, "threads",
+        (long long)th, "read_threads", (long long)rt, "prefetch", (long long)pf,
+        "epoch", (long long)(self->pos_g / self->nb), "batch",
+        (long long)(self->pos_g % self->nb), "batches_held", self->core->held,
+        "telemetry", tel);
 }
 
 static PyObject *loader_skipped(LoaderObject *self, PyObject *unused)
@@ -520,8 +519,7 @@ static void loader_dealloc(LoaderObject *self)
 }
 
 /* None leaves *out; otherwise an int in [min, max]. */
-static int opt_int(PyObject *o, const char *name, long min, long max,
-                   int *out)
+static int opt_int(PyObject *o, const char *name, long min, long max, int *out)
 {
     if (o == Py_None)
         return 0;
@@ -529,8 +527,8 @@ static int opt_int(PyObject *o, const char *name, long min, long max,
     if (v == -1 && PyErr_Occurred())
         return -1;
     if (v < min || v > max) {
-        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld",
-                     name, min, max, v);
+        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld", name,
+                     min, max, v);
         return -1;
     }
     *out = (int)v;
@@ -566,8 +564,8 @@ static int str_choice(PyObject *o, const char *name, const char *a,
         *out = 1;
     else {
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s must be '%s' or '%s', not %R",
-                     name, a, b, o);
+        PyErr_Format(PyExc_ValueError, "%s must be '%s' or '%s', not %R", name,
+                     a, b, o);
         return -1;
     }
     return 0;
@@ -576,13 +574,13 @@ static int str_choice(PyObject *o, const char *name, const char *a,
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {
-        "source",       "batch_size",   "image_size",   "mode",
-        "dtype",        "layout",       "shuffle",      "seed",
-        "drop_last",    "rank",         "world_size",   "epochs",
-        "unordered",    "on_error",     "threads",      "read_threads",
-        "prefetch",     "dct_scale",    "mean",         "std",
+        "source",       "batch_size",     "image_size",   "mode",
+        "dtype",        "layout",         "shuffle",      "seed",
+        "drop_last",    "rank",           "world_size",   "epochs",
+        "unordered",    "on_error",       "threads",      "read_threads",
+        "prefetch",     "dct_scale",      "mean",         "std",
         "telemetry_ms", "telemetry_path", "metrics_port", "flip",
-        "scale",        "ratio",        "resize_size",  NULL};
+        "scale",        "ratio",          "resize_size",  NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -734,15 +732,14 @@ static PyObject *get_options(LoaderObject *self, void *c)
     (void)c;
     const sl_options_t *o = &self->opt;
     return Py_BuildValue(
-        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s}",
-        "batch_size", o->batch_size, "image_size", o->image_size, "mode",
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s}", "batch_size",
+        o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
-        o->no_shuffle ? Py_False : Py_True, "seed",
-        (unsigned long long)o->seed, "drop_last",
-        o->drop_last ? Py_True : Py_False, "rank", o->rank, "world_size",
-        o->world_size, "epochs", (long long)self->epochs, "unordered",
-        o->unordered ? Py_True : Py_False, "on_error",
+        o->no_shuffle ? Py_False : Py_True, "seed", (unsigned long long)o->seed,
+        "drop_last", o->drop_last ? Py_True : Py_False, "rank", o->rank,
+        "world_size", o->world_size, "epochs", (long long)self->epochs,
+        "unordered", o->unordered ? Py_True : Py_False, "on_error",
         o->on_error ? "skip" : "fail");
 }
 
@@ -762,8 +759,7 @@ INT_GETTER(get_world_size, self->opt.world_size)
 static PyGetSetDef loader_getset[] = {
     {"num_samples", (getter)get_num_samples, NULL,
      "Samples in the whole source (all ranks).", NULL},
-    {"num_classes", (getter)get_num_classes, NULL, "Number of classes.",
-     NULL},
+    {"num_classes", (getter)get_num_classes, NULL, "Number of classes.", NULL},
     {"classes", (getter)get_classes, NULL,
      "Class names, index order (sorted folder names).", NULL},
     {"batches_per_epoch", (getter)get_batches_per_epoch, NULL,
@@ -774,8 +770,7 @@ static PyGetSetDef loader_getset[] = {
      "(epoch, batch) of the next batch to yield: start(*position) in a new "
      "Loader with the same options resumes exactly there (ordered mode).",
      NULL},
-    {"epochs", (getter)get_epochs, NULL, "Epochs one iteration streams.",
-     NULL},
+    {"epochs", (getter)get_epochs, NULL, "Epochs one iteration streams.", NULL},
     {"batch_size", (getter)get_batch_size, NULL, NULL, NULL},
     {"seed", (getter)get_seed, NULL, NULL, NULL},
     {"rank", (getter)get_rank, NULL, NULL, NULL},
@@ -807,8 +802,7 @@ static PyMethodDef loader_methods[] = {
     {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
-static PySequenceMethods loader_as_seq = {.sq_length =
-                                              (lenfunc)loader_len};
+static PySequenceMethods loader_as_seq = {.sq_length = (lenfunc)loader_len};
 
 PyDoc_STRVAR(
     loader_doc,

@@ -58,8 +58,8 @@ int slpy_parse_dtype(PyObject *o, int *dtype)
         }
         PyErr_Clear();
     }
-    PyErr_Format(PyExc_ValueError,
-                 "dtype must be 'uint8' or 'float32', not %R", o);
+    PyErr_Format(PyExc_ValueError, "dtype must be 'uint8' or 'float32', not %R",
+                 o);
     return -1;
 }
 
@@ -75,8 +75,7 @@ int slpy_parse_layout(PyObject *o, int *layout)
         return 0;
     }
     PyErr_Clear();
-    PyErr_Format(PyExc_ValueError, "layout must be 'chw' or 'hwc', not %R",
-                 o);
+    PyErr_Format(PyExc_ValueError, "layout must be 'chw' or 'hwc', not %R", o);
     return -1;
 }
 
@@ -111,8 +110,8 @@ static int parse_ints(PyObject *o, const char *what, int n, int *v)
     if (!seq || PySequence_Fast_GET_SIZE(seq) != n) {
         Py_XDECREF(seq);
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s must be a sequence of %d ints",
-                     what, n);
+        PyErr_Format(PyExc_TypeError, "%s must be a sequence of %d ints", what,
+                     n);
         return -1;
     }
     for (int i = 0; i < n; i++) {
@@ -123,8 +122,7 @@ static int parse_ints(PyObject *o, const char *what, int n, int *v)
         }
         if (x < 0 || x > 1 << 20) {
             Py_DECREF(seq);
-            PyErr_Format(PyExc_ValueError, "%s: %ld is out of range", what,
-                         x);
+            PyErr_Format(PyExc_ValueError, "%s: %ld is out of range", what, x);
             return -1;
         }
         v[i] = (int)x;
@@ -142,13 +140,11 @@ PyDoc_STRVAR(image_transform_doc,
              "size=(w, h) (None: the box's size),\nflips, converts, and "
              "returns a new numpy array (3xHxW or HxWx3).");
 
-static PyObject *image_transform(PyObject *self, PyObject *args,
-                                 PyObject *kw)
+static PyObject *image_transform(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"data", "crop",  "size",      "flip",
-                             "dtype", "layout", "mean",    "std",
-                             "dct_scale", NULL};
+    static char *kwlist[] = {"data",   "crop", "size", "flip",      "dtype",
+                             "layout", "mean", "std",  "dct_scale", NULL};
     Py_buffer buf;
     PyObject *crop = Py_None, *size = Py_None, *dt = NULL, *lay = NULL;
     PyObject *mean = Py_None, *std = Py_None;
@@ -173,8 +169,7 @@ static PyObject *image_transform(PyObject *self, PyObject *args,
         slpy_raise(rc, "not a JPEG or PNG image, or a damaged header", 0);
         goto out;
     }
-    t.crop_x = box[0], t.crop_y = box[1], t.crop_w = box[2],
-    t.crop_h = box[3];
+    t.crop_x = box[0], t.crop_y = box[1], t.crop_w = box[2], t.crop_h = box[3];
     if (!t.crop_w || !t.crop_h)
         t.crop_x = t.crop_y = 0, t.crop_w = iw, t.crop_h = ih;
     t.out_w = wh[0] ? wh[0] : t.crop_w;
@@ -184,16 +179,15 @@ static PyObject *image_transform(PyObject *self, PyObject *args,
     npy_intp dims[3] = {3, t.out_h, t.out_w};
     if (t.layout == SL_LAYOUT_HWC)
         dims[0] = t.out_h, dims[1] = t.out_w, dims[2] = 3;
-    arr = PyArray_SimpleNew(3, dims,
-                            t.dtype == SL_DTYPE_UINT8 ? NPY_UINT8
-                                                      : NPY_FLOAT32);
+    arr = PyArray_SimpleNew(
+        3, dims, t.dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32);
     if (!arr)
         goto out;
     char err[512] = "";
     Py_BEGIN_ALLOW_THREADS;
-    rc = sl_image_transform(buf.buf, (size_t)buf.len, &t,
-                            PyArray_DATA((PyArrayObject *)arr), err,
-                            sizeof err);
+    rc =
+        sl_image_transform(buf.buf, (size_t)buf.len, &t,
+                           PyArray_DATA((PyArrayObject *)arr), err, sizeof err);
     Py_END_ALLOW_THREADS;
     if (rc) {
         Py_CLEAR(arr);
@@ -210,9 +204,15 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "sluice._sluice",
-    "The C extension of sluice: see the sluice package.", -1, methods,
-    NULL, NULL, NULL, NULL};
+    PyModuleDef_HEAD_INIT,
+    "sluice._sluice",
+    "The C extension of sluice: see the sluice package.",
+    -1,
+    methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
 PyMODINIT_FUNC PyInit__sluice(void)
 {
@@ -237,7 +237,7 @@ PyMODINIT_FUNC PyInit__sluice(void)
     }
     Py_INCREF(slpy_error); /* the module's reference was stolen */
 #define ADD_CODE(name, num, msg)                                               \
-    if (PyModule_AddIntConstant(m, "E" #name, num)) {                         \
+    if (PyModule_AddIntConstant(m, "E" #name, num)) {                          \
         Py_DECREF(m);                                                          \
         return NULL;                                                           \
     }

@@ -69,6 +69,10 @@ static void usage(FILE *f, const char *cmd)
             "  --telemetry-ms N   telemetry period (100)\n"
             "  --metrics-port P   serve Prometheus metrics on "
             "127.0.0.1:P/metrics\n"
+            "  --policy heuristic|static  tune the knobs not given (heuristic)\n"
+            "  --max-threads N    budget: read + decode threads (2 x cores)\n"
+            "  --max-memory SIZE  budget: batch buffers + read-ahead, e.g. "
+            "512M\n"
             "  --json             a JSON object of the figures as last line\n"
             "  --quiet            no progress bar\n",
             cmd);
@@ -111,7 +115,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         O_STEP, O_OUT, O_LAYOUT, O_EVAL, O_SEED, O_NOSHUF, O_NOFLIP, O_DROP,
         O_NODCT, O_UNORD, O_RANK, O_WORLD, O_ONERR, O_DIGEST, O_STOP,
         O_STATE, O_RESUME, O_SET, O_JSON, O_QUIET, O_HELP, O_TELEM, O_PORT,
-        O_TMS
+        O_TMS, O_POLICY, O_MAXT, O_MAXM
     };
     static const struct option lo[] = {
         {"batch", 1, 0, O_BATCH}, {"size", 1, 0, O_SIZE},
@@ -129,7 +133,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"json", 0, 0, O_JSON}, {"quiet", 0, 0, O_QUIET},
         {"help", 0, 0, O_HELP}, {"telemetry", 1, 0, O_TELEM},
         {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
-        {0, 0, 0, 0}};
+        {"policy", 1, 0, O_POLICY}, {"max-threads", 1, 0, O_MAXT},
+        {"max-memory", 1, 0, O_MAXM}, {0, 0, 0, 0}};
     long long v = 0;
     int c;
     optind = 1;
@@ -240,6 +245,23 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case O_TMS:
             bad = parse_int(s, 1, 60000, &v), a->opt.telemetry_ms = (int)v;
             break;
+        case O_POLICY:
+            if (!strcmp(s, "heuristic"))
+                a->opt.policy = SL_POLICY_HEURISTIC;
+            else if (!strcmp(s, "static"))
+                a->opt.policy = SL_POLICY_STATIC;
+            else
+                bad = 1;
+            break;
+        case O_MAXT:
+            bad = parse_int(s, 2, 256, &v), a->opt.max_threads = (int)v;
+            break;
+        case O_MAXM: {
+            long long m = sl__parse_size(s);
+            bad = m <= 0;
+            a->opt.max_memory_bytes = m;
+            break;
+        }
         case O_HELP:
         case 'h':
             usage(stdout, argv[0]);

@@ -41,6 +41,9 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EINVAL,
                         "bad sizes: batch %d, image %d, resize %d",
                         o->batch_size, o->image_size, o->resize_size);
+    if (o->policy != SL_POLICY_HEURISTIC && o->policy != SL_POLICY_STATIC)
+        return sl__fail(err, errlen, SL_EINVAL, "unknown policy %d",
+                        o->policy);
     if (o->mode != SL_MODE_TRAIN && o->mode != SL_MODE_EVAL)
         return sl__fail(err, errlen, SL_EINVAL, "unknown mode %d", o->mode);
     if (o->dtype != SL_DTYPE_UINT8 && o->dtype != SL_DTYPE_FLOAT32)
@@ -67,6 +70,49 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
     return 0;
 }
 
+/* Budgets: the thread cap and the memory cap (prefetch x batch bytes plus a
+ * fixed reserve for read-ahead and decode scratch), which bounds prefetch
+ * whoever sets it. */
+static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
+{
+    sl_options_t *o = &l->opt;
+    int ncpu = sl__ncpu();
+    l->lim.max_threads = o->max_threads > 0 ? o->max_threads : 2 * ncpu;
+    if (l->lim.max_threads < 2)
+        l->lim.max_threads = 2;
+    l->lim.max_read = 8;
+    l->lim.max_decode = l->lim.max_threads - 1;
+    if (l->lim.max_decode > SL_WORKERS_MAX)
+        l->lim.max_decode = SL_WORKERS_MAX;
+    int want = o->prefetch;
+    l->lim.max_prefetch = want * 4 > 16 ? want * 4 : 16;
+    if (o->max_memory_bytes > 0) {
+        int64_t room = o->max_memory_bytes - SL_MEM_RESERVE;
+        int64_t fit = room > 0 ? room / (int64_t)l->batch_bytes : 0;
+        if (fit < 1)
+            return sl__fail(err, errlen, SL_ERANGE,
+                            "memory budget %lld B holds no batch of %zu B "
+                            "(plus %d MB reserve)",
+                            (long long)o->max_memory_bytes, l->batch_bytes,
+                            SL_MEM_RESERVE >> 20);
+        if (fit < l->lim.max_prefetch)
+            l->lim.max_prefetch = (int)fit;
+        if (o->prefetch > fit)
+            o->prefetch = (int)fit;
+    }
+    if (o->read_threads + o->decode_threads > l->lim.max_threads) {
+        if (!l->lim.tune_decode && !l->lim.tune_read)
+            return sl__fail(err, errlen, SL_ERANGE,
+                            "%d read + %d decode threads exceed the budget "
+                            "of %d",
+                            o->read_threads, o->decode_threads,
+                            l->lim.max_threads);
+        if (l->lim.tune_decode)
+            o->decode_threads = l->lim.max_threads - o->read_threads;
+    }
+    return 0;
+}
+
 static void set_xform(sl_loader_t *l)
 {
     const sl_options_t *o = &l->opt;
@@ -88,6 +134,7 @@ static void set_xform(sl_loader_t *l)
 }
 
 static void pipe_sample(void *arg, sl__pipe_sample_t *o);
+static void schedule(void *arg, struct sl__collector *c);
 
 int sl_loader_create(const char *source, const sl_options_t *opt,
                      sl_loader_t **out)
@@ -103,6 +150,11 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     if (opt)
         l->opt = *opt;
+    /* Knobs left at 0 / SL_AUTOTUNE belong to the scheduler. */
+    int tuned = l->opt.policy != SL_POLICY_STATIC;
+    l->lim.tune_read = tuned && l->opt.read_threads <= 0;
+    l->lim.tune_decode = tuned && l->opt.decode_threads <= 0;
+    l->lim.tune_prefetch = tuned && l->opt.prefetch <= 0;
     int rc = resolve(&l->opt, err, errlen);
     if (!rc)
         rc = sl__source_open(source, l->opt.on_error == SL_ON_ERROR_SKIP,
@@ -121,6 +173,12 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     size_t esize = l->opt.dtype == SL_DTYPE_FLOAT32 ? 4 : 1;
     l->sample_bytes = (size_t)l->opt.image_size * l->opt.image_size * 3 * esize;
     l->batch_bytes = l->sample_bytes * (size_t)l->opt.batch_size;
+    rc = set_budgets(l, err, errlen);
+    if (rc) {
+        sl__source_close(l->src);
+        free(l);
+        return rc;
+    }
     l->prefetch = l->opt.prefetch;
     l->read_threads = l->opt.read_threads;
     l->decode_threads = l->opt.decode_threads;
@@ -146,7 +204,12 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
         sl__collector_opts_t co = {l->opt.telemetry_ms ? l->opt.telemetry_ms
                                                        : 100,
                                    source, l->opt.telemetry_path,
-                                   l->opt.metrics_port, 600};
+                                   l->opt.metrics_port, 600, NULL};
+        if (l->opt.policy != SL_POLICY_STATIC &&
+            (l->lim.tune_read || l->lim.tune_decode || l->lim.tune_prefetch)) {
+            sl__heur_init(&l->heur);
+            co.on_tick = schedule;
+        }
         rc = sl__collector_start(&co, pipe_sample, l, &l->coll, err, errlen);
         if (rc) {
             sl_loader_destroy(l);
@@ -189,6 +252,11 @@ static void pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->decode_queue = (int)sl__queue_len(l->decode_q);
     o->decode_capacity = SL_ITEMS;
     o->prefetch = l->prefetch;
+    o->decisions = l->decisions;
+    memcpy(o->decision_knob, l->decision_knob, sizeof o->decision_knob);
+    o->decision_from = l->decision_from;
+    o->decision_to = l->decision_to;
+    memcpy(o->decision_reason, l->decision_reason, sizeof o->decision_reason);
     for (int i = 0; i < l->nbufs; i++) {
         o->batches_ready += l->bufs[i]->state == BB_READY;
         o->batches_filling += l->bufs[i]->state == BB_FILLING;
@@ -199,6 +267,51 @@ static void pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->read_items = atomic_load(&l->read_items);
     o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
     o->decode_items = atomic_load(&l->decode_items);
+}
+
+/* The scheduler, on the collector thread every SL_DECIDE_TICKS periods:
+ * reads the last window of snapshots and turns the heuristic's step into a
+ * knob change through the same sl_loader_set any user has. */
+static void schedule(void *arg, struct sl__collector *c)
+{
+    sl_loader_t *l = arg;
+    if (++l->ticks % SL_DECIDE_TICKS)
+        return;
+    sl_snapshot_t win[SL_DECIDE_TICKS];
+    int n = sl__collector_recent(c, win, SL_DECIDE_TICKS);
+    pthread_mutex_lock(&l->mu);
+    int running = l->running && !l->stopping;
+    sl__knobs_t cur = {l->read_threads, l->decode_threads, l->prefetch};
+    pthread_mutex_unlock(&l->mu);
+    if (!running)
+        return;
+    sl__knobs_t next;
+    char reason[160];
+    int k = sl__heur_step(&l->heur, win, n, &l->lim, &cur, &next, reason,
+                          sizeof reason);
+    if (k == SL_KNOB_NONE)
+        return;
+    sl_param_t p = k == SL_KNOB_READ     ? SL_PARAM_READ_THREADS
+                   : k == SL_KNOB_DECODE ? SL_PARAM_DECODE_THREADS
+                                         : SL_PARAM_PREFETCH;
+    int from = k == SL_KNOB_READ     ? cur.read_threads
+               : k == SL_KNOB_DECODE ? cur.decode_threads
+                                     : cur.prefetch;
+    int to = k == SL_KNOB_READ     ? next.read_threads
+             : k == SL_KNOB_DECODE ? next.decode_threads
+                                   : next.prefetch;
+    if (sl_loader_set(l, p, to) != 0)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->decisions++;
+    snprintf(l->decision_knob, sizeof l->decision_knob, "%s",
+             k == SL_KNOB_READ     ? "read_threads"
+             : k == SL_KNOB_DECODE ? "decode_threads"
+                                   : "prefetch");
+    l->decision_from = from;
+    l->decision_to = to;
+    snprintf(l->decision_reason, sizeof l->decision_reason, "%s", reason);
+    pthread_mutex_unlock(&l->mu);
 }
 
 /* Stops every worker and returns all buffers and items to their pools. */
@@ -480,7 +593,8 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
             l->decode_threads = (int)value;
         break;
     case SL_PARAM_PREFETCH:
-        if (value < 1 || value > 4096) {
+        if (value < 1 || value > 4096 ||
+            (l->opt.max_memory_bytes > 0 && value > l->lim.max_prefetch)) {
             rc = SL_ERANGE;
             break;
         }

@@ -24,12 +24,15 @@
 #include "exec/queue.h"
 #include "exec/workers.h"
 #include "ops/image.h"
+#include "sched/heuristic.h"
 #include "telemetry/collector.h"
 
 #define SL_ITEMS 32                   /* read-ahead: samples read, not done */
 #define SL_ITEM_KEEP (4u << 20)       /* item buffers above this are freed */
 #define SL_SKIPS_KEPT 10000           /* skip messages kept */
 #define SL_MSG 1024
+#define SL_MEM_RESERVE (32 << 20) /* budget share for read-ahead, scratch */
+#define SL_DECIDE_TICKS 5          /* telemetry periods per decision */
 
 enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
 
@@ -90,6 +93,14 @@ struct sl_loader {
     atomic_llong read_busy_ns, read_items, decode_busy_ns, decode_items;
     int64_t lat_sum_ns, lat_count;
     struct sl__collector *coll;
+    /* Scheduler: knobs the user left to it, budgets, the last decision. */
+    sl__limits_t lim;
+    sl__heur_t heur;
+    int ticks;
+    int64_t decisions;
+    char decision_knob[24];
+    int decision_from, decision_to;
+    char decision_reason[160];
     int fatal;
     char errmsg[SL_MSG];
     char **skips;

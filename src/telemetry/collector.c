@@ -231,6 +231,16 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->prefetch = q->prefetch;
     s->batches_ready = q->batches_ready;
     s->batches_filling = q->batches_filling;
+    s->decisions_total = q->decisions;
+    if (q->decisions != p->decisions) {
+        s->decision_new = 1;
+        snprintf(s->decision_knob, sizeof s->decision_knob, "%s",
+                 q->decision_knob);
+        s->decision_from = q->decision_from;
+        s->decision_to = q->decision_to;
+        snprintf(s->decision_reason, sizeof s->decision_reason, "%s",
+                 q->decision_reason);
+    }
 }
 
 void sl__collector_tick(sl__collector_t *c)
@@ -275,6 +285,8 @@ static void *collector_main(void *p)
         }
         pthread_mutex_unlock(&c->mu);
         sl__collector_tick(c);
+        if (c->o.on_tick)
+            c->o.on_tick(c->arg, c);
         next += (int64_t)c->o.period_ms * 1000000;
         if (next < sl__now_ns()) /* fell behind (suspended): no burst */
             next = sl__now_ns() + (int64_t)c->o.period_ms * 1000000;

