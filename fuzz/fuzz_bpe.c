@@ -71,9 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     }
     case 1:
-        if (!sl__bpe_load_tiktoken_mem(p, n, "ranks",
-                                       ENCS[data[1] % 4], &t, err,
-                                       sizeof err)) {
+        if (!sl__bpe_load_tiktoken_mem(p, n, "ranks", ENCS[data[1] % 4], &t,
+                                       err, sizeof err)) {
             encode_all(t, data, size);
             sl__tok_free(t);
         }

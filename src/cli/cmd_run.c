@@ -20,7 +20,7 @@
 
 typedef struct knob_set {
     int64_t at; /* after this many batches of this run */
-    sl_param_t param;
+    sl_param_t param; /* 0: the consumer's step time (step-ms) */
     int64_t value;
 } knob_set_t;
 
@@ -30,6 +30,7 @@ typedef struct run_args {
     double step_ms;
     int digest, json, quiet, bench;
     int64_t stop_after; /* batches; 0 = all */
+    double duration;    /* seconds; 0 = no limit */
     const char *state_out, *resume;
     knob_set_t sets[MAX_SETS];
     int nsets;
@@ -63,7 +64,9 @@ static void usage(FILE *f, const char *cmd)
             "  --state FILE       write the position (and digest) reached\n"
             "  --resume FILE      continue from a --state file\n"
             "  --set K:KNOB=V     after K batches set threads|read-threads|"
-            "prefetch to V\n"
+            "prefetch|step-ms to V\n"
+            "  --duration S       stop after S seconds (epochs repeat as "
+            "needed)\n"
             "  --telemetry FILE   one JSON line of telemetry per period "
             "(docs/TELEMETRY.md)\n"
             "  --telemetry-ms N   telemetry period (100)\n"
@@ -103,6 +106,8 @@ static int parse_set(const char *s, knob_set_t *k)
         k->param = SL_PARAM_READ_THREADS;
     else if (!strcmp(name, "prefetch"))
         k->param = SL_PARAM_PREFETCH;
+    else if (!strcmp(name, "step-ms"))
+        k->param = 0;
     else
         return -1;
     return 0;
@@ -115,7 +120,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         O_STEP, O_OUT, O_LAYOUT, O_EVAL, O_SEED, O_NOSHUF, O_NOFLIP, O_DROP,
         O_NODCT, O_UNORD, O_RANK, O_WORLD, O_ONERR, O_DIGEST, O_STOP,
         O_STATE, O_RESUME, O_SET, O_JSON, O_QUIET, O_HELP, O_TELEM, O_PORT,
-        O_TMS, O_POLICY, O_MAXT, O_MAXM
+        O_TMS, O_POLICY, O_MAXT, O_MAXM, O_DUR
     };
     static const struct option lo[] = {
         {"batch", 1, 0, O_BATCH}, {"size", 1, 0, O_SIZE},
@@ -134,7 +139,8 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"help", 0, 0, O_HELP}, {"telemetry", 1, 0, O_TELEM},
         {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
         {"policy", 1, 0, O_POLICY}, {"max-threads", 1, 0, O_MAXT},
-        {"max-memory", 1, 0, O_MAXM}, {0, 0, 0, 0}};
+        {"max-memory", 1, 0, O_MAXM}, {"duration", 1, 0, O_DUR},
+        {0, 0, 0, 0}};
     long long v = 0;
     int c;
     optind = 1;
@@ -255,6 +261,10 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             break;
         case O_MAXT:
             bad = parse_int(s, 2, 256, &v), a->opt.max_threads = (int)v;
+            break;
+        case O_DUR:
+            a->duration = strtod(s, NULL);
+            bad = !(a->duration > 0);
             break;
         case O_MAXM: {
             long long m = sl__parse_size(s);
@@ -437,7 +447,9 @@ int sl__cmd_run(int argc, char **argv)
          * run's first epoch, so shorten by the epochs already done. */
     }
     sl_loader_t *l = NULL;
-    int64_t epochs_total = a.opt.epochs ? a.opt.epochs : 1;
+    int64_t epochs_total = a.opt.epochs ? a.opt.epochs
+                           : a.duration > 0 ? 1000000 /* until the clock */
+                                            : 1;
     a.opt.epochs = epochs_total;
     if (a.resume) {
         a.opt.epochs = epochs_total - st.pos.epoch;
@@ -463,7 +475,8 @@ int sl__cmd_run(int argc, char **argv)
                 " batches/epoch, from epoch %" PRId64 " batch %" PRId64 "\n",
                 argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l),
                 nb, st.pos.epoch, st.pos.batch);
-    int64_t *waits = malloc((size_t)(total > 0 ? total : 1) * sizeof *waits);
+    size_t waits_cap = total > 0 && total < 4096 ? (size_t)total : 4096;
+    int64_t *waits = malloc(waits_cap * sizeof *waits);
     if (!waits) {
         sl_loader_destroy(l);
         return 1;
@@ -476,8 +489,10 @@ int sl__cmd_run(int argc, char **argv)
     uint64_t h = st.digest;
     while (!rc && done < total) {
         for (int k = 0; k < a.nsets; k++)
-            if (a.sets[k].at == done &&
-                sl_loader_set(l, a.sets[k].param, a.sets[k].value))
+            if (a.sets[k].at == done && a.sets[k].param == 0)
+                a.step_ms = (double)a.sets[k].value;
+            else if (a.sets[k].at == done &&
+                     sl_loader_set(l, a.sets[k].param, a.sets[k].value))
                 fprintf(stderr, "sluice %s: --set: %s\n", argv[0],
                         sl_loader_last_error(l));
         const sl_batch_t *b;
@@ -486,6 +501,16 @@ int sl__cmd_run(int argc, char **argv)
         int64_t w = sl__now_ns() - w0;
         if (rc)
             break;
+        if ((size_t)done == waits_cap) {
+            int64_t *more = realloc(waits, 2 * waits_cap * sizeof *waits);
+            if (!more) {
+                sl_loader_release(l, b);
+                rc = SL_ENOMEM;
+                break;
+            }
+            waits = more;
+            waits_cap *= 2;
+        }
         waits[done] = w;
         wait_total += w;
         if (b->epoch != cur_epoch) {
@@ -508,6 +533,8 @@ int sl__cmd_run(int argc, char **argv)
         }
         sl_loader_release(l, b);
         int64_t now = sl__now_ns();
+        if (a.duration > 0 && (double)(now - t0) / 1e9 >= a.duration)
+            break;
         if (show && (now - last_draw > 100000000 || done == total)) {
             last_draw = now;
             double secs = (double)(now - t0) / 1e9;
@@ -544,6 +571,7 @@ int sl__cmd_run(int argc, char **argv)
     double rate = secs > 0 ? (double)samples / secs : 0;
     double util = secs > 0 ? cpu / secs / sl__ncpu() : 0;
     double rss_mb = peak_rss_mb();
+    double wait_mean = done ? (double)wait_total / 1e6 / (double)done : 0;
     int64_t epochs_seen = done ? (cur_epoch - st.pos.epoch + 1) : 0;
     if (!a.json || show) {
         printf("%" PRId64 " samples in %" PRId64 " batches, %.2f s: %.0f img/s"
@@ -560,13 +588,14 @@ int sl__cmd_run(int argc, char **argv)
                ", \"epochs\": %" PRId64 ", \"seconds\": %.4f"
                ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f"
                ", \"wait_ms_p50\": %.3f, \"wait_ms_p99\": %.3f"
-               ", \"cpu_util\": %.4f, \"peak_rss_mb\": %.1f"
+               ", \"cpu_util\": %.4f, \"cpu_seconds\": %.3f"
+               ", \"wait_ms_mean\": %.3f, \"peak_rss_mb\": %.1f"
                ", \"errors_skipped\": %" PRId64 ", \"bytes_read\": %" PRId64
                ", \"threads\": %d, \"batch\": %d, \"size\": %d"
                ", \"out\": \"%s\", \"position\": [%" PRId64 ", %" PRId64 "]",
                samples, done, epochs_seen, secs, rate, stall,
-               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99), util,
-               rss_mb, s.errors_skipped, s.bytes_read,
+               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99), util, cpu,
+               wait_mean, rss_mb, s.errors_skipped, s.bytes_read,
                a.opt.decode_threads ? a.opt.decode_threads : sl__ncpu(),
                a.opt.batch_size ? a.opt.batch_size : 64,
                a.opt.image_size ? a.opt.image_size : 224,

@@ -77,13 +77,27 @@ int sl__cmd_tokenize(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:v:m:h", opts, NULL)) != -1) {
         switch (c) {
-        case 't': kind = optarg; break;
-        case 'v': vocab = optarg; break;
-        case 'm': merges = optarg; break;
-        case 'u': uncased = 1; break;
-        case 's': allow_special = 1; break;
-        case 'c': count = 1; break;
-        case 'j': json = 1; break;
+        case 't':
+            kind = optarg;
+            break;
+        case 'v':
+            vocab = optarg;
+            break;
+        case 'm':
+            merges = optarg;
+            break;
+        case 'u':
+            uncased = 1;
+            break;
+        case 's':
+            allow_special = 1;
+            break;
+        case 'c':
+            count = 1;
+            break;
+        case 'j':
+            json = 1;
+            break;
         case 'r':
             repeat = atoi(optarg);
             if (repeat < 1) {
@@ -91,8 +105,12 @@ int sl__cmd_tokenize(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h': usage(); return 0;
-        default: usage(); return 2;
+        case 'h':
+            usage();
+            return 0;
+        default:
+            usage();
+            return 2;
         }
     }
     if (!kind || !vocab || optind + 1 != argc) {

@@ -26,10 +26,10 @@ enum { K_WORD, K_SPACE, K_PUNCT, K_DROP, K_HIGH };
  * \t \n \r which are whitespace; punctuation is 33-47, 58-64, 91-96,
  * 123-126. */
 static const unsigned char ascii_class[256] = {
-    [0 ... 8] = K_DROP,     ['\t'] = K_SPACE,      ['\n'] = K_SPACE,
-    [11 ... 12] = K_DROP,   ['\r'] = K_SPACE,      [14 ... 31] = K_DROP,
-    [' '] = K_SPACE,        [33 ... 47] = K_PUNCT, [48 ... 57] = K_WORD,
-    [58 ... 64] = K_PUNCT,  [65 ... 90] = K_WORD,  [91 ... 96] = K_PUNCT,
+    [0 ... 8] = K_DROP,     ['\t'] = K_SPACE,        ['\n'] = K_SPACE,
+    [11 ... 12] = K_DROP,   ['\r'] = K_SPACE,        [14 ... 31] = K_DROP,
+    [' '] = K_SPACE,        [33 ... 47] = K_PUNCT,   [48 ... 57] = K_WORD,
+    [58 ... 64] = K_PUNCT,  [65 ... 90] = K_WORD,    [91 ... 96] = K_PUNCT,
     [97 ... 122] = K_WORD,  [123 ... 126] = K_PUNCT, [127] = K_DROP,
     [128 ... 255] = K_HIGH,
 };
@@ -38,11 +38,11 @@ static const unsigned char ascii_class[256] = {
 
 typedef struct split {
     const struct sl__wp *wp;
-    sl__bytes_t *wb;     /* word bytes */
-    sl__bytes_t *wr;     /* sl__wp_word_t records */
-    size_t nw;           /* records in wr */
-    size_t wstart;       /* start of the open word in wb */
-    int wlong;           /* the open word went over SL__WP_MAX_WORD_BYTES */
+    sl__bytes_t *wb; /* word bytes */
+    sl__bytes_t *wr; /* sl__wp_word_t records */
+    size_t nw;       /* records in wr */
+    size_t wstart;   /* start of the open word in wb */
+    int wlong;       /* the open word went over SL__WP_MAX_WORD_BYTES */
     sl__wp_sink_fn sink;
     void *ctx;
 } split_t;
@@ -138,8 +138,8 @@ static int reserve_u32(sl__bytes_t *b, size_t n)
 }
 
 /* One run of non-ASCII bytes. */
-static int split_high(split_t *st, const uint8_t *p, size_t n,
-                      sl__bytes_t *b1, sl__bytes_t *b2)
+static int split_high(split_t *st, const uint8_t *p, size_t n, sl__bytes_t *b1,
+                      sl__bytes_t *b2)
 {
     /* 1. decode + clean + CJK spacing: at most 3 entries per byte. */
     if (reserve_u32(b1, 3 * n))
@@ -187,10 +187,9 @@ static int split_high(split_t *st, const uint8_t *p, size_t n,
                 d = (uint32_t *)(void *)b2->p;
             }
             int bc = 0;
-            utf8proc_ssize_t r =
-                utf8proc_decompose_char((utf8proc_int32_t)cp[i],
-                                        (utf8proc_int32_t *)(d + k), 8,
-                                        UTF8PROC_DECOMPOSE, &bc);
+            utf8proc_ssize_t r = utf8proc_decompose_char(
+                (utf8proc_int32_t)cp[i], (utf8proc_int32_t *)(d + k), 8,
+                UTF8PROC_DECOMPOSE, &bc);
             if (r < 1 || r > 8) {
                 d[k++] = cp[i];
                 continue;
@@ -288,8 +287,7 @@ int sl__bert_split(const struct sl__wp *wp, const char *text, size_t n,
     if (!tabs_ready) {
         for (int c = 0; c < 256; c++) {
             same_tab[c] = (unsigned char)c;
-            lower_tab[c] =
-                (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            lower_tab[c] = (unsigned char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
         }
         __atomic_store_n(&tabs_ready, 1, __ATOMIC_RELEASE);
     }
@@ -304,8 +302,8 @@ int sl__bert_split(const struct sl__wp *wp, const char *text, size_t n,
         case K_WORD: {
             size_t j = i;
             if (!st.wlong) {
-                if (sl__bytes_reserve(st.wb, st.wb->n +
-                                                 SL__WP_MAX_WORD_BYTES + 8))
+                if (sl__bytes_reserve(st.wb,
+                                      st.wb->n + SL__WP_MAX_WORD_BYTES + 8))
                     return SL_ENOMEM;
                 size_t room = st.wstart + SL__WP_MAX_WORD_BYTES - st.wb->n;
                 size_t lim = n - i > room ? i + room + 1 : n;

@@ -82,8 +82,9 @@ static int merge_piece(const struct sl__bpe *b, const uint8_t *p, size_t n,
         size_t i = mini;
         /* merge parts i and i+1: drop boundary i+1 */
         if (i > 0)
-            rk[i - 1] = i + 2 < m ? rank_of(b, p + st[i - 1], st[i + 2] - st[i - 1])
-                                  : SL__BPE_NORANK;
+            rk[i - 1] = i + 2 < m
+                            ? rank_of(b, p + st[i - 1], st[i + 2] - st[i - 1])
+                            : SL__BPE_NORANK;
         rk[i] = i + 3 < m ? rank_of(b, p + st[i], st[i + 3] - st[i])
                           : SL__BPE_NORANK;
         memmove(st + i + 1, st + i + 2, (m - i - 2) * sizeof *st);

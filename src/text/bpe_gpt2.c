@@ -80,8 +80,8 @@ static int parse_merges(struct sl__bpe *bpe, const int16_t *cp_to_byte,
     size_t i = 0, line = 1;
     if (sl__utf8_valid_prefix((const uint8_t *)d, n) != n) {
         size_t off = sl__utf8_valid_prefix((const uint8_t *)d, n);
-        return sl__fail(err, errlen, SL_ECORRUPT, "%s:%zu: invalid UTF-8",
-                        name, line_of(d, off));
+        return sl__fail(err, errlen, SL_ECORRUPT, "%s:%zu: invalid UTF-8", name,
+                        line_of(d, off));
     }
     /* the first line is the "#version" header; tiktoken skips it unread */
     while (i < n && d[i] != '\n')
@@ -99,8 +99,8 @@ static int parse_merges(struct sl__bpe *bpe, const int16_t *cp_to_byte,
             e++;
         if (e >= n)
             return sl__fail(err, errlen, SL_ECORRUPT,
-                            "%s:%zu: truncated: last line has no newline",
-                            name, line);
+                            "%s:%zu: truncated: last line has no newline", name,
+                            line);
         /* two fields separated by whitespace */
         size_t f[4], nf = 0;
         for (size_t p = i; p < e && nf <= 4;) {
@@ -125,8 +125,8 @@ static int parse_merges(struct sl__bpe *bpe, const int16_t *cp_to_byte,
         if (l1 + l2 > sizeof buf ||
             decode_data_gym(cp_to_byte, (const uint8_t *)d + f[0], l1, buf,
                             &o1) ||
-            decode_data_gym(cp_to_byte, (const uint8_t *)d + f[2], l2,
-                            buf + o1, &o2))
+            decode_data_gym(cp_to_byte, (const uint8_t *)d + f[2], l2, buf + o1,
+                            &o2))
             return sl__fail(err, errlen, SL_ECORRUPT,
                             "%s:%zu: character outside GPT-2's byte map", name,
                             line);
@@ -228,14 +228,30 @@ static int jp_string(jp_t *j, uint8_t *out, size_t cap, size_t *outn)
         char e = j->d[j->i + 1];
         j->i += 2;
         switch (e) {
-        case '"': out[o++] = '"'; break;
-        case '\\': out[o++] = '\\'; break;
-        case '/': out[o++] = '/'; break;
-        case 'b': out[o++] = '\b'; break;
-        case 'f': out[o++] = '\f'; break;
-        case 'n': out[o++] = '\n'; break;
-        case 'r': out[o++] = '\r'; break;
-        case 't': out[o++] = '\t'; break;
+        case '"':
+            out[o++] = '"';
+            break;
+        case '\\':
+            out[o++] = '\\';
+            break;
+        case '/':
+            out[o++] = '/';
+            break;
+        case 'b':
+            out[o++] = '\b';
+            break;
+        case 'f':
+            out[o++] = '\f';
+            break;
+        case 'n':
+            out[o++] = '\n';
+            break;
+        case 'r':
+            out[o++] = '\r';
+            break;
+        case 't':
+            out[o++] = '\t';
+            break;
         case 'u': {
             uint32_t v, w;
             if (j->i + 4 > j->n || hex4(j->d + j->i, &v))
@@ -253,7 +269,8 @@ static int jp_string(jp_t *j, uint8_t *out, size_t cap, size_t *outn)
             o += put_utf8(out + o, v);
             break;
         }
-        default: return jp_fail(j, "bad escape");
+        default:
+            return jp_fail(j, "bad escape");
         }
     }
     *outn = o;
@@ -292,9 +309,8 @@ static int check_encoder(struct sl__bpe *bpe, const int16_t *cp_to_byte,
             j.i++;
         while (j.i < n && d[j.i] >= '0' && d[j.i] <= '9')
             j.i++;
-        if (j.i == a || j.i - a > 10 || (j.i < n && (d[j.i] == '.' ||
-                                                     d[j.i] == 'e' ||
-                                                     d[j.i] == 'E')))
+        if (j.i == a || j.i - a > 10 ||
+            (j.i < n && (d[j.i] == '.' || d[j.i] == 'e' || d[j.i] == 'E')))
             return jp_fail(&j, "expected an integer id");
         long long v = strtoll(d + a, NULL, 10);
         if (decode_data_gym(cp_to_byte, s, sn, b, &bn))
@@ -355,8 +371,7 @@ int sl__bpe_load_gpt2_mem(const char *enc, size_t enc_n, const char *enc_name,
         rc = parse_merges(bpe, cp_to_byte, merges, merges_n, merges_name, err,
                           errlen);
     if (!rc)
-        rc = check_encoder(bpe, cp_to_byte, enc, enc_n, enc_name, err,
-                           errlen);
+        rc = check_encoder(bpe, cp_to_byte, enc, enc_n, enc_name, err, errlen);
     if (rc) {
         sl__bpe_free(bpe);
         return rc;

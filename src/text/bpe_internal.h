@@ -17,8 +17,8 @@ typedef struct sl__bpe_map {
     size_t arena_n, arena_cap;
     uint32_t *off, *len, *rank; /* per entry */
     uint32_t n, cap;            /* entries */
-    uint64_t *slot;             /* (hash high 32 << 32) | (entry + 1); 0 empty */
-    uint32_t mask;              /* slots - 1 */
+    uint64_t *slot; /* (hash high 32 << 32) | (entry + 1); 0 empty */
+    uint32_t mask;  /* slots - 1 */
 } sl__bpe_map_t;
 
 int sl__bpe_map_init(sl__bpe_map_t *m, size_t expect);
@@ -35,7 +35,7 @@ typedef struct sl__bpe_special {
 } sl__bpe_special_t;
 
 struct sl__bpe {
-    char name[32];   /* encoding: "gpt2", "cl100k_base", ... */
+    char name[32]; /* encoding: "gpt2", "cl100k_base", ... */
     sl__bpe_map_t map;
     uint32_t *pair2; /* rank of each 2-byte string (65536), for speed */
     uint32_t byte_rank[256];

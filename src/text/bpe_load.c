@@ -252,10 +252,10 @@ int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
     }
     int ec;
     PCRE2_SIZE eoff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_UCP |
-                                       PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK,
-                                   &ec, &eoff, NULL);
+    pcre2_code *re = pcre2_compile(
+        (PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+        PCRE2_UTF | PCRE2_UCP | PCRE2_DOLLAR_ENDONLY | PCRE2_NO_UTF_CHECK, &ec,
+        &eoff, NULL);
     free(pat);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -360,9 +360,9 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
             while (f < e && (data[f] == ' ' || data[f] == '\t'))
                 f++;
             if (c == b || d == c || f != e || d - c > 10) {
-                rc = sl__fail(err, errlen, SL_ECORRUPT,
-                              "%s:%zu: expected 'BASE64TOKEN RANK'", name,
-                              line);
+                rc =
+                    sl__fail(err, errlen, SL_ECORRUPT,
+                             "%s:%zu: expected 'BASE64TOKEN RANK'", name, line);
                 goto fail;
             }
             unsigned long long r = strtoull(data + c, NULL, 10);
@@ -378,13 +378,13 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
                 goto fail;
             }
             if (tn == 0) {
-                rc = sl__fail(err, errlen, SL_ECORRUPT,
-                              "%s:%zu: empty token", name, line);
+                rc = sl__fail(err, errlen, SL_ECORRUPT, "%s:%zu: empty token",
+                              name, line);
                 goto fail;
             }
             if (sl__bpe_map_put(&bpe->map, tok, tn, (uint32_t)r)) {
-                rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory",
-                              name);
+                rc =
+                    sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
                 goto fail;
             }
         }

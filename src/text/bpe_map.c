@@ -64,8 +64,7 @@ static int grow(void **p, size_t elem, size_t cap)
     return 0;
 }
 
-int sl__bpe_map_put(sl__bpe_map_t *m, const uint8_t *p, size_t n,
-                    uint32_t rank)
+int sl__bpe_map_put(sl__bpe_map_t *m, const uint8_t *p, size_t n, uint32_t rank)
 {
     if (n > UINT32_MAX || m->n == UINT32_MAX - 1)
         return SL_ENOMEM;

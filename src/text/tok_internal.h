@@ -31,18 +31,18 @@ struct sl__tok {
  * sl__bpe_scratch_release, then frees wp_buf[] and free(wp_extra). */
 struct sl__tok_scratch {
     /* ---- BPE section (bpe*.c) ---- */
-    void *bpe_md;              /* pcre2_match_data_8 *, lazily created */
-    void *bpe_md_owner;        /* the pcre2 code bpe_md was sized for */
-    uint32_t *bpe_parts;       /* merge loop: part starts */
-    uint32_t *bpe_rank;        /* merge loop: rank of pair at part i */
-    size_t bpe_cap;            /* capacity of bpe_parts / bpe_rank */
-    void *bpe_cache;           /* recent pieces cache (bpe.c) */
-    sl__bytes_t bpe_buf;       /* e.g. U+FFFD-repaired text */
+    void *bpe_md;        /* pcre2_match_data_8 *, lazily created */
+    void *bpe_md_owner;  /* the pcre2 code bpe_md was sized for */
+    uint32_t *bpe_parts; /* merge loop: part starts */
+    uint32_t *bpe_rank;  /* merge loop: rank of pair at part i */
+    size_t bpe_cap;      /* capacity of bpe_parts / bpe_rank */
+    void *bpe_cache;     /* recent pieces cache (bpe.c) */
+    sl__bytes_t bpe_buf; /* e.g. U+FFFD-repaired text */
     /* ---- end BPE section ---- */
 
     /* ---- WordPiece section (wordpiece*.c): add fields here ---- */
-    sl__bytes_t wp_buf[4];     /* general-purpose growable buffers */
-    void *wp_extra;            /* one malloc'd block; tok_common.c free()s it */
+    sl__bytes_t wp_buf[4]; /* general-purpose growable buffers */
+    void *wp_extra;        /* one malloc'd block; tok_common.c free()s it */
     /* ---- end WordPiece section ---- */
 };
 

@@ -60,13 +60,15 @@ int32_t sl__wp_map_get(const struct sl__wp *wp, const sl__wp_map_t *m,
 static size_t trailing_space_len(const char *line, size_t len)
 {
     const unsigned char *p = (const unsigned char *)line;
-    if (len >= 1 && (p[len - 1] == ' ' || (p[len - 1] >= 9 && p[len - 1] <= 13)))
+    if (len >= 1 &&
+        (p[len - 1] == ' ' || (p[len - 1] >= 9 && p[len - 1] <= 13)))
         return 1;
-    if (len >= 2 && p[len - 2] == 0xC2 && (p[len - 1] == 0x85 || p[len - 1] == 0xA0))
+    if (len >= 2 && p[len - 2] == 0xC2 &&
+        (p[len - 1] == 0x85 || p[len - 1] == 0xA0))
         return 2;
     if (len >= 3) {
-        uint32_t c = (uint32_t)p[len - 3] << 16 | (uint32_t)p[len - 2] << 8 |
-                     p[len - 1];
+        uint32_t c =
+            (uint32_t)p[len - 3] << 16 | (uint32_t)p[len - 2] << 8 | p[len - 1];
         if (c == 0xE19A80 /* U+1680 */ ||
             (c >= 0xE28080 && c <= 0xE2808A) /* U+2000..U+200A */ ||
             c == 0xE280A8 || c == 0xE280A9 || c == 0xE280AF /* 2028 2029 202F */
@@ -134,8 +136,8 @@ int sl__wp_load_mem(const void *data, size_t n, const char *name, int uncased,
     if (!name)
         name = "vocab";
     if (n > UINT32_MAX - 1)
-        return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: vocabulary over 4 GiB", name);
+        return sl__fail(err, errlen, SL_ECORRUPT, "%s: vocabulary over 4 GiB",
+                        name);
     size_t lines = 0;
     for (size_t i = 0; i < n; i++)
         lines += d[i] == '\n';
@@ -143,8 +145,7 @@ int sl__wp_load_mem(const void *data, size_t n, const char *name, int uncased,
         lines++; /* a last line without its newline still counts */
     if (lines == 0)
         return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: empty vocabulary (want one token per line)",
-                        name);
+                        "%s: empty vocabulary (want one token per line)", name);
     if (lines > INT32_MAX)
         return sl__fail(err, errlen, SL_ECORRUPT, "%s: too many lines", name);
 
@@ -177,15 +178,15 @@ int sl__wp_load_mem(const void *data, size_t n, const char *name, int uncased,
              * is a broken vocabulary, so say where. */
             char msg[160];
             snprintf(msg, sizeof msg,
-                     "%%s:%%zu: duplicate token (first on line %d)",
-                     e->id + 1);
+                     "%%s:%%zu: duplicate token (first on line %d)", e->id + 1);
             return wp_fail(wp, err, errlen, SL_ECORRUPT, msg, name, line + 1);
         }
         *e = (sl__wp_slot_t){(uint32_t)(h >> 32), (uint32_t)pos + 1,
                              (uint32_t)len, (int32_t)line};
         if (len >= 2 && w[0] == '#' && w[1] == '#') {
             uint64_t hc = wp_hash(w + 2, len - 2);
-            sl__wp_slot_t *c = map_find(&wp->cont, wp->pool, w + 2, len - 2, hc);
+            sl__wp_slot_t *c =
+                map_find(&wp->cont, wp->pool, w + 2, len - 2, hc);
             *c = (sl__wp_slot_t){(uint32_t)(hc >> 32), (uint32_t)pos + 3,
                                  (uint32_t)len - 2, (int32_t)line};
             if (len - 2 > wp->max_cont)
@@ -203,8 +204,7 @@ int sl__wp_load_mem(const void *data, size_t n, const char *name, int uncased,
     wp->unk = wp->special[0];
     if (wp->unk < 0)
         return wp_fail(wp, err, errlen, SL_ECORRUPT,
-                       "%s:%zu: no [UNK] token in the vocabulary", name,
-                       lines);
+                       "%s:%zu: no [UNK] token in the vocabulary", name, lines);
     *out = wp;
     return 0;
 }
@@ -247,8 +247,7 @@ int sl__wordpiece_load(const char *vocab_txt, int uncased, sl__tok_t **out,
         b.n += got;
         if (got == 0) {
             if (ferror(f))
-                rc = sl__fail(err, errlen, SL_EIO, "%s: read error",
-                              vocab_txt);
+                rc = sl__fail(err, errlen, SL_EIO, "%s: read error", vocab_txt);
             break;
         }
     }
@@ -312,9 +311,9 @@ static int wp_word(const struct sl__wp *wp, const char *w, size_t len,
         for (; end > start; end--) {
             if (end < len && is_cont_byte((unsigned char)w[end]))
                 continue; /* only whole chars */
-            const sl__wp_slot_t *e = map_find(m, wp->pool, w + start,
-                                              end - start,
-                                              wp_hash(w + start, end - start));
+            const sl__wp_slot_t *e =
+                map_find(m, wp->pool, w + start, end - start,
+                         wp_hash(w + start, end - start));
             if (e->off) {
                 id = e->id;
                 break;

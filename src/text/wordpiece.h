@@ -46,15 +46,15 @@ typedef struct sl__wp_map {
 enum { SL__WP_NSPECIAL = 5 };
 
 struct sl__wp {
-    char *pool;          /* all token bytes, back to back */
-    sl__wp_map_t all;    /* full token -> id */
-    sl__wp_map_t cont;   /* token without its "##" -> id ("##x" tokens) */
-    size_t n_tokens;     /* distinct tokens (= lines) */
-    uint32_t max_len;    /* longest word-initial token, bytes */
-    uint32_t max_cont;   /* longest continuation (without "##"), bytes */
-    int32_t unk;         /* id of [UNK] */
+    char *pool;        /* all token bytes, back to back */
+    sl__wp_map_t all;  /* full token -> id */
+    sl__wp_map_t cont; /* token without its "##" -> id ("##x" tokens) */
+    size_t n_tokens;   /* distinct tokens (= lines) */
+    uint32_t max_len;  /* longest word-initial token, bytes */
+    uint32_t max_cont; /* longest continuation (without "##"), bytes */
+    int32_t unk;       /* id of [UNK] */
     int32_t special[SL__WP_NSPECIAL]; /* [UNK] [SEP] [CLS] [PAD] [MASK] or -1 */
-    int uncased;         /* NFD + strip accents + lowercase */
+    int uncased;                      /* NFD + strip accents + lowercase */
 };
 
 /* The special added tokens, in the order of struct sl__wp.special. */

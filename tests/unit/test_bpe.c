@@ -39,9 +39,8 @@ static void expect_ids(const sl__tok_t *t, const char *text, size_t n,
     sl__tok_scratch_t *s = sl__tok_scratch_create();
     sl__ids_t ids = {0};
     char err[256];
-    assert_int_equal(sl__tok_encode(t, text, n, special, s, &ids, err,
-                                    sizeof err),
-                     0);
+    assert_int_equal(
+        sl__tok_encode(t, text, n, special, s, &ids, err, sizeof err), 0);
     assert_int_equal(ids.n, nwant);
     for (size_t i = 0; i < nwant; i++)
         assert_int_equal(ids.v[i], want[i]);
@@ -62,12 +61,12 @@ static void test_gpt2_known_ids(void **state)
         skip();
     assert_int_equal(sl__tok_vocab_size(gpt2), 50257);
     assert_int_equal(sl__tok_id(gpt2, "<|endoftext|>"), 50256);
-    EXPECT(gpt2, "Hello world, it's <|endoftext|> 123456 test   \n\n", 0,
-           15496, 995, 11, 340, 338, 1279, 91, 437, 1659, 5239, 91, 29, 17031,
-           29228, 1332, 220, 220, 220, 628);
-    EXPECT(gpt2, "Hello world, it's <|endoftext|> 123456 test   \n\n", 1,
-           15496, 995, 11, 340, 338, 220, 50256, 17031, 29228, 1332, 220, 220,
-           220, 628);
+    EXPECT(gpt2, "Hello world, it's <|endoftext|> 123456 test   \n\n", 0, 15496,
+           995, 11, 340, 338, 1279, 91, 437, 1659, 5239, 91, 29, 17031, 29228,
+           1332, 220, 220, 220, 628);
+    EXPECT(gpt2, "Hello world, it's <|endoftext|> 123456 test   \n\n", 1, 15496,
+           995, 11, 340, 338, 220, 50256, 17031, 29228, 1332, 220, 220, 220,
+           628);
     expect_ids(gpt2, "", 0, 0, NULL, 0);
 }
 
@@ -77,8 +76,9 @@ static void test_gpt2_invalid_utf8(void **state)
     if (!gpt2)
         skip();
     /* as tiktoken on b"a\xffb\xe2\x82".decode("utf-8", "replace") */
-    EXPECT(gpt2, "a\xff"
-                 "b\xe2\x82",
+    EXPECT(gpt2,
+           "a\xff"
+           "b\xe2\x82",
            0, 64, 4210, 65, 4210);
 }
 
@@ -158,28 +158,27 @@ static void test_malformed_files(void **state)
     sprintf(ep, "%s/r.tiktoken", dir);
     const char *bad = "YQ== 0\nYg== 1\nYWI= x\n";
     tu_write_file(ep, bad, strlen(bad));
-    assert_int_equal(sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err,
-                                           sizeof err),
-                     SL_ECORRUPT);
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err),
+        SL_ECORRUPT);
     assert_non_null(strstr(err, "r.tiktoken:3"));
     const char *b64 = "YQ== 0\nY!== 1\n";
     tu_write_file(ep, b64, strlen(b64));
-    assert_int_equal(sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err,
-                                           sizeof err),
-                     SL_ECORRUPT);
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err),
+        SL_ECORRUPT);
     assert_non_null(strstr(err, "r.tiktoken:2"));
     const char *dup = "YQ== 0\nYg== 0\n";
     tu_write_file(ep, dup, strlen(dup));
-    assert_int_equal(sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err,
-                                           sizeof err),
-                     SL_ECORRUPT);
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err),
+        SL_ECORRUPT);
     const char *ok = "YQ== 0\nYg== 1\nYWI= 2\n";
     tu_write_file(ep, ok, strlen(ok));
     assert_int_equal(sl__bpe_load_tiktoken(ep, "nope", &t, err, sizeof err),
                      SL_EUNSUPPORTED);
-    assert_int_equal(sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err,
-                                           sizeof err),
-                     0);
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err), 0);
     EXPECT(t, "ab<|endoftext|>", 1, 2, 100257);
     /* a byte without a token is an error, not a crash */
     sl__tok_scratch_t *s = sl__tok_scratch_create();
@@ -206,8 +205,7 @@ static void test_utf8_repair(void **state)
                      "b\xf0\x9f\x98"
                      "c\xed\xa0\x80\xc3";
     sl__bytes_t o = {0};
-    assert_int_equal(sl__utf8_valid_prefix((const uint8_t *)in, strlen(in)),
-                     1);
+    assert_int_equal(sl__utf8_valid_prefix((const uint8_t *)in, strlen(in)), 1);
     assert_int_equal(sl__utf8_repair((const uint8_t *)in, strlen(in), &o), 0);
     const char *want = "a\xef\xbf\xbd\xef\xbf\xbd"
                        "b\xef\xbf\xbd"
