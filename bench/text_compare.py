@@ -141,7 +141,26 @@ CONTENDERS = {
     "sluice_cl100k": ("cl100k_base", mk_sluice("cl100k_base")),
     "tiktoken_cl100k": ("cl100k_base", mk_tiktoken("cl100k_base")),
     "bpe_openai_cl100k": ("bpe_openai", mk_bpe_openai("cl100k_base")),
-    # the WordPiece contenders ("sluice_wordpiece", "hf_wordpiece") go here
+    # WordPiece (BERT uncased vocab.txt): sluice's CLI vs HF tokenizers'
+    # BertWordPieceTokenizer, single thread (RAYON_RS_NUM_CPUS=1), whole
+    # text per encode, no [CLS]/[SEP].
+    "sluice_wordpiece": ("wordpiece", (
+        lambda a: ([a.sluice, "tokenize", "--tokenizer", "wordpiece",
+                    "--vocab", os.path.join(VOCAB,
+                                            "bert-base-uncased-vocab.txt"),
+                    "--uncased"] if os.access(a.sluice, os.X_OK) else None),
+        mk_sluice("gpt2")[1])),
+    "hf_wordpiece": ("wordpiece", (
+        lambda a: (os.environ.update(RAYON_RS_NUM_CPUS="1",
+                                     TOKENIZERS_PARALLELISM="false"),
+                   __import__("importlib").util.find_spec("tokenizers")
+                   and __import__("tokenizers").BertWordPieceTokenizer(
+                       os.path.join(VOCAB, "bert-base-uncased-vocab.txt"),
+                       lowercase=True, strip_accents=True, clean_text=True,
+                       handle_chinese_chars=True))[1] or None,
+        lambda t, path, text, want_ids: (lambda t0, e: (
+            e.ids, time.perf_counter() - t0))(
+            time.perf_counter(), t.encode(text, add_special_tokens=False)))),
 }
 
 

@@ -80,6 +80,10 @@ static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
     l->lim.max_threads = o->max_threads > 0 ? o->max_threads : 2 * ncpu;
     if (l->lim.max_threads < 2)
         l->lim.max_threads = 2;
+    /* Without an explicit budget, what the user sets is the budget. */
+    if (o->max_threads <= 0 &&
+        o->read_threads + o->decode_threads > l->lim.max_threads)
+        l->lim.max_threads = o->read_threads + o->decode_threads;
     l->lim.max_read = 8;
     l->lim.max_decode = l->lim.max_threads - 1;
     if (l->lim.max_decode > SL_WORKERS_MAX)
@@ -585,6 +589,13 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
     case SL_PARAM_DECODE_THREADS:
         if (value < 1 || value > SL_WORKERS_MAX) {
             rc = SL_ERANGE;
+            break;
+        }
+        if (l->opt.max_threads > 0 &&
+            value + (p == SL_PARAM_READ_THREADS ? l->decode_threads
+                                                : l->read_threads) >
+                l->lim.max_threads) {
+            rc = SL_ERANGE; /* an explicit thread budget holds for all */
             break;
         }
         if (p == SL_PARAM_READ_THREADS)
