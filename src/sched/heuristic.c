@@ -115,7 +115,10 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         } else if (w.stall > h->before_stall + STALL_HI) {
             /* Shedding hurt: give it back and stay calm for a while. */
             (*knob(next, which))++;
-            h->calm = -2 * CALM_WINDOWS;
+            /* Each failed shed waits twice as long before the next. */
+            h->calm = -h->backoff[0] * CALM_WINDOWS;
+            if (h->backoff[0] < 32)
+                h->backoff[0] *= 2;
             h->cooldown = 1;
             snprintf(reason, len,
                      "undo: %s -1 made the consumer wait (stall %.0f%% -> "
@@ -151,8 +154,14 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         }
     } else if (w.stall < STALL_LO) {
         h->calm++;
-        if (h->calm >= CALM_WINDOWS && lim->tune_decode &&
-            cur->decode_threads > 1 && w.dbusy < BUSY_LO &&
+        /* What n-1 decoders could deliver, if each keeps its rate per
+         * busy second: shed only with a 25 % margin over today's rate. */
+        int n = cur->decode_threads;
+        double after = n > 1 ? w.rate / (w.dbusy > 0.05 ? w.dbusy : 0.05) *
+                                   (n - 1) / n
+                             : 0;
+        if (h->calm >= CALM_WINDOWS && lim->tune_decode && n > 1 &&
+            w.dbusy < BUSY_LO && after >= 1.25 * w.rate &&
             w.ready >= 0.5 * cur->prefetch) {
             which = SL_KNOB_DECODE;
             dir = -1;

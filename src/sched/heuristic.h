@@ -9,7 +9,10 @@
  *     rise by `gain` and the stall did not fall, the step is undone and
  *     that knob's next increase waits `backoff` windows (doubling: 2..32);
  *   - no stall for `calm` windows while batches sit ready: shed a decode
- *     thread the decoders do not keep busy (saves CPU for the trainer).
+ *     thread if the others, at their measured rate per busy second, would
+ *     still deliver 25 % more than today's rate (saves CPU for the
+ *     trainer); a shed that brings the stall back is undone, and the next
+ *     shed waits twice as long.
  * Every step stays within the limits (budgets), and every step carries a
  * reason. Like tf.data's autotuner it optimises the observed output rate;
  * unlike it, it also gives resources back. Depends on nothing but the
