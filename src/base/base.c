@@ -57,3 +57,16 @@ int sl__ncpu(void)
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
+
+void sl__sbuf_printf(sl__sbuf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *dst = b->buf && b->len < b->cap ? b->buf + b->len : NULL;
+    int n = vsnprintf(dst, dst ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        b->need += n;
+        b->len += (size_t)n;
+    }
+}

@@ -28,6 +28,17 @@ typedef struct sl__bytes {
 int sl__bytes_reserve(sl__bytes_t *b, size_t want);
 void sl__bytes_free(sl__bytes_t *b);
 
+/* Appends printf output to a fixed buffer, snprintf-style: never
+ * overflows, keeps the text terminated, and counts the bytes a buffer would
+ * need (`need`), so callers can size a buffer with a first pass on NULL. */
+typedef struct sl__sbuf {
+    char *buf;
+    size_t cap, len;
+    int need;
+} sl__sbuf_t;
+void sl__sbuf_printf(sl__sbuf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 /* Little-endian load/store (the shard format is little-endian on disk). */
 static inline void sl__put_u16(uint8_t *p, uint16_t v)
 {

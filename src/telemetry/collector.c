@@ -296,6 +296,19 @@ static void *collector_main(void *p)
     return NULL;
 }
 
+/* The HTTP server, the JSONL file and the memory (thread already gone). */
+static void collector_free(sl__collector_t *c)
+{
+    sl__prom_stop(c->prom);
+    if (c->jsonl)
+        fclose(c->jsonl);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->ring);
+    free(c->line);
+    free(c);
+}
+
 int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
                         void *arg, sl__collector_t **out, char *err,
                         size_t errlen)
@@ -350,14 +363,7 @@ int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
     if (!rc && pthread_create(&c->tid, NULL, collector_main, c))
         rc = sl__fail(err, errlen, SL_ETHREAD, "cannot start the collector");
     if (rc) {
-        sl__prom_stop(c->prom);
-        if (c->jsonl)
-            fclose(c->jsonl);
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
-        free(c->ring);
-        free(c->line);
-        free(c);
+        collector_free(c);
         return rc;
     }
     c->running = 1;
@@ -375,14 +381,7 @@ void sl__collector_stop(sl__collector_t *c)
     pthread_mutex_unlock(&c->mu);
     pthread_join(c->tid, NULL);
     sl__collector_tick(c); /* the tail: short runs get a snapshot too */
-    sl__prom_stop(c->prom);
-    if (c->jsonl)
-        fclose(c->jsonl);
-    pthread_mutex_destroy(&c->mu);
-    pthread_cond_destroy(&c->cv);
-    free(c->ring);
-    free(c->line);
-    free(c);
+    collector_free(c);
 }
 
 int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out)

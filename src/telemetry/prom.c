@@ -16,27 +16,8 @@ struct sl__prom {
     sl__collector_t *c;
 };
 
-typedef struct out {
-    char *buf;
-    size_t len, cap;
-    int need;
-} out_t;
-
-static void emit(out_t *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void emit(out_t *o, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = o->buf && o->len < o->cap ? o->buf + o->len : NULL;
-    size_t room = dst ? o->cap - o->len : 0;
-    int n = vsnprintf(dst, room, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        o->need += n;
-        o->len += (size_t)n;
-    }
-}
+typedef sl__sbuf_t out_t;
+#define emit sl__sbuf_printf
 
 static void metric(out_t *o, const char *name, const char *type,
                    const char *help, double v)
@@ -87,7 +68,7 @@ static void stage_metrics(out_t *o, const sl_snapshot_t *s)
 
 int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)
 {
-    out_t o = {buf, 0, len, 0};
+    out_t o = {buf, len, 0, 0};
     if (buf && len)
         buf[0] = 0;
     metric(&o, "samples_total", "counter", "Samples handed to the consumer.",

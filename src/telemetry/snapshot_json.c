@@ -1,30 +1,12 @@
 /* One snapshot as a JSON object: the JSON Lines schema of docs/TELEMETRY.md.
  * Values that could not be read are null, never invented. */
-#include <stdarg.h>
 #include <stdio.h>
 
+#include "base/base.h"
 #include "sluice/sluice.h"
 
-typedef struct jw {
-    char *buf;
-    size_t cap, len;
-    int need;
-} jw_t;
-
-static void put(jw_t *w, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void put(jw_t *w, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *dst = w->buf && w->len < w->cap ? w->buf + w->len : NULL;
-    int n = vsnprintf(dst, dst ? w->cap - w->len : 0, fmt, ap);
-    va_end(ap);
-    if (n > 0) {
-        w->need += n;
-        w->len += (size_t)n;
-    }
-}
+typedef sl__sbuf_t jw_t;
+#define put sl__sbuf_printf
 
 /* A JSON string body: quotes, backslashes and controls escaped. */
 static void put_escaped(jw_t *w, const char *str)
