@@ -63,7 +63,7 @@ bench: all
 	.venv/bin/python bench/compare_torch.py
 
 format:
-	clang-format -i $$(git ls-files '*.c' '*.h')
+	clang-format -i $$(git ls-files "*.c" "*.h" | grep -v wp_unicode_compat.h)
 
 clean:
 	rm -rf build build-check build-asan build-tsan build-fuzz

@@ -97,27 +97,27 @@ typedef enum sl_on_error {
 
 /** Loader options; a zero field takes the default in brackets. */
 typedef struct sl_options {
-    int batch_size;  /**< samples per batch [64] */
-    int image_size;  /**< output is image_size x image_size [224] */
-    int mode;        /**< sl_mode_t [SL_MODE_TRAIN] */
-    int resize_size; /**< eval: shorter side before the centre crop
-                          [image_size * 256 / 224] */
+    int batch_size;              /**< samples per batch [64] */
+    int image_size;              /**< output is image_size x image_size [224] */
+    int mode;                    /**< sl_mode_t [SL_MODE_TRAIN] */
+    int resize_size;             /**< eval: shorter side before the centre crop
+                                      [image_size * 256 / 224] */
     double scale_min, scale_max; /**< RandomResizedCrop area range [0.08, 1] */
     double ratio_min, ratio_max; /**< aspect range [3/4, 4/3] */
-    int no_flip;      /**< 1: no random horizontal flip in train mode */
-    int dtype;        /**< sl_dtype_t [SL_DTYPE_UINT8] */
-    int layout;       /**< sl_layout_t [SL_LAYOUT_CHW] */
-    float mean[3];    /**< float output; all zero = ImageNet mean */
-    float std[3];     /**< float output; all zero = ImageNet std */
-    uint64_t seed;    /**< everything random is a function of the seed [0] */
-    int no_shuffle;   /**< 1: dataset order every epoch */
-    int drop_last;    /**< 1: drop the last incomplete batch of each rank */
-    int rank;         /**< this process's rank [0] */
-    int world_size;   /**< ranks sharing the data [1] */
-    int64_t epochs;   /**< epochs streamed by one start [1] */
-    int unordered;    /**< 1: hand out batches as they complete */
-    int on_error;     /**< sl_on_error_t [SL_ON_ERROR_FAIL] */
-    int read_threads; /**< read stage workers [1] */
+    int no_flip;        /**< 1: no random horizontal flip in train mode */
+    int dtype;          /**< sl_dtype_t [SL_DTYPE_UINT8] */
+    int layout;         /**< sl_layout_t [SL_LAYOUT_CHW] */
+    float mean[3];      /**< float output; all zero = ImageNet mean */
+    float std[3];       /**< float output; all zero = ImageNet std */
+    uint64_t seed;      /**< everything random is a function of the seed [0] */
+    int no_shuffle;     /**< 1: dataset order every epoch */
+    int drop_last;      /**< 1: drop the last incomplete batch of each rank */
+    int rank;           /**< this process's rank [0] */
+    int world_size;     /**< ranks sharing the data [1] */
+    int64_t epochs;     /**< epochs streamed by one start [1] */
+    int unordered;      /**< 1: hand out batches as they complete */
+    int on_error;       /**< sl_on_error_t [SL_ON_ERROR_FAIL] */
+    int read_threads;   /**< read stage workers [1] */
     int decode_threads; /**< decode+transform workers [online cores] */
     int prefetch;       /**< batch buffers in flight [2 * decode_threads,
                              at least 2] */
@@ -125,12 +125,12 @@ typedef struct sl_options {
     int telemetry_ms;   /**< telemetry period [100]; < 0: no collector */
     const char *telemetry_path; /**< JSON Lines, one snapshot a period
                                      (docs/TELEMETRY.md) [none] */
-    int metrics_port; /**< serve Prometheus text on 127.0.0.1:port
-                           [none]; the loader keeps it while it lives */
-    int policy;       /**< sl_policy_t [SL_POLICY_HEURISTIC]: tunes the
-                           knobs left at 0 / SL_AUTOTUNE; knobs given a
-                           value stay as given */
-    int max_threads;  /**< budget: read + decode threads [2 x cores] */
+    int metrics_port;           /**< serve Prometheus text on 127.0.0.1:port
+                                     [none]; the loader keeps it while it lives */
+    int policy;               /**< sl_policy_t [SL_POLICY_HEURISTIC]: tunes the
+                                   knobs left at 0 / SL_AUTOTUNE; knobs given a
+                                   value stay as given */
+    int max_threads;          /**< budget: read + decode threads [2 x cores] */
     int64_t max_memory_bytes; /**< budget for batch buffers + read-ahead;
                                    caps prefetch, never exceeded [none] */
 } sl_options_t;
@@ -249,8 +249,7 @@ SL_API int64_t sl_loader_skipped_count(const sl_loader_t *l);
 /** @return the message for skip i (0-based, in the order they happened,
  *  "epoch E: FILE: cause"), valid for the loader's life; NULL if out of
  *  range. At most the first 10000 are kept. */
-SL_API const char *sl_loader_skipped_message(const sl_loader_t *l,
-                                             int64_t i);
+SL_API const char *sl_loader_skipped_message(const sl_loader_t *l, int64_t i);
 
 /* ------------------------------------------------------------- telemetry */
 
@@ -270,17 +269,17 @@ typedef struct sl_stage_stats {
  *  fractions are over the interval since the previous snapshot. Fields
  *  that cannot be read on this machine are negative (never invented). */
 typedef struct sl_snapshot {
-    double t;              /**< seconds since the loader was created */
-    double interval_s;     /**< length of the interval the rates cover */
+    double t;          /**< seconds since the loader was created */
+    double interval_s; /**< length of the interval the rates cover */
     /* machine */
     int ncpu;
-    double cpu_total;      /**< 0..1 of the whole machine, busy */
-    double cpu_self;       /**< 0..1 of the machine, this process */
-    double cpu_other;      /**< 0..1 of the machine, everyone else */
+    double cpu_total; /**< 0..1 of the whole machine, busy */
+    double cpu_self;  /**< 0..1 of the machine, this process */
+    double cpu_other; /**< 0..1 of the machine, everyone else */
     float cpu_core[SL_SNAPSHOT_MAX_CORES]; /**< 0..1 per core */
-    int run_queue;         /**< runnable threads (procs_running) */
+    int run_queue; /**< runnable threads (procs_running) */
     double psi_cpu_some, psi_io_some, psi_io_full, psi_mem_some,
-        psi_mem_full;      /**< PSI avg10 in %, < 0 when absent */
+        psi_mem_full; /**< PSI avg10 in %, < 0 when absent */
     int64_t mem_total_bytes, mem_available_bytes, rss_bytes;
     double disk_read_bytes_per_s; /**< device holding the data, < 0 unknown */
     double disk_busy;             /**< its I/O time share 0..1, < 0 unknown */
@@ -307,10 +306,10 @@ typedef struct sl_snapshot {
     int batches_filling;
     /* scheduler: the last knob change, when one happened this interval */
     int64_t decisions_total;
-    int decision_new;        /**< 1: decision_* describe a change made in
-                                  this interval */
-    char decision_knob[24];  /**< "decode_threads" | "read_threads" |
-                                  "prefetch" */
+    int decision_new;       /**< 1: decision_* describe a change made in
+                                 this interval */
+    char decision_knob[24]; /**< "decode_threads" | "read_threads" |
+                                 "prefetch" */
     int decision_from, decision_to;
     char decision_reason[160];
 } sl_snapshot_t;
@@ -334,8 +333,8 @@ SL_API int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len);
 typedef struct sl_transform {
     int crop_x, crop_y, crop_w, crop_h; /**< box in source pixels; w or h
                                              0: the whole image */
-    int out_w, out_h; /**< output size (resize of the box) */
-    int flip;         /**< 1: mirror left-right after the resize */
+    int out_w, out_h;                   /**< output size (resize of the box) */
+    int flip; /**< 1: mirror left-right after the resize */
     int dtype, layout;
     float mean[3], std[3]; /**< float output; all zero: ImageNet */
     int no_dct_scale;      /**< 1: decode at full size */

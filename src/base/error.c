@@ -14,12 +14,15 @@ const char *sl_strerror(int code)
     return "unknown error";
 }
 
-unsigned sl_version(void) { return SL_VERSION_NUMBER; }
+unsigned sl_version(void)
+{
+    return SL_VERSION_NUMBER;
+}
 
 const char *sl_version_string(void)
 {
 #define SL__STR2(x) #x
 #define SL__STR(x) SL__STR2(x)
-    return SL__STR(SL_VERSION_MAJOR) "." SL__STR(
-        SL_VERSION_MINOR) "." SL__STR(SL_VERSION_PATCH);
+    return SL__STR(SL_VERSION_MAJOR) "." SL__STR(SL_VERSION_MINOR) "." SL__STR(
+        SL_VERSION_PATCH);
 }

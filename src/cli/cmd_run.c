@@ -19,7 +19,7 @@
 #define MAX_SETS 16
 
 typedef struct knob_set {
-    int64_t at; /* after this many batches of this run */
+    int64_t at;       /* after this many batches of this run */
     sl_param_t param; /* 0: the consumer's step time (step-ms) */
     int64_t value;
 } knob_set_t;
@@ -38,51 +38,51 @@ typedef struct run_args {
 
 static void usage(FILE *f, const char *cmd)
 {
-    fprintf(f,
-            "usage: sluice %s SOURCE [options]\n"
-            "SOURCE: an ImageFolder directory, a directory of shards "
-            "(sluice pack), or one shard\n"
-            "  --batch N          samples per batch (64)\n"
-            "  --size N           output N x N (224)\n"
-            "  --threads N        decode+transform threads (cores)\n"
-            "  --read-threads N   read threads (1)\n"
-            "  --prefetch N       batch buffers in flight (2 x threads)\n"
-            "  --epochs E         epochs (1)\n"
-            "  --step-ms T        hold each batch T ms, as a training step "
-            "would (0)\n"
-            "  --out uint8|float  pixels, or normalised float32 (uint8)\n"
-            "  --layout chw|hwc   (chw)\n"
-            "  --eval             Resize+CenterCrop instead of "
-            "RandomResizedCrop+flip\n"
-            "  --seed S           (0)\n"
-            "  --no-shuffle, --no-flip, --drop-last, --no-dct\n"
-            "  --unordered        hand out batches as they complete\n"
-            "  --rank R --world W this process's share of the data\n"
-            "  --on-error fail|skip\n"
-            "  --digest           xxh3-64 over every batch's bytes and labels\n"
-            "  --stop-after N     stop after N batches (see --state)\n"
-            "  --state FILE       write the position (and digest) reached\n"
-            "  --resume FILE      continue from a --state file\n"
-            "  --set K:KNOB=V     after K batches set threads|read-threads|"
-            "prefetch|step-ms to V\n"
-            "  --duration S       stop after S seconds (epochs repeat as "
-            "needed)\n"
-            "  --telemetry FILE   one JSON line of telemetry per period "
-            "(docs/TELEMETRY.md)\n"
-            "  --telemetry-ms N   telemetry period (100)\n"
-            "  --metrics-port P   serve Prometheus metrics on "
-            "127.0.0.1:P/metrics\n"
-            "  --policy heuristic|static  tune the knobs not given (heuristic)\n"
-            "  --max-threads N    budget: read + decode threads (2 x cores)\n"
-            "  --max-memory SIZE  budget: batch buffers + read-ahead, e.g. "
-            "512M\n"
-            "  --json             a JSON object of the figures as last line\n"
-            "  --quiet            no progress bar\n",
-            cmd);
+    fprintf(
+        f,
+        "usage: sluice %s SOURCE [options]\n"
+        "SOURCE: an ImageFolder directory, a directory of shards "
+        "(sluice pack), or one shard\n"
+        "  --batch N          samples per batch (64)\n"
+        "  --size N           output N x N (224)\n"
+        "  --threads N        decode+transform threads (cores)\n"
+        "  --read-threads N   read threads (1)\n"
+        "  --prefetch N       batch buffers in flight (2 x threads)\n"
+        "  --epochs E         epochs (1)\n"
+        "  --step-ms T        hold each batch T ms, as a training step "
+        "would (0)\n"
+        "  --out uint8|float  pixels, or normalised float32 (uint8)\n"
+        "  --layout chw|hwc   (chw)\n"
+        "  --eval             Resize+CenterCrop instead of "
+        "RandomResizedCrop+flip\n"
+        "  --seed S           (0)\n"
+        "  --no-shuffle, --no-flip, --drop-last, --no-dct\n"
+        "  --unordered        hand out batches as they complete\n"
+        "  --rank R --world W this process's share of the data\n"
+        "  --on-error fail|skip\n"
+        "  --digest           xxh3-64 over every batch's bytes and labels\n"
+        "  --stop-after N     stop after N batches (see --state)\n"
+        "  --state FILE       write the position (and digest) reached\n"
+        "  --resume FILE      continue from a --state file\n"
+        "  --set K:KNOB=V     after K batches set threads|read-threads|"
+        "prefetch|step-ms to V\n"
+        "  --duration S       stop after S seconds (epochs repeat as "
+        "needed)\n"
+        "  --telemetry FILE   one JSON line of telemetry per period "
+        "(docs/TELEMETRY.md)\n"
+        "  --telemetry-ms N   telemetry period (100)\n"
+        "  --metrics-port P   serve Prometheus metrics on "
+        "127.0.0.1:P/metrics\n"
+        "  --policy heuristic|static  tune the knobs not given (heuristic)\n"
+        "  --max-threads N    budget: read + decode threads (2 x cores)\n"
+        "  --max-memory SIZE  budget: batch buffers + read-ahead, e.g. "
+        "512M\n"
+        "  --json             a JSON object of the figures as last line\n"
+        "  --quiet            no progress bar\n",
+        cmd);
 }
 
-static int parse_int(const char *s, long long lo, long long hi,
-                     long long *out)
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
 {
     char *end;
     long long v = strtoll(s, &end, 10);
@@ -116,31 +116,76 @@ static int parse_set(const char *s, knob_set_t *k)
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
     enum {
-        O_BATCH = 256, O_SIZE, O_THREADS, O_RTHREADS, O_PREFETCH, O_EPOCHS,
-        O_STEP, O_OUT, O_LAYOUT, O_EVAL, O_SEED, O_NOSHUF, O_NOFLIP, O_DROP,
-        O_NODCT, O_UNORD, O_RANK, O_WORLD, O_ONERR, O_DIGEST, O_STOP,
-        O_STATE, O_RESUME, O_SET, O_JSON, O_QUIET, O_HELP, O_TELEM, O_PORT,
-        O_TMS, O_POLICY, O_MAXT, O_MAXM, O_DUR
+        O_BATCH = 256,
+        O_SIZE,
+        O_THREADS,
+        O_RTHREADS,
+        O_PREFETCH,
+        O_EPOCHS,
+        O_STEP,
+        O_OUT,
+        O_LAYOUT,
+        O_EVAL,
+        O_SEED,
+        O_NOSHUF,
+        O_NOFLIP,
+        O_DROP,
+        O_NODCT,
+        O_UNORD,
+        O_RANK,
+        O_WORLD,
+        O_ONERR,
+        O_DIGEST,
+        O_STOP,
+        O_STATE,
+        O_RESUME,
+        O_SET,
+        O_JSON,
+        O_QUIET,
+        O_HELP,
+        O_TELEM,
+        O_PORT,
+        O_TMS,
+        O_POLICY,
+        O_MAXT,
+        O_MAXM,
+        O_DUR
     };
-    static const struct option lo[] = {
-        {"batch", 1, 0, O_BATCH}, {"size", 1, 0, O_SIZE},
-        {"threads", 1, 0, O_THREADS}, {"read-threads", 1, 0, O_RTHREADS},
-        {"prefetch", 1, 0, O_PREFETCH}, {"epochs", 1, 0, O_EPOCHS},
-        {"step-ms", 1, 0, O_STEP}, {"out", 1, 0, O_OUT},
-        {"layout", 1, 0, O_LAYOUT}, {"eval", 0, 0, O_EVAL},
-        {"seed", 1, 0, O_SEED}, {"no-shuffle", 0, 0, O_NOSHUF},
-        {"no-flip", 0, 0, O_NOFLIP}, {"drop-last", 0, 0, O_DROP},
-        {"no-dct", 0, 0, O_NODCT}, {"unordered", 0, 0, O_UNORD},
-        {"rank", 1, 0, O_RANK}, {"world", 1, 0, O_WORLD},
-        {"on-error", 1, 0, O_ONERR}, {"digest", 0, 0, O_DIGEST},
-        {"stop-after", 1, 0, O_STOP}, {"state", 1, 0, O_STATE},
-        {"resume", 1, 0, O_RESUME}, {"set", 1, 0, O_SET},
-        {"json", 0, 0, O_JSON}, {"quiet", 0, 0, O_QUIET},
-        {"help", 0, 0, O_HELP}, {"telemetry", 1, 0, O_TELEM},
-        {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
-        {"policy", 1, 0, O_POLICY}, {"max-threads", 1, 0, O_MAXT},
-        {"max-memory", 1, 0, O_MAXM}, {"duration", 1, 0, O_DUR},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"batch", 1, 0, O_BATCH},
+                                       {"size", 1, 0, O_SIZE},
+                                       {"threads", 1, 0, O_THREADS},
+                                       {"read-threads", 1, 0, O_RTHREADS},
+                                       {"prefetch", 1, 0, O_PREFETCH},
+                                       {"epochs", 1, 0, O_EPOCHS},
+                                       {"step-ms", 1, 0, O_STEP},
+                                       {"out", 1, 0, O_OUT},
+                                       {"layout", 1, 0, O_LAYOUT},
+                                       {"eval", 0, 0, O_EVAL},
+                                       {"seed", 1, 0, O_SEED},
+                                       {"no-shuffle", 0, 0, O_NOSHUF},
+                                       {"no-flip", 0, 0, O_NOFLIP},
+                                       {"drop-last", 0, 0, O_DROP},
+                                       {"no-dct", 0, 0, O_NODCT},
+                                       {"unordered", 0, 0, O_UNORD},
+                                       {"rank", 1, 0, O_RANK},
+                                       {"world", 1, 0, O_WORLD},
+                                       {"on-error", 1, 0, O_ONERR},
+                                       {"digest", 0, 0, O_DIGEST},
+                                       {"stop-after", 1, 0, O_STOP},
+                                       {"state", 1, 0, O_STATE},
+                                       {"resume", 1, 0, O_RESUME},
+                                       {"set", 1, 0, O_SET},
+                                       {"json", 0, 0, O_JSON},
+                                       {"quiet", 0, 0, O_QUIET},
+                                       {"help", 0, 0, O_HELP},
+                                       {"telemetry", 1, 0, O_TELEM},
+                                       {"metrics-port", 1, 0, O_PORT},
+                                       {"telemetry-ms", 1, 0, O_TMS},
+                                       {"policy", 1, 0, O_POLICY},
+                                       {"max-threads", 1, 0, O_MAXT},
+                                       {"max-memory", 1, 0, O_MAXM},
+                                       {"duration", 1, 0, O_DUR},
+                                       {0, 0, 0, 0}};
     long long v = 0;
     int c;
     optind = 1;
@@ -301,8 +346,8 @@ static uint64_t config_hash(const run_args_t *a)
     char buf[1024];
     int n = snprintf(buf, sizeof buf,
                      "%s|%d|%d|%d|%d|%d|%d|%" PRIu64 "|%d|%d|%d|%d|%d|%d|%d",
-                     a->source, o->batch_size, o->image_size, o->mode,
-                     o->dtype, o->layout, o->no_flip, o->seed, o->no_shuffle,
+                     a->source, o->batch_size, o->image_size, o->mode, o->dtype,
+                     o->layout, o->no_flip, o->seed, o->no_shuffle,
                      o->drop_last, o->rank, o->world_size, o->unordered,
                      o->no_dct_scale, o->on_error);
     return XXH3_64bits(buf, (size_t)n);
@@ -337,8 +382,7 @@ static int read_state(const char *path, state_t *s)
     int ok = fscanf(f,
                     "sluice-state 1 epoch %" SCNd64 " batch %" SCNd64
                     " digest %" SCNx64 " config %" SCNx64,
-                    &s->pos.epoch, &s->pos.batch, &s->digest,
-                    &s->config) == 4;
+                    &s->pos.epoch, &s->pos.batch, &s->digest, &s->config) == 4;
     fclose(f);
     return ok ? 0 : -1;
 }
@@ -382,8 +426,8 @@ static double pct_ms(int64_t *v, int64_t n, double p)
     return (double)v[k] / 1e6;
 }
 
-static void progress(sl_loader_t *l, int64_t done, int64_t total,
-                     double secs, int64_t samples, double stall)
+static void progress(sl_loader_t *l, int64_t done, int64_t total, double secs,
+                     int64_t samples, double stall)
 {
     sl_snapshot_t snap;
     int have = sl_loader_snapshot(l, &snap) == 0 && snap.t > 0;
@@ -393,9 +437,8 @@ static void progress(sl_loader_t *l, int64_t done, int64_t total,
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
     bar[width] = 0;
-    fprintf(stderr,
-            "\r[%s] %" PRId64 "/%" PRId64 " %6.0f img/s  stall %4.1f%%", bar,
-            done, total, secs > 0 ? (double)samples / secs : 0.0,
+    fprintf(stderr, "\r[%s] %" PRId64 "/%" PRId64 " %6.0f img/s  stall %4.1f%%",
+            bar, done, total, secs > 0 ? (double)samples / secs : 0.0,
             100.0 * stall);
     if (have)
         fprintf(stderr, "  cpu %3.0f%% (other %2.0f%%)  rss %4.0f MB",
@@ -431,8 +474,8 @@ int sl__cmd_run(int argc, char **argv)
     if (a.resume) {
         state_t rs;
         if (read_state(a.resume, &rs)) {
-            fprintf(stderr, "sluice %s: %s: not a sluice state file\n",
-                    argv[0], a.resume);
+            fprintf(stderr, "sluice %s: %s: not a sluice state file\n", argv[0],
+                    a.resume);
             return 2;
         }
         if (rs.config != st.config) {
@@ -447,7 +490,7 @@ int sl__cmd_run(int argc, char **argv)
          * run's first epoch, so shorten by the epochs already done. */
     }
     sl_loader_t *l = NULL;
-    int64_t epochs_total = a.opt.epochs ? a.opt.epochs
+    int64_t epochs_total = a.opt.epochs     ? a.opt.epochs
                            : a.duration > 0 ? 1000000 /* until the clock */
                                             : 1;
     a.opt.epochs = epochs_total;
@@ -460,8 +503,7 @@ int sl__cmd_run(int argc, char **argv)
     }
     int rc = sl_loader_create(a.source, &a.opt, &l);
     if (rc) {
-        fprintf(stderr, "sluice %s: %s\n", argv[0],
-                sl_loader_last_error(NULL));
+        fprintf(stderr, "sluice %s: %s\n", argv[0], sl_loader_last_error(NULL));
         return 1;
     }
     int64_t nb = sl_loader_batches_per_epoch(l);
@@ -473,8 +515,8 @@ int sl__cmd_run(int argc, char **argv)
         fprintf(stderr,
                 "sluice %s: %" PRId64 " samples, %d classes, %" PRId64
                 " batches/epoch, from epoch %" PRId64 " batch %" PRId64 "\n",
-                argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l),
-                nb, st.pos.epoch, st.pos.batch);
+                argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l), nb,
+                st.pos.epoch, st.pos.batch);
     size_t waits_cap = total > 0 && total < 4096 ? (size_t)total : 4096;
     int64_t *waits = malloc(waits_cap * sizeof *waits);
     if (!waits) {
@@ -577,9 +619,8 @@ int sl__cmd_run(int argc, char **argv)
         printf("%" PRId64 " samples in %" PRId64 " batches, %.2f s: %.0f img/s"
                "  stall %.1f%%  wait p50 %.2f ms p99 %.2f ms  cpu %.0f%%"
                "  peak RSS %.0f MB  skipped %" PRId64 "\n",
-               samples, done, secs, rate, 100 * stall,
-               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99),
-               100 * util, rss_mb, s.errors_skipped);
+               samples, done, secs, rate, 100 * stall, pct_ms(waits, done, 0.5),
+               pct_ms(waits, done, 0.99), 100 * util, rss_mb, s.errors_skipped);
         if (a.digest)
             printf("digest %016" PRIx64 "\n", h);
     }

@@ -68,13 +68,13 @@ int sl__folder_is_image_name(const char *name)
 
 /* Sorted entries of dir: sub-folders into dirs, image files into files
  * (names only). Follows symlinks, as torchvision does. */
-static int list_dir(const char *dir, strvec_t *dirs, strvec_t *files,
-                    char *err, size_t errlen)
+static int list_dir(const char *dir, strvec_t *dirs, strvec_t *files, char *err,
+                    size_t errlen)
 {
     DIR *d = opendir(dir);
     if (!d)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open folder: %s",
-                        dir, strerror(errno));
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot open folder: %s", dir,
+                        strerror(errno));
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(d))) {
@@ -135,8 +135,8 @@ static int walk(const char *root, const char *rel, int depth, int64_t label,
             rc = SL_ENOMEM;
             break;
         }
-        rc = walk(root, sub, depth + 1, label, paths, labels, lcap, err,
-                  errlen);
+        rc =
+            walk(root, sub, depth + 1, label, paths, labels, lcap, err, errlen);
         free(sub);
     }
     strvec_free(&dirs);
@@ -165,8 +165,7 @@ int sl__folder_scan(const char *root, sl__folder_t **out, char *err,
                   err, errlen);
     if (!rc && paths.n == 0)
         rc = sl__fail(err, errlen, SL_ENOTFOUND,
-                      "%s: no .jpg/.jpeg/.png files in any class folder",
-                      root);
+                      "%s: no .jpg/.jpeg/.png files in any class folder", root);
     sl__folder_t *f = rc ? NULL : calloc(1, sizeof *f);
     if (!rc && !f)
         rc = SL_ENOMEM;

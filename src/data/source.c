@@ -312,8 +312,8 @@ static int read_file(const char *root, const char *rel, sl__bytes_t *out,
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0) {
-                rc = sl__fail(err, errlen, SL_EIO, "%s: read failed: %s",
-                              path, r < 0 ? strerror(errno) : "file shrank");
+                rc = sl__fail(err, errlen, SL_EIO, "%s: read failed: %s", path,
+                              r < 0 ? strerror(errno) : "file shrank");
                 break;
             }
             got += (size_t)r;
@@ -331,11 +331,11 @@ int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                     size_t errlen)
 {
     if (i < 0 || i >= sl__source_count(s))
-        return sl__fail(err, errlen, SL_ERANGE, "%s: no sample %lld",
-                        s->path, (long long)i);
+        return sl__fail(err, errlen, SL_ERANGE, "%s: no sample %lld", s->path,
+                        (long long)i);
     if (s->folder)
-        return read_file(s->folder->root, s->folder->paths[i], out, stored,
-                         err, errlen);
+        return read_file(s->folder->root, s->folder->paths[i], out, stored, err,
+                         errlen);
     uint64_t k;
     int sh = find_shard(s, i, &k);
     return sl__shard_read(s->shards[sh], k, out, scratch, stored, err, errlen);

@@ -42,21 +42,18 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
                         "bad sizes: batch %d, image %d, resize %d",
                         o->batch_size, o->image_size, o->resize_size);
     if (o->policy != SL_POLICY_HEURISTIC && o->policy != SL_POLICY_STATIC)
-        return sl__fail(err, errlen, SL_EINVAL, "unknown policy %d",
-                        o->policy);
+        return sl__fail(err, errlen, SL_EINVAL, "unknown policy %d", o->policy);
     if (o->mode != SL_MODE_TRAIN && o->mode != SL_MODE_EVAL)
         return sl__fail(err, errlen, SL_EINVAL, "unknown mode %d", o->mode);
     if (o->dtype != SL_DTYPE_UINT8 && o->dtype != SL_DTYPE_FLOAT32)
         return sl__fail(err, errlen, SL_EINVAL, "unknown dtype %d", o->dtype);
     if (o->layout != SL_LAYOUT_CHW && o->layout != SL_LAYOUT_HWC)
-        return sl__fail(err, errlen, SL_EINVAL, "unknown layout %d",
-                        o->layout);
+        return sl__fail(err, errlen, SL_EINVAL, "unknown layout %d", o->layout);
     if (!(o->scale_min > 0 && o->scale_min <= o->scale_max &&
           o->ratio_min > 0 && o->ratio_min <= o->ratio_max))
         return sl__fail(err, errlen, SL_EINVAL,
                         "bad crop ranges: scale [%g, %g], ratio [%g, %g]",
-                        o->scale_min, o->scale_max, o->ratio_min,
-                        o->ratio_max);
+                        o->scale_min, o->scale_max, o->ratio_min, o->ratio_max);
     for (int c = 0; c < 3; c++)
         if (!(o->std[c] > 0))
             return sl__fail(err, errlen, SL_EINVAL, "std[%d] must be > 0", c);
@@ -165,9 +162,9 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
                              &l->src, err, errlen);
     if (!rc)
         rc = sl__sampler_init(&l->smp, sl__source_count(l->src),
-                              l->opt.batch_size, l->opt.rank,
-                              l->opt.world_size, l->opt.drop_last,
-                              !l->opt.no_shuffle, l->opt.seed, err, errlen);
+                              l->opt.batch_size, l->opt.rank, l->opt.world_size,
+                              l->opt.drop_last, !l->opt.no_shuffle, l->opt.seed,
+                              err, errlen);
     if (rc) {
         sl__source_close(l->src);
         free(l);
@@ -207,8 +204,11 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     if (l->opt.telemetry_ms >= 0) {
         sl__collector_opts_t co = {l->opt.telemetry_ms ? l->opt.telemetry_ms
                                                        : 100,
-                                   source, l->opt.telemetry_path,
-                                   l->opt.metrics_port, 600, NULL};
+                                   source,
+                                   l->opt.telemetry_path,
+                                   l->opt.metrics_port,
+                                   600,
+                                   NULL};
         if (l->opt.policy != SL_POLICY_STATIC &&
             (l->lim.tune_read || l->lim.tune_decode || l->lim.tune_prefetch)) {
             sl__heur_init(&l->heur);
@@ -625,8 +625,8 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
     }
     int running = l->running;
     if (rc)
-        sl__fail(l->errmsg, sizeof l->errmsg, rc, "bad knob %d = %lld",
-                 (int)p, (long long)value);
+        sl__fail(l->errmsg, sizeof l->errmsg, rc, "bad knob %d = %lld", (int)p,
+                 (long long)value);
     pthread_mutex_unlock(&l->mu);
     /* The pool lock is never taken under mu (lock order, loader_internal.h).
      */

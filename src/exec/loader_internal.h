@@ -27,22 +27,22 @@
 #include "sched/heuristic.h"
 #include "telemetry/collector.h"
 
-#define SL_ITEMS 32                   /* read-ahead: samples read, not done */
-#define SL_ITEM_KEEP (4u << 20)       /* item buffers above this are freed */
-#define SL_SKIPS_KEPT 10000           /* skip messages kept */
+#define SL_ITEMS 32             /* read-ahead: samples read, not done */
+#define SL_ITEM_KEEP (4u << 20) /* item buffers above this are freed */
+#define SL_SKIPS_KEPT 10000     /* skip messages kept */
 #define SL_MSG 1024
 #define SL_MEM_RESERVE (32 << 20) /* budget share for read-ahead, scratch */
-#define SL_DECIDE_TICKS 5          /* telemetry periods per decision */
+#define SL_DECIDE_TICKS 5         /* telemetry periods per decision */
 
 enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
 
 typedef struct bbuf {
     sl_batch_t pub; /* first: sl_loader_release casts back */
     int state;
-    int64_t g;   /* global batch number: epoch * nbatches + index */
+    int64_t g;       /* global batch number: epoch * nbatches + index */
     int64_t t_claim; /* when a reader claimed it (telemetry: latency) */
-    int count;   /* samples assigned */
-    int pending; /* slots not yet finished */
+    int count;       /* samples assigned */
+    int pending;     /* slots not yet finished */
     int nfailed;
     uint8_t *bad; /* per slot: 1 = skipped */
     int rc;       /* first failure under SL_ON_ERROR_FAIL */

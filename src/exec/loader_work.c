@@ -85,9 +85,9 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
                 bb->g = g;
                 bb->pub.epoch = g / nb;
                 bb->pub.index = g % nb;
-                bb->count = sl__sampler_batch(&l->smp,
-                                              perm_for(l, bb->pub.epoch),
-                                              bb->pub.index, bb->pub.indices);
+                bb->count =
+                    sl__sampler_batch(&l->smp, perm_for(l, bb->pub.epoch),
+                                      bb->pub.index, bb->pub.indices);
                 for (int i = 0; i < bb->count; i++)
                     bb->pub.labels[i] =
                         sl__source_label(l->src, bb->pub.indices[i]);
@@ -225,10 +225,10 @@ void sl__loader_decoder_main(void *arg, int id)
             sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
             sl__rng_init(&flip, l->opt.seed, e, s, SL_RNG_FLIP);
             char cause[SL_MSG / 2];
-            void *out = (uint8_t *)bb->pub.data + (size_t)slot * l->sample_bytes;
-            rc = sl__image_process(it->data.p, it->data.n, &l->xf, &crop,
-                                   &flip, l->dscratch[id], out, cause,
-                                   sizeof cause);
+            void *out =
+                (uint8_t *)bb->pub.data + (size_t)slot * l->sample_bytes;
+            rc = sl__image_process(it->data.p, it->data.n, &l->xf, &crop, &flip,
+                                   l->dscratch[id], out, cause, sizeof cause);
             if (rc) {
                 char name[SL_MSG / 2 - 8];
                 sl__source_describe(l->src, it->sample, name, sizeof name);

@@ -33,18 +33,18 @@ sl__crop_t sl__center_box(int width, int height, int resize_size, int size);
 typedef enum { SL_XF_BOX = 0, SL_XF_RRC = 1, SL_XF_CENTER = 2 } sl__xf_mode_t;
 
 typedef struct sl__xform {
-    int mode;          /* sl__xf_mode_t */
-    sl__crop_t box;    /* SL_XF_BOX: the crop (w or h 0: whole image) */
-    double scale[2];   /* SL_XF_RRC */
-    double ratio[2];   /* SL_XF_RRC */
-    int resize_size;   /* SL_XF_CENTER */
-    int flip;          /* SL_XF_BOX: 0/1; SL_XF_RRC: 1 = random p=0.5 */
+    int mode;        /* sl__xf_mode_t */
+    sl__crop_t box;  /* SL_XF_BOX: the crop (w or h 0: whole image) */
+    double scale[2]; /* SL_XF_RRC */
+    double ratio[2]; /* SL_XF_RRC */
+    int resize_size; /* SL_XF_CENTER */
+    int flip;        /* SL_XF_BOX: 0/1; SL_XF_RRC: 1 = random p=0.5 */
     int out_w, out_h;
-    int dtype;         /* sl_dtype_t */
-    int layout;        /* sl_layout_t */
-    float mean[3];     /* resolved (never all-zero here) */
+    int dtype;     /* sl_dtype_t */
+    int layout;    /* sl_layout_t */
+    float mean[3]; /* resolved (never all-zero here) */
     float std[3];
-    int dct_scale;     /* 1: may decode at 1/2, 1/4, 1/8 scale */
+    int dct_scale; /* 1: may decode at 1/2, 1/4, 1/8 scale */
 } sl__xform_t;
 
 /* Decodes `bytes`, draws what is random from `crop_rng` / `flip_rng` (may be

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#define STALL_HI 0.05  /* the consumer waits: act */
-#define STALL_LO 0.01  /* no stall */
-#define BUSY_HI 0.80   /* a stage's threads are (nearly) always working */
+#define STALL_HI 0.05 /* the consumer waits: act */
+#define STALL_LO 0.01 /* no stall */
+#define BUSY_HI 0.80  /* a stage's threads are (nearly) always working */
 #define BUSY_LO 0.60
 #define GAIN 0.03      /* a step up must buy this much throughput */
 #define CALM_WINDOWS 4 /* windows without stall before shedding */
@@ -157,9 +157,9 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         /* What n-1 decoders could deliver, if each keeps its rate per
          * busy second: shed only with a 25 % margin over today's rate. */
         int n = cur->decode_threads;
-        double after = n > 1 ? w.rate / (w.dbusy > 0.05 ? w.dbusy : 0.05) *
-                                   (n - 1) / n
-                             : 0;
+        double after =
+            n > 1 ? w.rate / (w.dbusy > 0.05 ? w.dbusy : 0.05) * (n - 1) / n
+                  : 0;
         if (h->calm >= CALM_WINDOWS && lim->tune_decode && n > 1 &&
             w.dbusy < BUSY_LO && after >= 1.25 * w.rate &&
             w.ready >= 0.5 * cur->prefetch) {

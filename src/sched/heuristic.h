@@ -37,13 +37,13 @@ typedef struct sl__limits {
 enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };
 
 typedef struct sl__heur {
-    int last_knob;     /* the step under trial (SL_KNOB_*), or none */
-    int last_dir;      /* +1 / -1 */
+    int last_knob; /* the step under trial (SL_KNOB_*), or none */
+    int last_dir;  /* +1 / -1 */
     double before_rate, before_stall;
-    int hold[4];       /* windows before this knob may rise again */
+    int hold[4]; /* windows before this knob may rise again */
     int backoff[4];
-    int calm;          /* consecutive windows without stall */
-    int cooldown;      /* windows to wait after any step */
+    int calm;     /* consecutive windows without stall */
+    int cooldown; /* windows to wait after any step */
 } sl__heur_t;
 
 void sl__heur_init(sl__heur_t *h);

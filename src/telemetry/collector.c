@@ -68,8 +68,7 @@ static void read_now(sl__collector_t *c, reading_t *r)
         sl__parse_pid_stat(buf, (size_t)n, &r->self_jiffies);
     if ((n = sl__read_small("/", "proc/self/io", buf, cap)) > 0)
         r->io_ok = sl__parse_self_io(buf, (size_t)n, &r->io) == 0;
-    if (c->disk[0] &&
-        (n = sl__read_small("/", "proc/diskstats", buf, cap)) > 0)
+    if (c->disk[0] && (n = sl__read_small("/", "proc/diskstats", buf, cap)) > 0)
         r->disk_ok =
             sl__parse_diskstats(buf, (size_t)n, c->disk, &r->disk) == 0;
     if ((n = sl__read_small("/", "proc/net/dev", buf, cap)) > 0)
@@ -121,7 +120,8 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->ncpu = b->stat.ncpu > 0 ? b->stat.ncpu : sl__ncpu();
     uint64_t dt = b->stat.all.total - a->stat.all.total;
     uint64_t db = b->stat.all.busy - a->stat.all.busy;
-    if (b->stat.all.total > a->stat.all.total && b->stat.all.busy >= a->stat.all.busy)
+    if (b->stat.all.total > a->stat.all.total &&
+        b->stat.all.busy >= a->stat.all.busy)
         s->cpu_total = (double)db / (double)dt;
     double self_s =
         (double)(b->self_jiffies - a->self_jiffies) / (double)c->clk_tck;
@@ -158,9 +158,9 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     if (a->disk_ok && b->disk_ok) {
         s->disk_read_bytes_per_s =
             rate(a->disk.read_bytes, b->disk.read_bytes, secs);
-        s->disk_busy = secs > 0 ? (double)(b->disk.io_ms - a->disk.io_ms) /
-                                      1000.0 / secs
-                                : 0;
+        s->disk_busy =
+            secs > 0 ? (double)(b->disk.io_ms - a->disk.io_ms) / 1000.0 / secs
+                     : 0;
         if (s->disk_busy > 1)
             s->disk_busy = 1;
     } else {
@@ -206,26 +206,24 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->errors_skipped = q->errors_skipped;
     s->bytes_read_total = q->bytes_read;
     s->samples_per_s = secs > 0 ? (double)(q->samples - p->samples) / secs : 0;
-    s->read_bytes_per_s = rate((uint64_t)p->bytes_read,
-                               (uint64_t)q->bytes_read, secs);
+    s->read_bytes_per_s =
+        rate((uint64_t)p->bytes_read, (uint64_t)q->bytes_read, secs);
     s->stall_fraction =
         secs > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e9 / secs : 0;
     if (s->stall_fraction > 1)
         s->stall_fraction = 1;
     int64_t nb = q->batches - p->batches;
-    s->consumer_wait_ms = nb > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e6 /
-                                       (double)nb
-                                 : 0;
+    s->consumer_wait_ms =
+        nb > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e6 / (double)nb : 0;
     int64_t nl = q->lat_count - p->lat_count;
     s->batch_latency_ms =
-        nl > 0 ? (double)(q->lat_sum_ns - p->lat_sum_ns) / 1e6 / (double)nl
-               : 0;
+        nl > 0 ? (double)(q->lat_sum_ns - p->lat_sum_ns) / 1e6 / (double)nl : 0;
     stage(&s->read, q->read_workers, p->read_busy_ns, q->read_busy_ns,
           p->read_items, q->read_items, secs);
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
-    stage(&s->decode, q->decode_workers, p->decode_busy_ns,
-          q->decode_busy_ns, p->decode_items, q->decode_items, secs);
+    stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,
+          p->decode_items, q->decode_items, secs);
     s->decode.queue_depth = q->decode_queue;
     s->decode.queue_capacity = q->decode_capacity;
     s->prefetch = q->prefetch;

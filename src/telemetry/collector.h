@@ -21,7 +21,7 @@ typedef struct sl__pipe_sample {
     int read_inflight, read_capacity; /* read-ahead items in use / all */
     int decode_queue, decode_capacity;
     int prefetch, batches_ready, batches_filling;
-    int64_t decisions;     /* knob changes made by the scheduler so far */
+    int64_t decisions; /* knob changes made by the scheduler so far */
     char decision_knob[24];
     int decision_from, decision_to;
     char decision_reason[160];
@@ -32,11 +32,11 @@ typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);
 struct sl__collector;
 
 typedef struct sl__collector_opts {
-    int period_ms;            /* > 0 */
-    const char *data_path;    /* where the data lives (disk to watch) */
-    const char *jsonl_path;   /* NULL: none */
-    int metrics_port;         /* 0: none */
-    int ring;                 /* snapshots kept */
+    int period_ms;          /* > 0 */
+    const char *data_path;  /* where the data lives (disk to watch) */
+    const char *jsonl_path; /* NULL: none */
+    int metrics_port;       /* 0: none */
+    int ring;               /* snapshots kept */
     /* Called on the collector thread after each periodic snapshot (the
      * scheduler's hook); may be NULL. */
     void (*on_tick)(void *arg, struct sl__collector *c);

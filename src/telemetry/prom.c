@@ -22,8 +22,8 @@ typedef sl__sbuf_t out_t;
 static void metric(out_t *o, const char *name, const char *type,
                    const char *help, double v)
 {
-    emit(o, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\nsluice_%s %.17g\n",
-         name, help, name, type, name, v);
+    emit(o, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\nsluice_%s %.17g\n", name,
+         help, name, type, name, v);
 }
 
 /* Gauges that may be absent (negative) are left out, not invented. */
@@ -52,8 +52,8 @@ static void stage_metrics(out_t *o, const sl_snapshot_t *s)
     emit(o, "# HELP sluice_stage_items_total Samples through the stage.\n"
             "# TYPE sluice_stage_items_total counter\n");
     for (int i = 0; i < 2; i++)
-        emit(o, "sluice_stage_items_total{stage=\"%s\"} %lld\n",
-             stages[i].name, (long long)stages[i].st->items_total);
+        emit(o, "sluice_stage_items_total{stage=\"%s\"} %lld\n", stages[i].name,
+             (long long)stages[i].st->items_total);
     emit(o, "# HELP sluice_queue_depth Items waiting at the stage.\n"
             "# TYPE sluice_queue_depth gauge\n");
     for (int i = 0; i < 2; i++)
@@ -79,8 +79,10 @@ int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)
            "Samples skipped as bad input.", (double)s->errors_skipped);
     metric(&o, "read_bytes_total", "counter", "Stored bytes read.",
            (double)s->bytes_read_total);
-    metric(&o, "samples_per_second", "gauge", "Samples per second, last "
-           "interval.", s->samples_per_s);
+    metric(&o, "samples_per_second", "gauge",
+           "Samples per second, last "
+           "interval.",
+           s->samples_per_s);
     metric(&o, "stall_fraction", "gauge",
            "Share of the last interval the consumer waited for data.",
            s->stall_fraction);
@@ -186,8 +188,7 @@ int sl__prom_start(int port, sl__collector_t *c, sl__prom_t **out, char *err,
     if (!p->d) {
         free(p);
         return sl__fail(err, errlen, SL_EIO,
-                        "cannot serve metrics on 127.0.0.1:%d (in use?)",
-                        port);
+                        "cannot serve metrics on 127.0.0.1:%d (in use?)", port);
     }
     *out = p;
     return 0;

@@ -46,8 +46,9 @@ int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len)
     if (buf && len)
         buf[0] = 0;
     put(&w, "{\"t\": %.3f, \"interval_s\": %.4f", s->t, s->interval_s);
-    put(&w, ", \"ncpu\": %d, \"cpu_total\": %.4f, \"cpu_self\": %.4f"
-            ", \"cpu_other\": %.4f, \"cpu_core\": [",
+    put(&w,
+        ", \"ncpu\": %d, \"cpu_total\": %.4f, \"cpu_self\": %.4f"
+        ", \"cpu_other\": %.4f, \"cpu_core\": [",
         s->ncpu, s->cpu_total, s->cpu_self, s->cpu_other);
     for (int i = 0; i < s->ncpu && i < SL_SNAPSHOT_MAX_CORES; i++)
         put(&w, "%s%.3f", i ? ", " : "", s->cpu_core[i]);
@@ -88,7 +89,8 @@ int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len)
         s->consumer_wait_ms, (long long)s->samples_total,
         (long long)s->batches_total, (long long)s->errors_skipped,
         (long long)s->bytes_read_total);
-    put(&w, ", \"queue_depth\": {\"read\": %d, \"decode\": %d, \"batches\": %d}",
+    put(&w,
+        ", \"queue_depth\": {\"read\": %d, \"decode\": %d, \"batches\": %d}",
         s->read.queue_depth, s->decode.queue_depth, s->batches_ready);
     put(&w, ", \"workers\": {\"read\": %d, \"decode\": %d}", s->read.workers,
         s->decode.workers);
@@ -106,8 +108,9 @@ int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len)
     put(&w, ", \"stages\": {");
     stage(&w, "read", &s->read, 1);
     stage(&w, "decode", &s->decode, 0);
-    put(&w, "}, \"knobs\": {\"read_threads\": %d, \"decode_threads\": %d"
-            ", \"prefetch\": %d}, \"batches_filling\": %d}",
+    put(&w,
+        "}, \"knobs\": {\"read_threads\": %d, \"decode_threads\": %d"
+        ", \"prefetch\": %d}, \"batches_filling\": %d}",
         s->read.workers, s->decode.workers, s->prefetch, s->batches_filling);
     return w.need;
 }

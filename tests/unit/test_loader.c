@@ -31,8 +31,7 @@ static void write_jpeg(const char *path, int w, int h, int seed)
         }
     sl__bytes_t out = {0};
     char err[256];
-    assert_int_equal(sl__jpeg_encode(rgb, w, h, 85, &out, err, sizeof err),
-                     0);
+    assert_int_equal(sl__jpeg_encode(rgb, w, h, 85, &out, err, sizeof err), 0);
     assert_int_equal(tu_write_file(path, out.p, out.n), 0);
     sl__bytes_free(&out);
     free(rgb);
@@ -123,10 +122,10 @@ static int stream(sl_loader_t *l, const sl_position_t *pos, run_t *r,
             if (r->batches == 7)
                 sl_loader_set(l, SL_PARAM_PREFETCH, 6);
         }
-        r->digest = XXH3_64bits_withSeed(b->data, b->n * b->sample_bytes,
-                                         r->digest);
-        r->digest = XXH3_64bits_withSeed(b->labels, b->n * sizeof(int64_t),
-                                         r->digest);
+        r->digest =
+            XXH3_64bits_withSeed(b->data, b->n * b->sample_bytes, r->digest);
+        r->digest =
+            XXH3_64bits_withSeed(b->labels, b->n * sizeof(int64_t), r->digest);
         for (int i = 0; i < b->n; i++)
             r->seen[b->indices[i]]++;
         r->batches++;

@@ -54,8 +54,8 @@ static void test_exact_coverage_many_shapes(void **state)
                 int B = Bs[b], W = Ws[c];
                 sl__sampler_t s;
                 char err[256];
-                int rc = sl__sampler_init(&s, n, B, 0, W, 0, 1, 1, err,
-                                          sizeof err);
+                int rc =
+                    sl__sampler_init(&s, n, B, 0, W, 0, 1, 1, err, sizeof err);
                 if (n < W || (B == 1 && n % W)) {
                     assert_int_not_equal(rc, 0); /* refused, with reason */
                     assert_true(strlen(err) > 0);

@@ -34,8 +34,7 @@ static void test_hog_shows_as_other_cpu(void **state)
     sl__collector_opts_t o = {100, "/", NULL, 0, 100, NULL};
     sl__collector_t *c;
     char err[256];
-    assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256),
-                     0);
+    assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
     usleep(250000);
     pid_t pid = fork();
     if (pid == 0) {
@@ -66,11 +65,11 @@ static void test_hog_shows_as_other_cpu(void **state)
 static void test_ring_order_and_pipeline_rates(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {1000000, "/", NULL, 0, 4, NULL}; /* manual ticks */
+    sl__collector_opts_t o = {1000000, "/", NULL,
+                              0,       4,   NULL}; /* manual ticks */
     sl__collector_t *c;
     char err[256];
-    assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256),
-                     0);
+    assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
     for (int i = 0; i < 6; i++) {
         fake_samples += 100;
         usleep(10000);
@@ -96,8 +95,7 @@ static void test_json_has_every_documented_key(void **state)
     sl__collector_opts_t o = {1000000, "/", NULL, 0, 4, NULL};
     sl__collector_t *c;
     char err[256];
-    assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256),
-                     0);
+    assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
     usleep(20000);
     sl__collector_tick(c);
     sl_snapshot_t s;
@@ -105,15 +103,26 @@ static void test_json_has_every_documented_key(void **state)
     char buf[16384];
     int need = sl_snapshot_json(&s, buf, sizeof buf);
     assert_true(need > 0 && (size_t)need < sizeof buf);
-    const char *keys[] = {
-        "\"t\": ", "\"cpu_total\": ", "\"cpu_other\": ",
-        "\"mem_available_bytes\": ", "\"rss_bytes\": ",
-        "\"read_bytes_per_s\": ", "\"samples_per_s\": ",
-        "\"stall_fraction\": ", "\"queue_depth\": {", "\"workers\": {",
-        "\"gpu\": ", "\"energy_j\": ", "\"cpu_core\": [", "\"run_queue\": ",
-        "\"psi_cpu_some\": ", "\"disk_read_bytes_per_s\": ",
-        "\"net_rx_bytes_per_s\": ", "\"batch_latency_ms\": ",
-        "\"consumer_wait_ms\": ", "\"knobs\": {"};
+    const char *keys[] = {"\"t\": ",
+                          "\"cpu_total\": ",
+                          "\"cpu_other\": ",
+                          "\"mem_available_bytes\": ",
+                          "\"rss_bytes\": ",
+                          "\"read_bytes_per_s\": ",
+                          "\"samples_per_s\": ",
+                          "\"stall_fraction\": ",
+                          "\"queue_depth\": {",
+                          "\"workers\": {",
+                          "\"gpu\": ",
+                          "\"energy_j\": ",
+                          "\"cpu_core\": [",
+                          "\"run_queue\": ",
+                          "\"psi_cpu_some\": ",
+                          "\"disk_read_bytes_per_s\": ",
+                          "\"net_rx_bytes_per_s\": ",
+                          "\"batch_latency_ms\": ",
+                          "\"consumer_wait_ms\": ",
+                          "\"knobs\": {"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (!strstr(buf, keys[i]))
             fail_msg("missing %s in %s", keys[i], buf);
