@@ -25,8 +25,9 @@ batches hold the same indices in the same order, and for a deterministic
 
 Random augmentations
 --------------------
-Work is spread per *sample* (whichever worker is free takes the next one),
-so the worker that runs a sample is not fixed.  To keep random transforms
+Work is spread in short runs of consecutive samples of a batch (about
+``batch_size / (2 * workers)`` each; whichever worker is free takes the next
+run), so the worker that runs a sample is not fixed.  To keep random transforms
 reproducible anyway, each worker re-seeds ``torch``, ``random`` and (if
 imported) ``numpy`` before every ``dataset[i]`` with a seed derived from
 ``(base_seed, position of the sample in the epoch)``.  Augmented outputs are
@@ -42,10 +43,14 @@ Transport
 With the default collate and samples that are (nests of tuple/list/dict of)
 fixed-shape CPU tensors, numpy arrays, ints and floats, workers write each
 sample straight into a shared-memory batch slot (a ring of
-``prefetch_factor * workers`` slots, layout learnt from the first sample) and
-send only "task t done" (a few bytes).  The main process copies the finished
-slot out once (``clone``: the batch is the caller's to keep) instead of
-unpickling every sample and stacking.  Anything else (custom ``collate_fn``,
+``2 * prefetch_factor * workers`` slots, layout learnt from the first sample)
+and send only "task t done" (a few bytes per run of samples).  The main
+process neither unpickles nor stacks nor copies: the batch's tensors view the
+slot itself (as torch's batches view the shared memory its workers collate
+into), and the slot is reused only once every tensor made from that batch has
+been freed.  The batch is the caller's to keep; if the caller keeps more than
+``prefetch_factor * workers`` batches alive, further batches are copied out
+of the ring instead, so the ring stays bounded.  Anything else (custom ``collate_fn``,
 strings, ragged shapes) travels pickled and is collated by ``collate_fn`` in
 the main process, as torch does.
 """
@@ -222,7 +227,12 @@ def _unflatten(spec, leaves, batched):
             return v.clone().numpy()
         return v.clone()
 
-    return build(spec)
+    try:
+        return build(spec)
+    finally:
+        # build is a recursive closure (a reference cycle holding `it`, and so
+        # the leaves): break it, or lent batch slots wait for the cyclic GC.
+        build = it = None
 
 
 class _Layout:
@@ -314,49 +324,61 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
             task_lock.release()
         if data is None:
             continue
-        tid, index, slot, pos, lver, sseed = pickle.loads(data)
+        # A task is a run of consecutive samples of one batch: rows
+        # row0.. of slot, epoch positions pos0.. (cuts messages per sample).
+        tid, indices, slot, row0, lver, base, pos0 = pickle.loads(data)
         t0 = time.perf_counter()
-        try:
-            gen.manual_seed(sseed)
-            random.seed(sseed)
-            np = sys.modules.get("numpy")
-            if np is not None:
-                np.random.seed(sseed & 0xFFFFFFFF)
-            sample = dataset[index]
-        except Exception:
-            w = _tutils.ExceptionWrapper(
-                where=f"in sluice GenericLoader worker {wid} while loading dataset[{index!r}]")
-            _send(res_lock, res_w, ("e", tid, wid, time.perf_counter() - t0, w))
-            continue
+        views = None
         if slot >= 0:
             while layout is None or layout.version < lver:
                 layout = _Layout(*ctl_r.recv())
                 for n in list(mapped):
                     if n not in layout.names:
                         del mapped[n]
-            leaves = []
-            if _flatten_match(sample, layout.spec, leaves):
-                name = layout.names[slot]
-                if name not in mapped:
-                    mm = _map_segment(name, layout.slot_bytes)
-                    mapped[name] = (mm, layout.views(mm))
-                views = mapped[name][1]
-                try:
-                    for v, x in zip(views, leaves):
-                        if isinstance(x, torch.Tensor):
-                            v[pos].copy_(x)
-                        else:
-                            v[pos] = x
-                    _send(res_lock, res_w, ("k", tid, wid, time.perf_counter() - t0, None))
-                    continue
-                except Exception:
-                    pass  # fall through to the pickled path
-        try:
-            _send(res_lock, res_w, ("o", tid, wid, time.perf_counter() - t0, sample))
-        except Exception:
-            w = _tutils.ExceptionWrapper(
-                where=f"in sluice GenericLoader worker {wid} sending dataset[{index!r}]")
-            _send(res_lock, res_w, ("e", tid, wid, time.perf_counter() - t0, w))
+            name = layout.names[slot]
+            if name not in mapped:
+                mm = _map_segment(name, layout.slot_bytes)
+                mapped[name] = (mm, layout.views(mm))
+            views = mapped[name][1]
+        ok = True
+        for k, index in enumerate(indices):
+            try:
+                sseed = _mix64(base ^ _mix64(pos0 + k))
+                gen.manual_seed(sseed)
+                random.seed(sseed)
+                np = sys.modules.get("numpy")
+                if np is not None:
+                    np.random.seed(sseed & 0xFFFFFFFF)
+                sample = dataset[index]
+            except Exception:
+                w = _tutils.ExceptionWrapper(
+                    where=f"in sluice GenericLoader worker {wid} while loading dataset[{index!r}]")
+                _send(res_lock, res_w, ("e", tid, wid, time.perf_counter() - t0, w))
+                ok = False
+                break
+            if views is not None:
+                leaves = []
+                if _flatten_match(sample, layout.spec, leaves):
+                    row = row0 + k
+                    try:
+                        for v, x in zip(views, leaves):
+                            if isinstance(x, torch.Tensor):
+                                v[row].copy_(x)
+                            else:
+                                v[row] = x
+                        continue
+                    except Exception:
+                        pass  # fall through to the pickled path
+            try:
+                _send(res_lock, res_w, ("o", tid, wid, 0.0, (k, sample)))
+            except Exception:
+                w = _tutils.ExceptionWrapper(
+                    where=f"in sluice GenericLoader worker {wid} sending dataset[{index!r}]")
+                _send(res_lock, res_w, ("e", tid, wid, time.perf_counter() - t0, w))
+                ok = False
+                break
+        if ok:
+            _send(res_lock, res_w, ("k", tid, wid, time.perf_counter() - t0, None))
 
 
 # --------------------------------------------------------------------------
@@ -464,6 +486,33 @@ class _Slots:
         self.views = []  # per slot: leaf views
         self.free = []
         self.version = 0
+        self.held = set()  # slots lent out as batch tensors (free when collected)
+        self.gen = 0       # bumped when the slots are dropped: stale returns ignored
+
+    def lend(self, slot, n):
+        """Leaf tensors over rows [0, n) of slot, backed by the slot itself (no
+        copy).  The slot comes back to ``free`` once every tensor (and view)
+        made from them is collected."""
+        mv = memoryview(self.maps[slot])
+        leaves = []
+        for off, dt, shape in self.layout.leaves:
+            cnt = n * math.prod(shape)
+            if cnt == 0:
+                leaves.append(torch.empty((n,) + shape, dtype=dt))
+                continue
+            leaves.append(torch.frombuffer(mv, dtype=dt, count=cnt, offset=off)
+                          .view((n,) + shape))
+        self.held.add(slot)
+        # torch.frombuffer keeps mv alive for as long as any storage made from
+        # it lives; mv itself is referenced by nothing else.
+        f = weakref.finalize(mv, _Slots._returned, self, slot, self.gen)
+        f.atexit = False
+        return leaves
+
+    def _returned(self, slot, gen):
+        if gen == self.gen and slot in self.held:
+            self.held.discard(slot)
+            self.free.append(slot)
 
     def create(self, spec, cap, count):
         self.release_all()
@@ -490,6 +539,8 @@ class _Slots:
         self.layout = _Layout(self.version, spec, cap, [s.name for s in self.shms])
 
     def release_all(self):
+        self.gen += 1
+        self.held = set()
         self.views = []
         self.free = []
         for mm in self.maps:
@@ -580,6 +631,7 @@ class GenericLoader:
         self._state = {"pool": None, "slots": _Slots()}
         self._finalizer = weakref.finalize(self, _cleanup, self._state)
         self._lock = threading.Lock()
+        self._window = 2
 
     # -- public knobs -------------------------------------------------------
 
@@ -601,7 +653,7 @@ class GenericLoader:
     def set_workers(self, n):
         """Number of worker processes; may be called at any time, from any
         thread.  While an epoch runs on workers it takes effect before the
-        next sample is handed out (at least 1 worker stays while running)."""
+        next run of samples is handed out (at least 1 worker stays while running)."""
         n = int(n)
         if n < 0:
             raise ValueError("number of workers must be >= 0")
@@ -783,13 +835,13 @@ class GenericLoader:
             if pool is not None:
                 pool.close()
             # No worker writes into a slot any more: all are free.
-            slots.free = list(range(len(slots.shms)))
+            slots.free = [i for i in range(len(slots.shms)) if i not in slots.held]
             pool = state["pool"] = _Pool(self.dataset, st["base_seed"], self.worker_init_fn)
             pool.layout = slots.layout
         pool.base_seed = st["base_seed"]
         pool.resize(max(1, self._target))
         inflight = collections.deque()
-        tasks = {}  # tid -> (batch, offset in batch)
+        tasks = {}  # tid -> (batch, offset in batch, number of samples)
         tid = 0
         exhausted = False
         self._clean = False
@@ -804,7 +856,10 @@ class GenericLoader:
                 if want != pool.target:
                     pool.resize(want)
                 window = max(2, self.prefetch_factor * want)
-                if slots.layout is not None and slots.ensure(window):
+                self._window = window
+                # Twice the window: up to `window` batches lent to the caller
+                # (zero-copy) while `window` more are being filled.
+                if slots.layout is not None and slots.ensure(2 * window):
                     pool.set_layout(slots.layout)
                 # The cap on outstanding tasks keeps the task pipe from filling
                 # (a blocked writer here could deadlock with a worker blocked
@@ -824,9 +879,11 @@ class GenericLoader:
                         slot = slots.free.pop()
                     rec = _Batch(b, pos, slot)
                     lver = slots.layout.version if slot >= 0 else 0
-                    for j, i in enumerate(idxs):
-                        tasks[tid] = (rec, j)
-                        pool.put((tid, i, slot, j, lver, _mix64(st["base_seed"] ^ _mix64(pos + j))))
+                    csz = max(1, -(-len(idxs) // (2 * want)))
+                    for j in range(0, len(idxs), csz):
+                        chunk = idxs[j:j + csz]
+                        tasks[tid] = (rec, j, len(chunk))
+                        pool.put((tid, chunk, slot, j, lver, st["base_seed"], pos + j))
                         tid += 1
                     pos += len(idxs)
                     inflight.append(rec)
@@ -884,23 +941,23 @@ class GenericLoader:
                 continue
             if kind == "e" and t < 0:
                 payload.reraise()
-            rec, j = tasks.pop(t)
-            if kind == "e":
-                if rec.error is None:
-                    rec.error = payload
-                rec.done += 1
-                continue
             if kind == "o":
-                rec.objs[j] = payload
+                rec, j, _ = tasks[t]
+                k, sample = payload
+                rec.objs[j + k] = sample
                 self._stats["pickled"] += 1
                 if not fast_decided:
                     fast_decided = True
-                    spec = _spec_of(payload)
+                    spec = _spec_of(sample)
                     if spec is not None:
                         cap = self.batch_size or max(len(rec.indices), 1)
-                        slots.create(spec, cap, window)
+                        slots.create(spec, cap, 2 * window)
                         pool.set_layout(slots.layout)
-            rec.done += 1
+                continue
+            rec, j, cnt = tasks.pop(t)
+            if kind == "e" and rec.error is None:
+                rec.error = payload
+            rec.done += cnt
         if any(s in ready for s in sentinels):
             pool.check_dead()
         return fast_decided
@@ -911,7 +968,11 @@ class GenericLoader:
         views = slots.views[rec.slot] if rec.slot >= 0 else None
         if views is not None and not rec.objs:
             self._stats["fast_batches"] += 1
-            leaves = [v[:n].clone() for v in views]
+            if len(slots.held) < self._window:
+                leaves = slots.lend(rec.slot, n)
+                rec.slot = -1  # the caller's now; back to free when collected
+            else:  # the caller keeps many batches: copy, keep the ring bounded
+                leaves = [v[:n].clone() for v in views]
             return _unflatten(slots.layout.spec, leaves, batched=True)
         samples = []
         for j in range(n):

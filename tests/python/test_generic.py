@@ -284,3 +284,26 @@ def test_no_leaked_shared_memory_or_processes():
     ours.close()
     assert mine & shm_names() == set()
     assert not multiprocessing.active_children()
+
+
+def test_batches_lent_from_shared_memory_stay_valid_and_slots_recycle():
+    # Fast-path batches view their shared-memory slot (no copy); a slot is
+    # reused only once every tensor made from its batch is gone.
+    ds = Synth(400)
+    want = list(torch_loader(ds, batch_size=8))
+    ours = GenericLoader(ds, batch_size=8, num_workers=2, persistent_workers=True)
+    kept = {}
+    for k, b in enumerate(ours):  # most batches dropped at once, a few kept
+        if k % 10 == 0:
+            kept[k] = (b[0][2:5], b[1])  # views keep the slot too
+    n_slots = ours.stats()["slots"]
+    assert n_slots <= 2 * 2 * 2  # bounded ring: 2 x prefetch_factor x workers
+    held = list(ours)  # keeping every batch: beyond the ring they are copies
+    assert ours.stats()["slots"] == n_slots
+    assert_streams_equal(held, want)
+    for k, (img, lab) in kept.items():
+        assert torch.equal(img, want[k][0][2:5]) and torch.equal(lab, want[k][1])
+    ours.close()
+    # Lent batches outlive the loader (segments unlinked, mappings kept).
+    assert_streams_equal(held, want)
+    assert not multiprocessing.active_children()
