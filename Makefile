@@ -22,7 +22,7 @@ deps:
 demo: deps all
 	@test -d $(DEMO_DIR) || $(BUILD)/sluice make-dataset --synthetic $(DEMO_DIR) --images $(DEMO_IMAGES) --classes 10
 	$(BUILD)/sluice run $(DEMO_DIR) --epochs 2 --batch 64 --size 224
-	$(BUILD)/sluice pack $(DEMO_DIR) $(BUILD)/demo-shards --codec none
+	$(BUILD)/sluice pack $(DEMO_DIR) $(BUILD)/demo-shards --codec none --force
 	$(BUILD)/sluice run $(BUILD)/demo-shards --epochs 2 --batch 64 --size 224 --out float --json
 
 # Every test: warnings as errors, then unit tests under ASan+UBSan and the
