@@ -69,8 +69,9 @@ SL_API const char *sl_strerror(int code);
 
 /* ------------------------------------------------------------- constants */
 
-/** Hands a knob to the scheduler (reserved: until the scheduler lands it
- *  means "the default"). */
+/** In sl_options_t: leaves a knob to the scheduler (as 0 does). In
+ *  sl_loader_set: sets the knob back to its default value; which knobs the
+ *  scheduler tunes is decided at sl_loader_create. */
 #define SL_AUTOTUNE (-1)
 
 typedef enum sl_dtype {
@@ -232,8 +233,9 @@ SL_API int sl_loader_next(sl_loader_t *l, const sl_batch_t **out);
 /** Gives a batch's buffer back for reuse. Each batch exactly once. */
 SL_API void sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
 
-/** Sets a knob while running or not; SL_AUTOTUNE means the default until
- *  the scheduler lands. Any thread. */
+/** Sets a knob while running or not (SL_AUTOTUNE: its default value).
+ *  SL_ERANGE beyond the budgets (max_threads when given, max_memory_bytes).
+ *  The scheduler changes knobs through this same call. Any thread. */
 SL_API int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value);
 /** Reads a knob's value in force. Any thread. */
 SL_API int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value);

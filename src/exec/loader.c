@@ -10,6 +10,17 @@ static _Thread_local char tl_create_err[SL_MSG];
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 
+/* A knob's default value: one reader, a decoder per core, two batch
+ * buffers per decoder (at least 2). */
+static int knob_default(sl_param_t p, int decode_threads)
+{
+    if (p == SL_PARAM_READ_THREADS)
+        return 1;
+    if (p == SL_PARAM_DECODE_THREADS)
+        return sl__ncpu();
+    return decode_threads * 2 < 2 ? 2 : decode_threads * 2;
+}
+
 static int resolve(sl_options_t *o, char *err, size_t errlen)
 {
     if (o->batch_size == 0)
@@ -27,11 +38,11 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
     if (o->epochs == 0)
         o->epochs = 1;
     if (o->read_threads == 0 || o->read_threads == SL_AUTOTUNE)
-        o->read_threads = 1;
+        o->read_threads = knob_default(SL_PARAM_READ_THREADS, 0);
     if (o->decode_threads == 0 || o->decode_threads == SL_AUTOTUNE)
-        o->decode_threads = sl__ncpu();
+        o->decode_threads = knob_default(SL_PARAM_DECODE_THREADS, 0);
     if (o->prefetch == 0 || o->prefetch == SL_AUTOTUNE)
-        o->prefetch = o->decode_threads * 2 < 2 ? 2 : o->decode_threads * 2;
+        o->prefetch = knob_default(SL_PARAM_PREFETCH, o->decode_threads);
     if (!o->mean[0] && !o->mean[1] && !o->mean[2])
         memcpy(o->mean, imagenet_mean, sizeof o->mean);
     if (!o->std[0] && !o->std[1] && !o->std[2])
@@ -574,13 +585,10 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
 {
     if (!l)
         return SL_EINVAL;
-    if (value == SL_AUTOTUNE) { /* the scheduler's, later; defaults now */
-        if (p == SL_PARAM_READ_THREADS)
-            value = 1;
-        else if (p == SL_PARAM_DECODE_THREADS)
-            value = sl__ncpu();
-        else if (p == SL_PARAM_PREFETCH)
-            value = sl__ncpu() * 2 < 2 ? 2 : sl__ncpu() * 2;
+    if (value == SL_AUTOTUNE) {
+        int64_t d;
+        sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);
+        value = knob_default(p, (int)d);
     }
     int rc = 0;
     pthread_mutex_lock(&l->mu);
