@@ -1,0 +1,110 @@
+/* sim/sim: a discrete-event model of the sluice pipeline, for training and
+ * judging scheduling policies without running the real thing.
+ *
+ * It models what the scheduler can change and what it is up against:
+ * reader and decoder threads with per-item service-time distributions, the
+ * read-ahead queue and the batch buffers (prefetch), CPU cores shared by
+ * processor sharing among every runnable thread (ours, the consumer's when
+ * it computes, and interfering processes'), storage bandwidth and latency,
+ * and a consumer that takes `step_ms` per batch. Events change the world
+ * mid-run (interference, storage throttling, consumer speed).
+ *
+ * Each call to sl__sim_step advances simulated time by one telemetry period
+ * and fills an sl_snapshot_t the way src/telemetry's collector would over
+ * that interval, so a policy sees the same thing in simulation and in a
+ * real run. Fields it fills: t, interval_s, ncpu, cpu_total, cpu_self,
+ * cpu_other, cpu_core[], run_queue, psi_cpu_some (share of time some
+ * runnable thread waited for a core, in %), mem_total_bytes,
+ * mem_available_bytes, rss_bytes, read_bytes_per_s, self_read_bytes_per_s,
+ * disk_read_bytes_per_s, samples_per_s, stall_fraction, batch_latency_ms,
+ * consumer_wait_ms, samples_total, batches_total, bytes_read_total,
+ * read.*, decode.* (workers, busy, items_per_s, items_total, queue_depth,
+ * queue_capacity), prefetch, batches_ready, batches_filling. Everything
+ * else is left negative/zero as on a machine that cannot read it (gpu_*,
+ * energy_j, net_*, psi_io/mem).
+ *
+ * Deterministic: the same profile, seed and knob calls give the same
+ * snapshots. Depends on base (rng) and the knob types of sched/heuristic.h. */
+#ifndef SL_SIM_H
+#define SL_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/heuristic.h"
+#include "sluice/sluice.h"
+
+/* What may change mid-run. */
+enum {
+    SL_SIM_EV_INTERFERE = 1, /* value: cores' worth of busy foreign threads */
+    SL_SIM_EV_STORAGE_BW,    /* value: storage bytes/s (0: unlimited) */
+    SL_SIM_EV_STEP_MS,       /* value: consumer step time per batch, ms */
+    SL_SIM_EV_CONSUMER_CPU   /* value: 0..1, the consumer's CPU demand */
+};
+
+#define SL_SIM_MAX_EVENTS 16
+
+typedef struct sl__sim_event {
+    double t; /* seconds from the start */
+    int kind; /* SL_SIM_EV_* */
+    double value;
+} sl__sim_event_t;
+
+/* A machine + dataset + consumer. `sluice calibrate` fits one to a real
+ * run's telemetry; profiles are stored as JSON (keys = field names). */
+typedef struct sl__sim_profile {
+    int ncpu;                /* cores */
+    int batch_size;          /* samples per batch */
+    double read_ms, read_cv; /* CPU ms per item in the read stage, and the
+                                coefficient of variation of that time */
+    double decode_ms, decode_cv; /* CPU ms per item in decode+transform on
+                                    an uncontended core, and its CV */
+    double item_bytes;           /* stored bytes per item (mean) */
+    double storage_bw;           /* storage bytes/s; 0: unlimited (cache) */
+    double storage_latency_ms;   /* per read, not CPU */
+    double step_ms;              /* consumer time per batch */
+    double consumer_cpu; /* 0..1: share of a core the consumer computes
+                            during its step (0: sleeps, 1: a CPU trainer) */
+    double batch_bytes;  /* output bytes of one batch buffer */
+    double base_rss;     /* bytes the process holds besides the buffers */
+    double mem_total;    /* machine memory, bytes */
+    int read_ahead;      /* encoded items read ahead (the decode queue) */
+    double interfere;    /* cores' worth of foreign busy threads at t = 0 */
+    int n_events;
+    sl__sim_event_t events[SL_SIM_MAX_EVENTS]; /* sorted by t */
+} sl__sim_profile_t;
+
+typedef struct sl__sim sl__sim_t;
+
+/* A profile with the defaults of this project's 2-core machine on the
+ * ImageNet sample (so a caller can set only what it knows). */
+void sl__sim_profile_default(sl__sim_profile_t *p);
+
+/* JSON file <-> profile. Load: unknown keys are an error naming the key;
+ * missing keys keep the defaults. Return 0 or SL_E* with err filled. */
+int sl__sim_profile_load(const char *path, sl__sim_profile_t *p, char *err,
+                         size_t len);
+int sl__sim_profile_save(const char *path, const sl__sim_profile_t *p,
+                         char *err, size_t len);
+
+/* Domain randomisation for training: a profile drawn around `base` (NULL:
+ * the default) with cores 2..64, stage costs, storage bandwidth, consumer
+ * speed and CPU, and an interference / throttling / step-change schedule
+ * over `duration_s`, all from `seed`. */
+void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
+                            double duration_s, sl__sim_profile_t *out);
+
+/* NULL when out of memory. The knobs start at `k`. */
+sl__sim_t *sl__sim_create(const sl__sim_profile_t *p, const sl__knobs_t *k,
+                          uint64_t seed);
+void sl__sim_destroy(sl__sim_t *s);
+
+/* Changes the knobs as sl_loader_set would (threads start/park between
+ * items, fewer batch buffers take effect as buffers come back). */
+void sl__sim_set_knobs(sl__sim_t *s, const sl__knobs_t *k);
+
+/* Advances `dt` seconds (the telemetry period, 0.1) and fills *out for
+ * that interval. */
+void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out);
+
+#endif
