@@ -134,11 +134,40 @@ typedef struct sl_options {
     int max_threads;          /**< budget: read + decode threads [2 x cores] */
     int64_t max_memory_bytes; /**< budget for batch buffers + read-ahead;
                                    caps prefetch, never exceeded [none] */
+    /** Allocator for batch data buffers [aligned_alloc / free]: e.g.
+     *  page-locked host memory (cudaHostAlloc) so a GPU copy is a DMA with
+     *  no staging copy. alloc returns NULL on failure (the batch then
+     *  fails with SL_ENOMEM); free_fn and ctx must stay valid until
+     *  sl_loader_destroy returns. */
+    void *(*buffer_alloc)(size_t bytes, void *ctx);
+    void (*buffer_free)(void *p, void *ctx);
+    void *buffer_ctx;
+    /** Emulated slow or remote storage, for tests and benchmarks; both
+     *  change live (SL_PARAM_READ_LATENCY_US, SL_PARAM_READ_BYTES_PER_S).
+     *  Waits, not CPU; digests are unchanged. read_latency_us: each read
+     *  completes no sooner than this after it was issued (a request's round
+     *  trip; R read threads keep R reads outstanding and hide it) [0: off].
+     *  read_bytes_per_s: a token bucket shared by all readers caps the
+     *  bytes read at burst + rate x time, burst = 50 ms of traffic, at
+     *  least 64 KiB (a link's or a disk's bandwidth) [0: no cap]. */
+    int64_t read_latency_us;
+    int64_t read_bytes_per_s;
+    /** SL_POLICY_RL: the weights file (docs/POLICY.md) [NULL: the default
+     *  policy built into the library]. Read once by sl_loader_create, which
+     *  fails with the file and the cause if it cannot be used. */
+    const char *policy_file;
+    /** SL_POLICY_RL: 1 = fine-tune the policy online (PPO on the rewards
+     *  this run sees, sampled actions); a guard hands the knobs to the
+     *  heuristic for good if the reward degrades [0: fixed policy,
+     *  deterministic actions]. */
+    int learn;
 } sl_options_t;
 
 typedef enum sl_policy {
     SL_POLICY_HEURISTIC = 0, /**< hill-climbing on stall and busy signals */
-    SL_POLICY_STATIC = 1     /**< knobs stay where they are set */
+    SL_POLICY_STATIC = 1,    /**< knobs stay where they are set */
+    SL_POLICY_RL = 2         /**< a small neural network trained by PPO in
+                                  the simulator (docs/POLICY.md) */
 } sl_policy_t;
 
 /* ---------------------------------------------------------------- loader */
@@ -165,7 +194,12 @@ typedef struct sl_batch {
 typedef enum sl_param {
     SL_PARAM_READ_THREADS = 1,
     SL_PARAM_DECODE_THREADS = 2,
-    SL_PARAM_PREFETCH = 3 /**< batch buffers in flight (memory) */
+    SL_PARAM_PREFETCH = 3, /**< batch buffers in flight (memory) */
+    /** Emulated storage (sl_options_t.read_latency_us / read_bytes_per_s):
+     *  not scheduler knobs but the world's, changed by tests and benchmarks;
+     *  0 (or SL_AUTOTUNE) turns that part off. */
+    SL_PARAM_READ_LATENCY_US = 4, /**< microseconds per read, <= 60 s */
+    SL_PARAM_READ_BYTES_PER_S = 5 /**< bandwidth cap in bytes/s */
 } sl_param_t;
 
 /** Where a loader stands: the next batch it will hand out. */
@@ -355,6 +389,128 @@ SL_API int sl_image_info(const void *bytes, size_t len, int *width,
 SL_API int sl_image_transform(const void *bytes, size_t len,
                               const sl_transform_t *t, void *out, char *err,
                               size_t errlen);
+
+/* ------------------------------------------------------------------ text */
+
+/** Text batch modes (docs/TEXT.md gives their exact definitions). */
+typedef enum sl_text_task {
+    SL_TEXT_LM = 0, /**< windows of seq_len + 1 tokens of the documents
+                         joined with EOS: input_ids, labels (shifted) */
+    SL_TEXT_MLM = 1 /**< BERT instances of max_len with [CLS]/[SEP], 15 %
+                         masked (80/10/10) */
+} sl_text_task_t;
+
+/** Text loader options; a zero field takes the default in brackets. */
+typedef struct sl_text_options {
+    int task;              /**< sl_text_task_t [SL_TEXT_LM] */
+    const char *tokenizer; /**< "gpt2", a tiktoken encoding name
+                                ("cl100k_base", ...) or "wordpiece"
+                                [lm: "gpt2", mlm: "wordpiece"] */
+    const char *vocab;     /**< encoder.json | rank file | vocab.txt */
+    const char *merges;    /**< gpt2: vocab.bpe */
+    int cased;             /**< wordpiece: keep case and accents [uncased] */
+    int doc_per_file;      /**< plain text: a file is one document [a line] */
+    int seq_len;           /**< lm: tokens per sequence [1024]; mlm:
+                                max_len [512] */
+    int batch_size;        /**< sequences per batch [8] */
+    uint64_t seed;         /**< everything random follows the seed [0] */
+    int no_shuffle;        /**< 1: documents and windows in source order */
+    int drop_last;         /**< 1: no short last batch in an epoch */
+    int rank;              /**< this process's rank [0] */
+    int world_size;        /**< ranks sharing the data [1] */
+    int64_t epochs;        /**< epochs streamed by one start [1] */
+    int threads;           /**< tokenizing workers [online cores] */
+    int fail_on_error;     /**< 1: a bad document ends the stream [0: it is
+                                skipped, counted and described] */
+    int32_t eos_id;        /**< lm: token after each document [0: the
+                                tokenizer's <|endoftext|>, or [SEP]] */
+    double mask_prob;      /**< mlm: share of tokens predicted [0.15] */
+    int64_t chunk_bytes;   /**< documents per tokenizing job, in stored
+                                bytes [262144] */
+    int group_chunks;      /**< chunks whose samples are shuffled together
+                                [16] */
+    int prefetch_chunks;   /**< chunks tokenized ahead [2 x group_chunks] */
+} sl_text_options_t;
+
+/** One text batch: n rows of seq_len int32 each. Owned by the loader;
+ *  valid until sl_text_loader_release(). */
+typedef struct sl_text_batch {
+    int32_t *input_ids;
+    int32_t *labels;         /**< lm: the next token; mlm: the original
+                                  token where masked, -100 elsewhere */
+    int32_t *attention_mask; /**< mlm: 1 token, 0 padding; NULL for lm */
+    int32_t *token_type_ids; /**< mlm: 0 segment A, 1 segment B; NULL for
+                                  lm */
+    int n;                   /**< rows (< batch_size: an epoch's last) */
+    int seq_len;
+    int64_t tokens;          /**< lm: n x seq_len; mlm: non-padding */
+    int64_t epoch;           /**< epoch this batch belongs to */
+    int64_t index;           /**< batch index within the epoch (this rank) */
+} sl_text_batch_t;
+
+typedef struct sl_text_stats {
+    int64_t sequences;      /**< rows handed out */
+    int64_t batches;        /**< batches handed out */
+    int64_t tokens;         /**< sum of the batches' tokens */
+    int64_t tokens_encoded; /**< tokens the workers produced */
+    int64_t bytes_read;     /**< text bytes the workers tokenized */
+    int64_t errors_skipped; /**< bad documents (each counted once) */
+    int64_t wait_ns;        /**< time the consumer spent blocked in next */
+} sl_text_stats_t;
+
+typedef struct sl_text_loader sl_text_loader_t;
+
+/**
+ * Opens text sources (plain text, JSON Lines, text shards, or directories
+ * of them; docs/TEXT.md), loads the tokenizer and prepares a loader (no
+ * thread runs before sl_text_loader_start). `opt` may be NULL.
+ * @return 0 and *out, or SL_E*; the message is in
+ *         sl_text_loader_last_error(NULL) of the calling thread.
+ */
+SL_API int sl_text_loader_create(const char *const *sources, int nsources,
+                                 const sl_text_options_t *opt,
+                                 sl_text_loader_t **out);
+/** Stops the workers and frees everything, batches not yet released
+ *  included. NULL does nothing. */
+SL_API void sl_text_loader_destroy(sl_text_loader_t *l);
+/** @return the last failure's message on l; for NULL, of the last failed
+ *  sl_text_loader_create on this thread. */
+SL_API const char *sl_text_loader_last_error(const sl_text_loader_t *l);
+/**
+ * Starts (or restarts) at `pos` (NULL: epoch 0, batch 0) for opt.epochs
+ * epochs from pos->epoch. Batches still held stay valid. Resuming from a
+ * position yields exactly the batches an uninterrupted run yields from
+ * there; reaching batch b of an epoch tokenizes that epoch's first b
+ * batches again (they are not handed out).
+ */
+SL_API int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos);
+/**
+ * Waits for the next batch, in (epoch, index) order, bit-identical for a
+ * seed whatever the thread count.
+ * @return 0 and *out (valid until sl_text_loader_release), SL_EEND after
+ *         the last epoch, or SL_E* (sl_text_loader_last_error).
+ */
+SL_API int sl_text_loader_next(sl_text_loader_t *l,
+                               const sl_text_batch_t **out);
+/** Gives a batch's buffers back to the pool. Each batch once; any thread. */
+SL_API void sl_text_loader_release(sl_text_loader_t *l,
+                                   const sl_text_batch_t *b);
+/** The next batch sl_text_loader_next will hand out. */
+SL_API int sl_text_loader_position(const sl_text_loader_t *l,
+                                   sl_position_t *pos);
+/** Copies the counters. Any thread. */
+SL_API int sl_text_loader_stats(const sl_text_loader_t *l,
+                                sl_text_stats_t *st);
+/** @return documents in the sources (bad ones included). */
+SL_API int64_t sl_text_loader_num_documents(const sl_text_loader_t *l);
+/** @return the tokenizer's vocabulary size. */
+SL_API int64_t sl_text_loader_vocab_size(const sl_text_loader_t *l);
+/** @return bad documents met so far (each once). Any thread. */
+SL_API int64_t sl_text_loader_skipped_count(const sl_text_loader_t *l);
+/** @return the message of bad document i ("FILE:LINE: cause"), in the
+ *  order they were met; NULL out of range (the first 10000 are kept). */
+SL_API const char *sl_text_loader_skipped_message(const sl_text_loader_t *l,
+                                                  int64_t i);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@ no torch.
 """
 from . import _sluice
 
-__all__ = ["DataLoader"]
+__all__ = ["DataLoader", "TextLoader"]
 
 _NATIVE_DEFAULTS = {"batch_size": 64, "shuffle": True}
 _GENERIC_DEFAULTS = {"batch_size": 1, "shuffle": False}
@@ -55,6 +55,32 @@ def _dist_defaults(torch, rank, world_size):
             world_size = dist.get_world_size()
     return (0 if rank is None else rank,
             1 if world_size is None else world_size)
+
+
+def _cuda_host_alloc():
+    """(cudaHostAlloc, cudaFreeHost) addresses of the CUDA runtime torch has
+    loaded, for sluice.Loader(host_alloc=...)."""
+    import ctypes
+
+    import torch
+
+    torch.cuda.init()
+    path = None
+    with open("/proc/self/maps") as f:
+        for line in f:
+            name = line.rsplit(None, 1)[-1]
+            if "/libcudart.so" in name:
+                path = name
+                break
+    lib = ctypes.CDLL(path) if path else None
+    if lib is None:  # statically linked into torch
+        lib = ctypes.CDLL(None)
+    try:
+        return (ctypes.cast(lib.cudaHostAlloc, ctypes.c_void_p).value,
+                ctypes.cast(lib.cudaFreeHost, ctypes.c_void_p).value)
+    except AttributeError as e:
+        raise RuntimeError("pin_memory=True: no CUDA runtime found in the "
+                           "process (" + str(e) + ")") from None
 
 
 class DataLoader:
@@ -94,6 +120,7 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self._generic = None
         self._loader = None
+        self._inflight = []  # (event, source tensor) of copies to the GPU
         if dataset is not None:
             self._init_generic(dataset, batch_size, shuffle, sampler,
                                batch_sampler, num_workers, collate_fn,
@@ -115,6 +142,10 @@ class DataLoader:
         self.rank, self.world_size = _dist_defaults(torch, rank, world_size)
         self.image_size = image_size
         threads = num_workers if num_workers else None
+        if self.pin_memory and "host_alloc" not in options:
+            # The engine allocates its batch buffers page-locked, so
+            # pinning costs no copy (torch's DataLoader copies each batch).
+            options["host_alloc"] = _cuda_host_alloc()
         self._loader = _sluice.Loader(
             source, self.batch_size, image_size, shuffle=self.shuffle,
             seed=self.seed, drop_last=self.drop_last, rank=self.rank,
@@ -249,10 +280,21 @@ class DataLoader:
                 self._saved = self._loader.position
 
     def _move(self, t):
-        if self.pin_memory:
-            t = t.pin_memory()  # a copy into page-locked memory
-        if self.device is not None:
+        if self.pin_memory and not t.is_pinned():
+            t = t.pin_memory()  # a copy (generic mode's collated batches)
+        if self.device is not None and self.device.type != "cpu":
+            src = t
             t = t.to(self.device, non_blocking=True)
+            if src.is_pinned() and self.device.type == "cuda":
+                # An asynchronous copy reads the engine's buffer after this
+                # returns: keep the buffer out of the pool until it is done.
+                ev = self._torch.cuda.Event()
+                ev.record()
+                self._inflight.append((ev, src))
+                self._inflight = [(e, x) for e, x in self._inflight
+                                  if not e.query()]
+        elif self.device is not None:
+            t = t.to(self.device)
         return t
 
     def _move_any(self, obj):
@@ -264,3 +306,110 @@ class DataLoader:
         if isinstance(obj, dict):
             return {k: self._move_any(v) for k, v in obj.items()}
         return obj
+
+
+# ---------------------------------------------------------------- text
+
+_TEXT_STATE_CHECKED = ("task", "seq_len", "batch_size", "world_size", "rank",
+                       "drop_last", "seed", "shuffle")
+
+
+class TextLoader:
+    """TextLoader(sources, *, task="lm", tokenizer=None, vocab, seq_len=None,
+    batch_size=8, shuffle=True, seed=0, rank=None, world_size=None,
+    device=None, **options)
+
+    Text batches from sluice's C engine (docs/TEXT.md): each batch is a dict
+    of int32 torch tensors made with torch.from_numpy over the
+    engine's buffers (no copy): lm gives input_ids and labels (n x seq_len);
+    mlm also attention_mask and token_type_ids. One iteration is one epoch;
+    set_epoch / state_dict / load_state_dict as sluice.torch.DataLoader
+    (state_dict is the exact position; resuming yields exactly the rest).
+    rank / world_size default to torch.distributed's when initialised.
+    Other keyword options go to sluice.TextLoader (merges=, threads=,
+    doc_per_file=, on_error=, mask_prob=, chunk_bytes=, ...)."""
+
+    def __init__(self, sources, *, task="lm", tokenizer=None, vocab=None,
+                 seq_len=None, batch_size=8, shuffle=True, seed=0, rank=None,
+                 world_size=None, drop_last=False, device=None, **options):
+        import torch
+        self._torch = torch
+        rank, world_size = _dist_defaults(torch, rank, world_size)
+        self.task, self.batch_size, self.shuffle = task, batch_size, shuffle
+        self.seed, self.rank, self.world_size = seed, rank, world_size
+        self.drop_last, self.device = drop_last, device
+        self._loader = _sluice.TextLoader(
+            sources, task=task, tokenizer=tokenizer, vocab=vocab,
+            seq_len=seq_len, batch_size=batch_size, shuffle=shuffle,
+            seed=seed, rank=rank, world_size=world_size, drop_last=drop_last,
+            epochs=1, **options)
+        self.seq_len = self._loader.options["seq_len"]
+        self._start = (0, 0)  # where the next iteration begins
+        self._saved = (0, 0)  # state_dict's position between iterations
+        self._run = 0
+        self._runs = 0
+
+    def __iter__(self):
+        epoch, batch = self._start
+        self._loader.start(epoch, batch)
+        self._start = (epoch + 1, 0)
+        self._runs += 1
+        self._run = self._runs
+        return self._batches(self._run)
+
+    def _batches(self, run):
+        from_numpy = self._torch.from_numpy
+        try:
+            for d in self._loader:
+                if self._run != run:  # superseded by a newer iteration
+                    return
+                out = {k: from_numpy(v) for k, v in d.items()}
+                if self.device is not None:
+                    out = {k: t.to(self.device, non_blocking=True)
+                           for k, t in out.items()}
+                yield out
+        finally:
+            if self._run == run:
+                self._saved = self._loader.position
+                self._run = 0
+
+    def set_epoch(self, epoch):
+        """The next iteration streams epoch `epoch` from its first batch."""
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._start = self._saved = (int(epoch), 0)
+        self._run = 0
+
+    def state_dict(self):
+        """The exact position after the batches consumed so far."""
+        epoch, batch = self._loader.position if self._run else self._saved
+        return {"epoch": epoch, "batch": batch, "task": self.task,
+                "seq_len": self.seq_len, "batch_size": self.batch_size,
+                "world_size": self.world_size, "rank": self.rank,
+                "drop_last": self.drop_last, "seed": self.seed,
+                "shuffle": self.shuffle}
+
+    def load_state_dict(self, state):
+        """The next iteration yields exactly the batches of state's epoch
+        not yet consumed when it was saved."""
+        mine = self.state_dict()
+        for k in _TEXT_STATE_CHECKED:
+            if k in state and state[k] != mine[k]:
+                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
+                                 f"this loader has {mine[k]!r}")
+        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
+        self._run = 0
+
+    def stats(self):
+        return self._loader.stats()
+
+    def skipped(self):
+        return self._loader.skipped()
+
+    def close(self):
+        self._loader.close()
+
+    @property
+    def loader(self):
+        """The sluice.TextLoader behind it."""
+        return self._loader

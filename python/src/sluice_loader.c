@@ -571,6 +571,73 @@ static int str_choice(PyObject *o, const char *name, const char *a,
     return 0;
 }
 
+/* host_alloc=(alloc, free): addresses of cudaHostAlloc-like functions,
+ * int alloc(void **p, size_t n, unsigned flags) and int free(void *p), that
+ * give the engine page-locked batch buffers (sluice.torch finds CUDA's in
+ * the process for pin_memory=True). Process-wide: one CUDA runtime. */
+typedef int (*host_alloc_fn)(void **, size_t, unsigned);
+typedef int (*host_free_fn)(void *);
+static host_alloc_fn g_host_alloc;
+static host_free_fn g_host_free;
+
+static void *host_buf_alloc(size_t n, void *ctx)
+{
+    (void)ctx;
+    void *p = NULL;
+    return g_host_alloc(&p, n, 0) == 0 ? p : NULL;
+}
+
+static void host_buf_free(void *p, void *ctx)
+{
+    (void)ctx;
+    g_host_free(p);
+}
+
+static int opt_host_alloc(PyObject *v, sl_options_t *o)
+{
+    if (v == Py_None)
+        return 0;
+    unsigned long long a = 0, f = 0;
+    if (!PyTuple_Check(v)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "host_alloc must be (alloc_address, free_address)");
+        return -1;
+    }
+    if (!PyArg_ParseTuple(v, "KK;host_alloc must be (alloc_address, "
+                             "free_address)",
+                          &a, &f))
+        return -1;
+    if (!a || !f) {
+        PyErr_SetString(PyExc_ValueError, "host_alloc: null function address");
+        return -1;
+    }
+    g_host_alloc = (host_alloc_fn)(uintptr_t)a;
+    g_host_free = (host_free_fn)(uintptr_t)f;
+    o->buffer_alloc = host_buf_alloc;
+    o->buffer_free = host_buf_free;
+    return 0;
+}
+
+/* policy='heuristic' | 'static' | 'rl' (sl_policy_t); None: the default. */
+static int opt_policy(PyObject *v, int *out)
+{
+    static const char *names[] = {"heuristic", "static", "rl"};
+    static const int values[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
+                                 SL_POLICY_RL};
+    if (v == Py_None)
+        return 0;
+    const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    for (int i = 0; s && i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = values[i];
+            return 0;
+        }
+    if (!PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError,
+                        "policy must be 'heuristic', 'static' or 'rl'");
+    return -1;
+}
+
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {
@@ -580,23 +647,25 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         "unordered",    "on_error",       "threads",      "read_threads",
         "prefetch",     "dct_scale",      "mean",         "std",
         "telemetry_ms", "telemetry_path", "metrics_port", "flip",
-        "scale",        "ratio",          "resize_size",  NULL};
+        "scale",        "ratio",          "resize_size",  "host_alloc",
+        "policy",       NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
     PyObject *prefetch = Py_None, *mean = Py_None, *std = Py_None;
     PyObject *tel_ms = Py_None, *tel_path = Py_None, *port = Py_None;
     PyObject *scale = Py_None, *ratio = Py_None, *resize = Py_None;
+    PyObject *host_alloc = Py_None, *policy = Py_None;
     int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
     int world = 1, unordered = 0, dct = 1, flip = 1;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOO:Loader", kwlist,
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOO:Loader", kwlist,
             PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
             &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
             &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
             &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
-            &resize))
+            &resize, &host_alloc, &policy))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -641,7 +710,8 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         opt_int(port, "metrics_port", 1, 65535, &o->metrics_port) ||
         opt_pair(scale, "scale", &o->scale_min, &o->scale_max) ||
         opt_pair(ratio, "ratio", &o->ratio_min, &o->ratio_max) ||
-        opt_int(resize, "resize_size", 1, 1 << 16, &o->resize_size))
+        opt_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
+        opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy))
         goto fail;
     if (tel_ms != Py_None && o->telemetry_ms == 0)
         o->telemetry_ms = -1; /* 0 means off here, not "the default" */
@@ -732,15 +802,18 @@ static PyObject *get_options(LoaderObject *self, void *c)
     (void)c;
     const sl_options_t *o = &self->opt;
     return Py_BuildValue(
-        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s}", "batch_size",
-        o->batch_size, "image_size", o->image_size, "mode",
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s}",
+        "batch_size", o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
         o->no_shuffle ? Py_False : Py_True, "seed", (unsigned long long)o->seed,
         "drop_last", o->drop_last ? Py_True : Py_False, "rank", o->rank,
         "world_size", o->world_size, "epochs", (long long)self->epochs,
         "unordered", o->unordered ? Py_True : Py_False, "on_error",
-        o->on_error ? "skip" : "fail");
+        o->on_error ? "skip" : "fail", "policy",
+        o->policy == SL_POLICY_STATIC ? "static"
+        : o->policy == SL_POLICY_RL   ? "rl"
+                                      : "heuristic");
 }
 
 #define INT_GETTER(fname, expr)                                                \
@@ -812,7 +885,7 @@ PyDoc_STRVAR(
     "threads=None, read_threads=None, prefetch=None, dct_scale=True, "
     "mean=None, std=None, telemetry_ms=None, telemetry_path=None, "
     "metrics_port=None, flip=True, scale=None, ratio=None, "
-    "resize_size=None)\n--\n\n"
+    "resize_size=None, host_alloc=None, policy=None)\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree or "
     "packed shards.\n\n"
     "The arrays are views of the engine's batch buffer (no copy); the "

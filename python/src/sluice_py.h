@@ -43,5 +43,7 @@ int slpy_parse_float3(PyObject *o, const char *what, float f[3]);
 
 /** Adds the Loader type to the module. @return 0, or -1 with an exception. */
 int slpy_loader_init(PyObject *module);
+/** Adds the TextLoader type (sluice_text.c). @return 0, or -1. */
+int slpy_text_init(PyObject *module);
 
 #endif /* SLUICE_PY_H */

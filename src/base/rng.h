@@ -13,6 +13,8 @@
 
 /* Purposes: one independent stream per kind of decision. */
 enum { SL_RNG_SHUFFLE = 1, SL_RNG_CROP = 2, SL_RNG_FLIP = 3 };
+/* Text pipeline (docs/TEXT.md): document order, window shuffle, MLM mask. */
+enum { SL_RNG_TEXT_DOCS = 4, SL_RNG_TEXT_SHUFFLE = 5, SL_RNG_TEXT_MASK = 6 };
 
 typedef struct sl__rng {
     uint32_t key[2];

@@ -13,6 +13,11 @@ int sl__cmd_make_dataset(int argc, char **argv);
 int sl__cmd_analyze(int argc, char **argv);
 int sl__cmd_plot(int argc, char **argv);
 int sl__cmd_tokenize(int argc, char **argv);
+int sl__cmd_train_policy(int argc, char **argv);
+int sl__cmd_text(int argc, char **argv);      /* run/bench --task */
+int sl__cmd_pack_text(int argc, char **argv); /* pack --text */
+int sl__cmd_calibrate(int argc, char **argv);
+int sl__cmd_simulate(int argc, char **argv);
 
 /* Parses sizes like 256M, 1G, 4096 (bytes). Returns -1 on error. */
 long long sl__parse_size(const char *s);

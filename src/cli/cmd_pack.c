@@ -193,6 +193,9 @@ static void progress(int64_t done, int64_t total, uint64_t bytes, int64_t t0)
 
 int sl__cmd_pack(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* text documents: cmd_pack_text.c */
+        if (!strcmp(argv[i], "--text"))
+            return sl__cmd_pack_text(argc, argv);
     static const struct option opts[] = {
         {"shard-size", required_argument, NULL, 's'},
         {"codec", required_argument, NULL, 'c'},

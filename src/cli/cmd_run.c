@@ -20,6 +20,9 @@
 
 typedef struct knob_set {
     int64_t at;       /* after this many batches of this run */
+    double at_s;      /* >= 0: instead, once this many seconds have passed
+                         (checked before each batch) */
+    int fired;        /* a timed set was applied */
     sl_param_t param; /* 0: the consumer's step time (step-ms) */
     int64_t value;
 } knob_set_t;
@@ -64,8 +67,10 @@ static void usage(FILE *f, const char *cmd)
         "  --stop-after N     stop after N batches (see --state)\n"
         "  --state FILE       write the position (and digest) reached\n"
         "  --resume FILE      continue from a --state file\n"
-        "  --set K:KNOB=V     after K batches set threads|read-threads|"
-        "prefetch|step-ms to V\n"
+        "  --set K:KNOB=V     after K batches (Ks: K seconds) set "
+        "threads|read-threads|"
+        "prefetch|step-ms|\n"
+        "                     read-latency-ms|read-bw to V\n"
         "  --duration S       stop after S seconds (epochs repeat as "
         "needed)\n"
         "  --telemetry FILE   one JSON line of telemetry per period "
@@ -73,10 +78,18 @@ static void usage(FILE *f, const char *cmd)
         "  --telemetry-ms N   telemetry period (100)\n"
         "  --metrics-port P   serve Prometheus metrics on "
         "127.0.0.1:P/metrics\n"
-        "  --policy heuristic|static  tune the knobs not given (heuristic)\n"
+        "  --policy heuristic|static|rl  tune the knobs not given "
+        "(heuristic)\n"
+        "  --policy-file F    rl: weights file (the built-in default)\n"
+        "  --learn            rl: fine-tune online; falls back to the "
+        "heuristic if reward degrades\n"
         "  --max-threads N    budget: read + decode threads (2 x cores)\n"
         "  --max-memory SIZE  budget: batch buffers + read-ahead, e.g. "
         "512M\n"
+        "  --read-latency-ms T  emulated slow storage: each read takes at "
+        "least T ms (0)\n"
+        "  --read-bw SIZE     emulated storage bandwidth in bytes/s, e.g. "
+        "20M (no cap)\n"
         "  --json             a JSON object of the figures as last line\n"
         "  --quiet            no progress bar\n",
         cmd);
@@ -92,13 +105,42 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     return 0;
 }
 
+/* Emulated storage options in the CLI's units: latency in ms (fractions
+ * allowed) to the API's microseconds; bandwidth as a size per second. */
+static int parse_latency_ms(const char *s, int64_t *us)
+{
+    char *end;
+    double ms = strtod(s, &end);
+    if (!*s || *end || !(ms >= 0) || ms > 60000) /* API: <= 1 min */
+        return -1;
+    *us = (int64_t)llround(ms * 1000);
+    return 0;
+}
+
 static int parse_set(const char *s, knob_set_t *k)
 {
-    char name[32];
-    long long at, v;
-    if (sscanf(s, "%lld:%31[a-z-]=%lld", &at, name, &v) != 3 || at < 0)
+    char name[32], val[32], *end;
+    long long v;
+    double at = strtod(s, &end);
+    if (end == s || !(at >= 0) || at > 1e15)
         return -1;
-    k->at = at;
+    k->at_s = *end == 's' ? at : -1; /* "20s:..." is a time */
+    end += *end == 's';
+    if ((k->at_s < 0 && at != floor(at)) ||
+        sscanf(end, ":%31[a-z-]=%31s", name, val) != 2)
+        return -1;
+    k->at = (int64_t)at;
+    if (!strcmp(name, "read-latency-ms")) {
+        k->param = SL_PARAM_READ_LATENCY_US;
+        return parse_latency_ms(val, &k->value);
+    }
+    if (!strcmp(name, "read-bw")) {
+        k->param = SL_PARAM_READ_BYTES_PER_S;
+        k->value = sl__parse_size(val);
+        return k->value < 0 ? -1 : 0;
+    }
+    if (parse_int(val, INT64_MIN, INT64_MAX, &v))
+        return -1;
     k->value = v;
     if (!strcmp(name, "threads"))
         k->param = SL_PARAM_DECODE_THREADS;
@@ -147,9 +189,13 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         O_PORT,
         O_TMS,
         O_POLICY,
+        O_PFILE,
+        O_LEARN,
         O_MAXT,
         O_MAXM,
-        O_DUR
+        O_DUR,
+        O_RLAT,
+        O_RBW
     };
     static const struct option lo[] = {{"batch", 1, 0, O_BATCH},
                                        {"size", 1, 0, O_SIZE},
@@ -182,9 +228,13 @@ static int parse_args(int argc, char **argv, run_args_t *a)
                                        {"metrics-port", 1, 0, O_PORT},
                                        {"telemetry-ms", 1, 0, O_TMS},
                                        {"policy", 1, 0, O_POLICY},
+                                       {"policy-file", 1, 0, O_PFILE},
+                                       {"learn", 0, 0, O_LEARN},
                                        {"max-threads", 1, 0, O_MAXT},
                                        {"max-memory", 1, 0, O_MAXM},
                                        {"duration", 1, 0, O_DUR},
+                                       {"read-latency-ms", 1, 0, O_RLAT},
+                                       {"read-bw", 1, 0, O_RBW},
                                        {0, 0, 0, 0}};
     long long v = 0;
     int c;
@@ -301,8 +351,16 @@ static int parse_args(int argc, char **argv, run_args_t *a)
                 a->opt.policy = SL_POLICY_HEURISTIC;
             else if (!strcmp(s, "static"))
                 a->opt.policy = SL_POLICY_STATIC;
+            else if (!strcmp(s, "rl"))
+                a->opt.policy = SL_POLICY_RL;
             else
                 bad = 1;
+            break;
+        case O_PFILE:
+            a->opt.policy_file = s;
+            break;
+        case O_LEARN:
+            a->opt.learn = 1;
             break;
         case O_MAXT:
             bad = parse_int(s, 2, 256, &v), a->opt.max_threads = (int)v;
@@ -310,6 +368,13 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case O_DUR:
             a->duration = strtod(s, NULL);
             bad = !(a->duration > 0);
+            break;
+        case O_RLAT:
+            bad = parse_latency_ms(s, &a->opt.read_latency_us);
+            break;
+        case O_RBW:
+            a->opt.read_bytes_per_s = sl__parse_size(s);
+            bad = a->opt.read_bytes_per_s < 0;
             break;
         case O_MAXM: {
             long long m = sl__parse_size(s);
@@ -463,6 +528,9 @@ static void print_skips(sl_loader_t *l, int64_t *shown)
 
 int sl__cmd_run(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* text batches: cmd_text.c */
+        if (!strcmp(argv[i], "--task") || !strncmp(argv[i], "--task=", 7))
+            return sl__cmd_text(argc, argv);
     run_args_t a;
     memset(&a, 0, sizeof a);
     a.bench = !strcmp(argv[0], "bench");
@@ -530,13 +598,20 @@ int sl__cmd_run(int argc, char **argv)
     int64_t wait_total = 0, shown_skips = 0, cur_epoch = st.pos.epoch;
     uint64_t h = st.digest;
     while (!rc && done < total) {
-        for (int k = 0; k < a.nsets; k++)
-            if (a.sets[k].at == done && a.sets[k].param == 0)
-                a.step_ms = (double)a.sets[k].value;
-            else if (a.sets[k].at == done &&
-                     sl_loader_set(l, a.sets[k].param, a.sets[k].value))
+        double el = (double)(sl__now_ns() - t0) / 1e9;
+        for (int k = 0; k < a.nsets; k++) {
+            knob_set_t *ks = &a.sets[k];
+            int now =
+                ks->at_s < 0 ? ks->at == done : !ks->fired && el >= ks->at_s;
+            if (!now)
+                continue;
+            ks->fired = 1;
+            if (ks->param == 0)
+                a.step_ms = (double)ks->value;
+            else if (sl_loader_set(l, ks->param, ks->value))
                 fprintf(stderr, "sluice %s: --set: %s\n", argv[0],
                         sl_loader_last_error(l));
+        }
         const sl_batch_t *b;
         int64_t w0 = sl__now_ns();
         rc = sl_loader_next(l, &b);

@@ -19,6 +19,10 @@ static const struct {
     {"analyze", sl__cmd_analyze, "which bound stalls the job, and the cure"},
     {"plot", sl__cmd_plot, "draw a --telemetry file as SVG or PNG"},
     {"tokenize", sl__cmd_tokenize, "token ids of a text file (BPE, WordPiece)"},
+    {"calibrate", sl__cmd_calibrate, "fit a simulator profile to telemetry"},
+    {"simulate", sl__cmd_simulate, "run the pipeline model on a profile"},
+    {"train-policy", sl__cmd_train_policy,
+     "train the rl scheduler in the simulator"},
 };
 
 static void usage(FILE *f)

@@ -18,6 +18,8 @@ static int knob_default(sl_param_t p, int decode_threads)
         return 1;
     if (p == SL_PARAM_DECODE_THREADS)
         return sl__ncpu();
+    if (p == SL_PARAM_READ_LATENCY_US || p == SL_PARAM_READ_BYTES_PER_S)
+        return 0; /* emulated storage off */
     return decode_threads * 2 < 2 ? 2 : decode_threads * 2;
 }
 
@@ -52,7 +54,8 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EINVAL,
                         "bad sizes: batch %d, image %d, resize %d",
                         o->batch_size, o->image_size, o->resize_size);
-    if (o->policy != SL_POLICY_HEURISTIC && o->policy != SL_POLICY_STATIC)
+    if (o->policy != SL_POLICY_HEURISTIC && o->policy != SL_POLICY_STATIC &&
+        o->policy != SL_POLICY_RL)
         return sl__fail(err, errlen, SL_EINVAL, "unknown policy %d", o->policy);
     if (o->mode != SL_MODE_TRAIN && o->mode != SL_MODE_EVAL)
         return sl__fail(err, errlen, SL_EINVAL, "unknown mode %d", o->mode);
@@ -75,6 +78,13 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
                         "bad epochs %lld / read %d / decode %d / prefetch %d",
                         (long long)o->epochs, o->read_threads,
                         o->decode_threads, o->prefetch);
+    if (o->read_latency_us < 0 ||
+        o->read_latency_us > SL_THROTTLE_MAX_LATENCY_US ||
+        o->read_bytes_per_s < 0)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "bad emulated storage: latency %lld us, %lld B/s",
+                        (long long)o->read_latency_us,
+                        (long long)o->read_bytes_per_s);
     return 0;
 }
 
@@ -147,6 +157,9 @@ static void set_xform(sl_loader_t *l)
 
 static void pipe_sample(void *arg, sl__pipe_sample_t *o);
 static void schedule(void *arg, struct sl__collector *c);
+static int rl_create(sl_loader_t *l, char *err, size_t errlen);
+static void rl_schedule(sl_loader_t *l, const sl_snapshot_t *win, int n,
+                        const sl__knobs_t *cur);
 
 int sl_loader_create(const char *source, const sl_options_t *opt,
                      sl_loader_t **out)
@@ -197,6 +210,7 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
+    sl__throttle_init(&l->thr, l->opt.read_latency_us, l->opt.read_bytes_per_s);
     l->perm_epoch[0] = l->perm_epoch[1] = -1;
     int64_t n = sl__source_count(l->src);
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
@@ -224,8 +238,12 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
             (l->lim.tune_read || l->lim.tune_decode || l->lim.tune_prefetch)) {
             sl__heur_init(&l->heur);
             co.on_tick = schedule;
+            if (l->opt.policy == SL_POLICY_RL)
+                rc = rl_create(l, err, errlen);
         }
-        rc = sl__collector_start(&co, pipe_sample, l, &l->coll, err, errlen);
+        if (!rc)
+            rc =
+                sl__collector_start(&co, pipe_sample, l, &l->coll, err, errlen);
         if (rc) {
             sl_loader_destroy(l);
             return rc;
@@ -300,6 +318,10 @@ static void schedule(void *arg, struct sl__collector *c)
     pthread_mutex_unlock(&l->mu);
     if (!running)
         return;
+    if (l->rl) {
+        rl_schedule(l, win, n, &cur);
+        return;
+    }
     sl__knobs_t next;
     char reason[160];
     int k = sl__heur_step(&l->heur, win, n, &l->lim, &cur, &next, reason,
@@ -329,6 +351,64 @@ static void schedule(void *arg, struct sl__collector *c)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* SL_POLICY_RL: the policy file (or the built-in default) and the
+ * scheduler object; an unusable file fails sl_loader_create. */
+static int rl_create(sl_loader_t *l, char *err, size_t errlen)
+{
+    sl__rl_policy_t pol;
+    int rc = l->opt.policy_file
+                 ? sl__rl_policy_load(l->opt.policy_file, &pol, err, errlen)
+                 : sl__rl_policy_default(&pol, err, errlen);
+    if (rc)
+        return rc;
+    l->rl = malloc(sizeof *l->rl);
+    if (!l->rl || sl__rl_sched_init(l->rl, &pol, l->opt.learn, l->opt.seed)) {
+        sl__rl_policy_free(&pol);
+        free(l->rl);
+        l->rl = NULL;
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* One RL decision: up to one step on each knob, applied through
+ * sl_loader_set, decreases first so that a thread moved from one stage to
+ * the other never crosses the budget in between. The snapshot's decision
+ * names the first knob changed; the reason (action probabilities) covers
+ * all of them. */
+static void rl_schedule(sl_loader_t *l, const sl_snapshot_t *win, int n,
+                        const sl__knobs_t *cur)
+{
+    static const sl_param_t param[3] = {
+        SL_PARAM_DECODE_THREADS, SL_PARAM_READ_THREADS, SL_PARAM_PREFETCH};
+    static const char *name[3] = {"decode_threads", "read_threads", "prefetch"};
+    sl__knobs_t next;
+    char reason[160];
+    if (!sl__rl_sched_step(l->rl, win, n, &l->lim, cur, &next, reason,
+                           sizeof reason))
+        return;
+    int from[3] = {cur->decode_threads, cur->read_threads, cur->prefetch};
+    int to[3] = {next.decode_threads, next.read_threads, next.prefetch};
+    int done = 0, first = -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < 3; i++)
+            if ((pass == 0 ? to[i] < from[i] : to[i] > from[i]) &&
+                sl_loader_set(l, param[i], to[i]) == 0) {
+                done++;
+                if (first < 0)
+                    first = i;
+            }
+    if (!done)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->decisions += done;
+    snprintf(l->decision_knob, sizeof l->decision_knob, "%s", name[first]);
+    l->decision_from = from[first];
+    l->decision_to = to[first];
+    snprintf(l->decision_reason, sizeof l->decision_reason, "%s", reason);
+    pthread_mutex_unlock(&l->mu);
+}
+
 /* Stops every worker and returns all buffers and items to their pools. */
 static void stop_pipeline(sl_loader_t *l)
 {
@@ -343,8 +423,10 @@ static void stop_pipeline(sl_loader_t *l)
     sl__workers_stop(l->decoders);
     sl__queue_close(l->free_items);
     sl__queue_close(l->decode_q);
+    sl__throttle_stop(&l->thr, 1); /* a reader may wait there for seconds */
     sl__workers_join(l->readers);
     sl__workers_join(l->decoders);
+    sl__throttle_stop(&l->thr, 0);
     sl__workers_reset(l->readers);
     sl__workers_reset(l->decoders);
     void *p;
@@ -363,20 +445,33 @@ static void stop_pipeline(sl_loader_t *l)
     l->stopping = 0;
 }
 
-static void buf_free(bbuf_t *bb)
+void sl__buf_data_free(const sl_loader_t *l, void *p)
 {
-    free(bb->pub.data);
+    if (p && l->opt.buffer_free)
+        l->opt.buffer_free(p, l->opt.buffer_ctx);
+    else
+        free(p);
+}
+
+static void buf_free(const sl_loader_t *l, bbuf_t *bb)
+{
+    sl__buf_data_free(l, bb->pub.data);
     free(bb->pub.labels);
     free(bb->pub.indices);
     free(bb->bad);
     free(bb);
 }
 
+void sl__buf_destroy(const sl_loader_t *l, bbuf_t *bb) { buf_free(l, bb); }
+
 void sl_loader_destroy(sl_loader_t *l)
 {
     if (!l)
         return;
     sl__collector_stop(l->coll); /* first: it reads the pipeline */
+    if (l->rl)
+        sl__rl_sched_free(l->rl);
+    free(l->rl);
     if (l->readers && l->decoders && l->free_items && l->decode_q)
         stop_pipeline(l);
     sl__workers_destroy(l->readers);
@@ -390,7 +485,7 @@ void sl_loader_destroy(sl_loader_t *l)
         sl__scratch_destroy(l->dscratch[i]);
     }
     for (int i = 0; i < l->nbufs; i++)
-        buf_free(l->bufs[i]);
+        buf_free(l, l->bufs[i]);
     free(l->bufs);
     for (int64_t i = 0; i < l->nskips; i++)
         free(l->skips[i]);
@@ -401,6 +496,7 @@ void sl_loader_destroy(sl_loader_t *l)
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv_work);
     pthread_cond_destroy(&l->cv_ready);
+    sl__throttle_destroy(&l->thr);
     free(l);
 }
 
@@ -570,7 +666,7 @@ void sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
         if (bb->state == BB_HELD) {
             if (l->nbufs > l->prefetch) { /* the depth was lowered */
                 l->bufs[i] = l->bufs[--l->nbufs];
-                buf_free(bb);
+                buf_free(l, bb);
             } else {
                 bb->state = BB_FREE;
             }
@@ -620,13 +716,25 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
         l->prefetch = (int)value;
         for (int i = 0; i < l->nbufs && l->nbufs > l->prefetch;) {
             if (l->bufs[i]->state == BB_FREE) {
-                buf_free(l->bufs[i]);
+                buf_free(l, l->bufs[i]);
                 l->bufs[i] = l->bufs[--l->nbufs];
             } else {
                 i++;
             }
         }
         pthread_cond_broadcast(&l->cv_work);
+        break;
+    case SL_PARAM_READ_LATENCY_US: /* lock order: mu, then the throttle's */
+        if (value < 0 || value > SL_THROTTLE_MAX_LATENCY_US)
+            rc = SL_ERANGE;
+        else
+            sl__throttle_set_latency(&l->thr, value);
+        break;
+    case SL_PARAM_READ_BYTES_PER_S:
+        if (value < 0)
+            rc = SL_ERANGE;
+        else
+            sl__throttle_set_rate(&l->thr, value);
         break;
     default:
         rc = SL_EINVAL;
@@ -658,6 +766,10 @@ int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
         *value = m->decode_threads;
     else if (p == SL_PARAM_PREFETCH)
         *value = m->prefetch;
+    else if (p == SL_PARAM_READ_LATENCY_US)
+        *value = sl__throttle_latency_us(&m->thr);
+    else if (p == SL_PARAM_READ_BYTES_PER_S)
+        *value = sl__throttle_rate(&m->thr);
     else
         rc = SL_EINVAL;
     pthread_mutex_unlock(&m->mu);

@@ -22,9 +22,11 @@
 #include "data/sampler.h"
 #include "data/source.h"
 #include "exec/queue.h"
+#include "exec/throttle.h"
 #include "exec/workers.h"
 #include "ops/image.h"
 #include "sched/heuristic.h"
+#include "sched/rl.h"
 #include "telemetry/collector.h"
 
 #define SL_ITEMS 32             /* read-ahead: samples read, not done */
@@ -71,6 +73,7 @@ struct sl_loader {
 
     bbuf_t **bufs;
     int nbufs, cap_bufs;
+    int allocating; /* buffers being made outside the lock */
     int prefetch; /* target number of batch buffers */
 
     int running, stopping;
@@ -85,6 +88,7 @@ struct sl_loader {
     sl__workers_t *readers, *decoders;
     int read_threads, decode_threads;
     sl__bytes_t rscratch[SL_WORKERS_MAX];
+    sl__throttle_t thr; /* emulated storage: readers wait here */
     sl__scratch_t *dscratch[SL_WORKERS_MAX];
 
     sl_stats_t stats; /* under mu, except bytes_read */
@@ -96,6 +100,7 @@ struct sl_loader {
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;
     sl__heur_t heur;
+    sl__rl_sched_t *rl; /* SL_POLICY_RL: used instead of heur */
     int ticks;
     int64_t decisions;
     char decision_knob[24];
@@ -107,6 +112,10 @@ struct sl_loader {
     int64_t nskips;
 };
 
+/* Frees a batch data buffer with the user's allocator, if one was given. */
+void sl__buf_data_free(const sl_loader_t *l, void *p);
+/* Frees a whole batch buffer (not in the pool). */
+void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
 void sl__loader_reader_main(void *arg, int id);
 void sl__loader_decoder_main(void *arg, int id);
 

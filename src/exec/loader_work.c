@@ -20,21 +20,18 @@ static const int64_t *perm_for(sl_loader_t *l, int64_t epoch)
     return l->perm[k];
 }
 
-static bbuf_t *buf_alloc(sl_loader_t *l)
+/* A new batch buffer, made outside the loader lock: a caller's allocator
+ * (cudaHostAlloc, a Python callback) may be slow or need other locks. */
+static bbuf_t *buf_make(const sl_loader_t *l)
 {
-    if (l->nbufs == l->cap_bufs) {
-        int cap = l->cap_bufs ? l->cap_bufs * 2 : 8;
-        bbuf_t **v = realloc(l->bufs, (size_t)cap * sizeof *v);
-        if (!v)
-            return NULL;
-        l->bufs = v;
-        l->cap_bufs = cap;
-    }
     bbuf_t *bb = calloc(1, sizeof *bb);
     size_t bytes = (l->batch_bytes + 63) & ~(size_t)63;
     int B = l->opt.batch_size;
     if (bb) {
-        bb->pub.data = aligned_alloc(64, bytes ? bytes : 64);
+        bb->pub.data =
+            l->opt.buffer_alloc
+                ? l->opt.buffer_alloc(bytes ? bytes : 64, l->opt.buffer_ctx)
+                : aligned_alloc(64, bytes ? bytes : 64);
         bb->pub.labels = malloc((size_t)B * sizeof(int64_t));
         bb->pub.indices = malloc((size_t)B * sizeof(int64_t));
         bb->bad = malloc((size_t)B);
@@ -42,7 +39,7 @@ static bbuf_t *buf_alloc(sl_loader_t *l)
     if (!bb || !bb->pub.data || !bb->pub.labels || !bb->pub.indices ||
         !bb->bad) {
         if (bb) {
-            free(bb->pub.data);
+            sl__buf_data_free(l, bb->pub.data);
             free(bb->pub.labels);
             free(bb->pub.indices);
             free(bb->bad);
@@ -50,8 +47,23 @@ static bbuf_t *buf_alloc(sl_loader_t *l)
         }
         return NULL;
     }
-    l->bufs[l->nbufs++] = bb;
+    bb->state = BB_FREE;
     return bb;
+}
+
+/* Adds a made buffer to the pool (under the lock); 0 when out of memory. */
+static int buf_insert(sl_loader_t *l, bbuf_t *bb)
+{
+    if (l->nbufs == l->cap_bufs) {
+        int cap = l->cap_bufs ? l->cap_bufs * 2 : 8;
+        bbuf_t **v = realloc(l->bufs, (size_t)cap * sizeof *v);
+        if (!v)
+            return 0;
+        l->bufs = v;
+        l->cap_bufs = cap;
+    }
+    l->bufs[l->nbufs++] = bb;
+    return 1;
 }
 
 /* Next (batch, slot) to read; waits for a free batch buffer when the
@@ -78,8 +90,27 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
             for (int i = 0; i < l->nbufs && !bb; i++)
                 if (l->bufs[i]->state == BB_FREE)
                     bb = l->bufs[i];
-            if (!bb && l->nbufs < l->prefetch)
-                bb = buf_alloc(l);
+            if (!bb && l->nbufs + l->allocating < l->prefetch) {
+                l->allocating++;
+                pthread_mutex_unlock(&l->mu);
+                bbuf_t *made = buf_make(l);
+                pthread_mutex_lock(&l->mu);
+                l->allocating--;
+                if (made && buf_insert(l, made)) {
+                    pthread_cond_broadcast(&l->cv_work);
+                    continue; /* take it (or another) from the pool */
+                }
+                if (made)
+                    sl__buf_destroy(l, made);
+                if (l->nbufs == 0 && l->allocating == 0 && !l->fatal) {
+                    /* No buffer at all: nothing would ever come back. */
+                    l->fatal = sl__fail(l->errmsg, sizeof l->errmsg, SL_ENOMEM,
+                                        "cannot allocate a batch buffer of "
+                                        "%zu bytes",
+                                        l->batch_bytes);
+                    pthread_cond_broadcast(&l->cv_ready);
+                }
+            }
             if (bb) {
                 int64_t nb = l->smp.nbatches, g = l->claim_g++;
                 bb->g = g;
@@ -127,6 +158,9 @@ void sl__loader_reader_main(void *arg, int id)
         it->err[0] = 0;
         it->rc = sl__source_read(l->src, sample, &it->data, &l->rscratch[id],
                                  &stored, it->err, sizeof it->err);
+        /* Emulated storage: the wait counts as read time, as a slow
+         * read would. */
+        sl__throttle_wait(&l->thr, stored, t0);
         atomic_fetch_add(&l->bytes_read, (long long)stored);
         atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - t0);
         atomic_fetch_add(&l->read_items, 1);

@@ -86,6 +86,13 @@ int sl__sim_profile_load(const char *path, sl__sim_profile_t *p, char *err,
                          size_t len);
 int sl__sim_profile_save(const char *path, const sl__sim_profile_t *p,
                          char *err, size_t len);
+/* The same from bytes in memory (what load calls; the fuzz target's way
+ * in): `json` need not be terminated. *p is changed only on success. */
+int sl__sim_profile_parse(const char *json, size_t len, sl__sim_profile_t *p,
+                          char *err, size_t errlen);
+/* Save with a "note" key (provenance, ignored by load). */
+int sl__sim_profile_save_note(const char *path, const sl__sim_profile_t *p,
+                              const char *note, char *err, size_t len);
 
 /* Domain randomisation for training: a profile drawn around `base` (NULL:
  * the default) with cores 2..64, stage costs, storage bandwidth, consumer
@@ -102,6 +109,17 @@ void sl__sim_destroy(sl__sim_t *s);
 /* Changes the knobs as sl_loader_set would (threads start/park between
  * items, fewer batch buffers take effect as buffers come back). */
 void sl__sim_set_knobs(sl__sim_t *s, const sl__knobs_t *k);
+
+/* Calls fn(ctx, t, wait_s) each time the consumer takes a batch: the
+ * simulated time and how long it waited for it (NULL: off). For per-batch
+ * wait percentiles and exact run lengths (`sluice simulate`). */
+void sl__sim_on_batch(sl__sim_t *s, void (*fn)(void *, double, double),
+                      void *ctx);
+
+/* Parses an event kind name ("interfere", "storage_bw", "step_ms",
+ * "consumer_cpu"); 0 when unknown. */
+int sl__sim_event_kind(const char *name);
+const char *sl__sim_event_name(int kind);
 
 /* Advances `dt` seconds (the telemetry period, 0.1) and fills *out for
  * that interval. */

@@ -1,0 +1,60 @@
+/* Fuzz target: any bytes through the policy weights loader
+ * (sched/rl_file.c), twice: as given, then with the trailing checksum made
+ * to match (mutations almost never keep it right, and without this the
+ * fuzzer would not get past it to the header and value checks). A policy
+ * that parses is used for one decision, which must stay within the limits.
+ * Nothing may crash, leak or read out of bounds. The seed corpus is
+ * written by `SL_GEN_CORPUS=DIR tests/unit/test_rl`. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "base/base.h"
+#include "sched/rl.h"
+
+static void parse_and_use(const uint8_t *data, size_t size)
+{
+    sl__rl_policy_t p;
+    char err[512];
+    if (sl__rl_policy_parse(data, size, &p, err, sizeof err))
+        return;
+    double raw[SL_RL_NOBS];
+    for (int i = 0; i < SL_RL_NOBS; i++)
+        raw[i] = 0.5;
+    sl__limits_t lim = {1, 1, 1, 4, 3, 2, 8};
+    sl__knobs_t cur = {1, 3, 8}, next;
+    sl__rl_decision_t d;
+    sl__rl_decide(&p, raw, &lim, &cur, NULL, &d, &next);
+    if (next.read_threads + next.decode_threads > lim.max_threads ||
+        next.prefetch > lim.max_prefetch || next.read_threads < 1 ||
+        next.decode_threads < 1 || next.prefetch < 1)
+        abort();
+    /* Round trip: the bytes it would write parse to the same weights. */
+    size_t n = sl__rl_policy_serialize(&p, NULL, 0);
+    uint8_t *b = malloc(n);
+    if (b) {
+        sl__rl_policy_serialize(&p, b, n);
+        if (n != size || memcmp(b, data, n))
+            abort();
+        free(b);
+    }
+    sl__rl_policy_free(&p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    parse_and_use(data, size);
+    if (size < 8)
+        return 0;
+    /* Exactly sized copy, so ASan sees any read past the end. */
+    uint8_t *copy = malloc(size);
+    if (!copy)
+        return 0;
+    memcpy(copy, data, size);
+    sl__put_u64(copy + size - 8, XXH3_64bits(copy, size - 8));
+    parse_and_use(copy, size);
+    free(copy);
+    return 0;
+}

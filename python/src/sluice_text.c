@@ -1,0 +1,573 @@
+/*
+ * sluice.TextLoader: iterates an sl_text_loader_t, yielding dicts of int32
+ * numpy arrays (input_ids, labels; mlm also attention_mask,
+ * token_type_ids) that are views of the engine's pooled batch buffers.
+ *
+ * Ownership, as sluice.Loader's (sluice_loader.c): a TextCore owns the
+ * engine; a TextBatch owns one handed-out batch, is the numpy base of its
+ * arrays and holds the TextCore; the last array gone gives the buffer back
+ * (sl_text_loader_release, any thread). The engine's buffers are
+ * independent of its workers, so a restart (start()) never waits for the
+ * user's batches.
+ *
+ * Everything here runs under the GIL; it is released around the engine
+ * calls that wait or work (create, start, next, destroy).
+ */
+#include "sluice_py.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD sl_text_loader_t *l;
+} TextCoreObject;
+
+static void tcore_dealloc(TextCoreObject *c)
+{
+    sl_text_loader_t *l = c->l;
+    if (l) {
+        Py_BEGIN_ALLOW_THREADS;
+        sl_text_loader_destroy(l);
+        Py_END_ALLOW_THREADS;
+    }
+    PyObject_Free(c);
+}
+
+static PyTypeObject TextCore_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._TextCore",
+    .tp_basicsize = sizeof(TextCoreObject),
+    .tp_dealloc = (destructor)tcore_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The engine behind a TextLoader (internal).",
+};
+
+typedef struct {
+    PyObject_HEAD TextCoreObject *core;
+    const sl_text_batch_t *b;
+} TextBatchObject;
+
+static void tbatch_dealloc(TextBatchObject *o)
+{
+    sl_text_loader_release(o->core->l, o->b);
+    Py_DECREF(o->core);
+    PyObject_Free(o);
+}
+
+static PyTypeObject TextBatch_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._TextBatchBuffer",
+    .tp_basicsize = sizeof(TextBatchObject),
+    .tp_dealloc = (destructor)tbatch_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Keeps one text batch out of the pool while arrays view it "
+              "(internal).",
+};
+
+/* d[name] = an (n, seq_len) int32 view of p whose base is owner. */
+static int put_view(PyObject *d, const char *name, TextBatchObject *owner,
+                    const sl_text_batch_t *b, int32_t *p)
+{
+    npy_intp dims[2] = {b->n, b->seq_len};
+    PyObject *a =
+        PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(NPY_INT32), 2,
+                             dims, NULL, p, NPY_ARRAY_CARRAY, NULL);
+    if (!a)
+        return -1;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)owner)) {
+        Py_DECREF(a);
+        return -1;
+    }
+    int rc = PyDict_SetItemString(d, name, a);
+    Py_DECREF(a);
+    return rc;
+}
+
+static PyObject *make_dict(TextCoreObject *core, const sl_text_batch_t *b)
+{
+    TextBatchObject *o = PyObject_New(TextBatchObject, &TextBatch_Type);
+    if (!o) {
+        sl_text_loader_release(core->l, b);
+        return NULL;
+    }
+    Py_INCREF(core);
+    o->core = core;
+    o->b = b;
+    PyObject *d = PyDict_New();
+    if (!d || put_view(d, "input_ids", o, b, b->input_ids) ||
+        put_view(d, "labels", o, b, b->labels) ||
+        (b->attention_mask &&
+         (put_view(d, "attention_mask", o, b, b->attention_mask) ||
+          put_view(d, "token_type_ids", o, b, b->token_type_ids))))
+        Py_CLEAR(d);
+    Py_DECREF(o);
+    return d;
+}
+
+typedef struct {
+    PyObject_HEAD TextCoreObject *core; /* NULL once closed */
+    PyObject *keep;                     /* bytes objects the options use */
+    sl_text_options_t opt;
+    int64_t epoch, batch; /* next batch to yield */
+    int active, busy;
+} TextLoaderObject;
+
+static int tl_closed(TextLoaderObject *self)
+{
+    if (self->core)
+        return 0;
+    PyErr_SetString(PyExc_ValueError, "operation on a closed TextLoader");
+    return 1;
+}
+
+static int tl_start(TextLoaderObject *self, int64_t e, int64_t b)
+{
+    sl_position_t p = {e, b};
+    sl_text_loader_t *l = self->core->l;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_text_loader_start(l, &p);
+    Py_END_ALLOW_THREADS;
+    if (rc) {
+        slpy_raise(rc, sl_text_loader_last_error(l), 1);
+        return -1;
+    }
+    self->epoch = e, self->batch = b;
+    self->active = 1;
+    return 0;
+}
+
+static PyObject *tl_iter(TextLoaderObject *self)
+{
+    if (tl_closed(self))
+        return NULL;
+    if (!self->active && tl_start(self, self->epoch, self->batch))
+        return NULL;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *tl_next(TextLoaderObject *self)
+{
+    if (!self->core || !self->active)
+        return NULL;
+    if (self->busy)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "sluice.TextLoader used by two threads at once");
+    TextCoreObject *core = self->core;
+    Py_INCREF(core);
+    const sl_text_batch_t *b = NULL;
+    int rc;
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_text_loader_next(core->l, &b);
+    Py_END_ALLOW_THREADS;
+    self->busy = 0;
+    sl_position_t p;
+    sl_text_loader_position(core->l, &p);
+    PyObject *r = NULL;
+    if (rc == SL_EEND)
+        self->active = 0;
+    else if (rc) {
+        self->active = 0;
+        slpy_raise(rc, sl_text_loader_last_error(core->l), 0);
+    } else
+        r = make_dict(core, b);
+    if (self->core == core) {
+        self->epoch = p.epoch;
+        self->batch = p.batch;
+    }
+    Py_DECREF(core);
+    return r;
+}
+
+static PyObject *tl_start_m(TextLoaderObject *self, PyObject *args,
+                            PyObject *kw)
+{
+    static char *kwlist[] = {"epoch", "batch", NULL};
+    long long e = 0, b = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|LL", kwlist, &e, &b) ||
+        tl_closed(self))
+        return NULL;
+    if (e < 0 || b < 0)
+        return PyErr_Format(PyExc_ValueError,
+                            "position (%lld, %lld) must be >= 0", e, b);
+    if (self->busy)
+        return PyErr_Format(PyExc_RuntimeError,
+                            "sluice.TextLoader used by two threads at once");
+    if (tl_start(self, e, b))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *tl_stats(TextLoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (tl_closed(self))
+        return NULL;
+    sl_text_stats_t s;
+    sl_text_loader_stats(self->core->l, &s);
+    return Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L}", "sequences",
+        (long long)s.sequences, "batches", (long long)s.batches, "tokens",
+        (long long)s.tokens, "tokens_encoded", (long long)s.tokens_encoded,
+        "bytes_read", (long long)s.bytes_read, "errors_skipped",
+        (long long)s.errors_skipped, "wait_s", (double)s.wait_ns / 1e9, "epoch",
+        (long long)self->epoch, "batch", (long long)self->batch);
+}
+
+static PyObject *tl_skipped(TextLoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (tl_closed(self))
+        return NULL;
+    PyObject *list = PyList_New(0);
+    const char *s;
+    for (int64_t i = 0;
+         list && (s = sl_text_loader_skipped_message(self->core->l, i)); i++) {
+        PyObject *m =
+            PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "backslashreplace");
+        if (!m || PyList_Append(list, m))
+            Py_CLEAR(list);
+        Py_XDECREF(m);
+    }
+    return list;
+}
+
+static PyObject *tl_close(TextLoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    self->active = 0;
+    Py_CLEAR(self->core); /* the engine goes with the last batch */
+    Py_RETURN_NONE;
+}
+
+static PyObject *tl_enter(TextLoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    Py_INCREF(self);
+    return (PyObject *)self;
+}
+
+static PyObject *tl_exit(TextLoaderObject *self, PyObject *args)
+{
+    (void)args;
+    return tl_close(self, NULL);
+}
+
+static void tl_dealloc(TextLoaderObject *self)
+{
+    Py_CLEAR(self->core);
+    Py_CLEAR(self->keep);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A str / PathLike option as bytes kept in self->keep; None leaves *out. */
+static int path_opt(TextLoaderObject *self, PyObject *o, const char **out)
+{
+    if (o == Py_None)
+        return 0;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(o, &b))
+        return -1;
+    int rc = PyList_Append(self->keep, b);
+    Py_DECREF(b);
+    if (rc)
+        return -1;
+    *out = PyBytes_AS_STRING(b);
+    return 0;
+}
+
+static int int_opt(PyObject *o, const char *name, long min, long max, int *out)
+{
+    if (o == Py_None)
+        return 0;
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < min || v > max) {
+        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld", name,
+                     min, max, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"sources",
+                             "task",
+                             "tokenizer",
+                             "vocab",
+                             "merges",
+                             "cased",
+                             "doc_per_file",
+                             "seq_len",
+                             "batch_size",
+                             "shuffle",
+                             "seed",
+                             "drop_last",
+                             "rank",
+                             "world_size",
+                             "epochs",
+                             "threads",
+                             "on_error",
+                             "mask_prob",
+                             "chunk_bytes",
+                             "group_chunks",
+                             "prefetch_chunks",
+                             "eos_id",
+                             NULL};
+    PyObject *sources, *task = Py_None, *tok = Py_None, *vocab = Py_None;
+    PyObject *merges = Py_None, *seq = Py_None, *seed = Py_None;
+    PyObject *threads = Py_None, *on_error = Py_None, *mask = Py_None;
+    PyObject *chunk = Py_None, *group = Py_None, *pf = Py_None;
+    PyObject *eos = Py_None;
+    int cased = 0, per_file = 0, batch = 8, shuffle = 1, drop_last = 0;
+    int rank = 0, world = 1;
+    long long epochs = 1;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O|$OOOOppOipOpiiLOOOOOOO:TextLoader", kwlist, &sources,
+            &task, &tok, &vocab, &merges, &cased, &per_file, &seq, &batch,
+            &shuffle, &seed, &drop_last, &rank, &world, &epochs, &threads,
+            &on_error, &mask, &chunk, &group, &pf, &eos))
+        return NULL;
+    TextLoaderObject *self = (TextLoaderObject *)type->tp_alloc(type, 0);
+    if (!self)
+        return NULL;
+    self->keep = PyList_New(0);
+    if (!self->keep)
+        goto fail;
+    sl_text_options_t *o = &self->opt;
+    o->cased = cased;
+    o->doc_per_file = per_file;
+    o->batch_size = batch;
+    o->no_shuffle = !shuffle;
+    o->drop_last = drop_last;
+    o->rank = rank;
+    o->world_size = world;
+    o->epochs = epochs;
+    if (batch < 1 || world < 1 || rank < 0 || rank >= world || epochs < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "need batch_size >= 1, epochs >= 1 and 0 <= rank < "
+                     "world_size (got %d, %lld, %d, %d)",
+                     batch, epochs, rank, world);
+        goto fail;
+    }
+    if (task != Py_None) {
+        const char *s = PyUnicode_Check(task) ? PyUnicode_AsUTF8(task) : NULL;
+        if (s && !strcmp(s, "lm"))
+            o->task = SL_TEXT_LM;
+        else if (s && !strcmp(s, "mlm"))
+            o->task = SL_TEXT_MLM;
+        else {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "task must be 'lm' or 'mlm', not %R",
+                         task);
+            goto fail;
+        }
+    }
+    if (on_error != Py_None) {
+        const char *s =
+            PyUnicode_Check(on_error) ? PyUnicode_AsUTF8(on_error) : NULL;
+        if (s && !strcmp(s, "fail"))
+            o->fail_on_error = 1;
+        else if (!s || strcmp(s, "skip")) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "on_error must be 'skip' or 'fail', not %R", on_error);
+            goto fail;
+        }
+    }
+    if (tok != Py_None) {
+        PyObject *b = PyUnicode_AsUTF8String(tok);
+        if (!b || PyList_Append(self->keep, b)) {
+            Py_XDECREF(b);
+            goto fail;
+        }
+        Py_DECREF(b);
+        o->tokenizer = PyBytes_AS_STRING(b);
+    }
+    if (vocab == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "vocab= is required");
+        goto fail;
+    }
+    if (path_opt(self, vocab, &o->vocab) ||
+        path_opt(self, merges, &o->merges) ||
+        int_opt(seq, "seq_len", 1, 1 << 24, &o->seq_len) ||
+        int_opt(threads, "threads", 1, 256, &o->threads) ||
+        int_opt(group, "group_chunks", 1, 4096, &o->group_chunks) ||
+        int_opt(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks))
+        goto fail;
+    if (seed != Py_None) {
+        o->seed = PyLong_AsUnsignedLongLongMask(seed);
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    if (mask != Py_None && (o->mask_prob = PyFloat_AsDouble(mask)) == -1.0 &&
+        PyErr_Occurred())
+        goto fail;
+    if (chunk != Py_None && (o->chunk_bytes = PyLong_AsLongLong(chunk)) == -1 &&
+        PyErr_Occurred())
+        goto fail;
+    if (eos != Py_None) {
+        long v = PyLong_AsLong(eos);
+        if (v == -1 && PyErr_Occurred())
+            goto fail;
+        o->eos_id = (int32_t)v;
+    }
+    /* sources: one path or a sequence of paths */
+    PyObject *seqo = (PyUnicode_Check(sources) || PyBytes_Check(sources) ||
+                      PyObject_HasAttrString(sources, "__fspath__"))
+                         ? NULL
+                         : PySequence_Fast(sources, "sources must be a path "
+                                                    "or a sequence of paths");
+    if (!seqo && PyErr_Occurred())
+        goto fail;
+    Py_ssize_t n = seqo ? PySequence_Fast_GET_SIZE(seqo) : 1;
+    const char **paths = PyMem_Calloc((size_t)(n ? n : 1), sizeof *paths);
+    int bad = !paths;
+    for (Py_ssize_t i = 0; !bad && i < n; i++)
+        bad = path_opt(self, seqo ? PySequence_Fast_GET_ITEM(seqo, i) : sources,
+                       &paths[i]);
+    Py_XDECREF(seqo);
+    if (bad) {
+        PyMem_Free(paths);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto fail;
+    }
+    sl_text_loader_t *l = NULL;
+    int rc;
+    char msg[1024];
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_text_loader_create(paths, (int)n, o, &l);
+    if (rc)
+        snprintf(msg, sizeof msg, "%s", sl_text_loader_last_error(NULL));
+    Py_END_ALLOW_THREADS;
+    PyMem_Free(paths);
+    if (rc) {
+        slpy_raise(rc, msg, 1);
+        goto fail;
+    }
+    self->core = PyObject_New(TextCoreObject, &TextCore_Type);
+    if (!self->core) {
+        sl_text_loader_destroy(l);
+        goto fail;
+    }
+    self->core->l = l;
+    return (PyObject *)self;
+fail:
+    Py_DECREF(self);
+    return NULL;
+}
+
+static PyObject *tl_get_position(TextLoaderObject *self, void *c)
+{
+    (void)c;
+    return Py_BuildValue("(LL)", (long long)self->epoch,
+                         (long long)self->batch);
+}
+
+static PyObject *tl_get_docs(TextLoaderObject *self, void *c)
+{
+    (void)c;
+    if (tl_closed(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_text_loader_num_documents(self->core->l));
+}
+
+static PyObject *tl_get_vocab(TextLoaderObject *self, void *c)
+{
+    (void)c;
+    if (tl_closed(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_text_loader_vocab_size(self->core->l));
+}
+
+static PyObject *tl_get_options(TextLoaderObject *self, void *c)
+{
+    (void)c;
+    const sl_text_options_t *o = &self->opt;
+    return Py_BuildValue(
+        "{s:s,s:i,s:i,s:O,s:K,s:O,s:i,s:i,s:L,s:L}", "task",
+        o->task == SL_TEXT_MLM ? "mlm" : "lm", "seq_len", o->seq_len,
+        "batch_size", o->batch_size, "shuffle",
+        o->no_shuffle ? Py_False : Py_True, "seed", (unsigned long long)o->seed,
+        "drop_last", o->drop_last ? Py_True : Py_False, "rank", o->rank,
+        "world_size", o->world_size, "epochs", (long long)o->epochs,
+        "chunk_bytes", (long long)o->chunk_bytes);
+}
+
+static PyObject *tl_get_closed(TextLoaderObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->core == NULL);
+}
+
+static PyGetSetDef tl_getset[] = {
+    {"position", (getter)tl_get_position, NULL,
+     "(epoch, batch) of the next batch: start(*position) on a TextLoader "
+     "with the same options resumes exactly there.",
+     NULL},
+    {"num_documents", (getter)tl_get_docs, NULL,
+     "Documents in the sources (bad ones included).", NULL},
+    {"vocab_size", (getter)tl_get_vocab, NULL, NULL, NULL},
+    {"options", (getter)tl_get_options, NULL, "The options, as a dict.", NULL},
+    {"closed", (getter)tl_get_closed, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMethodDef tl_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))tl_start_m,
+     METH_VARARGS | METH_KEYWORDS,
+     "start(epoch=0, batch=0)\n--\n\nThe next iteration yields from (epoch, "
+     "batch) to the end of epoch + epochs - 1."},
+    {"stats", (PyCFunction)tl_stats, METH_NOARGS,
+     "stats()\n--\n\nCounters (sequences, tokens, ...) and position."},
+    {"skipped", (PyCFunction)tl_skipped, METH_NOARGS,
+     "skipped()\n--\n\nMessages of the bad documents met (FILE:LINE: "
+     "cause)."},
+    {"close", (PyCFunction)tl_close, METH_NOARGS,
+     "close()\n--\n\nStops iteration; the engine goes with the last batch."},
+    {"__enter__", (PyCFunction)tl_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)tl_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+PyDoc_STRVAR(
+    tl_doc,
+    "TextLoader(sources, *, task='lm', tokenizer=None, vocab, merges=None, "
+    "cased=False, doc_per_file=False, seq_len=None, batch_size=8, "
+    "shuffle=True, seed=0, drop_last=False, rank=0, world_size=1, "
+    "epochs=1, threads=None, on_error='skip', mask_prob=None, "
+    "chunk_bytes=None, group_chunks=None, prefetch_chunks=None, "
+    "eos_id=None)\n--\n\n"
+    "Streams text batches: dicts of int32 numpy arrays (n, seq_len):\n"
+    "lm: input_ids, labels; mlm: also attention_mask, token_type_ids\n"
+    "(docs/TEXT.md). The arrays are views of the engine's buffers (no\n"
+    "copy); a buffer returns to the pool when its arrays are gone. One\n"
+    "iteration streams `epochs` epochs; the next continues after them.");
+
+static PyTypeObject TextLoader_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.TextLoader",
+    .tp_basicsize = sizeof(TextLoaderObject),
+    .tp_dealloc = (destructor)tl_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = tl_doc,
+    .tp_iter = (getiterfunc)tl_iter,
+    .tp_iternext = (iternextfunc)tl_next,
+    .tp_methods = tl_methods,
+    .tp_getset = tl_getset,
+    .tp_new = tl_new,
+};
+
+int slpy_text_init(PyObject *m)
+{
+    if (PyType_Ready(&TextCore_Type) || PyType_Ready(&TextBatch_Type) ||
+        PyType_Ready(&TextLoader_Type))
+        return -1;
+    Py_INCREF(&TextLoader_Type);
+    if (PyModule_AddObject(m, "TextLoader", (PyObject *)&TextLoader_Type)) {
+        Py_DECREF(&TextLoader_Type);
+        return -1;
+    }
+    return 0;
+}

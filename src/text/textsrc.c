@@ -1,0 +1,427 @@
+/* text/textsrc: documents of plain text, JSON Lines and text shards. */
+#include "textsrc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/shard.h"
+
+enum { KIND_TEXT = 0, KIND_JSONL = 1, KIND_SHARD = 2 };
+
+typedef struct tfile {
+    char *path;
+    int kind;
+    int whole;     /* text: the file is one document */
+    uint8_t *data; /* text / JSON Lines: the whole file */
+    size_t len;
+    sl__shard_t *shard;
+} tfile_t;
+
+typedef struct tdoc {
+    uint32_t file;
+    uint32_t line; /* 1-based; shards: 0 */
+    uint64_t off;  /* byte offset; shards: the record index */
+    uint64_t len;  /* bytes; shards: the record's raw size */
+} tdoc_t;
+
+struct sl__textsrc {
+    tfile_t *files;
+    int nfiles, capfiles;
+    tdoc_t *docs;
+    int64_t ndocs, capdocs;
+};
+
+size_t sl__utf8_check(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k;
+        uint8_t lo = 0x80, hi = 0xbf;
+        if (c >= 0xc2 && c <= 0xdf)
+            k = 1;
+        else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            if (c == 0xe0)
+                lo = 0xa0; /* overlong */
+            if (c == 0xed)
+                hi = 0x9f; /* surrogates */
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            if (c == 0xf0)
+                lo = 0x90; /* overlong */
+            if (c == 0xf4)
+                hi = 0x8f; /* > U+10FFFF */
+        } else
+            return i;
+        if (i + k >= n)
+            return i; /* truncated sequence */
+        if (p[i + 1] < lo || p[i + 1] > hi)
+            return i;
+        for (size_t j = 2; j <= k; j++)
+            if ((p[i + j] & 0xc0) != 0x80)
+                return i;
+        i += k + 1;
+    }
+    return n;
+}
+
+static int ends_with(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && !strcmp(s + a - b, suf);
+}
+
+static int kind_of(const char *path)
+{
+    if (ends_with(path, ".sls"))
+        return KIND_SHARD;
+    if (ends_with(path, ".jsonl") || ends_with(path, ".json"))
+        return KIND_JSONL;
+    return KIND_TEXT;
+}
+
+static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
+                    size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
+                        "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    uint8_t *p = malloc(cap);
+    for (;;) {
+        if (!p) {
+            close(fd);
+            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+        }
+        if (n == cap) { /* the file grew */
+            uint8_t *q = realloc(p, cap * 2);
+            if (!q)
+                free(p);
+            p = q, cap *= 2;
+            continue;
+        }
+        ssize_t r = read(fd, p + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            free(p);
+            close(fd);
+            return sl__fail(err, errlen, SL_EIO, "%s: read: %s", path,
+                            strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    *out = p;
+    *len = n;
+    return 0;
+}
+
+static int push_doc(sl__textsrc_t *s, uint32_t file, uint32_t line,
+                    uint64_t off, uint64_t len)
+{
+    if (s->ndocs == s->capdocs) {
+        int64_t cap = s->capdocs ? 2 * s->capdocs : 1024;
+        tdoc_t *d = realloc(s->docs, (size_t)cap * sizeof *d);
+        if (!d)
+            return SL_ENOMEM;
+        s->docs = d, s->capdocs = cap;
+    }
+    s->docs[s->ndocs++] = (tdoc_t){file, line, off, len};
+    return 0;
+}
+
+static int blank(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+            return 0;
+    return 1;
+}
+
+/* Indexes file f's documents. */
+static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
+{
+    tfile_t *f = &s->files[fi];
+    int rc;
+    if (f->kind == KIND_SHARD) {
+        rc = sl__shard_open(f->path, &f->shard, err, errlen);
+        if (rc)
+            return rc;
+        uint64_t n = sl__shard_count(f->shard);
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t raw = sl__shard_entry(f->shard, i)->raw_size;
+            if (raw && push_doc(s, fi, 0, i, raw))
+                return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        }
+        return 0;
+    }
+    rc = read_all(f->path, &f->data, &f->len, err, errlen);
+    if (rc)
+        return rc;
+    if (f->whole) {
+        if (f->len && push_doc(s, fi, 1, 0, f->len))
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        return 0;
+    }
+    const uint8_t *p = f->data;
+    size_t off = 0;
+    uint32_t line = 1;
+    while (off < f->len) {
+        const uint8_t *nl = memchr(p + off, '\n', f->len - off);
+        size_t end = nl ? (size_t)(nl - p) : f->len;
+        size_t n = end - off;
+        int keep = f->kind == KIND_JSONL ? !blank(p + off, n) : n > 0;
+        if (keep && push_doc(s, fi, line, off, n))
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        off = end + 1;
+        line++;
+    }
+    return 0;
+}
+
+static int add_file(sl__textsrc_t *s, const char *path, int kind, int whole)
+{
+    if (s->nfiles == s->capfiles) {
+        int cap = s->capfiles ? 2 * s->capfiles : 16;
+        tfile_t *f = realloc(s->files, (size_t)cap * sizeof *f);
+        if (!f)
+            return SL_ENOMEM;
+        s->files = f, s->capfiles = cap;
+    }
+    tfile_t *f = &s->files[s->nfiles];
+    memset(f, 0, sizeof *f);
+    f->path = strdup(path);
+    if (!f->path)
+        return SL_ENOMEM;
+    f->kind = kind;
+    f->whole = whole && kind == KIND_TEXT;
+    s->nfiles++;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A directory: its shards if it holds any, else its other regular files
+ * (not hidden ones), sorted by name. */
+static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
+                   size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", dir,
+                        strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int shards = 0, rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            size_t c2 = cap ? 2 * cap : 64;
+            char **nn = realloc(names, c2 * sizeof *nn);
+            if (!nn) {
+                rc = SL_ENOMEM;
+                break;
+            }
+            names = nn, cap = c2;
+        }
+        size_t len = strlen(dir) + strlen(e->d_name) + 2;
+        char *p = malloc(len);
+        if (!p) {
+            rc = SL_ENOMEM;
+            break;
+        }
+        snprintf(p, len, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) || !S_ISREG(st.st_mode)) {
+            free(p);
+            continue;
+        }
+        shards |= kind_of(p) == KIND_SHARD;
+        names[n++] = p;
+    }
+    closedir(d);
+    if (!rc && names)
+        qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        int k = kind_of(names[i]);
+        if (!rc && (!shards || k == KIND_SHARD) &&
+            add_file(s, names[i], k, whole))
+            rc = SL_ENOMEM;
+        free(names[i]);
+    }
+    free(names);
+    if (rc)
+        return sl__fail(err, errlen, rc, "%s: out of memory", dir);
+    return 0;
+}
+
+int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
+                     sl__textsrc_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (npaths < 1)
+        return sl__fail(err, errlen, SL_EINVAL, "no text source given");
+    sl__textsrc_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    int rc = 0;
+    for (int i = 0; !rc && i < npaths; i++) {
+        struct stat st;
+        if (stat(paths[i], &st))
+            rc = sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
+                          "%s: %s", paths[i], strerror(errno));
+        else if (S_ISDIR(st.st_mode))
+            rc = add_dir(s, paths[i], doc_per_file, err, errlen);
+        else if (add_file(s, paths[i], kind_of(paths[i]), doc_per_file))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    if (!rc && s->nfiles == 0)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no text files", paths[0]);
+    for (int i = 0; !rc && i < s->nfiles; i++)
+        rc = index_file(s, (uint32_t)i, err, errlen);
+    if (rc) {
+        sl__textsrc_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void sl__textsrc_close(sl__textsrc_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->nfiles; i++) {
+        free(s->files[i].path);
+        free(s->files[i].data);
+        sl__shard_close(s->files[i].shard);
+    }
+    free(s->files);
+    free(s->docs);
+    free(s);
+}
+
+int64_t sl__textsrc_count(const sl__textsrc_t *s)
+{
+    return s->ndocs;
+}
+
+uint64_t sl__textsrc_size(const sl__textsrc_t *s, int64_t i)
+{
+    return s->docs[i].len;
+}
+
+const char *sl__textsrc_describe(const sl__textsrc_t *s, int64_t i, char *buf,
+                                 size_t len)
+{
+    const tdoc_t *d = &s->docs[i];
+    const tfile_t *f = &s->files[d->file];
+    if (f->kind == KIND_SHARD)
+        snprintf(buf, len, "%s: record %llu", f->path,
+                 (unsigned long long)d->off);
+    else if (f->whole)
+        snprintf(buf, len, "%s", f->path);
+    else
+        snprintf(buf, len, "%s:%u", f->path, d->line);
+    return buf;
+}
+
+int sl__textsrc_parse_jsonl(const char *line, size_t n, const char *where,
+                            sl__bytes_t *buf, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *j = json_loadb(line, n, JSON_ALLOW_NUL, &je);
+    if (!j)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: invalid JSON: %s (column %d)", where, je.text,
+                        je.column);
+    int rc = 0;
+    json_t *t = json_is_object(j) ? json_object_get(j, "text") : NULL;
+    if (!json_is_object(j))
+        rc = sl__fail(err, errlen, SL_ECORRUPT, "%s: not a JSON object", where);
+    else if (!t)
+        rc = sl__fail(err, errlen, SL_ECORRUPT, "%s: no \"text\" field", where);
+    else if (!json_is_string(t))
+        rc = sl__fail(err, errlen, SL_ECORRUPT, "%s: \"text\" is not a string",
+                      where);
+    else {
+        size_t len = json_string_length(t);
+        if (sl__bytes_reserve(buf, len + 1))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", where);
+        else {
+            memcpy(buf->p, json_string_value(t), len);
+            buf->n = len;
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
+                    sl__bytes_t *scratch, const char **p, size_t *n, char *err,
+                    size_t errlen)
+{
+    const tdoc_t *d = &s->docs[i];
+    const tfile_t *f = &s->files[d->file];
+    char where[4200];
+    if (f->kind == KIND_SHARD) {
+        const sl__shard_entry_t *e = sl__shard_entry(f->shard, d->off);
+        snprintf(where, sizeof where, "%s: record %llu (%s)", f->path,
+                 (unsigned long long)d->off, e->name);
+        int rc =
+            sl__shard_read(f->shard, d->off, buf, scratch, NULL, err, errlen);
+        if (rc)
+            return rc; /* names the shard, record and cause */
+        *p = (const char *)buf->p;
+        *n = buf->n;
+    } else {
+        if (f->whole)
+            snprintf(where, sizeof where, "%s", f->path);
+        else
+            snprintf(where, sizeof where, "%s:%u", f->path, d->line);
+        if (f->kind == KIND_JSONL) {
+            int rc = sl__textsrc_parse_jsonl((const char *)f->data + d->off,
+                                             d->len, where, buf, err, errlen);
+            if (rc)
+                return rc;
+            *p = (const char *)buf->p;
+            *n = buf->n;
+            return 0; /* jansson accepts valid UTF-8 only */
+        }
+        *p = (const char *)f->data + d->off;
+        *n = d->len;
+    }
+    size_t bad = sl__utf8_check((const uint8_t *)*p, *n);
+    if (bad < *n)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: invalid UTF-8 at byte %zu (0x%02x)", where, bad,
+                        ((const uint8_t *)*p)[bad]);
+    return 0;
+}

@@ -1,0 +1,56 @@
+/* text/textsrc: the documents of a text corpus (docs/TEXT.md).
+ *   - plain text files: one document per line (default) or per file;
+ *   - JSON Lines (*.jsonl, *.json): one object per line, its "text" string;
+ *   - native shards (*.sls, or a directory of them): one record per
+ *     document, as `sluice pack --text` writes them (zstd by default).
+ * A directory holds shards, or else text/JSON Lines files (sorted by name).
+ * Opening indexes the documents (line offsets, shard indexes) without
+ * parsing them; sl__textsrc_get parses and validates one document (JSON,
+ * "text" field, UTF-8), so bad documents are found where they are read and
+ * named by FILE:LINE (or shard record). Depends on base, data/shard and
+ * jansson. Thread-safe after open. */
+#ifndef SL_TEXTSRC_H
+#define SL_TEXTSRC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+typedef struct sl__textsrc sl__textsrc_t;
+
+/* Opens the paths (files or directories) in order. doc_per_file: a plain
+ * text file is one document instead of one per line. Fails on a missing
+ * or unreadable path, or a shard whose header or index is damaged. */
+int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
+                     sl__textsrc_t **out, char *err, size_t errlen);
+void sl__textsrc_close(sl__textsrc_t *s);
+
+/* Documents (bad ones included: they are found by sl__textsrc_get). */
+int64_t sl__textsrc_count(const sl__textsrc_t *s);
+/* Stored bytes of document i (the raw line, file or record), >= 1: the
+ * measure that cuts an epoch into chunks. */
+uint64_t sl__textsrc_size(const sl__textsrc_t *s, int64_t i);
+
+/* The UTF-8 text of document i: *p and *n point into the source or into buf
+ * (valid until the next call with buf). Errors (SL_ECORRUPT, SL_EIO) name
+ * the document ("FILE:LINE: cause", "SHARD: record K (NAME): cause").
+ * Each thread passes its own buf and scratch. */
+int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
+                    sl__bytes_t *scratch, const char **p, size_t *n, char *err,
+                    size_t errlen);
+
+/* "FILE:LINE", "FILE" or "SHARD: record K" for document i, into buf. */
+const char *sl__textsrc_describe(const sl__textsrc_t *s, int64_t i, char *buf,
+                                 size_t len);
+
+/* Parses one JSON Lines record (no newline): the "text" string of an
+ * object, into buf. `where` prefixes messages ("FILE:LINE"). */
+int sl__textsrc_parse_jsonl(const char *line, size_t n, const char *where,
+                            sl__bytes_t *buf, char *err, size_t errlen);
+
+/* Offset of the first byte that is not part of valid UTF-8 (strict, as
+ * Python's decoder: no overlong forms, surrogates or > U+10FFFF), or n. */
+size_t sl__utf8_check(const uint8_t *p, size_t n);
+
+#endif

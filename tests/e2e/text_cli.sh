@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# e2e: the text pipeline through the CLI. `sluice pack --text` (zstd) gives
+# shards whose lm batches equal the text file's; thread counts do not change
+# the digest; --stop-after/--state/--resume equals one run; mlm reports the
+# bench keys; bad JSON Lines are skipped, counted and named FILE:LINE; a
+# missing source fails with its name. GPT-2 on the shared corpus when
+# $SL_SHARED_DATA has it, else a tiny generated WordPiece vocabulary.
+set -euo pipefail
+
+SLUICE=${SLUICE:?SLUICE must name the sluice binary}
+mkdir -p "${SL_TEST_TMP:-/tmp}"
+WORK=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-text-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+field() { # field NAME JSON-LINE
+    python3 -c 'import json,sys; print(json.loads(sys.argv[2])[sys.argv[1]])' "$1" "$2"
+}
+
+# A tiny WordPiece vocabulary and corpus (always); GPT-2 when shared.
+{
+    printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n'
+    for c in a b c d e f g h i j k l m n o p q r s t u v w x y z; do echo "$c"; done
+    for c in a b c d e f g h i j k l m n o p q r s t u v w x y z; do echo "##$c"; done
+} >"$WORK/vocab.txt"
+python3 - "$WORK/corpus.txt" <<'EOF'
+import random, sys
+r = random.Random(3)
+w = lambda: "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(1, 7)))
+with open(sys.argv[1], "w") as f:
+    for _ in range(3000):
+        f.write(" ".join(w() for _ in range(r.randint(1, 25))) + "\n")
+EOF
+LM=(--tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64)
+CORPUS=$WORK/corpus.txt
+V=${SL_SHARED_DATA:-}/vocab
+if [ -n "${SL_SHARED_DATA:-}" ] && [ -f "$V/gpt2-encoder.json" ] &&
+    [ -f "$SL_SHARED_DATA/text/tinyshakespeare.txt" ]; then
+    LM=(--tokenizer gpt2 --vocab "$V/gpt2-encoder.json" --merges "$V/gpt2-vocab.bpe" --seq-len 256)
+    CORPUS=$SL_SHARED_DATA/text/tinyshakespeare.txt
+else
+    echo "note: no shared GPT-2 vocabulary/corpus; using a generated WordPiece one"
+fi
+COMMON=(--batch 4 --chunk-bytes 16K --group 3 --seed 5 --epochs 2 --json --quiet --digest)
+
+# pack --text: zstd shards, same documents, same batches
+"$SLUICE" pack --text "$CORPUS" -o "$WORK/shards" 2>"$WORK/pack.err" || fail "pack --text: $(cat "$WORK/pack.err")"
+grep -q "(zstd)" "$WORK/pack.err" || fail "pack --text is not zstd by default: $(cat "$WORK/pack.err")"
+ls "$WORK"/shards/shard-00000.sls >/dev/null || fail "no shard written"
+# zstd works per record: a whole file as one document compresses
+"$SLUICE" pack --text --doc-per-file "$CORPUS" -o "$WORK/whole" 2>/dev/null || fail "pack --text --doc-per-file"
+[ "$(stat -c %s "$WORK/whole/shard-00000.sls")" -lt "$(( $(stat -c %s "$CORPUS") * 2 / 3 ))" ] || fail "zstd shard is not smaller than the text"
+D1=$("$SLUICE" bench --task lm "$CORPUS" --doc-per-file "${LM[@]}" --batch 4 --json --quiet --digest | tail -1)
+D2=$("$SLUICE" bench --task lm "$WORK/whole" "${LM[@]}" --batch 4 --json --quiet --digest | tail -1)
+[ "$(field digest "$D1")" = "$(field digest "$D2")" ] || fail "doc-per-file text vs shard: $D1 / $D2"
+A=$("$SLUICE" bench --task lm "$CORPUS" "${LM[@]}" "${COMMON[@]}" --threads 1 | tail -1)
+B=$("$SLUICE" bench --task lm "$WORK/shards" "${LM[@]}" "${COMMON[@]}" --threads 2 | tail -1)
+[ "$(field digest "$A")" = "$(field digest "$B")" ] || fail "text vs shards / 1 vs 2 threads: $A / $B"
+[ "$(field samples "$A")" -gt 0 ] || fail "no sequences: $A"
+for k in samples samples_per_s tokens_per_s wait_ms_p50 wait_ms_p99 cpu_seconds peak_rss_mb digest position; do
+    field "$k" "$A" >/dev/null || fail "missing key $k in $A"
+done
+
+# stop + resume == one run
+"$SLUICE" bench --task lm "$CORPUS" "${LM[@]}" "${COMMON[@]}" --stop-after 7 --state "$WORK/st" >/dev/null
+C=$("$SLUICE" bench --task lm "$CORPUS" "${LM[@]}" "${COMMON[@]}" --resume "$WORK/st" --threads 2 | tail -1)
+[ "$(field digest "$C")" = "$(field digest "$A")" ] || fail "resume digest $(field digest "$C") != $(field digest "$A")"
+set +e
+"$SLUICE" bench --task lm "$CORPUS" "${LM[@]}" "${COMMON[@]}" --seed 6 --resume "$WORK/st" >"$WORK/out" 2>&1
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "other options" "$WORK/out" || fail "resume with another seed was not refused: $(cat "$WORK/out")"
+
+# mlm
+M=$("$SLUICE" bench --task mlm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64 --batch 8 --json --quiet | tail -1)
+[ "$(field task "$M")" = mlm ] && [ "$(field samples "$M")" -gt 100 ] || fail "mlm: $M"
+
+# bad JSON Lines: skipped, counted, named
+python3 - "$WORK/corpus.txt" "$WORK/bad.jsonl" <<'EOF'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")[:400]
+with open(sys.argv[2], "wb") as f:
+    f.write((json.dumps({"text": " ".join(lines[:200])}) + "\n").encode())
+    f.write(b'{"text": "no end\n{"id": 3}\n{"text": ["x"]}\n{"text": "\xff"}\n')
+    f.write((json.dumps({"text": " ".join(lines[200:])}) + "\n").encode())
+EOF
+set +e
+"$SLUICE" bench --task lm "$WORK/bad.jsonl" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --json --quiet >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 0 ] || fail "bad.jsonl run failed: $(cat "$WORK/err")"
+[ "$(field errors_skipped "$(tail -1 "$WORK/out")")" = 4 ] || fail "errors_skipped: $(cat "$WORK/out")"
+for want in 'bad.jsonl:2: invalid JSON' 'bad.jsonl:3: no "text" field' 'bad.jsonl:4: "text" is not a string' 'bad.jsonl:5: invalid JSON'; do
+    grep -qF "skipped: $WORK/$want" "$WORK/err" || fail "no message '$want' in: $(cat "$WORK/err")"
+done
+set +e
+"$SLUICE" bench --task lm "$WORK/bad.jsonl" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --on-error fail --quiet >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "error: .*bad.jsonl:[2-5]: " "$WORK/err" || fail "--on-error fail: rc $rc, $(cat "$WORK/err")"
+set +e
+"$SLUICE" bench --task lm "$WORK/none.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "none.txt" "$WORK/err" || fail "missing source: rc $rc, $(cat "$WORK/err")"
+echo "text_cli: ok"
