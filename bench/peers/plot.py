@@ -71,7 +71,8 @@ def main(argv=None):
             txt = f"{e['img_s']:,.0f}"
             if base and not n.startswith("sluice"):
                 txt += f"  ({e['img_s'] / base:.2f}× sluice)"
-            ax_r.text(e["img_s"] + (e.get("img_s_std") or 0), yi, "  " + txt, va="center", fontsize=8)
+            right = max([e["img_s"] + (e.get("img_s_std") or 0)] + list(runs))
+            ax_r.text(right, yi, "  " + txt, va="center", fontsize=8)
             if e.get("cpu_s_per_img") is not None:
                 v = e["cpu_s_per_img"] * 1e3
                 ax_c.barh(yi, v, color=c, alpha=0.85)

@@ -351,12 +351,19 @@ def parse_args(argv=None):
                     help="sluice build dir: its python/ goes on PYTHONPATH, its sluice is the CLI")
     ap.add_argument("--torch-workers", default="1,2,3,4",
                     help="num_workers values the torch loader sweeps (default 1,2,3,4)")
+    ap.add_argument("--loader-opt", action="append", default=[], metavar="NAME:KEY=VALUE",
+                    help="extra option for one loader's worker, e.g. sluice:prefetch=2 (recorded in its config)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/sluice-peers"),
                     help="scratch (ffcv .beton files)")
     args = ap.parse_args(argv)
     args.names = [n.strip() for n in args.loaders.split(",") if n.strip()]
     VARIANTS["torch"] = [(f"torch[w={w}]", "torch_worker.py", [f"workers={w}"])
                          for w in (int(x) for x in args.torch_workers.split(",") if x.strip())]
+    for lo in args.loader_opt:
+        name, _, kv = lo.partition(":")
+        if name not in VARIANTS or "=" not in kv:
+            ap.error(f"--loader-opt {lo!r}: want NAME:KEY=VALUE with a known loader NAME")
+        VARIANTS[name] = [(rid, script, opts + [kv]) for rid, script, opts in VARIANTS[name]]
     for n in args.names:
         if n not in VARIANTS:
             ap.error(f"unknown loader {n!r} (known: {', '.join(ALL + EXTRA)})")

@@ -131,7 +131,11 @@ typedef struct sl_options {
     int policy;               /**< sl_policy_t [SL_POLICY_HEURISTIC]: tunes the
                                    knobs left at 0 / SL_AUTOTUNE; knobs given a
                                    value stay as given */
-    int max_threads;          /**< budget: read + decode threads [2 x cores] */
+    int max_threads;          /**< budget: CPU threads, decode threads + 1 for
+                                   the read stage [2 x cores]. Read threads
+                                   are I/O depth (outstanding reads), outside
+                                   it: the scheduler keeps them <= 4 x cores
+                                   (>= 4, >= read_threads given) */
     int64_t max_memory_bytes; /**< budget for batch buffers + read-ahead;
                                    caps prefetch, never exceeded [none] */
     /** Allocator for batch data buffers [aligned_alloc / free]: e.g.
@@ -268,7 +272,9 @@ SL_API int sl_loader_next(sl_loader_t *l, const sl_batch_t **out);
 SL_API void sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
 
 /** Sets a knob while running or not (SL_AUTOTUNE: its default value).
- *  SL_ERANGE beyond the budgets (max_threads when given, max_memory_bytes).
+ *  SL_ERANGE beyond the budgets: decode threads + 1 > max_threads when
+ *  given, prefetch beyond max_memory_bytes. Read threads (I/O depth) are
+ *  not counted in max_threads.
  *  The scheduler changes knobs through this same call. Any thread. */
 SL_API int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value);
 /** Reads a knob's value in force. Any thread. */

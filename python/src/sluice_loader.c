@@ -2,7 +2,7 @@
  * sluice.Loader: iterates an sl_loader_t, yielding (images, labels) numpy
  * arrays that are views of the engine's pooled batch buffers (no copy).
  *
- * Ownership, three objects:
+ * Ownership, three objects (Core and Batch: sluice_core.c):
  *   Core   owns the sl_loader_t; destroyed (sl_loader_destroy) when its
  *          last reference goes.
  *   Batch  owns one handed-out sl_batch_t; both arrays of a batch hold it
@@ -30,93 +30,51 @@
 #define SLPY_EPOCHS_AHEAD ((int64_t)1 << 24)
 #define SLPY_PREFETCH_MAX 4096 /* the engine's limit */
 
-/* ------------------------------------------------------------------ Core */
+/* ------------------------------------------------------- Core and Batch */
 
-typedef struct {
-    PyObject_HEAD sl_loader_t *l;
-    int held; /* batches out of the engine: Batch objects + a pending one */
-} CoreObject;
-
-static void core_dealloc(CoreObject *c)
+static void engine_destroy(void *l)
 {
-    sl_loader_t *l = c->l;
-    if (l) {
-        Py_BEGIN_ALLOW_THREADS;
-        sl_loader_destroy(l);
-        Py_END_ALLOW_THREADS;
-    }
-    PyObject_Free(c);
+    sl_loader_destroy(l);
 }
 
-static PyTypeObject Core_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._Core",
-    .tp_basicsize = sizeof(CoreObject),
-    .tp_dealloc = (destructor)core_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The engine behind a Loader (internal).",
+static void engine_release(void *l, const void *b)
+{
+    sl_loader_release(l, b); /* a short lock, no wait */
+}
+
+static const char *engine_skipped(const void *l, int64_t i)
+{
+    return sl_loader_skipped_message(l, i);
+}
+
+static slpy_kind_t loader_kind = {
+    .core_name = "sluice._sluice._Core",
+    .core_doc = "The engine behind a Loader (internal).",
+    .batch_name = "sluice._sluice._BatchBuffer",
+    .batch_doc = "Keeps one engine batch buffer out of the pool while arrays "
+                 "view it (internal).",
+    .destroy = engine_destroy,
+    .release = engine_release,
+    .skipped = engine_skipped,
 };
 
-/* ----------------------------------------------------------------- Batch */
-
-typedef struct {
-    PyObject_HEAD CoreObject *core;
-    const sl_batch_t *b;
-} BatchObject;
-
-static void batch_dealloc(BatchObject *o)
-{
-    sl_loader_release(o->core->l, o->b); /* a short lock, no wait */
-    o->core->held--;
-    Py_DECREF(o->core);
-    PyObject_Free(o);
-}
-
-static PyTypeObject Batch_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._BatchBuffer",
-    .tp_basicsize = sizeof(BatchObject),
-    .tp_dealloc = (destructor)batch_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Keeps one engine batch buffer out of the pool while arrays "
-              "view it (internal).",
-};
-
-/* A view of `data` as an array whose base is `owner`. */
-static PyObject *view(BatchObject *owner, int type, int nd, npy_intp *dims,
-                      void *data)
-{
-    PyObject *a =
-        PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type), nd,
-                             dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
-    if (!a)
-        return NULL;
-    Py_INCREF(owner);
-    if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)owner)) {
-        Py_DECREF(a); /* SetBaseObject stole the owner reference */
-        return NULL;
-    }
-    return a;
-}
+typedef slpy_core_t CoreObject;
 
 /* (images, labels) over b, which `core` handed out (its held count already
  * includes b). On failure the batch is released. */
 static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
 {
-    BatchObject *o = PyObject_New(BatchObject, &Batch_Type);
-    if (!o) {
-        sl_loader_release(core->l, b);
-        core->held--;
+    slpy_batch_t *o = slpy_batch_new(core, b);
+    if (!o)
         return NULL;
-    }
-    Py_INCREF(core);
-    o->core = core;
-    o->b = b;
     npy_intp d[4] = {b->n, b->channels, b->height, b->width};
     if (b->layout == SL_LAYOUT_HWC)
         d[1] = b->height, d[2] = b->width, d[3] = b->channels;
-    PyObject *img = view(
+    PyObject *img = slpy_batch_view(
         o, b->dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32, 4, d, b->data);
     npy_intp n = b->n;
-    PyObject *lab = img ? view(o, NPY_INT64, 1, &n, b->labels) : NULL;
+    PyObject *lab =
+        img ? slpy_batch_view(o, NPY_INT64, 1, &n, b->labels) : NULL;
     PyObject *t = lab ? PyTuple_Pack(2, img, lab) : NULL;
     Py_XDECREF(img);
     Py_XDECREF(lab);
@@ -145,17 +103,13 @@ typedef struct {
 
 static int loader_closed(LoaderObject *self)
 {
-    if (self->core)
-        return 0;
-    PyErr_SetString(PyExc_ValueError, "operation on a closed sluice.Loader");
-    return 1;
+    return slpy_closed(self->core, "sluice.Loader");
 }
 
 static void drop_pending(LoaderObject *self)
 {
     if (self->pending) {
-        sl_loader_release(self->core->l, self->pending);
-        self->core->held--;
+        slpy_core_release(self->core, self->pending);
         self->pending = NULL;
     }
 }
@@ -178,22 +132,13 @@ static CoreObject *core_create(LoaderObject *self)
     Py_END_ALLOW_THREADS;
     if (rc)
         return (CoreObject *)slpy_raise(rc, msg, 1);
-    CoreObject *c = PyObject_New(CoreObject, &Core_Type);
-    if (!c) {
-        Py_BEGIN_ALLOW_THREADS;
-        sl_loader_destroy(l);
-        Py_END_ALLOW_THREADS;
-        return NULL;
-    }
-    c->l = l;
-    c->held = 0;
-    return c;
+    return slpy_core_new(&loader_kind, l);
 }
 
 static int64_t engine_pos(LoaderObject *self)
 {
     sl_position_t p = {0, 0};
-    sl_loader_position(self->core->l, &p);
+    sl_loader_position(self->core->engine, &p);
     return p.epoch * self->nb + p.batch;
 }
 
@@ -214,7 +159,7 @@ static int do_start(LoaderObject *self, int64_t g)
         /* Batches still held: the engine cannot restart under them. Keep
          * it for them (it dies with the last) and start a fresh one. */
         int64_t v;
-        sl_loader_t *old = self->core->l;
+        sl_loader_t *old = self->core->engine;
         if (!sl_loader_get(old, SL_PARAM_DECODE_THREADS, &v))
             self->opt.decode_threads = (int)v;
         if (!sl_loader_get(old, SL_PARAM_READ_THREADS, &v))
@@ -226,7 +171,7 @@ static int do_start(LoaderObject *self, int64_t g)
             return -1;
         Py_SETREF(self->core, c);
     }
-    sl_loader_t *l = self->core->l;
+    sl_loader_t *l = self->core->engine;
     sl_position_t p = {g / nb, g % nb};
     int rc;
     Py_BEGIN_ALLOW_THREADS;
@@ -247,14 +192,14 @@ static int next_batch(CoreObject *core, const sl_batch_t **b)
     for (;;) {
         int rc;
         Py_BEGIN_ALLOW_THREADS;
-        rc = sl_loader_next(core->l, b);
+        rc = sl_loader_next(core->engine, b);
         Py_END_ALLOW_THREADS;
         if (rc != SL_ESTATE) /* the engine is started: ESTATE = all held */
             return rc;
         int64_t pf;
-        if (sl_loader_get(core->l, SL_PARAM_PREFETCH, &pf) ||
+        if (sl_loader_get(core->engine, SL_PARAM_PREFETCH, &pf) ||
             pf >= SLPY_PREFETCH_MAX ||
-            sl_loader_set(core->l, SL_PARAM_PREFETCH, pf + 1))
+            sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
             return rc;
     }
 }
@@ -289,10 +234,8 @@ static PyObject *loader_next(LoaderObject *self)
         if (!rc)
             core->held++;
         if (self->core != core) { /* closed (or restarted) meanwhile */
-            if (!rc) {
-                sl_loader_release(core->l, b);
-                core->held--;
-            }
+            if (!rc)
+                slpy_core_release(core, b);
             Py_DECREF(core);
             return NULL;
         }
@@ -303,7 +246,7 @@ static PyObject *loader_next(LoaderObject *self)
         }
         if (rc) {
             self->active = self->running = 0;
-            return slpy_raise(rc, sl_loader_last_error(core->l), 0);
+            return slpy_raise(rc, sl_loader_last_error(core->engine), 0);
         }
         g = b->epoch * self->nb + b->index;
         if (!self->opt.unordered && g >= self->end_g) {
@@ -395,7 +338,7 @@ static PyObject *loader_set(LoaderObject *self, PyObject *args)
         if (v < 1)
             return PyErr_Format(PyExc_ValueError, "%R must be >= 1", name);
     }
-    sl_loader_t *l = self->core->l;
+    sl_loader_t *l = self->core->engine;
     int rc;
     Py_BEGIN_ALLOW_THREADS; /* may start threads */
     rc = sl_loader_set(l, p, v);
@@ -411,7 +354,7 @@ static PyObject *loader_get(LoaderObject *self, PyObject *name)
     int64_t v;
     if (loader_closed(self) || knob_of(name, &p))
         return NULL;
-    int rc = sl_loader_get(self->core->l, p, &v);
+    int rc = sl_loader_get(self->core->engine, p, &v);
     if (rc)
         return slpy_raise(rc, NULL, 1);
     return PyLong_FromLongLong(v);
@@ -445,7 +388,7 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
     (void)unused;
     if (loader_closed(self))
         return NULL;
-    sl_loader_t *l = self->core->l;
+    sl_loader_t *l = self->core->engine;
     sl_stats_t st;
     int64_t th = 0, rt = 0, pf = 0;
     sl_loader_stats(l, &st);
@@ -471,16 +414,7 @@ static PyObject *loader_skipped(LoaderObject *self, PyObject *unused)
     (void)unused;
     if (loader_closed(self))
         return NULL;
-    sl_loader_t *l = self->core->l;
-    PyObject *list = PyList_New(0);
-    const char *s;
-    for (int64_t i = 0; list && (s = sl_loader_skipped_message(l, i)); i++) {
-        PyObject *m = PyUnicode_DecodeFSDefault(s);
-        if (!m || PyList_Append(list, m))
-            Py_CLEAR(list);
-        Py_XDECREF(m);
-    }
-    return list;
+    return slpy_skipped_list(self->core);
 }
 
 static PyObject *loader_close(LoaderObject *self, PyObject *unused)
@@ -492,13 +426,6 @@ static PyObject *loader_close(LoaderObject *self, PyObject *unused)
         Py_CLEAR(self->core); /* the engine goes with the last batch */
     }
     Py_RETURN_NONE;
-}
-
-static PyObject *loader_enter(LoaderObject *self, PyObject *unused)
-{
-    (void)unused;
-    Py_INCREF(self);
-    return (PyObject *)self;
 }
 
 static PyObject *loader_exit(LoaderObject *self, PyObject *args)
@@ -516,23 +443,6 @@ static void loader_dealloc(LoaderObject *self)
     Py_CLEAR(self->telemetry_path);
     Py_CLEAR(self->classes);
     Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* None leaves *out; otherwise an int in [min, max]. */
-static int opt_int(PyObject *o, const char *name, long min, long max, int *out)
-{
-    if (o == Py_None)
-        return 0;
-    long v = PyLong_AsLong(o);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (v < min || v > max) {
-        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld", name,
-                     min, max, v);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
 }
 
 static int opt_pair(PyObject *o, const char *name, double *a, double *b)
@@ -701,16 +611,18 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         (dtype != Py_None && slpy_parse_dtype(dtype, &o->dtype)) ||
         (layout != Py_None && slpy_parse_layout(layout, &o->layout)) ||
         str_choice(on_error, "on_error", "fail", "skip", &o->on_error) ||
-        opt_int(threads, "threads", 1, 1024, &o->decode_threads) ||
-        opt_int(read_threads, "read_threads", 1, 1024, &o->read_threads) ||
-        opt_int(prefetch, "prefetch", 1, SLPY_PREFETCH_MAX, &o->prefetch) ||
+        slpy_parse_int(threads, "threads", 1, 1024, &o->decode_threads) ||
+        slpy_parse_int(read_threads, "read_threads", 1, 1024,
+                       &o->read_threads) ||
+        slpy_parse_int(prefetch, "prefetch", 1, SLPY_PREFETCH_MAX,
+                       &o->prefetch) ||
         slpy_parse_float3(mean, "mean", o->mean) ||
         slpy_parse_float3(std, "std", o->std) ||
-        opt_int(tel_ms, "telemetry_ms", -1, 3600000, &o->telemetry_ms) ||
-        opt_int(port, "metrics_port", 1, 65535, &o->metrics_port) ||
+        slpy_parse_int(tel_ms, "telemetry_ms", -1, 3600000, &o->telemetry_ms) ||
+        slpy_parse_int(port, "metrics_port", 1, 65535, &o->metrics_port) ||
         opt_pair(scale, "scale", &o->scale_min, &o->scale_max) ||
         opt_pair(ratio, "ratio", &o->ratio_min, &o->ratio_max) ||
-        opt_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
+        slpy_parse_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
         opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy))
         goto fail;
     if (tel_ms != Py_None && o->telemetry_ms == 0)
@@ -721,13 +633,13 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     self->core = core_create(self);
     if (!self->core)
         goto fail;
-    self->nb = sl_loader_batches_per_epoch(self->core->l);
+    self->nb = sl_loader_batches_per_epoch(self->core->engine);
     if (self->nb < 1) {
         PyErr_Format(PyExc_ValueError,
                      "no batch for this rank: %lld samples, world_size %d, "
                      "batch_size %d, drop_last %d",
-                     (long long)sl_loader_num_samples(self->core->l), world,
-                     batch, drop_last);
+                     (long long)sl_loader_num_samples(self->core->engine),
+                     world, batch, drop_last);
         goto fail;
     }
     return (PyObject *)self;
@@ -743,7 +655,7 @@ static PyObject *get_num_samples(LoaderObject *self, void *c)
     (void)c;
     if (loader_closed(self))
         return NULL;
-    return PyLong_FromLongLong(sl_loader_num_samples(self->core->l));
+    return PyLong_FromLongLong(sl_loader_num_samples(self->core->engine));
 }
 
 static PyObject *get_num_classes(LoaderObject *self, void *c)
@@ -751,7 +663,7 @@ static PyObject *get_num_classes(LoaderObject *self, void *c)
     (void)c;
     if (loader_closed(self))
         return NULL;
-    return PyLong_FromLong(sl_loader_num_classes(self->core->l));
+    return PyLong_FromLong(sl_loader_num_classes(self->core->engine));
 }
 
 static PyObject *get_classes(LoaderObject *self, void *c)
@@ -760,10 +672,10 @@ static PyObject *get_classes(LoaderObject *self, void *c)
     if (!self->classes) {
         if (loader_closed(self))
             return NULL;
-        int n = sl_loader_num_classes(self->core->l);
+        int n = sl_loader_num_classes(self->core->engine);
         PyObject *t = PyTuple_New(n);
         for (int i = 0; t && i < n; i++) {
-            const char *s = sl_loader_class_name(self->core->l, i);
+            const char *s = sl_loader_class_name(self->core->engine, i);
             PyObject *u = PyUnicode_DecodeFSDefault(s ? s : "");
             if (!u)
                 Py_CLEAR(t);
@@ -788,7 +700,7 @@ static PyObject *get_batch_bytes(LoaderObject *self, void *c)
     (void)c;
     if (loader_closed(self))
         return NULL;
-    return PyLong_FromSize_t(sl_loader_batch_bytes(self->core->l));
+    return PyLong_FromSize_t(sl_loader_batch_bytes(self->core->engine));
 }
 
 static PyObject *get_closed(LoaderObject *self, void *c)
@@ -871,7 +783,7 @@ static PyMethodDef loader_methods[] = {
     {"close", (PyCFunction)loader_close, METH_NOARGS,
      "close()\n--\n\nStops iteration. The engine is freed when the last "
      "batch array is gone too."},
-    {"__enter__", (PyCFunction)loader_enter, METH_NOARGS, NULL},
+    {"__enter__", (PyCFunction)slpy_return_self, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
@@ -912,8 +824,7 @@ static PyTypeObject Loader_Type = {
 
 int slpy_loader_init(PyObject *m)
 {
-    if (PyType_Ready(&Core_Type) || PyType_Ready(&Batch_Type) ||
-        PyType_Ready(&Loader_Type))
+    if (slpy_kind_ready(&loader_kind) || PyType_Ready(&Loader_Type))
         return -1;
     Py_INCREF(&Loader_Type);
     if (PyModule_AddObject(m, "Loader", (PyObject *)&Loader_Type)) {

@@ -2,7 +2,10 @@
  * sluice._sluice: the CPython extension over libsluice (private header).
  *
  * sluice_module.c  module init, sluice.Error, image_transform, version
- * sluice_loader.c  sluice.Loader and the objects that keep batches alive
+ * sluice_core.c    the Core / Batch objects that keep an engine and its
+ *                  handed-out batches alive, and argument helpers
+ * sluice_loader.c  sluice.Loader
+ * sluice_text.c    sluice.TextLoader
  *
  * Both files use numpy's C API through one import table
  * (PY_ARRAY_UNIQUE_SYMBOL); only sluice_module.c imports it.
@@ -40,6 +43,62 @@ int slpy_parse_layout(PyObject *o, int *layout);
 /** Parses a sequence of 3 numbers into f[3]; None leaves f as it is.
  *  @return 0, or -1 with an exception. */
 int slpy_parse_float3(PyObject *o, const char *what, float f[3]);
+
+/* ------------------------------------------- engine core (sluice_core.c) */
+
+/** What a loader's engine is: its Python type names and the engine calls
+ *  the shared Core / Batch objects make. One static instance per loader;
+ *  slpy_kind_ready() fills the two types. */
+typedef struct slpy_kind {
+    const char *core_name, *core_doc;   /* e.g. "sluice._sluice._Core" */
+    const char *batch_name, *batch_doc; /* e.g. "..._BatchBuffer" */
+    void (*destroy)(void *engine);      /* called with the GIL released */
+    void (*release)(void *engine, const void *batch);      /* short, no wait */
+    const char *(*skipped)(const void *engine, int64_t i); /* NULL: past */
+    int skipped_utf8; /* skipped messages: UTF-8 (else file-system names) */
+    PyTypeObject core_type, batch_type;
+} slpy_kind_t;
+
+/** Owns an engine; the engine is destroyed when the last reference goes. */
+typedef struct slpy_core {
+    PyObject_HEAD void *engine;
+    slpy_kind_t *kind;
+    int held; /* batches out of the engine: Batch objects + any the loader
+                 keeps itself (incremented by the loader on each next) */
+} slpy_core_t;
+
+/** Owns one handed-out batch and holds its Core; the numpy base of the
+ *  batch's arrays. Its end gives the batch back (slpy_core_release). */
+typedef struct slpy_batch {
+    PyObject_HEAD slpy_core_t *core;
+    const void *b;
+} slpy_batch_t;
+
+/** Readies k's two types. @return 0, or -1 with an exception set. */
+int slpy_kind_ready(slpy_kind_t *k);
+/** A new Core owning `engine`. On failure the engine is destroyed.
+ *  @return a new reference, or NULL with an exception set. */
+slpy_core_t *slpy_core_new(slpy_kind_t *k, void *engine);
+/** Gives batch b back to c's engine and counts it out of c->held. */
+void slpy_core_release(slpy_core_t *c, const void *b);
+/** A Batch owning b (already counted in c->held) and holding c. On failure
+ *  b is released. @return a new reference, or NULL with an exception. */
+slpy_batch_t *slpy_batch_new(slpy_core_t *c, const void *b);
+/** A C-contiguous array of `type` over `data` whose base is `owner`.
+ *  @return a new reference, or NULL with an exception set. */
+PyObject *slpy_batch_view(slpy_batch_t *owner, int type, int nd, npy_intp *dims,
+                          void *data);
+/** @return 0 when c is there, else 1 with "operation on a closed <what>"
+ *  (ValueError) set. */
+int slpy_closed(const slpy_core_t *c, const char *what);
+/** The messages of the samples / documents c's engine skipped, as a list
+ *  of str. @return a new reference, or NULL with an exception set. */
+PyObject *slpy_skipped_list(const slpy_core_t *c);
+/** None leaves *out; otherwise an int in [min, max] (ValueError naming
+ *  `name` if not). @return 0, or -1 with an exception set. */
+int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out);
+/** For __enter__: @return self, a new reference. */
+PyObject *slpy_return_self(PyObject *self, PyObject *unused);
 
 /** Adds the Loader type to the module. @return 0, or -1 with an exception. */
 int slpy_loader_init(PyObject *module);

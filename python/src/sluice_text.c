@@ -3,12 +3,12 @@
  * numpy arrays (input_ids, labels; mlm also attention_mask,
  * token_type_ids) that are views of the engine's pooled batch buffers.
  *
- * Ownership, as sluice.Loader's (sluice_loader.c): a TextCore owns the
- * engine; a TextBatch owns one handed-out batch, is the numpy base of its
- * arrays and holds the TextCore; the last array gone gives the buffer back
- * (sl_text_loader_release, any thread). The engine's buffers are
- * independent of its workers, so a restart (start()) never waits for the
- * user's batches.
+ * Ownership, as sluice.Loader's (the Core / Batch objects of sluice_core.c):
+ * a TextCore owns the engine; a TextBatch owns one handed-out batch, is the
+ * numpy base of its arrays and holds the TextCore; the last array gone
+ * gives the buffer back (sl_text_loader_release, any thread). The engine's
+ * buffers are independent of its workers, so a restart (start()) never waits
+ * for the user's batches.
  *
  * Everything here runs under the GIL; it is released around the engine
  * calls that wait or work (create, start, next, destroy).
@@ -17,80 +17,53 @@
 
 #include <string.h>
 
-typedef struct {
-    PyObject_HEAD sl_text_loader_t *l;
-} TextCoreObject;
-
-static void tcore_dealloc(TextCoreObject *c)
+static void engine_destroy(void *l)
 {
-    sl_text_loader_t *l = c->l;
-    if (l) {
-        Py_BEGIN_ALLOW_THREADS;
-        sl_text_loader_destroy(l);
-        Py_END_ALLOW_THREADS;
-    }
-    PyObject_Free(c);
+    sl_text_loader_destroy(l);
 }
 
-static PyTypeObject TextCore_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._TextCore",
-    .tp_basicsize = sizeof(TextCoreObject),
-    .tp_dealloc = (destructor)tcore_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The engine behind a TextLoader (internal).",
-};
-
-typedef struct {
-    PyObject_HEAD TextCoreObject *core;
-    const sl_text_batch_t *b;
-} TextBatchObject;
-
-static void tbatch_dealloc(TextBatchObject *o)
+static void engine_release(void *l, const void *b)
 {
-    sl_text_loader_release(o->core->l, o->b);
-    Py_DECREF(o->core);
-    PyObject_Free(o);
+    sl_text_loader_release(l, b);
 }
 
-static PyTypeObject TextBatch_Type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice._TextBatchBuffer",
-    .tp_basicsize = sizeof(TextBatchObject),
-    .tp_dealloc = (destructor)tbatch_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Keeps one text batch out of the pool while arrays view it "
-              "(internal).",
+static const char *engine_skipped(const void *l, int64_t i)
+{
+    return sl_text_loader_skipped_message(l, i);
+}
+
+static slpy_kind_t text_kind = {
+    .core_name = "sluice._sluice._TextCore",
+    .core_doc = "The engine behind a TextLoader (internal).",
+    .batch_name = "sluice._sluice._TextBatchBuffer",
+    .batch_doc = "Keeps one text batch out of the pool while arrays view it "
+                 "(internal).",
+    .destroy = engine_destroy,
+    .release = engine_release,
+    .skipped = engine_skipped,
+    .skipped_utf8 = 1,
 };
 
 /* d[name] = an (n, seq_len) int32 view of p whose base is owner. */
-static int put_view(PyObject *d, const char *name, TextBatchObject *owner,
+static int put_view(PyObject *d, const char *name, slpy_batch_t *owner,
                     const sl_text_batch_t *b, int32_t *p)
 {
     npy_intp dims[2] = {b->n, b->seq_len};
-    PyObject *a =
-        PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(NPY_INT32), 2,
-                             dims, NULL, p, NPY_ARRAY_CARRAY, NULL);
+    PyObject *a = slpy_batch_view(owner, NPY_INT32, 2, dims, p);
     if (!a)
         return -1;
-    Py_INCREF(owner);
-    if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)owner)) {
-        Py_DECREF(a);
-        return -1;
-    }
     int rc = PyDict_SetItemString(d, name, a);
     Py_DECREF(a);
     return rc;
 }
 
-static PyObject *make_dict(TextCoreObject *core, const sl_text_batch_t *b)
+/* The dict of arrays over b, which `core` handed out (counted in its held
+ * count). On failure the batch is released. */
+static PyObject *make_dict(slpy_core_t *core, const sl_text_batch_t *b)
 {
-    TextBatchObject *o = PyObject_New(TextBatchObject, &TextBatch_Type);
-    if (!o) {
-        sl_text_loader_release(core->l, b);
+    slpy_batch_t *o = slpy_batch_new(core, b);
+    if (!o)
         return NULL;
-    }
-    Py_INCREF(core);
-    o->core = core;
-    o->b = b;
     PyObject *d = PyDict_New();
     if (!d || put_view(d, "input_ids", o, b, b->input_ids) ||
         put_view(d, "labels", o, b, b->labels) ||
@@ -103,8 +76,8 @@ static PyObject *make_dict(TextCoreObject *core, const sl_text_batch_t *b)
 }
 
 typedef struct {
-    PyObject_HEAD TextCoreObject *core; /* NULL once closed */
-    PyObject *keep;                     /* bytes objects the options use */
+    PyObject_HEAD slpy_core_t *core; /* NULL once closed */
+    PyObject *keep;                  /* bytes objects the options use */
     sl_text_options_t opt;
     int64_t epoch, batch; /* next batch to yield */
     int active, busy;
@@ -112,16 +85,13 @@ typedef struct {
 
 static int tl_closed(TextLoaderObject *self)
 {
-    if (self->core)
-        return 0;
-    PyErr_SetString(PyExc_ValueError, "operation on a closed TextLoader");
-    return 1;
+    return slpy_closed(self->core, "TextLoader");
 }
 
 static int tl_start(TextLoaderObject *self, int64_t e, int64_t b)
 {
     sl_position_t p = {e, b};
-    sl_text_loader_t *l = self->core->l;
+    sl_text_loader_t *l = self->core->engine;
     int rc;
     Py_BEGIN_ALLOW_THREADS;
     rc = sl_text_loader_start(l, &p);
@@ -152,25 +122,27 @@ static PyObject *tl_next(TextLoaderObject *self)
     if (self->busy)
         return PyErr_Format(PyExc_RuntimeError,
                             "sluice.TextLoader used by two threads at once");
-    TextCoreObject *core = self->core;
+    slpy_core_t *core = self->core;
     Py_INCREF(core);
     const sl_text_batch_t *b = NULL;
     int rc;
     self->busy = 1;
     Py_BEGIN_ALLOW_THREADS;
-    rc = sl_text_loader_next(core->l, &b);
+    rc = sl_text_loader_next(core->engine, &b);
     Py_END_ALLOW_THREADS;
     self->busy = 0;
     sl_position_t p;
-    sl_text_loader_position(core->l, &p);
+    sl_text_loader_position(core->engine, &p);
     PyObject *r = NULL;
     if (rc == SL_EEND)
         self->active = 0;
     else if (rc) {
         self->active = 0;
-        slpy_raise(rc, sl_text_loader_last_error(core->l), 0);
-    } else
+        slpy_raise(rc, sl_text_loader_last_error(core->engine), 0);
+    } else {
+        core->held++;
         r = make_dict(core, b);
+    }
     if (self->core == core) {
         self->epoch = p.epoch;
         self->batch = p.batch;
@@ -204,7 +176,7 @@ static PyObject *tl_stats(TextLoaderObject *self, PyObject *unused)
     if (tl_closed(self))
         return NULL;
     sl_text_stats_t s;
-    sl_text_loader_stats(self->core->l, &s);
+    sl_text_loader_stats(self->core->engine, &s);
     return Py_BuildValue(
         "{s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L}", "sequences",
         (long long)s.sequences, "batches", (long long)s.batches, "tokens",
@@ -219,17 +191,7 @@ static PyObject *tl_skipped(TextLoaderObject *self, PyObject *unused)
     (void)unused;
     if (tl_closed(self))
         return NULL;
-    PyObject *list = PyList_New(0);
-    const char *s;
-    for (int64_t i = 0;
-         list && (s = sl_text_loader_skipped_message(self->core->l, i)); i++) {
-        PyObject *m =
-            PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "backslashreplace");
-        if (!m || PyList_Append(list, m))
-            Py_CLEAR(list);
-        Py_XDECREF(m);
-    }
-    return list;
+    return slpy_skipped_list(self->core);
 }
 
 static PyObject *tl_close(TextLoaderObject *self, PyObject *unused)
@@ -238,13 +200,6 @@ static PyObject *tl_close(TextLoaderObject *self, PyObject *unused)
     self->active = 0;
     Py_CLEAR(self->core); /* the engine goes with the last batch */
     Py_RETURN_NONE;
-}
-
-static PyObject *tl_enter(TextLoaderObject *self, PyObject *unused)
-{
-    (void)unused;
-    Py_INCREF(self);
-    return (PyObject *)self;
 }
 
 static PyObject *tl_exit(TextLoaderObject *self, PyObject *args)
@@ -273,22 +228,6 @@ static int path_opt(TextLoaderObject *self, PyObject *o, const char **out)
     if (rc)
         return -1;
     *out = PyBytes_AS_STRING(b);
-    return 0;
-}
-
-static int int_opt(PyObject *o, const char *name, long min, long max, int *out)
-{
-    if (o == Py_None)
-        return 0;
-    long v = PyLong_AsLong(o);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    if (v < min || v > max) {
-        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld", name,
-                     min, max, v);
-        return -1;
-    }
-    *out = (int)v;
     return 0;
 }
 
@@ -393,10 +332,10 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
     if (path_opt(self, vocab, &o->vocab) ||
         path_opt(self, merges, &o->merges) ||
-        int_opt(seq, "seq_len", 1, 1 << 24, &o->seq_len) ||
-        int_opt(threads, "threads", 1, 256, &o->threads) ||
-        int_opt(group, "group_chunks", 1, 4096, &o->group_chunks) ||
-        int_opt(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks))
+        slpy_parse_int(seq, "seq_len", 1, 1 << 24, &o->seq_len) ||
+        slpy_parse_int(threads, "threads", 1, 256, &o->threads) ||
+        slpy_parse_int(group, "group_chunks", 1, 4096, &o->group_chunks) ||
+        slpy_parse_int(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks))
         goto fail;
     if (seed != Py_None) {
         o->seed = PyLong_AsUnsignedLongLongMask(seed);
@@ -449,12 +388,9 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_raise(rc, msg, 1);
         goto fail;
     }
-    self->core = PyObject_New(TextCoreObject, &TextCore_Type);
-    if (!self->core) {
-        sl_text_loader_destroy(l);
+    self->core = slpy_core_new(&text_kind, l);
+    if (!self->core)
         goto fail;
-    }
-    self->core->l = l;
     return (PyObject *)self;
 fail:
     Py_DECREF(self);
@@ -473,7 +409,8 @@ static PyObject *tl_get_docs(TextLoaderObject *self, void *c)
     (void)c;
     if (tl_closed(self))
         return NULL;
-    return PyLong_FromLongLong(sl_text_loader_num_documents(self->core->l));
+    return PyLong_FromLongLong(
+        sl_text_loader_num_documents(self->core->engine));
 }
 
 static PyObject *tl_get_vocab(TextLoaderObject *self, void *c)
@@ -481,7 +418,7 @@ static PyObject *tl_get_vocab(TextLoaderObject *self, void *c)
     (void)c;
     if (tl_closed(self))
         return NULL;
-    return PyLong_FromLongLong(sl_text_loader_vocab_size(self->core->l));
+    return PyLong_FromLongLong(sl_text_loader_vocab_size(self->core->engine));
 }
 
 static PyObject *tl_get_options(TextLoaderObject *self, void *c)
@@ -528,7 +465,7 @@ static PyMethodDef tl_methods[] = {
      "cause)."},
     {"close", (PyCFunction)tl_close, METH_NOARGS,
      "close()\n--\n\nStops iteration; the engine goes with the last batch."},
-    {"__enter__", (PyCFunction)tl_enter, METH_NOARGS, NULL},
+    {"__enter__", (PyCFunction)slpy_return_self, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)tl_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
 
@@ -561,8 +498,7 @@ static PyTypeObject TextLoader_Type = {
 
 int slpy_text_init(PyObject *m)
 {
-    if (PyType_Ready(&TextCore_Type) || PyType_Ready(&TextBatch_Type) ||
-        PyType_Ready(&TextLoader_Type))
+    if (slpy_kind_ready(&text_kind) || PyType_Ready(&TextLoader_Type))
         return -1;
     Py_INCREF(&TextLoader_Type);
     if (PyModule_AddObject(m, "TextLoader", (PyObject *)&TextLoader_Type)) {

@@ -15,6 +15,7 @@
 #include "codec/codec.h"
 #include "data/folder.h"
 #include "data/shard.h"
+#include "pack_out.h"
 
 #define PACK_DEFAULT_SHARD_SIZE (256LL << 20)
 
@@ -133,57 +134,6 @@ static int scan_shards(const char *out_dir, long first)
     return found;
 }
 
-typedef struct pack_state {
-    const char *out_dir;
-    int codec;
-    long long shard_size;
-    sl__shard_writer_t *w;
-    long shards; /* shards finished or open */
-    uint64_t bytes_out;
-} pack_state_t;
-
-static int finish_shard(pack_state_t *ps, char *err, size_t errlen)
-{
-    if (!ps->w)
-        return 0;
-    ps->bytes_out += sl__shard_writer_bytes(ps->w);
-    int rc = sl__shard_writer_finish(ps->w, err, errlen);
-    ps->w = NULL;
-    return rc;
-}
-
-/* Adds one record, starting a new shard first when this one would go over
- * the size limit (a record larger than the limit gets a shard alone).
- * *fatal is set when the fault lies with the output, not with this record. */
-static int add_record(pack_state_t *ps, const sl__bytes_t *b, int64_t label,
-                      const char *name, int *fatal, char *err, size_t errlen)
-{
-    *fatal = 1;
-    if (ps->w && sl__shard_writer_count(ps->w) > 0 &&
-        sl__shard_writer_bytes(ps->w) +
-                sl__shard_record_cost(ps->codec, b->n, name) >
-            (uint64_t)ps->shard_size) {
-        int rc = finish_shard(ps, err, errlen);
-        if (rc)
-            return rc;
-    }
-    if (!ps->w) {
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", ps->out_dir,
-                     ps->shards) >= (int)sizeof path)
-            return sl__fail(err, errlen, SL_EINVAL, "%s: path too long",
-                            ps->out_dir);
-        int rc = sl__shard_writer_open(path, ps->codec, &ps->w, err, errlen);
-        if (rc)
-            return rc;
-        ps->shards++;
-    }
-    int rc = sl__shard_writer_add(ps->w, b->p, b->n, label, name, err, errlen);
-    /* A bad name or an oversized file is this record's fault alone. */
-    *fatal = rc != SL_EINVAL && rc != SL_ERANGE;
-    return rc;
-}
-
 static void progress(int64_t done, int64_t total, uint64_t bytes, int64_t t0)
 {
     double s = (double)(sl__now_ns() - t0) / 1e9;
@@ -210,19 +160,12 @@ int sl__cmd_pack(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 's':
-            shard_size = sl__parse_size(optarg);
-            if (shard_size <= 0) {
-                fprintf(stderr, "pack: bad --shard-size '%s'\n", optarg);
+            if (sl__pack_size_arg("pack", optarg, &shard_size))
                 return 2;
-            }
             break;
         case 'c':
-            codec = sl__codec_from_name(optarg);
-            if (codec < 0) {
-                fprintf(stderr, "pack: unknown codec '%s' (none|lz4|zstd)\n",
-                        optarg);
+            if (sl__pack_codec_arg("pack", optarg, &codec))
                 return 2;
-            }
             break;
         case 'e':
             if (!strcmp(optarg, "skip"))
@@ -284,8 +227,8 @@ int sl__cmd_pack(int argc, char **argv)
                 return 1;
             }
 
-    pack_state_t ps = {
-        .out_dir = out_dir, .codec = codec, .shard_size = shard_size};
+    sl__pack_out_t ps = {
+        .dir = out_dir, .codec = codec, .shard_size = shard_size};
     sl__bytes_t buf = {0};
     uint64_t bytes_in = 0;
     int64_t records = 0, skipped = 0, last_tick = 0;
@@ -301,8 +244,8 @@ int sl__cmd_pack(int argc, char **argv)
         int fatal = 0;
         rc = read_file(path, &buf, err, sizeof err);
         if (!rc)
-            rc = add_record(&ps, &buf, f->labels[i], f->paths[i], &fatal, err,
-                            sizeof err);
+            rc = sl__pack_out_add(&ps, buf.p, buf.n, f->labels[i], f->paths[i],
+                                  &fatal, err, sizeof err);
         if (rc && skip && !fatal) {
             if (tty)
                 fputc('\n', stderr);
@@ -325,9 +268,9 @@ int sl__cmd_pack(int argc, char **argv)
     if (tty)
         fputc('\n', stderr);
     if (!rc)
-        rc = finish_shard(&ps, err, sizeof err);
+        rc = sl__pack_out_finish(&ps, err, sizeof err);
     else
-        sl__shard_writer_abort(ps.w);
+        sl__pack_out_abort(&ps);
     if (!rc)
         rc = write_classes(out_dir, f, err, sizeof err);
     if (rc) {

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "codec/codec.h"
 #include "data/shard.h"
+#include "pack_out.h"
 #include "text/textsrc.h"
 
 #define PACK_TEXT_MAX_SOURCES 4096
@@ -88,18 +89,12 @@ int sl__cmd_pack_text(int argc, char **argv)
             per_file = 1;
             break;
         case 'c':
-            codec = sl__codec_from_name(optarg);
-            if (codec < 0) {
-                fprintf(stderr, "sluice pack: unknown codec '%s'\n", optarg);
+            if (sl__pack_codec_arg("sluice pack", optarg, &codec))
                 return 2;
-            }
             break;
         case 's':
-            shard_size = sl__parse_size(optarg);
-            if (shard_size <= 0) {
-                fprintf(stderr, "sluice pack: bad --shard-size '%s'\n", optarg);
+            if (sl__pack_size_arg("sluice pack", optarg, &shard_size))
                 return 2;
-            }
             break;
         case 'f':
             force = 1;
@@ -142,11 +137,10 @@ int sl__cmd_pack_text(int argc, char **argv)
         remove_shards(out);
     }
     sl__bytes_t buf = {0}, scratch = {0};
-    sl__shard_writer_t *w = NULL;
+    sl__pack_out_t po = {.dir = out, .codec = codec, .shard_size = shard_size};
     int64_t n = sl__textsrc_count(src), packed = 0, skipped = 0;
-    int shard_no = 0;
-    uint64_t raw_total = 0, stored_total = 0;
-    char path[4096], name[4096];
+    uint64_t raw_total = 0;
+    char name[4096];
     for (int64_t i = 0; !rc && i < n; i++) {
         const char *p;
         size_t len;
@@ -163,34 +157,14 @@ int sl__cmd_pack_text(int argc, char **argv)
         const char *slash = strrchr(full, '/');
         if (slash)
             memmove(name, slash + 1, strlen(slash + 1) + 1);
-        if (w &&
-            sl__shard_writer_bytes(w) +
-                    sl__shard_record_cost(codec, len, name) >
-                (uint64_t)shard_size &&
-            sl__shard_writer_count(w) > 0) {
-            stored_total += sl__shard_writer_bytes(w);
-            rc = sl__shard_writer_finish(w, err, sizeof err);
-            w = NULL;
-            if (rc)
-                break;
-        }
-        if (!w) {
-            snprintf(path, sizeof path, "%s/shard-%05d.sls", out, shard_no++);
-            rc = sl__shard_writer_open(path, codec, &w, err, sizeof err);
-            if (rc)
-                break;
-        }
-        rc = sl__shard_writer_add(w, p, len, 0, name, err, sizeof err);
+        int fatal;
+        rc = sl__pack_out_add(&po, p, len, 0, name, &fatal, err, sizeof err);
         raw_total += len;
         packed++;
     }
-    if (!rc && w) {
-        stored_total += sl__shard_writer_bytes(w);
-        rc = sl__shard_writer_finish(w, err, sizeof err);
-        w = NULL;
-    }
-    if (w)
-        sl__shard_writer_abort(w);
+    if (!rc)
+        rc = sl__pack_out_finish(&po, err, sizeof err);
+    sl__pack_out_abort(&po);
     sl__bytes_free(&buf);
     sl__bytes_free(&scratch);
     sl__textsrc_close(src);
@@ -201,7 +175,7 @@ int sl__cmd_pack_text(int argc, char **argv)
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",
-            packed, shard_no, sl__codec_name(codec), raw_total, stored_total,
-            skipped);
+            packed, (int)po.shards, sl__codec_name(codec), raw_total,
+            po.bytes_out, skipped);
     return 0;
 }

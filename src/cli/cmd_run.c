@@ -14,6 +14,7 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "report.h"
 #include "sluice/sluice.h"
 
 #define MAX_SETS 16
@@ -31,10 +32,8 @@ typedef struct run_args {
     const char *source;
     sl_options_t opt;
     double step_ms;
-    int digest, json, quiet, bench;
-    int64_t stop_after; /* batches; 0 = all */
-    double duration;    /* seconds; 0 = no limit */
-    const char *state_out, *resume;
+    sl__consume_args_t c; /* --digest, --json, --duration, --state, ... */
+    int bench;
     knob_set_t sets[MAX_SETS];
     int nsets;
 } run_args_t;
@@ -83,7 +82,8 @@ static void usage(FILE *f, const char *cmd)
         "  --policy-file F    rl: weights file (the built-in default)\n"
         "  --learn            rl: fine-tune online; falls back to the "
         "heuristic if reward degrades\n"
-        "  --max-threads N    budget: read + decode threads (2 x cores)\n"
+        "  --max-threads N    budget: decode threads + 1 (2 x cores); read "
+        "threads are I/O depth (<= 4 x cores)\n"
         "  --max-memory SIZE  budget: batch buffers + read-ahead, e.g. "
         "512M\n"
         "  --read-latency-ms T  emulated slow storage: each read takes at "
@@ -93,16 +93,6 @@ static void usage(FILE *f, const char *cmd)
         "  --json             a JSON object of the figures as last line\n"
         "  --quiet            no progress bar\n",
         cmd);
-}
-
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
 }
 
 /* Emulated storage options in the CLI's units: latency in ms (fractions
@@ -139,7 +129,7 @@ static int parse_set(const char *s, knob_set_t *k)
         k->value = sl__parse_size(val);
         return k->value < 0 ? -1 : 0;
     }
-    if (parse_int(val, INT64_MIN, INT64_MAX, &v))
+    if (sl__parse_ll(val, INT64_MIN, INT64_MAX, &v))
         return -1;
     k->value = v;
     if (!strcmp(name, "threads"))
@@ -177,13 +167,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         O_RANK,
         O_WORLD,
         O_ONERR,
-        O_DIGEST,
-        O_STOP,
-        O_STATE,
-        O_RESUME,
         O_SET,
-        O_JSON,
-        O_QUIET,
         O_HELP,
         O_TELEM,
         O_PORT,
@@ -193,7 +177,6 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         O_LEARN,
         O_MAXT,
         O_MAXM,
-        O_DUR,
         O_RLAT,
         O_RBW
     };
@@ -216,13 +199,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
                                        {"rank", 1, 0, O_RANK},
                                        {"world", 1, 0, O_WORLD},
                                        {"on-error", 1, 0, O_ONERR},
-                                       {"digest", 0, 0, O_DIGEST},
-                                       {"stop-after", 1, 0, O_STOP},
-                                       {"state", 1, 0, O_STATE},
-                                       {"resume", 1, 0, O_RESUME},
                                        {"set", 1, 0, O_SET},
-                                       {"json", 0, 0, O_JSON},
-                                       {"quiet", 0, 0, O_QUIET},
                                        {"help", 0, 0, O_HELP},
                                        {"telemetry", 1, 0, O_TELEM},
                                        {"metrics-port", 1, 0, O_PORT},
@@ -232,34 +209,34 @@ static int parse_args(int argc, char **argv, run_args_t *a)
                                        {"learn", 0, 0, O_LEARN},
                                        {"max-threads", 1, 0, O_MAXT},
                                        {"max-memory", 1, 0, O_MAXM},
-                                       {"duration", 1, 0, O_DUR},
                                        {"read-latency-ms", 1, 0, O_RLAT},
                                        {"read-bw", 1, 0, O_RBW},
+                                       SL__CONSUME_OPTIONS,
                                        {0, 0, 0, 0}};
     long long v = 0;
-    int c;
+    int c, li = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         const char *s = optarg;
         int bad = 0;
         switch (c) {
         case O_BATCH:
-            bad = parse_int(s, 1, 1 << 20, &v), a->opt.batch_size = (int)v;
+            bad = sl__parse_ll(s, 1, 1 << 20, &v), a->opt.batch_size = (int)v;
             break;
         case O_SIZE:
-            bad = parse_int(s, 1, 8192, &v), a->opt.image_size = (int)v;
+            bad = sl__parse_ll(s, 1, 8192, &v), a->opt.image_size = (int)v;
             break;
         case O_THREADS:
-            bad = parse_int(s, 1, 256, &v), a->opt.decode_threads = (int)v;
+            bad = sl__parse_ll(s, 1, 256, &v), a->opt.decode_threads = (int)v;
             break;
         case O_RTHREADS:
-            bad = parse_int(s, 1, 256, &v), a->opt.read_threads = (int)v;
+            bad = sl__parse_ll(s, 1, 256, &v), a->opt.read_threads = (int)v;
             break;
         case O_PREFETCH:
-            bad = parse_int(s, 1, 4096, &v), a->opt.prefetch = (int)v;
+            bad = sl__parse_ll(s, 1, 4096, &v), a->opt.prefetch = (int)v;
             break;
         case O_EPOCHS:
-            bad = parse_int(s, 1, 1000000, &v), a->opt.epochs = v;
+            bad = sl__parse_ll(s, 1, 1000000, &v), a->opt.epochs = v;
             break;
         case O_STEP:
             a->step_ms = strtod(s, NULL);
@@ -285,7 +262,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->opt.mode = SL_MODE_EVAL;
             break;
         case O_SEED:
-            bad = parse_int(s, 0, INT64_MAX, &v), a->opt.seed = (uint64_t)v;
+            bad = sl__parse_ll(s, 0, INT64_MAX, &v), a->opt.seed = (uint64_t)v;
             break;
         case O_NOSHUF:
             a->opt.no_shuffle = 1;
@@ -303,10 +280,10 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->opt.unordered = 1;
             break;
         case O_RANK:
-            bad = parse_int(s, 0, 1 << 20, &v), a->opt.rank = (int)v;
+            bad = sl__parse_ll(s, 0, 1 << 20, &v), a->opt.rank = (int)v;
             break;
         case O_WORLD:
-            bad = parse_int(s, 1, 1 << 20, &v), a->opt.world_size = (int)v;
+            bad = sl__parse_ll(s, 1, 1 << 20, &v), a->opt.world_size = (int)v;
             break;
         case O_ONERR:
             if (!strcmp(s, "fail"))
@@ -316,35 +293,17 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             else
                 bad = 1;
             break;
-        case O_DIGEST:
-            a->digest = 1;
-            break;
-        case O_STOP:
-            bad = parse_int(s, 1, INT64_MAX, &v), a->stop_after = v;
-            break;
-        case O_STATE:
-            a->state_out = s;
-            break;
-        case O_RESUME:
-            a->resume = s;
-            break;
         case O_SET:
             bad = a->nsets == MAX_SETS || parse_set(s, &a->sets[a->nsets++]);
-            break;
-        case O_JSON:
-            a->json = 1;
-            break;
-        case O_QUIET:
-            a->quiet = 1;
             break;
         case O_TELEM:
             a->opt.telemetry_path = s;
             break;
         case O_PORT:
-            bad = parse_int(s, 1, 65535, &v), a->opt.metrics_port = (int)v;
+            bad = sl__parse_ll(s, 1, 65535, &v), a->opt.metrics_port = (int)v;
             break;
         case O_TMS:
-            bad = parse_int(s, 1, 60000, &v), a->opt.telemetry_ms = (int)v;
+            bad = sl__parse_ll(s, 1, 60000, &v), a->opt.telemetry_ms = (int)v;
             break;
         case O_POLICY:
             if (!strcmp(s, "heuristic"))
@@ -363,11 +322,7 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             a->opt.learn = 1;
             break;
         case O_MAXT:
-            bad = parse_int(s, 2, 256, &v), a->opt.max_threads = (int)v;
-            break;
-        case O_DUR:
-            a->duration = strtod(s, NULL);
-            bad = !(a->duration > 0);
+            bad = sl__parse_ll(s, 2, 256, &v), a->opt.max_threads = (int)v;
             break;
         case O_RLAT:
             bad = parse_latency_ms(s, &a->opt.read_latency_us);
@@ -386,12 +341,15 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         case 'h':
             usage(stdout, argv[0]);
             exit(0);
-        default:
-            return -1;
+        default: /* --digest, --json, --state, ...; or not an option */
+            bad = sl__consume_opt(c, s, &a->c);
+            if (!bad)
+                return -1;
+            bad = bad < 0;
         }
         if (bad) {
             fprintf(stderr, "sluice %s: bad value '%s' for --%s\n", argv[0],
-                    s ? s : "", lo[c - O_BATCH].name);
+                    s ? s : "", lo[li].name);
             return -1;
         }
     }
@@ -418,78 +376,13 @@ static uint64_t config_hash(const run_args_t *a)
     return XXH3_64bits(buf, (size_t)n);
 }
 
+#define STATE_MAGIC "sluice-state 1"
+
 typedef struct state {
     sl_position_t pos;
     uint64_t digest;
     uint64_t config;
 } state_t;
-
-static int write_state(const char *path, const state_t *s)
-{
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return -1;
-    fprintf(f,
-            "sluice-state 1\nepoch %" PRId64 "\nbatch %" PRId64
-            "\ndigest %016" PRIx64 "\nconfig %016" PRIx64 "\n",
-            s->pos.epoch, s->pos.batch, s->digest, s->config);
-    int bad = fclose(f) != 0;
-    return bad || rename(tmp, path) ? -1 : 0;
-}
-
-static int read_state(const char *path, state_t *s)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int ok = fscanf(f,
-                    "sluice-state 1 epoch %" SCNd64 " batch %" SCNd64
-                    " digest %" SCNx64 " config %" SCNx64,
-                    &s->pos.epoch, &s->pos.batch, &s->digest, &s->config) == 4;
-    fclose(f);
-    return ok ? 0 : -1;
-}
-
-/* Peak resident memory of this process in MB. VmHWM, not ru_maxrss: Linux
- * carries a parent's ru_maxrss into an exec'd child, so a sluice started
- * from a large Python process would report the parent's peak. */
-static double peak_rss_mb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    if (kb < 0) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        kb = ru.ru_maxrss;
-    }
-    return (double)kb / 1024.0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct_ms(int64_t *v, int64_t n, double p)
-{
-    if (n == 0)
-        return 0;
-    int64_t k = (int64_t)ceil(p * (double)n) - 1;
-    if (k < 0)
-        k = 0;
-    if (k >= n)
-        k = n - 1;
-    return (double)v[k] / 1e6;
-}
 
 static void progress(sl_loader_t *l, int64_t done, int64_t total, double secs,
                      int64_t samples, double stall)
@@ -539,18 +432,19 @@ int sl__cmd_run(int argc, char **argv)
         return 2;
     }
     state_t st = {{0, 0}, 0, config_hash(&a)};
-    if (a.resume) {
+    if (a.c.resume) {
         state_t rs;
-        if (read_state(a.resume, &rs)) {
+        if (sl__state_read(a.c.resume, STATE_MAGIC, &rs.pos, &rs.digest,
+                           &rs.config)) {
             fprintf(stderr, "sluice %s: %s: not a sluice state file\n", argv[0],
-                    a.resume);
+                    a.c.resume);
             return 2;
         }
         if (rs.config != st.config) {
             fprintf(stderr,
                     "sluice %s: %s was written with other options or source; "
                     "resume with the same ones\n",
-                    argv[0], a.resume);
+                    argv[0], a.c.resume);
             return 2;
         }
         st = rs;
@@ -558,12 +452,9 @@ int sl__cmd_run(int argc, char **argv)
          * run's first epoch, so shorten by the epochs already done. */
     }
     sl_loader_t *l = NULL;
-    int64_t epochs_total = a.opt.epochs     ? a.opt.epochs
-                           : a.duration > 0 ? 1000000 /* until the clock */
-                                            : 1;
-    a.opt.epochs = epochs_total;
-    if (a.resume) {
-        a.opt.epochs = epochs_total - st.pos.epoch;
+    a.opt.epochs = sl__epochs_left(a.opt.epochs, a.c.duration, 0);
+    if (a.c.resume) {
+        a.opt.epochs -= st.pos.epoch;
         if (a.opt.epochs < 1) {
             fprintf(stderr, "sluice %s: nothing left to resume\n", argv[0]);
             return 0;
@@ -576,26 +467,26 @@ int sl__cmd_run(int argc, char **argv)
     }
     int64_t nb = sl_loader_batches_per_epoch(l);
     int64_t total = nb * a.opt.epochs - st.pos.batch;
-    if (a.stop_after && a.stop_after < total)
-        total = a.stop_after;
-    int show = !a.quiet && isatty(2);
-    if (!a.json || show)
+    if (a.c.stop_after && a.c.stop_after < total)
+        total = a.c.stop_after;
+    int show = !a.c.quiet && isatty(2);
+    if (!a.c.json || show)
         fprintf(stderr,
                 "sluice %s: %" PRId64 " samples, %d classes, %" PRId64
                 " batches/epoch, from epoch %" PRId64 " batch %" PRId64 "\n",
                 argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l), nb,
                 st.pos.epoch, st.pos.batch);
     size_t waits_cap = total > 0 && total < 4096 ? (size_t)total : 4096;
-    int64_t *waits = malloc(waits_cap * sizeof *waits);
-    if (!waits) {
+    sl__waits_t waits;
+    if (sl__waits_init(&waits, waits_cap)) {
         sl_loader_destroy(l);
         return 1;
     }
-    struct rusage ru0, ru1;
+    struct rusage ru0;
     getrusage(RUSAGE_SELF, &ru0);
     rc = sl_loader_start(l, &st.pos);
     int64_t t0 = sl__now_ns(), last_draw = 0, done = 0, samples = 0;
-    int64_t wait_total = 0, shown_skips = 0, cur_epoch = st.pos.epoch;
+    int64_t shown_skips = 0, cur_epoch = st.pos.epoch;
     uint64_t h = st.digest;
     while (!rc && done < total) {
         double el = (double)(sl__now_ns() - t0) / 1e9;
@@ -618,23 +509,16 @@ int sl__cmd_run(int argc, char **argv)
         int64_t w = sl__now_ns() - w0;
         if (rc)
             break;
-        if ((size_t)done == waits_cap) {
-            int64_t *more = realloc(waits, 2 * waits_cap * sizeof *waits);
-            if (!more) {
-                sl_loader_release(l, b);
-                rc = SL_ENOMEM;
-                break;
-            }
-            waits = more;
-            waits_cap *= 2;
+        if (sl__waits_add(&waits, w)) {
+            sl_loader_release(l, b);
+            rc = SL_ENOMEM;
+            break;
         }
-        waits[done] = w;
-        wait_total += w;
         if (b->epoch != cur_epoch) {
             print_skips(l, &shown_skips);
             cur_epoch = b->epoch;
         }
-        if (a.digest) {
+        if (a.c.digest) {
             h = XXH3_64bits_withSeed(b->data, (size_t)b->n * b->sample_bytes,
                                      h);
             h = XXH3_64bits_withSeed(b->labels, (size_t)b->n * sizeof(int64_t),
@@ -650,13 +534,13 @@ int sl__cmd_run(int argc, char **argv)
         }
         sl_loader_release(l, b);
         int64_t now = sl__now_ns();
-        if (a.duration > 0 && (double)(now - t0) / 1e9 >= a.duration)
+        if (a.c.duration > 0 && (double)(now - t0) / 1e9 >= a.c.duration)
             break;
         if (show && (now - last_draw > 100000000 || done == total)) {
             last_draw = now;
             double secs = (double)(now - t0) / 1e9;
             progress(l, done, total, secs, samples,
-                     secs > 0 ? (double)wait_total / 1e9 / secs : 0);
+                     secs > 0 ? (double)waits.total / 1e9 / secs : 0);
         }
     }
     double secs = (double)(sl__now_ns() - t0) / 1e9;
@@ -668,62 +552,37 @@ int sl__cmd_run(int argc, char **argv)
     if (rc)
         fprintf(stderr, "sluice %s: error: %s\n", argv[0],
                 sl_loader_last_error(l));
-    getrusage(RUSAGE_SELF, &ru1);
-    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
-                 (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+    double cpu = sl__cpu_seconds_since(&ru0);
     sl_stats_t s;
     sl_loader_stats(l, &s);
     sl_position_t pos;
     sl_loader_position(l, &pos);
-    if (a.state_out) {
-        state_t out = {pos, h, st.config};
-        if (write_state(a.state_out, &out))
-            fprintf(stderr, "sluice %s: cannot write %s\n", argv[0],
-                    a.state_out);
-    }
-    qsort(waits, (size_t)done, sizeof *waits, cmp_i64);
-    double stall = secs > 0 ? (double)wait_total / 1e9 / secs : 0;
-    double rate = secs > 0 ? (double)samples / secs : 0;
-    double util = secs > 0 ? cpu / secs / sl__ncpu() : 0;
-    double rss_mb = peak_rss_mb();
-    double wait_mean = done ? (double)wait_total / 1e6 / (double)done : 0;
-    int64_t epochs_seen = done ? (cur_epoch - st.pos.epoch + 1) : 0;
-    if (!a.json || show) {
-        printf("%" PRId64 " samples in %" PRId64 " batches, %.2f s: %.0f img/s"
-               "  stall %.1f%%  wait p50 %.2f ms p99 %.2f ms  cpu %.0f%%"
-               "  peak RSS %.0f MB  skipped %" PRId64 "\n",
-               samples, done, secs, rate, 100 * stall, pct_ms(waits, done, 0.5),
-               pct_ms(waits, done, 0.99), 100 * util, rss_mb, s.errors_skipped);
-        if (a.digest)
-            printf("digest %016" PRIx64 "\n", h);
-    }
-    if (a.json) {
-        printf("{\"samples\": %" PRId64 ", \"batches\": %" PRId64
-               ", \"epochs\": %" PRId64 ", \"seconds\": %.4f"
-               ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f"
-               ", \"wait_ms_p50\": %.3f, \"wait_ms_p99\": %.3f"
-               ", \"cpu_util\": %.4f, \"cpu_seconds\": %.3f"
-               ", \"wait_ms_mean\": %.3f, \"peak_rss_mb\": %.1f"
-               ", \"errors_skipped\": %" PRId64 ", \"bytes_read\": %" PRId64
-               ", \"threads\": %d, \"batch\": %d, \"size\": %d"
-               ", \"out\": \"%s\", \"position\": [%" PRId64 ", %" PRId64 "]",
-               samples, done, epochs_seen, secs, rate, stall,
-               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99), util, cpu,
-               wait_mean, rss_mb, s.errors_skipped, s.bytes_read,
-               a.opt.decode_threads ? a.opt.decode_threads : sl__ncpu(),
-               a.opt.batch_size ? a.opt.batch_size : 64,
-               a.opt.image_size ? a.opt.image_size : 224,
-               a.opt.dtype == SL_DTYPE_FLOAT32 ? "float" : "uint8", pos.epoch,
-               pos.batch);
-        if (a.digest)
-            printf(", \"digest\": \"%016" PRIx64 "\"", h);
-        if (rc)
-            printf(", \"error\": \"%s\"", sl_strerror(rc));
-        printf("}\n");
-    }
-    free(waits);
+    if (a.c.state_out &&
+        sl__state_write(a.c.state_out, STATE_MAGIC, &pos, h, st.config))
+        fprintf(stderr, "sluice %s: cannot write %s\n", argv[0], a.c.state_out);
+    sl__report_t r = {
+        .noun = "samples",
+        .unit = "img/s",
+        .samples = samples,
+        .batches = done,
+        .epochs = done ? (cur_epoch - st.pos.epoch + 1) : 0,
+        .seconds = secs,
+        .cpu_seconds = cpu,
+        .waits = &waits,
+        .errors_skipped = s.errors_skipped,
+        .bytes_read = s.bytes_read,
+        .threads = a.opt.decode_threads ? a.opt.decode_threads : sl__ncpu(),
+        .batch = a.opt.batch_size ? a.opt.batch_size : 64,
+        .out = a.opt.dtype == SL_DTYPE_FLOAT32 ? "float" : "uint8",
+        .pos = pos,
+        .digest = a.c.digest,
+        .h = h,
+        .rc = rc,
+    };
+    snprintf(r.json_shape, sizeof r.json_shape, ", \"size\": %d",
+             a.opt.image_size ? a.opt.image_size : 224);
+    sl__report_print(&r, !a.c.json || show, a.c.json);
+    sl__waits_free(&waits);
     sl_loader_destroy(l);
     return rc ? 1 : 0;
 }

@@ -30,7 +30,7 @@ static void usage(FILE *f)
         "  --prefetch N         batch buffers\n"
         "  --policy static|heuristic  who sets the knobs not given "
         "(heuristic)\n"
-        "  --max-threads N      budget: read + decode threads (2 x cores)\n"
+        "  --max-threads N      budget: decode threads + 1 (2 x cores)\n"
         "  --duration S         simulated seconds (60)\n"
         "  --samples N          stop once N samples are handed out\n"
         "  --step-ms T          consumer step per batch (profile's)\n"
@@ -299,10 +299,11 @@ static void limits_for(const args_t *a, const sl__knobs_t *k, int ncpu,
     lim->max_threads = a->max_threads > 0 ? a->max_threads : 2 * ncpu;
     if (lim->max_threads < 2)
         lim->max_threads = 2;
-    if (a->max_threads <= 0 &&
-        k->read_threads + k->decode_threads > lim->max_threads)
-        lim->max_threads = k->read_threads + k->decode_threads;
-    lim->max_read = 8;
+    if (a->max_threads <= 0 && k->decode_threads + 1 > lim->max_threads)
+        lim->max_threads = k->decode_threads + 1;
+    lim->max_read = sl__io_depth_budget(ncpu);
+    if (k->read_threads > lim->max_read)
+        lim->max_read = k->read_threads;
     lim->max_decode = lim->max_threads - 1;
     if (lim->max_decode > 256)
         lim->max_decode = 256;
@@ -349,21 +350,21 @@ int sl__cmd_simulate(int argc, char **argv)
                      : (k.decode_threads * 2 < 2 ? 2 : k.decode_threads * 2);
     sl__limits_t lim;
     limits_for(&a, &k, p.ncpu, &lim);
-    if (a.max_threads > 0 &&
-        k.read_threads + k.decode_threads > a.max_threads) {
+    if (a.max_threads > 0 && k.decode_threads + 1 > a.max_threads) {
         if (!lim.tune_decode) {
             fprintf(stderr,
-                    "sluice simulate: %d read + %d decode threads exceed "
-                    "the budget of %d\n",
-                    k.read_threads, k.decode_threads, a.max_threads);
+                    "sluice simulate: %d decode threads + 1 for reading "
+                    "exceed the thread budget of %d\n",
+                    k.decode_threads, a.max_threads);
             return 2;
         }
-        k.decode_threads = a.max_threads - k.read_threads;
+        k.decode_threads = a.max_threads - 1;
         if (k.decode_threads < 1) {
             fprintf(stderr, "sluice simulate: budget too small\n");
             return 2;
         }
     }
+    lim.min_decode = lim.tune_decode ? k.decode_threads : 0; /* as the loader */
     FILE *tf = NULL;
     if (a.telemetry && !(tf = fopen(a.telemetry, "w"))) {
         fprintf(stderr, "sluice simulate: cannot write %s\n", a.telemetry);

@@ -4,7 +4,6 @@
  * resumable position. Reached from cmd_run.c when --task is given. */
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +13,17 @@
 
 #include "base/base.h"
 #include "cli.h"
+#include "report.h"
 #include "sluice/sluice.h"
 
 #define MAX_SOURCES 256
+#define STATE_MAGIC "sluice-text-state 1"
 
 typedef struct text_args {
     const char *sources[MAX_SOURCES];
     int nsources;
     sl_text_options_t opt;
-    int digest, json, quiet;
-    int64_t stop_after;
-    double duration;
-    const char *state_out, *resume;
+    sl__consume_args_t c; /* --digest, --json, --duration, --state, ... */
 } text_args_t;
 
 static void usage(FILE *f, const char *cmd)
@@ -64,16 +62,6 @@ static void usage(FILE *f, const char *cmd)
             cmd);
 }
 
-static int parse_ll(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_args(int argc, char **argv, text_args_t *a)
 {
     enum {
@@ -87,7 +75,6 @@ static int parse_args(int argc, char **argv, text_args_t *a)
         O_BATCH,
         O_THREADS,
         O_EPOCHS,
-        O_DUR,
         O_SEED,
         O_NOSHUF,
         O_DROP,
@@ -98,12 +85,6 @@ static int parse_args(int argc, char **argv, text_args_t *a)
         O_CHUNK,
         O_GROUP,
         O_PREFETCH,
-        O_DIGEST,
-        O_STOP,
-        O_STATE,
-        O_RESUME,
-        O_JSON,
-        O_QUIET,
         O_HELP
     };
     static const struct option lo[] = {{"task", 1, 0, O_TASK},
@@ -116,7 +97,6 @@ static int parse_args(int argc, char **argv, text_args_t *a)
                                        {"batch", 1, 0, O_BATCH},
                                        {"threads", 1, 0, O_THREADS},
                                        {"epochs", 1, 0, O_EPOCHS},
-                                       {"duration", 1, 0, O_DUR},
                                        {"seed", 1, 0, O_SEED},
                                        {"no-shuffle", 0, 0, O_NOSHUF},
                                        {"drop-last", 0, 0, O_DROP},
@@ -127,19 +107,14 @@ static int parse_args(int argc, char **argv, text_args_t *a)
                                        {"chunk-bytes", 1, 0, O_CHUNK},
                                        {"group", 1, 0, O_GROUP},
                                        {"prefetch", 1, 0, O_PREFETCH},
-                                       {"digest", 0, 0, O_DIGEST},
-                                       {"stop-after", 1, 0, O_STOP},
-                                       {"state", 1, 0, O_STATE},
-                                       {"resume", 1, 0, O_RESUME},
-                                       {"json", 0, 0, O_JSON},
-                                       {"quiet", 0, 0, O_QUIET},
                                        {"help", 0, 0, O_HELP},
+                                       SL__CONSUME_OPTIONS,
                                        {0, 0, 0, 0}};
     sl_text_options_t *o = &a->opt;
     long long v = 0;
-    int c;
+    int c, li = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
         const char *s = optarg;
         int bad = 0;
         switch (c) {
@@ -167,23 +142,19 @@ static int parse_args(int argc, char **argv, text_args_t *a)
             o->doc_per_file = 1;
             break;
         case O_SEQ:
-            bad = parse_ll(s, 4, 1 << 24, &v), o->seq_len = (int)v;
+            bad = sl__parse_ll(s, 4, 1 << 24, &v), o->seq_len = (int)v;
             break;
         case O_BATCH:
-            bad = parse_ll(s, 1, 1 << 20, &v), o->batch_size = (int)v;
+            bad = sl__parse_ll(s, 1, 1 << 20, &v), o->batch_size = (int)v;
             break;
         case O_THREADS:
-            bad = parse_ll(s, 1, 256, &v), o->threads = (int)v;
+            bad = sl__parse_ll(s, 1, 256, &v), o->threads = (int)v;
             break;
         case O_EPOCHS:
-            bad = parse_ll(s, 1, 1000000, &v), o->epochs = v;
-            break;
-        case O_DUR:
-            a->duration = strtod(s, NULL);
-            bad = !(a->duration > 0);
+            bad = sl__parse_ll(s, 1, 1000000, &v), o->epochs = v;
             break;
         case O_SEED:
-            bad = parse_ll(s, 0, INT64_MAX, &v), o->seed = (uint64_t)v;
+            bad = sl__parse_ll(s, 0, INT64_MAX, &v), o->seed = (uint64_t)v;
             break;
         case O_NOSHUF:
             o->no_shuffle = 1;
@@ -192,10 +163,10 @@ static int parse_args(int argc, char **argv, text_args_t *a)
             o->drop_last = 1;
             break;
         case O_RANK:
-            bad = parse_ll(s, 0, 1 << 20, &v), o->rank = (int)v;
+            bad = sl__parse_ll(s, 0, 1 << 20, &v), o->rank = (int)v;
             break;
         case O_WORLD:
-            bad = parse_ll(s, 1, 1 << 20, &v), o->world_size = (int)v;
+            bad = sl__parse_ll(s, 1, 1 << 20, &v), o->world_size = (int)v;
             break;
         case O_ONERR:
             if (!strcmp(s, "fail"))
@@ -213,39 +184,24 @@ static int parse_args(int argc, char **argv, text_args_t *a)
             break;
         }
         case O_GROUP:
-            bad = parse_ll(s, 1, 4096, &v), o->group_chunks = (int)v;
+            bad = sl__parse_ll(s, 1, 4096, &v), o->group_chunks = (int)v;
             break;
         case O_PREFETCH:
-            bad = parse_ll(s, 1, 65536, &v), o->prefetch_chunks = (int)v;
-            break;
-        case O_DIGEST:
-            a->digest = 1;
-            break;
-        case O_STOP:
-            bad = parse_ll(s, 1, INT64_MAX, &v), a->stop_after = v;
-            break;
-        case O_STATE:
-            a->state_out = s;
-            break;
-        case O_RESUME:
-            a->resume = s;
-            break;
-        case O_JSON:
-            a->json = 1;
-            break;
-        case O_QUIET:
-            a->quiet = 1;
+            bad = sl__parse_ll(s, 1, 65536, &v), o->prefetch_chunks = (int)v;
             break;
         case O_HELP:
         case 'h':
             usage(stdout, argv[0]);
             exit(0);
-        default:
-            return -1;
+        default: /* --digest, --json, --state, ...; or not an option */
+            bad = sl__consume_opt(c, s, &a->c);
+            if (!bad)
+                return -1;
+            bad = bad < 0;
         }
         if (bad) {
             fprintf(stderr, "sluice %s: bad value '%s' for --%s\n", argv[0],
-                    s ? s : "", lo[c - O_TASK].name);
+                    s ? s : "", lo[li].name);
             return -1;
         }
     }
@@ -290,34 +246,6 @@ static uint64_t config_hash(const text_args_t *a)
     return r;
 }
 
-static double peak_rss_mb(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb < 0 ? -1.0 : (double)kb / 1024.0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static double pct_ms(const int64_t *v, int64_t n, double p)
-{
-    if (n == 0)
-        return 0;
-    int64_t k = (int64_t)ceil(p * (double)n) - 1;
-    k = k < 0 ? 0 : k >= n ? n - 1 : k;
-    return (double)v[k] / 1e6;
-}
-
 static uint64_t digest_batch(const sl_text_batch_t *b, uint64_t h)
 {
     size_t n = (size_t)b->n * (size_t)b->seq_len * sizeof(int32_t);
@@ -353,27 +281,17 @@ int sl__cmd_text(int argc, char **argv)
     }
     uint64_t config = config_hash(&a), h = 0;
     sl_position_t pos = {0, 0};
-    if (a.resume) {
-        FILE *f = fopen(a.resume, "r");
+    if (a.c.resume) {
         uint64_t cfg = 0;
-        int ok =
-            f && fscanf(f,
-                        "sluice-text-state 1 epoch %" SCNd64 " batch %" SCNd64
-                        " digest %" SCNx64 " config %" SCNx64,
-                        &pos.epoch, &pos.batch, &h, &cfg) == 4;
-        if (f)
-            fclose(f);
+        int ok = !sl__state_read(a.c.resume, STATE_MAGIC, &pos, &h, &cfg);
         if (!ok || cfg != config) {
-            fprintf(stderr, "sluice %s: %s: %s\n", argv[0], a.resume,
+            fprintf(stderr, "sluice %s: %s: %s\n", argv[0], a.c.resume,
                     ok ? "written with other options or sources"
                        : "not a sluice text state file");
             return 2;
         }
     }
-    int64_t epochs_total = a.opt.epochs     ? a.opt.epochs
-                           : a.duration > 0 ? 1000000
-                                            : 1;
-    a.opt.epochs = epochs_total - pos.epoch;
+    a.opt.epochs = sl__epochs_left(a.opt.epochs, a.c.duration, pos.epoch);
     if (a.opt.epochs < 1) {
         fprintf(stderr, "sluice %s: nothing left to resume\n", argv[0]);
         return 0;
@@ -385,52 +303,46 @@ int sl__cmd_text(int argc, char **argv)
                 sl_text_loader_last_error(NULL));
         return 1;
     }
-    int show = !a.quiet && isatty(2);
-    if (!a.json || show)
+    int show = !a.c.quiet && isatty(2);
+    if (!a.c.json || show)
         fprintf(stderr,
                 "sluice %s: %s, %" PRId64 " documents, from epoch %" PRId64
                 " batch %" PRId64 "\n",
                 argv[0], a.opt.task == SL_TEXT_LM ? "lm" : "mlm",
                 sl_text_loader_num_documents(l), pos.epoch, pos.batch);
-    size_t cap = 4096;
-    int64_t *waits = malloc(cap * sizeof *waits);
-    if (!waits) {
+    sl__waits_t waits;
+    if (sl__waits_init(&waits, 4096)) {
         sl_text_loader_destroy(l);
         return 1;
     }
-    struct rusage ru0, ru1;
+    struct rusage ru0;
     getrusage(RUSAGE_SELF, &ru0);
     rc = sl_text_loader_start(l, &pos);
     int64_t t0 = sl__now_ns(), last_draw = 0, done = 0, rows = 0, toks = 0;
-    int64_t wait_total = 0, shown = 0, first_epoch = pos.epoch;
+    int64_t shown = 0, first_epoch = pos.epoch;
     int64_t cur_epoch = pos.epoch;
-    while (!rc && (!a.stop_after || done < a.stop_after)) {
+    while (!rc && (!a.c.stop_after || done < a.c.stop_after)) {
         const sl_text_batch_t *b;
         int64_t w0 = sl__now_ns();
         rc = sl_text_loader_next(l, &b);
         int64_t w = sl__now_ns() - w0;
         if (rc)
             break;
-        if ((size_t)done == cap) {
-            int64_t *more = realloc(waits, 2 * cap * sizeof *waits);
-            if (!more) {
-                sl_text_loader_release(l, b);
-                rc = SL_ENOMEM;
-                break;
-            }
-            waits = more, cap *= 2;
+        if (sl__waits_add(&waits, w)) {
+            sl_text_loader_release(l, b);
+            rc = SL_ENOMEM;
+            break;
         }
-        waits[done++] = w;
-        wait_total += w;
+        done++;
         cur_epoch = b->epoch;
-        if (a.digest)
+        if (a.c.digest)
             h = digest_batch(b, h);
         rows += b->n;
         toks += b->tokens;
         sl_text_loader_release(l, b);
         int64_t now = sl__now_ns();
         double secs = (double)(now - t0) / 1e9;
-        if (a.duration > 0 && secs >= a.duration)
+        if (a.c.duration > 0 && secs >= a.c.duration)
             break;
         if (show && now - last_draw > 100000000) {
             last_draw = now;
@@ -447,74 +359,43 @@ int sl__cmd_text(int argc, char **argv)
     if (rc)
         fprintf(stderr, "sluice %s: error: %s\n", argv[0],
                 sl_text_loader_last_error(l));
-    getrusage(RUSAGE_SELF, &ru1);
-    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
-                 (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+    double cpu = sl__cpu_seconds_since(&ru0);
     sl_text_stats_t st;
     sl_text_loader_stats(l, &st);
     sl_text_loader_position(l, &pos);
-    if (a.state_out) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", a.state_out);
-        FILE *f = fopen(tmp, "w");
-        int bad = !f;
-        if (f) {
-            fprintf(f,
-                    "sluice-text-state 1\nepoch %" PRId64 "\nbatch %" PRId64
-                    "\ndigest %016" PRIx64 "\nconfig %016" PRIx64 "\n",
-                    pos.epoch, pos.batch, h, config);
-            bad = fclose(f) != 0 || rename(tmp, a.state_out) != 0;
-        }
-        if (bad)
-            fprintf(stderr, "sluice %s: cannot write %s\n", argv[0],
-                    a.state_out);
-    }
-    qsort(waits, (size_t)done, sizeof *waits, cmp_i64);
-    double stall = secs > 0 ? (double)wait_total / 1e9 / secs : 0;
-    double rate = secs > 0 ? (double)rows / secs : 0;
-    double trate = secs > 0 ? (double)toks / secs : 0;
-    double util = secs > 0 ? cpu / secs / sl__ncpu() : 0;
-    double wait_mean = done ? (double)wait_total / 1e6 / (double)done : 0;
-    int64_t epochs_seen = done ? cur_epoch - first_epoch + 1 : 0;
-    int threads = a.opt.threads ? a.opt.threads : sl__ncpu();
+    if (a.c.state_out &&
+        sl__state_write(a.c.state_out, STATE_MAGIC, &pos, h, config))
+        fprintf(stderr, "sluice %s: cannot write %s\n", argv[0], a.c.state_out);
     int seq =
         a.opt.seq_len ? a.opt.seq_len : (a.opt.task == SL_TEXT_LM ? 1024 : 512);
-    if (!a.json || show) {
-        printf("%" PRId64 " sequences in %" PRId64 " batches, %.2f s: %.0f "
-               "seq/s, %.0f tokens/s  stall %.1f%%  wait p50 %.2f ms p99 "
-               "%.2f ms  cpu %.0f%%  peak RSS %.0f MB  skipped %" PRId64 "\n",
-               rows, done, secs, rate, trate, 100 * stall,
-               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99), 100 * util,
-               peak_rss_mb(), st.errors_skipped);
-        if (a.digest)
-            printf("digest %016" PRIx64 "\n", h);
-    }
-    if (a.json) {
-        printf("{\"samples\": %" PRId64 ", \"batches\": %" PRId64
-               ", \"epochs\": %" PRId64 ", \"seconds\": %.4f"
-               ", \"samples_per_s\": %.2f, \"tokens\": %" PRId64
-               ", \"tokens_per_s\": %.1f, \"stall_fraction\": %.4f"
-               ", \"wait_ms_p50\": %.3f, \"wait_ms_p99\": %.3f"
-               ", \"cpu_util\": %.4f, \"cpu_seconds\": %.3f"
-               ", \"wait_ms_mean\": %.3f, \"peak_rss_mb\": %.1f"
-               ", \"errors_skipped\": %" PRId64 ", \"bytes_read\": %" PRId64
-               ", \"threads\": %d, \"batch\": %d, \"seq_len\": %d"
-               ", \"task\": \"%s\", \"out\": \"int32\""
-               ", \"position\": [%" PRId64 ", %" PRId64 "]",
-               rows, done, epochs_seen, secs, rate, toks, trate, stall,
-               pct_ms(waits, done, 0.5), pct_ms(waits, done, 0.99), util, cpu,
-               wait_mean, peak_rss_mb(), st.errors_skipped, st.bytes_read,
-               threads, a.opt.batch_size ? a.opt.batch_size : 8, seq,
-               a.opt.task == SL_TEXT_LM ? "lm" : "mlm", pos.epoch, pos.batch);
-        if (a.digest)
-            printf(", \"digest\": \"%016" PRIx64 "\"", h);
-        if (rc)
-            printf(", \"error\": \"%s\"", sl_strerror(rc));
-        printf("}\n");
-    }
-    free(waits);
+    double trate = secs > 0 ? (double)toks / secs : 0;
+    sl__report_t r = {
+        .noun = "sequences",
+        .unit = "seq/s",
+        .samples = rows,
+        .batches = done,
+        .epochs = done ? cur_epoch - first_epoch + 1 : 0,
+        .seconds = secs,
+        .cpu_seconds = cpu,
+        .waits = &waits,
+        .errors_skipped = st.errors_skipped,
+        .bytes_read = st.bytes_read,
+        .threads = a.opt.threads ? a.opt.threads : sl__ncpu(),
+        .batch = a.opt.batch_size ? a.opt.batch_size : 8,
+        .out = "int32",
+        .pos = pos,
+        .digest = a.c.digest,
+        .h = h,
+        .rc = rc,
+    };
+    snprintf(r.rate_extra, sizeof r.rate_extra, ", %.0f tokens/s", trate);
+    snprintf(r.json_rates, sizeof r.json_rates,
+             ", \"tokens\": %" PRId64 ", \"tokens_per_s\": %.1f", toks, trate);
+    snprintf(r.json_shape, sizeof r.json_shape,
+             ", \"seq_len\": %d, \"task\": \"%s\"", seq,
+             a.opt.task == SL_TEXT_LM ? "lm" : "mlm");
+    sl__report_print(&r, !a.c.json || show, a.c.json);
+    sl__waits_free(&waits);
     sl_text_loader_destroy(l);
     return rc ? 1 : 0;
 }

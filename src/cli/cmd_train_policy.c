@@ -63,8 +63,9 @@ static void sim_limits(const sl__sim_profile_t *p, sl__rng_t *r,
 {
     lim->tune_read = lim->tune_decode = lim->tune_prefetch = 1;
     lim->max_threads = 2 * p->ncpu;
-    lim->max_read = 8;
+    lim->max_read = sl__io_depth_budget(p->ncpu);
     lim->max_decode = lim->max_threads - 1;
+    lim->min_decode = p->ncpu; /* the loader's default decode threads */
     int want = 2 * p->ncpu;
     lim->max_prefetch = want * 4 > 16 ? want * 4 : 16;
     if (r && sl__rng_double(r) < 0.3)
@@ -83,8 +84,7 @@ static void start_knobs(const sl__sim_profile_t *p, const sl__limits_t *lim,
     if (r && sl__rng_double(r) < 0.5) {
         k->read_threads = 1 + (int)sl__rng_below(r, 3);
         k->decode_threads =
-            1 + (int)sl__rng_below(r, (uint64_t)lim->max_threads -
-                                          (uint64_t)k->read_threads);
+            1 + (int)sl__rng_below(r, (uint64_t)lim->max_threads - 1);
         k->prefetch = 1 + (int)sl__rng_below(r, (uint64_t)lim->max_prefetch);
     }
 }

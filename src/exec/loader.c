@@ -88,9 +88,11 @@ static int resolve(sl_options_t *o, char *err, size_t errlen)
     return 0;
 }
 
-/* Budgets: the thread cap and the memory cap (prefetch x batch bytes plus a
- * fixed reserve for read-ahead and decode scratch), which bounds prefetch
- * whoever sets it. */
+/* Budgets: the CPU-thread cap (decode threads + 1 for the read stage), the
+ * I/O depth (read threads: a reader mostly waits on storage, so readers
+ * are outstanding reads, not CPU threads) and the memory cap (prefetch x
+ * batch bytes plus a fixed reserve for read-ahead and decode scratch),
+ * which bounds prefetch whoever sets it. */
 static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
 {
     sl_options_t *o = &l->opt;
@@ -99,10 +101,11 @@ static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
     if (l->lim.max_threads < 2)
         l->lim.max_threads = 2;
     /* Without an explicit budget, what the user sets is the budget. */
-    if (o->max_threads <= 0 &&
-        o->read_threads + o->decode_threads > l->lim.max_threads)
-        l->lim.max_threads = o->read_threads + o->decode_threads;
-    l->lim.max_read = 8;
+    if (o->max_threads <= 0 && o->decode_threads + 1 > l->lim.max_threads)
+        l->lim.max_threads = o->decode_threads + 1;
+    l->lim.max_read = sl__io_depth_budget(ncpu);
+    if (o->read_threads > l->lim.max_read)
+        l->lim.max_read = o->read_threads;
     l->lim.max_decode = l->lim.max_threads - 1;
     if (l->lim.max_decode > SL_WORKERS_MAX)
         l->lim.max_decode = SL_WORKERS_MAX;
@@ -122,16 +125,16 @@ static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
         if (o->prefetch > fit)
             o->prefetch = (int)fit;
     }
-    if (o->read_threads + o->decode_threads > l->lim.max_threads) {
-        if (!l->lim.tune_decode && !l->lim.tune_read)
+    if (o->decode_threads + 1 > l->lim.max_threads) {
+        if (!l->lim.tune_decode)
             return sl__fail(err, errlen, SL_ERANGE,
-                            "%d read + %d decode threads exceed the budget "
-                            "of %d",
-                            o->read_threads, o->decode_threads,
-                            l->lim.max_threads);
-        if (l->lim.tune_decode)
-            o->decode_threads = l->lim.max_threads - o->read_threads;
+                            "%d decode threads + 1 for reading exceed the "
+                            "thread budget of %d",
+                            o->decode_threads, l->lim.max_threads);
+        o->decode_threads = l->lim.max_threads - 1;
     }
+    /* Calm sheds stop at the default: never below the static default. */
+    l->lim.min_decode = l->lim.tune_decode ? o->decode_threads : 0;
     return 0;
 }
 
@@ -695,11 +698,12 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
             rc = SL_ERANGE;
             break;
         }
-        if (l->opt.max_threads > 0 &&
-            value + (p == SL_PARAM_READ_THREADS ? l->decode_threads
-                                                : l->read_threads) >
-                l->lim.max_threads) {
-            rc = SL_ERANGE; /* an explicit thread budget holds for all */
+        /* An explicit thread budget holds for all: decode threads + 1
+         * (the read stage) <= max_threads. Read threads are I/O depth:
+         * outside it. */
+        if (l->opt.max_threads > 0 && p == SL_PARAM_DECODE_THREADS &&
+            value + 1 > l->lim.max_threads) {
+            rc = SL_ERANGE;
             break;
         }
         if (p == SL_PARAM_READ_THREADS)

@@ -9,6 +9,9 @@
 #define BUSY_LO 0.60
 #define GAIN 0.03      /* a step up must buy this much throughput */
 #define CALM_WINDOWS 4 /* windows without stall before shedding */
+/* Below this share of the machine for the process, busy readers wait on
+ * storage, not for a core. */
+#define IO_CPU 0.60
 
 void sl__heur_init(sl__heur_t *h)
 {
@@ -18,8 +21,15 @@ void sl__heur_init(sl__heur_t *h)
 }
 
 typedef struct window {
-    double stall, rate, dbusy, rbusy, ready, cpu_other;
+    double stall, rate, dbusy, rbusy, ready, cpu_self, cpu_other;
+    int calm_snaps; /* snapshots without any wait */
 } window_t;
+
+int sl__io_depth_budget(int ncpu)
+{
+    int d = 4 * ncpu;
+    return d < 4 ? 4 : d > 256 ? 256 : d;
+}
 
 static window_t average(const sl_snapshot_t *s, int n)
 {
@@ -33,12 +43,14 @@ static window_t average(const sl_snapshot_t *s, int n)
         w.dbusy += s[i].decode.busy * dt;
         w.rbusy += s[i].read.busy * dt;
         w.ready += s[i].batches_ready * dt;
+        w.cpu_self += s[i].cpu_self * dt;
         w.cpu_other += s[i].cpu_other * dt;
+        w.calm_snaps += s[i].stall_fraction <= 0;
         t += dt;
     }
     if (t > 0) {
         w.stall /= t, w.rate /= t, w.dbusy /= t, w.rbusy /= t;
-        w.ready /= t, w.cpu_other /= t;
+        w.ready /= t, w.cpu_self /= t, w.cpu_other /= t;
     }
     return w;
 }
@@ -63,14 +75,12 @@ static int can_raise(const sl__heur_t *h, const sl__limits_t *lim,
 {
     if (h->hold[which] > 0)
         return 0;
-    int threads = k->read_threads + k->decode_threads;
     switch (which) {
-    case SL_KNOB_DECODE:
+    case SL_KNOB_DECODE: /* CPU threads: decode + the read stage's one */
         return lim->tune_decode && k->decode_threads < lim->max_decode &&
-               threads < lim->max_threads;
-    case SL_KNOB_READ:
-        return lim->tune_read && k->read_threads < lim->max_read &&
-               threads < lim->max_threads;
+               k->decode_threads + 1 < lim->max_threads;
+    case SL_KNOB_READ: /* I/O depth: its own budget */
+        return lim->tune_read && k->read_threads < lim->max_read;
     default:
         return lim->tune_prefetch && k->prefetch < lim->max_prefetch;
     }
@@ -93,9 +103,18 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         int which = h->last_knob;
         h->last_knob = SL_KNOB_NONE;
         if (h->last_dir > 0) {
-            int paid = w.rate > h->before_rate * (1 + GAIN) ||
-                       w.stall < h->before_stall - STALL_HI;
-            if (!paid && *knob(next, which) > 1) {
+            /* A buffer for bursts pays when it halves mild waits. */
+            int paid =
+                w.rate > h->before_rate * (1 + GAIN) ||
+                w.stall < h->before_stall - STALL_HI ||
+                (which == SL_KNOB_PREFETCH && h->before_stall > STALL_LO &&
+                 w.stall < 0.5 * h->before_stall);
+            /* Waits that grew by more than a step explains: the world
+             * changed (demand rose, others took CPU) and the step is
+             * still needed; undoing it would only deepen the stall. The
+             * step stays untried: neither paid nor undone. */
+            int worse = w.stall > h->before_stall + STALL_HI;
+            if (!paid && !worse && *knob(next, which) > 1) {
                 (*knob(next, which))--;
                 /* +1: holds count down at the start of each step */
                 h->hold[which] = h->backoff[which] + 1;
@@ -135,9 +154,16 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
     int which = SL_KNOB_NONE, dir = 0;
     if (w.stall > STALL_HI) {
         h->calm = 0;
-        if (w.dbusy > BUSY_HI && can_raise(h, lim, cur, SL_KNOB_DECODE))
+        /* Readers busy while decoders idle, or while the process uses
+         * little CPU, wait on storage: one more outstanding read. */
+        int io_bound =
+            w.rbusy > BUSY_HI && (w.dbusy < BUSY_HI || w.cpu_self < IO_CPU);
+        if (io_bound && w.rbusy >= w.dbusy &&
+            can_raise(h, lim, cur, SL_KNOB_READ))
+            which = SL_KNOB_READ;
+        else if (w.dbusy > BUSY_HI && can_raise(h, lim, cur, SL_KNOB_DECODE))
             which = SL_KNOB_DECODE;
-        else if (w.rbusy > BUSY_HI && can_raise(h, lim, cur, SL_KNOB_READ))
+        else if (io_bound && can_raise(h, lim, cur, SL_KNOB_READ))
             which = SL_KNOB_READ;
         else if (w.dbusy < BUSY_HI && w.rbusy < BUSY_HI && w.ready < 0.5 &&
                  can_raise(h, lim, cur, SL_KNOB_PREFETCH))
@@ -157,10 +183,11 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         /* What n-1 decoders could deliver, if each keeps its rate per
          * busy second: shed only with a 25 % margin over today's rate. */
         int n = cur->decode_threads;
+        int floor = lim->min_decode > 1 ? lim->min_decode : 1;
         double after =
             n > 1 ? w.rate / (w.dbusy > 0.05 ? w.dbusy : 0.05) * (n - 1) / n
                   : 0;
-        if (h->calm >= CALM_WINDOWS && lim->tune_decode && n > 1 &&
+        if (h->calm >= CALM_WINDOWS && lim->tune_decode && n > floor &&
             w.dbusy < BUSY_LO && after >= 1.25 * w.rate &&
             w.ready >= 0.5 * cur->prefetch) {
             which = SL_KNOB_DECODE;
@@ -172,7 +199,21 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                      CALM_WINDOWS, w.ready, 100 * w.dbusy);
         }
     } else {
+        /* Mild waits: when they come in bursts (some snapshots without
+         * any wait) while both stages have slack, a deeper buffer
+         * absorbs the next burst; memory stays within max_prefetch. */
         h->calm = 0;
+        if (w.calm_snaps > 0 && w.dbusy < BUSY_HI && w.rbusy < BUSY_HI &&
+            can_raise(h, lim, cur, SL_KNOB_PREFETCH)) {
+            which = SL_KNOB_PREFETCH;
+            dir = +1;
+            snprintf(reason, len,
+                     "consumer waits in bursts (%.1f%% of the time, %d of "
+                     "%d periods without a wait); decode busy %.0f%%, "
+                     "read busy %.0f%%: prefetch +1",
+                     100 * w.stall, w.calm_snaps, n, 100 * w.dbusy,
+                     100 * w.rbusy);
+        }
     }
     if (which == SL_KNOB_NONE)
         return SL_KNOB_NONE;

@@ -4,15 +4,21 @@
  * step per decision (+1 / -1 thread, +1 / -1 batch buffer):
  *   - the consumer waits (stall) and a stage is busy: give that stage a
  *     thread (decode before read); if no stage is saturated the waits
- *     come in bursts: give a batch buffer;
+ *     come in bursts: give a batch buffer. Readers busy while the
+ *     process's CPU is low wait on storage: a read thread is I/O depth,
+ *     bounded by max_read, not by the CPU-thread budget max_threads;
+ *   - mild waits (stall between 1 % and 5 %) with stages that have slack
+ *     are bursts too: a batch buffer absorbs them;
  *   - after a step up, the next window judges it: if throughput did not
  *     rise by `gain` and the stall did not fall, the step is undone and
  *     that knob's next increase waits `backoff` windows (doubling: 2..32);
  *   - no stall for `calm` windows while batches sit ready: shed a decode
  *     thread if the others, at their measured rate per busy second, would
  *     still deliver 25 % more than today's rate (saves CPU for the
- *     trainer); a shed that brings the stall back is undone, and the next
- *     shed waits twice as long.
+ *     trainer), never below min_decode (the loader's default, so demand
+ *     that rises later meets at least the static default's threads); a
+ *     shed that brings the stall back is undone, and the next shed waits
+ *     twice as long.
  * Every step stays within the limits (budgets), and every step carries a
  * reason. Like tf.data's autotuner it optimises the observed output rate;
  * unlike it, it also gives resources back. Depends on nothing but the
@@ -28,11 +34,21 @@ typedef struct sl__knobs {
     int read_threads, decode_threads, prefetch;
 } sl__knobs_t;
 
+/* Budgets. CPU threads: decode threads + 1 (the read stage's CPU counts as
+ * one thread) <= max_threads, so max_decode = max_threads - 1. Read
+ * threads beyond the first are outstanding reads (I/O depth): a reader
+ * mostly waits on storage, so they are bounded by max_read, not by
+ * max_threads. */
 typedef struct sl__limits {
     int tune_read, tune_decode, tune_prefetch; /* 0: the user fixed it */
-    int max_threads;                           /* read + decode */
-    int max_decode, max_read, max_prefetch;
+    int max_threads;                           /* CPU: decode + 1 */
+    int max_decode, max_read, max_prefetch;    /* max_read: I/O depth */
+    int min_decode; /* calm sheds stop here (0: at 1) */
 } sl__limits_t;
+
+/* The default I/O-depth budget (read threads) on ncpu cores: 4 x cores,
+ * at least 4, at most 256 (the engine's worker limit). */
+int sl__io_depth_budget(int ncpu);
 
 enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };
 

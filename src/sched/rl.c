@@ -208,21 +208,20 @@ void sl__rl_decide(const sl__rl_policy_t *p, const double *raw,
     uint8_t *mr = mk + SL_RL_K_READ * SL_MLP_ACTS;
     uint8_t *md = mk + SL_RL_K_DECODE * SL_MLP_ACTS;
     uint8_t *mp = mk + SL_RL_K_PREFETCH * SL_MLP_ACTS;
-    int room = lim->max_threads - cur->read_threads - cur->decode_threads;
-    /* Decode first (the stage that usually limits), then read within the
-     * thread budget decode's step left. The heads are independent, so
-     * decode's probabilities do not depend on the other masks. */
+    /* Separate budgets: decode threads within the CPU-thread budget
+     * (decode + 1 for the read stage <= max_threads), read threads within
+     * the I/O depth (max_read), prefetch within the memory-derived cap.
+     * The masks do not depend on one another. */
+    int dhi = lim->max_threads - 1 < lim->max_decode ? lim->max_threads - 1
+                                                     : lim->max_decode;
     knob_mask(md, lim->tune_decode, cur->decode_threads,
-              room > 0 ? lim->max_decode : cur->decode_threads);
-    memset(mr, 1, SL_MLP_ACTS);
-    memset(mp, 1, SL_MLP_ACTS);
-    sl__ppo_probs(z, mk, d->prob, lp);
-    int ad = pick(d->prob + SL_RL_K_DECODE * SL_MLP_ACTS, md, rng);
-    room -= ad - 1;
+              dhi > cur->decode_threads ? dhi : cur->decode_threads);
     knob_mask(mr, lim->tune_read, cur->read_threads,
-              room > 0 ? lim->max_read : cur->read_threads);
+              lim->max_read > cur->read_threads ? lim->max_read
+                                                : cur->read_threads);
     knob_mask(mp, lim->tune_prefetch, cur->prefetch, lim->max_prefetch);
     sl__ppo_probs(z, mk, d->prob, lp);
+    int ad = pick(d->prob + SL_RL_K_DECODE * SL_MLP_ACTS, md, rng);
     int ar = pick(d->prob + SL_RL_K_READ * SL_MLP_ACTS, mr, rng);
     int ap = pick(d->prob + SL_RL_K_PREFETCH * SL_MLP_ACTS, mp, rng);
     d->act[SL_RL_K_READ] = (uint8_t)ar;

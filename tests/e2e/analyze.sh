@@ -4,15 +4,7 @@
 # no stall, a flood of demand is prep- or fetch-bound and nearly all stall,
 # and --sweep gives its three levels.
 set -uo pipefail
-S=${SLUICE:-}
-if [ -z "$S" ] || [ ! -x "$S" ]; then echo "skip: no sluice CLI (SLUICE=$S)"; exit 77; fi
-T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-analyze.XXXXXX" 2>/dev/null || mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); echo "ok   $*"; }
-bad()  { fails=$((fails+1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-jget() { sed -n 's/.*"'"$1"'": \("\{0,1\}\)\([^",}]*\)\1.*/\2/p' | tail -1; }
+. "$(dirname "$0")/lib.sh" analyze optional
 pos()  { awk -v x="$1" 'BEGIN { exit !(x + 0 > 0) }'; }
 gt()   { awk -v x="$1" -v y="$2" 'BEGIN { exit !(x + 0 > y + 0) }'; }
 is0()  { awk -v x="$1" 'BEGIN { exit !(x + 0 == 0) }'; }

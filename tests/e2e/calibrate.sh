@@ -8,15 +8,7 @@
 # Lines (sluice analyze reads none, plot draws it), and bad input fails
 # with a message naming the problem.
 set -uo pipefail
-S=${SLUICE:-}
-if [ -z "$S" ] || [ ! -x "$S" ]; then echo "skip: no sluice CLI (SLUICE=$S)"; exit 77; fi
-T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-calibrate.XXXXXX" 2>/dev/null || mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); echo "ok   $*"; }
-bad()  { fails=$((fails+1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-jget() { sed -n 's/.*"'"$1"'": \("\{0,1\}\)\([^",}]*\)\1.*/\2/p' | tail -1; }
+. "$(dirname "$0")/lib.sh" calibrate optional
 pos()  { awk -v x="$1" 'BEGIN { exit !(x + 0 > 0) }'; }
 within() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { exit !(a > 0 && b > 0 && a / b < f && b / a < f) }'; }
 

@@ -4,17 +4,11 @@
 # run, each drawn to SVG and PNG; temp files removed; the errors (missing
 # file, empty file, bad extension, gnuplot absent) exit non-zero and say why.
 set -uo pipefail
-S=${SLUICE:?SLUICE must name the sluice binary}
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "SKIP: gnuplot not installed"
   exit 77
 fi
-T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-plot.XXXXXX" 2>/dev/null || mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); echo "ok   $*"; }
-bad()  { fails=$((fails+1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+. "$(dirname "$0")/lib.sh" plot
 
 is_png() { [ "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; }
 is_svg() {

@@ -4,14 +4,7 @@
 # interrupted-then-resumed runs, shards == folder, rank sharding, the skip
 # and fail policies, and the --json fields.
 set -uo pipefail
-S=${SLUICE:?SLUICE must name the sluice binary}
-T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-run.XXXXXX" 2>/dev/null || mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); echo "ok   $*"; }
-bad()  { fails=$((fails+1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-jget() { sed -n 's/.*"'"$1"'": \("\{0,1\}\)\([^",}]*\)\1.*/\2/p' | tail -1; }
+. "$(dirname "$0")/lib.sh" run
 
 mkdir -p "$T"
 "$S" make-dataset --synthetic "$T/ds" --images 120 --classes 4 --seed 3 >/dev/null 2>&1 \

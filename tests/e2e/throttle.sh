@@ -7,14 +7,7 @@
 # stalls the throttle causes. Timing checks are lower bounds, or a wide
 # ratio (a busy machine only makes waits longer).
 set -uo pipefail
-S=${SLUICE:?SLUICE must name the sluice binary}
-T=$(mktemp -d "${SL_TEST_TMP:-/tmp}/e2e-throttle.XXXXXX" 2>/dev/null || mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fails=0; passes=0
-ok()   { passes=$((passes+1)); echo "ok   $*"; }
-bad()  { fails=$((fails+1)); echo "FAIL $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-jget() { sed -n 's/.*"'"$1"'": \("\{0,1\}\)\([^",}]*\)\1.*/\2/p' | tail -1; }
+. "$(dirname "$0")/lib.sh" throttle
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 
 mkdir -p "$T"

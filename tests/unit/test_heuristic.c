@@ -24,7 +24,7 @@ static void window(double stall, double rate, double dbusy, double rbusy,
 
 static sl__limits_t limits(void)
 {
-    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16};
+    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16, 0};
     return l;
 }
 
@@ -157,6 +157,133 @@ static void test_calm_sheds_an_idle_decoder(void **state)
     assert_non_null(strstr(why, "undo"));
 }
 
+/* Readers busy 95 % while the process uses 20 % of the machine wait on
+ * storage: one more outstanding read, even with the CPU-thread budget
+ * full (decode 3 + 1 = max_threads 4). Read threads are I/O depth, within
+ * max_read only. */
+static void test_io_bound_reads_grow_outside_the_thread_budget(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.max_read = 8;
+    sl__knobs_t cur = {1, 3, 4}, next;
+    char why[160];
+    double rate = 200;
+    for (int i = 0; i < 40; i++) {
+        window(0.4, rate, 0.3, 0.95, 0);
+        for (int j = 0; j < 5; j++)
+            snaps[j].cpu_self = 0.2;
+        int k = sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160);
+        if (i == 0) {
+            assert_int_equal(k, SL_KNOB_READ);
+            assert_int_equal(next.read_threads, 2);
+            assert_non_null(strstr(why, "read_threads +1"));
+        }
+        assert_int_equal(next.decode_threads, 3);
+        assert_true(next.read_threads <= lim.max_read);
+        cur = next;
+        rate *= 1.2; /* each read pays */
+    }
+    assert_int_equal(cur.read_threads, 8);
+}
+
+/* Readers and decoders both busy while the process takes the whole
+ * machine: readers wait for a core, not for storage; at the CPU budget
+ * nothing is added (a reader would only add contention). */
+static void test_cpu_starved_readers_are_not_io_depth(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    sl__knobs_t cur = {1, 3, 4}, next;
+    char why[160];
+    for (int i = 0; i < 10; i++) {
+        window(0.4, 400, 0.97, 0.95, 0);
+        for (int j = 0; j < 5; j++)
+            snaps[j].cpu_self = 0.95;
+        assert_int_not_equal(
+            sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),
+            SL_KNOB_READ);
+        cur = next;
+    }
+    assert_int_equal(cur.read_threads, 1);
+}
+
+/* Mild waits (2 % of the time) in bursts (periods without any wait) with
+ * stages that have slack: a deeper buffer. It pays by halving the waits,
+ * though throughput (set by the consumer) does not move. */
+static void test_mild_bursty_waits_grow_prefetch(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    sl__knobs_t cur = {1, 2, 4}, next;
+    char why[160];
+    window(0, 400, 0.5, 0.1, 1);
+    snaps[1].stall_fraction = 0.06;
+    snaps[3].stall_fraction = 0.04;
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),
+                     SL_KNOB_PREFETCH);
+    assert_int_equal(next.prefetch, 5);
+    assert_non_null(strstr(why, "bursts"));
+    cur = next;
+    window(0, 400, 0.5, 0.1, 2);
+    snaps[2].stall_fraction = 0.04; /* 0.8 %: halved, no more throughput */
+    int k = sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160);
+    assert_int_not_equal(k, SL_KNOB_PREFETCH); /* kept, not undone */
+    assert_int_equal(next.prefetch, 5);
+    /* Steady mild waits in every period are not bursts: no buffer. */
+    sl__heur_init(&h);
+    cur.prefetch = 4;
+    window(0.02, 400, 0.5, 0.1, 0);
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),
+                     SL_KNOB_NONE);
+}
+
+/* Calm sheds stop at min_decode (the loader's default): demand that rises
+ * later meets at least the static default's threads. */
+static void test_calm_sheds_stop_at_min_decode(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.min_decode = 2;
+    sl__knobs_t cur = {1, 3, 4}, next;
+    char why[160];
+    window(0.0, 400, 0.2, 0.05, 4);
+    for (int i = 0; i < 40; i++) {
+        sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160);
+        assert_true(next.decode_threads >= 2);
+        cur = next;
+    }
+    assert_int_equal(cur.decode_threads, 2); /* the one above it went */
+}
+
+/* A step up followed by much longer waits is not undone: demand rose or
+ * others took the CPU, and removing the thread would deepen the stall. */
+static void test_step_is_kept_when_the_world_gets_worse(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    sl__knobs_t cur = {1, 2, 4}, next;
+    char why[160];
+    window(0.06, 600, 0.99, 0.05, 0);
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),
+                     SL_KNOB_DECODE);
+    cur = next; /* 3 decoders; then the stall jumps, throughput falls */
+    window(0.32, 510, 0.99, 0.05, 0);
+    sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160);
+    assert_int_equal(next.decode_threads, 3);
+    assert_null(strstr(why, "undo"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -166,6 +293,11 @@ int main(void)
         cmocka_unit_test(test_bursty_stall_raises_prefetch_within_budget),
         cmocka_unit_test(test_saturated_decoders_do_not_grow_prefetch),
         cmocka_unit_test(test_calm_sheds_an_idle_decoder),
+        cmocka_unit_test(test_io_bound_reads_grow_outside_the_thread_budget),
+        cmocka_unit_test(test_cpu_starved_readers_are_not_io_depth),
+        cmocka_unit_test(test_mild_bursty_waits_grow_prefetch),
+        cmocka_unit_test(test_calm_sheds_stop_at_min_decode),
+        cmocka_unit_test(test_step_is_kept_when_the_world_gets_worse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

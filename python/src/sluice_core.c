@@ -1,0 +1,151 @@
+/*
+ * The objects that keep an engine and its handed-out batches alive, shared
+ * by sluice.Loader (sluice_loader.c) and sluice.TextLoader (sluice_text.c).
+ *
+ *   Core   owns the engine; destroyed (kind->destroy, GIL released) when
+ *          its last reference goes.
+ *   Batch  owns one handed-out batch; it is the numpy base of the batch's
+ *          arrays and holds the Core. When the last array goes, it gives
+ *          the buffer back (kind->release: a short lock, no wait).
+ *
+ * Each loader has its own slpy_kind_t, so the two keep their own Python
+ * type names (tests look at type(array.base).__name__).
+ */
+#include "sluice_py.h"
+
+#include <string.h>
+
+static void core_dealloc(slpy_core_t *c)
+{
+    void *engine = c->engine;
+    if (engine) {
+        void (*destroy)(void *) = c->kind->destroy;
+        Py_BEGIN_ALLOW_THREADS;
+        destroy(engine);
+        Py_END_ALLOW_THREADS;
+    }
+    PyObject_Free(c);
+}
+
+static void batch_dealloc(slpy_batch_t *o)
+{
+    slpy_core_release(o->core, o->b);
+    Py_DECREF(o->core);
+    PyObject_Free(o);
+}
+
+int slpy_kind_ready(slpy_kind_t *k)
+{
+    k->core_type = (PyTypeObject){
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = k->core_name,
+        .tp_basicsize = sizeof(slpy_core_t),
+        .tp_dealloc = (destructor)core_dealloc,
+        .tp_flags = Py_TPFLAGS_DEFAULT,
+        .tp_doc = k->core_doc,
+    };
+    k->batch_type = (PyTypeObject){
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = k->batch_name,
+        .tp_basicsize = sizeof(slpy_batch_t),
+        .tp_dealloc = (destructor)batch_dealloc,
+        .tp_flags = Py_TPFLAGS_DEFAULT,
+        .tp_doc = k->batch_doc,
+    };
+    return PyType_Ready(&k->core_type) || PyType_Ready(&k->batch_type) ? -1 : 0;
+}
+
+slpy_core_t *slpy_core_new(slpy_kind_t *k, void *engine)
+{
+    slpy_core_t *c = PyObject_New(slpy_core_t, &k->core_type);
+    if (!c) {
+        Py_BEGIN_ALLOW_THREADS;
+        k->destroy(engine);
+        Py_END_ALLOW_THREADS;
+        return NULL;
+    }
+    c->engine = engine;
+    c->kind = k;
+    c->held = 0;
+    return c;
+}
+
+void slpy_core_release(slpy_core_t *c, const void *b)
+{
+    c->kind->release(c->engine, b);
+    c->held--;
+}
+
+slpy_batch_t *slpy_batch_new(slpy_core_t *c, const void *b)
+{
+    slpy_batch_t *o = PyObject_New(slpy_batch_t, &c->kind->batch_type);
+    if (!o) {
+        slpy_core_release(c, b);
+        return NULL;
+    }
+    Py_INCREF(c);
+    o->core = c;
+    o->b = b;
+    return o;
+}
+
+PyObject *slpy_batch_view(slpy_batch_t *owner, int type, int nd, npy_intp *dims,
+                          void *data)
+{
+    PyObject *a =
+        PyArray_NewFromDescr(&PyArray_Type, PyArray_DescrFromType(type), nd,
+                             dims, NULL, data, NPY_ARRAY_CARRAY, NULL);
+    if (!a)
+        return NULL;
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)a, (PyObject *)owner)) {
+        Py_DECREF(a); /* SetBaseObject stole the owner reference */
+        return NULL;
+    }
+    return a;
+}
+
+int slpy_closed(const slpy_core_t *c, const char *what)
+{
+    if (c)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "operation on a closed %s", what);
+    return 1;
+}
+
+PyObject *slpy_skipped_list(const slpy_core_t *c)
+{
+    PyObject *list = PyList_New(0);
+    const char *s;
+    for (int64_t i = 0; list && (s = c->kind->skipped(c->engine, i)); i++) {
+        PyObject *m = c->kind->skipped_utf8
+                          ? PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s),
+                                                 "backslashreplace")
+                          : PyUnicode_DecodeFSDefault(s);
+        if (!m || PyList_Append(list, m))
+            Py_CLEAR(list);
+        Py_XDECREF(m);
+    }
+    return list;
+}
+
+int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out)
+{
+    if (o == Py_None)
+        return 0;
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < min || v > max) {
+        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld", name,
+                     min, max, v);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+PyObject *slpy_return_self(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    Py_INCREF(self);
+    return self;
+}

@@ -1,0 +1,43 @@
+/* cli/pack_out: what `pack` (cmd_pack.c) and `pack --text`
+ * (cmd_pack_text.c) share: their --codec / --shard-size arguments and the
+ * output folder's run of shards (shard-00000.sls, ...), each started when
+ * the next record would take the one open over the size limit. */
+#ifndef SL_CLI_PACK_OUT_H
+#define SL_CLI_PACK_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "data/shard.h"
+
+/** Parses --codec NAME into *codec (SL_CODEC_*); on a bad name prints
+ *  "<who>: unknown codec ..." to stderr. @return 0, or -1. */
+int sl__pack_codec_arg(const char *who, const char *arg, int *codec);
+/** Parses --shard-size SIZE (256M, 1G, ...) into *size; on a bad one prints
+ *  "<who>: bad --shard-size ..." to stderr. @return 0, or -1. */
+int sl__pack_size_arg(const char *who, const char *arg, long long *size);
+
+/** The shards being written into `dir`. Set the first three fields; the
+ *  rest start at zero. */
+typedef struct sl__pack_out {
+    const char *dir;
+    int codec;            /* SL_CODEC_* */
+    long long shard_size; /* largest shard, bytes */
+    sl__shard_writer_t *w;
+    long shards;        /* shards finished or open */
+    uint64_t bytes_out; /* stored bytes of the finished shards */
+} sl__pack_out_t;
+
+/** Adds one record, starting a new shard first when the open one would go
+ *  over the size limit (a record larger than the limit gets a shard
+ *  alone). *fatal is set when the fault lies with the output, not with
+ *  this record (a bad name or an oversized record is the record's alone).
+ *  @return 0, or a negative SL_E* code with the message in err. */
+int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,
+                     const char *name, int *fatal, char *err, size_t errlen);
+/** Finishes the open shard, if any. @return 0, or a negative SL_E*. */
+int sl__pack_out_finish(sl__pack_out_t *o, char *err, size_t errlen);
+/** Drops the open shard, if any (after a failure). */
+void sl__pack_out_abort(sl__pack_out_t *o);
+
+#endif

@@ -1,0 +1,207 @@
+/* cli/report: wait statistics, CPU and memory figures, the --state file and
+ * the printed figures shared by `run` / `bench` and their text form. */
+#include "report.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/base.h"
+
+int sl__parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int sl__consume_opt(int c, const char *arg, sl__consume_args_t *a)
+{
+    long long v = 0;
+    switch (c) {
+    case SL__OPT_DIGEST:
+        a->digest = 1;
+        return 1;
+    case SL__OPT_STOP:
+        if (sl__parse_ll(arg, 1, INT64_MAX, &v))
+            return -1;
+        a->stop_after = v;
+        return 1;
+    case SL__OPT_STATE:
+        a->state_out = arg;
+        return 1;
+    case SL__OPT_RESUME:
+        a->resume = arg;
+        return 1;
+    case SL__OPT_JSON:
+        a->json = 1;
+        return 1;
+    case SL__OPT_QUIET:
+        a->quiet = 1;
+        return 1;
+    case SL__OPT_DURATION:
+        a->duration = strtod(arg, NULL);
+        return a->duration > 0 ? 1 : -1;
+    }
+    return 0;
+}
+
+int64_t sl__epochs_left(int64_t epochs, double duration, int64_t from)
+{
+    int64_t total = epochs ? epochs : duration > 0 ? 1000000 : 1;
+    return total - from;
+}
+
+int sl__waits_init(sl__waits_t *w, size_t cap)
+{
+    w->n = 0;
+    w->total = 0;
+    w->cap = cap ? cap : 1;
+    w->v = malloc(w->cap * sizeof *w->v);
+    return w->v ? 0 : -1;
+}
+
+int sl__waits_add(sl__waits_t *w, int64_t ns)
+{
+    if (w->n == w->cap) {
+        int64_t *more = realloc(w->v, 2 * w->cap * sizeof *w->v);
+        if (!more)
+            return -1;
+        w->v = more;
+        w->cap *= 2;
+    }
+    w->v[w->n++] = ns;
+    w->total += ns;
+    return 0;
+}
+
+void sl__waits_free(sl__waits_t *w)
+{
+    free(w->v);
+    w->v = NULL;
+    w->n = w->cap = 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The p-quantile (nearest rank) of sorted waits, in ms. */
+static double pct_ms(const sl__waits_t *w, double p)
+{
+    int64_t n = (int64_t)w->n;
+    if (n == 0)
+        return 0;
+    int64_t k = (int64_t)ceil(p * (double)n) - 1;
+    k = k < 0 ? 0 : k >= n ? n - 1 : k;
+    return (double)w->v[k] / 1e6;
+}
+
+double sl__cpu_seconds_since(const struct rusage *ru0)
+{
+    struct rusage ru1;
+    getrusage(RUSAGE_SELF, &ru1);
+    return (double)(ru1.ru_utime.tv_sec - ru0->ru_utime.tv_sec) +
+           (double)(ru1.ru_stime.tv_sec - ru0->ru_stime.tv_sec) +
+           (double)(ru1.ru_utime.tv_usec - ru0->ru_utime.tv_usec) / 1e6 +
+           (double)(ru1.ru_stime.tv_usec - ru0->ru_stime.tv_usec) / 1e6;
+}
+
+double sl__peak_rss_mb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    if (kb < 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        kb = ru.ru_maxrss;
+    }
+    return (double)kb / 1024.0;
+}
+
+int sl__state_write(const char *path, const char *magic,
+                    const sl_position_t *pos, uint64_t digest, uint64_t config)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return -1;
+    fprintf(f,
+            "%s\nepoch %" PRId64 "\nbatch %" PRId64 "\ndigest %016" PRIx64
+            "\nconfig %016" PRIx64 "\n",
+            magic, pos->epoch, pos->batch, digest, config);
+    int bad = fclose(f) != 0;
+    return bad || rename(tmp, path) ? -1 : 0;
+}
+
+int sl__state_read(const char *path, const char *magic, sl_position_t *pos,
+                   uint64_t *digest, uint64_t *config)
+{
+    char fmt[256]; /* the magic holds no '%' */
+    snprintf(fmt, sizeof fmt,
+             "%s epoch %%" SCNd64 " batch %%" SCNd64 " digest %%" SCNx64
+             " config %%" SCNx64,
+             magic);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int ok = fscanf(f, fmt, &pos->epoch, &pos->batch, digest, config) == 4;
+    fclose(f);
+    return ok ? 0 : -1;
+}
+
+void sl__report_print(sl__report_t *r, int human, int json)
+{
+    sl__waits_t *w = r->waits;
+    qsort(w->v, w->n, sizeof *w->v, cmp_i64);
+    double secs = r->seconds;
+    double stall = secs > 0 ? (double)w->total / 1e9 / secs : 0;
+    double rate = secs > 0 ? (double)r->samples / secs : 0;
+    double util = secs > 0 ? r->cpu_seconds / secs / sl__ncpu() : 0;
+    double wait_mean = w->n ? (double)w->total / 1e6 / (double)w->n : 0;
+    double p50 = pct_ms(w, 0.5), p99 = pct_ms(w, 0.99);
+    double rss_mb = sl__peak_rss_mb();
+    if (human) {
+        printf("%" PRId64 " %s in %" PRId64 " batches, %.2f s: %.0f %s%s"
+               "  stall %.1f%%  wait p50 %.2f ms p99 %.2f ms  cpu %.0f%%"
+               "  peak RSS %.0f MB  skipped %" PRId64 "\n",
+               r->samples, r->noun, r->batches, secs, rate, r->unit,
+               r->rate_extra, 100 * stall, p50, p99, 100 * util, rss_mb,
+               r->errors_skipped);
+        if (r->digest)
+            printf("digest %016" PRIx64 "\n", r->h);
+    }
+    if (json) {
+        printf("{\"samples\": %" PRId64 ", \"batches\": %" PRId64
+               ", \"epochs\": %" PRId64 ", \"seconds\": %.4f"
+               ", \"samples_per_s\": %.2f%s, \"stall_fraction\": %.4f"
+               ", \"wait_ms_p50\": %.3f, \"wait_ms_p99\": %.3f"
+               ", \"cpu_util\": %.4f, \"cpu_seconds\": %.3f"
+               ", \"wait_ms_mean\": %.3f, \"peak_rss_mb\": %.1f"
+               ", \"errors_skipped\": %" PRId64 ", \"bytes_read\": %" PRId64
+               ", \"threads\": %d, \"batch\": %d%s"
+               ", \"out\": \"%s\", \"position\": [%" PRId64 ", %" PRId64 "]",
+               r->samples, r->batches, r->epochs, secs, rate, r->json_rates,
+               stall, p50, p99, util, r->cpu_seconds, wait_mean, rss_mb,
+               r->errors_skipped, r->bytes_read, r->threads, r->batch,
+               r->json_shape, r->out, r->pos.epoch, r->pos.batch);
+        if (r->digest)
+            printf(", \"digest\": \"%016" PRIx64 "\"", r->h);
+        if (r->rc)
+            printf(", \"error\": \"%s\"", sl_strerror(r->rc));
+        printf("}\n");
+    }
+}

@@ -1,0 +1,113 @@
+/* cli/report: what `run` / `bench` (cmd_run.c) and their text form
+ * (cmd_text.c) share: the options of the consumer loop, the consumer's
+ * wait times, the process's CPU time and peak memory, the --state file,
+ * and the figures they print (the human line and the --json object, whose
+ * keys scripts and tests read). */
+#ifndef SL_CLI_REPORT_H
+#define SL_CLI_REPORT_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "sluice/sluice.h"
+
+/** The options of the consumer loop that both commands take. */
+typedef struct sl__consume_args {
+    int digest, json, quiet;
+    int64_t stop_after; /* batches; 0 = all */
+    double duration;    /* seconds; 0 = no limit */
+    const char *state_out, *resume;
+} sl__consume_args_t;
+
+/* getopt_long codes of those options, clear of each command's own. */
+enum {
+    SL__OPT_DIGEST = 0x1000,
+    SL__OPT_STOP,
+    SL__OPT_STATE,
+    SL__OPT_RESUME,
+    SL__OPT_JSON,
+    SL__OPT_QUIET,
+    SL__OPT_DURATION
+};
+
+/* Their `struct option` entries, for a command's table (one a line, as the
+ * tables have them; clang-format would pack them). */
+/* clang-format off */
+#define SL__CONSUME_OPTIONS                                                    \
+    {"digest", 0, 0, SL__OPT_DIGEST},                                          \
+    {"stop-after", 1, 0, SL__OPT_STOP},                                        \
+    {"state", 1, 0, SL__OPT_STATE},                                            \
+    {"resume", 1, 0, SL__OPT_RESUME},                                          \
+    {"json", 0, 0, SL__OPT_JSON},                                              \
+    {"quiet", 0, 0, SL__OPT_QUIET},                                            \
+    {"duration", 1, 0, SL__OPT_DURATION}
+/* clang-format on */
+
+/** Takes getopt_long's code `c` (argument `arg`) when it is one of
+ *  SL__CONSUME_OPTIONS. @return 1 taken, 0 not one of them, -1 a bad
+ *  value. */
+int sl__consume_opt(int c, const char *arg, sl__consume_args_t *a);
+/** Parses a whole decimal number in [lo, hi] into *out. @return 0, or -1
+ *  (*out unchanged). */
+int sl__parse_ll(const char *s, long long lo, long long hi, long long *out);
+/** The epochs still to run from epoch `from` (a resumed position): all
+ *  `epochs`, or with none given 1, or 1000000 (until the clock) when
+ *  `duration` is set. */
+int64_t sl__epochs_left(int64_t epochs, double duration, int64_t from);
+
+/** The consumer's wait for each batch (ns), in arrival order until
+ *  sl__waits_sort. */
+typedef struct sl__waits {
+    int64_t *v;
+    size_t n, cap;
+    int64_t total; /* sum of v */
+} sl__waits_t;
+
+/** Room for `cap` waits first (it grows). @return 0, or -1 (no memory). */
+int sl__waits_init(sl__waits_t *w, size_t cap);
+/** Appends one wait. @return 0, or -1 (no memory; w is unchanged). */
+int sl__waits_add(sl__waits_t *w, int64_t ns);
+void sl__waits_free(sl__waits_t *w);
+
+/** CPU seconds (user + system) this process used since `ru0`. */
+double sl__cpu_seconds_since(const struct rusage *ru0);
+/** Peak resident memory of this process in MB. VmHWM, not ru_maxrss: Linux
+ *  carries a parent's ru_maxrss into an exec'd child, so a sluice started
+ *  from a large Python process would report the parent's peak. */
+double sl__peak_rss_mb(void);
+
+/** A --state file: "<magic>\nepoch E\nbatch B\ndigest D\nconfig C\n",
+ *  written through PATH.tmp and a rename. @return 0, or -1. */
+int sl__state_write(const char *path, const char *magic,
+                    const sl_position_t *pos, uint64_t digest, uint64_t config);
+/** Reads a file sl__state_write wrote with the same magic. @return 0, or -1
+ *  (unreadable, or not such a file). */
+int sl__state_read(const char *path, const char *magic, sl_position_t *pos,
+                   uint64_t *digest, uint64_t *config);
+
+/** The figures of one run. */
+typedef struct sl__report {
+    const char *noun;     /* human line: "samples" | "sequences" */
+    const char *unit;     /* human line: rate unit, "img/s" | "seq/s" */
+    char rate_extra[64];  /* human line: after the rate, e.g. ", 9 tokens/s" */
+    char json_rates[128]; /* JSON: after "samples_per_s", e.g. tokens */
+    char json_shape[128]; /* JSON: after "batch", e.g. "size" */
+    int64_t samples, batches, epochs;
+    double seconds, cpu_seconds;
+    sl__waits_t *waits; /* sorted by sl__report_print */
+    int64_t errors_skipped, bytes_read;
+    int threads, batch;
+    const char *out; /* the "out" key: "uint8" | "float" | "int32" */
+    sl_position_t pos;
+    int digest; /* print the digest */
+    uint64_t h;
+    int rc; /* nonzero: the JSON gets "error" */
+} sl__report_t;
+
+/** Prints the human line (and digest) to stdout when `human`, and the JSON
+ *  object as one line when `json`. Sorts r->waits. */
+void sl__report_print(sl__report_t *r, int human, int json);
+
+#endif
