@@ -27,7 +27,11 @@ static void parse_and_use(const uint8_t *data, size_t size)
     sl__knobs_t cur = {1, 3, 8}, next;
     sl__rl_decision_t d;
     sl__rl_decide(&p, raw, &lim, &cur, NULL, &d, &next);
-    if (next.read_threads + next.decode_threads > lim.max_threads ||
+    /* The budgets: CPU threads = decode + 1 (the read stage), read threads
+     * are I/O depth with their own cap (docs/POLICY.md). */
+    if (next.decode_threads + 1 > lim.max_threads ||
+        next.decode_threads > lim.max_decode ||
+        next.read_threads > lim.max_read ||
         next.prefetch > lim.max_prefetch || next.read_threads < 1 ||
         next.decode_threads < 1 || next.prefetch < 1)
         abort();
