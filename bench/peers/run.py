@@ -50,6 +50,9 @@ REPO = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))  # bench/ for stats.py
 import stats  # noqa: E402
 
+sys.path.insert(0, str(HERE / "loaders"))
+from _common import tree_pids  # noqa: E402  (the one process-tree walk)
+
 ALL = ["sluice", "torch", "torchdata", "dali", "tfdata", "spdl", "ffcv"]
 EXTRA = ["sluice-cli", "sluice-numpy"]
 # loader name -> [(run id, worker script, --opt list)]
@@ -71,32 +74,6 @@ def log(msg):
 
 
 # ---------------------------------------------------------------- memory
-
-def _children_map():
-    kids = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                s = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid ...: comm may hold spaces and parentheses
-        ppid = int(s[s.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(d))
-    return kids
-
-
-def tree_pids(root):
-    kids = _children_map()
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
 
 def pss_kb(pid):
     try:

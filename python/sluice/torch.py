@@ -83,7 +83,48 @@ def _cuda_host_alloc():
                            "process (" + str(e) + ")") from None
 
 
-class DataLoader:
+class _Position:
+    """Where the next iteration of an engine-backed loader begins, shared by
+    DataLoader (native mode) and TextLoader: an iteration is one epoch from
+    _start; state_dict's position is the engine's while one runs."""
+
+    def _position_init(self):
+        self._start = (0, 0)  # where the next iteration begins
+        self._saved = (0, 0)  # state_dict's position between iterations
+        self._run = 0         # id of the iteration under way (0: none)
+        self._runs = 0
+
+    def _begin(self):
+        """Starts the engine at _start and returns the new iteration's id.
+        Started here, not at the first next(), so batches are being
+        prepared while the caller sets up its step."""
+        epoch, batch = self._start
+        self._loader.start(epoch, batch)
+        self._start = (epoch + 1, 0)
+        self._runs += 1
+        self._run = self._runs
+        return self._run
+
+    def _set_epoch(self, epoch):
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._start = self._saved = (int(epoch), 0)
+        self._run = 0
+
+    def _position(self):
+        return self._loader.position if self._run else self._saved
+
+    def _load_position(self, state, checked):
+        mine = self.state_dict()
+        for k in checked:
+            if k in state and state[k] != mine[k]:
+                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
+                                 f"this loader has {mine[k]!r}")
+        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
+        self._run = 0
+
+
+class DataLoader(_Position):
     """DataLoader(dataset=None, batch_size=None, shuffle=None, ...,
     source=None, image_size=224, seed=None, device=None, rank=None,
     world_size=None, dtype=torch.uint8, **options)
@@ -151,10 +192,7 @@ class DataLoader:
             seed=self.seed, drop_last=self.drop_last, rank=self.rank,
             world_size=self.world_size, epochs=1, threads=threads,
             dtype=_dtype_name(torch, dtype), **options)
-        self._start = (0, 0)  # where the next iteration begins
-        self._saved = (0, 0)  # state_dict's position between iterations
-        self._run = 0         # id of the iteration under way (0: none)
-        self._runs = 0
+        self._position_init()
 
     def _init_generic(self, dataset, batch_size, shuffle, sampler,
                       batch_sampler, num_workers, collate_fn, drop_last,
@@ -205,16 +243,13 @@ class DataLoader:
         """The next iteration streams epoch `epoch` from its first batch."""
         if self._generic is not None:
             return self._generic.set_epoch(epoch)
-        if epoch < 0:
-            raise ValueError("epoch must be >= 0")
-        self._start = self._saved = (int(epoch), 0)
-        self._run = 0
+        self._set_epoch(epoch)
 
     def state_dict(self):
         """The exact position after the batches consumed so far."""
         if self._generic is not None:
             return self._generic.state_dict()
-        epoch, batch = self._loader.position if self._run else self._saved
+        epoch, batch = self._position()
         return {"epoch": epoch, "batch": batch, "seed": self.seed,
                 "batch_size": self.batch_size, "world_size": self.world_size,
                 "rank": self.rank, "drop_last": self.drop_last,
@@ -226,13 +261,7 @@ class DataLoader:
         not yet consumed when it was saved; later ones continue normally."""
         if self._generic is not None:
             return self._generic.load_state_dict(state)
-        mine = self.state_dict()
-        for k in _STATE_CHECKED:
-            if k in state and state[k] != mine[k]:
-                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
-                                 f"this loader has {mine[k]!r}")
-        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
-        self._run = 0
+        self._load_position(state, _STATE_CHECKED)
 
     def stats(self):
         """Counters, knob values and the latest telemetry (a dict)."""
@@ -252,14 +281,7 @@ class DataLoader:
     # ------------------------------------------------------------ native
 
     def _iter_native(self):
-        # Started here, not at the first next(), so batches are being
-        # prepared while the caller sets up its step.
-        epoch, batch = self._start
-        self._loader.start(epoch, batch)
-        self._start = (epoch + 1, 0)
-        self._runs += 1
-        self._run = self._runs
-        return self._batches(self._run)
+        return self._batches(self._begin())
 
     def _batches(self, run):
         from_numpy = self._torch.from_numpy
@@ -314,7 +336,7 @@ _TEXT_STATE_CHECKED = ("task", "seq_len", "batch_size", "world_size", "rank",
                        "drop_last", "seed", "shuffle")
 
 
-class TextLoader:
+class TextLoader(_Position):
     """TextLoader(sources, *, task="lm", tokenizer=None, vocab, seq_len=None,
     batch_size=8, shuffle=True, seed=0, rank=None, world_size=None,
     device=None, **options)
@@ -344,18 +366,10 @@ class TextLoader:
             seed=seed, rank=rank, world_size=world_size, drop_last=drop_last,
             epochs=1, **options)
         self.seq_len = self._loader.options["seq_len"]
-        self._start = (0, 0)  # where the next iteration begins
-        self._saved = (0, 0)  # state_dict's position between iterations
-        self._run = 0
-        self._runs = 0
+        self._position_init()
 
     def __iter__(self):
-        epoch, batch = self._start
-        self._loader.start(epoch, batch)
-        self._start = (epoch + 1, 0)
-        self._runs += 1
-        self._run = self._runs
-        return self._batches(self._run)
+        return self._batches(self._begin())
 
     def _batches(self, run):
         from_numpy = self._torch.from_numpy
@@ -375,14 +389,11 @@ class TextLoader:
 
     def set_epoch(self, epoch):
         """The next iteration streams epoch `epoch` from its first batch."""
-        if epoch < 0:
-            raise ValueError("epoch must be >= 0")
-        self._start = self._saved = (int(epoch), 0)
-        self._run = 0
+        self._set_epoch(epoch)
 
     def state_dict(self):
         """The exact position after the batches consumed so far."""
-        epoch, batch = self._loader.position if self._run else self._saved
+        epoch, batch = self._position()
         return {"epoch": epoch, "batch": batch, "task": self.task,
                 "seq_len": self.seq_len, "batch_size": self.batch_size,
                 "world_size": self.world_size, "rank": self.rank,
@@ -392,13 +403,7 @@ class TextLoader:
     def load_state_dict(self, state):
         """The next iteration yields exactly the batches of state's epoch
         not yet consumed when it was saved."""
-        mine = self.state_dict()
-        for k in _TEXT_STATE_CHECKED:
-            if k in state and state[k] != mine[k]:
-                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
-                                 f"this loader has {mine[k]!r}")
-        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
-        self._run = 0
+        self._load_position(state, _TEXT_STATE_CHECKED)
 
     def stats(self):
         return self._loader.stats()

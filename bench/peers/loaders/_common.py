@@ -100,21 +100,24 @@ def _stat_cpu(pid):
     return ((int(fields[11]) + int(fields[12])) / _TICK, (int(fields[13]) + int(fields[14])) / _TICK)
 
 
-def _descendants(root):
+def tree_pids(root):
+    """root and every process below it (from /proc/*/stat parent links);
+    bench/peers/run.py samples the workers' PSS with it too."""
     kids = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/stat") as f:
                     s = f.read()
+                # pid (comm) state ppid ...: comm may hold spaces and parentheses
                 kids.setdefault(int(s[s.rindex(")") + 2:].split()[1]), []).append(int(d))
             except (OSError, ValueError, IndexError):
                 pass
-    out, todo = [], list(kids.get(root, []))
-    while todo:
-        p = todo.pop()
+    out, stack = [], [root]
+    while stack:
+        p = stack.pop()
         out.append(p)
-        todo.extend(kids.get(p, []))
+        stack.extend(kids.get(p, []))
     return out
 
 
@@ -125,7 +128,7 @@ def _cpu():
     s = resource.getrusage(resource.RUSAGE_SELF)
     c = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
-    for pid in _descendants(os.getpid()):
+    for pid in tree_pids(os.getpid())[1:]:
         try:
             own, reaped = _stat_cpu(pid)
             total += own + reaped
