@@ -29,7 +29,9 @@ kept in the JSON; `dali` runs two documented pipelines (decode then
 random_resized_crop, and the fused decoders.image_random_crop) and reports
 the better.  Extra loader names: `sluice-cli` (the `sluice bench` CLI, no
 Python) and `sluice-numpy` (sluice.Loader, numpy batches, torch never
-imported: the engine's own memory next to `sluice`, which imports torch).
+imported: the engine's own memory next to `sluice`, which imports torch) and
+`sluice-tf` (sluice.tf.dataset inside tf.data, TensorFlow imported: sluice's
+memory under the same framework import as `tfdata`).
 
 Statistics (mean, std, 95% CI, paired t-test vs sluice) come from
 bench/stats.py.  The table goes to stdout; with --json the last stdout line
@@ -54,12 +56,13 @@ sys.path.insert(0, str(HERE / "loaders"))
 from _common import tree_pids  # noqa: E402  (the one process-tree walk)
 
 ALL = ["sluice", "torch", "torchdata", "dali", "tfdata", "spdl", "ffcv"]
-EXTRA = ["sluice-cli", "sluice-numpy"]
+EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf"]
 # loader name -> [(run id, worker script, --opt list)]
 VARIANTS = {
     "sluice": [("sluice", "sluice_worker.py", [])],
     "sluice-cli": [("sluice-cli", "sluice_cli_worker.py", [])],
     "sluice-numpy": [("sluice-numpy", "sluice_worker.py", ["api=numpy"])],
+    "sluice-tf": [("sluice-tf", "sluice_tf_worker.py", [])],
     "torch": [(f"torch[w={w}]", "torch_worker.py", [f"workers={w}"]) for w in (1, 2, 3, 4)],
     "torchdata": [("torchdata", "torchdata_worker.py", [])],
     "dali": [("dali[rrc]", "dali_worker.py", ["fused=0"]), ("dali[fused]", "dali_worker.py", ["fused=1"])],

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""sluice inside tf.data: sluice.tf.dataset(DIR) (TensorFlow imported, torch
+never), the way a Keras user would feed model.fit.
+
+sluice decodes, crops and flips in its C threads (--threads) into
+channels-last batches; from_generator hands each batch to TF (the one copy
+TF's generator interface forces); a batched map transposes to CHW, as the
+tfdata worker does per image, so every loader delivers the same layout.
+Its row shows sluice's memory and speed next to tf.data's own pipeline under
+the same framework import.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _common as C  # noqa: E402
+
+
+def main():
+    a = C.parse_args()
+    import tensorflow as tf
+    import sluice
+    import sluice.tf
+    C.ready()
+    tf.config.threading.set_inter_op_parallelism_threads(a.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    dt = "uint8" if a.out == "uint8" else "float32"
+
+    def build():
+        ds = sluice.tf.dataset(a.data, batch_size=a.batch, image_size=a.size, dtype=dt,
+                               shuffle=True, seed=a.seed, threads=a.threads, epochs=1)
+        keep = ds._sluice_loader
+        ds = ds.map(lambda x, y: (tf.transpose(x, [0, 3, 1, 2]), y)).prefetch(1)
+        ds._sluice_loader = keep
+        return ds
+
+    def to_numpy(b):
+        x, y = b
+        return x.dtype.name, tuple(x.shape), y.numpy()
+
+    cfg = (f"sluice.tf.dataset(DIR, batch_size={a.batch}, image_size={a.size}, dtype='{dt}', "
+           f"shuffle=True, threads={a.threads}, epochs=1) -> map(transpose to CHW) -> prefetch(1); "
+           f"TF inter-op threads {a.threads}; one iteration per epoch")
+    C.measure(a, build, lambda L, e: L, to_numpy, close=lambda L: L._sluice_loader.close(),
+              version=f"{getattr(sluice, '__version__', None) or '0.1.0'} + tensorflow-cpu {tf.__version__}",
+              config=cfg)
+
+
+if __name__ == "__main__":
+    C.main_guard(main)
