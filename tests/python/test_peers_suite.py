@@ -13,6 +13,7 @@ import sys
 from contextlib import redirect_stdout
 
 import pytest
+from conftest import synthetic_folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PEERS = os.path.join(ROOT, "bench", "peers")
@@ -25,12 +26,7 @@ import _common as C  # noqa: E402
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    if not SLUICE:
-        pytest.skip("SLUICE not set")
-    d = str(tmp_path_factory.mktemp("peers") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images", "48",
-                    "--classes", "3"], check=True, capture_output=True)
-    return d
+    return synthetic_folder(tmp_path_factory, "peers", 48, 3)
 
 
 def _have(mod):

@@ -4,6 +4,7 @@ import os
 import sys
 
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -14,14 +15,7 @@ sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    import subprocess
-
-    if not SLUICE:
-        pytest.skip("SLUICE not set")
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images", "40",
-                    "--classes", "2"], check=True, capture_output=True)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 40, 2)
 
 
 def test_policy_names(ds):

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import synthetic_folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCEN = os.path.join(ROOT, "bench", "scenarios")
@@ -28,12 +29,7 @@ def _load_table():
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    if not SLUICE:
-        pytest.skip("SLUICE not set")
-    d = str(tmp_path_factory.mktemp("scen") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images", "256",
-                    "--classes", "4"], check=True, capture_output=True)
-    return d
+    return synthetic_folder(tmp_path_factory, "scen", 256, 4)
 
 
 def _run(folder, tmp_path, *extra):
