@@ -3,10 +3,13 @@
 
 Transform: RandomResizedCrop(224) + RandomHorizontalFlip + PILToTensor,
 shuffle, batch 64.  Runs alternate (torch with each num_workers, then sluice's
-GenericLoader with each) inside every repeat, so drifting machine load hits
-both alike; prints the median samples/s of each configuration and the ratio
-of GenericLoader's best to torch's best.  Check `uptime` first: others may be
-benchmarking on the same cores.
+GenericLoader with each, then GenericLoader with fast_path=False) inside every
+repeat, so drifting machine load hits all alike; prints the median samples/s
+of each configuration and the ratio of GenericLoader's best to torch's best.
+GenericLoader comes from build/python (the built package, with its exact
+crop-decode fast path) when that exists, else from python/sluice/_generic.py
+alone (no fast path).  Check `uptime` first: others may be benchmarking on
+the same cores.
 
   .venv/bin/python bench/generic_compare.py [--root DIR] [--images N] [--json]
 """
@@ -27,6 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load_generic():
+    built = ROOT / "build" / "python"
+    if (built / "sluice" / "_generic.py").exists():
+        sys.path.insert(0, str(built))
+        from sluice._generic import GenericLoader
+        return GenericLoader
     spec = importlib.util.spec_from_file_location(
         "sluice_generic_bench", ROOT / "python" / "sluice" / "_generic.py")
     mod = importlib.util.module_from_spec(spec)
@@ -53,6 +61,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--torch-workers", default="1,2,3,4")
     ap.add_argument("--sluice-workers", default="2,3")
+    ap.add_argument("--nofast-workers", default="2",
+                    help="GenericLoader with fast_path=False at these num_workers ('' : none)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
@@ -64,8 +74,11 @@ def main():
     tw = [int(x) for x in a.torch_workers.split(",")]
     sw = [int(x) for x in a.sluice_workers.split(",")]
     res = {f"torch_w{w}": [] for w in tw}
+    nw = [int(x) for x in a.nofast_workers.split(",") if x]
     res.update({f"sluice_w{w}": [] for w in sw})
+    res.update({f"nofast_w{w}": [] for w in nw})
 
+    fast = "none"
     for rep in range(a.repeats):
         for w in tw:
             dl = torch.utils.data.DataLoader(ds, batch_size=a.batch, shuffle=True, num_workers=w,
@@ -76,6 +89,11 @@ def main():
             with GenericLoader(ds, batch_size=a.batch, shuffle=True, num_workers=w,
                                persistent_workers=True, seed=rep) as gl:
                 res[f"sluice_w{w}"].append(run(gl, a.epochs))
+                fast = gl.stats().get("fast_path", "none")
+        for w in nw:
+            with GenericLoader(ds, batch_size=a.batch, shuffle=True, num_workers=w,
+                               persistent_workers=True, seed=rep, fast_path=False) as gl:
+                res[f"nofast_w{w}"].append(run(gl, a.epochs))
         print(f"repeat {rep}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in res.items()),
               file=sys.stderr, flush=True)
 
@@ -83,7 +101,7 @@ def main():
     tbest = max((k for k in med if k.startswith("torch")), key=med.get)
     sbest = max((k for k in med if k.startswith("sluice")), key=med.get)
     print(f"images {len(ds)}, batch {a.batch}, epochs {a.epochs}, repeats {a.repeats} "
-          "(median samples/s)")
+          f"(median samples/s); sluice fast path: {fast}")
     for k, v in med.items():
         print(f"  {k:10s} {v:8.1f}   runs: " + " ".join(f"{x:.1f}" for x in res[k]))
     ratio = med[sbest] / med[tbest]
@@ -93,7 +111,7 @@ def main():
     if a.json:
         print(json.dumps({"torch_best": tbest, "torch_samples_per_s": med[tbest],
                           "sluice_best": sbest, "sluice_samples_per_s": med[sbest],
-                          "ratio": ratio, "medians": med, "runs": res}))
+                          "ratio": ratio, "fast_path": fast, "medians": med, "runs": res}))
 
 
 if __name__ == "__main__":

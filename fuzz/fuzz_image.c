@@ -40,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             x.dct_scale = dct;
             x.dtype = (mode + dct) & 1;
             x.layout = mode == 1;
+            x.strict = (b >> 3) & 1;
             x.box.x = w > 1 ? b % (w / 2) : 0;
             x.box.y = h > 1 ? (b >> 4) % (h / 2) : 0;
             x.box.w = w > 1 ? w / 2 : 0;

@@ -380,6 +380,8 @@ typedef struct sl_transform {
     int dtype, layout;
     float mean[3], std[3]; /**< float output; all zero: ImageNet */
     int no_dct_scale;      /**< 1: decode at full size */
+    int strict;            /**< 1: any corrupt-data warning fails the image
+                                (SL_ECORRUPT); 0: up to 64 are tolerated */
 } sl_transform_t;
 
 /** Reads an encoded image's size without decoding it (JPEG or PNG). */

@@ -12,7 +12,7 @@ long as you like: the engine then allocates another buffer.
 
 PyTorch users: `sluice.torch.DataLoader` (imports torch only when used).
 """
-from ._sluice import Error, Loader, TextLoader, image_transform, version
+from ._sluice import Error, Loader, TextLoader, image_info, image_transform, version
 
-__all__ = ["Error", "Loader", "TextLoader", "image_transform", "version"]
+__all__ = ["Error", "Loader", "TextLoader", "image_info", "image_transform", "version"]
 __version__ = version

@@ -139,7 +139,10 @@ class DataLoader(_Position):
     std=..., telemetry_ms=..., ...).
 
     Generic mode (dataset=...): torch DataLoader's arguments, run by
-    sluice._generic.GenericLoader.
+    sluice._generic.GenericLoader; a torchvision ImageFolder whose transform
+    starts with RandomResizedCrop is computed by sluice's crop-decode with
+    the same pixels as PIL's (sluice._fastpath; fast_path=False turns it
+    off).
     """
 
     def __init__(self, dataset=None, batch_size=None, shuffle=None,
@@ -198,6 +201,7 @@ class DataLoader(_Position):
                       batch_sampler, num_workers, collate_fn, drop_last,
                       seed, generator, prefetch_factor, persistent_workers,
                       timeout, worker_init_fn, options):
+        fast_path = options.pop("fast_path", True)
         if options:
             raise TypeError("unexpected arguments for dataset= (generic "
                             f"mode): {', '.join(sorted(options))}")
@@ -221,7 +225,7 @@ class DataLoader(_Position):
             drop_last=drop_last, seed=seed, generator=generator,
             prefetch_factor=2 if prefetch_factor is None else prefetch_factor,
             persistent_workers=persistent_workers, timeout=timeout,
-            worker_init_fn=worker_init_fn)
+            worker_init_fn=worker_init_fn, fast_path=fast_path)
 
     # ------------------------------------------------------------ common
 

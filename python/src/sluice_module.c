@@ -1,6 +1,7 @@
 /*
  * sluice._sluice module: errors, argument helpers shared with the loader,
- * image_transform (one sample, as the loader transforms it) and version.
+ * image_info (a header's size), image_transform (one sample, as the loader
+ * transforms it) and version.
  */
 #define SLUICE_PY_IMPORT_ARRAY
 #include "sluice_py.h"
@@ -134,7 +135,7 @@ static int parse_ints(PyObject *o, const char *what, int n, int *v)
 PyDoc_STRVAR(image_transform_doc,
              "image_transform(data, crop=None, size=None, flip=False, "
              "dtype='uint8', layout='chw', mean=None, std=None, "
-             "dct_scale=True)\n--\n\n"
+             "dct_scale=True, strict=False)\n--\n\n"
              "Decodes one JPEG/PNG (any bytes-like object), crops the box "
              "crop=(x, y, w, h)\n(None: the whole image), resizes it to "
              "size=(w, h) (None: the box's size),\nflips, converts, and "
@@ -143,15 +144,16 @@ PyDoc_STRVAR(image_transform_doc,
 static PyObject *image_transform(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = {"data",   "crop", "size", "flip",      "dtype",
-                             "layout", "mean", "std",  "dct_scale", NULL};
+    static char *kwlist[] = {"data",      "crop",   "size", "flip",
+                             "dtype",     "layout", "mean", "std",
+                             "dct_scale", "strict", NULL};
     Py_buffer buf;
     PyObject *crop = Py_None, *size = Py_None, *dt = NULL, *lay = NULL;
     PyObject *mean = Py_None, *std = Py_None;
-    int flip = 0, dct = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|OOpOOOOp", kwlist, &buf,
+    int flip = 0, dct = 1, strict = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|OOpOOOOpp", kwlist, &buf,
                                      &crop, &size, &flip, &dt, &lay, &mean,
-                                     &std, &dct))
+                                     &std, &dct, &strict))
         return NULL;
     sl_transform_t t;
     memset(&t, 0, sizeof t);
@@ -176,6 +178,7 @@ static PyObject *image_transform(PyObject *self, PyObject *args, PyObject *kw)
     t.out_h = wh[1] ? wh[1] : t.crop_h;
     t.flip = flip;
     t.no_dct_scale = !dct;
+    t.strict = strict;
     npy_intp dims[3] = {3, t.out_h, t.out_w};
     if (t.layout == SL_LAYOUT_HWC)
         dims[0] = t.out_h, dims[1] = t.out_w, dims[2] = 3;
@@ -198,7 +201,29 @@ out:
     return arr;
 }
 
+PyDoc_STRVAR(image_info_doc,
+             "image_info(data)\n--\n\n"
+             "(width, height) of a JPEG or PNG from its header alone "
+             "(sluice.Error if\nthe bytes are neither or the header is "
+             "damaged).");
+
+static PyObject *image_info(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE))
+        return NULL;
+    int w = 0, h = 0;
+    int rc = sl_image_info(buf.buf, (size_t)buf.len, &w, &h);
+    PyBuffer_Release(&buf);
+    if (rc)
+        return slpy_raise(rc, "not a JPEG or PNG image, or a damaged header",
+                          0);
+    return Py_BuildValue("(ii)", w, h);
+}
+
 static PyMethodDef methods[] = {
+    {"image_info", image_info, METH_O, image_info_doc},
     {"image_transform", (PyCFunction)(void (*)(void))image_transform,
      METH_VARARGS | METH_KEYWORDS, image_transform_doc},
     {NULL, NULL, 0, NULL}};

@@ -45,6 +45,7 @@ typedef struct sl__xform {
     float mean[3]; /* resolved (never all-zero here) */
     float std[3];
     int dct_scale; /* 1: may decode at 1/2, 1/4, 1/8 scale */
+    int strict;    /* 1: the first corrupt-data warning fails the image */
 } sl__xform_t;
 
 /* Decodes `bytes`, draws what is random from `crop_rng` / `flip_rng` (may be

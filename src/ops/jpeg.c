@@ -49,7 +49,7 @@ static void on_message(j_common_ptr c, int level)
         e->code = SL_ECORRUPT;
         longjmp(e->jb, 1);
     }
-    if (++e->warnings > SL__JPEG_MAX_WARNINGS) {
+    if (++e->warnings > e->max_warnings) {
         /* "too many ...: " then libjpeg's text, cut to fit */
         static const char pre[] = "too many corrupt-data warnings: ";
         char m[JMSG_LENGTH_MAX];
@@ -233,6 +233,7 @@ int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
             return rc;
     }
     s->jerr.warnings = 0;
+    s->jerr.max_warnings = x->strict ? 0 : SL__JPEG_MAX_WARNINGS;
     if (setjmp(s->jerr.jb)) {
         jpeg_abort_decompress(&s->dinfo);
         return sl__fail(err, errlen, s->jerr.code, "%s", s->jerr.msg);

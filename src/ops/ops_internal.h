@@ -76,8 +76,9 @@ typedef struct sl__fbox {
 typedef struct sl__jerr {
     struct jpeg_error_mgr pub;
     jmp_buf jb;
-    int code;     /* SL_E* to return */
-    int warnings; /* corrupt-data warnings seen in this image */
+    int code;         /* SL_E* to return */
+    int warnings;     /* corrupt-data warnings seen in this image */
+    int max_warnings; /* more than this fails the image */
     char msg[JMSG_LENGTH_MAX];
 } sl__jerr_t;
 

@@ -161,6 +161,7 @@ SL_API int sl_image_transform(const void *bytes, size_t len,
     memcpy(x.mean, mean_zero ? imagenet_mean : t->mean, sizeof x.mean);
     memcpy(x.std, std_zero ? imagenet_std : t->std, sizeof x.std);
     x.dct_scale = !t->no_dct_scale;
+    x.strict = t->strict != 0;
     sl__scratch_t *s = tls_scratch();
     if (!s)
         return sl__fail(err, errlen, SL_ENOMEM, "no memory for scratch");

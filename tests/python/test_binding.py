@@ -241,6 +241,21 @@ def test_image_transform(ds):
     assert b.shape == (8, 8, 3) and b.dtype == np.float32
     with pytest.raises(sluice.Error):
         sluice.image_transform(b"not an image")
+    w, h = sluice.image_info(data)
+    assert sluice.image_transform(data, dct_scale=False).shape == (3, h, w)
+    with pytest.raises(sluice.Error):
+        sluice.image_info(data[:10])
+    # strict: one corrupt-data warning fails the image; by default it is tolerated
+    bad = bytearray(data)
+    sos = bad.index(b"\xff\xda")
+    for k in range(sos + 40, len(bad) - 4, 97):
+        if bad[k] != 0xFF and bad[k - 1] != 0xFF:
+            bad[k] = 0xFF
+            bad.insert(k + 1, 0xD5)  # a stray RST5 marker inside the scan
+            break
+    sluice.image_transform(bytes(bad), size=(40, 30), dct_scale=False)
+    with pytest.raises(sluice.Error, match="corrupt-data|warning"):
+        sluice.image_transform(bytes(bad), size=(40, 30), dct_scale=False, strict=True)
 
 
 # ------------------------------------------------------------------ torch

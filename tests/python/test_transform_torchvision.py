@@ -28,7 +28,7 @@ class Transform(ctypes.Structure):
         ("flip", ctypes.c_int), ("dtype", ctypes.c_int),
         ("layout", ctypes.c_int),
         ("mean", ctypes.c_float * 3), ("std", ctypes.c_float * 3),
-        ("no_dct_scale", ctypes.c_int),
+        ("no_dct_scale", ctypes.c_int), ("strict", ctypes.c_int),
     ]
 
 
