@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generic mode vs torch's DataLoader on a PIL-based torchvision ImageFolder.
 
-Transform: RandomResizedCrop(224) + RandomHorizontalFlip + PILToTensor,
-shuffle, batch 64.  Runs alternate (torch with each num_workers, then sluice's
+Transform: RandomResizedCrop(224) + RandomHorizontalFlip + PILToTensor
+(--transform eval: Resize(256) + CenterCrop(224) + PILToTensor), shuffle,
+batch 64.  Runs alternate (torch with each num_workers, then sluice's
 GenericLoader with each, then GenericLoader with fast_path=False) inside every
 repeat, so drifting machine load hits all alike; prints the median samples/s
 of each configuration and the ratio of GenericLoader's best to torch's best.
@@ -63,11 +64,17 @@ def main():
     ap.add_argument("--sluice-workers", default="2,3")
     ap.add_argument("--nofast-workers", default="2",
                     help="GenericLoader with fast_path=False at these num_workers ('' : none)")
+    ap.add_argument("--transform", choices=("train", "eval"), default="train",
+                    help="train: RandomResizedCrop(224)+RandomHorizontalFlip+PILToTensor; "
+                         "eval: Resize(256)+CenterCrop(224)+PILToTensor")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
 
     GenericLoader = load_generic()
-    tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
+    if a.transform == "train":
+        tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
+    else:
+        tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.PILToTensor()])
     ds = torchvision.datasets.ImageFolder(a.root, transform=tf)
     if a.images:
         ds = torch.utils.data.Subset(ds, range(min(a.images, len(ds))))

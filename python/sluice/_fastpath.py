@@ -3,8 +3,10 @@
 ``plan(dataset)`` looks at a map-style dataset once, in each worker.  When it
 is a torchvision ``DatasetFolder`` / ``ImageFolder`` (possibly inside
 ``Subset``\\ s) that loads with torchvision's PIL loader and whose transform
-starts with ``RandomResizedCrop`` (bilinear, the default), it returns a
-function computing ``dataset[i]`` without PIL's full-image decode:
+starts with ``RandomResizedCrop`` or ``Resize`` (bilinear, the default), it
+returns a function computing ``dataset[i]`` without PIL's decode and resize
+(for ``Resize`` steps 2-3 decode the whole image and resize it to the size
+``F.resize`` computes):
 
 1. read the file; if it is a JPEG, take its size from the header;
 2. draw the crop with the transform's own ``get_params`` -- the same torch
@@ -20,9 +22,9 @@ The returned function gives ``None`` when sluice does not handle the file
 (not a JPEG, a header or data sluice rejects, even one corrupt-data warning),
 with the torch RNG as it found it: the caller then runs the ordinary
 ``dataset[i]``, so PIL's own tolerance or error decides, exactly as without
-sluice.  The
-pixels are equal, not close: tests/python/test_fastpath.py compares them on
-every photo of the ImageNet sample and on every JPEG flavour we make.
+sluice.  The pixels are equal, not close: tests/python/test_fastpath.py
+compares them on every photo of the ImageNet sample and on every JPEG
+flavour we make.
 
 One difference is visible, and only to code that looks for it: the image the
 rest of the transform receives has an empty ``info`` dict (PIL's resize
@@ -74,19 +76,25 @@ def plan(dataset):
         first, rest = tf.transforms[0], list(tf.transforms[1:])
     else:
         first, rest = tf, []
-    if type(first) is not T.RandomResizedCrop:
-        return None, "the transform does not start with RandomResizedCrop"
-    if (first.interpolation != InterpolationMode.BILINEAR or first.antialias is False
-            or len(first.size) != 2 or "get_params" in vars(first)):
-        return None, "RandomResizedCrop is not bilinear with antialiasing"
+    if type(first) not in (T.RandomResizedCrop, T.Resize):
+        return None, "the transform does not start with RandomResizedCrop or Resize"
+    if first.interpolation != InterpolationMode.BILINEAR or first.antialias is False:
+        return None, f"{type(first).__name__} is not bilinear with antialiasing"
+    if type(first) is T.RandomResizedCrop:
+        if len(first.size) != 2 or "get_params" in vars(first):
+            return None, "RandomResizedCrop with an unusual size or get_params"
+        geometry = _rrc_geometry(first)
+        what = "RandomResizedCrop: exact JPEG crop-decode"
+    else:
+        geometry = _resize_geometry(first)
+        if geometry is None:
+            return None, "Resize: an unusual size, or no _compute_resized_output_size here"
+        what = "Resize: exact JPEG decode + resize"
 
     samples = ds.samples
     target_transform = ds.target_transform
-    get_params, scale, ratio = first.get_params, first.scale, first.ratio
-    out_h, out_w = (int(v) for v in first.size)
     info, transform = _sluice.image_info, _sluice.image_transform
     Error = _sluice.Error
-    one = torch.empty(())  # get_params only reads the shape of what it is given
     get_rng_state, set_rng_state = torch.random.get_rng_state, torch.random.set_rng_state
     from PIL import Image
 
@@ -105,11 +113,13 @@ def plan(dataset):
             w, h = info(data)
         except Error:
             return None
+        bomb = Image.MAX_IMAGE_PIXELS
+        if bomb is not None and w * h > bomb:
+            return None  # PIL warns (or raises): let it
         rng = get_rng_state()
-        top, left, ch, cw = get_params(one.expand(3, h, w), scale, ratio)
+        box, size = geometry(w, h)
         try:
-            a = transform(data, crop=(left, top, cw, ch), size=(out_w, out_h), layout="hwc",
-                          dct_scale=False, strict=True)
+            a = transform(data, crop=box, size=size, layout="hwc", dct_scale=False, strict=True)
         except (Error, ValueError):
             set_rng_state(rng)  # as if nothing had run
             return None
@@ -120,4 +130,39 @@ def plan(dataset):
             target = target_transform(target)
         return img, target
 
-    return getitem, "torchvision DatasetFolder + RandomResizedCrop: exact JPEG crop-decode"
+    return getitem, f"torchvision DatasetFolder + {what}"
+
+
+def _rrc_geometry(rrc):
+    """(w, h) -> ((x, y, w, h) box, (w, h) output) as RandomResizedCrop.forward
+    draws it: its own get_params, on something of the image's shape."""
+    get_params, scale, ratio = rrc.get_params, rrc.scale, rrc.ratio
+    out = (int(rrc.size[1]), int(rrc.size[0]))
+    one = torch.empty(())  # get_params only reads the shape of what it is given
+
+    def geometry(w, h):
+        top, left, ch, cw = get_params(one.expand(3, h, w), scale, ratio)
+        return (left, top, cw, ch), out
+
+    return geometry
+
+
+def _resize_geometry(resize):
+    """(w, h) -> (None: the whole image, (w, h) output) as F.resize computes
+    it for a PIL image (an unchanged size is an identity resample: the same
+    pixels as F.resize's early return)."""
+    from torchvision.transforms import functional as F
+
+    compute = getattr(F, "_compute_resized_output_size", None)
+    if compute is None or resize.size is None:
+        return None
+    size = [resize.size] if isinstance(resize.size, int) else list(resize.size)
+    max_size = resize.max_size
+    if len(size) not in (1, 2) or (max_size is not None and len(size) != 1):
+        return None  # F.resize raises: let it
+
+    def geometry(w, h):
+        oh, ow = compute((h, w), size, max_size)
+        return None, (int(ow), int(oh))
+
+    return geometry

@@ -140,7 +140,7 @@ class DataLoader(_Position):
 
     Generic mode (dataset=...): torch DataLoader's arguments, run by
     sluice._generic.GenericLoader; a torchvision ImageFolder whose transform
-    starts with RandomResizedCrop is computed by sluice's crop-decode with
+    starts with RandomResizedCrop or Resize is computed by sluice's decode with
     the same pixels as PIL's (sluice._fastpath; fast_path=False turns it
     off).
     """

@@ -140,6 +140,20 @@ def test_fallbacks_return_none(jpeg_folder):
         assert_equal_samples(want, got, "cmyk.jpg")
 
 
+def test_decompression_bomb_limit_is_left_to_pil(jpeg_folder, monkeypatch):
+    """Over PIL's MAX_IMAGE_PIXELS PIL warns or raises: the fast path steps
+    aside so that the same warning / error comes."""
+    ds = rrc_folder(jpeg_folder)
+    fast, _ = _fastpath.plan(ds)
+    i = next(k for k, (p, _) in enumerate(ds.samples) if p.endswith("c_420/001.jpg"))  # 640x480
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 640 * 480 - 1)
+    assert fast(i) is None
+    with pytest.warns(Image.DecompressionBombWarning):
+        ds[i]
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 640 * 480)
+    assert fast(i) is not None
+
+
 @pytest.mark.skipif(not PHOTOS.is_dir(), reason=f"no photo folder at {PHOTOS}")
 def test_equal_on_every_imagenet_photo():
     """All 1,000 photos, RandomResizedCrop + flip + ToTensor + Normalize and a
@@ -163,10 +177,25 @@ def test_equal_on_every_imagenet_photo():
     assert declined <= 5, f"{declined} photos declined"
 
 
+@pytest.mark.skipif(not PHOTOS.is_dir(), reason=f"no photo folder at {PHOTOS}")
+def test_eval_transform_equal_on_imagenet_photos():
+    """Resize(256) + CenterCrop(224) + ToTensor + Normalize on every 4th photo."""
+    tf = T.Compose([T.Resize(256), T.CenterCrop(224), T.ToTensor(),
+                    T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    ds = tv.datasets.ImageFolder(str(PHOTOS), transform=tf)
+    fast, why = _fastpath.plan(ds)
+    assert fast is not None, why
+    for i in range(0, len(ds), 4):
+        got = fast(i)
+        assert got is not None and torch.equal(ds[i][0], got[0]), ds.samples[i][0]
+
+
 def test_plan_declines_what_it_cannot_reproduce(jpeg_folder):
     base = dict(root=jpeg_folder)
     declined = [
-        tv.datasets.ImageFolder(transform=T.Compose([T.Resize(256), T.CenterCrop(224)]), **base),
+        tv.datasets.ImageFolder(transform=T.Compose([T.CenterCrop(224), T.Resize(256)]), **base),
+        tv.datasets.ImageFolder(transform=T.Resize(
+            64, interpolation=T.InterpolationMode.BICUBIC), **base),
         tv.datasets.ImageFolder(transform=T.RandomResizedCrop(
             64, interpolation=T.InterpolationMode.NEAREST), **base),
         tv.datasets.ImageFolder(transform=T.Compose([T.RandomResizedCrop(64, antialias=False)]),
@@ -193,6 +222,29 @@ def test_plan_declines_what_it_cannot_reproduce(jpeg_folder):
     for ds in declined:
         fast, why = _fastpath.plan(ds)
         assert fast is None and why
+
+
+@pytest.mark.parametrize("first", [
+    lambda: T.Resize(256), lambda: T.Resize((100, 60)), lambda: T.Resize(64, max_size=80),
+    lambda: T.Resize(224), lambda: T.Resize([31])])
+def test_resize_first_equal(jpeg_folder, first):
+    """Resize (+ CenterCrop, the eval transform): the whole image decoded and
+    resized to the size F.resize computes; a 224-pixel short side under
+    Resize(224) is F.resize's early return (same pixels)."""
+    tf = T.Compose([first(), T.CenterCrop(48), T.PILToTensor()])
+    ds = tv.datasets.ImageFolder(jpeg_folder, transform=tf)
+    fast, why = _fastpath.plan(ds)
+    assert fast is not None and "Resize" in why, why
+    n = 0
+    for i, (path, _) in enumerate(ds.samples):
+        if path.endswith(".jpg") and "warn" not in path:
+            want, got = one(ds, fast, i, i)
+            if got is None:  # declined: only where sluice's output cap (8192 a side) is passed
+                assert max(Image.open(path).size) * 256 / min(Image.open(path).size) > 8192
+                continue
+            assert_equal_samples(want, got, os.path.basename(path))
+            n += 1
+    assert n >= len(FLAVOURS) * 4 + 2  # 17x900 and 1001x31 pass the cap under Resize(256)
 
 
 def test_subset_and_bare_transform(jpeg_folder):
