@@ -8,8 +8,10 @@ project venv's python) for the same number of steps with these loaders:
     torch  w=2    DataLoader(num_workers=2, persistent_workers=True)
     sluice        sluice.torch.DataLoader, default decode threads (one per core)
     sluice t=1    sluice.torch.DataLoader(num_workers=1)
+    sluice-gen w=2  sluice.torch.DataLoader(dataset=<torch's ImageFolder and
+                  transforms>, num_workers=2): the one-line swap (generic mode)
 
-Each repeat runs all four, in alternating order (reversed on odd repeats)
+Each repeat runs all five, in alternating order (reversed on odd repeats)
 so drift in machine load hits every configuration alike.  The model side
 is identical (ResNet-18, SGD, torch.set_num_threads = cores, see
 examples/train.py).  A run's rate is train.py's end-to-end samples/s over
@@ -36,6 +38,7 @@ CONFIGS = [
     ("torch w=2", "torch", ["--workers", "2"]),
     ("sluice", "sluice", []),
     ("sluice t=1", "sluice", ["--workers", "1"]),
+    ("sluice-gen w=2", "sluice-generic", ["--workers", "2"]),
 ]
 
 
@@ -106,7 +109,7 @@ def main():
         for name, loader, extra in order:
             r = run_one(args, loader, extra)
             results[name].append(r)
-            log(f"  repeat {rep + 1} {name:11s} {r['samples_per_s']:7.1f} "
+            log(f"  repeat {rep + 1} {name:14s} {r['samples_per_s']:7.1f} "
                 f"samples/s  step {r['step_ms']:6.1f} ms  wait "
                 f"{r['mean_wait_ms']:6.1f} ms ({100 * r['wait_share']:.1f}%)"
                 f"  [{r['wall_s']:.0f}s]")
@@ -115,11 +118,11 @@ def main():
         return statistics.median(r[key] for r in results[name])
 
     log("")
-    log(f"{'loader':12s} {'samples/s':>10s} {'min':>7s} {'max':>7s} "
+    log(f"{'loader':14s} {'samples/s':>10s} {'min':>7s} {'max':>7s} "
         f"{'step ms':>8s} {'wait ms':>8s} {'wait %':>7s}")
     for name, _, _ in CONFIGS:
         rates = [r["samples_per_s"] for r in results[name]]
-        log(f"{name:12s} {med(name, 'samples_per_s'):10.1f} {min(rates):7.1f} "
+        log(f"{name:14s} {med(name, 'samples_per_s'):10.1f} {min(rates):7.1f} "
             f"{max(rates):7.1f} {med(name, 'step_ms'):8.1f} "
             f"{med(name, 'mean_wait_ms'):8.2f} "
             f"{100 * med(name, 'wait_share'):6.1f}%")
@@ -132,6 +135,9 @@ def main():
     log(f"\nsluice {sl:.1f} vs torch (best, num_workers={best_w}) "
         f"{torch_rate:.1f} samples/s: ratio {ratio:.3f}x "
         f"(sluice t=1: {sl1 / torch_rate:.3f}x)")
+    gen = med("sluice-gen w=2", "samples_per_s")
+    log(f"generic mode (torch's dataset, one-line swap) {gen:.1f} samples/s: "
+        f"ratio {gen / torch_rate:.3f}x")
     if args.json:
         print(json.dumps({
             "steps": args.steps, "warmup": args.warmup,
@@ -145,6 +151,8 @@ def main():
             "sluice_t1_samples_per_s": round(sl1, 2),
             "ratio": round(ratio, 4),
             "ratio_sluice_t1": round(sl1 / torch_rate, 4),
+            "generic_samples_per_s": round(gen, 2),
+            "ratio_generic": round(gen / torch_rate, 4),
             "torch_wait_share": med(f"torch w={best_w}", "wait_share"),
             "sluice_wait_share": med("sluice", "wait_share"),
             "torch_step_ms": med(f"torch w={best_w}", "step_ms"),

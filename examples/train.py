@@ -4,6 +4,7 @@ DataLoader or sluice's, and report how long the trainer waits for data.
 
     PYTHONPATH=build/python .venv/bin/python examples/train.py --loader sluice
     PYTHONPATH=build/python .venv/bin/python examples/train.py --loader torch --workers 2
+    PYTHONPATH=build/python .venv/bin/python examples/train.py --loader sluice-generic --workers 2
 
 Loaders (same ops on both sides, float32 NCHW, ImageNet mean/std):
   torch   torchvision ImageFolder + RandomResizedCrop(size)
@@ -12,6 +13,11 @@ Loaders (same ops on both sides, float32 NCHW, ImageNet mean/std):
   sluice  sluice.torch.DataLoader(source=DIR, image_size=size, shuffle=True,
           seed=0, dtype=torch.float32, drop_last=True, num_workers=W)
           (num_workers = decode threads in the C engine; 0/None = one per core)
+  sluice-generic  torch's ImageFolder and transforms exactly as for torch,
+          handed to sluice.torch.DataLoader(dataset=..., num_workers=W,
+          shuffle=True, drop_last=True, persistent_workers=True, seed=0):
+          the one-line swap (its fast path decodes the crop in C with
+          PIL's pixels; the rest of the transform runs as written)
 
 Threads: the model and the loader share the machine's cores.  The model's
 intra-op pool is set with torch.set_num_threads(--model-threads), default
@@ -37,7 +43,7 @@ DEFAULT_DATA = "/work/shared/data/imagenet-sample"
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--loader", choices=("torch", "sluice"), required=True)
+    p.add_argument("--loader", choices=("torch", "sluice", "sluice-generic"), required=True)
     p.add_argument("--data", default=DEFAULT_DATA)
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--batch", type=int, default=32)
@@ -45,8 +51,8 @@ def parse_args():
                    help="image side; 64 gives ~0.5 s/step for ResNet-18 at "
                         "batch 32 on 2 cores (112 gives ~1.1 s)")
     p.add_argument("--workers", type=int, default=None,
-                   help="torch: DataLoader num_workers (default 2); sluice: "
-                        "decode threads (default: one per core)")
+                   help="torch, sluice-generic: worker processes (default 2); "
+                        "sluice: decode threads (default: one per core)")
     p.add_argument("--arch", default="resnet18")
     p.add_argument("--model-threads", type=int, default=None,
                    help="torch.set_num_threads for the model (default: cores)")
@@ -62,7 +68,7 @@ def count_classes(root):
     return sum(1 for e in os.scandir(root) if e.is_dir())
 
 
-def make_torch_loader(torch, args):
+def image_folder(args):
     import torchvision.transforms as T
     from torchvision.datasets import ImageFolder
     tf = T.Compose([
@@ -71,13 +77,25 @@ def make_torch_loader(torch, args):
         T.ToTensor(),
         T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]),
     ])
-    ds = ImageFolder(args.data, transform=tf)
+    return ImageFolder(args.data, transform=tf)
+
+
+def make_torch_loader(torch, args):
+    ds = image_folder(args)
     w = 2 if args.workers is None else args.workers
     g = torch.Generator()
     g.manual_seed(0)
     return torch.utils.data.DataLoader(
         ds, batch_size=args.batch, shuffle=True, num_workers=w,
         drop_last=True, persistent_workers=w > 0, generator=g), w
+
+
+def make_generic_loader(torch, args):
+    import sluice.torch
+    w = 2 if args.workers is None else args.workers
+    return sluice.torch.DataLoader(
+        image_folder(args), batch_size=args.batch, shuffle=True, num_workers=w,
+        drop_last=True, persistent_workers=w > 0, seed=0), w
 
 
 def make_sluice_loader(torch, args):
@@ -105,7 +123,8 @@ def main():
     torch.manual_seed(0)
     classes = count_classes(args.data)
 
-    make = make_torch_loader if args.loader == "torch" else make_sluice_loader
+    make = {"torch": make_torch_loader, "sluice": make_sluice_loader,
+            "sluice-generic": make_generic_loader}[args.loader]
     t_setup = time.perf_counter()
     loader, workers = make(torch, args)
     setup_s = time.perf_counter() - t_setup
@@ -127,7 +146,7 @@ def main():
     t_start = time.perf_counter()
     t_after_warm = None
     while step < args.steps:
-        if hasattr(loader, "set_epoch") and args.loader == "sluice":
+        if hasattr(loader, "set_epoch") and args.loader != "torch":
             loader.set_epoch(epoch)
         it = iter(loader)
         while step < args.steps:
