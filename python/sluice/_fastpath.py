@@ -3,7 +3,8 @@
 ``plan(dataset)`` looks at a map-style dataset once, in each worker.  When it
 is a torchvision ``DatasetFolder`` / ``ImageFolder`` (possibly inside
 ``Subset``\\ s) that loads with torchvision's PIL loader and whose transform
-starts with ``RandomResizedCrop`` or ``Resize`` (bilinear, the default), it
+starts with ``RandomResizedCrop`` or ``Resize`` (bilinear, the default;
+``torchvision.transforms`` or ``transforms.v2``), it
 returns a function computing ``dataset[i]`` without PIL's decode and resize
 (for ``Resize`` steps 2-3 decode the whole image and resize it to the size
 ``F.resize`` computes):
@@ -71,25 +72,35 @@ def plan(dataset):
     if ds.loader is not pil_loader and not (ds.loader is default_loader
                                             and torchvision.get_image_backend() == "PIL"):
         return None, "the dataset's loader is not torchvision's PIL loader"
+    try:
+        from torchvision.transforms import v2
+    except ImportError:  # torchvision < 0.15
+        v2 = None
     tf = ds.transform
-    if type(tf) is T.Compose and tf.transforms:
+    if type(tf) in (T.Compose, v2 and v2.Compose) and tf.transforms:
         first, rest = tf.transforms[0], list(tf.transforms[1:])
     else:
         first, rest = tf, []
-    if type(first) not in (T.RandomResizedCrop, T.Resize):
+    kinds = {T.RandomResizedCrop: _rrc_geometry, T.Resize: _resize_geometry}
+    if v2 is not None:
+        kinds.update({v2.RandomResizedCrop: _rrc_v2_geometry, v2.Resize: _resize_v2_geometry})
+    kind = kinds.get(type(first))
+    if kind is None:
         return None, "the transform does not start with RandomResizedCrop or Resize"
-    if first.interpolation != InterpolationMode.BILINEAR or first.antialias is False:
+    interp = first.interpolation  # v2 may keep it as a string ("bilinear")
+    if isinstance(interp, str) and not isinstance(interp, InterpolationMode):
+        interp = InterpolationMode._value2member_map_.get(interp.lower())
+    if interp != InterpolationMode.BILINEAR or first.antialias is False:
         return None, f"{type(first).__name__} is not bilinear with antialiasing"
-    if type(first) is T.RandomResizedCrop:
-        if len(first.size) != 2 or "get_params" in vars(first):
-            return None, "RandomResizedCrop with an unusual size or get_params"
-        geometry = _rrc_geometry(first)
-        what = "RandomResizedCrop: exact JPEG crop-decode"
-    else:
-        geometry = _resize_geometry(first)
-        if geometry is None:
-            return None, "Resize: an unusual size, or no _compute_resized_output_size here"
-        what = "Resize: exact JPEG decode + resize"
+    if any(m in vars(first) for m in ("get_params", "make_params", "forward", "transform")):
+        return None, f"{type(first).__name__} with a method replaced on the instance"
+    geometry = kind(first)
+    name = f"{'v2.' if v2 is not None and type(first).__module__.startswith(v2.__name__) else ''}" \
+        f"{type(first).__name__}"
+    if geometry is None:
+        return None, f"{name}: an unusual size, or no _compute_resized_output_size here"
+    what = (f"{name}: exact JPEG crop-decode" if "Crop" in name
+            else f"{name}: exact JPEG decode + resize")
 
     samples = ds.samples
     target_transform = ds.target_transform
@@ -136,6 +147,8 @@ def plan(dataset):
 def _rrc_geometry(rrc):
     """(w, h) -> ((x, y, w, h) box, (w, h) output) as RandomResizedCrop.forward
     draws it: its own get_params, on something of the image's shape."""
+    if len(rrc.size) != 2:
+        return None
     get_params, scale, ratio = rrc.get_params, rrc.scale, rrc.ratio
     out = (int(rrc.size[1]), int(rrc.size[0]))
     one = torch.empty(())  # get_params only reads the shape of what it is given
@@ -143,6 +156,38 @@ def _rrc_geometry(rrc):
     def geometry(w, h):
         top, left, ch, cw = get_params(one.expand(3, h, w), scale, ratio)
         return (left, top, cw, ch), out
+
+    return geometry
+
+
+def _rrc_v2_geometry(rrc):
+    """As _rrc_geometry for transforms.v2.RandomResizedCrop: its own
+    make_params, given one plain tensor of the image's shape (v2 reads the
+    size of every image-like input; a lone PIL image gives the same)."""
+    make = getattr(rrc, "make_params", None) or getattr(rrc, "_get_params", None)
+    if make is None or len(rrc.size) != 2:
+        return None
+    out = (int(rrc.size[1]), int(rrc.size[0]))
+    one = torch.empty(())
+
+    def geometry(w, h):
+        p = make([one.expand(3, h, w)])
+        return (p["left"], p["top"], p["width"], p["height"]), out
+
+    return geometry
+
+
+def _resize_v2_geometry(resize):
+    """(w, h) -> (None, output) as transforms.v2's PIL resize kernel computes it."""
+    try:
+        from torchvision.transforms.v2.functional._geometry import _compute_resized_output_size
+    except ImportError:
+        return None
+    size, max_size = resize.size, resize.max_size
+
+    def geometry(w, h):
+        oh, ow = _compute_resized_output_size((h, w), size=size, max_size=max_size)
+        return None, (int(ow), int(oh))
 
     return geometry
 

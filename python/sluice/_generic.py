@@ -26,7 +26,7 @@ batches hold the same indices in the same order, and for a deterministic
 Exact fast path
 ---------------
 For a torchvision ``ImageFolder`` / ``DatasetFolder`` (with the PIL loader)
-whose transform starts with ``RandomResizedCrop`` or ``Resize``,
+whose transform starts with ``RandomResizedCrop`` or ``Resize`` (v1 or v2),
 ``dataset[i]`` is computed by ``sluice._fastpath``: the transform's own
 ``get_params`` draws the crop, sluice decodes only that box of the JPEG and
 resamples it with PIL's bilinear weights, and the rest of the transform runs

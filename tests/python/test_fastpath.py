@@ -214,9 +214,16 @@ def test_plan_declines_what_it_cannot_reproduce(jpeg_folder):
 
     declined += [Sub(transform=T.RandomResizedCrop(64), **base),
                  tv.datasets.ImageFolder(transform=MyCrop(64), **base)]
+    patched = T.RandomResizedCrop(64)
+    patched.get_params = lambda *a: (0, 0, 1, 1)
+    declined.append(tv.datasets.ImageFolder(transform=patched, **base))
     try:
         from torchvision.transforms import v2
-        declined.append(tv.datasets.ImageFolder(transform=v2.RandomResizedCrop(64), **base))
+        declined += [
+            tv.datasets.ImageFolder(transform=v2.Compose([v2.RandomCrop(32), v2.Resize(64)]),
+                                    **base),
+            tv.datasets.ImageFolder(transform=v2.RandomResizedCrop(
+                64, interpolation=T.InterpolationMode.BICUBIC), **base)]
     except ImportError:
         pass
     for ds in declined:
@@ -245,6 +252,30 @@ def test_resize_first_equal(jpeg_folder, first):
             assert_equal_samples(want, got, os.path.basename(path))
             n += 1
     assert n >= len(FLAVOURS) * 4 + 2  # 17x900 and 1001x31 pass the cap under Resize(256)
+
+
+@pytest.mark.parametrize("which", ["train", "eval"])
+def test_transforms_v2_equal(jpeg_folder, which):
+    """torchvision.transforms.v2 (the documented API now): make_params draws
+    the crop; ToImage / ToDtype / Normalize run as written."""
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    tail = [v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])]
+    if which == "train":
+        tf = v2.Compose([v2.RandomResizedCrop(56), v2.RandomHorizontalFlip()] + tail)
+    else:
+        tf = v2.Compose([v2.Resize(72), v2.CenterCrop(56)] + tail)
+    ds = tv.datasets.ImageFolder(jpeg_folder, transform=tf)
+    fast, why = _fastpath.plan(ds)
+    assert fast is not None and why.startswith("torchvision DatasetFolder + v2."), why
+    n = 0
+    for i, (path, _) in enumerate(ds.samples):
+        if path.endswith(".jpg") and "warn" not in path:
+            for seed in range(3):
+                want, got = one(ds, fast, i, 100 * i + seed)
+                assert_equal_samples(want, got, f"{os.path.basename(path)} seed {seed}")
+                n += 1
+    assert n == 3 * (len(FLAVOURS) * 6 + 2)
 
 
 def test_subset_and_bare_transform(jpeg_folder):
