@@ -19,18 +19,26 @@ DLPack from the engine's buffer (no copy) for custom training loops;
 keeps its engine buffer out of the pool while any tensor made from it lives.
 
 Keyword options are sluice.Loader's (mode, dtype, threads, prefetch, seed,
-shuffle, rank, world_size, on_error, ...); layout is always "hwc".
+shuffle, rank, world_size, on_error, ...); layout is "hwc" (default, NHWC
+batches) or "chw" (NCHW, for channels_first models: the engine writes that
+layout itself, so no transpose runs in TF).
 """
 from . import _sluice
 
 __all__ = ["dataset", "batches", "jax_batches"]
 
 
+def _layout(options):
+    lay = options.get("layout", "hwc")
+    if lay not in ("hwc", "chw"):
+        raise ValueError("sluice.tf: layout is 'hwc' (channels-last, TF's "
+                         f"default) or 'chw' (channels_first models), not {lay!r}")
+    return lay
+
+
 def _loader(source, batch_size, image_size, options):
-    if options.pop("layout", "hwc") != "hwc":
-        raise ValueError("sluice.tf: layout is channels-last ('hwc'), as TF's")
-    return _sluice.Loader(source, batch_size, image_size, layout="hwc",
-                          **options)
+    options = dict(options, layout=_layout(options))
+    return _sluice.Loader(source, batch_size, image_size, **options)
 
 
 def _dtype(tf, options):
@@ -62,7 +70,9 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
             for images, labels in loader:
                 yield images, labels
 
-    sig = (tf.TensorSpec(shape=(None, image_size, image_size, 3), dtype=elem),
+    shape = ((None, image_size, image_size, 3) if _layout(options) == "hwc"
+             else (None, 3, image_size, image_size))
+    sig = (tf.TensorSpec(shape=shape, dtype=elem),
            tf.TensorSpec(shape=(None,), dtype=tf.int64))
     ds = tf.data.Dataset.from_generator(gen, output_signature=sig)
     ds._sluice_loader = loader  # stats(), knobs: ds._sluice_loader.set(...)

@@ -71,7 +71,11 @@ def test_tf_dataset_uint8_and_errors(ds, tmp_path):
     x, y = next(iter(stf.dataset(ds, batch_size=B, image_size=S)))
     assert x.dtype == tf.uint8 and x.shape == (B, S, S, 3) and y.dtype == tf.int64
     with pytest.raises(ValueError):
-        stf.dataset(ds, batch_size=B, image_size=S, layout="chw")
+        stf.dataset(ds, batch_size=B, image_size=S, layout="nchw")
+    # layout="chw": NCHW written by the engine, the same pixels transposed
+    xc, yc = next(iter(stf.dataset(ds, batch_size=B, image_size=S, layout="chw")))
+    assert xc.shape == (B, 3, S, S) and np.array_equal(yc.numpy(), y.numpy())
+    assert np.array_equal(xc.numpy(), np.transpose(x.numpy(), (0, 3, 1, 2)))
     with pytest.raises(sluice.Error, match="nope"):
         stf.dataset(str(tmp_path / "nope"), batch_size=B, image_size=S)
 

@@ -2,10 +2,10 @@
 """sluice inside tf.data: sluice.tf.dataset(DIR) (TensorFlow imported, torch
 never), the way a Keras user would feed model.fit.
 
-sluice decodes, crops and flips in its C threads (--threads) into
-channels-last batches; from_generator hands each batch to TF (the one copy
-TF's generator interface forces); a batched map transposes to CHW, as the
-tfdata worker does per image, so every loader delivers the same layout.
+sluice decodes, crops and flips in its C threads (--threads) straight into
+NCHW batches (layout="chw", the layout every loader here delivers);
+from_generator hands each batch to TF (the one copy TF's generator interface
+forces).
 Its row shows sluice's memory and speed next to tf.data's own pipeline under
 the same framework import.
 """
@@ -28,9 +28,10 @@ def main():
 
     def build():
         ds = sluice.tf.dataset(a.data, batch_size=a.batch, image_size=a.size, dtype=dt,
-                               shuffle=True, seed=a.seed, threads=a.threads, epochs=1)
+                               layout="chw", shuffle=True, seed=a.seed, threads=a.threads,
+                               epochs=1)
         keep = ds._sluice_loader
-        ds = ds.map(lambda x, y: (tf.transpose(x, [0, 3, 1, 2]), y)).prefetch(1)
+        ds = ds.prefetch(1)
         ds._sluice_loader = keep
         return ds
 
@@ -39,7 +40,7 @@ def main():
         return x.dtype.name, tuple(x.shape), y.numpy()
 
     cfg = (f"sluice.tf.dataset(DIR, batch_size={a.batch}, image_size={a.size}, dtype='{dt}', "
-           f"shuffle=True, threads={a.threads}, epochs=1) -> map(transpose to CHW) -> prefetch(1); "
+           f"layout='chw', shuffle=True, threads={a.threads}, epochs=1) -> prefetch(1); "
            f"TF inter-op threads {a.threads}; one iteration per epoch")
     C.measure(a, build, lambda L, e: L, to_numpy, close=lambda L: L._sluice_loader.close(),
               version=f"{getattr(sluice, '__version__', None) or '0.1.0'} + tensorflow-cpu {tf.__version__}",
