@@ -131,7 +131,7 @@ def plan(dataset):
         box, size = geometry(w, h)
         try:
             a = transform(data, crop=box, size=size, layout="hwc", dct_scale=False, strict=True)
-        except (Error, ValueError):
+        except (Error, ValueError, MemoryError):
             set_rng_state(rng)  # as if nothing had run
             return None
         img = Image.fromarray(a)
