@@ -95,8 +95,8 @@ def plan(dataset):
     if any(m in vars(first) for m in ("get_params", "make_params", "forward", "transform")):
         return None, f"{type(first).__name__} with a method replaced on the instance"
     geometry = kind(first)
-    name = f"{'v2.' if v2 is not None and type(first).__module__.startswith(v2.__name__) else ''}" \
-        f"{type(first).__name__}"
+    v2_kind = v2 is not None and type(first) in (v2.RandomResizedCrop, v2.Resize)
+    name = ("v2." if v2_kind else "") + type(first).__name__
     if geometry is None:
         return None, f"{name}: an unusual size, or no _compute_resized_output_size here"
     what = (f"{name}: exact JPEG crop-decode" if "Crop" in name

@@ -31,9 +31,9 @@ whose transform starts with ``RandomResizedCrop`` or ``Resize`` (v1 or v2),
 ``get_params`` draws the crop, sluice decodes only that box of the JPEG and
 resamples it with PIL's bilinear weights, and the rest of the transform runs
 as written -- the same pixels and RNG draws as PIL's path, 1.7-2× faster
-per image.  Files it
-does not handle take the ordinary ``dataset[i]``.  ``fast_path=False`` turns
-it off; ``stats()`` reports whether it applies and how many samples took it.
+per image.  Files it does not handle take the ordinary ``dataset[i]``.
+``fast_path=False`` turns it off; ``stats()`` reports whether it applies and
+how many samples took it.
 It needs the built package (``sluice._sluice``); loaded from its file alone,
 this module runs without it.
 
@@ -304,12 +304,16 @@ def _send(wlock, conn, msg):
         conn.send_bytes(data)
 
 
-def _reseed(gen, sseed):
-    gen.manual_seed(sseed)
-    random.seed(sseed)
-    np = sys.modules.get("numpy")
-    if np is not None:
-        np.random.seed(sseed & 0xFFFFFFFF)
+def _load(dataset, fast, index, counts):
+    """dataset[index], through the fast path when it takes the sample;
+    counts[0] += 1 when it did, counts[1] += 1 when it declined."""
+    if fast is not None:
+        sample = fast(index)
+        if sample is not None:
+            counts[0] += 1
+            return sample
+        counts[1] += 1
+    return dataset[index]
 
 
 def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl_r,
@@ -374,17 +378,16 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
                 mapped[name] = (mm, layout.views(mm))
             views = mapped[name][1]
         ok = True
-        nfast = nslow = 0
+        counts = [0, 0]  # fast path: taken, declined
         for k, index in enumerate(indices):
             try:
                 sseed = _mix64(base ^ _mix64(pos0 + k))
-                _reseed(gen, sseed)
-                sample = fast(index) if fast is not None else None
-                if sample is None:
-                    nslow += fast is not None
-                    sample = dataset[index]
-                else:
-                    nfast += 1
+                gen.manual_seed(sseed)
+                random.seed(sseed)
+                np = sys.modules.get("numpy")
+                if np is not None:
+                    np.random.seed(sseed & 0xFFFFFFFF)
+                sample = _load(dataset, fast, index, counts)
             except Exception:
                 w = _tutils.ExceptionWrapper(
                     where=f"in sluice GenericLoader worker {wid} while loading dataset[{index!r}]")
@@ -413,7 +416,7 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
                 ok = False
                 break
         if ok:
-            _send(res_lock, res_w, ("k", tid, wid, time.perf_counter() - t0, (nfast, nslow)))
+            _send(res_lock, res_w, ("k", tid, wid, time.perf_counter() - t0, counts))
 
 
 # --------------------------------------------------------------------------
@@ -851,13 +854,9 @@ class GenericLoader:
             return self._iter_inprocess(st, batches, gen)
         return self._iter_workers(st, batches, pos, gen)
 
-    def _inprocess_item(self, fast, i):
-        sample = fast(i)
-        if sample is None:
-            self._stats["fastpath_fallbacks"] += 1
-            return self.dataset[i]
-        self._stats["fastpath"] += 1
-        return sample
+    def _count_fast(self, counts):
+        self._stats["fastpath"] += counts[0]
+        self._stats["fastpath_fallbacks"] += counts[1]
 
     def _iter_inprocess(self, st, batches, gen):
         fast = None
@@ -868,10 +867,9 @@ class GenericLoader:
                 return
             t0 = time.perf_counter()
             if self._auto_collation:
-                if fast is not None:
-                    out = self.collate_fn([self._inprocess_item(fast, i) for i in b])
-                else:
-                    out = self.collate_fn([self.dataset[i] for i in b])
+                counts = [0, 0]
+                out = self.collate_fn([_load(self.dataset, fast, i, counts) for i in b])
+                self._count_fast(counts)
                 self._stats["samples"] += len(b)
             else:
                 out = self.collate_fn(self.dataset[b])
@@ -1018,8 +1016,7 @@ class GenericLoader:
             if kind == "e" and rec.error is None:
                 rec.error = payload
             if kind == "k":
-                self._stats["fastpath"] += payload[0]
-                self._stats["fastpath_fallbacks"] += payload[1]
+                self._count_fast(payload)
             rec.done += cnt
         if any(s in ready for s in sentinels):
             pool.check_dead()

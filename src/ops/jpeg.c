@@ -11,7 +11,8 @@
  *   together), then jpeg_abort_decompress (no need to finish the file).
  * Errors longjmp back with libjpeg's message; nothing is printed. A
  * premature end of file (truncated input) is an error, as in PIL; other
- * corrupt-data warnings are tolerated up to a small count. */
+ * corrupt-data warnings are tolerated up to a small count (none when the
+ * transform is strict). */
 #include <string.h>
 
 #include <jerror.h>
@@ -50,11 +51,12 @@ static void on_message(j_common_ptr c, int level)
         longjmp(e->jb, 1);
     }
     if (++e->warnings > e->max_warnings) {
-        /* "too many ...: " then libjpeg's text, cut to fit */
-        static const char pre[] = "too many corrupt-data warnings: ";
+        /* a prefix, then libjpeg's text, cut to fit */
+        const char *pre = e->max_warnings ? "too many corrupt-data warnings: "
+                                          : "corrupt-data warning (strict): ";
         char m[JMSG_LENGTH_MAX];
         c->err->format_message(c, m);
-        size_t k = sizeof pre - 1, left = sizeof e->msg - k - 1;
+        size_t k = strlen(pre), left = sizeof e->msg - k - 1;
         memcpy(e->msg, pre, k);
         size_t ml = strlen(m);
         if (ml > left)
