@@ -113,7 +113,7 @@ static int parse_events(const char *s, sl__sim_profile_t *p)
         e.kind = sl__sim_event_kind(colon + 1);
         rc |= !e.kind;
         e.value = strtod(eq + 1, &end);
-        rc |= *end || !(e.value >= 0);
+        rc |= *end || sl__sim_event_check(&e);
         if (!rc)
             p->events[p->n_events++] = e;
     }

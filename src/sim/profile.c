@@ -182,6 +182,20 @@ static const field_t fields[] = {
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
+int sl__sim_event_check(const sl__sim_event_t *e)
+{
+    if (!(e->t >= 0 && e->t <= 1e9) || e->kind < 1 ||
+        e->kind > SL_SIM_EV_CONSUMER_CPU)
+        return -1;
+    /* each kind sets the profile key of the same name: same range */
+    for (size_t j = 0; j < NFIELDS; j++)
+        if (!strcmp(fields[j].key, kind_names[e->kind])) {
+            int ok = e->value >= fields[j].lo && e->value <= fields[j].hi;
+            return ok ? 0 : -1;
+        }
+    return -1;
+}
+
 static int parse_events(json_t *arr, sl__sim_profile_t *p, char *err,
                         size_t len)
 {
@@ -237,12 +251,12 @@ static int parse_events(json_t *arr, sl__sim_profile_t *p, char *err,
                                 i, k);
             }
         }
-        if (!(e.t >= 0 && e.t <= 1e9) || !e.kind || !(e.value >= 0) ||
-            !(e.value <= 1e15) ||
-            (e.kind == SL_SIM_EV_CONSUMER_CPU && e.value > 1))
+        if (sl__sim_event_check(&e))
             return sl__fail(err, len, SL_EINVAL,
-                            "profile key 'events[%zu]': needs t >= 0, a kind "
-                            "and a value >= 0 (consumer_cpu <= 1)",
+                            "profile key 'events[%zu]': needs t in 0..1e9, a "
+                            "kind and a value within the range of the profile "
+                            "key of that name (interfere 0..4096, storage_bw "
+                            "0..1e15, step_ms 0..1e7, consumer_cpu 0..1)",
                             i);
         p->events[p->n_events++] = e;
     }

@@ -120,6 +120,9 @@ void sl__sim_on_batch(sl__sim_t *s, void (*fn)(void *, double, double),
  * "consumer_cpu"); 0 when unknown. */
 int sl__sim_event_kind(const char *name);
 const char *sl__sim_event_name(int kind);
+/* 0 when t is in 0..1e9 and value within the range of the profile key
+ * the kind sets (interfere 0..4096, ...); -1 otherwise. */
+int sl__sim_event_check(const sl__sim_event_t *e);
 
 /* Advances `dt` seconds (the telemetry period, 0.1) and fills *out for
  * that interval. */
