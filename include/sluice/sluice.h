@@ -1,14 +1,26 @@
 /*
  * sluice: a resource-aware, adaptive data-loading engine for neural-network
- * training. This is the one public header of libsluice.
+ * training. This is the core header of libsluice: errors, the image loader,
+ * the image transform. Other concerns have their own headers, each
+ * including this one: sluice/telemetry.h (snapshots, JSON), sluice/text.h
+ * (the text loader), sluice/tokenizer.h, sluice/analysis.h.
  *
  * Conventions (see docs/DESIGN.md):
  *   - Every object is an opaque handle made by sl_X_create and freed by
  *     sl_X_destroy; destroying NULL does nothing.
  *   - Functions return int: 0 on success, a negative SL_E* code otherwise.
- *     sl_strerror() names the code; sl_X_last_error() gives the human message
- *     (file, record, cause) of the last failure on that handle.
- *   - Option structs: all-zero means "default" for every field.
+ *     sl_strerror() names the code; sl_X_last_error(h) gives the human
+ *     message (file, record, cause) of the last call on h that failed on
+ *     the calling thread (like errno: per thread, so a scheduler or another
+ *     thread never overwrites it).
+ *   - Structs the caller allocates start with `size_t size` and are made
+ *     ready by their sl_X_init(), which zeroes them and sets size to the
+ *     header's sizeof. The library reads and writes only the first `size`
+ *     bytes, so a program built against an older header keeps working with
+ *     a newer library (fields are only ever added at the end); size 0 (a
+ *     struct never initialised) is refused with SL_EINVAL.
+ *   - Option structs: all-zero (after sl_X_init) means "default" for every
+ *     field; the resolved values are read back with sl_X_options().
  *   - Threads: unless a function says otherwise, one handle is used by one
  *     thread at a time. Functions documented "any thread" may be called
  *     concurrently with everything else on the same handle.
@@ -96,8 +108,10 @@ typedef enum sl_on_error {
 
 /* --------------------------------------------------------------- options */
 
-/** Loader options; a zero field takes the default in brackets. */
+/** Loader options; a zero field takes the default in brackets. Make one
+ *  with sl_options_init(). */
 typedef struct sl_options {
+    size_t size;                 /**< sizeof(sl_options_t), by sl_options_init */
     int batch_size;              /**< samples per batch [64] */
     int image_size;              /**< output is image_size x image_size [224] */
     int mode;                    /**< sl_mode_t [SL_MODE_TRAIN] */
@@ -146,16 +160,6 @@ typedef struct sl_options {
     void *(*buffer_alloc)(size_t bytes, void *ctx);
     void (*buffer_free)(void *p, void *ctx);
     void *buffer_ctx;
-    /** Emulated slow or remote storage, for tests and benchmarks; both
-     *  change live (SL_PARAM_READ_LATENCY_US, SL_PARAM_READ_BYTES_PER_S).
-     *  Waits, not CPU; digests are unchanged. read_latency_us: each read
-     *  completes no sooner than this after it was issued (a request's round
-     *  trip; R read threads keep R reads outstanding and hide it) [0: off].
-     *  read_bytes_per_s: a token bucket shared by all readers caps the
-     *  bytes read at burst + rate x time, burst = 50 ms of traffic, at
-     *  least 64 KiB (a link's or a disk's bandwidth) [0: no cap]. */
-    int64_t read_latency_us;
-    int64_t read_bytes_per_s;
     /** SL_POLICY_RL: the weights file (docs/POLICY.md) [NULL: the default
      *  policy built into the library]. Read once by sl_loader_create, which
      *  fails with the file and the cause if it cannot be used. */
@@ -166,6 +170,9 @@ typedef struct sl_options {
      *  deterministic actions]. */
     int learn;
 } sl_options_t;
+
+/** Zeroes *o (every field its default) and sets o->size. */
+SL_API void sl_options_init(sl_options_t *o);
 
 typedef enum sl_policy {
     SL_POLICY_HEURISTIC = 0, /**< hill-climbing on stall and busy signals */
@@ -194,16 +201,13 @@ typedef struct sl_batch {
     int64_t index;       /**< batch index within the epoch (this rank) */
 } sl_batch_t;
 
-/** Runtime knobs; each may change while batches flow. */
+/** Runtime knobs; each may change while batches flow. The text loader
+ *  has SL_PARAM_DECODE_THREADS (its tokenizing workers) only. */
 typedef enum sl_param {
-    SL_PARAM_READ_THREADS = 1,
-    SL_PARAM_DECODE_THREADS = 2,
-    SL_PARAM_PREFETCH = 3, /**< batch buffers in flight (memory) */
-    /** Emulated storage (sl_options_t.read_latency_us / read_bytes_per_s):
-     *  not scheduler knobs but the world's, changed by tests and benchmarks;
-     *  0 (or SL_AUTOTUNE) turns that part off. */
-    SL_PARAM_READ_LATENCY_US = 4, /**< microseconds per read, <= 60 s */
-    SL_PARAM_READ_BYTES_PER_S = 5 /**< bandwidth cap in bytes/s */
+    SL_PARAM_READ_THREADS = 1,   /**< read stage workers (I/O depth) */
+    SL_PARAM_DECODE_THREADS = 2, /**< decode+transform (text: tokenize)
+                                      workers */
+    SL_PARAM_PREFETCH = 3        /**< batch buffers in flight (memory) */
 } sl_param_t;
 
 /** Where a loader stands: the next batch it will hand out. */
@@ -212,8 +216,9 @@ typedef struct sl_position {
     int64_t batch;
 } sl_position_t;
 
-/** Counters since the loader was created. */
+/** Counters since the loader was created. Make one with sl_stats_init(). */
 typedef struct sl_stats {
+    size_t size;            /**< sizeof(sl_stats_t), by sl_stats_init */
     int64_t samples;        /**< samples handed out */
     int64_t batches;        /**< batches handed out */
     int64_t errors_skipped; /**< samples left out under SL_ON_ERROR_SKIP */
@@ -221,9 +226,13 @@ typedef struct sl_stats {
     int64_t wait_ns;        /**< time the consumer spent blocked in next */
 } sl_stats_t;
 
+/** Zeroes *st and sets st->size. */
+SL_API void sl_stats_init(sl_stats_t *st);
+
 /**
  * Opens a source and prepares a loader (no thread runs before
- * sl_loader_start). `opt` may be NULL (all defaults).
+ * sl_loader_start). `opt` may be NULL (all defaults); else it must come
+ * from sl_options_init().
  * @return 0 and *out, or SL_E*; the message is in sl_loader_last_error(NULL)
  *         of the calling thread.
  */
@@ -234,9 +243,19 @@ SL_API int sl_loader_create(const char *source, const sl_options_t *opt,
  *  included. NULL does nothing. */
 SL_API void sl_loader_destroy(sl_loader_t *l);
 
-/** @return the message of the last failure on l; for l == NULL, of the last
- *  failed sl_loader_create on this thread. Valid until the next call on l. */
+/** @return the message of the last call on l that failed on this thread
+ *  ("" when the last failure on this thread was on another handle); for
+ *  l == NULL, of the last failed sl_loader_create on this thread. Never
+ *  NULL; valid until the next failing sluice call on this thread. Failures
+ *  on other threads (the scheduler's refused steps, another thread's
+ *  calls) never change it. Any thread. */
 SL_API const char *sl_loader_last_error(const sl_loader_t *l);
+
+/** The options in force, every default resolved (thread counts, prefetch,
+ *  mean/std, crop ranges...): what the loader was created with, not the
+ *  knobs' live values (sl_loader_get). out->size must be set
+ *  (sl_options_init). Any thread. */
+SL_API int sl_loader_options(const sl_loader_t *l, sl_options_t *out);
 
 /** @return samples in the whole source (all ranks). */
 SL_API int64_t sl_loader_num_samples(const sl_loader_t *l);
@@ -252,9 +271,9 @@ SL_API size_t sl_loader_batch_bytes(const sl_loader_t *l);
 /**
  * Starts (or restarts) streaming at `pos` (NULL: epoch 0, batch 0) for
  * opt.epochs epochs counted from pos->epoch. Batches of an earlier start
- * still held must have been released. Resuming from a saved position
- * yields exactly the batches the first run had not yet handed out (ordered
- * mode).
+ * that are still held stay valid until released (they count against the
+ * prefetch depth until then). Resuming from a saved position yields
+ * exactly the batches the first run had not yet handed out (ordered mode).
  */
 SL_API int sl_loader_start(sl_loader_t *l, const sl_position_t *pos);
 
@@ -268,111 +287,43 @@ SL_API int sl_loader_start(sl_loader_t *l, const sl_position_t *pos);
  */
 SL_API int sl_loader_next(sl_loader_t *l, const sl_batch_t **out);
 
-/** Gives a batch's buffer back for reuse. Each batch exactly once. */
+/** Gives a batch's buffer back for reuse. Each batch exactly once. Any
+ *  thread. */
 SL_API void sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
 
 /** Sets a knob while running or not (SL_AUTOTUNE: its default value).
- *  SL_ERANGE beyond the budgets: decode threads + 1 > max_threads when
- *  given, prefetch beyond max_memory_bytes. Read threads (I/O depth) are
- *  not counted in max_threads.
+ *  SL_ERANGE outside sl_loader_param_range (the budgets: decode threads +
+ *  1 > max_threads when given, prefetch beyond max_memory_bytes; read
+ *  threads are I/O depth, not counted in max_threads).
  *  The scheduler changes knobs through this same call. Any thread. */
 SL_API int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value);
 /** Reads a knob's value in force. Any thread. */
 SL_API int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value);
+/** The values sl_loader_set accepts for p on this loader, [*min, *max]
+ *  (the engine's limits narrowed by the budgets given). Any thread. */
+SL_API int sl_loader_param_range(const sl_loader_t *l, sl_param_t p,
+                                 int64_t *min, int64_t *max);
 
 /** The next batch that sl_loader_next will hand out (ordered mode). */
 SL_API int sl_loader_position(const sl_loader_t *l, sl_position_t *pos);
 
-/** Copies the counters. Any thread. */
+/** Copies the counters (st->size bytes; sl_stats_init). Any thread. */
 SL_API int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st);
 
-/** @return how many samples were skipped so far (SL_ON_ERROR_SKIP). */
+/** @return how many samples were skipped so far (SL_ON_ERROR_SKIP). Any
+ *  thread. */
 SL_API int64_t sl_loader_skipped_count(const sl_loader_t *l);
 /** @return the message for skip i (0-based, in the order they happened,
  *  "epoch E: FILE: cause"), valid for the loader's life; NULL if out of
  *  range. At most the first 10000 are kept. */
 SL_API const char *sl_loader_skipped_message(const sl_loader_t *l, int64_t i);
 
-/* ------------------------------------------------------------- telemetry */
-
-#define SL_SNAPSHOT_MAX_CORES 256
-
-/** Per pipeline stage, over the last interval. */
-typedef struct sl_stage_stats {
-    int workers;         /**< threads set to work */
-    double busy;         /**< 0..1: busy time / (workers x interval) */
-    double items_per_s;  /**< samples through the stage per second */
-    int64_t items_total; /**< since the loader was created */
-    int queue_depth;     /**< items waiting at the stage's input */
-    int queue_capacity;
-} sl_stage_stats_t;
-
-/** One telemetry sample: the machine, the GPU and the pipeline. Rates and
- *  fractions are over the interval since the previous snapshot. Fields
- *  that cannot be read on this machine are negative (never invented). */
-typedef struct sl_snapshot {
-    double t;          /**< seconds since the loader was created */
-    double interval_s; /**< length of the interval the rates cover */
-    /* machine */
-    int ncpu;
-    double cpu_total; /**< 0..1 of the whole machine, busy */
-    double cpu_self;  /**< 0..1 of the machine, this process */
-    double cpu_other; /**< 0..1 of the machine, everyone else */
-    float cpu_core[SL_SNAPSHOT_MAX_CORES]; /**< 0..1 per core */
-    int run_queue; /**< runnable threads (procs_running) */
-    double psi_cpu_some, psi_io_some, psi_io_full, psi_mem_some,
-        psi_mem_full; /**< PSI avg10 in %, < 0 when absent */
-    int64_t mem_total_bytes, mem_available_bytes, rss_bytes;
-    double disk_read_bytes_per_s; /**< device holding the data, < 0 unknown */
-    double disk_busy;             /**< its I/O time share 0..1, < 0 unknown */
-    double self_read_bytes_per_s; /**< this process, /proc/self/io */
-    double net_rx_bytes_per_s, net_tx_bytes_per_s;
-    /* GPU 0 through NVML, when present */
-    int gpu_present; /**< 0: no driver/GPU; the gpu_* fields are < 0 */
-    int gpu_count;
-    double gpu_util, gpu_power_w;
-    int64_t gpu_mem_used_bytes, gpu_mem_total_bytes;
-    double gpu_pcie_rx_bytes_per_s, gpu_pcie_tx_bytes_per_s;
-    double energy_j; /**< joules since the loader was created (RAPL package +
-                          NVML), < 0 when neither is readable */
-    /* pipeline */
-    double samples_per_s;
-    double stall_fraction;   /**< consumer time blocked in next / interval */
-    double batch_latency_ms; /**< mean first claim -> ready, this interval */
-    double consumer_wait_ms; /**< mean wait per batch handed out */
-    int64_t samples_total, batches_total, errors_skipped, bytes_read_total;
-    double read_bytes_per_s; /**< stored bytes the loader read */
-    sl_stage_stats_t read, decode;
-    int prefetch;      /**< batch buffers allowed (knob) */
-    int batches_ready; /**< complete batches waiting for the consumer */
-    int batches_filling;
-    /* scheduler: the last knob change, when one happened this interval */
-    int64_t decisions_total;
-    int decision_new;       /**< 1: decision_* describe a change made in
-                                 this interval */
-    char decision_knob[24]; /**< "decode_threads" | "read_threads" |
-                                 "prefetch" */
-    int decision_from, decision_to;
-    char decision_reason[160];
-} sl_snapshot_t;
-
-/** The latest snapshot (zeroed with t = 0 before the first tick).
- *  SL_ESTATE when the collector is off. Any thread. */
-SL_API int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out);
-
-/** Up to `max` most recent snapshots, oldest first (the ring keeps 600).
- *  @return how many were copied, or SL_E*. Any thread. */
-SL_API int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out,
-                               int max);
-
-/** Writes one snapshot as a JSON object (no newline) into buf.
- *  @return the length it needs (as snprintf). */
-SL_API int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len);
-
 /* ----------------------------------------------------------------- image */
 
-/** One image transform, as the loader applies it to one sample. */
+/** One image transform, as the loader applies it to one sample. Make one
+ *  with sl_transform_init(). */
 typedef struct sl_transform {
+    size_t size; /**< sizeof(sl_transform_t), by sl_transform_init */
     int crop_x, crop_y, crop_w, crop_h; /**< box in source pixels; w or h
                                              0: the whole image */
     int out_w, out_h;                   /**< output size (resize of the box) */
@@ -384,6 +335,10 @@ typedef struct sl_transform {
                                 (SL_ECORRUPT); 0: up to 64 are tolerated */
 } sl_transform_t;
 
+/** Zeroes *t (whole image, no flip, uint8 CHW, ImageNet mean/std) and sets
+ *  t->size. */
+SL_API void sl_transform_init(sl_transform_t *t);
+
 /** Reads an encoded image's size without decoding it (JPEG or PNG). */
 SL_API int sl_image_info(const void *bytes, size_t len, int *width,
                          int *height);
@@ -391,134 +346,12 @@ SL_API int sl_image_info(const void *bytes, size_t len, int *width,
 /**
  * Decodes an encoded image (JPEG or PNG; grey and CMYK become RGB), crops,
  * resizes (antialiased bilinear, as PIL), flips and converts into `out`,
- * which must hold out_w * out_h * 3 samples of t->dtype.
+ * which must hold out_w * out_h * 3 samples of t->dtype. Any thread.
  * @return 0, or SL_E* with a message written to err (may be NULL).
  */
 SL_API int sl_image_transform(const void *bytes, size_t len,
                               const sl_transform_t *t, void *out, char *err,
                               size_t errlen);
-
-/* ------------------------------------------------------------------ text */
-
-/** Text batch modes (docs/TEXT.md gives their exact definitions). */
-typedef enum sl_text_task {
-    SL_TEXT_LM = 0, /**< windows of seq_len + 1 tokens of the documents
-                         joined with EOS: input_ids, labels (shifted) */
-    SL_TEXT_MLM = 1 /**< BERT instances of max_len with [CLS]/[SEP], 15 %
-                         masked (80/10/10) */
-} sl_text_task_t;
-
-/** Text loader options; a zero field takes the default in brackets. */
-typedef struct sl_text_options {
-    int task;              /**< sl_text_task_t [SL_TEXT_LM] */
-    const char *tokenizer; /**< "gpt2", a tiktoken encoding name
-                                ("cl100k_base", ...) or "wordpiece"
-                                [lm: "gpt2", mlm: "wordpiece"] */
-    const char *vocab;     /**< encoder.json | rank file | vocab.txt */
-    const char *merges;    /**< gpt2: vocab.bpe */
-    int cased;             /**< wordpiece: keep case and accents [uncased] */
-    int doc_per_file;      /**< plain text: a file is one document [a line] */
-    int seq_len;           /**< lm: tokens per sequence [1024]; mlm:
-                                max_len [512] */
-    int batch_size;        /**< sequences per batch [8] */
-    uint64_t seed;         /**< everything random follows the seed [0] */
-    int no_shuffle;        /**< 1: documents and windows in source order */
-    int drop_last;         /**< 1: no short last batch in an epoch */
-    int rank;              /**< this process's rank [0] */
-    int world_size;        /**< ranks sharing the data [1] */
-    int64_t epochs;        /**< epochs streamed by one start [1] */
-    int threads;           /**< tokenizing workers [online cores] */
-    int fail_on_error;     /**< 1: a bad document ends the stream [0: it is
-                                skipped, counted and described] */
-    int32_t eos_id;        /**< lm: token after each document [0: the
-                                tokenizer's <|endoftext|>, or [SEP]] */
-    double mask_prob;      /**< mlm: share of tokens predicted [0.15] */
-    int64_t chunk_bytes;   /**< documents per tokenizing job, in stored
-                                bytes [262144] */
-    int group_chunks;      /**< chunks whose samples are shuffled together
-                                [16] */
-    int prefetch_chunks;   /**< chunks tokenized ahead [2 x group_chunks] */
-} sl_text_options_t;
-
-/** One text batch: n rows of seq_len int32 each. Owned by the loader;
- *  valid until sl_text_loader_release(). */
-typedef struct sl_text_batch {
-    int32_t *input_ids;
-    int32_t *labels;         /**< lm: the next token; mlm: the original
-                                  token where masked, -100 elsewhere */
-    int32_t *attention_mask; /**< mlm: 1 token, 0 padding; NULL for lm */
-    int32_t *token_type_ids; /**< mlm: 0 segment A, 1 segment B; NULL for
-                                  lm */
-    int n;                   /**< rows (< batch_size: an epoch's last) */
-    int seq_len;
-    int64_t tokens;          /**< lm: n x seq_len; mlm: non-padding */
-    int64_t epoch;           /**< epoch this batch belongs to */
-    int64_t index;           /**< batch index within the epoch (this rank) */
-} sl_text_batch_t;
-
-typedef struct sl_text_stats {
-    int64_t sequences;      /**< rows handed out */
-    int64_t batches;        /**< batches handed out */
-    int64_t tokens;         /**< sum of the batches' tokens */
-    int64_t tokens_encoded; /**< tokens the workers produced */
-    int64_t bytes_read;     /**< text bytes the workers tokenized */
-    int64_t errors_skipped; /**< bad documents (each counted once) */
-    int64_t wait_ns;        /**< time the consumer spent blocked in next */
-} sl_text_stats_t;
-
-typedef struct sl_text_loader sl_text_loader_t;
-
-/**
- * Opens text sources (plain text, JSON Lines, text shards, or directories
- * of them; docs/TEXT.md), loads the tokenizer and prepares a loader (no
- * thread runs before sl_text_loader_start). `opt` may be NULL.
- * @return 0 and *out, or SL_E*; the message is in
- *         sl_text_loader_last_error(NULL) of the calling thread.
- */
-SL_API int sl_text_loader_create(const char *const *sources, int nsources,
-                                 const sl_text_options_t *opt,
-                                 sl_text_loader_t **out);
-/** Stops the workers and frees everything, batches not yet released
- *  included. NULL does nothing. */
-SL_API void sl_text_loader_destroy(sl_text_loader_t *l);
-/** @return the last failure's message on l; for NULL, of the last failed
- *  sl_text_loader_create on this thread. */
-SL_API const char *sl_text_loader_last_error(const sl_text_loader_t *l);
-/**
- * Starts (or restarts) at `pos` (NULL: epoch 0, batch 0) for opt.epochs
- * epochs from pos->epoch. Batches still held stay valid. Resuming from a
- * position yields exactly the batches an uninterrupted run yields from
- * there; reaching batch b of an epoch tokenizes that epoch's first b
- * batches again (they are not handed out).
- */
-SL_API int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos);
-/**
- * Waits for the next batch, in (epoch, index) order, bit-identical for a
- * seed whatever the thread count.
- * @return 0 and *out (valid until sl_text_loader_release), SL_EEND after
- *         the last epoch, or SL_E* (sl_text_loader_last_error).
- */
-SL_API int sl_text_loader_next(sl_text_loader_t *l,
-                               const sl_text_batch_t **out);
-/** Gives a batch's buffers back to the pool. Each batch once; any thread. */
-SL_API void sl_text_loader_release(sl_text_loader_t *l,
-                                   const sl_text_batch_t *b);
-/** The next batch sl_text_loader_next will hand out. */
-SL_API int sl_text_loader_position(const sl_text_loader_t *l,
-                                   sl_position_t *pos);
-/** Copies the counters. Any thread. */
-SL_API int sl_text_loader_stats(const sl_text_loader_t *l,
-                                sl_text_stats_t *st);
-/** @return documents in the sources (bad ones included). */
-SL_API int64_t sl_text_loader_num_documents(const sl_text_loader_t *l);
-/** @return the tokenizer's vocabulary size. */
-SL_API int64_t sl_text_loader_vocab_size(const sl_text_loader_t *l);
-/** @return bad documents met so far (each once). Any thread. */
-SL_API int64_t sl_text_loader_skipped_count(const sl_text_loader_t *l);
-/** @return the message of bad document i ("FILE:LINE: cause"), in the
- *  order they were met; NULL out of range (the first 10000 are kept). */
-SL_API const char *sl_text_loader_skipped_message(const sl_text_loader_t *l,
-                                                  int64_t i);
 
 #ifdef __cplusplus
 }

@@ -22,13 +22,14 @@
  * Everything here runs under the GIL; the GIL is released around every
  * engine call that waits or works (create, start, next, destroy).
  */
+#include "sluice/telemetry.h"
 #include "sluice_py.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SLPY_EPOCHS_AHEAD ((int64_t)1 << 24)
-#define SLPY_PREFETCH_MAX 4096 /* the engine's limit */
 
 /* ------------------------------------------------------- Core and Batch */
 
@@ -196,10 +197,10 @@ static int next_batch(CoreObject *core, const sl_batch_t **b)
         Py_END_ALLOW_THREADS;
         if (rc != SL_ESTATE) /* the engine is started: ESTATE = all held */
             return rc;
-        int64_t pf;
+        int64_t pf, lo, hi; /* the engine's limit, not a copy of it */
         if (sl_loader_get(core->engine, SL_PARAM_PREFETCH, &pf) ||
-            pf >= SLPY_PREFETCH_MAX ||
-            sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
+            sl_loader_param_range(core->engine, SL_PARAM_PREFETCH, &lo, &hi) ||
+            pf >= hi || sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
             return rc;
     }
 }
@@ -365,6 +366,7 @@ static PyObject *snapshot_dict(sl_loader_t *l)
     sl_snapshot_t *s = PyMem_Malloc(sizeof *s);
     if (!s)
         return PyErr_NoMemory();
+    sl_snapshot_init(s);
     if (sl_loader_snapshot(l, s) || s->t == 0) { /* off, or no tick yet */
         PyMem_Free(s);
         Py_RETURN_NONE;
@@ -390,6 +392,7 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
         return NULL;
     sl_loader_t *l = self->core->engine;
     sl_stats_t st;
+    sl_stats_init(&st);
     int64_t th = 0, rt = 0, pf = 0;
     sl_loader_stats(l, &st);
     sl_loader_get(l, SL_PARAM_DECODE_THREADS, &th);
@@ -584,6 +587,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
     self->source = source;
     sl_options_t *o = &self->opt;
+    sl_options_init(o);
     o->batch_size = batch;
     o->image_size = size;
     o->no_shuffle = !shuffle;
@@ -614,8 +618,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_parse_int(threads, "threads", 1, 1024, &o->decode_threads) ||
         slpy_parse_int(read_threads, "read_threads", 1, 1024,
                        &o->read_threads) ||
-        slpy_parse_int(prefetch, "prefetch", 1, SLPY_PREFETCH_MAX,
-                       &o->prefetch) ||
+        slpy_parse_int(prefetch, "prefetch", 1, INT_MAX, &o->prefetch) ||
         slpy_parse_float3(mean, "mean", o->mean) ||
         slpy_parse_float3(std, "std", o->std) ||
         slpy_parse_int(tel_ms, "telemetry_ms", -1, 3600000, &o->telemetry_ms) ||
@@ -712,7 +715,12 @@ static PyObject *get_closed(LoaderObject *self, void *c)
 static PyObject *get_options(LoaderObject *self, void *c)
 {
     (void)c;
-    const sl_options_t *o = &self->opt;
+    sl_options_t used; /* the engine's, defaults resolved, when open */
+    sl_options_init(&used);
+    const sl_options_t *o = self->core && !sl_loader_options(self->core->engine,
+                                                              &used)
+                                ? &used
+                                : &self->opt;
     return Py_BuildValue(
         "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",

@@ -156,7 +156,7 @@ static PyObject *image_transform(PyObject *self, PyObject *args, PyObject *kw)
                                      &std, &dct, &strict))
         return NULL;
     sl_transform_t t;
-    memset(&t, 0, sizeof t);
+    sl_transform_init(&t);
     PyObject *arr = NULL;
     int box[4] = {0, 0, 0, 0}, wh[2] = {0, 0}, iw, ih;
     if ((dt && slpy_parse_dtype(dt, &t.dtype)) ||

@@ -13,8 +13,10 @@
  * Everything here runs under the GIL; it is released around the engine
  * calls that wait or work (create, start, next, destroy).
  */
+#include "sluice/text.h"
 #include "sluice_py.h"
 
+#include <limits.h>
 #include <string.h>
 
 static void engine_destroy(void *l)
@@ -176,6 +178,7 @@ static PyObject *tl_stats(TextLoaderObject *self, PyObject *unused)
     if (tl_closed(self))
         return NULL;
     sl_text_stats_t s;
+    sl_text_stats_init(&s);
     sl_text_loader_stats(self->core->engine, &s);
     return Py_BuildValue(
         "{s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L}", "sequences",
@@ -277,6 +280,7 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (!self->keep)
         goto fail;
     sl_text_options_t *o = &self->opt;
+    sl_text_options_init(o);
     o->cased = cased;
     o->doc_per_file = per_file;
     o->batch_size = batch;
@@ -308,9 +312,9 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (on_error != Py_None) {
         const char *s =
             PyUnicode_Check(on_error) ? PyUnicode_AsUTF8(on_error) : NULL;
-        if (s && !strcmp(s, "fail"))
-            o->fail_on_error = 1;
-        else if (!s || strcmp(s, "skip")) {
+        if (s && !strcmp(s, "skip"))
+            o->on_error = SL_ON_ERROR_SKIP;
+        else if (!s || strcmp(s, "fail")) {
             PyErr_Clear();
             PyErr_Format(PyExc_ValueError,
                          "on_error must be 'skip' or 'fail', not %R", on_error);
@@ -333,7 +337,7 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (path_opt(self, vocab, &o->vocab) ||
         path_opt(self, merges, &o->merges) ||
         slpy_parse_int(seq, "seq_len", 1, 1 << 24, &o->seq_len) ||
-        slpy_parse_int(threads, "threads", 1, 256, &o->threads) ||
+        slpy_parse_int(threads, "threads", 1, INT_MAX, &o->decode_threads) ||
         slpy_parse_int(group, "group_chunks", 1, 4096, &o->group_chunks) ||
         slpy_parse_int(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks))
         goto fail;
@@ -424,15 +428,21 @@ static PyObject *tl_get_vocab(TextLoaderObject *self, void *c)
 static PyObject *tl_get_options(TextLoaderObject *self, void *c)
 {
     (void)c;
-    const sl_text_options_t *o = &self->opt;
+    sl_text_options_t used; /* the engine's, defaults resolved, when open */
+    sl_text_options_init(&used);
+    const sl_text_options_t *o =
+        self->core && !sl_text_loader_options(self->core->engine, &used)
+            ? &used
+            : &self->opt;
     return Py_BuildValue(
-        "{s:s,s:i,s:i,s:O,s:K,s:O,s:i,s:i,s:L,s:L}", "task",
+        "{s:s,s:i,s:i,s:O,s:K,s:O,s:i,s:i,s:L,s:L,s:i,s:s}", "task",
         o->task == SL_TEXT_MLM ? "mlm" : "lm", "seq_len", o->seq_len,
         "batch_size", o->batch_size, "shuffle",
         o->no_shuffle ? Py_False : Py_True, "seed", (unsigned long long)o->seed,
         "drop_last", o->drop_last ? Py_True : Py_False, "rank", o->rank,
         "world_size", o->world_size, "epochs", (long long)o->epochs,
-        "chunk_bytes", (long long)o->chunk_bytes);
+        "chunk_bytes", (long long)o->chunk_bytes, "threads", o->decode_threads,
+        "on_error", o->on_error == SL_ON_ERROR_SKIP ? "skip" : "fail");
 }
 
 static PyObject *tl_get_closed(TextLoaderObject *self, void *c)
@@ -474,7 +484,7 @@ PyDoc_STRVAR(
     "TextLoader(sources, *, task='lm', tokenizer=None, vocab, merges=None, "
     "cased=False, doc_per_file=False, seq_len=None, batch_size=8, "
     "shuffle=True, seed=0, drop_last=False, rank=0, world_size=1, "
-    "epochs=1, threads=None, on_error='skip', mask_prob=None, "
+    "epochs=1, threads=None, on_error='fail', mask_prob=None, "
     "chunk_bytes=None, group_chunks=None, prefetch_chunks=None, "
     "eos_id=None)\n--\n\n"
     "Streams text batches: dicts of int32 numpy arrays (n, seq_len):\n"

@@ -381,7 +381,7 @@ static int run_loader(const an_args_t *a, int threads, double hold_ms,
                       double secs, run_res_t *out)
 {
     sl_options_t o;
-    memset(&o, 0, sizeof o);
+    sl_options_init(&o);
     o.batch_size = a->batch;
     o.image_size = a->size;
     o.dtype = a->dtype;

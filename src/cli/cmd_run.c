@@ -16,6 +16,8 @@
 #include "cli.h"
 #include "report.h"
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
+#include "sluice/testing.h"
 
 #define MAX_SETS 16
 
@@ -24,13 +26,15 @@ typedef struct knob_set {
     double at_s;      /* >= 0: instead, once this many seconds have passed
                          (checked before each batch) */
     int fired;        /* a timed set was applied */
-    sl_param_t param; /* 0: the consumer's step time (step-ms) */
+    sl_param_t param; /* 0: the consumer's step time (step-ms), or: */
+    int storage;      /* sl_testing_storage_t: emulated storage */
     int64_t value;
 } knob_set_t;
 
 typedef struct run_args {
     const char *source;
     sl_options_t opt;
+    int64_t storage[3]; /* sl_testing_storage_t -> value (0: off) */
     double step_ms;
     sl__consume_args_t c; /* --digest, --json, --duration, --state, ... */
     int bench;
@@ -121,11 +125,11 @@ static int parse_set(const char *s, knob_set_t *k)
         return -1;
     k->at = (int64_t)at;
     if (!strcmp(name, "read-latency-ms")) {
-        k->param = SL_PARAM_READ_LATENCY_US;
+        k->storage = SL_TESTING_READ_LATENCY_US;
         return parse_latency_ms(val, &k->value);
     }
     if (!strcmp(name, "read-bw")) {
-        k->param = SL_PARAM_READ_BYTES_PER_S;
+        k->storage = SL_TESTING_READ_BYTES_PER_S;
         k->value = sl__parse_size(val);
         return k->value < 0 ? -1 : 0;
     }
@@ -325,11 +329,12 @@ static int parse_args(int argc, char **argv, run_args_t *a)
             bad = sl__parse_ll(s, 2, 256, &v), a->opt.max_threads = (int)v;
             break;
         case O_RLAT:
-            bad = parse_latency_ms(s, &a->opt.read_latency_us);
+            bad = parse_latency_ms(s,
+                                   &a->storage[SL_TESTING_READ_LATENCY_US]);
             break;
         case O_RBW:
-            a->opt.read_bytes_per_s = sl__parse_size(s);
-            bad = a->opt.read_bytes_per_s < 0;
+            a->storage[SL_TESTING_READ_BYTES_PER_S] = sl__parse_size(s);
+            bad = a->storage[SL_TESTING_READ_BYTES_PER_S] < 0;
             break;
         case O_MAXM: {
             long long m = sl__parse_size(s);
@@ -388,6 +393,7 @@ static void progress(sl_loader_t *l, int64_t done, int64_t total, double secs,
                      int64_t samples, double stall)
 {
     sl_snapshot_t snap;
+    sl_snapshot_init(&snap);
     int have = sl_loader_snapshot(l, &snap) == 0 && snap.t > 0;
     double eta = done > 0 ? secs * (double)(total - done) / (double)done : 0;
     int width = 30, fill = total ? (int)(width * done / total) : 0;
@@ -426,6 +432,7 @@ int sl__cmd_run(int argc, char **argv)
             return sl__cmd_text(argc, argv);
     run_args_t a;
     memset(&a, 0, sizeof a);
+    sl_options_init(&a.opt);
     a.bench = !strcmp(argv[0], "bench");
     if (parse_args(argc, argv, &a)) {
         usage(stderr, argv[0]);
@@ -465,6 +472,9 @@ int sl__cmd_run(int argc, char **argv)
         fprintf(stderr, "sluice %s: %s\n", argv[0], sl_loader_last_error(NULL));
         return 1;
     }
+    for (int k = 1; k <= 2; k++)
+        if (a.storage[k])
+            sl__testing_storage_set(l, (sl_testing_storage_t)k, a.storage[k]);
     int64_t nb = sl_loader_batches_per_epoch(l);
     int64_t total = nb * a.opt.epochs - st.pos.batch;
     if (a.c.stop_after && a.c.stop_after < total)
@@ -497,7 +507,11 @@ int sl__cmd_run(int argc, char **argv)
             if (!now)
                 continue;
             ks->fired = 1;
-            if (ks->param == 0)
+            if (ks->storage) {
+                if (sl__testing_storage_set(l, ks->storage, ks->value))
+                    fprintf(stderr, "sluice %s: --set: value out of range\n",
+                            argv[0]);
+            } else if (ks->param == 0)
                 a.step_ms = (double)ks->value;
             else if (sl_loader_set(l, ks->param, ks->value))
                 fprintf(stderr, "sluice %s: --set: %s\n", argv[0],
@@ -554,6 +568,7 @@ int sl__cmd_run(int argc, char **argv)
                 sl_loader_last_error(l));
     double cpu = sl__cpu_seconds_since(&ru0);
     sl_stats_t s;
+    sl_stats_init(&s);
     sl_loader_stats(l, &s);
     sl_position_t pos;
     sl_loader_position(l, &pos);

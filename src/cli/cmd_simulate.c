@@ -14,6 +14,7 @@
 #include "sched/heuristic.h"
 #include "sim/sim.h"
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
 
 #define DECIDE_TICKS 5 /* as the loader: one decision per 5 periods */
 #define PERIOD_S 0.1

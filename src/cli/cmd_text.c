@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "sluice/text.h"
 #include "base/base.h"
 #include "cli.h"
 #include "report.h"
@@ -48,7 +49,7 @@ static void usage(FILE *f, const char *cmd)
             "  --duration S       stop after S seconds (epochs repeat)\n"
             "  --seed S, --no-shuffle, --drop-last\n"
             "  --rank R --world W this process's share of the data\n"
-            "  --on-error fail|skip  bad documents (skip)\n"
+            "  --on-error fail|skip  bad documents (fail)\n"
             "  --mask-prob P      mlm: share of tokens predicted (0.15)\n"
             "  --chunk-bytes N    documents per tokenizing job (256K)\n"
             "  --group N          chunks shuffled together (16)\n"
@@ -148,7 +149,7 @@ static int parse_args(int argc, char **argv, text_args_t *a)
             bad = sl__parse_ll(s, 1, 1 << 20, &v), o->batch_size = (int)v;
             break;
         case O_THREADS:
-            bad = sl__parse_ll(s, 1, 256, &v), o->threads = (int)v;
+            bad = sl__parse_ll(s, 1, 256, &v), o->decode_threads = (int)v;
             break;
         case O_EPOCHS:
             bad = sl__parse_ll(s, 1, 1000000, &v), o->epochs = v;
@@ -169,9 +170,9 @@ static int parse_args(int argc, char **argv, text_args_t *a)
             bad = sl__parse_ll(s, 1, 1 << 20, &v), o->world_size = (int)v;
             break;
         case O_ONERR:
-            if (!strcmp(s, "fail"))
-                o->fail_on_error = 1;
-            else if (strcmp(s, "skip"))
+            if (!strcmp(s, "skip"))
+                o->on_error = SL_ON_ERROR_SKIP;
+            else if (strcmp(s, "fail"))
                 bad = 1;
             break;
         case O_MASK:
@@ -275,6 +276,7 @@ int sl__cmd_text(int argc, char **argv)
 {
     text_args_t a;
     memset(&a, 0, sizeof a);
+    sl_text_options_init(&a.opt);
     if (parse_args(argc, argv, &a)) {
         usage(stderr, argv[0]);
         return 2;
@@ -361,13 +363,16 @@ int sl__cmd_text(int argc, char **argv)
                 sl_text_loader_last_error(l));
     double cpu = sl__cpu_seconds_since(&ru0);
     sl_text_stats_t st;
+    sl_text_stats_init(&st);
     sl_text_loader_stats(l, &st);
+    sl_text_options_t used; /* the options in force, defaults resolved */
+    sl_text_options_init(&used);
+    sl_text_loader_options(l, &used);
     sl_text_loader_position(l, &pos);
     if (a.c.state_out &&
         sl__state_write(a.c.state_out, STATE_MAGIC, &pos, h, config))
         fprintf(stderr, "sluice %s: cannot write %s\n", argv[0], a.c.state_out);
-    int seq =
-        a.opt.seq_len ? a.opt.seq_len : (a.opt.task == SL_TEXT_LM ? 1024 : 512);
+    int seq = used.seq_len;
     double trate = secs > 0 ? (double)toks / secs : 0;
     sl__report_t r = {
         .noun = "sequences",
@@ -380,8 +385,8 @@ int sl__cmd_text(int argc, char **argv)
         .waits = &waits,
         .errors_skipped = st.errors_skipped,
         .bytes_read = st.bytes_read,
-        .threads = a.opt.threads ? a.opt.threads : sl__ncpu(),
-        .batch = a.opt.batch_size ? a.opt.batch_size : 8,
+        .threads = used.decode_threads,
+        .batch = used.batch_size,
         .out = "int32",
         .pos = pos,
         .digest = a.c.digest,

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sluice/telemetry.h"
 #include "base/base.h"
 #include "cli.h"
 #include "sched/heuristic.h"

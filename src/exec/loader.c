@@ -3,90 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/abi.h"
+#include "base/lasterr.h"
+#include "core/options.h"
 #include "loader_internal.h"
-
-static _Thread_local char tl_create_err[SL_MSG];
-
-static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
-static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
-
-/* A knob's default value: one reader, a decoder per core, two batch
- * buffers per decoder (at least 2). */
-static int knob_default(sl_param_t p, int decode_threads)
-{
-    if (p == SL_PARAM_READ_THREADS)
-        return 1;
-    if (p == SL_PARAM_DECODE_THREADS)
-        return sl__ncpu();
-    if (p == SL_PARAM_READ_LATENCY_US || p == SL_PARAM_READ_BYTES_PER_S)
-        return 0; /* emulated storage off */
-    return decode_threads * 2 < 2 ? 2 : decode_threads * 2;
-}
-
-static int resolve(sl_options_t *o, char *err, size_t errlen)
-{
-    if (o->batch_size == 0)
-        o->batch_size = 64;
-    if (o->image_size == 0)
-        o->image_size = 224;
-    if (o->resize_size == 0)
-        o->resize_size = o->image_size * 256 / 224;
-    if (o->scale_min == 0 && o->scale_max == 0)
-        o->scale_min = 0.08, o->scale_max = 1.0;
-    if (o->ratio_min == 0 && o->ratio_max == 0)
-        o->ratio_min = 3.0 / 4.0, o->ratio_max = 4.0 / 3.0;
-    if (o->world_size == 0)
-        o->world_size = 1;
-    if (o->epochs == 0)
-        o->epochs = 1;
-    if (o->read_threads == 0 || o->read_threads == SL_AUTOTUNE)
-        o->read_threads = knob_default(SL_PARAM_READ_THREADS, 0);
-    if (o->decode_threads == 0 || o->decode_threads == SL_AUTOTUNE)
-        o->decode_threads = knob_default(SL_PARAM_DECODE_THREADS, 0);
-    if (o->prefetch == 0 || o->prefetch == SL_AUTOTUNE)
-        o->prefetch = knob_default(SL_PARAM_PREFETCH, o->decode_threads);
-    if (!o->mean[0] && !o->mean[1] && !o->mean[2])
-        memcpy(o->mean, imagenet_mean, sizeof o->mean);
-    if (!o->std[0] && !o->std[1] && !o->std[2])
-        memcpy(o->std, imagenet_std, sizeof o->std);
-    if (o->batch_size < 1 || o->image_size < 1 || o->image_size > 8192 ||
-        o->resize_size < o->image_size)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "bad sizes: batch %d, image %d, resize %d",
-                        o->batch_size, o->image_size, o->resize_size);
-    if (o->policy != SL_POLICY_HEURISTIC && o->policy != SL_POLICY_STATIC &&
-        o->policy != SL_POLICY_RL)
-        return sl__fail(err, errlen, SL_EINVAL, "unknown policy %d", o->policy);
-    if (o->mode != SL_MODE_TRAIN && o->mode != SL_MODE_EVAL)
-        return sl__fail(err, errlen, SL_EINVAL, "unknown mode %d", o->mode);
-    if (o->dtype != SL_DTYPE_UINT8 && o->dtype != SL_DTYPE_FLOAT32)
-        return sl__fail(err, errlen, SL_EINVAL, "unknown dtype %d", o->dtype);
-    if (o->layout != SL_LAYOUT_CHW && o->layout != SL_LAYOUT_HWC)
-        return sl__fail(err, errlen, SL_EINVAL, "unknown layout %d", o->layout);
-    if (!(o->scale_min > 0 && o->scale_min <= o->scale_max &&
-          o->ratio_min > 0 && o->ratio_min <= o->ratio_max))
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "bad crop ranges: scale [%g, %g], ratio [%g, %g]",
-                        o->scale_min, o->scale_max, o->ratio_min, o->ratio_max);
-    for (int c = 0; c < 3; c++)
-        if (!(o->std[c] > 0))
-            return sl__fail(err, errlen, SL_EINVAL, "std[%d] must be > 0", c);
-    if (o->epochs < 1 || o->read_threads < 1 ||
-        o->read_threads > SL_WORKERS_MAX || o->decode_threads < 1 ||
-        o->decode_threads > SL_WORKERS_MAX || o->prefetch < 1)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "bad epochs %lld / read %d / decode %d / prefetch %d",
-                        (long long)o->epochs, o->read_threads,
-                        o->decode_threads, o->prefetch);
-    if (o->read_latency_us < 0 ||
-        o->read_latency_us > SL_THROTTLE_MAX_LATENCY_US ||
-        o->read_bytes_per_s < 0)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "bad emulated storage: latency %lld us, %lld B/s",
-                        (long long)o->read_latency_us,
-                        (long long)o->read_bytes_per_s);
-    return 0;
-}
+#include "sluice/testing.h"
 
 /* Budgets: the CPU-thread cap (decode threads + 1 for the read stage), the
  * I/O depth (read threads: a reader mostly waits on storage, so readers
@@ -138,52 +59,48 @@ static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
     return 0;
 }
 
-static void set_xform(sl_loader_t *l)
-{
-    const sl_options_t *o = &l->opt;
-    sl__xform_t *x = &l->xf;
-    memset(x, 0, sizeof *x);
-    x->mode = o->mode == SL_MODE_EVAL ? SL_XF_CENTER : SL_XF_RRC;
-    x->scale[0] = o->scale_min;
-    x->scale[1] = o->scale_max;
-    x->ratio[0] = o->ratio_min;
-    x->ratio[1] = o->ratio_max;
-    x->resize_size = o->resize_size;
-    x->flip = o->mode == SL_MODE_TRAIN && !o->no_flip;
-    x->out_w = x->out_h = o->image_size;
-    x->dtype = o->dtype;
-    x->layout = o->layout;
-    memcpy(x->mean, o->mean, sizeof x->mean);
-    memcpy(x->std, o->std, sizeof x->std);
-    x->dct_scale = !o->no_dct_scale;
-}
-
-static void pipe_sample(void *arg, sl__pipe_sample_t *o);
 static void schedule(void *arg, struct sl__collector *c);
 static int rl_create(sl_loader_t *l, char *err, size_t errlen);
 static void rl_schedule(sl_loader_t *l, const sl_snapshot_t *win, int n,
                         const sl__knobs_t *cur);
 
+static int create(const char *source, const sl_options_t *opt,
+                  sl_loader_t **out, char *err, size_t errlen);
+
 int sl_loader_create(const char *source, const sl_options_t *opt,
                      sl_loader_t **out)
 {
-    char *err = tl_create_err;
-    size_t errlen = sizeof tl_create_err;
-    err[0] = 0;
+    char err[SL_MSG] = "";
+    int rc = create(source, opt, out, err, sizeof err);
+    return rc ? sl__lasterr_set(NULL, rc, "%s", err) : 0;
+}
+
+static int create(const char *source, const sl_options_t *opt,
+                  sl_loader_t **out, char *err, size_t errlen)
+{
     if (!source || !out)
         return sl__fail(err, errlen, SL_EINVAL, "source and out are needed");
     *out = NULL;
     sl_loader_t *l = calloc(1, sizeof *l);
     if (!l)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    if (opt)
-        l->opt = *opt;
+    sl__msglog_init(&l->skips, SL_MSGLOG_KEEP);
+    if (!opt)
+        sl_options_init(&l->opt);
+    else if (sl__abi_in(&l->opt, sizeof l->opt, opt, SL__OPTIONS_V1_SIZE,
+                        "sl_options", err, errlen)) {
+        sl__msglog_free(&l->skips);
+        free(l);
+        return SL_EINVAL;
+    }
+    l->alloc = (sl__allocator_t){l->opt.buffer_alloc, l->opt.buffer_free,
+                                 l->opt.buffer_ctx};
     /* Knobs left at 0 / SL_AUTOTUNE belong to the scheduler. */
     int tuned = l->opt.policy != SL_POLICY_STATIC;
     l->lim.tune_read = tuned && l->opt.read_threads <= 0;
     l->lim.tune_decode = tuned && l->opt.decode_threads <= 0;
     l->lim.tune_prefetch = tuned && l->opt.prefetch <= 0;
-    int rc = resolve(&l->opt, err, errlen);
+    int rc = sl__loader_resolve(&l->opt, err, errlen);
     if (!rc)
         rc = sl__source_open(source, l->opt.on_error == SL_ON_ERROR_SKIP,
                              &l->src, err, errlen);
@@ -194,16 +111,18 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
                               err, errlen);
     if (rc) {
         sl__source_close(l->src);
+        sl__msglog_free(&l->skips);
         free(l);
         return rc;
     }
-    set_xform(l);
+    sl__loader_xform(&l->opt, &l->xf);
     size_t esize = l->opt.dtype == SL_DTYPE_FLOAT32 ? 4 : 1;
     l->sample_bytes = (size_t)l->opt.image_size * l->opt.image_size * 3 * esize;
     l->batch_bytes = l->sample_bytes * (size_t)l->opt.batch_size;
     rc = set_budgets(l, err, errlen);
     if (rc) {
         sl__source_close(l->src);
+        sl__msglog_free(&l->skips);
         free(l);
         return rc;
     }
@@ -213,7 +132,7 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
-    sl__throttle_init(&l->thr, l->opt.read_latency_us, l->opt.read_bytes_per_s);
+    sl__throttle_init(&l->thr, 0, 0); /* off: sl__testing_storage_set */
     l->perm_epoch[0] = l->perm_epoch[1] = -1;
     int64_t n = sl__source_count(l->src);
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
@@ -230,8 +149,7 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     for (int i = 0; i < SL_ITEMS; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     if (l->opt.telemetry_ms >= 0) {
-        sl__collector_opts_t co = {l->opt.telemetry_ms ? l->opt.telemetry_ms
-                                                       : 100,
+        sl__collector_opts_t co = {l->opt.telemetry_ms,
                                    source,
                                    l->opt.telemetry_path,
                                    l->opt.metrics_port,
@@ -246,7 +164,7 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
         }
         if (!rc)
             rc =
-                sl__collector_start(&co, pipe_sample, l, &l->coll, err, errlen);
+                sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll, err, errlen);
         if (rc) {
             sl_loader_destroy(l);
             return rc;
@@ -254,55 +172,12 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     }
     /* Shards that could not be opened under the skip policy. */
     for (int i = 0; i < sl__source_bad_count(l->src); i++) {
-        char msg[SL_MSG];
-        snprintf(msg, sizeof msg, "%s (whole shard left out)",
-                 sl__source_bad_message(l->src, i));
         l->stats.errors_skipped++;
-        char **v = realloc(l->skips, (size_t)(l->nskips + 1) * sizeof *v);
-        if (v) {
-            l->skips = v;
-            if ((l->skips[l->nskips] = strdup(msg)))
-                l->nskips++;
-        }
+        sl__msglog_add(&l->skips, "%s (whole shard left out)",
+                       sl__source_bad_message(l->src, i));
     }
     *out = l;
     return 0;
-}
-
-/* The collector's view of the pipeline (telemetry never includes exec). */
-static void pipe_sample(void *arg, sl__pipe_sample_t *o)
-{
-    sl_loader_t *l = arg;
-    memset(o, 0, sizeof *o);
-    pthread_mutex_lock(&l->mu);
-    o->samples = l->stats.samples;
-    o->batches = l->stats.batches;
-    o->errors_skipped = l->stats.errors_skipped;
-    o->wait_ns = l->stats.wait_ns;
-    o->lat_sum_ns = l->lat_sum_ns;
-    o->lat_count = l->lat_count;
-    o->read_workers = l->running ? l->read_threads : 0;
-    o->decode_workers = l->running ? l->decode_threads : 0;
-    o->read_capacity = SL_ITEMS;
-    o->read_inflight = SL_ITEMS - (int)sl__queue_len(l->free_items);
-    o->decode_queue = (int)sl__queue_len(l->decode_q);
-    o->decode_capacity = SL_ITEMS;
-    o->prefetch = l->prefetch;
-    o->decisions = l->decisions;
-    memcpy(o->decision_knob, l->decision_knob, sizeof o->decision_knob);
-    o->decision_from = l->decision_from;
-    o->decision_to = l->decision_to;
-    memcpy(o->decision_reason, l->decision_reason, sizeof o->decision_reason);
-    for (int i = 0; i < l->nbufs; i++) {
-        o->batches_ready += l->bufs[i]->state == BB_READY;
-        o->batches_filling += l->bufs[i]->state == BB_FILLING;
-    }
-    pthread_mutex_unlock(&l->mu);
-    o->bytes_read = atomic_load(&l->bytes_read);
-    o->read_busy_ns = atomic_load(&l->read_busy_ns);
-    o->read_items = atomic_load(&l->read_items);
-    o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
-    o->decode_items = atomic_load(&l->decode_items);
 }
 
 /* The scheduler, on the collector thread every SL_DECIDE_TICKS periods:
@@ -441,24 +316,17 @@ static void stop_pipeline(sl_loader_t *l)
     sl__queue_reopen(l->decode_q);
     for (int i = 0; i < SL_ITEMS; i++)
         sl__queue_push(l->free_items, &l->items[i]);
-    for (int i = 0; i < l->nbufs; i++)
-        l->bufs[i]->state = BB_FREE;
+    for (int i = 0; i < l->nbufs; i++) /* held ones stay the consumer's */
+        if (l->bufs[i]->state != BB_HELD)
+            l->bufs[i]->state = BB_FREE;
     l->cur = NULL;
     l->running = 0;
     l->stopping = 0;
 }
 
-void sl__buf_data_free(const sl_loader_t *l, void *p)
-{
-    if (p && l->opt.buffer_free)
-        l->opt.buffer_free(p, l->opt.buffer_ctx);
-    else
-        free(p);
-}
-
 static void buf_free(const sl_loader_t *l, bbuf_t *bb)
 {
-    sl__buf_data_free(l, bb->pub.data);
+    sl__free_block(&l->alloc, bb->pub.data);
     free(bb->pub.labels);
     free(bb->pub.indices);
     free(bb->bad);
@@ -490,9 +358,7 @@ void sl_loader_destroy(sl_loader_t *l)
     for (int i = 0; i < l->nbufs; i++)
         buf_free(l, l->bufs[i]);
     free(l->bufs);
-    for (int64_t i = 0; i < l->nskips; i++)
-        free(l->skips[i]);
-    free(l->skips);
+    sl__msglog_free(&l->skips);
     free(l->perm[0]);
     free(l->perm[1]);
     sl__source_close(l->src);
@@ -505,7 +371,7 @@ void sl_loader_destroy(sl_loader_t *l)
 
 const char *sl_loader_last_error(const sl_loader_t *l)
 {
-    return l ? l->errmsg : tl_create_err;
+    return sl__lasterr_get(l);
 }
 
 int64_t sl_loader_num_samples(const sl_loader_t *l)
@@ -539,30 +405,25 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
         return SL_EINVAL;
     int64_t epoch = pos ? pos->epoch : 0, batch = pos ? pos->batch : 0;
     if (epoch < 0 || batch < 0 || batch > l->smp.nbatches)
-        return sl__fail(l->errmsg, sizeof l->errmsg, SL_ERANGE,
+        return sl__lasterr_set(l, SL_ERANGE,
                         "position epoch %lld batch %lld is outside 0..%lld "
                         "batches",
                         (long long)epoch, (long long)batch,
                         (long long)l->smp.nbatches);
-    for (int i = 0; i < l->nbufs; i++)
-        if (l->bufs[i]->state == BB_HELD)
-            return sl__fail(l->errmsg, sizeof l->errmsg, SL_ESTATE,
-                            "a batch is still held: release it first");
     stop_pipeline(l);
     int64_t nb = l->smp.nbatches;
     l->start_g = l->claim_g = l->next_g = epoch * nb + batch;
     l->end_g = (epoch + l->opt.epochs) * nb;
     l->handed = 0;
     l->fatal = 0;
-    l->errmsg[0] = 0;
+    l->fatal_msg[0] = 0;
     l->running = 1;
     int rc = sl__workers_set(l->readers, l->read_threads);
     if (!rc)
         rc = sl__workers_set(l->decoders, l->decode_threads);
     if (rc) {
         stop_pipeline(l);
-        return sl__fail(l->errmsg, sizeof l->errmsg, rc,
-                        "could not start worker threads");
+        return sl__lasterr_set(l, rc, "could not start worker threads");
     }
     return 0;
 }
@@ -605,12 +466,12 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
     pthread_mutex_lock(&l->mu);
     for (;;) {
         if (l->fatal) {
-            rc = l->fatal;
+            rc = sl__lasterr_set(l, l->fatal, "%s", l->fatal_msg);
             break;
         }
         if (!l->running) {
-            rc = sl__fail(l->errmsg, sizeof l->errmsg, SL_ESTATE,
-                          "sl_loader_start was not called");
+            rc = sl__lasterr_set(l, SL_ESTATE,
+                                 "sl_loader_start was not called");
             break;
         }
         if (l->handed >= l->end_g - l->start_g) {
@@ -620,9 +481,9 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
         bbuf_t *bb = ready_batch(l);
         if (bb) {
             if (bb->rc) {
-                rc = l->fatal = bb->rc;
-                snprintf(l->errmsg, sizeof l->errmsg, "%s", bb->err);
-                break;
+                l->fatal = bb->rc;
+                snprintf(l->fatal_msg, sizeof l->fatal_msg, "%s", bb->err);
+                continue; /* reported by the check above */
             }
             l->handed++;
             if (!l->opt.unordered)
@@ -644,7 +505,7 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
             break;
         }
         if (all_held(l)) {
-            rc = sl__fail(l->errmsg, sizeof l->errmsg, SL_ESTATE,
+            rc = sl__lasterr_set(l, SL_ESTATE,
                           "every batch buffer (%d) is held by the consumer: "
                           "release batches or raise the prefetch depth",
                           l->nbufs);
@@ -680,6 +541,44 @@ void sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* Under mu: the values a knob may take now. Thread knobs: the engine's
+ * worker limit; an explicit thread budget holds for all: decode threads +
+ * 1 (the read stage) <= max_threads. Read threads are I/O depth: outside
+ * it. Prefetch: a memory budget caps it. */
+static int param_range(const sl_loader_t *l, sl_param_t p, int64_t *min,
+                       int64_t *max)
+{
+    *min = 1;
+    switch (p) {
+    case SL_PARAM_READ_THREADS:
+        *max = SL__THREADS_MAX;
+        return 0;
+    case SL_PARAM_DECODE_THREADS:
+        *max = l->opt.max_threads > 0 ? l->lim.max_threads - 1
+                                      : SL__THREADS_MAX;
+        if (*max > SL__THREADS_MAX)
+            *max = SL__THREADS_MAX;
+        return 0;
+    case SL_PARAM_PREFETCH:
+        *max = l->opt.max_memory_bytes > 0 ? l->lim.max_prefetch
+                                           : SL__PREFETCH_MAX;
+        return 0;
+    }
+    return SL_EINVAL;
+}
+
+int sl_loader_param_range(const sl_loader_t *l, sl_param_t p, int64_t *min,
+                          int64_t *max)
+{
+    if (!l || !min || !max)
+        return SL_EINVAL;
+    sl_loader_t *m = (sl_loader_t *)l;
+    pthread_mutex_lock(&m->mu);
+    int rc = param_range(l, p, min, max);
+    pthread_mutex_unlock(&m->mu);
+    return rc ? sl__lasterr_set(l, rc, "unknown knob %d", (int)p) : 0;
+}
+
 int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
 {
     if (!l)
@@ -687,36 +586,18 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
     if (value == SL_AUTOTUNE) {
         int64_t d;
         sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);
-        value = knob_default(p, (int)d);
+        value = sl__knob_default(p, (int)d);
     }
-    int rc = 0;
+    int64_t lo, hi;
     pthread_mutex_lock(&l->mu);
-    switch (p) {
-    case SL_PARAM_READ_THREADS:
-    case SL_PARAM_DECODE_THREADS:
-        if (value < 1 || value > SL_WORKERS_MAX) {
-            rc = SL_ERANGE;
-            break;
-        }
-        /* An explicit thread budget holds for all: decode threads + 1
-         * (the read stage) <= max_threads. Read threads are I/O depth:
-         * outside it. */
-        if (l->opt.max_threads > 0 && p == SL_PARAM_DECODE_THREADS &&
-            value + 1 > l->lim.max_threads) {
-            rc = SL_ERANGE;
-            break;
-        }
-        if (p == SL_PARAM_READ_THREADS)
-            l->read_threads = (int)value;
-        else
-            l->decode_threads = (int)value;
-        break;
-    case SL_PARAM_PREFETCH:
-        if (value < 1 || value > 4096 ||
-            (l->opt.max_memory_bytes > 0 && value > l->lim.max_prefetch)) {
-            rc = SL_ERANGE;
-            break;
-        }
+    int rc = param_range(l, p, &lo, &hi);
+    if (!rc && (value < lo || value > hi))
+        rc = SL_ERANGE;
+    if (!rc && p == SL_PARAM_READ_THREADS)
+        l->read_threads = (int)value;
+    if (!rc && p == SL_PARAM_DECODE_THREADS)
+        l->decode_threads = (int)value;
+    if (!rc && p == SL_PARAM_PREFETCH) {
         l->prefetch = (int)value;
         for (int i = 0; i < l->nbufs && l->nbufs > l->prefetch;) {
             if (l->bufs[i]->state == BB_FREE) {
@@ -727,34 +608,22 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
             }
         }
         pthread_cond_broadcast(&l->cv_work);
-        break;
-    case SL_PARAM_READ_LATENCY_US: /* lock order: mu, then the throttle's */
-        if (value < 0 || value > SL_THROTTLE_MAX_LATENCY_US)
-            rc = SL_ERANGE;
-        else
-            sl__throttle_set_latency(&l->thr, value);
-        break;
-    case SL_PARAM_READ_BYTES_PER_S:
-        if (value < 0)
-            rc = SL_ERANGE;
-        else
-            sl__throttle_set_rate(&l->thr, value);
-        break;
-    default:
-        rc = SL_EINVAL;
     }
     int running = l->running;
-    if (rc)
-        sl__fail(l->errmsg, sizeof l->errmsg, rc, "bad knob %d = %lld", (int)p,
-                 (long long)value);
     pthread_mutex_unlock(&l->mu);
+    if (rc == SL_ERANGE)
+        return sl__lasterr_set(l, rc, "knob %d = %lld is outside %lld..%lld",
+                               (int)p, (long long)value, (long long)lo,
+                               (long long)hi);
+    if (rc)
+        return sl__lasterr_set(l, rc, "unknown knob %d", (int)p);
     /* The pool lock is never taken under mu (lock order, loader_internal.h).
      */
-    if (!rc && running && p == SL_PARAM_READ_THREADS)
+    if (running && p == SL_PARAM_READ_THREADS)
         rc = sl__workers_set(l->readers, (int)value);
-    if (!rc && running && p == SL_PARAM_DECODE_THREADS)
+    if (running && p == SL_PARAM_DECODE_THREADS)
         rc = sl__workers_set(l->decoders, (int)value);
-    return rc;
+    return rc ? sl__lasterr_set(l, rc, "could not start worker threads") : 0;
 }
 
 int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
@@ -770,14 +639,47 @@ int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
         *value = m->decode_threads;
     else if (p == SL_PARAM_PREFETCH)
         *value = m->prefetch;
-    else if (p == SL_PARAM_READ_LATENCY_US)
-        *value = sl__throttle_latency_us(&m->thr);
-    else if (p == SL_PARAM_READ_BYTES_PER_S)
-        *value = sl__throttle_rate(&m->thr);
     else
         rc = SL_EINVAL;
     pthread_mutex_unlock(&m->mu);
-    return rc;
+    return rc ? sl__lasterr_set(l, rc, "unknown knob %d", (int)p) : 0;
+}
+
+/* Emulated storage (sluice/testing.h). Lock order: none held here; the
+ * throttle takes its own. */
+int sl__testing_storage_set(sl_loader_t *l, sl_testing_storage_t what,
+                            int64_t value)
+{
+    if (!l)
+        return SL_EINVAL;
+    if (what == SL_TESTING_READ_LATENCY_US) {
+        if (value < 0 || value > SL_THROTTLE_MAX_LATENCY_US)
+            return SL_ERANGE;
+        sl__throttle_set_latency(&l->thr, value);
+        return 0;
+    }
+    if (what == SL_TESTING_READ_BYTES_PER_S) {
+        if (value < 0)
+            return SL_ERANGE;
+        sl__throttle_set_rate(&l->thr, value);
+        return 0;
+    }
+    return SL_EINVAL;
+}
+
+int sl__testing_storage_get(const sl_loader_t *l, sl_testing_storage_t what,
+                            int64_t *value)
+{
+    if (!l || !value)
+        return SL_EINVAL;
+    sl__throttle_t *t = (sl__throttle_t *)&l->thr;
+    if (what == SL_TESTING_READ_LATENCY_US)
+        *value = sl__throttle_latency_us(t);
+    else if (what == SL_TESTING_READ_BYTES_PER_S)
+        *value = sl__throttle_rate(t);
+    else
+        return SL_EINVAL;
+    return 0;
 }
 
 int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)
@@ -793,50 +695,31 @@ int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)
     return 0;
 }
 
+void sl_stats_init(sl_stats_t *st)
+{
+    if (st)
+        sl__abi_init(st, sizeof *st);
+}
+
 int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
 {
     if (!l || !st)
         return SL_EINVAL;
     sl_loader_t *m = (sl_loader_t *)l;
     pthread_mutex_lock(&m->mu);
-    *st = m->stats;
+    sl_stats_t s = m->stats;
     pthread_mutex_unlock(&m->mu);
-    st->bytes_read = atomic_load(&m->bytes_read);
-    return 0;
+    s.size = sizeof s;
+    s.bytes_read = atomic_load(&m->bytes_read);
+    return sl__abi_out(st, &s, sizeof s, SL__STATS_V1_SIZE);
 }
 
 int64_t sl_loader_skipped_count(const sl_loader_t *l)
 {
-    sl_loader_t *m = (sl_loader_t *)l;
-    pthread_mutex_lock(&m->mu);
-    int64_t n = m->stats.errors_skipped;
-    pthread_mutex_unlock(&m->mu);
-    return n;
+    return l ? sl__msglog_count(&((sl_loader_t *)l)->skips) : 0;
 }
 
 const char *sl_loader_skipped_message(const sl_loader_t *l, int64_t i)
 {
-    sl_loader_t *m = (sl_loader_t *)l;
-    pthread_mutex_lock(&m->mu);
-    const char *s = i >= 0 && i < m->nskips ? m->skips[i] : NULL;
-    pthread_mutex_unlock(&m->mu);
-    return s;
-}
-
-int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out)
-{
-    if (!l || !out)
-        return SL_EINVAL;
-    if (!l->coll)
-        return SL_ESTATE;
-    return sl__collector_latest(l->coll, out);
-}
-
-int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out, int max)
-{
-    if (!l || !out || max < 0)
-        return SL_EINVAL;
-    if (!l->coll)
-        return SL_ESTATE;
-    return sl__collector_recent(l->coll, out, max);
+    return l ? sl__msglog_get(&((sl_loader_t *)l)->skips, i) : NULL;
 }

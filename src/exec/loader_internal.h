@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "core/bufpool.h"
+#include "core/msglog.h"
 #include "data/sampler.h"
 #include "data/source.h"
 #include "exec/queue.h"
@@ -31,7 +33,6 @@
 
 #define SL_ITEMS 32             /* read-ahead: samples read, not done */
 #define SL_ITEM_KEEP (4u << 20) /* item buffers above this are freed */
-#define SL_SKIPS_KEPT 10000     /* skip messages kept */
 #define SL_MSG 1024
 #define SL_MEM_RESERVE (32 << 20) /* budget share for read-ahead, scratch */
 #define SL_DECIDE_TICKS 5         /* telemetry periods per decision */
@@ -62,6 +63,7 @@ typedef struct item {
 
 struct sl_loader {
     sl_options_t opt; /* resolved: no zero defaults left */
+    sl__allocator_t alloc; /* batch data: the caller's allocator */
     sl__source_t *src;
     sl__sampler_t smp;
     sl__xform_t xf;
@@ -106,14 +108,21 @@ struct sl_loader {
     char decision_knob[24];
     int decision_from, decision_to;
     char decision_reason[160];
-    int fatal;
-    char errmsg[SL_MSG];
-    char **skips;
-    int64_t nskips;
+    int fatal;           /* the stream failed: every next() says so */
+    char fatal_msg[SL_MSG]; /* its message (under mu) */
+    sl__msglog_t skips;  /* skipped samples, counted and described */
 };
 
-/* Frees a batch data buffer with the user's allocator, if one was given. */
-void sl__buf_data_free(const sl_loader_t *l, void *p);
+/* Options (loader_opts.c): a knob's default value (one reader, a decoder
+ * per core, two batch buffers per decoder, at least 2); defaults and
+ * checks; the per-sample transform they make. */
+int sl__knob_default(sl_param_t p, int decode_threads);
+int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen);
+void sl__loader_xform(const sl_options_t *o, sl__xform_t *x);
+
+/* The collector's view of the pipeline (loader_telemetry.c). */
+void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o);
+
 /* Frees a whole batch buffer (not in the pool). */
 void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
 void sl__loader_reader_main(void *arg, int id);

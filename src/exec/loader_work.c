@@ -25,13 +25,10 @@ static const int64_t *perm_for(sl_loader_t *l, int64_t epoch)
 static bbuf_t *buf_make(const sl_loader_t *l)
 {
     bbuf_t *bb = calloc(1, sizeof *bb);
-    size_t bytes = (l->batch_bytes + 63) & ~(size_t)63;
+    size_t bytes = l->batch_bytes;
     int B = l->opt.batch_size;
     if (bb) {
-        bb->pub.data =
-            l->opt.buffer_alloc
-                ? l->opt.buffer_alloc(bytes ? bytes : 64, l->opt.buffer_ctx)
-                : aligned_alloc(64, bytes ? bytes : 64);
+        bb->pub.data = sl__alloc_block(&l->alloc, bytes);
         bb->pub.labels = malloc((size_t)B * sizeof(int64_t));
         bb->pub.indices = malloc((size_t)B * sizeof(int64_t));
         bb->bad = malloc((size_t)B);
@@ -39,7 +36,7 @@ static bbuf_t *buf_make(const sl_loader_t *l)
     if (!bb || !bb->pub.data || !bb->pub.labels || !bb->pub.indices ||
         !bb->bad) {
         if (bb) {
-            sl__buf_data_free(l, bb->pub.data);
+            sl__free_block(&l->alloc, bb->pub.data);
             free(bb->pub.labels);
             free(bb->pub.indices);
             free(bb->bad);
@@ -104,7 +101,8 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
                     sl__buf_destroy(l, made);
                 if (l->nbufs == 0 && l->allocating == 0 && !l->fatal) {
                     /* No buffer at all: nothing would ever come back. */
-                    l->fatal = sl__fail(l->errmsg, sizeof l->errmsg, SL_ENOMEM,
+                    l->fatal = sl__fail(l->fatal_msg, sizeof l->fatal_msg,
+                                        SL_ENOMEM,
                                         "cannot allocate a batch buffer of "
                                         "%zu bytes",
                                         l->batch_bytes);
@@ -189,24 +187,6 @@ static void compact(sl_loader_t *l, bbuf_t *bb)
     bb->pub.n = n;
 }
 
-static void add_skip(sl_loader_t *l, int64_t epoch, const char *msg)
-{
-    l->stats.errors_skipped++;
-    if (l->nskips >= SL_SKIPS_KEPT)
-        return;
-    char *s = malloc(strlen(msg) + 32);
-    char **v = realloc(l->skips, (size_t)(l->nskips + 1) * sizeof *v);
-    if (!s || !v) {
-        free(s);
-        if (v)
-            l->skips = v;
-        return;
-    }
-    sprintf(s, "epoch %lld: %s", (long long)epoch, msg);
-    l->skips = v;
-    l->skips[l->nskips++] = s;
-}
-
 static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
                         const char *msg)
 {
@@ -215,7 +195,9 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
         if (l->opt.on_error == SL_ON_ERROR_SKIP) {
             bb->bad[slot] = 1;
             bb->nfailed++;
-            add_skip(l, bb->pub.epoch, msg);
+            l->stats.errors_skipped++;
+            sl__msglog_add(&l->skips, "epoch %lld: %s",
+                           (long long)bb->pub.epoch, msg);
         } else if (!bb->rc) {
             bb->rc = rc;
             snprintf(bb->err, sizeof bb->err, "%s", msg);

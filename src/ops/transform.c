@@ -5,7 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/abi.h"
 #include "ops/ops_internal.h"
+
+/* The first versioned layout of sl_transform_t (base/abi.h). */
+#define SL__TRANSFORM_V1_SIZE (offsetof(sl_transform_t, strict) + sizeof(int))
 
 sl__scratch_t *sl__scratch_create(void)
 {
@@ -139,14 +143,26 @@ SL_API int sl_image_info(const void *bytes, size_t len, int *width, int *height)
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 
+void sl_transform_init(sl_transform_t *t)
+{
+    if (t)
+        sl__abi_init(t, sizeof *t);
+}
+
 SL_API int sl_image_transform(const void *bytes, size_t len,
-                              const sl_transform_t *t, void *out, char *err,
+                              const sl_transform_t *tp, void *out, char *err,
                               size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
-    if (!t)
+    if (!tp)
         return sl__fail(err, errlen, SL_EINVAL, "NULL transform");
+    sl_transform_t tr;
+    int rc = sl__abi_in(&tr, sizeof tr, tp, SL__TRANSFORM_V1_SIZE,
+                        "sl_transform", err, errlen);
+    if (rc)
+        return rc;
+    const sl_transform_t *t = &tr;
     sl__xform_t x;
     memset(&x, 0, sizeof x);
     x.mode = SL_XF_BOX;

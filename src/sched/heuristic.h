@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
 
 typedef struct sl__knobs {
     int read_threads, decode_threads, prefetch;

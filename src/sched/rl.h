@@ -32,6 +32,7 @@
 #include "sched/mlp.h"
 #include "sched/ppo.h"
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
 
 #define SL_RL_NOBS 24
 #define SL_RL_LAMBDA 1.0 /* weight of the stall fraction in the reward */

@@ -33,6 +33,7 @@
 
 #include "sched/heuristic.h"
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
 
 /* What may change mid-run. */
 enum {

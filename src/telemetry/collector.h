@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
 
 /* Cumulative pipeline counters and current gauges, read under the
  * pipeline's own lock by its callback. */

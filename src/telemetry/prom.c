@@ -1,3 +1,4 @@
+#include "sluice/telemetry.h"
 #include "prom.h"
 
 #include <arpa/inet.h>

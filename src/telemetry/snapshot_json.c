@@ -4,6 +4,7 @@
 
 #include "base/base.h"
 #include "sluice/sluice.h"
+#include "sluice/telemetry.h"
 
 typedef sl__sbuf_t jw_t;
 #define put sl__sbuf_printf

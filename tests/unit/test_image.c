@@ -557,7 +557,7 @@ static void test_public_transform(void **state)
     uint8_t *px = flat(50, 40, 3, col);
     sl__bytes_t png = enc_png(px, 50, 40, PNG_FORMAT_RGB, NULL, 0);
     sl_transform_t t;
-    memset(&t, 0, sizeof t);
+    sl_transform_init(&t);
     t.out_w = 10;
     t.out_h = 10;
     t.dtype = SL_DTYPE_FLOAT32;

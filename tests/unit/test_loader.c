@@ -86,7 +86,7 @@ static int teardown(void **state)
 static sl_options_t small_opts(void)
 {
     sl_options_t o;
-    memset(&o, 0, sizeof o);
+    sl_options_init(&o);
     o.batch_size = 8;
     o.image_size = 24;
     o.seed = 1234;

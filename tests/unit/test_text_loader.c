@@ -9,9 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "sluice/telemetry.h"
+#include "sluice/text.h"
 #include "codec/codec.h"
 #include "data/shard.h"
 #include "testutil.h"
@@ -82,14 +85,14 @@ static int teardown(void **state)
 static sl_text_options_t lm_opt(int threads)
 {
     sl_text_options_t o;
-    memset(&o, 0, sizeof o);
+    sl_text_options_init(&o);
     o.task = SL_TEXT_LM;
     o.tokenizer = "wordpiece";
     o.vocab = vocab;
     o.seq_len = 31;
     o.batch_size = 5;
     o.seed = 42;
-    o.threads = threads;
+    o.decode_threads = threads;
     o.chunk_bytes = 700; /* many chunks, several groups */
     o.group_chunks = 3;
     o.epochs = 2;
@@ -316,7 +319,7 @@ static void test_mlm(void **state)
 {
     (void)state;
     sl_text_options_t o;
-    memset(&o, 0, sizeof o);
+    sl_text_options_init(&o);
     o.task = SL_TEXT_MLM;
     o.vocab = vocab;
     o.seq_len = 64;
@@ -465,6 +468,7 @@ static void test_bad_documents(void **state)
     sl_text_options_t o = lm_opt(2);
     o.seq_len = 2;
     o.epochs = 2;
+    o.on_error = SL_ON_ERROR_SKIP;
     sl_text_loader_t *l = NULL;
     assert_int_equal(sl_text_loader_create(src, 2, &o, &l), 0);
     assert_int_equal(sl_text_loader_num_documents(l), 10);
@@ -490,8 +494,8 @@ static void test_bad_documents(void **state)
     }
     assert_null(sl_text_loader_skipped_message(l, 6));
     sl_text_loader_destroy(l);
-    /* fail_on_error: the stream ends with the bad document's message */
-    o.fail_on_error = 1;
+    /* on_error fail: the stream ends with the bad document's message */
+    o.on_error = SL_ON_ERROR_FAIL;
     assert_int_equal(sl_text_loader_create(src, 2, &o, &l), 0);
     assert_int_equal(sl_text_loader_start(l, NULL), 0);
     const sl_text_batch_t *b;
@@ -527,6 +531,102 @@ static void test_utf8_check(void **state)
             cases[i].bad);
 }
 
+
+/* The caller's allocator serves the batch arrays (as for image batches:
+ * pinned memory); every block comes back at destroy, held ones too. */
+typedef struct {
+    int allocs, frees;
+} count_alloc_t;
+static void *count_alloc(size_t n, void *ctx)
+{
+    ((count_alloc_t *)ctx)->allocs++;
+    return aligned_alloc(64, n);
+}
+static void count_free(void *p, void *ctx)
+{
+    ((count_alloc_t *)ctx)->frees++;
+    free(p);
+}
+
+/* Knobs, resolved options, telemetry, the caller's allocator: what the
+ * text loader shares with the image loader. The tokenizing threads change
+ * while batches flow and the stream stays the same. */
+static void test_shared_core(void **state)
+{
+    (void)state;
+    sl_text_options_t o = lm_opt(1);
+    rows_t ref;
+    sl_text_loader_t *l = open_one(corpus, &o);
+    run(l, NULL, &ref, 0);
+    sl_text_loader_destroy(l);
+
+    count_alloc_t ca = {0, 0};
+    o.buffer_alloc = count_alloc;
+    o.buffer_free = count_free;
+    o.buffer_ctx = &ca;
+    o.telemetry_ms = 5;
+    o.policy = SL_POLICY_STATIC;
+    l = open_one(corpus, &o);
+    sl_text_options_t r;
+    sl_text_options_init(&r);
+    assert_int_equal(sl_text_loader_options(l, &r), 0);
+    assert_int_equal(r.decode_threads, 1);
+    assert_int_equal(r.group_chunks, 3);
+    assert_int_equal(r.prefetch_chunks, 6);
+    assert_int_equal(r.world_size, 1);
+    assert_int_equal(r.on_error, SL_ON_ERROR_FAIL);
+    int64_t lo, hi, v;
+    assert_int_equal(
+        sl_text_loader_param_range(l, SL_PARAM_DECODE_THREADS, &lo, &hi), 0);
+    assert_true(lo == 1 && hi >= 2);
+    assert_int_equal(sl_text_loader_set(l, SL_PARAM_PREFETCH, 2), SL_EINVAL);
+    assert_int_equal(sl_text_loader_set(l, SL_PARAM_DECODE_THREADS, hi + 1),
+                     SL_ERANGE);
+    assert_non_null(strstr(sl_text_loader_last_error(l), "outside"));
+
+    assert_int_equal(sl_text_loader_start(l, NULL), 0);
+    const sl_text_batch_t *b, *held = NULL;
+    rows_t got = {0};
+    int k = 0, rc;
+    while (!(rc = sl_text_loader_next(l, &b))) {
+        if (++k == 3)
+            assert_int_equal(
+                sl_text_loader_set(l, SL_PARAM_DECODE_THREADS, 2), 0);
+        if (k == 9)
+            assert_int_equal(
+                sl_text_loader_set(l, SL_PARAM_DECODE_THREADS, 1), 0);
+        size_t row = (size_t)b->seq_len * sizeof(int32_t);
+        for (int i = 0; i < b->n; i++) {
+            uint64_t h = XXH3_64bits((char *)b->input_ids + i * row, row);
+            h = XXH3_64bits_withSeed((char *)b->labels + i * row, row, h);
+            got.digest = XXH3_64bits_withSeed(&h, sizeof h, got.digest);
+            got.n++;
+        }
+        if (k == 1)
+            held = b; /* kept to the end: freed by destroy */
+        else
+            sl_text_loader_release(l, b);
+    }
+    assert_int_equal(rc, SL_EEND);
+    assert_non_null(held);
+    assert_int_equal(got.n, ref.n);
+    assert_true(got.digest == ref.digest);
+    assert_int_equal(sl_text_loader_get(l, SL_PARAM_DECODE_THREADS, &v), 0);
+    assert_int_equal(v, 1);
+    sl_snapshot_t s;
+    sl_snapshot_init(&s);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(sl_text_loader_snapshot(l, &s), 0);
+    assert_true(s.samples_total > 0 && s.samples_total <= ref.n);
+    assert_true(s.decode.items_total > 0);
+    assert_int_equal(s.read.workers, 0);
+    assert_true(ca.allocs >= 2);
+    sl_text_loader_destroy(l);
+    assert_int_equal(ca.frees, ca.allocs);
+    free(ref.h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -538,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_mlm),
         cmocka_unit_test(test_sources_agree),
         cmocka_unit_test(test_bad_documents),
+        cmocka_unit_test(test_shared_core),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

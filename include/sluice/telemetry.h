@@ -1,0 +1,100 @@
+/*
+ * sluice/telemetry.h: what a loader measures of the machine and of itself, one
+ * snapshot a period (docs/TELEMETRY.md), and its JSON form.
+ */
+#ifndef SLUICE_TELEMETRY_H
+#define SLUICE_TELEMETRY_H
+
+#include "sluice/sluice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SL_SNAPSHOT_MAX_CORES 256
+
+/** Per pipeline stage, over the last interval. */
+typedef struct sl_stage_stats {
+    int workers;         /**< threads set to work */
+    double busy;         /**< 0..1: busy time / (workers x interval) */
+    double items_per_s;  /**< samples through the stage per second */
+    int64_t items_total; /**< since the loader was created */
+    int queue_depth;     /**< items waiting at the stage's input */
+    int queue_capacity;
+} sl_stage_stats_t;
+
+/** One telemetry sample: the machine, the GPU and the pipeline. Rates and
+ *  fractions are over the interval since the previous snapshot. Fields
+ *  that cannot be read on this machine are negative (never invented). */
+typedef struct sl_snapshot {
+    size_t size;       /**< sizeof(sl_snapshot_t), by sl_snapshot_init */
+    double t;          /**< seconds since the loader was created */
+    double interval_s; /**< length of the interval the rates cover */
+    /* machine */
+    int ncpu;
+    double cpu_total; /**< 0..1 of the whole machine, busy */
+    double cpu_self;  /**< 0..1 of the machine, this process */
+    double cpu_other; /**< 0..1 of the machine, everyone else */
+    float cpu_core[SL_SNAPSHOT_MAX_CORES]; /**< 0..1 per core */
+    int run_queue; /**< runnable threads (procs_running) */
+    double psi_cpu_some, psi_io_some, psi_io_full, psi_mem_some,
+        psi_mem_full; /**< PSI avg10 in %, < 0 when absent */
+    int64_t mem_total_bytes, mem_available_bytes, rss_bytes;
+    double disk_read_bytes_per_s; /**< device holding the data, < 0 unknown */
+    double disk_busy;             /**< its I/O time share 0..1, < 0 unknown */
+    double self_read_bytes_per_s; /**< this process, /proc/self/io */
+    double net_rx_bytes_per_s, net_tx_bytes_per_s;
+    /* GPU 0 through NVML, when present */
+    int gpu_present; /**< 0: no driver/GPU; the gpu_* fields are < 0 */
+    int gpu_count;
+    double gpu_util, gpu_power_w;
+    int64_t gpu_mem_used_bytes, gpu_mem_total_bytes;
+    double gpu_pcie_rx_bytes_per_s, gpu_pcie_tx_bytes_per_s;
+    double energy_j; /**< joules since the loader was created (RAPL package +
+                          NVML), < 0 when neither is readable */
+    /* pipeline */
+    double samples_per_s;
+    double stall_fraction;   /**< consumer time blocked in next / interval */
+    double batch_latency_ms; /**< mean first claim -> ready, this interval */
+    double consumer_wait_ms; /**< mean wait per batch handed out */
+    int64_t samples_total, batches_total, errors_skipped, bytes_read_total;
+    double read_bytes_per_s; /**< stored bytes the loader read */
+    sl_stage_stats_t read, decode;
+    int prefetch;      /**< batch buffers allowed (knob) */
+    int batches_ready; /**< complete batches waiting for the consumer */
+    int batches_filling;
+    /* scheduler: the last knob change, when one happened this interval */
+    int64_t decisions_total;
+    int decision_new;       /**< 1: decision_* describe a change made in
+                                 this interval */
+    char decision_knob[24]; /**< "decode_threads" | "read_threads" |
+                                 "prefetch" */
+    int decision_from, decision_to;
+    char decision_reason[160];
+} sl_snapshot_t;
+
+/** Zeroes *s and sets s->size. */
+SL_API void sl_snapshot_init(sl_snapshot_t *s);
+
+/** The latest snapshot (zeroed with t = 0 before the first tick), out->size
+ *  bytes of it (sl_snapshot_init). SL_ESTATE when the collector is off.
+ *  Any thread. */
+SL_API int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out);
+
+/** Up to `max` most recent snapshots, oldest first (the ring keeps 600).
+ *  out[0].size (sl_snapshot_init) is the size of every element: the array
+ *  is read as elements of that size, each written with its size set.
+ *  @return how many were copied, or SL_E*. Any thread. */
+SL_API int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out,
+                               int max);
+
+/** Writes one snapshot as a JSON object (no newline) into buf; s->size
+ *  bytes of *s are read (fields past them are written as unknown).
+ *  @return the length it needs (as snprintf), or SL_EINVAL. */
+SL_API int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len);
+
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SLUICE_TELEMETRY_H */

@@ -1,0 +1,41 @@
+/*
+ * sluice/testing.h: hooks for tests and benchmarks, NOT part of the
+ * release ABI: nothing here is exported from libsluice.so (the functions
+ * have hidden visibility) and the header is not installed. The CLI, the
+ * Python extension, the unit tests and the benchmarks link the static
+ * library and reach them there.
+ */
+#ifndef SLUICE_TESTING_H
+#define SLUICE_TESTING_H
+
+#include "sluice/sluice.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Emulated slow or remote storage (exec/throttle.c), live while batches
+ *  flow; waits, not CPU, and digests are unchanged.
+ *  SL_TESTING_READ_LATENCY_US: each read completes no sooner than this
+ *  after it was issued (a request's round trip; R read threads keep R
+ *  reads outstanding and hide it), 0..60 s [0: off].
+ *  SL_TESTING_READ_BYTES_PER_S: a token bucket shared by all readers caps
+ *  the bytes read at burst + rate x time, burst = 50 ms of traffic, at
+ *  least 64 KiB (a link's or a disk's bandwidth) [0: no cap]. */
+typedef enum sl_testing_storage {
+    SL_TESTING_READ_LATENCY_US = 1,
+    SL_TESTING_READ_BYTES_PER_S = 2
+} sl_testing_storage_t;
+
+/** Sets one emulated-storage value (0: that part off). SL_ERANGE when out
+ *  of range. Any thread. */
+int sl__testing_storage_set(sl_loader_t *l, sl_testing_storage_t what,
+                            int64_t value);
+/** Reads one emulated-storage value in force. Any thread. */
+int sl__testing_storage_get(const sl_loader_t *l, sl_testing_storage_t what,
+                            int64_t *value);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SLUICE_TESTING_H */

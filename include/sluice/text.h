@@ -1,0 +1,185 @@
+/*
+ * sluice/text.h: the text loader: documents tokenized into language-model (lm)
+ * or masked-language-model (mlm) batches (docs/TEXT.md); the same
+ * conventions, positions, knobs and error policy as the image loader.
+ */
+#ifndef SLUICE_TEXT_H
+#define SLUICE_TEXT_H
+
+#include "sluice/sluice.h"
+#include "sluice/telemetry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Text batch modes (docs/TEXT.md gives their exact definitions). */
+typedef enum sl_text_task {
+    SL_TEXT_LM = 0, /**< windows of seq_len + 1 tokens of the documents
+                         joined with EOS: input_ids, labels (shifted) */
+    SL_TEXT_MLM = 1 /**< BERT instances of max_len with [CLS]/[SEP], 15 %
+                         masked (80/10/10) */
+} sl_text_task_t;
+
+/** Text loader options; a zero field takes the default in brackets. Make
+ *  one with sl_text_options_init(). */
+typedef struct sl_text_options {
+    size_t size;           /**< sizeof(sl_text_options_t), by
+                                sl_text_options_init */
+    int task;              /**< sl_text_task_t [SL_TEXT_LM] */
+    const char *tokenizer; /**< "gpt2", a tiktoken encoding name
+                                ("cl100k_base", ...) or "wordpiece"
+                                [lm: "gpt2", mlm: "wordpiece"] */
+    const char *vocab;     /**< encoder.json | rank file | vocab.txt */
+    const char *merges;    /**< gpt2: vocab.bpe */
+    int cased;             /**< wordpiece: keep case and accents [uncased] */
+    int doc_per_file;      /**< plain text: a file is one document [a line] */
+    int seq_len;           /**< lm: tokens per sequence [1024]; mlm:
+                                max_len [512] */
+    int batch_size;        /**< sequences per batch [8] */
+    uint64_t seed;         /**< everything random follows the seed [0] */
+    int no_shuffle;        /**< 1: documents and windows in source order */
+    int drop_last;         /**< 1: no short last batch in an epoch */
+    int rank;              /**< this process's rank [0] */
+    int world_size;        /**< ranks sharing the data [1] */
+    int64_t epochs;        /**< epochs streamed by one start [1] */
+    int decode_threads;    /**< tokenizing workers [online cores]; a knob
+                                (SL_PARAM_DECODE_THREADS) the scheduler
+                                tunes when left at 0 / SL_AUTOTUNE */
+    int on_error;          /**< sl_on_error_t [SL_ON_ERROR_FAIL]: FAIL: a bad
+                                document ends the stream; SKIP: it is left
+                                out, counted and described */
+    int32_t eos_id;        /**< lm: token after each document [0: the
+                                tokenizer's <|endoftext|>, or [SEP]] */
+    double mask_prob;      /**< mlm: share of tokens predicted [0.15] */
+    int64_t chunk_bytes;   /**< documents per tokenizing job, in stored
+                                bytes [262144] */
+    int group_chunks;      /**< chunks whose samples are shuffled together
+                                [16] */
+    int prefetch_chunks;   /**< chunks tokenized ahead [2 x group_chunks] */
+    int telemetry_ms;      /**< telemetry period [100]; < 0: no collector */
+    const char *telemetry_path; /**< JSON Lines, one snapshot a period
+                                     [none] */
+    int policy;            /**< sl_policy_t [SL_POLICY_HEURISTIC] */
+    int max_threads;       /**< budget: tokenizing threads [2 x cores] */
+    /** Allocator for batch arrays [aligned_alloc / free]; as
+     *  sl_options_t.buffer_alloc (e.g. page-locked memory). */
+    void *(*buffer_alloc)(size_t bytes, void *ctx);
+    void (*buffer_free)(void *p, void *ctx);
+    void *buffer_ctx;
+} sl_text_options_t;
+
+/** Zeroes *o (every field its default) and sets o->size. */
+SL_API void sl_text_options_init(sl_text_options_t *o);
+
+/** One text batch: n rows of seq_len int32 each. Owned by the loader;
+ *  valid until sl_text_loader_release(). */
+typedef struct sl_text_batch {
+    int32_t *input_ids;
+    int32_t *labels;         /**< lm: the next token; mlm: the original
+                                  token where masked, -100 elsewhere */
+    int32_t *attention_mask; /**< mlm: 1 token, 0 padding; NULL for lm */
+    int32_t *token_type_ids; /**< mlm: 0 segment A, 1 segment B; NULL for
+                                  lm */
+    int n;                   /**< rows (< batch_size: an epoch's last) */
+    int seq_len;
+    int64_t tokens;          /**< lm: n x seq_len; mlm: non-padding */
+    int64_t epoch;           /**< epoch this batch belongs to */
+    int64_t index;           /**< batch index within the epoch (this rank) */
+} sl_text_batch_t;
+
+/** Make one with sl_text_stats_init(). */
+typedef struct sl_text_stats {
+    size_t size;            /**< sizeof(sl_text_stats_t) */
+    int64_t sequences;      /**< rows handed out */
+    int64_t batches;        /**< batches handed out */
+    int64_t tokens;         /**< sum of the batches' tokens */
+    int64_t tokens_encoded; /**< tokens the workers produced */
+    int64_t bytes_read;     /**< text bytes the workers tokenized */
+    int64_t errors_skipped; /**< bad documents (each counted once) */
+    int64_t wait_ns;        /**< time the consumer spent blocked in next */
+} sl_text_stats_t;
+
+/** Zeroes *st and sets st->size. */
+SL_API void sl_text_stats_init(sl_text_stats_t *st);
+
+typedef struct sl_text_loader sl_text_loader_t;
+
+/**
+ * Opens text sources (plain text, JSON Lines, text shards, or directories
+ * of them; docs/TEXT.md), loads the tokenizer and prepares a loader (no
+ * thread runs before sl_text_loader_start). `opt` may be NULL.
+ * @return 0 and *out, or SL_E*; the message is in
+ *         sl_text_loader_last_error(NULL) of the calling thread.
+ */
+SL_API int sl_text_loader_create(const char *const *sources, int nsources,
+                                 const sl_text_options_t *opt,
+                                 sl_text_loader_t **out);
+/** Stops the workers and frees everything, batches not yet released
+ *  included. NULL does nothing. */
+SL_API void sl_text_loader_destroy(sl_text_loader_t *l);
+/** As sl_loader_last_error: the last call on l that failed on this
+ *  thread; for NULL, the last failed sl_text_loader_create on this thread.
+ *  Never NULL. Any thread. */
+SL_API const char *sl_text_loader_last_error(const sl_text_loader_t *l);
+/** The options in force, every default resolved (out->size set by
+ *  sl_text_options_init). Any thread. */
+SL_API int sl_text_loader_options(const sl_text_loader_t *l,
+                                  sl_text_options_t *out);
+/** Knobs, as sl_loader_set / get / param_range: SL_PARAM_DECODE_THREADS
+ *  (tokenizing workers) while running or not. Any thread. */
+SL_API int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p,
+                              int64_t value);
+SL_API int sl_text_loader_get(const sl_text_loader_t *l, sl_param_t p,
+                              int64_t *value);
+SL_API int sl_text_loader_param_range(const sl_text_loader_t *l,
+                                      sl_param_t p, int64_t *min,
+                                      int64_t *max);
+/**
+ * Starts (or restarts) at `pos` (NULL: epoch 0, batch 0) for opt.epochs
+ * epochs from pos->epoch. Batches still held stay valid until released
+ * (as with sl_loader_start). Resuming from a
+ * position yields exactly the batches an uninterrupted run yields from
+ * there; reaching batch b of an epoch tokenizes that epoch's first b
+ * batches again (they are not handed out).
+ */
+SL_API int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos);
+/**
+ * Waits for the next batch, in (epoch, index) order, bit-identical for a
+ * seed whatever the thread count.
+ * @return 0 and *out (valid until sl_text_loader_release), SL_EEND after
+ *         the last epoch, or SL_E* (sl_text_loader_last_error).
+ */
+SL_API int sl_text_loader_next(sl_text_loader_t *l,
+                               const sl_text_batch_t **out);
+/** Gives a batch's buffers back to the pool. Each batch once; any thread. */
+SL_API void sl_text_loader_release(sl_text_loader_t *l,
+                                   const sl_text_batch_t *b);
+/** The latest telemetry snapshot, as sl_loader_snapshot: the tokenizing
+ *  workers are the decode stage (items: documents), there is no read
+ *  stage, sequences are the samples. SL_ESTATE when telemetry is off
+ *  (telemetry_ms < 0). Any thread. */
+SL_API int sl_text_loader_snapshot(const sl_text_loader_t *l,
+                                   sl_snapshot_t *out);
+/** The next batch sl_text_loader_next will hand out. */
+SL_API int sl_text_loader_position(const sl_text_loader_t *l,
+                                   sl_position_t *pos);
+/** Copies the counters (st->size bytes; sl_text_stats_init). Any thread. */
+SL_API int sl_text_loader_stats(const sl_text_loader_t *l,
+                                sl_text_stats_t *st);
+/** @return documents in the sources (bad ones included). */
+SL_API int64_t sl_text_loader_num_documents(const sl_text_loader_t *l);
+/** @return the tokenizer's vocabulary size. */
+SL_API int64_t sl_text_loader_vocab_size(const sl_text_loader_t *l);
+/** @return bad documents met so far (each once). Any thread. */
+SL_API int64_t sl_text_loader_skipped_count(const sl_text_loader_t *l);
+/** @return the message of bad document i ("FILE:LINE: cause"), in the
+ *  order they were met; NULL out of range (the first 10000 are kept). */
+SL_API const char *sl_text_loader_skipped_message(const sl_text_loader_t *l,
+                                                  int64_t i);
+
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SLUICE_TEXT_H */

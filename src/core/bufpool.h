@@ -1,0 +1,43 @@
+/* core/bufpool: batch memory for both loaders, from the caller's
+ * allocator (sl_options_t / sl_text_options_t buffer_alloc: e.g.
+ * page-locked host memory, so a GPU copy is one DMA) or aligned_alloc.
+ *
+ * A pool of equal-size blocks (one batch's arrays): get() reuses a
+ * returned block or makes one outside the pool's lock (an allocator may be
+ * slow or take its own locks), put() returns it, trim() frees returned
+ * blocks beyond a count (a lowered prefetch). Blocks are 64-byte aligned
+ * with the default allocator. Thread-safe. */
+#ifndef SL_BUFPOOL_H
+#define SL_BUFPOOL_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+typedef struct sl__allocator {
+    void *(*alloc)(size_t bytes, void *ctx); /* NULL: aligned_alloc(64) */
+    void (*free)(void *p, void *ctx);
+    void *ctx;
+} sl__allocator_t;
+
+void *sl__alloc_block(const sl__allocator_t *a, size_t bytes);
+void sl__free_block(const sl__allocator_t *a, void *p);
+
+typedef struct sl__bufpool {
+    sl__allocator_t a;
+    size_t bytes; /* per block */
+    pthread_mutex_t mu;
+    void **free, **all;
+    int nfree, nall, cap;
+} sl__bufpool_t;
+
+void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a,
+                      size_t bytes);
+/* Frees every block the pool made, returned or not. */
+void sl__bufpool_free(sl__bufpool_t *p);
+/* A block of p->bytes, or NULL when the allocator fails. */
+void *sl__bufpool_get(sl__bufpool_t *p);
+void sl__bufpool_put(sl__bufpool_t *p, void *block);
+/* Frees returned blocks until at most `keep` are left. */
+void sl__bufpool_trim(sl__bufpool_t *p, int keep);
+
+#endif

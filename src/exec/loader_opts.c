@@ -1,0 +1,107 @@
+/* The image loader's options: defaults, checks, the transform they make,
+ * and the public sl_options_init / sl_loader_options. */
+#include <string.h>
+
+#include "base/abi.h"
+#include "core/options.h"
+#include "loader_internal.h"
+
+static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
+static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
+
+void sl_options_init(sl_options_t *o)
+{
+    if (o)
+        sl__abi_init(o, sizeof *o);
+}
+
+int sl__knob_default(sl_param_t p, int decode_threads)
+{
+    if (p == SL_PARAM_READ_THREADS)
+        return 1;
+    if (p == SL_PARAM_DECODE_THREADS)
+        return sl__default_threads();
+    return decode_threads * 2 < 2 ? 2 : decode_threads * 2;
+}
+
+int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
+{
+    sl__common_opts_t c = {&o->world_size, &o->rank, &o->epochs, &o->on_error,
+                           &o->policy};
+    int rc = sl__opts_common(&c, err, errlen);
+    if (rc)
+        return rc;
+    if (o->batch_size == 0)
+        o->batch_size = 64;
+    if (o->image_size == 0)
+        o->image_size = 224;
+    if (o->resize_size == 0)
+        o->resize_size = o->image_size * 256 / 224;
+    if (o->scale_min == 0 && o->scale_max == 0)
+        o->scale_min = 0.08, o->scale_max = 1.0;
+    if (o->ratio_min == 0 && o->ratio_max == 0)
+        o->ratio_min = 3.0 / 4.0, o->ratio_max = 4.0 / 3.0;
+    if (o->read_threads == 0 || o->read_threads == SL_AUTOTUNE)
+        o->read_threads = sl__knob_default(SL_PARAM_READ_THREADS, 0);
+    if (o->decode_threads == 0 || o->decode_threads == SL_AUTOTUNE)
+        o->decode_threads = sl__knob_default(SL_PARAM_DECODE_THREADS, 0);
+    if (o->prefetch == 0 || o->prefetch == SL_AUTOTUNE)
+        o->prefetch = sl__knob_default(SL_PARAM_PREFETCH, o->decode_threads);
+    if (o->telemetry_ms == 0)
+        o->telemetry_ms = 100;
+    if (!o->mean[0] && !o->mean[1] && !o->mean[2])
+        memcpy(o->mean, imagenet_mean, sizeof o->mean);
+    if (!o->std[0] && !o->std[1] && !o->std[2])
+        memcpy(o->std, imagenet_std, sizeof o->std);
+    if (o->batch_size < 1 || o->image_size < 1 || o->image_size > 8192 ||
+        o->resize_size < o->image_size)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "bad sizes: batch %d, image %d, resize %d",
+                        o->batch_size, o->image_size, o->resize_size);
+    if (o->mode != SL_MODE_TRAIN && o->mode != SL_MODE_EVAL)
+        return sl__fail(err, errlen, SL_EINVAL, "unknown mode %d", o->mode);
+    if (o->dtype != SL_DTYPE_UINT8 && o->dtype != SL_DTYPE_FLOAT32)
+        return sl__fail(err, errlen, SL_EINVAL, "unknown dtype %d", o->dtype);
+    if (o->layout != SL_LAYOUT_CHW && o->layout != SL_LAYOUT_HWC)
+        return sl__fail(err, errlen, SL_EINVAL, "unknown layout %d", o->layout);
+    if (!(o->scale_min > 0 && o->scale_min <= o->scale_max &&
+          o->ratio_min > 0 && o->ratio_min <= o->ratio_max))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "bad crop ranges: scale [%g, %g], ratio [%g, %g]",
+                        o->scale_min, o->scale_max, o->ratio_min, o->ratio_max);
+    for (int c = 0; c < 3; c++)
+        if (!(o->std[c] > 0))
+            return sl__fail(err, errlen, SL_EINVAL, "std[%d] must be > 0", c);
+    if (o->read_threads < 1 || o->read_threads > SL__THREADS_MAX ||
+        o->decode_threads < 1 || o->decode_threads > SL__THREADS_MAX ||
+        o->prefetch < 1 || o->prefetch > SL__PREFETCH_MAX)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "bad read %d / decode %d threads / prefetch %d",
+                        o->read_threads, o->decode_threads, o->prefetch);
+    return 0;
+}
+
+void sl__loader_xform(const sl_options_t *o, sl__xform_t *x)
+{
+    memset(x, 0, sizeof *x);
+    x->mode = o->mode == SL_MODE_EVAL ? SL_XF_CENTER : SL_XF_RRC;
+    x->scale[0] = o->scale_min;
+    x->scale[1] = o->scale_max;
+    x->ratio[0] = o->ratio_min;
+    x->ratio[1] = o->ratio_max;
+    x->resize_size = o->resize_size;
+    x->flip = o->mode == SL_MODE_TRAIN && !o->no_flip;
+    x->out_w = x->out_h = o->image_size;
+    x->dtype = o->dtype;
+    x->layout = o->layout;
+    memcpy(x->mean, o->mean, sizeof x->mean);
+    memcpy(x->std, o->std, sizeof x->std);
+    x->dct_scale = !o->no_dct_scale;
+}
+
+int sl_loader_options(const sl_loader_t *l, sl_options_t *out)
+{
+    if (!l || !out)
+        return SL_EINVAL;
+    return sl__abi_out(out, &l->opt, sizeof l->opt, SL__OPTIONS_V1_SIZE);
+}

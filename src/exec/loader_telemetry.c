@@ -1,0 +1,91 @@
+/* The image loader's telemetry: the collector's view of the pipeline and
+ * the public snapshot calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/abi.h"
+#include "core/options.h"
+#include "loader_internal.h"
+#include "sluice/telemetry.h"
+
+/* The collector's view of the pipeline (telemetry never includes exec). */
+void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
+{
+    sl_loader_t *l = arg;
+    memset(o, 0, sizeof *o);
+    pthread_mutex_lock(&l->mu);
+    o->samples = l->stats.samples;
+    o->batches = l->stats.batches;
+    o->errors_skipped = l->stats.errors_skipped;
+    o->wait_ns = l->stats.wait_ns;
+    o->lat_sum_ns = l->lat_sum_ns;
+    o->lat_count = l->lat_count;
+    o->read_workers = l->running ? l->read_threads : 0;
+    o->decode_workers = l->running ? l->decode_threads : 0;
+    o->read_capacity = SL_ITEMS;
+    o->read_inflight = SL_ITEMS - (int)sl__queue_len(l->free_items);
+    o->decode_queue = (int)sl__queue_len(l->decode_q);
+    o->decode_capacity = SL_ITEMS;
+    o->prefetch = l->prefetch;
+    o->decisions = l->decisions;
+    memcpy(o->decision_knob, l->decision_knob, sizeof o->decision_knob);
+    o->decision_from = l->decision_from;
+    o->decision_to = l->decision_to;
+    memcpy(o->decision_reason, l->decision_reason, sizeof o->decision_reason);
+    for (int i = 0; i < l->nbufs; i++) {
+        o->batches_ready += l->bufs[i]->state == BB_READY;
+        o->batches_filling += l->bufs[i]->state == BB_FILLING;
+    }
+    pthread_mutex_unlock(&l->mu);
+    o->bytes_read = atomic_load(&l->bytes_read);
+    o->read_busy_ns = atomic_load(&l->read_busy_ns);
+    o->read_items = atomic_load(&l->read_items);
+    o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
+    o->decode_items = atomic_load(&l->decode_items);
+}
+
+void sl_snapshot_init(sl_snapshot_t *s)
+{
+    if (s)
+        sl__abi_init(s, sizeof *s);
+}
+
+int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out)
+{
+    if (!l || !out || sl__abi_size(out) < SL__SNAPSHOT_V1_SIZE)
+        return SL_EINVAL;
+    if (!l->coll)
+        return SL_ESTATE;
+    sl_snapshot_t s;
+    int rc = sl__collector_latest(l->coll, &s);
+    return rc ? rc : sl__abi_out(out, &s, sizeof s, SL__SNAPSHOT_V1_SIZE);
+}
+
+int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out, int max)
+{
+    if (!l || !out || max < 0)
+        return SL_EINVAL;
+    size_t stride = max ? sl__abi_size(out) : sizeof *out;
+    if (stride < SL__SNAPSHOT_V1_SIZE)
+        return SL_EINVAL;
+    if (!l->coll)
+        return SL_ESTATE;
+    if (stride == sizeof *out) {
+        int n = sl__collector_recent(l->coll, out, max);
+        for (int i = 0; i < n; i++)
+            out[i].size = sizeof *out;
+        return n;
+    }
+    /* Another header's layout: through a copy of this one's. */
+    sl_snapshot_t *tmp = max ? malloc((size_t)max * sizeof *tmp) : NULL;
+    if (max && !tmp)
+        return SL_ENOMEM;
+    int n = sl__collector_recent(l->coll, tmp, max);
+    for (int i = 0; i < n; i++) {
+        void *dst = (char *)out + (size_t)i * stride;
+        *(size_t *)dst = stride;
+        sl__abi_out(dst, &tmp[i], sizeof tmp[i], SL__SNAPSHOT_V1_SIZE);
+    }
+    free(tmp);
+    return n;
+}
