@@ -15,6 +15,25 @@
 enum { SL_RNG_SHUFFLE = 1, SL_RNG_CROP = 2, SL_RNG_FLIP = 3 };
 /* Text pipeline (docs/TEXT.md): document order, window shuffle, MLM mask. */
 enum { SL_RNG_TEXT_DOCS = 4, SL_RNG_TEXT_SHUFFLE = 5, SL_RNG_TEXT_MASK = 6 };
+/* Synthetic datasets (make-dataset): a class's palette, an image's pixels,
+ * an image's size and shape. */
+enum {
+    SL_RNG_DATASET_PALETTE = 100,
+    SL_RNG_DATASET_IMAGE = 101,
+    SL_RNG_DATASET_SHAPE = 102
+};
+/* The simulator (its events and noise; profile randomisation), the RL
+ * scheduler's sampled actions, the policy network's initial weights, PPO
+ * training's scenario draws and its noise. Values are the historical ones
+ * (ASCII tags), kept so that seeds give the same runs. */
+enum {
+    SL_RNG_SIM_PROFILE = 0x50,    /* 'P' */
+    SL_RNG_SIM = 0x53,            /* 'S' */
+    SL_RNG_RL_ACTIONS = 0x726c,   /* "rl" */
+    SL_RNG_MLP_INIT = 0x6d6c70,   /* "mlp" */
+    SL_RNG_TRAIN = 0x7472,        /* "tr" */
+    SL_RNG_TRAIN_NOISE = 0x6e6f   /* "no" */
+};
 
 typedef struct sl__rng {
     uint32_t key[2];

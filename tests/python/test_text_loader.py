@@ -348,17 +348,18 @@ def test_bad_documents_skipped(tiny, tmp_path):
         json.dumps(good).encode(), b'{"text": "unterminated',
         b'{"title": 1}', b'{"text": 5}', json.dumps(good).encode()]) + b"\n")
     l = sluice.TextLoader(str(p), tokenizer="wordpiece", vocab=tiny["vocab"],
-                          seq_len=16, batch_size=2)
+                          seq_len=16, batch_size=2, on_error="skip")
+    assert l.options["on_error"] == "skip"
     assert len(collect(l)) > 0
     msgs = l.skipped()
     assert len(msgs) == 3 and l.stats()["errors_skipped"] == 3
     assert any("docs.jsonl:2: invalid JSON" in m for m in msgs)
     assert any('docs.jsonl:3: no "text" field' in m for m in msgs)
     assert any('docs.jsonl:4: "text" is not a string' in m for m in msgs)
+    # the default, as for images: the first bad document ends the stream
     with pytest.raises(sluice.Error, match=r"docs.jsonl:[234]: "):
         collect(sluice.TextLoader(str(p), tokenizer="wordpiece",
-                                  vocab=tiny["vocab"], seq_len=16,
-                                  on_error="fail"))
+                                  vocab=tiny["vocab"], seq_len=16))
     with pytest.raises(sluice.Error, match="nonexistent"):
         sluice.TextLoader("/nonexistent.txt", vocab=tiny["vocab"],
                           tokenizer="wordpiece")
