@@ -45,155 +45,120 @@ static void usage(FILE *f)
         "  --json               a JSON object of the figures as last line\n");
 }
 
+/* Numeric options, checked against [lo, hi] (integers where int). */
+enum {
+    N_DECODE,
+    N_READ,
+    N_PREFETCH,
+    N_MAXT,
+    N_NCPU,
+    N_DURATION,
+    N_SAMPLES,
+    N_STEP,
+    N_CCPU,
+    N_INTERFERE,
+    N_BW,
+    N_LAT,
+    N_SEED,
+    N_COUNT
+};
+static const struct {
+    int is_int;
+    double lo, hi;
+} num_range[N_COUNT] = {{1, 1, 4096},
+                        {1, 1, 4096},
+                        {1, 1, 4096},
+                        {1, 1, 4096},
+                        {1, 1, SL_SNAPSHOT_MAX_CORES},
+                        {0, 1e-300, 1e7},
+                        {1, 1, 9e18},
+                        {0, 0, HUGE_VAL},
+                        {0, 0, 1},
+                        {0, 0, HUGE_VAL},
+                        {0, 0, 1e15},
+                        {0, 0, 1e15},
+                        {1, 0, 1.8446744073709552e19}};
+
 typedef struct args {
     const char *profile, *telemetry, *events, *policy_file;
-    int read, decode, prefetch, max_threads, policy, json, ncpu;
-    double duration, step_ms, consumer_cpu, interfere, storage_bw, latency;
-    long long samples;
-    unsigned long long seed;
+    int policy, json;
+    double num[N_COUNT]; /* -1: not given */
+    int64_t samples;
+    uint64_t seed;
 } args_t;
+
+/* One numeric value; 0 when it is a number within its range. */
+static int parse_num(args_t *a, int i, const char *s)
+{
+    char *end;
+    if (i == N_SEED) { /* all 64 bits */
+        a->seed = strtoull(s, &end, 10);
+        return *end != 0 || !*s;
+    }
+    double v =
+        num_range[i].is_int ? (double)strtoll(s, &end, 10) : strtod(s, &end);
+    if (*end || !*s || !(v >= num_range[i].lo && v <= num_range[i].hi))
+        return 1;
+    a->num[i] = v;
+    if (i == N_SAMPLES)
+        a->samples = strtoll(s, NULL, 10);
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, args_t *a)
 {
-    enum {
-        O_PROFILE = 256,
-        O_THREADS,
-        O_RTHREADS,
-        O_PREFETCH,
-        O_POLICY,
-        O_MAXT,
-        O_DURATION,
-        O_SAMPLES,
-        O_STEP,
-        O_CCPU,
-        O_INTERFERE,
-        O_NCPU,
-        O_EVENTS,
-        O_SEED,
-        O_BW,
-        O_LAT,
-        O_TELEMETRY,
-        O_JSON,
-        O_PFILE
-    };
+    enum { O_PROFILE = 256, O_POLICY, O_PFILE, O_EVENTS, O_TELEMETRY, O_JSON };
     static const struct option lo[] = {{"profile", 1, 0, O_PROFILE},
-                                       {"threads", 1, 0, O_THREADS},
-                                       {"decode-threads", 1, 0, O_THREADS},
-                                       {"read-threads", 1, 0, O_RTHREADS},
-                                       {"prefetch", 1, 0, O_PREFETCH},
+                                       {"threads", 1, 0, N_DECODE},
+                                       {"decode-threads", 1, 0, N_DECODE},
+                                       {"read-threads", 1, 0, N_READ},
+                                       {"prefetch", 1, 0, N_PREFETCH},
                                        {"policy", 1, 0, O_POLICY},
                                        {"policy-file", 1, 0, O_PFILE},
-                                       {"max-threads", 1, 0, O_MAXT},
-                                       {"duration", 1, 0, O_DURATION},
-                                       {"samples", 1, 0, O_SAMPLES},
-                                       {"step-ms", 1, 0, O_STEP},
-                                       {"consumer-cpu", 1, 0, O_CCPU},
-                                       {"interfere", 1, 0, O_INTERFERE},
-                                       {"ncpu", 1, 0, O_NCPU},
+                                       {"max-threads", 1, 0, N_MAXT},
+                                       {"duration", 1, 0, N_DURATION},
+                                       {"samples", 1, 0, N_SAMPLES},
+                                       {"step-ms", 1, 0, N_STEP},
+                                       {"consumer-cpu", 1, 0, N_CCPU},
+                                       {"interfere", 1, 0, N_INTERFERE},
+                                       {"ncpu", 1, 0, N_NCPU},
                                        {"events", 1, 0, O_EVENTS},
-                                       {"seed", 1, 0, O_SEED},
-                                       {"storage-bw", 1, 0, O_BW},
-                                       {"storage-latency-ms", 1, 0, O_LAT},
+                                       {"seed", 1, 0, N_SEED},
+                                       {"storage-bw", 1, 0, N_BW},
+                                       {"storage-latency-ms", 1, 0, N_LAT},
                                        {"telemetry", 1, 0, O_TELEMETRY},
                                        {"json", 0, 0, O_JSON},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
+    for (int i = 0; i < N_COUNT; i++)
+        a->num[i] = -1;
     a->policy = SL_POLICY_HEURISTIC;
-    a->duration = 60;
-    a->step_ms = a->consumer_cpu = a->interfere = -1;
-    a->storage_bw = a->latency = -1;
     a->seed = 1;
-    int c, li = -1, dur_given = 0;
+    int c, li = -1;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        char *end = NULL;
         const char *s = optarg;
         int bad = 0;
-        long v;
-        switch (c) {
-        case 'h':
+        if (c >= 0 && c < N_COUNT)
+            bad = parse_num(a, c, s);
+        else if (c == O_POLICY)
+            bad = !strcmp(s, "heuristic") ? (a->policy = SL_POLICY_HEURISTIC, 0)
+                  : !strcmp(s, "static")  ? (a->policy = SL_POLICY_STATIC, 0)
+                  : !strcmp(s, "rl")      ? (a->policy = SL_POLICY_RL, 0)
+                                          : 1;
+        else if (c == O_PROFILE || c == O_PFILE || c == O_EVENTS ||
+                 c == O_TELEMETRY)
+            *(c == O_PROFILE  ? &a->profile
+              : c == O_PFILE  ? &a->policy_file
+              : c == O_EVENTS ? &a->events
+                              : &a->telemetry) = s;
+        else if (c == O_JSON)
+            a->json = 1;
+        else if (c == 'h') {
             usage(stdout);
             exit(0);
-        case O_PROFILE:
-            a->profile = s;
-            break;
-        case O_THREADS:
-        case O_RTHREADS:
-        case O_PREFETCH:
-        case O_MAXT:
-        case O_NCPU:
-            v = strtol(s, &end, 10);
-            bad = *end || v < 1 || v > 4096;
-            if (c == O_THREADS)
-                a->decode = (int)v;
-            else if (c == O_RTHREADS)
-                a->read = (int)v;
-            else if (c == O_PREFETCH)
-                a->prefetch = (int)v;
-            else if (c == O_MAXT)
-                a->max_threads = (int)v;
-            else
-                a->ncpu = (int)v, bad |= v > SL_SNAPSHOT_MAX_CORES;
-            break;
-        case O_POLICY:
-            if (!strcmp(s, "heuristic"))
-                a->policy = SL_POLICY_HEURISTIC;
-            else if (!strcmp(s, "static"))
-                a->policy = SL_POLICY_STATIC;
-            else if (!strcmp(s, "rl"))
-                a->policy = SL_POLICY_RL;
-            else
-                bad = 1;
-            break;
-        case O_DURATION:
-            dur_given = 1;
-            a->duration = strtod(s, &end);
-            bad = *end || !(a->duration > 0 && a->duration <= 1e7);
-            break;
-        case O_SAMPLES:
-            a->samples = strtoll(s, &end, 10);
-            bad = *end || a->samples < 1;
-            break;
-        case O_STEP:
-            a->step_ms = strtod(s, &end);
-            bad = *end || !(a->step_ms >= 0);
-            break;
-        case O_CCPU:
-            a->consumer_cpu = strtod(s, &end);
-            bad = *end || !(a->consumer_cpu >= 0 && a->consumer_cpu <= 1);
-            break;
-        case O_INTERFERE:
-            a->interfere = strtod(s, &end);
-            bad = *end || !(a->interfere >= 0);
-            break;
-        case O_BW:
-        case O_LAT: {
-            double v = strtod(s, &end);
-            bad = *end || !(v >= 0 && v <= 1e15);
-            if (c == O_BW)
-                a->storage_bw = v;
-            else
-                a->latency = v;
-            break;
-        }
-        case O_EVENTS:
-            a->events = s;
-            break;
-        case O_SEED:
-            a->seed = strtoull(s, &end, 10);
-            bad = *end != 0;
-            break;
-        case O_TELEMETRY:
-            a->telemetry = s;
-            break;
-        case O_PFILE:
-            a->policy_file = s;
-            break;
-        case O_JSON:
-            a->json = 1;
-            break;
-        default:
+        } else {
             usage(stderr);
             return 2;
         }
@@ -207,8 +172,8 @@ static int parse_args(int argc, char **argv, args_t *a)
         usage(stderr);
         return 2;
     }
-    if (a->samples > 0 && !dur_given)
-        a->duration = 1e6; /* until the samples are out */
+    if (a->num[N_DURATION] < 0) /* 60 s, or until the samples are out */
+        a->num[N_DURATION] = a->samples > 0 ? 1e6 : 60;
     return 0;
 }
 
@@ -228,18 +193,13 @@ static int load_profile(const args_t *a, sl__sim_profile_t *p)
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 1;
     }
-    if (a->step_ms >= 0)
-        p->step_ms = a->step_ms;
-    if (a->consumer_cpu >= 0)
-        p->consumer_cpu = a->consumer_cpu;
-    if (a->interfere >= 0)
-        p->interfere = a->interfere;
-    if (a->ncpu > 0)
-        p->ncpu = a->ncpu;
-    if (a->storage_bw >= 0)
-        p->storage_bw = a->storage_bw;
-    if (a->latency >= 0)
-        p->storage_latency_ms = a->latency;
+    const double *v = a->num;
+    p->step_ms = v[N_STEP] >= 0 ? v[N_STEP] : p->step_ms;
+    p->consumer_cpu = v[N_CCPU] >= 0 ? v[N_CCPU] : p->consumer_cpu;
+    p->interfere = v[N_INTERFERE] >= 0 ? v[N_INTERFERE] : p->interfere;
+    p->ncpu = v[N_NCPU] > 0 ? (int)v[N_NCPU] : p->ncpu;
+    p->storage_bw = v[N_BW] >= 0 ? v[N_BW] : p->storage_bw;
+    p->storage_latency_ms = v[N_LAT] >= 0 ? v[N_LAT] : p->storage_latency_ms;
     if (a->events && sl__sim_events_parse(a->events, p)) {
         fprintf(stderr,
                 "sluice simulate: bad --events '%s' (t:kind=value,... at "
@@ -263,10 +223,10 @@ int sl__cmd_simulate(int argc, char **argv)
     /* The knobs and budgets as the loader makes them from these options. */
     sl_options_t o;
     memset(&o, 0, sizeof o);
-    o.read_threads = a.read;
-    o.decode_threads = a.decode;
-    o.prefetch = a.prefetch;
-    o.max_threads = a.max_threads;
+    o.read_threads = (int)a.num[N_READ];
+    o.decode_threads = (int)a.num[N_DECODE];
+    o.prefetch = (int)a.num[N_PREFETCH];
+    o.max_threads = (int)a.num[N_MAXT];
     o.policy = a.policy;
     sl__limits_t lim;
     sl__knobs_t k;
@@ -284,7 +244,7 @@ int sl__cmd_simulate(int argc, char **argv)
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 1;
     }
-    sl__sim_run_opts_t ro = {a.duration, a.samples, a.seed, NULL, NULL};
+    sl__sim_run_opts_t ro = {a.num[N_DURATION], a.samples, a.seed, NULL, NULL};
     FILE *tf = NULL;
     if (a.telemetry && !(tf = fopen(a.telemetry, "w"))) {
         fprintf(stderr, "sluice simulate: cannot write %s\n", a.telemetry);
