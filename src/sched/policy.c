@@ -25,15 +25,23 @@ static void plain_destroy(sl__policy_t *p)
     free(p);
 }
 
-sl__policy_t *sl__policy_static(void)
+/* A zeroed policy object of `size` bytes, the interface first. */
+static void *policy_new(size_t size, const char *name, sl__policy_step_fn *step,
+                        void (*destroy)(sl__policy_t *))
 {
-    sl__policy_t *p = calloc(1, sizeof *p);
+    sl__policy_t *p = calloc(1, size);
     if (p) {
-        p->name = "static";
-        p->step = static_step;
-        p->destroy = plain_destroy;
+        p->name = name;
+        p->step = step;
+        p->destroy = destroy;
     }
     return p;
+}
+
+sl__policy_t *sl__policy_static(void)
+{
+    return policy_new(sizeof(sl__policy_t), "static", static_step,
+                      plain_destroy);
 }
 
 /* ----------------------------------------------------------- heuristic */
@@ -54,14 +62,11 @@ static int heur_step(sl__policy_t *p, const sl_snapshot_t *win, int n,
 
 sl__policy_t *sl__policy_heuristic(void)
 {
-    heur_policy_t *hp = calloc(1, sizeof *hp);
-    if (!hp)
-        return NULL;
-    hp->base.name = "heuristic";
-    hp->base.step = heur_step;
-    hp->base.destroy = plain_destroy;
-    sl__heur_init(&hp->h);
-    return &hp->base;
+    heur_policy_t *hp =
+        policy_new(sizeof *hp, "heuristic", heur_step, plain_destroy);
+    if (hp)
+        sl__heur_init(&hp->h);
+    return hp ? &hp->base : NULL;
 }
 
 /* ------------------------------------------------------------------ rl */
@@ -87,7 +92,7 @@ static void rl_destroy(sl__policy_t *p)
 
 sl__policy_t *sl__policy_rl(sl__rl_policy_t *pol, int learn, uint64_t seed)
 {
-    rl_policy_t *rp = calloc(1, sizeof *rp);
+    rl_policy_t *rp = policy_new(sizeof *rp, "rl", rl_step, rl_destroy);
     if (!rp) {
         sl__rl_policy_free(pol);
         return NULL;
@@ -97,9 +102,6 @@ sl__policy_t *sl__policy_rl(sl__rl_policy_t *pol, int learn, uint64_t seed)
         free(rp);
         return NULL;
     }
-    rp->base.name = "rl";
-    rp->base.step = rl_step;
-    rp->base.destroy = rl_destroy;
     return &rp->base;
 }
 

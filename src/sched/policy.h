@@ -27,15 +27,18 @@
 #define SL_SCHED_REASON 160
 
 typedef struct sl__policy sl__policy_t;
+
+/* One decision over win[0..n) (oldest first): sets *next (within lim) and
+ * a reason. @return a bit mask of the knobs changed, bit SL_KNOB_* (0:
+ * none). */
+typedef int sl__policy_step_fn(sl__policy_t *p, const sl_snapshot_t *win, int n,
+                               const sl__limits_t *lim, const sl__knobs_t *cur,
+                               sl__knobs_t *next, char *reason, size_t len);
+
 struct sl__policy {
     const char *name; /* "static", "heuristic", "rl" */
-    /* One decision over win[0..n) (oldest first): sets *next (within lim)
-     * and a reason. @return a bit mask of the knobs changed, bit
-     * SL_KNOB_* (0: none). */
-    int (*step)(sl__policy_t *p, const sl_snapshot_t *win, int n,
-                const sl__limits_t *lim, const sl__knobs_t *cur,
-                sl__knobs_t *next, char *reason, size_t len);
-    void (*destroy)(sl__policy_t *p);
+    sl__policy_step_fn *step;
+    void (*destroy)(sl__policy_t *p); /* frees the object */
 };
 
 /* Constructors. NULL when out of memory. */

@@ -15,15 +15,22 @@ static sl_options_t opts(void)
 
 #define BATCH ((size_t)64 * 224 * 224 * 3) /* uint8 batch of 64 */
 
+static char err[256];
+
+static int make(const sl_options_t *o, int ncpu, sl__limits_t *lim,
+                sl__knobs_t *k)
+{
+    err[0] = 0;
+    return sl__limits_make(o, ncpu, BATCH, lim, k, err, sizeof err);
+}
+
 static void test_defaults_on_four_cores(void **state)
 {
     (void)state;
     sl_options_t o = opts();
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256];
-    assert_int_equal(sl__limits_make(&o, 4, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
     /* Every knob the scheduler's; it starts where a static loader would. */
     assert_true(lim.tune_read && lim.tune_decode && lim.tune_prefetch);
     assert_int_equal(k.read_threads, 1);
@@ -39,8 +46,7 @@ static void test_defaults_on_four_cores(void **state)
     o.read_threads = o.decode_threads = o.prefetch = SL_AUTOTUNE;
     sl__limits_t l2;
     sl__knobs_t k2;
-    assert_int_equal(sl__limits_make(&o, 4, BATCH, &l2, &k2, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 4, &l2, &k2), 0);
     assert_memory_equal(&lim, &l2, sizeof lim);
     assert_memory_equal(&k, &k2, sizeof k);
 }
@@ -57,9 +63,7 @@ static void test_io_depth_budget(void **state)
     o.read_threads = 20;
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256];
-    assert_int_equal(sl__limits_make(&o, 2, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
     assert_int_equal(lim.max_read, 20);
     assert_int_equal(k.read_threads, 20);
     assert_false(lim.tune_read);
@@ -72,9 +76,7 @@ static void test_static_policy_tunes_nothing(void **state)
     o.policy = SL_POLICY_STATIC;
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256];
-    assert_int_equal(sl__limits_make(&o, 2, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
     assert_false(lim.tune_read || lim.tune_decode || lim.tune_prefetch);
     assert_int_equal(lim.min_decode, 0);
     assert_int_equal(k.decode_threads, 2);
@@ -88,9 +90,7 @@ static void test_memory_budget_caps_prefetch(void **state)
     o.max_memory_bytes = SL_LIMITS_MEM_RESERVE + 3 * (int64_t)BATCH + 100;
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256];
-    assert_int_equal(sl__limits_make(&o, 4, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
     assert_int_equal(lim.max_prefetch, 3);
     assert_int_equal(k.prefetch, 3); /* the default 8 lowered to fit */
     assert_true(lim.hard_prefetch);
@@ -99,8 +99,7 @@ static void test_memory_budget_caps_prefetch(void **state)
     assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 4), SL_ERANGE);
     /* A user prefetch above it is lowered too. */
     o.prefetch = 10;
-    assert_int_equal(sl__limits_make(&o, 4, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
     assert_int_equal(k.prefetch, 3);
 }
 
@@ -111,9 +110,7 @@ static void test_memory_budget_without_room_is_an_error(void **state)
     o.max_memory_bytes = SL_LIMITS_MEM_RESERVE + (int64_t)BATCH - 1;
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256] = "";
-    assert_int_equal(sl__limits_make(&o, 4, BATCH, &lim, &k, err, sizeof err),
-                     SL_ERANGE);
+    assert_int_equal(make(&o, 4, &lim, &k), SL_ERANGE);
     assert_non_null(strstr(err, "holds no batch"));
 }
 
@@ -122,13 +119,11 @@ static void test_thread_budget(void **state)
     (void)state;
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256] = "";
     /* No budget given: decode threads the user sets above 2 x cores are
      * the budget; they bind only the scheduler (a soft budget). */
     sl_options_t o = opts();
     o.decode_threads = 10;
-    assert_int_equal(sl__limits_make(&o, 2, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
     assert_int_equal(lim.max_threads, 11);
     assert_int_equal(lim.max_decode, 10);
     assert_false(lim.hard_threads);
@@ -136,13 +131,11 @@ static void test_thread_budget(void **state)
     /* A budget given: a fixed decode above it is an error ... */
     o.max_threads = 4;
     o.decode_threads = 5;
-    assert_int_equal(sl__limits_make(&o, 8, BATCH, &lim, &k, err, sizeof err),
-                     SL_ERANGE);
+    assert_int_equal(make(&o, 8, &lim, &k), SL_ERANGE);
     assert_non_null(strstr(err, "thread budget of 4"));
     /* ... a tuned one starts at the budget, and sheds stop there. */
     o.decode_threads = 0;
-    assert_int_equal(sl__limits_make(&o, 8, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 8, &lim, &k), 0);
     assert_int_equal(k.decode_threads, 3);
     assert_int_equal(lim.max_decode, 3);
     assert_int_equal(lim.min_decode, 3);
@@ -154,8 +147,7 @@ static void test_thread_budget(void **state)
     /* A budget below 2 is 2: one decoder and the read stage. */
     o.max_threads = 1;
     o.decode_threads = 1;
-    assert_int_equal(sl__limits_make(&o, 8, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 8, &lim, &k), 0);
     assert_int_equal(lim.max_threads, 2);
     assert_int_equal(lim.max_decode, 1);
 }
@@ -167,9 +159,7 @@ static void test_many_cores_stay_within_the_worker_limit(void **state)
     o.max_threads = 1000;
     sl__limits_t lim;
     sl__knobs_t k;
-    char err[256];
-    assert_int_equal(sl__limits_make(&o, 200, BATCH, &lim, &k, err, sizeof err),
-                     0);
+    assert_int_equal(make(&o, 200, &lim, &k), 0);
     assert_int_equal(lim.max_decode, SL_KNOB_MAX_THREADS);
     assert_int_equal(lim.max_read, 256);
 }
