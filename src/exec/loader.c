@@ -10,8 +10,8 @@ static _Thread_local char tl_create_err[SL_MSG];
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 
-/* A knob's default value: one reader, a decoder per core, two batch
- * buffers per decoder (at least 2). */
+/* A knob's default value (the rule: sched/limits.h); emulated storage
+ * off. */
 static int knob_default(sl_param_t p, int decode_threads)
 {
     if (p == SL_PARAM_READ_LATENCY_US || p == SL_PARAM_READ_BYTES_PER_S)
