@@ -18,7 +18,7 @@
  *     the start is lowered to fit; a budget that holds no batch is an
  *     error;
  *   - calm sheds stop at the start's decode threads when decode is tuned.
- * Depends on knobs and the public options type. */
+ * Depends on knobs, base (errors) and the public options type. */
 #ifndef SL_LIMITS_H
 #define SL_LIMITS_H
 

@@ -12,7 +12,8 @@
  * Who calls it: the loader on its collector thread (exec/loader_sched.c)
  * applies the changes through sl_loader_set; the simulator (sim/run.h)
  * through sl__sim_set_knobs. Both decide every SL_SCHED_PERIODS telemetry
- * periods over the last SL_SCHED_PERIODS snapshots. */
+ * periods over the last SL_SCHED_PERIODS snapshots. Depends on knobs,
+ * heuristic, rl and the public snapshot type. */
 #ifndef SL_POLICY_H
 #define SL_POLICY_H
 
