@@ -236,11 +236,10 @@ int sl__cmd_simulate(int argc, char **argv)
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 2;
     }
-    sl__policy_t *pol = NULL;
-    if (a.policy != SL_POLICY_STATIC &&
-        (lim.tune_read || lim.tune_decode || lim.tune_prefetch) &&
-        sl__policy_create(a.policy, a.policy_file, 0, a.seed, &pol, err,
-                          sizeof err)) {
+    o.policy_file = a.policy_file;
+    o.seed = a.seed;
+    sl__policy_t *pol;
+    if (sl__policy_for(&o, &lim, &pol, err, sizeof err)) {
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 1;
     }

@@ -66,13 +66,9 @@ static void schedule(void *arg, struct sl__collector *c)
 int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
                           char *err, size_t errlen)
 {
-    if (l->opt.policy == SL_POLICY_STATIC ||
-        !(l->lim.tune_read || l->lim.tune_decode || l->lim.tune_prefetch))
-        return 0;
     sl__policy_t *pol;
-    int rc = sl__policy_create(l->opt.policy, l->opt.policy_file, l->opt.learn,
-                               l->opt.seed, &pol, err, errlen);
-    if (rc)
+    int rc = sl__policy_for(&l->opt, &l->lim, &pol, err, errlen);
+    if (rc || !pol)
         return rc;
     sl__sched_init(&l->sched, pol);
     co->on_tick = schedule;

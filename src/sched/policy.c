@@ -127,6 +127,16 @@ int sl__policy_create(int policy, const char *policy_file, int learn,
     return *out ? 0 : sl__fail(err, errlen, SL_ENOMEM, "out of memory");
 }
 
+int sl__policy_for(const sl_options_t *o, const sl__limits_t *lim,
+                   sl__policy_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!(lim->tune_read || lim->tune_decode || lim->tune_prefetch))
+        return 0; /* a static policy tunes nothing (sched/limits.h) */
+    return sl__policy_create(o->policy, o->policy_file, o->learn, o->seed, out,
+                             err, errlen);
+}
+
 void sl__policy_destroy(sl__policy_t *p)
 {
     if (p)

@@ -55,6 +55,12 @@ int sl__policy_create(int policy, const char *policy_file, int learn,
                       uint64_t seed, sl__policy_t **out, char *err,
                       size_t errlen);
 void sl__policy_destroy(sl__policy_t *p); /* NULL: nothing */
+/* The scheduler's policy for options o under lim (sched/limits.h): NULL
+ * in *out when lim leaves it no knob to tune (static, or every knob
+ * given), else o->policy (policy_file, learn, seed). Errors as
+ * sl__policy_create. */
+int sl__policy_for(const sl_options_t *o, const sl__limits_t *lim,
+                   sl__policy_t **out, char *err, size_t errlen);
 
 /* ---------------------------------------------------------------- tick */
 

@@ -244,6 +244,31 @@ static void test_create_by_id(void **state)
     sl__policy_destroy(NULL);
 }
 
+static void test_policy_only_where_there_is_a_knob_to_tune(void **state)
+{
+    (void)state;
+    sl_options_t o;
+    memset(&o, 0, sizeof o);
+    sl__limits_t lim;
+    sl__knobs_t k;
+    sl__policy_t *p = (sl__policy_t *)1;
+    char err[128];
+    assert_int_equal(sl__limits_make(&o, 2, 1 << 20, &lim, &k, err, 128), 0);
+    assert_int_equal(sl__policy_for(&o, &lim, &p, err, 128), 0);
+    assert_string_equal(p->name, "heuristic");
+    sl__policy_destroy(p);
+    /* Every knob given, or a static policy: no scheduler at all. */
+    o.read_threads = o.decode_threads = o.prefetch = 2;
+    assert_int_equal(sl__limits_make(&o, 2, 1 << 20, &lim, &k, err, 128), 0);
+    assert_int_equal(sl__policy_for(&o, &lim, &p, err, 128), 0);
+    assert_null(p);
+    memset(&o, 0, sizeof o);
+    o.policy = SL_POLICY_STATIC;
+    assert_int_equal(sl__limits_make(&o, 2, 1 << 20, &lim, &k, err, 128), 0);
+    assert_int_equal(sl__policy_for(&o, &lim, &p, err, 128), 0);
+    assert_null(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_tick_orders_decreases_first),
         cmocka_unit_test(test_due_every_period_count),
         cmocka_unit_test(test_create_by_id),
+        cmocka_unit_test(test_policy_only_where_there_is_a_knob_to_tune),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
