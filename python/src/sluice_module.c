@@ -222,10 +222,60 @@ static PyObject *image_info(PyObject *self, PyObject *arg)
     return Py_BuildValue("(ii)", w, h);
 }
 
+/* Private: the PPO loss and gradient of src/sched/ppo.c for
+ * tests/python/test_rl_autograd.py. The engine's internal symbol is not
+ * exported from libsluice.so; the extension links the static library, so
+ * it is declared here (src/sched/ppo.h has the contract). */
+double sl__ppo_test_loss(const double *params, size_t n_params, int n_in,
+                         int n_hid, const double *obs, const uint8_t *act,
+                         const uint8_t *mask, const double *logp_old,
+                         const double *adv, const double *ret, int n,
+                         const double *hp3, double *grad);
+
+static PyObject *ppo_test_loss(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer b[7];
+    int n_in, n_hid;
+    double hp3[3];
+    memset(b, 0, sizeof b);
+    if (!PyArg_ParseTuple(args, "y*iiy*y*y*y*y*y*(ddd)", &b[0], &n_in, &n_hid,
+                          &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &hp3[0],
+                          &hp3[1], &hp3[2]))
+        return NULL;
+    /* params, obs (n x n_in), act (n x 3), mask (n x 9), logp_old, adv,
+     * ret (n each): sizes checked against n = len(adv). */
+    size_t n = (size_t)b[5].len / sizeof(double);
+    size_t np_ = (size_t)b[0].len / sizeof(double);
+    PyObject *out = NULL;
+    if (n_in < 1 || n < 1 || n > INT32_MAX ||
+        (size_t)b[1].len != n * (size_t)n_in * sizeof(double) ||
+        (size_t)b[2].len != n * 3 || (size_t)b[3].len != n * 9 ||
+        (size_t)b[4].len != n * sizeof(double) ||
+        (size_t)b[6].len != n * sizeof(double)) {
+        PyErr_SetString(PyExc_ValueError, "_ppo_test_loss: bad sizes");
+        goto done;
+    }
+    npy_intp dim = (npy_intp)np_;
+    PyObject *grad = PyArray_ZEROS(1, &dim, NPY_FLOAT64, 0);
+    if (!grad)
+        goto done;
+    double loss = sl__ppo_test_loss(
+        b[0].buf, np_, n_in, n_hid, b[1].buf, b[2].buf, b[3].buf, b[4].buf,
+        b[5].buf, b[6].buf, (int)n, hp3, PyArray_DATA((PyArrayObject *)grad));
+    out = Py_BuildValue("(dN)", loss, grad);
+done:
+    for (int i = 0; i < 7; i++)
+        PyBuffer_Release(&b[i]);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"image_info", image_info, METH_O, image_info_doc},
     {"image_transform", (PyCFunction)(void (*)(void))image_transform,
      METH_VARARGS | METH_KEYWORDS, image_transform_doc},
+    {"_ppo_test_loss", ppo_test_loss, METH_VARARGS,
+     "Private (tests): the rl policy's PPO loss and gradient."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

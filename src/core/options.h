@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sched/knobs.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 #include "sluice/text.h"
@@ -25,9 +26,10 @@
 #define SL__TEXT_STATS_V1_SIZE                                                 \
     (offsetof(sl_text_stats_t, wait_ns) + sizeof(int64_t))
 
-/* The engine's limits on the knobs, whatever the budgets. */
-#define SL__THREADS_MAX 256 /* = SL_WORKERS_MAX */
-#define SL__PREFETCH_MAX 4096
+/* The engine's limits on the knobs, whatever the budgets: the budget
+ * rule's (sched/knobs.h). */
+#define SL__THREADS_MAX SL_KNOB_MAX_THREADS
+#define SL__PREFETCH_MAX SL_KNOB_MAX_PREFETCH
 
 /* What every loader's options have: checked and defaulted in one place. */
 typedef struct sl__common_opts {

@@ -9,61 +9,6 @@
 #include "loader_internal.h"
 #include "sluice/testing.h"
 
-/* Budgets: the CPU-thread cap (decode threads + 1 for the read stage), the
- * I/O depth (read threads: a reader mostly waits on storage, so readers
- * are outstanding reads, not CPU threads) and the memory cap (prefetch x
- * batch bytes plus a fixed reserve for read-ahead and decode scratch),
- * which bounds prefetch whoever sets it. */
-static int set_budgets(sl_loader_t *l, char *err, size_t errlen)
-{
-    sl_options_t *o = &l->opt;
-    int ncpu = sl__ncpu();
-    l->lim.max_threads = o->max_threads > 0 ? o->max_threads : 2 * ncpu;
-    if (l->lim.max_threads < 2)
-        l->lim.max_threads = 2;
-    /* Without an explicit budget, what the user sets is the budget. */
-    if (o->max_threads <= 0 && o->decode_threads + 1 > l->lim.max_threads)
-        l->lim.max_threads = o->decode_threads + 1;
-    l->lim.max_read = sl__io_depth_budget(ncpu);
-    if (o->read_threads > l->lim.max_read)
-        l->lim.max_read = o->read_threads;
-    l->lim.max_decode = l->lim.max_threads - 1;
-    if (l->lim.max_decode > SL_WORKERS_MAX)
-        l->lim.max_decode = SL_WORKERS_MAX;
-    int want = o->prefetch;
-    l->lim.max_prefetch = want * 4 > 16 ? want * 4 : 16;
-    if (o->max_memory_bytes > 0) {
-        int64_t room = o->max_memory_bytes - SL_MEM_RESERVE;
-        int64_t fit = room > 0 ? room / (int64_t)l->batch_bytes : 0;
-        if (fit < 1)
-            return sl__fail(err, errlen, SL_ERANGE,
-                            "memory budget %lld B holds no batch of %zu B "
-                            "(plus %d MB reserve)",
-                            (long long)o->max_memory_bytes, l->batch_bytes,
-                            SL_MEM_RESERVE >> 20);
-        if (fit < l->lim.max_prefetch)
-            l->lim.max_prefetch = (int)fit;
-        if (o->prefetch > fit)
-            o->prefetch = (int)fit;
-    }
-    if (o->decode_threads + 1 > l->lim.max_threads) {
-        if (!l->lim.tune_decode)
-            return sl__fail(err, errlen, SL_ERANGE,
-                            "%d decode threads + 1 for reading exceed the "
-                            "thread budget of %d",
-                            o->decode_threads, l->lim.max_threads);
-        o->decode_threads = l->lim.max_threads - 1;
-    }
-    /* Calm sheds stop at the default: never below the static default. */
-    l->lim.min_decode = l->lim.tune_decode ? o->decode_threads : 0;
-    return 0;
-}
-
-static void schedule(void *arg, struct sl__collector *c);
-static int rl_create(sl_loader_t *l, char *err, size_t errlen);
-static void rl_schedule(sl_loader_t *l, const sl_snapshot_t *win, int n,
-                        const sl__knobs_t *cur);
-
 static int create(const char *source, const sl_options_t *opt,
                   sl_loader_t **out, char *err, size_t errlen);
 
@@ -96,10 +41,7 @@ static int create(const char *source, const sl_options_t *opt,
     l->alloc = (sl__allocator_t){l->opt.buffer_alloc, l->opt.buffer_free,
                                  l->opt.buffer_ctx};
     /* Knobs left at 0 / SL_AUTOTUNE belong to the scheduler. */
-    int tuned = l->opt.policy != SL_POLICY_STATIC;
-    l->lim.tune_read = tuned && l->opt.read_threads <= 0;
-    l->lim.tune_decode = tuned && l->opt.decode_threads <= 0;
-    l->lim.tune_prefetch = tuned && l->opt.prefetch <= 0;
+    const sl_options_t given = l->opt;
     int rc = sl__loader_resolve(&l->opt, err, errlen);
     if (!rc)
         rc = sl__source_open(source, l->opt.on_error == SL_ON_ERROR_SKIP,
@@ -119,7 +61,7 @@ static int create(const char *source, const sl_options_t *opt,
     size_t esize = l->opt.dtype == SL_DTYPE_FLOAT32 ? 4 : 1;
     l->sample_bytes = (size_t)l->opt.image_size * l->opt.image_size * 3 * esize;
     l->batch_bytes = l->sample_bytes * (size_t)l->opt.batch_size;
-    rc = set_budgets(l, err, errlen);
+    rc = sl__loader_budgets(l, &given, err, errlen);
     if (rc) {
         sl__source_close(l->src);
         sl__msglog_free(&l->skips);
@@ -155,13 +97,7 @@ static int create(const char *source, const sl_options_t *opt,
                                    l->opt.metrics_port,
                                    600,
                                    NULL};
-        if (l->opt.policy != SL_POLICY_STATIC &&
-            (l->lim.tune_read || l->lim.tune_decode || l->lim.tune_prefetch)) {
-            sl__heur_init(&l->heur);
-            co.on_tick = schedule;
-            if (l->opt.policy == SL_POLICY_RL)
-                rc = rl_create(l, err, errlen);
-        }
+        rc = sl__loader_sched_init(l, &co, err, errlen);
         if (!rc)
             rc =
                 sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll, err, errlen);
@@ -178,113 +114,6 @@ static int create(const char *source, const sl_options_t *opt,
     }
     *out = l;
     return 0;
-}
-
-/* The scheduler, on the collector thread every SL_DECIDE_TICKS periods:
- * reads the last window of snapshots and turns the heuristic's step into a
- * knob change through the same sl_loader_set any user has. */
-static void schedule(void *arg, struct sl__collector *c)
-{
-    sl_loader_t *l = arg;
-    if (++l->ticks % SL_DECIDE_TICKS)
-        return;
-    sl_snapshot_t win[SL_DECIDE_TICKS];
-    int n = sl__collector_recent(c, win, SL_DECIDE_TICKS);
-    pthread_mutex_lock(&l->mu);
-    int running = l->running && !l->stopping;
-    sl__knobs_t cur = {l->read_threads, l->decode_threads, l->prefetch};
-    pthread_mutex_unlock(&l->mu);
-    if (!running)
-        return;
-    if (l->rl) {
-        rl_schedule(l, win, n, &cur);
-        return;
-    }
-    sl__knobs_t next;
-    char reason[160];
-    int k = sl__heur_step(&l->heur, win, n, &l->lim, &cur, &next, reason,
-                          sizeof reason);
-    if (k == SL_KNOB_NONE)
-        return;
-    sl_param_t p = k == SL_KNOB_READ     ? SL_PARAM_READ_THREADS
-                   : k == SL_KNOB_DECODE ? SL_PARAM_DECODE_THREADS
-                                         : SL_PARAM_PREFETCH;
-    int from = k == SL_KNOB_READ     ? cur.read_threads
-               : k == SL_KNOB_DECODE ? cur.decode_threads
-                                     : cur.prefetch;
-    int to = k == SL_KNOB_READ     ? next.read_threads
-             : k == SL_KNOB_DECODE ? next.decode_threads
-                                   : next.prefetch;
-    if (sl_loader_set(l, p, to) != 0)
-        return;
-    pthread_mutex_lock(&l->mu);
-    l->decisions++;
-    snprintf(l->decision_knob, sizeof l->decision_knob, "%s",
-             k == SL_KNOB_READ     ? "read_threads"
-             : k == SL_KNOB_DECODE ? "decode_threads"
-                                   : "prefetch");
-    l->decision_from = from;
-    l->decision_to = to;
-    snprintf(l->decision_reason, sizeof l->decision_reason, "%s", reason);
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* SL_POLICY_RL: the policy file (or the built-in default) and the
- * scheduler object; an unusable file fails sl_loader_create. */
-static int rl_create(sl_loader_t *l, char *err, size_t errlen)
-{
-    sl__rl_policy_t pol;
-    int rc = l->opt.policy_file
-                 ? sl__rl_policy_load(l->opt.policy_file, &pol, err, errlen)
-                 : sl__rl_policy_default(&pol, err, errlen);
-    if (rc)
-        return rc;
-    l->rl = malloc(sizeof *l->rl);
-    if (!l->rl || sl__rl_sched_init(l->rl, &pol, l->opt.learn, l->opt.seed)) {
-        sl__rl_policy_free(&pol);
-        free(l->rl);
-        l->rl = NULL;
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    }
-    return 0;
-}
-
-/* One RL decision: up to one step on each knob, applied through
- * sl_loader_set, decreases first so that a thread moved from one stage to
- * the other never crosses the budget in between. The snapshot's decision
- * names the first knob changed; the reason (action probabilities) covers
- * all of them. */
-static void rl_schedule(sl_loader_t *l, const sl_snapshot_t *win, int n,
-                        const sl__knobs_t *cur)
-{
-    static const sl_param_t param[3] = {
-        SL_PARAM_DECODE_THREADS, SL_PARAM_READ_THREADS, SL_PARAM_PREFETCH};
-    static const char *name[3] = {"decode_threads", "read_threads", "prefetch"};
-    sl__knobs_t next;
-    char reason[160];
-    if (!sl__rl_sched_step(l->rl, win, n, &l->lim, cur, &next, reason,
-                           sizeof reason))
-        return;
-    int from[3] = {cur->decode_threads, cur->read_threads, cur->prefetch};
-    int to[3] = {next.decode_threads, next.read_threads, next.prefetch};
-    int done = 0, first = -1;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < 3; i++)
-            if ((pass == 0 ? to[i] < from[i] : to[i] > from[i]) &&
-                sl_loader_set(l, param[i], to[i]) == 0) {
-                done++;
-                if (first < 0)
-                    first = i;
-            }
-    if (!done)
-        return;
-    pthread_mutex_lock(&l->mu);
-    l->decisions += done;
-    snprintf(l->decision_knob, sizeof l->decision_knob, "%s", name[first]);
-    l->decision_from = from[first];
-    l->decision_to = to[first];
-    snprintf(l->decision_reason, sizeof l->decision_reason, "%s", reason);
-    pthread_mutex_unlock(&l->mu);
 }
 
 /* Stops every worker and returns all buffers and items to their pools. */
@@ -333,16 +162,17 @@ static void buf_free(const sl_loader_t *l, bbuf_t *bb)
     free(bb);
 }
 
-void sl__buf_destroy(const sl_loader_t *l, bbuf_t *bb) { buf_free(l, bb); }
+void sl__buf_destroy(const sl_loader_t *l, bbuf_t *bb)
+{
+    buf_free(l, bb);
+}
 
 void sl_loader_destroy(sl_loader_t *l)
 {
     if (!l)
         return;
     sl__collector_stop(l->coll); /* first: it reads the pipeline */
-    if (l->rl)
-        sl__rl_sched_free(l->rl);
-    free(l->rl);
+    sl__loader_sched_free(l);
     if (l->readers && l->decoders && l->free_items && l->decode_q)
         stop_pipeline(l);
     sl__workers_destroy(l->readers);
@@ -541,30 +371,20 @@ void sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* Under mu: the values a knob may take now. Thread knobs: the engine's
- * worker limit; an explicit thread budget holds for all: decode threads +
- * 1 (the read stage) <= max_threads. Read threads are I/O depth: outside
- * it. Prefetch: a memory budget caps it. */
+/* The scheduler's knob for a public one; -1: none. */
+static int knob_of(sl_param_t p)
+{
+    return p == SL_PARAM_READ_THREADS     ? SL_KNOB_READ
+           : p == SL_PARAM_DECODE_THREADS ? SL_KNOB_DECODE
+           : p == SL_PARAM_PREFETCH       ? SL_KNOB_PREFETCH
+                                          : -1;
+}
+
+/* Under mu (the limits are fixed at create): the budget rule's range. */
 static int param_range(const sl_loader_t *l, sl_param_t p, int64_t *min,
                        int64_t *max)
 {
-    *min = 1;
-    switch (p) {
-    case SL_PARAM_READ_THREADS:
-        *max = SL__THREADS_MAX;
-        return 0;
-    case SL_PARAM_DECODE_THREADS:
-        *max = l->opt.max_threads > 0 ? l->lim.max_threads - 1
-                                      : SL__THREADS_MAX;
-        if (*max > SL__THREADS_MAX)
-            *max = SL__THREADS_MAX;
-        return 0;
-    case SL_PARAM_PREFETCH:
-        *max = l->opt.max_memory_bytes > 0 ? l->lim.max_prefetch
-                                           : SL__PREFETCH_MAX;
-        return 0;
-    }
-    return SL_EINVAL;
+    return sl__limits_range(&l->lim, knob_of(p), min, max);
 }
 
 int sl_loader_param_range(const sl_loader_t *l, sl_param_t p, int64_t *min,

@@ -27,15 +27,13 @@
 #include "exec/throttle.h"
 #include "exec/workers.h"
 #include "ops/image.h"
-#include "sched/heuristic.h"
-#include "sched/rl.h"
+#include "sched/limits.h"
+#include "sched/policy.h"
 #include "telemetry/collector.h"
 
 #define SL_ITEMS 32             /* read-ahead: samples read, not done */
 #define SL_ITEM_KEEP (4u << 20) /* item buffers above this are freed */
 #define SL_MSG 1024
-#define SL_MEM_RESERVE (32 << 20) /* budget share for read-ahead, scratch */
-#define SL_DECIDE_TICKS 5         /* telemetry periods per decision */
 
 enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
 
@@ -101,9 +99,7 @@ struct sl_loader {
     struct sl__collector *coll;
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;
-    sl__heur_t heur;
-    sl__rl_sched_t *rl; /* SL_POLICY_RL: used instead of heur */
-    int ticks;
+    sl__sched_t sched; /* sched.pol NULL: nothing to tune */
     int64_t decisions;
     char decision_knob[24];
     int decision_from, decision_to;
@@ -125,6 +121,15 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o);
 
 /* Frees a whole batch buffer (not in the pool). */
 void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
+/* exec/loader_sched.c: the budgets (sched/limits.h) from the options as
+ * the user gave them; sets l->lim and the start knobs in l->opt. */
+int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
+                       size_t errlen);
+/* The scheduler, when the policy has knobs to tune: the policy object and
+ * the collector's on_tick hook in *co. */
+int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
+                          char *err, size_t errlen);
+void sl__loader_sched_free(sl_loader_t *l);
 void sl__loader_reader_main(void *arg, int id);
 void sl__loader_decoder_main(void *arg, int id);
 

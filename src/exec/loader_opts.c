@@ -5,6 +5,7 @@
 #include "base/abi.h"
 #include "core/options.h"
 #include "loader_internal.h"
+#include "sched/limits.h"
 
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
@@ -17,13 +18,12 @@ void sl_options_init(sl_options_t *o)
 
 int sl__knob_default(sl_param_t p, int decode_threads)
 {
-    if (p == SL_PARAM_READ_THREADS)
-        return 1;
-    if (p == SL_PARAM_DECODE_THREADS)
-        return sl__default_threads();
-    return decode_threads * 2 < 2 ? 2 : decode_threads * 2;
+    return sl__limits_knob_default(p == SL_PARAM_READ_THREADS ? SL_KNOB_READ
+                                   : p == SL_PARAM_DECODE_THREADS
+                                       ? SL_KNOB_DECODE
+                                       : SL_KNOB_PREFETCH,
+                                   sl__ncpu(), decode_threads);
 }
-
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
 {
     sl__common_opts_t c = {&o->world_size, &o->rank, &o->epochs, &o->on_error,

@@ -25,12 +25,6 @@ typedef struct window {
     int calm_snaps; /* snapshots without any wait */
 } window_t;
 
-int sl__io_depth_budget(int ncpu)
-{
-    int d = 4 * ncpu;
-    return d < 4 ? 4 : d > 256 ? 256 : d;
-}
-
 static window_t average(const sl_snapshot_t *s, int n)
 {
     window_t w;
@@ -53,20 +47,6 @@ static window_t average(const sl_snapshot_t *s, int n)
         w.ready /= t, w.cpu_self /= t, w.cpu_other /= t;
     }
     return w;
-}
-
-static int *knob(sl__knobs_t *k, int which)
-{
-    return which == SL_KNOB_READ     ? &k->read_threads
-           : which == SL_KNOB_DECODE ? &k->decode_threads
-                                     : &k->prefetch;
-}
-
-static const char *knob_name(int which)
-{
-    return which == SL_KNOB_READ     ? "read_threads"
-           : which == SL_KNOB_DECODE ? "decode_threads"
-                                     : "prefetch";
 }
 
 /* Can `which` go up one step within the limits? */
@@ -114,8 +94,8 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
              * still needed; undoing it would only deepen the stall. The
              * step stays untried: neither paid nor undone. */
             int worse = w.stall > h->before_stall + STALL_HI;
-            if (!paid && !worse && *knob(next, which) > 1) {
-                (*knob(next, which))--;
+            if (!paid && !worse && *sl__knob_ref(next, which) > 1) {
+                (*sl__knob_ref(next, which))--;
                 /* +1: holds count down at the start of each step */
                 h->hold[which] = h->backoff[which] + 1;
                 if (h->backoff[which] < 32)
@@ -124,7 +104,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                 snprintf(reason, len,
                          "undo: %s +1 bought nothing (%.0f -> %.0f samples/s,"
                          " stall %.0f%% -> %.0f%%); next try in %d windows",
-                         knob_name(which), h->before_rate, w.rate,
+                         sl__knob_name(which), h->before_rate, w.rate,
                          100 * h->before_stall, 100 * w.stall,
                          h->hold[which] - 1);
                 return which;
@@ -133,7 +113,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                 h->backoff[which] = 2;
         } else if (w.stall > h->before_stall + STALL_HI) {
             /* Shedding hurt: give it back and stay calm for a while. */
-            (*knob(next, which))++;
+            (*sl__knob_ref(next, which))++;
             /* Each failed shed waits twice as long before the next. */
             h->calm = -h->backoff[0] * CALM_WINDOWS;
             if (h->backoff[0] < 32)
@@ -142,7 +122,8 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
             snprintf(reason, len,
                      "undo: %s -1 made the consumer wait (stall %.0f%% -> "
                      "%.0f%%)",
-                     knob_name(which), 100 * h->before_stall, 100 * w.stall);
+                     sl__knob_name(which), 100 * h->before_stall,
+                     100 * w.stall);
             return which;
         }
     }
@@ -176,7 +157,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                      "consumer waits %.0f%% of the time; decode busy %.0f%%, "
                      "read busy %.0f%%, others use %.0f%% CPU: %s +1",
                      100 * w.stall, 100 * w.dbusy, 100 * w.rbusy,
-                     100 * w.cpu_other, knob_name(which));
+                     100 * w.cpu_other, sl__knob_name(which));
         }
     } else if (w.stall < STALL_LO) {
         h->calm++;
@@ -217,7 +198,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
     }
     if (which == SL_KNOB_NONE)
         return SL_KNOB_NONE;
-    *knob(next, which) += dir;
+    *sl__knob_ref(next, which) += dir;
     h->last_knob = which;
     h->last_dir = dir;
     h->before_rate = w.rate;

@@ -21,37 +21,16 @@
  *     twice as long.
  * Every step stays within the limits (budgets), and every step carries a
  * reason. Like tf.data's autotuner it optimises the observed output rate;
- * unlike it, it also gives resources back. Depends on nothing but the
- * public snapshot type. */
+ * unlike it, it also gives resources back. Depends on sched/knobs.h and
+ * the public snapshot type. */
 #ifndef SL_HEURISTIC_H
 #define SL_HEURISTIC_H
 
 #include <stddef.h>
 
+#include "sched/knobs.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
-
-typedef struct sl__knobs {
-    int read_threads, decode_threads, prefetch;
-} sl__knobs_t;
-
-/* Budgets. CPU threads: decode threads + 1 (the read stage's CPU counts as
- * one thread) <= max_threads, so max_decode = max_threads - 1. Read
- * threads beyond the first are outstanding reads (I/O depth): a reader
- * mostly waits on storage, so they are bounded by max_read, not by
- * max_threads. */
-typedef struct sl__limits {
-    int tune_read, tune_decode, tune_prefetch; /* 0: the user fixed it */
-    int max_threads;                           /* CPU: decode + 1 */
-    int max_decode, max_read, max_prefetch;    /* max_read: I/O depth */
-    int min_decode; /* calm sheds stop here (0: at 1) */
-} sl__limits_t;
-
-/* The default I/O-depth budget (read threads) on ncpu cores: 4 x cores,
- * at least 4, at most 256 (the engine's worker limit). */
-int sl__io_depth_budget(int ncpu);
-
-enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };
 
 typedef struct sl__heur {
     int last_knob; /* the step under trial (SL_KNOB_*), or none */

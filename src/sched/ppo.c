@@ -204,19 +204,19 @@ double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
     return s.loss;
 }
 
-/* The same loss and gradient for tests/python/test_rl_autograd.py, which
- * compares them with PyTorch autograd through ctypes: exported from
- * libsluice.so although internal (not in sluice.h). hp3 = {clip, vf_coef,
- * ent_coef}. @return the loss; NAN on bad sizes. */
-__attribute__((visibility("default"))) double
-sl__ppo_test_loss(const double *params, int n_in, int n_hid, const double *obs,
-                  const uint8_t *act, const uint8_t *mask,
-                  const double *logp_old, const double *adv, const double *ret,
-                  int n, const double *hp3, double *grad)
+double sl__ppo_test_loss(const double *params, size_t n_params, int n_in,
+                         int n_hid, const double *obs, const uint8_t *act,
+                         const uint8_t *mask, const double *logp_old,
+                         const double *adv, const double *ret, int n,
+                         const double *hp3, double *grad)
 {
     sl__mlp_t m;
     if (sl__mlp_init(&m, n_in, n_hid))
         return NAN;
+    if (m.n_params != n_params) {
+        sl__mlp_free(&m);
+        return NAN;
+    }
     memcpy(m.w, params, m.n_params * sizeof *m.w);
     sl__ppo_hp_t hp;
     sl__ppo_hp_default(&hp);

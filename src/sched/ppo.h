@@ -81,6 +81,18 @@ double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
                     const double *ret, int n, double *grad,
                     sl__ppo_stats_t *st);
 
+/* The same loss and gradient from flat inputs, for
+ * tests/python/test_rl_autograd.py, which compares them with PyTorch
+ * autograd through the extension's private _sluice._ppo_test_loss (not
+ * exported from libsluice.so). params: n_params weights of an n_in ->
+ * n_hid network; hp3 = {clip, vf_coef, ent_coef}; grad: n_params.
+ * @return the loss; NAN on bad sizes or out of memory. */
+double sl__ppo_test_loss(const double *params, size_t n_params, int n_in,
+                         int n_hid, const double *obs, const uint8_t *act,
+                         const uint8_t *mask, const double *logp_old,
+                         const double *adv, const double *ret, int n,
+                         const double *hp3, double *grad);
+
 /* Adam state and minibatch scratch for one network. */
 typedef struct sl__ppo {
     sl__ppo_hp_t hp;

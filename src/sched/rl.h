@@ -19,7 +19,7 @@
  * (`learn`) guarded by sl__rl_guard_t, which hands the knobs to the
  * heuristic for good when the reward degrades.
  *
- * Depends on mlp, ppo, heuristic (knob and limit types, the fallback) and
+ * Depends on mlp, ppo, knobs (types), heuristic (the fallback) and
  * the public snapshot type. */
 #ifndef SL_RL_H
 #define SL_RL_H

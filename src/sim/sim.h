@@ -24,14 +24,14 @@
  * energy_j, net_*, psi_io/mem).
  *
  * Deterministic: the same profile, seed and knob calls give the same
- * snapshots. Depends on base (rng) and the knob types of sched/heuristic.h. */
+ * snapshots. Depends on base (rng) and the knob types of sched/knobs.h. */
 #ifndef SL_SIM_H
 #define SL_SIM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sched/heuristic.h"
+#include "sched/knobs.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 
@@ -54,23 +54,23 @@ typedef struct sl__sim_event {
 /* A machine + dataset + consumer. `sluice calibrate` fits one to a real
  * run's telemetry; profiles are stored as JSON (keys = field names). */
 typedef struct sl__sim_profile {
-    int ncpu;                /* cores */
-    int batch_size;          /* samples per batch */
-    double read_ms, read_cv; /* CPU ms per item in the read stage, and the
-                                coefficient of variation of that time */
+    int ncpu;                    /* cores */
+    int batch_size;              /* samples per batch */
+    double read_ms, read_cv;     /* CPU ms per item in the read stage, and the
+                                    coefficient of variation of that time */
     double decode_ms, decode_cv; /* CPU ms per item in decode+transform on
                                     an uncontended core, and its CV */
     double item_bytes;           /* stored bytes per item (mean) */
     double storage_bw;           /* storage bytes/s; 0: unlimited (cache) */
     double storage_latency_ms;   /* per read, not CPU */
     double step_ms;              /* consumer time per batch */
-    double consumer_cpu; /* 0..1: share of a core the consumer computes
-                            during its step (0: sleeps, 1: a CPU trainer) */
-    double batch_bytes;  /* output bytes of one batch buffer */
-    double base_rss;     /* bytes the process holds besides the buffers */
-    double mem_total;    /* machine memory, bytes */
-    int read_ahead;      /* encoded items read ahead (the decode queue) */
-    double interfere;    /* cores' worth of foreign busy threads at t = 0 */
+    double consumer_cpu;         /* 0..1: share of a core the consumer computes
+                                    during its step (0: sleeps, 1: a CPU trainer) */
+    double batch_bytes;          /* output bytes of one batch buffer */
+    double base_rss;  /* bytes the process holds besides the buffers */
+    double mem_total; /* machine memory, bytes */
+    int read_ahead;   /* encoded items read ahead (the decode queue) */
+    double interfere; /* cores' worth of foreign busy threads at t = 0 */
     int n_events;
     sl__sim_event_t events[SL_SIM_MAX_EVENTS]; /* sorted by t */
 } sl__sim_profile_t;

@@ -3,7 +3,8 @@
 # that `run --policy rl --policy-file` uses (every decision's reason carries
 # the action probabilities; knobs stay within --max-threads), the built-in
 # default works without a file, a damaged file fails naming the file and
-# the cause, and --learn runs.
+# the cause, and --learn runs. `simulate --policy rl` runs the same policy
+# through the same scheduler tick in the simulator.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" rl optional
 
@@ -18,6 +19,28 @@ check "train-policy: progress per update" grep -q "update   2 .*mean reward" "$T
 check "train-policy: evaluation rows" bash -c "grep -q '^rl ' '$T/train.out' && grep -q '^heuristic ' '$T/train.out' && grep -q '^static ' '$T/train.out'"
 size=$(stat -c %s "$T/p.bin" 2>/dev/null || echo 0)
 check "weights file: 32 + 8x24 + 4x6410 + 8 bytes" test "$size" -eq $((32 + 192 + 25640 + 8))
+
+# The simulator runs rl through the loader's tick: decisions carry rl
+# reasons, knobs stay within --max-threads, the same seed gives the same
+# figures.
+printf '{"ncpu": 4, "decode_ms": 4.0, "step_ms": 20.0}\n' >"$T/prof.json"
+sim=(simulate --profile "$T/prof.json" --duration 20 --seed 4 --max-threads 3 --json)
+"$S" "${sim[@]}" --policy rl --policy-file "$T/p.bin" --telemetry "$T/sim.jsonl" \
+  >"$T/sim.out" 2>"$T/sim.err"
+check "simulate --policy rl: exit 0" test $? -eq 0
+check "simulate --policy rl: the JSON says rl" grep -q '"policy": "rl"' "$T/sim.out"
+s_dec=$(grep -c '"decision": {' "$T/sim.jsonl" || true)
+s_rl=$(grep -c '"reason": "rl: ' "$T/sim.jsonl" || true)
+echo "     simulated decisions: $s_dec, with rl reasons: $s_rl"
+check "simulate --policy rl: decisions carry rl reasons" test "$s_dec" -gt 0 -a "$s_dec" -eq "$s_rl"
+s_over=$(sed -n 's/.*"knobs": {"read_threads": \([0-9]*\), "decode_threads": \([0-9]*\).*/\1 \2/p' "$T/sim.jsonl" \
+  | awk '$2 + 1 > 3 || $1 > 16' | wc -l)
+check "simulate --policy rl: decode + 1 <= 3 throughout" test "$s_over" -eq 0
+"$S" "${sim[@]}" --policy rl --policy-file "$T/p.bin" >"$T/sim2.out" 2>&1
+check "simulate --policy rl: same seed, same figures" cmp -s "$T/sim.out" "$T/sim2.out"
+"$S" "${sim[@]}" --policy rl --policy-file "$T/none.bin" >"$T/simnone.out" 2>"$T/simnone.err"
+check "simulate --policy rl: a missing file fails naming it" \
+  bash -c "test $? -ne 0 && grep -q 'none.bin: No such file' '$T/simnone.err'"
 
 # The shipped default, judged in the simulator on 6 held-out profiles: it
 # must beat static (prefetch 2) on reward and wait, and stay within 1.5x

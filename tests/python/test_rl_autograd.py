@@ -1,32 +1,44 @@
 """The RL scheduler's PPO loss and gradient (src/sched/ppo.c, by hand in C)
 against PyTorch autograd on identical weights and inputs.
 
-The C side is reached through ctypes: libsluice.so exports the internal
-test hook sl__ppo_test_loss (not in sluice.h). The network and the loss are
-written again here in plain torch, from docs/POLICY.md, in float64.
+The C side is reached through the extension's private
+sluice._sluice._ppo_test_loss (the engine's internal sl__ppo_test_loss, which
+libsluice.so does not export). The network and the loss are written again
+here in plain torch, from docs/POLICY.md, in float64.
 """
-import ctypes
 import os
+import sys
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+SLUICE = os.environ.get("SLUICE")
+PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
+if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
+    sys.path.insert(0, PYDIR)
 
 N_IN, KNOBS, ACTS = 24, 3, 3
 
 
 def lib():
-    path = os.environ.get("SL_LIB")
-    if not path or not os.path.exists(path):
-        pytest.skip("SL_LIB (libsluice.so) not given")
-    so = ctypes.CDLL(path)
-    f = so.sl__ppo_test_loss
-    dp = ctypes.POINTER(ctypes.c_double)
-    up = ctypes.POINTER(ctypes.c_uint8)
-    f.argtypes = [dp, ctypes.c_int, ctypes.c_int, dp, up, up, dp, dp, dp,
-                  ctypes.c_int, dp, dp]
-    f.restype = ctypes.c_double
+    """f(params, h, obs, act, mask, logp_old, adv, ret, hp, grad) -> loss,
+    grad filled, as the old ctypes hook was called."""
+    _sluice = pytest.importorskip("sluice._sluice",
+                                  reason="sluice module not built")
+
+    def f(params, n_in, h, obs, act, mask, logp_old, adv, ret, n, hp, grad):
+        assert len(adv) == n
+        loss, g = _sluice._ppo_test_loss(
+            np.ascontiguousarray(params, np.float64), n_in, h,
+            np.ascontiguousarray(obs, np.float64),
+            np.ascontiguousarray(act, np.uint8),
+            np.ascontiguousarray(mask, np.uint8),
+            np.ascontiguousarray(logp_old, np.float64),
+            np.ascontiguousarray(adv, np.float64),
+            np.ascontiguousarray(ret, np.float64), tuple(hp))
+        grad[:] = g
+        return loss
     return f
 
 
@@ -70,10 +82,6 @@ def torch_loss(w, h, obs, act, mask, logp_old, adv, ret, clip, vf, ent):
     return pi_loss + vf * v_loss - ent * entropy.mean()
 
 
-def ptr(a, t):
-    return a.ctypes.data_as(ctypes.POINTER(t))
-
-
 @pytest.mark.parametrize("seed,h,n", [(0, 64, 16), (1, 16, 5), (2, 32, 33)])
 def test_loss_and_gradient_match_autograd(seed, h, n):
     f = lib()
@@ -112,11 +120,11 @@ def test_loss_and_gradient_match_autograd(seed, h, n):
     grad = np.zeros(P)
     wc = np.ascontiguousarray(w)
     lo = np.ascontiguousarray(logp_old)
-    loss_c = f(ptr(wc, ctypes.c_double), N_IN, h, ptr(obs_c, ctypes.c_double),
-               ptr(act_c, ctypes.c_uint8), ptr(mask_c, ctypes.c_uint8),
-               ptr(lo, ctypes.c_double), ptr(adv, ctypes.c_double),
-               ptr(ret, ctypes.c_double), n, ptr(hp, ctypes.c_double),
-               ptr(grad, ctypes.c_double))
+    loss_c = f(wc, N_IN, h, obs_c,
+               act_c, mask_c,
+               lo, adv,
+               ret, n, hp,
+               grad)
 
     wt = torch.tensor(w, requires_grad=True)
     loss_t = torch_loss(wt, h, torch.tensor(obs), torch.tensor(act),
@@ -149,13 +157,46 @@ def test_a_wrong_gradient_would_be_caught():
     grad = np.zeros(P)
     w2 = w.copy()
     w2[3] += 0.1
-    f(ptr(w2, ctypes.c_double), N_IN, h, ptr(obs, ctypes.c_double),
-      ptr(act, ctypes.c_uint8), ptr(mask, ctypes.c_uint8),
-      ptr(lo, ctypes.c_double), ptr(adv, ctypes.c_double),
-      ptr(ret, ctypes.c_double), n, ptr(hp, ctypes.c_double),
-      ptr(grad, ctypes.c_double))
+    f(w2, N_IN, h, obs,
+      act, mask,
+      lo, adv,
+      ret, n, hp,
+      grad)
     wt = torch.tensor(w, requires_grad=True)
     torch_loss(wt, h, torch.tensor(obs), torch.tensor(act), torch.tensor(mask),
                torch.tensor(lo), torch.tensor(adv), torch.tensor(ret),
                0.2, 0.5, 0.01).backward()
     assert np.abs(grad - wt.grad.numpy()).max() > 1e-6
+
+
+def test_hook_is_not_exported_from_the_shared_library():
+    """The test hook reaches Python through the extension only: the release
+    library does not export it."""
+    import ctypes
+    path = os.environ.get("SL_LIB")
+    if not path:
+        pytest.skip("SL_LIB (libsluice.so) not given")
+    assert not hasattr(ctypes.CDLL(path), "sl__ppo_test_loss")
+
+
+def test_bad_sizes_are_refused():
+    _sluice = pytest.importorskip("sluice._sluice",
+                                  reason="sluice module not built")
+    h, n = 8, 2
+    w = np.zeros(n_params(h))
+    ok = dict(obs=np.zeros((n, N_IN)), act=np.ones((n, KNOBS), np.uint8),
+              mask=np.ones((n, 9), np.uint8), lo=np.zeros(n),
+              adv=np.zeros(n), ret=np.zeros(n))
+    loss, g = _sluice._ppo_test_loss(w, N_IN, h, ok["obs"], ok["act"],
+                                     ok["mask"], ok["lo"], ok["adv"],
+                                     ok["ret"], (0.2, 0.5, 0.01))
+    assert np.isfinite(loss) and g.shape == w.shape
+    with pytest.raises(ValueError):
+        _sluice._ppo_test_loss(w, N_IN, h, ok["obs"][:1], ok["act"],
+                               ok["mask"], ok["lo"], ok["adv"], ok["ret"],
+                               (0.2, 0.5, 0.01))
+    # A weight vector of the wrong length: NaN, not a read past its end.
+    loss, _ = _sluice._ppo_test_loss(w[:-1], N_IN, h, ok["obs"], ok["act"],
+                                     ok["mask"], ok["lo"], ok["adv"],
+                                     ok["ret"], (0.2, 0.5, 0.01))
+    assert np.isnan(loss)

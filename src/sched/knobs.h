@@ -1,0 +1,45 @@
+/* sched/knobs: the words every part of the scheduler shares.
+ *
+ * Knobs are what the scheduler may change while the pipeline runs (read
+ * threads, decode threads, batch buffers = prefetch); limits are the
+ * budgets they must stay within and which knobs the scheduler may touch
+ * at all. The budget rule that fills sl__limits_t is in sched/limits.h.
+ * Depends on nothing. */
+#ifndef SL_KNOBS_H
+#define SL_KNOBS_H
+
+typedef struct sl__knobs {
+    int read_threads, decode_threads, prefetch;
+} sl__knobs_t;
+
+/* Budgets. CPU threads: decode threads + 1 (the read stage's CPU counts as
+ * one thread) <= max_threads, so max_decode = max_threads - 1. Read
+ * threads beyond the first are outstanding reads (I/O depth): a reader
+ * mostly waits on storage, so they are bounded by max_read, not by
+ * max_threads. */
+typedef struct sl__limits {
+    int tune_read, tune_decode, tune_prefetch; /* 0: the user fixed it */
+    int max_threads;                           /* CPU: decode + 1 */
+    int max_decode, max_read, max_prefetch;    /* max_read: I/O depth */
+    int min_decode; /* calm sheds stop here (0: at 1) */
+    /* Budgets that bind everyone, the user's own sl_loader_set included:
+     * a thread budget the user gave (max_threads) and a memory budget
+     * (max_prefetch then comes from it). Otherwise they bind only the
+     * scheduler. */
+    int hard_threads, hard_prefetch;
+} sl__limits_t;
+
+enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };
+
+/* The engine's worker limit per stage (exec/workers.h SL_WORKERS_MAX,
+ * checked there) and the most batch buffers anyone may ask for. */
+#define SL_KNOB_MAX_THREADS 256
+#define SL_KNOB_MAX_PREFETCH 4096
+
+/* "read_threads", "decode_threads", "prefetch" ("" for none). */
+const char *sl__knob_name(int knob);
+/* The knob's value in k (SL_KNOB_READ..PREFETCH), or its address. */
+int sl__knob_get(const sl__knobs_t *k, int knob);
+int *sl__knob_ref(sl__knobs_t *k, int knob);
+
+#endif

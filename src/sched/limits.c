@@ -1,0 +1,137 @@
+#include "sched/limits.h"
+
+#include <string.h>
+
+#include "base/base.h"
+
+const char *sl__knob_name(int knob)
+{
+    return knob == SL_KNOB_READ       ? "read_threads"
+           : knob == SL_KNOB_DECODE   ? "decode_threads"
+           : knob == SL_KNOB_PREFETCH ? "prefetch"
+                                      : "";
+}
+
+int *sl__knob_ref(sl__knobs_t *k, int knob)
+{
+    return knob == SL_KNOB_READ     ? &k->read_threads
+           : knob == SL_KNOB_DECODE ? &k->decode_threads
+                                    : &k->prefetch;
+}
+
+int sl__knob_get(const sl__knobs_t *k, int knob)
+{
+    return *sl__knob_ref((sl__knobs_t *)k, knob);
+}
+
+int sl__io_depth_budget(int ncpu)
+{
+    int d = 4 * ncpu;
+    return d < 4 ? 4 : d > 256 ? 256 : d;
+}
+
+int sl__limits_knob_default(int knob, int ncpu, int decode_threads)
+{
+    if (knob == SL_KNOB_READ)
+        return 1;
+    if (knob == SL_KNOB_DECODE)
+        return ncpu;
+    return decode_threads * 2 < 2 ? 2 : decode_threads * 2;
+}
+
+int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
+                    sl__limits_t *lim, sl__knobs_t *start, char *err,
+                    size_t errlen)
+{
+    memset(lim, 0, sizeof *lim);
+    int tuned = o->policy != SL_POLICY_STATIC;
+    lim->tune_read = tuned && o->read_threads <= 0;
+    lim->tune_decode = tuned && o->decode_threads <= 0;
+    lim->tune_prefetch = tuned && o->prefetch <= 0;
+    sl__knobs_t *k = start;
+    k->read_threads = o->read_threads > 0
+                          ? o->read_threads
+                          : sl__limits_knob_default(SL_KNOB_READ, ncpu, 0);
+    k->decode_threads = o->decode_threads > 0
+                            ? o->decode_threads
+                            : sl__limits_knob_default(SL_KNOB_DECODE, ncpu, 0);
+    k->prefetch = o->prefetch > 0
+                      ? o->prefetch
+                      : sl__limits_knob_default(SL_KNOB_PREFETCH, ncpu,
+                                                k->decode_threads);
+
+    lim->hard_threads = o->max_threads > 0;
+    lim->max_threads = o->max_threads > 0 ? o->max_threads : 2 * ncpu;
+    if (lim->max_threads < 2)
+        lim->max_threads = 2;
+    /* Without an explicit budget, what the user sets is the budget. */
+    if (o->max_threads <= 0 && k->decode_threads + 1 > lim->max_threads)
+        lim->max_threads = k->decode_threads + 1;
+    lim->max_read = sl__io_depth_budget(ncpu);
+    if (k->read_threads > lim->max_read)
+        lim->max_read = k->read_threads;
+    lim->max_decode = lim->max_threads - 1;
+    if (lim->max_decode > SL_KNOB_MAX_THREADS)
+        lim->max_decode = SL_KNOB_MAX_THREADS;
+    lim->max_prefetch = k->prefetch * 4 > 16 ? k->prefetch * 4 : 16;
+    if (o->max_memory_bytes > 0) {
+        lim->hard_prefetch = 1;
+        int64_t room = o->max_memory_bytes - SL_LIMITS_MEM_RESERVE;
+        int64_t fit = room <= 0     ? 0
+                      : batch_bytes ? room / (int64_t)batch_bytes
+                                    : INT32_MAX;
+        if (fit < 1)
+            return sl__fail(err, errlen, SL_ERANGE,
+                            "memory budget %lld B holds no batch of %zu B "
+                            "(plus %d MB reserve)",
+                            (long long)o->max_memory_bytes, batch_bytes,
+                            SL_LIMITS_MEM_RESERVE >> 20);
+        if (fit < lim->max_prefetch)
+            lim->max_prefetch = (int)fit;
+        if (k->prefetch > fit)
+            k->prefetch = (int)fit;
+    }
+    if (k->decode_threads + 1 > lim->max_threads) {
+        if (!lim->tune_decode)
+            return sl__fail(err, errlen, SL_ERANGE,
+                            "%d decode threads + 1 for reading exceed the "
+                            "thread budget of %d",
+                            k->decode_threads, lim->max_threads);
+        k->decode_threads = lim->max_threads - 1;
+    }
+    /* Calm sheds stop at the default: never below the static default. */
+    lim->min_decode = lim->tune_decode ? k->decode_threads : 0;
+    return 0;
+}
+
+int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
+                     int64_t *max)
+{
+    *min = 1;
+    switch (knob) {
+    case SL_KNOB_READ:
+        *max = SL_KNOB_MAX_THREADS;
+        return 0;
+    case SL_KNOB_DECODE:
+        /* A thread budget the user gave holds for all: decode + 1 (the
+         * read stage). Read threads are I/O depth: outside it. */
+        *max = SL_KNOB_MAX_THREADS;
+        if (lim->hard_threads && lim->max_threads - 1 < *max)
+            *max = lim->max_threads - 1;
+        return 0;
+    case SL_KNOB_PREFETCH:
+        *max = SL_KNOB_MAX_PREFETCH;
+        if (lim->hard_prefetch && lim->max_prefetch < *max)
+            *max = lim->max_prefetch;
+        return 0;
+    default:
+        return SL_EINVAL;
+    }
+}
+
+int sl__limits_check(const sl__limits_t *lim, int knob, int64_t value)
+{
+    int64_t lo, hi;
+    int rc = sl__limits_range(lim, knob, &lo, &hi);
+    return rc ? rc : value < lo || value > hi ? SL_ERANGE : 0;
+}

@@ -1,0 +1,61 @@
+/* sched/limits: the budget rule, written once. The loader (at create and
+ * in sl_loader_set), the simulator and policy training all call it.
+ *
+ * From the options as the user gave them, the cores and the bytes of one
+ * batch buffer:
+ *   - the scheduler tunes a knob the user left at 0 / SL_AUTOTUNE, unless
+ *     the policy is static;
+ *   - a knob left to the scheduler starts at its default: one reader, a
+ *     decoder per core, two batch buffers per decoder (at least 2);
+ *   - CPU threads: max_threads = the user's, else 2 x cores (at least 2,
+ *     and at least what the user set for decode + 1); max_decode =
+ *     max_threads - 1 (at most SL_KNOB_MAX_THREADS). A tuned decode start
+ *     above the budget is lowered to it; a fixed one is an error;
+ *   - I/O depth: max_read = 4 x cores (at least 4, at most 256), or what
+ *     the user set if more;
+ *   - memory: max_prefetch = 4 x the start (at least 16); with a memory
+ *     budget, at most (budget - SL_LIMITS_MEM_RESERVE) / batch bytes, and
+ *     the start is lowered to fit; a budget that holds no batch is an
+ *     error;
+ *   - calm sheds stop at the start's decode threads when decode is tuned.
+ * Depends on knobs, base (errors) and the public options type. */
+#ifndef SL_LIMITS_H
+#define SL_LIMITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/knobs.h"
+#include "sluice/sluice.h"
+
+/* Memory kept out of the budget for read-ahead and decode scratch. */
+#define SL_LIMITS_MEM_RESERVE (32 << 20)
+
+/* The default I/O-depth budget (read threads) on ncpu cores: 4 x cores,
+ * at least 4, at most 256 (the engine's worker limit). */
+int sl__io_depth_budget(int ncpu);
+
+/* A knob's default value on ncpu cores (prefetch: from decode_threads). */
+int sl__limits_knob_default(int knob, int ncpu, int decode_threads);
+
+/* The budgets for options `o` (knobs as the user gave them: <= 0 means
+ * left to the scheduler; policy, max_threads, max_memory_bytes read) on
+ * ncpu cores with batch buffers of batch_bytes. Fills *lim and *start
+ * (the knobs to start from).
+ * @return 0, or SL_ERANGE with the cause in err. */
+int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
+                    sl__limits_t *lim, sl__knobs_t *start, char *err,
+                    size_t errlen);
+
+/* The values anyone may set `knob` to under lim, [*min, *max]: the
+ * engine's ranges narrowed by the hard budgets (sl_loader_param_range).
+ * @return 0, or SL_EINVAL for an unknown knob. */
+int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
+                     int64_t *max);
+
+/* May anyone set `knob` to `value` under lim? The engine's ranges (1..
+ * SL_KNOB_MAX_THREADS threads, 1..SL_KNOB_MAX_PREFETCH buffers) and the
+ * hard budgets. @return 0, SL_ERANGE, or SL_EINVAL for an unknown knob. */
+int sl__limits_check(const sl__limits_t *lim, int knob, int64_t value);
+
+#endif

@@ -1,0 +1,199 @@
+/* The budget rule (sched/limits.h), written once for the loader, the
+ * simulator and training: defaults, each budget, what the user gives
+ * above a budget, and the check sl_loader_set makes. */
+#include <string.h>
+
+#include "sched/limits.h"
+#include "testutil.h"
+
+static sl_options_t opts(void)
+{
+    sl_options_t o;
+    memset(&o, 0, sizeof o);
+    return o;
+}
+
+#define BATCH ((size_t)64 * 224 * 224 * 3) /* uint8 batch of 64 */
+
+static char err[256];
+
+static int make(const sl_options_t *o, int ncpu, sl__limits_t *lim,
+                sl__knobs_t *k)
+{
+    err[0] = 0;
+    return sl__limits_make(o, ncpu, BATCH, lim, k, err, sizeof err);
+}
+
+static void test_defaults_on_four_cores(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    /* Every knob the scheduler's; it starts where a static loader would. */
+    assert_true(lim.tune_read && lim.tune_decode && lim.tune_prefetch);
+    assert_int_equal(k.read_threads, 1);
+    assert_int_equal(k.decode_threads, 4);
+    assert_int_equal(k.prefetch, 8);
+    assert_int_equal(lim.max_threads, 8); /* 2 x cores */
+    assert_int_equal(lim.max_decode, 7);  /* + 1 for the read stage */
+    assert_int_equal(lim.max_read, 16);   /* I/O depth: 4 x cores */
+    assert_int_equal(lim.max_prefetch, 32);
+    assert_int_equal(lim.min_decode, 4); /* sheds stop at the default */
+    assert_false(lim.hard_threads || lim.hard_prefetch);
+    /* SL_AUTOTUNE is the same as 0. */
+    o.read_threads = o.decode_threads = o.prefetch = SL_AUTOTUNE;
+    sl__limits_t l2;
+    sl__knobs_t k2;
+    assert_int_equal(make(&o, 4, &l2, &k2), 0);
+    assert_memory_equal(&lim, &l2, sizeof lim);
+    assert_memory_equal(&k, &k2, sizeof k);
+}
+
+static void test_io_depth_budget(void **state)
+{
+    (void)state;
+    assert_int_equal(sl__io_depth_budget(1), 4); /* at least 4 */
+    assert_int_equal(sl__io_depth_budget(2), 8);
+    assert_int_equal(sl__io_depth_budget(64), 256);
+    assert_int_equal(sl__io_depth_budget(100), 256); /* the worker limit */
+    /* Read threads the user sets above it raise it: theirs is the budget. */
+    sl_options_t o = opts();
+    o.read_threads = 20;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(lim.max_read, 20);
+    assert_int_equal(k.read_threads, 20);
+    assert_false(lim.tune_read);
+}
+
+static void test_static_policy_tunes_nothing(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    o.policy = SL_POLICY_STATIC;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_false(lim.tune_read || lim.tune_decode || lim.tune_prefetch);
+    assert_int_equal(lim.min_decode, 0);
+    assert_int_equal(k.decode_threads, 2);
+    assert_int_equal(k.prefetch, 4);
+}
+
+static void test_memory_budget_caps_prefetch(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    o.max_memory_bytes = SL_LIMITS_MEM_RESERVE + 3 * (int64_t)BATCH + 100;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_int_equal(lim.max_prefetch, 3);
+    assert_int_equal(k.prefetch, 3); /* the default 8 lowered to fit */
+    assert_true(lim.hard_prefetch);
+    /* It binds everyone: sl_loader_set's check. */
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 3), 0);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 4), SL_ERANGE);
+    /* A user prefetch above it is lowered too. */
+    o.prefetch = 10;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_int_equal(k.prefetch, 3);
+}
+
+static void test_memory_budget_without_room_is_an_error(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    o.max_memory_bytes = SL_LIMITS_MEM_RESERVE + (int64_t)BATCH - 1;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 4, &lim, &k), SL_ERANGE);
+    assert_non_null(strstr(err, "holds no batch"));
+}
+
+static void test_thread_budget(void **state)
+{
+    (void)state;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    /* No budget given: decode threads the user sets above 2 x cores are
+     * the budget; they bind only the scheduler (a soft budget). */
+    sl_options_t o = opts();
+    o.decode_threads = 10;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(lim.max_threads, 11);
+    assert_int_equal(lim.max_decode, 10);
+    assert_false(lim.hard_threads);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_DECODE, 40), 0);
+    /* A budget given: a fixed decode above it is an error ... */
+    o.max_threads = 4;
+    o.decode_threads = 5;
+    assert_int_equal(make(&o, 8, &lim, &k), SL_ERANGE);
+    assert_non_null(strstr(err, "thread budget of 4"));
+    /* ... a tuned one starts at the budget, and sheds stop there. */
+    o.decode_threads = 0;
+    assert_int_equal(make(&o, 8, &lim, &k), 0);
+    assert_int_equal(k.decode_threads, 3);
+    assert_int_equal(lim.max_decode, 3);
+    assert_int_equal(lim.min_decode, 3);
+    assert_true(lim.hard_threads);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_DECODE, 3), 0);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_DECODE, 4), SL_ERANGE);
+    /* Read threads are I/O depth: outside the CPU budget. */
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_READ, 30), 0);
+    /* A budget below 2 is 2: one decoder and the read stage. */
+    o.max_threads = 1;
+    o.decode_threads = 1;
+    assert_int_equal(make(&o, 8, &lim, &k), 0);
+    assert_int_equal(lim.max_threads, 2);
+    assert_int_equal(lim.max_decode, 1);
+}
+
+static void test_many_cores_stay_within_the_worker_limit(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    o.max_threads = 1000;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 200, &lim, &k), 0);
+    assert_int_equal(lim.max_decode, SL_KNOB_MAX_THREADS);
+    assert_int_equal(lim.max_read, 256);
+}
+
+static void test_check_ranges(void **state)
+{
+    (void)state;
+    sl__limits_t lim;
+    memset(&lim, 0, sizeof lim);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_READ, 0), SL_ERANGE);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_READ, 1), 0);
+    assert_int_equal(
+        sl__limits_check(&lim, SL_KNOB_READ, SL_KNOB_MAX_THREADS + 1),
+        SL_ERANGE);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_DECODE, -1), SL_ERANGE);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 4096), 0);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 4097), SL_ERANGE);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_NONE, 1), SL_EINVAL);
+    assert_int_equal(sl__limits_knob_default(SL_KNOB_PREFETCH, 8, 0), 2);
+    assert_int_equal(sl__limits_knob_default(SL_KNOB_PREFETCH, 8, 3), 6);
+    assert_string_equal(sl__knob_name(SL_KNOB_DECODE), "decode_threads");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_on_four_cores),
+        cmocka_unit_test(test_io_depth_budget),
+        cmocka_unit_test(test_static_policy_tunes_nothing),
+        cmocka_unit_test(test_memory_budget_caps_prefetch),
+        cmocka_unit_test(test_memory_budget_without_room_is_an_error),
+        cmocka_unit_test(test_thread_budget),
+        cmocka_unit_test(test_many_cores_stay_within_the_worker_limit),
+        cmocka_unit_test(test_check_ranges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
