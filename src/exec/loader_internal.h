@@ -21,6 +21,7 @@
 #include "base/base.h"
 #include "core/bufpool.h"
 #include "core/msglog.h"
+#include "core/sched_glue.h"
 #include "data/sampler.h"
 #include "data/source.h"
 #include "exec/queue.h"
@@ -99,11 +100,7 @@ struct sl_loader {
     struct sl__collector *coll;
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;
-    sl__sched_t sched; /* sched.pol NULL: nothing to tune */
-    int64_t decisions;
-    char decision_knob[24];
-    int decision_from, decision_to;
-    char decision_reason[160];
+    sl__sched_glue_t sched; /* inactive: nothing to tune */
     int fatal;           /* the stream failed: every next() says so */
     char fatal_msg[SL_MSG]; /* its message (under mu) */
     sl__msglog_t skips;  /* skipped samples, counted and described */

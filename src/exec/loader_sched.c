@@ -1,9 +1,9 @@
-/* The loader's side of the scheduler: its budgets at create, and the hook
- * the collector calls every telemetry period. The rules themselves live in
- * sched/: the budget rule in limits.h, the policies and the tick in
- * policy.h. Here only: take the window, call the tick, apply each change
- * through the same sl_loader_set any user has, record the decision for
- * the next snapshot. */
+/* The image loader's side of the scheduler: its budgets at create, and
+ * its knobs for the glue both loaders share (core/sched_glue.h), which
+ * runs the tick every few telemetry periods and applies each change
+ * through the same sl_loader_set any user has. The rules themselves live
+ * in sched/: the budget rule in limits.h, the policies and the tick in
+ * policy.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,49 +33,35 @@ static sl_param_t knob_param(int knob)
                                     : SL_PARAM_PREFETCH;
 }
 
-/* On the collector thread: every SL_SCHED_PERIODS periods, one tick over
- * the last window of snapshots. */
-static void schedule(void *arg, struct sl__collector *c)
+/* Under mu: the knobs in force, and whether the pipeline runs. */
+static int knobs(void *self, sl__knobs_t *cur)
 {
-    sl_loader_t *l = arg;
-    if (!sl__sched_due(&l->sched))
-        return;
-    sl_snapshot_t win[SL_SCHED_PERIODS];
-    int n = sl__collector_recent(c, win, SL_SCHED_PERIODS);
-    pthread_mutex_lock(&l->mu);
-    int running = l->running && !l->stopping;
-    sl__knobs_t cur = {l->read_threads, l->decode_threads, l->prefetch};
-    pthread_mutex_unlock(&l->mu);
-    if (!running)
-        return;
-    sl__sched_decision_t d;
-    if (!sl__sched_tick(&l->sched, win, n, &l->lim, &cur, &d))
-        return;
-    int applied[3] = {0};
-    for (int i = 0; i < d.n; i++)
-        applied[i] =
-            sl_loader_set(l, knob_param(d.ch[i].knob), d.ch[i].to) == 0;
-    pthread_mutex_lock(&l->mu);
-    l->decisions +=
-        sl__sched_report(&d, applied, l->decision_knob, sizeof l->decision_knob,
-                         &l->decision_from, &l->decision_to, l->decision_reason,
-                         sizeof l->decision_reason);
-    pthread_mutex_unlock(&l->mu);
+    sl_loader_t *l = self;
+    *cur = (sl__knobs_t){l->read_threads, l->decode_threads, l->prefetch};
+    return l->running && !l->stopping;
+}
+
+static int set(void *self, int knob, int value)
+{
+    return sl_loader_set(self, knob_param(knob), value);
+}
+
+static void on_tick(void *arg, struct sl__collector *c)
+{
+    sl__sched_glue_tick(&((sl_loader_t *)arg)->sched, c);
 }
 
 int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
                           char *err, size_t errlen)
 {
-    sl__policy_t *pol;
-    int rc = sl__policy_for(&l->opt, &l->lim, &pol, err, errlen);
-    if (rc || !pol)
-        return rc;
-    sl__sched_init(&l->sched, pol);
-    co->on_tick = schedule;
-    return 0;
+    int rc = sl__sched_glue_init(&l->sched, &l->opt, &l->lim, &l->mu, l,
+                                 knobs, set, err, errlen);
+    if (!rc && sl__sched_glue_active(&l->sched))
+        co->on_tick = on_tick;
+    return rc;
 }
 
 void sl__loader_sched_free(sl_loader_t *l)
 {
-    sl__sched_free(&l->sched);
+    sl__sched_glue_free(&l->sched);
 }

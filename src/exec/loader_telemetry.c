@@ -27,11 +27,7 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->decode_queue = (int)sl__queue_len(l->decode_q);
     o->decode_capacity = SL_ITEMS;
     o->prefetch = l->prefetch;
-    o->decisions = l->decisions;
-    memcpy(o->decision_knob, l->decision_knob, sizeof o->decision_knob);
-    o->decision_from = l->decision_from;
-    o->decision_to = l->decision_to;
-    memcpy(o->decision_reason, l->decision_reason, sizeof o->decision_reason);
+    sl__sched_glue_sample(&l->sched, o);
     for (int i = 0; i < l->nbufs; i++) {
         o->batches_ready += l->bufs[i]->state == BB_READY;
         o->batches_filling += l->bufs[i]->state == BB_FILLING;

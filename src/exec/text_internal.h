@@ -29,7 +29,7 @@
 #include "core/bufpool.h"
 #include "core/msglog.h"
 #include "exec/workers.h"
-#include "sched/heuristic.h"
+#include "core/sched_glue.h"
 #include "sluice/text.h"
 #include "telemetry/collector.h"
 #include "text/textbatch.h"
@@ -106,11 +106,7 @@ struct sl_text_loader {
     atomic_llong busy_ns, docs_done;
     struct sl__collector *coll;
     sl__limits_t lim;
-    sl__heur_t heur;
-    int ticks;
-    int64_t decisions;
-    int decision_from, decision_to;
-    char decision_reason[160];
+    sl__sched_glue_t sched; /* inactive: nothing to tune */
 };
 
 /* text_work.c: the workers' main loop, the consumer's fill of one batch

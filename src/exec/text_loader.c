@@ -10,8 +10,6 @@
 #include "sluice/text.h"
 #include "text_internal.h"
 
-#define TL_DECIDE_TICKS 5 /* telemetry periods per scheduler decision */
-
 void sl_text_options_init(sl_text_options_t *o)
 {
     if (o)
@@ -61,17 +59,12 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
     if (o->task != SL_TEXT_LM && o->task != SL_TEXT_MLM)
         return sl__fail(err, errlen, SL_EINVAL, "unknown text task %d",
                         o->task);
-    lim->tune_decode = o->policy != SL_POLICY_STATIC &&
-                       (o->decode_threads == 0 ||
-                        o->decode_threads == SL_AUTOTUNE);
     if (!o->tokenizer)
         o->tokenizer = lm ? "gpt2" : "wordpiece";
     if (!o->seq_len)
         o->seq_len = lm ? 1024 : 512;
     if (!o->batch_size)
         o->batch_size = 8;
-    if (o->decode_threads == 0 || o->decode_threads == SL_AUTOTUNE)
-        o->decode_threads = sl__default_threads();
     if (o->mask_prob == 0)
         o->mask_prob = 0.15;
     if (!o->chunk_bytes)
@@ -84,7 +77,7 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
         o->telemetry_ms = 100;
     if (o->seq_len < (lm ? 1 : 4) || o->seq_len > (1 << 24) ||
         o->batch_size < 1 || o->batch_size > (1 << 20) ||
-        o->decode_threads < 1 || o->decode_threads > SL__THREADS_MAX ||
+        o->decode_threads < SL_AUTOTUNE || o->decode_threads > SL__THREADS_MAX ||
         !(o->mask_prob > 0 && o->mask_prob <= 1) || o->chunk_bytes < 1 ||
         o->group_chunks < 1 || o->group_chunks > 4096 ||
         o->prefetch_chunks < o->group_chunks || o->prefetch_chunks > 65536)
@@ -93,20 +86,24 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
                         "%d, group %d, prefetch %d)",
                         o->seq_len, o->batch_size, o->decode_threads,
                         o->group_chunks, o->prefetch_chunks);
-    /* Budget: tokenizing threads (there is no read stage). */
-    lim->max_threads = o->max_threads > 0 ? o->max_threads
-                                          : 2 * sl__default_threads();
-    if (o->max_threads <= 0 && o->decode_threads > lim->max_threads)
-        lim->max_threads = o->decode_threads;
-    if (o->decode_threads > lim->max_threads)
-        return sl__fail(err, errlen, SL_ERANGE,
-                        "%d tokenizing threads exceed the thread budget of %d",
-                        o->decode_threads, lim->max_threads);
-    lim->max_decode = lim->max_threads < SL__THREADS_MAX ? lim->max_threads
-                                                         : SL__THREADS_MAX;
-    lim->max_read = 1;
-    lim->max_prefetch = o->prefetch_chunks;
-    lim->min_decode = lim->tune_decode ? o->decode_threads : 0;
+    /* The budget rule (sched/limits.h) with the text pipeline's shape:
+     * one stage, the tokenizers, in the decode stage's place (the
+     * consumer's copy into batches takes the "+ 1" the read stage takes
+     * in the image loader); no read stage and a fixed chunk ring: only
+     * the tokenizing threads are tuned. */
+    sl_options_t shape;
+    sl_options_init(&shape);
+    shape.policy = o->policy;
+    shape.policy_file = NULL;
+    shape.max_threads = o->max_threads;
+    shape.read_threads = 1;
+    shape.decode_threads = o->decode_threads > 0 ? o->decode_threads : 0;
+    shape.prefetch = o->prefetch_chunks;
+    sl__knobs_t start;
+    rc = sl__limits_make(&shape, sl__ncpu(), 0, lim, &start, err, errlen);
+    if (rc)
+        return rc;
+    o->decode_threads = start.decode_threads;
     return 0;
 }
 
@@ -158,7 +155,9 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
 }
 
 static void text_pipe_sample(void *arg, sl__pipe_sample_t *o);
-static void text_schedule(void *arg, struct sl__collector *c);
+static int text_knobs(void *self, sl__knobs_t *cur);
+static int text_set(void *self, int knob, int value);
+static void text_tick(void *arg, struct sl__collector *c);
 
 static int create(const char *const *sources, int nsources,
                   const sl_text_options_t *opt, sl_text_loader_t **out,
@@ -190,12 +189,17 @@ static int create(const char *const *sources, int nsources,
     if (!rc && l->opt.telemetry_ms > 0) {
         sl__collector_opts_t co = {l->opt.telemetry_ms, sources[0],
                                    l->opt.telemetry_path, 0, 600, NULL};
-        if (l->lim.tune_decode) {
-            sl__heur_init(&l->heur);
-            co.on_tick = text_schedule;
-        }
-        rc = sl__collector_start(&co, text_pipe_sample, l, &l->coll, err,
-                                 errlen);
+        sl_options_t shape; /* what the policy reads: its id and seed */
+        sl_options_init(&shape);
+        shape.policy = l->opt.policy;
+        shape.seed = l->opt.seed;
+        rc = sl__sched_glue_init(&l->sched, &shape, &l->lim, &l->mu, l,
+                                 text_knobs, text_set, err, errlen);
+        if (!rc && sl__sched_glue_active(&l->sched))
+            co.on_tick = text_tick;
+        if (!rc)
+            rc = sl__collector_start(&co, text_pipe_sample, l, &l->coll, err,
+                                     errlen);
     }
     if (rc) {
         sl_text_loader_destroy(l);
@@ -218,6 +222,7 @@ void sl_text_loader_destroy(sl_text_loader_t *l)
     if (!l)
         return;
     sl__collector_stop(l->coll); /* first: it reads the pipeline */
+    sl__sched_glue_free(&l->sched);
     if (l->workers) {
         sl__text_stop_workers(l);
         sl__workers_destroy(l->workers);
@@ -272,9 +277,7 @@ int sl_text_loader_param_range(const sl_text_loader_t *l, sl_param_t p,
                                "knob %d: the text loader has only "
                                "SL_PARAM_DECODE_THREADS",
                                (int)p);
-    *min = 1;
-    *max = l->lim.max_decode;
-    return 0;
+    return sl__limits_range(&l->lim, SL_KNOB_DECODE, min, max);
 }
 
 int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p, int64_t value)
@@ -469,42 +472,29 @@ static void text_pipe_sample(void *arg, sl__pipe_sample_t *o)
         o->batches_ready += l->slots[i].state == SLOT_DONE;
     }
     o->prefetch = l->nslots;
-    o->decisions = l->decisions;
-    if (l->decisions)
-        snprintf(o->decision_knob, sizeof o->decision_knob, "decode_threads");
-    o->decision_from = l->decision_from;
-    o->decision_to = l->decision_to;
-    memcpy(o->decision_reason, l->decision_reason, sizeof o->decision_reason);
+    sl__sched_glue_sample(&l->sched, o);
     pthread_mutex_unlock(&l->mu);
     o->decode_busy_ns = atomic_load(&l->busy_ns);
     o->decode_items = atomic_load(&l->docs_done);
 }
 
-/* The scheduler on the collector thread: the heuristic over the tokenizing
- * threads (the one knob), applied through sl_text_loader_set. */
-static void text_schedule(void *arg, struct sl__collector *c)
+/* The scheduler (core/sched_glue.h): the tokenizing threads are the one
+ * knob, the decode stage's. */
+static int text_knobs(void *self, sl__knobs_t *cur)
 {
-    sl_text_loader_t *l = arg;
-    if (++l->ticks % TL_DECIDE_TICKS)
-        return;
-    sl_snapshot_t win[TL_DECIDE_TICKS];
-    int n = sl__collector_recent(c, win, TL_DECIDE_TICKS);
-    pthread_mutex_lock(&l->mu);
-    int running = l->running && !l->stopping;
-    sl__knobs_t cur = {1, l->threads, l->nslots};
-    pthread_mutex_unlock(&l->mu);
-    if (!running)
-        return;
-    sl__knobs_t next;
-    char reason[160];
-    if (sl__heur_step(&l->heur, win, n, &l->lim, &cur, &next, reason,
-                      sizeof reason) != SL_KNOB_DECODE ||
-        sl_text_loader_set(l, SL_PARAM_DECODE_THREADS, next.decode_threads))
-        return;
-    pthread_mutex_lock(&l->mu);
-    l->decisions++;
-    l->decision_from = cur.decode_threads;
-    l->decision_to = next.decode_threads;
-    snprintf(l->decision_reason, sizeof l->decision_reason, "%s", reason);
-    pthread_mutex_unlock(&l->mu);
+    sl_text_loader_t *l = self;
+    *cur = (sl__knobs_t){1, l->threads, l->nslots};
+    return l->running && !l->stopping;
+}
+
+static int text_set(void *self, int knob, int value)
+{
+    return knob == SL_KNOB_DECODE
+               ? sl_text_loader_set(self, SL_PARAM_DECODE_THREADS, value)
+               : SL_EINVAL;
+}
+
+static void text_tick(void *arg, struct sl__collector *c)
+{
+    sl__sched_glue_tick(&((sl_text_loader_t *)arg)->sched, c);
 }
