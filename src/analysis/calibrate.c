@@ -65,7 +65,7 @@ int sl__calib_period_parse(const char *line, size_t len, sl__calib_period_t *p)
     memset(p, 0, sizeof *p);
     p->t = num(o, "t");
     p->interval_s = num(o, "interval_s");
-    p->ncpu = (int)count(o, "ncpu", SL_SNAPSHOT_MAX_CORES);
+    p->ncpu = (int)count(o, "ncpu", 1e6);
     p->cpu_self = num(o, "cpu_self");
     p->cpu_other = num(o, "cpu_other");
     p->samples_per_s = num(o, "samples_per_s");
