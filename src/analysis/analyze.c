@@ -7,27 +7,23 @@
 #include <string.h>
 
 #include "analysis.h"
+#include "sized.h"
 
 #define FETCH_THREADS 4
 
 SL_API void sl_analyze_options_init(sl_analyze_options_t *o)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
+    sl__sized_init(o, sizeof *o);
 }
 
 int sl__analyze_options_resolve(const sl_analyze_options_t *in,
                                 sl_analyze_options_t *o, char *err,
                                 size_t errlen)
 {
-    if (!in || in->size == 0)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "options not initialised (sl_analyze_options_init)");
-    memset(o, 0, sizeof *o);
-    memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
-    o->size = sizeof *o;
+    int rc = sl__sized_copy(o, sizeof *o, in, "sl_analyze_options_init", err,
+                            errlen);
+    if (rc)
+        return rc;
     const char *bad =
         o->batch_size < 0 || o->batch_size > 65536  ? "batch_size"
         : o->image_size < 0 || o->image_size > 8192 ? "image_size"

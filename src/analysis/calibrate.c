@@ -9,25 +9,21 @@
 #include <unistd.h>
 
 #include "calibrate.h"
+#include "sized.h"
 
 SL_API void sl_calibrate_options_init(sl_calibrate_options_t *o)
 {
-    if (!o)
-        return;
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
+    sl__sized_init(o, sizeof *o);
 }
 
 int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
                                   sl_calibrate_options_t *o, char *err,
                                   size_t errlen)
 {
-    if (!in || in->size == 0)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "options not initialised (sl_calibrate_options_init)");
-    memset(o, 0, sizeof *o);
-    memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
-    o->size = sizeof *o;
+    int rc = sl__sized_copy(o, sizeof *o, in, "sl_calibrate_options_init", err,
+                            errlen);
+    if (rc)
+        return rc;
     const char *bad = !(o->consumer_cpu >= 0 && o->consumer_cpu <= 1)
                           ? "consumer_cpu"
                       : !(o->batch_bytes >= 0)        ? "batch_bytes"
