@@ -26,8 +26,8 @@ __all__ = ["Error", "Loader", "TextLoader", "analyze", "calibrate", "image_info"
 __version__ = version
 
 
-def analyze(source, *, step_ms=None, rate=None, sweep=False, batch_size=64,
-            image_size=224, dtype="uint8", threads=None, prefetch=None, seconds=10.0,
+def analyze(source, *, step_ms=None, rate=None, sweep=False, batch_size=None,
+            image_size=None, dtype="uint8", threads=None, prefetch=None, seconds=None,
             verbose=False):
     """Which bound stalls a job reading `source` (an ImageFolder, a shard
     folder or one shard): "fetch", "prep" or "consumer", by how much, and
@@ -36,9 +36,12 @@ def analyze(source, *, step_ms=None, rate=None, sweep=False, batch_size=64,
     The consumer's demand is `step_ms` (it holds each batch that long) or
     `rate` (samples/s), or `sweep=True` checks at 50%, 100% and 150% of the
     prep rate. `threads` (default: the cores) are the job's decode threads;
-    prep is measured for 1..threads, each run `seconds` long, so a call
-    takes about (threads + 2) x seconds plus two reads of the dataset (the
-    GIL is released meanwhile). `verbose` prints progress to stderr.
+    prep is measured for 1..threads, each run `seconds` long (default 10),
+    so a call takes about (threads + 2) x seconds plus two reads of the
+    dataset (the GIL is released meanwhile). batch_size (64), image_size
+    (224), dtype and prefetch (max(2 x threads, 8)) are the job's; None
+    leaves each to the library's default. `verbose` prints progress to
+    stderr.
 
     Returns a dict: "bound", "predicted_stall", "measured_stall",
     "demand_rate", "prep_rate", "prep_rate_by_threads", "fetch_rate_cold",
@@ -46,10 +49,10 @@ def analyze(source, *, step_ms=None, rate=None, sweep=False, batch_size=64,
     "bandwidth_needed_bytes_per_s", "dataset_bytes", ... ("sweep": the
     three levels). ValueError for bad options, sluice.Error when the source
     cannot be read."""
-    text = _sluice._analyze(os.fspath(source), step_ms=step_ms or 0.0, rate=rate or 0.0,
-                            sweep=sweep, batch_size=batch_size, image_size=image_size,
-                            dtype=dtype, threads=threads or 0, prefetch=prefetch or 0,
-                            seconds=seconds, verbose=verbose)
+    opt = dict(step_ms=step_ms, rate=rate, batch_size=batch_size, image_size=image_size,
+               threads=threads, prefetch=prefetch, seconds=seconds)
+    text = _sluice._analyze(os.fspath(source), sweep=sweep, dtype=dtype, verbose=verbose,
+                            **{k: v for k, v in opt.items() if v is not None})
     return json.loads(text)
 
 
