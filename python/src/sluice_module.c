@@ -1,12 +1,16 @@
 /*
  * sluice._sluice module: errors, argument helpers shared with the loader,
  * image_info (a header's size), image_transform (one sample, as the loader
- * transforms it) and version.
+ * transforms it), _analyze / _calibrate (the JSON of sl_analyze and
+ * sl_calibrate, parsed by sluice.analyze / sluice.calibrate) and version.
  */
 #define SLUICE_PY_IMPORT_ARRAY
 #include "sluice_py.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "sluice/analysis.h"
 
 PyObject *slpy_error;
 
@@ -270,12 +274,100 @@ done:
     return out;
 }
 
+/* The JSON text a tool returned, as a str; frees it. */
+static PyObject *tool_result(int rc, char *json, const char *err)
+{
+    if (rc)
+        return slpy_raise(rc, err, 1);
+    PyObject *s = PyUnicode_FromString(json);
+    sl_analysis_free(json);
+    return s;
+}
+
+static void progress_to_stderr(void *user, const char *line)
+{
+    fprintf(stderr, "%s: %s\n", (const char *)user, line);
+}
+
+PyDoc_STRVAR(analyze_doc,
+             "_analyze(source, step_ms=0, rate=0, sweep=False, batch_size=0, "
+             "image_size=0, dtype='uint8', threads=0, prefetch=0, seconds=0, "
+             "verbose=False)\n--\n\n"
+             "The JSON text of sl_analyze (0: the default); see "
+             "sluice.analyze.");
+
+static PyObject *analyze(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"source",     "step_ms",    "rate",    "sweep",
+                             "batch_size", "image_size", "dtype",   "threads",
+                             "prefetch",   "seconds",    "verbose", NULL};
+    PyObject *source = NULL, *dtype = NULL;
+    sl_analyze_options_t o;
+    sl_analyze_options_init(&o);
+    int verbose = 0;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O&|$ddpiiOiidp:_analyze", kwlist, PyUnicode_FSConverter,
+            &source, &o.step_ms, &o.rate, &o.sweep, &o.batch_size,
+            &o.image_size, &dtype, &o.decode_threads, &o.prefetch, &o.seconds,
+            &verbose))
+        return NULL;
+    if (dtype && slpy_parse_dtype(dtype, &o.dtype)) {
+        Py_DECREF(source);
+        return NULL;
+    }
+    if (verbose) {
+        o.progress = progress_to_stderr;
+        o.progress_user = (void *)"sluice.analyze";
+    }
+    char err[1024] = "", *json = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_analyze(PyBytes_AS_STRING(source), &o, &json, err, sizeof err);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(source);
+    return tool_result(rc, json, err);
+}
+
+PyDoc_STRVAR(calibrate_doc,
+             "_calibrate(telemetry_path, skip_s=0, step_ms=0, consumer_cpu=0, "
+             "batch_bytes=0, storage_bw=0, storage_latency_ms=0)\n--\n\n"
+             "The JSON text of sl_calibrate (0: the default, < 0: none); see "
+             "sluice.calibrate.");
+
+static PyObject *calibrate(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = {"telemetry_path",     "skip_s",      "step_ms",
+                             "consumer_cpu",       "batch_bytes", "storage_bw",
+                             "storage_latency_ms", NULL};
+    PyObject *path = NULL;
+    sl_calibrate_options_t o;
+    sl_calibrate_options_init(&o);
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O&|$dddddd:_calibrate", kwlist, PyUnicode_FSConverter,
+            &path, &o.skip_s, &o.step_ms, &o.consumer_cpu, &o.batch_bytes,
+            &o.storage_bw, &o.storage_latency_ms))
+        return NULL;
+    char err[1024] = "", *json = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_calibrate(PyBytes_AS_STRING(path), &o, &json, err, sizeof err);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(path);
+    return tool_result(rc, json, err);
+}
+
 static PyMethodDef methods[] = {
     {"image_info", image_info, METH_O, image_info_doc},
     {"image_transform", (PyCFunction)(void (*)(void))image_transform,
      METH_VARARGS | METH_KEYWORDS, image_transform_doc},
     {"_ppo_test_loss", ppo_test_loss, METH_VARARGS,
      "Private (tests): the rl policy's PPO loss and gradient."},
+    {"_analyze", (PyCFunction)(void (*)(void))analyze,
+     METH_VARARGS | METH_KEYWORDS, analyze_doc},
+    {"_calibrate", (PyCFunction)(void (*)(void))calibrate,
+     METH_VARARGS | METH_KEYWORDS, calibrate_doc},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

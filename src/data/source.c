@@ -289,6 +289,22 @@ const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
     return buf;
 }
 
+int64_t sl__source_file_count(const sl__source_t *s)
+{
+    return s->folder ? s->folder->n : s->nshards;
+}
+
+const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
+                                 size_t len)
+{
+    if (k < 0 || k >= sl__source_file_count(s))
+        return NULL;
+    int n = s->folder ? snprintf(buf, len, "%s/%s", s->folder->root,
+                                 s->folder->paths[k])
+                      : snprintf(buf, len, "%s", sl__shard_path(s->shards[k]));
+    return n >= 0 && (size_t)n < len ? buf : NULL;
+}
+
 static int read_file(const char *root, const char *rel, sl__bytes_t *out,
                      uint64_t *stored, char *err, size_t errlen)
 {

@@ -29,6 +29,13 @@ int64_t sl__source_label(const sl__source_t *s, int64_t i);
 /* "ROOT/class/file.jpg" or "SHARD: record K (name)", into buf. */
 const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
                                 size_t len);
+/* The files holding the samples: each image of an ImageFolder, each shard
+ * of a packed source (shards left out under skip_bad are not counted). */
+int64_t sl__source_file_count(const sl__source_t *s);
+/* The path of file k (0 <= k < file_count) into buf; NULL when k is out of
+ * range or the path does not fit in len bytes. */
+const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
+                                 size_t len);
 /* Reads sample i's encoded bytes into out (out->n set). *stored gets bytes
  * read from storage. Errors name the file/record and the cause. */
 int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,

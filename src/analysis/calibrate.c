@@ -1,0 +1,286 @@
+/* Calibration around the fit (calibrate.h): options, telemetry lines, the
+ * profile, and the JSON of sl_calibrate. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "calibrate.h"
+#include "base/abi.h"
+
+SL_API void sl_calibrate_options_init(sl_calibrate_options_t *o)
+{
+    if (o)
+        sl__abi_init(o, sizeof *o);
+}
+
+int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
+                                  sl_calibrate_options_t *o, char *err,
+                                  size_t errlen)
+{
+    if (!in)
+        return sl__fail(err, errlen, SL_EINVAL, "no options: make them with sl_calibrate_options_init()");
+    int rc = sl__abi_in(o, sizeof *o, in, sizeof(size_t), "sl_calibrate_options", err, errlen);
+    if (rc)
+        return rc;
+    const char *bad = !(o->consumer_cpu >= 0 && o->consumer_cpu <= 1)
+                          ? "consumer_cpu"
+                      : !(o->batch_bytes >= 0)        ? "batch_bytes"
+                      : !(o->storage_bw >= 0)         ? "storage_bw"
+                      : !(o->storage_latency_ms >= 0) ? "storage_latency_ms"
+                      : isnan(o->skip_s)              ? "skip_s"
+                      : isnan(o->step_ms)             ? "step_ms"
+                                                      : NULL;
+    if (bad)
+        return sl__fail(err, errlen, SL_EINVAL, "%s out of range", bad);
+    o->skip_s = o->skip_s == 0 ? 1 : o->skip_s < 0 ? 0 : o->skip_s;
+    return 0;
+}
+
+static double num(json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* A count from the JSON: 0 when absent or out of range. */
+static long long count(json_t *o, const char *k, double max)
+{
+    double v = num(o, k);
+    return v >= 0 && v <= max ? (long long)v : 0;
+}
+
+int sl__calib_period_parse(const char *line, size_t len, sl__calib_period_t *p)
+{
+    json_t *o = json_loadb(line, len, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return SL_ECORRUPT;
+    }
+    memset(p, 0, sizeof *p);
+    p->t = num(o, "t");
+    p->interval_s = num(o, "interval_s");
+    p->ncpu = (int)count(o, "ncpu", 1e6);
+    p->cpu_self = num(o, "cpu_self");
+    p->cpu_other = num(o, "cpu_other");
+    p->samples_per_s = num(o, "samples_per_s");
+    p->stall_fraction = num(o, "stall_fraction");
+    p->consumer_wait_ms = num(o, "consumer_wait_ms");
+    p->read_bytes_per_s = num(o, "read_bytes_per_s");
+    p->mem_total = num(o, "mem_total_bytes");
+    p->rss = num(o, "rss_bytes");
+    p->samples_total = count(o, "samples_total", 9e18);
+    p->batches_total = count(o, "batches_total", 9e18);
+    json_t *st = json_object_get(o, "stages");
+    json_t *rd = json_object_get(st, "read"),
+           *dc = json_object_get(st, "decode");
+    p->read_workers = (int)count(rd, "workers", 1e6);
+    p->read_busy = num(rd, "busy");
+    p->read_items_per_s = num(rd, "items_per_s");
+    p->decode_workers = (int)count(dc, "workers", 1e6);
+    p->decode_busy = num(dc, "busy");
+    p->decode_items_per_s = num(dc, "items_per_s");
+    p->prefetch = (int)count(json_object_get(o, "knobs"), "prefetch", 1e6);
+    json_decref(o);
+    int ok = isfinite(p->t) && p->interval_s > 0 && p->ncpu > 0 &&
+             isfinite(p->cpu_self) && isfinite(p->decode_busy) &&
+             isfinite(p->decode_items_per_s) && isfinite(p->read_busy) &&
+             isfinite(p->read_items_per_s);
+    return ok ? 0 : SL_ECORRUPT;
+}
+
+/* The profile the fit describes, and the foreign demand. */
+static void make_profile(const sl_calibrate_options_t *o, sl__calibration_t *c)
+{
+    const sl__calib_fit_t *fit = &c->fit;
+    sl__sim_profile_t *p = &c->profile;
+    sl__sim_profile_default(p);
+    p->ncpu = fit->ncpu;
+    p->batch_size = fit->batch_size;
+    p->read_ms = fit->read_ms;
+    p->read_cv = fit->read_cv;
+    p->decode_ms = fit->decode_ms > 1e-3 ? fit->decode_ms : 1e-3;
+    p->decode_cv = fit->decode_cv;
+    p->item_bytes = fit->item_bytes;
+    p->storage_bw = o->storage_bw;
+    if (o->storage_latency_ms > 0 || o->storage_bw > 0) {
+        /* The read stage's wall time includes the storage wait that the
+         * profile now models (the engine's emulated storage adds it to
+         * read busy): what is left is CPU. A lone transfer at the full
+         * bandwidth is the least it can wait. */
+        double io =
+            o->storage_latency_ms +
+            (o->storage_bw > 0 ? fit->item_bytes / o->storage_bw * 1000 : 0);
+        double left = (fit->read_wall_ms - io) * fit->core_share;
+        p->read_ms = left > 0.001 ? left : 0.001;
+    }
+    p->storage_latency_ms = o->storage_latency_ms;
+    p->step_ms = o->step_ms > 0   ? o->step_ms
+                 : o->step_ms < 0 ? 0
+                                  : fit->step_ms;
+    p->consumer_cpu = o->consumer_cpu;
+    p->batch_bytes = o->batch_bytes > 0
+                         ? o->batch_bytes
+                         : (double)fit->batch_size * 224 * 224 * 3;
+    p->base_rss = fit->max_rss - fit->prefetch * p->batch_bytes;
+    if (p->base_rss < 0)
+        p->base_rss = 0;
+    if (fit->mem_total > 0)
+        p->mem_total = fit->mem_total;
+    p->interfere = 0;
+    /* Foreign load as the simulator's `interfere`: under processor sharing
+     * each foreign thread got the share ours got, so the cores' worth of
+     * threads competing is their usage over that share. */
+    c->foreign_cores = fit->cpu_other * fit->ncpu;
+    c->foreign_demand = fit->core_share > 0.05
+                            ? c->foreign_cores / fit->core_share
+                            : c->foreign_cores;
+}
+
+/* unreadable: lines of the source left out, for the message. */
+static int calibrate(const sl__calib_period_t *p, int n, int unreadable,
+                     const sl_calibrate_options_t *opt, const char *source,
+                     sl__calibration_t *c, char *err, size_t errlen)
+{
+    sl_calibrate_options_t o;
+    memset(c, 0, sizeof *c);
+    c->lines_unreadable = unreadable;
+    int rc = sl__calibrate_options_resolve(opt, &o, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = sl__calib_fit(p, n, &o, &c->fit)))
+        return sl__fail(err, errlen, rc,
+                        "%s: %s (%d snapshot lines, %d unreadable)", source,
+                        rc == SL_ENOMEM ? "out of memory"
+                                        : "too few steady periods with "
+                                          "decoded items (need 5 after the "
+                                          "skip)",
+                        n, unreadable);
+    make_profile(&o, c);
+    const sl__calib_fit_t *f = &c->fit;
+    snprintf(c->note, sizeof c->note,
+             "sluice calibrate %s: %d of %d periods; core share %.3f; "
+             "measured %.1f samples/s, stall %.3f, foreign load %.2f cores "
+             "(demand %.2f)",
+             source, f->used, f->periods, f->core_share, f->samples_per_s,
+             f->stall, c->foreign_cores, c->foreign_demand);
+    return 0;
+}
+
+int sl__calibrate_periods(const sl__calib_period_t *p, int n,
+                          const sl_calibrate_options_t *o, const char *source,
+                          sl__calibration_t *c, char *err, size_t errlen)
+{
+    return calibrate(p, n, 0, o, source, c, err, errlen);
+}
+
+int sl__calibrate_file(const char *path, const sl_calibrate_options_t *o,
+                       sl__calibration_t *c, char *err, size_t errlen)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f)
+        return sl__fail(err, errlen, path ? SL_EIO : SL_EINVAL,
+                        "cannot open %s", path ? path : "(null)");
+    sl__calib_period_t *p = NULL;
+    int n = 0, cap = 0, bad = 0, rc = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, f)) > 0) {
+        if (n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            sl__calib_period_t *v = realloc(p, (size_t)cap * sizeof *v);
+            if (!v) {
+                rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+                break;
+            }
+            p = v;
+        }
+        if (sl__calib_period_parse(line, (size_t)len, &p[n]) == 0)
+            n++;
+        else
+            bad++;
+    }
+    free(line);
+    fclose(f);
+    if (!rc)
+        rc = calibrate(p, n, bad, o, path, c, err, errlen);
+    free(p);
+    return rc;
+}
+
+char *sl__calibration_fit_json(const sl__calibration_t *c)
+{
+    const sl__calib_fit_t *f = &c->fit;
+    const sl__sim_profile_t *p = &c->profile;
+    char *s = NULL;
+    int n = asprintf(&s,
+                     "{\"periods\": %d, \"used\": %d, \"core_share\": %.4f"
+                     ", \"decode_ms\": %.4f, \"decode_cv\": %.3f, \"read_ms\":"
+                     " %.4f, \"read_cv\": %.3f, \"item_bytes\": %.0f, "
+                     "\"step_ms\": %.3f, \"batch_size\": %d, \"ncpu\": %d"
+                     ", \"foreign_cores\": %.3f, \"foreign_demand\": %.3f"
+                     ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f}",
+                     f->periods, f->used, f->core_share, p->decode_ms,
+                     p->decode_cv, p->read_ms, p->read_cv, p->item_bytes,
+                     p->step_ms, p->batch_size, p->ncpu, c->foreign_cores,
+                     c->foreign_demand, f->samples_per_s, f->stall);
+    return n < 0 ? NULL : s;
+}
+
+/* The profile as the text sl__sim_profile_save_note writes. sim/ writes
+ * profiles to files only, so this goes through an in-memory file; at merge
+ * it becomes a call of sim's own JSON writer if sim gains one. */
+static char *profile_text(const sl__calibration_t *c, char *err, size_t errlen)
+{
+    int fd = memfd_create("sluice-profile", MFD_CLOEXEC);
+    if (fd < 0) {
+        sl__fail(err, errlen, SL_EIO, "memfd_create failed");
+        return NULL;
+    }
+    char path[64], *text = NULL;
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    if (sl__sim_profile_save_note(path, &c->profile, c->note, err, errlen) ==
+        0) {
+        off_t n = lseek(fd, 0, SEEK_END);
+        text = n > 0 ? malloc((size_t)n + 1) : NULL;
+        if (text && pread(fd, text, (size_t)n, 0) == n) {
+            text[n] = 0;
+        } else {
+            free(text);
+            text = NULL;
+            sl__fail(err, errlen, SL_EIO, "cannot read the profile back");
+        }
+    }
+    close(fd);
+    return text;
+}
+
+SL_API int sl_calibrate(const char *telemetry_path,
+                        const sl_calibrate_options_t *o, char **json_out,
+                        char *err, size_t errlen)
+{
+    if (!json_out)
+        return sl__fail(err, errlen, SL_EINVAL, "json_out is NULL");
+    sl__calibration_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    int rc = sl__calibrate_file(telemetry_path, o, c, err, errlen);
+    char *profile = rc ? NULL : profile_text(c, err, errlen);
+    char *fit = profile ? sl__calibration_fit_json(c) : NULL;
+    char *all = NULL;
+    if (!rc && !profile)
+        rc = SL_EIO;
+    else if (!rc && (!fit || asprintf(&all, "{\"profile\": %s, \"fit\": %s}",
+                                      profile, fit) < 0))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    else if (!rc)
+        *json_out = all;
+    free(profile);
+    free(fit);
+    free(c);
+    return rc;
+}

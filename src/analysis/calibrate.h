@@ -1,0 +1,89 @@
+/* analysis/calibrate: a simulator profile (src/sim) fitted to the telemetry
+ * of one real run (`sluice run --telemetry FILE`), behind `sluice
+ * calibrate` and sl_calibrate. Method (docs/SIMULATOR.md):
+ *   - per stage, wall ms per item = busy x workers x interval / items,
+ *     pooled over the steady periods (after skip_s, with items);
+ *   - CPU ms per item = that x the share of a core our busy threads got:
+ *     share = (cpu_self x ncpu) / (busy threads), <= 1 (contention from the
+ *     consumer, other processes or too many threads shows as share < 1);
+ *   - CV from the spread of the per-period estimates: a period of n items
+ *     has a mean whose CV is cv / sqrt(n);
+ *   - item bytes = read bytes / read items; batch size = the most samples
+ *     per batch handed out in any period (full batches);
+ *   - consumer step = (time not waiting) / batches, or the given step;
+ *   - ncpu, memory, RSS besides the batch buffers from the snapshots.
+ * Foreign load (cpu_other) is the environment, not the machine: it is
+ * reported (foreign_demand, the simulator's `interfere` for a replay), not
+ * put into the profile.
+ *
+ * Files: calibrate_fit.c (the fit, pure arithmetic on periods),
+ * calibrate.c (telemetry lines, the profile, JSON, sl_calibrate). */
+#ifndef SL_CALIBRATE_H
+#define SL_CALIBRATE_H
+
+#include <stddef.h>
+
+#include "base/base.h"
+#include "sim/sim.h"
+#include "sluice/analysis.h"
+
+/* One telemetry period: the fields of a snapshot line the fit reads (names
+ * as in the JSON; stage figures of the read and decode stages). */
+typedef struct sl__calib_period {
+    double t, interval_s, cpu_self, cpu_other, samples_per_s;
+    double stall_fraction, consumer_wait_ms, read_bytes_per_s;
+    double read_busy, read_items_per_s, decode_busy, decode_items_per_s;
+    int ncpu, read_workers, decode_workers, prefetch;
+    double mem_total, rss; /* bytes */
+    long long samples_total, batches_total;
+} sl__calib_period_t;
+
+/* One snapshot JSON line (need not be NUL-terminated) into *p: 0, or
+ * SL_ECORRUPT when it is not an object with the figures the fit needs. */
+int sl__calib_period_parse(const char *line, size_t len, sl__calib_period_t *p);
+
+typedef struct sl__calib_fit {
+    int periods, used; /* periods given, periods the fit used */
+    int ncpu, batch_size, prefetch;
+    double core_share; /* CPU our busy threads got per busy second, <= 1 */
+    double read_ms, read_cv, read_wall_ms, decode_ms, decode_cv;
+    double item_bytes, step_ms;
+    double mem_total, max_rss;   /* bytes; 0 if unknown */
+    double cpu_other;            /* 0..1 of the machine, mean */
+    double samples_per_s, stall; /* what the run got */
+} sl__calib_fit_t;
+
+/* The fit of periods p[0..n-1] (o resolved). 0; SL_ENOMEM; SL_ECORRUPT
+ * when fewer than 5 steady periods with decoded items remain. */
+int sl__calib_fit(const sl__calib_period_t *p, int n,
+                  const sl_calibrate_options_t *o, sl__calib_fit_t *fit);
+
+typedef struct sl__calibration {
+    sl__calib_fit_t fit;
+    sl__sim_profile_t profile;
+    double foreign_cores;  /* cores' worth of other processes' CPU use */
+    double foreign_demand; /* cores' worth of threads competing with ours */
+    int lines_unreadable;
+    char note[512]; /* provenance, saved in the profile's "note" */
+} sl__calibration_t;
+
+/* *out = *in with the caller's size honoured and defaults filled in;
+ * SL_EINVAL with a message for a bad size or a value out of range. */
+int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
+                                  sl_calibrate_options_t *out, char *err,
+                                  size_t errlen);
+
+/* The fit and the profile from periods (source names them in the note). */
+int sl__calibrate_periods(const sl__calib_period_t *p, int n,
+                          const sl_calibrate_options_t *o, const char *source,
+                          sl__calibration_t *out, char *err, size_t errlen);
+
+/* The same from a telemetry JSON Lines file. */
+int sl__calibrate_file(const char *path, const sl_calibrate_options_t *o,
+                       sl__calibration_t *out, char *err, size_t errlen);
+
+/* The fit as the one-line JSON object of `sluice calibrate --json`
+ * (malloc'd); NULL when out of memory. */
+char *sl__calibration_fit_json(const sl__calibration_t *c);
+
+#endif

@@ -1,0 +1,154 @@
+/* The calibration fit: pure arithmetic on telemetry periods (calibrate.h).
+ * Per-period figures are rates over interval_s; pooled sums are in seconds
+ * of wall or CPU time. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+
+/* Per-item CV from per-period means x[i] over items[i] items each. */
+static double cv_items(const double *x, const double *items, int k, double mean)
+{
+    double ss = 0;
+    for (int i = 0; i < k; i++)
+        ss += items[i] * (x[i] - mean) * (x[i] - mean);
+    if (k < 2 || mean <= 0)
+        return 0.5;
+    double cv = sqrt(ss / (k - 1)) / mean;
+    return cv < 0.05 ? 0.05 : cv > 1.5 ? 1.5 : cv;
+}
+
+/* The per-period estimates of one stage, for its CV. */
+typedef struct stage_spread {
+    double *ms_per_item; /* CPU ms per item in each period */
+    double *items;       /* items of each period (weights) */
+    int n;
+} stage_spread_t;
+
+static void spread_add(stage_spread_t *s, double ms_per_item, double items)
+{
+    s->ms_per_item[s->n] = ms_per_item;
+    s->items[s->n++] = items;
+}
+
+/* Batches hold at most batch_size samples, so samples per batch over any
+ * period is at most that, and equal to it in a period of only full
+ * batches (an epoch's last batch may be short). */
+static int batch_size_of(const sl__calib_period_t *p, int n)
+{
+    long long most = 0;
+    for (int i = 1; i + 2 < n; i++) {
+        long long batches = p[i].batches_total - p[i - 1].batches_total;
+        long long samples = p[i].samples_total - p[i - 1].samples_total;
+        if (batches > 0 && samples / batches > most)
+            most = samples / batches;
+    }
+    const sl__calib_period_t *last = &p[n - 1];
+    if (most > 0)
+        return (int)most;
+    return last->batches_total > 0 ? (int)llround((double)last->samples_total /
+                                                  (double)last->batches_total)
+                                   : 64;
+}
+
+int sl__calib_fit(const sl__calib_period_t *p, int n,
+                  const sl_calibrate_options_t *o, sl__calib_fit_t *f)
+{
+    memset(f, 0, sizeof *f);
+    f->periods = n;
+    if (n < 1)
+        return SL_ECORRUPT;
+    /* Sums over the periods used, in seconds (or items, bytes). */
+    double read_wall = 0, read_items = 0, decode_wall = 0, decode_items = 0;
+    double self_cpu = 0, busy_cpu = 0, other_cpu = 0, span = 0, waited = 0;
+    double batches = 0, bytes = 0, samples = 0;
+    /* With storage waits in the read stage (readers that share a bandwidth
+     * wait for each other too), the core share comes from the decoders
+     * alone: their busy time is all CPU or core waits (the reads' own CPU
+     * is small beside their waits). */
+    int storage = o->storage_latency_ms > 0 || o->storage_bw > 0;
+    stage_spread_t read = {0}, decode = {0};
+    read.ms_per_item = malloc((size_t)n * sizeof(double));
+    read.items = malloc((size_t)n * sizeof(double));
+    decode.ms_per_item = malloc((size_t)n * sizeof(double));
+    decode.items = malloc((size_t)n * sizeof(double));
+    int rc = 0;
+    if (!read.ms_per_item || !read.items || !decode.ms_per_item ||
+        !decode.items) {
+        rc = SL_ENOMEM;
+        goto out;
+    }
+    /* The first period fills the pipeline, the last two see it drain. */
+    for (int i = 1; i + 2 < n; i++) {
+        const sl__calib_period_t *r = &p[i];
+        long long period_batches = r->batches_total - p[i - 1].batches_total;
+        if (r->t < o->skip_s || r->decode_items_per_s <= 0)
+            continue;
+        double dt = r->interval_s;
+        double dwall = r->decode_busy * r->decode_workers * dt;
+        double rwall = r->read_busy * r->read_workers * dt;
+        double ditems = r->decode_items_per_s * dt;
+        double ritems = r->read_items_per_s * dt;
+        double rcpu = storage || rwall < 0 ? 0 : rwall; /* its CPU part */
+        double self = r->cpu_self * r->ncpu * dt;
+        decode_wall += dwall;
+        decode_items += ditems;
+        read_wall += rwall;
+        read_items += ritems;
+        self_cpu += self;
+        busy_cpu += dwall + rcpu;
+        other_cpu += r->cpu_other * dt;
+        bytes += r->read_bytes_per_s * dt;
+        span += dt;
+        /* Waits are added when a batch is handed out, and stall_fraction
+         * is clipped at 1: the mean wait per batch x batches is not. */
+        if (period_batches > 0 && isfinite(r->consumer_wait_ms))
+            waited += r->consumer_wait_ms / 1000 * (double)period_batches;
+        batches += (double)period_batches;
+        samples += r->samples_per_s * dt;
+        /* Per-period CPU ms per item, each with its own core share, for
+         * the spread (foreign load changes from period to period). */
+        double share = dwall + rcpu > 0 ? self / (dwall + rcpu) : 1;
+        share = share > 1 ? 1 : share;
+        if (ditems >= 3)
+            spread_add(&decode, dwall * 1000 / ditems * share, ditems);
+        if (ritems >= 3)
+            spread_add(&read, rwall * 1000 / ritems * share, ritems);
+        if (r->rss > f->max_rss)
+            f->max_rss = r->rss;
+        f->used++;
+    }
+    const sl__calib_period_t *last = &p[n - 1];
+    f->ncpu = last->ncpu;
+    f->prefetch = last->prefetch > 0 ? last->prefetch : 1;
+    f->batch_size = batch_size_of(p, n);
+    if (f->used < 5 || decode_items <= 0) {
+        rc = SL_ECORRUPT;
+        goto out;
+    }
+    f->core_share = busy_cpu > 0 ? self_cpu / busy_cpu : 1;
+    if (f->core_share > 1)
+        f->core_share = 1;
+    f->decode_ms = decode_wall * 1000 / decode_items * f->core_share;
+    f->decode_cv =
+        cv_items(decode.ms_per_item, decode.items, decode.n, f->decode_ms);
+    f->read_wall_ms = read_items > 0 ? read_wall * 1000 / read_items : 0;
+    f->read_ms = f->read_wall_ms * f->core_share;
+    f->read_cv =
+        read.n > 1 ? cv_items(read.ms_per_item, read.items, read.n, f->read_ms)
+                   : 0.5;
+    f->item_bytes = read_items > 0 ? bytes / read_items : 0;
+    f->step_ms =
+        batches > 0 && span > waited ? (span - waited) * 1000 / batches : 0;
+    f->cpu_other = other_cpu / span;
+    f->samples_per_s = samples / span;
+    f->stall = waited / span > 1 ? 1 : waited / span;
+    f->mem_total = last->mem_total > 0 ? last->mem_total : 0;
+out:
+    free(read.ms_per_item);
+    free(read.items);
+    free(decode.ms_per_item);
+    free(decode.items);
+    return rc;
+}

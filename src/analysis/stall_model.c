@@ -1,0 +1,63 @@
+/* The stall model: pure functions of measured rates (see analysis.h). */
+#include <math.h>
+
+#include "analysis.h"
+
+const char *sl__bound_name(sl__bound_t b)
+{
+    switch (b) {
+    case SL__BOUND_CONSUMER:
+        return "consumer";
+    case SL__BOUND_PREP:
+        return "prep";
+    case SL__BOUND_FETCH:
+        return "fetch";
+    }
+    return "?";
+}
+
+sl__stall_model_t sl__stall_predict(double demand, double prep, double cold,
+                                    double warm, int fits)
+{
+    sl__stall_model_t m;
+    m.demand = demand;
+    m.prep = prep;
+    m.fetch_cold = cold;
+    m.fetch_warm = warm;
+    /* A dataset that fits stays resident after one pass: warm from then on */
+    m.fetch_used = fits ? warm : cold;
+    m.supply = prep < m.fetch_used ? prep : m.fetch_used;
+    m.predicted = demand > 0 && m.supply < demand ? 1 - m.supply / demand : 0;
+    if (demand <= m.supply)
+        m.bound = SL__BOUND_CONSUMER;
+    else
+        m.bound = prep <= m.fetch_used ? SL__BOUND_PREP : SL__BOUND_FETCH;
+    return m;
+}
+
+int64_t sl__threads_needed(const double *rate, int n, double demand)
+{
+    for (int i = 0; i < n; i++)
+        if (rate[i] >= demand)
+            return i + 1;
+    double slope = n > 1 ? (rate[n - 1] - rate[0]) / (n - 1) : rate[0];
+    if (!(slope > 0))
+        return -1;
+    double k = n + ceil((demand - rate[n - 1]) / slope);
+    return k > 1e15 ? (int64_t)1e15 : (int64_t)k;
+}
+
+sl__cure_t sl__stall_cure(sl__bound_t bound, int64_t threads_needed, int cores)
+{
+    switch (bound) {
+    case SL__BOUND_CONSUMER:
+        return SL__CURE_NONE;
+    case SL__BOUND_PREP:
+        if (threads_needed < 0)
+            return SL__CURE_CHEAPER_PREP;
+        return threads_needed > cores ? SL__CURE_CORES : SL__CURE_THREADS;
+    case SL__BOUND_FETCH:
+        break;
+    }
+    return SL__CURE_STORAGE;
+}
