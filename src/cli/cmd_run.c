@@ -357,61 +357,6 @@ static void apply_sets(sl__consume_t *c, double elapsed)
     }
 }
 
-/* The image loader as the consumer loop drives it. */
-static int img_start(void *l, const sl_position_t *from)
-{
-    return sl_loader_start(l, from);
-}
-
-static int img_next(void *l, sl__item_t *it)
-{
-    const sl_batch_t *b;
-    int rc = sl_loader_next(l, &b);
-    if (!rc)
-        *it = (sl__item_t){b, b->n, b->epoch, 0};
-    return rc;
-}
-
-static void img_release(void *l, const void *b)
-{
-    sl_loader_release(l, b);
-}
-
-static uint64_t img_digest(const void *batch, uint64_t h)
-{
-    const sl_batch_t *b = batch;
-    h = XXH3_64bits_withSeed(b->data, (size_t)b->n * b->sample_bytes, h);
-    return XXH3_64bits_withSeed(b->labels, (size_t)b->n * sizeof(int64_t), h);
-}
-
-static void img_position(void *l, sl_position_t *pos)
-{
-    sl_loader_position(l, pos);
-}
-
-static void img_stats(void *l, int64_t *skipped, int64_t *bytes_read)
-{
-    sl_stats_t s;
-    sl_loader_stats(l, &s);
-    *skipped = s.errors_skipped;
-    *bytes_read = s.bytes_read;
-}
-
-static int64_t img_skipped_count(void *l)
-{
-    return sl_loader_skipped_count(l);
-}
-
-static const char *img_skipped_message(void *l, int64_t i)
-{
-    return sl_loader_skipped_message(l, i);
-}
-
-static const char *img_last_error(void *l)
-{
-    return sl_loader_last_error(l);
-}
-
 int sl__cmd_run(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* text batches: cmd_text.c */
@@ -431,16 +376,9 @@ int sl__cmd_run(int argc, char **argv)
                        .before = a.nsets ? apply_sets : NULL,
                        .progress = progress,
                        .ctx = &a};
-    int rc = sl__consume_begin(&c);
+    int rc = sl__consume_begin(&c, &a.opt.epochs);
     if (rc)
-        return rc;
-    /* The state holds the absolute position; epochs count from the run's
-     * first epoch, so shorten by the epochs already done. */
-    a.opt.epochs = sl__epochs_left(a.opt.epochs, a.c.duration, c.from.epoch);
-    if (a.opt.epochs < 1) {
-        fprintf(stderr, "sluice %s: nothing left to resume\n", argv[0]);
-        return 0;
-    }
+        return rc < 0 ? 0 : rc;
     if (sl_loader_create(a.source, &a.opt, &a.loader)) {
         fprintf(stderr, "sluice %s: %s\n", argv[0], sl_loader_last_error(NULL));
         return 1;
@@ -454,16 +392,7 @@ int sl__cmd_run(int argc, char **argv)
                 " batches/epoch, from epoch %" PRId64 " batch %" PRId64 "\n",
                 argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l), nb,
                 c.from.epoch, c.from.batch);
-    const sl__stream_t s = {l,
-                            img_start,
-                            img_next,
-                            img_release,
-                            img_digest,
-                            img_position,
-                            img_stats,
-                            img_skipped_count,
-                            img_skipped_message,
-                            img_last_error};
+    const sl__stream_t s = sl__stream_image(l);
     rc = sl__consume_run(&c, &s);
     sl__report_t r = {
         .noun = "samples",

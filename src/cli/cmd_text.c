@@ -191,67 +191,6 @@ static uint64_t config_hash(const text_args_t *a)
     return r;
 }
 
-/* The text loader as the consumer loop drives it. */
-static int txt_start(void *l, const sl_position_t *from)
-{
-    return sl_text_loader_start(l, from);
-}
-
-static int txt_next(void *l, sl__item_t *it)
-{
-    const sl_text_batch_t *b;
-    int rc = sl_text_loader_next(l, &b);
-    if (!rc)
-        *it = (sl__item_t){b, b->n, b->epoch, b->tokens};
-    return rc;
-}
-
-static void txt_release(void *l, const void *b)
-{
-    sl_text_loader_release(l, b);
-}
-
-static uint64_t txt_digest(const void *batch, uint64_t h)
-{
-    const sl_text_batch_t *b = batch;
-    size_t n = (size_t)b->n * (size_t)b->seq_len * sizeof(int32_t);
-    h = XXH3_64bits_withSeed(b->input_ids, n, h);
-    h = XXH3_64bits_withSeed(b->labels, n, h);
-    if (b->attention_mask) {
-        h = XXH3_64bits_withSeed(b->attention_mask, n, h);
-        h = XXH3_64bits_withSeed(b->token_type_ids, n, h);
-    }
-    return h;
-}
-
-static void txt_position(void *l, sl_position_t *pos)
-{
-    sl_text_loader_position(l, pos);
-}
-
-static void txt_stats(void *l, int64_t *skipped, int64_t *bytes_read)
-{
-    sl_text_stats_t s;
-    sl_text_loader_stats(l, &s);
-    *skipped = s.errors_skipped;
-    *bytes_read = s.bytes_read;
-}
-
-static int64_t txt_skipped_count(void *l)
-{
-    return sl_text_loader_skipped_count(l);
-}
-
-static const char *txt_skipped_message(void *l, int64_t i)
-{
-    return sl_text_loader_skipped_message(l, i);
-}
-
-static const char *txt_last_error(void *l)
-{
-    return sl_text_loader_last_error(l);
-}
-
 static void progress(sl__consume_t *c, int64_t now)
 {
     double secs = (double)(now - c->t0) / 1e9;
@@ -273,14 +212,9 @@ int sl__cmd_text(int argc, char **argv)
                        .config = config_hash(&a),
                        .total = INT64_MAX,
                        .progress = progress};
-    int rc = sl__consume_begin(&c);
+    int rc = sl__consume_begin(&c, &a.opt.epochs);
     if (rc)
-        return rc;
-    a.opt.epochs = sl__epochs_left(a.opt.epochs, a.c.duration, c.from.epoch);
-    if (a.opt.epochs < 1) {
-        fprintf(stderr, "sluice %s: nothing left to resume\n", argv[0]);
-        return 0;
-    }
+        return rc < 0 ? 0 : rc;
     sl_text_loader_t *l = NULL;
     if (sl_text_loader_create(a.sources, a.nsources, &a.opt, &l)) {
         fprintf(stderr, "sluice %s: %s\n", argv[0],
@@ -294,16 +228,7 @@ int sl__cmd_text(int argc, char **argv)
                 " batch %" PRId64 "\n",
                 argv[0], task, sl_text_loader_num_documents(l), c.from.epoch,
                 c.from.batch);
-    const sl__stream_t s = {l,
-                            txt_start,
-                            txt_next,
-                            txt_release,
-                            txt_digest,
-                            txt_position,
-                            txt_stats,
-                            txt_skipped_count,
-                            txt_skipped_message,
-                            txt_last_error};
+    const sl__stream_t s = sl__stream_text(l);
     rc = sl__consume_run(&c, &s);
     int seq =
         a.opt.seq_len ? a.opt.seq_len : (a.opt.task == SL_TEXT_LM ? 1024 : 512);

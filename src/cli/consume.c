@@ -117,19 +117,22 @@ int sl__consume_getopt(int argc, char **argv, const struct option *lo,
     return 0;
 }
 
-int64_t sl__epochs_left(int64_t epochs, double duration, int64_t from)
+/* The epochs still to run from epoch `from` (a resumed position): all
+ * `epochs`, or with none given 1, or 1000000 (until the clock) when
+ * `duration` is set. */
+static int64_t epochs_left(int64_t epochs, double duration, int64_t from)
 {
     int64_t total = epochs ? epochs : duration > 0 ? 1000000 : 1;
     return total - from;
 }
 
-int sl__consume_begin(sl__consume_t *c)
+int sl__consume_begin(sl__consume_t *c, int64_t *epochs)
 {
     const sl__consume_args_t *a = c->args;
     c->show = !a->quiet && isatty(2);
-    if (!a->resume)
-        return 0;
     uint64_t cfg = 0;
+    if (!a->resume)
+        goto left;
     if (sl__state_read(a->resume, c->magic, &c->from, &c->h, &cfg)) {
         fprintf(stderr, "sluice %s: %s: not a sluice state file\n", c->cmd,
                 a->resume);
@@ -141,6 +144,14 @@ int sl__consume_begin(sl__consume_t *c)
                 "resume with the same ones\n",
                 c->cmd, a->resume);
         return 2;
+    }
+left:
+    /* The state holds the absolute position; epochs count from the run's
+     * first epoch, so shorten by the epochs already done. */
+    *epochs = epochs_left(*epochs, a->duration, c->from.epoch);
+    if (*epochs < 1) {
+        fprintf(stderr, "sluice %s: nothing left to resume\n", c->cmd);
+        return -1;
     }
     return 0;
 }

@@ -110,6 +110,10 @@ typedef struct sl__stream {
     const char *(*last_error)(void *l);
 } sl__stream_t;
 
+/** The image loader and the text loader as streams (streams.c). */
+sl__stream_t sl__stream_image(sl_loader_t *l);
+sl__stream_t sl__stream_text(sl_text_loader_t *l);
+
 /** One run of the loop: what it was asked, and what it got. */
 typedef struct sl__consume {
     const char *cmd; /* for messages: "run" | "bench" */
@@ -134,14 +138,12 @@ typedef struct sl__consume {
     int rc;
 } sl__consume_t;
 
-/** The epochs still to run from epoch `from` (a resumed position): all
- *  `epochs`, or with none given 1, or 1000000 (until the clock) when
- *  `duration` is set. */
-int64_t sl__epochs_left(int64_t epochs, double duration, int64_t from);
-/** Sets c->show, and reads --resume (when given) into c->from and c->h,
- *  checking its magic and config. @return 0, or 2 (the exit status) after
- *  a message. */
-int sl__consume_begin(sl__consume_t *c);
+/** Sets c->show; reads --resume (when given) into c->from and c->h,
+ *  checking its magic and config; sets *epochs to those still to run
+ *  (sl__epochs_left of *epochs, --duration and c->from). @return 0 (go
+ *  on), 2 (a bad --resume: exit status 2), or -1 (nothing left to resume:
+ *  exit status 0), after a message. */
+int sl__consume_begin(sl__consume_t *c, int64_t *epochs);
 /** Starts the stream at c->from and consumes it: until its end, c->total,
  *  --stop-after or --duration; then prints skipped samples and any error,
  *  and writes --state. Fills the figures of *c; c->rc is 0 or SL_E*.
