@@ -7,9 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include "base/base.h"
@@ -262,6 +259,7 @@ static int run_opt(int c, const char *s, void *ctx)
     return bad ? 1 : 0;
 }
 
+/* @return 0, or -1 after printing what was wrong and the usage. */
 static int parse_args(int argc, char **argv, run_args_t *a)
 {
     static const struct option lo[] = {
@@ -278,20 +276,12 @@ static int parse_args(int argc, char **argv, run_args_t *a)
         {"read-bw", 1, 0, O_RBW},       SL__CONSUME_OPTIONS};
     if (sl__consume_getopt(argc, argv, lo, run_opt, a, &a->c, usage))
         return -1;
-    if (optind != argc - 1) {
-        fprintf(stderr, "sluice %s: expected one SOURCE\n", argv[0]);
-        return -1;
-    }
+    if (optind != argc - 1)
+        return sl__consume_bad(usage, argv[0], "expected one SOURCE");
     a->source = argv[optind];
     sl_options_t *o = &a->opt;
-    o->batch_size = a->c.batch;
+    SL__CONSUME_COPY_STREAM(o, &a->c);
     o->decode_threads = a->c.threads;
-    o->epochs = a->c.epochs;
-    o->seed = a->c.seed;
-    o->no_shuffle = a->c.no_shuffle;
-    o->drop_last = a->c.drop_last;
-    o->rank = a->c.rank;
-    o->world_size = a->c.world;
     o->on_error = a->c.on_error;
     return 0;
 }
@@ -362,12 +352,9 @@ int sl__cmd_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* text batches: cmd_text.c */
         if (!strcmp(argv[i], "--task") || !strncmp(argv[i], "--task=", 7))
             return sl__cmd_text(argc, argv);
-    run_args_t a;
-    memset(&a, 0, sizeof a);
-    if (parse_args(argc, argv, &a)) {
-        usage(stderr, argv[0]);
-        return 2;
-    }
+    run_args_t a = {0};
+    if (parse_args(argc, argv, &a))
+        return 2; /* after the usage */
     sl__consume_t c = {.cmd = argv[0],
                        .args = &a.c,
                        .magic = STATE_MAGIC,

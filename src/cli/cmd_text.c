@@ -7,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include "base/base.h"
@@ -129,6 +127,7 @@ static int text_opt(int c, const char *s, void *ctx)
     return bad ? 1 : 0;
 }
 
+/* @return 0, or -1 after printing what was wrong and the usage. */
 static int parse_args(int argc, char **argv, text_args_t *a)
 {
     static const struct option lo[] = {
@@ -141,30 +140,18 @@ static int parse_args(int argc, char **argv, text_args_t *a)
     if (sl__consume_getopt(argc, argv, lo, text_opt, a, &a->c, usage))
         return -1;
     for (; optind < argc; optind++) {
-        if (a->nsources == MAX_SOURCES) {
-            fprintf(stderr, "sluice %s: more than %d sources\n", argv[0],
-                    MAX_SOURCES);
-            return -1;
-        }
+        if (a->nsources == MAX_SOURCES)
+            return sl__consume_bad(usage, argv[0], "more than %d sources",
+                                   MAX_SOURCES);
         a->sources[a->nsources++] = argv[optind];
     }
-    if (!a->nsources) {
-        fprintf(stderr, "sluice %s: expected a SOURCE\n", argv[0]);
-        return -1;
-    }
     sl_text_options_t *o = &a->opt;
-    if (!o->vocab) {
-        fprintf(stderr, "sluice %s: --vocab is required\n", argv[0]);
-        return -1;
-    }
-    o->batch_size = a->c.batch;
+    if (!a->nsources)
+        return sl__consume_bad(usage, argv[0], "expected a SOURCE");
+    if (!o->vocab)
+        return sl__consume_bad(usage, argv[0], "--vocab is required");
+    SL__CONSUME_COPY_STREAM(o, &a->c);
     o->threads = a->c.threads;
-    o->epochs = a->c.epochs;
-    o->seed = a->c.seed;
-    o->no_shuffle = a->c.no_shuffle;
-    o->drop_last = a->c.drop_last;
-    o->rank = a->c.rank;
-    o->world_size = a->c.world;
     o->fail_on_error = a->c.on_error_set && a->c.on_error == SL_ON_ERROR_FAIL;
     return 0;
 }
@@ -200,12 +187,9 @@ static void progress(sl__consume_t *c, int64_t now)
 
 int sl__cmd_text(int argc, char **argv)
 {
-    text_args_t a;
-    memset(&a, 0, sizeof a);
-    if (parse_args(argc, argv, &a)) {
-        usage(stderr, argv[0]);
-        return 2;
-    }
+    text_args_t a = {0};
+    if (parse_args(argc, argv, &a))
+        return 2; /* after the usage */
     sl__consume_t c = {.cmd = argv[0],
                        .args = &a.c,
                        .magic = STATE_MAGIC,

@@ -3,6 +3,7 @@
 #include "consume.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -104,17 +105,33 @@ int sl__consume_getopt(int argc, char **argv, const struct option *lo,
         if (bad == 0) {
             bad = own(c, s, ctx);
             if (bad < 0) /* not an option: getopt_long said so */
-                return -1;
+                goto fail;
         } else {
             bad = bad < 0;
         }
         if (bad) {
             fprintf(stderr, "sluice %s: bad value '%s' for --%s\n", argv[0],
                     s ? s : "", lo[li].name);
-            return -1;
+            goto fail;
         }
     }
     return 0;
+fail:
+    usage(stderr, argv[0]);
+    return -1;
+}
+
+int sl__consume_bad(void (*usage)(FILE *, const char *), const char *cmd,
+                    const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "sluice %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    usage(stderr, cmd);
+    return -1;
 }
 
 /* The epochs still to run from epoch `from` (a resumed position): all

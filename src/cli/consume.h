@@ -75,6 +75,20 @@ enum {
     {0, 0, 0, 0}
 /* clang-format on */
 
+/** Copies the shared stream options into a loader's options `o` (the
+ *  image and text options name these fields alike; threads and on_error
+ *  differ, and each command copies them itself). */
+#define SL__CONSUME_COPY_STREAM(o, c)                                          \
+    do {                                                                       \
+        (o)->batch_size = (c)->batch;                                          \
+        (o)->epochs = (c)->epochs;                                             \
+        (o)->seed = (c)->seed;                                                 \
+        (o)->no_shuffle = (c)->no_shuffle;                                     \
+        (o)->drop_last = (c)->drop_last;                                       \
+        (o)->rank = (c)->rank;                                                 \
+        (o)->world_size = (c)->world;                                          \
+    } while (0)
+
 /** A command's own option: getopt_long's code `c`, argument `arg`.
  *  @return 0 taken, 1 a bad value, -1 not one of its options. */
 typedef int (*sl__own_opt_fn)(int c, const char *arg, void *ctx);
@@ -82,10 +96,15 @@ typedef int (*sl__own_opt_fn)(int c, const char *arg, void *ctx);
 /** Runs getopt_long over argv with `lo` (the command's entries, then
  *  SL__CONSUME_OPTIONS): the shared options go to *a, the others to
  *  own(). --help / -h print usage to stdout and exit 0. Leaves optind at
- *  the first operand. @return 0, or -1 after printing what was wrong. */
+ *  the first operand. @return 0, or -1 after printing what was wrong and
+ *  the usage (to stderr). */
 int sl__consume_getopt(int argc, char **argv, const struct option *lo,
                        sl__own_opt_fn own, void *ctx, sl__consume_args_t *a,
                        void (*usage)(FILE *, const char *));
+/** Prints "sluice CMD: <fmt...>" and the usage to stderr (a bad command
+ *  line). @return -1. */
+int sl__consume_bad(void (*usage)(FILE *, const char *), const char *cmd,
+                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** Parses a whole decimal number in [lo, hi] into *out. @return 0, or -1
  *  (*out unchanged). */
 int sl__parse_ll(const char *s, long long lo, long long hi, long long *out);
