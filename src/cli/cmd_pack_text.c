@@ -2,15 +2,11 @@
  * lines or files, JSON Lines "text" fields, other text shards) into native
  * shards, one record per document (UTF-8 bytes, name FILE:LINE), zstd by
  * default. Bad documents are reported, counted and left out. */
-#include <dirent.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "codec/codec.h"
@@ -34,33 +30,6 @@ static void usage(void)
             "  --codec        [zstd]\n"
             "  --shard-size   largest shard [256M]\n"
             "  --force        write into a DIR that already holds shards\n");
-}
-
-static int has_shards(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int found = 0;
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, "shard-", 6))
-            found = 1;
-    if (d)
-        closedir(d);
-    return found;
-}
-
-static void remove_shards(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[4096];
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, "shard-", 6)) {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    if (d)
-        closedir(d);
 }
 
 int sl__cmd_pack_text(int argc, char **argv)
@@ -99,12 +68,9 @@ int sl__cmd_pack_text(int argc, char **argv)
         case 'f':
             force = 1;
             break;
-        case 'h':
-            usage();
-            return 0;
         default:
             usage();
-            return 2;
+            return c == 'h' ? 0 : 2;
         }
     }
     int nsrc = argc - optind;
@@ -120,24 +86,12 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
-    if (mkdir(out, 0777) && errno != EEXIST) {
-        fprintf(stderr, "sluice pack: %s: %s\n", out, strerror(errno));
+    sl__pack_out_t po = {.dir = out, .codec = codec, .shard_size = shard_size};
+    if (sl__pack_out_begin(&po, "sluice pack", force)) {
         sl__textsrc_close(src);
         return 1;
     }
-    if (has_shards(out)) {
-        if (!force) {
-            fprintf(stderr,
-                    "sluice pack: %s already holds shards (--force to "
-                    "replace them)\n",
-                    out);
-            sl__textsrc_close(src);
-            return 1;
-        }
-        remove_shards(out);
-    }
     sl__bytes_t buf = {0}, scratch = {0};
-    sl__pack_out_t po = {.dir = out, .codec = codec, .shard_size = shard_size};
     int64_t n = sl__textsrc_count(src), packed = 0, skipped = 0;
     uint64_t raw_total = 0;
     char name[4096];
@@ -172,6 +126,7 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
+    sl__pack_out_tidy(&po);
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",

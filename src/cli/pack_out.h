@@ -23,10 +23,24 @@ typedef struct sl__pack_out {
     const char *dir;
     int codec;            /* SL_CODEC_* */
     long long shard_size; /* largest shard, bytes */
+    int force;            /* replacing shards already there */
     sl__shard_writer_t *w;
     long shards;        /* shards finished or open */
     uint64_t bytes_out; /* stored bytes of the finished shards */
 } sl__pack_out_t;
+
+/** Makes o->dir (when missing) and refuses one that already holds shards
+ *  (shard-NNNNN.sls) unless `force`; then they are replaced: each as its
+ *  new one is finished, and sl__pack_out_tidy removes the rest. Prints
+ *  "<who>: ..." to stderr on failure. @return 0, or -1. */
+int sl__pack_out_begin(sl__pack_out_t *o, const char *who, int force);
+/** After a successful sl__pack_out_finish: removes the shards an earlier,
+ *  larger pack left behind (numbered >= o->shards; only with force). */
+void sl__pack_out_tidy(const sl__pack_out_t *o);
+/** Writes o->dir/classes.txt, line i naming class i, through a temp file
+ *  and a rename. @return 0, or a negative SL_E* with the message in err. */
+int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
+                         char *err, size_t errlen);
 
 /** Adds one record, starting a new shard first when the open one would go
  *  over the size limit (a record larger than the limit gets a shard
