@@ -16,8 +16,6 @@
 #include "data/shard.h"
 #include "pack_out.h"
 
-#define PACK_DEFAULT_SHARD_SIZE (256LL << 20)
-
 static void usage(void)
 {
     fprintf(
@@ -86,26 +84,15 @@ int sl__cmd_pack(int argc, char **argv)
         if (!strcmp(argv[i], "--text"))
             return sl__cmd_pack_text(argc, argv);
     static const struct option opts[] = {
-        {"shard-size", required_argument, NULL, 's'},
-        {"codec", required_argument, NULL, 'c'},
         {"on-error", required_argument, NULL, 'e'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        SL__PACK_OUT_OPTIONS,
     };
-    long long shard_size = PACK_DEFAULT_SHARD_SIZE;
-    int codec = SL_CODEC_NONE, skip = 0, force = 0, c;
+    sl__pack_out_t ps = {.codec = SL_CODEC_NONE,
+                         .shard_size = SL__PACK_SHARD_SIZE};
+    int skip = 0, c, st;
     optind = 0; /* GNU: full re-initialisation, main may have used getopt */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 's':
-            if (sl__pack_size_arg("pack", optarg, &shard_size))
-                return 2;
-            break;
-        case 'c':
-            if (sl__pack_codec_arg("pack", optarg, &codec))
-                return 2;
-            break;
         case 'e':
             if (!strcmp(optarg, "skip"))
                 skip = 1;
@@ -117,12 +104,9 @@ int sl__cmd_pack(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'f':
-            force = 1;
-            break;
         default:
-            usage();
-            return c == 'h' ? 0 : 2;
+            if ((st = sl__pack_out_opt(c, optarg, "pack", usage, &ps)) >= 0)
+                return st;
         }
     }
     if (argc - optind != 2) {
@@ -133,9 +117,8 @@ int sl__cmd_pack(int argc, char **argv)
     char err[1024];
     int64_t t0 = sl__now_ns();
 
-    sl__pack_out_t ps = {
-        .dir = out_dir, .codec = codec, .shard_size = shard_size};
-    if (sl__pack_out_begin(&ps, "pack", force))
+    ps.dir = out_dir;
+    if (sl__pack_out_begin(&ps, "pack"))
         return 1;
 
     sl__folder_t *f = NULL;
@@ -210,7 +193,7 @@ int sl__cmd_pack(int argc, char **argv)
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     printf("packed %" PRId64 " records (%d classes) into %ld shard(s) in %s "
            "[codec %s]\n",
-           records, f->nclasses, ps.shards, out_dir, sl__codec_name(codec));
+           records, f->nclasses, ps.shards, out_dir, sl__codec_name(ps.codec));
     printf("bytes in %" PRIu64 " (%.1f MiB), out %" PRIu64
            " (%.1f MiB, %.1f%%), %.2f s, %.1f MiB/s\n",
            bytes_in, (double)bytes_in / (1 << 20), ps.bytes_out,

@@ -38,43 +38,29 @@ int sl__cmd_pack_text(int argc, char **argv)
         {"text", no_argument, NULL, 't'},
         {"out", required_argument, NULL, 'o'},
         {"doc-per-file", no_argument, NULL, 'd'},
-        {"codec", required_argument, NULL, 'c'},
-        {"shard-size", required_argument, NULL, 's'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *out = NULL;
-    int codec = SL_CODEC_ZSTD, per_file = 0, force = 0, c;
-    long long shard_size = 256LL << 20;
+        SL__PACK_OUT_OPTIONS};
+    sl__pack_out_t po = {.codec = SL_CODEC_ZSTD,
+                         .shard_size = SL__PACK_SHARD_SIZE};
+    int per_file = 0, c, st;
     optind = 0;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             break;
         case 'o':
-            out = optarg;
+            po.dir = optarg;
             break;
         case 'd':
             per_file = 1;
             break;
-        case 'c':
-            if (sl__pack_codec_arg("sluice pack", optarg, &codec))
-                return 2;
-            break;
-        case 's':
-            if (sl__pack_size_arg("sluice pack", optarg, &shard_size))
-                return 2;
-            break;
-        case 'f':
-            force = 1;
-            break;
         default:
-            usage();
-            return c == 'h' ? 0 : 2;
+            if ((st = sl__pack_out_opt(c, optarg, "sluice pack", usage, &po)) >=
+                0)
+                return st;
         }
     }
     int nsrc = argc - optind;
-    if (!out || nsrc < 1) {
+    if (!po.dir || nsrc < 1) {
         usage();
         return 2;
     }
@@ -86,8 +72,7 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
-    sl__pack_out_t po = {.dir = out, .codec = codec, .shard_size = shard_size};
-    if (sl__pack_out_begin(&po, "sluice pack", force)) {
+    if (sl__pack_out_begin(&po, "sluice pack")) {
         sl__textsrc_close(src);
         return 1;
     }
@@ -130,7 +115,7 @@ int sl__cmd_pack_text(int argc, char **argv)
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",
-            packed, (int)po.shards, sl__codec_name(codec), raw_total,
+            packed, (int)po.shards, sl__codec_name(po.codec), raw_total,
             po.bytes_out, skipped);
     return 0;
 }

@@ -15,26 +15,26 @@
 #include "cli.h"
 #include "codec/codec.h"
 
-int sl__pack_codec_arg(const char *who, const char *arg, int *codec)
+int sl__pack_out_opt(int c, const char *arg, const char *who,
+                     void (*usage)(void), sl__pack_out_t *o)
 {
-    int c = sl__codec_from_name(arg);
-    if (c < 0) {
+    switch (c) {
+    case 'c':
+        if ((o->codec = sl__codec_from_name(arg)) >= 0)
+            return -1;
         fprintf(stderr, "%s: unknown codec '%s' (none|lz4|zstd)\n", who, arg);
-        return -1;
-    }
-    *codec = c;
-    return 0;
-}
-
-int sl__pack_size_arg(const char *who, const char *arg, long long *size)
-{
-    long long v = sl__parse_size(arg);
-    if (v <= 0) {
+        return 2;
+    case 's':
+        if ((o->shard_size = sl__parse_size(arg)) > 0)
+            return -1;
         fprintf(stderr, "%s: bad --shard-size '%s'\n", who, arg);
+        return 2;
+    case 'f':
+        o->force = 1;
         return -1;
     }
-    *size = v;
-    return 0;
+    usage();
+    return c == 'h' ? 0 : 2;
 }
 
 int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
@@ -97,16 +97,15 @@ static int scan_shards(const char *out_dir, long first)
     return found;
 }
 
-int sl__pack_out_begin(sl__pack_out_t *o, const char *who, int force)
+int sl__pack_out_begin(sl__pack_out_t *o, const char *who)
 {
-    o->force = force;
     if (mkdir(o->dir, 0755) && errno != EEXIST) {
         fprintf(stderr, "%s: %s: cannot create: %s\n", who, o->dir,
                 strerror(errno));
         return -1;
     }
     int old = scan_shards(o->dir, -1);
-    if (old && !force) {
+    if (old && !o->force) {
         fprintf(stderr,
                 "%s: %s already holds %d shard(s); use --force to replace "
                 "them\n",
