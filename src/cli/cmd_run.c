@@ -3,7 +3,6 @@
  * every byte handed out, and a resumable position. */
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,26 +11,15 @@
 #include "base/base.h"
 #include "cli.h"
 #include "consume.h"
+#include "knob_sets.h"
 #include "sluice/sluice.h"
-
-#define MAX_SETS 16
-
-typedef struct knob_set {
-    int64_t at;       /* after this many batches of this run */
-    double at_s;      /* >= 0: instead, once this many seconds have passed
-                         (checked before each batch) */
-    int fired;        /* a timed set was applied */
-    sl_param_t param; /* 0: the consumer's step time (step-ms) */
-    int64_t value;
-} knob_set_t;
 
 typedef struct run_args {
     const char *source;
     sl_options_t opt;
     double step_ms;
     sl__consume_args_t c; /* --digest, --json, --batch, --seed, ... */
-    knob_set_t sets[MAX_SETS];
-    int nsets;
+    sl__knob_sets_t sets; /* --set */
     sl_loader_t *loader;
 } run_args_t;
 
@@ -89,56 +77,6 @@ static void usage(FILE *f, const char *cmd)
             "  --json             a JSON object of the figures as last line\n"
             "  --quiet            no progress bar\n",
             cmd);
-}
-
-/* Emulated storage options in the CLI's units: latency in ms (fractions
- * allowed) to the API's microseconds; bandwidth as a size per second. */
-static int parse_latency_ms(const char *s, int64_t *us)
-{
-    char *end;
-    double ms = strtod(s, &end);
-    if (!*s || *end || !(ms >= 0) || ms > 60000) /* API: <= 1 min */
-        return -1;
-    *us = (int64_t)llround(ms * 1000);
-    return 0;
-}
-
-static int parse_set(const char *s, knob_set_t *k)
-{
-    char name[32], val[32], *end;
-    long long v;
-    double at = strtod(s, &end);
-    if (end == s || !(at >= 0) || at > 1e15)
-        return -1;
-    k->at_s = *end == 's' ? at : -1; /* "20s:..." is a time */
-    end += *end == 's';
-    if ((k->at_s < 0 && at != floor(at)) ||
-        sscanf(end, ":%31[a-z-]=%31s", name, val) != 2)
-        return -1;
-    k->at = (int64_t)at;
-    if (!strcmp(name, "read-latency-ms")) {
-        k->param = SL_PARAM_READ_LATENCY_US;
-        return parse_latency_ms(val, &k->value);
-    }
-    if (!strcmp(name, "read-bw")) {
-        k->param = SL_PARAM_READ_BYTES_PER_S;
-        k->value = sl__parse_size(val);
-        return k->value < 0 ? -1 : 0;
-    }
-    if (sl__parse_ll(val, INT64_MIN, INT64_MAX, &v))
-        return -1;
-    k->value = v;
-    if (!strcmp(name, "threads"))
-        k->param = SL_PARAM_DECODE_THREADS;
-    else if (!strcmp(name, "read-threads"))
-        k->param = SL_PARAM_READ_THREADS;
-    else if (!strcmp(name, "prefetch"))
-        k->param = SL_PARAM_PREFETCH;
-    else if (!strcmp(name, "step-ms"))
-        k->param = 0;
-    else
-        return -1;
-    return 0;
 }
 
 enum {
@@ -226,7 +164,7 @@ static int run_opt(int c, const char *s, void *ctx)
         o->unordered = 1;
         break;
     case O_SET:
-        return a->nsets == MAX_SETS || parse_set(s, &a->sets[a->nsets++]);
+        return sl__knob_sets_add(&a->sets, s) ? 1 : 0;
     case O_TELEM:
         o->telemetry_path = s;
         break;
@@ -246,7 +184,7 @@ static int run_opt(int c, const char *s, void *ctx)
         bad = sl__parse_ll(s, 2, 256, &v), o->max_threads = (int)v;
         break;
     case O_RLAT:
-        return parse_latency_ms(s, &o->read_latency_us) ? 1 : 0;
+        return sl__parse_latency_ms(s, &o->read_latency_us) ? 1 : 0;
     case O_RBW:
         o->read_bytes_per_s = sl__parse_size(s);
         return o->read_bytes_per_s < 0;
@@ -259,23 +197,11 @@ static int run_opt(int c, const char *s, void *ctx)
     return bad ? 1 : 0;
 }
 
-/* @return 0, or -1 after printing what was wrong and the usage. */
-static int parse_args(int argc, char **argv, run_args_t *a)
+/* The operands, and the shared options into the loader's. @return 0, or
+ * -1 after printing what was wrong and the usage. */
+static int operands(int argc, char **argv, void *ctx)
 {
-    static const struct option lo[] = {
-        {"size", 1, 0, O_SIZE},         {"read-threads", 1, 0, O_RTHREADS},
-        {"prefetch", 1, 0, O_PREFETCH}, {"step-ms", 1, 0, O_STEP},
-        {"out", 1, 0, O_OUT},           {"layout", 1, 0, O_LAYOUT},
-        {"eval", 0, 0, O_EVAL},         {"no-flip", 0, 0, O_NOFLIP},
-        {"no-dct", 0, 0, O_NODCT},      {"unordered", 0, 0, O_UNORD},
-        {"set", 1, 0, O_SET},           {"telemetry", 1, 0, O_TELEM},
-        {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
-        {"policy", 1, 0, O_POLICY},     {"policy-file", 1, 0, O_PFILE},
-        {"learn", 0, 0, O_LEARN},       {"max-threads", 1, 0, O_MAXT},
-        {"max-memory", 1, 0, O_MAXM},   {"read-latency-ms", 1, 0, O_RLAT},
-        {"read-bw", 1, 0, O_RBW},       SL__CONSUME_OPTIONS};
-    if (sl__consume_getopt(argc, argv, lo, run_opt, a, &a->c, usage))
-        return -1;
+    run_args_t *a = ctx;
     if (optind != argc - 1)
         return sl__consume_bad(usage, argv[0], "expected one SOURCE");
     a->source = argv[optind];
@@ -288,8 +214,9 @@ static int parse_args(int argc, char **argv, run_args_t *a)
 
 /* What a --state file must agree on to resume: everything that changes the
  * batch stream (thread counts and prefetch do not). */
-static uint64_t config_hash(const run_args_t *a)
+static uint64_t config_hash(const void *ctx)
 {
+    const run_args_t *a = ctx;
     const sl_options_t *o = &a->opt;
     char buf[1024];
     int n = snprintf(buf, sizeof buf,
@@ -332,20 +259,26 @@ static void progress(sl__consume_t *c, int64_t now)
 static void apply_sets(sl__consume_t *c, double elapsed)
 {
     run_args_t *a = c->ctx;
-    for (int k = 0; k < a->nsets; k++) {
-        knob_set_t *ks = &a->sets[k];
-        int now = ks->at_s < 0 ? ks->at == c->done
-                               : !ks->fired && elapsed >= ks->at_s;
-        if (!now)
-            continue;
-        ks->fired = 1;
-        if (ks->param == 0)
-            c->step_ms = (double)ks->value;
-        else if (sl_loader_set(a->loader, ks->param, ks->value))
-            fprintf(stderr, "sluice %s: --set: %s\n", c->cmd,
-                    sl_loader_last_error(a->loader));
-    }
+    sl__knob_sets_due(&a->sets, a->loader, c->cmd, c->done, elapsed,
+                      &c->step_ms);
 }
+
+/* Its options: its own, then those all consumers take. */
+static const struct option run_options[] = {
+    {"size", 1, 0, O_SIZE},         {"read-threads", 1, 0, O_RTHREADS},
+    {"prefetch", 1, 0, O_PREFETCH}, {"step-ms", 1, 0, O_STEP},
+    {"out", 1, 0, O_OUT},           {"layout", 1, 0, O_LAYOUT},
+    {"eval", 0, 0, O_EVAL},         {"no-flip", 0, 0, O_NOFLIP},
+    {"no-dct", 0, 0, O_NODCT},      {"unordered", 0, 0, O_UNORD},
+    {"set", 1, 0, O_SET},           {"telemetry", 1, 0, O_TELEM},
+    {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
+    {"policy", 1, 0, O_POLICY},     {"policy-file", 1, 0, O_PFILE},
+    {"learn", 0, 0, O_LEARN},       {"max-threads", 1, 0, O_MAXT},
+    {"max-memory", 1, 0, O_MAXM},   {"read-latency-ms", 1, 0, O_RLAT},
+    {"read-bw", 1, 0, O_RBW},       SL__CONSUME_OPTIONS};
+
+static const sl__consume_cli_t run_cli = {run_options, run_opt, operands, usage,
+                                          config_hash};
 
 int sl__cmd_run(int argc, char **argv)
 {
@@ -353,19 +286,13 @@ int sl__cmd_run(int argc, char **argv)
         if (!strcmp(argv[i], "--task") || !strncmp(argv[i], "--task=", 7))
             return sl__cmd_text(argc, argv);
     run_args_t a = {0};
-    if (parse_args(argc, argv, &a))
-        return 2; /* after the usage */
-    sl__consume_t c = {.cmd = argv[0],
-                       .args = &a.c,
-                       .magic = STATE_MAGIC,
-                       .config = config_hash(&a),
-                       .step_ms = a.step_ms,
-                       .before = a.nsets ? apply_sets : NULL,
-                       .progress = progress,
-                       .ctx = &a};
-    int rc = sl__consume_begin(&c, &a.opt.epochs);
+    sl__consume_t c = {
+        .args = &a.c, .magic = STATE_MAGIC, .progress = progress, .ctx = &a};
+    int rc = sl__consume_begin(&c, &run_cli, argc, argv, &a.opt.epochs);
     if (rc)
         return rc < 0 ? 0 : rc;
+    c.step_ms = a.step_ms;
+    c.before = a.sets.n ? apply_sets : NULL;
     if (sl_loader_create(a.source, &a.opt, &a.loader)) {
         fprintf(stderr, "sluice %s: %s\n", argv[0], sl_loader_last_error(NULL));
         return 1;

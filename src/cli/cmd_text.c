@@ -127,18 +127,11 @@ static int text_opt(int c, const char *s, void *ctx)
     return bad ? 1 : 0;
 }
 
-/* @return 0, or -1 after printing what was wrong and the usage. */
-static int parse_args(int argc, char **argv, text_args_t *a)
+/* The operands, and the shared options into the loader's. @return 0, or
+ * -1 after printing what was wrong and the usage. */
+static int operands(int argc, char **argv, void *ctx)
 {
-    static const struct option lo[] = {
-        {"task", 1, 0, O_TASK},         {"tokenizer", 1, 0, O_TOK},
-        {"vocab", 1, 0, O_VOCAB},       {"merges", 1, 0, O_MERGES},
-        {"cased", 0, 0, O_CASED},       {"doc-per-file", 0, 0, O_DPF},
-        {"seq-len", 1, 0, O_SEQ},       {"mask-prob", 1, 0, O_MASK},
-        {"chunk-bytes", 1, 0, O_CHUNK}, {"group", 1, 0, O_GROUP},
-        {"prefetch", 1, 0, O_PREFETCH}, SL__CONSUME_OPTIONS};
-    if (sl__consume_getopt(argc, argv, lo, text_opt, a, &a->c, usage))
-        return -1;
+    text_args_t *a = ctx;
     for (; optind < argc; optind++) {
         if (a->nsources == MAX_SOURCES)
             return sl__consume_bad(usage, argv[0], "more than %d sources",
@@ -157,8 +150,9 @@ static int parse_args(int argc, char **argv, text_args_t *a)
 }
 
 /* What a --state file must agree on: everything that changes the stream. */
-static uint64_t config_hash(const text_args_t *a)
+static uint64_t config_hash(const void *ctx)
 {
+    const text_args_t *a = ctx;
     const sl_text_options_t *o = &a->opt;
     XXH3_state_t *h = XXH3_createState();
     XXH3_64bits_reset(h);
@@ -185,18 +179,27 @@ static void progress(sl__consume_t *c, int64_t now)
             (double)c->samples / secs, (double)c->tokens / secs);
 }
 
+/* Its options: its own, then those all consumers take. */
+static const struct option text_options[] = {
+    {"task", 1, 0, O_TASK},         {"tokenizer", 1, 0, O_TOK},
+    {"vocab", 1, 0, O_VOCAB},       {"merges", 1, 0, O_MERGES},
+    {"cased", 0, 0, O_CASED},       {"doc-per-file", 0, 0, O_DPF},
+    {"seq-len", 1, 0, O_SEQ},       {"mask-prob", 1, 0, O_MASK},
+    {"chunk-bytes", 1, 0, O_CHUNK}, {"group", 1, 0, O_GROUP},
+    {"prefetch", 1, 0, O_PREFETCH}, SL__CONSUME_OPTIONS};
+
+static const sl__consume_cli_t text_cli = {text_options, text_opt, operands,
+                                           usage, config_hash};
+
 int sl__cmd_text(int argc, char **argv)
 {
     text_args_t a = {0};
-    if (parse_args(argc, argv, &a))
-        return 2; /* after the usage */
-    sl__consume_t c = {.cmd = argv[0],
-                       .args = &a.c,
+    sl__consume_t c = {.args = &a.c,
                        .magic = STATE_MAGIC,
-                       .config = config_hash(&a),
                        .total = INT64_MAX,
-                       .progress = progress};
-    int rc = sl__consume_begin(&c, &a.opt.epochs);
+                       .progress = progress,
+                       .ctx = &a};
+    int rc = sl__consume_begin(&c, &text_cli, argc, argv, &a.opt.epochs);
     if (rc)
         return rc < 0 ? 0 : rc;
     sl_text_loader_t *l = NULL;

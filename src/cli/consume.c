@@ -89,9 +89,11 @@ static int consume_opt(int c, const char *s, sl__consume_args_t *a)
     return bad ? -1 : 1;
 }
 
-int sl__consume_getopt(int argc, char **argv, const struct option *lo,
-                       sl__own_opt_fn own, void *ctx, sl__consume_args_t *a,
-                       void (*usage)(FILE *, const char *))
+/* getopt_long over argv: the shared options to *a, the others to own().
+ * @return 0, or -1 after printing what was wrong and the usage. */
+static int parse_opts(int argc, char **argv, const struct option *lo,
+                      sl__own_opt_fn own, void *ctx, sl__consume_args_t *a,
+                      void (*usage)(FILE *, const char *))
 {
     int c, li = 0;
     optind = 1;
@@ -143,9 +145,16 @@ static int64_t epochs_left(int64_t epochs, double duration, int64_t from)
     return total - from;
 }
 
-int sl__consume_begin(sl__consume_t *c, int64_t *epochs)
+int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
+                      char **argv, int64_t *epochs)
 {
     const sl__consume_args_t *a = c->args;
+    if (parse_opts(argc, argv, cli->lo, cli->own, c->ctx, c->args,
+                   cli->usage) ||
+        cli->operands(argc, argv, c->ctx))
+        return 2;
+    c->cmd = argv[0];
+    c->config = cli->config(c->ctx);
     c->show = !a->quiet && isatty(2);
     uint64_t cfg = 0;
     if (!a->resume)

@@ -93,14 +93,17 @@ enum {
  *  @return 0 taken, 1 a bad value, -1 not one of its options. */
 typedef int (*sl__own_opt_fn)(int c, const char *arg, void *ctx);
 
-/** Runs getopt_long over argv with `lo` (the command's entries, then
- *  SL__CONSUME_OPTIONS): the shared options go to *a, the others to
- *  own(). --help / -h print usage to stdout and exit 0. Leaves optind at
- *  the first operand. @return 0, or -1 after printing what was wrong and
- *  the usage (to stderr). */
-int sl__consume_getopt(int argc, char **argv, const struct option *lo,
-                       sl__own_opt_fn own, void *ctx, sl__consume_args_t *a,
-                       void (*usage)(FILE *, const char *));
+/** A command's half of the command line. */
+typedef struct sl__consume_cli {
+    const struct option *lo; /* its entries, then SL__CONSUME_OPTIONS */
+    sl__own_opt_fn own;      /* its options */
+    /* Its operands (argv[optind..]), then the shared stream options copied
+     * into its loader's; @return 0, or -1 after sl__consume_bad. */
+    int (*operands)(int argc, char **argv, void *ctx);
+    void (*usage)(FILE *f, const char *cmd);
+    uint64_t (*config)(const void *ctx); /* what --state must agree on */
+} sl__consume_cli_t;
+
 /** Prints "sluice CMD: <fmt...>" and the usage to stderr (a bad command
  *  line). @return -1. */
 int sl__consume_bad(void (*usage)(FILE *, const char *), const char *cmd,
@@ -135,18 +138,18 @@ sl__stream_t sl__stream_text(sl_text_loader_t *l);
 
 /** One run of the loop: what it was asked, and what it got. */
 typedef struct sl__consume {
-    const char *cmd; /* for messages: "run" | "bench" */
-    const sl__consume_args_t *args;
-    const char *magic; /* of the --state file */
-    uint64_t config;   /* what a --state file must agree on */
-    int64_t total;     /* batches to take at most (0: until the end) */
-    double step_ms;    /* hold each batch this long, as a training step */
+    sl__consume_args_t *args; /* filled from the command line */
+    const char *magic;        /* of the --state file */
+    void *ctx;                /* the command's: own options, before, progress */
+    int64_t total;            /* batches to take at most (0: until the end) */
+    double step_ms; /* hold each batch this long, as a training step */
     /* Called before each batch (NULL: none), e.g. for timed knob sets. */
     void (*before)(struct sl__consume *c, double elapsed_s);
     /* Draws the progress line (NULL: none); `now` as sl__now_ns. */
     void (*progress)(struct sl__consume *c, int64_t now);
-    void *ctx; /* the command's, for before/progress */
     /* filled by sl__consume_begin / sl__consume_run */
+    const char *cmd;         /* for messages: "run" | "bench" */
+    uint64_t config;         /* what a --state file must agree on */
     sl_position_t from, pos; /* start, and reached */
     uint64_t h;              /* digest */
     int64_t done, samples, tokens, epoch;
@@ -157,12 +160,16 @@ typedef struct sl__consume {
     int rc;
 } sl__consume_t;
 
-/** Sets c->show; reads --resume (when given) into c->from and c->h,
- *  checking its magic and config; sets *epochs to those still to run
- *  (sl__epochs_left of *epochs, --duration and c->from). @return 0 (go
- *  on), 2 (a bad --resume: exit status 2), or -1 (nothing left to resume:
- *  exit status 0), after a message. */
-int sl__consume_begin(sl__consume_t *c, int64_t *epochs);
+/** Parses argv (getopt_long over cli->lo: the shared options into
+ *  *c->args, the others to cli->own(c->ctx); then cli->operands; --help
+ *  prints the usage to stdout and exits 0); sets c->cmd, c->config and
+ *  c->show; reads --resume (when given) into c->from and c->h, checking
+ *  its magic and config; sets *epochs to those still to run (all, 1, or
+ *  until the clock with --duration; less those a resumed run did).
+ *  @return 0 (go on), 2 (a bad command line or --resume: exit status 2),
+ *  or -1 (nothing left to resume: exit status 0), after a message. */
+int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
+                      char **argv, int64_t *epochs);
 /** Starts the stream at c->from and consumes it: until its end, c->total,
  *  --stop-after or --duration; then prints skipped samples and any error,
  *  and writes --state. Fills the figures of *c; c->rc is 0 or SL_E*.
