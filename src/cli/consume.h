@@ -141,7 +141,7 @@ typedef struct sl__consume {
     sl__consume_args_t *args; /* filled from the command line */
     const char *magic;        /* of the --state file */
     void *ctx;                /* the command's: own options, before, progress */
-    int64_t total;            /* batches to take at most (0: until the end) */
+    int64_t total;  /* batches to take at most (INT64_MAX: to the end) */
     double step_ms; /* hold each batch this long, as a training step */
     /* Called before each batch (NULL: none), e.g. for timed knob sets. */
     void (*before)(struct sl__consume *c, double elapsed_s);

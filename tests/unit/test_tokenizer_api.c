@@ -34,17 +34,25 @@ static int teardown(void **state)
     return 0;
 }
 
-static sl_tokenizer_t *wordpiece(int cased)
+static sl_tokenizer_t *make(const char *name, const char *vocab_path,
+                            const char *merges, int cased, int special)
 {
     sl_tokenizer_options_t o;
     sl_tokenizer_options_init(&o);
-    o.name = "wordpiece";
-    o.vocab = vocab;
+    o.name = name;
+    o.vocab = vocab_path;
+    o.merges = merges;
     o.cased = cased;
+    o.allow_special = special;
     sl_tokenizer_t *t = NULL;
     assert_int_equal(sl_tokenizer_create(&o, &t), 0);
     assert_non_null(t);
     return t;
+}
+
+static sl_tokenizer_t *wordpiece(int cased)
+{
+    return make("wordpiece", vocab, NULL, cased, 0);
 }
 
 static void expect(sl_tokenizer_t *t, const char *text, const int32_t *want,
@@ -217,13 +225,7 @@ static void test_gpt2(void **state)
     snprintf(enc, sizeof enc, "%s/gpt2-encoder.json", dir);
     snprintf(merges, sizeof merges, "%s/gpt2-vocab.bpe", dir);
     free(dir);
-    sl_tokenizer_options_t o;
-    sl_tokenizer_options_init(&o);
-    o.name = "gpt2";
-    o.vocab = enc;
-    o.merges = merges;
-    sl_tokenizer_t *t = NULL;
-    assert_int_equal(sl_tokenizer_create(&o, &t), 0);
+    sl_tokenizer_t *t = make("gpt2", enc, merges, 0, 0);
     assert_int_equal(sl_tokenizer_vocab_size(t), 50257);
     expect(t, "Hello world", (const int32_t[]){15496, 995}, 2);
     /* special tokens are text unless allowed */
@@ -233,8 +235,7 @@ static void test_gpt2(void **state)
                      0);
     assert_true(n > 1);
     sl_tokenizer_destroy(t);
-    o.allow_special = 1;
-    assert_int_equal(sl_tokenizer_create(&o, &t), 0);
+    t = make("gpt2", enc, merges, 0, 1);
     expect(t, "<|endoftext|>", (const int32_t[]){50256}, 1);
     sl_tokenizer_destroy(t);
 }
