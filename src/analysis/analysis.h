@@ -101,7 +101,7 @@ int sl__fetch_pass(const sl__source_t *src, int threads, double max_s,
 double sl__mem_available(void);
 
 /* One loader run with a consumer that holds each batch. */
-typedef struct sl__consume_result {
+typedef struct sl__analysis_consume {
     double rate;      /* samples/s in steady state (after the first 15%) */
     double stall;     /* blocked in next / wall, after the first batch */
     double delivered; /* samples/s consumed after the first batch came */
@@ -109,13 +109,13 @@ typedef struct sl__consume_result {
     double cores_used;   /* CPU seconds of this process / wall seconds */
     double hold_over_ms; /* mean consumer time per batch beyond its step */
     int64_t batches;
-} sl__consume_result_t;
+} sl__analysis_consume_t;
 
 /* Streams `source` (options o, resolved) with `threads` decode threads for
  * about o->seconds after the first batch; the consumer holds each batch
  * hold_ms (0: hands it straight back). */
-int sl__consume_run(const char *source, const sl_analyze_options_t *o,
-                    int threads, double hold_ms, sl__consume_result_t *out,
+int sl__analysis_consume_run(const char *source, const sl_analyze_options_t *o,
+                    int threads, double hold_ms, sl__analysis_consume_t *out,
                     char *err, size_t errlen);
 
 /* ---------------------------------------------------------- the analysis */

@@ -120,12 +120,12 @@ static int measure_fetch(const char *source, sl__analysis_t *a, char *err,
 
 /* Prep at n threads, data warm, consumer never sleeping. */
 static int measure_prep(const char *source, const sl__analysis_t *a, int n,
-                        const char *again, sl__consume_result_t *r, char *err,
+                        const char *again, sl__analysis_consume_t *r, char *err,
                         size_t errlen)
 {
     say(&a->opt, "prep with %d thread%s%s (%.0f s)...", n, n > 1 ? "s" : "",
         again, a->opt.seconds);
-    int rc = sl__consume_run(source, &a->opt, n, 0, r, err, errlen);
+    int rc = sl__analysis_consume_run(source, &a->opt, n, 0, r, err, errlen);
     if (!rc)
         say(&a->opt, "  %.1f samples/s (%.2f cores used)", r->rate,
             r->cores_used);
@@ -138,7 +138,7 @@ static int check_level(const char *source, sl__analysis_t *a, double demand,
 {
     const sl_analyze_options_t *o = &a->opt;
     int n = o->decode_threads;
-    sl__consume_result_t r;
+    sl__analysis_consume_t r;
     lv->demand = demand;
     lv->step_ms = 1e3 * o->batch_size / demand;
     lv->predicted =
@@ -149,7 +149,7 @@ static int check_level(const char *source, sl__analysis_t *a, double demand,
         "check: %d thread%s, consumer %.1f samples/s (%.2f ms/batch) for "
         "%.0f s...",
         n, n > 1 ? "s" : "", demand, lv->step_ms, o->seconds);
-    int rc = sl__consume_run(source, o, n, lv->step_ms, &r, err, errlen);
+    int rc = sl__analysis_consume_run(source, o, n, lv->step_ms, &r, err, errlen);
     if (rc)
         return rc;
     lv->measured = r.stall;
@@ -171,7 +171,7 @@ static int measure(const char *source, sl__analysis_t *a, char *err,
     const sl_analyze_options_t *o = &a->opt;
     int n = o->decode_threads, rc = measure_fetch(source, a, err, errlen);
     for (int k = 1; k <= n && !rc; k++) {
-        sl__consume_result_t r;
+        sl__analysis_consume_t r;
         if (!(rc = measure_prep(source, a, k, "", &r, err, errlen))) {
             a->prep[k - 1] = r.rate;
             a->prep_cores[k - 1] = r.cores_used;
@@ -194,7 +194,7 @@ static int measure(const char *source, sl__analysis_t *a, char *err,
     a->demand = prep;
     /* The machine may be shared: measure again, so a drift in what the
      * loader can do during the sweep is seen, not hidden. */
-    sl__consume_result_t r;
+    sl__analysis_consume_t r;
     rc = measure_prep(source, a, n, " again", &r, err, errlen);
     if (!rc)
         a->prep_after = r.rate;

@@ -56,8 +56,8 @@ static int open_loader(const char *source, const sl_analyze_options_t *a,
 /* The rate skips the first 15% of the run (pipeline filling); the stall
  * counts everything after the first batch, as a training job would feel
  * it. */
-int sl__consume_run(const char *source, const sl_analyze_options_t *a,
-                    int threads, double hold_ms, sl__consume_result_t *out,
+int sl__analysis_consume_run(const char *source, const sl_analyze_options_t *a,
+                    int threads, double hold_ms, sl__analysis_consume_t *out,
                     char *err, size_t errlen)
 {
     sl_loader_t *l;

@@ -1,13 +1,8 @@
 /* sluice make-dataset --synthetic DIR [--images N] [--classes K] [--seed S]
  *
- * Writes an ImageFolder tree DIR/class_XXX/img_XXXXX.jpg of photo-like JPEGs
- * (quality 90, ImageNet-like sizes: width 300..800, aspect 0.6..1.6, about
- * 100 KB each) so that decode cost is realistic: per class a colour
- * palette; per image a few random sinusoidal gradients, some filled shapes
- * and per-pixel noise. Everything is a function of the seed (Philox streams
- * per image, then a cheap xorshift per pixel). */
+ * Writes an ImageFolder tree DIR/class_XXX/img_XXXXX.jpg of the
+ * photo-like JPEGs of ops/synth.h (image i is of class i mod K). */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +10,8 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "base/rng.h"
 #include "cli.h"
-#include "ops/image.h"
-
-#define NWAVES 4
-#define NSHAPES 6
+#include "ops/synth.h"
 
 static void usage(FILE *f)
 {
@@ -43,92 +34,6 @@ static int mkdir_p(const char *path)
         *p = '/';
     }
     return mkdir(tmp, 0777) && errno != EEXIST ? -1 : 0;
-}
-
-static inline uint32_t xorshift(uint32_t *s)
-{
-    uint32_t x = *s;
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    return *s = x;
-}
-
-static inline uint8_t clamp8(float v)
-{
-    return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v + 0.5f);
-}
-
-/* Fills rgb (w x h) for image `idx` of class `cls`. tx/ty: scratch of
- * NWAVES * w and NWAVES * h floats. */
-static void synth(uint8_t *rgb, int w, int h, uint64_t seed, int cls,
-                  int64_t idx, float *tx, float *ty)
-{
-    sl__rng_t pal, r;
-    sl__rng_init(&pal, seed, 1, (uint64_t)cls, 100); /* class palette */
-    sl__rng_init(&r, seed, 2, (uint64_t)idx, 101);   /* this image */
-    float base[3][3];
-    for (int i = 0; i < 3; i++)
-        for (int c = 0; c < 3; c++)
-            base[i][c] = (float)sl__rng_uniform(&pal, 20, 235);
-    /* Waves: separable products sin(fx x + px) * cos(fy y + py). */
-    float amp[NWAVES][3];
-    for (int k = 0; k < NWAVES; k++) {
-        double fx = sl__rng_uniform(&r, 0.002, 0.06);
-        double fy = sl__rng_uniform(&r, 0.002, 0.06);
-        double px = sl__rng_uniform(&r, 0, 6.283),
-               py = sl__rng_uniform(&r, 0, 6.283);
-        for (int x = 0; x < w; x++)
-            tx[k * w + x] = (float)sin(fx * x + px);
-        for (int y = 0; y < h; y++)
-            ty[k * h + y] = (float)cos(fy * y + py);
-        for (int c = 0; c < 3; c++)
-            amp[k][c] = (float)sl__rng_uniform(&r, -45, 45);
-    }
-    int mix = (int)sl__rng_below(&r, 3);
-    uint32_t xs = sl__rng_u32(&r) | 1;
-    for (int y = 0; y < h; y++) {
-        float fy = (float)y / h;
-        uint8_t *row = rgb + (size_t)y * w * 3;
-        for (int x = 0; x < w; x++) {
-            float fx = (float)x / w;
-            uint32_t n = xorshift(&xs);
-            for (int c = 0; c < 3; c++) {
-                float v = base[mix][c] * (1 - fx) + base[(mix + 1) % 3][c] * fx;
-                v = v * (1 - fy) * 0.5f + v * 0.5f +
-                    base[(mix + 2) % 3][c] * fy * 0.5f;
-                for (int k = 0; k < NWAVES; k++)
-                    v += amp[k][c] * tx[k * w + x] * ty[k * h + y];
-                v += (float)((n >> (8 * c)) & 63) * 0.6f - 18.9f; /* noise */
-                row[3 * x + c] = clamp8(v);
-            }
-        }
-    }
-    /* Shapes: filled discs and rectangles in palette colours. */
-    for (int s = 0; s < NSHAPES; s++) {
-        int kind = (int)sl__rng_below(&r, 2);
-        int cx = (int)sl__rng_below(&r, (uint64_t)w);
-        int cy = (int)sl__rng_below(&r, (uint64_t)h);
-        int rad = 10 + (int)sl__rng_below(&r, (uint64_t)(w / 5 + 1));
-        const float *col = base[sl__rng_below(&r, 3)];
-        float shade = (float)sl__rng_uniform(&r, 0.6, 1.2);
-        for (int y = cy - rad; y <= cy + rad; y++) {
-            if (y < 0 || y >= h)
-                continue;
-            for (int x = cx - rad; x <= cx + rad; x++) {
-                if (x < 0 || x >= w)
-                    continue;
-                int dx = x - cx, dy = y - cy;
-                if (kind == 0 && dx * dx + dy * dy > rad * rad)
-                    continue;
-                uint8_t *p = rgb + ((size_t)y * w + x) * 3;
-                uint32_t n = xorshift(&xs);
-                for (int c = 0; c < 3; c++)
-                    p[c] = clamp8(col[c] * shade + 0.35f * (p[c] - 128) +
-                                  (float)((n >> (8 * c)) & 15) - 7.5f);
-            }
-        }
-    }
 }
 
 int sl__cmd_make_dataset(int argc, char **argv)
@@ -175,23 +80,14 @@ int sl__cmd_make_dataset(int argc, char **argv)
         }
     }
     int tty = isatty(2);
-    uint8_t *rgb = malloc((size_t)800 * 1334 * 3);
-    float *tx = malloc(sizeof(float) * NWAVES * 800);
-    float *ty = malloc(sizeof(float) * NWAVES * 1334);
     sl__bytes_t jpg = {0};
     double total = 0;
     int64_t t0 = sl__now_ns();
     int rc = 0;
     for (long long i = 0; i < images && !rc; i++) {
         int cls = (int)(i % classes);
-        sl__rng_t r;
-        sl__rng_init(&r, seed, 0, (uint64_t)i, 102);
-        int w = 300 + (int)sl__rng_below(&r, 501);
-        double aspect = sl__rng_uniform(&r, 0.6, 1.6);
-        int h = (int)lround(w / aspect);
-        synth(rgb, w, h, seed, cls, i, tx, ty);
         char err[256];
-        if (sl__jpeg_encode(rgb, w, h, 90, &jpg, err, sizeof err)) {
+        if (sl__synth_jpeg(seed, cls, i, &jpg, err, sizeof err)) {
             fprintf(stderr, "make-dataset: %s\n", err);
             rc = 1;
             break;
@@ -222,8 +118,5 @@ int sl__cmd_make_dataset(int argc, char **argv)
                images, classes, dir, total / 1e6, total / images / 1e3, sec);
     }
     sl__bytes_free(&jpg);
-    free(rgb);
-    free(tx);
-    free(ty);
     return rc;
 }

@@ -1,6 +1,5 @@
 /* `sluice pack SRC OUT`: packs an ImageFolder tree into native shards
  * (docs/FORMAT.md). Files are stored as they are (encoded JPEG/PNG). */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -16,8 +15,6 @@
 #include "data/folder.h"
 #include "data/shard.h"
 #include "pack_out.h"
-
-#define PACK_DEFAULT_SHARD_SIZE (256LL << 20)
 
 static void usage(void)
 {
@@ -74,66 +71,6 @@ static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
     return 0;
 }
 
-/* Writes classes.txt (line i = class i) through a temp file + rename. */
-static int write_classes(const char *out_dir, const sl__folder_t *f, char *err,
-                         size_t errlen)
-{
-    char *path = NULL, *tmp = NULL;
-    if (asprintf(&path, "%s/classes.txt", out_dir) < 0)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    if (asprintf(&tmp, "%s/.classes.txt.tmp-%ld", out_dir, (long)getpid()) <
-        0) {
-        free(path);
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    }
-    int rc = 0;
-    FILE *fp = fopen(tmp, "w");
-    if (!fp) {
-        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", tmp,
-                      strerror(errno));
-        goto done;
-    }
-    for (int i = 0; i < f->nclasses; i++)
-        fprintf(fp, "%s\n", f->classes[i]);
-    int ok = !ferror(fp) && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
-    ok = (fclose(fp) == 0) && ok;
-    if (!ok || rename(tmp, path)) {
-        rc = sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
-                      strerror(errno));
-        unlink(tmp);
-    }
-done:
-    free(path);
-    free(tmp);
-    return rc;
-}
-
-/* Counts shard-NNNNN.sls files in out_dir; removes those numbered >= first
- * when first >= 0 (shards an earlier, larger pack left behind). */
-static int scan_shards(const char *out_dir, long first)
-{
-    DIR *d = opendir(out_dir);
-    if (!d)
-        return 0;
-    int found = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        unsigned long n;
-        int end = 0;
-        if (sscanf(e->d_name, "shard-%5lu.sls%n", &n, &end) != 1 ||
-            end != (int)strlen(e->d_name))
-            continue;
-        found++;
-        if (first >= 0 && (long)n >= first) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
-    return found;
-}
-
 static void progress(int64_t done, int64_t total, uint64_t bytes, int64_t t0)
 {
     double s = (double)(sl__now_ns() - t0) / 1e9;
@@ -147,26 +84,15 @@ int sl__cmd_pack(int argc, char **argv)
         if (!strcmp(argv[i], "--text"))
             return sl__cmd_pack_text(argc, argv);
     static const struct option opts[] = {
-        {"shard-size", required_argument, NULL, 's'},
-        {"codec", required_argument, NULL, 'c'},
         {"on-error", required_argument, NULL, 'e'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        SL__PACK_OUT_OPTIONS,
     };
-    long long shard_size = PACK_DEFAULT_SHARD_SIZE;
-    int codec = SL_CODEC_NONE, skip = 0, force = 0, c;
+    sl__pack_out_t ps = {.codec = SL_CODEC_NONE,
+                         .shard_size = SL__PACK_SHARD_SIZE};
+    int skip = 0, c, st;
     optind = 0; /* GNU: full re-initialisation, main may have used getopt */
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case 's':
-            if (sl__pack_size_arg("pack", optarg, &shard_size))
-                return 2;
-            break;
-        case 'c':
-            if (sl__pack_codec_arg("pack", optarg, &codec))
-                return 2;
-            break;
         case 'e':
             if (!strcmp(optarg, "skip"))
                 skip = 1;
@@ -178,15 +104,9 @@ int sl__cmd_pack(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            usage();
-            return 0;
         default:
-            usage();
-            return 2;
+            if ((st = sl__pack_out_opt(c, optarg, "pack", usage, &ps)) >= 0)
+                return st;
         }
     }
     if (argc - optind != 2) {
@@ -197,19 +117,9 @@ int sl__cmd_pack(int argc, char **argv)
     char err[1024];
     int64_t t0 = sl__now_ns();
 
-    if (mkdir(out_dir, 0755) && errno != EEXIST) {
-        fprintf(stderr, "pack: %s: cannot create: %s\n", out_dir,
-                strerror(errno));
+    ps.dir = out_dir;
+    if (sl__pack_out_begin(&ps, "pack"))
         return 1;
-    }
-    int old = scan_shards(out_dir, -1);
-    if (old && !force) {
-        fprintf(stderr,
-                "pack: %s already holds %d shard(s); use --force to "
-                "replace them\n",
-                out_dir, old);
-        return 1;
-    }
 
     sl__folder_t *f = NULL;
     int rc = sl__folder_scan(src, &f, err, sizeof err);
@@ -227,8 +137,6 @@ int sl__cmd_pack(int argc, char **argv)
                 return 1;
             }
 
-    sl__pack_out_t ps = {
-        .dir = out_dir, .codec = codec, .shard_size = shard_size};
     sl__bytes_t buf = {0};
     uint64_t bytes_in = 0;
     int64_t records = 0, skipped = 0, last_tick = 0;
@@ -272,20 +180,20 @@ int sl__cmd_pack(int argc, char **argv)
     else
         sl__pack_out_abort(&ps);
     if (!rc)
-        rc = write_classes(out_dir, f, err, sizeof err);
+        rc =
+            sl__pack_out_classes(&ps, f->classes, f->nclasses, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
         fprintf(stderr, "pack: failed; %s is incomplete\n", out_dir);
         sl__folder_free(f);
         return 1;
     }
-    if (force)
-        scan_shards(out_dir, ps.shards);
+    sl__pack_out_tidy(&ps);
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     printf("packed %" PRId64 " records (%d classes) into %ld shard(s) in %s "
            "[codec %s]\n",
-           records, f->nclasses, ps.shards, out_dir, sl__codec_name(codec));
+           records, f->nclasses, ps.shards, out_dir, sl__codec_name(ps.codec));
     printf("bytes in %" PRIu64 " (%.1f MiB), out %" PRIu64
            " (%.1f MiB, %.1f%%), %.2f s, %.1f MiB/s\n",
            bytes_in, (double)bytes_in / (1 << 20), ps.bytes_out,

@@ -2,15 +2,11 @@
  * lines or files, JSON Lines "text" fields, other text shards) into native
  * shards, one record per document (UTF-8 bytes, name FILE:LINE), zstd by
  * default. Bad documents are reported, counted and left out. */
-#include <dirent.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "codec/codec.h"
@@ -36,79 +32,35 @@ static void usage(void)
             "  --force        write into a DIR that already holds shards\n");
 }
 
-static int has_shards(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int found = 0;
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, "shard-", 6))
-            found = 1;
-    if (d)
-        closedir(d);
-    return found;
-}
-
-static void remove_shards(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char p[4096];
-    while (d && (e = readdir(d)))
-        if (!strncmp(e->d_name, "shard-", 6)) {
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-    if (d)
-        closedir(d);
-}
-
 int sl__cmd_pack_text(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"text", no_argument, NULL, 't'},
         {"out", required_argument, NULL, 'o'},
         {"doc-per-file", no_argument, NULL, 'd'},
-        {"codec", required_argument, NULL, 'c'},
-        {"shard-size", required_argument, NULL, 's'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *out = NULL;
-    int codec = SL_CODEC_ZSTD, per_file = 0, force = 0, c;
-    long long shard_size = 256LL << 20;
+        SL__PACK_OUT_OPTIONS};
+    sl__pack_out_t po = {.codec = SL_CODEC_ZSTD,
+                         .shard_size = SL__PACK_SHARD_SIZE};
+    int per_file = 0, c, st;
     optind = 0;
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
             break;
         case 'o':
-            out = optarg;
+            po.dir = optarg;
             break;
         case 'd':
             per_file = 1;
             break;
-        case 'c':
-            if (sl__pack_codec_arg("sluice pack", optarg, &codec))
-                return 2;
-            break;
-        case 's':
-            if (sl__pack_size_arg("sluice pack", optarg, &shard_size))
-                return 2;
-            break;
-        case 'f':
-            force = 1;
-            break;
-        case 'h':
-            usage();
-            return 0;
         default:
-            usage();
-            return 2;
+            if ((st = sl__pack_out_opt(c, optarg, "sluice pack", usage, &po)) >=
+                0)
+                return st;
         }
     }
     int nsrc = argc - optind;
-    if (!out || nsrc < 1) {
+    if (!po.dir || nsrc < 1) {
         usage();
         return 2;
     }
@@ -120,24 +72,11 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
-    if (mkdir(out, 0777) && errno != EEXIST) {
-        fprintf(stderr, "sluice pack: %s: %s\n", out, strerror(errno));
+    if (sl__pack_out_begin(&po, "sluice pack")) {
         sl__textsrc_close(src);
         return 1;
     }
-    if (has_shards(out)) {
-        if (!force) {
-            fprintf(stderr,
-                    "sluice pack: %s already holds shards (--force to "
-                    "replace them)\n",
-                    out);
-            sl__textsrc_close(src);
-            return 1;
-        }
-        remove_shards(out);
-    }
     sl__bytes_t buf = {0}, scratch = {0};
-    sl__pack_out_t po = {.dir = out, .codec = codec, .shard_size = shard_size};
     int64_t n = sl__textsrc_count(src), packed = 0, skipped = 0;
     uint64_t raw_total = 0;
     char name[4096];
@@ -172,10 +111,11 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
+    sl__pack_out_tidy(&po);
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",
-            packed, (int)po.shards, sl__codec_name(codec), raw_total,
+            packed, (int)po.shards, sl__codec_name(po.codec), raw_total,
             po.bytes_out, skipped);
     return 0;
 }

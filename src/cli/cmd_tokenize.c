@@ -1,15 +1,17 @@
-/* `sluice tokenize`: the token ids of a whole text file, space-separated.
- * The file is read whole, as bytes: a BOM and CRLF are text, as with
- * Python's open(f, encoding='utf-8', newline=''). --json times only the
- * encoding (not the file or vocabulary load). */
+/* `sluice tokenize`: the token ids of a whole text file, space-separated,
+ * through the public tokenizer API (sluice/tokenizer.h). The file is read
+ * whole, as bytes: a BOM and CRLF are text, as with Python's open(f,
+ * encoding='utf-8', newline=''). --json times only the encoding (not the
+ * file or vocabulary load). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "cli.h"
-#include "text/bpe_internal.h"
-#include "text/tokenizer.h"
+#include "sluice/tokenizer.h"
+#include "text/bpe_internal.h" /* sl__bpe_read_file */
 
 static void usage(void)
 {
@@ -19,7 +21,10 @@ static void usage(void)
             "       sluice tokenize --tokenizer cl100k_base|r50k_base|"
             "p50k_base|o200k_base --vocab RANKS.tiktoken FILE\n"
             "       sluice tokenize --tokenizer wordpiece --vocab vocab.txt "
-            "[--uncased] FILE\n"
+            "[--cased] FILE\n"
+            "  --cased          wordpiece: keep case and accents (default: "
+            "uncased,\n"
+            "                   as bert-base-uncased; --uncased says so)\n"
             "  --allow-special  special tokens (<|endoftext|>...) in the text "
             "become their ids\n"
             "  --count          print only the number of tokens\n"
@@ -28,11 +33,11 @@ static void usage(void)
             "  --repeat N       encode N times (timing: the fastest)\n");
 }
 
-static int print_ids(const sl__ids_t *ids)
+static int print_ids(const int32_t *ids, size_t nids)
 {
     char buf[1 << 16];
     size_t n = 0;
-    for (size_t i = 0; i < ids->n; i++) {
+    for (size_t i = 0; i < nids; i++) {
         if (n + 16 > sizeof buf) {
             if (fwrite(buf, 1, n, stdout) != n)
                 return -1;
@@ -40,10 +45,10 @@ static int print_ids(const sl__ids_t *ids)
         }
         char tmp[12];
         int k = 0;
-        uint32_t v = (uint32_t)ids->v[i];
-        if (ids->v[i] < 0) {
+        uint32_t v = (uint32_t)ids[i];
+        if (ids[i] < 0) {
             buf[n++] = '-';
-            v = (uint32_t)(-(int64_t)ids->v[i]);
+            v = (uint32_t)(-(int64_t)ids[i]);
         }
         do {
             tmp[k++] = (char)('0' + v % 10);
@@ -51,11 +56,38 @@ static int print_ids(const sl__ids_t *ids)
         } while (v);
         while (k)
             buf[n++] = tmp[--k];
-        if (i + 1 < ids->n)
+        if (i + 1 < nids)
             buf[n++] = ' ';
     }
     buf[n++] = '\n';
     return fwrite(buf, 1, n, stdout) == n ? 0 : -1;
+}
+
+/* Encodes text[0..n) into *ids (grown as needed), `repeat` times; *best
+ * is the fastest encode in seconds. @return 0, or an SL_E* code. */
+static int encode(sl_tokenizer_t *t, const char *text, size_t n, int repeat,
+                  int32_t **ids, size_t *nids, double *best)
+{
+    size_t cap = n + 1; /* valid UTF-8: at most one id a byte */
+    int rc = 0;
+    for (int r = 0; !rc && r < repeat; r++) {
+        int32_t *more = realloc(*ids, cap * sizeof **ids);
+        if (!more)
+            return SL_ENOMEM;
+        *ids = more;
+        int64_t t0 = sl__now_ns();
+        rc = sl_tokenizer_encode(t, text, n, *ids, cap, nids);
+        double sec = (double)(sl__now_ns() - t0) / 1e9;
+        if (rc == SL_ERANGE) { /* invalid bytes: a U+FFFD each; again */
+            cap = *nids;
+            rc = 0;
+            r--;
+            continue;
+        }
+        if (r == 0 || sec < *best)
+            *best = sec;
+    }
+    return rc;
 }
 
 int sl__cmd_tokenize(int argc, char **argv)
@@ -64,6 +96,7 @@ int sl__cmd_tokenize(int argc, char **argv)
         {"tokenizer", required_argument, 0, 't'},
         {"vocab", required_argument, 0, 'v'},
         {"merges", required_argument, 0, 'm'},
+        {"cased", no_argument, 0, 'C'},
         {"uncased", no_argument, 0, 'u'},
         {"allow-special", no_argument, 0, 's'},
         {"count", no_argument, 0, 'c'},
@@ -72,25 +105,29 @@ int sl__cmd_tokenize(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *kind = NULL, *vocab = NULL, *merges = NULL;
-    int uncased = 0, allow_special = 0, count = 0, json = 0, repeat = 1, c;
+    sl_tokenizer_options_t o;
+    sl_tokenizer_options_init(&o);
+    int count = 0, json = 0, repeat = 1, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:v:m:h", opts, NULL)) != -1) {
         switch (c) {
         case 't':
-            kind = optarg;
+            o.name = optarg;
             break;
         case 'v':
-            vocab = optarg;
+            o.vocab = optarg;
             break;
         case 'm':
-            merges = optarg;
+            o.merges = optarg;
+            break;
+        case 'C':
+            o.cased = 1;
             break;
         case 'u':
-            uncased = 1;
+            o.cased = 0;
             break;
         case 's':
-            allow_special = 1;
+            o.allow_special = 1;
             break;
         case 'c':
             count = 1;
@@ -105,54 +142,31 @@ int sl__cmd_tokenize(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h':
-            usage();
-            return 0;
         default:
             usage();
-            return 2;
+            return c == 'h' ? 0 : 2;
         }
     }
-    if (!kind || !vocab || optind + 1 != argc) {
+    if (!o.name || !o.vocab || optind + 1 != argc) {
         usage();
         return 2;
     }
     const char *file = argv[optind];
-    char err[512] = "";
-    sl__tok_t *tok = NULL;
-    int rc;
-    if (!strcmp(kind, "gpt2") && merges)
-        rc = sl__bpe_load_gpt2(vocab, merges, &tok, err, sizeof err);
-    else if (!strcmp(kind, "gpt2") || strstr(kind, "_base") ||
-             !strcmp(kind, "p50k_edit"))
-        rc = sl__bpe_load_tiktoken(vocab, kind, &tok, err, sizeof err);
-    else if (!strcmp(kind, "wordpiece"))
-        rc = sl__wordpiece_load(vocab, uncased, &tok, err, sizeof err);
-    else {
-        fprintf(stderr, "tokenize: unknown tokenizer '%s'\n", kind);
-        return 2;
-    }
+    sl_tokenizer_t *tok = NULL;
+    int rc = sl_tokenizer_create(&o, &tok);
     if (rc) {
-        fprintf(stderr, "tokenize: %s\n", err);
-        return 1;
+        fprintf(stderr, "tokenize: %s\n", sl_tokenizer_last_error(NULL));
+        return rc == SL_EUNSUPPORTED ? 2 : 1;
     }
-    char *text = NULL;
-    size_t n = 0;
-    rc = sl__bpe_read_file(file, &text, &n, err, sizeof err);
-    sl__tok_scratch_t *s = sl__tok_scratch_create();
-    sl__ids_t ids = {0};
+    char err[512] = "", *text = NULL;
+    size_t n = 0, nids = 0;
+    int32_t *ids = NULL;
     double best = 0;
-    if (!rc && !s)
-        rc = sl__fail(err, sizeof err, SL_ENOMEM, "out of memory");
-    for (int r = 0; !rc && r < repeat; r++) {
-        ids.n = 0;
-        int64_t t0 = sl__now_ns();
-        rc = sl__tok_encode(tok, text, n, allow_special, s, &ids, err,
-                            sizeof err);
-        double sec = (double)(sl__now_ns() - t0) / 1e9;
-        if (r == 0 || sec < best)
-            best = sec;
-    }
+    rc = sl__bpe_read_file(file, &text, &n, err, sizeof err);
+    if (!rc && (rc = encode(tok, text, n, repeat, &ids, &nids, &best)))
+        snprintf(err, sizeof err, "%s",
+                 rc == SL_ENOMEM ? "out of memory"
+                                 : sl_tokenizer_last_error(tok));
     int status = 0;
     if (rc) {
         fprintf(stderr, "tokenize: %s: %s\n", file, err);
@@ -160,16 +174,15 @@ int sl__cmd_tokenize(int argc, char **argv)
     } else if (json) {
         printf("{\"tokens\": %zu, \"bytes\": %zu, \"seconds\": %.6f, "
                "\"mb_s\": %.3f}\n",
-               ids.n, n, best, best > 0 ? (double)n / 1e6 / best : 0.0);
+               nids, n, best, best > 0 ? (double)n / 1e6 / best : 0.0);
     } else if (count) {
-        printf("%zu\n", ids.n);
-    } else if (print_ids(&ids)) {
+        printf("%zu\n", nids);
+    } else if (print_ids(ids, nids)) {
         fprintf(stderr, "tokenize: write error\n");
         status = 1;
     }
-    sl__ids_free(&ids);
-    sl__tok_scratch_destroy(s);
-    sl__tok_free(tok);
+    free(ids);
+    sl_tokenizer_destroy(tok);
     free(text);
     return status;
 }

@@ -1,33 +1,124 @@
-/* cli/pack_out: --codec / --shard-size arguments and the rolling shard
+/* cli/pack_out: --codec / --shard-size arguments, the output folder
+ * (refusing or replacing old shards, classes.txt) and the rolling shard
  * output shared by the pack commands. */
 #include "pack_out.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "cli.h"
 #include "codec/codec.h"
 
-int sl__pack_codec_arg(const char *who, const char *arg, int *codec)
+int sl__pack_out_opt(int c, const char *arg, const char *who,
+                     void (*usage)(void), sl__pack_out_t *o)
 {
-    int c = sl__codec_from_name(arg);
-    if (c < 0) {
+    switch (c) {
+    case 'c':
+        if ((o->codec = sl__codec_from_name(arg)) >= 0)
+            return -1;
         fprintf(stderr, "%s: unknown codec '%s' (none|lz4|zstd)\n", who, arg);
+        return 2;
+    case 's':
+        if ((o->shard_size = sl__parse_size(arg)) > 0)
+            return -1;
+        fprintf(stderr, "%s: bad --shard-size '%s'\n", who, arg);
+        return 2;
+    case 'f':
+        o->force = 1;
         return -1;
     }
-    *codec = c;
+    usage();
+    return c == 'h' ? 0 : 2;
+}
+
+int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
+                         char *err, size_t errlen)
+{
+    const char *out_dir = o->dir;
+    char *path = NULL, *tmp = NULL;
+    if (asprintf(&path, "%s/classes.txt", out_dir) < 0)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    if (asprintf(&tmp, "%s/.classes.txt.tmp-%ld", out_dir, (long)getpid()) <
+        0) {
+        free(path);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    FILE *fp = fopen(tmp, "w");
+    if (!fp) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", tmp,
+                      strerror(errno));
+        goto done;
+    }
+    for (int i = 0; i < n; i++)
+        fprintf(fp, "%s\n", names[i]);
+    int ok = !ferror(fp) && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    ok = (fclose(fp) == 0) && ok;
+    if (!ok || rename(tmp, path)) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
+                      strerror(errno));
+        unlink(tmp);
+    }
+done:
+    free(path);
+    free(tmp);
+    return rc;
+}
+
+/* Counts shard-NNNNN.sls files in out_dir; removes those numbered >= first
+ * when first >= 0 (shards an earlier, larger pack left behind). */
+static int scan_shards(const char *out_dir, long first)
+{
+    DIR *d = opendir(out_dir);
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned long n;
+        int end = 0;
+        if (sscanf(e->d_name, "shard-%5lu.sls%n", &n, &end) != 1 ||
+            end != (int)strlen(e->d_name))
+            continue;
+        found++;
+        if (first >= 0 && (long)n >= first) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+            unlink(path);
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+int sl__pack_out_begin(sl__pack_out_t *o, const char *who)
+{
+    if (mkdir(o->dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "%s: %s: cannot create: %s\n", who, o->dir,
+                strerror(errno));
+        return -1;
+    }
+    int old = scan_shards(o->dir, -1);
+    if (old && !o->force) {
+        fprintf(stderr,
+                "%s: %s already holds %d shard(s); use --force to replace "
+                "them\n",
+                who, o->dir, old);
+        return -1;
+    }
     return 0;
 }
 
-int sl__pack_size_arg(const char *who, const char *arg, long long *size)
+void sl__pack_out_tidy(const sl__pack_out_t *o)
 {
-    long long v = sl__parse_size(arg);
-    if (v <= 0) {
-        fprintf(stderr, "%s: bad --shard-size '%s'\n", who, arg);
-        return -1;
-    }
-    *size = v;
-    return 0;
+    if (o->force)
+        scan_shards(o->dir, o->shards);
 }
 
 int sl__pack_out_finish(sl__pack_out_t *o, char *err, size_t errlen)

@@ -1,7 +1,8 @@
 /* cli/pack_out: what `pack` (cmd_pack.c) and `pack --text`
- * (cmd_pack_text.c) share: their --codec / --shard-size arguments and the
- * output folder's run of shards (shard-00000.sls, ...), each started when
- * the next record would take the one open over the size limit. */
+ * (cmd_pack_text.c) share: their --codec / --shard-size / --force options,
+ * the output folder (old shards refused or replaced, classes.txt) and its
+ * run of shards (shard-00000.sls, ...), each started when the next record
+ * would take the one open over the size limit. */
 #ifndef SL_CLI_PACK_OUT_H
 #define SL_CLI_PACK_OUT_H
 
@@ -10,23 +11,49 @@
 
 #include "data/shard.h"
 
-/** Parses --codec NAME into *codec (SL_CODEC_*); on a bad name prints
- *  "<who>: unknown codec ..." to stderr. @return 0, or -1. */
-int sl__pack_codec_arg(const char *who, const char *arg, int *codec);
-/** Parses --shard-size SIZE (256M, 1G, ...) into *size; on a bad one prints
- *  "<who>: bad --shard-size ..." to stderr. @return 0, or -1. */
-int sl__pack_size_arg(const char *who, const char *arg, long long *size);
-
 /** The shards being written into `dir`. Set the first three fields; the
  *  rest start at zero. */
 typedef struct sl__pack_out {
     const char *dir;
     int codec;            /* SL_CODEC_* */
     long long shard_size; /* largest shard, bytes */
+    int force;            /* --force: replace shards already there */
     sl__shard_writer_t *w;
     long shards;        /* shards finished or open */
     uint64_t bytes_out; /* stored bytes of the finished shards */
 } sl__pack_out_t;
+
+#define SL__PACK_SHARD_SIZE (256LL << 20) /* default largest shard */
+
+/* The options both pack commands take, to end a getopt_long table. */
+/* clang-format off */
+#define SL__PACK_OUT_OPTIONS                                                   \
+    {"codec", required_argument, NULL, 'c'},                                   \
+    {"shard-size", required_argument, NULL, 's'},                              \
+    {"force", no_argument, NULL, 'f'},                                         \
+    {"help", no_argument, NULL, 'h'},                                          \
+    {NULL, 0, NULL, 0}
+/* clang-format on */
+
+/** The default of a command's getopt switch: takes --codec, --shard-size
+ *  and --force into *o; otherwise prints usage() (to stderr), or
+ *  "<who>: ..." for a bad value. @return -1 (taken: go on), or the exit
+ *  status: 0 after --help, 2 for a bad value or an unknown option. */
+int sl__pack_out_opt(int c, const char *arg, const char *who,
+                     void (*usage)(void), sl__pack_out_t *o);
+
+/** Makes o->dir (when missing) and refuses one that already holds shards
+ *  (shard-NNNNN.sls) unless o->force; then they are replaced: each as its
+ *  new one is finished, and sl__pack_out_tidy removes the rest. Prints
+ *  "<who>: ..." to stderr on failure. @return 0, or -1. */
+int sl__pack_out_begin(sl__pack_out_t *o, const char *who);
+/** After a successful sl__pack_out_finish: removes the shards an earlier,
+ *  larger pack left behind (numbered >= o->shards; only with force). */
+void sl__pack_out_tidy(const sl__pack_out_t *o);
+/** Writes o->dir/classes.txt, line i naming class i, through a temp file
+ *  and a rename. @return 0, or a negative SL_E* with the message in err. */
+int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
+                         char *err, size_t errlen);
 
 /** Adds one record, starting a new shard first when the open one would go
  *  over the size limit (a record larger than the limit gets a shard

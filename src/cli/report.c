@@ -9,53 +9,6 @@
 
 #include "base/base.h"
 
-int sl__parse_ll(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-int sl__consume_opt(int c, const char *arg, sl__consume_args_t *a)
-{
-    long long v = 0;
-    switch (c) {
-    case SL__OPT_DIGEST:
-        a->digest = 1;
-        return 1;
-    case SL__OPT_STOP:
-        if (sl__parse_ll(arg, 1, INT64_MAX, &v))
-            return -1;
-        a->stop_after = v;
-        return 1;
-    case SL__OPT_STATE:
-        a->state_out = arg;
-        return 1;
-    case SL__OPT_RESUME:
-        a->resume = arg;
-        return 1;
-    case SL__OPT_JSON:
-        a->json = 1;
-        return 1;
-    case SL__OPT_QUIET:
-        a->quiet = 1;
-        return 1;
-    case SL__OPT_DURATION:
-        a->duration = strtod(arg, NULL);
-        return a->duration > 0 ? 1 : -1;
-    }
-    return 0;
-}
-
-int64_t sl__epochs_left(int64_t epochs, double duration, int64_t from)
-{
-    int64_t total = epochs ? epochs : duration > 0 ? 1000000 : 1;
-    return total - from;
-}
-
 int sl__waits_init(sl__waits_t *w, size_t cap)
 {
     w->n = 0;

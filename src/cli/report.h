@@ -1,61 +1,16 @@
-/* cli/report: what `run` / `bench` (cmd_run.c) and their text form
- * (cmd_text.c) share: the options of the consumer loop, the consumer's
- * wait times, the process's CPU time and peak memory, the --state file,
- * and the figures they print (the human line and the --json object, whose
- * keys scripts and tests read). */
+/* cli/report: the figures of `run` / `bench` and their text form (the
+ * consumer loop, consume.h, gathers them): the consumer's wait times, the
+ * process's CPU time and peak memory, the --state file, and what they
+ * print (the human line and the --json object, whose keys scripts and
+ * tests read). */
 #ifndef SL_CLI_REPORT_H
 #define SL_CLI_REPORT_H
 
-#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
 #include "sluice/sluice.h"
-
-/** The options of the consumer loop that both commands take. */
-typedef struct sl__consume_args {
-    int digest, json, quiet;
-    int64_t stop_after; /* batches; 0 = all */
-    double duration;    /* seconds; 0 = no limit */
-    const char *state_out, *resume;
-} sl__consume_args_t;
-
-/* getopt_long codes of those options, clear of each command's own. */
-enum {
-    SL__OPT_DIGEST = 0x1000,
-    SL__OPT_STOP,
-    SL__OPT_STATE,
-    SL__OPT_RESUME,
-    SL__OPT_JSON,
-    SL__OPT_QUIET,
-    SL__OPT_DURATION
-};
-
-/* Their `struct option` entries, for a command's table (one a line, as the
- * tables have them; clang-format would pack them). */
-/* clang-format off */
-#define SL__CONSUME_OPTIONS                                                    \
-    {"digest", 0, 0, SL__OPT_DIGEST},                                          \
-    {"stop-after", 1, 0, SL__OPT_STOP},                                        \
-    {"state", 1, 0, SL__OPT_STATE},                                            \
-    {"resume", 1, 0, SL__OPT_RESUME},                                          \
-    {"json", 0, 0, SL__OPT_JSON},                                              \
-    {"quiet", 0, 0, SL__OPT_QUIET},                                            \
-    {"duration", 1, 0, SL__OPT_DURATION}
-/* clang-format on */
-
-/** Takes getopt_long's code `c` (argument `arg`) when it is one of
- *  SL__CONSUME_OPTIONS. @return 1 taken, 0 not one of them, -1 a bad
- *  value. */
-int sl__consume_opt(int c, const char *arg, sl__consume_args_t *a);
-/** Parses a whole decimal number in [lo, hi] into *out. @return 0, or -1
- *  (*out unchanged). */
-int sl__parse_ll(const char *s, long long lo, long long hi, long long *out);
-/** The epochs still to run from epoch `from` (a resumed position): all
- *  `epochs`, or with none given 1, or 1000000 (until the clock) when
- *  `duration` is set. */
-int64_t sl__epochs_left(int64_t epochs, double duration, int64_t from);
 
 /** The consumer's wait for each batch (ns), in arrival order until
  *  sl__waits_sort. */

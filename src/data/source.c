@@ -1,6 +1,5 @@
 #include "source.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +10,7 @@
 
 #include "folder.h"
 #include "shard.h"
+#include "shard_walk.h"
 
 /* Records are addressed by a global index; shard k holds
  * [first[k], first[k+1]). */
@@ -25,54 +25,6 @@ struct sl__source {
     int nbad;
     char **bad;
 };
-
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Names of *.sls files in dir, sorted. */
-static int list_shards(const char *dir, char ***out, int *n)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return SL_EIO;
-    char **v = NULL;
-    int cnt = 0, cap = 0, rc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.' || !ends_with(e->d_name, ".sls"))
-            continue;
-        if (cnt == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) {
-                rc = SL_ENOMEM;
-                break;
-            }
-            v = nv;
-        }
-        size_t len = strlen(dir) + strlen(e->d_name) + 2;
-        v[cnt] = malloc(len);
-        if (!v[cnt]) {
-            rc = SL_ENOMEM;
-            break;
-        }
-        snprintf(v[cnt++], len, "%s/%s", dir, e->d_name);
-    }
-    closedir(d);
-    if (v)
-        qsort(v, (size_t)cnt, sizeof *v, cmp_str);
-    *out = v;
-    *n = cnt;
-    return rc;
-}
 
 /* classes.txt: one class name per line, line i names class i. */
 static int read_classes(sl__source_t *s, const char *dir)
@@ -183,7 +135,7 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
     } else if (S_ISDIR(st.st_mode)) {
         char **paths = NULL;
         int n = 0;
-        rc = list_shards(path, &paths, &n);
+        rc = sl__shard_list(path, &paths, &n);
         if (rc) {
             sl__fail(err, errlen, rc, "%s: cannot list folder", path);
         } else if (n > 0) {
@@ -197,9 +149,7 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
                 s->classes = s->folder->classes;
             }
         }
-        for (int i = 0; i < n; i++)
-            free(paths[i]);
-        free(paths);
+        sl__shard_list_free(paths, n);
     } else {
         char *one = s->path;
         rc = open_shards(s, &one, 1, 0, err, errlen);

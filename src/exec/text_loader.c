@@ -22,19 +22,6 @@ void sl_text_stats_init(sl_text_stats_t *st)
         sl__abi_init(st, sizeof *st);
 }
 
-static int tok_load(const sl_text_options_t *o, sl__tok_t **t, char *err,
-                    size_t errlen)
-{
-    if (!o->vocab)
-        return sl__fail(err, errlen, SL_EINVAL, "no vocabulary file given");
-    const char *k = o->tokenizer;
-    if (!strcmp(k, "wordpiece"))
-        return sl__wordpiece_load(o->vocab, !o->cased, t, err, errlen);
-    if (!strcmp(k, "gpt2") && o->merges)
-        return sl__bpe_load_gpt2(o->vocab, o->merges, t, err, errlen);
-    return sl__bpe_load_tiktoken(o->vocab, k, t, err, errlen);
-}
-
 static int special_id(sl__tok_t *t, const char *name, int32_t *out, char *err,
                       size_t errlen)
 {
@@ -114,7 +101,8 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
     if (rc)
         return rc;
     int lm = o->task == SL_TEXT_LM;
-    rc = tok_load(o, &l->tok, err, errlen);
+    rc = sl__tok_open(o->tokenizer, o->vocab, o->merges, o->cased, &l->tok,
+                      err, errlen);
     if (rc)
         return rc;
     sl__text_spec_t *sp = &l->spec;

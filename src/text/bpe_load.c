@@ -157,6 +157,11 @@ static const enc_def_t *find_encoding(const char *encoding)
     return NULL;
 }
 
+int sl__bpe_encoding_known(const char *encoding)
+{
+    return encoding && find_encoding(encoding) != NULL;
+}
+
 void sl__bpe_free(struct sl__bpe *bpe)
 {
     if (!bpe)

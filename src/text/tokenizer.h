@@ -36,6 +36,19 @@ int sl__bpe_load_tiktoken(const char *ranks_path, const char *encoding,
 int sl__wordpiece_load(const char *vocab_txt, int uncased, sl__tok_t **out,
                        char *err, size_t errlen);
 void sl__tok_free(sl__tok_t *t);
+/* Whether `encoding` names one of the BPE encodings (gpt2, r50k_base,
+ * p50k_base, p50k_edit, cl100k_base, o200k_base). */
+int sl__bpe_encoding_known(const char *encoding);
+
+/* The one place that chooses a tokenizer from its name (tok_open.c):
+ * "wordpiece" reads vocab.txt, uncased unless `cased` (as bert-base-uncased
+ * and HF BertTokenizer's do_lower_case=True); "gpt2" with `merges` reads
+ * encoder.json + vocab.bpe; any other BPE encoding name (and gpt2 without
+ * merges) reads a tiktoken rank file. `merges` and `cased` are ignored
+ * where they do not apply. @return 0, SL_EINVAL (no name or vocab),
+ * SL_EUNSUPPORTED (unknown name), or the loader's error. */
+int sl__tok_open(const char *name, const char *vocab, const char *merges,
+                 int cased, sl__tok_t **out, char *err, size_t errlen);
 
 sl__tok_scratch_t *sl__tok_scratch_create(void);
 void sl__tok_scratch_destroy(sl__tok_scratch_t *s);

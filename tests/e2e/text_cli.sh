@@ -3,7 +3,9 @@
 # shards whose lm batches equal the text file's; thread counts do not change
 # the digest; --stop-after/--state/--resume equals one run; mlm reports the
 # bench keys; bad JSON Lines are skipped, counted and named FILE:LINE; a
-# missing source fails with its name. GPT-2 on the shared corpus when
+# missing source fails with its name; pack --text refuses old shards
+# without --force and replaces them with it; `sluice tokenize` picks
+# tokenizers as the loader does (WordPiece uncased unless --cased). GPT-2 on the shared corpus when
 # $SL_SHARED_DATA has it, else a tiny generated WordPiece vocabulary.
 set -euo pipefail
 
@@ -106,4 +108,31 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 1 ] && grep -q "none.txt" "$WORK/err" || fail "missing source: rc $rc, $(cat "$WORK/err")"
+
+# pack --text over old shards: refused, then replaced (leftovers removed)
+set +e
+"$SLUICE" pack --text "$CORPUS" -o "$WORK/shards" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "use --force" "$WORK/err" || fail "pack --text over shards: rc $rc, $(cat "$WORK/err")"
+"$SLUICE" pack --text "$WORK/corpus.txt" -o "$WORK/small" --shard-size 20K 2>/dev/null || fail "pack --text --shard-size"
+n_small=$(ls "$WORK/small" | wc -l)
+[ "$n_small" -gt 2 ] || fail "expected several 20K shards, got $n_small"
+"$SLUICE" pack --text "$WORK/corpus.txt" -o "$WORK/small" --force 2>/dev/null || fail "pack --text --force"
+[ "$(ls "$WORK/small")" = shard-00000.sls ] || fail "--force left old shards: $(ls "$WORK/small")"
+
+# tokenize: WordPiece is uncased by default, as the text loader; --uncased
+# is still taken; --cased keeps case (capitals are not in the vocabulary)
+printf 'Abc DEF ghi\n' >"$WORK/case.txt"
+TOK=(tokenize --tokenizer wordpiece --vocab "$WORK/vocab.txt")
+t_def=$("$SLUICE" "${TOK[@]}" "$WORK/case.txt")
+t_unc=$("$SLUICE" "${TOK[@]}" --uncased "$WORK/case.txt")
+t_cas=$("$SLUICE" "${TOK[@]}" --cased "$WORK/case.txt")
+[ "$t_def" = "$t_unc" ] || fail "tokenize default '$t_def' != --uncased '$t_unc'"
+[ "$t_def" != "$t_cas" ] && [ "$(echo "$t_cas" | cut -d' ' -f1)" = 1 ] || fail "--cased: '$t_cas' (default '$t_def')"
+set +e
+"$SLUICE" tokenize --tokenizer nope --vocab "$WORK/vocab.txt" "$WORK/case.txt" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "unknown tokenizer 'nope'" "$WORK/err" || fail "unknown tokenizer: rc $rc, $(cat "$WORK/err")"
 echo "text_cli: ok"

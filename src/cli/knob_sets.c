@@ -1,0 +1,93 @@
+/* cli/knob_sets: parsing and applying `run --set` (see knob_sets.h). */
+#include "knob_sets.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "consume.h" /* sl__parse_ll */
+
+/* Emulated storage options in the CLI's units: latency in ms (fractions
+ * allowed) to the API's microseconds; bandwidth as a size per second. */
+int sl__parse_latency_ms(const char *s, int64_t *us)
+{
+    char *end;
+    double ms = strtod(s, &end);
+    if (!*s || *end || !(ms >= 0) || ms > 60000) /* API: <= 1 min */
+        return -1;
+    *us = (int64_t)llround(ms * 1000);
+    return 0;
+}
+
+static int parse_set(const char *s, sl__knob_set_t *k)
+{
+    char name[32], val[32], *end;
+    long long v;
+    double at = strtod(s, &end);
+    if (end == s || !(at >= 0) || at > 1e15)
+        return -1;
+    k->at_s = *end == 's' ? at : -1; /* "20s:..." is a time */
+    end += *end == 's';
+    if ((k->at_s < 0 && at != floor(at)) ||
+        sscanf(end, ":%31[a-z-]=%31s", name, val) != 2)
+        return -1;
+    k->at = (int64_t)at;
+    if (!strcmp(name, "read-latency-ms")) {
+        k->storage = SL_TESTING_READ_LATENCY_US;
+        return sl__parse_latency_ms(val, &k->value);
+    }
+    if (!strcmp(name, "read-bw")) {
+        k->storage = SL_TESTING_READ_BYTES_PER_S;
+        k->value = sl__parse_size(val);
+        return k->value < 0 ? -1 : 0;
+    }
+    if (sl__parse_ll(val, INT64_MIN, INT64_MAX, &v))
+        return -1;
+    k->value = v;
+    if (!strcmp(name, "threads"))
+        k->param = SL_PARAM_DECODE_THREADS;
+    else if (!strcmp(name, "read-threads"))
+        k->param = SL_PARAM_READ_THREADS;
+    else if (!strcmp(name, "prefetch"))
+        k->param = SL_PARAM_PREFETCH;
+    else if (!strcmp(name, "step-ms"))
+        k->param = 0;
+    else
+        return -1;
+    return 0;
+}
+
+int sl__knob_sets_add(sl__knob_sets_t *ks, const char *spec)
+{
+    if (ks->n == SL__KNOB_SETS_MAX)
+        return -1;
+    sl__knob_set_t *k = &ks->v[ks->n];
+    memset(k, 0, sizeof *k);
+    if (parse_set(spec, k))
+        return -1;
+    ks->n++;
+    return 0;
+}
+
+void sl__knob_sets_due(sl__knob_sets_t *ks, sl_loader_t *l, const char *cmd,
+                       int64_t done, double elapsed, double *step_ms)
+{
+    for (int i = 0; i < ks->n; i++) {
+        sl__knob_set_t *k = &ks->v[i];
+        int now = k->at_s < 0 ? k->at == done : !k->fired && elapsed >= k->at_s;
+        if (!now)
+            continue;
+        k->fired = 1;
+        if (k->storage) {
+            if (sl__testing_storage_set(l, k->storage, k->value))
+                fprintf(stderr, "sluice %s: --set: value out of range\n",
+                        cmd);
+        } else if (k->param == 0)
+            *step_ms = (double)k->value;
+        else if (sl_loader_set(l, k->param, k->value))
+            fprintf(stderr, "sluice %s: --set: %s\n", cmd,
+                    sl_loader_last_error(l));
+    }
+}
