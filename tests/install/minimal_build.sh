@@ -21,11 +21,13 @@ cmake --build "$work/build" -j "$(nproc)" --target sluice_shared sluice_cli \
 lib=$work/build/libsluice.so
 fail() { echo "minimal build: $*"; exit 1; }
 
-needed=$(readelf -d "$lib" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
-echo "NEEDED: $(tr '\n' ' ' <<<"$needed")"
-if grep -iE 'pcre2|utf8proc|microhttpd' <<<"$needed"; then
-  fail "libsluice.so links an optional component's library"
-fi
+for f in "$lib" "$work/build/sluice"; do
+  needed=$(readelf -d "$f" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
+  echo "$(basename "$f") NEEDED: $(tr '\n' ' ' <<<"$needed")"
+  if grep -iE 'pcre2|utf8proc|microhttpd' <<<"$needed"; then
+    fail "$f links an optional component's library"
+  fi
+done
 
 syms() { nm -D --defined-only "$1" | awk 'NF >= 3 && $3 ~ /^sl_/ {print $3}' | sort; }
 if ! diff <(syms "$full") <(syms "$lib") >"$work/syms.diff"; then
