@@ -1,0 +1,77 @@
+# Optional components of libsluice, each ON by default where its libraries
+# are found, so that an images-only user needs none of them:
+#   SL_TEXT        the tokenizers (BPE: PCRE2; WordPiece: utf8proc)
+#   SL_PROMETHEUS  the metrics endpoint (sl_options_t.metrics_port: libmicrohttpd)
+# Off, a component's sources are not compiled and a stub under src/*/off/
+# takes their place: the public API and the exported symbols stay the same
+# in every build (a caller links against any libsluice.so.N), and a call that
+# needs the missing part fails with SL_EUNSUPPORTED and a message that says
+# "sluice was built without ...". sluice/version.h says what was built
+# (SL_HAVE_TEXT, SL_HAVE_PROMETHEUS). jansson is not optional: the text
+# sources and the simulator's profiles (src/sim/profile.c) read JSON.
+
+# sl_component(VAR DOC MODULES...): option VAR, ON by default when every
+# pkg-config module is found; ON with one missing is an error. Defines the
+# imported targets PkgConfig::<VAR>_<i> and appends to SL_DEPS and SL_PKGS.
+function(sl_component var doc)
+  set(found ON)
+  if(NOT DEFINED ${var} OR ${var})
+    set(i 0)
+    foreach(m ${ARGN})
+      pkg_check_modules(${var}_${i} QUIET IMPORTED_TARGET ${m})
+      if(NOT ${var}_${i}_FOUND)
+        set(found OFF)
+        list(APPEND missing ${m})
+      endif()
+      math(EXPR i "${i} + 1")
+    endforeach()
+  endif()
+  option(${var} "${doc}" ${found})
+  if(${var} AND NOT found)
+    message(FATAL_ERROR "sluice: ${var}=ON needs pkg-config modules: ${missing} "
+      "(scripts/install-deps installs them), or configure with -D${var}=OFF")
+  endif()
+  if(${var})
+    set(i 0)
+    foreach(m ${ARGN})
+      list(APPEND SL_DEPS PkgConfig::${var}_${i})
+      list(APPEND SL_PKGS ${var}_${i}=${m})
+      math(EXPR i "${i} + 1")
+    endforeach()
+    set(SL_DEPS ${SL_DEPS} PARENT_SCOPE)
+    set(SL_PKGS ${SL_PKGS} PARENT_SCOPE)
+    string(REPLACE "SL_" "SL_HAVE_" have ${var})
+    set(${have} 1 PARENT_SCOPE)
+  else()
+    string(REPLACE "SL_" "SL_HAVE_" have ${var})
+    set(${have} 0 PARENT_SCOPE)
+  endif()
+endfunction()
+
+sl_component(SL_TEXT "Text tokenizers (needs PCRE2 and utf8proc)" libpcre2-8 libutf8proc)
+sl_component(SL_PROMETHEUS "Prometheus metrics endpoint (needs libmicrohttpd)" libmicrohttpd)
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS}")
+
+# Sources that need a component's libraries, relative to src/, and the stub
+# that replaces them when it is off. A new file that includes pcre2.h,
+# utf8proc.h or microhttpd.h belongs in these lists.
+set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
+    text/bpe_load.c text/wordpiece.c text/wp_unicode.c)
+set(SL_TEXT_STUB text/off/tok_off.c)
+set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
+set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)
+
+# sl_select_component_sources(LIST): removes from LIST the sources of every
+# component that is off and adds its stub.
+function(sl_select_component_sources list)
+  set(srcs ${${list}})
+  foreach(c TEXT PROMETHEUS)
+    if(NOT SL_${c})
+      foreach(f ${SL_${c}_SOURCES})
+        list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})
+      endforeach()
+      list(APPEND srcs ${PROJECT_SOURCE_DIR}/src/${SL_${c}_STUB})
+    endif()
+  endforeach()
+  set(${list} ${srcs} PARENT_SCOPE)
+endfunction()
