@@ -1,7 +1,8 @@
 /* One telemetry line back into a snapshot: the inverse of snapshot_json.c.
  * The line is outside bytes (a file cut by a crash, edited by hand, or not
  * telemetry at all): jansson checks the grammar, this file checks the types
- * and ranges, and one table maps member paths to fields. */
+ * and ranges, and the table of snapshot_schema.c maps member paths to
+ * fields. */
 #include <float.h>
 #include <jansson.h>
 #include <limits.h>
@@ -11,92 +12,7 @@
 
 #include "base/base.h"
 #include "sluice/telemetry_parse.h"
-
-typedef enum { F_DOUBLE, F_INT, F_I64 } kind_t;
-
-typedef struct {
-    const char *path; /* member path, '.' between object levels */
-    kind_t kind;
-    size_t off; /* in sl_snapshot_t */
-} field_t;
-
-#define D(p, m)                                                                \
-    {                                                                          \
-        p, F_DOUBLE, offsetof(sl_snapshot_t, m)                                \
-    }
-#define I(p, m)                                                                \
-    {                                                                          \
-        p, F_INT, offsetof(sl_snapshot_t, m)                                   \
-    }
-#define L(p, m)                                                                \
-    {                                                                          \
-        p, F_I64, offsetof(sl_snapshot_t, m)                                   \
-    }
-
-/* Every number of the schema but t and cpu_core. A field written under
- * several paths is listed under each; the last one present wins. */
-static const field_t fields[] = {
-    D("interval_s", interval_s),
-    I("ncpu", ncpu),
-    D("cpu_total", cpu_total),
-    D("cpu_self", cpu_self),
-    D("cpu_other", cpu_other),
-    I("run_queue", run_queue),
-    D("psi_cpu_some", psi_cpu_some),
-    D("psi_io_some", psi_io_some),
-    D("psi_io_full", psi_io_full),
-    D("psi_mem_some", psi_mem_some),
-    D("psi_mem_full", psi_mem_full),
-    L("mem_total_bytes", mem_total_bytes),
-    L("mem_available_bytes", mem_available_bytes),
-    L("rss_bytes", rss_bytes),
-    D("read_bytes_per_s", read_bytes_per_s),
-    D("disk_read_bytes_per_s", disk_read_bytes_per_s),
-    D("disk_busy", disk_busy),
-    D("self_read_bytes_per_s", self_read_bytes_per_s),
-    D("net_rx_bytes_per_s", net_rx_bytes_per_s),
-    D("net_tx_bytes_per_s", net_tx_bytes_per_s),
-    I("gpu.count", gpu_count),
-    D("gpu.util", gpu_util),
-    L("gpu.mem_used_bytes", gpu_mem_used_bytes),
-    L("gpu.mem_total_bytes", gpu_mem_total_bytes),
-    D("gpu.power_w", gpu_power_w),
-    D("gpu.pcie_rx_bytes_per_s", gpu_pcie_rx_bytes_per_s),
-    D("gpu.pcie_tx_bytes_per_s", gpu_pcie_tx_bytes_per_s),
-    D("energy_j", energy_j),
-    D("samples_per_s", samples_per_s),
-    D("stall_fraction", stall_fraction),
-    D("batch_latency_ms", batch_latency_ms),
-    D("consumer_wait_ms", consumer_wait_ms),
-    L("samples_total", samples_total),
-    L("batches_total", batches_total),
-    L("errors_skipped", errors_skipped),
-    L("bytes_read_total", bytes_read_total),
-    I("queue_depth.read", read.queue_depth),
-    I("queue_depth.decode", decode.queue_depth),
-    I("queue_depth.batches", batches_ready),
-    I("workers.read", read.workers),
-    I("workers.decode", decode.workers),
-    L("decisions_total", decisions_total),
-    I("decision.from", decision_from),
-    I("decision.to", decision_to),
-    I("stages.read.workers", read.workers),
-    D("stages.read.busy", read.busy),
-    D("stages.read.items_per_s", read.items_per_s),
-    L("stages.read.items_total", read.items_total),
-    I("stages.read.queue_depth", read.queue_depth),
-    I("stages.read.queue_capacity", read.queue_capacity),
-    I("stages.decode.workers", decode.workers),
-    D("stages.decode.busy", decode.busy),
-    D("stages.decode.items_per_s", decode.items_per_s),
-    L("stages.decode.items_total", decode.items_total),
-    I("stages.decode.queue_depth", decode.queue_depth),
-    I("stages.decode.queue_capacity", decode.queue_capacity),
-    I("knobs.read_threads", read.workers),
-    I("knobs.decode_threads", decode.workers),
-    I("knobs.prefetch", prefetch),
-    I("batches_filling", batches_filling),
-};
+#include "telemetry/snapshot_schema.h"
 
 typedef struct {
     char *err;
@@ -171,41 +87,33 @@ static int whole(const ctx_t *c, const char *path, json_t *v, double max,
     return 0;
 }
 
-static int set_field(const ctx_t *c, json_t *root, const field_t *f,
-                     sl_snapshot_t *s)
+/* A number of the schema into its field. */
+static int set_number(const ctx_t *c, json_t *v, const sl__schema_field_t *f,
+                      void *at)
 {
-    json_t *v;
-    int rc = lookup(c, root, f->path, &v);
-    if (rc <= 0)
-        return rc;
-    char *at = (char *)s + f->off;
     double d;
     int64_t i;
+    int rc;
     switch (f->kind) {
-    case F_DOUBLE:
-        if ((rc = number(c, f->path, v, &d)) == 0)
-            memcpy(at, &d, sizeof d);
-        break;
-    case F_INT:
-        if ((rc = whole(c, f->path, v, INT_MAX, &i)) == 0) {
-            int n = (int)i;
-            memcpy(at, &n, sizeof n);
-        }
-        break;
-    case F_I64:
+    case SL__SK_INT:
+        if ((rc = whole(c, f->path, v, INT_MAX, &i)) == 0)
+            *(int *)at = (int)i;
+        return rc;
+    case SL__SK_I64:
+    case SL__SK_NUM_I64:
         if ((rc = whole(c, f->path, v, (double)INT64_MAX, &i)) == 0)
-            memcpy(at, &i, sizeof i);
-        break;
+            *(int64_t *)at = i;
+        return rc;
+    default: /* the doubles */
+        if ((rc = number(c, f->path, v, &d)) == 0)
+            *(double *)at = d;
+        return rc;
     }
-    return rc;
 }
 
-static int cpu_cores(const ctx_t *c, json_t *root, sl_snapshot_t *s)
+static int cpu_cores(const ctx_t *c, json_t *a, float *core)
 {
-    json_t *a;
-    int rc = lookup(c, root, "cpu_core", &a);
-    if (rc <= 0)
-        return rc;
+    int rc;
     if (!json_is_array(a))
         return BAD(c, "cpu_core: not an array");
     size_t n = json_array_size(a);
@@ -220,19 +128,14 @@ static int cpu_cores(const ctx_t *c, json_t *root, sl_snapshot_t *s)
             if (d > FLT_MAX)
                 return BAD(c, "%s: out of range", path);
         }
-        s->cpu_core[i] = (float)d;
+        core[i] = (float)d;
     }
     return 0;
 }
 
-/* A string member of "decision"; absent or null is "". */
-static int text(const ctx_t *c, json_t *root, const char *path, char *dst,
+static int text(const ctx_t *c, json_t *v, const char *path, char *dst,
                 size_t cap)
 {
-    json_t *v;
-    int rc = lookup(c, root, path, &v);
-    if (rc <= 0)
-        return rc;
     if (!json_is_string(v))
         return BAD(c, "%s: not a string", path);
     size_t n = json_string_length(v);
@@ -244,23 +147,45 @@ static int text(const ctx_t *c, json_t *root, const char *path, char *dst,
     return 0;
 }
 
+/* Every field "cannot be read": numbers -1, flags 0, strings "". */
 static void unreadable(sl_snapshot_t *s)
 {
     memset(s, 0, sizeof *s);
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
-        char *at = (char *)s + fields[i].off;
-        double d = -1;
-        int n = -1;
-        int64_t l = -1;
-        if (fields[i].kind == F_DOUBLE)
-            memcpy(at, &d, sizeof d);
-        else if (fields[i].kind == F_INT)
-            memcpy(at, &n, sizeof n);
-        else
-            memcpy(at, &l, sizeof l);
+    size_t nf;
+    const sl__schema_field_t *f = sl__snapshot_schema(&nf);
+    for (size_t i = 0; i < nf; i++) {
+        void *at = (char *)s + f[i].off;
+        if (f[i].kind == SL__SK_INT)
+            *(int *)at = -1;
+        else if (f[i].kind == SL__SK_I64 || f[i].kind == SL__SK_NUM_I64)
+            *(int64_t *)at = -1;
+        else if (f[i].kind <= SL__SK_NUM)
+            *(double *)at = -1;
     }
     for (int i = 0; i < SL_SNAPSHOT_MAX_CORES; i++)
         s->cpu_core[i] = -1;
+}
+
+/* One member of the schema, when present and not null. */
+static int set_field(const ctx_t *c, json_t *root, const sl__schema_field_t *f,
+                     sl_snapshot_t *s)
+{
+    json_t *v;
+    int rc = lookup(c, root, f->path, &v);
+    if (rc <= 0)
+        return rc;
+    void *at = (char *)s + f->off;
+    switch (f->kind) {
+    case SL__SK_STR:
+        return text(c, v, f->path, at, f->cap);
+    case SL__SK_CORES:
+        return cpu_cores(c, v, at);
+    case SL__SK_OBJ_IF: /* an object of the wrong type fails at a member */
+        *(int *)at = 1;
+        return 0;
+    default:
+        return set_number(c, v, f, at);
+    }
 }
 
 static int parse_root(const ctx_t *c, json_t *root, sl_snapshot_t *s)
@@ -275,24 +200,12 @@ static int parse_root(const ctx_t *c, json_t *root, sl_snapshot_t *s)
         return BAD(c, "t: missing");
     if (!json_is_number(t) || json_number_value(t) < 0)
         return BAD(c, "t: not a number >= 0");
-    s->t = json_number_value(t) + 0.0; /* -0 -> 0 */
-    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
-        if ((rc = set_field(c, root, &fields[i], s)) < 0)
+    size_t nf;
+    const sl__schema_field_t *f = sl__snapshot_schema(&nf);
+    for (size_t i = 0; i < nf; i++) /* f[0] is t, read by number() */
+        if ((rc = set_field(c, root, &f[i], s)) < 0)
             return rc;
-    if ((rc = cpu_cores(c, root, s)) < 0)
-        return rc;
-    json_t *v;
-    if ((rc = lookup(c, root, "gpu", &v)) < 0)
-        return rc;
-    s->gpu_present = rc;
-    if ((rc = lookup(c, root, "decision", &v)) < 0)
-        return rc;
-    s->decision_new = rc;
-    if ((rc = text(c, root, "decision.knob", s->decision_knob,
-                   sizeof s->decision_knob)) < 0)
-        return rc;
-    return text(c, root, "decision.reason", s->decision_reason,
-                sizeof s->decision_reason);
+    return 0;
 }
 
 int sl_snapshot_parse(const char *json, size_t len, sl_snapshot_t *out,
