@@ -159,7 +159,7 @@ static void unreadable(sl_snapshot_t *s)
             *(int *)at = -1;
         else if (f[i].kind == SL__SK_I64 || f[i].kind == SL__SK_NUM_I64)
             *(int64_t *)at = -1;
-        else if (f[i].kind <= SL__SK_NUM)
+        else if (f[i].kind <= SL__SK_NUM) /* a double */
             *(double *)at = -1;
     }
     for (int i = 0; i < SL_SNAPSHOT_MAX_CORES; i++)

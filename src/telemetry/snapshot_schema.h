@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+/* How a field is stored and written; the double kinds come first (up to
+ * SL__SK_NUM). */
 typedef enum {
     SL__SK_F2,      /* double, %.2f */
     SL__SK_F3,      /* double, %.3f */
