@@ -3,11 +3,11 @@
 #include "report.h"
 
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "base/base.h"
+#include "base/stats.h"
 
 int sl__waits_init(sl__waits_t *w, size_t cap)
 {
@@ -39,21 +39,10 @@ void sl__waits_free(sl__waits_t *w)
     w->n = w->cap = 0;
 }
 
-static int cmp_i64(const void *a, const void *b)
+/* The q-quantile of sorted waits, in ms. */
+static double pct_ms(const sl__waits_t *w, double q)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The p-quantile (nearest rank) of sorted waits, in ms. */
-static double pct_ms(const sl__waits_t *w, double p)
-{
-    int64_t n = (int64_t)w->n;
-    if (n == 0)
-        return 0;
-    int64_t k = (int64_t)ceil(p * (double)n) - 1;
-    k = k < 0 ? 0 : k >= n ? n - 1 : k;
-    return (double)w->v[k] / 1e6;
+    return (double)sl__percentile_i64(w->v, w->n, q) / 1e6;
 }
 
 double sl__cpu_seconds_since(const struct rusage *ru0)
@@ -119,7 +108,7 @@ int sl__state_read(const char *path, const char *magic, sl_position_t *pos,
 void sl__report_print(sl__report_t *r, int human, int json)
 {
     sl__waits_t *w = r->waits;
-    qsort(w->v, w->n, sizeof *w->v, cmp_i64);
+    sl__sort_i64(w->v, w->n);
     double secs = r->seconds;
     double stall = secs > 0 ? (double)w->total / 1e9 / secs : 0;
     double rate = secs > 0 ? (double)r->samples / secs : 0;

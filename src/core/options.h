@@ -19,8 +19,6 @@
  * leaves these numbers alone. */
 #define SL__OPTIONS_V1_SIZE (offsetof(sl_options_t, learn) + sizeof(int))
 #define SL__STATS_V1_SIZE (offsetof(sl_stats_t, wait_ns) + sizeof(int64_t))
-#define SL__SNAPSHOT_V1_SIZE                                                   \
-    (offsetof(sl_snapshot_t, decision_reason) + 160 * sizeof(char))
 #define SL__TEXT_OPTIONS_V1_SIZE                                               \
     (offsetof(sl_text_options_t, buffer_ctx) + sizeof(void *))
 #define SL__TEXT_STATS_V1_SIZE                                                 \

@@ -122,6 +122,7 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     const acc_t *a = &s->acc;
     int ncpu = s->p.ncpu;
     memset(out, 0, sizeof *out);
+    out->size = sizeof *out;
     out->t = s->now;
     out->interval_s = dt;
     out->ncpu = ncpu;

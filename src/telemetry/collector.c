@@ -113,6 +113,7 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
 {
     const reading_t *a = &c->prev, *b = &c->cur;
     memset(s, 0, sizeof *s);
+    s->size = sizeof *s;
     double secs = (double)(b->t_ns - a->t_ns) / 1e9;
     s->t = (double)(b->t_ns - c->t0_ns) / 1e9;
     s->interval_s = secs;

@@ -12,6 +12,11 @@
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 
+/* The first versioned layout of sl_snapshot_t (base/abi.h): a caller's
+ * snapshot may not be smaller. */
+#define SL__SNAPSHOT_V1_SIZE                                                   \
+    (offsetof(sl_snapshot_t, decision_reason) + 160 * sizeof(char))
+
 /* Cumulative pipeline counters and current gauges, read under the
  * pipeline's own lock by its callback. */
 typedef struct sl__pipe_sample {

@@ -15,6 +15,17 @@
 
 #include "base/base.h"
 
+/* The argument rule of every parser here: a missing output is the caller's
+ * mistake (SL_EINVAL); missing text is input that could not be read
+ * (SL_ECORRUPT). */
+#define CHECK_ARGS(out_ok, text)                                               \
+    do {                                                                       \
+        if (!(out_ok))                                                         \
+            return SL_EINVAL;                                                  \
+        if (!(text))                                                           \
+            return SL_ECORRUPT;                                                \
+    } while (0)
+
 /* A piece of the input: [p, e). */
 typedef struct span {
     const char *p, *e;
@@ -53,6 +64,18 @@ static int next_tok(span_t *line, span_t *tok)
     tok->e = p;
     line->p = p;
     return 1;
+}
+
+/* Next line of [*pos, end) that holds a token: its first token (the key of
+ * /proc's "key value..." lines) in key, the rest of the line in line. 0 at
+ * the end. */
+static int next_keyed_line(const char **pos, const char *end, span_t *line,
+                           span_t *key)
+{
+    while (next_line(pos, end, line))
+        if (next_tok(line, key))
+            return 1;
+    return 0;
 }
 
 static int tok_eq(span_t t, const char *s)
@@ -127,10 +150,7 @@ static int kb_value(span_t *line, uint64_t *bytes)
 
 int sl__parse_u64_text(const char *text, size_t n, uint64_t *v)
 {
-    if (!v)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(v, text);
     span_t t = {text, text + n};
     while (t.e > t.p && (t.e[-1] == '\n' || is_blank(t.e[-1])))
         t.e--;
@@ -159,17 +179,12 @@ static int cpu_fields(span_t *line, sl__cpu_times_t *t)
 
 int sl__parse_proc_stat(const char *text, size_t n, sl__proc_stat_t *out)
 {
-    if (!out)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(out, text);
     memset(out, 0, sizeof *out);
     int have_all = 0, have_running = 0;
     const char *pos = text, *end = text + n;
     span_t line, tok;
-    while (next_line(&pos, end, &line)) {
-        if (!next_tok(&line, &tok))
-            continue;
+    while (next_keyed_line(&pos, end, &line, &tok)) {
         size_t len = (size_t)(tok.e - tok.p);
         if (len >= 3 && memcmp(tok.p, "cpu", 3) == 0) {
             sl__cpu_times_t t;
@@ -230,17 +245,12 @@ static int psi_line(span_t line, double *avg10, uint64_t *total)
 
 int sl__parse_psi(const char *text, size_t n, sl__psi_t *out)
 {
-    if (!out)
-        return SL_EINVAL;
+    CHECK_ARGS(out, text);
     memset(out, 0, sizeof *out);
-    if (!text)
-        return SL_ECORRUPT;
     int have_some = 0;
     const char *pos = text, *end = text + n;
     span_t line, tok;
-    while (next_line(&pos, end, &line)) {
-        if (!next_tok(&line, &tok))
-            continue;
+    while (next_keyed_line(&pos, end, &line, &tok)) {
         if (tok_eq(tok, "some")) {
             if (psi_line(line, &out->some_avg10, &out->some_total_us))
                 return SL_ECORRUPT;
@@ -261,16 +271,11 @@ int sl__parse_psi(const char *text, size_t n, sl__psi_t *out)
 int sl__parse_meminfo(const char *text, size_t n, uint64_t *total,
                       uint64_t *available)
 {
-    if (!total || !available)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(total && available, text);
     int have_total = 0, have_avail = 0;
     const char *pos = text, *end = text + n;
     span_t line, tok;
-    while (next_line(&pos, end, &line)) {
-        if (!next_tok(&line, &tok))
-            continue;
+    while (next_keyed_line(&pos, end, &line, &tok)) {
         if (tok_eq(tok, "MemTotal:")) {
             if (kb_value(&line, total))
                 return SL_ECORRUPT;
@@ -289,10 +294,7 @@ int sl__parse_meminfo(const char *text, size_t n, uint64_t *total,
  * ')' and run to the end of that line. */
 int sl__parse_pid_stat(const char *text, size_t n, uint64_t *cpu_jiffies)
 {
-    if (!cpu_jiffies)
-        return SL_EINVAL;
-    if (!text || n == 0)
-        return SL_ECORRUPT;
+    CHECK_ARGS(cpu_jiffies, text && n > 0);
     const char *lp = memchr(text, '(', n);
     const char *rp = NULL;
     for (size_t i = n; i > 0; i--) {
@@ -323,14 +325,11 @@ int sl__parse_pid_stat(const char *text, size_t n, uint64_t *cpu_jiffies)
 
 int sl__parse_status_rss(const char *text, size_t n, uint64_t *rss)
 {
-    if (!rss)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(rss, text);
     const char *pos = text, *end = text + n;
     span_t line, tok;
-    while (next_line(&pos, end, &line)) {
-        if (next_tok(&line, &tok) && tok_eq(tok, "VmRSS:"))
+    while (next_keyed_line(&pos, end, &line, &tok)) {
+        if (tok_eq(tok, "VmRSS:"))
             return kb_value(&line, rss) ? SL_ECORRUPT : 0;
     }
     return SL_ECORRUPT; /* kernel threads have none; we are not one */
@@ -338,10 +337,7 @@ int sl__parse_status_rss(const char *text, size_t n, uint64_t *rss)
 
 int sl__parse_self_io(const char *text, size_t n, sl__self_io_t *out)
 {
-    if (!out)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(out, text);
     static const char *const keys[4] = {
         "rchar:", "wchar:", "read_bytes:", "write_bytes:"};
     uint64_t *dst[4] = {&out->rchar, &out->wchar, &out->read_bytes,
@@ -349,9 +345,7 @@ int sl__parse_self_io(const char *text, size_t n, sl__self_io_t *out)
     unsigned have = 0;
     const char *pos = text, *end = text + n;
     span_t line, tok;
-    while (next_line(&pos, end, &line)) {
-        if (!next_tok(&line, &tok))
-            continue;
+    while (next_keyed_line(&pos, end, &line, &tok)) {
         for (int k = 0; k < 4; k++) {
             if (tok_eq(tok, keys[k])) {
                 if (tok_u64(&line, dst[k]))
@@ -370,10 +364,7 @@ int sl__parse_self_io(const char *text, size_t n, sl__self_io_t *out)
 int sl__parse_diskstats(const char *text, size_t n, const char *dev,
                         sl__disk_t *out)
 {
-    if (!out || !dev || !*dev)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(out && dev && *dev, text);
     const char *pos = text, *end = text + n;
     span_t line, name;
     int lines = 0;
@@ -406,10 +397,7 @@ int sl__parse_diskstats(const char *text, size_t n, const char *dev,
  * hold ':' or blanks, so the first ':' ends the name. */
 int sl__parse_net_dev(const char *text, size_t n, sl__net_t *out)
 {
-    if (!out)
-        return SL_EINVAL;
-    if (!text)
-        return SL_ECORRUPT;
+    CHECK_ARGS(out, text);
     memset(out, 0, sizeof *out);
     const char *pos = text, *end = text + n;
     span_t line, name;

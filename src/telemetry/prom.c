@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,37 +35,47 @@ static void metric_opt(out_t *o, const char *name, const char *help, double v)
         metric(o, name, "gauge", help, v);
 }
 
+/* The per-stage series: one metric family each, one sample per stage. */
+typedef enum { ST_INT, ST_I64, ST_DOUBLE } stage_kind_t;
+static const struct {
+    const char *name, *type, *help;
+    stage_kind_t kind;
+    size_t off; /* in sl_stage_stats_t */
+} stage_series[] = {
+    {"workers", "gauge", "Threads set to work, per stage.", ST_INT,
+     offsetof(sl_stage_stats_t, workers)},
+    {"stage_busy", "gauge", "Busy share of the stage's threads.", ST_DOUBLE,
+     offsetof(sl_stage_stats_t, busy)},
+    {"stage_items_total", "counter", "Samples through the stage.", ST_I64,
+     offsetof(sl_stage_stats_t, items_total)},
+    {"queue_depth", "gauge", "Items waiting at the stage.", ST_INT,
+     offsetof(sl_stage_stats_t, queue_depth)},
+    {"queue_capacity", "gauge", "Capacity of the stage's queue.", ST_INT,
+     offsetof(sl_stage_stats_t, queue_capacity)},
+};
+
 static void stage_metrics(out_t *o, const sl_snapshot_t *s)
 {
     const struct {
         const char *name;
         const sl_stage_stats_t *st;
     } stages[] = {{"read", &s->read}, {"decode", &s->decode}};
-    emit(o, "# HELP sluice_workers Threads set to work, per stage.\n"
-            "# TYPE sluice_workers gauge\n");
-    for (int i = 0; i < 2; i++)
-        emit(o, "sluice_workers{stage=\"%s\"} %d\n", stages[i].name,
-             stages[i].st->workers);
-    emit(o, "# HELP sluice_stage_busy Busy share of the stage's threads.\n"
-            "# TYPE sluice_stage_busy gauge\n");
-    for (int i = 0; i < 2; i++)
-        emit(o, "sluice_stage_busy{stage=\"%s\"} %.6g\n", stages[i].name,
-             stages[i].st->busy);
-    emit(o, "# HELP sluice_stage_items_total Samples through the stage.\n"
-            "# TYPE sluice_stage_items_total counter\n");
-    for (int i = 0; i < 2; i++)
-        emit(o, "sluice_stage_items_total{stage=\"%s\"} %lld\n", stages[i].name,
-             (long long)stages[i].st->items_total);
-    emit(o, "# HELP sluice_queue_depth Items waiting at the stage.\n"
-            "# TYPE sluice_queue_depth gauge\n");
-    for (int i = 0; i < 2; i++)
-        emit(o, "sluice_queue_depth{stage=\"%s\"} %d\n", stages[i].name,
-             stages[i].st->queue_depth);
-    emit(o, "# HELP sluice_queue_capacity Capacity of the stage's queue.\n"
-            "# TYPE sluice_queue_capacity gauge\n");
-    for (int i = 0; i < 2; i++)
-        emit(o, "sluice_queue_capacity{stage=\"%s\"} %d\n", stages[i].name,
-             stages[i].st->queue_capacity);
+    for (size_t m = 0; m < sizeof stage_series / sizeof *stage_series; m++) {
+        const char *name = stage_series[m].name;
+        emit(o, "# HELP sluice_%s %s\n# TYPE sluice_%s %s\n", name,
+             stage_series[m].help, name, stage_series[m].type);
+        for (int i = 0; i < 2; i++) {
+            const char *at = (const char *)stages[i].st + stage_series[m].off;
+            emit(o, "sluice_%s{stage=\"%s\"} ", name, stages[i].name);
+            if (stage_series[m].kind == ST_INT)
+                emit(o, "%d\n", *(const int *)(const void *)at);
+            else if (stage_series[m].kind == ST_I64)
+                emit(o, "%lld\n",
+                     (long long)*(const int64_t *)(const void *)at);
+            else
+                emit(o, "%.6g\n", *(const double *)(const void *)at);
+        }
+    }
 }
 
 int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)

@@ -1,10 +1,15 @@
-/* One snapshot as a JSON object: the JSON Lines schema of docs/TELEMETRY.md.
- * Values that could not be read are null, never invented. */
+/* One snapshot as a JSON object: the JSON Lines schema of docs/TELEMETRY.md,
+ * written by the table of snapshot_schema.c. Values that could not be read
+ * are null, never invented. */
 #include <stdio.h>
+#include <string.h>
 
+#include "base/abi.h"
 #include "base/base.h"
+#include "telemetry/collector.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
+#include "telemetry/snapshot_schema.h"
 
 typedef sl__sbuf_t jw_t;
 #define put sl__sbuf_printf
@@ -23,95 +28,130 @@ static void put_escaped(jw_t *w, const char *str)
 }
 
 /* A number, or null when negative (= not readable here). */
-static void num(jw_t *w, const char *key, double v)
+static void num(jw_t *w, double v)
 {
     if (v < 0)
-        put(w, ", \"%s\": null", key);
+        put(w, "null");
     else
-        put(w, ", \"%s\": %.6g", key, v);
+        put(w, "%.6g", v);
 }
 
-static void stage(jw_t *w, const char *name, const sl_stage_stats_t *s,
-                  int first)
+static void value(jw_t *w, const sl__schema_field_t *f, const sl_snapshot_t *s)
 {
-    put(w,
-        "%s\"%s\": {\"workers\": %d, \"busy\": %.4f, \"items_per_s\": %.2f, "
-        "\"items_total\": %lld, \"queue_depth\": %d, \"queue_capacity\": %d}",
-        first ? "" : ", ", name, s->workers, s->busy, s->items_per_s,
-        (long long)s->items_total, s->queue_depth, s->queue_capacity);
+    const void *at = (const char *)s + f->off;
+    switch (f->kind) {
+    case SL__SK_F2:
+        put(w, "%.2f", *(const double *)at);
+        break;
+    case SL__SK_F3:
+        put(w, "%.3f", *(const double *)at);
+        break;
+    case SL__SK_F4:
+        put(w, "%.4f", *(const double *)at);
+        break;
+    case SL__SK_NUM:
+        num(w, *(const double *)at);
+        break;
+    case SL__SK_NUM_I64:
+        num(w, (double)*(const int64_t *)at);
+        break;
+    case SL__SK_INT:
+        put(w, "%d", *(const int *)at);
+        break;
+    case SL__SK_I64:
+        put(w, "%lld", (long long)*(const int64_t *)at);
+        break;
+    case SL__SK_STR:
+        put(w, "\"");
+        put_escaped(w, (const char *)at);
+        put(w, "\"");
+        break;
+    case SL__SK_CORES:
+        put(w, "[");
+        for (int i = 0; i < s->ncpu && i < SL_SNAPSHOT_MAX_CORES; i++)
+            put(w, "%s%.3f", i ? ", " : "", ((const float *)at)[i]);
+        put(w, "]");
+        break;
+    case SL__SK_OBJ_IF: /* only reached when absent */
+        put(w, "null");
+        break;
+    }
+}
+
+/* The object nesting while writing: the path of the innermost open object
+ * ("" at the top, "stages.read") and whether it has a member yet. */
+typedef struct {
+    char open[64];
+    int any;
+} nest_t;
+
+/* Length of path's parent ("stages.read" for "stages.read.busy"). */
+static size_t parent_len(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    return dot ? (size_t)(dot - path) : 0;
+}
+
+/* Closes objects until the open one holds path's parent, then opens the
+ * missing levels. */
+static void enter(jw_t *w, nest_t *n, const char *path)
+{
+    size_t want = parent_len(path);
+    for (;;) {
+        size_t have = strlen(n->open);
+        if (have == 0 || (have <= want && !strncmp(n->open, path, have) &&
+                          (have == want || path[have] == '.')))
+            break;
+        put(w, "}");
+        n->open[parent_len(n->open)] = 0;
+        n->any = 1;
+    }
+    while (strlen(n->open) < want) {
+        size_t have = strlen(n->open);
+        size_t from = have ? have + 1 : 0;
+        const char *end = strchr(path + from, '.');
+        size_t to = (size_t)(end - path);
+        put(w, "%s\"%.*s\": {", n->any ? ", " : "", (int)(to - from),
+            path + from);
+        memcpy(n->open, path, to);
+        n->open[to] = 0;
+        n->any = 0;
+    }
 }
 
 int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len)
 {
+    if (!s || s->size < SL__SNAPSHOT_V1_SIZE)
+        return SL_EINVAL;
     jw_t w = {buf, len, 0, 0};
     if (buf && len)
         buf[0] = 0;
-    put(&w, "{\"t\": %.3f, \"interval_s\": %.4f", s->t, s->interval_s);
-    put(&w,
-        ", \"ncpu\": %d, \"cpu_total\": %.4f, \"cpu_self\": %.4f"
-        ", \"cpu_other\": %.4f, \"cpu_core\": [",
-        s->ncpu, s->cpu_total, s->cpu_self, s->cpu_other);
-    for (int i = 0; i < s->ncpu && i < SL_SNAPSHOT_MAX_CORES; i++)
-        put(&w, "%s%.3f", i ? ", " : "", s->cpu_core[i]);
-    put(&w, "], \"run_queue\": %d", s->run_queue);
-    num(&w, "psi_cpu_some", s->psi_cpu_some);
-    num(&w, "psi_io_some", s->psi_io_some);
-    num(&w, "psi_io_full", s->psi_io_full);
-    num(&w, "psi_mem_some", s->psi_mem_some);
-    num(&w, "psi_mem_full", s->psi_mem_full);
-    num(&w, "mem_total_bytes", (double)s->mem_total_bytes);
-    num(&w, "mem_available_bytes", (double)s->mem_available_bytes);
-    num(&w, "rss_bytes", (double)s->rss_bytes);
-    num(&w, "read_bytes_per_s", s->read_bytes_per_s);
-    num(&w, "disk_read_bytes_per_s", s->disk_read_bytes_per_s);
-    num(&w, "disk_busy", s->disk_busy);
-    num(&w, "self_read_bytes_per_s", s->self_read_bytes_per_s);
-    num(&w, "net_rx_bytes_per_s", s->net_rx_bytes_per_s);
-    num(&w, "net_tx_bytes_per_s", s->net_tx_bytes_per_s);
-    if (s->gpu_present) {
-        put(&w, ", \"gpu\": {\"count\": %d", s->gpu_count);
-        num(&w, "util", s->gpu_util);
-        num(&w, "mem_used_bytes", (double)s->gpu_mem_used_bytes);
-        num(&w, "mem_total_bytes", (double)s->gpu_mem_total_bytes);
-        num(&w, "power_w", s->gpu_power_w);
-        num(&w, "pcie_rx_bytes_per_s", s->gpu_pcie_rx_bytes_per_s);
-        num(&w, "pcie_tx_bytes_per_s", s->gpu_pcie_tx_bytes_per_s);
-        put(&w, "}");
-    } else {
-        put(&w, ", \"gpu\": null");
+    size_t nf;
+    const sl__schema_field_t *f = sl__snapshot_schema(&nf);
+    nest_t n = {"", 0};
+    const char *skip = NULL; /* members of an object written as null */
+    size_t skip_len = 0;
+    put(&w, "{");
+    for (size_t i = 0; i < nf; i++) {
+        if (skip && !strncmp(f[i].path, skip, skip_len) &&
+            f[i].path[skip_len] == '.')
+            continue;
+        skip = NULL;
+        if (f[i].kind == SL__SK_OBJ_IF &&
+            *(const int *)(const void *)((const char *)s + f[i].off)) {
+            continue; /* its members open it */
+        }
+        enter(&w, &n, f[i].path);
+        const char *key = f[i].path + parent_len(f[i].path);
+        put(&w, "%s\"%s\": ", n.any ? ", " : "", *key == '.' ? key + 1 : key);
+        n.any = 1;
+        value(&w, &f[i], s);
+        if (f[i].kind == SL__SK_OBJ_IF) {
+            skip = f[i].path;
+            skip_len = strlen(skip);
+        }
     }
-    num(&w, "energy_j", s->energy_j);
-    put(&w,
-        ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f"
-        ", \"batch_latency_ms\": %.3f, \"consumer_wait_ms\": %.3f"
-        ", \"samples_total\": %lld, \"batches_total\": %lld"
-        ", \"errors_skipped\": %lld, \"bytes_read_total\": %lld",
-        s->samples_per_s, s->stall_fraction, s->batch_latency_ms,
-        s->consumer_wait_ms, (long long)s->samples_total,
-        (long long)s->batches_total, (long long)s->errors_skipped,
-        (long long)s->bytes_read_total);
-    put(&w,
-        ", \"queue_depth\": {\"read\": %d, \"decode\": %d, \"batches\": %d}",
-        s->read.queue_depth, s->decode.queue_depth, s->batches_ready);
-    put(&w, ", \"workers\": {\"read\": %d, \"decode\": %d}", s->read.workers,
-        s->decode.workers);
-    put(&w, ", \"decisions_total\": %lld", (long long)s->decisions_total);
-    if (s->decision_new) {
-        put(&w, ", \"decision\": {\"knob\": \"");
-        put_escaped(&w, s->decision_knob);
-        put(&w, "\", \"from\": %d, \"to\": %d, \"reason\": \"",
-            s->decision_from, s->decision_to);
-        put_escaped(&w, s->decision_reason);
-        put(&w, "\"}");
-    } else {
-        put(&w, ", \"decision\": null");
-    }
-    put(&w, ", \"stages\": {");
-    stage(&w, "read", &s->read, 1);
-    stage(&w, "decode", &s->decode, 0);
-    put(&w,
-        "}, \"knobs\": {\"read_threads\": %d, \"decode_threads\": %d"
-        ", \"prefetch\": %d}, \"batches_filling\": %d}",
-        s->read.workers, s->decode.workers, s->prefetch, s->batches_filling);
+    enter(&w, &n, "t"); /* close all */
+    put(&w, "}");
     return w.need;
 }

@@ -76,7 +76,9 @@ err "missing file" 1 "cannot open $T/nope.jsonl" -- "$T/nope.jsonl" -o "$T/x.svg
 : > "$T/empty.jsonl"
 err "empty file" 1 "no valid telemetry lines" -- "$T/empty.jsonl" -o "$T/x.svg"
 head -c 5000 /dev/urandom | tr -d '\n' > "$T/junk.jsonl"; printf '\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n{"t": null}\n' >> "$T/junk.jsonl"
-err "only junk" 1 "skipped 3 malformed lines" -- "$T/junk.jsonl" -o "$T/x.svg"
+# A member of the wrong type makes the line malformed (sl_snapshot_parse).
+printf '{"t": 1, "stall_fraction": "high"}\n' >> "$T/junk.jsonl"
+err "only junk" 1 "skipped 4 malformed lines" -- "$T/junk.jsonl" -o "$T/x.svg"
 err "bad extension" 2 "name it .svg or .png" -- "$T/run.jsonl" -o "$T/x.jpg"
 err "no extension" 2 "unknown output type" -- "$T/run.jsonl" -o "$T/x"
 err "no -o" 2 "no output given" -- "$T/run.jsonl"

@@ -100,7 +100,7 @@ static void test_json_has_every_documented_key(void **state)
     usleep(20000);
     sl__collector_tick(c);
     sl_snapshot_t s;
-    sl__collector_latest(c, &s);
+    sl__collector_latest(c, &s); /* the collector's: its size set */
     char buf[16384];
     int need = sl_snapshot_json(&s, buf, sizeof buf);
     assert_true(need > 0 && (size_t)need < sizeof buf);

@@ -1,0 +1,44 @@
+/* plot: a --telemetry file (docs/TELEMETRY.md) drawn as five stacked panels
+ * over t: throughput, consumer stall, CPU, queue depths and knob values.
+ *
+ * We do not draw ourselves: the JSON Lines are read with sl_snapshot_parse
+ * and reduced to a whitespace separated table (NaN where a value cannot be
+ * read), a gnuplot script is written beside it, and gnuplot (Debian:
+ * gnuplot-nox) renders it. Both temp files are removed afterwards.
+ *
+ * Files: plot_table.c (telemetry -> table), plot_script.c (table -> gnuplot
+ * script), plot.c (temp files, running gnuplot). */
+#ifndef SL_TELEMETRY_PLOT_H
+#define SL_TELEMETRY_PLOT_H
+
+#include <stdio.h>
+
+typedef struct sl__plot_opts {
+    const char *input;  /* the telemetry file */
+    const char *output; /* the picture; the caller checked its type */
+    int png;            /* 1: PNG, 0: SVG */
+    const char *title;  /* NULL: "sluice telemetry: <input's name>" */
+    const char *tmpdir; /* for the temp files; NULL or "": /tmp */
+    int keep_temps;     /* leave the table and script, and say where */
+    FILE *log;          /* warnings and gnuplot's own messages, each line after
+                           log_prefix; NULL: none */
+    const char *log_prefix;
+} sl__plot_opts_t;
+
+typedef struct sl__plot_stats {
+    long points;    /* lines drawn */
+    long malformed; /* lines skipped (not a snapshot, or over 1 MiB) */
+    long first_bad; /* the first of them, 1-based */
+    double tmin, tmax;
+} sl__plot_stats_t;
+
+/* Draws o->input to o->output. Skipped lines are a warning on o->log, not
+ * an error; a file without one valid line is.
+ * Returns 0, or SL_E* with the message in err: SL_EIO (a file cannot be
+ * read or written), SL_ECORRUPT (no valid line), SL_ENOTFOUND (gnuplot not
+ * installed), SL_EUNSUPPORTED (gnuplot failed or drew nothing; nothing is
+ * left at o->output then). *st is filled as far as the file was read. */
+int sl__plot(const sl__plot_opts_t *o, sl__plot_stats_t *st, char *err,
+             size_t errlen);
+
+#endif

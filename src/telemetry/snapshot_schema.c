@@ -1,0 +1,89 @@
+/* The snapshot's JSON schema as a table: see snapshot_schema.h. */
+#include "telemetry/snapshot_schema.h"
+
+#include "sluice/sluice.h"
+#include "sluice/telemetry.h"
+
+#define F(path, kind, member)                                                  \
+    {                                                                          \
+        path, SL__SK_##kind, offsetof(sl_snapshot_t, member), 0                \
+    }
+#define S(path, member)                                                        \
+    {                                                                          \
+        path, SL__SK_STR, offsetof(sl_snapshot_t, member),                     \
+            sizeof(((sl_snapshot_t *)0)->member)                               \
+    }
+
+/* The members of one stage's object under "stages". */
+#define STAGE(name, member)                                                    \
+    F("stages." name ".workers", INT, member.workers),                         \
+        F("stages." name ".busy", F4, member.busy),                            \
+        F("stages." name ".items_per_s", F2, member.items_per_s),              \
+        F("stages." name ".items_total", I64, member.items_total),             \
+        F("stages." name ".queue_depth", INT, member.queue_depth),             \
+        F("stages." name ".queue_capacity", INT, member.queue_capacity)
+
+static const sl__schema_field_t schema[] = {
+    F("t", F3, t),
+    F("interval_s", F4, interval_s),
+    F("ncpu", INT, ncpu),
+    F("cpu_total", F4, cpu_total),
+    F("cpu_self", F4, cpu_self),
+    F("cpu_other", F4, cpu_other),
+    F("cpu_core", CORES, cpu_core),
+    F("run_queue", INT, run_queue),
+    F("psi_cpu_some", NUM, psi_cpu_some),
+    F("psi_io_some", NUM, psi_io_some),
+    F("psi_io_full", NUM, psi_io_full),
+    F("psi_mem_some", NUM, psi_mem_some),
+    F("psi_mem_full", NUM, psi_mem_full),
+    F("mem_total_bytes", NUM_I64, mem_total_bytes),
+    F("mem_available_bytes", NUM_I64, mem_available_bytes),
+    F("rss_bytes", NUM_I64, rss_bytes),
+    F("read_bytes_per_s", NUM, read_bytes_per_s),
+    F("disk_read_bytes_per_s", NUM, disk_read_bytes_per_s),
+    F("disk_busy", NUM, disk_busy),
+    F("self_read_bytes_per_s", NUM, self_read_bytes_per_s),
+    F("net_rx_bytes_per_s", NUM, net_rx_bytes_per_s),
+    F("net_tx_bytes_per_s", NUM, net_tx_bytes_per_s),
+    F("gpu", OBJ_IF, gpu_present),
+    F("gpu.count", INT, gpu_count),
+    F("gpu.util", NUM, gpu_util),
+    F("gpu.mem_used_bytes", NUM_I64, gpu_mem_used_bytes),
+    F("gpu.mem_total_bytes", NUM_I64, gpu_mem_total_bytes),
+    F("gpu.power_w", NUM, gpu_power_w),
+    F("gpu.pcie_rx_bytes_per_s", NUM, gpu_pcie_rx_bytes_per_s),
+    F("gpu.pcie_tx_bytes_per_s", NUM, gpu_pcie_tx_bytes_per_s),
+    F("energy_j", NUM, energy_j),
+    F("samples_per_s", F2, samples_per_s),
+    F("stall_fraction", F4, stall_fraction),
+    F("batch_latency_ms", F3, batch_latency_ms),
+    F("consumer_wait_ms", F3, consumer_wait_ms),
+    F("samples_total", I64, samples_total),
+    F("batches_total", I64, batches_total),
+    F("errors_skipped", I64, errors_skipped),
+    F("bytes_read_total", I64, bytes_read_total),
+    F("queue_depth.read", INT, read.queue_depth),
+    F("queue_depth.decode", INT, decode.queue_depth),
+    F("queue_depth.batches", INT, batches_ready),
+    F("workers.read", INT, read.workers),
+    F("workers.decode", INT, decode.workers),
+    F("decisions_total", I64, decisions_total),
+    F("decision", OBJ_IF, decision_new),
+    S("decision.knob", decision_knob),
+    F("decision.from", INT, decision_from),
+    F("decision.to", INT, decision_to),
+    S("decision.reason", decision_reason),
+    STAGE("read", read),
+    STAGE("decode", decode),
+    F("knobs.read_threads", INT, read.workers),
+    F("knobs.decode_threads", INT, decode.workers),
+    F("knobs.prefetch", INT, prefetch),
+    F("batches_filling", INT, batches_filling),
+};
+
+const sl__schema_field_t *sl__snapshot_schema(size_t *n)
+{
+    *n = sizeof schema / sizeof *schema;
+    return schema;
+}
