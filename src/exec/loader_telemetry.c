@@ -1,6 +1,5 @@
 /* The image loader's telemetry: the collector's view of the pipeline and
  * the public snapshot calls. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/abi.h"
@@ -48,40 +47,10 @@ void sl_snapshot_init(sl_snapshot_t *s)
 
 int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out)
 {
-    if (!l || !out || sl__abi_size(out) < SL__SNAPSHOT_V1_SIZE)
-        return SL_EINVAL;
-    if (!l->coll)
-        return SL_ESTATE;
-    sl_snapshot_t s;
-    int rc = sl__collector_latest(l->coll, &s);
-    return rc ? rc : sl__abi_out(out, &s, sizeof s, SL__SNAPSHOT_V1_SIZE);
+    return l ? sl__collector_copy_latest(l->coll, out) : SL_EINVAL;
 }
 
 int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out, int max)
 {
-    if (!l || !out || max < 0)
-        return SL_EINVAL;
-    size_t stride = max ? sl__abi_size(out) : sizeof *out;
-    if (stride < SL__SNAPSHOT_V1_SIZE)
-        return SL_EINVAL;
-    if (!l->coll)
-        return SL_ESTATE;
-    if (stride == sizeof *out) {
-        int n = sl__collector_recent(l->coll, out, max);
-        for (int i = 0; i < n; i++)
-            out[i].size = sizeof *out;
-        return n;
-    }
-    /* Another header's layout: through a copy of this one's. */
-    sl_snapshot_t *tmp = max ? malloc((size_t)max * sizeof *tmp) : NULL;
-    if (max && !tmp)
-        return SL_ENOMEM;
-    int n = sl__collector_recent(l->coll, tmp, max);
-    for (int i = 0; i < n; i++) {
-        void *dst = (char *)out + (size_t)i * stride;
-        *(size_t *)dst = stride;
-        sl__abi_out(dst, &tmp[i], sizeof tmp[i], SL__SNAPSHOT_V1_SIZE);
-    }
-    free(tmp);
-    return n;
+    return l ? sl__collector_copy_recent(l->coll, out, max) : SL_EINVAL;
 }

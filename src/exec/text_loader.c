@@ -432,13 +432,7 @@ const char *sl_text_loader_skipped_message(const sl_text_loader_t *l, int64_t i)
 
 int sl_text_loader_snapshot(const sl_text_loader_t *l, sl_snapshot_t *out)
 {
-    if (!l || !out || sl__abi_size(out) < SL__SNAPSHOT_V1_SIZE)
-        return SL_EINVAL;
-    if (!l->coll)
-        return SL_ESTATE;
-    sl_snapshot_t s;
-    int rc = sl__collector_latest(l->coll, &s);
-    return rc ? rc : sl__abi_out(out, &s, sizeof s, SL__SNAPSHOT_V1_SIZE);
+    return l ? sl__collector_copy_latest(l->coll, out) : SL_EINVAL;
 }
 
 /* The collector's view: one stage (tokenize) reported as the decode

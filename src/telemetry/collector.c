@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/abi.h"
 #include "base/base.h"
 #include "machine.h"
 #include "prom.h"
@@ -399,5 +400,40 @@ int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max)
     for (int i = 0; i < n; i++)
         out[i] = c->ring[(start + i) % c->o.ring];
     pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
+int sl__collector_copy_latest(sl__collector_t *c, sl_snapshot_t *out)
+{
+    if (!out || sl__abi_size(out) < SL__SNAPSHOT_V1_SIZE)
+        return SL_EINVAL;
+    if (!c)
+        return SL_ESTATE;
+    sl_snapshot_t s;
+    int rc = sl__collector_latest(c, &s);
+    return rc ? rc : sl__abi_out(out, &s, sizeof s, SL__SNAPSHOT_V1_SIZE);
+}
+
+int sl__collector_copy_recent(sl__collector_t *c, sl_snapshot_t *out, int max)
+{
+    if (!out || max < 0)
+        return SL_EINVAL;
+    size_t stride = max ? sl__abi_size(out) : sizeof *out;
+    if (stride < SL__SNAPSHOT_V1_SIZE)
+        return SL_EINVAL;
+    if (!c)
+        return SL_ESTATE;
+    if (stride == sizeof *out) /* this header's layout: straight in */
+        return sl__collector_recent(c, out, max);
+    sl_snapshot_t *tmp = malloc((size_t)max * sizeof *tmp);
+    if (!tmp)
+        return SL_ENOMEM;
+    int n = sl__collector_recent(c, tmp, max);
+    for (int i = 0; i < n; i++) {
+        void *dst = (char *)out + (size_t)i * stride;
+        *(size_t *)dst = stride;
+        sl__abi_out(dst, &tmp[i], sizeof tmp[i], SL__SNAPSHOT_V1_SIZE);
+    }
+    free(tmp);
     return n;
 }

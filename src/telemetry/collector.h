@@ -58,6 +58,13 @@ int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
  * the JSONL file and the HTTP server. NULL ok. */
 void sl__collector_stop(sl__collector_t *c);
 int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out);
+/* The public calls' copies into a caller's sized snapshots (out->size
+ * bytes; for an array, out[0].size is every element's size), each written
+ * with its size. SL_ESTATE when c is NULL (telemetry off), SL_EINVAL for
+ * a size below the first layout. */
+int sl__collector_copy_latest(sl__collector_t *c, sl_snapshot_t *out);
+int sl__collector_copy_recent(sl__collector_t *c, sl_snapshot_t *out,
+                              int max);
 int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
 /* Takes a snapshot now (also used by tests). */
 void sl__collector_tick(sl__collector_t *c);
