@@ -615,8 +615,8 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         (dtype != Py_None && slpy_parse_dtype(dtype, &o->dtype)) ||
         (layout != Py_None && slpy_parse_layout(layout, &o->layout)) ||
         str_choice(on_error, "on_error", "fail", "skip", &o->on_error) ||
-        slpy_parse_int(threads, "threads", 1, 1024, &o->decode_threads) ||
-        slpy_parse_int(read_threads, "read_threads", 1, 1024,
+        slpy_parse_int(threads, "threads", 1, INT_MAX, &o->decode_threads) ||
+        slpy_parse_int(read_threads, "read_threads", 1, INT_MAX,
                        &o->read_threads) ||
         slpy_parse_int(prefetch, "prefetch", 1, INT_MAX, &o->prefetch) ||
         slpy_parse_float3(mean, "mean", o->mean) ||
