@@ -21,7 +21,10 @@ Image = pytest.importorskip("PIL.Image")
 
 
 class Transform(ctypes.Structure):
+    """sl_transform_t: `size` first (the ABI's growth rule), set to this
+    layout's size as sl_transform_init does."""
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("crop_x", ctypes.c_int), ("crop_y", ctypes.c_int),
         ("crop_w", ctypes.c_int), ("crop_h", ctypes.c_int),
         ("out_w", ctypes.c_int), ("out_h", ctypes.c_int),
@@ -44,7 +47,8 @@ def lib():
 def transform(lib, data, box, size=224, flip=0, dtype=0, dct=False,
               mean=(0, 0, 0), std=(0, 0, 0)):
     x, y, w, h = box
-    t = Transform(x, y, w, h, size, size, flip, dtype, 1,
+    t = Transform(ctypes.sizeof(Transform), x, y, w, h, size, size, flip,
+                  dtype, 1,
                   (ctypes.c_float * 3)(*mean), (ctypes.c_float * 3)(*std),
                   0 if dct else 1)
     out = np.zeros((size, size, 3), np.float32 if dtype else np.uint8)
