@@ -10,22 +10,25 @@
 #include "codec/codec.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
+#include "opts.h"
 
 #define INSPECT_FIRST 5 /* record names shown without --records */
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: sluice inspect SHARD [--records]\n"
-                    "  --records   list every record: index, label, codec, "
-                    "offset, sizes,\n"
-                    "              xxh3 checksum, name\n");
-}
+static const sl__opt_t inspect_opts[] = {
+    {"records", 0, SL__OPT_FLAG, 0, 0, 0, NULL,
+     "list every record: index, label, codec, offset, sizes, xxh3, name"},
+    {NULL},
+};
+static const sl__opts_t inspect_usage = {
+    "SHARD [--records]", NULL, {inspect_opts}};
 
 int sl__cmd_inspect(int argc, char **argv)
 {
-    int all, st = sl__args_flag_operand(argc, argv, "records", usage, &all);
+    int all = 0, st = sl__opts_parse(&inspect_usage, &all, NULL, argc, argv);
     if (st >= 0)
         return st;
+    if (argc - optind != 1)
+        return sl__opts_bad(&inspect_usage, "inspect", "expected one SHARD");
     char err[1024];
     sl__shard_t *s = NULL;
     if (sl__shard_open(argv[optind], &s, err, sizeof err)) {

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sluice/telemetry.h"
 #include "base/base.h"
 #include "cli.h"
 #include "sched/rl.h"
 #include "sim/train.h"
+#include "sluice/telemetry.h"
 
 typedef struct targs {
     const char *out; /* weights file */

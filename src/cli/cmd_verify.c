@@ -12,15 +12,18 @@
 #include "cli.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
+#include "opts.h"
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: sluice verify DIR|SHARD [--quiet]\n"
-            "  DIR      every *.sls in it (labels are also checked against\n"
-            "           DIR/classes.txt when present)\n"
-            "  --quiet  print only damage and the final line\n");
-}
+static const sl__opt_t verify_opts[] = {
+    {"quiet", 0, SL__OPT_FLAG, 0, 0, 0, NULL,
+     "print only damage and the final line"},
+    {NULL},
+};
+static const sl__opts_t verify_usage = {
+    "DIR|SHARD [--quiet]",
+    "  DIR: every *.sls in it (labels are also checked against\n"
+    "       DIR/classes.txt when present)\n",
+    {verify_opts}};
 
 static void print_damage(void *ctx, const char *msg)
 {
@@ -30,10 +33,11 @@ static void print_damage(void *ctx, const char *msg)
 
 int sl__cmd_verify(int argc, char **argv)
 {
-    int quiet,
-        status = sl__args_flag_operand(argc, argv, "quiet", usage, &quiet);
-    if (status >= 0)
-        return status;
+    int quiet = 0, rc = sl__opts_parse(&verify_usage, &quiet, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind != 1)
+        return sl__opts_bad(&verify_usage, "verify", "expected one DIR|SHARD");
     const char *target = argv[optind];
     struct stat st;
     if (stat(target, &st)) {

@@ -2,191 +2,92 @@
  * run_args.h). */
 #include "run_args.h"
 
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <xxhash.h>
 
-#include "cli.h"
-
-static void usage(FILE *f, const char *cmd)
+static int add_set(const char *s, void *sets)
 {
-    fprintf(f,
-            "usage: sluice %s SOURCE [options]\n"
-            "SOURCE: an ImageFolder directory, a directory of shards "
-            "(sluice pack), or one shard\n"
-            "  --batch N          samples per batch (64)\n"
-            "  --size N           output N x N (224)\n"
-            "  --threads N        decode+transform threads (cores)\n"
-            "  --read-threads N   read threads (1)\n"
-            "  --prefetch N       batch buffers in flight (2 x threads)\n"
-            "  --epochs E         epochs (1)\n"
-            "  --step-ms T        hold each batch T ms, as a training step "
-            "would (0)\n"
-            "  --out uint8|float  pixels, or normalised float32 (uint8)\n"
-            "  --layout chw|hwc   (chw)\n"
-            "  --eval             Resize+CenterCrop instead of "
-            "RandomResizedCrop+flip\n"
-            "  --seed S           (0)\n"
-            "  --no-shuffle, --no-flip, --drop-last, --no-dct\n"
-            "  --unordered        hand out batches as they complete\n"
-            "  --rank R --world W this process's share of the data\n"
-            "  --on-error fail|skip\n"
-            "  --digest           xxh3-64 over every batch's bytes and labels\n"
-            "  --stop-after N     stop after N batches (see --state)\n"
-            "  --state FILE       write the position (and digest) reached\n"
-            "  --resume FILE      continue from a --state file\n"
-            "  --set K:KNOB=V     after K batches (Ks: K seconds) set "
-            "threads|read-threads|"
-            "prefetch|step-ms|\n"
-            "                     read-latency-ms|read-bw to V\n"
-            "  --duration S       stop after S seconds (epochs repeat as "
-            "needed)\n"
-            "  --telemetry FILE   one JSON line of telemetry per period "
-            "(docs/TELEMETRY.md)\n"
-            "  --telemetry-ms N   telemetry period (100)\n"
-            "  --metrics-port P   serve Prometheus metrics on "
-            "127.0.0.1:P/metrics\n"
-            "  --policy heuristic|static|rl  tune the knobs not given "
-            "(heuristic)\n"
-            "  --policy-file F    rl: weights file (the built-in default)\n"
-            "  --learn            rl: fine-tune online; falls back to the "
-            "heuristic if reward degrades\n"
-            "  --max-threads N    budget: decode threads + 1 (2 x cores); read "
-            "threads are I/O depth (<= 4 x cores)\n"
-            "  --max-memory SIZE  budget: batch buffers + read-ahead, e.g. "
-            "512M\n"
-            "  --read-latency-ms T  emulated slow storage: each read takes at "
-            "least T ms (0)\n"
-            "  --read-bw SIZE     emulated storage bandwidth in bytes/s, e.g. "
-            "20M (no cap)\n"
-            "  --json             a JSON object of the figures as last line\n"
-            "  --quiet            no progress bar\n",
-            cmd);
+    return sl__knob_sets_add(sets, s);
 }
 
-enum {
-    O_SIZE = 256,
-    O_RTHREADS,
-    O_PREFETCH,
-    O_STEP,
-    O_OUT,
-    O_LAYOUT,
-    O_EVAL,
-    O_NOFLIP,
-    O_NODCT,
-    O_UNORD,
-    O_SET,
-    O_TELEM,
-    O_PORT,
-    O_TMS,
-    O_POLICY,
-    O_PFILE,
-    O_LEARN,
-    O_MAXT,
-    O_MAXM,
-    O_RLAT,
-    O_RBW
+static int latency(const char *s, void *us)
+{
+    return sl__parse_latency_ms(s, us);
+}
+
+#define F(f) offsetof(sl__run_args_t, f)
+static const char *const dtypes[] = {"uint8", "float", NULL};
+static const int dtype_v[] = {SL_DTYPE_UINT8, SL_DTYPE_FLOAT32};
+static const char *const layouts[] = {"chw", "hwc", NULL};
+static const int layout_v[] = {SL_LAYOUT_CHW, SL_LAYOUT_HWC};
+_Static_assert(SL_MODE_EVAL == 1, "--eval is a flag");
+static const char *const policies[] = {"heuristic", "static", "rl", NULL};
+static const int policy_v[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
+                               SL_POLICY_RL};
+
+/* The options only images take (the shared ones follow them). */
+static const sl__opt_t run_opts[] = {
+    {"size", 0, SL__OPT_INT, F(opt.image_size), 1, 8192, "N", "output N x N",
+     "224"},
+    {"read-threads", 0, SL__OPT_INT, F(opt.read_threads), 1, 256, "N",
+     "read threads", "1"},
+    {"prefetch", 0, SL__OPT_INT, F(opt.prefetch), 1, 4096, "N",
+     "batch buffers in flight", "2 x threads"},
+    {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), 0, HUGE_VAL, "T",
+     "hold each batch T ms, as a training step would", "0"},
+    {"out", 0, SL__OPT_CHOICE, F(opt.dtype), 0, 0, NULL,
+     "pixels, or normalised float32", "uint8", dtypes, dtype_v},
+    {"layout", 0, SL__OPT_CHOICE, F(opt.layout), 0, 0, NULL, "pixel order",
+     "chw", layouts, layout_v},
+    {"eval", 0, SL__OPT_FLAG, F(opt.mode), 0, 0, NULL,
+     "Resize+CenterCrop instead of RandomResizedCrop+flip"},
+    {"no-flip", 0, SL__OPT_FLAG, F(opt.no_flip), 0, 0, NULL, "no random flip"},
+    {"no-dct", 0, SL__OPT_FLAG, F(opt.no_dct_scale), 0, 0, NULL,
+     "no JPEG DCT-domain downscaling"},
+    {"unordered", 0, SL__OPT_FLAG, F(opt.unordered), 0, 0, NULL,
+     "hand out batches as they complete"},
+    {"set", 0, SL__OPT_CALL, F(sets), 0, 0, "K:KNOB=V",
+     "after K batches (Ks: K seconds) set KNOB (threads, read-threads, "
+     "prefetch, step-ms, read-latency-ms, read-bw) to V",
+     .parse = add_set},
+    {"telemetry", 0, SL__OPT_STR, F(opt.telemetry_path), 0, 0, "FILE",
+     "one JSON line of telemetry per period (docs/TELEMETRY.md)"},
+    {"telemetry-ms", 0, SL__OPT_INT, F(opt.telemetry_ms), 1, 60000, "N",
+     "telemetry period", "100"},
+    {"metrics-port", 0, SL__OPT_INT, F(opt.metrics_port), 1, 65535, "P",
+     "serve Prometheus metrics on 127.0.0.1:P/metrics"},
+    {"policy", 0, SL__OPT_CHOICE, F(opt.policy), 0, 0, NULL,
+     "tune the knobs not given", "heuristic", policies, policy_v},
+    {"policy-file", 0, SL__OPT_STR, F(opt.policy_file), 0, 0, "F",
+     "rl: weights file", "the built-in default"},
+    {"learn", 0, SL__OPT_FLAG, F(opt.learn), 0, 0, NULL,
+     "rl: fine-tune online; back to the heuristic if reward degrades"},
+    {"max-threads", 0, SL__OPT_INT, F(opt.max_threads), 2, 256, "N",
+     "budget: decode threads + 1; read threads are I/O depth (<= 4 x cores)",
+     "2 x cores"},
+    {"max-memory", 0, SL__OPT_SIZE, F(opt.max_memory_bytes), 1, HUGE_VAL,
+     "SIZE", "budget: batch buffers + read-ahead, e.g. 512M"},
+    {"read-latency-ms", 0, SL__OPT_CALL, F(storage[SL_TESTING_READ_LATENCY_US]),
+     0, 0, "T",
+     "emulated slow storage: each read takes at least T ms (<= 60000)", "0",
+     .parse = latency},
+    {"read-bw", 0, SL__OPT_SIZE, F(storage[SL_TESTING_READ_BYTES_PER_S]), 0,
+     HUGE_VAL, "SIZE", "emulated storage bandwidth in bytes/s, e.g. 20M",
+     "no cap"},
+    {NULL},
 };
+#undef F
 
-/* Picks `s` from the names of `names` (NULL-terminated) into *out, as the
- * values `vals` give. @return 0, or 1 (no such name). */
-static int pick(const char *s, const char *const *names, const int *vals,
-                int *out)
-{
-    for (int i = 0; names[i]; i++) {
-        if (!strcmp(s, names[i])) {
-            *out = vals[i];
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* The options only images take. @return 0 taken, 1 bad, -1 not ours. */
-static int run_opt(int c, const char *s, void *ctx)
-{
-    static const char *const dtypes[] = {"uint8", "float", NULL};
-    static const int dtype_v[] = {SL_DTYPE_UINT8, SL_DTYPE_FLOAT32};
-    static const char *const layouts[] = {"chw", "hwc", NULL};
-    static const int layout_v[] = {SL_LAYOUT_CHW, SL_LAYOUT_HWC};
-    static const char *const policies[] = {"heuristic", "static", "rl", NULL};
-    static const int policy_v[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
-                                   SL_POLICY_RL};
-    sl__run_args_t *a = ctx;
-    sl_options_t *o = &a->opt;
-    long long v = 0;
-    int bad = 0;
-    switch (c) {
-    case O_SIZE:
-        bad = sl__parse_ll(s, 1, 8192, &v), o->image_size = (int)v;
-        break;
-    case O_RTHREADS:
-        bad = sl__parse_ll(s, 1, 256, &v), o->read_threads = (int)v;
-        break;
-    case O_PREFETCH:
-        bad = sl__parse_ll(s, 1, 4096, &v), o->prefetch = (int)v;
-        break;
-    case O_STEP:
-        a->step_ms = strtod(s, NULL);
-        bad = !(a->step_ms >= 0);
-        break;
-    case O_OUT:
-        return pick(s, dtypes, dtype_v, &o->dtype);
-    case O_LAYOUT:
-        return pick(s, layouts, layout_v, &o->layout);
-    case O_POLICY:
-        return pick(s, policies, policy_v, &o->policy);
-    case O_EVAL:
-        o->mode = SL_MODE_EVAL;
-        break;
-    case O_NOFLIP:
-        o->no_flip = 1;
-        break;
-    case O_NODCT:
-        o->no_dct_scale = 1;
-        break;
-    case O_UNORD:
-        o->unordered = 1;
-        break;
-    case O_SET:
-        return sl__knob_sets_add(&a->sets, s) ? 1 : 0;
-    case O_TELEM:
-        o->telemetry_path = s;
-        break;
-    case O_PORT:
-        bad = sl__parse_ll(s, 1, 65535, &v), o->metrics_port = (int)v;
-        break;
-    case O_TMS:
-        bad = sl__parse_ll(s, 1, 60000, &v), o->telemetry_ms = (int)v;
-        break;
-    case O_PFILE:
-        o->policy_file = s;
-        break;
-    case O_LEARN:
-        o->learn = 1;
-        break;
-    case O_MAXT:
-        bad = sl__parse_ll(s, 2, 256, &v), o->max_threads = (int)v;
-        break;
-    case O_RLAT:
-        return sl__parse_latency_ms(s,
-                                    &a->storage[SL_TESTING_READ_LATENCY_US])
-                   ? 1
-                   : 0;
-    case O_RBW:
-        a->storage[SL_TESTING_READ_BYTES_PER_S] = sl__parse_size(s);
-        return a->storage[SL_TESTING_READ_BYTES_PER_S] < 0;
-    case O_MAXM:
-        o->max_memory_bytes = sl__parse_size(s);
-        return o->max_memory_bytes <= 0;
-    default:
-        return -1;
-    }
-    return bad ? 1 : 0;
-}
+static const sl__opts_t run_usage = {
+    "SOURCE [options]",
+    "SOURCE: an ImageFolder directory, a directory of shards (sluice pack), "
+    "or one shard\n",
+    {run_opts, sl__consume_opts},
+    NULL,
+};
 
 /* The operands, and the shared options into the loader's. @return 0, or
  * -1 after printing what was wrong and the usage. */
@@ -194,7 +95,7 @@ static int operands(int argc, char **argv, void *ctx)
 {
     sl__run_args_t *a = ctx;
     if (optind != argc - 1)
-        return sl__consume_bad(usage, argv[0], "expected one SOURCE");
+        return sl__opts_bad(&run_usage, argv[0], "expected one SOURCE");
     a->source = argv[optind];
     sl_options_t *o = &a->opt;
     SL__CONSUME_COPY_STREAM(o, &a->c);
@@ -219,19 +120,4 @@ static uint64_t config_hash(const void *ctx)
     return XXH3_64bits(buf, (size_t)n);
 }
 
-/* Its options: its own, then those all consumers take. */
-static const struct option run_options[] = {
-    {"size", 1, 0, O_SIZE},         {"read-threads", 1, 0, O_RTHREADS},
-    {"prefetch", 1, 0, O_PREFETCH}, {"step-ms", 1, 0, O_STEP},
-    {"out", 1, 0, O_OUT},           {"layout", 1, 0, O_LAYOUT},
-    {"eval", 0, 0, O_EVAL},         {"no-flip", 0, 0, O_NOFLIP},
-    {"no-dct", 0, 0, O_NODCT},      {"unordered", 0, 0, O_UNORD},
-    {"set", 1, 0, O_SET},           {"telemetry", 1, 0, O_TELEM},
-    {"metrics-port", 1, 0, O_PORT}, {"telemetry-ms", 1, 0, O_TMS},
-    {"policy", 1, 0, O_POLICY},     {"policy-file", 1, 0, O_PFILE},
-    {"learn", 0, 0, O_LEARN},       {"max-threads", 1, 0, O_MAXT},
-    {"max-memory", 1, 0, O_MAXM},   {"read-latency-ms", 1, 0, O_RLAT},
-    {"read-bw", 1, 0, O_RBW},       SL__CONSUME_OPTIONS};
-
-const sl__consume_cli_t sl__run_cli = {run_options, run_opt, operands, usage,
-                                       config_hash};
+const sl__consume_cli_t sl__run_cli = {&run_usage, operands, config_hash};
