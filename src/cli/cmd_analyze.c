@@ -1,7 +1,6 @@
 /* sluice analyze: which bound stalls a job reading SOURCE (fetch, prep or
  * the consumer), by how much, and the cure. The analysis is a library
  * module (src/analysis/analysis.h); this prints it. */
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -51,7 +50,10 @@ static const sl__opts_t analyze_usage = {
     "SOURCE [options]",
     "Which bound stalls the job (fetch, prep or consumer), by how much, and "
     "the cure.\n",
-    {analyze_opts}};
+    {analyze_opts},
+    "one SOURCE",
+    1,
+    1};
 
 static void progress(void *user, const char *line)
 {
@@ -177,8 +179,6 @@ int sl__cmd_analyze(int argc, char **argv)
     int rc = sl__opts_parse(&analyze_usage, &args, NULL, argc, argv);
     if (rc >= 0)
         return rc;
-    if (optind != argc - 1)
-        return sl__opts_bad(&analyze_usage, "analyze", "expected one SOURCE");
     sl_analyze_options_t o = args.o, resolved;
     const char *source = argv[optind];
     int json = args.json;

@@ -1,7 +1,6 @@
 /* sluice calibrate: fits a simulator profile to the telemetry of one real
  * run (`sluice run --telemetry FILE`) and writes it. The fit is a library
  * module (src/analysis/calibrate.h); this parses and prints. */
-#include <getopt.h> /* optind */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +18,8 @@ typedef struct calibrate_args {
 
 #define F(f) offsetof(calibrate_args_t, f)
 static const sl__opt_t calibrate_opts[] = {
-    {"output", 'o', SL__OPT_STR, F(out), 0, 0, "FILE", "the profile to write"},
+    {"output", 'o', SL__OPT_STR, F(out), 0, 0, "FILE", "the profile to write",
+     .need = 1},
     {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), 0, HUGE_VAL, "T",
      "the consumer step the run used", "inferred"},
     {"consumer-cpu", 0, SL__OPT_DOUBLE, F(o.consumer_cpu), 0, HUGE_VAL, "C",
@@ -39,7 +39,12 @@ static const sl__opt_t calibrate_opts[] = {
 #undef F
 
 static const sl__opts_t calibrate_usage = {
-    "TELEMETRY.jsonl -o PROFILE.json [options]", NULL, {calibrate_opts}};
+    "TELEMETRY.jsonl -o PROFILE.json [options]",
+    NULL,
+    {calibrate_opts},
+    "one TELEMETRY.jsonl",
+    1,
+    1};
 
 int sl__cmd_calibrate(int argc, char **argv)
 {
@@ -62,10 +67,6 @@ int sl__cmd_calibrate(int argc, char **argv)
         fprintf(stderr, "sluice calibrate: %s\n", err);
         return 2;
     }
-    if (!out || optind != argc - 1)
-        return sl__opts_bad(&calibrate_usage, "calibrate",
-                            !out ? "-o PROFILE.json is required"
-                                 : "expected one TELEMETRY.jsonl");
     sl__calibration_t *cal = calloc(1, sizeof *cal);
     rc = cal ? sl__calibrate_file(argv[optind], &o, cal, err, sizeof err)
              : SL_ENOMEM;

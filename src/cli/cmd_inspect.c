@@ -1,6 +1,5 @@
 /* `sluice inspect SHARD [--records]`: what a shard holds, from its index
  * alone (records are not read; `sluice verify` does that). */
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,15 +19,13 @@ static const sl__opt_t inspect_opts[] = {
     {NULL},
 };
 static const sl__opts_t inspect_usage = {
-    "SHARD [--records]", NULL, {inspect_opts}};
+    "SHARD [--records]", NULL, {inspect_opts}, "one SHARD", 1, 1};
 
 int sl__cmd_inspect(int argc, char **argv)
 {
     int all = 0, st = sl__opts_parse(&inspect_usage, &all, NULL, argc, argv);
     if (st >= 0)
         return st;
-    if (argc - optind != 1)
-        return sl__opts_bad(&inspect_usage, "inspect", "expected one SHARD");
     char err[1024];
     sl__shard_t *s = NULL;
     if (sl__shard_open(argv[optind], &s, err, sizeof err)) {

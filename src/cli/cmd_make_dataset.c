@@ -3,7 +3,6 @@
  * Writes an ImageFolder tree DIR/class_XXX/img_XXXXX.jpg of the
  * photo-like JPEGs of ops/synth.h (image i is of class i mod K). */
 #include <errno.h>
-#include <getopt.h> /* optind */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,7 @@ typedef struct make_args {
 #define F(f) offsetof(make_args_t, f)
 static const sl__opt_t make_opts[] = {
     {"synthetic", 0, SL__OPT_STR, F(dir), 0, 0, "DIR",
-     "write DIR/class_XXX/img_XXXXX.jpg (required)"},
+     "write DIR/class_XXX/img_XXXXX.jpg", .need = 1},
     {"images", 0, SL__OPT_I64, F(images), 1, 100000000, "N", "images", "1000"},
     {"classes", 0, SL__OPT_I64, F(classes), 1, 100000, "K",
      "classes (image i is of class i mod K)", "10"},
@@ -59,10 +58,6 @@ int sl__cmd_make_dataset(int argc, char **argv)
     int rc = sl__opts_parse(&make_usage, &a, NULL, argc, argv);
     if (rc >= 0)
         return rc;
-    if (!a.dir || optind != argc)
-        return sl__opts_bad(&make_usage, "make-dataset",
-                            !a.dir ? "--synthetic DIR is required"
-                                   : "no operands are taken");
     const char *dir = a.dir;
     long long images = a.images, classes = a.classes;
     unsigned long long seed = a.seed;

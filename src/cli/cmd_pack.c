@@ -2,7 +2,6 @@
  * (docs/FORMAT.md). Files are stored as they are (encoded JPEG/PNG). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,9 @@ static const sl__opts_t pack_usage = {
     "  SRC: an ImageFolder tree: SRC/<class>/.../<image>\n"
     "  OUT: output folder: classes.txt, shard-00000.sls, ...\n",
     {pack_opts, sl__pack_out_opts},
+    "SRC and OUT",
+    2,
+    2,
     "  --codec: none unless given; sluice pack --text --help: text documents\n",
 };
 
@@ -87,8 +89,6 @@ int sl__cmd_pack(int argc, char **argv)
     int skip = 0, st = sl__opts_parse(&pack_usage, &skip, &ps, argc, argv);
     if (st >= 0)
         return st;
-    if (argc - optind != 2)
-        return sl__opts_bad(&pack_usage, "pack", "expected SRC and OUT");
     const char *src = argv[optind], *out_dir = argv[optind + 1];
     char err[1024];
     int64_t t0 = sl__now_ns();

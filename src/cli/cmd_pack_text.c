@@ -2,7 +2,6 @@
  * lines or files, JSON Lines "text" fields, other text shards) into native
  * shards, one record per document (UTF-8 bytes, name FILE:LINE), zstd by
  * default. Bad documents are reported, counted and left out. */
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +24,7 @@ typedef struct pack_text_args {
 static const sl__opt_t pack_text_opts[] = {
     {"text", 0, SL__OPT_FLAG, F(text), 0, 0, NULL, "pack text documents"},
     {"out", 'o', SL__OPT_STR, F(out), 0, 0, "DIR",
-     "output folder: shard-00000.sls, ..."},
+     "output folder: shard-00000.sls, ...", .need = 1},
     {"doc-per-file", 0, SL__OPT_FLAG, F(per_file), 0, 0, NULL,
      "a plain text file is one document"},
     {NULL},
@@ -37,6 +36,9 @@ static const sl__opts_t pack_text_usage = {
     "  SOURCE: text files (a document per line), *.jsonl (\"text\" field),\n"
     "          text shards, or directories of them\n",
     {pack_text_opts, sl__pack_out_opts},
+    "a SOURCE",
+    1,
+    -1,
     "  (--codec: zstd unless given)\n",
 };
 
@@ -51,10 +53,6 @@ int sl__cmd_pack_text(int argc, char **argv)
     po.dir = a.out;
     int per_file = a.per_file;
     int nsrc = argc - optind;
-    if (!po.dir || nsrc < 1)
-        return sl__opts_bad(&pack_text_usage, "pack",
-                            !po.dir ? "-o DIR is required"
-                                    : "expected a SOURCE");
     char err[4096];
     sl__textsrc_t *src = NULL;
     int rc = sl__textsrc_open((const char *const *)(argv + optind), nsrc,

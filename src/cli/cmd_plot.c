@@ -1,7 +1,6 @@
 /* `sluice plot TELEMETRY.jsonl -o FILE.svg|FILE.png [--title T]`: draws a
  * `--telemetry` file (docs/TELEMETRY.md) as five stacked panels over t with
  * gnuplot; the work is telemetry/plot.h. Exit 0 drawn, 1 failure, 2 usage. */
-#include <getopt.h> /* optind */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +27,9 @@ static const sl__opts_t plot_usage = {
     "TELEMETRY.jsonl -o FILE.svg|FILE.png [--title T]",
     "  TELEMETRY.jsonl: written by `sluice run --telemetry FILE`\n",
     {plot_opts},
+    "one TELEMETRY.jsonl",
+    1,
+    1,
     "needs gnuplot (Debian: apt-get install gnuplot-nox)\n"};
 
 /* 1 png, 0 svg, -1 other (case-insensitive extension). */
@@ -50,11 +52,9 @@ int sl__cmd_plot(int argc, char **argv)
     if (rc >= 0)
         return rc;
     const char *out = a.out, *title = a.title;
-    if (optind != argc - 1 || !out)
-        return sl__opts_bad(&plot_usage, "plot", "%s",
-                            optind >= argc ? "no telemetry file given"
-                            : !out ? "no output given (-o FILE.svg|FILE.png)"
-                                   : "one telemetry file at a time");
+    if (!out)
+        return sl__opts_bad(&plot_usage, "plot",
+                            "no output given (-o FILE.svg|FILE.png)");
     int png = out_kind(out);
     if (png < 0) {
         fprintf(stderr,

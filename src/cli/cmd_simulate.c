@@ -3,7 +3,6 @@
  * prints the figures `sluice run --json` prints, under the same keys.
  * --telemetry writes the simulated snapshots as the real JSON Lines, for
  * `sluice plot` and `sluice analyze`. */
-#include <getopt.h> /* optind */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +31,7 @@ static const int policy_v[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
                                SL_POLICY_RL};
 static const sl__opt_t simulate_opts[] = {
     {"profile", 0, SL__OPT_STR, F(profile), 0, 0, "FILE",
-     "a profile (sluice calibrate, docs/SIMULATOR.md)"},
+     "a profile (sluice calibrate, docs/SIMULATOR.md)", .need = 1},
     {"threads", 0, SL__OPT_INT, F(decode), 1, 4096, "N", "decode threads"},
     {"decode-threads", 0, SL__OPT_INT, F(decode), 1, 4096, "N",
      "the same as --threads"},
@@ -83,10 +82,6 @@ static int parse_args(int argc, char **argv, args_t *a)
     int rc = sl__opts_parse(&simulate_usage, a, NULL, argc, argv);
     if (rc >= 0)
         return rc;
-    if (!a->profile || optind != argc)
-        return sl__opts_bad(&simulate_usage, "simulate",
-                            !a->profile ? "--profile is required"
-                                        : "no operands are taken");
     if (a->duration < 0) /* 60 s, or until the samples are out */
         a->duration = a->samples > 0 ? 1e6 : 60;
     return -1;

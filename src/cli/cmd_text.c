@@ -2,7 +2,6 @@
  * as a trainer would and report the figures of the image bench (samples =
  * sequences) plus tokens/s; optionally a digest of every batch and a
  * resumable position. Reached from cmd_run.c when --task is given. */
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -34,7 +33,7 @@ static const sl__opt_t text_opts[] = {
     {"tokenizer", 0, SL__OPT_STR, F(tokenizer), 0, 0, "T",
      "gpt2 | cl100k_base | ... | wordpiece", "lm: gpt2, mlm: wordpiece"},
     {"vocab", 0, SL__OPT_STR, F(vocab), 0, 0, "FILE",
-     "encoder.json | rank file | vocab.txt (required)"},
+     "encoder.json | rank file | vocab.txt", .need = 1},
     {"merges", 0, SL__OPT_STR, F(merges), 0, 0, "FILE", "gpt2: vocab.bpe"},
     {"cased", 0, SL__OPT_FLAG, F(cased), 0, 0, NULL,
      "wordpiece: keep case and accents"},
@@ -59,29 +58,19 @@ static const sl__opts_t text_usage = {
     "SOURCE: text files (a document per line), *.jsonl (\"text\" field), "
     "text shards\n        (sluice pack --text), or directories of them\n",
     {text_opts, sl__consume_opts},
+    "a SOURCE",
+    1,
+    MAX_SOURCES,
     NULL,
 };
 
-/* The operands, and the shared options into the loader's. @return 0, or
- * -1 after printing what was wrong and the usage. */
-static int operands(int argc, char **argv, void *ctx)
+/* The operands, and the shared options into the loader's. */
+static void operands(char **op, int n, void *ctx)
 {
     text_args_t *a = ctx;
-    for (; optind < argc; optind++) {
-        if (a->nsources == MAX_SOURCES)
-            return sl__opts_bad(&text_usage, argv[0], "more than %d sources",
-                                MAX_SOURCES);
-        a->sources[a->nsources++] = argv[optind];
-    }
-    sl_text_options_t *o = &a->opt;
-    if (!a->nsources)
-        return sl__opts_bad(&text_usage, argv[0], "expected a SOURCE");
-    if (!o->vocab)
-        return sl__opts_bad(&text_usage, argv[0], "--vocab is required");
-    SL__CONSUME_COPY_STREAM(o, &a->c);
-    o->decode_threads = a->c.threads;
-    o->on_error = a->c.on_error;
-    return 0;
+    for (a->nsources = 0; a->nsources < n; a->nsources++)
+        a->sources[a->nsources] = op[a->nsources];
+    SL__CONSUME_COPY_STREAM(&a->opt, &a->c);
 }
 
 /* What a --state file must agree on: everything that changes the stream. */

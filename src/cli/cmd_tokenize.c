@@ -3,7 +3,6 @@
  * whole, as bytes: a BOM and CRLF are text, as with Python's open(f,
  * encoding='utf-8', newline=''). --json times only the encoding (not the
  * file or vocabulary load). */
-#include <getopt.h> /* optind */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +22,10 @@ typedef struct tok_args {
 #define F(f) offsetof(tok_args_t, f)
 static const sl__opt_t tokenize_opts[] = {
     {"tokenizer", 't', SL__OPT_STR, F(o.name), 0, 0, "T",
-     "gpt2 | cl100k_base | r50k_base | p50k_base | o200k_base | wordpiece"},
+     "gpt2 | cl100k_base | r50k_base | p50k_base | o200k_base | wordpiece",
+     .need = 1},
     {"vocab", 'v', SL__OPT_STR, F(o.vocab), 0, 0, "FILE",
-     "ENCODER.json | RANKS.tiktoken | vocab.txt"},
+     "ENCODER.json | RANKS.tiktoken | vocab.txt", .need = 1},
     {"merges", 'm', SL__OPT_STR, F(o.merges), 0, 0, "FILE", "gpt2: VOCAB.bpe"},
     {"cased", 0, SL__OPT_FLAG, F(o.cased), 0, 0, NULL,
      "wordpiece: keep case and accents"},
@@ -51,7 +51,10 @@ static const sl__opts_t tokenize_usage = {
     "       sluice tokenize --tokenizer wordpiece --vocab vocab.txt [--cased] "
     "FILE",
     "",
-    {tokenize_opts}};
+    {tokenize_opts},
+    "one FILE",
+    1,
+    1};
 
 static int print_ids(const int32_t *ids, size_t nids)
 {
@@ -117,11 +120,6 @@ int sl__cmd_tokenize(int argc, char **argv)
     int rc = sl__opts_parse(&tokenize_usage, &a, NULL, argc, argv);
     if (rc >= 0)
         return rc;
-    if (!a.o.name || !a.o.vocab || optind + 1 != argc)
-        return sl__opts_bad(&tokenize_usage, "tokenize",
-                            optind + 1 != argc ? "expected one FILE"
-                                               : "--tokenizer and --vocab are "
-                                                 "required");
     sl_tokenizer_options_t o = a.o;
     int count = a.count, json = a.json, repeat = a.repeat;
     const char *file = argv[optind];

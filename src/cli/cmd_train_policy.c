@@ -2,7 +2,6 @@
  * (sim/train.h), writes the weights file, and prints how it does on
  * held-out random profiles against the heuristic and a static
  * configuration (docs/POLICY.md). */
-#include <getopt.h> /* optind */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +27,7 @@ typedef struct targs {
 #define F(f) offsetof(targs_t, f)
 static const sl__opt_t train_opts[] = {
     {"out", 'o', SL__OPT_STR, F(out), 0, 0, "FILE",
-     "weights file to write (docs/POLICY.md)"},
+     "weights file to write (docs/POLICY.md)", .need = 1},
     {"seed", 0, SL__OPT_U64, F(o.seed), 0, 0, "S",
      "everything random follows S", "0"},
     {"steps", 0, SL__OPT_I64, F(o.steps), 0, 9e18, "N",
@@ -140,10 +139,6 @@ int sl__cmd_train_policy(int argc, char **argv)
     int rc = sl__opts_parse(&train_usage, &a, NULL, argc, argv);
     if (rc >= 0)
         return rc;
-    if (!a.out || optind < argc)
-        return sl__opts_bad(&train_usage, "train-policy",
-                            !a.out ? "-o FILE is required"
-                                   : "no operands are taken");
     char err[512];
     if (a.profile) {
         sl__sim_profile_default(&a.base);

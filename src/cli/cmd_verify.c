@@ -1,7 +1,6 @@
 /* `sluice verify DIR|SHARD`: reads every record of every shard (decompress +
  * checksum) and reports what is damaged. Exit 0 clean, 1 damage, 2 usage. */
 #include <errno.h>
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,10 @@ static const sl__opts_t verify_usage = {
     "DIR|SHARD [--quiet]",
     "  DIR: every *.sls in it (labels are also checked against\n"
     "       DIR/classes.txt when present)\n",
-    {verify_opts}};
+    {verify_opts},
+    "one DIR|SHARD",
+    1,
+    1};
 
 static void print_damage(void *ctx, const char *msg)
 {
@@ -36,8 +38,6 @@ int sl__cmd_verify(int argc, char **argv)
     int quiet = 0, rc = sl__opts_parse(&verify_usage, &quiet, NULL, argc, argv);
     if (rc >= 0)
         return rc;
-    if (argc - optind != 1)
-        return sl__opts_bad(&verify_usage, "verify", "expected one DIR|SHARD");
     const char *target = argv[optind];
     struct stat st;
     if (stat(target, &st)) {

@@ -61,8 +61,7 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
     int st = sl__opts_parse(cli->opts, c->ctx, c->args, argc, argv);
     if (st >= 0)
         return st ? st : -1;
-    if (cli->operands(argc, argv, c->ctx))
-        return 2;
+    cli->operands(argv + optind, argc - optind, c->ctx);
     c->cmd = argv[0];
     c->config = cli->config(c->ctx);
     c->show = !a->quiet && isatty(2);

@@ -36,8 +36,7 @@ typedef struct sl__consume_args {
 extern const sl__opt_t sl__consume_opts[];
 
 /** Copies the shared stream options into a loader's options `o` (the
- *  image and text options name these fields alike; threads and on_error
- *  differ, and each command copies them itself). */
+ *  image and text options name these fields alike). */
 #define SL__CONSUME_COPY_STREAM(o, c)                                          \
     do {                                                                       \
         (o)->batch_size = (c)->batch;                                          \
@@ -47,14 +46,16 @@ extern const sl__opt_t sl__consume_opts[];
         (o)->drop_last = (c)->drop_last;                                       \
         (o)->rank = (c)->rank;                                                 \
         (o)->world_size = (c)->world;                                          \
+        (o)->decode_threads = (c)->threads;                                    \
+        (o)->on_error = (c)->on_error;                                         \
     } while (0)
 
 /** A command's half of the command line. */
 typedef struct sl__consume_cli {
     const sl__opts_t *opts; /* its own table, then sl__consume_opts */
-    /* Its operands (argv[optind..]), then the shared stream options copied
-     * into its loader's; @return 0, or 2 after sl__opts_bad. */
-    int (*operands)(int argc, char **argv, void *ctx);
+    /* Takes its operands (n of them, checked by the option layer), and
+     * copies the shared stream options into its loader's. */
+    void (*operands)(char **op, int n, void *ctx);
     uint64_t (*config)(const void *ctx); /* what --state must agree on */
 } sl__consume_cli_t;
 

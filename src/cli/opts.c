@@ -194,6 +194,7 @@ int sl__opts_parse(const sl__opts_t *d, void *own, void *shared, int argc,
     lo[rs.n] = (struct option){"help", 0, NULL, 'h'};
     lo[rs.n + 1] = (struct option){NULL, 0, NULL, 0};
     const char *cmd = argv[0];
+    char given[OPTS_MAX] = {0};
     int c;
     optind = 0; /* GNU: a full re-initialisation */
     opterr = 0; /* the messages are ours */
@@ -216,7 +217,15 @@ int sl__opts_parse(const sl__opts_t *d, void *own, void *shared, int argc,
             bad_value(cmd, o, optarg);
             return 2;
         }
+        given[i] = 1;
     }
+    for (int i = 0; i < rs.n; i++)
+        if (rs.r[i]->need && !given[i])
+            return sl__opts_bad(d, cmd, "--%s is required", rs.r[i]->name);
+    int n = argc - optind;
+    if (n < d->min || (d->max >= 0 && n > d->max))
+        return sl__opts_bad(d, cmd, "expected %s",
+                            d->operands ? d->operands : "no operands");
     return -1;
 }
 

@@ -9,6 +9,7 @@
 #define SL_CLI_OPTS_H
 
 #include <float.h>
+#include <getopt.h> /* optind: the first operand after sl__opts_parse */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -45,6 +46,7 @@ typedef struct sl__opt {
     const char *const *choices; /* CHOICE: NULL-terminated */
     const int *values;          /* CHOICE: theirs (NULL: the index) */
     int (*parse)(const char *s, void *field); /* CALL */
+    int need;                                 /* it must be given */
 } sl__opt_t;
 
 /** A command line: what the usage says, and the options. */
@@ -52,6 +54,8 @@ typedef struct sl__opts {
     const char *synopsis;      /* after "usage: sluice CMD " */
     const char *about;         /* lines after the synopsis, or NULL */
     const sl__opt_t *table[2]; /* the command's, and a shared one (or NULL) */
+    const char *operands;      /* for "expected ...", e.g. "one SOURCE" */
+    int min, max;              /* how many operands (max < 0: any number) */
     const char *footer;        /* lines after the options, or NULL */
 } sl__opts_t;
 

@@ -2,7 +2,6 @@
  * run_args.h). */
 #include "run_args.h"
 
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -86,22 +85,19 @@ static const sl__opts_t run_usage = {
     "SOURCE: an ImageFolder directory, a directory of shards (sluice pack), "
     "or one shard\n",
     {run_opts, sl__consume_opts},
+    "one SOURCE",
+    1,
+    1,
     NULL,
 };
 
-/* The operands, and the shared options into the loader's. @return 0, or
- * -1 after printing what was wrong and the usage. */
-static int operands(int argc, char **argv, void *ctx)
+/* The operand, and the shared options into the loader's. */
+static void operands(char **op, int n, void *ctx)
 {
     sl__run_args_t *a = ctx;
-    if (optind != argc - 1)
-        return sl__opts_bad(&run_usage, argv[0], "expected one SOURCE");
-    a->source = argv[optind];
-    sl_options_t *o = &a->opt;
-    SL__CONSUME_COPY_STREAM(o, &a->c);
-    o->decode_threads = a->c.threads;
-    o->on_error = a->c.on_error;
-    return 0;
+    (void)n; /* 1 */
+    a->source = op[0];
+    SL__CONSUME_COPY_STREAM(&a->opt, &a->c);
 }
 
 /* What a --state file must agree on to resume: everything that changes the
