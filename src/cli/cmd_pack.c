@@ -31,8 +31,8 @@ static const sl__opts_t pack_usage = {
     "SRC and OUT",
     2,
     2,
-    "  --codec: none unless given; sluice pack --text --help: text documents\n",
-};
+    "  --codec: none unless given; sluice pack --text --help: text "
+    "documents\n"};
 
 /* Reads a whole file into b. */
 static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)

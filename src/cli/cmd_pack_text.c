@@ -39,8 +39,7 @@ static const sl__opts_t pack_text_usage = {
     "a SOURCE",
     1,
     -1,
-    "  (--codec: zstd unless given)\n",
-};
+    "  (--codec: zstd unless given)\n"};
 
 int sl__cmd_pack_text(int argc, char **argv)
 {

@@ -61,8 +61,7 @@ static const sl__opts_t text_usage = {
     "a SOURCE",
     1,
     MAX_SOURCES,
-    NULL,
-};
+    NULL};
 
 /* The operands, and the shared options into the loader's. */
 static void operands(char **op, int n, void *ctx)

@@ -88,8 +88,7 @@ static const sl__opts_t run_usage = {
     "one SOURCE",
     1,
     1,
-    NULL,
-};
+    NULL};
 
 /* The operand, and the shared options into the loader's. */
 static void operands(char **op, int n, void *ctx)
