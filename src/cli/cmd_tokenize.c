@@ -3,6 +3,7 @@
  * whole, as bytes: a BOM and CRLF are text, as with Python's open(f,
  * encoding='utf-8', newline=''). --json times only the encoding (not the
  * file or vocabulary load). */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,34 +57,12 @@ static const sl__opts_t tokenize_usage = {
     1,
     1};
 
+/* The ids, space-separated, as one line. @return 0, or -1 (write error). */
 static int print_ids(const int32_t *ids, size_t nids)
 {
-    char buf[1 << 16];
-    size_t n = 0;
-    for (size_t i = 0; i < nids; i++) {
-        if (n + 16 > sizeof buf) {
-            if (fwrite(buf, 1, n, stdout) != n)
-                return -1;
-            n = 0;
-        }
-        char tmp[12];
-        int k = 0;
-        uint32_t v = (uint32_t)ids[i];
-        if (ids[i] < 0) {
-            buf[n++] = '-';
-            v = (uint32_t)(-(int64_t)ids[i]);
-        }
-        do {
-            tmp[k++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        while (k)
-            buf[n++] = tmp[--k];
-        if (i + 1 < nids)
-            buf[n++] = ' ';
-    }
-    buf[n++] = '\n';
-    return fwrite(buf, 1, n, stdout) == n ? 0 : -1;
+    for (size_t i = 0; i < nids; i++)
+        printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
+    return putchar('\n') == EOF || fflush(stdout) ? -1 : 0;
 }
 
 /* Encodes text[0..n) into *ids (grown as needed), `repeat` times; *best

@@ -150,26 +150,19 @@ static int store(const sl__opt_t *o, const char *s, void *field)
 static void bad_value(const char *cmd, const sl__opt_t *o, const char *s)
 {
     char what[160], names[128];
-    int whole = o->kind == SL__OPT_INT || o->kind == SL__OPT_I64;
-    if (o->kind == SL__OPT_CHOICE)
-        snprintf(what, sizeof what, "one of %s",
-                 arg_name(o, names, sizeof names));
-    else if (o->kind == SL__OPT_U64)
-        snprintf(what, sizeof what, "an unsigned integer");
-    else if (o->kind == SL__OPT_SIZE || o->kind == SL__OPT_INT ||
-             o->kind == SL__OPT_I64 || o->kind == SL__OPT_DOUBLE) {
-        const char *noun = o->kind == SL__OPT_SIZE ? "a size like 512M"
-                           : whole                 ? "an integer"
-                                                   : "a number";
-        if (o->lo == SL__OPT_POS)
-            snprintf(what, sizeof what, "%s > 0", noun);
-        else if (o->hi >= 9e18)
-            snprintf(what, sizeof what, "%s >= %.15g", noun, o->lo);
-        else
-            snprintf(what, sizeof what, "%s in [%.15g, %.15g]", noun, o->lo,
-                     o->hi);
-    } else
-        snprintf(what, sizeof what, "%s", o->arg ? o->arg : "?");
+    sl__opt_kind_t k = o->kind;
+    const char *noun = k == SL__OPT_SIZE     ? "a size like 512M"
+                       : k == SL__OPT_DOUBLE ? "a number"
+                       : k == SL__OPT_U64    ? "an unsigned integer"
+                                             : "an integer";
+    const char *range = k == SL__OPT_U64       ? "%s"
+                        : o->lo == SL__OPT_POS ? "%s > 0"
+                        : o->hi >= 9e18        ? "%s >= %.15g"
+                                               : "%s in [%.15g, %.15g]";
+    if (k == SL__OPT_CHOICE || k == SL__OPT_CALL)
+        snprintf(what, sizeof what, "%s", arg_name(o, names, sizeof names));
+    else /* the format is one of the four above */
+        snprintf(what, sizeof what, range, noun, o->lo, o->hi);
     fprintf(stderr, "sluice %s: bad value '%s' for --%s (%s)\n", cmd, s,
             o->name, what);
 }
