@@ -45,35 +45,24 @@ int sl__cmd_verify(int argc, char **argv)
         return 2;
     }
     char **paths = NULL;
-    int nshards = 0;
-    long classes = -1;
-    if (S_ISDIR(st.st_mode)) {
-        if (sl__shard_list(target, &paths, &nshards)) {
-            fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
-            return 2;
-        }
-        if (nshards == 0) {
-            fprintf(stderr, "verify: %s: no *.sls files\n", target);
-            free(paths);
-            return 1;
-        }
-        classes = sl__classes_count(target);
-    } else {
-        paths = malloc(sizeof *paths);
-        if (!paths || !(paths[0] = strdup(target))) {
-            free(paths);
-            fprintf(stderr, "verify: out of memory\n");
-            return 1;
-        }
-        nshards = 1;
+    int nshards = 1, dir = S_ISDIR(st.st_mode);
+    long classes = dir ? sl__classes_count(target) : -1;
+    if (dir && sl__shard_list(target, &paths, &nshards)) {
+        fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
+        return 2;
     }
-
+    if (dir && nshards == 0) {
+        fprintf(stderr, "verify: %s: no *.sls files\n", target);
+        free(paths);
+        return 1;
+    }
+    const char **list = dir ? (const char **)paths : &target;
     char err[1024];
     uint64_t records = 0, damaged = 0, bad_shards = 0, bytes = 0;
     int64_t t0 = sl__now_ns();
     for (int k = 0; k < nshards; k++) {
         sl__shard_t *s = NULL;
-        if (sl__shard_open(paths[k], &s, err, sizeof err)) {
+        if (sl__shard_open(list[k], &s, err, sizeof err)) {
             print_damage(NULL, err);
             bad_shards++;
             continue;
@@ -87,7 +76,8 @@ int sl__cmd_verify(int argc, char **argv)
                    sl__shard_path(s), n);
         sl__shard_close(s);
     }
-    sl__shard_list_free(paths, nshards);
+    if (dir)
+        sl__shard_list_free(paths, nshards);
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     if (!quiet)
