@@ -44,7 +44,6 @@ static const sl__opt_t analyze_opts[] = {
     {NULL},
 };
 #undef N
-#undef F
 
 static const sl__opts_t analyze_usage = {
     "SOURCE [options]",

@@ -36,7 +36,6 @@ static const sl__opt_t calibrate_opts[] = {
      "print the fit as one JSON object"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t calibrate_usage = {
     "TELEMETRY.jsonl -o PROFILE.json [options]",

@@ -30,7 +30,6 @@ static const sl__opt_t make_opts[] = {
     {"seed", 0, SL__OPT_U64, F(seed), 0, 0, "S", "random seed", "0"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t make_usage = {
     "--synthetic DIR [options]", NULL, {make_opts}};

@@ -29,7 +29,6 @@ static const sl__opt_t pack_text_opts[] = {
      "a plain text file is one document"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t pack_text_usage = {
     "--text SOURCE... -o DIR [options]",

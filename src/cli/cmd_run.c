@@ -98,7 +98,6 @@ static const sl__opt_t run_opts[] = {
      "no cap"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t run_usage = {
     "SOURCE [options]",

@@ -69,7 +69,6 @@ static const sl__opt_t simulate_opts[] = {
      "a JSON object of the figures as last line"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t simulate_usage = {
     "--profile FILE [options]", NULL, {simulate_opts}};

@@ -51,7 +51,6 @@ static const sl__opt_t text_opts[] = {
      "chunks tokenized ahead", "2 x group"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t text_usage = {
     "--task lm|mlm SOURCE... --tokenizer T --vocab FILE [options]",

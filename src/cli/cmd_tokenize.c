@@ -43,7 +43,6 @@ static const sl__opt_t tokenize_opts[] = {
      "encode N times (timing: the fastest)", "1"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t tokenize_usage = {
     "--tokenizer gpt2 --vocab ENCODER.json --merges VOCAB.bpe FILE\n"

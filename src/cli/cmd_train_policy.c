@@ -51,7 +51,6 @@ static const sl__opt_t train_opts[] = {
     {"quiet", 0, SL__OPT_FLAG, F(quiet), 0, 0, NULL, "no progress lines"},
     {NULL},
 };
-#undef F
 
 static const sl__opts_t train_usage = {
     "-o FILE [options]",

@@ -43,7 +43,6 @@ const sl__opt_t sl__consume_opts[] = {
     {"quiet", 0, SL__OPT_FLAG, F(quiet), 0, 0, NULL, "no progress line"},
     {NULL},
 };
-#undef F
 
 /* The epochs still to run from epoch `from` (a resumed position): all
  * `epochs`, or with none given 1, or 1000000 (until the clock) when

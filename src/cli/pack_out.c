@@ -29,7 +29,6 @@ const sl__opt_t sl__pack_out_opts[] = {
      "are removed)"},
     {NULL},
 };
-#undef F
 
 int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
                          char *err, size_t errlen)
