@@ -19,12 +19,4 @@ int sl__cmd_pack_text(int argc, char **argv); /* pack --text */
 int sl__cmd_calibrate(int argc, char **argv);
 int sl__cmd_simulate(int argc, char **argv);
 
-/* Parses sizes like 256M, 1G, 4096 (bytes). Returns -1 on error. */
-long long sl__parse_size(const char *s);
-/* Parses "CMD [--FLAG] OPERAND" and --help: *flag_set says whether --FLAG
- * was given. @return -1 to go on (argv[optind] is the operand), or the exit
- * status after printing usage(): 0 for --help, 2 for a bad command line. */
-int sl__args_flag_operand(int argc, char **argv, const char *flag,
-                          void (*usage)(void), int *flag_set);
-
 #endif

@@ -1,133 +1,58 @@
 /* sluice analyze: which bound stalls a job reading SOURCE (fetch, prep or
  * the consumer), by how much, and the cure. The analysis is a library
  * module (src/analysis/analysis.h); this prints it. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "analysis/analysis.h"
 #include "cli.h"
+#include "opts.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sluice analyze SOURCE [options]\n"
-            "Which bound stalls the job (fetch, prep or consumer), by how "
-            "much, and the cure.\n"
-            "  --step-ms T        the consumer holds each batch T ms\n"
-            "  --rate R           or: the consumer ingests R samples/s\n"
-            "  --batch N          samples per batch (64)\n"
-            "  --size N           output N x N (224)\n"
-            "  --threads N        decode threads of the job (cores); prep is "
-            "measured for 1..N\n"
-            "  --prefetch N       batch buffers in flight (max(2N, 8))\n"
-            "  --out uint8|float  (uint8)\n"
-            "  --seconds S        length of each measured run (10)\n"
-            "  --sweep            check at 50%%, 100%% and 150%% of the "
-            "prep rate instead\n"
-            "  --json             a JSON object of the figures as last line\n");
-}
+typedef struct analyze_args {
+    sl_analyze_options_t o;
+    int json;
+} analyze_args_t;
 
-/* Returns 0, 1 (--help done) or -1 (bad usage, reported). */
-static int parse_args(int argc, char **argv, sl_analyze_options_t *o,
-                      const char **source, int *json)
-{
-    enum {
-        O_STEP = 256,
-        O_RATE,
-        O_BATCH,
-        O_SIZE,
-        O_THREADS,
-        O_OUT,
-        O_SECS,
-        O_SWEEP,
-        O_JSON,
-        O_PREFETCH,
-        O_HELP
-    };
-    static const struct option lo[] = {
-        {"step-ms", 1, 0, O_STEP},    {"rate", 1, 0, O_RATE},
-        {"batch", 1, 0, O_BATCH},     {"size", 1, 0, O_SIZE},
-        {"threads", 1, 0, O_THREADS}, {"out", 1, 0, O_OUT},
-        {"seconds", 1, 0, O_SECS},    {"sweep", 0, 0, O_SWEEP},
-        {"json", 0, 0, O_JSON},       {"prefetch", 1, 0, O_PREFETCH},
-        {"help", 0, 0, O_HELP},       {0, 0, 0, 0}};
-    sl_analyze_options_init(o);
-    *json = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end = NULL;
-        const char *s = optarg;
-        double v = 0;
-        int bad = 0;
-        if (s && c != O_OUT) {
-            /* Zero means "the default" to the library: no value here. The
-             * ranges are the library's (sl__analyze_options_resolve). */
-            v = strtod(s, &end);
-            bad = *end || !(v > 0 && v < 1e9) ||
-                  (c != O_STEP && c != O_RATE && c != O_SECS && v != floor(v));
-        }
-        switch (c) {
-        case O_STEP:
-            o->step_ms = v;
-            break;
-        case O_RATE:
-            o->rate = v;
-            break;
-        case O_SECS:
-            o->seconds = v;
-            break;
-        case O_BATCH:
-            o->batch_size = (int)v;
-            break;
-        case O_SIZE:
-            o->image_size = (int)v;
-            break;
-        case O_THREADS:
-            o->decode_threads = (int)v;
-            break;
-        case O_PREFETCH:
-            o->prefetch = (int)v;
-            break;
-        case O_OUT:
-            if (!strcmp(s, "uint8"))
-                o->dtype = SL_DTYPE_UINT8;
-            else if (!strcmp(s, "float"))
-                o->dtype = SL_DTYPE_FLOAT32;
-            else
-                bad = 1;
-            break;
-        case O_SWEEP:
-            o->sweep = 1;
-            break;
-        case O_JSON:
-            *json = 1;
-            break;
-        case O_HELP:
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            usage(stderr);
-            return -1;
-        }
-        if (bad) {
-            fprintf(stderr, "sluice analyze: bad value for --%s: %s\n",
-                    lo[c - O_STEP].name, s);
-            return -1;
-        }
-    }
-    if (optind != argc - 1) {
-        usage(stderr);
-        return -1;
-    }
-    *source = argv[optind];
-    return 0;
-}
+/* Zero means "the default" to the library: no value here. The ranges are
+ * the library's (sl__analyze_options_resolve). */
+#define F(f) offsetof(analyze_args_t, o.f)
+#define N 999999999 /* whole numbers below 1e9 */
+static const char *const dtypes[] = {"uint8", "float", NULL};
+static const int dtype_v[] = {SL_DTYPE_UINT8, SL_DTYPE_FLOAT32};
+static const sl__opt_t analyze_opts[] = {
+    {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), SL__OPT_POS, 1e9, "T",
+     "the consumer holds each batch T ms"},
+    {"rate", 0, SL__OPT_DOUBLE, F(rate), SL__OPT_POS, 1e9, "R",
+     "or: the consumer ingests R samples/s"},
+    {"batch", 0, SL__OPT_INT, F(batch_size), 1, N, "N", "samples per batch",
+     "64"},
+    {"size", 0, SL__OPT_INT, F(image_size), 1, N, "N", "output N x N", "224"},
+    {"threads", 0, SL__OPT_INT, F(decode_threads), 1, N, "N",
+     "decode threads of the job; prep is measured for 1..N", "cores"},
+    {"prefetch", 0, SL__OPT_INT, F(prefetch), 1, N, "N",
+     "batch buffers in flight", "max(2N, 8)"},
+    {"out", 0, SL__OPT_CHOICE, F(dtype), 0, 0, NULL, "pixels or float32",
+     "uint8", dtypes, dtype_v},
+    {"seconds", 0, SL__OPT_DOUBLE, F(seconds), SL__OPT_POS, 1e9, "S",
+     "length of each measured run", "10"},
+    {"sweep", 0, SL__OPT_FLAG, F(sweep), 0, 0, NULL,
+     "check at 50%, 100% and 150% of the prep rate instead"},
+    {"json", 0, SL__OPT_FLAG, offsetof(analyze_args_t, json), 0, 0, NULL,
+     "a JSON object of the figures as last line"},
+    {NULL},
+};
+#undef N
+
+static const sl__opts_t analyze_usage = {
+    "SOURCE [options]",
+    "Which bound stalls the job (fetch, prep or consumer), by how much, and "
+    "the cure.\n",
+    {analyze_opts},
+    "one SOURCE",
+    1,
+    1};
 
 static void progress(void *user, const char *line)
 {
@@ -248,12 +173,14 @@ static void print_report(const char *source, const sl__analysis_t *a)
 
 int sl__cmd_analyze(int argc, char **argv)
 {
-    sl_analyze_options_t o, resolved;
-    const char *source;
-    int json;
-    int rc = parse_args(argc, argv, &o, &source, &json);
-    if (rc)
-        return rc < 0 ? 2 : 0;
+    analyze_args_t args = {.json = 0};
+    sl_analyze_options_init(&args.o);
+    int rc = sl__opts_parse(&analyze_usage, &args, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    sl_analyze_options_t o = args.o, resolved;
+    const char *source = argv[optind];
+    int json = args.json;
     char err[1024];
     if (sl__analyze_options_resolve(&o, &resolved, err, sizeof err)) {
         fprintf(stderr, "sluice analyze: %s\n", err);

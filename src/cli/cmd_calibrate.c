@@ -1,105 +1,74 @@
 /* sluice calibrate: fits a simulator profile to the telemetry of one real
  * run (`sluice run --telemetry FILE`) and writes it. The fit is a library
  * module (src/analysis/calibrate.h); this parses and prints. */
-#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "analysis/calibrate.h"
 #include "cli.h"
+#include "opts.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: sluice calibrate TELEMETRY.jsonl -o PROFILE.json "
-               "[options]\n"
-               "  -o, --output FILE    the profile to write\n"
-               "  --step-ms T          the consumer step the run used (else "
-               "inferred)\n"
-               "  --consumer-cpu C     0..1: the consumer's CPU demand (0: it "
-               "sleeps)\n"
-               "  --batch-bytes B      bytes of one batch buffer (batch x "
-               "224x224x3)\n"
-               "  --storage-bw B       storage bytes/s (0: page cache)\n"
-               "  --storage-latency-ms L  per-read latency (0)\n"
-               "  --skip S             warm-up seconds left out (1)\n"
-               "  --json               print the fit as one JSON object\n");
-}
+typedef struct calibrate_args {
+    const char *out;
+    int json;
+    sl_calibrate_options_t o;
+    double step_ms, skip_s; /* -1: not given */
+} calibrate_args_t;
+
+#define F(f) offsetof(calibrate_args_t, f)
+static const sl__opt_t calibrate_opts[] = {
+    {"output", 'o', SL__OPT_STR, F(out), 0, 0, "FILE", "the profile to write",
+     .need = 1},
+    {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), 0, HUGE_VAL, "T",
+     "the consumer step the run used", "inferred"},
+    {"consumer-cpu", 0, SL__OPT_DOUBLE, F(o.consumer_cpu), 0, HUGE_VAL, "C",
+     "0..1: the consumer's CPU demand", "0: it sleeps"},
+    {"batch-bytes", 0, SL__OPT_DOUBLE, F(o.batch_bytes), 0, HUGE_VAL, "B",
+     "bytes of one batch buffer", "batch x 224x224x3"},
+    {"storage-bw", 0, SL__OPT_DOUBLE, F(o.storage_bw), 0, HUGE_VAL, "B",
+     "storage bytes/s", "0: page cache"},
+    {"storage-latency-ms", 0, SL__OPT_DOUBLE, F(o.storage_latency_ms), 0,
+     HUGE_VAL, "L", "per-read latency", "0"},
+    {"skip", 0, SL__OPT_DOUBLE, F(skip_s), 0, HUGE_VAL, "S",
+     "warm-up seconds left out", "1"},
+    {"json", 0, SL__OPT_FLAG, F(json), 0, 0, NULL,
+     "print the fit as one JSON object"},
+    {NULL},
+};
+
+static const sl__opts_t calibrate_usage = {
+    "TELEMETRY.jsonl -o PROFILE.json [options]",
+    NULL,
+    {calibrate_opts},
+    "one TELEMETRY.jsonl",
+    1,
+    1};
 
 int sl__cmd_calibrate(int argc, char **argv)
 {
-    enum { O_STEP = 256, O_CCPU, O_BB, O_BW, O_LAT, O_SKIP, O_JSON };
-    static const struct option lo[] = {{"output", 1, 0, 'o'},
-                                       {"step-ms", 1, 0, O_STEP},
-                                       {"consumer-cpu", 1, 0, O_CCPU},
-                                       {"batch-bytes", 1, 0, O_BB},
-                                       {"storage-bw", 1, 0, O_BW},
-                                       {"storage-latency-ms", 1, 0, O_LAT},
-                                       {"skip", 1, 0, O_SKIP},
-                                       {"json", 0, 0, O_JSON},
-                                       {"help", 0, 0, 'h'},
-                                       {0, 0, 0, 0}};
-    const char *out = NULL;
-    sl_calibrate_options_t o;
-    sl_calibrate_options_init(&o);
-    int json = 0, c, li = -1;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:", lo, &li)) != -1) {
-        char *end = (char *)"";
-        double v = 0;
-        if (c != 'h' && c != 'o' && c != O_JSON && c != '?')
-            v = strtod(optarg, &end);
-        if (*end || v < 0) {
-            fprintf(stderr, "sluice calibrate: bad value '%s' for --%s\n",
-                    optarg, li >= 0 ? lo[li].name : "?");
-            return 2;
-        }
-        /* To the library 0 means "the default" and < 0 "none" (0 ms). */
-        switch (c) {
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'o':
-            out = optarg;
-            break;
-        case O_STEP:
-            o.step_ms = v > 0 ? v : -1;
-            break;
-        case O_CCPU:
-            o.consumer_cpu = v;
-            break;
-        case O_BB:
-            o.batch_bytes = v;
-            break;
-        case O_BW:
-            o.storage_bw = v;
-            break;
-        case O_LAT:
-            o.storage_latency_ms = v;
-            break;
-        case O_SKIP:
-            o.skip_s = v > 0 ? v : -1;
-            break;
-        case O_JSON:
-            json = 1;
-            break;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
+    calibrate_args_t a = {.step_ms = -1, .skip_s = -1};
+    sl_calibrate_options_init(&a.o);
+    int rc = sl__opts_parse(&calibrate_usage, &a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    /* To the library 0 means "the default" and < 0 "none" (0 ms). */
+    sl_calibrate_options_t o = a.o;
+    if (a.step_ms >= 0)
+        o.step_ms = a.step_ms > 0 ? a.step_ms : -1;
+    if (a.skip_s >= 0)
+        o.skip_s = a.skip_s > 0 ? a.skip_s : -1;
+    const char *out = a.out;
+    int json = a.json;
     char err[1024];
     sl_calibrate_options_t resolved;
     if (sl__calibrate_options_resolve(&o, &resolved, err, sizeof err)) {
         fprintf(stderr, "sluice calibrate: %s\n", err);
         return 2;
     }
-    if (!out || optind != argc - 1) {
-        usage(stderr);
-        return 2;
-    }
     sl__calibration_t *cal = calloc(1, sizeof *cal);
-    int rc = cal ? sl__calibrate_file(argv[optind], &o, cal, err, sizeof err)
-                 : SL_ENOMEM;
+    rc = cal ? sl__calibrate_file(argv[optind], &o, cal, err, sizeof err)
+             : SL_ENOMEM;
     if (!rc)
         rc = sl__sim_profile_save_note(out, &cal->profile, cal->note, err,
                                        sizeof err);

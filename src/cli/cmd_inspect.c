@@ -1,6 +1,5 @@
 /* `sluice inspect SHARD [--records]`: what a shard holds, from its index
  * alone (records are not read; `sluice verify` does that). */
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,20 +9,21 @@
 #include "codec/codec.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
+#include "opts.h"
 
 #define INSPECT_FIRST 5 /* record names shown without --records */
 
-static void usage(void)
-{
-    fprintf(stderr, "usage: sluice inspect SHARD [--records]\n"
-                    "  --records   list every record: index, label, codec, "
-                    "offset, sizes,\n"
-                    "              xxh3 checksum, name\n");
-}
+static const sl__opt_t inspect_opts[] = {
+    {"records", 0, SL__OPT_FLAG, 0, 0, 0, NULL,
+     "list every record: index, label, codec, offset, sizes, xxh3, name"},
+    {NULL},
+};
+static const sl__opts_t inspect_usage = {
+    "SHARD [--records]", NULL, {inspect_opts}, "one SHARD", 1, 1};
 
 int sl__cmd_inspect(int argc, char **argv)
 {
-    int all, st = sl__args_flag_operand(argc, argv, "records", usage, &all);
+    int all = 0, st = sl__opts_parse(&inspect_usage, &all, NULL, argc, argv);
     if (st >= 0)
         return st;
     char err[1024];

@@ -12,12 +12,27 @@
 #include "base/base.h"
 #include "cli.h"
 #include "ops/synth.h"
+#include "opts.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: sluice make-dataset --synthetic DIR [--images N "
-               "(1000)] [--classes K (10)] [--seed S (0)]\n");
-}
+typedef struct make_args {
+    const char *dir;
+    int64_t images, classes;
+    uint64_t seed;
+} make_args_t;
+
+#define F(f) offsetof(make_args_t, f)
+static const sl__opt_t make_opts[] = {
+    {"synthetic", 0, SL__OPT_STR, F(dir), 0, 0, "DIR",
+     "write DIR/class_XXX/img_XXXXX.jpg", .need = 1},
+    {"images", 0, SL__OPT_I64, F(images), 1, 100000000, "N", "images", "1000"},
+    {"classes", 0, SL__OPT_I64, F(classes), 1, 100000, "K",
+     "classes (image i is of class i mod K)", "10"},
+    {"seed", 0, SL__OPT_U64, F(seed), 0, 0, "S", "random seed", "0"},
+    {NULL},
+};
+
+static const sl__opts_t make_usage = {
+    "--synthetic DIR [options]", NULL, {make_opts}};
 
 static int mkdir_p(const char *path)
 {
@@ -38,33 +53,13 @@ static int mkdir_p(const char *path)
 
 int sl__cmd_make_dataset(int argc, char **argv)
 {
-    const char *dir = NULL;
-    long long images = 1000, classes = 10;
-    unsigned long long seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--synthetic") && i + 1 < argc)
-            dir = argv[++i];
-        else if (!strcmp(a, "--images") && i + 1 < argc)
-            images = strtoll(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--classes") && i + 1 < argc)
-            classes = strtoll(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "make-dataset: unexpected argument '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (!dir || images < 1 || classes < 1 || classes > 100000 ||
-        images > 100000000) {
-        usage(stderr);
-        return 2;
-    }
+    make_args_t a = {.images = 1000, .classes = 10};
+    int rc = sl__opts_parse(&make_usage, &a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *dir = a.dir;
+    long long images = a.images, classes = a.classes;
+    unsigned long long seed = a.seed;
     if (mkdir_p(dir)) {
         fprintf(stderr, "make-dataset: cannot create %s: %s\n", dir,
                 strerror(errno));
@@ -83,7 +78,7 @@ int sl__cmd_make_dataset(int argc, char **argv)
     sl__bytes_t jpg = {0};
     double total = 0;
     int64_t t0 = sl__now_ns();
-    int rc = 0;
+    rc = 0;
     for (long long i = 0; i < images && !rc; i++) {
         int cls = (int)(i % classes);
         char err[256];

@@ -2,7 +2,6 @@
  * (docs/FORMAT.md). Files are stored as they are (encoded JPEG/PNG). */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,22 +15,24 @@
 #include "data/shard.h"
 #include "pack_out.h"
 
-static void usage(void)
-{
-    fprintf(
-        stderr,
-        "usage: sluice pack SRC OUT [--shard-size SIZE] [--codec CODEC]\n"
-        "                   [--on-error fail|skip] [--force]\n"
-        "  SRC            an ImageFolder tree: SRC/<class>/.../<image>\n"
-        "  OUT            output folder: classes.txt, shard-00000.sls, ...\n"
-        "  --shard-size   largest shard, e.g. 64M, 1G [256M]\n"
-        "  --codec        none | lz4 | zstd [none]\n"
-        "  --on-error     fail: stop at an unreadable file [fail];\n"
-        "                 skip: report it, leave it out, go on\n"
-        "  --force        write into an OUT that already holds shards\n"
-        "                 (shards left over from an earlier pack are "
-        "removed)\n");
-}
+static const char *const on_error_names[] = {"fail", "skip", NULL};
+static const sl__opt_t pack_opts[] = {
+    {"on-error", 0, SL__OPT_CHOICE, 0, 0, 0, NULL,
+     "fail: stop at an unreadable file; skip: report it, leave it out, go on",
+     "fail", on_error_names},
+    {NULL},
+};
+
+static const sl__opts_t pack_usage = {
+    "SRC OUT [options]",
+    "  SRC: an ImageFolder tree: SRC/<class>/.../<image>\n"
+    "  OUT: output folder: classes.txt, shard-00000.sls, ...\n",
+    {pack_opts, sl__pack_out_opts},
+    "SRC and OUT",
+    2,
+    2,
+    "  --codec: none unless given; sluice pack --text --help: text "
+    "documents\n"};
 
 /* Reads a whole file into b. */
 static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
@@ -83,36 +84,11 @@ int sl__cmd_pack(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* text documents: cmd_pack_text.c */
         if (!strcmp(argv[i], "--text"))
             return sl__cmd_pack_text(argc, argv);
-    static const struct option opts[] = {
-        {"on-error", required_argument, NULL, 'e'},
-        SL__PACK_OUT_OPTIONS,
-    };
     sl__pack_out_t ps = {.codec = SL_CODEC_NONE,
                          .shard_size = SL__PACK_SHARD_SIZE};
-    int skip = 0, c, st;
-    optind = 0; /* GNU: full re-initialisation, main may have used getopt */
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'e':
-            if (!strcmp(optarg, "skip"))
-                skip = 1;
-            else if (!strcmp(optarg, "fail"))
-                skip = 0;
-            else {
-                fprintf(stderr, "pack: bad --on-error '%s' (fail|skip)\n",
-                        optarg);
-                return 2;
-            }
-            break;
-        default:
-            if ((st = sl__pack_out_opt(c, optarg, "pack", usage, &ps)) >= 0)
-                return st;
-        }
-    }
-    if (argc - optind != 2) {
-        usage();
-        return 2;
-    }
+    int skip = 0, st = sl__opts_parse(&pack_usage, &skip, &ps, argc, argv);
+    if (st >= 0)
+        return st;
     const char *src = argv[optind], *out_dir = argv[optind + 1];
     char err[1024];
     int64_t t0 = sl__now_ns();

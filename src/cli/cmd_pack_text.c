@@ -2,7 +2,6 @@
  * lines or files, JSON Lines "text" fields, other text shards) into native
  * shards, one record per document (UTF-8 bytes, name FILE:LINE), zstd by
  * default. Bad documents are reported, counted and left out. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,54 +15,42 @@
 
 #define PACK_TEXT_MAX_SOURCES 4096
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: sluice pack --text SOURCE... -o DIR [--doc-per-file]\n"
-            "                   [--codec zstd|lz4|none] [--shard-size SIZE] "
-            "[--force]\n"
-            "  SOURCE         text files (a document per line), *.jsonl "
-            "(\"text\" field),\n"
-            "                 text shards, or directories of them\n"
-            "  -o DIR         output folder: shard-00000.sls, ...\n"
-            "  --doc-per-file a plain text file is one document\n"
-            "  --codec        [zstd]\n"
-            "  --shard-size   largest shard [256M]\n"
-            "  --force        write into a DIR that already holds shards\n");
-}
+typedef struct pack_text_args {
+    const char *out;
+    int text, per_file;
+} pack_text_args_t;
+
+#define F(f) offsetof(pack_text_args_t, f)
+static const sl__opt_t pack_text_opts[] = {
+    {"text", 0, SL__OPT_FLAG, F(text), 0, 0, NULL, "pack text documents"},
+    {"out", 'o', SL__OPT_STR, F(out), 0, 0, "DIR",
+     "output folder: shard-00000.sls, ...", .need = 1},
+    {"doc-per-file", 0, SL__OPT_FLAG, F(per_file), 0, 0, NULL,
+     "a plain text file is one document"},
+    {NULL},
+};
+
+static const sl__opts_t pack_text_usage = {
+    "--text SOURCE... -o DIR [options]",
+    "  SOURCE: text files (a document per line), *.jsonl (\"text\" field),\n"
+    "          text shards, or directories of them\n",
+    {pack_text_opts, sl__pack_out_opts},
+    "a SOURCE",
+    1,
+    -1,
+    "  (--codec: zstd unless given)\n"};
 
 int sl__cmd_pack_text(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"text", no_argument, NULL, 't'},
-        {"out", required_argument, NULL, 'o'},
-        {"doc-per-file", no_argument, NULL, 'd'},
-        SL__PACK_OUT_OPTIONS};
     sl__pack_out_t po = {.codec = SL_CODEC_ZSTD,
                          .shard_size = SL__PACK_SHARD_SIZE};
-    int per_file = 0, c, st;
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            break;
-        case 'o':
-            po.dir = optarg;
-            break;
-        case 'd':
-            per_file = 1;
-            break;
-        default:
-            if ((st = sl__pack_out_opt(c, optarg, "sluice pack", usage, &po)) >=
-                0)
-                return st;
-        }
-    }
+    pack_text_args_t a = {0};
+    int st = sl__opts_parse(&pack_text_usage, &a, &po, argc, argv);
+    if (st >= 0)
+        return st;
+    po.dir = a.out;
+    int per_file = a.per_file;
     int nsrc = argc - optind;
-    if (!po.dir || nsrc < 1) {
-        usage();
-        return 2;
-    }
     char err[4096];
     sl__textsrc_t *src = NULL;
     int rc = sl__textsrc_open((const char *const *)(argv + optind), nsrc,

@@ -1,27 +1,36 @@
 /* `sluice plot TELEMETRY.jsonl -o FILE.svg|FILE.png [--title T]`: draws a
  * `--telemetry` file (docs/TELEMETRY.md) as five stacked panels over t with
  * gnuplot; the work is telemetry/plot.h. Exit 0 drawn, 1 failure, 2 usage. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "telemetry/plot.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: sluice plot TELEMETRY.jsonl -o FILE.svg|FILE.png "
-               "[--title T]\n"
-               "  TELEMETRY.jsonl  written by `sluice run --telemetry FILE`\n"
-               "  -o, --output F   .svg or .png: five panels over t: "
-               "samples/s, stall %%,\n"
-               "                   CPU %% (self, other, total), queue depths, "
-               "knob values\n"
-               "  -t, --title T    title (default: the telemetry file's name)\n"
-               "needs gnuplot (Debian: apt-get install gnuplot-nox)\n");
-}
+typedef struct plot_args {
+    const char *out, *title;
+} plot_args_t;
+
+static const sl__opt_t plot_opts[] = {
+    {"output", 'o', SL__OPT_STR, offsetof(plot_args_t, out), 0, 0, "F",
+     ".svg or .png: five panels over t: samples/s, stall %, CPU % (self, "
+     "other, total), queue depths, knob values"},
+    {"title", 't', SL__OPT_STR, offsetof(plot_args_t, title), 0, 0, "T",
+     "title", "the telemetry file's name"},
+    {NULL},
+};
+
+static const sl__opts_t plot_usage = {
+    "TELEMETRY.jsonl -o FILE.svg|FILE.png [--title T]",
+    "  TELEMETRY.jsonl: written by `sluice run --telemetry FILE`\n",
+    {plot_opts},
+    "one TELEMETRY.jsonl",
+    1,
+    1,
+    "needs gnuplot (Debian: apt-get install gnuplot-nox)\n"};
 
 /* 1 png, 0 svg, -1 other (case-insensitive extension). */
 static int out_kind(const char *path)
@@ -38,37 +47,14 @@ static int out_kind(const char *path)
 
 int sl__cmd_plot(int argc, char **argv)
 {
-    const char *out = NULL, *title = NULL;
-    static const struct option lo[] = {{"output", 1, 0, 'o'},
-                                       {"title", 1, 0, 't'},
-                                       {"help", 0, 0, 'h'},
-                                       {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:t:h", lo, NULL)) != -1) {
-        switch (c) {
-        case 'o':
-            out = optarg;
-            break;
-        case 't':
-            title = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 0;
-        default:
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (optind != argc - 1 || !out) {
-        fprintf(stderr, "sluice plot: %s\n",
-                optind >= argc ? "no telemetry file given"
-                : !out         ? "no output given (-o FILE.svg|FILE.png)"
-                               : "one telemetry file at a time");
-        usage(stderr);
-        return 2;
-    }
+    plot_args_t a = {NULL, NULL};
+    int rc = sl__opts_parse(&plot_usage, &a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *out = a.out, *title = a.title;
+    if (!out)
+        return sl__opts_bad(&plot_usage, "plot",
+                            "no output given (-o FILE.svg|FILE.png)");
     int png = out_kind(out);
     if (png < 0) {
         fprintf(stderr,

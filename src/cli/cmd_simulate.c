@@ -3,179 +3,87 @@
  * prints the figures `sluice run --json` prints, under the same keys.
  * --telemetry writes the simulated snapshots as the real JSON Lines, for
  * `sluice plot` and `sluice analyze`. */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "sched/limits.h"
 #include "sim/run.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 
-static void usage(FILE *f)
-{
-    fprintf(
-        f,
-        "usage: sluice simulate --profile FILE [options]\n"
-        "  --profile FILE       a profile (sluice calibrate, "
-        "docs/SIMULATOR.md)\n"
-        "  --threads N          decode threads (alias --decode-threads)\n"
-        "  --read-threads N     read threads\n"
-        "  --prefetch N         batch buffers\n"
-        "  --policy static|heuristic|rl  who sets the knobs not given "
-        "(heuristic)\n"
-        "  --policy-file FILE   rl weights (the built-in default)\n"
-        "  --max-threads N      budget: decode threads + 1 (2 x cores)\n"
-        "  --duration S         simulated seconds (60)\n"
-        "  --samples N          stop once N samples are handed out\n"
-        "  --step-ms T          consumer step per batch (profile's)\n"
-        "  --consumer-cpu C     0..1: the consumer's CPU demand while it "
-        "steps\n"
-        "  --interfere X        cores of foreign busy threads at t = 0\n"
-        "  --storage-bw B       storage bytes/s, 0: unlimited (profile's)\n"
-        "  --storage-latency-ms L  per-read storage latency (profile's)\n"
-        "  --ncpu N             cores (profile's)\n"
-        "  --events LIST        t:kind=value,... kinds: interfere, "
-        "storage_bw,\n"
-        "                       step_ms, consumer_cpu (e.g. 20:interfere=1)\n"
-        "  --seed S             random seed (1)\n"
-        "  --telemetry FILE     write simulated snapshots as JSON Lines\n"
-        "  --json               a JSON object of the figures as last line\n");
-}
-
-/* Numeric options, checked against [lo, hi] (integers where int). */
-enum {
-    N_DECODE,
-    N_READ,
-    N_PREFETCH,
-    N_MAXT,
-    N_NCPU,
-    N_DURATION,
-    N_SAMPLES,
-    N_STEP,
-    N_CCPU,
-    N_INTERFERE,
-    N_BW,
-    N_LAT,
-    N_SEED,
-    N_COUNT
-};
-static const struct {
-    int is_int;
-    double lo, hi;
-} num_range[N_COUNT] = {{1, 1, 4096},
-                        {1, 1, 4096},
-                        {1, 1, 4096},
-                        {1, 1, 4096},
-                        {1, 1, SL_SNAPSHOT_MAX_CORES},
-                        {0, 1e-300, 1e7},
-                        {1, 1, 9e18},
-                        {0, 0, HUGE_VAL},
-                        {0, 0, 1},
-                        {0, 0, HUGE_VAL},
-                        {0, 0, 1e15},
-                        {0, 0, 1e15},
-                        {1, 0, 1.8446744073709552e19}};
-
 typedef struct args {
     const char *profile, *telemetry, *events, *policy_file;
     int policy, json;
-    double num[N_COUNT]; /* -1: not given */
-    int64_t samples;
+    int decode, read, prefetch, max_threads, ncpu; /* 0: not given */
+    double duration, step_ms, consumer_cpu, interfere, storage_bw,
+        storage_latency_ms; /* -1: not given */
+    int64_t samples;        /* 0: no limit */
     uint64_t seed;
 } args_t;
 
-/* One numeric value; 0 when it is a number within its range. */
-static int parse_num(args_t *a, int i, const char *s)
-{
-    char *end;
-    if (i == N_SEED) { /* all 64 bits */
-        a->seed = strtoull(s, &end, 10);
-        return *end != 0 || !*s;
-    }
-    double v =
-        num_range[i].is_int ? (double)strtoll(s, &end, 10) : strtod(s, &end);
-    if (*end || !*s || !(v >= num_range[i].lo && v <= num_range[i].hi))
-        return 1;
-    a->num[i] = v;
-    if (i == N_SAMPLES)
-        a->samples = strtoll(s, NULL, 10);
-    return 0;
-}
+#define F(f) offsetof(args_t, f)
+static const char *const policies[] = {"heuristic", "static", "rl", NULL};
+static const int policy_v[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
+                               SL_POLICY_RL};
+static const sl__opt_t simulate_opts[] = {
+    {"profile", 0, SL__OPT_STR, F(profile), 0, 0, "FILE",
+     "a profile (sluice calibrate, docs/SIMULATOR.md)", .need = 1},
+    {"threads", 0, SL__OPT_INT, F(decode), 1, 4096, "N", "decode threads"},
+    {"decode-threads", 0, SL__OPT_INT, F(decode), 1, 4096, "N",
+     "the same as --threads"},
+    {"read-threads", 0, SL__OPT_INT, F(read), 1, 4096, "N", "read threads"},
+    {"prefetch", 0, SL__OPT_INT, F(prefetch), 1, 4096, "N", "batch buffers"},
+    {"policy", 0, SL__OPT_CHOICE, F(policy), 0, 0, NULL,
+     "who sets the knobs not given", "heuristic", policies, policy_v},
+    {"policy-file", 0, SL__OPT_STR, F(policy_file), 0, 0, "FILE", "rl weights",
+     "the built-in default"},
+    {"max-threads", 0, SL__OPT_INT, F(max_threads), 1, 4096, "N",
+     "budget: decode threads + 1", "2 x cores"},
+    {"duration", 0, SL__OPT_DOUBLE, F(duration), SL__OPT_POS, 1e7, "S",
+     "simulated seconds", "60"},
+    {"samples", 0, SL__OPT_I64, F(samples), 1, 9e18, "N",
+     "stop once N samples are handed out"},
+    {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), 0, HUGE_VAL, "T",
+     "consumer step per batch", "profile's"},
+    {"consumer-cpu", 0, SL__OPT_DOUBLE, F(consumer_cpu), 0, 1, "C",
+     "0..1: the consumer's CPU demand while it steps"},
+    {"interfere", 0, SL__OPT_DOUBLE, F(interfere), 0, HUGE_VAL, "X",
+     "cores of foreign busy threads at t = 0"},
+    {"storage-bw", 0, SL__OPT_DOUBLE, F(storage_bw), 0, 1e15, "B",
+     "storage bytes/s, 0: unlimited", "profile's"},
+    {"storage-latency-ms", 0, SL__OPT_DOUBLE, F(storage_latency_ms), 0, 1e15,
+     "L", "per-read storage latency", "profile's"},
+    {"ncpu", 0, SL__OPT_INT, F(ncpu), 1, SL_SNAPSHOT_MAX_CORES, "N", "cores",
+     "profile's"},
+    {"events", 0, SL__OPT_STR, F(events), 0, 0, "LIST",
+     "t:kind=value,... kinds: interfere, storage_bw, step_ms, consumer_cpu "
+     "(e.g. 20:interfere=1)"},
+    {"seed", 0, SL__OPT_U64, F(seed), 0, 0, "S", "random seed", "1"},
+    {"telemetry", 0, SL__OPT_STR, F(telemetry), 0, 0, "FILE",
+     "write simulated snapshots as JSON Lines"},
+    {"json", 0, SL__OPT_FLAG, F(json), 0, 0, NULL,
+     "a JSON object of the figures as last line"},
+    {NULL},
+};
+
+static const sl__opts_t simulate_usage = {
+    "--profile FILE [options]", NULL, {simulate_opts}};
 
 static int parse_args(int argc, char **argv, args_t *a)
 {
-    enum { O_PROFILE = 256, O_POLICY, O_PFILE, O_EVENTS, O_TELEMETRY, O_JSON };
-    static const struct option lo[] = {{"profile", 1, 0, O_PROFILE},
-                                       {"threads", 1, 0, N_DECODE},
-                                       {"decode-threads", 1, 0, N_DECODE},
-                                       {"read-threads", 1, 0, N_READ},
-                                       {"prefetch", 1, 0, N_PREFETCH},
-                                       {"policy", 1, 0, O_POLICY},
-                                       {"policy-file", 1, 0, O_PFILE},
-                                       {"max-threads", 1, 0, N_MAXT},
-                                       {"duration", 1, 0, N_DURATION},
-                                       {"samples", 1, 0, N_SAMPLES},
-                                       {"step-ms", 1, 0, N_STEP},
-                                       {"consumer-cpu", 1, 0, N_CCPU},
-                                       {"interfere", 1, 0, N_INTERFERE},
-                                       {"ncpu", 1, 0, N_NCPU},
-                                       {"events", 1, 0, O_EVENTS},
-                                       {"seed", 1, 0, N_SEED},
-                                       {"storage-bw", 1, 0, N_BW},
-                                       {"storage-latency-ms", 1, 0, N_LAT},
-                                       {"telemetry", 1, 0, O_TELEMETRY},
-                                       {"json", 0, 0, O_JSON},
-                                       {"help", 0, 0, 'h'},
-                                       {0, 0, 0, 0}};
-    memset(a, 0, sizeof *a);
-    for (int i = 0; i < N_COUNT; i++)
-        a->num[i] = -1;
-    a->policy = SL_POLICY_HEURISTIC;
-    a->seed = 1;
-    int c, li = -1;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        const char *s = optarg;
-        int bad = 0;
-        if (c >= 0 && c < N_COUNT)
-            bad = parse_num(a, c, s);
-        else if (c == O_POLICY)
-            bad = !strcmp(s, "heuristic") ? (a->policy = SL_POLICY_HEURISTIC, 0)
-                  : !strcmp(s, "static")  ? (a->policy = SL_POLICY_STATIC, 0)
-                  : !strcmp(s, "rl")      ? (a->policy = SL_POLICY_RL, 0)
-                                          : 1;
-        else if (c == O_PROFILE || c == O_PFILE || c == O_EVENTS ||
-                 c == O_TELEMETRY)
-            *(c == O_PROFILE  ? &a->profile
-              : c == O_PFILE  ? &a->policy_file
-              : c == O_EVENTS ? &a->events
-                              : &a->telemetry) = s;
-        else if (c == O_JSON)
-            a->json = 1;
-        else if (c == 'h') {
-            usage(stdout);
-            exit(0);
-        } else {
-            usage(stderr);
-            return 2;
-        }
-        if (bad) {
-            fprintf(stderr, "sluice simulate: bad value '%s' for --%s\n", s,
-                    li >= 0 ? lo[li].name : "?");
-            return 2;
-        }
-    }
-    if (!a->profile || optind != argc) {
-        usage(stderr);
-        return 2;
-    }
-    if (a->num[N_DURATION] < 0) /* 60 s, or until the samples are out */
-        a->num[N_DURATION] = a->samples > 0 ? 1e6 : 60;
-    return 0;
+    *a = (args_t){.policy = SL_POLICY_HEURISTIC, .seed = 1};
+    a->duration = a->step_ms = a->consumer_cpu = a->interfere = a->storage_bw =
+        a->storage_latency_ms = -1;
+    int rc = sl__opts_parse(&simulate_usage, a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (a->duration < 0) /* 60 s, or until the samples are out */
+        a->duration = a->samples > 0 ? 1e6 : 60;
+    return -1;
 }
 
 static void write_line(void *ctx, const sl_snapshot_t *sn)
@@ -194,13 +102,13 @@ static int load_profile(const args_t *a, sl__sim_profile_t *p)
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 1;
     }
-    const double *v = a->num;
-    p->step_ms = v[N_STEP] >= 0 ? v[N_STEP] : p->step_ms;
-    p->consumer_cpu = v[N_CCPU] >= 0 ? v[N_CCPU] : p->consumer_cpu;
-    p->interfere = v[N_INTERFERE] >= 0 ? v[N_INTERFERE] : p->interfere;
-    p->ncpu = v[N_NCPU] > 0 ? (int)v[N_NCPU] : p->ncpu;
-    p->storage_bw = v[N_BW] >= 0 ? v[N_BW] : p->storage_bw;
-    p->storage_latency_ms = v[N_LAT] >= 0 ? v[N_LAT] : p->storage_latency_ms;
+    p->step_ms = a->step_ms >= 0 ? a->step_ms : p->step_ms;
+    p->consumer_cpu = a->consumer_cpu >= 0 ? a->consumer_cpu : p->consumer_cpu;
+    p->interfere = a->interfere >= 0 ? a->interfere : p->interfere;
+    p->ncpu = a->ncpu > 0 ? a->ncpu : p->ncpu;
+    p->storage_bw = a->storage_bw >= 0 ? a->storage_bw : p->storage_bw;
+    p->storage_latency_ms = a->storage_latency_ms >= 0 ? a->storage_latency_ms
+                                                       : p->storage_latency_ms;
     if (a->events && sl__sim_events_parse(a->events, p)) {
         fprintf(stderr,
                 "sluice simulate: bad --events '%s' (t:kind=value,... at "
@@ -216,7 +124,7 @@ int sl__cmd_simulate(int argc, char **argv)
 {
     args_t a;
     int rc = parse_args(argc, argv, &a);
-    if (rc)
+    if (rc >= 0)
         return rc;
     sl__sim_profile_t p;
     if ((rc = load_profile(&a, &p)))
@@ -224,10 +132,10 @@ int sl__cmd_simulate(int argc, char **argv)
     /* The knobs and budgets as the loader makes them from these options. */
     sl_options_t o;
     memset(&o, 0, sizeof o);
-    o.read_threads = (int)a.num[N_READ];
-    o.decode_threads = (int)a.num[N_DECODE];
-    o.prefetch = (int)a.num[N_PREFETCH];
-    o.max_threads = (int)a.num[N_MAXT];
+    o.read_threads = a.read;
+    o.decode_threads = a.decode;
+    o.prefetch = a.prefetch;
+    o.max_threads = a.max_threads;
     o.policy = a.policy;
     sl__limits_t lim;
     sl__knobs_t k;
@@ -244,7 +152,7 @@ int sl__cmd_simulate(int argc, char **argv)
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 1;
     }
-    sl__sim_run_opts_t ro = {a.num[N_DURATION], a.samples, a.seed, NULL, NULL};
+    sl__sim_run_opts_t ro = {a.duration, a.samples, a.seed, NULL, NULL};
     FILE *tf = NULL;
     if (a.telemetry && !(tf = fopen(a.telemetry, "w"))) {
         fprintf(stderr, "sluice simulate: cannot write %s\n", a.telemetry);

@@ -2,15 +2,13 @@
  * as a trainer would and report the figures of the image bench (samples =
  * sequences) plus tokens/s; optionally a digest of every batch and a
  * resumable position. Reached from cmd_run.c when --task is given. */
-#include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "base/base.h"
-#include "cli.h"
 #include "consume.h"
 #include "sluice/sluice.h"
 
@@ -24,129 +22,53 @@ typedef struct text_args {
     sl__consume_args_t c; /* --digest, --json, --batch, --seed, ... */
 } text_args_t;
 
-static void usage(FILE *f, const char *cmd)
-{
-    fprintf(f,
-            "usage: sluice %s --task lm|mlm SOURCE... --tokenizer T --vocab "
-            "FILE [options]\n"
-            "SOURCE: text files (a document per line), *.jsonl (\"text\" "
-            "field), text shards\n"
-            "        (sluice pack --text), or directories of them\n"
-            "  --tokenizer T      gpt2 | cl100k_base | ... | wordpiece "
-            "(lm: gpt2, mlm: wordpiece)\n"
-            "  --vocab FILE       encoder.json | rank file | vocab.txt\n"
-            "  --merges FILE      gpt2: vocab.bpe\n"
-            "  --cased            wordpiece: keep case and accents\n"
-            "  --doc-per-file     a plain text file is one document\n"
-            "  --seq-len N        lm: tokens per sequence (1024); mlm: "
-            "max_len (512)\n"
-            "  --batch N          sequences per batch (8)\n"
-            "  --threads N        tokenizer threads (cores)\n"
-            "  --epochs E         epochs (1)\n"
-            "  --duration S       stop after S seconds (epochs repeat)\n"
-            "  --seed S, --no-shuffle, --drop-last\n"
-            "  --rank R --world W this process's share of the data\n"
-            "  --on-error fail|skip  bad documents (fail)\n"
-            "  --mask-prob P      mlm: share of tokens predicted (0.15)\n"
-            "  --chunk-bytes N    documents per tokenizing job (256K)\n"
-            "  --group N          chunks shuffled together (16)\n"
-            "  --prefetch N       chunks tokenized ahead (2 x group)\n"
-            "  --digest           xxh3-64 over every batch's arrays\n"
-            "  --stop-after N     stop after N batches (see --state)\n"
-            "  --state FILE       write the position (and digest) reached\n"
-            "  --resume FILE      continue from a --state file\n"
-            "  --json             a JSON object of the figures as last line\n"
-            "  --quiet            no progress line\n",
-            cmd);
-}
+#define F(f) offsetof(text_args_t, opt.f)
+static const char *const tasks[] = {"lm", "mlm", NULL};
+static const int task_v[] = {SL_TEXT_LM, SL_TEXT_MLM};
 
-enum {
-    O_TASK = 256,
-    O_TOK,
-    O_VOCAB,
-    O_MERGES,
-    O_CASED,
-    O_DPF,
-    O_SEQ,
-    O_MASK,
-    O_CHUNK,
-    O_GROUP,
-    O_PREFETCH
+/* The options only text takes (the shared ones follow them). */
+static const sl__opt_t text_opts[] = {
+    {"task", 0, SL__OPT_CHOICE, F(task), 0, 0, NULL, "what the batches train",
+     NULL, tasks, task_v},
+    {"tokenizer", 0, SL__OPT_STR, F(tokenizer), 0, 0, "T",
+     "gpt2 | cl100k_base | ... | wordpiece", "lm: gpt2, mlm: wordpiece"},
+    {"vocab", 0, SL__OPT_STR, F(vocab), 0, 0, "FILE",
+     "encoder.json | rank file | vocab.txt", .need = 1},
+    {"merges", 0, SL__OPT_STR, F(merges), 0, 0, "FILE", "gpt2: vocab.bpe"},
+    {"cased", 0, SL__OPT_FLAG, F(cased), 0, 0, NULL,
+     "wordpiece: keep case and accents"},
+    {"doc-per-file", 0, SL__OPT_FLAG, F(doc_per_file), 0, 0, NULL,
+     "a plain text file is one document"},
+    {"seq-len", 0, SL__OPT_INT, F(seq_len), 4, 1 << 24, "N",
+     "lm: tokens per sequence; mlm: max_len", "1024, 512"},
+    {"mask-prob", 0, SL__OPT_DOUBLE, F(mask_prob), SL__OPT_POS, 1, "P",
+     "mlm: share of tokens predicted", "0.15"},
+    {"chunk-bytes", 0, SL__OPT_SIZE, F(chunk_bytes), 1, HUGE_VAL, "N",
+     "documents per tokenizing job", "256K"},
+    {"group", 0, SL__OPT_INT, F(group_chunks), 1, 4096, "N",
+     "chunks shuffled together", "16"},
+    {"prefetch", 0, SL__OPT_INT, F(prefetch_chunks), 1, 65536, "N",
+     "chunks tokenized ahead", "2 x group"},
+    {NULL},
 };
 
-/* The options only text takes. @return 0 taken, 1 bad, -1 not ours. */
-static int text_opt(int c, const char *s, void *ctx)
-{
-    sl_text_options_t *o = &((text_args_t *)ctx)->opt;
-    long long v = 0;
-    int bad = 0;
-    switch (c) {
-    case O_TASK:
-        if (!strcmp(s, "lm"))
-            o->task = SL_TEXT_LM;
-        else if (!strcmp(s, "mlm"))
-            o->task = SL_TEXT_MLM;
-        else
-            bad = 1;
-        break;
-    case O_TOK:
-        o->tokenizer = s;
-        break;
-    case O_VOCAB:
-        o->vocab = s;
-        break;
-    case O_MERGES:
-        o->merges = s;
-        break;
-    case O_CASED:
-        o->cased = 1;
-        break;
-    case O_DPF:
-        o->doc_per_file = 1;
-        break;
-    case O_SEQ:
-        bad = sl__parse_ll(s, 4, 1 << 24, &v), o->seq_len = (int)v;
-        break;
-    case O_MASK:
-        o->mask_prob = strtod(s, NULL);
-        bad = !(o->mask_prob > 0 && o->mask_prob <= 1);
-        break;
-    case O_CHUNK:
-        o->chunk_bytes = sl__parse_size(s);
-        bad = o->chunk_bytes <= 0;
-        break;
-    case O_GROUP:
-        bad = sl__parse_ll(s, 1, 4096, &v), o->group_chunks = (int)v;
-        break;
-    case O_PREFETCH:
-        bad = sl__parse_ll(s, 1, 65536, &v), o->prefetch_chunks = (int)v;
-        break;
-    default:
-        return -1;
-    }
-    return bad ? 1 : 0;
-}
+static const sl__opts_t text_usage = {
+    "--task lm|mlm SOURCE... --tokenizer T --vocab FILE [options]",
+    "SOURCE: text files (a document per line), *.jsonl (\"text\" field), "
+    "text shards\n        (sluice pack --text), or directories of them\n",
+    {text_opts, sl__consume_opts},
+    "a SOURCE",
+    1,
+    MAX_SOURCES,
+    NULL};
 
-/* The operands, and the shared options into the loader's. @return 0, or
- * -1 after printing what was wrong and the usage. */
-static int operands(int argc, char **argv, void *ctx)
+/* The operands, and the shared options into the loader's. */
+static void operands(char **op, int n, void *ctx)
 {
     text_args_t *a = ctx;
-    for (; optind < argc; optind++) {
-        if (a->nsources == MAX_SOURCES)
-            return sl__consume_bad(usage, argv[0], "more than %d sources",
-                                   MAX_SOURCES);
-        a->sources[a->nsources++] = argv[optind];
-    }
-    sl_text_options_t *o = &a->opt;
-    if (!a->nsources)
-        return sl__consume_bad(usage, argv[0], "expected a SOURCE");
-    if (!o->vocab)
-        return sl__consume_bad(usage, argv[0], "--vocab is required");
-    SL__CONSUME_COPY_STREAM(o, &a->c);
-    o->decode_threads = a->c.threads;
-    o->on_error = a->c.on_error;
-    return 0;
+    for (a->nsources = 0; a->nsources < n; a->nsources++)
+        a->sources[a->nsources] = op[a->nsources];
+    SL__CONSUME_COPY_STREAM(&a->opt, &a->c);
 }
 
 /* What a --state file must agree on: everything that changes the stream. */
@@ -179,17 +101,7 @@ static void progress(sl__consume_t *c, int64_t now)
             (double)c->samples / secs, (double)c->tokens / secs);
 }
 
-/* Its options: its own, then those all consumers take. */
-static const struct option text_options[] = {
-    {"task", 1, 0, O_TASK},         {"tokenizer", 1, 0, O_TOK},
-    {"vocab", 1, 0, O_VOCAB},       {"merges", 1, 0, O_MERGES},
-    {"cased", 0, 0, O_CASED},       {"doc-per-file", 0, 0, O_DPF},
-    {"seq-len", 1, 0, O_SEQ},       {"mask-prob", 1, 0, O_MASK},
-    {"chunk-bytes", 1, 0, O_CHUNK}, {"group", 1, 0, O_GROUP},
-    {"prefetch", 1, 0, O_PREFETCH}, SL__CONSUME_OPTIONS};
-
-static const sl__consume_cli_t text_cli = {text_options, text_opt, operands,
-                                           usage, config_hash};
+static const sl__consume_cli_t text_cli = {&text_usage, operands, config_hash};
 
 int sl__cmd_text(int argc, char **argv)
 {

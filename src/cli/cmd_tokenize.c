@@ -3,64 +3,65 @@
  * whole, as bytes: a BOM and CRLF are text, as with Python's open(f,
  * encoding='utf-8', newline=''). --json times only the encoding (not the
  * file or vocabulary load). */
-#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
 #include "cli.h"
+#include "opts.h"
 #include "sluice/tokenizer.h"
 #include "text/bpe_internal.h" /* sl__bpe_read_file */
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: sluice tokenize --tokenizer gpt2 --vocab ENCODER.json "
-            "--merges VOCAB.bpe FILE\n"
-            "       sluice tokenize --tokenizer cl100k_base|r50k_base|"
-            "p50k_base|o200k_base --vocab RANKS.tiktoken FILE\n"
-            "       sluice tokenize --tokenizer wordpiece --vocab vocab.txt "
-            "[--cased] FILE\n"
-            "  --cased          wordpiece: keep case and accents (default: "
-            "uncased,\n"
-            "                   as bert-base-uncased; --uncased says so)\n"
-            "  --allow-special  special tokens (<|endoftext|>...) in the text "
-            "become their ids\n"
-            "  --count          print only the number of tokens\n"
-            "  --json           print {\"tokens\",\"bytes\",\"seconds\","
-            "\"mb_s\"} (encoding time only)\n"
-            "  --repeat N       encode N times (timing: the fastest)\n");
-}
+typedef struct tok_args {
+    sl_tokenizer_options_t o;
+    int count, json, repeat;
+} tok_args_t;
 
+#define F(f) offsetof(tok_args_t, f)
+static const sl__opt_t tokenize_opts[] = {
+    {"tokenizer", 't', SL__OPT_STR, F(o.name), 0, 0, "T",
+     "gpt2 | cl100k_base | r50k_base | p50k_base | o200k_base | wordpiece",
+     .need = 1},
+    {"vocab", 'v', SL__OPT_STR, F(o.vocab), 0, 0, "FILE",
+     "ENCODER.json | RANKS.tiktoken | vocab.txt", .need = 1},
+    {"merges", 'm', SL__OPT_STR, F(o.merges), 0, 0, "FILE", "gpt2: VOCAB.bpe"},
+    {"cased", 0, SL__OPT_FLAG, F(o.cased), 0, 0, NULL,
+     "wordpiece: keep case and accents"},
+    {"uncased", 0, SL__OPT_UNSET, F(o.cased), 0, 0, NULL,
+     "wordpiece: lower-case and strip accents, as bert-base-uncased",
+     "the default"},
+    {"allow-special", 0, SL__OPT_FLAG, F(o.allow_special), 0, 0, NULL,
+     "special tokens (<|endoftext|>...) in the text become their ids"},
+    {"count", 0, SL__OPT_FLAG, F(count), 0, 0, NULL,
+     "print only the number of tokens"},
+    {"json", 0, SL__OPT_FLAG, F(json), 0, 0, NULL,
+     "print {\"tokens\",\"bytes\",\"seconds\",\"mb_s\"} (encoding time only)"},
+    {"repeat", 0, SL__OPT_INT, F(repeat), 1, INT_MAX, "N",
+     "encode N times (timing: the fastest)", "1"},
+    {NULL},
+};
+
+static const sl__opts_t tokenize_usage = {
+    "--tokenizer gpt2 --vocab ENCODER.json --merges VOCAB.bpe FILE\n"
+    "       sluice tokenize --tokenizer cl100k_base|r50k_base|p50k_base|"
+    "o200k_base --vocab RANKS.tiktoken FILE\n"
+    "       sluice tokenize --tokenizer wordpiece --vocab vocab.txt [--cased] "
+    "FILE",
+    "",
+    {tokenize_opts},
+    "one FILE",
+    1,
+    1};
+
+/* The ids, space-separated, as one line. @return 0, or -1 (write error). */
 static int print_ids(const int32_t *ids, size_t nids)
 {
-    char buf[1 << 16];
-    size_t n = 0;
-    for (size_t i = 0; i < nids; i++) {
-        if (n + 16 > sizeof buf) {
-            if (fwrite(buf, 1, n, stdout) != n)
-                return -1;
-            n = 0;
-        }
-        char tmp[12];
-        int k = 0;
-        uint32_t v = (uint32_t)ids[i];
-        if (ids[i] < 0) {
-            buf[n++] = '-';
-            v = (uint32_t)(-(int64_t)ids[i]);
-        }
-        do {
-            tmp[k++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        while (k)
-            buf[n++] = tmp[--k];
-        if (i + 1 < nids)
-            buf[n++] = ' ';
-    }
-    buf[n++] = '\n';
-    return fwrite(buf, 1, n, stdout) == n ? 0 : -1;
+    for (size_t i = 0; i < nids; i++)
+        printf(i ? " %" PRId32 : "%" PRId32, ids[i]);
+    return putchar('\n') == EOF || fflush(stdout) ? -1 : 0;
 }
 
 /* Encodes text[0..n) into *ids (grown as needed), `repeat` times; *best
@@ -92,68 +93,16 @@ static int encode(sl_tokenizer_t *t, const char *text, size_t n, int repeat,
 
 int sl__cmd_tokenize(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"tokenizer", required_argument, 0, 't'},
-        {"vocab", required_argument, 0, 'v'},
-        {"merges", required_argument, 0, 'm'},
-        {"cased", no_argument, 0, 'C'},
-        {"uncased", no_argument, 0, 'u'},
-        {"allow-special", no_argument, 0, 's'},
-        {"count", no_argument, 0, 'c'},
-        {"json", no_argument, 0, 'j'},
-        {"repeat", required_argument, 0, 'r'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    sl_tokenizer_options_t o;
-    sl_tokenizer_options_init(&o);
-    int count = 0, json = 0, repeat = 1, c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "t:v:m:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 't':
-            o.name = optarg;
-            break;
-        case 'v':
-            o.vocab = optarg;
-            break;
-        case 'm':
-            o.merges = optarg;
-            break;
-        case 'C':
-            o.cased = 1;
-            break;
-        case 'u':
-            o.cased = 0;
-            break;
-        case 's':
-            o.allow_special = 1;
-            break;
-        case 'c':
-            count = 1;
-            break;
-        case 'j':
-            json = 1;
-            break;
-        case 'r':
-            repeat = atoi(optarg);
-            if (repeat < 1) {
-                fprintf(stderr, "tokenize: --repeat must be >= 1\n");
-                return 2;
-            }
-            break;
-        default:
-            usage();
-            return c == 'h' ? 0 : 2;
-        }
-    }
-    if (!o.name || !o.vocab || optind + 1 != argc) {
-        usage();
-        return 2;
-    }
+    tok_args_t a = {.repeat = 1};
+    sl_tokenizer_options_init(&a.o);
+    int rc = sl__opts_parse(&tokenize_usage, &a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    sl_tokenizer_options_t o = a.o;
+    int count = a.count, json = a.json, repeat = a.repeat;
     const char *file = argv[optind];
     sl_tokenizer_t *tok = NULL;
-    int rc = sl_tokenizer_create(&o, &tok);
+    rc = sl_tokenizer_create(&o, &tok);
     if (rc) {
         fprintf(stderr, "tokenize: %s\n", sl_tokenizer_last_error(NULL));
         return rc == SL_EUNSUPPORTED ? 2 : 1;

@@ -2,17 +2,19 @@
  * (sim/train.h), writes the weights file, and prints how it does on
  * held-out random profiles against the heuristic and a static
  * configuration (docs/POLICY.md). */
-#include <getopt.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "sluice/telemetry.h"
 #include "base/base.h"
 #include "cli.h"
+#include "opts.h"
 #include "sched/rl.h"
 #include "sim/train.h"
+#include "sluice/telemetry.h"
 
 typedef struct targs {
     const char *out; /* weights file */
@@ -22,29 +24,40 @@ typedef struct targs {
     sl__train_opts_t o;
 } targs_t;
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: sluice train-policy -o FILE [options]\n"
-            "Trains the rl scheduling policy with PPO in the simulator on "
-            "random profiles\n(domain randomisation), then compares rl, "
-            "heuristic and static on held-out ones.\n"
-            "  -o, --out FILE     weights file to write (docs/POLICY.md)\n"
-            "  --seed S           everything random follows S (0)\n"
-            "  --steps N          decisions of training, 0.5 s simulated "
-            "each (200000)\n"
-            "  --profile P.json   randomise around this profile (sluice "
-            "calibrate) instead of the default\n"
-            "  --episode-s T      simulated seconds per episode (60)\n"
-            "  --rollout N        decisions per PPO update (2048)\n"
-            "  --hidden H         hidden units per layer (64)\n"
-            "  --lr LR            Adam step size (1e-3)\n"
-            "  --init FILE        start from these weights (fine-tuning)\n"
-            "  --eval N           held-out profiles for the final comparison "
-            "(16; 0: none)\n"
-            "  --detail           one evaluation line per held-out profile\n"
-            "  --quiet            no progress lines\n");
-}
+#define F(f) offsetof(targs_t, f)
+static const sl__opt_t train_opts[] = {
+    {"out", 'o', SL__OPT_STR, F(out), 0, 0, "FILE",
+     "weights file to write (docs/POLICY.md)", .need = 1},
+    {"seed", 0, SL__OPT_U64, F(o.seed), 0, 0, "S",
+     "everything random follows S", "0"},
+    {"steps", 0, SL__OPT_I64, F(o.steps), 0, 9e18, "N",
+     "decisions of training, 0.5 s simulated each", "200000"},
+    {"profile", 0, SL__OPT_STR, F(profile), 0, 0, "P.json",
+     "randomise around this profile (sluice calibrate)", "the default"},
+    {"episode-s", 0, SL__OPT_DOUBLE, F(o.episode_s), 1, HUGE_VAL, "T",
+     "simulated seconds per episode", "60"},
+    {"rollout", 0, SL__OPT_INT, F(o.rollout), 16, INT_MAX, "N",
+     "decisions per PPO update", "2048"},
+    {"hidden", 0, SL__OPT_INT, F(hidden), 1, SL_MLP_MAX_HID, "H",
+     "hidden units per layer", "64"},
+    {"lr", 0, SL__OPT_DOUBLE, F(o.lr), -HUGE_VAL, HUGE_VAL, "LR",
+     "Adam step size", "1e-3"},
+    {"init", 0, SL__OPT_STR, F(init), 0, 0, "FILE",
+     "start from these weights (fine-tuning)"},
+    {"eval", 0, SL__OPT_INT, F(eval), 0, INT_MAX, "N",
+     "held-out profiles for the final comparison (0: none)", "16"},
+    {"detail", 0, SL__OPT_FLAG, F(detail), 0, 0, NULL,
+     "one evaluation line per held-out profile"},
+    {"quiet", 0, SL__OPT_FLAG, F(quiet), 0, 0, NULL, "no progress lines"},
+    {NULL},
+};
+
+static const sl__opts_t train_usage = {
+    "-o FILE [options]",
+    "Trains the rl scheduling policy with PPO in the simulator on random "
+    "profiles\n(domain randomisation), then compares rl, heuristic and "
+    "static on held-out ones.\n",
+    {train_opts}};
 
 typedef struct progress {
     int tty;
@@ -116,104 +129,15 @@ static int train(const targs_t *a, sl__rl_policy_t *pol)
     return rc;
 }
 
-static int parse_args(int argc, char **argv, targs_t *a)
-{
-    memset(a, 0, sizeof *a);
-    a->o.steps = 200000;
-    a->o.episode_s = 60;
-    a->o.rollout = 2048;
-    a->hidden = 64;
-    a->eval = 16;
-    enum {
-        O_SEED = 256,
-        O_STEPS,
-        O_PROF,
-        O_EPS,
-        O_ROLL,
-        O_HID,
-        O_LR,
-        O_INIT,
-        O_EVAL,
-        O_DETAIL,
-        O_QUIET,
-        O_HELP
-    };
-    static const struct option lo[] = {
-        {"out", 1, 0, 'o'},         {"seed", 1, 0, O_SEED},
-        {"steps", 1, 0, O_STEPS},   {"profile", 1, 0, O_PROF},
-        {"episode-s", 1, 0, O_EPS}, {"rollout", 1, 0, O_ROLL},
-        {"hidden", 1, 0, O_HID},    {"lr", 1, 0, O_LR},
-        {"init", 1, 0, O_INIT},     {"eval", 1, 0, O_EVAL},
-        {"detail", 0, 0, O_DETAIL}, {"quiet", 0, 0, O_QUIET},
-        {"help", 0, 0, O_HELP},     {0, 0, 0, 0}};
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "o:", lo, NULL)) != -1) {
-        char *end = NULL;
-        switch (c) {
-        case 'o':
-            a->out = optarg;
-            break;
-        case O_SEED:
-            a->o.seed = strtoull(optarg, &end, 0);
-            break;
-        case O_STEPS:
-            a->o.steps = strtol(optarg, &end, 0);
-            break;
-        case O_PROF:
-            a->profile = optarg;
-            break;
-        case O_EPS:
-            a->o.episode_s = strtod(optarg, &end);
-            break;
-        case O_ROLL:
-            a->o.rollout = (int)strtol(optarg, &end, 0);
-            break;
-        case O_HID:
-            a->hidden = (int)strtol(optarg, &end, 0);
-            break;
-        case O_LR:
-            a->o.lr = strtod(optarg, &end);
-            break;
-        case O_INIT:
-            a->init = optarg;
-            break;
-        case O_EVAL:
-            a->eval = (int)strtol(optarg, &end, 0);
-            break;
-        case O_DETAIL:
-            a->detail = 1;
-            break;
-        case O_QUIET:
-            a->quiet = 1;
-            break;
-        case O_HELP:
-            usage(stdout);
-            return -1;
-        default:
-            usage(stderr);
-            return 2;
-        }
-        if (end && *end) {
-            fprintf(stderr, "sluice train-policy: bad number '%s'\n", optarg);
-            return 2;
-        }
-    }
-    if (!a->out || optind < argc || a->o.steps < 0 || a->o.episode_s < 1 ||
-        a->o.rollout < 16 || a->hidden < 1 || a->hidden > SL_MLP_MAX_HID ||
-        a->eval < 0) {
-        usage(stderr);
-        return 2;
-    }
-    return 0;
-}
-
 int sl__cmd_train_policy(int argc, char **argv)
 {
-    targs_t a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc)
-        return rc < 0 ? 0 : rc;
+    targs_t a = {.hidden = 64, .eval = 16};
+    a.o.steps = 200000;
+    a.o.episode_s = 60;
+    a.o.rollout = 2048;
+    int rc = sl__opts_parse(&train_usage, &a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
     char err[512];
     if (a.profile) {
         sl__sim_profile_default(&a.base);

@@ -1,7 +1,6 @@
 /* `sluice verify DIR|SHARD`: reads every record of every shard (decompress +
  * checksum) and reports what is damaged. Exit 0 clean, 1 damage, 2 usage. */
 #include <errno.h>
-#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,15 +11,21 @@
 #include "cli.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
+#include "opts.h"
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: sluice verify DIR|SHARD [--quiet]\n"
-            "  DIR      every *.sls in it (labels are also checked against\n"
-            "           DIR/classes.txt when present)\n"
-            "  --quiet  print only damage and the final line\n");
-}
+static const sl__opt_t verify_opts[] = {
+    {"quiet", 0, SL__OPT_FLAG, 0, 0, 0, NULL,
+     "print only damage and the final line"},
+    {NULL},
+};
+static const sl__opts_t verify_usage = {
+    "DIR|SHARD [--quiet]",
+    "  DIR: every *.sls in it (labels are also checked against\n"
+    "       DIR/classes.txt when present)\n",
+    {verify_opts},
+    "one DIR|SHARD",
+    1,
+    1};
 
 static void print_damage(void *ctx, const char *msg)
 {
@@ -30,10 +35,9 @@ static void print_damage(void *ctx, const char *msg)
 
 int sl__cmd_verify(int argc, char **argv)
 {
-    int quiet,
-        status = sl__args_flag_operand(argc, argv, "quiet", usage, &quiet);
-    if (status >= 0)
-        return status;
+    int quiet = 0, rc = sl__opts_parse(&verify_usage, &quiet, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
     const char *target = argv[optind];
     struct stat st;
     if (stat(target, &st)) {
@@ -41,35 +45,24 @@ int sl__cmd_verify(int argc, char **argv)
         return 2;
     }
     char **paths = NULL;
-    int nshards = 0;
-    long classes = -1;
-    if (S_ISDIR(st.st_mode)) {
-        if (sl__shard_list(target, &paths, &nshards)) {
-            fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
-            return 2;
-        }
-        if (nshards == 0) {
-            fprintf(stderr, "verify: %s: no *.sls files\n", target);
-            free(paths);
-            return 1;
-        }
-        classes = sl__classes_count(target);
-    } else {
-        paths = malloc(sizeof *paths);
-        if (!paths || !(paths[0] = strdup(target))) {
-            free(paths);
-            fprintf(stderr, "verify: out of memory\n");
-            return 1;
-        }
-        nshards = 1;
+    int nshards = 1, dir = S_ISDIR(st.st_mode);
+    long classes = dir ? sl__classes_count(target) : -1;
+    if (dir && sl__shard_list(target, &paths, &nshards)) {
+        fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
+        return 2;
     }
-
+    if (dir && nshards == 0) {
+        fprintf(stderr, "verify: %s: no *.sls files\n", target);
+        free(paths);
+        return 1;
+    }
+    const char **list = dir ? (const char **)paths : &target;
     char err[1024];
     uint64_t records = 0, damaged = 0, bad_shards = 0, bytes = 0;
     int64_t t0 = sl__now_ns();
     for (int k = 0; k < nshards; k++) {
         sl__shard_t *s = NULL;
-        if (sl__shard_open(paths[k], &s, err, sizeof err)) {
+        if (sl__shard_open(list[k], &s, err, sizeof err)) {
             print_damage(NULL, err);
             bad_shards++;
             continue;
@@ -83,7 +76,8 @@ int sl__cmd_verify(int argc, char **argv)
                    sl__shard_path(s), n);
         sl__shard_close(s);
     }
-    sl__shard_list_free(paths, nshards);
+    if (dir)
+        sl__shard_list_free(paths, nshards);
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     if (!quiet)

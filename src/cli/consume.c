@@ -3,138 +3,46 @@
 #include "consume.h"
 
 #include <math.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
 
-int sl__parse_ll(const char *s, long long lo, long long hi, long long *out)
-{
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
+#define F(f) offsetof(sl__consume_args_t, f)
+static const char *const on_error_names[] = {"fail", "skip", NULL};
+static const int on_error_values[] = {SL_ON_ERROR_FAIL, SL_ON_ERROR_SKIP};
 
-/* One of SL__CONSUME_OPTIONS. @return 1 taken, 0 not one of them, -1 a bad
- * value. */
-static int consume_opt(int c, const char *s, sl__consume_args_t *a)
-{
-    long long v = 0;
-    int bad = 0;
-    switch (c) {
-    case SL__OPT_DIGEST:
-        a->digest = 1;
-        break;
-    case SL__OPT_STOP:
-        bad = sl__parse_ll(s, 1, INT64_MAX, &v), a->stop_after = v;
-        break;
-    case SL__OPT_STATE:
-        a->state_out = s;
-        break;
-    case SL__OPT_RESUME:
-        a->resume = s;
-        break;
-    case SL__OPT_JSON:
-        a->json = 1;
-        break;
-    case SL__OPT_QUIET:
-        a->quiet = 1;
-        break;
-    case SL__OPT_DURATION:
-        a->duration = strtod(s, NULL);
-        bad = !(a->duration > 0);
-        break;
-    case SL__OPT_BATCH:
-        bad = sl__parse_ll(s, 1, 1 << 20, &v), a->batch = (int)v;
-        break;
-    case SL__OPT_THREADS:
-        bad = sl__parse_ll(s, 1, 256, &v), a->threads = (int)v;
-        break;
-    case SL__OPT_EPOCHS:
-        bad = sl__parse_ll(s, 1, 1000000, &v), a->epochs = v;
-        break;
-    case SL__OPT_SEED:
-        bad = sl__parse_ll(s, 0, INT64_MAX, &v), a->seed = (uint64_t)v;
-        break;
-    case SL__OPT_NOSHUF:
-        a->no_shuffle = 1;
-        break;
-    case SL__OPT_DROP:
-        a->drop_last = 1;
-        break;
-    case SL__OPT_RANK:
-        bad = sl__parse_ll(s, 0, 1 << 20, &v), a->rank = (int)v;
-        break;
-    case SL__OPT_WORLD:
-        bad = sl__parse_ll(s, 1, 1 << 20, &v), a->world = (int)v;
-        break;
-    case SL__OPT_ONERR:
-        a->on_error_set = 1;
-        if (!strcmp(s, "fail"))
-            a->on_error = SL_ON_ERROR_FAIL;
-        else if (!strcmp(s, "skip"))
-            a->on_error = SL_ON_ERROR_SKIP;
-        else
-            bad = 1;
-        break;
-    default:
-        return 0;
-    }
-    return bad ? -1 : 1;
-}
-
-/* getopt_long over argv: the shared options to *a, the others to own().
- * @return 0, or -1 after printing what was wrong and the usage. */
-static int parse_opts(int argc, char **argv, const struct option *lo,
-                      sl__own_opt_fn own, void *ctx, sl__consume_args_t *a,
-                      void (*usage)(FILE *, const char *))
-{
-    int c, li = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-        const char *s = optarg;
-        if (c == SL__OPT_HELP || c == 'h') {
-            usage(stdout, argv[0]);
-            exit(0);
-        }
-        int bad = consume_opt(c, s, a);
-        if (bad == 0) {
-            bad = own(c, s, ctx);
-            if (bad < 0) /* not an option: getopt_long said so */
-                goto fail;
-        } else {
-            bad = bad < 0;
-        }
-        if (bad) {
-            fprintf(stderr, "sluice %s: bad value '%s' for --%s\n", argv[0],
-                    s ? s : "", lo[li].name);
-            goto fail;
-        }
-    }
-    return 0;
-fail:
-    usage(stderr, argv[0]);
-    return -1;
-}
-
-int sl__consume_bad(void (*usage)(FILE *, const char *), const char *cmd,
-                    const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "sluice %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    usage(stderr, cmd);
-    return -1;
-}
+const sl__opt_t sl__consume_opts[] = {
+    {"batch", 0, SL__OPT_INT, F(batch), 1, 1 << 20, "N",
+     "items per batch (images 64, text 8)"},
+    {"threads", 0, SL__OPT_INT, F(threads), 1, 256, "N",
+     "decode+transform or tokenizer threads", "cores"},
+    {"epochs", 0, SL__OPT_I64, F(epochs), 1, 1000000, "E", "epochs", "1"},
+    {"duration", 0, SL__OPT_DOUBLE, F(duration), SL__OPT_POS, HUGE_VAL, "S",
+     "stop after S seconds (epochs repeat as needed)"},
+    {"seed", 0, SL__OPT_I64, F(seed), 0, INT64_MAX, "S", "random seed", "0"},
+    {"no-shuffle", 0, SL__OPT_FLAG, F(no_shuffle), 0, 0, NULL,
+     "keep the stored order"},
+    {"drop-last", 0, SL__OPT_FLAG, F(drop_last), 0, 0, NULL,
+     "leave out a last, smaller batch"},
+    {"rank", 0, SL__OPT_INT, F(rank), 0, 1 << 20, "R",
+     "with --world W: this process's share of the data"},
+    {"world", 0, SL__OPT_INT, F(world), 1, 1 << 20, "W", "processes sharing"},
+    {"on-error", 0, SL__OPT_CHOICE, F(on_error), 0, 0, NULL,
+     "bad samples or documents", "fail", on_error_names, on_error_values},
+    {"digest", 0, SL__OPT_FLAG, F(digest), 0, 0, NULL,
+     "xxh3-64 over every batch's arrays (bytes and labels)"},
+    {"stop-after", 0, SL__OPT_I64, F(stop_after), 1, INT64_MAX, "N",
+     "stop after N batches (see --state)"},
+    {"state", 0, SL__OPT_STR, F(state_out), 0, 0, "FILE",
+     "write the position (and digest) reached"},
+    {"resume", 0, SL__OPT_STR, F(resume), 0, 0, "FILE",
+     "continue from a --state file"},
+    {"json", 0, SL__OPT_FLAG, F(json), 0, 0, NULL,
+     "a JSON object of the figures as last line"},
+    {"quiet", 0, SL__OPT_FLAG, F(quiet), 0, 0, NULL, "no progress line"},
+    {NULL},
+};
 
 /* The epochs still to run from epoch `from` (a resumed position): all
  * `epochs`, or with none given 1, or 1000000 (until the clock) when
@@ -149,10 +57,10 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
                       char **argv, int64_t *epochs)
 {
     const sl__consume_args_t *a = c->args;
-    if (parse_opts(argc, argv, cli->lo, cli->own, c->ctx, c->args,
-                   cli->usage) ||
-        cli->operands(argc, argv, c->ctx))
-        return 2;
+    int st = sl__opts_parse(cli->opts, c->ctx, c->args, argc, argv);
+    if (st >= 0)
+        return st ? st : -1;
+    cli->operands(argv + optind, argc - optind, c->ctx);
     c->cmd = argv[0];
     c->config = cli->config(c->ctx);
     c->show = !a->quiet && isatty(2);

@@ -7,11 +7,11 @@
 #ifndef SL_CLI_CONSUME_H
 #define SL_CLI_CONSUME_H
 
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/resource.h>
 
+#include "opts.h"
 #include "report.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
@@ -29,57 +29,14 @@ typedef struct sl__consume_args {
     int64_t epochs;
     uint64_t seed;
     int no_shuffle, drop_last;
-    int on_error, on_error_set; /* SL_ON_ERROR_*; --on-error given */
+    int on_error; /* SL_ON_ERROR_* */
 } sl__consume_args_t;
 
-/* getopt_long codes of those options, clear of each command's own. */
-enum {
-    SL__OPT_DIGEST = 0x1000,
-    SL__OPT_STOP,
-    SL__OPT_STATE,
-    SL__OPT_RESUME,
-    SL__OPT_JSON,
-    SL__OPT_QUIET,
-    SL__OPT_DURATION,
-    SL__OPT_BATCH,
-    SL__OPT_THREADS,
-    SL__OPT_EPOCHS,
-    SL__OPT_SEED,
-    SL__OPT_NOSHUF,
-    SL__OPT_DROP,
-    SL__OPT_RANK,
-    SL__OPT_WORLD,
-    SL__OPT_ONERR,
-    SL__OPT_HELP
-};
-
-/* Their `struct option` entries, to end a command's table (one a line, as
- * the tables have them; clang-format would pack them). */
-/* clang-format off */
-#define SL__CONSUME_OPTIONS                                                    \
-    {"digest", 0, 0, SL__OPT_DIGEST},                                          \
-    {"stop-after", 1, 0, SL__OPT_STOP},                                        \
-    {"state", 1, 0, SL__OPT_STATE},                                            \
-    {"resume", 1, 0, SL__OPT_RESUME},                                          \
-    {"json", 0, 0, SL__OPT_JSON},                                              \
-    {"quiet", 0, 0, SL__OPT_QUIET},                                            \
-    {"duration", 1, 0, SL__OPT_DURATION},                                      \
-    {"batch", 1, 0, SL__OPT_BATCH},                                            \
-    {"threads", 1, 0, SL__OPT_THREADS},                                        \
-    {"epochs", 1, 0, SL__OPT_EPOCHS},                                          \
-    {"seed", 1, 0, SL__OPT_SEED},                                              \
-    {"no-shuffle", 0, 0, SL__OPT_NOSHUF},                                      \
-    {"drop-last", 0, 0, SL__OPT_DROP},                                         \
-    {"rank", 1, 0, SL__OPT_RANK},                                              \
-    {"world", 1, 0, SL__OPT_WORLD},                                            \
-    {"on-error", 1, 0, SL__OPT_ONERR},                                         \
-    {"help", 0, 0, SL__OPT_HELP},                                              \
-    {0, 0, 0, 0}
-/* clang-format on */
+/* Their rows (opts.h), to follow a command's own table. */
+extern const sl__opt_t sl__consume_opts[];
 
 /** Copies the shared stream options into a loader's options `o` (the
- *  image and text options name these fields alike; threads and on_error
- *  differ, and each command copies them itself). */
+ *  image and text options name these fields alike). */
 #define SL__CONSUME_COPY_STREAM(o, c)                                          \
     do {                                                                       \
         (o)->batch_size = (c)->batch;                                          \
@@ -89,30 +46,18 @@ enum {
         (o)->drop_last = (c)->drop_last;                                       \
         (o)->rank = (c)->rank;                                                 \
         (o)->world_size = (c)->world;                                          \
+        (o)->decode_threads = (c)->threads;                                    \
+        (o)->on_error = (c)->on_error;                                         \
     } while (0)
-
-/** A command's own option: getopt_long's code `c`, argument `arg`.
- *  @return 0 taken, 1 a bad value, -1 not one of its options. */
-typedef int (*sl__own_opt_fn)(int c, const char *arg, void *ctx);
 
 /** A command's half of the command line. */
 typedef struct sl__consume_cli {
-    const struct option *lo; /* its entries, then SL__CONSUME_OPTIONS */
-    sl__own_opt_fn own;      /* its options */
-    /* Its operands (argv[optind..]), then the shared stream options copied
-     * into its loader's; @return 0, or -1 after sl__consume_bad. */
-    int (*operands)(int argc, char **argv, void *ctx);
-    void (*usage)(FILE *f, const char *cmd);
+    const sl__opts_t *opts; /* its own table, then sl__consume_opts */
+    /* Takes its operands (n of them, checked by the option layer), and
+     * copies the shared stream options into its loader's. */
+    void (*operands)(char **op, int n, void *ctx);
     uint64_t (*config)(const void *ctx); /* what --state must agree on */
 } sl__consume_cli_t;
-
-/** Prints "sluice CMD: <fmt...>" and the usage to stderr (a bad command
- *  line). @return -1. */
-int sl__consume_bad(void (*usage)(FILE *, const char *), const char *cmd,
-                    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/** Parses a whole decimal number in [lo, hi] into *out. @return 0, or -1
- *  (*out unchanged). */
-int sl__parse_ll(const char *s, long long lo, long long hi, long long *out);
 
 /** One batch as the loop sees it. */
 typedef struct sl__item {
@@ -162,14 +107,13 @@ typedef struct sl__consume {
     int rc;
 } sl__consume_t;
 
-/** Parses argv (getopt_long over cli->lo: the shared options into
- *  *c->args, the others to cli->own(c->ctx); then cli->operands; --help
- *  prints the usage to stdout and exits 0); sets c->cmd, c->config and
+/** Parses argv (cli->opts: the command's options into c->ctx, the shared
+ *  ones into *c->args; then cli->operands); sets c->cmd, c->config and
  *  c->show; reads --resume (when given) into c->from and c->h, checking
  *  its magic and config; sets *epochs to those still to run (all, 1, or
  *  until the clock with --duration; less those a resumed run did).
  *  @return 0 (go on), 2 (a bad command line or --resume: exit status 2),
- *  or -1 (nothing left to resume: exit status 0), after a message. */
+ *  or -1 (--help, or nothing left to resume: exit status 0). */
 int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
                       char **argv, int64_t *epochs);
 /** Starts the stream at c->from and consumes it: until its end, c->total,

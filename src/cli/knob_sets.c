@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "consume.h" /* sl__parse_ll */
+#include "opts.h" /* sl__parse_ll, sl__parse_size */
 
 /* Emulated storage options in the CLI's units: latency in ms (fractions
  * allowed) to the API's microseconds; bandwidth as a size per second. */
@@ -82,8 +81,7 @@ void sl__knob_sets_due(sl__knob_sets_t *ks, sl_loader_t *l, const char *cmd,
         k->fired = 1;
         if (k->storage) {
             if (sl__testing_storage_set(l, k->storage, k->value))
-                fprintf(stderr, "sluice %s: --set: value out of range\n",
-                        cmd);
+                fprintf(stderr, "sluice %s: --set: value out of range\n", cmd);
         } else if (k->param == 0)
             *step_ms = (double)k->value;
         else if (sl_loader_set(l, k->param, k->value))

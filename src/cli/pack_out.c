@@ -1,10 +1,11 @@
-/* cli/pack_out: --codec / --shard-size arguments, the output folder
+/* cli/pack_out: the --codec / --shard-size / --force options, the output folder
  * (refusing or replacing old shards, classes.txt) and the rolling shard
  * output shared by the pack commands. */
 #include "pack_out.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,30 +13,22 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "cli.h"
 #include "codec/codec.h"
 
-int sl__pack_out_opt(int c, const char *arg, const char *who,
-                     void (*usage)(void), sl__pack_out_t *o)
-{
-    switch (c) {
-    case 'c':
-        if ((o->codec = sl__codec_from_name(arg)) >= 0)
-            return -1;
-        fprintf(stderr, "%s: unknown codec '%s' (none|lz4|zstd)\n", who, arg);
-        return 2;
-    case 's':
-        if ((o->shard_size = sl__parse_size(arg)) > 0)
-            return -1;
-        fprintf(stderr, "%s: bad --shard-size '%s'\n", who, arg);
-        return 2;
-    case 'f':
-        o->force = 1;
-        return -1;
-    }
-    usage();
-    return c == 'h' ? 0 : 2;
-}
+static const char *const codecs[] = {"none", "lz4", "zstd", NULL};
+static const int codec_v[] = {SL_CODEC_NONE, SL_CODEC_LZ4, SL_CODEC_ZSTD};
+
+#define F(f) offsetof(sl__pack_out_t, f)
+const sl__opt_t sl__pack_out_opts[] = {
+    {"codec", 0, SL__OPT_CHOICE, F(codec), 0, 0, NULL, "how records are stored",
+     NULL, codecs, codec_v},
+    {"shard-size", 0, SL__OPT_SIZE, F(shard_size), 1, HUGE_VAL, "SIZE",
+     "largest shard, e.g. 64M, 1G", "256M"},
+    {"force", 0, SL__OPT_FLAG, F(force), 0, 0, NULL,
+     "write into an OUT that already holds shards (replaced; those left over "
+     "are removed)"},
+    {NULL},
+};
 
 int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
                          char *err, size_t errlen)

@@ -10,14 +10,15 @@
 #include <stdint.h>
 
 #include "data/shard.h"
+#include "opts.h"
 
 /** The shards being written into `dir`. Set the first three fields; the
  *  rest start at zero. */
 typedef struct sl__pack_out {
     const char *dir;
-    int codec;            /* SL_CODEC_* */
-    long long shard_size; /* largest shard, bytes */
-    int force;            /* --force: replace shards already there */
+    int codec;          /* SL_CODEC_* */
+    int64_t shard_size; /* largest shard, bytes */
+    int force;          /* --force: replace shards already there */
     sl__shard_writer_t *w;
     long shards;        /* shards finished or open */
     uint64_t bytes_out; /* stored bytes of the finished shards */
@@ -25,22 +26,9 @@ typedef struct sl__pack_out {
 
 #define SL__PACK_SHARD_SIZE (256LL << 20) /* default largest shard */
 
-/* The options both pack commands take, to end a getopt_long table. */
-/* clang-format off */
-#define SL__PACK_OUT_OPTIONS                                                   \
-    {"codec", required_argument, NULL, 'c'},                                   \
-    {"shard-size", required_argument, NULL, 's'},                              \
-    {"force", no_argument, NULL, 'f'},                                         \
-    {"help", no_argument, NULL, 'h'},                                          \
-    {NULL, 0, NULL, 0}
-/* clang-format on */
-
-/** The default of a command's getopt switch: takes --codec, --shard-size
- *  and --force into *o; otherwise prints usage() (to stderr), or
- *  "<who>: ..." for a bad value. @return -1 (taken: go on), or the exit
- *  status: 0 after --help, 2 for a bad value or an unknown option. */
-int sl__pack_out_opt(int c, const char *arg, const char *who,
-                     void (*usage)(void), sl__pack_out_t *o);
+/* The rows of the options both pack commands take (opts.h), filling an
+ * sl__pack_out_t: --codec, --shard-size, --force. */
+extern const sl__opt_t sl__pack_out_opts[];
 
 /** Makes o->dir (when missing) and refuses one that already holds shards
  *  (shard-NNNNN.sls) unless o->force; then they are replaced: each as its

@@ -13,6 +13,10 @@
     {                                                                          \
         return P##_start((LDR *)l, from);                                      \
     }                                                                          \
+    static void P##_release_(void *l, const void *batch)                       \
+    {                                                                          \
+        P##_release((LDR *)l, batch);                                          \
+    }                                                                          \
     static void P##_position_(void *l, sl_position_t *pos)                     \
     {                                                                          \
         P##_position((LDR *)l, pos);                                           \
@@ -37,10 +41,10 @@
         return P##_last_error((LDR *)l);                                       \
     }
 
-/* An sl__stream_t of loader l, with P's forwarding and its own next /
- * release / digest. */
-#define SL__STREAM_OF(l, P, next, release, digest)                             \
-    ((sl__stream_t){(l), P##_start_, (next), (release), (digest),              \
+/* An sl__stream_t of loader l, with P's forwarding and its own next and
+ * digest. */
+#define SL__STREAM_OF(l, P, next, digest)                                      \
+    ((sl__stream_t){(l), P##_start_, (next), P##_release_, (digest),           \
                     P##_position_, P##_stats_, P##_skipped_count_,             \
                     P##_skipped_message_, P##_last_error_})
 
@@ -56,11 +60,6 @@ static int img_next(void *l, sl__item_t *it)
     return rc;
 }
 
-static void img_release(void *l, const void *b)
-{
-    sl_loader_release(l, b);
-}
-
 /* Every sample's bytes, then the labels. */
 static uint64_t img_digest(const void *batch, uint64_t h)
 {
@@ -71,7 +70,7 @@ static uint64_t img_digest(const void *batch, uint64_t h)
 
 sl__stream_t sl__stream_image(sl_loader_t *l)
 {
-    return SL__STREAM_OF(l, sl_loader, img_next, img_release, img_digest);
+    return SL__STREAM_OF(l, sl_loader, img_next, img_digest);
 }
 
 static int txt_next(void *l, sl__item_t *it)
@@ -81,11 +80,6 @@ static int txt_next(void *l, sl__item_t *it)
     if (!rc)
         *it = (sl__item_t){b, b->n, b->epoch, b->tokens};
     return rc;
-}
-
-static void txt_release(void *l, const void *b)
-{
-    sl_text_loader_release(l, b);
 }
 
 /* input_ids, labels, and for mlm attention_mask and token_type_ids. */
@@ -104,5 +98,5 @@ static uint64_t txt_digest(const void *batch, uint64_t h)
 
 sl__stream_t sl__stream_text(sl_text_loader_t *l)
 {
-    return SL__STREAM_OF(l, sl_text_loader, txt_next, txt_release, txt_digest);
+    return SL__STREAM_OF(l, sl_text_loader, txt_next, txt_digest);
 }
