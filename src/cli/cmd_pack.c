@@ -94,8 +94,10 @@ int sl__cmd_pack(int argc, char **argv)
     int64_t t0 = sl__now_ns();
 
     ps.dir = out_dir;
-    if (sl__pack_out_begin(&ps, "pack"))
+    if (sl__pack_out_begin(&ps, err, sizeof err)) {
+        fprintf(stderr, "pack: %s\n", err);
         return 1;
+    }
 
     sl__folder_t *f = NULL;
     int rc = sl__folder_scan(src, &f, err, sizeof err);

@@ -59,7 +59,8 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
-    if (sl__pack_out_begin(&po, "sluice pack")) {
+    if (sl__pack_out_begin(&po, err, sizeof err)) {
+        fprintf(stderr, "sluice pack: %s\n", err);
         sl__textsrc_close(src);
         return 1;
     }
