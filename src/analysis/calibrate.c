@@ -13,18 +13,13 @@
 
 SL_API void sl_calibrate_options_init(sl_calibrate_options_t *o)
 {
-    if (o)
-        sl__abi_init(o, sizeof *o);
+    sl__abi_init(o, sizeof *o);
 }
 
 int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
                                   sl_calibrate_options_t *o, char *err,
                                   size_t errlen)
 {
-    if (!in)
-        return sl__fail(
-            err, errlen, SL_EINVAL,
-            "no options: make them with sl_calibrate_options_init()");
     int rc = sl__abi_in(o, sizeof *o, in, sizeof(size_t),
                         "sl_calibrate_options", err, errlen);
     if (rc)

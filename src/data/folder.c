@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/base.h"
 
 typedef struct strvec {
@@ -35,9 +36,7 @@ static int strvec_push(strvec_t *s, char *str)
 
 static void strvec_free(strvec_t *s)
 {
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
+    sl__strv_free(s->v, (int64_t)s->n);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -191,12 +190,8 @@ void sl__folder_free(sl__folder_t *f)
 {
     if (!f)
         return;
-    for (int i = 0; i < f->nclasses; i++)
-        free(f->classes[i]);
-    for (int64_t i = 0; i < f->n; i++)
-        free(f->paths[i]);
-    free(f->classes);
-    free(f->paths);
+    sl__strv_free(f->classes, f->nclasses);
+    sl__strv_free(f->paths, f->n);
     free(f->labels);
     free(f->root);
     free(f);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -21,9 +23,7 @@ static int cmp_i64(const void *a, const void *b)
 
 void sl__shard_list_free(char **paths, int n)
 {
-    for (int i = 0; i < n; i++)
-        free(paths[i]);
-    free(paths);
+    sl__strv_free(paths, n);
 }
 
 int sl__shard_list(const char *dir, char ***paths, int *n)

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "folder.h"
 #include "shard.h"
 #include "shard_walk.h"
@@ -166,18 +167,13 @@ void sl__source_close(sl__source_t *s)
 {
     if (!s)
         return;
-    if (s->folder) {
+    if (s->folder)
         sl__folder_free(s->folder); /* owns classes */
-    } else {
-        for (int c = 0; c < s->nclasses; c++)
-            free(s->classes[c]);
-        free(s->classes);
-    }
+    else
+        sl__strv_free(s->classes, s->nclasses);
     for (int i = 0; i < s->nshards; i++)
         sl__shard_close(s->shards[i]);
-    for (int i = 0; i < s->nbad; i++)
-        free(s->bad[i]);
-    free(s->bad);
+    sl__strv_free(s->bad, s->nbad);
     free(s->shards);
     free(s->first);
     free(s->path);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "data/shard.h"
+#include "text/utf8.h"
 
 enum { KIND_TEXT = 0, KIND_JSONL = 1, KIND_SHARD = 2 };
 
@@ -37,45 +38,6 @@ struct sl__textsrc {
     tdoc_t *docs;
     int64_t ndocs, capdocs;
 };
-
-size_t sl__utf8_check(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        uint8_t lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf)
-            k = 1;
-        else if (c >= 0xe0 && c <= 0xef) {
-            k = 2;
-            if (c == 0xe0)
-                lo = 0xa0; /* overlong */
-            if (c == 0xed)
-                hi = 0x9f; /* surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            k = 3;
-            if (c == 0xf0)
-                lo = 0x90; /* overlong */
-            if (c == 0xf4)
-                hi = 0x8f; /* > U+10FFFF */
-        } else
-            return i;
-        if (i + k >= n)
-            return i; /* truncated sequence */
-        if (p[i + 1] < lo || p[i + 1] > hi)
-            return i;
-        for (size_t j = 2; j <= k; j++)
-            if ((p[i + j] & 0xc0) != 0x80)
-                return i;
-        i += k + 1;
-    }
-    return n;
-}
 
 static int ends_with(const char *s, const char *suf)
 {
@@ -418,7 +380,7 @@ int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
         *p = (const char *)f->data + d->off;
         *n = d->len;
     }
-    size_t bad = sl__utf8_check((const uint8_t *)*p, *n);
+    size_t bad = sl__utf8_valid_prefix((const uint8_t *)*p, *n);
     if (bad < *n)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: invalid UTF-8 at byte %zu (0x%02x)", where, bad,
