@@ -159,6 +159,16 @@ static void jp_ws(jp_t *j)
         j->i++;
 }
 
+/* Skips white space, then consumes `c` if it comes next: 1, else 0. */
+static int jp_eat(jp_t *j, char c)
+{
+    jp_ws(j);
+    if (j->i >= j->n || j->d[j->i] != c)
+        return 0;
+    j->i++;
+    return 1;
+}
+
 static int hex4(const char *s, uint32_t *v)
 {
     *v = 0;
@@ -263,24 +273,17 @@ static int check_encoder(struct sl__bpe *bpe, const int16_t *cp_to_byte,
     uint8_t s[1024], b[1024];
     size_t count = 0;
     int rc;
-    jp_ws(&j);
-    if (j.i >= n || d[j.i] != '{')
+    if (!jp_eat(&j, '{'))
         return jp_fail(&j, "expected '{'");
-    j.i++;
-    jp_ws(&j);
-    if (j.i < n && d[j.i] == '}') {
-        j.i++;
+    if (jp_eat(&j, '}'))
         goto end;
-    }
     for (;;) {
         size_t sn = 0, bn = 0;
         jp_ws(&j);
         if ((rc = jp_string(&j, s, sizeof s, &sn)))
             return rc;
-        jp_ws(&j);
-        if (j.i >= n || d[j.i] != ':')
+        if (!jp_eat(&j, ':'))
             return jp_fail(&j, "expected ':'");
-        j.i++;
         jp_ws(&j);
         size_t a = j.i;
         if (j.i < n && d[j.i] == '-')
@@ -303,15 +306,10 @@ static int check_encoder(struct sl__bpe *bpe, const int16_t *cp_to_byte,
                                    "(id differs from merge rank)");
             count++;
         }
-        jp_ws(&j);
-        if (j.i < n && d[j.i] == ',') {
-            j.i++;
+        if (jp_eat(&j, ','))
             continue;
-        }
-        if (j.i < n && d[j.i] == '}') {
-            j.i++;
+        if (jp_eat(&j, '}'))
             break;
-        }
         return jp_fail(&j, j.i >= n ? "truncated: expected ',' or '}'"
                                     : "expected ',' or '}'");
     }
