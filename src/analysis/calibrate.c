@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/abi.h"
+#include "base/alloc.h"
 #include "calibrate.h"
 #include "sluice/telemetry.h"
 
@@ -170,21 +171,17 @@ int sl__calibrate_stream(FILE *f, const char *source,
                          char *err, size_t errlen)
 {
     sl__calib_period_t *p = NULL;
-    int n = 0, cap = 0, bad = 0, rc = 0;
+    int n = 0, bad = 0, rc = 0;
+    size_t cap = 0;
     char *line = NULL;
     size_t lcap = 0;
     ssize_t len;
     sl_snapshot_t snap;
     sl_snapshot_init(&snap);
     while ((len = getline(&line, &lcap, f)) > 0) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            sl__calib_period_t *v = realloc(p, (size_t)cap * sizeof *v);
-            if (!v) {
-                rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-                break;
-            }
-            p = v;
+        if (sl__array_reserve(&p, &cap, (size_t)n + 1, sizeof *p, 1024)) {
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            break;
         }
         if (sl_snapshot_parse(line, (size_t)len, &snap, NULL, 0) == 0 &&
             sl__calib_period_of(&snap, &p[n]) == 0)

@@ -28,6 +28,23 @@ int sl__parts_alloc(const sl__part_t *parts, int n)
     return block ? 0 : SL_ENOMEM;
 }
 
+int sl__array_reserve(void *items, size_t *cap, size_t want, size_t size,
+                      size_t first)
+{
+    if (want <= *cap)
+        return 0;
+    size_t n = *cap ? *cap * 2 : first;
+    while (n < want)
+        n *= 2;
+    void *old, *p;
+    memcpy(&old, items, sizeof old);
+    if (n > SIZE_MAX / size || !(p = realloc(old, n * size)))
+        return SL_ENOMEM;
+    memcpy(items, &p, sizeof p);
+    *cap = n;
+    return 0;
+}
+
 void sl__strv_free(char **v, int64_t n)
 {
     for (int64_t i = 0; v && i < n; i++)

@@ -36,17 +36,13 @@ static int read_classes(sl__source_t *s, const char *dir)
     if (!f)
         return 0; /* optional: names then default to the label number */
     char line[4096];
-    int cap = 0;
+    size_t cap = 0;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
-        if (s->nclasses == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **v = realloc(s->classes, (size_t)cap * sizeof *v);
-            if (!v) {
-                fclose(f);
-                return SL_ENOMEM;
-            }
-            s->classes = v;
+        if (sl__array_reserve(&s->classes, &cap, (size_t)s->nclasses + 1,
+                              sizeof *s->classes, 64)) {
+            fclose(f);
+            return SL_ENOMEM;
         }
         s->classes[s->nclasses] = strdup(line);
         if (!s->classes[s->nclasses]) {

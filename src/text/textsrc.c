@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "data/shard.h"
 #include "text/utf8.h"
 
@@ -34,9 +35,11 @@ typedef struct tdoc {
 
 struct sl__textsrc {
     tfile_t *files;
-    int nfiles, capfiles;
+    int nfiles;
+    size_t capfiles;
     tdoc_t *docs;
-    int64_t ndocs, capdocs;
+    int64_t ndocs;
+    size_t capdocs;
 };
 
 static int ends_with(const char *s, const char *suf)
@@ -103,13 +106,9 @@ static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
 static int push_doc(sl__textsrc_t *s, uint32_t file, uint32_t line,
                     uint64_t off, uint64_t len)
 {
-    if (s->ndocs == s->capdocs) {
-        int64_t cap = s->capdocs ? 2 * s->capdocs : 1024;
-        tdoc_t *d = realloc(s->docs, (size_t)cap * sizeof *d);
-        if (!d)
-            return SL_ENOMEM;
-        s->docs = d, s->capdocs = cap;
-    }
+    if (sl__array_reserve(&s->docs, &s->capdocs, (size_t)s->ndocs + 1,
+                          sizeof *s->docs, 1024))
+        return SL_ENOMEM;
     s->docs[s->ndocs++] = (tdoc_t){file, line, off, len};
     return 0;
 }
@@ -165,13 +164,9 @@ static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
 
 static int add_file(sl__textsrc_t *s, const char *path, int kind, int whole)
 {
-    if (s->nfiles == s->capfiles) {
-        int cap = s->capfiles ? 2 * s->capfiles : 16;
-        tfile_t *f = realloc(s->files, (size_t)cap * sizeof *f);
-        if (!f)
-            return SL_ENOMEM;
-        s->files = f, s->capfiles = cap;
-    }
+    if (sl__array_reserve(&s->files, &s->capfiles, (size_t)s->nfiles + 1,
+                          sizeof *s->files, 16))
+        return SL_ENOMEM;
     tfile_t *f = &s->files[s->nfiles];
     memset(f, 0, sizeof *f);
     f->path = strdup(path);
@@ -204,14 +199,9 @@ static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            size_t c2 = cap ? 2 * cap : 64;
-            char **nn = realloc(names, c2 * sizeof *nn);
-            if (!nn) {
-                rc = SL_ENOMEM;
-                break;
-            }
-            names = nn, cap = c2;
+        if (sl__array_reserve(&names, &cap, n + 1, sizeof *names, 64)) {
+            rc = SL_ENOMEM;
+            break;
         }
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         char *p = malloc(len);
