@@ -1,42 +1,63 @@
-/* Fuzz target: any bytes through the telemetry line parser of the
- * calibration (sl__calib_period_parse, what `sluice calibrate` and
- * sl_calibrate read), then the fit on a few copies of what it accepted.
- * Nothing may crash, leak or read past the input; an accepted period has
- * the figures the fit needs. At merge this parser may give way to
- * sl_snapshot_parse. */
+/* Fuzz target: any bytes as a telemetry file through what calibration does
+ * of its own (sl__calibrate_stream: lines read by sl_snapshot_parse, which
+ * fuzz_snapshot_parse fuzzes alone, made into periods by
+ * sl__calib_period_of, then the fit and the profile). The first accepted
+ * line is also repeated as eight periods so that the fit runs on it. Nothing
+ * may crash, leak or read past the input; an accepted period has the
+ * figures the fit needs. */
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/calibrate.h"
 
+static void fit_copies(const sl__calib_period_t *first,
+                       const sl_calibrate_options_t *o)
+{
+    sl__calib_period_t p[8];
+    if (!isfinite(first->t) || !(first->interval_s > 0) || first->ncpu < 1 ||
+        first->decode_workers < 0 || first->read_workers < 0 ||
+        first->samples_total < 0 || first->batches_total < 0)
+        abort();
+    for (int i = 0; i < 8; i++) {
+        p[i] = *first;
+        p[i].t = first->t + i * first->interval_s;
+        p[i].samples_total = first->samples_total / 8 * i;
+        p[i].batches_total = first->batches_total / 8 * i;
+    }
+    sl__calibration_t c;
+    sl__calibrate_periods(p, 8, o, "fuzz", &c, NULL, 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    /* A copy of exactly `size` bytes, so a read past the end is seen. */
-    char *line = malloc(size ? size : 1);
-    if (!line)
+    if (size == 0)
         return 0;
-    memcpy(line, data, size);
-    sl__calib_period_t p[8];
-    int rc = sl__calib_period_parse(line, size, &p[0]);
-    free(line);
-    if (rc)
-        return 0;
-    if (!isfinite(p[0].t) || !(p[0].interval_s > 0) || p[0].ncpu < 1 ||
-        p[0].decode_workers < 0 || p[0].read_workers < 0 ||
-        p[0].samples_total < 0 || p[0].batches_total < 0)
-        abort();
-    for (int i = 1; i < 8; i++) {
-        p[i] = p[0];
-        p[i].t = p[0].t + i * p[0].interval_s;
-        p[i].samples_total = p[0].samples_total / 8 * i;
-        p[i].batches_total = p[0].batches_total / 8 * i;
-    }
     sl_calibrate_options_t o;
     sl_calibrate_options_init(&o);
     o.skip_s = -1;
-    sl__calibration_t c;
-    sl__calibrate_periods(p, 8, &o, "fuzz", &c, NULL, 0);
+    /* A copy of exactly `size` bytes, so a read past the end is seen. */
+    char *text = malloc(size);
+    if (!text)
+        return 0;
+    memcpy(text, data, size);
+    FILE *f = fmemopen(text, size, "r");
+    if (f) {
+        sl__calibration_t c;
+        sl__calibrate_stream(f, "fuzz", &o, &c, NULL, 0);
+        fclose(f);
+    }
+    /* The first line alone. */
+    const char *nl = memchr(text, '\n', size);
+    size_t len = nl ? (size_t)(nl - text) : size;
+    sl_snapshot_t s;
+    sl_snapshot_init(&s);
+    sl__calib_period_t p;
+    if (sl_snapshot_parse(text, len, &s, NULL, 0) == 0 &&
+        sl__calib_period_of(&s, &p) == 0)
+        fit_copies(&p, &o);
+    free(text);
     return 0;
 }

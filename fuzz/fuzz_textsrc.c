@@ -13,6 +13,7 @@
 #include "data/shard.h"
 #include "data/shard_format.h"
 #include "text/textsrc.h"
+#include "text/utf8.h"
 
 #define FUZZ_MAX_RECORD (64u << 20)
 
@@ -52,7 +53,7 @@ static size_t utf8_ref(const uint8_t *p, size_t n)
  * says the text is valid up to, and that both agree on validity. */
 static void check_utf8(const uint8_t *p, size_t n)
 {
-    size_t a = sl__utf8_check(p, n), b = utf8_ref(p, n);
+    size_t a = sl__utf8_valid_prefix(p, n), b = utf8_ref(p, n);
     if (a != b)
         abort();
 }
@@ -91,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_utf8(data + off, end - off);
         if (!sl__textsrc_parse_jsonl((const char *)data + off, end - off,
                                      "fuzz:1", &buf, err, sizeof err) &&
-            sl__utf8_check(buf.p, buf.n) != buf.n)
+            sl__utf8_valid_prefix(buf.p, buf.n) != buf.n)
             abort(); /* the parser must hand out valid UTF-8 only */
         off = end + 1;
     }

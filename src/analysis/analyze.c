@@ -13,17 +13,15 @@
 
 SL_API void sl_analyze_options_init(sl_analyze_options_t *o)
 {
-    if (o)
-        sl__abi_init(o, sizeof *o);
+    sl__abi_init(o, sizeof *o);
 }
 
 int sl__analyze_options_resolve(const sl_analyze_options_t *in,
                                 sl_analyze_options_t *o, char *err,
                                 size_t errlen)
 {
-    if (!in)
-        return sl__fail(err, errlen, SL_EINVAL, "no options: make them with sl_analyze_options_init()");
-    int rc = sl__abi_in(o, sizeof *o, in, sizeof(size_t), "sl_analyze_options", err, errlen);
+    int rc = sl__abi_in(o, sizeof *o, in, sizeof(size_t), "sl_analyze_options",
+                        err, errlen);
     if (rc)
         return rc;
     const char *bad =
@@ -149,7 +147,8 @@ static int check_level(const char *source, sl__analysis_t *a, double demand,
         "check: %d thread%s, consumer %.1f samples/s (%.2f ms/batch) for "
         "%.0f s...",
         n, n > 1 ? "s" : "", demand, lv->step_ms, o->seconds);
-    int rc = sl__analysis_consume_run(source, o, n, lv->step_ms, &r, err, errlen);
+    int rc =
+        sl__analysis_consume_run(source, o, n, lv->step_ms, &r, err, errlen);
     if (rc)
         return rc;
     lv->measured = r.stall;

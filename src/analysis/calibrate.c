@@ -1,6 +1,5 @@
 /* Calibration around the fit (calibrate.h): options, telemetry lines, the
  * profile, and the JSON of sl_calibrate. */
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,22 +7,22 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "calibrate.h"
 #include "base/abi.h"
+#include "base/alloc.h"
+#include "calibrate.h"
+#include "sluice/telemetry.h"
 
 SL_API void sl_calibrate_options_init(sl_calibrate_options_t *o)
 {
-    if (o)
-        sl__abi_init(o, sizeof *o);
+    sl__abi_init(o, sizeof *o);
 }
 
 int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
                                   sl_calibrate_options_t *o, char *err,
                                   size_t errlen)
 {
-    if (!in)
-        return sl__fail(err, errlen, SL_EINVAL, "no options: make them with sl_calibrate_options_init()");
-    int rc = sl__abi_in(o, sizeof *o, in, sizeof(size_t), "sl_calibrate_options", err, errlen);
+    int rc = sl__abi_in(o, sizeof *o, in, sizeof(size_t),
+                        "sl_calibrate_options", err, errlen);
     if (rc)
         return rc;
     const char *bad = !(o->consumer_cpu >= 0 && o->consumer_cpu <= 1)
@@ -40,56 +39,46 @@ int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
     return 0;
 }
 
-static double num(json_t *o, const char *k)
+/* Numbers the writer leaves null when unknown (sl_snapshot_parse reads them
+ * as -1) are NaN here, and unknown counts are 0: the fit tests for those
+ * (isfinite, > 0), so a period reads the same as it did from the JSON. */
+static double known(double v)
 {
-    json_t *v = json_object_get(o, k);
-    return json_is_number(v) ? json_number_value(v) : NAN;
+    return v < 0 ? NAN : v;
+}
+static int count(int v)
+{
+    return v < 0 ? 0 : v;
+}
+static long long count64(int64_t v)
+{
+    return v < 0 ? 0 : (long long)v;
 }
 
-/* A count from the JSON: 0 when absent or out of range. */
-static long long count(json_t *o, const char *k, double max)
+int sl__calib_period_of(const sl_snapshot_t *s, sl__calib_period_t *p)
 {
-    double v = num(o, k);
-    return v >= 0 && v <= max ? (long long)v : 0;
-}
-
-int sl__calib_period_parse(const char *line, size_t len, sl__calib_period_t *p)
-{
-    json_t *o = json_loadb(line, len, 0, NULL);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return SL_ECORRUPT;
-    }
     memset(p, 0, sizeof *p);
-    p->t = num(o, "t");
-    p->interval_s = num(o, "interval_s");
-    p->ncpu = (int)count(o, "ncpu", 1e6);
-    p->cpu_self = num(o, "cpu_self");
-    p->cpu_other = num(o, "cpu_other");
-    p->samples_per_s = num(o, "samples_per_s");
-    p->stall_fraction = num(o, "stall_fraction");
-    p->consumer_wait_ms = num(o, "consumer_wait_ms");
-    p->read_bytes_per_s = num(o, "read_bytes_per_s");
-    p->mem_total = num(o, "mem_total_bytes");
-    p->rss = num(o, "rss_bytes");
-    p->samples_total = count(o, "samples_total", 9e18);
-    p->batches_total = count(o, "batches_total", 9e18);
-    json_t *st = json_object_get(o, "stages");
-    json_t *rd = json_object_get(st, "read"),
-           *dc = json_object_get(st, "decode");
-    p->read_workers = (int)count(rd, "workers", 1e6);
-    p->read_busy = num(rd, "busy");
-    p->read_items_per_s = num(rd, "items_per_s");
-    p->decode_workers = (int)count(dc, "workers", 1e6);
-    p->decode_busy = num(dc, "busy");
-    p->decode_items_per_s = num(dc, "items_per_s");
-    p->prefetch = (int)count(json_object_get(o, "knobs"), "prefetch", 1e6);
-    json_decref(o);
-    int ok = isfinite(p->t) && p->interval_s > 0 && p->ncpu > 0 &&
-             isfinite(p->cpu_self) && isfinite(p->decode_busy) &&
-             isfinite(p->decode_items_per_s) && isfinite(p->read_busy) &&
-             isfinite(p->read_items_per_s);
-    return ok ? 0 : SL_ECORRUPT;
+    p->t = s->t;
+    p->interval_s = s->interval_s;
+    p->ncpu = count(s->ncpu);
+    p->cpu_self = s->cpu_self;
+    p->cpu_other = s->cpu_other;
+    p->samples_per_s = s->samples_per_s;
+    p->stall_fraction = s->stall_fraction;
+    p->consumer_wait_ms = s->consumer_wait_ms;
+    p->read_bytes_per_s = known(s->read_bytes_per_s);
+    p->mem_total = known((double)s->mem_total_bytes);
+    p->rss = known((double)s->rss_bytes);
+    p->samples_total = count64(s->samples_total);
+    p->batches_total = count64(s->batches_total);
+    p->read_workers = count(s->read.workers);
+    p->read_busy = s->read.busy;
+    p->read_items_per_s = s->read.items_per_s;
+    p->decode_workers = count(s->decode.workers);
+    p->decode_busy = s->decode.busy;
+    p->decode_items_per_s = s->decode.items_per_s;
+    p->prefetch = count(s->prefetch);
+    return p->interval_s > 0 && p->ncpu > 0 ? 0 : SL_ECORRUPT;
 }
 
 /* The profile the fit describes, and the foreign demand. */
@@ -177,6 +166,36 @@ int sl__calibrate_periods(const sl__calib_period_t *p, int n,
     return calibrate(p, n, 0, o, source, c, err, errlen);
 }
 
+int sl__calibrate_stream(FILE *f, const char *source,
+                         const sl_calibrate_options_t *o, sl__calibration_t *c,
+                         char *err, size_t errlen)
+{
+    sl__calib_period_t *p = NULL;
+    int n = 0, bad = 0, rc = 0;
+    size_t cap = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    sl_snapshot_t snap;
+    sl_snapshot_init(&snap);
+    while ((len = getline(&line, &lcap, f)) > 0) {
+        if (sl__array_reserve(&p, &cap, (size_t)n + 1, sizeof *p, 1024)) {
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            break;
+        }
+        if (sl_snapshot_parse(line, (size_t)len, &snap, NULL, 0) == 0 &&
+            sl__calib_period_of(&snap, &p[n]) == 0)
+            n++;
+        else
+            bad++;
+    }
+    free(line);
+    if (!rc)
+        rc = calibrate(p, n, bad, o, source, c, err, errlen);
+    free(p);
+    return rc;
+}
+
 int sl__calibrate_file(const char *path, const sl_calibrate_options_t *o,
                        sl__calibration_t *c, char *err, size_t errlen)
 {
@@ -184,31 +203,8 @@ int sl__calibrate_file(const char *path, const sl_calibrate_options_t *o,
     if (!f)
         return sl__fail(err, errlen, path ? SL_EIO : SL_EINVAL,
                         "cannot open %s", path ? path : "(null)");
-    sl__calib_period_t *p = NULL;
-    int n = 0, cap = 0, bad = 0, rc = 0;
-    char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &lcap, f)) > 0) {
-        if (n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            sl__calib_period_t *v = realloc(p, (size_t)cap * sizeof *v);
-            if (!v) {
-                rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-                break;
-            }
-            p = v;
-        }
-        if (sl__calib_period_parse(line, (size_t)len, &p[n]) == 0)
-            n++;
-        else
-            bad++;
-    }
-    free(line);
+    int rc = sl__calibrate_stream(f, path, o, c, err, errlen);
     fclose(f);
-    if (!rc)
-        rc = calibrate(p, n, bad, o, path, c, err, errlen);
-    free(p);
     return rc;
 }
 

@@ -17,15 +17,18 @@
  * put into the profile.
  *
  * Files: calibrate_fit.c (the fit, pure arithmetic on periods),
- * calibrate.c (telemetry lines, the profile, JSON, sl_calibrate). */
+ * calibrate.c (periods from sl_snapshot_parse, the profile, JSON,
+ * sl_calibrate). */
 #ifndef SL_CALIBRATE_H
 #define SL_CALIBRATE_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "base/base.h"
 #include "sim/sim.h"
 #include "sluice/analysis.h"
+#include "sluice/telemetry.h"
 
 /* One telemetry period: the fields of a snapshot line the fit reads (names
  * as in the JSON; stage figures of the read and decode stages). */
@@ -38,9 +41,9 @@ typedef struct sl__calib_period {
     long long samples_total, batches_total;
 } sl__calib_period_t;
 
-/* One snapshot JSON line (need not be NUL-terminated) into *p: 0, or
- * SL_ECORRUPT when it is not an object with the figures the fit needs. */
-int sl__calib_period_parse(const char *line, size_t len, sl__calib_period_t *p);
+/* The period of one snapshot (a line of the file read by sl_snapshot_parse):
+ * 0, or SL_ECORRUPT when it lacks what the fit needs (an interval, cores). */
+int sl__calib_period_of(const sl_snapshot_t *s, sl__calib_period_t *p);
 
 typedef struct sl__calib_fit {
     int periods, used; /* periods given, periods the fit used */
@@ -78,6 +81,11 @@ int sl__calibrate_periods(const sl__calib_period_t *p, int n,
                           const sl_calibrate_options_t *o, const char *source,
                           sl__calibration_t *out, char *err, size_t errlen);
 
+/* The same from telemetry JSON Lines: each line read by sl_snapshot_parse;
+ * lines it refuses, or without a period, count as unreadable. */
+int sl__calibrate_stream(FILE *f, const char *source,
+                         const sl_calibrate_options_t *o,
+                         sl__calibration_t *out, char *err, size_t errlen);
 /* The same from a telemetry JSON Lines file. */
 int sl__calibrate_file(const char *path, const sl_calibrate_options_t *o,
                        sl__calibration_t *out, char *err, size_t errlen);

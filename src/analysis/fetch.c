@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis.h"
+#include "base/alloc.h"
 #include "telemetry/machine.h"
 
 #define FETCH_MAX_THREADS 4
@@ -38,9 +39,7 @@ int sl__dataset_files_list(const sl__source_t *src, sl__dataset_files_t *f)
 
 void sl__dataset_files_free(sl__dataset_files_t *f)
 {
-    for (int64_t i = 0; i < f->n; i++)
-        free(f->path[i]);
-    free(f->path);
+    sl__strv_free(f->path, f->n);
     memset(f, 0, sizeof *f);
 }
 

@@ -5,15 +5,12 @@
 
 const char *sl__bound_name(sl__bound_t b)
 {
-    switch (b) {
-    case SL__BOUND_CONSUMER:
-        return "consumer";
-    case SL__BOUND_PREP:
-        return "prep";
-    case SL__BOUND_FETCH:
-        return "fetch";
-    }
-    return "?";
+    static const char *const names[] = {
+        [SL__BOUND_CONSUMER] = "consumer",
+        [SL__BOUND_PREP] = "prep",
+        [SL__BOUND_FETCH] = "fetch",
+    };
+    return (unsigned)b < sizeof names / sizeof *names ? names[b] : "?";
 }
 
 sl__stall_model_t sl__stall_predict(double demand, double prep, double cold,

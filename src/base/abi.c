@@ -6,6 +6,8 @@
 
 void sl__abi_init(void *s, size_t size)
 {
+    if (!s)
+        return;
     memset(s, 0, size);
     *(size_t *)s = size;
 }
@@ -13,11 +15,14 @@ void sl__abi_init(void *s, size_t size)
 int sl__abi_in(void *dst, size_t dst_size, const void *src, size_t min_size,
                const char *what, char *err, size_t errlen)
 {
+    if (!src)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "no options: make them with %s_init()", what);
     size_t n = sl__abi_size(src);
     if (n < min_size)
         return sl__fail(err, errlen, SL_EINVAL,
-                        "%s.size is %zu: initialise it with %s_init()", what,
-                        n, what);
+                        "%s.size is %zu: initialise it with %s_init()", what, n,
+                        what);
     if (n > dst_size)
         n = dst_size; /* a newer caller: its extra fields are unknown here */
     memcpy(dst, src, n);

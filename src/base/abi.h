@@ -10,13 +10,15 @@
 
 #include <stddef.h>
 
-/* Zeroes a struct of `size` bytes and sets its leading size field. */
+/* Zeroes a struct of `size` bytes and sets its leading size field; does
+ * nothing when s is NULL (so an sl_X_init is this one call). */
 void sl__abi_init(void *s, size_t size);
 
 /* Copies the caller's input struct `src` into the library's `dst`
  * (dst_size bytes): min(src->size, dst_size) bytes, the rest zeroed, and
  * dst->size = dst_size. Returns 0, or SL_EINVAL with a message naming
- * `what` when src->size is below `min_size` (0: never initialised). */
+ * `what` when src is NULL or src->size is below `min_size` (0: never
+ * initialised). */
 int sl__abi_in(void *dst, size_t dst_size, const void *src, size_t min_size,
                const char *what, char *err, size_t errlen);
 

@@ -11,30 +11,25 @@
  * hundreds of MB/s; records are small, so higher levels buy little. */
 #define SL_ZSTD_LEVEL 3
 
+/* The codecs' names, by id: the one table both directions read. */
+static const char *const codec_names[] = {
+    [SL_CODEC_NONE] = "none",
+    [SL_CODEC_LZ4] = "lz4",
+    [SL_CODEC_ZSTD] = "zstd",
+};
+#define NCODECS (int)(sizeof codec_names / sizeof *codec_names)
+
 int sl__codec_from_name(const char *name)
 {
-    if (!name)
-        return -1;
-    if (!strcmp(name, "none"))
-        return SL_CODEC_NONE;
-    if (!strcmp(name, "lz4"))
-        return SL_CODEC_LZ4;
-    if (!strcmp(name, "zstd"))
-        return SL_CODEC_ZSTD;
+    for (int c = 0; name && c < NCODECS; c++)
+        if (!strcmp(name, codec_names[c]))
+            return c;
     return -1;
 }
 
 const char *sl__codec_name(int codec)
 {
-    switch (codec) {
-    case SL_CODEC_NONE:
-        return "none";
-    case SL_CODEC_LZ4:
-        return "lz4";
-    case SL_CODEC_ZSTD:
-        return "zstd";
-    }
-    return "unknown";
+    return codec >= 0 && codec < NCODECS ? codec_names[codec] : "unknown";
 }
 
 size_t sl__codec_bound(int codec, size_t n)

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "base/alloc.h"
 #include "base/base.h"
 
 typedef struct strvec {
@@ -19,15 +20,9 @@ static int strvec_push(strvec_t *s, char *str)
 {
     if (!str)
         return SL_ENOMEM;
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        char **v = realloc(s->v, cap * sizeof *v);
-        if (!v) {
-            free(str);
-            return SL_ENOMEM;
-        }
-        s->v = v;
-        s->cap = cap;
+    if (sl__array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 64)) {
+        free(str);
+        return SL_ENOMEM;
     }
     s->v[s->n++] = str;
     return 0;
@@ -35,9 +30,7 @@ static int strvec_push(strvec_t *s, char *str)
 
 static void strvec_free(strvec_t *s)
 {
-    for (size_t i = 0; i < s->n; i++)
-        free(s->v[i]);
-    free(s->v);
+    sl__strv_free(s->v, (int64_t)s->n);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -116,15 +109,10 @@ static int walk(const char *root, const char *rel, int depth, int64_t label,
     int rc = list_dir(abs, &dirs, &files, err, errlen);
     free(abs);
     for (size_t i = 0; !rc && i < files.n; i++) {
-        if (paths->n + 1 > *lcap) {
-            size_t cap = *lcap ? *lcap * 2 : 1024;
-            int64_t *l = realloc(*labels, cap * sizeof *l);
-            if (!l) {
-                rc = SL_ENOMEM;
-                break;
-            }
-            *labels = l;
-            *lcap = cap;
+        if (sl__array_reserve(labels, lcap, paths->n + 1, sizeof **labels,
+                              1024)) {
+            rc = SL_ENOMEM;
+            break;
         }
         (*labels)[paths->n] = label;
         rc = strvec_push(paths, join(rel, files.v[i]));
@@ -191,12 +179,8 @@ void sl__folder_free(sl__folder_t *f)
 {
     if (!f)
         return;
-    for (int i = 0; i < f->nclasses; i++)
-        free(f->classes[i]);
-    for (int64_t i = 0; i < f->n; i++)
-        free(f->paths[i]);
-    free(f->classes);
-    free(f->paths);
+    sl__strv_free(f->classes, f->nclasses);
+    sl__strv_free(f->paths, f->n);
     free(f->labels);
     free(f->root);
     free(f);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -21,9 +23,7 @@ static int cmp_i64(const void *a, const void *b)
 
 void sl__shard_list_free(char **paths, int n)
 {
-    for (int i = 0; i < n; i++)
-        free(paths[i]);
-    free(paths);
+    sl__strv_free(paths, n);
 }
 
 int sl__shard_list(const char *dir, char ***paths, int *n)
@@ -34,21 +34,17 @@ int sl__shard_list(const char *dir, char ***paths, int *n)
     if (!d)
         return SL_EIO;
     char **v = NULL;
-    int cnt = 0, cap = 0, rc = 0;
+    int cnt = 0, rc = 0;
+    size_t cap = 0;
     struct dirent *e;
     while (!rc && (e = readdir(d))) {
         size_t len = strlen(e->d_name);
         if (e->d_name[0] == '.' || len < 5 ||
             strcmp(e->d_name + len - 4, ".sls"))
             continue;
-        if (cnt == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **nv = realloc(v, (size_t)cap * sizeof *nv);
-            if (!nv) {
-                rc = SL_ENOMEM;
-                break;
-            }
-            v = nv;
+        if (sl__array_reserve(&v, &cap, (size_t)cnt + 1, sizeof *v, 64)) {
+            rc = SL_ENOMEM;
+            break;
         }
         if (asprintf(&v[cnt], "%s/%s", dir, e->d_name) < 0)
             rc = SL_ENOMEM;

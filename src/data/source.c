@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "folder.h"
 #include "shard.h"
 #include "shard_walk.h"
@@ -35,17 +36,13 @@ static int read_classes(sl__source_t *s, const char *dir)
     if (!f)
         return 0; /* optional: names then default to the label number */
     char line[4096];
-    int cap = 0;
+    size_t cap = 0;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\r\n")] = 0;
-        if (s->nclasses == cap) {
-            cap = cap ? cap * 2 : 64;
-            char **v = realloc(s->classes, (size_t)cap * sizeof *v);
-            if (!v) {
-                fclose(f);
-                return SL_ENOMEM;
-            }
-            s->classes = v;
+        if (sl__array_reserve(&s->classes, &cap, (size_t)s->nclasses + 1,
+                              sizeof *s->classes, 64)) {
+            fclose(f);
+            return SL_ENOMEM;
         }
         s->classes[s->nclasses] = strdup(line);
         if (!s->classes[s->nclasses]) {
@@ -166,18 +163,13 @@ void sl__source_close(sl__source_t *s)
 {
     if (!s)
         return;
-    if (s->folder) {
+    if (s->folder)
         sl__folder_free(s->folder); /* owns classes */
-    } else {
-        for (int c = 0; c < s->nclasses; c++)
-            free(s->classes[c]);
-        free(s->classes);
-    }
+    else
+        sl__strv_free(s->classes, s->nclasses);
     for (int i = 0; i < s->nshards; i++)
         sl__shard_close(s->shards[i]);
-    for (int i = 0; i < s->nbad; i++)
-        free(s->bad[i]);
-    free(s->bad);
+    sl__strv_free(s->bad, s->nbad);
     free(s->shards);
     free(s->first);
     free(s->path);

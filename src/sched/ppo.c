@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "sluice/sluice.h"
 
 void sl__ppo_hp_default(sl__ppo_hp_t *hp)
@@ -51,36 +52,25 @@ int sl__ppo_buf_init(sl__ppo_buf_t *b, int cap, int n_in)
     size_t c = (size_t)cap;
     b->cap = cap;
     b->n_in = n_in;
-    b->obs = malloc(c * (size_t)n_in * sizeof *b->obs);
-    b->act = malloc(c * SL_MLP_KNOBS);
-    b->mask = malloc(c * SL_MLP_LOGITS);
-    b->logp = malloc(c * sizeof(double));
-    b->value = malloc(c * sizeof(double));
-    b->reward = calloc(c, sizeof(double));
-    b->last = calloc(c, 1);
-    b->boot = calloc(c, sizeof(double));
-    b->adv = malloc(c * sizeof(double));
-    b->ret = malloc(c * sizeof(double));
-    if (!b->obs || !b->act || !b->mask || !b->logp || !b->value || !b->reward ||
-        !b->last || !b->boot || !b->adv || !b->ret) {
-        sl__ppo_buf_free(b);
-        return SL_ENOMEM;
-    }
-    return 0;
+    /* One zeroed block; obs first, so free(b->obs) frees it. */
+    const sl__part_t parts[] = {
+        {&b->obs, c * (size_t)n_in * sizeof *b->obs},
+        {&b->act, c * SL_MLP_KNOBS},
+        {&b->mask, c * SL_MLP_LOGITS},
+        {&b->logp, c * sizeof *b->logp},
+        {&b->value, c * sizeof *b->value},
+        {&b->reward, c * sizeof *b->reward},
+        {&b->last, c * sizeof *b->last},
+        {&b->boot, c * sizeof *b->boot},
+        {&b->adv, c * sizeof *b->adv},
+        {&b->ret, c * sizeof *b->ret},
+    };
+    return sl__parts_alloc(parts, (int)(sizeof parts / sizeof *parts));
 }
 
 void sl__ppo_buf_free(sl__ppo_buf_t *b)
 {
-    free(b->obs);
-    free(b->act);
-    free(b->mask);
-    free(b->logp);
-    free(b->value);
-    free(b->reward);
-    free(b->last);
-    free(b->boot);
-    free(b->adv);
-    free(b->ret);
+    free(b->obs); /* the block of sl__ppo_buf_init */
     memset(b, 0, sizeof *b);
 }
 
@@ -236,36 +226,27 @@ int sl__ppo_init(sl__ppo_t *p, const sl__ppo_hp_t *hp, const sl__mlp_t *m)
     memset(p, 0, sizeof *p);
     p->hp = *hp;
     p->n_params = m->n_params;
-    p->m1 = calloc(m->n_params, sizeof(double));
-    p->m2 = calloc(m->n_params, sizeof(double));
-    p->grad = calloc(m->n_params, sizeof(double));
     int c = hp->minibatch > 0 ? hp->minibatch : 1;
     p->cap = c;
-    p->obs = malloc((size_t)c * m->n_in * sizeof(double));
-    p->logp = malloc((size_t)c * sizeof(double));
-    p->adv = malloc((size_t)c * sizeof(double));
-    p->ret = malloc((size_t)c * sizeof(double));
-    p->act = malloc((size_t)c * SL_MLP_KNOBS);
-    p->mask = malloc((size_t)c * SL_MLP_LOGITS);
-    if (!p->m1 || !p->m2 || !p->grad || !p->obs || !p->logp || !p->adv ||
-        !p->ret || !p->act || !p->mask) {
-        sl__ppo_free(p);
-        return SL_ENOMEM;
-    }
-    return 0;
+    size_t np = (size_t)m->n_params, nc = (size_t)c;
+    /* One zeroed block; m1 first, so free(p->m1) frees it. */
+    const sl__part_t parts[] = {
+        {&p->m1, np * sizeof *p->m1},
+        {&p->m2, np * sizeof *p->m2},
+        {&p->grad, np * sizeof *p->grad},
+        {&p->obs, nc * (size_t)m->n_in * sizeof *p->obs},
+        {&p->logp, nc * sizeof *p->logp},
+        {&p->adv, nc * sizeof *p->adv},
+        {&p->ret, nc * sizeof *p->ret},
+        {&p->act, nc * SL_MLP_KNOBS},
+        {&p->mask, nc * SL_MLP_LOGITS},
+    };
+    return sl__parts_alloc(parts, (int)(sizeof parts / sizeof *parts));
 }
 
 void sl__ppo_free(sl__ppo_t *p)
 {
-    free(p->m1);
-    free(p->m2);
-    free(p->grad);
-    free(p->obs);
-    free(p->logp);
-    free(p->adv);
-    free(p->ret);
-    free(p->act);
-    free(p->mask);
+    free(p->m1); /* the block of sl__ppo_init */
     free(p->perm);
     memset(p, 0, sizeof *p);
 }

@@ -159,6 +159,16 @@ static void jp_ws(jp_t *j)
         j->i++;
 }
 
+/* Skips white space, then consumes `c` if it comes next: 1, else 0. */
+static int jp_eat(jp_t *j, char c)
+{
+    jp_ws(j);
+    if (j->i >= j->n || j->d[j->i] != c)
+        return 0;
+    j->i++;
+    return 1;
+}
+
 static int hex4(const char *s, uint32_t *v)
 {
     *v = 0;
@@ -225,53 +235,31 @@ static int jp_string(jp_t *j, uint8_t *out, size_t cap, size_t *outn)
         }
         if (j->i + 1 >= j->n)
             return jp_fail(j, "truncated string");
+        /* The one-character escapes, and what each stands for. */
+        static const char esc[] = "\"\\/bfnrt", val[] = "\"\\/\b\f\n\r\t";
         char e = j->d[j->i + 1];
+        const char *k = e ? strchr(esc, e) : NULL;
         j->i += 2;
-        switch (e) {
-        case '"':
-            out[o++] = '"';
-            break;
-        case '\\':
-            out[o++] = '\\';
-            break;
-        case '/':
-            out[o++] = '/';
-            break;
-        case 'b':
-            out[o++] = '\b';
-            break;
-        case 'f':
-            out[o++] = '\f';
-            break;
-        case 'n':
-            out[o++] = '\n';
-            break;
-        case 'r':
-            out[o++] = '\r';
-            break;
-        case 't':
-            out[o++] = '\t';
-            break;
-        case 'u': {
-            uint32_t v, w;
-            if (j->i + 4 > j->n || hex4(j->d + j->i, &v))
-                return jp_fail(j, "bad \\u escape");
-            j->i += 4;
-            if (v >= 0xd800 && v < 0xdc00 && j->i + 6 <= j->n &&
-                j->d[j->i] == '\\' && j->d[j->i + 1] == 'u' &&
-                !hex4(j->d + j->i + 2, &w) && w >= 0xdc00 && w < 0xe000) {
-                v = 0x10000 + ((v - 0xd800) << 10) + (w - 0xdc00);
-                j->i += 6;
-            }
-            /* a lone surrogate cannot map to a GPT-2 byte anyway */
-            if (v >= 0xd800 && v < 0xe000)
-                return jp_fail(j, "lone surrogate in string");
-            o += put_utf8(out + o, v);
-            break;
+        if (k) {
+            out[o++] = (uint8_t)val[k - esc];
+            continue;
         }
-        default:
+        if (e != 'u')
             return jp_fail(j, "bad escape");
+        uint32_t v, w;
+        if (j->i + 4 > j->n || hex4(j->d + j->i, &v))
+            return jp_fail(j, "bad \\u escape");
+        j->i += 4;
+        if (v >= 0xd800 && v < 0xdc00 && j->i + 6 <= j->n &&
+            j->d[j->i] == '\\' && j->d[j->i + 1] == 'u' &&
+            !hex4(j->d + j->i + 2, &w) && w >= 0xdc00 && w < 0xe000) {
+            v = 0x10000 + ((v - 0xd800) << 10) + (w - 0xdc00);
+            j->i += 6;
         }
+        /* a lone surrogate cannot map to a GPT-2 byte anyway */
+        if (v >= 0xd800 && v < 0xe000)
+            return jp_fail(j, "lone surrogate in string");
+        o += put_utf8(out + o, v);
     }
     *outn = o;
     return 0;
@@ -285,24 +273,17 @@ static int check_encoder(struct sl__bpe *bpe, const int16_t *cp_to_byte,
     uint8_t s[1024], b[1024];
     size_t count = 0;
     int rc;
-    jp_ws(&j);
-    if (j.i >= n || d[j.i] != '{')
+    if (!jp_eat(&j, '{'))
         return jp_fail(&j, "expected '{'");
-    j.i++;
-    jp_ws(&j);
-    if (j.i < n && d[j.i] == '}') {
-        j.i++;
+    if (jp_eat(&j, '}'))
         goto end;
-    }
     for (;;) {
         size_t sn = 0, bn = 0;
         jp_ws(&j);
         if ((rc = jp_string(&j, s, sizeof s, &sn)))
             return rc;
-        jp_ws(&j);
-        if (j.i >= n || d[j.i] != ':')
+        if (!jp_eat(&j, ':'))
             return jp_fail(&j, "expected ':'");
-        j.i++;
         jp_ws(&j);
         size_t a = j.i;
         if (j.i < n && d[j.i] == '-')
@@ -325,15 +306,10 @@ static int check_encoder(struct sl__bpe *bpe, const int16_t *cp_to_byte,
                                    "(id differs from merge rank)");
             count++;
         }
-        jp_ws(&j);
-        if (j.i < n && d[j.i] == ',') {
-            j.i++;
+        if (jp_eat(&j, ','))
             continue;
-        }
-        if (j.i < n && d[j.i] == '}') {
-            j.i++;
+        if (jp_eat(&j, '}'))
             break;
-        }
         return jp_fail(&j, j.i >= n ? "truncated: expected ',' or '}'"
                                     : "expected ',' or '}'");
     }

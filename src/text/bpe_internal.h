@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "text/tok_internal.h"
+#include "text/utf8.h"
 
 #define SL__BPE_NORANK UINT32_MAX
 
@@ -65,12 +66,5 @@ int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
 /* Reads a whole file (NUL-terminated for convenience). */
 int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
                       size_t errlen);
-
-/* UTF-8 repair as Python's bytes.decode('utf-8', errors='replace'): each
- * maximal invalid subpart becomes U+FFFD. Returns the length of the valid
- * prefix of p (n when all of it is valid). */
-size_t sl__utf8_valid_prefix(const uint8_t *p, size_t n);
-/* Writes the repaired text of p[0..n) into out. 0 or SL_ENOMEM. */
-int sl__utf8_repair(const uint8_t *p, size_t n, sl__bytes_t *out);
 
 #endif

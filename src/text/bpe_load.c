@@ -329,6 +329,15 @@ static int b64_decode(const char *s, size_t n, uint8_t *out, size_t *outn)
     return 0;
 }
 
+/* The end of the run of d[i..e) whose bytes are in `set` (in = 1) or not
+ * in it (in = 0); a NUL byte is never in the set. */
+static size_t span(const char *d, size_t i, size_t e, const char *set, int in)
+{
+    while (i < e && (d[i] && strchr(set, d[i])) == in)
+        i++;
+    return i;
+}
+
 int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
                               const char *encoding, sl__tok_t **out, char *err,
                               size_t errlen)
@@ -344,26 +353,14 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
     int rc;
     while (i < n) {
         line++;
-        size_t e = i;
-        while (e < n && data[e] != '\n' && data[e] != '\r')
-            e++;
+        size_t e = span(data, i, n, "\n\r", 0);
         /* fields: token, rank */
-        size_t a = i;
-        while (a < e && (data[a] == ' ' || data[a] == '\t'))
-            a++;
+        size_t a = span(data, i, e, " \t", 1);
         if (a < e) {
-            size_t b = a;
-            while (b < e && data[b] != ' ' && data[b] != '\t')
-                b++;
-            size_t c = b;
-            while (c < e && (data[c] == ' ' || data[c] == '\t'))
-                c++;
-            size_t d = c;
-            while (d < e && data[d] >= '0' && data[d] <= '9')
-                d++;
-            size_t f = d;
-            while (f < e && (data[f] == ' ' || data[f] == '\t'))
-                f++;
+            size_t b = span(data, a, e, " \t", 0);
+            size_t c = span(data, b, e, " \t", 1);
+            size_t d = span(data, c, e, "0123456789", 1);
+            size_t f = span(data, d, e, " \t", 1);
             if (c == b || d == c || f != e || d - c > 10) {
                 rc =
                     sl__fail(err, errlen, SL_ECORRUPT,

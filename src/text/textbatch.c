@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/rng.h"
 
 void sl__text_permute(int64_t *perm, int64_t n, uint64_t seed, int64_t epoch,
@@ -131,20 +132,13 @@ int64_t sl__text_mlm_build(const sl__text_spec_t *sp, const int32_t *ids,
              * the end of the chunk */
             if (k && (last || len + plen + 3 > (size_t)sp->seq_len ||
                       k == sizeof pb / sizeof pb[0])) {
-                size_t need = out->n + width;
-                if (need > out->cap) {
-                    size_t cap = out->cap ? 2 * out->cap : 4096;
-                    while (cap < need)
-                        cap *= 2;
-                    int32_t *v = realloc(out->v, cap * sizeof *v);
-                    if (!v)
-                        return SL_ENOMEM;
-                    out->v = v, out->cap = cap;
-                }
+                if (sl__array_reserve(&out->v, &out->cap, out->n + width,
+                                      sizeof *out->v, 4096))
+                    return SL_ENOMEM;
                 mlm_emit(sp, ids, pb, pe, k, sp->seed, epoch,
                          ((uint64_t)chunk << 32) | (uint64_t)made,
                          out->v + out->n);
-                out->n = need;
+                out->n += width;
                 made++;
                 k = 0, len = 0;
             }

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "data/shard.h"
+#include "text/utf8.h"
 
 enum { KIND_TEXT = 0, KIND_JSONL = 1, KIND_SHARD = 2 };
 
@@ -33,49 +35,12 @@ typedef struct tdoc {
 
 struct sl__textsrc {
     tfile_t *files;
-    int nfiles, capfiles;
+    int nfiles;
+    size_t capfiles;
     tdoc_t *docs;
-    int64_t ndocs, capdocs;
+    int64_t ndocs;
+    size_t capdocs;
 };
-
-size_t sl__utf8_check(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        uint8_t lo = 0x80, hi = 0xbf;
-        if (c >= 0xc2 && c <= 0xdf)
-            k = 1;
-        else if (c >= 0xe0 && c <= 0xef) {
-            k = 2;
-            if (c == 0xe0)
-                lo = 0xa0; /* overlong */
-            if (c == 0xed)
-                hi = 0x9f; /* surrogates */
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            k = 3;
-            if (c == 0xf0)
-                lo = 0x90; /* overlong */
-            if (c == 0xf4)
-                hi = 0x8f; /* > U+10FFFF */
-        } else
-            return i;
-        if (i + k >= n)
-            return i; /* truncated sequence */
-        if (p[i + 1] < lo || p[i + 1] > hi)
-            return i;
-        for (size_t j = 2; j <= k; j++)
-            if ((p[i + j] & 0xc0) != 0x80)
-                return i;
-        i += k + 1;
-    }
-    return n;
-}
 
 static int ends_with(const char *s, const char *suf)
 {
@@ -141,13 +106,9 @@ static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
 static int push_doc(sl__textsrc_t *s, uint32_t file, uint32_t line,
                     uint64_t off, uint64_t len)
 {
-    if (s->ndocs == s->capdocs) {
-        int64_t cap = s->capdocs ? 2 * s->capdocs : 1024;
-        tdoc_t *d = realloc(s->docs, (size_t)cap * sizeof *d);
-        if (!d)
-            return SL_ENOMEM;
-        s->docs = d, s->capdocs = cap;
-    }
+    if (sl__array_reserve(&s->docs, &s->capdocs, (size_t)s->ndocs + 1,
+                          sizeof *s->docs, 1024))
+        return SL_ENOMEM;
     s->docs[s->ndocs++] = (tdoc_t){file, line, off, len};
     return 0;
 }
@@ -203,13 +164,9 @@ static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
 
 static int add_file(sl__textsrc_t *s, const char *path, int kind, int whole)
 {
-    if (s->nfiles == s->capfiles) {
-        int cap = s->capfiles ? 2 * s->capfiles : 16;
-        tfile_t *f = realloc(s->files, (size_t)cap * sizeof *f);
-        if (!f)
-            return SL_ENOMEM;
-        s->files = f, s->capfiles = cap;
-    }
+    if (sl__array_reserve(&s->files, &s->capfiles, (size_t)s->nfiles + 1,
+                          sizeof *s->files, 16))
+        return SL_ENOMEM;
     tfile_t *f = &s->files[s->nfiles];
     memset(f, 0, sizeof *f);
     f->path = strdup(path);
@@ -242,14 +199,9 @@ static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            size_t c2 = cap ? 2 * cap : 64;
-            char **nn = realloc(names, c2 * sizeof *nn);
-            if (!nn) {
-                rc = SL_ENOMEM;
-                break;
-            }
-            names = nn, cap = c2;
+        if (sl__array_reserve(&names, &cap, n + 1, sizeof *names, 64)) {
+            rc = SL_ENOMEM;
+            break;
         }
         size_t len = strlen(dir) + strlen(e->d_name) + 2;
         char *p = malloc(len);
@@ -418,7 +370,7 @@ int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
         *p = (const char *)f->data + d->off;
         *n = d->len;
     }
-    size_t bad = sl__utf8_check((const uint8_t *)*p, *n);
+    size_t bad = sl__utf8_valid_prefix((const uint8_t *)*p, *n);
     if (bad < *n)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: invalid UTF-8 at byte %zu (0x%02x)", where, bad,

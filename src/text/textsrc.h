@@ -49,8 +49,4 @@ const char *sl__textsrc_describe(const sl__textsrc_t *s, int64_t i, char *buf,
 int sl__textsrc_parse_jsonl(const char *line, size_t n, const char *where,
                             sl__bytes_t *buf, char *err, size_t errlen);
 
-/* Offset of the first byte that is not part of valid UTF-8 (strict, as
- * Python's decoder: no overlong forms, surrogates or > U+10FFFF), or n. */
-size_t sl__utf8_check(const uint8_t *p, size_t n);
-
 #endif

@@ -2,18 +2,13 @@
  * the dispatch on the tokenizer's kind. */
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "text/tok_internal.h"
 
 int sl__ids_push(sl__ids_t *ids, int32_t id)
 {
-    if (ids->n == ids->cap) {
-        size_t cap = ids->cap ? ids->cap * 2 : 256;
-        int32_t *v = realloc(ids->v, cap * sizeof *v);
-        if (!v)
-            return SL_ENOMEM;
-        ids->v = v;
-        ids->cap = cap;
-    }
+    if (sl__array_reserve(&ids->v, &ids->cap, ids->n + 1, sizeof *ids->v, 256))
+        return SL_ENOMEM;
     ids->v[ids->n++] = id;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "text/utf8.h"
 #include "text/wordpiece.h"
 
 const char *const sl__wp_special_names[SL__WP_NSPECIAL] = {
@@ -78,39 +79,6 @@ static size_t trailing_space_len(const char *line, size_t len)
     return 0;
 }
 
-/* Strict UTF-8 check (no overlongs, surrogates, or > U+10FFFF); returns the
- * byte offset of the first error or len. */
-static size_t utf8_valid_prefix(const unsigned char *p, size_t len)
-{
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t k;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF)
-            k = 1, cp = c & 0x1F, min = 0x80;
-        else if (c >= 0xE0 && c <= 0xEF)
-            k = 2, cp = c & 0x0F, min = 0x800;
-        else if (c >= 0xF0 && c <= 0xF4)
-            k = 3, cp = c & 0x07, min = 0x10000;
-        else
-            return i;
-        for (size_t j = 1; j <= k; j++) {
-            if (i + j >= len || (p[i + j] & 0xC0) != 0x80)
-                return i;
-            cp = cp << 6 | (p[i + j] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return i;
-        i += k + 1;
-    }
-    return len;
-}
-
 void sl__wp_free(struct sl__wp *wp)
 {
     if (!wp)
@@ -165,7 +133,7 @@ int sl__wp_load_mem(const void *data, size_t n, const char *name, int uncased,
         const char *nl = memchr(d + pos, '\n', n - pos);
         size_t end = nl ? (size_t)(nl - d) : n;
         size_t len = end - pos;
-        if (utf8_valid_prefix((const unsigned char *)d + pos, len) != len)
+        if (sl__utf8_valid_prefix((const uint8_t *)d + pos, len) != len)
             return wp_fail(wp, err, errlen, SL_ECORRUPT,
                            "%s:%zu: invalid UTF-8 in token", name, line + 1);
         for (size_t k; (k = trailing_space_len(d + pos, len)) != 0;)

@@ -6,22 +6,24 @@
 
 #define NRANGES(t) (sizeof(t) / sizeof(t[0]))
 
-/* Index of the range of t[0..n) holding c, or -1 (t sorted, disjoint). */
-static long find_range(const uint32_t (*t)[2], size_t n, uint32_t c)
+/* Index of the row of t[0..n) holding c, or -1 (t sorted, disjoint): rows
+ * are ranges [first, last], or with `point` single code points
+ * {code point, value}. */
+static long find_row(const uint32_t (*t)[2], size_t n, uint32_t c, int point)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         if (c < t[mid][0])
             hi = mid;
-        else if (c > t[mid][1])
+        else if (c > t[mid][point ? 0 : 1])
             lo = mid + 1;
         else
             return (long)mid;
     }
     return -1;
 }
-#define IN(t, c) (find_range(t, NRANGES(t), c) >= 0)
+#define IN(t, c) (find_row(t, NRANGES(t), c, 0) >= 0)
 
 static inline utf8proc_category_t cat(uint32_t c)
 {
@@ -87,17 +89,10 @@ int sl__wpu_is_punct(uint32_t c)
 
 uint32_t sl__wpu_lower(uint32_t c)
 {
-    /* wpc_lower is sorted by code point: one entry per range row. */
-    size_t lo = 0, hi = NRANGES(wpc_lower);
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (c < wpc_lower[mid][0])
-            hi = mid;
-        else if (c > wpc_lower[mid][0])
-            lo = mid + 1;
-        else
-            return wpc_lower[mid][1];
-    }
+    /* wpc_lower: {code point, its lower case}, sorted by code point. */
+    long i = find_row(wpc_lower, NRANGES(wpc_lower), c, 1);
+    if (i >= 0)
+        return wpc_lower[i][1];
     return (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
 }
 

@@ -335,6 +335,15 @@ static void test_fit_too_few(void **state)
         SL_ECORRUPT);
 }
 
+/* One line as calibration reads it: sl_snapshot_parse, then the period. */
+static int period_of_line(const char *line, size_t len, sl__calib_period_t *p)
+{
+    sl_snapshot_t s;
+    sl_snapshot_init(&s);
+    int rc = sl_snapshot_parse(line, len, &s, NULL, 0);
+    return rc ? rc : sl__calib_period_of(&s, p);
+}
+
 static void test_period_parse(void **state)
 {
     (void)state;
@@ -348,19 +357,37 @@ static void test_period_parse(void **state)
         "\"items_per_s\": 900}, \"decode\": {\"workers\": 2, \"busy\": 0.9, "
         "\"items_per_s\": 900}}}\n";
     sl__calib_period_t p;
-    assert_int_equal(sl__calib_period_parse(line, strlen(line), &p), 0);
+    assert_int_equal(period_of_line(line, strlen(line), &p), 0);
     assert_true(p.t == 1.5);
     assert_int_equal(p.ncpu, 2);
     assert_int_equal(p.decode_workers, 2);
     assert_true(p.decode_busy == 0.9);
     assert_int_equal(p.prefetch, 4);
     assert_int_equal(p.batches_total, 20);
+    assert_true(p.mem_total == 8e9 && p.read_bytes_per_s == 1e6);
     /* the parser never reads past len: cut the line short */
-    assert_int_equal(sl__calib_period_parse(line, 40, &p), SL_ECORRUPT);
-    const char *junk[] = {"not json", "[1, 2]", "{}",
-                          "{\"t\": 1, \"interval_s\": 0.1, \"ncpu\": 1e300}"};
+    assert_int_equal(period_of_line(line, 40, &p), SL_ECORRUPT);
+    /* unknown figures (null, or absent) are NaN, unknown counts 0, as the
+     * fit expects */
+    const char *nulls = "{\"t\": 1, \"interval_s\": 0.1, \"ncpu\": 1, "
+                        "\"read_bytes_per_s\": null, \"rss_bytes\": null, "
+                        "\"samples_total\": -1}";
+    assert_int_equal(period_of_line(nulls, strlen(nulls), &p), 0);
+    assert_true(isnan(p.read_bytes_per_s) && isnan(p.rss) &&
+                isnan(p.mem_total));
+    assert_int_equal(p.samples_total, 0);
+    assert_int_equal(p.decode_workers, 0);
+    assert_int_equal(p.prefetch, 0);
+    const char *junk[] = {
+        "not json",
+        "[1, 2]",
+        "{}",
+        "{\"t\": 1, \"interval_s\": 0.1, \"ncpu\": 1e300}",
+        "{\"t\": 1, \"interval_s\": 0, \"ncpu\": 2}",
+        "{\"t\": 1, \"interval_s\": 0.1}",
+    };
     for (size_t i = 0; i < sizeof junk / sizeof *junk; i++)
-        assert_int_equal(sl__calib_period_parse(junk[i], strlen(junk[i]), &p),
+        assert_int_equal(period_of_line(junk[i], strlen(junk[i]), &p),
                          SL_ECORRUPT);
 }
 

@@ -1,0 +1,21 @@
+/* text/utf8: the one strict UTF-8 check of the text module (no overlongs,
+ * surrogates, or code points past U+10FFFF), and the repair the BPE encoder
+ * applies to bytes input. */
+#ifndef SL_TEXT_UTF8_H
+#define SL_TEXT_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/* The length of the valid prefix of p: the offset of the first byte of the
+ * first invalid or truncated sequence, or n when all of p is valid. */
+size_t sl__utf8_valid_prefix(const uint8_t *p, size_t n);
+
+/* UTF-8 repair as Python's bytes.decode('utf-8', errors='replace'): each
+ * maximal invalid subpart of p[0..n) becomes U+FFFD, written into out.
+ * 0 or SL_ENOMEM. */
+int sl__utf8_repair(const uint8_t *p, size_t n, sl__bytes_t *out);
+
+#endif
