@@ -43,7 +43,6 @@ extern "C" {
 #define SL_API
 #endif
 
-
 /** @return the library's SL_VERSION_NUMBER (may differ from the header's). */
 SL_API unsigned sl_version(void);
 /** @return the library version as "MAJOR.MINOR.PATCH"; static storage. */
@@ -108,12 +107,12 @@ typedef enum sl_on_error {
 /** Loader options; a zero field takes the default in brackets. Make one
  *  with sl_options_init(). */
 typedef struct sl_options {
-    size_t size;                 /**< sizeof(sl_options_t), by sl_options_init */
-    int batch_size;              /**< samples per batch [64] */
-    int image_size;              /**< output is image_size x image_size [224] */
-    int mode;                    /**< sl_mode_t [SL_MODE_TRAIN] */
-    int resize_size;             /**< eval: shorter side before the centre crop
-                                      [image_size * 256 / 224] */
+    size_t size;     /**< sizeof(sl_options_t), by sl_options_init */
+    int batch_size;  /**< samples per batch [64] */
+    int image_size;  /**< output is image_size x image_size [224] */
+    int mode;        /**< sl_mode_t [SL_MODE_TRAIN] */
+    int resize_size; /**< eval: shorter side before the centre crop
+                          [image_size * 256 / 224] */
     double scale_min, scale_max; /**< RandomResizedCrop area range [0.08, 1] */
     double ratio_min, ratio_max; /**< aspect range [3/4, 4/3] */
     int no_flip;        /**< 1: no random horizontal flip in train mode */

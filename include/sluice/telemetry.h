@@ -93,7 +93,6 @@ SL_API int sl_loader_snapshots(const sl_loader_t *l, sl_snapshot_t *out,
  *  @return the length it needs (as snprintf), or SL_EINVAL. */
 SL_API int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len);
 
-
 /** Parses one JSON object, one line of a --telemetry file (the schema of
  *  docs/TELEMETRY.md, as sl_snapshot_json writes it), into *out.
  *

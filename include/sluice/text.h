@@ -60,8 +60,8 @@ typedef struct sl_text_options {
     int telemetry_ms;      /**< telemetry period [100]; < 0: no collector */
     const char *telemetry_path; /**< JSON Lines, one snapshot a period
                                      [none] */
-    int policy;            /**< sl_policy_t [SL_POLICY_HEURISTIC] */
-    int max_threads;       /**< budget: tokenizing threads [2 x cores] */
+    int policy;                 /**< sl_policy_t [SL_POLICY_HEURISTIC] */
+    int max_threads;            /**< budget: tokenizing threads [2 x cores] */
     /** Allocator for batch arrays [aligned_alloc / free]; as
      *  sl_options_t.buffer_alloc (e.g. page-locked memory). */
     void *(*buffer_alloc)(size_t bytes, void *ctx);
@@ -83,9 +83,9 @@ typedef struct sl_text_batch {
                                   lm */
     int n;                   /**< rows (< batch_size: an epoch's last) */
     int seq_len;
-    int64_t tokens;          /**< lm: n x seq_len; mlm: non-padding */
-    int64_t epoch;           /**< epoch this batch belongs to */
-    int64_t index;           /**< batch index within the epoch (this rank) */
+    int64_t tokens; /**< lm: n x seq_len; mlm: non-padding */
+    int64_t epoch;  /**< epoch this batch belongs to */
+    int64_t index;  /**< batch index within the epoch (this rank) */
 } sl_text_batch_t;
 
 /** Make one with sl_text_stats_init(). */
@@ -128,13 +128,11 @@ SL_API int sl_text_loader_options(const sl_text_loader_t *l,
                                   sl_text_options_t *out);
 /** Knobs, as sl_loader_set / get / param_range: SL_PARAM_DECODE_THREADS
  *  (tokenizing workers) while running or not. Any thread. */
-SL_API int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p,
-                              int64_t value);
+SL_API int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p, int64_t value);
 SL_API int sl_text_loader_get(const sl_text_loader_t *l, sl_param_t p,
                               int64_t *value);
-SL_API int sl_text_loader_param_range(const sl_text_loader_t *l,
-                                      sl_param_t p, int64_t *min,
-                                      int64_t *max);
+SL_API int sl_text_loader_param_range(const sl_text_loader_t *l, sl_param_t p,
+                                      int64_t *min, int64_t *max);
 /**
  * Starts (or restarts) at `pos` (NULL: epoch 0, batch 0) for opt.epochs
  * epochs from pos->epoch. Batches still held stay valid until released
@@ -165,8 +163,7 @@ SL_API int sl_text_loader_snapshot(const sl_text_loader_t *l,
 SL_API int sl_text_loader_position(const sl_text_loader_t *l,
                                    sl_position_t *pos);
 /** Copies the counters (st->size bytes; sl_text_stats_init). Any thread. */
-SL_API int sl_text_loader_stats(const sl_text_loader_t *l,
-                                sl_text_stats_t *st);
+SL_API int sl_text_loader_stats(const sl_text_loader_t *l, sl_text_stats_t *st);
 /** @return documents in the sources (bad ones included). */
 SL_API int64_t sl_text_loader_num_documents(const sl_text_loader_t *l);
 /** @return the tokenizer's vocabulary size. */
@@ -177,7 +174,6 @@ SL_API int64_t sl_text_loader_skipped_count(const sl_text_loader_t *l);
  *  order they were met; NULL out of range (the first 10000 are kept). */
 SL_API const char *sl_text_loader_skipped_message(const sl_text_loader_t *l,
                                                   int64_t i);
-
 
 #ifdef __cplusplus
 }

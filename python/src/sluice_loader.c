@@ -516,8 +516,9 @@ static int opt_host_alloc(PyObject *v, sl_options_t *o)
                         "host_alloc must be (alloc_address, free_address)");
         return -1;
     }
-    if (!PyArg_ParseTuple(v, "KK;host_alloc must be (alloc_address, "
-                             "free_address)",
+    if (!PyArg_ParseTuple(v,
+                          "KK;host_alloc must be (alloc_address, "
+                          "free_address)",
                           &a, &f))
         return -1;
     if (!a || !f) {
@@ -553,15 +554,16 @@ static int opt_policy(PyObject *v, int *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {
-        "source",       "batch_size",     "image_size",   "mode",
-        "dtype",        "layout",         "shuffle",      "seed",
-        "drop_last",    "rank",           "world_size",   "epochs",
-        "unordered",    "on_error",       "threads",      "read_threads",
-        "prefetch",     "dct_scale",      "mean",         "std",
-        "telemetry_ms", "telemetry_path", "metrics_port", "flip",
-        "scale",        "ratio",          "resize_size",  "host_alloc",
-        "policy",       NULL};
+    static char *kwlist[] = {"source",         "batch_size",   "image_size",
+                             "mode",           "dtype",        "layout",
+                             "shuffle",        "seed",         "drop_last",
+                             "rank",           "world_size",   "epochs",
+                             "unordered",      "on_error",     "threads",
+                             "read_threads",   "prefetch",     "dct_scale",
+                             "mean",           "std",          "telemetry_ms",
+                             "telemetry_path", "metrics_port", "flip",
+                             "scale",          "ratio",        "resize_size",
+                             "host_alloc",     "policy",       NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -717,10 +719,10 @@ static PyObject *get_options(LoaderObject *self, void *c)
     (void)c;
     sl_options_t used; /* the engine's, defaults resolved, when open */
     sl_options_init(&used);
-    const sl_options_t *o = self->core && !sl_loader_options(self->core->engine,
-                                                              &used)
-                                ? &used
-                                : &self->opt;
+    const sl_options_t *o =
+        self->core && !sl_loader_options(self->core->engine, &used)
+            ? &used
+            : &self->opt;
     return Py_BuildValue(
         "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",

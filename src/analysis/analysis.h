@@ -115,8 +115,9 @@ typedef struct sl__analysis_consume {
  * about o->seconds after the first batch; the consumer holds each batch
  * hold_ms (0: hands it straight back). */
 int sl__analysis_consume_run(const char *source, const sl_analyze_options_t *o,
-                    int threads, double hold_ms, sl__analysis_consume_t *out,
-                    char *err, size_t errlen);
+                             int threads, double hold_ms,
+                             sl__analysis_consume_t *out, char *err,
+                             size_t errlen);
 
 /* ---------------------------------------------------------- the analysis */
 

@@ -57,8 +57,9 @@ static int open_loader(const char *source, const sl_analyze_options_t *a,
  * counts everything after the first batch, as a training job would feel
  * it. */
 int sl__analysis_consume_run(const char *source, const sl_analyze_options_t *a,
-                    int threads, double hold_ms, sl__analysis_consume_t *out,
-                    char *err, size_t errlen)
+                             int threads, double hold_ms,
+                             sl__analysis_consume_t *out, char *err,
+                             size_t errlen)
 {
     sl_loader_t *l;
     int rc = open_loader(source, a, threads, &l, err, errlen);

@@ -27,12 +27,12 @@ enum {
  * training's scenario draws and its noise. Values are the historical ones
  * (ASCII tags), kept so that seeds give the same runs. */
 enum {
-    SL_RNG_SIM_PROFILE = 0x50,    /* 'P' */
-    SL_RNG_SIM = 0x53,            /* 'S' */
-    SL_RNG_RL_ACTIONS = 0x726c,   /* "rl" */
-    SL_RNG_MLP_INIT = 0x6d6c70,   /* "mlp" */
-    SL_RNG_TRAIN = 0x7472,        /* "tr" */
-    SL_RNG_TRAIN_NOISE = 0x6e6f   /* "no" */
+    SL_RNG_SIM_PROFILE = 0x50,  /* 'P' */
+    SL_RNG_SIM = 0x53,          /* 'S' */
+    SL_RNG_RL_ACTIONS = 0x726c, /* "rl" */
+    SL_RNG_MLP_INIT = 0x6d6c70, /* "mlp" */
+    SL_RNG_TRAIN = 0x7472,      /* "tr" */
+    SL_RNG_TRAIN_NOISE = 0x6e6f /* "no" */
 };
 
 typedef struct sl__rng {

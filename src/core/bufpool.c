@@ -20,8 +20,7 @@ void sl__free_block(const sl__allocator_t *a, void *p)
         a->free(p, a->ctx);
 }
 
-void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a,
-                      size_t bytes)
+void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a, size_t bytes)
 {
     p->a = *a;
     p->bytes = bytes;

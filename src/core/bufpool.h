@@ -30,8 +30,7 @@ typedef struct sl__bufpool {
     int nfree, nall, cap;
 } sl__bufpool_t;
 
-void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a,
-                      size_t bytes);
+void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a, size_t bytes);
 /* Frees every block the pool made, returned or not. */
 void sl__bufpool_free(sl__bufpool_t *p);
 /* A block of p->bytes, or NULL when the allocator fails. */

@@ -6,8 +6,7 @@
 int sl__sched_glue_init(sl__sched_glue_t *g, const sl_options_t *o,
                         const sl__limits_t *lim, pthread_mutex_t *mu,
                         void *self, int (*knobs)(void *, sl__knobs_t *),
-                        int (*set)(void *, int, int), char *err,
-                        size_t errlen)
+                        int (*set)(void *, int, int), char *err, size_t errlen)
 {
     memset(g, 0, sizeof *g);
     g->lim = lim;
@@ -52,9 +51,9 @@ void sl__sched_glue_tick(sl__sched_glue_t *g, struct sl__collector *c)
     for (int i = 0; i < d.n; i++)
         applied[i] = g->set(g->self, d.ch[i].knob, d.ch[i].to) == 0;
     pthread_mutex_lock(g->mu);
-    g->decisions += sl__sched_report(&d, applied, g->knob, sizeof g->knob,
-                                     &g->from, &g->to, g->reason,
-                                     sizeof g->reason);
+    g->decisions +=
+        sl__sched_report(&d, applied, g->knob, sizeof g->knob, &g->from, &g->to,
+                         g->reason, sizeof g->reason);
     pthread_mutex_unlock(g->mu);
 }
 

@@ -41,8 +41,7 @@ typedef struct sl__sched_glue {
 int sl__sched_glue_init(sl__sched_glue_t *g, const sl_options_t *o,
                         const sl__limits_t *lim, pthread_mutex_t *mu,
                         void *self, int (*knobs)(void *, sl__knobs_t *),
-                        int (*set)(void *, int, int), char *err,
-                        size_t errlen);
+                        int (*set)(void *, int, int), char *err, size_t errlen);
 /* 1 when a policy runs (the loader then hooks its collector). */
 int sl__sched_glue_active(const sl__sched_glue_t *g);
 void sl__sched_glue_free(sl__sched_glue_t *g);

@@ -91,16 +91,13 @@ static int create(const char *source, const sl_options_t *opt,
     for (int i = 0; i < SL_ITEMS; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     if (l->opt.telemetry_ms >= 0) {
-        sl__collector_opts_t co = {l->opt.telemetry_ms,
-                                   source,
-                                   l->opt.telemetry_path,
-                                   l->opt.metrics_port,
-                                   600,
-                                   NULL};
+        sl__collector_opts_t co = {
+            l->opt.telemetry_ms, source, l->opt.telemetry_path,
+            l->opt.metrics_port, 600,    NULL};
         rc = sl__loader_sched_init(l, &co, err, errlen);
         if (!rc)
-            rc =
-                sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll, err, errlen);
+            rc = sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll,
+                                     err, errlen);
         if (rc) {
             sl_loader_destroy(l);
             return rc;
@@ -235,11 +232,11 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
         return SL_EINVAL;
     int64_t epoch = pos ? pos->epoch : 0, batch = pos ? pos->batch : 0;
     if (epoch < 0 || batch < 0 || batch > l->smp.nbatches)
-        return sl__lasterr_set(l, SL_ERANGE,
-                        "position epoch %lld batch %lld is outside 0..%lld "
-                        "batches",
-                        (long long)epoch, (long long)batch,
-                        (long long)l->smp.nbatches);
+        return sl__lasterr_set(
+            l, SL_ERANGE,
+            "position epoch %lld batch %lld is outside 0..%lld "
+            "batches",
+            (long long)epoch, (long long)batch, (long long)l->smp.nbatches);
     stop_pipeline(l);
     int64_t nb = l->smp.nbatches;
     l->start_g = l->claim_g = l->next_g = epoch * nb + batch;
@@ -300,8 +297,8 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
             break;
         }
         if (!l->running) {
-            rc = sl__lasterr_set(l, SL_ESTATE,
-                                 "sl_loader_start was not called");
+            rc =
+                sl__lasterr_set(l, SL_ESTATE, "sl_loader_start was not called");
             break;
         }
         if (l->handed >= l->end_g - l->start_g) {
@@ -335,10 +332,11 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
             break;
         }
         if (all_held(l)) {
-            rc = sl__lasterr_set(l, SL_ESTATE,
-                          "every batch buffer (%d) is held by the consumer: "
-                          "release batches or raise the prefetch depth",
-                          l->nbufs);
+            rc = sl__lasterr_set(
+                l, SL_ESTATE,
+                "every batch buffer (%d) is held by the consumer: "
+                "release batches or raise the prefetch depth",
+                l->nbufs);
             break;
         }
         pthread_cond_wait(&l->cv_ready, &l->mu);

@@ -61,7 +61,7 @@ typedef struct item {
 } item_t;
 
 struct sl_loader {
-    sl_options_t opt; /* resolved: no zero defaults left */
+    sl_options_t opt;      /* resolved: no zero defaults left */
     sl__allocator_t alloc; /* batch data: the caller's allocator */
     sl__source_t *src;
     sl__sampler_t smp;
@@ -75,7 +75,7 @@ struct sl_loader {
     bbuf_t **bufs;
     int nbufs, cap_bufs;
     int allocating; /* buffers being made outside the lock */
-    int prefetch; /* target number of batch buffers */
+    int prefetch;   /* target number of batch buffers */
 
     int running, stopping;
     int64_t start_g, claim_g, next_g, end_g, handed;
@@ -101,9 +101,9 @@ struct sl_loader {
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;
     sl__sched_glue_t sched; /* inactive: nothing to tune */
-    int fatal;           /* the stream failed: every next() says so */
+    int fatal;              /* the stream failed: every next() says so */
     char fatal_msg[SL_MSG]; /* its message (under mu) */
-    sl__msglog_t skips;  /* skipped samples, counted and described */
+    sl__msglog_t skips;     /* skipped samples, counted and described */
 };
 
 /* Options (loader_opts.c): a knob's default value (one reader, a decoder

@@ -54,8 +54,8 @@ static void on_tick(void *arg, struct sl__collector *c)
 int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
                           char *err, size_t errlen)
 {
-    int rc = sl__sched_glue_init(&l->sched, &l->opt, &l->lim, &l->mu, l,
-                                 knobs, set, err, errlen);
+    int rc = sl__sched_glue_init(&l->sched, &l->opt, &l->lim, &l->mu, l, knobs,
+                                 set, err, errlen);
     if (!rc && sl__sched_glue_active(&l->sched))
         co->on_tick = on_tick;
     return rc;

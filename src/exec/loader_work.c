@@ -101,11 +101,11 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
                     sl__buf_destroy(l, made);
                 if (l->nbufs == 0 && l->allocating == 0 && !l->fatal) {
                     /* No buffer at all: nothing would ever come back. */
-                    l->fatal = sl__fail(l->fatal_msg, sizeof l->fatal_msg,
-                                        SL_ENOMEM,
-                                        "cannot allocate a batch buffer of "
-                                        "%zu bytes",
-                                        l->batch_bytes);
+                    l->fatal =
+                        sl__fail(l->fatal_msg, sizeof l->fatal_msg, SL_ENOMEM,
+                                 "cannot allocate a batch buffer of "
+                                 "%zu bytes",
+                                 l->batch_bytes);
                     pthread_cond_broadcast(&l->cv_ready);
                 }
             }

@@ -64,7 +64,8 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
         o->telemetry_ms = 100;
     if (o->seq_len < (lm ? 1 : 4) || o->seq_len > (1 << 24) ||
         o->batch_size < 1 || o->batch_size > (1 << 20) ||
-        o->decode_threads < SL_AUTOTUNE || o->decode_threads > SL__THREADS_MAX ||
+        o->decode_threads < SL_AUTOTUNE ||
+        o->decode_threads > SL__THREADS_MAX ||
         !(o->mask_prob > 0 && o->mask_prob <= 1) || o->chunk_bytes < 1 ||
         o->group_chunks < 1 || o->group_chunks > 4096 ||
         o->prefetch_chunks < o->group_chunks || o->prefetch_chunks > 65536)
@@ -101,8 +102,8 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
     if (rc)
         return rc;
     int lm = o->task == SL_TEXT_LM;
-    rc = sl__tok_open(o->tokenizer, o->vocab, o->merges, o->cased, &l->tok,
-                      err, errlen);
+    rc = sl__tok_open(o->tokenizer, o->vocab, o->merges, o->cased, &l->tok, err,
+                      errlen);
     if (rc)
         return rc;
     sl__text_spec_t *sp = &l->spec;
@@ -175,8 +176,12 @@ static int create(const char *const *sources, int nsources,
     if (!rc)
         rc = setup(l, err, errlen);
     if (!rc && l->opt.telemetry_ms > 0) {
-        sl__collector_opts_t co = {l->opt.telemetry_ms, sources[0],
-                                   l->opt.telemetry_path, 0, 600, NULL};
+        sl__collector_opts_t co = {l->opt.telemetry_ms,
+                                   sources[0],
+                                   l->opt.telemetry_path,
+                                   0,
+                                   600,
+                                   NULL};
         sl_options_t shape; /* what the policy reads: its id and seed */
         sl_options_init(&shape);
         shape.policy = l->opt.policy;
@@ -279,8 +284,7 @@ int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p, int64_t value)
     if (value < lo || value > hi)
         return sl__lasterr_set(l, SL_ERANGE,
                                "decode_threads = %lld is outside %lld..%lld",
-                               (long long)value, (long long)lo,
-                               (long long)hi);
+                               (long long)value, (long long)lo, (long long)hi);
     pthread_mutex_lock(&l->mu);
     l->threads = (int)value;
     int running = l->running;
@@ -291,8 +295,7 @@ int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p, int64_t value)
     return 0;
 }
 
-int sl_text_loader_get(const sl_text_loader_t *l, sl_param_t p,
-                       int64_t *value)
+int sl_text_loader_get(const sl_text_loader_t *l, sl_param_t p, int64_t *value)
 {
     if (!l || !value)
         return SL_EINVAL;
@@ -354,14 +357,19 @@ int sl_text_loader_next(sl_text_loader_t *l, const sl_text_batch_t **out)
     if (!rc && !t)
         rc = sl__text_fail(l, SL_ENOMEM, "text loader: out of memory");
     if (!rc) {
-        size_t bytes =
-            (size_t)l->opt.batch_size * (size_t)l->spec.seq_len * sizeof(int32_t);
+        size_t bytes = (size_t)l->opt.batch_size * (size_t)l->spec.seq_len *
+                       sizeof(int32_t);
         char *a = (char *)t + TL_HEADER;
         int mlm = l->spec.task == SL__TEXT_MLM;
-        t->pub = (sl_text_batch_t){(int32_t *)a, (int32_t *)(a + bytes),
+        t->pub = (sl_text_batch_t){(int32_t *)a,
+                                   (int32_t *)(a + bytes),
                                    mlm ? (int32_t *)(a + 2 * bytes) : NULL,
                                    mlm ? (int32_t *)(a + 3 * bytes) : NULL,
-                                   0, l->spec.seq_len, 0, 0, 0};
+                                   0,
+                                   l->spec.seq_len,
+                                   0,
+                                   0,
+                                   0};
         rc = sl__text_fill(l, &t->pub);
     }
     if (rc == 1) {

@@ -310,7 +310,8 @@ int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b)
                 int64_t e = l->pos_epoch;
                 l->epoch_rows += b->n;
                 int64_t rows = l->epoch_rows, bi = l->pos_batch;
-                l->pos_epoch++, l->pos_batch = 0, l->epoch_rows = 0, l->skip = 0;
+                l->pos_epoch++, l->pos_batch = 0, l->epoch_rows = 0,
+                                l->skip = 0;
                 if (rows == 0 && bi == 0) {
                     return sl__text_fail(
                         l, SL_ERANGE,
@@ -337,4 +338,3 @@ int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b)
         }
     }
 }
-

@@ -63,8 +63,7 @@ int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out);
  * with its size. SL_ESTATE when c is NULL (telemetry off), SL_EINVAL for
  * a size below the first layout. */
 int sl__collector_copy_latest(sl__collector_t *c, sl_snapshot_t *out);
-int sl__collector_copy_recent(sl__collector_t *c, sl_snapshot_t *out,
-                              int max);
+int sl__collector_copy_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
 int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
 /* Takes a snapshot now (also used by tests). */
 void sl__collector_tick(sl__collector_t *c);

@@ -1,5 +1,5 @@
-#include "sluice/telemetry.h"
 #include "prom.h"
+#include "sluice/telemetry.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>

@@ -6,9 +6,9 @@
 
 #include "base/abi.h"
 #include "base/base.h"
-#include "telemetry/collector.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
+#include "telemetry/collector.h"
 #include "telemetry/snapshot_schema.h"
 
 typedef sl__sbuf_t jw_t;

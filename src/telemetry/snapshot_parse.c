@@ -12,8 +12,8 @@
 
 #include "base/abi.h"
 #include "base/base.h"
-#include "telemetry/collector.h"
 #include "sluice/telemetry.h"
+#include "telemetry/collector.h"
 #include "telemetry/snapshot_schema.h"
 
 typedef struct {

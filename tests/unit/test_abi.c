@@ -217,7 +217,7 @@ static void test_param_range(void **state)
                      SL_EINVAL);
     sl_loader_destroy(l);
 
-    o.max_threads = 3;                                 /* decode + 1 <= 3 */
+    o.max_threads = 3;                                     /* decode + 1 <= 3 */
     o.max_memory_bytes = (32 << 20) + 5 * 4 * 16 * 16 * 3; /* 5 batches */
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     assert_int_equal(

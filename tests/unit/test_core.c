@@ -57,7 +57,7 @@ static void test_bufpool_reuse_trim(void **state)
     sl__bufpool_trim(&p, 1);
     assert_int_equal(atomic_load(&c.frees), 1);
     void *z = sl__bufpool_get(&p); /* the one kept */
-    (void)z;                        /* not put back: freed by the pool */
+    (void)z;                       /* not put back: freed by the pool */
     sl__bufpool_free(&p);
     assert_int_equal(atomic_load(&c.frees), 2);
 }

@@ -211,8 +211,8 @@ static run_t stream(int64_t lat_us, int64_t bw, int read_threads, int set_after,
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     assert_int_equal(
         sl__testing_storage_set(l, SL_TESTING_READ_LATENCY_US, lat_us), 0);
-    assert_int_equal(sl__testing_storage_set(l, SL_TESTING_READ_BYTES_PER_S, bw),
-                     0);
+    assert_int_equal(
+        sl__testing_storage_set(l, SL_TESTING_READ_BYTES_PER_S, bw), 0);
     run_t r = {0, 0, 0};
     int64_t t0 = sl__now_ns();
     assert_int_equal(sl_loader_start(l, NULL), 0);
