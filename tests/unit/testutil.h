@@ -1,11 +1,14 @@
 /* Helpers shared by the unit tests. */
 #ifndef SL_TESTUTIL_H
 #define SL_TESTUTIL_H
-#include <cmocka.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* cmocka.h needs the four above first: its own block, so that sorting the
+ * includes (clang-format) keeps it last. */
+#include <cmocka.h>
 
 /* A fresh empty directory under SL_TEST_TMP (or /tmp); caller frees. */
 char *tu_tmpdir(const char *tag);
