@@ -9,7 +9,7 @@ of A and B must be equal (the script fails otherwise). Prints the median
 rate of each side and B/A (median of the per-round ratios).
 
   python bench/ab_builds.py --a OLD/sluice --b build/sluice [--rounds 5]
-      [--threads 2] [--epochs 2] [--text-epochs 5] [--json-out FILE]
+      [--threads 2] [--epochs 2] [--text-epochs 5] [--cases ...] [--json-out FILE]
 """
 import argparse
 import json
@@ -64,6 +64,8 @@ def main():
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--text-epochs", type=int, default=5,
                     help="epochs of the text corpora a run (5: a few s)")
+    ap.add_argument("--cases", default="image uint8,image float,text lm,text mlm",
+                    help="which of the four, comma-separated")
     ap.add_argument("--json-out")
     a = ap.parse_args()
     if not os.path.isdir(os.path.join(SHARED, "imagenet-sample")):
@@ -72,6 +74,8 @@ def main():
     print(f"load before: {os.getloadavg()[0]:.2f}")
     results = {}
     for name, args in cases(a):
+        if name not in a.cases.split(","):
+            continue
         ra, rb, ratios = [], [], []
         for r in range(a.rounds):
             order = [("a", a.a), ("b", a.b)] if r % 2 == 0 else \
