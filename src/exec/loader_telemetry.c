@@ -11,12 +11,9 @@
 void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
 {
     sl_loader_t *l = arg;
-    memset(o, 0, sizeof *o);
     pthread_mutex_lock(&l->mu);
-    o->samples = l->stats.samples;
-    o->batches = l->stats.batches;
-    o->errors_skipped = l->stats.errors_skipped;
-    o->wait_ns = l->stats.wait_ns;
+    sl__pipe_sample_begin(o, l->stats.samples, l->stats.batches,
+                          l->stats.errors_skipped, l->stats.wait_ns);
     o->lat_sum_ns = l->lat_sum_ns;
     o->lat_count = l->lat_count;
     o->read_workers = l->running ? l->read_threads : 0;

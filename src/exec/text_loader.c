@@ -448,13 +448,10 @@ int sl_text_loader_snapshot(const sl_text_loader_t *l, sl_snapshot_t *out)
 static void text_pipe_sample(void *arg, sl__pipe_sample_t *o)
 {
     sl_text_loader_t *l = arg;
-    memset(o, 0, sizeof *o);
     pthread_mutex_lock(&l->mu);
-    o->samples = l->st.sequences;
-    o->batches = l->st.batches;
-    o->errors_skipped = l->st.errors_skipped;
+    sl__pipe_sample_begin(o, l->st.sequences, l->st.batches,
+                          l->st.errors_skipped, l->st.wait_ns);
     o->bytes_read = l->st.bytes_read;
-    o->wait_ns = l->st.wait_ns;
     o->decode_workers = l->running ? l->threads : 0;
     o->decode_capacity = l->nslots;
     for (int i = 0; i < l->nslots; i++) {

@@ -9,9 +9,7 @@
 
 /* -------------------------------------------------------------- static */
 
-static int static_step(sl__policy_t *p, const sl_snapshot_t *win, int n,
-                       const sl__limits_t *lim, const sl__knobs_t *cur,
-                       sl__knobs_t *next, char *reason, size_t len)
+static int static_step(SL__POLICY_STEP_ARGS)
 {
     (void)p, (void)win, (void)n, (void)lim;
     *next = *cur;
@@ -51,9 +49,7 @@ typedef struct heur_policy {
     sl__heur_t h;
 } heur_policy_t;
 
-static int heur_step(sl__policy_t *p, const sl_snapshot_t *win, int n,
-                     const sl__limits_t *lim, const sl__knobs_t *cur,
-                     sl__knobs_t *next, char *reason, size_t len)
+static int heur_step(SL__POLICY_STEP_ARGS)
 {
     heur_policy_t *hp = (heur_policy_t *)p;
     int k = sl__heur_step(&hp->h, win, n, lim, cur, next, reason, len);
@@ -76,9 +72,7 @@ typedef struct rl_policy {
     sl__rl_sched_t rs;
 } rl_policy_t;
 
-static int rl_step(sl__policy_t *p, const sl_snapshot_t *win, int n,
-                   const sl__limits_t *lim, const sl__knobs_t *cur,
-                   sl__knobs_t *next, char *reason, size_t len)
+static int rl_step(SL__POLICY_STEP_ARGS)
 {
     return sl__rl_sched_step(&((rl_policy_t *)p)->rs, win, n, lim, cur, next,
                              reason, len);

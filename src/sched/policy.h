@@ -32,9 +32,12 @@ typedef struct sl__policy sl__policy_t;
 /* One decision over win[0..n) (oldest first): sets *next (within lim) and
  * a reason. @return a bit mask of the knobs changed, bit SL_KNOB_* (0:
  * none). */
-typedef int sl__policy_step_fn(sl__policy_t *p, const sl_snapshot_t *win, int n,
-                               const sl__limits_t *lim, const sl__knobs_t *cur,
-                               sl__knobs_t *next, char *reason, size_t len);
+/* A step's parameters, written once for the type and each policy's
+ * definition. */
+#define SL__POLICY_STEP_ARGS                                                   \
+    sl__policy_t *p, const sl_snapshot_t *win, int n, const sl__limits_t *lim, \
+        const sl__knobs_t *cur, sl__knobs_t *next, char *reason, size_t len
+typedef int sl__policy_step_fn(SL__POLICY_STEP_ARGS);
 
 struct sl__policy {
     const char *name; /* "static", "heuristic", "rl" */

@@ -35,6 +35,19 @@ typedef struct sl__pipe_sample {
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);
 
+/* Starts a pipeline's sample: zeroes it and sets what every pipeline
+ * counts on its consumer side (items handed out, batches, skips, time
+ * blocked in next). The rest is the pipeline's own (stages, queues). */
+static inline void sl__pipe_sample_begin(sl__pipe_sample_t *o, int64_t samples,
+                                         int64_t batches, int64_t skipped,
+                                         int64_t wait_ns)
+{
+    *o = (sl__pipe_sample_t){.samples = samples,
+                             .batches = batches,
+                             .errors_skipped = skipped,
+                             .wait_ns = wait_ns};
+}
+
 struct sl__collector;
 
 typedef struct sl__collector_opts {
