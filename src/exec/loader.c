@@ -72,6 +72,7 @@ static int create(const char *source, const sl_options_t *opt,
     l->read_threads = l->opt.read_threads;
     l->decode_threads = l->opt.decode_threads;
     pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->ctl_mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     sl__throttle_init(&l->thr, 0, 0); /* off: sl__testing_storage_set */
@@ -142,12 +143,14 @@ static void stop_pipeline(sl_loader_t *l)
     sl__queue_reopen(l->decode_q);
     for (int i = 0; i < SL_ITEMS; i++)
         sl__queue_push(l->free_items, &l->items[i]);
+    pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->nbufs; i++) /* held ones stay the consumer's */
         if (l->bufs[i]->state != BB_HELD)
             l->bufs[i]->state = BB_FREE;
     l->cur = NULL;
     l->running = 0;
     l->stopping = 0;
+    pthread_mutex_unlock(&l->mu);
 }
 
 static void buf_free(const sl_loader_t *l, bbuf_t *bb)
@@ -170,8 +173,11 @@ void sl_loader_destroy(sl_loader_t *l)
         return;
     sl__collector_stop(l->coll); /* first: it reads the pipeline */
     sl__loader_sched_free(l);
-    if (l->readers && l->decoders && l->free_items && l->decode_q)
+    if (l->readers && l->decoders && l->free_items && l->decode_q) {
+        pthread_mutex_lock(&l->ctl_mu);
         stop_pipeline(l);
+        pthread_mutex_unlock(&l->ctl_mu);
+    }
     sl__workers_destroy(l->readers);
     sl__workers_destroy(l->decoders);
     sl__queue_destroy(l->free_items);
@@ -190,6 +196,7 @@ void sl_loader_destroy(sl_loader_t *l)
     free(l->perm[1]);
     sl__source_close(l->src);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->ctl_mu);
     pthread_cond_destroy(&l->cv_work);
     pthread_cond_destroy(&l->cv_ready);
     sl__throttle_destroy(&l->thr);
@@ -237,22 +244,26 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
             "position epoch %lld batch %lld is outside 0..%lld "
             "batches",
             (long long)epoch, (long long)batch, (long long)l->smp.nbatches);
+    pthread_mutex_lock(&l->ctl_mu); /* no knob change in between */
     stop_pipeline(l);
     int64_t nb = l->smp.nbatches;
+    pthread_mutex_lock(&l->mu);
     l->start_g = l->claim_g = l->next_g = epoch * nb + batch;
     l->end_g = (epoch + l->opt.epochs) * nb;
     l->handed = 0;
     l->fatal = 0;
     l->fatal_msg[0] = 0;
+    l->alloc_failed = 0;
     l->running = 1;
-    int rc = sl__workers_set(l->readers, l->read_threads);
+    int readers = l->read_threads, decoders = l->decode_threads;
+    pthread_mutex_unlock(&l->mu);
+    int rc = sl__workers_set(l->readers, readers);
     if (!rc)
-        rc = sl__workers_set(l->decoders, l->decode_threads);
-    if (rc) {
+        rc = sl__workers_set(l->decoders, decoders);
+    if (rc)
         stop_pipeline(l);
-        return sl__lasterr_set(l, rc, "could not start worker threads");
-    }
-    return 0;
+    pthread_mutex_unlock(&l->ctl_mu);
+    return rc ? sl__lasterr_set(l, rc, "could not start worker threads") : 0;
 }
 
 /* Under mu: the batch to hand out next, or NULL. */
@@ -331,6 +342,15 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
             *out = &bb->pub;
             break;
         }
+        if (l->alloc_failed && !l->allocating && !sl__loader_in_flight(l)) {
+            /* Nothing on its way and no buffer to be had: the held ones
+             * are all there is, and a consumer that keeps one while it
+             * asks for the next (every Python loop) would wait forever. */
+            l->fatal = sl__fail(l->fatal_msg, sizeof l->fatal_msg, SL_ENOMEM,
+                                "cannot allocate a batch buffer of %zu bytes",
+                                l->batch_bytes);
+            continue; /* reported at the top */
+        }
         if (all_held(l)) {
             rc = sl__lasterr_set(
                 l, SL_ESTATE,
@@ -397,10 +417,22 @@ int sl_loader_param_range(const sl_loader_t *l, sl_param_t p, int64_t *min,
     return rc ? sl__lasterr_set(l, rc, "unknown knob %d", (int)p) : 0;
 }
 
+static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value);
+
+/* One at a time with sl_loader_start (ctl_mu): the scheduler's steps come
+ * from the telemetry thread while a user may restart the stream. */
 int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
 {
     if (!l)
         return SL_EINVAL;
+    pthread_mutex_lock(&l->ctl_mu);
+    int rc = set_knob(l, p, value);
+    pthread_mutex_unlock(&l->ctl_mu);
+    return rc;
+}
+
+static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
+{
     if (value == SL_AUTOTUNE) {
         int64_t d;
         sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);

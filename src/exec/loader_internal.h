@@ -69,6 +69,12 @@ struct sl_loader {
     size_t sample_bytes, batch_bytes;
 
     pthread_mutex_t mu;
+    /* Control: sl_loader_start (and the stop inside it) and sl_loader_set
+     * run one at a time. The scheduler calls set from the telemetry
+     * thread, so without it a knob change could resize the pools or free
+     * buffers between a stop and the restart (issue 14). Lock order:
+     * ctl_mu, then mu, then a pool's lock. */
+    pthread_mutex_t ctl_mu;
     pthread_cond_t cv_work;  /* readers: a batch can be claimed */
     pthread_cond_t cv_ready; /* consumer: a batch is READY */
 
@@ -101,6 +107,7 @@ struct sl_loader {
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;
     sl__sched_glue_t sched; /* inactive: nothing to tune */
+    int alloc_failed;       /* the last batch buffer could not be made */
     int fatal;              /* the stream failed: every next() says so */
     char fatal_msg[SL_MSG]; /* its message (under mu) */
     sl__msglog_t skips;     /* skipped samples, counted and described */
@@ -112,6 +119,9 @@ struct sl_loader {
 int sl__knob_default(sl_param_t p, int decode_threads);
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen);
 void sl__loader_xform(const sl_options_t *o, sl__xform_t *x);
+
+/* Under mu: a batch is being filled or waits for the consumer. */
+int sl__loader_in_flight(const sl_loader_t *l);
 
 /* The collector's view of the pipeline (loader_telemetry.c). */
 void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o);

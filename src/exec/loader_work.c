@@ -63,6 +63,14 @@ static int buf_insert(sl_loader_t *l, bbuf_t *bb)
     return 1;
 }
 
+int sl__loader_in_flight(const sl_loader_t *l)
+{
+    for (int i = 0; i < l->nbufs; i++)
+        if (l->bufs[i]->state == BB_FILLING || l->bufs[i]->state == BB_READY)
+            return 1;
+    return 0;
+}
+
 /* Next (batch, slot) to read; waits for a free batch buffer when the
  * prefetch depth is reached. Returns 0, or 1 when the pipeline stops. */
 static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
@@ -94,20 +102,16 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
                 pthread_mutex_lock(&l->mu);
                 l->allocating--;
                 if (made && buf_insert(l, made)) {
+                    l->alloc_failed = 0;
                     pthread_cond_broadcast(&l->cv_work);
                     continue; /* take it (or another) from the pool */
                 }
                 if (made)
                     sl__buf_destroy(l, made);
-                if (l->nbufs == 0 && l->allocating == 0 && !l->fatal) {
-                    /* No buffer at all: nothing would ever come back. */
-                    l->fatal =
-                        sl__fail(l->fatal_msg, sizeof l->fatal_msg, SL_ENOMEM,
-                                 "cannot allocate a batch buffer of "
-                                 "%zu bytes",
-                                 l->batch_bytes);
-                    pthread_cond_broadcast(&l->cv_ready);
-                }
+                /* The consumer's next() fails the stream if nothing else
+                 * is on its way (sl__loader_starved). */
+                l->alloc_failed = 1;
+                pthread_cond_broadcast(&l->cv_ready);
             }
             if (bb) {
                 int64_t nb = l->smp.nbatches, g = l->claim_g++;

@@ -1,0 +1,162 @@
+/* Regressions of issue 14 (hardening), items 2 and 3: sl_loader_set racing
+ * sl_loader_start (the scheduler sets knobs from the telemetry thread while
+ * a user restarts), and a batch buffer that cannot be allocated while the
+ * consumer holds a batch. Both hung before; a watchdog turns a hang into a
+ * failure. Also run under TSan (concurrency label). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "ops/image.h"
+#include "sluice/sluice.h"
+#include "testutil.h"
+
+static char *root;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "watchdog: the loader hung\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    root = tu_tmpdir("race");
+    char path[1024];
+    for (int c = 0; c < 2; c++) {
+        snprintf(path, sizeof path, "%s/c%d", root, c);
+        mkdir(path, 0755);
+        for (int i = 0; i < 16; i++) {
+            uint8_t rgb[24 * 20 * 3];
+            for (size_t k = 0; k < sizeof rgb; k++)
+                rgb[k] = (uint8_t)(k * 3 + (size_t)i * 17 + (size_t)c);
+            sl__bytes_t out = {0};
+            char err[256];
+            assert_int_equal(
+                sl__jpeg_encode(rgb, 24, 20, 90, &out, err, sizeof err), 0);
+            snprintf(path, sizeof path, "%s/c%d/i%02d.jpg", root, c, i);
+            tu_write_file(path, out.p, out.n);
+            sl__bytes_free(&out);
+        }
+    }
+    signal(SIGALRM, on_alarm);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    tu_rmtree(root);
+    free(root);
+    return 0;
+}
+
+typedef struct {
+    sl_loader_t *l;
+    atomic_int stop;
+} flipper_t;
+
+/* As the scheduler does, from another thread: readers 1 <-> 3, prefetch
+ * 2 <-> 6 (a decrease frees buffers and compacts the array). */
+static void *flipper(void *arg)
+{
+    flipper_t *f = arg;
+    for (int i = 0; !atomic_load(&f->stop); i++) {
+        sl_loader_set(f->l, SL_PARAM_READ_THREADS, i % 2 ? 3 : 1);
+        sl_loader_set(f->l, SL_PARAM_PREFETCH, i % 3 ? 2 : 6);
+        sl_loader_set(f->l, SL_PARAM_DECODE_THREADS, i % 2 ? 1 : 2);
+    }
+    return NULL;
+}
+
+static void test_set_races_start(void **state)
+{
+    (void)state;
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 4;
+    o.image_size = 16;
+    o.telemetry_ms = -1;
+    o.policy = SL_POLICY_STATIC;
+    sl_loader_t *l;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    flipper_t f = {l, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, flipper, &f);
+    alarm(120);
+    for (int round = 0; round < 40; round++) {
+        sl_position_t pos = {round % 3, round % 8};
+        assert_int_equal(sl_loader_start(l, &pos), 0);
+        const sl_batch_t *b;
+        for (int k = 0; k < 3; k++) {
+            int rc = sl_loader_next(l, &b);
+            if (rc == SL_EEND)
+                break;
+            assert_int_equal(rc, 0);
+            assert_int_equal(b->epoch, pos.epoch + (pos.batch + k) / 8);
+            sl_loader_release(l, b);
+        }
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+    alarm(0);
+    sl_loader_destroy(l);
+}
+
+/* An allocator that serves its first block only. */
+static atomic_int nalloc;
+static void *first_only(size_t n, void *ctx)
+{
+    (void)ctx;
+    return atomic_fetch_add(&nalloc, 1) == 0 ? aligned_alloc(64, n) : NULL;
+}
+static void plain_free(void *p, void *ctx)
+{
+    (void)ctx;
+    free(p);
+}
+
+/* Holding batch 1 (as every Python loop does) while the second buffer
+ * cannot be made: next() fails with SL_ENOMEM instead of waiting. */
+static void test_alloc_fails_while_held(void **state)
+{
+    (void)state;
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 4;
+    o.image_size = 16;
+    o.telemetry_ms = -1;
+    o.prefetch = 3;
+    o.buffer_alloc = first_only;
+    o.buffer_free = plain_free;
+    atomic_store(&nalloc, 0);
+    sl_loader_t *l;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    alarm(60);
+    const sl_batch_t *held, *b;
+    assert_int_equal(sl_loader_next(l, &held), 0);
+    assert_int_equal(sl_loader_next(l, &b), SL_ENOMEM);
+    assert_non_null(strstr(sl_loader_last_error(l), "cannot allocate"));
+    alarm(0);
+    sl_loader_release(l, held);
+    sl_loader_destroy(l);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_set_races_start),
+        cmocka_unit_test(test_alloc_fails_while_held),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
