@@ -19,24 +19,7 @@ static char *root;
 static int setup(void **state)
 {
     (void)state;
-    root = tu_tmpdir("abi");
-    char path[1024];
-    for (int c = 0; c < 2; c++) {
-        snprintf(path, sizeof path, "%s/c%d", root, c);
-        mkdir(path, 0755);
-        for (int i = 0; i < 12; i++) {
-            uint8_t rgb[32 * 24 * 3];
-            for (size_t k = 0; k < sizeof rgb; k++)
-                rgb[k] = (uint8_t)(k * 7 + (size_t)i * 31 + (size_t)c);
-            sl__bytes_t out = {0};
-            char err[256];
-            assert_int_equal(
-                sl__jpeg_encode(rgb, 32, 24, 90, &out, err, sizeof err), 0);
-            snprintf(path, sizeof path, "%s/c%d/i%02d.jpg", root, c, i);
-            tu_write_file(path, out.p, out.n);
-            sl__bytes_free(&out);
-        }
-    }
+    root = tu_jpeg_tree("abi", 2, 12, 32, 24);
     return 0;
 }
 

@@ -30,24 +30,7 @@ static void on_alarm(int sig)
 static int setup(void **state)
 {
     (void)state;
-    root = tu_tmpdir("race");
-    char path[1024];
-    for (int c = 0; c < 2; c++) {
-        snprintf(path, sizeof path, "%s/c%d", root, c);
-        mkdir(path, 0755);
-        for (int i = 0; i < 16; i++) {
-            uint8_t rgb[24 * 20 * 3];
-            for (size_t k = 0; k < sizeof rgb; k++)
-                rgb[k] = (uint8_t)(k * 3 + (size_t)i * 17 + (size_t)c);
-            sl__bytes_t out = {0};
-            char err[256];
-            assert_int_equal(
-                sl__jpeg_encode(rgb, 24, 20, 90, &out, err, sizeof err), 0);
-            snprintf(path, sizeof path, "%s/c%d/i%02d.jpg", root, c, i);
-            tu_write_file(path, out.p, out.n);
-            sl__bytes_free(&out);
-        }
-    }
+    root = tu_jpeg_tree("race", 2, 16, 24, 20);
     signal(SIGALRM, on_alarm);
     return 0;
 }

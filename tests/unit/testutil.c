@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/base.h"
+#include "ops/image.h"
+
 char *tu_tmpdir(const char *tag)
 {
     const char *base = getenv("SL_TEST_TMP");
@@ -76,4 +79,28 @@ void tu_rmtree(const char *path)
             fprintf(stderr, "could not remove %s\n", path);
     }
     free(cmd);
+}
+
+char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h)
+{
+    char *root = tu_tmpdir(tag);
+    char path[1024];
+    uint8_t *rgb = malloc((size_t)w * (size_t)h * 3);
+    for (int c = 0; c < classes; c++) {
+        snprintf(path, sizeof path, "%s/c%d", root, c);
+        mkdir(path, 0755);
+        for (int i = 0; i < per_class; i++) {
+            for (size_t k = 0; k < (size_t)w * (size_t)h * 3; k++)
+                rgb[k] = (uint8_t)(k * 7 + (size_t)i * 31 + (size_t)c);
+            sl__bytes_t out = {0};
+            char err[256];
+            assert_int_equal(
+                sl__jpeg_encode(rgb, w, h, 90, &out, err, sizeof err), 0);
+            snprintf(path, sizeof path, "%s/c%d/i%02d.jpg", root, c, i);
+            assert_int_equal(tu_write_file(path, out.p, out.n), 0);
+            sl__bytes_free(&out);
+        }
+    }
+    free(rgb);
+    return root;
 }

@@ -18,6 +18,10 @@ int tu_write_file(const char *path, const void *p, size_t n);
 uint8_t *tu_read_file(const char *path, size_t *n);
 /* ../shared/data/<sub>, or NULL (and prints why) when absent. Caller frees. */
 char *tu_shared_data(const char *sub);
+/* A fresh ImageFolder tree of classes x per_class small synthetic JPEGs
+ * (w x h, classes c0.., pixels a function of class and index); caller
+ * frees the path. */
+char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h);
 /* rm -rf */
 void tu_rmtree(const char *path);
 #endif
