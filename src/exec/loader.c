@@ -80,16 +80,18 @@ static int create(const char *source, const sl_options_t *opt,
     int64_t n = sl__source_count(l->src);
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
     l->perm[1] = malloc((size_t)n * sizeof(int64_t));
-    l->free_items = sl__queue_create(SL_ITEMS);
-    l->decode_q = sl__queue_create(SL_ITEMS);
+    l->nitems = l->lim.max_read + SL_ITEMS_QUEUED;
+    l->items = calloc((size_t)l->nitems, sizeof *l->items);
+    l->free_items = sl__queue_create((size_t)l->nitems);
+    l->decode_q = sl__queue_create((size_t)l->nitems);
     l->readers = sl__workers_create(sl__loader_reader_main, l);
     l->decoders = sl__workers_create(sl__loader_decoder_main, l);
-    if (!l->perm[0] || !l->perm[1] || !l->free_items || !l->decode_q ||
-        !l->readers || !l->decoders) {
+    if (!l->perm[0] || !l->perm[1] || !l->items || !l->free_items ||
+        !l->decode_q || !l->readers || !l->decoders) {
         sl_loader_destroy(l);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
-    for (int i = 0; i < SL_ITEMS; i++)
+    for (int i = 0; i < l->nitems; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     if (l->opt.telemetry_ms >= 0) {
         sl__collector_opts_t co = {
@@ -141,7 +143,7 @@ static void stop_pipeline(sl_loader_t *l)
         ;
     sl__queue_reopen(l->free_items);
     sl__queue_reopen(l->decode_q);
-    for (int i = 0; i < SL_ITEMS; i++)
+    for (int i = 0; i < l->nitems; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->nbufs; i++) /* held ones stay the consumer's */
@@ -182,8 +184,9 @@ void sl_loader_destroy(sl_loader_t *l)
     sl__workers_destroy(l->decoders);
     sl__queue_destroy(l->free_items);
     sl__queue_destroy(l->decode_q);
-    for (int i = 0; i < SL_ITEMS; i++)
+    for (int i = 0; l->items && i < l->nitems; i++)
         sl__bytes_free(&l->items[i].data);
+    free(l->items);
     for (int i = 0; i < SL_WORKERS_MAX; i++) {
         sl__bytes_free(&l->rscratch[i]);
         sl__scratch_destroy(l->dscratch[i]);
@@ -302,6 +305,7 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
     int64_t t0 = sl__now_ns();
     int rc = 0;
     pthread_mutex_lock(&l->mu);
+    l->wait_since_ns = t0;
     for (;;) {
         if (l->fatal) {
             rc = sl__lasterr_set(l, l->fatal, "%s", l->fatal_msg);
@@ -362,6 +366,7 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
         pthread_cond_wait(&l->cv_ready, &l->mu);
     }
     l->stats.wait_ns += sl__now_ns() - t0;
+    l->wait_since_ns = 0;
     pthread_mutex_unlock(&l->mu);
     return rc;
 }

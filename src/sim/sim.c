@@ -119,6 +119,10 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     int64_t samples0 = s->samples, batches0 = s->batches, bytes0 = s->bytes;
     memset(&s->acc, 0, sizeof s->acc);
     sl__sim_run_until(s, s->now + (dt > 0 ? dt : 0));
+    if (s->cons == CONS_WAIT) { /* a wait in progress, up to now */
+        s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
+        s->t_credit = s->now;
+    }
     const acc_t *a = &s->acc;
     int ncpu = s->p.ncpu;
     memset(out, 0, sizeof *out);

@@ -17,8 +17,9 @@
  * end of its read; a decoder from the pop to the end of its decode, as the
  * engine's busy counters measure (wall time, so contention shows as busy).
  *
- * Counters are added when an item, a batch or a wait completes, as the
- * engine adds them, so a snapshot is what the real collector would see. */
+ * Counters are added when an item or a batch completes, as the engine
+ * adds them, so a snapshot is what the real collector would see; a wait
+ * in progress counts up to the snapshot, as the engine's does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,7 +343,7 @@ static int consumer_take(sl__sim_t *s)
             bb->state = BUF_HELD;
             s->nready--;
             s->next_g++;
-            s->acc.wait += s->now - s->t_wait0;
+            s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
             if (s->on_batch)
                 s->on_batch(s->on_batch_ctx, s->now, s->now - s->t_wait0);
             s->samples += s->p.batch_size;
