@@ -80,10 +80,10 @@ static int create(const char *source, const sl_options_t *opt,
     int64_t n = sl__source_count(l->src);
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
     l->perm[1] = malloc((size_t)n * sizeof(int64_t));
-    l->nitems = l->lim.max_read + SL_ITEMS_QUEUED;
+    l->nitems = sl__read_ahead_items(l->lim.max_read);
     l->items = calloc((size_t)l->nitems, sizeof *l->items);
     l->free_items = sl__queue_create((size_t)l->nitems);
-    l->decode_q = sl__queue_create((size_t)l->nitems);
+    l->decode_q = sl__queue_create(SL_ITEMS_QUEUED);
     l->readers = sl__workers_create(sl__loader_reader_main, l);
     l->decoders = sl__workers_create(sl__loader_decoder_main, l);
     if (!l->perm[0] || !l->perm[1] || !l->items || !l->free_items ||

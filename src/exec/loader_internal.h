@@ -32,10 +32,6 @@
 #include "sched/policy.h"
 #include "telemetry/collector.h"
 
-/* Read-ahead: samples read, not yet decoded. Each outstanding read holds
- * one item, so there are as many as the I/O depth may reach plus this
- * many queued for the decoders. */
-#define SL_ITEMS_QUEUED 32
 #define SL_ITEM_KEEP (4u << 20) /* item buffers above this are freed */
 #define SL_MSG 1024
 
@@ -93,7 +89,7 @@ struct sl_loader {
     int64_t perm_epoch[2];
     int64_t *perm[2];
 
-    item_t *items; /* nitems: sl__loader_items(max_read) */
+    item_t *items; /* nitems: sl__read_ahead_items(max_read) */
     int nitems;
     sl__queue_t *free_items, *decode_q;
     sl__workers_t *readers, *decoders;

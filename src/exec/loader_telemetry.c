@@ -22,7 +22,7 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->read_capacity = l->nitems;
     o->read_inflight = l->nitems - (int)sl__queue_len(l->free_items);
     o->decode_queue = (int)sl__queue_len(l->decode_q);
-    o->decode_capacity = l->nitems;
+    o->decode_capacity = SL_ITEMS_QUEUED;
     o->prefetch = l->prefetch;
     sl__sched_glue_sample(&l->sched, o);
     for (int i = 0; i < l->nbufs; i++) {

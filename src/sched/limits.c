@@ -30,6 +30,11 @@ int sl__io_depth_budget(int ncpu)
     return d < SL_IO_DEPTH_MIN ? SL_IO_DEPTH_MIN : d > 256 ? 256 : d;
 }
 
+int sl__read_ahead_items(int max_read)
+{
+    return (max_read > 0 ? max_read : 1) + SL_ITEMS_QUEUED;
+}
+
 int sl__limits_knob_default(int knob, int ncpu, int decode_threads)
 {
     if (knob == SL_KNOB_READ)

@@ -38,6 +38,11 @@
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker
  * limit). */
 #define SL_IO_DEPTH_MIN 64
+
+/* Read-ahead items a loader keeps (the simulator too): one per
+ * outstanding read, plus SL_ITEMS_QUEUED read and waiting for a decoder. */
+#define SL_ITEMS_QUEUED 32
+int sl__read_ahead_items(int max_read);
 int sl__io_depth_budget(int ncpu);
 
 /* A knob's default value on ncpu cores (prefetch: from decode_threads). */

@@ -11,7 +11,7 @@
  *     equally by the transfers in flight).
  * Per-read latency is a constant, so reads in latency leave in FIFO order.
  *
- * Items are the read-ahead (profile read_ahead, the engine's SL_ITEMS):
+ * Items are the read-ahead (profile read_ahead, the engine's rule):
  * free -> [latency] -> [transfer] -> read CPU -> decode queue -> decode CPU
  * -> free, the slot done. A reader is busy from the claim of a slot to the
  * end of its read; a decoder from the pop to the end of its decode, as the
@@ -395,6 +395,9 @@ static void world_event(sl__sim_t *s, const sl__sim_event_t *e)
         break;
     case SL_SIM_EV_CONSUMER_CPU:
         s->ccpu = e->value < 0 ? 0 : e->value > 1 ? 1 : e->value;
+        break;
+    case SL_SIM_EV_STORAGE_LATENCY_MS: /* reads issued from now on */
+        s->p.storage_latency_ms = e->value > 0 ? e->value : 0;
         break;
     }
 }
