@@ -92,9 +92,10 @@ def test_slow_storage_needs_more_readers(report):
     assert e["bound"]["phases"][0]["latency"] == pytest.approx(24 / 0.020)
 
 
-@pytest.mark.xfail(strict=False, reason="issue 20 item 1: on main (2026-11-26) the heuristic "
-                   "stays at 1-3 readers with slow storage (20 % of the oracle measured)")
 def test_heuristic_finds_the_storage_bound(report):
+    # Before issue 20 item 1 the heuristic stayed at 1-3 readers with slow
+    # storage (20 % of the oracle measured); the stall model's jump gets
+    # there in the first decision. Loose (50 %) for a loaded machine.
     e = report["doc"]["regimes"][0]
     assert e["runs"]["heuristic"]["rate_ratio"] >= 0.5
 
