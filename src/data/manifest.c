@@ -334,8 +334,10 @@ int sl__manifest_parse(const char *text, size_t n, const char *what,
             why = "text after \"end\"";
         }
     }
-    if (!why && stage != 5)
+    if (!why && stage != 5) {
         why = "no \"end\" line (cut short?)";
+        line++; /* where it should have been */
+    }
     const char *dup = NULL;
     int rc = why ? SL_ECORRUPT : names_unique(m, &dup);
     if (rc == SL_ENOMEM)
