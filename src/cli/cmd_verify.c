@@ -79,7 +79,7 @@ int sl__cmd_verify(int argc, char **argv)
         for (int i = 0; i < p.nbad; i++)
             print_damage(NULL, p.bad[i]);
         if (!p.manifest)
-            printf("note: %s has no %s (packed by sluice < 0.3): its "
+            printf("note: %s has no %s (an older pack): its "
                    "shards are checked by their numbering only; re-pack it "
                    "to add one\n",
                    target, SL__MANIFEST_NAME);

@@ -2,7 +2,7 @@
  * text source and `sluice verify` use it): its shards in pack order, each
  * checked against the folder's manifest, and its classes.txt. THE rule for
  * what makes a pack complete lives here:
- *   - with a manifest (packs of sluice >= 0.3): the *.sls files of the
+ *   - with a manifest (packs written now): the *.sls files of the
  *     folder are exactly the manifest's shards, each of its size, record
  *     count and header checksum, and classes.txt is the one it names;
  *   - without one (older packs): the shards are shard-00000.sls ...

@@ -241,7 +241,7 @@ static void test_broken_packs(void **state)
     free(dir);
 }
 
-/* Packs without a manifest (sluice < 0.3): numbered without gaps. */
+/* Packs without a manifest (older sluice): numbered without gaps. */
 static void test_older_packs(void **state)
 {
     (void)state;
