@@ -135,15 +135,29 @@ int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
     } else if (errno != ENOENT) {
         return sl__fail(err, errlen, SL_EIO, "%s: %s", o->dir, strerror(errno));
     }
-    o->tmp = sibling(o->dir, "tmp", NULL);
-    if (!o->tmp)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    /* A symlink to a folder: the pack goes where it points (its temp
+     * folder beside the target, on the target's file system), and the
+     * link stays a link. */
+    struct stat lst;
+    if (lstat(o->dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+        o->final = realpath(o->dir, NULL);
+    else
+        o->final = strdup(o->dir);
+    if (o->final)
+        o->tmp = sibling(o->final, "tmp", NULL);
+    if (!o->final || !o->tmp) {
+        free(o->final);
+        o->final = NULL;
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: %s", o->dir,
+                        strerror(errno));
+    }
     if (mkdir(o->tmp, 0755)) {
         int e = errno;
         int rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->tmp,
                           strerror(e));
         free(o->tmp);
-        o->tmp = NULL;
+        free(o->final);
+        o->tmp = o->final = NULL;
         return rc;
     }
     return 0;
@@ -241,27 +255,28 @@ static int make_manifest(const sl__pack_out_t *o, sl__manifest_t *m, char *err,
     return rc;
 }
 
-/* Puts the pack in o->tmp at o->dir: a rename when o->dir is missing or
+/* Puts the pack in o->tmp at o->final: a rename when it is missing or
  * empty, else an atomic exchange with the old pack (two renames where the
  * file system cannot exchange), which is then removed. */
 static int move_into_place(sl__pack_out_t *o, char *err, size_t errlen)
 {
-    char *parent = NULL, *old = sibling(o->dir, "old", &parent);
+    const char *dir = o->final;
+    char *parent = NULL, *old = sibling(dir, "old", &parent);
     if (!old)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     int rc = 0;
-    if (rename(o->tmp, o->dir) == 0) {
-        /* o->dir was missing or empty */
+    if (rename(o->tmp, dir) == 0) {
+        /* dir was missing or empty */
     } else if (errno != EEXIST && errno != ENOTEMPTY) {
         rc = sl__fail(err, errlen, SL_EIO, "%s: cannot rename to %s: %s",
-                      o->tmp, o->dir, strerror(errno));
-    } else if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, o->dir, RENAME_EXCHANGE) ==
+                      o->tmp, dir, strerror(errno));
+    } else if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, dir, RENAME_EXCHANGE) ==
                0) {
         remove_pack(o->tmp); /* the old pack, now there */
-    } else if (rename(o->dir, old) || rename(o->tmp, o->dir)) {
-        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot replace: %s", o->dir,
+    } else if (rename(dir, old) || rename(o->tmp, dir)) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot replace: %s", dir,
                       strerror(errno));
-        rename(old, o->dir); /* put the old pack back if it moved */
+        rename(old, dir); /* put the old pack back if it moved */
     } else {
         remove_pack(old);
     }
@@ -291,7 +306,8 @@ int sl__pack_out_commit(sl__pack_out_t *o, char *err, size_t errlen)
         return rc;
     }
     free(o->tmp);
-    o->tmp = NULL;
+    free(o->final);
+    o->tmp = o->final = NULL;
     return 0;
 }
 
@@ -303,7 +319,8 @@ void sl__pack_out_abort(sl__pack_out_t *o)
     if (o->tmp)
         remove_pack(o->tmp);
     free(o->tmp);
-    o->tmp = NULL;
+    free(o->final);
+    o->tmp = o->final = NULL;
 }
 
 int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,

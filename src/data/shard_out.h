@@ -24,7 +24,8 @@ typedef struct sl__pack_out {
     sl__shard_writer_t *w;
     long shards;        /* shards finished or open */
     uint64_t bytes_out; /* stored bytes of the finished shards */
-    char *tmp;          /* the folder being written (sibling of dir) */
+    char *final;        /* where the pack goes: dir, or where it links */
+    char *tmp;          /* the folder being written (sibling of final) */
 } sl__pack_out_t;
 
 #define SL__PACK_SHARD_SIZE (256LL << 20) /* default largest shard */

@@ -326,6 +326,22 @@ static void test_repack(void **state)
     assert_int_equal(access(p, F_OK), 0);
     free(p);
     free(dir);
+    /* Through a symlink: the pack goes where it points; the link stays. */
+    dir = path_of("A", NULL);
+    p = path_of("link", NULL);
+    assert_int_equal(symlink(dir, p), 0);
+    assert_int_equal(pack("link", 4, 'l', 1, 1, err, sizeof err), 0);
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    assert_int_equal(nshards_of("A"), nshards_of("link"));
+    assert_int_equal(
+        sl__pack_dir_open(dir, SL__PACK_STRICT, &pd, err, sizeof err), 0);
+    assert_int_equal(pd.nclasses, 2);
+    sl__pack_dir_close(&pd);
+    assert_true(no_temp());
+    free(p);
+    free(dir);
     /* An empty folder is packed into. */
     dir = path_of("empty", NULL);
     mkdir(dir, 0755);
