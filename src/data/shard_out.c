@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,43 @@ static char *sibling(const char *dir, const char *what, char **parent)
     return out;
 }
 
+/* Removes the temp folders of packs into dir that were killed
+ * (.BASE.tmp-PID or .BASE.old-PID beside it, PID no longer running), so
+ * that they do not pile up. A live PID's folder is left: another pack may
+ * be writing it. */
+static void remove_stale(const char *dir)
+{
+    char *parent = NULL, *mine = sibling(dir, "tmp", &parent);
+    if (!mine) {
+        free(parent);
+        return;
+    }
+    /* mine = PARENT/.BASE.tmp-PID: the prefix to match is ".BASE." */
+    const char *name = strrchr(mine, '/') ? strrchr(mine, '/') + 1 : mine;
+    size_t pre = (size_t)(strstr(name, ".tmp-") - name) + 1;
+    DIR *d = opendir(parent);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *rest = e->d_name + pre;
+        if (strncmp(e->d_name, name, pre) || strlen(e->d_name) <= pre ||
+            (strncmp(rest, "tmp-", 4) && strncmp(rest, "old-", 4)))
+            continue;
+        char *end;
+        long pid = strtol(rest + 4, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", parent, e->d_name) <
+            (int)sizeof path)
+            remove_pack(path);
+    }
+    if (d)
+        closedir(d);
+    free(mine);
+    free(parent);
+}
+
 int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
 {
     struct stat st;
@@ -143,8 +181,10 @@ int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
         o->final = realpath(o->dir, NULL);
     else
         o->final = strdup(o->dir);
-    if (o->final)
+    if (o->final) {
+        remove_stale(o->final);
         o->tmp = sibling(o->final, "tmp", NULL);
+    }
     if (!o->final || !o->tmp) {
         free(o->final);
         o->final = NULL;

@@ -5,7 +5,8 @@
  * folder beside the output (.NAME.tmp-PID), which is renamed into place
  * only when everything is written; an old pack there (with force) is
  * swapped out and removed. A pack that fails or is killed leaves the
- * output as it was. */
+ * output as it was (a killed one's temp folder is removed by the next pack
+ * into the same output). */
 #ifndef SL_SHARD_OUT_H
 #define SL_SHARD_OUT_H
 

@@ -5,7 +5,8 @@
 # stray shard from another pack, a shard swapped for another pack's, or a
 # classes.txt from elsewhere: refused, naming the pack and the shard. A
 # re-pack that fails (or is killed) leaves the old pack as it was; one that
-# succeeds leaves no old shard behind. Older packs (no manifest) are read
+# succeeds leaves no old shard behind; the next pack removes a killed
+# one's temp folder. Older packs (no manifest) are read
 # when their numbering has no gap.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" pack_manifest
@@ -100,7 +101,12 @@ kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 "$S" verify "$T/killed" --quiet >"$T/vout" 2>&1
 check "killed re-pack: OUT verifies clean" test $? -eq 0
-rm -rf "$T"/.killed.tmp-* # a killed pack's temp folder (documented)
+# The next pack into the same OUT removes a killed one's temp folder.
+dead=$(sh -c 'echo $$')
+mkdir -p "$T/.killed.tmp-$dead" && cp "$T/A/shard-00000.sls" "$T/.killed.tmp-$dead/"
+"$S" pack "$T/src" "$T/killed" --force --shard-size 100K >/dev/null 2>&1
+check "next pack: exit 0" test $? -eq 0
+check "next pack: killed packs' temp folders removed" test -z "$(ls -A "$T" | grep '^\.')"
 
 # Packing into a folder that holds other files: refused, files kept.
 mkdir "$T/mine" && echo keep >"$T/mine/notes.txt"
