@@ -26,7 +26,8 @@ static const sl__opt_t pack_opts[] = {
 static const sl__opts_t pack_usage = {
     "SRC OUT [options]",
     "  SRC: an ImageFolder tree: SRC/<class>/.../<image>\n"
-    "  OUT: output folder: classes.txt, shard-00000.sls, ...\n",
+    "  OUT: output folder: classes.txt, shard-00000.sls, ...,\n"
+    "       sluice-manifest.txt (written whole or not at all)\n",
     {pack_opts, sl__pack_out_opts},
     "SRC and OUT",
     2,
@@ -103,6 +104,7 @@ int sl__cmd_pack(int argc, char **argv)
     int rc = sl__folder_scan(src, &f, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
+        sl__pack_out_abort(&ps);
         return 1;
     }
     for (int i = 0; i < f->nclasses; i++)
@@ -111,6 +113,7 @@ int sl__cmd_pack(int argc, char **argv)
                 fprintf(stderr,
                         "pack: class folder name with a control byte: %s\n",
                         f->classes[i]);
+                sl__pack_out_abort(&ps);
                 sl__folder_free(f);
                 return 1;
             }
@@ -154,19 +157,21 @@ int sl__cmd_pack(int argc, char **argv)
     if (tty)
         fputc('\n', stderr);
     if (!rc)
-        rc = sl__pack_out_finish(&ps, err, sizeof err);
-    else
-        sl__pack_out_abort(&ps);
-    if (!rc)
         rc =
             sl__pack_out_classes(&ps, f->classes, f->nclasses, err, sizeof err);
+    if (!rc && records == 0)
+        rc = sl__fail(err, sizeof err, SL_ENOTFOUND,
+                      "no record could be packed");
+    if (!rc)
+        rc = sl__pack_out_commit(&ps, err, sizeof err);
+    else
+        sl__pack_out_abort(&ps);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
-        fprintf(stderr, "pack: failed; %s is incomplete\n", out_dir);
+        fprintf(stderr, "pack: failed; %s is as it was\n", out_dir);
         sl__folder_free(f);
         return 1;
     }
-    sl__pack_out_tidy(&ps);
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     printf("packed %" PRId64 " records (%d classes) into %ld shard(s) in %s "
@@ -181,9 +186,5 @@ int sl__cmd_pack(int argc, char **argv)
     if (skipped)
         printf("skipped %" PRId64 " unreadable file(s)\n", skipped);
     sl__folder_free(f);
-    if (records == 0) {
-        fprintf(stderr, "pack: no record could be packed\n");
-        return 1;
-    }
     return 0;
 }

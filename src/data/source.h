@@ -1,6 +1,7 @@
 /* data/source: one interface over what the loader reads from:
  *   - an ImageFolder directory (root/<class>/<image>),
- *   - a directory of packed shards (classes.txt + shard-*.sls),
+ *   - a pack: a directory of shards (shard-*.sls, classes.txt, the
+ *     manifest), opened and checked whole by data/pack_dir,
  *   - a single shard file.
  * Sample i has a label and a name for messages, and its encoded bytes are
  * read with sl__source_read, which is thread-safe. Depends on base, codec
@@ -17,7 +18,10 @@ typedef struct sl__source sl__source_t;
 
 /* Opens path. With skip_bad, shards whose header or index cannot be read
  * are left out and described in sl__source_bad_* (their records are
- * unknown); otherwise the first such shard fails the open. */
+ * unknown), and records whose label is not a class index (the label rule:
+ * sl__shard_label_check) fail when read; otherwise the first such shard or
+ * record fails the open. A pack that is unfinished or mixed (data/pack_dir)
+ * fails the open either way. */
 int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
                     char *err, size_t errlen);
 void sl__source_close(sl__source_t *s);
