@@ -61,8 +61,8 @@ static int can_raise(const sl__heur_t *h, const sl__limits_t *lim,
     case SL_KNOB_DECODE: /* CPU threads: decode + the read stage's one */
         return lim->tune_decode && k->decode_threads < lim->max_decode &&
                k->decode_threads + 1 < lim->max_threads;
-    case SL_KNOB_READ: /* I/O depth: its own budget */
-        return lim->tune_read && k->read_threads < lim->max_read;
+    case SL_KNOB_READ: /* I/O depth: its own budget; not at a known cap */
+        return lim->tune_read && k->read_threads < lim->max_read && !h->at_cap;
     default:
         return lim->tune_prefetch && k->prefetch < lim->max_prefetch;
     }
@@ -76,22 +76,40 @@ static int moved(double a, double b, double f)
 
 /* Between steps: a world that moved (read time, demand, CPU taken by
  * others) clears every hold, so the model may jump again at once. */
-static void regime(sl__heur_t *h, const sl__estimate_t *e, double other)
+static void regime(sl__heur_t *h, const sl__estimate_t *e, double other,
+                   int readers)
 {
-    int changed = moved(e->read_s, h->ref_read_s, 1.5) ||
-                  moved(e->demand, h->ref_demand, 2.0) ||
-                  (h->ref_other >= 0 && other - h->ref_other > 0.25) ||
-                  (h->ref_other >= 0 && h->ref_other - other > 0.25);
-    if (changed)
+    int changed =
+        (readers == h->ref_read && moved(e->read_s, h->ref_read_s, 1.5)) ||
+        moved(e->demand, h->ref_demand, 2.0) ||
+        (h->ref_other >= 0 && other - h->ref_other > 0.25) ||
+        (h->ref_other >= 0 && h->ref_other - other > 0.25);
+    if (changed) {
         for (int k = 1; k < 4; k++)
             h->hold[k] = 0, h->backoff[k] = 2;
-    if (e->read_s > 0)
+        h->read_cap = 0;
+    }
+    if (e->read_s > 0) {
         h->ref_read_s = e->read_s;
+        h->ref_read = readers;
+    }
     if (e->demand > 0)
         h->ref_demand = h->ref_demand > 0 && !changed
                             ? 0.7 * h->ref_demand + 0.3 * e->demand
                             : e->demand;
     h->ref_other = other;
+}
+
+/* The model sees a steady deficit: supply short of demand (or a consumer
+ * that takes all it gets). Buffers absorb bursts, not that. */
+static int deficit(const sl__estimate_t *e)
+{
+    double supply = e->fetch > 0 && e->prep > 0
+                        ? (e->fetch < e->prep ? e->fetch : e->prep)
+                        : 0;
+    if (!(supply > 0))
+        return 0;
+    return e->demand < 0 || supply < 0.95 * e->demand;
 }
 
 /* The stage a knob feeds, and its capacity in e (0: unknown). */
@@ -149,6 +167,8 @@ static int jump(sl__heur_t *h, const window_t *w, const sl__estimate_t *e,
         if (!tune || h->hold[k] > 0 || !is_bound(e, k) || want < now + 2 ||
             want <= now * 1.25)
             continue;
+        if (k == SL_KNOB_READ && h->at_cap)
+            continue; /* at the link's cap already */
         double unit = k == SL_KNOB_READ ? e->read_s : e->decode_s;
         trial(h, k, +1, now, w, e, want / unit);
         *sl__knob_ref(next, k) = want;
@@ -193,6 +213,10 @@ static int judge_jump(sl__heur_t *h, int which, const sl__estimate_t *e,
     if (settle < h->from)
         settle = h->from;
     hold_off(h, which);
+    if (which == SL_KNOB_READ) {
+        h->read_cap = got;
+        h->read_cap_age = 0;
+    }
     if (settle == now)
         return SL_KNOB_NONE;
     *sl__knob_ref(next, which) = settle;
@@ -218,7 +242,10 @@ static void begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         if (h->hold[k] > 0)
             h->hold[k]--;
     if (h->last_knob == SL_KNOB_NONE)
-        regime(h, e, w->cpu_other);
+        regime(h, e, w->cpu_other, cur->read_threads);
+    if (h->read_cap > 0 && ++h->read_cap_age > SL_HEUR_CAP_KEEP)
+        h->read_cap = 0;
+    h->at_cap = h->read_cap > 0 && e->fetch >= 0.8 * h->read_cap;
 }
 
 int sl__heur_model_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
@@ -333,7 +360,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         else if (io_bound && can_raise(h, lim, cur, SL_KNOB_READ))
             which = SL_KNOB_READ;
         else if (w.dbusy < BUSY_HI && w.rbusy < BUSY_HI && w.ready < 0.5 &&
-                 can_raise(h, lim, cur, SL_KNOB_PREFETCH))
+                 !deficit(&e) && can_raise(h, lim, cur, SL_KNOB_PREFETCH))
             /* Stages have slack yet the consumer waits: bursts. Deeper
              * prefetch absorbs them; it cannot help a saturated stage. */
             which = SL_KNOB_PREFETCH;

@@ -12,9 +12,14 @@
  *     cap the model cannot see (a bandwidth limit, CPU taken): the knob
  *     settles at what the observed capacity needs, and that stage's next
  *     jump waits `backoff` windows;
- *   - regime change: when the read time, the demand or the CPU others take
- *     moves by more than half since the knob was last judged, the holds
- *     and backoffs are cleared, so the next window may jump again;
+ *   - regime change: when the read time (at the same number of readers:
+ *     under a bandwidth cap it grows with them), the demand or the CPU
+ *     others take moves by more than half since the knob was last judged,
+ *     the holds, backoffs and a known read cap are cleared, so the next
+ *     window may jump again;
+ *   - a steady deficit (the model's supply short of the demand, or a
+ *     consumer that takes all it gets) is not a burst: no batch buffer is
+ *     added for it;
  *   - over-provisioned readers (the model asks for under half of them, no
  *     stall for `calm` windows) are halved, never below what it asks for.
  * Then, where the model cannot tell (no reads or decodes measured yet) or
@@ -51,6 +56,9 @@
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 
+/* Windows a read cap is trusted before readers may be tried again. */
+#define SL_HEUR_CAP_KEEP 40
+
 typedef struct sl__heur {
     int last_knob; /* the step under trial (SL_KNOB_*), or none */
     int last_dir;  /* +1 / -1 */
@@ -66,6 +74,12 @@ typedef struct sl__heur {
     double before_cap, promised_cap;
     /* The world when the knobs were last judged (regime changes). */
     double ref_read_s, ref_demand, ref_other;
+    int ref_read; /* read threads when ref_read_s was measured */
+    /* Reads/s a jump met as a cap the model cannot see (a link's
+     * bandwidth); no read jump while fetch is near it. 0: none known. */
+    double read_cap;
+    int read_cap_age; /* windows since; forgotten after SL_HEUR_CAP_KEEP */
+    int at_cap;       /* this window: fetch within 20 % of read_cap */
     int64_t jumps, reversals; /* model jumps; steps against the last one */
     int last_move[4];         /* +1 / -1: the last direction per knob */
 } sl__heur_t;
