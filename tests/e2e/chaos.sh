@@ -11,6 +11,10 @@
 # truncated bytes, fails the same slots of the same batches; ordered
 # delivery of a fixed seed then gives the same digest only if every other
 # sample came through once, with the same pixels and labels.
+#
+# Then the damaged folder is scanned afresh (with two self-links added) by
+# run and by pack, under fail and skip: an error naming a bad entry, or
+# the entries listed, never a wait.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" chaos
 
@@ -183,6 +187,22 @@ for l in loop_a loop_b; do
   check "the symlink loop $l is a listed warning" \
     grep -q "^skipped: warning: .*class_000/$l: folder already scanned" "$T/scan_skip.err"
 done
+
+# sluice pack reads the same folder: no wait on the FIFO either way.
+timeout 60 "${PFX[@]}" "$S" pack "$D" "$T/pk_fail" >"$T/pk_fail.log" 2>&1
+rc=$?
+check "pack under fail: an error naming an entry, not a hang (rc $rc)" \
+  test "$rc" -ne 0 -a "$rc" -ne 124
+check "pack under fail names the bad entry" \
+  grep -Eq "class_005/img_[0-9]+\.jpg: (not a regular file|cannot open)" "$T/pk_fail.log"
+timeout 60 "${PFX[@]}" "$S" pack "$D" "$T/pk_skip" --on-error skip >"$T/pk_skip.log" 2>&1
+rc=$?
+check "pack under skip finishes (rc $rc)" [ "$rc" -eq 0 ]
+check "pack under skip lists the FIFO" \
+  grep -q "^pack: skipped: .*class_005/img_[0-9]*\.jpg: not a regular file (FIFO)" "$T/pk_skip.log"
+# pack stores bytes without decoding: the three truncated files go in.
+check "pack under skip: $((120 - n + 3)) records (truncated ones stored)" \
+  grep -q "packed $((120 - n + 3)) records" "$T/pk_skip.log"
 
 echo "chaos: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
