@@ -38,18 +38,12 @@ static const sl__opts_t pack_usage = {
 /* Reads a whole file into b. */
 static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
 {
-    /* O_NONBLOCK: a FIFO named like an image must not hang the pack. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
     if (fd < 0)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a readable file", path);
-    }
+        return fd;
     b->n = 0;
-    size_t want = (size_t)st.st_size;
+    size_t want = (size_t)size;
     for (;;) {
         /* Read to the end rather than trusting st_size: files may grow. */
         if (sl__bytes_reserve(b, (want > b->n ? want : b->n) + 4096)) {
@@ -101,11 +95,17 @@ int sl__cmd_pack(int argc, char **argv)
     }
 
     sl__folder_t *f = NULL;
-    int rc = sl__folder_scan(src, &f, err, sizeof err);
+    int rc = sl__folder_scan(src, skip, &f, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
         sl__pack_out_abort(&ps);
         return 1;
+    }
+    int64_t skipped = 0;
+    for (int i = 0; i < f->nnotes; i++) {
+        fprintf(stderr, "pack: %s: %s\n",
+                f->notes[i].lost ? "skipped" : "warning", f->notes[i].msg);
+        skipped += f->notes[i].lost;
     }
     for (int i = 0; i < f->nclasses; i++)
         for (const char *p = f->classes[i]; *p; p++)
@@ -120,7 +120,7 @@ int sl__cmd_pack(int argc, char **argv)
 
     sl__bytes_t buf = {0};
     uint64_t bytes_in = 0;
-    int64_t records = 0, skipped = 0, last_tick = 0;
+    int64_t records = 0, last_tick = 0;
     int tty = isatty(STDERR_FILENO);
     char *path = NULL;
     for (int64_t i = 0; i < f->n && !rc; i++) {

@@ -257,25 +257,14 @@ int sl__shard_open(const char *path, sl__shard_t **out, char *err,
         free(s);
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
     }
-    /* O_NONBLOCK: opening a FIFO must not hang (it is refused below). */
-    s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int64_t size = 0;
+    s->fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
     if (s->fd < 0) {
-        int e = errno;
+        int rc = s->fd;
         sl__shard_close(s);
-        return sl__fail(err, errlen, e == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: cannot open: %s", path, strerror(e));
+        return rc;
     }
-    struct stat st;
-    if (fstat(s->fd, &st)) {
-        int e = errno;
-        sl__shard_close(s);
-        return sl__fail(err, errlen, SL_EIO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        sl__shard_close(s);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    }
-    s->size = (uint64_t)st.st_size;
+    s->size = (uint64_t)size;
     return open_common(s, out, err, errlen);
 }
 

@@ -29,14 +29,13 @@ struct sl__source {
     char **bad;
 };
 
-static int add_bad(sl__source_t *s, const char *msg)
+static int add_bad(sl__source_t *s, const char *msg, const char *what)
 {
     char **v = realloc(s->bad, (size_t)(s->nbad + 1) * sizeof *v);
     if (!v)
         return SL_ENOMEM;
     s->bad = v;
-    s->bad[s->nbad] = strdup(msg);
-    if (!s->bad[s->nbad])
+    if (asprintf(&s->bad[s->nbad], "%s%s", msg, what) < 0)
         return SL_ENOMEM;
     s->nbad++;
     return 0;
@@ -108,7 +107,7 @@ static int open_pack(sl__source_t *s, const char *dir, int skip_bad, char *err,
     if (rc)
         return rc;
     for (int i = 0; i < p.nbad && !rc; i++)
-        if (add_bad(s, p.bad[i]))
+        if (add_bad(s, p.bad[i], " (whole shard left out)"))
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     s->shards = p.shards;
     s->nshards = p.nshards;
@@ -160,7 +159,7 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
         if (sl__pack_dir_holds(path)) {
             rc = open_pack(s, path, skip_bad, err, errlen);
         } else {
-            rc = sl__folder_scan(path, &s->folder, err, errlen);
+            rc = sl__folder_scan(path, skip_bad, &s->folder, err, errlen);
             if (!rc) {
                 s->nclasses = s->folder->nclasses;
                 s->classes = s->folder->classes;
@@ -272,21 +271,20 @@ static int read_file(const char *root, const char *rel, sl__bytes_t *out,
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, rel);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* The scan took regular files only, but the file may have been swapped
+     * since (for a FIFO, a folder, a device): refused, never waited on. */
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen);
     if (fd < 0)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-    struct stat st;
+        return fd;
     int rc = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    } else if ((rc = sl__bytes_reserve(out, (size_t)st.st_size + 1))) {
+    if ((rc = sl__bytes_reserve(out, (size_t)size + 1))) {
         sl__fail(err, errlen, rc, "%s: out of memory (%lld bytes)", path,
-                 (long long)st.st_size);
+                 (long long)size);
     } else {
         size_t got = 0;
-        while (got < (size_t)st.st_size) {
-            ssize_t r = read(fd, out->p + got, (size_t)st.st_size - got);
+        while (got < (size_t)size) {
+            ssize_t r = read(fd, out->p + got, (size_t)size - got);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0) {
@@ -326,12 +324,20 @@ int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                                errlen);
 }
 
-int sl__source_bad_count(const sl__source_t *s)
+int sl__source_note_count(const sl__source_t *s)
 {
-    return s->nbad;
+    return s->folder ? s->folder->nnotes : s->nbad;
 }
 
-const char *sl__source_bad_message(const sl__source_t *s, int i)
+const char *sl__source_note(const sl__source_t *s, int i, int *lost)
 {
-    return i >= 0 && i < s->nbad ? s->bad[i] : NULL;
+    int n = sl__source_note_count(s);
+    if (i < 0 || i >= n)
+        return NULL;
+    if (s->folder) {
+        *lost = s->folder->notes[i].lost;
+        return s->folder->notes[i].msg;
+    }
+    *lost = 1;
+    return s->bad[i];
 }

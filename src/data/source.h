@@ -16,12 +16,13 @@
 
 typedef struct sl__source sl__source_t;
 
-/* Opens path. With skip_bad, shards whose header or index cannot be read
- * are left out and described in sl__source_bad_* (their records are
- * unknown), and records whose label is not a class index (the label rule:
- * sl__shard_label_check) fail when read; otherwise the first such shard or
- * record fails the open. A pack that is unfinished or mixed (data/pack_dir)
- * fails the open either way. */
+/* Opens path. With skip_bad, shards whose header or index cannot be read,
+ * and ImageFolder entries that are not regular files, are left out and
+ * described in sl__source_note (their records are unknown), and records
+ * whose label is not a class index (the label rule: sl__shard_label_check)
+ * fail when read; otherwise the first such shard, entry or record fails the
+ * open. A pack that is unfinished or mixed (data/pack_dir) fails the open
+ * either way. */
 int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
                     char *err, size_t errlen);
 void sl__source_close(sl__source_t *s);
@@ -46,8 +47,11 @@ int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                     sl__bytes_t *scratch, uint64_t *stored, char *err,
                     size_t errlen);
 
-/* Shards left out at open under skip_bad. */
-int sl__source_bad_count(const sl__source_t *s);
-const char *sl__source_bad_message(const sl__source_t *s, int i);
+/* What the open left out or warns about, in order: note i's message
+ * ("PATH: cause"), and *lost = 1 when samples were left out (a shard, a
+ * bad ImageFolder entry), 0 for a warning (a folder reached twice through
+ * a link, not followed). NULL when i is out of range. */
+int sl__source_note_count(const sl__source_t *s);
+const char *sl__source_note(const sl__source_t *s, int i, int *lost);
 
 #endif

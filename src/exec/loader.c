@@ -106,11 +106,14 @@ static int create(const char *source, const sl_options_t *opt,
             return rc;
         }
     }
-    /* Shards that could not be opened under the skip policy. */
-    for (int i = 0; i < sl__source_bad_count(l->src); i++) {
-        l->stats.errors_skipped++;
-        sl__msglog_add(&l->skips, "%s (whole shard left out)",
-                       sl__source_bad_message(l->src, i));
+    /* What the open left out under the skip policy (shards, ImageFolder
+     * entries that are not regular files), counted as skips, and its
+     * warnings (folder loops), listed only. */
+    for (int i = 0; i < sl__source_note_count(l->src); i++) {
+        int lost = 0;
+        const char *m = sl__source_note(l->src, i, &lost);
+        l->stats.errors_skipped += lost;
+        sl__msglog_add(&l->skips, "%s%s", lost ? "" : "warning: ", m);
     }
     *out = l;
     return 0;

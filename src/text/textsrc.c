@@ -61,16 +61,11 @@ static int kind_of(const char *path)
 static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
                     size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
     if (fd < 0)
-        return sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
+        return fd;
+    size_t cap = (size_t)size + 1, n = 0;
     uint8_t *p = malloc(cap);
     for (;;) {
         if (!p) {
