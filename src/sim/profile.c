@@ -86,7 +86,8 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
         p.storage_latency_ms = 0;
     } else {
         p.storage_bw = p.item_bytes * cap * log_uniform(&r, 0.3, 3);
-        p.storage_latency_ms = log_uniform(&r, 0.05, 10);
+        /* Local disks to object stores: 50 us to 50 ms a read. */
+        p.storage_latency_ms = log_uniform(&r, 0.05, 50);
     }
     /* Consumer demand from 40 % to 150 % of that capacity. */
     double demand = cap * log_uniform(&r, 0.4, 1.5);
@@ -103,7 +104,7 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
     for (int i = 0; i < n && i < SL_SIM_MAX_EVENTS; i++) {
         sl__sim_event_t *e = &p.events[p.n_events++];
         e->t = sl__rng_uniform(&r, 0, duration_s);
-        e->kind = SL_SIM_EV_INTERFERE + (int)sl__rng_below(&r, 4);
+        e->kind = SL_SIM_EV_INTERFERE + (int)sl__rng_below(&r, 5);
         switch (e->kind) {
         case SL_SIM_EV_INTERFERE:
             e->value = sl__rng_double(&r) < 0.3
@@ -117,6 +118,9 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
             break;
         case SL_SIM_EV_STEP_MS:
             e->value = p.step_ms * log_uniform(&r, 0.5, 2);
+            break;
+        case SL_SIM_EV_STORAGE_LATENCY_MS:
+            e->value = sl__rng_double(&r) < 0.3 ? 0 : log_uniform(&r, 0.05, 50);
             break;
         default:
             e->value = sl__rng_double(&r) < 0.4 ? 0 : sl__rng_double(&r);
