@@ -189,9 +189,9 @@ static int jump(sl__heur_t *h, const window_t *w, const sl__estimate_t *e,
     return SL_KNOB_NONE;
 }
 
-/* Judges a jump by the stage's capacity: paid (stays), capped (settles at
- * what the observed capacity needs), or bought nothing (undone). Returns
- * the knob when it changed it. */
+/* Judges a jump by the stage's capacity: paid (stays), capped (stays, the
+ * cap remembered), or bought nothing (undone). Returns the knob when it
+ * changed it. */
 static int judge_jump(sl__heur_t *h, int which, const sl__estimate_t *e,
                       const sl__knobs_t *cur, sl__knobs_t *next, char *reason,
                       size_t len)
@@ -203,30 +203,27 @@ static int judge_jump(sl__heur_t *h, int which, const sl__estimate_t *e,
         h->backoff[which] = 2;
         return SL_KNOB_NONE;
     }
-    /* A cap the model cannot see: as many as the observed capacity needs
-     * at the per-read time from before the jump. */
-    int settle = h->from;
-    if (got > before * 1.1)
-        settle = (int)ceil(got / before * h->from * SL_EST_READ_HEADROOM);
-    if (settle >= now)
-        settle = now;
-    if (settle < h->from)
-        settle = h->from;
+    /* A cap the model cannot see (a link's bandwidth, CPU taken). A jump
+     * that still bought something stays: outstanding reads queued on a
+     * link cost no CPU, and a settle judged from the window of the jump,
+     * while the new readers ramp up, cut too deep. The cap is remembered
+     * so the next window does not jump again. One that bought nothing is
+     * undone. */
     hold_off(h, which);
     if (which == SL_KNOB_READ) {
         h->read_cap = got;
         h->read_cap_age = 0;
     }
-    if (settle == now)
+    if (got > before * 1.1)
         return SL_KNOB_NONE;
-    *sl__knob_ref(next, which) = settle;
+    *sl__knob_ref(next, which) = h->from;
     h->reversals++;
     h->last_move[which] = -1;
     snprintf(reason, len,
-             "%s: %s %d -> %d promised %.0f/s, got %.0f/s (was %.0f): a cap "
-             "the model cannot see; %d suffice, next jump in %d windows",
-             settle == h->from ? "undo" : "settle", sl__knob_name(which),
-             h->from, now, promised, got, before, settle, h->hold[which] - 1);
+             "undo: %s %d -> %d promised %.0f/s, got %.0f/s (was %.0f): a "
+             "cap the model cannot see; next jump in %d windows",
+             sl__knob_name(which), h->from, now, promised, got, before,
+             h->hold[which] - 1);
     return which;
 }
 

@@ -9,9 +9,10 @@
  *     to what the model asks for, not one step at a time. The next window
  *     judges the jump by the stage's capacity (readers / read time): a
  *     jump that bought less than half of what the model promised met a
- *     cap the model cannot see (a bandwidth limit, CPU taken): the knob
- *     settles at what the observed capacity needs, and that stage's next
- *     jump waits `backoff` windows;
+ *     cap the model cannot see (a bandwidth limit, CPU taken): the cap is
+ *     remembered and that stage's next jump waits `backoff` windows; the
+ *     knob stays where the jump put it if that bought at least 10 %
+ *     (queued reads cost no CPU), else it is undone;
  *   - regime change: when the read time (at the same number of readers:
  *     under a bandwidth cap it grows with them), the demand or the CPU
  *     others take moves by more than half since the knob was last judged,

@@ -271,9 +271,11 @@ static void test_storage_bound_jumps_to_the_model_and_stays(void **state)
 }
 
 /* A bandwidth cap the model cannot see: ten readers each take 25 ms (the
- * link is shared), 400 reads/s instead of the 1,000 promised: settle at
- * what 400 /s needs at the old 10 ms (5), and do not jump again at once. */
-static void test_capped_jump_settles_and_holds(void **state)
+ * link is shared), 400 reads/s instead of the 1,000 promised. The jump
+ * bought something (100 -> 400 /s) and queued reads cost no CPU: it stays,
+ * and the cap is remembered: no read jump or step near it. A jump that
+ * bought nothing is undone. */
+static void test_capped_jump_holds_at_the_cap(void **state)
 {
     (void)state;
     sl__heur_t h;
@@ -285,19 +287,29 @@ static void test_capped_jump_settles_and_holds(void **state)
     storage_window(1, 10, 0.87, 100);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
                      SL_KNOB_READ);
+    assert_int_equal(next.read_threads, 10);
     cur = next;
     storage_window(10, 25, 0.6, 400);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
-                     SL_KNOB_READ);
-    assert_int_equal(next.read_threads, 5);
-    assert_non_null(strstr(why, "settle"));
-    cur = next;
-    storage_window(5, 12.5, 0.6, 400);
-    for (int i = 0; i < 2; i++) {
+                     SL_KNOB_NONE);
+    assert_true(h.read_cap > 399 && h.read_cap < 401);
+    for (int i = 0; i < 10; i++) {
         int k = sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
-        assert_true(k != SL_KNOB_READ || next.read_threads <= 5 + 1);
+        assert_int_not_equal(k, SL_KNOB_READ);
         cur = next;
     }
+    assert_int_equal(cur.read_threads, 10);
+    /* Bought nothing: undone. */
+    sl__heur_init(&h);
+    cur = (sl__knobs_t){1, 2, 4};
+    storage_window(1, 10, 0.87, 100);
+    sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
+    cur = next;
+    storage_window(10, 100, 0.87, 100); /* ten readers, 100 /s all the same */
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+                     SL_KNOB_READ);
+    assert_int_equal(next.read_threads, 1);
+    assert_non_null(strstr(why, "undo"));
 }
 
 /* The world changes under a held knob: read time triples. The holds are
@@ -429,7 +441,7 @@ int main(void)
         cmocka_unit_test(test_cpu_starved_readers_are_not_io_depth),
         cmocka_unit_test(test_estimate_reads_the_stall_model_from_telemetry),
         cmocka_unit_test(test_storage_bound_jumps_to_the_model_and_stays),
-        cmocka_unit_test(test_capped_jump_settles_and_holds),
+        cmocka_unit_test(test_capped_jump_holds_at_the_cap),
         cmocka_unit_test(test_regime_change_rejumps),
         cmocka_unit_test(test_mild_bursty_waits_grow_prefetch),
         cmocka_unit_test(test_calm_sheds_stop_at_min_decode),
