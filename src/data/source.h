@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 
 typedef struct sl__source sl__source_t;
 
@@ -41,6 +42,11 @@ const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
 int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                     sl__bytes_t *scratch, uint64_t *stored, char *err,
                     size_t errlen);
+/* The same, first asking `admit` (may be NULL) for the bytes the sample's
+ * buffers need, once its size is known and before any is allocated. */
+int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                          sl__bytes_t *scratch, const sl__admit_t *admit,
+                          uint64_t *stored, char *err, size_t errlen);
 
 /* Shards left out at open under skip_bad. */
 int sl__source_bad_count(const sl__source_t *s);
