@@ -95,7 +95,7 @@ static void test_first_come_first_served(void **state)
     pthread_create(&tb, NULL, wait_charge, &big);
     for (int queued = 0; !queued; sleep_ms(1)) { /* big is in line */
         pthread_mutex_lock(&b.mu);
-        queued = b.ticket >= 1;
+        queued = b.ticket >= 2; /* a's and big's */
         pthread_mutex_unlock(&b.mu);
     }
     pthread_create(&ts, NULL, wait_charge, &small);
