@@ -91,7 +91,7 @@ static int load_all(const char *root, blob_t **out, int64_t *count, double *mb)
 {
     char err[512];
     sl__folder_t *f;
-    if (sl__folder_scan(root, &f, err, sizeof err)) {
+    if (sl__folder_scan(root, 0, &f, err, sizeof err)) {
         fprintf(stderr, "decode_ceiling: %s\n", err);
         return -1;
     }

@@ -1,7 +1,8 @@
 /* Fuzz target: any bytes through the shard reader. Opens them as a shard
- * (header, index, names: all the parsing) and reads every record (codecs,
- * checksums), twice: as given, then with both checksums made to match (see
- * reseal). Nothing may crash, leak or read out of bounds. The seed corpus
+ * (header, index, names: all the parsing), checks every record's label
+ * (the label rule, with and without a classes.txt) and reads every record
+ * (codecs, checksums), twice: as given, then with both checksums made to match
+ * (see reseal). Nothing may crash, leak or read out of bounds. The seed corpus
  * is written by `SL_GEN_CORPUS=DIR tests/unit/test_shard`. */
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,12 @@ static void open_and_read(const uint8_t *data, size_t size)
     uint64_t n = sl__shard_count(s);
     for (uint64_t i = 0; i < n; i++) {
         const sl__shard_entry_t *e = sl__shard_entry(s, i);
+        int bad = sl__shard_label_check(s, i, -1, err, sizeof err) != 0;
+        /* The bound without classes.txt is the bound with that many. */
+        if (bad != (sl__shard_label_check(s, i, SL__SHARD_CLASSES_MAX, err,
+                                          sizeof err) != 0))
+            abort();
+        (void)sl__shard_label_check(s, i, 3, err, sizeof err);
         if (e->raw_size > FUZZ_MAX_RECORD)
             continue;
         uint64_t stored;

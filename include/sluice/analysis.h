@@ -73,8 +73,11 @@ typedef struct sl_calibrate_options {
     double consumer_cpu; /**< 0..1: the consumer's CPU demand [0: sleeps] */
     double batch_bytes;  /**< bytes of one batch buffer [batch x 224 x 224
                               x 3] */
-    double storage_bw;   /**< storage bytes/s the run had [0: page cache] */
-    double storage_latency_ms; /**< per-read latency the run had [0] */
+    double storage_bw;   /**< storage bytes/s the run had [0: both storage
+                              fields 0: fitted from the reads' waits in the
+                              telemetry, page cache when they show none] */
+    double storage_latency_ms; /**< per-read latency the run had [0: as
+                                    storage_bw] */
 } sl_calibrate_options_t;
 
 /** Zeroes *o and sets o->size. */

@@ -311,8 +311,10 @@ SL_API int sl_loader_position(const sl_loader_t *l, sl_position_t *pos);
 /** Copies the counters (st->size bytes; sl_stats_init). Any thread. */
 SL_API int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st);
 
-/** @return how many samples were skipped so far (SL_ON_ERROR_SKIP). Any
- *  thread. */
+/** @return how many samples were skipped so far (SL_ON_ERROR_SKIP), plus
+ *  the source's warnings found at create under either policy (a folder
+ *  reached twice through a symlink, not followed: "warning: PATH: ...";
+ *  not counted in sl_stats_t.errors_skipped). Any thread. */
 SL_API int64_t sl_loader_skipped_count(const sl_loader_t *l);
 /** @return the message for skip i (0-based, in the order they happened,
  *  "epoch E: FILE: cause"), valid for the loader's life; NULL if out of

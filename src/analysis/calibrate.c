@@ -94,19 +94,23 @@ static void make_profile(const sl_calibrate_options_t *o, sl__calibration_t *c)
     p->decode_ms = fit->decode_ms > 1e-3 ? fit->decode_ms : 1e-3;
     p->decode_cv = fit->decode_cv;
     p->item_bytes = fit->item_bytes;
-    p->storage_bw = o->storage_bw;
-    if (o->storage_latency_ms > 0 || o->storage_bw > 0) {
+    /* Storage as given, else as fitted from the reads' waits. */
+    int given = o->storage_latency_ms > 0 || o->storage_bw > 0;
+    double lat_ms = given ? o->storage_latency_ms : fit->storage_latency_ms;
+    double bw = given ? o->storage_bw : fit->storage_bw;
+    p->storage_bw = bw;
+    if (lat_ms > 0 || bw > 0) {
         /* The read stage's wall time includes the storage wait that the
          * profile now models (the engine's emulated storage adds it to
          * read busy): what is left is CPU. A lone transfer at the full
          * bandwidth is the least it can wait. */
-        double io =
-            o->storage_latency_ms +
-            (o->storage_bw > 0 ? fit->item_bytes / o->storage_bw * 1000 : 0);
+        double io = lat_ms + (bw > 0 ? fit->item_bytes / bw * 1000 : 0);
         double left = (fit->read_wall_ms - io) * fit->core_share;
         p->read_ms = left > 0.001 ? left : 0.001;
+        if (!given)
+            p->read_ms = SL_CALIB_READ_CPU_MS;
     }
-    p->storage_latency_ms = o->storage_latency_ms;
+    p->storage_latency_ms = lat_ms;
     p->step_ms = o->step_ms > 0   ? o->step_ms
                  : o->step_ms < 0 ? 0
                                   : fit->step_ms;
@@ -213,17 +217,23 @@ char *sl__calibration_fit_json(const sl__calibration_t *c)
     const sl__calib_fit_t *f = &c->fit;
     const sl__sim_profile_t *p = &c->profile;
     char *s = NULL;
-    int n = asprintf(&s,
-                     "{\"periods\": %d, \"used\": %d, \"core_share\": %.4f"
-                     ", \"decode_ms\": %.4f, \"decode_cv\": %.3f, \"read_ms\":"
-                     " %.4f, \"read_cv\": %.3f, \"item_bytes\": %.0f, "
-                     "\"step_ms\": %.3f, \"batch_size\": %d, \"ncpu\": %d"
-                     ", \"foreign_cores\": %.3f, \"foreign_demand\": %.3f"
-                     ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f}",
-                     f->periods, f->used, f->core_share, p->decode_ms,
-                     p->decode_cv, p->read_ms, p->read_cv, p->item_bytes,
-                     p->step_ms, p->batch_size, p->ncpu, c->foreign_cores,
-                     c->foreign_demand, f->samples_per_s, f->stall);
+    int n = asprintf(
+        &s,
+        "{\"periods\": %d, \"used\": %d, \"core_share\": %.4f"
+        ", \"decode_ms\": %.4f, \"decode_cv\": %.3f, \"read_ms\":"
+        " %.4f, \"read_cv\": %.3f, \"item_bytes\": %.0f, "
+        "\"step_ms\": %.3f, \"batch_size\": %d, \"ncpu\": %d"
+        ", \"foreign_cores\": %.3f, \"foreign_demand\": %.3f"
+        ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f"
+        ", \"storage_latency_ms\": %.3f, \"storage_bw\": %.0f"
+        ", \"storage_fitted\": %s, \"storage_periods\": %d"
+        ", \"storage_saturated_periods\": %d}",
+        f->periods, f->used, f->core_share, p->decode_ms, p->decode_cv,
+        p->read_ms, p->read_cv, p->item_bytes, p->step_ms, p->batch_size,
+        p->ncpu, c->foreign_cores, c->foreign_demand, f->samples_per_s,
+        f->stall, p->storage_latency_ms, p->storage_bw,
+        f->storage_periods || f->storage_saturated ? "true" : "false",
+        f->storage_periods, f->storage_saturated);
     return n < 0 ? NULL : s;
 }
 

@@ -11,6 +11,13 @@
  *   - item bytes = read bytes / read items; batch size = the most samples
  *     per batch handed out in any period (full batches);
  *   - consumer step = (time not waiting) / batches, or the given step;
+ *   - storage, when not given: reads that keep a reader more than
+ *     SL_CALIB_STORAGE_MS each wait on storage. Periods whose wall time per
+ *     read is at least 1.5 x the least (readers queued behind each other:
+ *     a shared bandwidth) give the bandwidth (median read bytes/s over
+ *     them, at least 3 such periods); the others give the latency (median
+ *     wall time per read, less SL_CALIB_READ_CPU_MS, the read's own CPU,
+ *     which is then the profile's read_ms);
  *   - ncpu, memory, RSS besides the batch buffers from the snapshots.
  * Foreign load (cpu_other) is the environment, not the machine: it is
  * reported (foreign_demand, the simulator's `interfere` for a replay), not
@@ -54,7 +61,22 @@ typedef struct sl__calib_fit {
     double mem_total, max_rss;   /* bytes; 0 if unknown */
     double cpu_other;            /* 0..1 of the machine, mean */
     double samples_per_s, stall; /* what the run got */
+    /* Storage fitted from the periods (sl__calib_storage_fit); 0: none
+     * seen (latency), not reached (bandwidth). */
+    double storage_latency_ms, storage_bw;
+    int storage_periods, storage_saturated; /* periods behind each */
 } sl__calib_fit_t;
+
+/* Wall ms per read above which a read waits on storage. */
+#define SL_CALIB_STORAGE_MS 1.0
+/* A read's CPU when its storage wait is fitted (a ~100 kB page-cache
+ * read): the wall time cannot tell the two apart. */
+#define SL_CALIB_READ_CPU_MS 0.05
+
+/* The storage fit of periods p[0..n-1] (steady ones: t >= skip_s) into
+ * f's storage_* fields: latency and bandwidth, as described above. */
+void sl__calib_storage_fit(const sl__calib_period_t *p, int n, double skip_s,
+                           sl__calib_fit_t *f);
 
 /* The fit of periods p[0..n-1] (o resolved). 0; SL_ENOMEM; SL_ECORRUPT
  * when fewer than 5 steady periods with decoded items remain. */

@@ -52,6 +52,69 @@ static int batch_size_of(const sl__calib_period_t *p, int n)
                                    : 64;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+void sl__calib_storage_fit(const sl__calib_period_t *p, int n, double skip_s,
+                           sl__calib_fit_t *f)
+{
+    f->storage_latency_ms = f->storage_bw = 0;
+    f->storage_periods = f->storage_saturated = 0;
+    double *w = malloc((size_t)(n > 0 ? n : 1) * sizeof *w);
+    double *bw = malloc((size_t)(n > 0 ? n : 1) * sizeof *bw);
+    double *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
+    int k = 0;
+    if (!w || !bw || !tmp)
+        goto out;
+    for (int i = 1; i + 2 < n; i++) {
+        const sl__calib_period_t *r = &p[i];
+        double ritems = r->read_items_per_s * r->interval_s;
+        if (r->t < skip_s || ritems < 3 || r->read_busy <= 0)
+            continue;
+        w[k] = r->read_busy * r->read_workers * r->interval_s * 1000 / ritems;
+        bw[k++] = r->read_bytes_per_s;
+    }
+    if (k < 3)
+        goto out;
+    memcpy(tmp, w, (size_t)k * sizeof *w);
+    qsort(tmp, (size_t)k, sizeof *tmp, cmp_double);
+    double least = tmp[k / 10]; /* the 10th percentile: robust to a blip */
+    if (!(tmp[k / 2] > SL_CALIB_STORAGE_MS))
+        goto out; /* reads do not wait on storage: the page cache */
+    int ns = 0, nu = 0;
+    double *sat = tmp, *lat = w; /* reuse: sat fills tmp, lat compacts w */
+    for (int i = 0; i < k; i++) {
+        if (w[i] >= 1.5 * least)
+            sat[ns++] = bw[i];
+        else
+            lat[nu++] = w[i];
+    }
+    if (ns >= 3) {
+        f->storage_bw = median(sat, ns);
+        f->storage_saturated = ns;
+    }
+    if (nu > 0) {
+        /* A read's own CPU cannot be told from its wait here: the page
+         * cache's share (SL_CALIB_READ_CPU_MS) is taken off. */
+        double l = median(lat, nu) - SL_CALIB_READ_CPU_MS;
+        f->storage_latency_ms = l > 0 ? l : 0;
+        f->storage_periods = nu;
+    }
+out:
+    free(w);
+    free(bw);
+    free(tmp);
+}
+
 int sl__calib_fit(const sl__calib_period_t *p, int n,
                   const sl_calibrate_options_t *o, sl__calib_fit_t *f)
 {
@@ -67,7 +130,18 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
      * wait for each other too), the core share comes from the decoders
      * alone: their busy time is all CPU or core waits (the reads' own CPU
      * is small beside their waits). */
-    int storage = o->storage_latency_ms > 0 || o->storage_bw > 0;
+    int given = o->storage_latency_ms > 0 || o->storage_bw > 0;
+    if (!given) { /* item bytes first: the fit subtracts a transfer */
+        double b = 0, it = 0;
+        for (int i = 1; i + 2 < n; i++)
+            if (p[i].t >= o->skip_s) {
+                b += p[i].read_bytes_per_s * p[i].interval_s;
+                it += p[i].read_items_per_s * p[i].interval_s;
+            }
+        f->item_bytes = it > 0 ? b / it : 0;
+        sl__calib_storage_fit(p, n, o->skip_s, f);
+    }
+    int storage = given || f->storage_latency_ms > 0 || f->storage_bw > 0;
     stage_spread_t read = {0}, decode = {0};
     read.ms_per_item = malloc((size_t)n * sizeof(double));
     read.items = malloc((size_t)n * sizeof(double));

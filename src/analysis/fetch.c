@@ -47,7 +47,7 @@ int64_t sl__dataset_files_evict(const sl__dataset_files_t *f)
 {
     int64_t failed = 0;
     for (int64_t i = 0; i < f->n; i++) {
-        int fd = open(f->path[i], O_RDONLY | O_CLOEXEC);
+        int fd = sl__open_regular(f->path[i], NULL, NULL, 0); /* no wait */
         if (fd < 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
             failed++;
         if (fd >= 0)

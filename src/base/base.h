@@ -74,6 +74,17 @@ static inline uint64_t sl__get_u64(const uint8_t *p)
     return v;
 }
 
+/* Opens an input file for reading (close-on-exec) and checks that it is a
+ * regular file: a FIFO, device, socket or directory met where data is
+ * expected (named like an image, swapped in after a scan) is refused at
+ * once, "PATH: not a regular file (FIFO)", never waited on.
+ * @return the descriptor (>= 0; *size its bytes when size is non-NULL), or
+ * SL_ENOTFOUND (missing) / SL_EIO (other causes) with the message in err.
+ * Every data-file open goes through here (src/base/file.c). */
+int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen);
+/* "regular file", "directory", "FIFO", ... for a st_mode. */
+const char *sl__file_type_name(unsigned mode);
+
 /* Online CPUs of this process (sched_getaffinity), at least 1. */
 int sl__ncpu(void);
 

@@ -26,7 +26,8 @@ static const sl__opt_t pack_opts[] = {
 static const sl__opts_t pack_usage = {
     "SRC OUT [options]",
     "  SRC: an ImageFolder tree: SRC/<class>/.../<image>\n"
-    "  OUT: output folder: classes.txt, shard-00000.sls, ...\n",
+    "  OUT: output folder: classes.txt, shard-00000.sls, ...,\n"
+    "       sluice-manifest.txt (written whole or not at all)\n",
     {pack_opts, sl__pack_out_opts},
     "SRC and OUT",
     2,
@@ -37,18 +38,12 @@ static const sl__opts_t pack_usage = {
 /* Reads a whole file into b. */
 static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
 {
-    /* O_NONBLOCK: a FIFO named like an image must not hang the pack. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
     if (fd < 0)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a readable file", path);
-    }
+        return fd;
     b->n = 0;
-    size_t want = (size_t)st.st_size;
+    size_t want = (size_t)size;
     for (;;) {
         /* Read to the end rather than trusting st_size: files may grow. */
         if (sl__bytes_reserve(b, (want > b->n ? want : b->n) + 4096)) {
@@ -100,10 +95,17 @@ int sl__cmd_pack(int argc, char **argv)
     }
 
     sl__folder_t *f = NULL;
-    int rc = sl__folder_scan(src, &f, err, sizeof err);
+    int rc = sl__folder_scan(src, skip, &f, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
+        sl__pack_out_abort(&ps);
         return 1;
+    }
+    int64_t skipped = 0;
+    for (int i = 0; i < f->nnotes; i++) {
+        fprintf(stderr, "pack: %s: %s\n",
+                f->notes[i].lost ? "skipped" : "warning", f->notes[i].msg);
+        skipped += f->notes[i].lost;
     }
     for (int i = 0; i < f->nclasses; i++)
         for (const char *p = f->classes[i]; *p; p++)
@@ -111,13 +113,14 @@ int sl__cmd_pack(int argc, char **argv)
                 fprintf(stderr,
                         "pack: class folder name with a control byte: %s\n",
                         f->classes[i]);
+                sl__pack_out_abort(&ps);
                 sl__folder_free(f);
                 return 1;
             }
 
     sl__bytes_t buf = {0};
     uint64_t bytes_in = 0;
-    int64_t records = 0, skipped = 0, last_tick = 0;
+    int64_t records = 0, last_tick = 0;
     int tty = isatty(STDERR_FILENO);
     char *path = NULL;
     for (int64_t i = 0; i < f->n && !rc; i++) {
@@ -154,19 +157,21 @@ int sl__cmd_pack(int argc, char **argv)
     if (tty)
         fputc('\n', stderr);
     if (!rc)
-        rc = sl__pack_out_finish(&ps, err, sizeof err);
-    else
-        sl__pack_out_abort(&ps);
-    if (!rc)
         rc =
             sl__pack_out_classes(&ps, f->classes, f->nclasses, err, sizeof err);
+    if (!rc && records == 0)
+        rc = sl__fail(err, sizeof err, SL_ENOTFOUND,
+                      "no record could be packed");
+    if (!rc)
+        rc = sl__pack_out_commit(&ps, err, sizeof err);
+    else
+        sl__pack_out_abort(&ps);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
-        fprintf(stderr, "pack: failed; %s is incomplete\n", out_dir);
+        fprintf(stderr, "pack: failed; %s is as it was\n", out_dir);
         sl__folder_free(f);
         return 1;
     }
-    sl__pack_out_tidy(&ps);
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     printf("packed %" PRId64 " records (%d classes) into %ld shard(s) in %s "
@@ -181,9 +186,5 @@ int sl__cmd_pack(int argc, char **argv)
     if (skipped)
         printf("skipped %" PRId64 " unreadable file(s)\n", skipped);
     sl__folder_free(f);
-    if (records == 0) {
-        fprintf(stderr, "pack: no record could be packed\n");
-        return 1;
-    }
     return 0;
 }

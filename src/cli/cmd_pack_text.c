@@ -24,7 +24,7 @@ typedef struct pack_text_args {
 static const sl__opt_t pack_text_opts[] = {
     {"text", 0, SL__OPT_FLAG, F(text), 0, 0, NULL, "pack text documents"},
     {"out", 'o', SL__OPT_STR, F(out), 0, 0, "DIR",
-     "output folder: shard-00000.sls, ...", .need = 1},
+     "output folder: shard-00000.sls, ..., sluice-manifest.txt", .need = 1},
     {"doc-per-file", 0, SL__OPT_FLAG, F(per_file), 0, 0, NULL,
      "a plain text file is one document"},
     {NULL},
@@ -90,8 +90,9 @@ int sl__cmd_pack_text(int argc, char **argv)
         packed++;
     }
     if (!rc)
-        rc = sl__pack_out_finish(&po, err, sizeof err);
-    sl__pack_out_abort(&po);
+        rc = sl__pack_out_commit(&po, err, sizeof err);
+    else
+        sl__pack_out_abort(&po);
     sl__bytes_free(&buf);
     sl__bytes_free(&scratch);
     sl__textsrc_close(src);
@@ -99,7 +100,6 @@ int sl__cmd_pack_text(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;
     }
-    sl__pack_out_tidy(&po);
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",

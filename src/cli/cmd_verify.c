@@ -1,5 +1,7 @@
-/* `sluice verify DIR|SHARD`: reads every record of every shard (decompress +
- * checksum) and reports what is damaged. Exit 0 clean, 1 damage, 2 usage. */
+/* `sluice verify DIR|SHARD`: checks a pack against its manifest (missing,
+ * extra or foreign shards, classes.txt), reads every record of every shard
+ * (decompress + checksum + label) and reports what is damaged. Exit 0
+ * clean, 1 damage, 2 usage. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,6 +11,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "data/manifest.h"
+#include "data/pack_dir.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
 #include "opts.h"
@@ -20,8 +24,8 @@ static const sl__opt_t verify_opts[] = {
 };
 static const sl__opts_t verify_usage = {
     "DIR|SHARD [--quiet]",
-    "  DIR: every *.sls in it (labels are also checked against\n"
-    "       DIR/classes.txt when present)\n",
+    "  DIR: a pack: checked against its sluice-manifest.txt, then every\n"
+    "       shard read (labels checked against DIR/classes.txt)\n",
     {verify_opts},
     "one DIR|SHARD",
     1,
@@ -31,6 +35,19 @@ static void print_damage(void *ctx, const char *msg)
 {
     (void)ctx;
     printf("DAMAGED %s\n", msg);
+}
+
+/* One shard: every record read and its label checked. */
+static void check_shard(sl__shard_t *s, long classes, int quiet,
+                        uint64_t *records, uint64_t *damaged, uint64_t *bytes)
+{
+    uint64_t n = sl__shard_count(s);
+    uint64_t bad = sl__shard_check(s, classes, print_damage, NULL, bytes);
+    *records += n;
+    *damaged += bad;
+    if (!quiet)
+        printf("%s %s: %" PRIu64 " records\n", bad ? "BAD" : "ok",
+               sl__shard_path(s), n);
 }
 
 int sl__cmd_verify(int argc, char **argv)
@@ -44,49 +61,58 @@ int sl__cmd_verify(int argc, char **argv)
         fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
         return 2;
     }
-    char **paths = NULL;
-    int nshards = 1, dir = S_ISDIR(st.st_mode);
-    long classes = dir ? sl__classes_count(target) : -1;
-    if (dir && sl__shard_list(target, &paths, &nshards)) {
-        fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
-        return 2;
-    }
-    if (dir && nshards == 0) {
-        fprintf(stderr, "verify: %s: no *.sls files\n", target);
-        free(paths);
-        return 1;
-    }
-    const char **list = dir ? (const char **)paths : &target;
-    char err[1024];
-    uint64_t records = 0, damaged = 0, bad_shards = 0, bytes = 0;
+    char err[2048];
+    uint64_t records = 0, damaged = 0, bytes = 0;
+    int nshards = 0, unreadable = 0, problems = 0;
     int64_t t0 = sl__now_ns();
-    for (int k = 0; k < nshards; k++) {
-        sl__shard_t *s = NULL;
-        if (sl__shard_open(list[k], &s, err, sizeof err)) {
-            print_damage(NULL, err);
-            bad_shards++;
-            continue;
+    if (S_ISDIR(st.st_mode)) {
+        if (!sl__pack_dir_holds(target)) {
+            fprintf(stderr, "verify: %s: no *.sls files\n", target);
+            return 1;
         }
-        uint64_t n = sl__shard_count(s);
-        uint64_t bad = sl__shard_check(s, classes, print_damage, NULL, &bytes);
-        records += n;
-        damaged += bad;
-        if (!quiet)
-            printf("%s %s: %" PRIu64 " records\n", bad ? "BAD" : "ok",
-                   sl__shard_path(s), n);
-        sl__shard_close(s);
+        sl__pack_dir_t p;
+        if (sl__pack_dir_open(target, SL__PACK_REPORT_ALL, &p, err,
+                              sizeof err)) {
+            fprintf(stderr, "verify: %s\n", err);
+            return 2;
+        }
+        for (int i = 0; i < p.nbad; i++)
+            print_damage(NULL, p.bad[i]);
+        if (!p.manifest)
+            printf("note: %s has no %s (an older pack): its "
+                   "shards are checked by their numbering only; re-pack it "
+                   "to add one\n",
+                   target, SL__MANIFEST_NAME);
+        for (int k = 0; k < p.nshards; k++)
+            check_shard(p.shards[k], p.nclasses, quiet, &records, &damaged,
+                        &bytes);
+        nshards = p.nshards + p.nunreadable;
+        unreadable = p.nunreadable;
+        problems = p.nbad - p.nunreadable;
+        sl__pack_dir_close(&p);
+    } else {
+        sl__shard_t *s = NULL;
+        nshards = 1;
+        if (sl__shard_open(target, &s, err, sizeof err)) {
+            print_damage(NULL, err);
+            unreadable = 1;
+        } else {
+            check_shard(s, -1, quiet, &records, &damaged, &bytes);
+            sl__shard_close(s);
+        }
     }
-    if (dir)
-        sl__shard_list_free(paths, nshards);
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
     if (!quiet)
         printf("read %.1f MiB in %.2f s\n", (double)bytes / (1 << 20), secs);
     printf("verified %" PRIu64 " records in %d shards: %" PRIu64 " damaged",
-           records, nshards, damaged + bad_shards);
-    if (bad_shards)
-        printf(" (%" PRIu64 " unreadable shard%s)", bad_shards,
-               bad_shards == 1 ? "" : "s");
+           records, nshards, damaged + (uint64_t)(unreadable + problems));
+    if (unreadable)
+        printf(" (%d unreadable shard%s)", unreadable,
+               unreadable == 1 ? "" : "s");
+    if (problems)
+        printf(" (%d pack problem%s: an unfinished or mixed pack)", problems,
+               problems == 1 ? "" : "s");
     printf("\n");
-    return damaged + bad_shards ? 1 : 0;
+    return damaged + (uint64_t)(unreadable + problems) ? 1 : 0;
 }

@@ -16,7 +16,7 @@ const sl__opt_t sl__pack_out_opts[] = {
     {"shard-size", 0, SL__OPT_SIZE, F(shard_size), 1, HUGE_VAL, "SIZE",
      "largest shard, e.g. 64M, 1G", "256M"},
     {"force", 0, SL__OPT_FLAG, F(force), 0, 0, NULL,
-     "write into an OUT that already holds shards (replaced; those left over "
-     "are removed)"},
+     "replace the pack OUT already holds (the new one is written beside it "
+     "and swapped in when complete)"},
     {NULL},
 };

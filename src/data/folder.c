@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,72 +60,206 @@ int sl__folder_is_image_name(const char *name)
            !strcasecmp(dot, ".png");
 }
 
-/* Sorted entries of dir: sub-folders into dirs, image files into files
- * (names only). Follows symlinks, as torchvision does. */
-static int list_dir(const char *dir, strvec_t *dirs, strvec_t *files, char *err,
-                    size_t errlen)
+/* The folders walked so far, by (device, inode): each is walked once, so a
+ * symlink loop or a second link to a folder adds nothing twice. Open
+ * addressing; `rel` names the first path it was reached by. */
+typedef struct seen_dir {
+    dev_t dev;
+    ino_t ino;
+    char *rel; /* NULL: empty slot */
+} seen_dir_t;
+
+typedef struct scan {
+    const char *root;
+    int skip_bad;
+    strvec_t paths;
+    int64_t *labels;
+    size_t lcap;
+    sl__folder_note_t *notes;
+    size_t nnotes, ncap;
+    seen_dir_t *seen;
+    size_t nseen, seencap; /* seencap: a power of two */
+    char *err;
+    size_t errlen;
+} scan_t;
+
+static size_t seen_hash(dev_t dev, ino_t ino)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open folder: %s", dir,
-                        strerror(errno));
+    uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static seen_dir_t *seen_slot(seen_dir_t *v, size_t cap, dev_t dev, ino_t ino)
+{
+    size_t i = seen_hash(dev, ino) & (cap - 1);
+    while (v[i].rel && !(v[i].dev == dev && v[i].ino == ino))
+        i = (i + 1) & (cap - 1);
+    return &v[i];
+}
+
+/* Marks (dev, ino) seen as rel. @return 0 when new, 1 with *first (the
+ * path it was first reached by) when seen before, or SL_ENOMEM. */
+static int seen_add(scan_t *sc, dev_t dev, ino_t ino, const char *rel,
+                    const char **first)
+{
+    if (2 * (sc->nseen + 1) > sc->seencap) {
+        size_t cap = sc->seencap ? 2 * sc->seencap : 64;
+        seen_dir_t *v = calloc(cap, sizeof *v);
+        if (!v)
+            return SL_ENOMEM;
+        for (size_t i = 0; i < sc->seencap; i++)
+            if (sc->seen[i].rel)
+                *seen_slot(v, cap, sc->seen[i].dev, sc->seen[i].ino) =
+                    sc->seen[i];
+        free(sc->seen);
+        sc->seen = v;
+        sc->seencap = cap;
+    }
+    seen_dir_t *e = seen_slot(sc->seen, sc->seencap, dev, ino);
+    if (e->rel) {
+        *first = e->rel;
+        return 1;
+    }
+    if (!(e->rel = strdup(rel)))
+        return SL_ENOMEM;
+    e->dev = dev;
+    e->ino = ino;
+    sc->nseen++;
+    return 0;
+}
+
+/* A bad entry (lost = 1: samples left out) or a warning (lost = 0), kept
+ * as "ROOT/REL: cause". Under fail a lost entry is the scan's error. */
+static int note(scan_t *sc, int lost, const char *rel, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int note(scan_t *sc, int lost, const char *rel, const char *fmt, ...)
+{
+    char cause[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cause, sizeof cause, fmt, ap);
+    va_end(ap);
+    if (lost && !sc->skip_bad)
+        return sl__fail(sc->err, sc->errlen, SL_EIO, "%s/%s: %s", sc->root, rel,
+                        cause);
+    if (sl__array_reserve(&sc->notes, &sc->ncap, sc->nnotes + 1,
+                          sizeof *sc->notes, 16))
+        return SL_ENOMEM;
+    char *msg = NULL;
+    if (asprintf(&msg, "%s/%s: %s", sc->root, rel, cause) < 0)
+        return SL_ENOMEM;
+    sc->notes[sc->nnotes++] = (sl__folder_note_t){msg, lost};
+    return 0;
+}
+
+/* Sorted entries of folder rel: sub-folders into dirs, image files into
+ * files (names only). Follows symlinks, as torchvision does. An entry named
+ * like an image that is not a regular file (FIFO, device, socket) or cannot
+ * be stat'ed (a dangling or looping link) is noted as lost. */
+static int list_dir(scan_t *sc, const char *rel, strvec_t *dirs,
+                    strvec_t *files)
+{
+    char *abs = rel ? join(sc->root, rel) : strdup(sc->root);
+    if (!abs)
+        return SL_ENOMEM;
+    DIR *d = opendir(abs);
+    if (!d) {
+        int e = errno;
+        free(abs);
+        if (!rel) /* the root itself */
+            return sl__fail(
+                sc->err, sc->errlen, e == ENOENT ? SL_ENOTFOUND : SL_EIO,
+                "%s: cannot open folder: %s", sc->root, strerror(e));
+        return note(sc, 1, rel, "cannot open folder: %s (left out)",
+                    strerror(e));
+    }
     struct dirent *e;
     int rc = 0;
     while (!rc && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        char *full = join(dir, e->d_name);
+        char *full = join(abs, e->d_name);
         if (!full) {
             rc = SL_ENOMEM;
             break;
         }
         struct stat st;
-        int is_dir = stat(full, &st) == 0 && S_ISDIR(st.st_mode);
+        int ok = stat(full, &st) == 0, err = errno;
         free(full);
-        if (is_dir && dirs)
-            rc = strvec_push(dirs, strdup(e->d_name));
-        else if (!is_dir && files && sl__folder_is_image_name(e->d_name))
+        int image = files && sl__folder_is_image_name(e->d_name);
+        if (ok && S_ISDIR(st.st_mode)) {
+            if (dirs)
+                rc = strvec_push(dirs, strdup(e->d_name));
+        } else if (image && ok && S_ISREG(st.st_mode)) {
             rc = strvec_push(files, strdup(e->d_name));
+        } else if (image) {
+            char *sub = join(rel, e->d_name);
+            if (!sub) {
+                rc = SL_ENOMEM;
+                break;
+            }
+            rc = ok ? note(sc, 1, sub, "not a regular file (%s)",
+                           sl__file_type_name((unsigned)st.st_mode))
+                    : note(sc, 1, sub, "cannot open: %s", strerror(err));
+            free(sub);
+        }
     }
     closedir(d);
+    free(abs);
     if (dirs && dirs->n)
         qsort(dirs->v, dirs->n, sizeof(char *), cmp_str);
     if (files && files->n)
         qsort(files->v, files->n, sizeof(char *), cmp_str);
-    return rc ? sl__fail(err, errlen, rc, "%s: out of memory", dir) : 0;
+    return rc;
+}
+
+/* Marks folder rel seen; *again = 1 (and a warning noted) when it was seen
+ * before under another path. */
+static int visit(scan_t *sc, const char *rel, int *again)
+{
+    *again = 0;
+    char *abs = rel ? join(sc->root, rel) : strdup(sc->root);
+    if (!abs)
+        return SL_ENOMEM;
+    struct stat st;
+    int ok = stat(abs, &st) == 0;
+    free(abs);
+    if (!ok) /* gone since it was listed: list_dir notes it */
+        return 0;
+    const char *first = NULL;
+    int rc = seen_add(sc, st.st_dev, st.st_ino, rel ? rel : ".", &first);
+    if (rc != 1)
+        return rc;
+    *again = 1;
+    return note(sc, 0, rel,
+                "folder already scanned as %s/%s (a symlink loop or a "
+                "second link to it), not followed",
+                sc->root, first);
 }
 
 /* Walks rel (relative to root) recursively: files of a folder first, then
- * its sub-folders, each sorted (os.walk order with sorted names). */
-static int walk(const char *root, const char *rel, int depth, int64_t label,
-                strvec_t *paths, int64_t **labels, size_t *lcap, char *err,
-                size_t errlen)
+ * its sub-folders, each sorted (os.walk order with sorted names). Each
+ * folder is walked once (visit), which bounds the walk by the folders
+ * that exist, whatever links point where. */
+static int walk(scan_t *sc, const char *rel, int64_t label)
 {
-    if (depth > 32)
-        return 0; /* a symlink loop; torchvision would recurse forever */
-    char *abs = join(root, rel);
-    if (!abs)
-        return SL_ENOMEM;
     strvec_t dirs = {0}, files = {0};
-    int rc = list_dir(abs, &dirs, &files, err, errlen);
-    free(abs);
+    int rc = list_dir(sc, rel, &dirs, &files);
     for (size_t i = 0; !rc && i < files.n; i++) {
-        if (sl__array_reserve(labels, lcap, paths->n + 1, sizeof **labels,
-                              1024)) {
+        if (sl__array_reserve(&sc->labels, &sc->lcap, sc->paths.n + 1,
+                              sizeof *sc->labels, 1024)) {
             rc = SL_ENOMEM;
             break;
         }
-        (*labels)[paths->n] = label;
-        rc = strvec_push(paths, join(rel, files.v[i]));
+        sc->labels[sc->paths.n] = label;
+        rc = strvec_push(&sc->paths, join(rel, files.v[i]));
     }
     for (size_t i = 0; !rc && i < dirs.n; i++) {
         char *sub = join(rel, dirs.v[i]);
-        if (!sub) {
-            rc = SL_ENOMEM;
-            break;
-        }
-        rc =
-            walk(root, sub, depth + 1, label, paths, labels, lcap, err, errlen);
+        int again = 0;
+        rc = sub ? visit(sc, sub, &again) : SL_ENOMEM;
+        if (!rc && !again)
+            rc = walk(sc, sub, label);
         free(sub);
     }
     strvec_free(&dirs);
@@ -132,45 +267,73 @@ static int walk(const char *root, const char *rel, int depth, int64_t label,
     return rc;
 }
 
-int sl__folder_scan(const char *root, sl__folder_t **out, char *err,
-                    size_t errlen)
+static void scan_free(scan_t *sc)
+{
+    strvec_free(&sc->paths);
+    free(sc->labels);
+    for (size_t i = 0; i < sc->nnotes; i++)
+        free(sc->notes[i].msg);
+    free(sc->notes);
+    for (size_t i = 0; i < sc->seencap; i++)
+        free(sc->seen[i].rel);
+    free(sc->seen);
+}
+
+int sl__folder_scan(const char *root, int skip_bad, sl__folder_t **out,
+                    char *err, size_t errlen)
 {
     *out = NULL;
-    strvec_t classes = {0}, paths = {0};
-    int64_t *labels = NULL;
-    size_t lcap = 0;
-    int rc = list_dir(root, &classes, NULL, err, errlen);
-    if (rc)
-        return rc;
-    if (classes.n == 0) {
-        strvec_free(&classes);
-        return sl__fail(err, errlen, SL_ENOTFOUND,
-                        "%s: no class folders (expected root/<class>/<image>)",
-                        root);
-    }
+    scan_t sc = {
+        .root = root, .skip_bad = skip_bad, .err = err, .errlen = errlen};
+    strvec_t classes = {0};
+    int again = 0;
+    int rc = list_dir(&sc, NULL, &classes, NULL);
+    if (!rc && classes.n == 0)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                      "%s: no class folders (expected root/<class>/<image>)",
+                      root);
+    /* The root and every class folder are marked first: a link from one
+     * class into another (or back up to the root) is not followed, so
+     * images stay in the class whose folder holds them. */
+    if (!rc)
+        rc = visit(&sc, NULL, &again);
+    uint8_t *dup = rc ? NULL : calloc(classes.n, 1);
+    if (!rc && !dup)
+        rc = SL_ENOMEM;
     for (size_t c = 0; !rc && c < classes.n; c++)
-        rc = walk(root, classes.v[c], 0, (int64_t)c, &paths, &labels, &lcap,
-                  err, errlen);
-    if (!rc && paths.n == 0)
+        rc = visit(&sc, classes.v[c], &again), dup[c] = (uint8_t)again;
+    for (size_t c = 0; !rc && c < classes.n; c++)
+        if (!dup[c])
+            rc = walk(&sc, classes.v[c], (int64_t)c);
+    free(dup);
+    if (!rc && sc.paths.n == 0)
         rc = sl__fail(err, errlen, SL_ENOTFOUND,
                       "%s: no .jpg/.jpeg/.png files in any class folder", root);
     sl__folder_t *f = rc ? NULL : calloc(1, sizeof *f);
-    if (!rc && !f)
+    if (!rc && (!f || !(f->root = strdup(root)))) {
+        free(f);
+        f = NULL;
         rc = SL_ENOMEM;
+    }
     if (rc) {
         strvec_free(&classes);
-        strvec_free(&paths);
-        free(labels);
+        scan_free(&sc);
         if (rc == SL_ENOMEM)
             sl__fail(err, errlen, rc, "%s: out of memory", root);
         return rc;
     }
-    f->root = strdup(root);
     f->nclasses = (int)classes.n;
     f->classes = classes.v;
-    f->n = (int64_t)paths.n;
-    f->paths = paths.v;
-    f->labels = labels;
+    f->n = (int64_t)sc.paths.n;
+    f->paths = sc.paths.v;
+    f->labels = sc.labels;
+    f->notes = sc.notes;
+    f->nnotes = (int)sc.nnotes;
+    sc.paths = (strvec_t){0};
+    sc.labels = NULL;
+    sc.notes = NULL;
+    sc.nnotes = 0;
+    scan_free(&sc);
     *out = f;
     return 0;
 }
@@ -182,6 +345,9 @@ void sl__folder_free(sl__folder_t *f)
     sl__strv_free(f->classes, f->nclasses);
     sl__strv_free(f->paths, f->n);
     free(f->labels);
+    for (int i = 0; i < f->nnotes; i++)
+        free(f->notes[i].msg);
+    free(f->notes);
     free(f->root);
     free(f);
 }

@@ -57,10 +57,27 @@ int sl__shard_open_mem(const void *p, size_t n, sl__shard_t **out, char *err,
 void sl__shard_close(sl__shard_t *s);
 uint64_t sl__shard_count(const sl__shard_t *s);
 const char *sl__shard_path(const sl__shard_t *s);
+/* Bytes of the shard file (or memory) as opened. */
+uint64_t sl__shard_size(const sl__shard_t *s);
+/* The header checksum (checked at open): it covers the record count and
+ * the index checksum, which covers every record's offset, sizes and
+ * checksum, so it names the shard's contents. A pack's manifest lists it. */
+uint64_t sl__shard_digest(const sl__shard_t *s);
 /* Format version of the open shard. */
 void sl__shard_version(const sl__shard_t *s, int *major, int *minor);
 /* Entry i (i < count); pointers valid until close. */
 const sl__shard_entry_t *sl__shard_entry(const sl__shard_t *s, uint64_t i);
+/* Classes a source may number itself when it has no classes.txt (class c
+ * named "c", for c up to the largest label): a bound, so that one label of
+ * 3e9 is an error and not 3e9 class names. */
+#define SL__SHARD_CLASSES_MAX (1 << 20)
+
+/* THE label rule: a record's label is a class index, in [0, classes), or
+ * with classes < 0 (no classes.txt) in [0, SL__SHARD_CLASSES_MAX).
+ * @return 0, or SL_ECORRUPT with a message naming the shard, record i and
+ * the label. */
+int sl__shard_label_check(const sl__shard_t *s, uint64_t i, int64_t classes,
+                          char *err, size_t errlen);
 /* Reads record i into out (raw, decompressed, checksum verified; out->n set).
  * *stored_bytes (may be NULL) gets the bytes read from storage. Errors name
  * the shard, record index and name, and cause. Thread-safe: each thread

@@ -1,9 +1,11 @@
-/* data/shard_out: a run of shards written into one folder (what `sluice
- * pack` and `pack --text` write; see shard_out.h). */
+/* data/shard_out: a pack written whole or not at all (what `sluice pack`
+ * and `pack --text` write; see shard_out.h). */
 #include "data/shard_out.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +14,199 @@
 
 #include "base/base.h"
 #include "codec/codec.h"
+#include "data/manifest.h"
+
+/* 1 for a file a pack folder holds: a shard (*.sls), classes.txt, the
+ * manifest, or a writer's temp file of one of them (".NAME.tmp-..."). */
+static int pack_file(const char *name)
+{
+    if (name[0] == '.') {
+        const char *t = strstr(name, ".tmp-");
+        if (!t)
+            return 0;
+        size_t n = (size_t)(t - name) - 1;
+        char base[256];
+        if (n == 0 || n >= sizeof base)
+            return 0;
+        memcpy(base, name + 1, n);
+        base[n] = 0;
+        return pack_file(base);
+    }
+    size_t n = strlen(name);
+    return (n > 4 && !strcmp(name + n - 4, ".sls")) ||
+           !strcmp(name, "classes.txt") || !strcmp(name, SL__MANIFEST_NAME);
+}
+
+/* Counts the pack files in dir into *pack; the first other entry's name
+ * goes to other (empty when none). @return 0, or -1 (errno) when dir
+ * cannot be read. */
+static int survey(const char *dir, int *pack, char *other, size_t len)
+{
+    *pack = 0;
+    other[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (pack_file(e->d_name))
+            (*pack)++;
+        else if (!other[0])
+            snprintf(other, len, "%s", e->d_name);
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Removes a pack folder: its pack files, then the folder (left in place
+ * if anything else appeared in it). */
+static void remove_pack(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!pack_file(e->d_name))
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
+            (int)sizeof path)
+            unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static void fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+/* "PARENT/.BASE.WHAT-PID" beside dir (trailing slashes ignored), and
+ * PARENT into parent (when not NULL). NULL when out of memory. */
+static char *sibling(const char *dir, const char *what, char **parent)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && dir[b - 1] != '/')
+        b--;
+    char *out = NULL;
+    if (asprintf(&out, "%.*s.%.*s.%s-%ld", (int)b, dir, (int)(n - b), dir + b,
+                 what, (long)getpid()) < 0)
+        return NULL;
+    if (parent &&
+        asprintf(parent, "%.*s", (int)(b ? b : 1), b ? dir : ".") < 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Removes the temp folders of packs into dir that were killed
+ * (.BASE.tmp-PID or .BASE.old-PID beside it, PID no longer running), so
+ * that they do not pile up. A live PID's folder is left: another pack may
+ * be writing it. */
+static void remove_stale(const char *dir)
+{
+    char *parent = NULL, *mine = sibling(dir, "tmp", &parent);
+    if (!mine) {
+        free(parent);
+        return;
+    }
+    /* mine = PARENT/.BASE.tmp-PID: the prefix to match is ".BASE." */
+    const char *name = strrchr(mine, '/') ? strrchr(mine, '/') + 1 : mine;
+    size_t pre = (size_t)(strstr(name, ".tmp-") - name) + 1;
+    DIR *d = opendir(parent);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        const char *rest = e->d_name + pre;
+        if (strncmp(e->d_name, name, pre) || strlen(e->d_name) <= pre ||
+            (strncmp(rest, "tmp-", 4) && strncmp(rest, "old-", 4)))
+            continue;
+        char *end;
+        long pid = strtol(rest + 4, &end, 10);
+        if (*end || pid <= 0 || pid == (long)getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        char path[4096];
+        if (snprintf(path, sizeof path, "%s/%s", parent, e->d_name) <
+            (int)sizeof path)
+            remove_pack(path);
+    }
+    if (d)
+        closedir(d);
+    free(mine);
+    free(parent);
+}
+
+int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(o->dir, &st) == 0) {
+        int pack = 0;
+        char other[256];
+        if (!S_ISDIR(st.st_mode))
+            return sl__fail(err, errlen, SL_EIO, "%s: not a folder", o->dir);
+        if (survey(o->dir, &pack, other, sizeof other))
+            return sl__fail(err, errlen, SL_EIO, "%s: cannot read: %s", o->dir,
+                            strerror(errno));
+        if (other[0])
+            return sl__fail(err, errlen, SL_ESTATE,
+                            "%s holds %s, which is not part of a pack: pack "
+                            "into a new or empty folder (a pack replaces the "
+                            "whole folder)",
+                            o->dir, other);
+        if (pack && !o->force)
+            return sl__fail(err, errlen, SL_ESTATE,
+                            "%s already holds a pack (%d file(s)); use --force "
+                            "to replace it",
+                            o->dir, pack);
+    } else if (errno != ENOENT) {
+        return sl__fail(err, errlen, SL_EIO, "%s: %s", o->dir, strerror(errno));
+    }
+    /* A symlink to a folder: the pack goes where it points (its temp
+     * folder beside the target, on the target's file system), and the
+     * link stays a link. */
+    struct stat lst;
+    if (lstat(o->dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+        o->final = realpath(o->dir, NULL);
+    else
+        o->final = strdup(o->dir);
+    if (o->final) {
+        remove_stale(o->final);
+        o->tmp = sibling(o->final, "tmp", NULL);
+    }
+    if (!o->final || !o->tmp) {
+        free(o->final);
+        o->final = NULL;
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: %s", o->dir,
+                        strerror(errno));
+    }
+    if (mkdir(o->tmp, 0755)) {
+        int e = errno;
+        int rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->tmp,
+                          strerror(e));
+        free(o->tmp);
+        free(o->final);
+        o->tmp = o->final = NULL;
+        return rc;
+    }
+    return 0;
+}
 
 int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
                          char *err, size_t errlen)
 {
-    const char *out_dir = o->dir;
+    const char *out_dir = o->tmp;
     char *path = NULL, *tmp = NULL;
     if (asprintf(&path, "%s/classes.txt", out_dir) < 0)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
@@ -47,53 +237,8 @@ done:
     return rc;
 }
 
-/* Counts shard-NNNNN.sls files in out_dir; removes those numbered >= first
- * when first >= 0 (shards an earlier, larger pack left behind). */
-static int scan_shards(const char *out_dir, long first)
-{
-    DIR *d = opendir(out_dir);
-    if (!d)
-        return 0;
-    int found = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        unsigned long n;
-        int end = 0;
-        if (sscanf(e->d_name, "shard-%5lu.sls%n", &n, &end) != 1 ||
-            end != (int)strlen(e->d_name))
-            continue;
-        found++;
-        if (first >= 0 && (long)n >= first) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
-            unlink(path);
-        }
-    }
-    closedir(d);
-    return found;
-}
-
-int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
-{
-    if (mkdir(o->dir, 0755) && errno != EEXIST)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->dir,
-                        strerror(errno));
-    int old = scan_shards(o->dir, -1);
-    if (old && !o->force)
-        return sl__fail(err, errlen, SL_ESTATE,
-                        "%s already holds %d shard(s); use --force to replace "
-                        "them",
-                        o->dir, old);
-    return 0;
-}
-
-void sl__pack_out_tidy(const sl__pack_out_t *o)
-{
-    if (o->force)
-        scan_shards(o->dir, o->shards);
-}
-
-int sl__pack_out_finish(sl__pack_out_t *o, char *err, size_t errlen)
+/* Finishes the open shard, if any. */
+static int finish_shard(sl__pack_out_t *o, char *err, size_t errlen)
 {
     if (!o->w)
         return 0;
@@ -103,11 +248,119 @@ int sl__pack_out_finish(sl__pack_out_t *o, char *err, size_t errlen)
     return rc;
 }
 
+/* The manifest of the pack in o->tmp, from its shards' headers. */
+static int make_manifest(const sl__pack_out_t *o, sl__manifest_t *m, char *err,
+                         size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    m->shards = calloc((size_t)o->shards + 1, sizeof *m->shards);
+    if (!m->shards)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    int rc = 0;
+    for (long k = 0; k < o->shards && !rc; k++) {
+        sl__manifest_shard_t *ms = &m->shards[k];
+        char path[4096];
+        sl__shard_t *s = NULL;
+        if (asprintf(&ms->name, "shard-%05ld.sls", k) < 0) {
+            ms->name = NULL;
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            break;
+        }
+        m->nshards++;
+        snprintf(path, sizeof path, "%s/%s", o->tmp, ms->name);
+        rc = sl__shard_open(path, &s, err, errlen);
+        if (rc)
+            break;
+        ms->bytes = sl__shard_size(s);
+        ms->records = sl__shard_count(s);
+        ms->digest = sl__shard_digest(s);
+        m->records += ms->records;
+        sl__shard_close(s);
+    }
+    char **names = NULL;
+    int n = 0;
+    int crc =
+        rc ? 0
+           : sl__classes_read(o->tmp, &names, &n, &m->classes_sum, err, errlen);
+    if (crc == SL_ENOTFOUND)
+        n = -1;
+    else if (crc)
+        rc = crc;
+    m->classes = n;
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (rc)
+        sl__manifest_free(m);
+    return rc;
+}
+
+/* Puts the pack in o->tmp at o->final: a rename when it is missing or
+ * empty, else an atomic exchange with the old pack (two renames where the
+ * file system cannot exchange), which is then removed. */
+static int move_into_place(sl__pack_out_t *o, char *err, size_t errlen)
+{
+    const char *dir = o->final;
+    char *parent = NULL, *old = sibling(dir, "old", &parent);
+    if (!old)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    int rc = 0;
+    if (rename(o->tmp, dir) == 0) {
+        /* dir was missing or empty */
+    } else if (errno != EEXIST && errno != ENOTEMPTY) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot rename to %s: %s",
+                      o->tmp, dir, strerror(errno));
+    } else if (renameat2(AT_FDCWD, o->tmp, AT_FDCWD, dir, RENAME_EXCHANGE) ==
+               0) {
+        remove_pack(o->tmp); /* the old pack, now there */
+    } else if (rename(dir, old) || rename(o->tmp, dir)) {
+        rc = sl__fail(err, errlen, SL_EIO, "%s: cannot replace: %s", dir,
+                      strerror(errno));
+        rename(old, dir); /* put the old pack back if it moved */
+    } else {
+        remove_pack(old);
+    }
+    if (!rc)
+        fsync_dir(parent);
+    free(old);
+    free(parent);
+    return rc;
+}
+
+int sl__pack_out_commit(sl__pack_out_t *o, char *err, size_t errlen)
+{
+    sl__manifest_t m;
+    int rc = finish_shard(o, err, errlen);
+    if (!rc)
+        rc = make_manifest(o, &m, err, errlen);
+    if (!rc) {
+        rc = sl__manifest_write(o->tmp, &m, err, errlen);
+        sl__manifest_free(&m);
+    }
+    if (!rc) {
+        fsync_dir(o->tmp);
+        rc = move_into_place(o, err, errlen);
+    }
+    if (rc) {
+        sl__pack_out_abort(o);
+        return rc;
+    }
+    free(o->tmp);
+    free(o->final);
+    o->tmp = o->final = NULL;
+    return 0;
+}
+
 void sl__pack_out_abort(sl__pack_out_t *o)
 {
     if (o->w)
         sl__shard_writer_abort(o->w);
     o->w = NULL;
+    if (o->tmp)
+        remove_pack(o->tmp);
+    free(o->tmp);
+    free(o->final);
+    o->tmp = o->final = NULL;
 }
 
 int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,
@@ -118,13 +371,13 @@ int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,
         sl__shard_writer_bytes(o->w) +
                 sl__shard_record_cost(o->codec, n, name) >
             (uint64_t)o->shard_size) {
-        int rc = sl__pack_out_finish(o, err, errlen);
+        int rc = finish_shard(o, err, errlen);
         if (rc)
             return rc;
     }
     if (!o->w) {
         char path[4096];
-        if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", o->dir,
+        if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", o->tmp,
                      o->shards) >= (int)sizeof path)
             return sl__fail(err, errlen, SL_EINVAL, "%s: path too long",
                             o->dir);

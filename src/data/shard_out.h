@@ -1,8 +1,12 @@
-/* data/shard_out: a run of shards written into one folder, as `sluice
- * pack` (images) and `pack --text` write them: the output folder (old
- * shards refused, or replaced with force; classes.txt) and its shards
- * (shard-00000.sls, ...), each started when the next record would take the
- * one open over the size limit. */
+/* data/shard_out: a pack written whole or not at all, as `sluice pack`
+ * (images) and `pack --text` write it: shards (shard-00000.sls, ...; each
+ * started when the next record would take the one open over the size
+ * limit), classes.txt and the manifest (data/manifest) go into a temporary
+ * folder beside the output (.NAME.tmp-PID), which is renamed into place
+ * only when everything is written; an old pack there (with force) is
+ * swapped out and removed. A pack that fails or is killed leaves the
+ * output as it was (a killed one's temp folder is removed by the next pack
+ * into the same output). */
 #ifndef SL_SHARD_OUT_H
 #define SL_SHARD_OUT_H
 
@@ -11,33 +15,31 @@
 
 #include "data/shard.h"
 
-/** The shards being written into `dir`. Set the first three fields; the
- *  rest start at zero. */
+/** The pack being written to `dir`. Set the first four fields; the rest
+ *  start at zero. */
 typedef struct sl__pack_out {
     const char *dir;
     int codec;          /* SL_CODEC_* */
     int64_t shard_size; /* largest shard, bytes */
-    int force;          /* replace shards already there */
+    int force;          /* replace a pack already there */
     sl__shard_writer_t *w;
     long shards;        /* shards finished or open */
     uint64_t bytes_out; /* stored bytes of the finished shards */
+    char *final;        /* where the pack goes: dir, or where it links */
+    char *tmp;          /* the folder being written (sibling of final) */
 } sl__pack_out_t;
 
 #define SL__PACK_SHARD_SIZE (256LL << 20) /* default largest shard */
 
-/** Makes o->dir (when missing) and refuses one that already holds shards
- *  (shard-NNNNN.sls) unless o->force; then they are replaced: each as its
- *  new one is finished, and sl__pack_out_tidy removes the rest.
+/** Checks o->dir: missing, empty, or holding a pack (only with o->force;
+ *  a folder holding anything else is refused, as replacing it would lose
+ *  those files); then makes the temporary folder.
  *  @return 0, or SL_EIO / SL_ESTATE with the message in err. */
 int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen);
-/** After a successful sl__pack_out_finish: removes the shards an earlier,
- *  larger pack left behind (numbered >= o->shards; only with force). */
-void sl__pack_out_tidy(const sl__pack_out_t *o);
-/** Writes o->dir/classes.txt, line i naming class i, through a temp file
- *  and a rename. @return 0, or a negative SL_E* with the message in err. */
+/** Writes classes.txt, line i naming class i, into the pack.
+ *  @return 0, or a negative SL_E* with the message in err. */
 int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
                          char *err, size_t errlen);
-
 /** Adds one record, starting a new shard first when the open one would go
  *  over the size limit (a record larger than the limit gets a shard
  *  alone). *fatal is set when the fault lies with the output, not with
@@ -45,9 +47,13 @@ int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
  *  @return 0, or a negative SL_E* code with the message in err. */
 int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,
                      const char *name, int *fatal, char *err, size_t errlen);
-/** Finishes the open shard, if any. @return 0, or a negative SL_E*. */
-int sl__pack_out_finish(sl__pack_out_t *o, char *err, size_t errlen);
-/** Drops the open shard, if any (after a failure). */
+/** Finishes the open shard, writes the manifest (every shard's size,
+ *  record count and header checksum; classes.txt's) and renames the pack
+ *  into place, replacing an old one. On failure the temporary folder is
+ *  removed and o->dir is left as it was. @return 0, or a negative SL_E*. */
+int sl__pack_out_commit(sl__pack_out_t *o, char *err, size_t errlen);
+/** Drops the pack being written (after a failure): the open shard and the
+ *  temporary folder. o->dir is left as it was. */
 void sl__pack_out_abort(sl__pack_out_t *o);
 
 #endif

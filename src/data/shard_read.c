@@ -22,6 +22,7 @@ struct sl__shard {
     const uint8_t *mem; /* over memory: the caller's bytes */
     uint64_t size;      /* bytes of the file or memory */
     int major, minor;
+    uint64_t digest; /* the header checksum */
     uint64_t count;
     uint64_t data_start; /* = header size */
     uint64_t data_end;   /* = index offset */
@@ -108,7 +109,8 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
         read_at(s, h + SL_SHARD_HEADER_SIZE, hsize - SL_SHARD_HEADER_SIZE,
                 SL_SHARD_HEADER_SIZE))
         return read_fail(s, "header", err, errlen);
-    if (XXH3_64bits(h, hsize - 8) != sl__get_u64(h + hsize - 8))
+    s->digest = sl__get_u64(h + hsize - 8);
+    if (XXH3_64bits(h, hsize - 8) != s->digest)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: corrupt header: checksum mismatch", s->path);
 
@@ -255,25 +257,14 @@ int sl__shard_open(const char *path, sl__shard_t **out, char *err,
         free(s);
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
     }
-    /* O_NONBLOCK: opening a FIFO must not hang (it is refused below). */
-    s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int64_t size = 0;
+    s->fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
     if (s->fd < 0) {
-        int e = errno;
+        int rc = s->fd;
         sl__shard_close(s);
-        return sl__fail(err, errlen, e == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: cannot open: %s", path, strerror(e));
+        return rc;
     }
-    struct stat st;
-    if (fstat(s->fd, &st)) {
-        int e = errno;
-        sl__shard_close(s);
-        return sl__fail(err, errlen, SL_EIO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        sl__shard_close(s);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    }
-    s->size = (uint64_t)st.st_size;
+    s->size = (uint64_t)size;
     return open_common(s, out, err, errlen);
 }
 
@@ -312,6 +303,35 @@ uint64_t sl__shard_count(const sl__shard_t *s)
 const char *sl__shard_path(const sl__shard_t *s)
 {
     return s->path;
+}
+
+uint64_t sl__shard_size(const sl__shard_t *s)
+{
+    return s->size;
+}
+
+uint64_t sl__shard_digest(const sl__shard_t *s)
+{
+    return s->digest;
+}
+
+int sl__shard_label_check(const sl__shard_t *s, uint64_t i, int64_t classes,
+                          char *err, size_t errlen)
+{
+    const sl__shard_entry_t *e = &s->entries[i];
+    if (classes >= 0 && (e->label < 0 || e->label >= classes))
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: record %" PRIu64 " (%s): label %" PRId64
+                        " outside classes.txt (%" PRId64 " classes)",
+                        s->path, i, e->name, e->label, classes);
+    if (classes < 0 && (e->label < 0 || e->label >= SL__SHARD_CLASSES_MAX))
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: record %" PRIu64 " (%s): label %" PRId64
+                        " is not a class index (no classes.txt: labels "
+                        "0..%d)",
+                        s->path, i, e->name, e->label,
+                        SL__SHARD_CLASSES_MAX - 1);
+    return 0;
 }
 
 void sl__shard_version(const sl__shard_t *s, int *major, int *minor)

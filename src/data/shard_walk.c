@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "data/manifest.h"
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -65,19 +66,12 @@ int sl__shard_list(const char *dir, char ***paths, int *n)
 
 long sl__classes_count(const char *dir)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/classes.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    char **names;
+    int n;
+    if (sl__classes_read(dir, &names, &n, NULL, NULL, 0))
         return -1;
-    long n = 0;
-    int ch, last = '\n';
-    while ((ch = getc(f)) != EOF) {
-        n += ch == '\n';
-        last = ch;
-    }
-    fclose(f);
-    return n + (last != '\n');
+    sl__strv_free(names, n);
+    return n;
 }
 
 int sl__shard_summarize(const sl__shard_t *s, sl__shard_summary_t *out)
@@ -116,12 +110,8 @@ uint64_t sl__shard_check(const sl__shard_t *s, long classes,
     for (uint64_t i = 0; i < n; i++) {
         uint64_t stored = 0;
         int rc = sl__shard_read(s, i, &out, &scratch, &stored, err, sizeof err);
-        const sl__shard_entry_t *e = sl__shard_entry(s, i);
-        if (!rc && classes >= 0 && (e->label < 0 || e->label >= classes))
-            rc = sl__fail(err, sizeof err, SL_ECORRUPT,
-                          "%s: record %" PRIu64 " (%s): label %" PRId64
-                          " outside classes.txt (%ld classes)",
-                          sl__shard_path(s), i, e->name, e->label, classes);
+        if (!rc)
+            rc = sl__shard_label_check(s, i, classes, err, sizeof err);
         if (rc) {
             on_damage(ctx, err);
             bad++;

@@ -17,8 +17,8 @@
 int sl__shard_list(const char *dir, char ***paths, int *n);
 void sl__shard_list_free(char **paths, int n);
 
-/* Lines (class names) of DIR/classes.txt, a last line without newline
- * included; -1 when there is no such file. */
+/* Class names in DIR/classes.txt (sl__classes_read); -1 when there is no
+ * such file or it cannot be read. */
 long sl__classes_count(const char *dir);
 
 /* A shard's contents, from its index alone. */
@@ -35,9 +35,9 @@ int sl__shard_summarize(const sl__shard_t *s, sl__shard_summary_t *out);
 /* Receives the message of each damaged record (or unreadable shard). */
 typedef void (*sl__shard_damage_fn)(void *ctx, const char *msg);
 
-/* Reads every record of s (decompress + checksum) and, when classes >= 0,
- * checks its label lies in [0, classes). Each damaged record is reported
- * to on_damage; *bytes grows by the stored bytes read.
+/* Reads every record of s (decompress + checksum) and checks its label
+ * (sl__shard_label_check; classes < 0: no classes.txt). Each damaged record is
+ * reported to on_damage; *bytes grows by the stored bytes read.
  * @return the number of damaged records. */
 uint64_t sl__shard_check(const sl__shard_t *s, long classes,
                          sl__shard_damage_fn on_damage, void *ctx,

@@ -10,8 +10,8 @@
 
 #include "base/alloc.h"
 #include "folder.h"
+#include "pack_dir.h"
 #include "shard.h"
-#include "shard_walk.h"
 
 /* Records are addressed by a global index; shard k holds
  * [first[k], first[k+1]). */
@@ -23,96 +23,122 @@ struct sl__source {
     int64_t *first; /* nshards + 1 */
     int nclasses;
     char **classes;
+    int classes_block;     /* classes is one block (numbered classes) */
+    int64_t label_classes; /* the label rule's classes (-1: numbered) */
     int nbad;
     char **bad;
 };
 
-/* classes.txt: one class name per line, line i names class i. */
-static int read_classes(sl__source_t *s, const char *dir)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/classes.txt", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0; /* optional: names then default to the label number */
-    char line[4096];
-    size_t cap = 0;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\r\n")] = 0;
-        if (sl__array_reserve(&s->classes, &cap, (size_t)s->nclasses + 1,
-                              sizeof *s->classes, 64)) {
-            fclose(f);
-            return SL_ENOMEM;
-        }
-        s->classes[s->nclasses] = strdup(line);
-        if (!s->classes[s->nclasses]) {
-            fclose(f);
-            return SL_ENOMEM;
-        }
-        s->nclasses++;
-    }
-    fclose(f);
-    return 0;
-}
-
-static int add_bad(sl__source_t *s, const char *msg)
+static int add_bad(sl__source_t *s, const char *msg, const char *what)
 {
     char **v = realloc(s->bad, (size_t)(s->nbad + 1) * sizeof *v);
     if (!v)
         return SL_ENOMEM;
     s->bad = v;
-    s->bad[s->nbad] = strdup(msg);
-    if (!s->bad[s->nbad])
+    if (asprintf(&s->bad[s->nbad], "%s%s", msg, what) < 0)
         return SL_ENOMEM;
     s->nbad++;
     return 0;
 }
 
-static int open_shards(sl__source_t *s, char **paths, int n, int skip_bad,
-                       char *err, size_t errlen)
+/* No classes.txt: classes 0..n-1 named by their number, all in one block
+ * (n <= SL__SHARD_CLASSES_MAX, by the label rule). */
+static int number_classes(sl__source_t *s, int n)
 {
-    s->shards = calloc((size_t)n + 1, sizeof *s->shards);
-    s->first = calloc((size_t)n + 1, sizeof *s->first);
-    if (!s->shards || !s->first)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    size_t chars = 0;
+    char num[16];
+    for (int c = 0; c < n; c++)
+        chars += (size_t)snprintf(num, sizeof num, "%d", c) + 1;
+    char **v = malloc((size_t)n * sizeof *v + chars);
+    if (!v)
+        return SL_ENOMEM;
+    char *p = (char *)(v + n);
+    for (int c = 0; c < n; c++) {
+        v[c] = p;
+        p += snprintf(p, sizeof num, "%d", c) + 1;
+    }
+    s->classes = v;
+    s->nclasses = n;
+    s->classes_block = 1;
+    return 0;
+}
+
+/* Takes the opened shards: record ranges, and every label checked
+ * (sl__shard_label_check against classes.txt, or against the bound on
+ * numbered classes without one). A bad label fails the open unless
+ * skip_bad; then reading that record fails (sl__source_read), so the
+ * loader counts and lists it and never delivers it. */
+static int index_shards(sl__source_t *s, int have_classes, int skip_bad,
+                        char *err, size_t errlen)
+{
     int64_t total = 0, maxlabel = -1;
-    for (int i = 0; i < n; i++) {
-        sl__shard_t *sh = NULL;
-        char msg[1024];
-        int rc = sl__shard_open(paths[i], &sh, msg, sizeof msg);
-        if (rc) {
-            if (!skip_bad)
-                return sl__fail(err, errlen, rc, "%s", msg);
-            if (add_bad(s, msg))
-                return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-            continue;
-        }
-        for (uint64_t k = 0; k < sl__shard_count(sh); k++) {
-            int64_t lab = sl__shard_entry(sh, k)->label;
-            if (lab > maxlabel)
+    int64_t classes = have_classes ? s->nclasses : -1;
+    for (int k = 0; k < s->nshards; k++) {
+        sl__shard_t *sh = s->shards[k];
+        for (uint64_t i = 0; i < sl__shard_count(sh); i++) {
+            int rc = sl__shard_label_check(sh, i, classes, err, errlen);
+            if (rc && !skip_bad)
+                return rc;
+            int64_t lab = sl__shard_entry(sh, i)->label;
+            if (!rc && lab > maxlabel)
                 maxlabel = lab;
         }
-        s->first[s->nshards] = total;
-        s->shards[s->nshards++] = sh;
+        s->first[k] = total;
         total += (int64_t)sl__shard_count(sh);
     }
     s->first[s->nshards] = total;
     if (total == 0)
         return sl__fail(err, errlen, SL_ENOTFOUND, "%s: no readable records",
                         s->path);
-    if (s->nclasses == 0 && maxlabel >= 0) {
-        /* No classes.txt: name classes by number. */
-        s->classes = calloc((size_t)maxlabel + 1, sizeof *s->classes);
-        if (!s->classes)
-            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-        for (int64_t c = 0; c <= maxlabel; c++) {
-            char num[32];
-            snprintf(num, sizeof num, "%lld", (long long)c);
-            s->classes[c] = strdup(num);
-        }
-        s->nclasses = (int)maxlabel + 1;
-    }
+    s->label_classes = classes;
+    if (!have_classes && maxlabel >= 0 && number_classes(s, (int)maxlabel + 1))
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     return 0;
+}
+
+/* A folder of shards: opened and checked as a whole pack (data/pack_dir). */
+static int open_pack(sl__source_t *s, const char *dir, int skip_bad, char *err,
+                     size_t errlen)
+{
+    sl__pack_dir_t p;
+    int rc = sl__pack_dir_open(
+        dir, skip_bad ? SL__PACK_SKIP_DAMAGED : SL__PACK_STRICT, &p, err,
+        errlen);
+    if (rc)
+        return rc;
+    for (int i = 0; i < p.nbad && !rc; i++)
+        if (add_bad(s, p.bad[i], " (whole shard left out)"))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    s->shards = p.shards;
+    s->nshards = p.nshards;
+    p.shards = NULL;
+    p.nshards = 0;
+    int have_classes = p.nclasses >= 0;
+    if (have_classes) {
+        s->classes = p.classes;
+        s->nclasses = p.nclasses;
+        p.classes = NULL;
+        p.nclasses = -1;
+    }
+    sl__pack_dir_close(&p);
+    s->first = calloc((size_t)s->nshards + 1, sizeof *s->first);
+    if (!rc && !s->first)
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    return rc ? rc : index_shards(s, have_classes, skip_bad, err, errlen);
+}
+
+/* One shard file, without classes.txt. */
+static int open_one(sl__source_t *s, char *err, size_t errlen)
+{
+    s->shards = calloc(1, sizeof *s->shards);
+    s->first = calloc(2, sizeof *s->first);
+    if (!s->shards || !s->first)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    int rc = sl__shard_open(s->path, &s->shards[0], err, errlen);
+    if (rc)
+        return rc;
+    s->nshards = 1;
+    return index_shards(s, 0, 0, err, errlen);
 }
 
 int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
@@ -130,26 +156,17 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: %s", path,
                       strerror(errno));
     } else if (S_ISDIR(st.st_mode)) {
-        char **paths = NULL;
-        int n = 0;
-        rc = sl__shard_list(path, &paths, &n);
-        if (rc) {
-            sl__fail(err, errlen, rc, "%s: cannot list folder", path);
-        } else if (n > 0) {
-            rc = read_classes(s, path);
-            if (!rc)
-                rc = open_shards(s, paths, n, skip_bad, err, errlen);
+        if (sl__pack_dir_holds(path)) {
+            rc = open_pack(s, path, skip_bad, err, errlen);
         } else {
-            rc = sl__folder_scan(path, &s->folder, err, errlen);
+            rc = sl__folder_scan(path, skip_bad, &s->folder, err, errlen);
             if (!rc) {
                 s->nclasses = s->folder->nclasses;
                 s->classes = s->folder->classes;
             }
         }
-        sl__shard_list_free(paths, n);
     } else {
-        char *one = s->path;
-        rc = open_shards(s, &one, 1, 0, err, errlen);
+        rc = open_one(s, err, errlen);
     }
     if (rc) {
         sl__source_close(s);
@@ -165,6 +182,8 @@ void sl__source_close(sl__source_t *s)
         return;
     if (s->folder)
         sl__folder_free(s->folder); /* owns classes */
+    else if (s->classes_block)
+        free(s->classes);
     else
         sl__strv_free(s->classes, s->nclasses);
     for (int i = 0; i < s->nshards; i++)
@@ -253,25 +272,23 @@ static int read_file(const char *root, const char *rel, sl__bytes_t *out,
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, rel);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* The scan took regular files only, but the file may have been swapped
+     * since (for a FIFO, a folder, a device): refused, never waited on. */
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen);
     if (fd < 0)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-    struct stat st;
+        return fd;
     int rc = 0;
     char why[256];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        rc = sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    } else if ((rc = sl__admit(admit, (int64_t)st.st_size + 1, why,
-                               sizeof why))) {
+    if ((rc = sl__admit(admit, size + 1, why, sizeof why))) {
         sl__fail(err, errlen, rc, "%s: %s", path, why);
-    } else if ((rc = sl__bytes_reserve(out, (size_t)st.st_size + 1))) {
+    } else if ((rc = sl__bytes_reserve(out, (size_t)size + 1))) {
         sl__fail(err, errlen, rc, "%s: out of memory (%lld bytes)", path,
-                 (long long)st.st_size);
+                 (long long)size);
     } else {
         size_t got = 0;
-        while (got < (size_t)st.st_size) {
-            ssize_t r = read(fd, out->p + got, (size_t)st.st_size - got);
+        while (got < (size_t)size) {
+            ssize_t r = read(fd, out->p + got, (size_t)size - got);
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0) {
@@ -308,16 +325,30 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                          stored, err, errlen);
     uint64_t k;
     int sh = find_shard(s, i, &k);
-    return sl__shard_read_admit(s->shards[sh], k, out, scratch, admit, stored,
-                                err, errlen);
+    if (stored)
+        *stored = 0;
+    /* A record with a bad label (let through at open under skip). */
+    int rc =
+        sl__shard_label_check(s->shards[sh], k, s->label_classes, err, errlen);
+    return rc ? rc
+              : sl__shard_read_admit(s->shards[sh], k, out, scratch, admit,
+                                     stored, err, errlen);
 }
 
-int sl__source_bad_count(const sl__source_t *s)
+int sl__source_note_count(const sl__source_t *s)
 {
-    return s->nbad;
+    return s->folder ? s->folder->nnotes : s->nbad;
 }
 
-const char *sl__source_bad_message(const sl__source_t *s, int i)
+const char *sl__source_note(const sl__source_t *s, int i, int *lost)
 {
-    return i >= 0 && i < s->nbad ? s->bad[i] : NULL;
+    int n = sl__source_note_count(s);
+    if (i < 0 || i >= n)
+        return NULL;
+    if (s->folder) {
+        *lost = s->folder->notes[i].lost;
+        return s->folder->notes[i].msg;
+    }
+    *lost = 1;
+    return s->bad[i];
 }

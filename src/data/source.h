@@ -1,6 +1,7 @@
 /* data/source: one interface over what the loader reads from:
  *   - an ImageFolder directory (root/<class>/<image>),
- *   - a directory of packed shards (classes.txt + shard-*.sls),
+ *   - a pack: a directory of shards (shard-*.sls, classes.txt, the
+ *     manifest), opened and checked whole by data/pack_dir,
  *   - a single shard file.
  * Sample i has a label and a name for messages, and its encoded bytes are
  * read with sl__source_read, which is thread-safe. Depends on base, codec
@@ -16,9 +17,13 @@
 
 typedef struct sl__source sl__source_t;
 
-/* Opens path. With skip_bad, shards whose header or index cannot be read
- * are left out and described in sl__source_bad_* (their records are
- * unknown); otherwise the first such shard fails the open. */
+/* Opens path. With skip_bad, shards whose header or index cannot be read,
+ * and ImageFolder entries that are not regular files, are left out and
+ * described in sl__source_note (their records are unknown), and records
+ * whose label is not a class index (the label rule: sl__shard_label_check)
+ * fail when read; otherwise the first such shard, entry or record fails the
+ * open. A pack that is unfinished or mixed (data/pack_dir) fails the open
+ * either way. */
 int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
                     char *err, size_t errlen);
 void sl__source_close(sl__source_t *s);
@@ -48,8 +53,11 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                           sl__bytes_t *scratch, const sl__admit_t *admit,
                           uint64_t *stored, char *err, size_t errlen);
 
-/* Shards left out at open under skip_bad. */
-int sl__source_bad_count(const sl__source_t *s);
-const char *sl__source_bad_message(const sl__source_t *s, int i);
+/* What the open left out or warns about, in order: note i's message
+ * ("PATH: cause"), and *lost = 1 when samples were left out (a shard, a
+ * bad ImageFolder entry), 0 for a warning (a folder reached twice through
+ * a link, not followed). NULL when i is out of range. */
+int sl__source_note_count(const sl__source_t *s);
+const char *sl__source_note(const sl__source_t *s, int i, int *lost);
 
 #endif

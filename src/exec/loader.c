@@ -70,9 +70,6 @@ static int create(const char *source, const sl_options_t *opt,
     }
     sl__membudget_init(&l->rbud, l->lim.mem_read);
     sl__membudget_init(&l->dbud, l->lim.mem_decode);
-    l->item_keep = SL_ITEM_KEEP;
-    if (l->lim.mem_read && (size_t)(l->lim.mem_read / SL_ITEMS) < l->item_keep)
-        l->item_keep = (size_t)(l->lim.mem_read / SL_ITEMS);
     l->prefetch = l->opt.prefetch;
     l->read_threads = l->opt.read_threads;
     l->decode_threads = l->opt.decode_threads;
@@ -85,16 +82,21 @@ static int create(const char *source, const sl_options_t *opt,
     int64_t n = sl__source_count(l->src);
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
     l->perm[1] = malloc((size_t)n * sizeof(int64_t));
-    l->free_items = sl__queue_create(SL_ITEMS);
-    l->decode_q = sl__queue_create(SL_ITEMS);
+    l->nitems = sl__read_ahead_items(l->lim.max_read);
+    l->item_keep = SL_ITEM_KEEP;
+    if ((size_t)(l->lim.mem_read / l->nitems) < l->item_keep)
+        l->item_keep = (size_t)(l->lim.mem_read / l->nitems);
+    l->items = calloc((size_t)l->nitems, sizeof *l->items);
+    l->free_items = sl__queue_create((size_t)l->nitems);
+    l->decode_q = sl__queue_create(SL_ITEMS_QUEUED);
     l->readers = sl__workers_create(sl__loader_reader_main, l);
     l->decoders = sl__workers_create(sl__loader_decoder_main, l);
-    if (!l->perm[0] || !l->perm[1] || !l->free_items || !l->decode_q ||
-        !l->readers || !l->decoders) {
+    if (!l->perm[0] || !l->perm[1] || !l->items || !l->free_items ||
+        !l->decode_q || !l->readers || !l->decoders) {
         sl_loader_destroy(l);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
-    for (int i = 0; i < SL_ITEMS; i++)
+    for (int i = 0; i < l->nitems; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     if (l->opt.telemetry_ms >= 0) {
         sl__collector_opts_t co = {
@@ -109,11 +111,14 @@ static int create(const char *source, const sl_options_t *opt,
             return rc;
         }
     }
-    /* Shards that could not be opened under the skip policy. */
-    for (int i = 0; i < sl__source_bad_count(l->src); i++) {
-        l->stats.errors_skipped++;
-        sl__msglog_add(&l->skips, "%s (whole shard left out)",
-                       sl__source_bad_message(l->src, i));
+    /* What the open left out under the skip policy (shards, ImageFolder
+     * entries that are not regular files), counted as skips, and its
+     * warnings (folder loops), listed only. */
+    for (int i = 0; i < sl__source_note_count(l->src); i++) {
+        int lost = 0;
+        const char *m = sl__source_note(l->src, i, &lost);
+        l->stats.errors_skipped += lost;
+        sl__msglog_add(&l->skips, "%s%s", lost ? "" : "warning: ", m);
     }
     *out = l;
     return 0;
@@ -139,7 +144,7 @@ static void stop_pipeline(sl_loader_t *l)
     sl__workers_join(l->readers);
     sl__workers_join(l->decoders);
     sl__throttle_stop(&l->thr, 0);
-    for (int i = 0; i < SL_ITEMS; i++) { /* samples dropped in flight */
+    for (int i = 0; i < l->nitems; i++) { /* samples dropped in flight */
         sl__membudget_release(&l->rbud, l->items[i].charged);
         l->items[i].charged = 0;
     }
@@ -154,7 +159,7 @@ static void stop_pipeline(sl_loader_t *l)
         ;
     sl__queue_reopen(l->free_items);
     sl__queue_reopen(l->decode_q);
-    for (int i = 0; i < SL_ITEMS; i++)
+    for (int i = 0; i < l->nitems; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->nbufs; i++) /* held ones stay the consumer's */
@@ -195,8 +200,9 @@ void sl_loader_destroy(sl_loader_t *l)
     sl__workers_destroy(l->decoders);
     sl__queue_destroy(l->free_items);
     sl__queue_destroy(l->decode_q);
-    for (int i = 0; i < SL_ITEMS; i++)
+    for (int i = 0; l->items && i < l->nitems; i++)
         sl__bytes_free(&l->items[i].data);
+    free(l->items);
     for (int i = 0; i < SL_WORKERS_MAX; i++) {
         sl__bytes_free(&l->rscratch[i]);
         sl__scratch_destroy(l->dscratch[i]);
@@ -317,6 +323,7 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
     int64_t t0 = sl__now_ns();
     int rc = 0;
     pthread_mutex_lock(&l->mu);
+    l->wait_since_ns = t0;
     for (;;) {
         if (l->fatal) {
             rc = sl__lasterr_set(l, l->fatal, "%s", l->fatal_msg);
@@ -377,6 +384,7 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
         pthread_cond_wait(&l->cv_ready, &l->mu);
     }
     l->stats.wait_ns += sl__now_ns() - t0;
+    l->wait_since_ns = 0;
     pthread_mutex_unlock(&l->mu);
     return rc;
 }

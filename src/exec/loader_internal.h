@@ -33,10 +33,9 @@
 #include "sched/policy.h"
 #include "telemetry/collector.h"
 
-#define SL_ITEMS 32 /* read-ahead: samples read, not done */
 /* Item and read-scratch buffers above this are freed after use (with a
- * memory budget: at most mem_read / SL_ITEMS, so what idle items keep
- * stays within the read share). */
+ * memory budget: at most mem_read / nitems, so what idle items keep stays
+ * within the read share). */
 #define SL_ITEM_KEEP (4u << 20)
 #define SL_MSG 1024
 
@@ -95,7 +94,8 @@ struct sl_loader {
     int64_t perm_epoch[2];
     int64_t *perm[2];
 
-    item_t items[SL_ITEMS];
+    item_t *items; /* nitems: sl__read_ahead_items(max_read) */
+    int nitems;
     sl__queue_t *free_items, *decode_q;
     sl__workers_t *readers, *decoders;
     int read_threads, decode_threads;
@@ -114,6 +114,7 @@ struct sl_loader {
     /* Telemetry: stage busy time and items (atomics), batch latency (mu). */
     atomic_llong read_busy_ns, read_items, decode_busy_ns, decode_items;
     int64_t lat_sum_ns, lat_count;
+    int64_t wait_since_ns; /* under mu: the consumer's wait began; 0: none */
     struct sl__collector *coll;
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;

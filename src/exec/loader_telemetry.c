@@ -13,15 +13,16 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     sl_loader_t *l = arg;
     pthread_mutex_lock(&l->mu);
     sl__pipe_sample_begin(o, l->stats.samples, l->stats.batches,
-                          l->stats.errors_skipped, l->stats.wait_ns);
+                          l->stats.errors_skipped, l->stats.wait_ns,
+                          l->wait_since_ns, sl__now_ns());
     o->lat_sum_ns = l->lat_sum_ns;
     o->lat_count = l->lat_count;
     o->read_workers = l->running ? l->read_threads : 0;
     o->decode_workers = l->running ? l->decode_threads : 0;
-    o->read_capacity = SL_ITEMS;
-    o->read_inflight = SL_ITEMS - (int)sl__queue_len(l->free_items);
+    o->read_capacity = l->nitems;
+    o->read_inflight = l->nitems - (int)sl__queue_len(l->free_items);
     o->decode_queue = (int)sl__queue_len(l->decode_q);
-    o->decode_capacity = SL_ITEMS;
+    o->decode_capacity = SL_ITEMS_QUEUED;
     o->prefetch = l->prefetch;
     sl__sched_glue_sample(&l->sched, o);
     for (int i = 0; i < l->nbufs; i++) {

@@ -171,7 +171,7 @@ void sl__loader_reader_main(void *arg, int id)
         if (claim(l, &bb, &slot, &sample))
             return;
         item_t *it;
-        if (sl__queue_pop(l->free_items, (void **)&it))
+        if (sl__queue_pop_newest(l->free_items, (void **)&it))
             return; /* stopping: the restart rebuilds the item queues */
         int64_t t0 = sl__now_ns();
         it->bb = bb;

@@ -69,7 +69,15 @@ static void *take(sl__queue_t *q)
     return item;
 }
 
-int sl__queue_pop(sl__queue_t *q, void **item)
+static void *take_newest(sl__queue_t *q)
+{
+    void *item = q->ring[(q->head + q->len - 1) % q->cap];
+    q->len--;
+    pthread_cond_signal(&q->not_full);
+    return item;
+}
+
+static int pop(sl__queue_t *q, void **item, void *(*from)(sl__queue_t *))
 {
     pthread_mutex_lock(&q->mu);
     while (q->len == 0 && !q->closed)
@@ -78,9 +86,19 @@ int sl__queue_pop(sl__queue_t *q, void **item)
         pthread_mutex_unlock(&q->mu);
         return SL_EEND;
     }
-    *item = take(q);
+    *item = from(q);
     pthread_mutex_unlock(&q->mu);
     return 0;
+}
+
+int sl__queue_pop(sl__queue_t *q, void **item)
+{
+    return pop(q, item, take);
+}
+
+int sl__queue_pop_newest(sl__queue_t *q, void **item)
+{
+    return pop(q, item, take_newest);
 }
 
 int sl__queue_try_pop(sl__queue_t *q, void **item)

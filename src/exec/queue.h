@@ -1,4 +1,5 @@
-/* exec/queue: a bounded multi-producer multi-consumer FIFO of pointers.
+/* exec/queue: a bounded multi-producer multi-consumer FIFO of pointers
+ * (with a LIFO pop for free lists).
  * Mutex + two condition variables: the pipeline moves one item per encoded
  * image (~10 us of work each at the fastest), so a lock-free ring would buy
  * nothing measurable; blocking semantics and close() matter more.
@@ -20,6 +21,10 @@ int sl__queue_push(sl__queue_t *q, void *item);
 /* Blocks while empty. Returns 0 and *item, or SL_EEND when closed and
  * drained. */
 int sl__queue_pop(sl__queue_t *q, void **item);
+/* As pop, but takes the item pushed last (a free list: the items in use
+ * stay the few most recently freed, so their buffers stay warm and the
+ * rest are never touched). */
+int sl__queue_pop_newest(sl__queue_t *q, void **item);
 /* Non-blocking pop: 0 and *item, or SL_EEND if nothing is there now. */
 int sl__queue_try_pop(sl__queue_t *q, void **item);
 /* Wakes every waiter; later pushes fail, pops drain what is left. */

@@ -87,7 +87,8 @@ struct sl_text_loader {
     int64_t next_seq, claim_epoch, claim_chunk, end_epoch;
     sl__text_plan_t plan; /* of claim_epoch */
     /* consumer: position and the shuffle group being taken */
-    int64_t cons_seq;             /* first slot of the current group */
+    int64_t cons_seq;      /* first slot of the current group */
+    int64_t wait_since_ns; /* under mu: the consumer's wait began; 0: none */
     int64_t pos_epoch, pos_batch; /* next batch handed out */
     int64_t skip;                 /* samples still to pass over (resume) */
     int64_t epoch_rows;

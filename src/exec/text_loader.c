@@ -450,7 +450,8 @@ static void text_pipe_sample(void *arg, sl__pipe_sample_t *o)
     sl_text_loader_t *l = arg;
     pthread_mutex_lock(&l->mu);
     sl__pipe_sample_begin(o, l->st.sequences, l->st.batches,
-                          l->st.errors_skipped, l->st.wait_ns);
+                          l->st.errors_skipped, l->st.wait_ns, l->wait_since_ns,
+                          sl__now_ns());
     o->bytes_read = l->st.bytes_read;
     o->decode_workers = l->running ? l->threads : 0;
     o->decode_capacity = l->nslots;

@@ -194,6 +194,7 @@ void sl__text_stop_workers(sl_text_loader_t *l)
 static int open_group(sl_text_loader_t *l)
 {
     int64_t t0 = sl__now_ns();
+    l->wait_since_ns = t0;
     slot_t *first = &l->slots[l->cons_seq % l->nslots];
     while (!l->failed &&
            (l->next_seq <= l->cons_seq || first->state != SLOT_DONE))
@@ -209,6 +210,7 @@ static int open_group(sl_text_loader_t *l)
             pthread_cond_wait(&l->done_cv, &l->mu);
     }
     l->st.wait_ns += sl__now_ns() - t0;
+    l->wait_since_ns = 0;
     if (l->failed)
         return l->failed;
     int64_t n = 0;

@@ -1,5 +1,6 @@
 #include "heuristic.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@ void sl__heur_init(sl__heur_t *h)
     memset(h, 0, sizeof *h);
     for (int k = 0; k < 4; k++)
         h->backoff[k] = 2;
+    h->ref_other = -1;
 }
 
 typedef struct window {
@@ -59,11 +61,212 @@ static int can_raise(const sl__heur_t *h, const sl__limits_t *lim,
     case SL_KNOB_DECODE: /* CPU threads: decode + the read stage's one */
         return lim->tune_decode && k->decode_threads < lim->max_decode &&
                k->decode_threads + 1 < lim->max_threads;
-    case SL_KNOB_READ: /* I/O depth: its own budget */
-        return lim->tune_read && k->read_threads < lim->max_read;
+    case SL_KNOB_READ: /* I/O depth: its own budget; not at a known cap */
+        return lim->tune_read && k->read_threads < lim->max_read && !h->at_cap;
     default:
         return lim->tune_prefetch && k->prefetch < lim->max_prefetch;
     }
+}
+
+/* a / b outside [1 / f, f]: moved by more than a factor f. */
+static int moved(double a, double b, double f)
+{
+    return a > 0 && b > 0 && (a > b * f || b > a * f);
+}
+
+/* Between steps: a world that moved (read time, demand, CPU taken by
+ * others) clears every hold, so the model may jump again at once. */
+static void regime(sl__heur_t *h, const sl__estimate_t *e, double other,
+                   int readers)
+{
+    int changed =
+        (readers == h->ref_read && moved(e->read_s, h->ref_read_s, 1.5)) ||
+        moved(e->demand, h->ref_demand, 2.0) ||
+        (h->ref_other >= 0 && other - h->ref_other > 0.25) ||
+        (h->ref_other >= 0 && h->ref_other - other > 0.25);
+    if (changed) {
+        for (int k = 1; k < 4; k++)
+            h->hold[k] = 0, h->backoff[k] = 2;
+        h->read_cap = 0;
+    }
+    if (e->read_s > 0) {
+        h->ref_read_s = e->read_s;
+        h->ref_read = readers;
+    }
+    if (e->demand > 0)
+        h->ref_demand = h->ref_demand > 0 && !changed
+                            ? 0.7 * h->ref_demand + 0.3 * e->demand
+                            : e->demand;
+    h->ref_other = other;
+}
+
+/* The model sees a steady deficit: supply short of demand (or a consumer
+ * that takes all it gets). Buffers absorb bursts, not that. */
+static int deficit(const sl__estimate_t *e)
+{
+    double supply = e->fetch > 0 && e->prep > 0
+                        ? (e->fetch < e->prep ? e->fetch : e->prep)
+                        : 0;
+    if (!(supply > 0))
+        return 0;
+    return e->demand < 0 || supply < 0.95 * e->demand;
+}
+
+/* The stage a knob feeds, and its capacity in e (0: unknown). */
+static double capacity(const sl__estimate_t *e, int which)
+{
+    return which == SL_KNOB_READ     ? e->fetch
+           : which == SL_KNOB_DECODE ? e->prep
+                                     : 0;
+}
+
+static int is_bound(const sl__estimate_t *e, int which)
+{
+    return (which == SL_KNOB_READ && !strcmp(e->bound, "fetch")) ||
+           (which == SL_KNOB_DECODE && !strcmp(e->bound, "prep"));
+}
+
+/* Records a change of `which` from cur to next for the next judge. */
+static void trial(sl__heur_t *h, int which, int dir, int from,
+                  const window_t *w, const sl__estimate_t *e, double promised)
+{
+    h->last_knob = which;
+    h->last_dir = dir;
+    h->from = from;
+    h->before_rate = w->rate;
+    h->before_stall = w->stall;
+    h->before_cap = dir > 0 && is_bound(e, which) ? capacity(e, which) : 0;
+    h->promised_cap = promised;
+    if (h->last_move[which] && h->last_move[which] != dir)
+        h->reversals++;
+    h->last_move[which] = dir;
+}
+
+/* Backs a knob off after a trial that did not pay: it holds for
+ * `backoff` windows (doubling: 2..32). */
+static void hold_off(sl__heur_t *h, int which)
+{
+    /* +1: holds count down at the start of each step */
+    h->hold[which] = h->backoff[which] + 1;
+    if (h->backoff[which] < 32)
+        h->backoff[which] *= 2;
+    h->cooldown = 1;
+}
+
+/* A model jump: the knob straight to what the model asks for, when that
+ * is clearly more than runs now. SL_KNOB_NONE when none is due. */
+static int jump(sl__heur_t *h, const window_t *w, const sl__estimate_t *e,
+                const sl__limits_t *lim, const sl__knobs_t *cur,
+                sl__knobs_t *next, char *reason, size_t len)
+{
+    static const int order[2] = {SL_KNOB_DECODE, SL_KNOB_READ};
+    for (int i = 0; i < 2; i++) {
+        int k = order[i], now = sl__knob_get(cur, k);
+        int want = k == SL_KNOB_READ ? e->need_read : e->need_decode;
+        int tune = k == SL_KNOB_READ ? lim->tune_read : lim->tune_decode;
+        if (!tune || h->hold[k] > 0 || !is_bound(e, k) || want < now + 2 ||
+            want <= now * 1.25)
+            continue;
+        if (k == SL_KNOB_READ && h->at_cap)
+            continue; /* at the link's cap already */
+        double unit = k == SL_KNOB_READ ? e->read_s : e->decode_s;
+        trial(h, k, +1, now, w, e, want / unit);
+        *sl__knob_ref(next, k) = want;
+        h->jumps++;
+        char demand[32];
+        if (e->demand > 0)
+            snprintf(demand, sizeof demand, "%.0f/s", e->demand);
+        else
+            snprintf(demand, sizeof demand, "all it gets");
+        snprintf(reason, len,
+                 "model: %s-bound (fetch %.0f/s, prep %.0f/s, demand %s); "
+                 "%.1f ms per %s, target %.0f/s: %s %d -> %d",
+                 e->bound, e->fetch, e->prep, demand, 1e3 * unit,
+                 k == SL_KNOB_READ ? "read" : "sample", e->target,
+                 sl__knob_name(k), now, want);
+        return k;
+    }
+    return SL_KNOB_NONE;
+}
+
+/* Judges a jump by the stage's capacity: paid (stays), capped (settles at
+ * what the observed capacity needs), or bought nothing (undone). Returns
+ * the knob when it changed it. */
+static int judge_jump(sl__heur_t *h, int which, const sl__estimate_t *e,
+                      const sl__knobs_t *cur, sl__knobs_t *next, char *reason,
+                      size_t len)
+{
+    double got = capacity(e, which), before = h->before_cap;
+    double promised = h->promised_cap;
+    int now = sl__knob_get(cur, which);
+    if (!(got > 0) || got >= before + 0.5 * (promised - before)) {
+        h->backoff[which] = 2;
+        return SL_KNOB_NONE;
+    }
+    /* A cap the model cannot see: as many as the observed capacity needs
+     * at the per-read time from before the jump. */
+    int settle = h->from;
+    if (got > before * 1.1)
+        settle = (int)ceil(got / before * h->from * SL_EST_READ_HEADROOM);
+    if (settle >= now)
+        settle = now;
+    if (settle < h->from)
+        settle = h->from;
+    hold_off(h, which);
+    if (which == SL_KNOB_READ) {
+        h->read_cap = got;
+        h->read_cap_age = 0;
+    }
+    if (settle == now)
+        return SL_KNOB_NONE;
+    *sl__knob_ref(next, which) = settle;
+    h->reversals++;
+    h->last_move[which] = -1;
+    snprintf(reason, len,
+             "%s: %s %d -> %d promised %.0f/s, got %.0f/s (was %.0f): a cap "
+             "the model cannot see; %d suffice, next jump in %d windows",
+             settle == h->from ? "undo" : "settle", sl__knob_name(which),
+             h->from, now, promised, got, before, settle, h->hold[which] - 1);
+    return which;
+}
+
+/* What every decision starts with: the window, the model's estimate,
+ * holds counted down, and a regime change looked for between steps. */
+static void begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
+                  const sl__limits_t *lim, const sl__knobs_t *cur, window_t *w,
+                  sl__estimate_t *e)
+{
+    *w = average(snaps, n);
+    sl__estimate(snaps, n, lim, cur, e);
+    for (int k = 1; k < 4; k++)
+        if (h->hold[k] > 0)
+            h->hold[k]--;
+    if (h->last_knob == SL_KNOB_NONE)
+        regime(h, e, w->cpu_other, cur->read_threads);
+    if (h->read_cap > 0 && ++h->read_cap_age > SL_HEUR_CAP_KEEP)
+        h->read_cap = 0;
+    h->at_cap = h->read_cap > 0 && e->fetch >= 0.8 * h->read_cap;
+}
+
+int sl__heur_model_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
+                        const sl__limits_t *lim, const sl__knobs_t *cur,
+                        sl__knobs_t *next, char *reason, size_t len)
+{
+    *next = *cur;
+    if (n < 1)
+        return SL_KNOB_NONE;
+    window_t w;
+    sl__estimate_t e;
+    begin(h, snaps, n, lim, cur, &w, &e);
+    if (h->last_knob != SL_KNOB_NONE) {
+        int which = h->last_knob;
+        h->last_knob = SL_KNOB_NONE;
+        if (h->promised_cap > 0 && h->before_cap > 0)
+            return judge_jump(h, which, &e, cur, next, reason, len);
+        return SL_KNOB_NONE;
+    }
+    return w.stall > STALL_LO ? jump(h, &w, &e, lim, cur, next, reason, len)
+                              : SL_KNOB_NONE;
 }
 
 int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
@@ -73,18 +276,23 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
     *next = *cur;
     if (n < 1)
         return SL_KNOB_NONE;
-    window_t w = average(snaps, n);
-    for (int k = 1; k < 4; k++)
-        if (h->hold[k] > 0)
-            h->hold[k]--;
+    window_t w;
+    sl__estimate_t e;
+    begin(h, snaps, n, lim, cur, &w, &e);
 
     /* Judge the step under trial first. */
     if (h->last_knob != SL_KNOB_NONE) {
         int which = h->last_knob;
         h->last_knob = SL_KNOB_NONE;
+        if (h->last_dir > 0 && h->promised_cap > 0 && h->before_cap > 0)
+            return judge_jump(h, which, &e, cur, next, reason, len);
         if (h->last_dir > 0) {
-            /* A buffer for bursts pays when it halves mild waits. */
+            /* A step on the bound stage pays when that stage's capacity
+             * rose: the consumer's rate follows a batch later. A buffer
+             * for bursts pays when it halves mild waits. */
+            double cap = capacity(&e, which);
             int paid =
+                (h->before_cap > 0 && cap > h->before_cap * (1 + GAIN)) ||
                 w.rate > h->before_rate * (1 + GAIN) ||
                 w.stall < h->before_stall - STALL_HI ||
                 (which == SL_KNOB_PREFETCH && h->before_stall > STALL_LO &&
@@ -95,12 +303,10 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
              * step stays untried: neither paid nor undone. */
             int worse = w.stall > h->before_stall + STALL_HI;
             if (!paid && !worse && *sl__knob_ref(next, which) > 1) {
-                (*sl__knob_ref(next, which))--;
-                /* +1: holds count down at the start of each step */
-                h->hold[which] = h->backoff[which] + 1;
-                if (h->backoff[which] < 32)
-                    h->backoff[which] *= 2;
-                h->cooldown = 1;
+                *sl__knob_ref(next, which) = h->from;
+                hold_off(h, which);
+                h->reversals++;
+                h->last_move[which] = -1;
                 snprintf(reason, len,
                          "undo: %s +1 bought nothing (%.0f -> %.0f samples/s,"
                          " stall %.0f%% -> %.0f%%); next try in %d windows",
@@ -113,17 +319,19 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                 h->backoff[which] = 2;
         } else if (w.stall > h->before_stall + STALL_HI) {
             /* Shedding hurt: give it back and stay calm for a while. */
-            (*sl__knob_ref(next, which))++;
+            *sl__knob_ref(next, which) = h->from;
+            h->reversals++;
+            h->last_move[which] = +1;
             /* Each failed shed waits twice as long before the next. */
             h->calm = -h->backoff[0] * CALM_WINDOWS;
             if (h->backoff[0] < 32)
                 h->backoff[0] *= 2;
             h->cooldown = 1;
             snprintf(reason, len,
-                     "undo: %s -1 made the consumer wait (stall %.0f%% -> "
-                     "%.0f%%)",
-                     sl__knob_name(which), 100 * h->before_stall,
-                     100 * w.stall);
+                     "undo: %s %d -> %d made the consumer wait (stall %.0f%% "
+                     "-> %.0f%%)",
+                     sl__knob_name(which), h->from, sl__knob_get(cur, which),
+                     100 * h->before_stall, 100 * w.stall);
             return which;
         }
     }
@@ -132,6 +340,11 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         return SL_KNOB_NONE;
     }
 
+    if (w.stall > STALL_LO) {
+        int k = jump(h, &w, &e, lim, cur, next, reason, len);
+        if (k != SL_KNOB_NONE)
+            return k;
+    }
     int which = SL_KNOB_NONE, dir = 0;
     if (w.stall > STALL_HI) {
         h->calm = 0;
@@ -147,7 +360,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         else if (io_bound && can_raise(h, lim, cur, SL_KNOB_READ))
             which = SL_KNOB_READ;
         else if (w.dbusy < BUSY_HI && w.rbusy < BUSY_HI && w.ready < 0.5 &&
-                 can_raise(h, lim, cur, SL_KNOB_PREFETCH))
+                 !deficit(&e) && can_raise(h, lim, cur, SL_KNOB_PREFETCH))
             /* Stages have slack yet the consumer waits: bursts. Deeper
              * prefetch absorbs them; it cannot help a saturated stage. */
             which = SL_KNOB_PREFETCH;
@@ -168,6 +381,20 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         double after =
             n > 1 ? w.rate / (w.dbusy > 0.05 ? w.dbusy : 0.05) * (n - 1) / n
                   : 0;
+        int r = cur->read_threads, rwant = e.need_read;
+        if (h->calm >= CALM_WINDOWS && lim->tune_read && rwant > 0 &&
+            2 * rwant < r && h->hold[SL_KNOB_READ] == 0) {
+            int to = (r + 1) / 2 > rwant ? (r + 1) / 2 : rwant;
+            trial(h, SL_KNOB_READ, -1, r, &w, &e, 0);
+            *sl__knob_ref(next, SL_KNOB_READ) = to;
+            h->calm = 0;
+            snprintf(reason, len,
+                     "no stall for %d windows; the model needs %d "
+                     "outstanding reads (%.1f ms each, target %.0f/s): "
+                     "read_threads %d -> %d",
+                     CALM_WINDOWS, rwant, 1e3 * e.read_s, e.target, r, to);
+            return SL_KNOB_READ;
+        }
         if (h->calm >= CALM_WINDOWS && lim->tune_decode && n > floor &&
             w.dbusy < BUSY_LO && after >= 1.25 * w.rate &&
             w.ready >= 0.5 * cur->prefetch) {
@@ -198,10 +425,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
     }
     if (which == SL_KNOB_NONE)
         return SL_KNOB_NONE;
+    trial(h, which, dir, sl__knob_get(cur, which), &w, &e, 0);
     *sl__knob_ref(next, which) += dir;
-    h->last_knob = which;
-    h->last_dir = dir;
-    h->before_rate = w.rate;
-    h->before_stall = w.stall;
     return which;
 }

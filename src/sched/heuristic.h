@@ -1,7 +1,29 @@
-/* sched/heuristic: a hill-climbing controller for the pipeline's knobs.
+/* sched/heuristic: a model-guided, hill-climbing controller for the
+ * pipeline's knobs.
  *
  * It reads a window of telemetry snapshots and proposes at most one knob
- * step per decision (+1 / -1 thread, +1 / -1 batch buffer):
+ * change per decision. First the model (sched/estimate.h: per-read time,
+ * per-sample decode time, the consumer's demand) says where the bound is:
+ *   - jump: when the consumer waits and the model asks for clearly more
+ *     outstanding reads (or decoders) than run now, the knob goes straight
+ *     to what the model asks for, not one step at a time. The next window
+ *     judges the jump by the stage's capacity (readers / read time): a
+ *     jump that bought less than half of what the model promised met a
+ *     cap the model cannot see (a bandwidth limit, CPU taken): the knob
+ *     settles at what the observed capacity needs, and that stage's next
+ *     jump waits `backoff` windows;
+ *   - regime change: when the read time (at the same number of readers:
+ *     under a bandwidth cap it grows with them), the demand or the CPU
+ *     others take moves by more than half since the knob was last judged,
+ *     the holds, backoffs and a known read cap are cleared, so the next
+ *     window may jump again;
+ *   - a steady deficit (the model's supply short of the demand, or a
+ *     consumer that takes all it gets) is not a burst: no batch buffer is
+ *     added for it;
+ *   - over-provisioned readers (the model asks for under half of them, no
+ *     stall for `calm` windows) are halved, never below what it asks for.
+ * Then, where the model cannot tell (no reads or decodes measured yet) or
+ * asks for nothing new, one step (+1 / -1 thread, +1 / -1 batch buffer):
  *   - the consumer waits (stall) and a stage is busy: give that stage a
  *     thread (decode before read); if no stage is saturated the waits
  *     come in bursts: give a batch buffer. Readers busy while the
@@ -27,10 +49,15 @@
 #define SL_HEURISTIC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "sched/estimate.h"
 #include "sched/knobs.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
+
+/* Windows a read cap is trusted before readers may be tried again. */
+#define SL_HEUR_CAP_KEEP 40
 
 typedef struct sl__heur {
     int last_knob; /* the step under trial (SL_KNOB_*), or none */
@@ -40,6 +67,21 @@ typedef struct sl__heur {
     int backoff[4];
     int calm;     /* consecutive windows without stall */
     int cooldown; /* windows to wait after any step */
+    /* The step under trial: the knob's value before it, the stepped
+     * stage's capacity before it and what the model promised (0: a
+     * plain step). */
+    int from;
+    double before_cap, promised_cap;
+    /* The world when the knobs were last judged (regime changes). */
+    double ref_read_s, ref_demand, ref_other;
+    int ref_read; /* read threads when ref_read_s was measured */
+    /* Reads/s a jump met as a cap the model cannot see (a link's
+     * bandwidth); no read jump while fetch is near it. 0: none known. */
+    double read_cap;
+    int read_cap_age; /* windows since; forgotten after SL_HEUR_CAP_KEEP */
+    int at_cap;       /* this window: fetch within 20 % of read_cap */
+    int64_t jumps, reversals; /* model jumps; steps against the last one */
+    int last_move[4];         /* +1 / -1: the last direction per knob */
 } sl__heur_t;
 
 void sl__heur_init(sl__heur_t *h);
@@ -49,5 +91,12 @@ void sl__heur_init(sl__heur_t *h);
 int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                   const sl__limits_t *lim, const sl__knobs_t *cur,
                   sl__knobs_t *next, char *reason, size_t len);
+
+/* The model's part alone (judge a jump under trial, or jump), for a
+ * policy that decides the rest itself (rl). SL_KNOB_NONE: the model has
+ * nothing to say this window. */
+int sl__heur_model_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
+                        const sl__limits_t *lim, const sl__knobs_t *cur,
+                        sl__knobs_t *next, char *reason, size_t len);
 
 #endif

@@ -27,7 +27,12 @@ int sl__knob_get(const sl__knobs_t *k, int knob)
 int sl__io_depth_budget(int ncpu)
 {
     int d = 4 * ncpu;
-    return d < 4 ? 4 : d > 256 ? 256 : d;
+    return d < SL_IO_DEPTH_MIN ? SL_IO_DEPTH_MIN : d > 256 ? 256 : d;
+}
+
+int sl__read_ahead_items(int max_read)
+{
+    return (max_read > 0 ? max_read : 1) + SL_ITEMS_QUEUED;
 }
 
 int sl__limits_knob_default(int knob, int ncpu, int decode_threads)

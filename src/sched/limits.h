@@ -11,8 +11,11 @@
  *     and at least what the user set for decode + 1); max_decode =
  *     max_threads - 1 (at most SL_KNOB_MAX_THREADS). A tuned decode start
  *     above the budget is lowered to it; a fixed one is an error;
- *   - I/O depth: max_read = 4 x cores (at least 4, at most 256), or what
- *     the user set if more;
+ *   - I/O depth: max_read = 4 x cores, at least SL_IO_DEPTH_MIN (64) and at
+ *     most 256, or what the user set if more. An outstanding read is not
+ *     a core: it waits on storage (at 25 ms a read, 440 samples/s need 11
+ *     in flight whatever the core count); what it costs is one read-ahead
+ *     item of memory (the loader keeps max_read + 32 of them);
  *   - memory: max_prefetch = 4 x the start (at least 16); with a memory
  *     budget B, the working memory W = max(B / 4, SL_LIMITS_MEM_RESERVE)
  *     is kept for read-ahead (mem_read = W / 4: encoded samples read and
@@ -41,8 +44,15 @@
 #define SL_LIMITS_READ_MAX ((int64_t)2 << 30)
 #define SL_LIMITS_DECODE_MAX ((int64_t)4 << 30)
 
-/* The default I/O-depth budget (read threads) on ncpu cores: 4 x cores,
- * at least 4, at most 256 (the engine's worker limit). */
+/* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x
+ * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker
+ * limit). */
+#define SL_IO_DEPTH_MIN 64
+
+/* Read-ahead items a loader keeps (the simulator too): one per
+ * outstanding read, plus SL_ITEMS_QUEUED read and waiting for a decoder. */
+#define SL_ITEMS_QUEUED 32
+int sl__read_ahead_items(int max_read);
 int sl__io_depth_budget(int ncpu);
 
 /* A knob's default value on ncpu cores (prefetch: from decode_threads). */

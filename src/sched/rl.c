@@ -343,6 +343,16 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
         int k = sl__heur_step(&s->heur, win, n, lim, cur, next, reason, len);
         return k == SL_KNOB_NONE ? 0 : 1 << k;
     }
+    if (!s->learn) {
+        /* The stall model first: where it sees a stage far short of the
+         * target it jumps there (and judges the jump); the learned policy
+         * steps the rest. Not while learning: every window must then be
+         * the outcome of the policy's own action. */
+        int k =
+            sl__heur_model_step(&s->heur, win, n, lim, cur, next, reason, len);
+        if (k != SL_KNOB_NONE)
+            return 1 << k;
+    }
     double raw[SL_RL_NOBS];
     sl__rl_features(win, n, lim, cur, raw);
     sl__rl_decision_t d;

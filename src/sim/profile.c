@@ -36,7 +36,7 @@ void sl__sim_profile_default(sl__sim_profile_t *p)
     p->batch_bytes = 64.0 * 224 * 224 * 3;
     p->base_rss = 27.6e6;
     p->mem_total = 25.3e9;
-    p->read_ahead = 32;
+    p->read_ahead = 0; /* the engine's rule (sl__read_ahead_items) */
     p->interfere = 0;
     p->n_events = 0;
 }
@@ -129,12 +129,13 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
 
 /* ---------------------------------------------------------------- JSON */
 
-static const char *const kind_names[] = {NULL, "interfere", "storage_bw",
-                                         "step_ms", "consumer_cpu"};
+static const char *const kind_names[] = {NULL,           "interfere",
+                                         "storage_bw",   "step_ms",
+                                         "consumer_cpu", "storage_latency_ms"};
 
 int sl__sim_event_kind(const char *name)
 {
-    for (int j = 1; j <= SL_SIM_EV_CONSUMER_CPU; j++)
+    for (int j = 1; j <= SL_SIM_EV_STORAGE_LATENCY_MS; j++)
         if (!strcmp(name, kind_names[j]))
             return j;
     return 0;
@@ -142,8 +143,8 @@ int sl__sim_event_kind(const char *name)
 
 const char *sl__sim_event_name(int kind)
 {
-    return kind >= 1 && kind <= SL_SIM_EV_CONSUMER_CPU ? kind_names[kind]
-                                                       : "unknown";
+    return kind >= 1 && kind <= SL_SIM_EV_STORAGE_LATENCY_MS ? kind_names[kind]
+                                                             : "unknown";
 }
 
 typedef struct field {
@@ -177,7 +178,7 @@ static const field_t fields[] = {
     F_D(batch_bytes, 0, 1e15),
     F_D(base_rss, 0, 1e15),
     F_D(mem_total, 0, 1e18),
-    F_I(read_ahead, 1, 4096),
+    F_I(read_ahead, 0, 4096),
     F_D(interfere, 0, 4096),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
@@ -185,7 +186,7 @@ static const field_t fields[] = {
 int sl__sim_event_check(const sl__sim_event_t *e)
 {
     if (!(e->t >= 0 && e->t <= 1e9) || e->kind < 1 ||
-        e->kind > SL_SIM_EV_CONSUMER_CPU)
+        e->kind > SL_SIM_EV_STORAGE_LATENCY_MS)
         return -1;
     /* each kind sets the profile key of the same name: same range */
     for (size_t j = 0; j < NFIELDS; j++)
@@ -256,7 +257,8 @@ static int parse_events(json_t *arr, sl__sim_profile_t *p, char *err,
                             "profile key 'events[%zu]': needs t in 0..1e9, a "
                             "kind and a value within the range of the profile "
                             "key of that name (interfere 0..4096, storage_bw "
-                            "0..1e15, step_ms 0..1e7, consumer_cpu 0..1)",
+                            "0..1e15, step_ms 0..1e7, consumer_cpu 0..1, "
+                            "storage_latency_ms 0..1e6)",
                             i);
         p->events[p->n_events++] = e;
     }
@@ -387,7 +389,9 @@ static json_t *profile_json(const sl__sim_profile_t *p, const char *note)
     json_t *ev = json_array();
     for (int i = 0; i < p->n_events && i < SL_SIM_MAX_EVENTS; i++) {
         const sl__sim_event_t *e = &p->events[i];
-        int k = e->kind >= 1 && e->kind <= SL_SIM_EV_CONSUMER_CPU ? e->kind : 1;
+        int k = e->kind >= 1 && e->kind <= SL_SIM_EV_STORAGE_LATENCY_MS
+                    ? e->kind
+                    : 1;
         json_array_append_new(ev,
                               json_pack("{s:f, s:s, s:f}", "t", e->t, "kind",
                                         kind_names[k], "value", e->value));

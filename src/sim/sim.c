@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched/limits.h"
 #include "sim/sim_internal.h"
 
 /* ------------------------------------------------------------- public */
@@ -24,7 +25,11 @@ sl__sim_t *sl__sim_create(const sl__sim_profile_t *p, const sl__knobs_t *k,
     s->p = *p;
     s->p.ncpu = clampi(p->ncpu, 1, SL_SNAPSHOT_MAX_CORES);
     s->p.batch_size = p->batch_size > 0 ? p->batch_size : 1;
-    s->p.read_ahead = p->read_ahead > 0 ? p->read_ahead : 1;
+    if (p->read_ahead <= 0) { /* the engine's: its I/O depth budget + 32 */
+        int depth = sl__io_depth_budget(s->p.ncpu);
+        s->p.read_ahead = sl__read_ahead_items(
+            k->read_threads > depth ? k->read_threads : depth);
+    }
     s->p.n_events = clampi(p->n_events, 0, SL_SIM_MAX_EVENTS);
     s->nitems = s->p.read_ahead;
     int n = s->nitems;
@@ -119,6 +124,10 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     int64_t samples0 = s->samples, batches0 = s->batches, bytes0 = s->bytes;
     memset(&s->acc, 0, sizeof s->acc);
     sl__sim_run_until(s, s->now + (dt > 0 ? dt : 0));
+    if (s->cons == CONS_WAIT) { /* a wait in progress, up to now */
+        s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
+        s->t_credit = s->now;
+    }
     const acc_t *a = &s->acc;
     int ncpu = s->p.ncpu;
     memset(out, 0, sizeof *out);

@@ -40,7 +40,8 @@ enum {
     SL_SIM_EV_INTERFERE = 1, /* value: cores' worth of busy foreign threads */
     SL_SIM_EV_STORAGE_BW,    /* value: storage bytes/s (0: unlimited) */
     SL_SIM_EV_STEP_MS,       /* value: consumer step time per batch, ms */
-    SL_SIM_EV_CONSUMER_CPU   /* value: 0..1, the consumer's CPU demand */
+    SL_SIM_EV_CONSUMER_CPU,  /* value: 0..1, the consumer's CPU demand */
+    SL_SIM_EV_STORAGE_LATENCY_MS /* value: per-read latency, ms */
 };
 
 #define SL_SIM_MAX_EVENTS 16
@@ -69,7 +70,8 @@ typedef struct sl__sim_profile {
     double batch_bytes;          /* output bytes of one batch buffer */
     double base_rss;  /* bytes the process holds besides the buffers */
     double mem_total; /* machine memory, bytes */
-    int read_ahead;   /* encoded items read ahead (the decode queue) */
+    int read_ahead;   /* encoded items read ahead (the decode queue); 0:
+                         the engine's rule, sl__read_ahead_items */
     double interfere; /* cores' worth of foreign busy threads at t = 0 */
     int n_events;
     sl__sim_event_t events[SL_SIM_MAX_EVENTS]; /* sorted by t */

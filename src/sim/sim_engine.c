@@ -11,14 +11,15 @@
  *     equally by the transfers in flight).
  * Per-read latency is a constant, so reads in latency leave in FIFO order.
  *
- * Items are the read-ahead (profile read_ahead, the engine's SL_ITEMS):
+ * Items are the read-ahead (profile read_ahead, the engine's rule):
  * free -> [latency] -> [transfer] -> read CPU -> decode queue -> decode CPU
  * -> free, the slot done. A reader is busy from the claim of a slot to the
  * end of its read; a decoder from the pop to the end of its decode, as the
  * engine's busy counters measure (wall time, so contention shows as busy).
  *
- * Counters are added when an item, a batch or a wait completes, as the
- * engine adds them, so a snapshot is what the real collector would see. */
+ * Counters are added when an item or a batch completes, as the engine
+ * adds them, so a snapshot is what the real collector would see; a wait
+ * in progress counts up to the snapshot, as the engine's does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,7 +343,7 @@ static int consumer_take(sl__sim_t *s)
             bb->state = BUF_HELD;
             s->nready--;
             s->next_g++;
-            s->acc.wait += s->now - s->t_wait0;
+            s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
             if (s->on_batch)
                 s->on_batch(s->on_batch_ctx, s->now, s->now - s->t_wait0);
             s->samples += s->p.batch_size;
@@ -394,6 +395,9 @@ static void world_event(sl__sim_t *s, const sl__sim_event_t *e)
         break;
     case SL_SIM_EV_CONSUMER_CPU:
         s->ccpu = e->value < 0 ? 0 : e->value > 1 ? 1 : e->value;
+        break;
+    case SL_SIM_EV_STORAGE_LATENCY_MS: /* reads issued from now on */
+        s->p.storage_latency_ms = e->value > 0 ? e->value : 0;
         break;
     }
 }

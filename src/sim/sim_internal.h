@@ -83,6 +83,7 @@ struct sl__sim {
     int held;
     int nready; /* READY buffers: the consumer looks only when some are */
     double step_rem, t_wait0;
+    double t_credit; /* the consumer's wait is in acc.wait up to here */
 
     int64_t samples, batches, bytes, read_items, decode_items;
     double psi;

@@ -37,11 +37,18 @@ typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);
 
 /* Starts a pipeline's sample: zeroes it and sets what every pipeline
  * counts on its consumer side (items handed out, batches, skips, time
- * blocked in next). The rest is the pipeline's own (stages, queues). */
+ * blocked in next). The rest is the pipeline's own (stages, queues).
+ * wait_since_ns: when the consumer's current wait began (sl__now_ns), 0
+ * when it is not waiting. A wait in progress counts up to now, so a wait
+ * longer than a period shows in every period it covers, not all at once
+ * (capped at one period) in the period it ends. */
 static inline void sl__pipe_sample_begin(sl__pipe_sample_t *o, int64_t samples,
                                          int64_t batches, int64_t skipped,
-                                         int64_t wait_ns)
+                                         int64_t wait_ns, int64_t wait_since_ns,
+                                         int64_t now_ns)
 {
+    if (wait_since_ns > 0 && now_ns > wait_since_ns)
+        wait_ns += now_ns - wait_since_ns;
     *o = (sl__pipe_sample_t){.samples = samples,
                              .batches = batches,
                              .errors_skipped = skipped,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "data/pack_dir.h"
 #include "data/shard.h"
 #include "text/utf8.h"
 
@@ -60,16 +61,11 @@ static int kind_of(const char *path)
 static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
                     size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
     if (fd < 0)
-        return sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
+        return fd;
+    size_t cap = (size_t)size + 1, n = 0;
     uint8_t *p = malloc(cap);
     for (;;) {
         if (!p) {
@@ -127,7 +123,8 @@ static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
     tfile_t *f = &s->files[fi];
     int rc;
     if (f->kind == KIND_SHARD) {
-        rc = sl__shard_open(f->path, &f->shard, err, errlen);
+        /* A pack's shards come opened (add_pack). */
+        rc = f->shard ? 0 : sl__shard_open(f->path, &f->shard, err, errlen);
         if (rc)
             return rc;
         uint64_t n = sl__shard_count(f->shard);
@@ -183,18 +180,38 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* A directory: its shards if it holds any, else its other regular files
+/* A pack folder: its shards in pack order, checked whole (data/pack_dir:
+ * an unfinished or mixed pack is refused). */
+static int add_pack(sl__textsrc_t *s, const char *dir, char *err, size_t errlen)
+{
+    sl__pack_dir_t p;
+    int rc = sl__pack_dir_open(dir, SL__PACK_STRICT, &p, err, errlen);
+    for (int k = 0; !rc && k < p.nshards; k++) {
+        if (add_file(s, sl__shard_path(p.shards[k]), KIND_SHARD, 0)) {
+            rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", dir);
+            break;
+        }
+        s->files[s->nfiles - 1].shard = p.shards[k];
+        p.shards[k] = NULL;
+    }
+    sl__pack_dir_close(&p);
+    return rc;
+}
+
+/* A directory: a pack if it holds shards, else its other regular files
  * (not hidden ones), sorted by name. */
 static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
                    size_t errlen)
 {
+    if (sl__pack_dir_holds(dir))
+        return add_pack(s, dir, err, errlen);
     DIR *d = opendir(dir);
     if (!d)
         return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", dir,
                         strerror(errno));
     char **names = NULL;
     size_t n = 0, cap = 0;
-    int shards = 0, rc = 0;
+    int rc = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (e->d_name[0] == '.')
@@ -215,16 +232,13 @@ static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
             free(p);
             continue;
         }
-        shards |= kind_of(p) == KIND_SHARD;
         names[n++] = p;
     }
     closedir(d);
     if (!rc && names)
         qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
-        int k = kind_of(names[i]);
-        if (!rc && (!shards || k == KIND_SHARD) &&
-            add_file(s, names[i], k, whole))
+        if (!rc && add_file(s, names[i], kind_of(names[i]), whole))
             rc = SL_ENOMEM;
         free(names[i]);
     }

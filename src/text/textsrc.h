@@ -3,11 +3,14 @@
  *   - JSON Lines (*.jsonl, *.json): one object per line, its "text" string;
  *   - native shards (*.sls, or a directory of them): one record per
  *     document, as `sluice pack --text` writes them (zstd by default).
- * A directory holds shards, or else text/JSON Lines files (sorted by name).
+ * A directory is a pack of shards (checked whole by data/pack_dir: an
+ * unfinished or mixed pack is refused), or else text/JSON Lines files
+ * (sorted by name).
  * Opening indexes the documents (line offsets, shard indexes) without
  * parsing them; sl__textsrc_get parses and validates one document (JSON,
  * "text" field, UTF-8), so bad documents are found where they are read and
- * named by FILE:LINE (or shard record). Depends on base, data/shard and
+ * named by FILE:LINE (or shard record). Depends on base, data/shard,
+ * data/pack_dir and
  * jansson. Thread-safe after open. */
 #ifndef SL_TEXTSRC_H
 #define SL_TEXTSRC_H
@@ -21,7 +24,8 @@ typedef struct sl__textsrc sl__textsrc_t;
 
 /* Opens the paths (files or directories) in order. doc_per_file: a plain
  * text file is one document instead of one per line. Fails on a missing
- * or unreadable path, or a shard whose header or index is damaged. */
+ * or unreadable path, a shard whose header or index is damaged, or an
+ * unfinished or mixed pack. */
 int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
                      sl__textsrc_t **out, char *err, size_t errlen);
 void sl__textsrc_close(sl__textsrc_t *s);

@@ -116,10 +116,10 @@ rc=$?
 set -e
 [ $rc -eq 1 ] && grep -q "use --force" "$WORK/err" || fail "pack --text over shards: rc $rc, $(cat "$WORK/err")"
 "$SLUICE" pack --text "$WORK/corpus.txt" -o "$WORK/small" --shard-size 20K 2>/dev/null || fail "pack --text --shard-size"
-n_small=$(ls "$WORK/small" | wc -l)
+n_small=$(ls "$WORK/small" | grep -c '\.sls$')
 [ "$n_small" -gt 2 ] || fail "expected several 20K shards, got $n_small"
 "$SLUICE" pack --text "$WORK/corpus.txt" -o "$WORK/small" --force 2>/dev/null || fail "pack --text --force"
-[ "$(ls "$WORK/small")" = shard-00000.sls ] || fail "--force left old shards: $(ls "$WORK/small")"
+[ "$(ls "$WORK/small" | tr '\n' ' ')" = "shard-00000.sls sluice-manifest.txt " ] || fail "--force left old shards: $(ls "$WORK/small")"
 
 # tokenize: WordPiece is uncased by default, as the text loader; --uncased
 # is still taken; --cased keeps case (capitals are not in the vocabulary)

@@ -241,6 +241,54 @@ static void make_periods(sl__calib_period_t *p, int n, double decode_ms,
     }
 }
 
+/* Storage seen in the reads' waits: periods 0..29 read at 10 ms each (one
+ * reader, a latency), 30..59 with 8 readers queued behind a 10 MB/s link
+ * (40 kB a read: 250 reads/s, so each of the 8 waits 32 ms a read). The
+ * fit gives both back with nothing given; page-cache reads give neither. */
+static void test_storage_fit(void **state)
+{
+    (void)state;
+    enum { N = 60 };
+    sl__calib_period_t p[N];
+    make_periods(p, N, 2.5, 1.0, 0, 0);
+    for (int i = 0; i < N; i++) {
+        sl__calib_period_t *r = &p[i];
+        int sat = i >= 30;
+        r->read_workers = sat ? 8 : 1;
+        r->read_items_per_s = sat ? 10e6 / 40000 : 100;
+        r->read_bytes_per_s = r->read_items_per_s * 40000;
+        /* every reader busy: alone 10 ms a read, queued 8 / 250 s */
+        r->read_busy = 1.0;
+        if (!sat)
+            r->read_busy = 100 * 10.0 / 1000;
+    }
+    sl_calibrate_options_t o;
+    sl_calibrate_options_init(&o);
+    sl__calib_fit_t f;
+    assert_int_equal(sl__calib_fit(p, N, &o, &f), 0);
+    assert_true(fabs(f.storage_latency_ms - (10 - SL_CALIB_READ_CPU_MS)) <
+                1e-6);
+    assert_true(fabs(f.storage_bw - 10e6) < 1);
+    assert_true(f.storage_saturated >= 3);
+    sl__calibration_t c;
+    char err[512];
+    assert_int_equal(
+        sl__calibrate_periods(p, N, &o, "synthetic", &c, err, sizeof err), 0);
+    assert_true(fabs(c.profile.storage_bw - 10e6) < 1);
+    assert_true(fabs(c.profile.storage_latency_ms - 9.95) < 1e-6);
+    /* Given storage wins over the fit. */
+    o.storage_latency_ms = 3;
+    assert_int_equal(
+        sl__calibrate_periods(p, N, &o, "synthetic", &c, err, sizeof err), 0);
+    assert_true(fabs(c.profile.storage_latency_ms - 3) < 1e-9);
+    assert_true(c.profile.storage_bw == 0);
+    /* Page-cache reads (0.1 ms): no storage. */
+    make_periods(p, N, 2.5, 1.0, 0, 0);
+    sl_calibrate_options_init(&o);
+    assert_int_equal(sl__calib_fit(p, N, &o, &f), 0);
+    assert_true(f.storage_latency_ms == 0 && f.storage_bw == 0);
+}
+
 static void test_fit_recovers(void **state)
 {
     (void)state;
@@ -469,6 +517,7 @@ int main(void)
         cmocka_unit_test(test_fit_recovers),
         cmocka_unit_test(test_fit_share_and_spread),
         cmocka_unit_test(test_fit_too_few),
+        cmocka_unit_test(test_storage_fit),
         cmocka_unit_test(test_period_parse),
         cmocka_unit_test(test_sl_calibrate_file),
     };

@@ -38,7 +38,7 @@ static void test_defaults_on_four_cores(void **state)
     assert_int_equal(k.prefetch, 8);
     assert_int_equal(lim.max_threads, 8); /* 2 x cores */
     assert_int_equal(lim.max_decode, 7);  /* + 1 for the read stage */
-    assert_int_equal(lim.max_read, 16);   /* I/O depth: 4 x cores */
+    assert_int_equal(lim.max_read, 64);   /* I/O depth: not cores */
     assert_int_equal(lim.max_prefetch, 32);
     assert_int_equal(lim.min_decode, 4); /* sheds stop at the default */
     assert_false(lim.hard_threads || lim.hard_prefetch);
@@ -54,18 +54,20 @@ static void test_defaults_on_four_cores(void **state)
 static void test_io_depth_budget(void **state)
 {
     (void)state;
-    assert_int_equal(sl__io_depth_budget(1), 4); /* at least 4 */
-    assert_int_equal(sl__io_depth_budget(2), 8);
+    /* Outstanding reads are not cores: at least 64 on any machine. */
+    assert_int_equal(sl__io_depth_budget(1), 64);
+    assert_int_equal(sl__io_depth_budget(2), 64);
+    assert_int_equal(sl__io_depth_budget(32), 128);
     assert_int_equal(sl__io_depth_budget(64), 256);
     assert_int_equal(sl__io_depth_budget(100), 256); /* the worker limit */
     /* Read threads the user sets above it raise it: theirs is the budget. */
     sl_options_t o = opts();
-    o.read_threads = 20;
+    o.read_threads = 100;
     sl__limits_t lim;
     sl__knobs_t k;
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    assert_int_equal(lim.max_read, 20);
-    assert_int_equal(k.read_threads, 20);
+    assert_int_equal(lim.max_read, 100);
+    assert_int_equal(k.read_threads, 100);
     assert_false(lim.tune_read);
 }
 

@@ -24,6 +24,32 @@ static void test_fifo_and_capacity(void **state)
     sl__queue_destroy(q);
 }
 
+/* A free list: pop_newest takes the last pushed, so a loader reusing one
+ * item keeps using that one (its buffer warm) instead of cycling through
+ * all of them (every buffer grown: RSS that climbs over epochs). */
+static void test_pop_newest_is_lifo_across_the_wrap(void **state)
+{
+    (void)state;
+    sl__queue_t *q = sl__queue_create(3);
+    void *p;
+    for (intptr_t i = 1; i <= 3; i++)
+        assert_int_equal(sl__queue_push(q, (void *)i), 0);
+    assert_int_equal(sl__queue_pop(q, &p), 0);         /* 1: head moves */
+    assert_int_equal(sl__queue_push(q, (void *)4), 0); /* wraps */
+    assert_int_equal(sl__queue_pop_newest(q, &p), 0);
+    assert_int_equal((intptr_t)p, 4);
+    assert_int_equal(sl__queue_push(q, (void *)4), 0);
+    assert_int_equal(sl__queue_pop_newest(q, &p), 0);
+    assert_int_equal((intptr_t)p, 4); /* the same one again */
+    assert_int_equal(sl__queue_pop_newest(q, &p), 0);
+    assert_int_equal((intptr_t)p, 3);
+    assert_int_equal(sl__queue_pop(q, &p), 0);
+    assert_int_equal((intptr_t)p, 2);
+    sl__queue_close(q);
+    assert_int_equal(sl__queue_pop_newest(q, &p), SL_EEND);
+    sl__queue_destroy(q);
+}
+
 static void test_close_drains_then_ends(void **state)
 {
     (void)state;
@@ -114,6 +140,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fifo_and_capacity),
+        cmocka_unit_test(test_pop_newest_is_lifo_across_the_wrap),
         cmocka_unit_test(test_close_drains_then_ends),
         cmocka_unit_test(test_mpmc_every_item_once),
     };

@@ -653,6 +653,35 @@ static void test_gen_corpus(void **state)
         snprintf(name, sizeof name, "data-flip-%s.sls", cn);
         save(out, name, p, n);
         p[SL_SHARD_HEADER_SIZE + 50] ^= 0x20;
+        if (codecs[c] == SL_CODEC_NONE) {
+            /* Labels that are no class index (issue 14 item 7): record 1
+             * relabelled, the index checksums made to match. */
+            const int64_t labels[] = {-1, (int64_t)1 << 40,
+                                      SL__SHARD_CLASSES_MAX};
+            const char *names[] = {"label-negative.sls", "label-huge.sls",
+                                   "label-past-bound.sls"};
+            uint64_t at = sl__get_u64(p + SL_SHARD_H_INDEX_OFF);
+            uint64_t len = sl__get_u64(p + SL_SHARD_H_INDEX_SIZE);
+            for (int k = 0; k < 3; k++) {
+                uint8_t *q = malloc(n);
+                memcpy(q, p, n);
+                sl__put_u64(q + at + SL_SHARD_ENTRY_SIZE + SL_SHARD_E_LABEL,
+                            (uint64_t)labels[k]);
+                sl__put_u64(q + SL_SHARD_H_INDEX_SUM, XXH3_64bits(q + at, len));
+                sl__put_u64(q + SL_SHARD_HEADER_SIZE - 8,
+                            XXH3_64bits(q, SL_SHARD_HEADER_SIZE - 8));
+                sl__shard_t *s = NULL;
+                assert_int_equal(sl__shard_open_mem(q, n, &s, NULL, 0), 0);
+                assert_int_equal(sl__shard_entry(s, 1)->label, labels[k]);
+                char err[256];
+                assert_int_equal(
+                    sl__shard_label_check(s, 1, -1, err, sizeof err),
+                    SL_ECORRUPT);
+                sl__shard_close(s);
+                save(out, names[k], q, n);
+                free(q);
+            }
+        }
         if (codecs[c] == SL_CODEC_ZSTD) {
             save(out, "trunc-header.sls", p, 40);
             save(out, "trunc-index.sls", p, n - 30);

@@ -364,7 +364,8 @@ static void test_snapshot_fields(void **state)
     assert_int_equal(sn.ncpu, 2);
     assert_int_equal(sn.read.workers, 1);
     assert_int_equal(sn.decode.workers, 2);
-    assert_int_equal(sn.read.queue_capacity, 32);
+    /* the engine's read-ahead: 2 cores: I/O depth 64, + 32 */
+    assert_int_equal(sn.read.queue_capacity, 96);
     assert_int_equal(sn.prefetch, 3);
     assert_true(sn.samples_total > 0);
     assert_int_equal(sn.samples_total, sn.batches_total * 64);

@@ -1,0 +1,94 @@
+#include "sched/estimate.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+
+/* Less than this share of the window spent working: the consumer takes
+ * whatever comes, and its demand cannot be measured. */
+#define CONSUMER_WORKS 0.05
+
+static int ceil_clamp(double x, int lo, int hi)
+{
+    if (!(x > lo))
+        return lo;
+    if (x >= hi)
+        return hi;
+    int v = (int)ceil(x - 1e-9);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
+                  const sl__knobs_t *cur, sl__estimate_t *e)
+{
+    memset(e, 0, sizeof *e);
+    e->bound = "";
+    double t = 0, rbusy = 0, ritems = 0, rbytes = 0, dbusy = 0, ditems = 0;
+    double waited = 0, samples = 0, other = 0;
+    int ncpu = 0;
+    for (int i = 0; i < n; i++) {
+        const sl_snapshot_t *s = &win[i];
+        double dt = s->interval_s > 0 ? s->interval_s : 0;
+        t += dt;
+        rbusy += (s->read.busy > 0 ? s->read.busy : 0) * s->read.workers * dt;
+        ritems += (s->read.items_per_s > 0 ? s->read.items_per_s : 0) * dt;
+        rbytes += (s->read_bytes_per_s > 0 ? s->read_bytes_per_s : 0) * dt;
+        dbusy +=
+            (s->decode.busy > 0 ? s->decode.busy : 0) * s->decode.workers * dt;
+        ditems += (s->decode.items_per_s > 0 ? s->decode.items_per_s : 0) * dt;
+        waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
+        samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
+        other += (s->cpu_other > 0 ? s->cpu_other : 0) * dt;
+        if (s->ncpu > ncpu)
+            ncpu = s->ncpu;
+    }
+    if (!(t > 0))
+        return;
+    if (ritems >= 1 && rbusy > 0) {
+        e->read_s = rbusy / ritems;
+        e->bytes = rbytes / ritems;
+        e->fetch = cur->read_threads / e->read_s;
+    }
+    if (ditems >= 1 && dbusy > 0) {
+        e->decode_s = dbusy / ditems;
+        e->prep = cur->decode_threads / e->decode_s;
+        /* Decoders beyond the cores others leave only time-slice. */
+        e->cores_free = ncpu > 0 ? ncpu * (1 - other / t) : 0;
+        double dmax = lim->max_decode;
+        if (lim->max_threads - 1 < dmax)
+            dmax = lim->max_threads - 1;
+        if (!lim->tune_decode)
+            dmax = cur->decode_threads;
+        if (e->cores_free > 0 && e->cores_free < dmax)
+            dmax = e->cores_free > 1 ? e->cores_free : 1;
+        e->prep_max = dmax / e->decode_s;
+        if (e->prep > e->prep_max)
+            e->prep_max = e->prep;
+    }
+    double works = t - waited;
+    if (works > CONSUMER_WORKS * t && samples > 0)
+        e->demand = samples / works;
+    else if (samples > 0 || waited > 0)
+        e->demand = -1; /* takes whatever comes */
+    if (!(e->prep_max > 0))
+        return;
+    e->target =
+        e->demand > 0 && e->demand < e->prep_max ? e->demand : e->prep_max;
+    if (e->read_s > 0)
+        e->need_read = ceil_clamp(e->target * e->read_s * SL_EST_READ_HEADROOM,
+                                  1, lim->max_read);
+    double feed = e->fetch > 0 && e->need_read <= cur->read_threads ? e->fetch
+                                                                    : e->target;
+    if (e->demand > 0 && e->demand < feed)
+        feed = e->demand;
+    e->need_decode = ceil_clamp(feed * e->decode_s * SL_EST_DECODE_HEADROOM, 1,
+                                lim->max_decode < lim->max_threads - 1
+                                    ? lim->max_decode
+                                    : lim->max_threads - 1);
+    /* The bound, by the stall model's rule. */
+    double demand = e->demand > 0 ? e->demand : 1e30;
+    double fetch = e->fetch > 0 ? e->fetch : 1e30;
+    sl__stall_model_t m = sl__stall_predict(demand, e->prep, fetch, fetch, 1);
+    e->bound = sl__bound_name(m.bound);
+}

@@ -1,0 +1,49 @@
+/* sched/estimate: what a telemetry window says about the pipeline, in the
+ * stall model's terms (analysis/stall_model: supply = min(prep, fetch),
+ * stall = 1 - supply / demand), and the knobs that model asks for.
+ *
+ * From the window's busy times, items and bytes:
+ *   read_s    seconds one read keeps one reader: busy reader-seconds per
+ *             item. With R outstanding reads, fetch = R / read_s (each
+ *             reader waits only for its own read; a bandwidth cap shows as
+ *             read_s growing with R).
+ *   decode_s  busy decoder-seconds per sample: prep = D / decode_s, at
+ *             most cores_free / decode_s (decoders beyond the cores left by
+ *             others only time-slice).
+ *   demand    what the consumer takes while it is not waiting on us:
+ *             samples / (wall - time blocked in next). A consumer that
+ *             (nearly) always waits has no measurable demand: it takes
+ *             whatever comes (a benchmark), and the target is the most the
+ *             prep stage can make.
+ * The target rate is min(demand, prep at the most decoders the CPU and the
+ * budget allow); the knobs that reach it with headroom are
+ *   need_read   = ceil(target x read_s x READ_HEADROOM)
+ *   need_decode = ceil(min(demand, fetch) x decode_s x DECODE_HEADROOM),
+ * within the limits. Fields it cannot measure in this window are 0
+ * (unknown); a policy then falls back to stepping. Pure functions. */
+#ifndef SL_ESTIMATE_H
+#define SL_ESTIMATE_H
+
+#include "sched/knobs.h"
+#include "sluice/telemetry.h"
+
+#define SL_EST_READ_HEADROOM 1.25
+#define SL_EST_DECODE_HEADROOM 1.15
+
+typedef struct sl__estimate {
+    double read_s, decode_s; /* per item; 0 unknown */
+    double bytes;            /* stored bytes per item; 0 unknown */
+    double demand;           /* samples/s; 0 unknown; < 0: takes all */
+    double fetch, prep;      /* samples/s at the current knobs; 0 unknown */
+    double prep_max;         /* at the most decoders allowed */
+    double cores_free;       /* cores not used by other processes */
+    double target;           /* samples/s the knobs should reach; 0 unknown */
+    int need_read, need_decode; /* 0: unknown */
+    const char *bound;          /* "consumer" | "prep" | "fetch" | "" */
+} sl__estimate_t;
+
+/* The estimate over win[0..n) (oldest first) for knobs cur under lim. */
+void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
+                  const sl__knobs_t *cur, sl__estimate_t *e);
+
+#endif
