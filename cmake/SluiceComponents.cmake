@@ -56,7 +56,7 @@ message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS}"
 # that replaces them when it is off. A new file that includes pcre2.h,
 # utf8proc.h or microhttpd.h belongs in these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
-    text/bpe_load.c text/wordpiece.c text/wp_unicode.c)
+    text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
 set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
 set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)

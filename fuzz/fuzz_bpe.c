@@ -4,7 +4,8 @@
  *   2: encode data[1..] with the real GPT-2 vocabulary, loaded once from
  *      $SL_SHARED_DATA/vocab (skipped when absent, e.g. in CI replay).
  * A loaded tokenizer also encodes the input itself, with and without
- * special tokens. Nothing may crash, leak or read out of bounds. */
+ * special tokens, and as one piece by both merge paths (bpe_merge.c),
+ * which must agree. Nothing may crash, leak or read out of bounds. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,18 @@ static void encode_all(const sl__tok_t *t, const uint8_t *d, size_t n)
     for (size_t i = 0; i < ids.n; i++)
         if (ids.v[i] < 0 || (size_t)ids.v[i] >= sl__tok_vocab_size(t))
             abort();
+    if (n >= 2 && n <= SL__BPE_LARGE) {
+        sl__ids_t heap = {0};
+        ids.n = 0;
+        int a = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_SCAN, s, &ids,
+                                     err, sizeof err);
+        int b = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_HEAP, s, &heap,
+                                     err, sizeof err);
+        if (a != b || (!a && (ids.n != heap.n ||
+                              memcmp(ids.v, heap.v, ids.n * sizeof *ids.v))))
+            abort();
+        sl__ids_free(&heap);
+    }
     sl__ids_free(&ids);
     sl__tok_scratch_destroy(s);
 }

@@ -1,7 +1,8 @@
 /* Fuzz target: any bytes through the simulator's profile JSON loader
  * (sl__sim_profile_parse, what `sluice simulate --profile` reads). Nothing
  * may crash or leak; a profile it accepts must be in range (so the
- * simulator can run it: a short run follows) and unchanged on failure. */
+ * simulator can run it: a short run follows; read_ahead 0 is the engine's
+ * rule) and unchanged on failure. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     if (p.ncpu < 1 || p.ncpu > SL_SNAPSHOT_MAX_CORES || p.batch_size < 1 ||
-        p.read_ahead < 1 || !(p.decode_ms > 0) || !(p.read_ms >= 0) ||
+        p.read_ahead < 0 || !(p.decode_ms > 0) || !(p.read_ms >= 0) ||
         !(p.consumer_cpu >= 0 && p.consumer_cpu <= 1) || p.n_events < 0 ||
         p.n_events > SL_SIM_MAX_EVENTS)
         abort();

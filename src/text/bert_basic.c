@@ -137,6 +137,36 @@ static int reserve_u32(sl__bytes_t *b, size_t n)
     return sl__bytes_reserve(b, n * sizeof(uint32_t));
 }
 
+/* Stable sort of r[0..n), non-starters, by combining class: insertion
+ * sort for the usual few marks, else a counting sort through tmp, so a
+ * megabyte of alternating marks is not quadratic (issue 14). */
+static int sort_marks(uint32_t *r, size_t n, sl__bytes_t *tmp)
+{
+    if (n <= 32) {
+        for (size_t i = 1; i < n; i++) {
+            uint32_t v = r[i];
+            int cc = sl__wpu_ccc(v);
+            size_t j = i;
+            for (; j > 0 && sl__wpu_ccc(r[j - 1]) > cc; j--)
+                r[j] = r[j - 1];
+            r[j] = v;
+        }
+        return 0;
+    }
+    if (reserve_u32(tmp, n))
+        return SL_ENOMEM;
+    uint32_t *t = (uint32_t *)(void *)tmp->p;
+    size_t at[257] = {0};
+    for (size_t i = 0; i < n; i++)
+        at[sl__wpu_ccc(r[i]) + 1]++;
+    for (int c = 1; c <= 256; c++)
+        at[c] += at[c - 1];
+    for (size_t i = 0; i < n; i++)
+        t[at[sl__wpu_ccc(r[i])]++] = r[i];
+    memcpy(r, t, n * sizeof *r);
+    return 0;
+}
+
 /* One run of non-ASCII bytes. */
 static int split_high(split_t *st, const uint8_t *p, size_t n, sl__bytes_t *b1,
                       sl__bytes_t *b2)
@@ -196,24 +226,20 @@ static int split_high(split_t *st, const uint8_t *p, size_t n, sl__bytes_t *b1,
             }
             k += (size_t)r;
         }
-        /* Canonical ordering: stable sort of each run of non-starters by
-         * combining class (insertion sort: runs are short). */
-        for (size_t i = 1; i < k; i++) {
-            if (d[i] == BREAK_CP)
+        /* Canonical ordering: stable sort of each maximal run of
+         * non-starters by combining class. b1 is free again (its code
+         * points are decomposed into d). */
+        for (size_t i = 0; i < k;) {
+            if (d[i] == BREAK_CP || !sl__wpu_ccc(d[i])) {
+                i++;
                 continue;
-            int cc = sl__wpu_ccc(d[i]);
-            if (!cc)
-                continue;
-            size_t j = i;
-            uint32_t v = d[i];
-            while (j > 0 && d[j - 1] != BREAK_CP) {
-                int pc = sl__wpu_ccc(d[j - 1]);
-                if (pc <= cc)
-                    break;
-                d[j] = d[j - 1];
-                j--;
             }
-            d[j] = v;
+            size_t j = i + 1;
+            while (j < k && d[j] != BREAK_CP && sl__wpu_ccc(d[j]))
+                j++;
+            if (j - i > 1 && sort_marks(d + i, j - i, b1))
+                return SL_ENOMEM;
+            i = j;
         }
         cp = d;
         m = k;

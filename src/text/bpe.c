@@ -1,8 +1,6 @@
 /* text/bpe: byte-level BPE encoding, as tiktoken's CoreBPE::encode_native:
  * split at allowed special tokens, pre-tokenize each stretch with the
- * encoding's pattern (PCRE2 JIT), then per piece: its rank when the whole
- * piece is a token, else byte_pair_merge (repeatedly merge the adjacent
- * pair whose concatenation has the lowest rank; leftmost on ties). */
+ * encoding's pattern (PCRE2 JIT), then encode each piece (bpe_merge.c). */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdlib.h>
@@ -15,110 +13,12 @@ void sl__bpe_scratch_release(sl__tok_scratch_t *s)
     pcre2_match_data_free((pcre2_match_data *)s->bpe_md);
     s->bpe_md = NULL;
     s->bpe_md_owner = NULL;
-    free(s->bpe_parts);
-    free(s->bpe_rank);
-    s->bpe_parts = s->bpe_rank = NULL;
-    s->bpe_cap = 0;
+    free(s->bpe_work);
+    s->bpe_work = NULL;
+    s->bpe_work_cap = 0;
     free(s->bpe_cache);
     s->bpe_cache = NULL;
     sl__bytes_free(&s->bpe_buf);
-}
-
-static inline uint32_t rank_of(const struct sl__bpe *b, const uint8_t *p,
-                               size_t n)
-{
-    if (n == 2)
-        return b->pair2[p[0] << 8 | p[1]];
-    if (n == 1)
-        return b->byte_rank[p[0]];
-    return sl__bpe_map_get(&b->map, p, n);
-}
-
-static int missing(const uint8_t *p, size_t n, char *err, size_t errlen)
-{
-    return sl__fail(err, errlen, SL_ECORRUPT,
-                    "bpe: vocabulary has no token for bytes of a piece "
-                    "(first byte 0x%02x, %zu bytes)",
-                    p[0], n);
-}
-
-/* byte_pair_merge over piece p[0..n), n >= 2. */
-static int merge_piece(const struct sl__bpe *b, const uint8_t *p, size_t n,
-                       sl__tok_scratch_t *s, sl__ids_t *ids, char *err,
-                       size_t errlen)
-{
-    if (n + 1 > s->bpe_cap) {
-        size_t cap = n + 1 < 256 ? 256 : (n + 1) * 2;
-        uint32_t *a = realloc(s->bpe_parts, cap * sizeof *a);
-        if (!a)
-            return SL_ENOMEM;
-        s->bpe_parts = a;
-        uint32_t *r = realloc(s->bpe_rank, cap * sizeof *r);
-        if (!r)
-            return SL_ENOMEM;
-        s->bpe_rank = r;
-        s->bpe_cap = cap;
-    }
-    uint32_t *st = s->bpe_parts, *rk = s->bpe_rank;
-    /* parts: st[0..m) boundaries (m = parts + 1); rk[i] = rank of
-     * p[st[i]..st[i+2]) (the merge of parts i and i+1) */
-    size_t m = n + 1;
-    uint32_t minr = SL__BPE_NORANK;
-    size_t mini = 0;
-    for (size_t i = 0; i + 1 < n; i++) {
-        st[i] = (uint32_t)i;
-        uint32_t r = b->pair2[p[i] << 8 | p[i + 1]];
-        rk[i] = r;
-        if (r < minr) {
-            minr = r;
-            mini = i;
-        }
-    }
-    st[n - 1] = (uint32_t)(n - 1);
-    rk[n - 1] = SL__BPE_NORANK;
-    st[n] = (uint32_t)n;
-    rk[n] = SL__BPE_NORANK;
-    while (minr != SL__BPE_NORANK) {
-        size_t i = mini;
-        /* merge parts i and i+1: drop boundary i+1 */
-        if (i > 0)
-            rk[i - 1] = i + 2 < m
-                            ? rank_of(b, p + st[i - 1], st[i + 2] - st[i - 1])
-                            : SL__BPE_NORANK;
-        rk[i] = i + 3 < m ? rank_of(b, p + st[i], st[i + 3] - st[i])
-                          : SL__BPE_NORANK;
-        memmove(st + i + 1, st + i + 2, (m - i - 2) * sizeof *st);
-        memmove(rk + i + 1, rk + i + 2, (m - i - 2) * sizeof *rk);
-        m--;
-        minr = SL__BPE_NORANK;
-        for (size_t k = 0; k + 1 < m; k++)
-            if (rk[k] < minr) {
-                minr = rk[k];
-                mini = k;
-            }
-    }
-    for (size_t i = 0; i + 1 < m; i++) {
-        uint32_t r = rank_of(b, p + st[i], st[i + 1] - st[i]);
-        if (r == SL__BPE_NORANK)
-            return missing(p + st[i], st[i + 1] - st[i], err, errlen);
-        if (sl__ids_push(ids, (int32_t)r))
-            return SL_ENOMEM;
-    }
-    return 0;
-}
-
-static int encode_piece(const struct sl__bpe *b, const uint8_t *p, size_t n,
-                        sl__tok_scratch_t *s, sl__ids_t *ids, char *err,
-                        size_t errlen)
-{
-    uint32_t r = rank_of(b, p, n);
-    if (r != SL__BPE_NORANK)
-        return sl__ids_push(ids, (int32_t)r) ? SL_ENOMEM : 0;
-    if (n == 1)
-        return missing(p, n, err, errlen);
-    int rc = merge_piece(b, p, n, s, ids, err, errlen);
-    return rc == SL_ENOMEM ? sl__fail(err, errlen, rc, "bpe: out of memory")
-                           : rc;
 }
 
 /* Pre-tokenizes text[0..n) (valid UTF-8) and encodes each piece. */
@@ -146,7 +46,8 @@ static int encode_ordinary(const struct sl__bpe *b, const uint8_t *text,
             pos = ov[1] + 1;
             continue;
         }
-        rc = encode_piece(b, text + ov[0], ov[1] - ov[0], s, ids, err, errlen);
+        rc = sl__bpe_encode_piece(b, text + ov[0], ov[1] - ov[0],
+                                  SL__BPE_PATH_AUTO, s, ids, err, errlen);
         if (rc)
             return rc;
         pos = ov[1];

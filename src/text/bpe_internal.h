@@ -1,6 +1,6 @@
 /* text/bpe_internal: the byte-level BPE tokenizer's tables, shared by its
  * loaders (bpe_load.c, bpe_gpt2.c), the rank map (bpe_map.c) and the
- * encoder (bpe.c). Ranks are ids, as in tiktoken. */
+ * encoder (bpe.c, and bpe_merge.c per piece). Ranks are ids, as in tiktoken. */
 #ifndef SL_BPE_INTERNAL_H
 #define SL_BPE_INTERNAL_H
 
@@ -62,6 +62,51 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
  * byte and pair tables, duplicate-rank check. Takes ownership of bpe. */
 int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
                    sl__tok_t **out, char *err, size_t errlen);
+
+/* Pieces of at least this many bytes merge through a heap (O(n log n)),
+ * shorter ones through a rescanned array (bpe_merge.c). */
+#define SL__BPE_LARGE 128
+
+typedef enum sl__bpe_path {
+    SL__BPE_PATH_AUTO = 0, /* by length, as above */
+    SL__BPE_PATH_SCAN,     /* the array (only up to SL__BPE_LARGE bytes) */
+    SL__BPE_PATH_HEAP,     /* the heap; tests compare the two */
+} sl__bpe_path_t;
+
+/* Rank of the token p[0..n) (n >= 1), SL__BPE_NORANK if none. */
+static inline uint32_t sl__bpe_rank(const struct sl__bpe *b, const uint8_t *p,
+                                    size_t n)
+{
+    if (n == 2)
+        return b->pair2[p[0] << 8 | p[1]];
+    if (n == 1)
+        return b->byte_rank[p[0]];
+    return sl__bpe_map_get(&b->map, p, n);
+}
+
+/* Appends the ids of a piece p[0..n) that is not itself a token:
+ * tiktoken's byte_pair_merge (bpe_merge.c). @return 0, SL_ECORRUPT (a
+ * byte without a token), SL_ENOMEM or SL_EINVAL (a piece over 4 GiB),
+ * with the message in err. */
+int sl__bpe_merge_piece(const struct sl__bpe *b, const uint8_t *p, size_t n,
+                        sl__bpe_path_t path, sl__tok_scratch_t *s,
+                        sl__ids_t *ids, char *err, size_t errlen);
+
+/* Appends the ids of one pre-token piece p[0..n) (n >= 1): its rank when
+ * it is a token (inline: most pieces are), else sl__bpe_merge_piece. */
+static inline int sl__bpe_encode_piece(const struct sl__bpe *b,
+                                       const uint8_t *p, size_t n,
+                                       sl__bpe_path_t path,
+                                       sl__tok_scratch_t *s, sl__ids_t *ids,
+                                       char *err, size_t errlen)
+{
+    uint32_t r = sl__bpe_rank(b, p, n);
+    if (r == SL__BPE_NORANK)
+        return sl__bpe_merge_piece(b, p, n, path, s, ids, err, errlen);
+    return sl__ids_push(ids, (int32_t)r)
+               ? sl__fail(err, errlen, SL_ENOMEM, "bpe: out of memory")
+               : 0;
+}
 
 /* Reads a whole file (NUL-terminated for convenience). */
 int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,

@@ -104,3 +104,53 @@ _alpha = st.one_of(
 def test_random_unicode(name, text):
     e = enc(name)
     assert sluice_text(name, text) == e.encode_ordinary(text)
+
+
+# One pre-token piece of about a megabyte (a JSON Lines record with no
+# spaces, say): tiktoken merges it through a heap in well under a second;
+# sluice once rescanned the piece per merge and took minutes (issue 14,
+# item 9). Equal ids, and the whole CLI run (vocabulary load, encode,
+# printing the ids) under a second of CPU time: CPU, not wall time, so a
+# busy test machine does not fail it; ~0.3 s on a 2-core VM.
+def _long_pieces():
+    import random
+    import string
+    rng = random.Random(14)
+    return {
+        "a_run": "a" * 1_000_000,
+        "random_letters": "".join(rng.choices(string.ascii_letters,
+                                              k=1_000_000)),
+        "em_dash_run": "\u2014" * 340_000,   # 3 bytes, deep merges
+        "cyrillic_run": "\u0439" * 500_000,  # 2 bytes, not one token
+        "digit_run": "7" * 1_000_000,         # one piece in gpt2
+        "punct_run": "!" * 1_000_000,
+    }
+
+
+LONG_PIECES = _long_pieces()
+
+
+def _child_cpu():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+@pytest.mark.parametrize("case", sorted(LONG_PIECES))
+def test_long_piece_fast_and_exact(name, case, tmp_path):
+    e = enc(name)
+    text = LONG_PIECES[case]
+    path = tmp_path / f"{case}.txt"
+    path.write_bytes(text.encode("utf-8"))
+    cmd = [SLUICE, "tokenize"] + tc.sluice_args(name) + [str(path)]
+    cpu0 = _child_cpu()
+    try:
+        out = subprocess.run(cmd, check=True, capture_output=True,
+                             timeout=120).stdout
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{case}: one {len(text)}-char piece took minutes "
+                    "(quadratic merge)")
+    cpu = _child_cpu() - cpu0
+    assert [int(x) for x in out.split()] == e.encode_ordinary(text)
+    assert cpu < 1.0, f"{case}: sluice tokenize took {cpu:.2f} s of CPU"

@@ -94,3 +94,40 @@ def test_cases_exact(text):
 def test_random_unicode_exact(parts):
     text = " ".join(parts)
     assert sluice_text(text) == hf_ids(text), repr(text)
+
+
+# Hostile megabyte-long words (issue 14): a run of combining marks to put in
+# canonical order (an insertion sort once took minutes), a word far over
+# the 100-char limit, a run of marks between letters. Equal ids, and the
+# CLI run under a second of CPU time (CPU, not wall: a busy machine does
+# not fail it). HF takes ~0.5 s on the first.
+LONG_WORDS = {
+    "mark_run": "a" + "\u0301\u0316" * 250_000,
+    "mc_mark_run": "x" + "\U0001D16D\U0001D165" * 120_000 + " x",
+    "letter_run": "x" * 1_000_000,
+    "accented_run": "e\u0301" * 300_000,
+}
+
+
+def _child_cpu():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+@pytest.mark.parametrize("case", sorted(LONG_WORDS))
+def test_long_word_fast_and_exact(case, tmp_path):
+    text = LONG_WORDS[case]
+    path = tmp_path / f"{case}.txt"
+    path.write_bytes(text.encode("utf-8"))
+    cpu0 = _child_cpu()
+    try:
+        got = subprocess.run([SLUICE, "tokenize", "--tokenizer", "wordpiece",
+                              "--vocab", VOCAB, "--uncased", str(path)],
+                             check=True, capture_output=True,
+                             timeout=120).stdout
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{case}: one {len(text)}-char word took minutes")
+    cpu = _child_cpu() - cpu0
+    assert [int(x) for x in got.split()] == hf_ids(text)
+    assert cpu < 1.0, f"{case}: sluice tokenize took {cpu:.2f} s of CPU"

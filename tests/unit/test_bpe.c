@@ -1,8 +1,14 @@
 /* Byte-level BPE: loaders (real files, malformed and truncated ones),
- * known ids (checked with tiktoken 0.14), special tokens, invalid UTF-8. */
+ * known ids (checked with tiktoken 0.14), special tokens, invalid UTF-8;
+ * the per-piece merge against a reference (tiktoken's plain
+ * byte_pair_merge) and its speed on a megabyte-long piece. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "text/bpe_internal.h"
@@ -215,6 +221,245 @@ static void test_utf8_repair(void **state)
     sl__bytes_free(&o);
 }
 
+/* ---- the per-piece merge ---- */
+
+/* Reference: tiktoken's _byte_pair_merge as first written (a boundary
+ * array rescanned per merge, every lookup through the map), O(n^2). */
+static void ref_merge(const struct sl__bpe *b, const uint8_t *p, size_t n,
+                      sl__ids_t *ids)
+{
+    uint32_t r = sl__bpe_map_get(&b->map, p, n);
+    if (r != SL__BPE_NORANK) {
+        assert_int_equal(sl__ids_push(ids, (int32_t)r), 0);
+        return;
+    }
+    size_t *st = malloc((n + 1) * sizeof *st), m = n + 1;
+    assert_non_null(st);
+    for (size_t i = 0; i <= n; i++)
+        st[i] = i;
+    for (;;) {
+        uint32_t best = SL__BPE_NORANK;
+        size_t at = 0;
+        for (size_t i = 0; i + 2 < m; i++) {
+            uint32_t q = sl__bpe_map_get(&b->map, p + st[i], st[i + 2] - st[i]);
+            if (q < best) {
+                best = q;
+                at = i;
+            }
+        }
+        if (best == SL__BPE_NORANK)
+            break;
+        memmove(st + at + 1, st + at + 2, (m - at - 2) * sizeof *st);
+        m--;
+    }
+    for (size_t i = 0; i + 1 < m; i++) {
+        r = sl__bpe_map_get(&b->map, p + st[i], st[i + 1] - st[i]);
+        assert_int_not_equal(r, SL__BPE_NORANK);
+        assert_int_equal(sl__ids_push(ids, (int32_t)r), 0);
+    }
+    free(st);
+}
+
+/* Encodes p[0..n) as one piece by each path; each equals the reference. */
+static void same_as_ref(const sl__tok_t *t, const uint8_t *p, size_t n,
+                        sl__tok_scratch_t *s)
+{
+    static const sl__bpe_path_t paths[] = {SL__BPE_PATH_AUTO, SL__BPE_PATH_HEAP,
+                                           SL__BPE_PATH_SCAN};
+    sl__ids_t want = {0};
+    ref_merge(t->bpe, p, n, &want);
+    for (int k = 0; k < 3; k++) {
+        if (paths[k] == SL__BPE_PATH_SCAN && n > SL__BPE_LARGE)
+            break;
+        sl__ids_t got = {0};
+        char err[256];
+        assert_int_equal(sl__bpe_encode_piece(t->bpe, p, n, paths[k], s, &got,
+                                              err, sizeof err),
+                         0);
+        if (got.n != want.n || memcmp(got.v, want.v, got.n * sizeof *got.v))
+            fail_msg("piece of %zu bytes (path %d): %zu ids, reference %zu", n,
+                     (int)paths[k], got.n, want.n);
+        sl__ids_free(&got);
+    }
+    sl__ids_free(&want);
+}
+
+static uint64_t rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+static size_t b64(const uint8_t *in, size_t n, char *out)
+{
+    static const char A[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = A[v >> 18];
+        out[o++] = A[v >> 12 & 63];
+        out[o++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    return o;
+}
+
+/* A vocabulary trained on nothing: the 256 bytes, runs of 2..16 'a', then
+ * `extra` tokens each the concatenation of two earlier ones over "abcd"
+ * (up to 24 bytes), as a tiktoken rank file. Many overlapping merges,
+ * unlike a real one. */
+static sl__tok_t *random_vocab(uint64_t seed, size_t extra)
+{
+    size_t cap = 4096 + extra * 48, n = 0;
+    char *f = malloc(cap), err[256];
+    uint8_t(*tok)[24] = malloc((8 + extra) * sizeof *tok);
+    size_t *len = malloc((8 + extra) * sizeof *len), nt = 0;
+    assert_true(f && tok && len);
+    for (int c = 0; c < 256; c++) {
+        uint8_t b = (uint8_t)c;
+        n += b64(&b, 1, f + n);
+        n += (size_t)sprintf(f + n, " %d\n", c);
+    }
+    for (int c = 0; c < 4; c++) {
+        tok[nt][0] = (uint8_t)('a' + c);
+        len[nt++] = 1;
+    }
+    size_t r = 256;
+    for (size_t k = 2; k <= 16; k *= 2, nt++) { /* "aa" .. "a" x 16 first */
+        memset(tok[nt], 'a', k);
+        len[nt] = k;
+        n += b64(tok[nt], k, f + n);
+        n += (size_t)sprintf(f + n, " %zu\n", r++);
+    }
+    sl__tok_t *t = NULL;
+    for (size_t tries = 0; r < 256 + extra && tries < 100 * extra; tries++) {
+        size_t x = rnd(&seed) % nt, y = rnd(&seed) % nt;
+        if (len[x] + len[y] > 24)
+            continue;
+        memcpy(tok[nt], tok[x], len[x]);
+        memcpy(tok[nt] + len[x], tok[y], len[y]);
+        len[nt] = len[x] + len[y];
+        int dup = 0;
+        for (size_t k = 0; k < nt && !dup; k++)
+            dup = len[k] == len[nt] && !memcmp(tok[k], tok[nt], len[nt]);
+        if (dup)
+            continue;
+        n += b64(tok[nt], len[nt], f + n);
+        n += (size_t)sprintf(f + n, " %zu\n", r++);
+        nt++;
+    }
+    assert_int_equal(sl__bpe_load_tiktoken_mem(f, n, "random", "cl100k_base",
+                                               &t, err, sizeof err),
+                     0);
+    free(f);
+    free(tok);
+    free(len);
+    return t;
+}
+
+/* Both merge paths equal the reference on `count` random pieces: 40
+ * around the switch-over length, the rest 2..maxlen bytes. */
+static void check_random_pieces(const sl__tok_t *t, const char *alpha,
+                                uint64_t seed, int count, size_t maxlen)
+{
+    sl__tok_scratch_t *s = sl__tok_scratch_create();
+    size_t na = strlen(alpha);
+    uint8_t *p = malloc(maxlen);
+    assert_non_null(p);
+    for (int k = 0; k < count; k++) {
+        size_t n = k < 40 ? SL__BPE_LARGE - 20 + (size_t)k
+                          : 2 + rnd(&seed) % (maxlen - 1);
+        /* runs of one letter (deep merges) mixed with random letters */
+        for (size_t i = 0; i < n; i++)
+            p[i] = i && rnd(&seed) % 4 == 0 ? p[i - 1]
+                                            : (uint8_t)alpha[rnd(&seed) % na];
+        same_as_ref(t, p, n, s);
+    }
+    free(p);
+    sl__tok_scratch_destroy(s);
+}
+
+static void test_merge_matches_reference(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        sl__tok_t *t = random_vocab(seed * 0x9e3779b97f4a7c15ull, 3000);
+        check_random_pieces(t, "abcd", seed, 150, 1000);
+        check_random_pieces(t, "ab", seed + 10, 60, 1000);
+        check_random_pieces(t, "abcd", seed + 20, 45, 4000);
+        sl__tok_free(t);
+    }
+    if (!gpt2)
+        return;
+    check_random_pieces(gpt2, "etaoinshrdlucmfwyp", 7, 150, 1000);
+    check_random_pieces(gpt2, "etaoinshrdlucmfwyp", 8, 45, 4000);
+    check_random_pieces(gpt2, "a", 9, 45, 4000);
+    check_random_pieces(gpt2, "\xc3\xa9\xe4\xb8\x80 .", 10, 100, 1000);
+}
+
+static void watchdog(int sig)
+{
+    (void)sig;
+    static const char m[] = "test_bpe: a 1 MB piece took over 20 s of CPU "
+                            "(the merge is quadratic again?)\n";
+    (void)!write(2, m, sizeof m - 1);
+    _exit(1);
+}
+
+/* Fails the test after `sec` seconds of CPU time (0: disarms): CPU, not
+ * wall, so a busy machine or a sanitizer build does not trip it. */
+static void arm_watchdog(int sec)
+{
+    struct itimerval t = {{0, 0}, {sec, 0}};
+    signal(SIGVTALRM, watchdog);
+    setitimer(ITIMER_VIRTUAL, &t, NULL);
+}
+
+/* One megabyte of one letter is one pre-token piece: it must take well
+ * under a second, not the minutes a rescan per merge takes (issue 14). The
+ * watchdog is loose for sanitizer builds; a release build prints ~0.3 s. */
+static void test_long_piece_is_fast(void **state)
+{
+    (void)state;
+    size_t n = 1000000;
+    char *text = malloc(n);
+    assert_non_null(text);
+    memset(text, 'a', n);
+    sl__tok_t *t = gpt2 ? gpt2 : random_vocab(42, 3000);
+    sl__tok_scratch_t *s = sl__tok_scratch_create();
+    sl__ids_t ids = {0};
+    char err[256];
+    arm_watchdog(20);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    assert_int_equal(sl__tok_encode(t, text, n, 0, s, &ids, err, sizeof err),
+                     0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    arm_watchdog(0);
+    print_message("1 MB piece: %zu ids in %.3f s of CPU\n", ids.n,
+                  (double)(t1.tv_sec - t0.tv_sec) +
+                      (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    /* gpt2 as tiktoken 0.14: 250,000 x "aaaa" (id 24794); the random
+     * vocabulary: 62,500 x 'a' x 16 (rank 259) */
+    size_t want_n = gpt2 ? 250000 : 62500;
+    int32_t want = gpt2 ? 24794 : 259;
+    assert_int_equal(ids.n, want_n);
+    for (size_t i = 0; i < ids.n; i++)
+        assert_int_equal(ids.v[i], want);
+    sl__ids_free(&ids);
+    sl__tok_scratch_destroy(s);
+    if (t != gpt2)
+        sl__tok_free(t);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +467,8 @@ int main(void)
         cmocka_unit_test(test_gpt2_invalid_utf8),
         cmocka_unit_test(test_malformed_files),
         cmocka_unit_test(test_utf8_repair),
+        cmocka_unit_test(test_merge_matches_reference),
+        cmocka_unit_test(test_long_piece_is_fast),
     };
     return cmocka_run_group_tests(tests, setup_gpt2, teardown_gpt2);
 }

@@ -1,10 +1,14 @@
 /* WordPiece (BERT uncased): known ids (checked against HF tokenizers
  * 0.23 BertWordPieceTokenizer, add_special_tokens=False), [UNK], "##"
  * continuations, the 100-char limit, CJK spacing, accents, control chars,
- * invalid UTF-8 (dropped bytes), and malformed vocabularies. */
+ * invalid UTF-8 (dropped bytes), malformed vocabularies, the canonical
+ * order of combining marks and its speed on a megabyte of them. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "text/tok_internal.h"
@@ -176,6 +180,113 @@ static void test_bad_vocab(void **state)
     assert_non_null(strstr(err, "/nonexistent/vocab.txt"));
 }
 
+/* ---- canonical ordering of combining marks (uncased NFD) ---- */
+
+static sl__tok_t *tiny_vocab(void)
+{
+    static const char v[] = "[UNK]\na\nx\n";
+    sl__tok_t *t = NULL;
+    char err[256];
+    assert_int_equal(
+        sl__wordpiece_load_mem(v, sizeof v - 1, "tiny", 1, &t, err, sizeof err),
+        0);
+    return t;
+}
+
+typedef struct words {
+    char buf[1024];
+    size_t n;
+} words_t;
+
+static int keep_words(void *ctx, const char *buf, const sl__wp_word_t *w,
+                      size_t nw)
+{
+    words_t *o = ctx;
+    uint32_t beg = 0;
+    for (size_t i = 0; i < nw; i++) {
+        size_t len = w[i].end - beg;
+        assert_true(o->n + len + 1 < sizeof o->buf);
+        memcpy(o->buf + o->n, buf + beg, len);
+        o->n += len;
+        o->buf[o->n++] = '|';
+        beg = w[i].end;
+    }
+    return 0;
+}
+
+/* "x" then `pairs` x (U+1D16D ccc 226, U+1D165 ccc 216), both Mc (kept by
+ * accent stripping): NFD puts every 216 before every 226, as HF does. */
+static void expect_marks_sorted(const sl__tok_t *t, int pairs)
+{
+    static const char c226[] = "\xf0\x9d\x85\xad", c216[] = "\xf0\x9d\x85\xa5";
+    char in[512], want[512];
+    size_t n = 0, k = 0;
+    in[n++] = want[k++] = 'x';
+    for (int i = 0; i < pairs; i++, n += 8) {
+        memcpy(in + n, c226, 4);
+        memcpy(in + n + 4, c216, 4);
+    }
+    for (int i = 0; i < pairs; i++, k += 4)
+        memcpy(want + k, c216, 4);
+    for (int i = 0; i < pairs; i++, k += 4)
+        memcpy(want + k, c226, 4);
+    want[k++] = '|';
+    words_t o = {.n = 0};
+    sl__tok_scratch_t *s = sl__tok_scratch_create();
+    assert_int_equal(sl__bert_split(t->wp, in, n, s, keep_words, &o), 0);
+    sl__tok_scratch_destroy(s);
+    assert_int_equal(o.n, k);
+    assert_memory_equal(o.buf, want, k);
+}
+
+static void test_mark_order(void **state)
+{
+    (void)state;
+    sl__tok_t *t = tiny_vocab();
+    expect_marks_sorted(t, 1);
+    expect_marks_sorted(t, 5);  /* a short run */
+    expect_marks_sorted(t, 20); /* a long one (40 marks) */
+    sl__tok_free(t);
+}
+
+static void watchdog(int sig)
+{
+    (void)sig;
+    static const char m[] = "test_wordpiece: a megabyte of combining marks "
+                            "took over 20 s of CPU (quadratic ordering?)\n";
+    (void)!write(2, m, sizeof m - 1);
+    _exit(1);
+}
+
+/* Fails the test after `sec` seconds of CPU time (0: disarms): CPU, not
+ * wall, so a busy machine or a sanitizer build does not trip it. */
+static void arm_watchdog(int sec)
+{
+    struct itimerval t = {{0, 0}, {sec, 0}};
+    signal(SIGVTALRM, watchdog);
+    setitimer(ITIMER_VIRTUAL, &t, NULL);
+}
+
+/* "a" then 250,000 x (U+0301 ccc 230, U+0316 ccc 220): one run of non-
+ * starters to put in canonical order. HF takes ~0.5 s; an insertion sort
+ * took minutes (issue 14). Accents stripped, it is just "a". */
+static void test_mark_run_is_fast(void **state)
+{
+    (void)state;
+    size_t pairs = 250000, n = 1 + 4 * pairs;
+    char *text = malloc(n);
+    assert_non_null(text);
+    text[0] = 'a';
+    for (size_t i = 0; i < pairs; i++)
+        memcpy(text + 1 + 4 * i, "\xcc\x81\xcc\x96", 4);
+    sl__tok_t *t = tiny_vocab();
+    arm_watchdog(20);
+    expect_ids(t, text, n, (const int32_t[]){1}, 1);
+    arm_watchdog(0);
+    sl__tok_free(t);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +296,8 @@ int main(void)
         cmocka_unit_test(test_specials_in_text),
         cmocka_unit_test(test_invalid_utf8),
         cmocka_unit_test(test_bad_vocab),
+        cmocka_unit_test(test_mark_order),
+        cmocka_unit_test(test_mark_run_is_fast),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
