@@ -146,8 +146,13 @@ typedef struct sl_options {
                                    are I/O depth (outstanding reads), outside
                                    it: the scheduler keeps them <= 4 x cores
                                    (>= 4, >= read_threads given) */
-    int64_t max_memory_bytes; /**< budget for batch buffers + read-ahead;
-                                   caps prefetch, never exceeded [none] */
+    int64_t max_memory_bytes; /**< budget for batch buffers, read-ahead
+                                   and decode scratch: a quarter (at least
+                                   32 MB) is kept for reading and decoding,
+                                   charged before allocating; the rest caps
+                                   prefetch. A sample needing more than its
+                                   share fails, naming it and both sizes
+                                   [none: 2 GB read-ahead, 4 GB scratch] */
     /** Allocator for batch data buffers [aligned_alloc / free]: e.g.
      *  page-locked host memory (cudaHostAlloc) so a GPU copy is a DMA with
      *  no staging copy. alloc returns NULL on failure (the batch then

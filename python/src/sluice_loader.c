@@ -187,8 +187,13 @@ static int do_start(LoaderObject *self, int64_t g)
     return 0;
 }
 
-/* sl_loader_next; when the consumer holds every buffer, one more buffer. */
-static int next_batch(CoreObject *core, const sl_batch_t **b)
+/* Without a memory budget, holding more batches than this says so once:
+ * the pool grows with what is held (up to the engine's 4096 buffers). */
+#define SLPY_HELD_WARN 256
+
+/* sl_loader_next; when the consumer holds every buffer, one more buffer
+ * (with a memory budget, never past it: next() then fails). */
+static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted)
 {
     for (;;) {
         int rc;
@@ -202,6 +207,13 @@ static int next_batch(CoreObject *core, const sl_batch_t **b)
             sl_loader_param_range(core->engine, SL_PARAM_PREFETCH, &lo, &hi) ||
             pf >= hi || sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
             return rc;
+        if (!budgeted && pf + 1 == SLPY_HELD_WARN &&
+            PyErr_WarnFormat(PyExc_ResourceWarning, 1,
+                             "sluice.Loader: %d batches held, the pool grows "
+                             "with them; release batches or pass max_memory "
+                             "to bound it",
+                             SLPY_HELD_WARN))
+            return SL_ENOMEM; /* warnings turned into errors */
     }
 }
 
@@ -230,7 +242,7 @@ static PyObject *loader_next(LoaderObject *self)
         }
         self->busy = 1;
         Py_INCREF(core); /* close() from another thread may drop it */
-        int rc = next_batch(core, &b);
+        int rc = next_batch(core, &b, self->opt.max_memory_bytes > 0);
         self->busy = 0;
         if (!rc)
             core->held++;
@@ -247,6 +259,8 @@ static PyObject *loader_next(LoaderObject *self)
         }
         if (rc) {
             self->active = self->running = 0;
+            if (PyErr_Occurred()) /* a warning made an error */
+                return NULL;
             return slpy_raise(rc, sl_loader_last_error(core->engine), 0);
         }
         g = b->epoch * self->nb + b->index;
@@ -554,33 +568,54 @@ static int opt_policy(PyObject *v, int *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",         "batch_size",   "image_size",
-                             "mode",           "dtype",        "layout",
-                             "shuffle",        "seed",         "drop_last",
-                             "rank",           "world_size",   "epochs",
-                             "unordered",      "on_error",     "threads",
-                             "read_threads",   "prefetch",     "dct_scale",
-                             "mean",           "std",          "telemetry_ms",
-                             "telemetry_path", "metrics_port", "flip",
-                             "scale",          "ratio",        "resize_size",
-                             "host_alloc",     "policy",       NULL};
+    static char *kwlist[] = {"source",
+                             "batch_size",
+                             "image_size",
+                             "mode",
+                             "dtype",
+                             "layout",
+                             "shuffle",
+                             "seed",
+                             "drop_last",
+                             "rank",
+                             "world_size",
+                             "epochs",
+                             "unordered",
+                             "on_error",
+                             "threads",
+                             "read_threads",
+                             "prefetch",
+                             "dct_scale",
+                             "mean",
+                             "std",
+                             "telemetry_ms",
+                             "telemetry_path",
+                             "metrics_port",
+                             "flip",
+                             "scale",
+                             "ratio",
+                             "resize_size",
+                             "host_alloc",
+                             "policy",
+                             "max_memory",
+                             NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
     PyObject *prefetch = Py_None, *mean = Py_None, *std = Py_None;
     PyObject *tel_ms = Py_None, *tel_path = Py_None, *port = Py_None;
     PyObject *scale = Py_None, *ratio = Py_None, *resize = Py_None;
-    PyObject *host_alloc = Py_None, *policy = Py_None;
+    PyObject *host_alloc = Py_None, *policy = Py_None, *max_mem = Py_None;
     int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
     int world = 1, unordered = 0, dct = 1, flip = 1;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOO:Loader", kwlist,
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOO:Loader", kwlist,
             PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
             &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
             &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
             &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
-            &resize, &host_alloc, &policy))
+            &resize, &host_alloc, &policy, &max_mem))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -630,6 +665,15 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_parse_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
         opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy))
         goto fail;
+    if (max_mem != Py_None) {
+        o->max_memory_bytes = PyLong_AsLongLong(max_mem);
+        if (PyErr_Occurred())
+            goto fail;
+        if (o->max_memory_bytes < 1) {
+            PyErr_SetString(PyExc_ValueError, "max_memory must be >= 1 byte");
+            goto fail;
+        }
+    }
     if (tel_ms != Py_None && o->telemetry_ms == 0)
         o->telemetry_ms = -1; /* 0 means off here, not "the default" */
     if (tel_path != Py_None &&
@@ -807,7 +851,7 @@ PyDoc_STRVAR(
     "threads=None, read_threads=None, prefetch=None, dct_scale=True, "
     "mean=None, std=None, telemetry_ms=None, telemetry_path=None, "
     "metrics_port=None, flip=True, scale=None, ratio=None, "
-    "resize_size=None, host_alloc=None, policy=None)\n--\n\n"
+    "resize_size=None, host_alloc=None, policy=None, max_memory=None)\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree or "
     "packed shards.\n\n"
     "The arrays are views of the engine's batch buffer (no copy); the "
@@ -816,7 +860,10 @@ PyDoc_STRVAR(
     "where it ended (next epoch, new shuffle). len()\nis batches_per_epoch "
     "* epochs. Holding every buffer (e.g. list(loader)) grows\nthe "
     "prefetch depth by one buffer each time, so memory grows with what is "
-    "held.");
+    "held\n(a ResourceWarning past 256 batches). max_memory (bytes) bounds "
+    "the process's\nloader memory: batch buffers, read-ahead and decode "
+    "scratch; a sample that\ncannot fit is an error naming it, and holding "
+    "more batches than fit fails\nnext().");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

@@ -89,7 +89,7 @@ static const sl__opt_t run_opts[] = {
      "cores, >= 64)",
      "2 x cores"},
     {"max-memory", 0, SL__OPT_SIZE, F(opt.max_memory_bytes), 1, HUGE_VAL,
-     "SIZE", "budget: batch buffers + read-ahead, e.g. 512M"},
+     "SIZE", "budget: batch buffers + read-ahead + decode scratch, e.g. 512M"},
     {"read-latency-ms", 0, SL__OPT_CALL, F(storage[SL_TESTING_READ_LATENCY_US]),
      0, 0, "T",
      "emulated slow storage: each read takes at least T ms (<= 60000)", "0",

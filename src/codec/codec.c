@@ -121,6 +121,16 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
         return 0;
     }
     case SL_CODEC_ZSTD: {
+        /* A (first) frame that says it holds more than the record is
+         * refused before any work; one that does not say is still
+         * bounded, as ZSTD_decompress never writes past raw_n. */
+        unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
+        if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR &&
+            fcs > raw_n)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "zstd frame declares %llu bytes, more than the "
+                            "record's %zu",
+                            fcs, raw_n);
         size_t r = ZSTD_decompress(dst, raw_n, src, n);
         if (ZSTD_isError(r))
             return sl__fail(err, errlen, SL_ECORRUPT, "malformed zstd data: %s",

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 
 /* One record's index entry, decoded. */
 typedef struct sl__shard_entry {
@@ -84,5 +85,11 @@ int sl__shard_label_check(const sl__shard_t *s, uint64_t i, int64_t classes,
 int sl__shard_read(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                    sl__bytes_t *scratch, uint64_t *stored_bytes, char *err,
                    size_t errlen);
+/* The same, first asking `admit` (may be NULL) for the bytes the record's
+ * buffers need (raw + 1, plus stored + 1 when compressed), before any is
+ * allocated: a record that declares gigabytes is refused unread. */
+int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                         sl__bytes_t *scratch, const sl__admit_t *admit,
+                         uint64_t *stored_bytes, char *err, size_t errlen);
 
 #endif

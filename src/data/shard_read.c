@@ -349,6 +349,14 @@ int sl__shard_read(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                    sl__bytes_t *scratch, uint64_t *stored_bytes, char *err,
                    size_t errlen)
 {
+    return sl__shard_read_admit(s, i, out, scratch, NULL, stored_bytes, err,
+                                errlen);
+}
+
+int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                         sl__bytes_t *scratch, const sl__admit_t *admit,
+                         uint64_t *stored_bytes, char *err, size_t errlen)
+{
     if (i >= s->count)
         return sl__fail(err, errlen, SL_ERANGE,
                         "%s: record %" PRIu64 " out of range (%" PRIu64
@@ -362,6 +370,14 @@ int sl__shard_read(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "%s: record %" PRIu64 " (%s): unknown codec tag %d",
                         s->path, i, e->name, e->codec);
+    char why[256];
+    int64_t need =
+        (int64_t)e->raw_size + 1 +
+        (e->codec != SL_CODEC_NONE ? (int64_t)e->stored_size + 1 : 0);
+    int arc = sl__admit(admit, need, why, sizeof why);
+    if (arc)
+        return sl__fail(err, errlen, arc, "%s: record %" PRIu64 " (%s): %s",
+                        s->path, i, e->name, why);
     /* +1: a buffer exists even for an empty record. */
     if (sl__bytes_reserve(out, (size_t)e->raw_size + 1) ||
         (e->codec != SL_CODEC_NONE &&

@@ -267,7 +267,8 @@ const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
 }
 
 static int read_file(const char *root, const char *rel, sl__bytes_t *out,
-                     uint64_t *stored, char *err, size_t errlen)
+                     const sl__admit_t *admit, uint64_t *stored, char *err,
+                     size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, rel);
@@ -278,7 +279,10 @@ static int read_file(const char *root, const char *rel, sl__bytes_t *out,
     if (fd < 0)
         return fd;
     int rc = 0;
-    if ((rc = sl__bytes_reserve(out, (size_t)size + 1))) {
+    char why[256];
+    if ((rc = sl__admit(admit, size + 1, why, sizeof why))) {
+        sl__fail(err, errlen, rc, "%s: %s", path, why);
+    } else if ((rc = sl__bytes_reserve(out, (size_t)size + 1))) {
         sl__fail(err, errlen, rc, "%s: out of memory (%lld bytes)", path,
                  (long long)size);
     } else {
@@ -306,12 +310,19 @@ int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                     sl__bytes_t *scratch, uint64_t *stored, char *err,
                     size_t errlen)
 {
+    return sl__source_read_admit(s, i, out, scratch, NULL, stored, err, errlen);
+}
+
+int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                          sl__bytes_t *scratch, const sl__admit_t *admit,
+                          uint64_t *stored, char *err, size_t errlen)
+{
     if (i < 0 || i >= sl__source_count(s))
         return sl__fail(err, errlen, SL_ERANGE, "%s: no sample %lld", s->path,
                         (long long)i);
     if (s->folder)
-        return read_file(s->folder->root, s->folder->paths[i], out, stored, err,
-                         errlen);
+        return read_file(s->folder->root, s->folder->paths[i], out, admit,
+                         stored, err, errlen);
     uint64_t k;
     int sh = find_shard(s, i, &k);
     if (stored)
@@ -320,8 +331,8 @@ int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     int rc =
         sl__shard_label_check(s->shards[sh], k, s->label_classes, err, errlen);
     return rc ? rc
-              : sl__shard_read(s->shards[sh], k, out, scratch, stored, err,
-                               errlen);
+              : sl__shard_read_admit(s->shards[sh], k, out, scratch, admit,
+                                     stored, err, errlen);
 }
 
 int sl__source_note_count(const sl__source_t *s)

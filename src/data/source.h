@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 
 typedef struct sl__source sl__source_t;
 
@@ -46,6 +47,11 @@ const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
 int sl__source_read(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                     sl__bytes_t *scratch, uint64_t *stored, char *err,
                     size_t errlen);
+/* The same, first asking `admit` (may be NULL) for the bytes the sample's
+ * buffers need, once its size is known and before any is allocated. */
+int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                          sl__bytes_t *scratch, const sl__admit_t *admit,
+                          uint64_t *stored, char *err, size_t errlen);
 
 /* What the open left out or warns about, in order: note i's message
  * ("PATH: cause"), and *lost = 1 when samples were left out (a shard, a

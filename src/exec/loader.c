@@ -68,6 +68,8 @@ static int create(const char *source, const sl_options_t *opt,
         free(l);
         return rc;
     }
+    sl__membudget_init(&l->rbud, l->lim.mem_read);
+    sl__membudget_init(&l->dbud, l->lim.mem_decode);
     l->prefetch = l->opt.prefetch;
     l->read_threads = l->opt.read_threads;
     l->decode_threads = l->opt.decode_threads;
@@ -81,6 +83,9 @@ static int create(const char *source, const sl_options_t *opt,
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
     l->perm[1] = malloc((size_t)n * sizeof(int64_t));
     l->nitems = sl__read_ahead_items(l->lim.max_read);
+    l->item_keep = SL_ITEM_KEEP;
+    if ((size_t)(l->lim.mem_read / l->nitems) < l->item_keep)
+        l->item_keep = (size_t)(l->lim.mem_read / l->nitems);
     l->items = calloc((size_t)l->nitems, sizeof *l->items);
     l->free_items = sl__queue_create((size_t)l->nitems);
     l->decode_q = sl__queue_create(SL_ITEMS_QUEUED);
@@ -133,10 +138,18 @@ static void stop_pipeline(sl_loader_t *l)
     sl__workers_stop(l->decoders);
     sl__queue_close(l->free_items);
     sl__queue_close(l->decode_q);
-    sl__throttle_stop(&l->thr, 1); /* a reader may wait there for seconds */
+    sl__throttle_stop(&l->thr, 1);   /* a reader may wait there for seconds */
+    sl__membudget_stop(&l->rbud, 1); /* or for read-ahead room */
+    sl__membudget_stop(&l->dbud, 1);
     sl__workers_join(l->readers);
     sl__workers_join(l->decoders);
     sl__throttle_stop(&l->thr, 0);
+    for (int i = 0; i < l->nitems; i++) { /* samples dropped in flight */
+        sl__membudget_release(&l->rbud, l->items[i].charged);
+        l->items[i].charged = 0;
+    }
+    sl__membudget_stop(&l->rbud, 0);
+    sl__membudget_stop(&l->dbud, 0);
     sl__workers_reset(l->readers);
     sl__workers_reset(l->decoders);
     void *p;
@@ -201,6 +214,8 @@ void sl_loader_destroy(sl_loader_t *l)
     free(l->perm[0]);
     free(l->perm[1]);
     sl__source_close(l->src);
+    sl__membudget_destroy(&l->rbud);
+    sl__membudget_destroy(&l->dbud);
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->ctl_mu);
     pthread_cond_destroy(&l->cv_work);

@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 #include "core/bufpool.h"
 #include "core/msglog.h"
 #include "core/sched_glue.h"
@@ -32,7 +33,10 @@
 #include "sched/policy.h"
 #include "telemetry/collector.h"
 
-#define SL_ITEM_KEEP (4u << 20) /* item buffers above this are freed */
+/* Item and read-scratch buffers above this are freed after use (with a
+ * memory budget: at most mem_read / nitems, so what idle items keep stays
+ * within the read share). */
+#define SL_ITEM_KEEP (4u << 20)
 #define SL_MSG 1024
 
 enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
@@ -55,6 +59,7 @@ typedef struct item {
     int slot;
     int64_t sample;
     sl__bytes_t data;
+    int64_t charged; /* bytes of the read budget this sample holds */
     int rc;
     char err[SL_MSG];
 } item_t;
@@ -97,6 +102,12 @@ struct sl_loader {
     sl__bytes_t rscratch[SL_WORKERS_MAX];
     sl__throttle_t thr; /* emulated storage: readers wait here */
     sl__scratch_t *dscratch[SL_WORKERS_MAX];
+    /* A memory budget's working memory (sched/limits.h: mem_read,
+     * mem_decode): read items and decode scratch are charged before they
+     * are allocated. Two budgets, so a decoder never waits on bytes that
+     * only decoders give back. item_keep: see SL_ITEM_KEEP. */
+    sl__membudget_t rbud, dbud;
+    size_t item_keep;
 
     sl_stats_t stats; /* under mu, except bytes_read */
     atomic_llong bytes_read;

@@ -140,6 +140,27 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
     }
 }
 
+/* A read's or a decode's charge against one of the loader's budgets. */
+typedef struct charge {
+    sl__membudget_t *bud;
+    const char *what;
+    int64_t bytes; /* charged so far */
+    int stopped;   /* the pipeline stopped while it waited */
+} charge_t;
+
+static int admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen)
+{
+    charge_t *c = ctx;
+    int rc = sl__membudget_charge(c->bud, bytes, c->what, err, errlen);
+    if (rc == 1) {
+        c->stopped = 1;
+        return sl__fail(err, errlen, SL_ESTATE, "stopping");
+    }
+    if (!rc)
+        c->bytes += bytes;
+    return rc;
+}
+
 void sl__loader_reader_main(void *arg, int id)
 {
     sl_loader_t *l = arg;
@@ -158,8 +179,16 @@ void sl__loader_reader_main(void *arg, int id)
         it->sample = sample;
         uint64_t stored = 0;
         it->err[0] = 0;
-        it->rc = sl__source_read(l->src, sample, &it->data, &l->rscratch[id],
-                                 &stored, it->err, sizeof it->err);
+        charge_t ch = {&l->rbud, "reading it", 0, 0};
+        sl__admit_t adm = {admit_charge, &ch};
+        it->rc =
+            sl__source_read_admit(l->src, sample, &it->data, &l->rscratch[id],
+                                  &adm, &stored, it->err, sizeof it->err);
+        it->charged = ch.bytes; /* given back when the sample is decoded */
+        if (l->rscratch[id].cap > l->item_keep)
+            sl__bytes_free(&l->rscratch[id]);
+        if (ch.stopped)
+            return; /* the stop gives back the charge and rebuilds items */
         /* Emulated storage: the wait counts as read time, as a slow
          * read would. */
         sl__throttle_wait(&l->thr, stored, t0);
@@ -222,11 +251,24 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
     pthread_mutex_unlock(&l->mu);
 }
 
+static void decode_loop(sl_loader_t *l, int id, charge_t *ch);
+
 void sl__loader_decoder_main(void *arg, int id)
 {
     sl_loader_t *l = arg;
     if (!l->dscratch[id])
         l->dscratch[id] = sl__scratch_create();
+    charge_t ch = {&l->dbud, "decoding it", 0, 0};
+    sl__admit_t adm = {admit_charge, &ch};
+    if (l->dscratch[id])
+        sl__scratch_set_admit(l->dscratch[id], &adm);
+    decode_loop(l, id, &ch);
+    if (l->dscratch[id]) /* adm dies with this frame */
+        sl__scratch_set_admit(l->dscratch[id], NULL);
+}
+
+static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
+{
     while (sl__workers_checkpoint(l->decoders, id)) {
         item_t *it;
         if (sl__queue_pop(l->decode_q, (void **)&it))
@@ -249,14 +291,20 @@ void sl__loader_decoder_main(void *arg, int id)
                 (uint8_t *)bb->pub.data + (size_t)slot * l->sample_bytes;
             rc = sl__image_process(it->data.p, it->data.n, &l->xf, &crop, &flip,
                                    l->dscratch[id], out, cause, sizeof cause);
+            sl__membudget_release(&l->dbud, ch->bytes);
+            ch->bytes = 0;
+            if (ch->stopped)
+                return; /* the stop rebuilds items and batches */
             if (rc) {
                 char name[SL_MSG / 2 - 8];
                 sl__source_describe(l->src, it->sample, name, sizeof name);
                 snprintf(msg, sizeof msg, "%s: %s", name, cause);
             }
         }
-        if (it->data.cap > SL_ITEM_KEEP)
+        if (it->data.cap > l->item_keep)
             sl__bytes_free(&it->data);
+        sl__membudget_release(&l->rbud, it->charged);
+        it->charged = 0;
         sl__queue_push(l->free_items, it); /* never full: holds every item */
         finish_slot(l, bb, slot, rc, msg);
         atomic_fetch_add(&l->decode_busy_ns, sl__now_ns() - t0);

@@ -8,13 +8,25 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 #include "base/rng.h"
 
-/* Per-thread reusable buffers (decode rows, resize temporaries). Grows to the
- * largest image seen, then allocation-free. */
+/* Per-thread reusable buffers (decode rows, resize temporaries). Grows to
+ * what the images need, then allocation-free; sl__scratch_trim gives back
+ * what an outlier left. */
 typedef struct sl__scratch sl__scratch_t;
 sl__scratch_t *sl__scratch_create(void);
 void sl__scratch_destroy(sl__scratch_t *s);
+/* Each sample's large buffers (the decoder's own memory, the decoded rows
+ * or PNG image, the resample temporaries) are counted from the header
+ * before any is allocated and handed to `admit` in one call (NULL: none;
+ * the pointer is kept, so it must outlive the scratch's use). A refusal
+ * fails the sample with admit's message. */
+void sl__scratch_set_admit(sl__scratch_t *s, const sl__admit_t *admit);
+/* Frees every buffer when together they hold more than keep bytes. */
+void sl__scratch_trim(sl__scratch_t *s, size_t keep);
+/* What a decoder keeps between samples by default. */
+#define SL__SCRATCH_KEEP ((size_t)8 << 20)
 
 typedef struct sl__crop {
     int x, y, w, h;

@@ -128,6 +128,27 @@ static void cmyk_to_rgb(uint8_t *p, int w, int inverted)
     }
 }
 
+/* An upper bound on libjpeg's own memory for the image whose header d
+ * holds: the whole-image coefficient arrays a progressive or multi-scan
+ * file needs (2 bytes per coefficient, 64 per block, components rounded up
+ * to their sampling), plus row buffers (a generous 128 bytes per column
+ * and component) and 4 MB for its tables and pools. */
+static size_t jpeg_lib_bytes(j_decompress_ptr d)
+{
+    size_t coef = 0;
+    if (d->progressive_mode || d->comps_in_scan < d->num_components)
+        for (int c = 0; c < d->num_components; c++) {
+            const jpeg_component_info *ci = &d->comp_info[c];
+            size_t hs = (size_t)ci->h_samp_factor,
+                   vs = (size_t)ci->v_samp_factor;
+            size_t wb = ((size_t)ci->width_in_blocks + hs - 1) / hs * hs;
+            size_t hb = ((size_t)ci->height_in_blocks + vs - 1) / vs * vs;
+            coef += wb * hb * DCTSIZE2 * sizeof(JCOEF);
+        }
+    return coef + (size_t)d->image_width * d->num_components * 128 +
+           ((size_t)4 << 20);
+}
+
 static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
                      sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
                      void *out, char *err, size_t errlen)
@@ -150,7 +171,7 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
     int denom = x->dct_scale ? sl__pick_denom(&g.box, x->out_w, x->out_h) : 1;
     d->scale_num = 1;
     d->scale_denom = (unsigned)denom;
-    jpeg_start_decompress(d);
+    jpeg_calc_output_dimensions(d); /* what start_decompress will use */
     int ps = d->output_components;
     if (ps != (cmyk ? 4 : 3))
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
@@ -163,6 +184,23 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
                        &cx0, &cy0);
     if (rc)
         return sl__fail(err, errlen, rc, "cannot plan the resample");
+    /* The whole sample's memory, from the header, before any is taken:
+     * libjpeg's (bounded there too), the decoded rows, the resample. */
+    int vfirst = sl__vertical_first(&g.box);
+    size_t rowb = (size_t)d->output_width * ps;
+    size_t lib = jpeg_lib_bytes(d);
+    rc = sl__scratch_admit(s,
+                           lib + rowb * SL__JPEG_ROWS + SL__SLACK +
+                               sl__rs_need(&rs.h, &rs.v, vfirst),
+                           err, errlen);
+    if (rc)
+        return rc;
+    d->mem->max_memory_to_use = s->admit ? (long)lib : SL__JPEG_MAX_MEMORY;
+    jpeg_start_decompress(d);
+    if (d->output_components != ps)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "unexpected %d output components",
+                        d->output_components);
     /* Fancy upsampling of subsampled chroma treats the edges of a cropped
      * row as image edges, so the outermost pixels of the crop differ from a
      * full decode: ask for a few columns more on each side. */
@@ -182,8 +220,7 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
     if (shift < 0 || (int)jw < shift + (rs.h.hi - rs.h.lo))
         return sl__fail(err, errlen, SL_EDECODE, "bad crop from libjpeg");
 
-    size_t rowb = (size_t)d->output_width * ps;
-    if (sl__rs_begin(s, &rs, sl__vertical_first(&g.box)) ||
+    if (sl__rs_begin(s, &rs, vfirst) ||
         sl__bytes_reserve(&s->rows, rowb * SL__JPEG_ROWS + SL__SLACK))
         return sl__fail(err, errlen, SL_ENOMEM, "no memory for %zu-byte rows",
                         rowb);

@@ -83,12 +83,13 @@ typedef struct sl__jerr {
 } sl__jerr_t;
 
 struct sl__scratch {
-    sl__bytes_t rows; /* decoder output rows */
-    sl__bytes_t tmp;  /* horizontal-pass output */
-    sl__bytes_t coef; /* axis bounds + weights */
-    sl__bytes_t dbl;  /* double weights while computing one output */
-    sl__bytes_t line; /* one vertical-pass output row (+ int32 acc) */
-    sl__bytes_t full; /* PNG: whole decoded image */
+    sl__bytes_t rows;         /* decoder output rows */
+    sl__bytes_t tmp;          /* horizontal-pass output */
+    sl__bytes_t coef;         /* axis bounds + weights */
+    sl__bytes_t dbl;          /* double weights while computing one output */
+    sl__bytes_t line;         /* one vertical-pass output row (+ int32 acc) */
+    sl__bytes_t full;         /* PNG: whole decoded image */
+    const sl__admit_t *admit; /* the sample's large buffers, counted */
     int jpeg_ready;
     struct jpeg_decompress_struct dinfo;
     sl__jerr_t jerr;
@@ -139,6 +140,9 @@ typedef struct sl__rs {
 } sl__rs_t;
 
 int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst);
+/* The bytes sl__rs_begin and sl__rs_finish will reserve for planned axes
+ * (tmp + line), so a sample can be admitted before they are allocated. */
+size_t sl__rs_need(const sl__axis_t *h, const sl__axis_t *v, int vfirst);
 /* src points at pixel h.lo of the row; ps bytes per pixel (3, or 4 with
  * the fourth dropped). */
 void sl__rs_row(sl__rs_t *rs, int r, const uint8_t *src, int ps);
@@ -180,6 +184,9 @@ int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
 int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
                     sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
                     void *out, char *err, size_t errlen);
+
+/* Asks the scratch's admit hook for `need` bytes (see image.h). */
+int sl__scratch_admit(sl__scratch_t *s, size_t need, char *err, size_t errlen);
 
 /* Rejects sizes over the limits with SL_EUNSUPPORTED. */
 int sl__check_dims(int w, int h, char *err, size_t errlen);

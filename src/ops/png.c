@@ -1,7 +1,8 @@
 /* ops/png: libpng's simplified API from memory, then the shared resample.
  *
  * PNG has no region decode, so the whole image is decoded once into scratch
- * (released again after an unusually large one). Alpha is dropped, not
+ * (admitted first from the header's size; the caller trims scratch after
+ * an unusually large one). Alpha is dropped, not
  * composited: PIL's convert('RGB') drops it too, and libpng's 8-bit RGBA
  * output is non-premultiplied, so the colour channels are the stored ones.
  * 16-bit files without colour-space chunks are taken as sRGB (as PIL does,
@@ -10,9 +11,6 @@
 #include <string.h>
 
 #include "ops/ops_internal.h"
-
-/* Keep at most this much decoded PNG in scratch between images. */
-#define SL__PNG_KEEP_BYTES ((size_t)64 << 20)
 
 static const uint8_t png_sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
 
@@ -55,32 +53,38 @@ int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
     img.format = ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
     img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
     size_t stride = (size_t)img.width * ps;
-    if (sl__bytes_reserve(&s->full, stride * img.height + SL__SLACK)) {
-        png_image_free(&img);
-        return sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
-                        img.width, img.height);
-    }
-    if (!png_image_finish_read(&img, NULL, s->full.p, (png_int_32)stride,
-                               NULL)) {
-        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
-        png_image_free(&img);
-        goto out;
-    }
-    png_image_free(&img);
 
+    /* The geometry needs only the header, so the whole sample's memory is
+     * known (and admitted) before the image is decoded. */
     sl__geom_t g;
+    sl__rs_t rs;
+    int cx0, cy0;
     rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
     if (rc)
         goto out;
-    sl__rs_t rs;
-    int cx0, cy0;
     rc = sl__plan_axes(s, &g.box, 1, W, H, x->out_w, x->out_h, &rs.h, &rs.v,
                        &cx0, &cy0);
     if (rc) {
         rc = sl__fail(err, errlen, rc, "cannot plan the resample");
         goto out;
     }
-    if (sl__rs_begin(s, &rs, sl__vertical_first(&g.box))) {
+    int vfirst = sl__vertical_first(&g.box);
+    size_t full = stride * img.height + SL__SLACK;
+    rc = sl__scratch_admit(s, full + sl__rs_need(&rs.h, &rs.v, vfirst), err,
+                           errlen);
+    if (rc)
+        goto out;
+    if (sl__bytes_reserve(&s->full, full)) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
+                      img.width, img.height);
+        goto out;
+    }
+    if (!png_image_finish_read(&img, NULL, s->full.p, (png_int_32)stride,
+                               NULL)) {
+        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
+        goto out;
+    }
+    if (sl__rs_begin(s, &rs, vfirst)) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
         goto out;
     }
@@ -92,7 +96,6 @@ int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
     if (sl__rs_finish(s, &rs, x, g.flip, out))
         rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
 out:
-    if (s->full.cap > SL__PNG_KEEP_BYTES)
-        sl__bytes_free(&s->full);
+    png_image_free(&img);
     return rc;
 }

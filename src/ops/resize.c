@@ -156,12 +156,34 @@ int sl__vertical_first(const sl__fbox_t *b)
            b->pil_h - b->pil_oh > 2 * (b->pil_w - b->pil_ow);
 }
 
+/* Vertical-first outputs per batch: the horizontal pass runs over this
+ * many rows at once (it reads each output's weights once per batch). */
+#define SL__VF_BATCH 8
+
+static size_t tmp_bytes(const sl__axis_t *h, const sl__axis_t *v, int vfirst)
+{
+    size_t stride = (size_t)3 * (vfirst ? h->hi - h->lo : h->out);
+    return stride * (size_t)(v->hi - v->lo) + SL__SLACK;
+}
+
+static size_t line_bytes(size_t w3, int out_w, int vfirst, int avx2)
+{
+    size_t o3 = (size_t)out_w * 3, ms = w3 + SL__SLACK, os = o3 + SL__SLACK;
+    int nb = vfirst && avx2 ? SL__VF_BATCH : 1;
+    return w3 * sizeof(int32_t) + (size_t)nb * (ms + os) + SL__SLACK;
+}
+
+size_t sl__rs_need(const sl__axis_t *h, const sl__axis_t *v, int vfirst)
+{
+    size_t w3 = (size_t)3 * (vfirst ? h->hi - h->lo : h->out);
+    return tmp_bytes(h, v, vfirst) + line_bytes(w3, h->out, vfirst, 1);
+}
+
 int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst)
 {
     rs->vfirst = vfirst;
     rs->stride = (size_t)3 * (vfirst ? rs->h.hi - rs->h.lo : rs->h.out);
-    if (sl__bytes_reserve(&s->tmp, rs->stride * (size_t)(rs->v.hi - rs->v.lo) +
-                                       SL__SLACK))
+    if (sl__bytes_reserve(&s->tmp, tmp_bytes(&rs->h, &rs->v, vfirst)))
         return SL_ENOMEM;
     rs->buf = s->tmp.p;
     rs->avx2 = sl__have_avx2();
@@ -256,18 +278,14 @@ static void vpass_row(const sl__rs_t *rs, int yy, size_t w3, int32_t *acc,
         dst[j] = clip8(acc[j]);
 }
 
-/* Vertical-first outputs per batch: the horizontal pass runs over this
- * many rows at once (it reads each output's weights once per batch). */
-#define SL__VF_BATCH 8
-
 int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
                   int flip, void *out)
 {
     size_t w3 = rs->stride, o3 = (size_t)rs->h.out * 3;
     size_t ms = w3 + SL__SLACK, os = o3 + SL__SLACK;
     int nb = rs->vfirst && rs->avx2 ? SL__VF_BATCH : 1;
-    if (sl__bytes_reserve(&s->line, w3 * sizeof(int32_t) +
-                                        (size_t)nb * (ms + os) + SL__SLACK))
+    if (sl__bytes_reserve(&s->line,
+                          line_bytes(w3, rs->h.out, rs->vfirst, rs->avx2)))
         return SL_ENOMEM;
     int32_t *acc = (int32_t *)s->line.p;
     uint8_t *mid = s->line.p + w3 * sizeof(int32_t);

@@ -30,6 +30,28 @@ void sl__scratch_destroy(sl__scratch_t *s)
     free(s);
 }
 
+void sl__scratch_set_admit(sl__scratch_t *s, const sl__admit_t *admit)
+{
+    s->admit = admit;
+}
+
+int sl__scratch_admit(sl__scratch_t *s, size_t need, char *err, size_t errlen)
+{
+    return sl__admit(s->admit, (int64_t)need, err, errlen);
+}
+
+void sl__scratch_trim(sl__scratch_t *s, size_t keep)
+{
+    sl__bytes_t *v[] = {&s->rows, &s->tmp,  &s->coef,
+                        &s->dbl,  &s->line, &s->full};
+    size_t n = sizeof v / sizeof *v, held = 0;
+    for (size_t i = 0; i < n; i++)
+        held += v[i]->cap;
+    if (held > keep)
+        for (size_t i = 0; i < n; i++)
+            sl__bytes_free(v[i]);
+}
+
 int sl__check_dims(int w, int h, char *err, size_t errlen)
 {
     if (w <= 0 || h <= 0 || w > SL__IMG_MAX_SIDE || h > SL__IMG_MAX_SIDE ||
@@ -95,14 +117,17 @@ int sl__image_process(const uint8_t *bytes, size_t n, const sl__xform_t *x,
     if (rc)
         return rc;
     if (is_jpeg(bytes, n))
-        return sl__jpeg_process(bytes, n, x, crop_rng, flip_rng, s, out, err,
-                                errlen);
-    if (is_png(bytes, n))
-        return sl__png_process(bytes, n, x, crop_rng, flip_rng, s, out, err,
-                               errlen);
-    if (n == 0)
+        rc = sl__jpeg_process(bytes, n, x, crop_rng, flip_rng, s, out, err,
+                              errlen);
+    else if (is_png(bytes, n))
+        rc = sl__png_process(bytes, n, x, crop_rng, flip_rng, s, out, err,
+                             errlen);
+    else if (n == 0)
         return sl__fail(err, errlen, SL_EDECODE, "empty input");
-    return sl__fail(err, errlen, SL_EUNSUPPORTED, "not a JPEG or PNG");
+    else
+        return sl__fail(err, errlen, SL_EUNSUPPORTED, "not a JPEG or PNG");
+    sl__scratch_trim(s, SL__SCRATCH_KEEP); /* an outlier's buffers go */
+    return rc;
 }
 
 /* ----------------------------------------------------------- public API */

@@ -8,6 +8,8 @@
 #ifndef SL_KNOBS_H
 #define SL_KNOBS_H
 
+#include <stdint.h>
+
 typedef struct sl__knobs {
     int read_threads, decode_threads, prefetch;
 } sl__knobs_t;
@@ -27,6 +29,11 @@ typedef struct sl__limits {
      * (max_prefetch then comes from it). Otherwise they bind only the
      * scheduler. */
     int hard_threads, hard_prefetch;
+    /* Working memory, outside the batch buffers: what read-ahead items
+     * may hold at once (mem_read) and decode scratch (mem_decode), from
+     * the memory budget or the defaults. One sample needing more than
+     * either is an error. */
+    int64_t mem_read, mem_decode;
 } sl__limits_t;
 
 enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };

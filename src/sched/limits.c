@@ -79,18 +79,25 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     if (lim->max_decode > SL_KNOB_MAX_THREADS)
         lim->max_decode = SL_KNOB_MAX_THREADS;
     lim->max_prefetch = k->prefetch * 4 > 16 ? k->prefetch * 4 : 16;
+    lim->mem_read = SL_LIMITS_READ_MAX;
+    lim->mem_decode = SL_LIMITS_DECODE_MAX;
     if (o->max_memory_bytes > 0) {
         lim->hard_prefetch = 1;
-        int64_t room = o->max_memory_bytes - SL_LIMITS_MEM_RESERVE;
+        int64_t work = o->max_memory_bytes / 4;
+        if (work < SL_LIMITS_MEM_RESERVE)
+            work = SL_LIMITS_MEM_RESERVE;
+        lim->mem_read = work / 4;
+        lim->mem_decode = work - lim->mem_read;
+        int64_t room = o->max_memory_bytes - work;
         int64_t fit = room <= 0     ? 0
                       : batch_bytes ? room / (int64_t)batch_bytes
                                     : INT32_MAX;
         if (fit < 1)
             return sl__fail(err, errlen, SL_ERANGE,
                             "memory budget %lld B holds no batch of %zu B "
-                            "(plus %d MB reserve)",
+                            "(plus %lld MB for reading and decoding)",
                             (long long)o->max_memory_bytes, batch_bytes,
-                            SL_LIMITS_MEM_RESERVE >> 20);
+                            (long long)(work >> 20));
         if (fit < lim->max_prefetch)
             lim->max_prefetch = (int)fit;
         if (k->prefetch > fit)

@@ -17,9 +17,13 @@
  *     in flight whatever the core count); what it costs is one read-ahead
  *     item of memory (the loader keeps max_read + 32 of them);
  *   - memory: max_prefetch = 4 x the start (at least 16); with a memory
- *     budget, at most (budget - SL_LIMITS_MEM_RESERVE) / batch bytes, and
- *     the start is lowered to fit; a budget that holds no batch is an
- *     error;
+ *     budget B, the working memory W = max(B / 4, SL_LIMITS_MEM_RESERVE)
+ *     is kept for read-ahead (mem_read = W / 4: encoded samples read and
+ *     not yet decoded) and decode scratch (mem_decode = W - mem_read);
+ *     batch buffers get the rest: prefetch at most (B - W) / batch bytes,
+ *     the start lowered to fit; a budget that holds no batch is an error;
+ *     without a budget, mem_read and mem_decode are SL_LIMITS_READ_MAX and
+ *     SL_LIMITS_DECODE_MAX;
  *   - calm sheds stop at the start's decode threads when decode is tuned.
  * Depends on knobs, base (errors) and the public options type. */
 #ifndef SL_LIMITS_H
@@ -31,8 +35,14 @@
 #include "sched/knobs.h"
 #include "sluice/sluice.h"
 
-/* Memory kept out of the budget for read-ahead and decode scratch. */
+/* The least of a memory budget kept for read-ahead and decode scratch. */
 #define SL_LIMITS_MEM_RESERVE (32 << 20)
+/* Without a budget, read-ahead and decode scratch are still bounded: far
+ * above any real image (the decoders take at most 2^28 pixels), far below
+ * what hostile sizes (a record may declare 4 GiB, on each of 32 items)
+ * would take. */
+#define SL_LIMITS_READ_MAX ((int64_t)2 << 30)
+#define SL_LIMITS_DECODE_MAX ((int64_t)4 << 30)
 
 /* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker

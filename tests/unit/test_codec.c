@@ -158,12 +158,42 @@ static void test_flips(void **state)
     sl__bytes_free(&c);
 }
 
+/* A zstd bomb: one frame of RLE blocks that says (and would write) 1 GiB,
+ * in a record that says 1000 bytes. Refused from the frame header, before
+ * any decompression (issue 14 item 10). */
+static void test_zstd_frame_larger_than_record(void **state)
+{
+    (void)state;
+    uint8_t f[4 + 1 + 8 + 4 * 8];
+    size_t n = 0;
+    sl__put_u32(f, 0xFD2FB528u);
+    f[4] = 0xE0; /* single segment, 8-byte content size */
+    sl__put_u64(f + 5, (uint64_t)1 << 30);
+    n = 13;
+    for (int i = 0; i < 8; i++) { /* RLE blocks of 128 KiB (truncated run) */
+        uint32_t h = (1u << 17) << 3 | 1u << 1 | (i == 7);
+        f[n++] = (uint8_t)h;
+        f[n++] = (uint8_t)(h >> 8);
+        f[n++] = (uint8_t)(h >> 16);
+        f[n++] = 'x';
+    }
+    uint8_t out[1000];
+    char err[256];
+    assert_int_equal(sl__codec_decompress(SL_CODEC_ZSTD, f, n, out, sizeof out,
+                                          err, sizeof err),
+                     SL_ECORRUPT);
+    assert_non_null(strstr(err, "declares 1073741824 bytes"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_names),      cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_compresses), cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_compresses),
+        cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_flips),
+        cmocka_unit_test(test_zstd_frame_larger_than_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

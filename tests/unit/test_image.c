@@ -667,6 +667,94 @@ static void test_avx2_kernels_match_scalar(void **state)
     sl__scratch_destroy(s);
 }
 
+/* ------------------------------------------- memory admission (issue 14) */
+
+typedef struct admit_rec {
+    int64_t limit, asked;
+    int calls;
+} admit_rec_t;
+
+static int admit_upto(void *ctx, int64_t bytes, char *err, size_t errlen)
+{
+    admit_rec_t *a = ctx;
+    a->calls++;
+    a->asked = bytes;
+    return bytes > a->limit ? sl__fail(err, errlen, SL_ENOMEM, "over %lld",
+                                       (long long)a->limit)
+                            : 0;
+}
+
+static size_t scratch_held(const sl__scratch_t *s)
+{
+    return s->rows.cap + s->tmp.cap + s->coef.cap + s->dbl.cap + s->line.cap +
+           s->full.cap;
+}
+
+/* A sample's large buffers are asked for once, from the header, before any
+ * is allocated: a refused PNG or progressive JPEG leaves scratch small.
+ * Before: the whole image was decoded first, with nothing to ask. */
+static void test_admission_before_allocation(void **state)
+{
+    (void)state;
+    int w = 1500, h = 1200;
+    uint8_t *px = malloc((size_t)w * h * 3);
+    for (size_t i = 0; i < (size_t)w * h * 3; i++)
+        px[i] = (uint8_t)(i * 7);
+    sl__bytes_t png = enc_png(px, w, h, PNG_FORMAT_RGB, NULL, 0);
+    sl__bytes_t jpg = enc_jpeg(px, w, h, 3, JCS_RGB, 90, 1, 2);
+    sl__xform_t x = box_xf(64, 64);
+    uint8_t out[64 * 64 * 3];
+    char err[256];
+    sl__bytes_t *img[2] = {&png, &jpg};
+    for (int k = 0; k < 2; k++) {
+        sl__scratch_t *s = sl__scratch_create();
+        admit_rec_t a = {1 << 20, 0, 0};
+        sl__admit_t adm = {admit_upto, &a};
+        sl__scratch_set_admit(s, &adm);
+        assert_int_equal(sl__image_process(img[k]->p, img[k]->n, &x, NULL, NULL,
+                                           s, out, err, sizeof err),
+                         SL_ENOMEM);
+        assert_int_equal(a.calls, 1);
+        /* PNG: the decoded image (5.4 MB); JPEG: libjpeg's coefficients */
+        assert_true(a.asked > (int64_t)w * h * 2);
+        assert_non_null(strstr(err, "over"));
+        assert_true(scratch_held(s) < ((size_t)1 << 20));
+        /* Room enough: it decodes, having asked once. */
+        a.limit = INT64_MAX;
+        a.calls = 0;
+        assert_int_equal(sl__image_process(img[k]->p, img[k]->n, &x, NULL, NULL,
+                                           s, out, err, sizeof err),
+                         0);
+        assert_int_equal(a.calls, 1);
+        sl__scratch_destroy(s);
+    }
+    free(png.p);
+    free(jpg.p);
+    free(px);
+}
+
+/* Scratch gives back what an outlier took: after a 4000 x 3000 PNG (36 MB
+ * decoded) a decoder keeps at most SL__SCRATCH_KEEP. Before: up to 64 MB
+ * of PNG and every resample buffer stayed for the thread's life. */
+static void test_scratch_shrinks_after_outlier(void **state)
+{
+    (void)state;
+    int w = 4000, h = 3000;
+    uint8_t *px = calloc((size_t)w * h, 3);
+    sl__bytes_t png = enc_png(px, w, h, PNG_FORMAT_RGB, NULL, 0);
+    free(px);
+    sl__xform_t x = box_xf(224, 224);
+    uint8_t out[224 * 224 * 3];
+    char err[256];
+    sl__scratch_t *s = sl__scratch_create();
+    assert_int_equal(sl__image_process(png.p, png.n, &x, NULL, NULL, s, out,
+                                       err, sizeof err),
+                     0);
+    assert_true(scratch_held(s) <= SL__SCRATCH_KEEP);
+    sl__scratch_destroy(s);
+    free(png.p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -683,6 +771,8 @@ int main(void)
         cmocka_unit_test(test_dct_scale_psnr_on_photos),
         cmocka_unit_test(test_public_transform),
         cmocka_unit_test(test_avx2_kernels_match_scalar),
+        cmocka_unit_test(test_admission_before_allocation),
+        cmocka_unit_test(test_scratch_shrinks_after_outlier),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

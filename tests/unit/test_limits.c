@@ -116,6 +116,31 @@ static void test_memory_budget_without_room_is_an_error(void **state)
     assert_non_null(strstr(err, "holds no batch"));
 }
 
+/* The one split of a memory budget: a quarter (at least the reserve) is
+ * working memory, a quarter of that for read-ahead, the rest for decode
+ * scratch; batch buffers get what is left (issue 14 item 10). */
+static void test_memory_budget_split(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    /* No budget: still bounded, far above any real image. */
+    assert_int_equal(lim.mem_read, SL_LIMITS_READ_MAX);
+    assert_int_equal(lim.mem_decode, SL_LIMITS_DECODE_MAX);
+    o.max_memory_bytes = (int64_t)256 << 20;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_int_equal(lim.mem_read, 16 << 20);
+    assert_int_equal(lim.mem_decode, 48 << 20);
+    assert_int_equal(lim.max_prefetch, (int)((192 << 20) / BATCH));
+    /* Small budgets keep the reserve. */
+    o.max_memory_bytes = SL_LIMITS_MEM_RESERVE + 3 * (int64_t)BATCH + 100;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_int_equal(lim.mem_read + lim.mem_decode, SL_LIMITS_MEM_RESERVE);
+    assert_int_equal(lim.mem_read, SL_LIMITS_MEM_RESERVE / 4);
+}
+
 static void test_thread_budget(void **state)
 {
     (void)state;
@@ -193,6 +218,7 @@ int main(void)
         cmocka_unit_test(test_static_policy_tunes_nothing),
         cmocka_unit_test(test_memory_budget_caps_prefetch),
         cmocka_unit_test(test_memory_budget_without_room_is_an_error),
+        cmocka_unit_test(test_memory_budget_split),
         cmocka_unit_test(test_thread_budget),
         cmocka_unit_test(test_many_cores_stay_within_the_worker_limit),
         cmocka_unit_test(test_check_ranges),
