@@ -63,7 +63,8 @@ SL_API const char *sl_version_string(void);
     X(END, -9, "end of data")                                                  \
     X(STATE, -10, "operation not valid in this state")                         \
     X(RANGE, -11, "value out of range")                                        \
-    X(THREAD, -12, "could not start a thread")
+    X(THREAD, -12, "could not start a thread")                                 \
+    X(SYSTEM, -13, "system resource exhausted or storage failed")
 
 typedef enum sl_errno {
     SL_OK = 0,
@@ -275,6 +276,11 @@ SL_API size_t sl_loader_batch_bytes(const sl_loader_t *l);
  * that are still held stay valid until released (they count against the
  * prefetch depth until then). Resuming from a saved position yields
  * exactly the batches the first run had not yet handed out (ordered mode).
+ * @return 0; SL_ERANGE for a position outside epoch >= 0, batch
+ *         0..batches_per_epoch (or so far that the run's batch numbers
+ *         overflow); SL_EINVAL for a position inside an epoch with
+ *         opt.unordered (an unordered run has positions only between
+ *         epochs); SL_ETHREAD.
  */
 SL_API int sl_loader_start(sl_loader_t *l, const sl_position_t *pos);
 
@@ -289,8 +295,10 @@ SL_API int sl_loader_start(sl_loader_t *l, const sl_position_t *pos);
 SL_API int sl_loader_next(sl_loader_t *l, const sl_batch_t **out);
 
 /** Gives a batch's buffer back for reuse. Each batch exactly once. Any
- *  thread. */
-SL_API void sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
+ *  thread. @return 0 (b NULL: nothing done); SL_ESTATE when b is not a batch of
+ * l still held (a second release; nothing is changed; message in
+ * sl_loader_last_error). */
+SL_API int sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
 
 /** Sets a knob while running or not (SL_AUTOTUNE: its default value).
  *  SL_ERANGE outside sl_loader_param_range (the budgets: decode threads +
@@ -305,7 +313,9 @@ SL_API int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value);
 SL_API int sl_loader_param_range(const sl_loader_t *l, sl_param_t p,
                                  int64_t *min, int64_t *max);
 
-/** The next batch that sl_loader_next will hand out (ordered mode). */
+/** The next batch that sl_loader_next will hand out (ordered mode; with
+ *  opt.unordered it counts the batches handed out, a position only
+ *  between epochs: see sl_loader_start). */
 SL_API int sl_loader_position(const sl_loader_t *l, sl_position_t *pos);
 
 /** Copies the counters (st->size bytes; sl_stats_init). Any thread. */

@@ -150,9 +150,12 @@ SL_API int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos);
  */
 SL_API int sl_text_loader_next(sl_text_loader_t *l,
                                const sl_text_batch_t **out);
-/** Gives a batch's buffers back to the pool. Each batch once; any thread. */
-SL_API void sl_text_loader_release(sl_text_loader_t *l,
-                                   const sl_text_batch_t *b);
+/** Gives a batch's buffers back to the pool. Each batch once; any thread.
+ *  @return 0 (b NULL: nothing done); SL_ESTATE when b was already released,
+ * SL_EINVAL when it is not a batch of l (the pool is left as it was; message in
+ *  sl_text_loader_last_error). */
+SL_API int sl_text_loader_release(sl_text_loader_t *l,
+                                  const sl_text_batch_t *b);
 /** The latest telemetry snapshot, as sl_loader_snapshot: the tokenizing
  *  workers are the decode stage (items: documents), there is no read
  *  stage, sequences are the samples. SL_ESTATE when telemetry is off

@@ -273,7 +273,15 @@ static PyObject *loader_next(LoaderObject *self)
             return NULL;
         }
     }
-    self->pos_g = self->opt.unordered ? engine_pos(self) : g + 1;
+    /* Unordered: a count of batches handed out, not a position, until the
+     * epoch ends (sl_loader_start refuses it): a new iteration after a
+     * break starts the next epoch, as torch's DataLoader does. */
+    if (self->opt.unordered) {
+        int64_t p = engine_pos(self);
+        self->pos_g = (p + self->nb - 1) / self->nb * self->nb;
+    } else {
+        self->pos_g = g + 1;
+    }
     return make_batch(core, b);
 }
 

@@ -16,6 +16,16 @@ int64_t sl__now_ns(void);
 int sl__fail(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Which failures a bad sample may cause. A failed system call's errno
+ * becomes SL_ESYSTEM when the system ran out of something or the storage
+ * failed (EMFILE, ENFILE, ENOMEM, ENOBUFS, EIO): not the sample's fault,
+ * and skipping it would silently drop good data (a whole shard, every file
+ * while descriptors are short); any other errno becomes `data_code`.
+ * sl__err_is_data: 1 when rc may be skipped under SL_ON_ERROR_SKIP, 0 for
+ * SL_ESYSTEM, which fails the run whatever the policy (issue 14). */
+int sl__errno_code(int e, int data_code);
+int sl__err_is_data(int rc);
+
 /* A growable byte buffer; grows, never shrinks, so per-thread scratch is
  * allocation-free in steady state. */
 typedef struct sl__bytes {
@@ -79,7 +89,8 @@ static inline uint64_t sl__get_u64(const uint8_t *p)
  * expected (named like an image, swapped in after a scan) is refused at
  * once, "PATH: not a regular file (FIFO)", never waited on.
  * @return the descriptor (>= 0; *size its bytes when size is non-NULL), or
- * SL_ENOTFOUND (missing) / SL_EIO (other causes) with the message in err.
+ * SL_ENOTFOUND (missing) / SL_ESYSTEM (EMFILE, EIO...: sl__errno_code) /
+ * SL_EIO (other causes) with the message in err.
  * Every data-file open goes through here (src/base/file.c). */
 int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen);
 /* "regular file", "directory", "FIFO", ... for a st_mode. */

@@ -1,4 +1,6 @@
-#include "sluice/sluice.h"
+#include <errno.h>
+
+#include "base/base.h"
 
 const char *sl_strerror(int code)
 {
@@ -12,6 +14,24 @@ const char *sl_strerror(int code)
 #undef SL__ERRNO_CASE
     }
     return "unknown error";
+}
+
+int sl__errno_code(int e, int data_code)
+{
+    switch (e) {
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOBUFS:
+    case EIO:
+        return SL_ESYSTEM;
+    }
+    return data_code;
+}
+
+int sl__err_is_data(int rc)
+{
+    return rc != SL_ESYSTEM;
 }
 
 unsigned sl_version(void)

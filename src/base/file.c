@@ -37,14 +37,16 @@ int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen)
     if (fd < 0) {
         int e = errno;
         return sl__fail(err, errlen,
-                        e == ENOENT || e == ENOTDIR ? SL_ENOTFOUND : SL_EIO,
+                        e == ENOENT || e == ENOTDIR ? SL_ENOTFOUND
+                                                    : sl__errno_code(e, SL_EIO),
                         "%s: cannot open: %s", path, strerror(e));
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: %s", path, strerror(e));
+        return sl__fail(err, errlen, sl__errno_code(e, SL_EIO), "%s: %s", path,
+                        strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);

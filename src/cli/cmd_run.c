@@ -15,7 +15,7 @@
 #include "sluice/telemetry.h"
 #include "sluice/testing.h"
 
-#define STATE_MAGIC "sluice-state 1"
+#define STATE_MAGIC "sluice-state 2" /* 2: the source's samples and id */
 
 typedef struct run_args {
     const char *source;
@@ -137,6 +137,27 @@ static uint64_t config_hash(const void *ctx)
 
 static const sl__consume_cli_t run_cli = {&run_usage, operands, config_hash};
 
+/* What identifies the source beside its sample count: its classes (names,
+ * in label order) and batches per epoch. A --state file must agree. */
+static uint64_t dataset_hash(const sl_loader_t *l)
+{
+    XXH3_state_t *h = XXH3_createState();
+    if (!h)
+        return 0;
+    XXH3_64bits_reset(h);
+    int k = sl_loader_num_classes(l);
+    int64_t nb = sl_loader_batches_per_epoch(l);
+    XXH3_64bits_update(h, &k, sizeof k);
+    XXH3_64bits_update(h, &nb, sizeof nb);
+    for (int i = 0; i < k; i++) {
+        const char *name = sl_loader_class_name(l, i);
+        XXH3_64bits_update(h, name ? name : "", name ? strlen(name) + 1 : 1);
+    }
+    uint64_t r = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    return r;
+}
+
 static void progress(sl__consume_t *c, int64_t now)
 {
     sl_loader_t *l = ((run_args_t *)c->ctx)->loader;
@@ -183,6 +204,16 @@ int sl__cmd_run(int argc, char **argv)
     int rc = sl__consume_begin(&c, &run_cli, argc, argv, &a.opt.epochs);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (a.opt.unordered && (a.c.state_out || a.c.resume)) {
+        /* The position counts batches handed out; unordered, those are not
+         * the first ones of the epoch, so a resume would repeat some and
+         * never deliver others (sl_loader_start refuses it too). */
+        fprintf(stderr,
+                "sluice %s: --state and --resume need ordered delivery: "
+                "leave out --unordered\n",
+                argv[0]);
+        return 2;
+    }
     c.step_ms = a.step_ms;
     c.before = a.sets.n ? apply_sets : NULL;
     if (sl_loader_create(a.source, &a.opt, &a.loader)) {
@@ -190,6 +221,11 @@ int sl__cmd_run(int argc, char **argv)
         return 1;
     }
     sl_loader_t *l = a.loader;
+    rc = sl__consume_source(&c, sl_loader_num_samples(l), dataset_hash(l));
+    if (rc) {
+        sl_loader_destroy(l);
+        return rc;
+    }
     for (int k = 1; k <= 2; k++) /* emulated storage (sluice/testing.h) */
         if (a.storage[k])
             sl__testing_storage_set(l, (sl_testing_storage_t)k, a.storage[k]);

@@ -13,7 +13,7 @@
 #include "sluice/sluice.h"
 
 #define MAX_SOURCES 256
-#define STATE_MAGIC "sluice-text-state 1"
+#define STATE_MAGIC "sluice-text-state 2" /* 2: the documents and id */
 
 typedef struct text_args {
     const char *sources[MAX_SOURCES];
@@ -120,6 +120,15 @@ int sl__cmd_text(int argc, char **argv)
         fprintf(stderr, "sluice %s: %s\n", argv[0],
                 sl_text_loader_last_error(NULL));
         return 1;
+    }
+    /* The source's identity beside its document count: the vocabulary's
+     * size (the tokenizer files are not in the options' hash). */
+    int64_t vocab = sl_text_loader_vocab_size(l);
+    rc = sl__consume_source(&c, sl_text_loader_num_documents(l),
+                            XXH3_64bits(&vocab, sizeof vocab));
+    if (rc) {
+        sl_text_loader_destroy(l);
+        return rc;
     }
     const char *task = a.opt.task == SL_TEXT_LM ? "lm" : "mlm";
     if (!a.c.json || c.show)

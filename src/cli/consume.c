@@ -64,15 +64,17 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
     c->cmd = argv[0];
     c->config = cli->config(c->ctx);
     c->show = !a->quiet && isatty(2);
-    uint64_t cfg = 0;
+    char why[256];
     if (!a->resume)
         goto left;
-    if (sl__state_read(a->resume, c->magic, &c->from, &c->h, &cfg)) {
-        fprintf(stderr, "sluice %s: %s: not a sluice state file\n", c->cmd,
-                a->resume);
+    if (sl__state_read(a->resume, c->magic, &c->saved, why, sizeof why)) {
+        fprintf(stderr, "sluice %s: %s: not a sluice state file: %s\n", c->cmd,
+                a->resume, why);
         return 2;
     }
-    if (cfg != c->config) {
+    c->from = c->saved.pos;
+    c->h = c->saved.digest;
+    if (c->saved.config != c->config) {
         fprintf(stderr,
                 "sluice %s: %s was written with other options or sources; "
                 "resume with the same ones\n",
@@ -88,6 +90,23 @@ left:
         return -1;
     }
     return 0;
+}
+
+int sl__consume_source(sl__consume_t *c, int64_t samples, uint64_t dataset)
+{
+    c->samples_in_source = samples;
+    c->dataset = dataset;
+    const char *f = c->args->resume;
+    if (!f || (c->saved.samples == samples && c->saved.dataset == dataset))
+        return 0;
+    fprintf(stderr,
+            "sluice %s: %s was written for a source of %lld samples (id "
+            "%016llx); it now has %lld (id %016llx): the saved position "
+            "would name other samples; resume with the same data\n",
+            c->cmd, f, (long long)c->saved.samples,
+            (unsigned long long)c->saved.dataset, (long long)samples,
+            (unsigned long long)dataset);
+    return 2;
 }
 
 static void print_skips(const sl__stream_t *s, int64_t *shown)
@@ -171,8 +190,9 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
     c->cpu_seconds = sl__cpu_seconds_since(&ru0);
     s->stats(l, &c->errors_skipped, &c->bytes_read);
     s->position(l, &c->pos);
-    if (a->state_out &&
-        sl__state_write(a->state_out, c->magic, &c->pos, c->h, c->config))
+    sl__state_t st = {c->pos, c->h, c->config, c->samples_in_source,
+                      c->dataset};
+    if (a->state_out && sl__state_write(a->state_out, c->magic, &st))
         fprintf(stderr, "sluice %s: cannot write %s\n", c->cmd, a->state_out);
     return c->rc = rc;
 }

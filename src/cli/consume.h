@@ -95,10 +95,13 @@ typedef struct sl__consume {
     /* Draws the progress line (NULL: none); `now` as sl__now_ns. */
     void (*progress)(struct sl__consume *c, int64_t now);
     /* filled by sl__consume_begin / sl__consume_run */
-    const char *cmd;         /* for messages: "run" | "bench" */
-    uint64_t config;         /* what a --state file must agree on */
-    sl_position_t from, pos; /* start, and reached */
-    uint64_t h;              /* digest */
+    const char *cmd;           /* for messages: "run" | "bench" */
+    uint64_t config;           /* what a --state file must agree on */
+    sl_position_t from, pos;   /* start, and reached */
+    sl__state_t saved;         /* --resume's file */
+    int64_t samples_in_source; /* and what identifies the source: */
+    uint64_t dataset;          /* sl__consume_source */
+    uint64_t h;                /* digest */
     int64_t done, samples, tokens, epoch;
     int64_t t0, errors_skipped, bytes_read;
     double seconds, cpu_seconds;
@@ -116,6 +119,11 @@ typedef struct sl__consume {
  *  or -1 (--help, or nothing left to resume: exit status 0). */
 int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
                       char **argv, int64_t *epochs);
+/** Once the loader is made: the source's samples (text: documents) and a
+ *  hash of what else identifies it, for --state; with --resume, checked
+ *  against the file's (a changed source would resume onto other samples).
+ *  @return 0, or 2 (printed why: exit status 2). */
+int sl__consume_source(sl__consume_t *c, int64_t samples, uint64_t dataset);
 /** Starts the stream at c->from and consumes it: until its end, c->total,
  *  --stop-after or --duration; then prints skipped samples and any error,
  *  and writes --state. Fills the figures of *c; c->rc is 0 or SL_E*.

@@ -2,9 +2,11 @@
  * the printed figures shared by `run` / `bench` and their text form. */
 #include "report.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base.h"
 #include "base/stats.h"
@@ -73,36 +75,38 @@ double sl__peak_rss_mb(void)
     return (double)kb / 1024.0;
 }
 
-int sl__state_write(const char *path, const char *magic,
-                    const sl_position_t *pos, uint64_t digest, uint64_t config)
+int sl__state_write(const char *path, const char *magic, const sl__state_t *s)
 {
-    char tmp[4096];
+    char text[SL__STATE_MAX_BYTES + 1], tmp[4096];
+    int n = sl__state_format(magic, s, text, sizeof text);
+    if (n < 0)
+        return -1;
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return -1;
-    fprintf(f,
-            "%s\nepoch %" PRId64 "\nbatch %" PRId64 "\ndigest %016" PRIx64
-            "\nconfig %016" PRIx64 "\n",
-            magic, pos->epoch, pos->batch, digest, config);
-    int bad = fclose(f) != 0;
+    int bad = fwrite(text, 1, (size_t)n, f) != (size_t)n;
+    bad |= fclose(f) != 0;
     return bad || rename(tmp, path) ? -1 : 0;
 }
 
-int sl__state_read(const char *path, const char *magic, sl_position_t *pos,
-                   uint64_t *digest, uint64_t *config)
+int sl__state_read(const char *path, const char *magic, sl__state_t *s,
+                   char *err, size_t errlen)
 {
-    char fmt[256]; /* the magic holds no '%' */
-    snprintf(fmt, sizeof fmt,
-             "%s epoch %%" SCNd64 " batch %%" SCNd64 " digest %%" SCNx64
-             " config %%" SCNx64,
-             magic);
     FILE *f = fopen(path, "r");
-    if (!f)
+    if (!f) {
+        snprintf(err, errlen, "%s", strerror(errno));
         return -1;
-    int ok = fscanf(f, fmt, &pos->epoch, &pos->batch, digest, config) == 4;
+    }
+    char text[SL__STATE_MAX_BYTES + 1]; /* one more: a longer file fails */
+    size_t n = fread(text, 1, sizeof text, f);
+    int bad = ferror(f);
     fclose(f);
-    return ok ? 0 : -1;
+    if (bad) {
+        snprintf(err, errlen, "cannot read it");
+        return -1;
+    }
+    return sl__state_parse(text, n, magic, s, err, errlen) ? -1 : 0;
 }
 
 void sl__report_print(sl__report_t *r, int human, int json)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/resource.h>
 
+#include "core/statefile.h"
 #include "sluice/sluice.h"
 
 /** The consumer's wait for each batch (ns), in arrival order until
@@ -33,14 +34,13 @@ double sl__cpu_seconds_since(const struct rusage *ru0);
  *  from a large Python process would report the parent's peak. */
 double sl__peak_rss_mb(void);
 
-/** A --state file: "<magic>\nepoch E\nbatch B\ndigest D\nconfig C\n",
- *  written through PATH.tmp and a rename. @return 0, or -1. */
-int sl__state_write(const char *path, const char *magic,
-                    const sl_position_t *pos, uint64_t digest, uint64_t config);
+/** A --state file (core/statefile.h), written through PATH.tmp and a
+ *  rename. @return 0, or -1. */
+int sl__state_write(const char *path, const char *magic, const sl__state_t *s);
 /** Reads a file sl__state_write wrote with the same magic. @return 0, or -1
- *  (unreadable, or not such a file). */
-int sl__state_read(const char *path, const char *magic, sl_position_t *pos,
-                   uint64_t *digest, uint64_t *config);
+ *  with why (unreadable; not such a file, which line) in err. */
+int sl__state_read(const char *path, const char *magic, sl__state_t *s,
+                   char *err, size_t errlen);
 
 /** The figures of one run. */
 typedef struct sl__report {

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "sluice/sluice.h"
+
 void *sl__alloc_block(const sl__allocator_t *a, size_t bytes)
 {
     bytes = (bytes + 63) & ~(size_t)63;
@@ -71,13 +73,27 @@ void *sl__bufpool_get(sl__bufpool_t *p)
     return b;
 }
 
-void sl__bufpool_put(sl__bufpool_t *p, void *block)
+int sl__bufpool_put(sl__bufpool_t *p, void *block)
 {
     if (!block)
-        return;
+        return 0;
+    int rc = SL_EINVAL; /* not a block of this pool */
     pthread_mutex_lock(&p->mu);
-    p->free[p->nfree++] = block; /* room: cap >= nall >= nfree + 1 */
+    for (int i = 0; i < p->nall; i++)
+        if (p->all[i] == block) {
+            rc = 0;
+            break;
+        }
+    /* A block already returned would be in free twice: two batches would
+     * share it, and nfree could pass cap. Both lists are a few entries (the
+     * batches in flight), so the scans cost nothing beside a batch. */
+    for (int i = 0; !rc && i < p->nfree; i++)
+        if (p->free[i] == block)
+            rc = SL_ESTATE;
+    if (!rc)
+        p->free[p->nfree++] = block; /* room: cap >= nall >= nfree + 1 */
     pthread_mutex_unlock(&p->mu);
+    return rc;
 }
 
 void sl__bufpool_trim(sl__bufpool_t *p, int keep)

@@ -35,7 +35,10 @@ void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a, size_t bytes);
 void sl__bufpool_free(sl__bufpool_t *p);
 /* A block of p->bytes, or NULL when the allocator fails. */
 void *sl__bufpool_get(sl__bufpool_t *p);
-void sl__bufpool_put(sl__bufpool_t *p, void *block);
+/* Returns a block got from p: 0; SL_ESTATE when it was already returned
+ * (a batch released twice), SL_EINVAL when p did not make it (both leave
+ * the pool as it was). NULL: 0, nothing done. */
+int sl__bufpool_put(sl__bufpool_t *p, void *block);
 /* Frees returned blocks until at most `keep` are left. */
 void sl__bufpool_trim(sl__bufpool_t *p, int keep);
 

@@ -230,8 +230,9 @@ static int open_all(sl__pack_dir_t *p, int mode, const char *dir,
         sl__shard_t *sh = NULL;
         char msg[1024];
         int rc = sl__shard_open(order[k], &sh, msg, sizeof msg);
-        if (rc) {
-            rc = problem(p, mode, 1, rc, err, errlen, "%s", msg);
+        if (rc) { /* a shard the system could not open is no damage */
+            rc = problem(p, mode, sl__err_is_data(rc), rc, err, errlen, "%s",
+                         msg);
             if (rc)
                 return rc;
             continue;

@@ -65,8 +65,8 @@ static int read_fail(const sl__shard_t *s, const char *what, char *err,
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: %s: file ended early (changed while open?)",
                         s->path, what);
-    return sl__fail(err, errlen, SL_EIO, "%s: %s: read failed: %s", s->path,
-                    what, strerror(errno));
+    return sl__fail(err, errlen, sl__errno_code(errno, SL_EIO),
+                    "%s: %s: read failed: %s", s->path, what, strerror(errno));
 }
 
 /* Checks and decodes the header; sets count, data_end, version. On return
@@ -389,7 +389,7 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
     /* Uncompressed records go straight to out: no copy. */
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
     if (read_at(s, dst, e->stored_size, e->offset)) {
-        int code = errno ? SL_EIO : SL_ECORRUPT;
+        int code = errno ? sl__errno_code(errno, SL_EIO) : SL_ECORRUPT;
         const char *why = errno ? strerror(errno) : "file ended early";
         return sl__fail(err, errlen, code,
                         "%s: record %" PRIu64 " (%s): read failed: %s", s->path,

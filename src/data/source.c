@@ -292,7 +292,9 @@ static int read_file(const char *root, const char *rel, sl__bytes_t *out,
             if (r < 0 && errno == EINTR)
                 continue;
             if (r <= 0) {
-                rc = sl__fail(err, errlen, SL_EIO, "%s: read failed: %s", path,
+                rc = sl__fail(err, errlen,
+                              r < 0 ? sl__errno_code(errno, SL_EIO) : SL_EIO,
+                              "%s: read failed: %s", path,
                               r < 0 ? strerror(errno) : "file shrank");
                 break;
             }

@@ -259,19 +259,33 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
     if (!l)
         return SL_EINVAL;
     int64_t epoch = pos ? pos->epoch : 0, batch = pos ? pos->batch : 0;
-    if (epoch < 0 || batch < 0 || batch > l->smp.nbatches)
-        return sl__lasterr_set(
-            l, SL_ERANGE,
-            "position epoch %lld batch %lld is outside 0..%lld "
-            "batches",
-            (long long)epoch, (long long)batch, (long long)l->smp.nbatches);
+    int64_t nb = l->smp.nbatches;
+    /* The run's last batch number, (epoch + epochs) * nb, must fit. */
+    if (epoch < 0 || batch < 0 || batch > nb ||
+        epoch > INT64_MAX / nb - l->opt.epochs)
+        return sl__lasterr_set(l, SL_ERANGE,
+                               "position epoch %lld batch %lld is outside "
+                               "epoch 0..%lld, batch 0..%lld",
+                               (long long)epoch, (long long)batch,
+                               (long long)(INT64_MAX / nb - l->opt.epochs),
+                               (long long)nb);
+    /* Unordered delivery hands out whichever batch is done first, so a
+     * count of batches inside an epoch is not a position: resuming there
+     * would repeat some batches and never deliver others. */
+    if (l->opt.unordered && batch % nb != 0)
+        return sl__lasterr_set(l, SL_EINVAL,
+                               "position epoch %lld batch %lld: a position "
+                               "inside an epoch needs ordered delivery "
+                               "(unordered is set)",
+                               (long long)epoch, (long long)batch);
     pthread_mutex_lock(&l->ctl_mu); /* no knob change in between */
     stop_pipeline(l);
-    int64_t nb = l->smp.nbatches;
     pthread_mutex_lock(&l->mu);
     l->start_g = l->claim_g = l->next_g = epoch * nb + batch;
     l->end_g = (epoch + l->opt.epochs) * nb;
     l->handed = 0;
+    l->ep_epoch = epoch;
+    l->ep_samples = l->run_samples = 0;
     l->fatal = 0;
     l->fatal_msg[0] = 0;
     l->alloc_failed = 0;
@@ -303,6 +317,17 @@ static bbuf_t *ready_batch(sl_loader_t *l)
         }
     }
     return best;
+}
+
+/* Under mu, handing out the empty batch bb: did an epoch (ordered: bb is
+ * its last batch) or the whole run (unordered, whose epochs interleave)
+ * end without a sample? Under SL_ON_ERROR_SKIP that is a failure, not an
+ * empty epoch: a trainer would silently train on nothing (issue 14). */
+static int nothing_delivered(const sl_loader_t *l, const bbuf_t *bb)
+{
+    if (!l->opt.unordered)
+        return bb->pub.index == l->smp.nbatches - 1 && l->ep_samples == 0;
+    return l->handed == l->end_g - l->start_g && l->run_samples == 0;
 }
 
 static int all_held(sl_loader_t *l)
@@ -348,10 +373,24 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
             l->handed++;
             if (!l->opt.unordered)
                 l->next_g++;
+            if (bb->pub.epoch != l->ep_epoch)
+                l->ep_epoch = bb->pub.epoch, l->ep_samples = 0;
+            l->ep_samples += bb->pub.n;
+            l->run_samples += bb->pub.n;
             if (bb->pub.n == 0) { /* every sample skipped */
                 bb->state = BB_FREE;
                 pthread_cond_broadcast(&l->cv_work);
-                continue;
+                if (nothing_delivered(l, bb))
+                    l->fatal =
+                        sl__fail(l->fatal_msg, sizeof l->fatal_msg, SL_ECORRUPT,
+                                 "epoch %lld: every sample was skipped, none "
+                                 "delivered (%lld skipped; the first: %s)",
+                                 (long long)bb->pub.epoch,
+                                 (long long)l->stats.errors_skipped,
+                                 sl__msglog_get(&l->skips, 0)
+                                     ? sl__msglog_get(&l->skips, 0)
+                                     : "-");
+                continue; /* a failure is reported at the top */
             }
             bb->state = BB_HELD;
             bb->pub.channels = 3;
@@ -389,16 +428,20 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
     return rc;
 }
 
-void sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
+int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
 {
-    if (!l || !b)
-        return;
+    if (!b)
+        return 0;
+    if (!l)
+        return SL_EINVAL;
     bbuf_t *bb = (bbuf_t *)b;
+    int held = 0;
     pthread_mutex_lock(&l->mu);
-    for (int i = 0; i < l->nbufs; i++) {
-        if (l->bufs[i] != bb)
+    for (int i = 0; i < l->nbufs; i++) { /* compares pointers only: b may */
+        if (l->bufs[i] != bb)            /* be freed already */
             continue;
         if (bb->state == BB_HELD) {
+            held = 1;
             if (l->nbufs > l->prefetch) { /* the depth was lowered */
                 l->bufs[i] = l->bufs[--l->nbufs];
                 buf_free(l, bb);
@@ -410,6 +453,11 @@ void sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
         break;
     }
     pthread_mutex_unlock(&l->mu);
+    return held ? 0
+                : sl__lasterr_set(l, SL_ESTATE,
+                                  "batch %p is not held: released twice, or "
+                                  "not this loader's",
+                                  (const void *)b);
 }
 
 /* The scheduler's knob for a public one; -1: none. */

@@ -89,6 +89,9 @@ struct sl_loader {
 
     int running, stopping;
     int64_t start_g, claim_g, next_g, end_g, handed;
+    /* Samples handed out in epoch ep_epoch (ordered) and since the start:
+     * an epoch of skipped samples only is a failure (nothing_delivered). */
+    int64_t ep_epoch, ep_samples, run_samples;
     bbuf_t *cur; /* batch being handed out to readers */
     int cur_slot;
     int64_t perm_epoch[2];

@@ -225,7 +225,9 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
 {
     pthread_mutex_lock(&l->mu);
     if (rc) {
-        if (l->opt.on_error == SL_ON_ERROR_SKIP) {
+        /* Only a bad sample is skipped: a failure of the system (no file
+         * descriptor, the disk's EIO) would drop good data silently. */
+        if (l->opt.on_error == SL_ON_ERROR_SKIP && sl__err_is_data(rc)) {
             bb->bad[slot] = 1;
             bb->nfailed++;
             l->stats.errors_skipped++;
@@ -280,7 +282,8 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
         if (rc) {
             snprintf(msg, sizeof msg, "%s", it->err);
         } else if (!l->dscratch[id]) {
-            rc = sl__fail(msg, sizeof msg, SL_ENOMEM, "out of memory");
+            rc = sl__fail(msg, sizeof msg, SL_ESYSTEM,
+                          "decoder scratch: out of memory");
         } else {
             sl__rng_t crop, flip;
             uint64_t e = (uint64_t)bb->pub.epoch, s = (uint64_t)it->sample;

@@ -317,6 +317,14 @@ int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos)
     if (p.epoch < 0 || p.batch < 0)
         return sl__lasterr_set(l, SL_EINVAL, "invalid position (%lld, %lld)",
                                (long long)p.epoch, (long long)p.batch);
+    /* The rows to pass over (batch x batch_size) and the last epoch must
+     * fit; a batch past the epoch's end is found when the epoch ends
+     * (sl__text_fill: its count is known only once it is tokenized). */
+    if (p.batch > INT64_MAX / l->opt.batch_size ||
+        p.epoch > INT64_MAX - l->opt.epochs)
+        return sl__lasterr_set(l, SL_ERANGE,
+                               "position (%lld, %lld) is out of range",
+                               (long long)p.epoch, (long long)p.batch);
     sl__text_stop_workers(l);
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->nslots; i++)
@@ -389,10 +397,21 @@ int sl_text_loader_next(sl_text_loader_t *l, const sl_text_batch_t **out)
     return rc;
 }
 
-void sl_text_loader_release(sl_text_loader_t *l, const sl_text_batch_t *b)
+int sl_text_loader_release(sl_text_loader_t *l, const sl_text_batch_t *b)
 {
-    if (l && b) /* pub is the first member of the block's header */
-        sl__bufpool_put(&l->pool, (void *)b);
+    if (!b)
+        return 0;
+    if (!l)
+        return SL_EINVAL;
+    /* pub is the first member of the block's header */
+    int rc = sl__bufpool_put(&l->pool, (void *)b);
+    if (rc == SL_ESTATE)
+        return sl__lasterr_set(l, rc, "text batch %p was already released",
+                               (const void *)b);
+    if (rc)
+        return sl__lasterr_set(l, rc, "text batch %p is not this loader's",
+                               (const void *)b);
+    return 0;
 }
 
 int sl_text_loader_position(const sl_text_loader_t *l, sl_position_t *pos)

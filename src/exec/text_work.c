@@ -48,6 +48,11 @@ static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
                                  sizeof err);
         if (!rc && n)
             rc = sl__tok_encode(l->tok, p, n, 0, w->tok, ids, err, sizeof err);
+        if (rc && !sl__err_is_data(rc)) { /* not the document's fault */
+            s->rc = rc;
+            snprintf(s->msg, sizeof s->msg, "%s", err);
+            return;
+        }
         if (rc) {
             ids->n = before;
             pthread_mutex_lock(&l->mu);
@@ -310,6 +315,14 @@ int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b)
             close_group(l);
             if (epoch_end) {
                 int64_t e = l->pos_epoch;
+                if (l->skip > 0) /* a resume past the epoch's last batch */
+                    return sl__text_fail(
+                        l, SL_ERANGE,
+                        "position epoch %lld batch %lld is past the end of "
+                        "the epoch (%lld sequences for this rank, %d a "
+                        "batch)",
+                        (long long)e, (long long)l->pos_batch,
+                        (long long)(l->epoch_rows - l->skip), B);
                 l->epoch_rows += b->n;
                 int64_t rows = l->epoch_rows, bi = l->pos_batch;
                 l->pos_epoch++, l->pos_batch = 0, l->epoch_rows = 0,

@@ -86,8 +86,8 @@ static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
             int e = errno;
             free(p);
             close(fd);
-            return sl__fail(err, errlen, SL_EIO, "%s: read: %s", path,
-                            strerror(e));
+            return sl__fail(err, errlen, sl__errno_code(e, SL_EIO),
+                            "%s: read: %s", path, strerror(e));
         }
         if (r == 0)
             break;
