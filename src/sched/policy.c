@@ -153,7 +153,8 @@ void sl__sched_free(sl__sched_t *s)
 
 int sl__sched_due(sl__sched_t *s)
 {
-    return ++s->periods % SL_SCHED_PERIODS == 0;
+    int64_t p = ++s->periods - SL_SCHED_FIRST;
+    return p >= 0 && p % SL_SCHED_PERIODS == 0;
 }
 
 int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,

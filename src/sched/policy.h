@@ -11,8 +11,10 @@
  *
  * Who calls it: the loader on its collector thread (exec/loader_sched.c)
  * applies the changes through sl_loader_set; the simulator (sim/run.h)
- * through sl__sim_set_knobs. Both decide every SL_SCHED_PERIODS telemetry
- * periods over the last SL_SCHED_PERIODS snapshots. Depends on knobs,
+ * through sl__sim_set_knobs. Both decide first after SL_SCHED_FIRST
+ * periods (a cold start is where the waits are), then every
+ * SL_SCHED_PERIODS telemetry periods, over the last SL_SCHED_PERIODS
+ * snapshots (fewer at the first). Depends on knobs,
  * heuristic, rl and the public snapshot type. */
 #ifndef SL_POLICY_H
 #define SL_POLICY_H
@@ -25,6 +27,7 @@
 #include "sluice/sluice.h"
 
 #define SL_SCHED_PERIODS 5 /* telemetry periods per decision */
+#define SL_SCHED_FIRST 1   /* periods before the first decision */
 #define SL_SCHED_REASON 160
 
 typedef struct sl__policy sl__policy_t;
@@ -88,8 +91,8 @@ typedef struct sl__sched {
 void sl__sched_init(sl__sched_t *s, sl__policy_t *pol);
 void sl__sched_free(sl__sched_t *s);
 
-/* Counts one telemetry period. @return 1 when a decision is due (every
- * SL_SCHED_PERIODS-th period). */
+/* Counts one telemetry period. @return 1 when a decision is due (at the
+ * SL_SCHED_FIRST-th period, then every SL_SCHED_PERIODS-th after it). */
 int sl__sched_due(sl__sched_t *s);
 
 /* One decision over win[0..n) with the knobs in force: fills *d (d->n = 0:
