@@ -227,12 +227,16 @@ static int judge_jump(sl__heur_t *h, int which, const sl__estimate_t *e,
     return which;
 }
 
-/* What every decision starts with: the window, the model's estimate,
- * holds counted down, and a regime change looked for between steps. */
-static void begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
-                  const sl__limits_t *lim, const sl__knobs_t *cur, window_t *w,
-                  sl__estimate_t *e)
+/* What every decision starts with: no change yet, the window, the
+ * model's estimate, holds counted down, and a regime change looked for
+ * between steps. 0 when there is no window. */
+static int begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
+                 const sl__limits_t *lim, const sl__knobs_t *cur,
+                 sl__knobs_t *next, window_t *w, sl__estimate_t *e)
 {
+    *next = *cur;
+    if (n < 1)
+        return 0;
     *w = average(snaps, n);
     sl__estimate(snaps, n, lim, cur, e);
     for (int k = 1; k < 4; k++)
@@ -243,25 +247,35 @@ static void begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
     if (h->read_cap > 0 && ++h->read_cap_age > SL_HEUR_CAP_KEEP)
         h->read_cap = 0;
     h->at_cap = h->read_cap > 0 && e->fetch >= 0.8 * h->read_cap;
+    return 1;
+}
+
+/* A jump under trial is judged first (judge_jump): 1 and *k when it was. */
+static int judged_jump(sl__heur_t *h, const sl__estimate_t *e,
+                       const sl__knobs_t *cur, sl__knobs_t *next, char *reason,
+                       size_t len, int *k)
+{
+    if (h->last_knob == SL_KNOB_NONE || h->last_dir < 0 ||
+        !(h->promised_cap > 0 && h->before_cap > 0))
+        return 0;
+    int which = h->last_knob;
+    h->last_knob = SL_KNOB_NONE;
+    *k = judge_jump(h, which, e, cur, next, reason, len);
+    return 1;
 }
 
 int sl__heur_model_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                         const sl__limits_t *lim, const sl__knobs_t *cur,
                         sl__knobs_t *next, char *reason, size_t len)
 {
-    *next = *cur;
-    if (n < 1)
-        return SL_KNOB_NONE;
     window_t w;
     sl__estimate_t e;
-    begin(h, snaps, n, lim, cur, &w, &e);
-    if (h->last_knob != SL_KNOB_NONE) {
-        int which = h->last_knob;
-        h->last_knob = SL_KNOB_NONE;
-        if (h->promised_cap > 0 && h->before_cap > 0)
-            return judge_jump(h, which, &e, cur, next, reason, len);
+    int k;
+    if (!begin(h, snaps, n, lim, cur, next, &w, &e))
         return SL_KNOB_NONE;
-    }
+    if (judged_jump(h, &e, cur, next, reason, len, &k))
+        return k;
+    h->last_knob = SL_KNOB_NONE; /* only jumps are tried here */
     return w.stall > STALL_LO ? jump(h, &w, &e, lim, cur, next, reason, len)
                               : SL_KNOB_NONE;
 }
@@ -270,19 +284,18 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                   const sl__limits_t *lim, const sl__knobs_t *cur,
                   sl__knobs_t *next, char *reason, size_t len)
 {
-    *next = *cur;
-    if (n < 1)
-        return SL_KNOB_NONE;
     window_t w;
     sl__estimate_t e;
-    begin(h, snaps, n, lim, cur, &w, &e);
+    int k;
+    if (!begin(h, snaps, n, lim, cur, next, &w, &e))
+        return SL_KNOB_NONE;
 
     /* Judge the step under trial first. */
+    if (judged_jump(h, &e, cur, next, reason, len, &k))
+        return k;
     if (h->last_knob != SL_KNOB_NONE) {
         int which = h->last_knob;
         h->last_knob = SL_KNOB_NONE;
-        if (h->last_dir > 0 && h->promised_cap > 0 && h->before_cap > 0)
-            return judge_jump(h, which, &e, cur, next, reason, len);
         if (h->last_dir > 0) {
             /* A step on the bound stage pays when that stage's capacity
              * rose: the consumer's rate follows a batch later. A buffer
@@ -338,7 +351,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
     }
 
     if (w.stall > STALL_LO) {
-        int k = jump(h, &w, &e, lim, cur, next, reason, len);
+        k = jump(h, &w, &e, lim, cur, next, reason, len);
         if (k != SL_KNOB_NONE)
             return k;
     }

@@ -2,11 +2,9 @@
  * known ids (checked with tiktoken 0.14), special tokens, invalid UTF-8;
  * the per-piece merge against a reference (tiktoken's plain
  * byte_pair_merge) and its speed on a megabyte-long piece. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -404,24 +402,6 @@ static void test_merge_matches_reference(void **state)
     check_random_pieces(gpt2, "\xc3\xa9\xe4\xb8\x80 .", 10, 100, 1000);
 }
 
-static void watchdog(int sig)
-{
-    (void)sig;
-    static const char m[] = "test_bpe: a 1 MB piece took over 20 s of CPU "
-                            "(the merge is quadratic again?)\n";
-    (void)!write(2, m, sizeof m - 1);
-    _exit(1);
-}
-
-/* Fails the test after `sec` seconds of CPU time (0: disarms): CPU, not
- * wall, so a busy machine or a sanitizer build does not trip it. */
-static void arm_watchdog(int sec)
-{
-    struct itimerval t = {{0, 0}, {sec, 0}};
-    signal(SIGVTALRM, watchdog);
-    setitimer(ITIMER_VIRTUAL, &t, NULL);
-}
-
 /* One megabyte of one letter is one pre-token piece: it must take well
  * under a second, not the minutes a rescan per merge takes (issue 14). The
  * watchdog is loose for sanitizer builds; a release build prints ~0.3 s. */
@@ -436,13 +416,14 @@ static void test_long_piece_is_fast(void **state)
     sl__tok_scratch_t *s = sl__tok_scratch_create();
     sl__ids_t ids = {0};
     char err[256];
-    arm_watchdog(20);
+    tu_watchdog(20, 1,
+                "test_bpe: a 1 MB piece (the merge is quadratic again?)");
     struct timespec t0, t1;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     assert_int_equal(sl__tok_encode(t, text, n, 0, s, &ids, err, sizeof err),
                      0);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
-    arm_watchdog(0);
+    tu_watchdog(0, 1, NULL);
     print_message("1 MB piece: %zu ids in %.3f s of CPU\n", ids.n,
                   (double)(t1.tv_sec - t0.tv_sec) +
                       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);

@@ -5,7 +5,6 @@
  * byte given back; a sample over its share fails naming it. */
 #include <png.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,14 +17,6 @@
 #include "testutil.h"
 
 static char *root;
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "watchdog: the budgeted loader hung\n";
-    (void)!write(2, msg, sizeof msg - 1);
-    _exit(1);
-}
 
 static void write_png(const char *path, int w, int h, int seed)
 {
@@ -55,7 +46,6 @@ static int setup(void **state)
     }
     snprintf(p, sizeof p, "%s/c0/zz_big.png", root);
     write_png(p, 1500, 1200, 3); /* 5.4 MB decoded: over the share */
-    signal(SIGALRM, on_alarm);
     return 0;
 }
 
@@ -111,7 +101,7 @@ static void test_waits_stops_and_gives_back(void **state)
     flipper_t f = {l, 0};
     pthread_t th;
     pthread_create(&th, NULL, flipper, &f);
-    alarm(240);
+    tu_watchdog(240, 0, "the budgeted loader hung");
     for (int round = 0; round < 8; round++) {
         sl_position_t pos = {round, 0};
         assert_int_equal(sl_loader_start(l, &pos), 0); /* stops the last */
@@ -136,13 +126,13 @@ static void test_waits_stops_and_gives_back(void **state)
     assert_true(sl__membudget_peak(&l->rbud) <= 64 << 10);
     assert_true(sl__membudget_peak(&l->dbud) <= 4 << 20);
     sl_loader_destroy(l);
-    alarm(0);
+    tu_watchdog(0, 0, NULL);
 }
 
 static void test_over_the_share_names_the_file(void **state)
 {
     (void)state;
-    alarm(240);
+    tu_watchdog(240, 0, "the budgeted loader hung");
     sl_loader_t *l = make(SL_ON_ERROR_FAIL);
     sl_position_t pos = {0, 0};
     assert_int_equal(sl_loader_start(l, &pos), 0);
@@ -155,7 +145,7 @@ static void test_over_the_share_names_the_file(void **state)
     assert_non_null(strstr(m, "zz_big.png: decoding it needs"));
     assert_non_null(strstr(m, "the memory budget allows 4.0 MB"));
     sl_loader_destroy(l);
-    alarm(0);
+    tu_watchdog(0, 0, NULL);
 }
 
 int main(void)

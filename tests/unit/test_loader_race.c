@@ -4,7 +4,6 @@
  * consumer holds a batch. Both hung before; a watchdog turns a hang into a
  * failure. Also run under TSan (concurrency label). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,19 +18,10 @@
 
 static char *root;
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "watchdog: the loader hung\n";
-    (void)!write(2, msg, sizeof msg - 1);
-    _exit(1);
-}
-
 static int setup(void **state)
 {
     (void)state;
     root = tu_jpeg_tree("race", 2, 16, 24, 20);
-    signal(SIGALRM, on_alarm);
     return 0;
 }
 
@@ -75,7 +65,7 @@ static void test_set_races_start(void **state)
     flipper_t f = {l, 0};
     pthread_t th;
     pthread_create(&th, NULL, flipper, &f);
-    alarm(120);
+    tu_watchdog(120, 0, "the loader hung");
     for (int round = 0; round < 40; round++) {
         sl_position_t pos = {round % 3, round % 8};
         assert_int_equal(sl_loader_start(l, &pos), 0);
@@ -91,7 +81,7 @@ static void test_set_races_start(void **state)
     }
     atomic_store(&f.stop, 1);
     pthread_join(th, NULL);
-    alarm(0);
+    tu_watchdog(0, 0, NULL);
     sl_loader_destroy(l);
 }
 
@@ -125,12 +115,12 @@ static void test_alloc_fails_while_held(void **state)
     sl_loader_t *l;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     assert_int_equal(sl_loader_start(l, NULL), 0);
-    alarm(60);
+    tu_watchdog(60, 0, "the loader hung");
     const sl_batch_t *held, *b;
     assert_int_equal(sl_loader_next(l, &held), 0);
     assert_int_equal(sl_loader_next(l, &b), SL_ENOMEM);
     assert_non_null(strstr(sl_loader_last_error(l), "cannot allocate"));
-    alarm(0);
+    tu_watchdog(0, 0, NULL);
     sl_loader_release(l, held);
     sl_loader_destroy(l);
 }

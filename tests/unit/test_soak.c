@@ -20,7 +20,6 @@
  * sanitizer (ASan's quarantine, TSan's shadow) RSS is not a measure of leaks:
  * the RSS check is skipped there (the stream check stays). */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,14 +47,6 @@ static char *root;
 static int64_t epochs = 10;
 static int images = 256;
 
-static void on_alarm(int sig)
-{
-    (void)sig;
-    static const char msg[] = "watchdog: the soak run hung\n";
-    (void)!write(2, msg, sizeof msg - 1);
-    _exit(1);
-}
-
 static int64_t env_int(const char *name, int64_t def, int64_t lo, int64_t hi)
 {
     const char *v = getenv(name);
@@ -77,7 +68,6 @@ static int setup(void **state)
     epochs = env_int("SL_SOAK_EPOCHS", 10, 3, 1000000);
     images = (int)env_int("SL_SOAK_IMAGES", 256, 16, 1 << 20);
     root = tu_jpeg_tree("soak", 8, images / 8, 128, 96);
-    signal(SIGALRM, on_alarm);
     return 0;
 }
 
@@ -202,12 +192,13 @@ static uint64_t run(int turning, double *rss2, double *rss_end, int64_t *sets)
 static void test_soak(void **state)
 {
     (void)state;
-    alarm((unsigned)(epochs * 10 < 60 ? 60 : epochs * 10));
+    tu_watchdog((unsigned)(epochs * 10 < 60 ? 60 : epochs * 10), 0,
+                "the soak run hung");
     uint64_t fixed = run(0, NULL, NULL, NULL);
     double r2 = 0, r_end = 0;
     int64_t sets = 0;
     uint64_t turned = run(1, &r2, &r_end, &sets);
-    alarm(0);
+    tu_watchdog(0, 0, NULL);
     printf("soak: %lld epochs of %d images, %lld knob changes; digest "
            "%016llx (fixed knobs %016llx); VmRSS after epoch 2 %.1f MiB, "
            "after epoch %lld %.1f MiB\n",

@@ -3,11 +3,9 @@
  * continuations, the 100-char limit, CJK spacing, accents, control chars,
  * invalid UTF-8 (dropped bytes), malformed vocabularies, the canonical
  * order of combining marks and its speed on a megabyte of them. */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -249,24 +247,6 @@ static void test_mark_order(void **state)
     sl__tok_free(t);
 }
 
-static void watchdog(int sig)
-{
-    (void)sig;
-    static const char m[] = "test_wordpiece: a megabyte of combining marks "
-                            "took over 20 s of CPU (quadratic ordering?)\n";
-    (void)!write(2, m, sizeof m - 1);
-    _exit(1);
-}
-
-/* Fails the test after `sec` seconds of CPU time (0: disarms): CPU, not
- * wall, so a busy machine or a sanitizer build does not trip it. */
-static void arm_watchdog(int sec)
-{
-    struct itimerval t = {{0, 0}, {sec, 0}};
-    signal(SIGVTALRM, watchdog);
-    setitimer(ITIMER_VIRTUAL, &t, NULL);
-}
-
 /* "a" then 250,000 x (U+0301 ccc 230, U+0316 ccc 220): one run of non-
  * starters to put in canonical order. HF takes ~0.5 s; an insertion sort
  * took minutes (issue 14). Accents stripped, it is just "a". */
@@ -280,9 +260,11 @@ static void test_mark_run_is_fast(void **state)
     for (size_t i = 0; i < pairs; i++)
         memcpy(text + 1 + 4 * i, "\xcc\x81\xcc\x96", 4);
     sl__tok_t *t = tiny_vocab();
-    arm_watchdog(20);
+    tu_watchdog(20, 1,
+                "test_wordpiece: a megabyte of combining marks (quadratic "
+                "ordering?)");
     expect_ids(t, text, n, (const int32_t[]){1}, 1);
-    arm_watchdog(0);
+    tu_watchdog(0, 1, NULL);
     sl__tok_free(t);
     free(text);
 }

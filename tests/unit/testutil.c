@@ -1,9 +1,11 @@
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -103,4 +105,26 @@ char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h)
     }
     free(rgb);
     return root;
+}
+
+static char watchdog_msg[256];
+
+static void watchdog_fire(int sig)
+{
+    (void)sig;
+    size_t n = strlen(watchdog_msg);
+    (void)!write(2, watchdog_msg, n);
+    _exit(1);
+}
+
+void tu_watchdog(unsigned sec, int cpu, const char *what)
+{
+    if (sec) {
+        snprintf(watchdog_msg, sizeof watchdog_msg,
+                 "watchdog: %s (over %u s of %s)\n", what, sec,
+                 cpu ? "CPU" : "wall time");
+        signal(cpu ? SIGVTALRM : SIGALRM, watchdog_fire);
+    }
+    struct itimerval t = {{0, 0}, {(time_t)sec, 0}};
+    setitimer(cpu ? ITIMER_VIRTUAL : ITIMER_REAL, &t, NULL);
 }

@@ -24,4 +24,9 @@ char *tu_shared_data(const char *sub);
 char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h);
 /* rm -rf */
 void tu_rmtree(const char *path);
+/* A watchdog that turns a hang (or a quadratic blow-up) into a failure:
+ * after `sec` seconds of wall time (cpu = 0) or of this process's CPU time
+ * (cpu = 1: a busy machine or a sanitizer build does not trip it) it
+ * prints "watchdog: WHAT" and exits 1. sec = 0 disarms it. */
+void tu_watchdog(unsigned sec, int cpu, const char *what);
 #endif
