@@ -138,7 +138,11 @@ typedef struct sl_options {
     const char *telemetry_path; /**< JSON Lines, one snapshot a period
                                      (docs/TELEMETRY.md) [none] */
     int metrics_port;           /**< serve Prometheus text on 127.0.0.1:port
-                                     [none]; the loader keeps it while it lives */
+                                     [none]; the loader keeps it while it lives.
+                                     A second loader of this process asking
+                                     for the same port takes it over (the
+                                     newest is served); at most 16
+                                     connections, each closed after 3 s idle */
     int policy;               /**< sl_policy_t [SL_POLICY_HEURISTIC]: tunes the
                                    knobs left at 0 / SL_AUTOTUNE; knobs given a
                                    value stay as given */

@@ -67,6 +67,13 @@ been freed.  The batch is the caller's to keep; if the caller keeps more than
 of the ring instead, so the ring stays bounded.  Anything else (custom ``collate_fn``,
 strings, ragged shapes) travels pickled and is collated by ``collate_fn`` in
 the main process, as torch does.
+
+A worker that dies (a signal, out of memory, ``os._exit``) stops the
+iteration with a RuntimeError naming the worker, its pid, the signal or exit
+code and the ``dataset[i]`` it was loading (each worker keeps that index in a
+shared word).  Slot pages are reserved when a slot is made, so a full
+``/dev/shm`` is an OSError there, not a SIGBUS later; the slots are unlinked
+by ``close()``, when the loader is collected, or at interpreter exit.
 """
 
 import collections
@@ -295,6 +302,26 @@ def _map_segment(name, size):
         os.close(fd)
 
 
+def _reserve(name, size):
+    """Allocates the segment's pages now: a full /dev/shm is then this
+    error here, not a SIGBUS later in whichever process first touches a page
+    (a worker writing a sample, or the main process reading a batch)."""
+    fd = os.open("/dev/shm/" + name, os.O_RDWR)
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        try:
+            st = os.statvfs("/dev/shm")
+            free = f"{st.f_bavail * st.f_frsize / 2**20:.0f} MiB free"
+        except OSError:
+            free = "free space unknown"
+        raise OSError(e.errno, f"sluice GenericLoader: cannot reserve a {size / 2**20:.1f} MiB "
+                      f"batch slot in /dev/shm ({free}): {e.strerror}; fewer workers, a "
+                      "smaller batch, prefetch_factor or a larger /dev/shm") from None
+    finally:
+        os.close(fd)
+
+
 # --------------------------------------------------------------------------
 # Worker process.
 
@@ -317,7 +344,7 @@ def _load(dataset, fast, index, counts):
 
 
 def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl_r,
-                 retire, shutdown, layout, base_seed, init_fn, fast_path):
+                 retire, shutdown, layout, base_seed, init_fn, fast_path, cur):
     # Ctrl-C goes to the whole process group; the main process decides.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     ppid = os.getppid()
@@ -380,6 +407,8 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
         ok = True
         counts = [0, 0]  # fast path: taken, declined
         for k, index in enumerate(indices):
+            # What this worker is on, for the message if it dies (shared).
+            cur[0] = index if type(index) is int and 0 <= index < (1 << 62) else -2
             try:
                 sseed = _mix64(base ^ _mix64(pos0 + k))
                 gen.manual_seed(sseed)
@@ -415,6 +444,7 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
                 _send(res_lock, res_w, ("e", tid, wid, time.perf_counter() - t0, w))
                 ok = False
                 break
+        cur[0] = -1  # idle
         if ok:
             _send(res_lock, res_w, ("k", tid, wid, time.perf_counter() - t0, counts))
 
@@ -440,6 +470,7 @@ class _Pool:
         self.layout = None
         self.target = 0
         self.busy = collections.defaultdict(float)
+        self.cur = {}  # wid -> shared [dataset index being loaded, -1 idle]
 
     def live(self):
         return len(self.workers) - self.retiring
@@ -457,14 +488,16 @@ class _Pool:
     def _spawn(self):
         wid = next(i for i in range(len(self.workers) + 1) if i not in self.workers)
         ctl_r, ctl_w = self.ctx.Pipe(duplex=False)
+        cur = self.ctx.RawArray("q", [-1])  # the dataset index it is loading
         p = self.ctx.Process(
             target=_worker_main, daemon=True, name=f"sluice-worker-{wid}",
             args=(wid, max(1, self.target), self.dataset, self.task_r, self.task_lock,
                   self.res_w, self.res_lock, ctl_r, self.retire, self.shutdown_ev,
-                  self.layout, self.base_seed, self.init_fn, self.fast_path))
+                  self.layout, self.base_seed, self.init_fn, self.fast_path, cur))
         p.start()
         ctl_r.close()
         self.workers[wid] = (p, ctl_w)
+        self.cur[wid] = cur
 
     def set_layout(self, layout):
         self.layout = layout
@@ -479,20 +512,30 @@ class _Pool:
 
     def worker_exited(self, wid):
         p, ctl = self.workers.pop(wid)
+        self.cur.pop(wid, None)
         self.retiring -= 1
         p.join(5)
         ctl.close()
 
     def check_dead(self):
-        """Raise if a worker died without being told to."""
+        """Raise if a worker died without being told to, naming the worker
+        and the sample it was loading."""
         for wid, (p, _) in list(self.workers.items()):
             if p.exitcode is not None:
                 code = p.exitcode
-                how = (f"was killed by signal {signal.Signals(-code).name}" if code < 0
-                       else f"exited with code {code}")
+                try:
+                    how = (f"was killed by signal {signal.Signals(-code).name}" if code < 0
+                           else f"exited with code {code}")
+                except ValueError:
+                    how = f"was killed by signal {-code}"
+                idx = self.cur[wid][0] if wid in self.cur else -1
+                what = (f"while loading dataset[{idx}]" if idx >= 0
+                        else "while loading a sample" if idx == -2
+                        else "between samples")
                 raise RuntimeError(
-                    f"sluice GenericLoader worker {wid} (pid {p.pid}) {how} unexpectedly; "
-                    "batches in flight are lost (out of memory? a crash in a native library?)")
+                    f"sluice GenericLoader worker {wid} (pid {p.pid}) {how} unexpectedly "
+                    f"{what}; batches in flight are lost (out of memory? a crash in a "
+                    "native library?)")
 
     def close(self):
         if self.shutdown_ev.is_set():
@@ -569,6 +612,12 @@ class _Slots:
         probe = _Layout(self.version, spec, cap, [])
         while len(self.shms) < count:
             shm = shared_memory.SharedMemory(create=True, size=probe.slot_bytes)
+            try:
+                _reserve(shm.name, probe.slot_bytes)
+            except OSError:
+                shm.close()
+                shm.unlink()
+                raise
             mm = _map_segment(shm.name, probe.slot_bytes)
             shm.close()  # keep only our mapping; the object stays for unlink()
             self.shms.append(shm)

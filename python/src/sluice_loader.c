@@ -143,8 +143,17 @@ static int64_t engine_pos(LoaderObject *self)
     return p.epoch * self->nb + p.batch;
 }
 
-/* Arms an iteration from batch g for self->epochs epochs. */
-static int do_start(LoaderObject *self, int64_t g)
+static PyObject *two_threads(void)
+{
+    return PyErr_Format(PyExc_RuntimeError,
+                        "sluice.Loader used by two threads at once");
+}
+
+/* Arms an iteration from batch g for self->epochs epochs. Under busy: the
+ * GIL is released in core_create and sl_loader_start, and the Core is held
+ * across sl_loader_start, so a close() meanwhile only drops the Loader's
+ * reference (the engine dies after the call, here). */
+static int start_at(LoaderObject *self, int64_t g)
 {
     int64_t nb = self->nb;
     self->end_g = (g / nb + self->epochs) * nb;
@@ -170,21 +179,46 @@ static int do_start(LoaderObject *self, int64_t g)
         CoreObject *c = core_create(self);
         if (!c)
             return -1;
+        if (loader_closed(self)) { /* closed meanwhile: stays closed */
+            Py_DECREF(c);
+            return -1;
+        }
         Py_SETREF(self->core, c);
     }
-    sl_loader_t *l = self->core->engine;
+    CoreObject *core = self->core;
+    Py_INCREF(core);
     sl_position_t p = {g / nb, g % nb};
     int rc;
+    char msg[1024];
     Py_BEGIN_ALLOW_THREADS;
-    rc = sl_loader_start(l, &p);
+    rc = sl_loader_start(core->engine, &p);
+    if (rc) /* thread-local: read it on this thread */
+        snprintf(msg, sizeof msg, "%s", sl_loader_last_error(core->engine));
     Py_END_ALLOW_THREADS;
+    int closed = self->core != core;
+    Py_DECREF(core); /* the engine's end, if close() came meanwhile */
     if (rc) {
-        slpy_raise(rc, sl_loader_last_error(l), 1);
+        slpy_raise(rc, msg, 1);
         return -1;
     }
+    if (closed)
+        return loader_closed(self) ? -1 : 0;
     self->running = self->active = 1;
     self->pos_g = g;
     return 0;
+}
+
+/* start_at, one thread at a time (with next()). */
+static int do_start(LoaderObject *self, int64_t g)
+{
+    if (self->busy) {
+        two_threads();
+        return -1;
+    }
+    self->busy = 1;
+    int rc = start_at(self, g);
+    self->busy = 0;
+    return rc;
 }
 
 /* Without a memory budget, holding more batches than this says so once:
@@ -222,8 +256,7 @@ static PyObject *loader_next(LoaderObject *self)
     if (!self->core || !self->active)
         return NULL; /* StopIteration */
     if (self->busy)
-        return PyErr_Format(PyExc_RuntimeError,
-                            "sluice.Loader used by two threads at once");
+        return two_threads();
     const sl_batch_t *b = NULL;
     CoreObject *core = self->core;
     int64_t g;
@@ -289,13 +322,8 @@ static PyObject *loader_iter(LoaderObject *self)
 {
     if (loader_closed(self))
         return NULL;
-    if (!self->active) {
-        if (self->busy)
-            return PyErr_Format(PyExc_RuntimeError,
-                                "sluice.Loader used by two threads at once");
-        if (do_start(self, self->pos_g))
-            return NULL;
-    }
+    if (!self->active && do_start(self, self->pos_g))
+        return NULL;
     Py_INCREF(self);
     return (PyObject *)self;
 }
@@ -313,9 +341,6 @@ static PyObject *loader_start(LoaderObject *self, PyObject *args, PyObject *kw)
                             "position (%lld, %lld) is outside epoch >= 0, "
                             "batch 0..%lld",
                             e, b, (long long)self->nb);
-    if (self->busy)
-        return PyErr_Format(PyExc_RuntimeError,
-                            "sluice.Loader used by two threads at once");
     if (do_start(self, e * self->nb + b))
         return NULL;
     Py_RETURN_NONE;
@@ -361,13 +386,20 @@ static PyObject *loader_set(LoaderObject *self, PyObject *args)
         if (v < 1)
             return PyErr_Format(PyExc_ValueError, "%R must be >= 1", name);
     }
-    sl_loader_t *l = self->core->engine;
+    /* Any thread, beside next(): the Core is held across the call, so a
+     * close() meanwhile frees the engine only after it, here. */
+    CoreObject *core = self->core;
+    Py_INCREF(core);
     int rc;
+    char msg[1024];
     Py_BEGIN_ALLOW_THREADS; /* may start threads */
-    rc = sl_loader_set(l, p, v);
-    Py_END_ALLOW_THREADS;
+    rc = sl_loader_set(core->engine, p, v);
     if (rc)
-        return slpy_raise(rc, sl_loader_last_error(l), 1);
+        snprintf(msg, sizeof msg, "%s", sl_loader_last_error(core->engine));
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(core);
+    if (rc)
+        return slpy_raise(rc, msg, 1);
     Py_RETURN_NONE;
 }
 

@@ -90,18 +90,42 @@ static int tl_closed(TextLoaderObject *self)
     return slpy_closed(self->core, "TextLoader");
 }
 
+static PyObject *tl_two_threads(void)
+{
+    return PyErr_Format(PyExc_RuntimeError,
+                        "sluice.TextLoader used by two threads at once");
+}
+
+/* sl_text_loader_start, one thread at a time (busy, as next()); the Core
+ * is held across the call, so a close() meanwhile frees the engine only
+ * after it, here. */
 static int tl_start(TextLoaderObject *self, int64_t e, int64_t b)
 {
-    sl_position_t p = {e, b};
-    sl_text_loader_t *l = self->core->engine;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS;
-    rc = sl_text_loader_start(l, &p);
-    Py_END_ALLOW_THREADS;
-    if (rc) {
-        slpy_raise(rc, sl_text_loader_last_error(l), 1);
+    if (self->busy) {
+        tl_two_threads();
         return -1;
     }
+    sl_position_t p = {e, b};
+    slpy_core_t *core = self->core;
+    Py_INCREF(core);
+    int rc;
+    char msg[1024];
+    self->busy = 1;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_text_loader_start(core->engine, &p);
+    if (rc) /* thread-local: read it on this thread */
+        snprintf(msg, sizeof msg, "%s",
+                 sl_text_loader_last_error(core->engine));
+    Py_END_ALLOW_THREADS;
+    self->busy = 0;
+    int closed = self->core != core;
+    Py_DECREF(core);
+    if (rc) {
+        slpy_raise(rc, msg, 1);
+        return -1;
+    }
+    if (closed)
+        return tl_closed(self) ? -1 : 0;
     self->epoch = e, self->batch = b;
     self->active = 1;
     return 0;
@@ -122,8 +146,7 @@ static PyObject *tl_next(TextLoaderObject *self)
     if (!self->core || !self->active)
         return NULL;
     if (self->busy)
-        return PyErr_Format(PyExc_RuntimeError,
-                            "sluice.TextLoader used by two threads at once");
+        return tl_two_threads();
     slpy_core_t *core = self->core;
     Py_INCREF(core);
     const sl_text_batch_t *b = NULL;
@@ -164,9 +187,6 @@ static PyObject *tl_start_m(TextLoaderObject *self, PyObject *args,
     if (e < 0 || b < 0)
         return PyErr_Format(PyExc_ValueError,
                             "position (%lld, %lld) must be >= 0", e, b);
-    if (self->busy)
-        return PyErr_Format(PyExc_RuntimeError,
-                            "sluice.TextLoader used by two threads at once");
     if (tl_start(self, e, b))
         return NULL;
     Py_RETURN_NONE;

@@ -4,19 +4,55 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/base.h"
 #include "collector.h"
 
-struct sl__prom {
+/* What a local client can take from the training process: at most
+ * SL_PROM_CONNS sockets (more are accepted and closed at once, so none
+ * waits in the kernel's backlog ahead of a scrape), each dropped after
+ * SL_PROM_IDLE_S seconds without a complete request, and SL_PROM_CONN_MEM
+ * bytes of request buffer each. A scrape is one short GET, so none of
+ * these limits a well-behaved scraper. The limit is ours (conn_admit):
+ * libmicrohttpd, at its own connection limit, stops accepting and leaves
+ * every further connection queued in the kernel, so 1,000 idle ones would
+ * starve scrapes for minutes. */
+#define SL_PROM_CONNS 16
+#define SL_PROM_IDLE_S 3
+#define SL_PROM_CONN_MEM (16 * 1024)
+
+/* One server per port in this process. A loader made while another of this
+ * process still serves the port (Python keeps a retired engine alive while
+ * the user holds its batches, and restarts on a fresh one) takes the port
+ * over instead of failing to bind it: the newest collector attached is the
+ * one served, and the daemon stops with the last one detached.
+ * Lock order: reg_mu, then att_mu, then a collector's own lock; the
+ * daemon's thread (handle) takes only att_mu, so the daemon is stopped
+ * under reg_mu alone. */
+typedef struct server {
     struct MHD_Daemon *d;
+    int port;
+    int nconn;             /* open connections (the daemon's thread; atomic) */
+    sl__collector_t **att; /* attached collectors, oldest first */
+    size_t natt, cap;
+    struct server *next;
+} server_t;
+
+struct sl__prom {
+    server_t *s;
     sl__collector_t *c;
 };
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t att_mu = PTHREAD_MUTEX_INITIALIZER;
+static server_t *servers; /* under reg_mu */
 
 typedef sl__sbuf_t out_t;
 #define emit sl__sbuf_printf
@@ -151,7 +187,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     (void)upload;
     (void)upload_size;
     (void)con_cls;
-    sl__prom_t *p = cls;
+    server_t *srv = cls;
     struct MHD_Response *r;
     enum MHD_Result ret;
     if (strcmp(method, "GET") != 0 ||
@@ -164,7 +200,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         return ret;
     }
     sl_snapshot_t s;
-    sl__collector_latest(p->c, &s);
+    pthread_mutex_lock(&att_mu);
+    int have = srv->natt > 0;
+    if (have)
+        sl__collector_latest(srv->att[srv->natt - 1], &s);
+    pthread_mutex_unlock(&att_mu);
+    if (!have) { /* the last loader is going away */
+        static const char gone[] = "no loader\n";
+        r = MHD_create_response_from_buffer(sizeof gone - 1, (void *)gone,
+                                            MHD_RESPMEM_PERSISTENT);
+        ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+        MHD_destroy_response(r);
+        return ret;
+    }
     int need = sl__prom_format(&s, NULL, 0);
     char *buf = malloc((size_t)need + 1);
     if (!buf)
@@ -179,6 +227,72 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     return ret;
 }
 
+static server_t *server_find(int port)
+{
+    server_t *s = servers;
+    while (s && s->port != port)
+        s = s->next;
+    return s;
+}
+
+/* The daemon's thread counts its connections (notify) and refuses one
+ * more than SL_PROM_CONNS (accept policy: closed at once). */
+static void conn_notify(void *cls, struct MHD_Connection *conn, void **ctx,
+                        enum MHD_ConnectionNotificationCode toe)
+{
+    (void)conn;
+    (void)ctx;
+    server_t *s = cls;
+    __atomic_add_fetch(&s->nconn, toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1,
+                       __ATOMIC_RELAXED);
+}
+
+static enum MHD_Result conn_admit(void *cls, const struct sockaddr *addr,
+                                  socklen_t addrlen)
+{
+    (void)addr;
+    (void)addrlen;
+    server_t *s = cls;
+    return __atomic_load_n(&s->nconn, __ATOMIC_RELAXED) < SL_PROM_CONNS
+               ? MHD_YES
+               : MHD_NO;
+}
+
+static server_t *server_start(int port)
+{
+    server_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->port = port;
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    /* poll(): the process may hold more than FD_SETSIZE descriptors, which
+     * select() could not watch. The daemon's own limit is never reached
+     * (conn_admit refuses first): at it, the daemon would stop accepting. */
+    s->d = MHD_start_daemon(
+        MHD_USE_POLL_INTERNAL_THREAD, (uint16_t)port, conn_admit, s, handle, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)(4 * SL_PROM_CONNS),
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)SL_PROM_IDLE_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SL_PROM_CONN_MEM,
+        MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s, MHD_OPTION_END);
+    if (!s->d) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static void server_stop(server_t *s)
+{
+    MHD_stop_daemon(s->d); /* joins its thread */
+    free(s->att);
+    free(s);
+}
+
 int sl__prom_start(int port, sl__collector_t *c, sl__prom_t **out, char *err,
                    size_t errlen)
 {
@@ -189,19 +303,33 @@ int sl__prom_start(int port, sl__collector_t *c, sl__prom_t **out, char *err,
     if (!p)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     p->c = c;
-    struct sockaddr_in addr;
-    memset(&addr, 0, sizeof addr);
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons((uint16_t)port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    p->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, (uint16_t)port,
-                            NULL, NULL, handle, p, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&addr, MHD_OPTION_END);
-    if (!p->d) {
-        free(p);
-        return sl__fail(err, errlen, SL_EIO,
-                        "cannot serve metrics on 127.0.0.1:%d (in use?)", port);
+    int rc = 0;
+    pthread_mutex_lock(&reg_mu);
+    server_t *s = server_find(port);
+    int fresh = !s;
+    if (fresh && !(s = server_start(port)))
+        rc = sl__fail(err, errlen, SL_EIO,
+                      "cannot serve metrics on 127.0.0.1:%d (in use?)", port);
+    if (!rc) {
+        pthread_mutex_lock(&att_mu);
+        if (sl__array_reserve(&s->att, &s->cap, s->natt + 1, sizeof *s->att, 4))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        else
+            s->att[s->natt++] = c;
+        pthread_mutex_unlock(&att_mu);
     }
+    if (!rc && fresh) {
+        s->next = servers;
+        servers = s;
+    } else if (rc && fresh && s) {
+        server_stop(s);
+    }
+    pthread_mutex_unlock(&reg_mu);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    p->s = s;
     *out = p;
     return 0;
 }
@@ -210,6 +338,25 @@ void sl__prom_stop(sl__prom_t *p)
 {
     if (!p)
         return;
-    MHD_stop_daemon(p->d);
+    server_t *s = p->s;
+    pthread_mutex_lock(&reg_mu);
+    pthread_mutex_lock(&att_mu); /* handle() reads att under it */
+    size_t i = 0;
+    while (i < s->natt && s->att[i] != p->c)
+        i++;
+    if (i < s->natt) {
+        memmove(&s->att[i], &s->att[i + 1], (s->natt - i - 1) * sizeof *s->att);
+        s->natt--;
+    }
+    size_t left = s->natt;
+    pthread_mutex_unlock(&att_mu);
+    if (!left) {
+        server_t **at = &servers;
+        while (*at != s)
+            at = &(*at)->next;
+        *at = s->next;
+        server_stop(s); /* joins the threads: att_mu is free */
+    }
+    pthread_mutex_unlock(&reg_mu);
     free(p);
 }
