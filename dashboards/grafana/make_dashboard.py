@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Writes sluice.json, the Grafana dashboard of sluice's Prometheus endpoint
+(`sluice run ... --metrics-port P`, metric names in docs/TELEMETRY.md).
+
+    python3 dashboards/grafana/make_dashboard.py   # rewrites sluice.json
+
+The panels are listed once here; the JSON beside it is what Grafana loads
+(provisioned-file format) and is checked against this script and against a
+live scrape by tests/python/test_grafana_dashboard.py.
+
+PromQL by metric type: counters (`*_total`) through rate() over
+$__rate_interval, which does not alias the way the loader's own
+per-100-ms `samples_per_second` gauge does when scraped every few seconds;
+gauges plain.
+"""
+import json
+import os
+
+DS = {"type": "prometheus", "uid": "${datasource}"}
+SEL = 'instance=~"$instance"'
+
+
+def sel(extra=""):
+    return "{" + SEL + (", " + extra if extra else "") + "}"
+
+
+def target(expr, legend, ref):
+    return {"datasource": DS, "expr": expr, "legendFormat": legend,
+            "refId": ref, "range": True}
+
+
+def timeseries(title, desc, unit, exprs, *, stack=False, step=False,
+               vmax=None, w=12, h=8, unstacked=()):
+    """A time series panel; `unstacked`: refIds drawn as plain lines over
+    a stacked panel."""
+    custom = {"drawStyle": "line", "lineWidth": 1, "fillOpacity": 20 if stack else 0,
+              "showPoints": "never", "spanNulls": False,
+              "lineInterpolation": "stepAfter" if step else "linear",
+              "stacking": {"mode": "normal" if stack else "none", "group": "A"}}
+    defaults = {"unit": unit, "min": 0, "custom": custom}
+    if vmax is not None:
+        defaults["max"] = vmax
+    return {"type": "timeseries", "title": title, "description": desc,
+            "datasource": DS,
+            "fieldConfig": {"defaults": defaults, "overrides": [
+                {"matcher": {"id": "byFrameRefID", "options": ref},
+                 "properties": [
+                     {"id": "custom.stacking", "value": {"mode": "none", "group": "A"}},
+                     {"id": "custom.fillOpacity", "value": 0},
+                     {"id": "custom.lineStyle", "value": {"fill": "dash",
+                                                          "dash": [10, 10]}}]}
+                for ref in unstacked]},
+            "options": {"legend": {"displayMode": "list", "placement": "bottom",
+                                   "showLegend": True},
+                        "tooltip": {"mode": "multi", "sort": "none"}},
+            "targets": [target(e, l, chr(ord("A") + i))
+                        for i, (e, l) in enumerate(exprs)],
+            "_size": (w, h)}
+
+
+def stat(title, desc, unit, exprs, w=6, h=8):
+    return {"type": "stat", "title": title, "description": desc, "datasource": DS,
+            "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+            "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "",
+                                          "values": False},
+                        "colorMode": "value", "graphMode": "none",
+                        "textMode": "auto", "orientation": "auto"},
+            "targets": [target(e, l, chr(ord("A") + i))
+                        for i, (e, l) in enumerate(exprs)],
+            "_size": (w, h)}
+
+
+def row(title):
+    return {"type": "row", "title": title, "collapsed": False, "panels": [],
+            "_size": (24, 1)}
+
+
+RI = "[$__rate_interval]"
+
+
+def knob_changes(window):
+    """Knob changes seen over `window`, per loader."""
+    return ("sum by (instance) (changes(sluice_workers" + sel() + window + "))"
+            " + sum by (instance) (changes(sluice_prefetch" + sel() + window + "))")
+
+PANELS = [
+    row("Throughput"),
+    timeseries("Throughput", "Samples and batches handed to the consumer per "
+               "second: rate() of the counters.", "short", [
+                   ("rate(sluice_samples_total" + sel() + RI + ")",
+                    "{{instance}} samples/s"),
+                   ("rate(sluice_batches_total" + sel() + RI + ")",
+                    "{{instance}} batches/s")]),
+    timeseries("Stage throughput", "Samples through each stage per second.",
+               "short", [("rate(sluice_stage_items_total" + sel() + RI + ")",
+                          "{{instance}} {{stage}}")]),
+    timeseries("Read bandwidth", "Stored bytes the loader read (page cache or "
+               "not), and the block device's reads where known.", "Bps", [
+                   ("rate(sluice_read_bytes_total" + sel() + RI + ")",
+                    "{{instance}} loader"),
+                   ("sluice_disk_read_bytes_per_second" + sel(),
+                    "{{instance}} device")]),
+    timeseries("Skipped samples", "Bad samples skipped per second "
+               "(--on-error skip).", "short", [
+                   ("rate(sluice_errors_skipped_total" + sel() + RI + ")",
+                    "{{instance}} skipped/s")]),
+    row("Consumer"),
+    timeseries("Stall", "Share of the last telemetry interval the consumer "
+               "waited for data. Near 0: the loader keeps up.", "percentunit",
+               [("sluice_stall_fraction" + sel(), "{{instance}} stall")], vmax=1),
+    timeseries("Consumer wait and batch latency", "Mean consumer wait per "
+               "batch, and mean time from a batch's first claim to ready.", "s", [
+                   ("sluice_consumer_wait_seconds" + sel(), "{{instance}} wait"),
+                   ("sluice_batch_latency_seconds" + sel(),
+                    "{{instance}} batch latency")]),
+    timeseries("Batches ready", "Complete batches waiting for the consumer, "
+               "against the prefetch knob (buffers allowed).", "short", [
+                   ("sluice_batches_ready" + sel(), "{{instance}} ready"),
+                   ("sluice_prefetch" + sel(), "{{instance}} prefetch")],
+               step=True),
+    row("Machine"),
+    timeseries("CPU: own and other", "Machine CPU share used by this loader "
+               "process and by other processes (interference), stacked; "
+               "dashed: the machine's busy share.", "percentunit", [
+                   ("sluice_cpu_self" + sel(), "{{instance}} sluice"),
+                   ("sluice_cpu_other" + sel(), "{{instance}} other"),
+                   ("sluice_cpu_total" + sel(), "{{instance}} machine")],
+               stack=True, vmax=1, unstacked=("C",)),
+    timeseries("Memory", "Resident memory of the loader process, and the "
+               "machine's MemAvailable.", "bytes", [
+                   ("sluice_rss_bytes" + sel(), "{{instance}} RSS"),
+                   ("sluice_mem_available_bytes" + sel(),
+                    "{{instance}} available")]),
+    timeseries("Run queue", "Runnable threads on the machine.", "short", [
+        ("sluice_run_queue" + sel(), "{{instance}} runnable")]),
+    timeseries("Pressure (PSI)", "Linux pressure stall information, avg10 "
+               "(absent where the kernel has no PSI).", "percent", [
+                   ("sluice_psi_cpu_some" + sel(), "{{instance}} cpu"),
+                   ("sluice_psi_io_some" + sel(), "{{instance}} io"),
+                   ("sluice_psi_memory_some" + sel(), "{{instance}} memory")]),
+    row("Knobs and scheduler"),
+    timeseries("Knobs", "Values in force: read and decode threads, prefetch "
+               "(batch buffers).", "short", [
+                   ("sluice_workers" + sel('stage="read"'),
+                    "{{instance}} read threads"),
+                   ("sluice_workers" + sel('stage="decode"'),
+                    "{{instance}} decode threads"),
+                   ("sluice_prefetch" + sel(), "{{instance}} prefetch")],
+               step=True, w=10),
+    timeseries("Scheduler decisions", "Knob changes seen per rate interval "
+               "(changes() of the knob gauges, at scrape resolution: two "
+               "changes between scrapes can show as one or none).", "short", [
+                   (knob_changes(RI), "{{instance}} knob changes")],
+               w=8),
+    stat("Decisions in range", "Knob changes seen over the dashboard's time "
+         "range.", "short", [
+             (knob_changes("[$__range]"), "{{instance}}")]),
+    timeseries("Stage busy", "Busy share of each stage's threads.",
+               "percentunit", [("sluice_stage_busy" + sel(),
+                                "{{instance}} {{stage}}")], vmax=1),
+    timeseries("Queues", "Items waiting at each stage, and the queue's "
+               "capacity.", "short", [
+                   ("sluice_queue_depth" + sel(), "{{instance}} {{stage}} depth"),
+                   ("sluice_queue_capacity" + sel(),
+                    "{{instance}} {{stage}} capacity")], step=True),
+    row("GPU and energy (where present)"),
+    timeseries("GPU utilisation", "GPU 0 (NVML); no data without a GPU.",
+               "percentunit", [("sluice_gpu_utilization" + sel(),
+                                "{{instance}} GPU 0")], vmax=1, w=8),
+    timeseries("GPU memory", "GPU 0 memory used.", "bytes", [
+        ("sluice_gpu_memory_used_bytes" + sel(), "{{instance}} GPU 0")], w=8),
+    timeseries("Power", "GPU 0 power (NVML), and the mean power of RAPL + "
+               "NVML energy since the loader started: rate() of the energy "
+               "counter.", "watt", [
+                   ("sluice_gpu_power_watts" + sel(), "{{instance}} GPU 0"),
+                   ("rate(sluice_energy_joules_total" + sel() + RI + ")",
+                    "{{instance}} RAPL + NVML")], w=8),
+]
+
+
+def layout(panels):
+    """Grid positions left to right, wrapping at 24; ids in order."""
+    x = y = rowh = 0
+    out = []
+    for i, p in enumerate(panels, 1):
+        p = dict(p)
+        w, h = p.pop("_size")
+        if x + w > 24:
+            x, y, rowh = 0, y + rowh, 0
+        p["id"] = i
+        p["gridPos"] = {"x": x, "y": y, "w": w, "h": h}
+        x, rowh = x + w, max(rowh, h)
+        if x >= 24:
+            x, y, rowh = 0, y + rowh, 0
+        out.append(p)
+    return out
+
+
+def dashboard():
+    return {
+        "uid": "sluice-loader",
+        "title": "sluice data loader",
+        "description": "sluice's Prometheus endpoint (sluice run --metrics-port P). "
+                       "Generated by dashboards/grafana/make_dashboard.py.",
+        "tags": ["sluice", "data-loader"],
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": True,
+        "graphTooltip": 1,
+        "refresh": "5s",
+        "time": {"from": "now-15m", "to": "now"},
+        "timepicker": {},
+        "timezone": "",
+        "annotations": {"list": []},
+        "links": [],
+        "templating": {"list": [
+            {"name": "datasource", "label": "Prometheus", "type": "datasource",
+             "query": "prometheus", "current": {}, "hide": 0, "refresh": 1,
+             "regex": "", "options": []},
+            {"name": "instance", "label": "Loader", "type": "query",
+             "datasource": DS,
+             "query": {"query": "label_values(sluice_samples_total, instance)",
+                       "refId": "instance"},
+             "definition": "label_values(sluice_samples_total, instance)",
+             "includeAll": True, "multi": True, "allValue": ".*",
+             "current": {}, "hide": 0, "refresh": 2, "regex": "", "sort": 1,
+             "options": []},
+        ]},
+        "panels": layout(PANELS),
+    }
+
+
+def render():
+    return json.dumps(dashboard(), indent=2, sort_keys=False) + "\n"
+
+
+if __name__ == "__main__":
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sluice.json")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render())
+    print("wrote", path)
