@@ -78,10 +78,9 @@ def row(title):
 RI = "[$__rate_interval]"
 
 
-def knob_changes(window):
-    """Knob changes seen over `window`, per loader."""
-    return ("sum by (instance) (changes(sluice_workers" + sel() + window + "))"
-            " + sum by (instance) (changes(sluice_prefetch" + sel() + window + "))")
+def decisions(fn, window):
+    """The scheduler's knob changes over `window` (rate or increase)."""
+    return fn + "(sluice_decisions_total" + sel() + window + ")"
 
 PANELS = [
     row("Throughput"),
@@ -147,14 +146,14 @@ PANELS = [
                     "{{instance}} decode threads"),
                    ("sluice_prefetch" + sel(), "{{instance}} prefetch")],
                step=True, w=10),
-    timeseries("Scheduler decisions", "Knob changes seen per rate interval "
-               "(changes() of the knob gauges, at scrape resolution: two "
-               "changes between scrapes can show as one or none).", "short", [
-                   (knob_changes(RI), "{{instance}} knob changes")],
+    timeseries("Scheduler decisions", "Knob changes the scheduler made per "
+               "second (rate() of sluice_decisions_total; the reasons are in "
+               "the --telemetry JSON Lines).", "short", [
+                   (decisions("rate", RI), "{{instance}} decisions/s")],
                w=8),
-    stat("Decisions in range", "Knob changes seen over the dashboard's time "
-         "range.", "short", [
-             (knob_changes("[$__range]"), "{{instance}}")]),
+    stat("Decisions in range", "Knob changes the scheduler made over the "
+         "dashboard's time range.", "short", [
+             (decisions("increase", "[$__range]"), "{{instance}}")]),
     timeseries("Stage busy", "Busy share of each stage's threads.",
                "percentunit", [("sluice_stage_busy" + sel(),
                                 "{{instance}} {{stage}}")], vmax=1),
