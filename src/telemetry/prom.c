@@ -143,8 +143,8 @@ int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)
            s->prefetch);
     metric(&o, "batches_ready", "gauge", "Complete batches waiting.",
            s->batches_ready);
-    metric(&o, "decisions_total", "counter",
-           "Knob changes the scheduler made.", (double)s->decisions_total);
+    metric(&o, "decisions_total", "counter", "Knob changes the scheduler made.",
+           (double)s->decisions_total);
     stage_metrics(&o, s);
     metric(&o, "cpu_total", "gauge", "Machine CPU busy share (0..1).",
            s->cpu_total);
