@@ -170,6 +170,12 @@ static int list_dir(scan_t *sc, const char *rel, strvec_t *dirs,
             return sl__fail(
                 sc->err, sc->errlen, e == ENOENT ? SL_ENOTFOUND : SL_EIO,
                 "%s: cannot open folder: %s", sc->root, strerror(e));
+        /* Out of descriptors or memory, EIO: the machine, not the data;
+         * never "left out" (a whole class) under skip. */
+        if (!sl__err_is_data(sl__errno_code(e, SL_EIO)))
+            return sl__fail(sc->err, sc->errlen, SL_ESYSTEM,
+                            "%s/%s: cannot open folder: %s", sc->root, rel,
+                            strerror(e));
         return note(sc, 1, rel, "cannot open folder: %s (left out)",
                     strerror(e));
     }
