@@ -1,6 +1,9 @@
 # sluice: `make` builds build/sluice; `make demo` is the quick start;
 # `make check` runs every test (plus ASan+UBSan and TSan builds).
 SHELL := /bin/bash
+# No "Entering directory" lines from the sub-makes (cmake's own progress
+# stays).
+MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
@@ -11,19 +14,20 @@ DEMO_IMAGES ?= 1000
 
 .PHONY: all deps demo check check-fast test asan tsan fuzz-build fuzz bench clean format format-check
 
+# Quiet: cmake's progress lines, not its "Built target" list.
 all:
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(PY_FLAGS) $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS)
+	@set -o pipefail; cmake --build $(BUILD) -j $(JOBS) | { grep --line-buffered -v '] Built target ' || true; }
 
 deps:
 	@scripts/install-deps
 
-# A bare machine: Debian packages, build, a generated dataset, the main job.
+# A bare machine: Debian packages, build, a generated dataset, then the
+# loader alone, a consumer with a training step, and the decode ceiling
+# (scripts/demo.sh).
 demo: deps all
 	@test -d $(DEMO_DIR) || $(BUILD)/sluice make-dataset --synthetic $(DEMO_DIR) --images $(DEMO_IMAGES) --classes 10
-	$(BUILD)/sluice run $(DEMO_DIR) --epochs 2 --batch 64 --size 224
-	$(BUILD)/sluice pack $(DEMO_DIR) $(BUILD)/demo-shards --codec none --force
-	$(BUILD)/sluice run $(BUILD)/demo-shards --epochs 2 --batch 64 --size 224 --out float --json
+	@scripts/demo.sh $(BUILD) $(DEMO_DIR)
 
 # Every test: the layout (clang-format), then warnings as errors and every
 # ctest (the install tests included: the installed library, an images-only

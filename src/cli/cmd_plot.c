@@ -12,6 +12,7 @@
 
 typedef struct plot_args {
     const char *out, *title;
+    int raw;
 } plot_args_t;
 
 static const sl__opt_t plot_opts[] = {
@@ -20,11 +21,14 @@ static const sl__opt_t plot_opts[] = {
      "other, total), queue depths, knob values"},
     {"title", 't', SL__OPT_STR, offsetof(plot_args_t, title), 0, 0, "T",
      "title", "the telemetry file's name"},
+    {"raw", 0, SL__OPT_FLAG, offsetof(plot_args_t, raw), 0, 0, NULL,
+     "also each snapshot's own rates and shares, as points (the lines are "
+     "means over >= 1 s and >= 3 batches)"},
     {NULL},
 };
 
 static const sl__opts_t plot_usage = {
-    "TELEMETRY.jsonl -o FILE.svg|FILE.png [--title T]",
+    "TELEMETRY.jsonl -o FILE.svg|FILE.png [--title T] [--raw]",
     "  TELEMETRY.jsonl: written by `sluice run --telemetry FILE`\n",
     {plot_opts},
     "one TELEMETRY.jsonl",
@@ -47,7 +51,7 @@ static int out_kind(const char *path)
 
 int sl__cmd_plot(int argc, char **argv)
 {
-    plot_args_t a = {NULL, NULL};
+    plot_args_t a = {NULL, NULL, 0};
     int rc = sl__opts_parse(&plot_usage, &a, NULL, argc, argv);
     if (rc >= 0)
         return rc;
@@ -66,6 +70,7 @@ int sl__cmd_plot(int argc, char **argv)
         .input = argv[optind],
         .output = out,
         .png = png,
+        .raw = a.raw,
         .title = title,
         .tmpdir = getenv("TMPDIR"),
         /* SLUICE_PLOT_KEEP=1: keep the table and script, to debug by hand */

@@ -167,8 +167,10 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
         c->samples += it.n;
         c->tokens += it.tokens;
         c->done++;
-        if (c->step_ms > 0)
+        if (c->step_ms > 0) {
             hold(c->step_ms);
+            c->stepped++;
+        }
         s->release(l, it.batch);
         int64_t now = sl__now_ns();
         if (a->duration > 0 && (double)(now - c->t0) / 1e9 >= a->duration)
@@ -211,6 +213,7 @@ void sl__consume_report(sl__consume_t *c, sl__report_t *r)
     r->digest = c->args->digest;
     r->h = c->h;
     r->rc = c->rc;
+    r->loader_bound = c->done > 0 && !c->stepped;
     sl__report_print(r, !c->args->json || c->show, c->args->json);
     sl__waits_free(&c->waits);
 }

@@ -103,6 +103,7 @@ typedef struct sl__consume {
     uint64_t dataset;          /* sl__consume_source */
     uint64_t h;                /* digest */
     int64_t done, samples, tokens, epoch;
+    int64_t stepped; /* batches held for a step (step_ms > 0) */
     int64_t t0, errors_skipped, bytes_read;
     double seconds, cpu_seconds;
     sl__waits_t waits;

@@ -123,10 +123,16 @@ void sl__report_print(sl__report_t *r, int human, int json)
     if (human) {
         printf("%" PRId64 " %s in %" PRId64 " batches, %.2f s: %.0f %s%s"
                "  stall %.1f%%  wait p50 %.2f ms p99 %.2f ms  cpu %.0f%%"
-               "  peak RSS %.0f MB  skipped %" PRId64 "\n",
+               "  peak RSS %.0f MB  skipped %" PRId64,
                r->samples, r->noun, r->batches, secs, rate, r->unit,
                r->rate_extra, 100 * stall, p50, p99, 100 * util, rss_mb,
                r->errors_skipped);
+        /* Without a step every wait is a stall: a reader must not take
+         * "stall 100 %" for a broken loader. */
+        if (r->loader_bound)
+            printf("  (no consumer work: loader-bound, %s is the capacity)",
+                   r->unit);
+        printf("\n");
         if (r->digest)
             printf("digest %016" PRIx64 "\n", r->h);
     }

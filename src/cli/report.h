@@ -58,7 +58,10 @@ typedef struct sl__report {
     sl_position_t pos;
     int digest; /* print the digest */
     uint64_t h;
-    int rc; /* nonzero: the JSON gets "error" */
+    int rc;           /* nonzero: the JSON gets "error" */
+    int loader_bound; /* the consumer did no work (no --step-ms): every
+                         wait is a stall, the rate is the loader's capacity;
+                         the human line says so */
 } sl__report_t;
 
 /** Prints the human line (and digest) to stdout when `human`, and the JSON

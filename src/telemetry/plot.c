@@ -212,7 +212,7 @@ static int plot(const sl__plot_opts_t *o, temps_t *t, sl__plot_table_t *tb,
     if (!sf)
         return no_temp(tmpdir, err, errlen);
     t->have_script = 1;
-    sl__plot_script_write(sf, t->data, o->output, o->png, title, tb);
+    sl__plot_script_write(sf, t->data, o->output, o->png, o->raw, title, tb);
     if ((rc = close_written(sf, t->script, err, errlen)))
         return rc;
     int efd = mkstemp(t->err);

@@ -6,8 +6,13 @@
  * read), a gnuplot script is written beside it, and gnuplot (Debian:
  * gnuplot-nox) renders it. Both temp files are removed afterwards.
  *
- * Files: plot_table.c (telemetry -> table), plot_script.c (table -> gnuplot
- * script), plot.c (temp files, running gnuplot). */
+ * Rates and shares (samples/s, stage items/s, stall, CPU) are drawn as a
+ * trailing mean over >= 1 s and >= 3 batches (plot_smooth.c): a 100 ms
+ * snapshot holds a whole number of batches, so its own rate zig-zags.
+ *
+ * Files: plot_table.c (telemetry -> table), plot_smooth.c (the smoothing
+ * rule), plot_script.c (table -> gnuplot script), plot.c (temp files,
+ * running gnuplot). */
 #ifndef SL_TELEMETRY_PLOT_H
 #define SL_TELEMETRY_PLOT_H
 
@@ -17,6 +22,7 @@ typedef struct sl__plot_opts {
     const char *input;  /* the telemetry file */
     const char *output; /* the picture; the caller checked its type */
     int png;            /* 1: PNG, 0: SVG */
+    int raw;            /* also the raw per-snapshot rates, as points */
     const char *title;  /* NULL: "sluice telemetry: <input's name>" */
     const char *tmpdir; /* for the temp files; NULL or "": /tmp */
     int keep_temps;     /* leave the table and script, and say where */

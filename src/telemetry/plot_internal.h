@@ -1,8 +1,9 @@
-/* plot, inside: the table's columns, shared by the table writer and the
- * script writer. */
+/* plot, inside: the table's columns, shared by the table writer, the
+ * smoothing rule and the script writer. */
 #ifndef SL_TELEMETRY_PLOT_INTERNAL_H
 #define SL_TELEMETRY_PLOT_INTERNAL_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include "telemetry/plot.h"
@@ -10,31 +11,98 @@
 /* The table's columns, in order; column 1 (gnuplot numbering) is t. */
 enum {
     SL__PC_T,
+    /* per interval rates and shares as the file has them (raw) */
     SL__PC_SPS,
     SL__PC_STALL,
     SL__PC_CPU_SELF,
     SL__PC_CPU_OTHER,
     SL__PC_CPU_TOTAL,
+    SL__PC_READ_IPS,
+    SL__PC_DECODE_IPS,
+    /* instantaneous values */
     SL__PC_Q_READ,
     SL__PC_Q_DECODE,
     SL__PC_Q_BATCHES,
     SL__PC_K_READ,
     SL__PC_K_DECODE,
     SL__PC_K_PREFETCH,
+    /* what the smoothing reads */
+    SL__PC_INTERVAL,
+    SL__PC_BATCHES,
+    /* the raw rates smoothed (plot_smooth.c), in the raw ones' order */
+    SL__PC_SPS_S,
+    SL__PC_STALL_S,
+    SL__PC_CPU_SELF_S,
+    SL__PC_CPU_OTHER_S,
+    SL__PC_CPU_TOTAL_S,
+    SL__PC_READ_IPS_S,
+    SL__PC_DECODE_IPS_S,
     SL__PC_N
 };
+#define SL__PC_NRATES (SL__PC_DECODE_IPS - SL__PC_SPS + 1)
+/* The smoothed column of raw rate column c. */
+#define SL__PC_SMOOTHED(c) (SL__PC_SPS_S + (c)-SL__PC_SPS)
+
+/* The smoothing window (plot_smooth.c): a 100 ms snapshot holds one or two
+ * batches at ~1,300 img/s in batches of 64, so its rate zig-zags between
+ * 640 and 1,280. A trailing window of at least 1 s and 3 batches (when the
+ * file counts batches) holds enough batches that one more or less moves the
+ * rate by a few percent; it stops at 10 s when batches are that slow, and
+ * at WINDOW_ROWS rows (memory: the table is written as the file is read). */
+#define SL__PLOT_WINDOW_S 1.0
+#define SL__PLOT_WINDOW_BATCHES 3
+#define SL__PLOT_WINDOW_MAX_S 10.0
+#define SL__PLOT_WINDOW_ROWS 4096
+
+/* The trailing window over the rows read so far, with running sums. */
+typedef struct sl__plot_smooth {
+    struct {
+        double dt, nb;           /* interval (s), batches in it; NaN unknown */
+        double v[SL__PC_NRATES]; /* the raw rates */
+    } row[SL__PLOT_WINDOW_ROWS]; /* a ring: n rows from first */
+    size_t first, n;
+    int batch_rule; /* some row so far knew its batches */
+    double span, batches;
+    double vw[SL__PC_NRATES], w[SL__PC_NRATES];   /* sum v*dt, sum dt */
+    double vs[SL__PC_NRATES], cnt[SL__PC_NRATES]; /* sum v, rows with v */
+} sl__plot_smooth_t;
+
+void sl__plot_smooth_init(sl__plot_smooth_t *s);
+/* Adds a row: its interval dt (s), the batches completed in it nb (NaN:
+ * not known; the batch rule applies once some row knew) and its raw rates
+ * v; drops the rows the window no longer needs; writes each rate's mean
+ * over the window to out: weighted by dt (rows whose value is not finite
+ * left out; unweighted when no row has a dt; NaN when no row has a
+ * value). */
+void sl__plot_smooth_add(sl__plot_smooth_t *s, double dt, double nb,
+                         const double v[SL__PC_NRATES],
+                         double out[SL__PC_NRATES]);
+
+/* The scheduler's knob changes the file records (decision_new lines). */
+#define SL__PLOT_MAX_DECISIONS 64
+typedef struct sl__plot_decision {
+    double t;
+    char knob[24];
+    int from, to;
+    char reason[160];
+} sl__plot_decision_t;
 
 typedef struct sl__plot_table {
     sl__plot_stats_t st;
     double max[SL__PC_N]; /* -INFINITY: the column has no value at all */
+    sl__plot_decision_t dec[SL__PLOT_MAX_DECISIONS]; /* the first ones */
+    int ndec;                                        /* in dec */
+    long ndec_all;                                   /* in the file */
 } sl__plot_table_t;
 
 /* Reads telemetry lines from in, writes the table to out. Returns 0, or -1
- * with errno when in cannot be read. */
+ * with errno when in cannot be read (ENOMEM: none for the window). */
 int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb);
 
-/* The gnuplot script drawing the table at data to out. */
+/* The gnuplot script drawing the table at data to out; raw: the raw
+ * per-interval points under the smoothed lines too. */
 void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
-                           const char *title, const sl__plot_table_t *tb);
+                           int raw, const char *title,
+                           const sl__plot_table_t *tb);
 
 #endif

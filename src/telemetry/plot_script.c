@@ -1,5 +1,6 @@
 /* plot: the gnuplot script that draws the table (plot_table.c) as five
- * stacked panels over t. */
+ * stacked panels over t, rates smoothed (the raw points on request), and
+ * the scheduler's decisions marked on the knob panel and listed under it. */
 #include <math.h>
 #include <string.h>
 
@@ -22,10 +23,12 @@ static void put_quoted(FILE *f, const char *s)
 }
 
 typedef struct {
-    int col;           /* SL__PC_* */
+    int col;           /* SL__PC_*: smoothed for a rate */
+    int raw;           /* the raw column drawn as points with --raw; -1 none */
     const char *title; /* legend */
     const char *expr;  /* gnuplot y expression, %d = the column; NULL: $col */
-    const char *style; /* after "with" */
+    const char *style; /* after "with", before the colour */
+    const char *color;
 } series_t;
 
 typedef struct {
@@ -35,46 +38,110 @@ typedef struct {
     series_t s[3];
 } panel_t;
 
-/* Colours: Okabe-Ito, readable for colour-blind readers and in grey. */
+#define SMOOTH(c) SL__PC_SMOOTHED(c), c
+
+/* Colours: Okabe-Ito, readable for colour-blind readers and in grey. Rates
+ * and shares are drawn smoothed (plot_smooth.c); queue depths and knobs
+ * are instantaneous. */
 static const panel_t panels[5] = {
-    {"samples/s",
+    {"samples/s (1 s mean)",
      0,
-     1,
-     {{SL__PC_SPS, "samples_per_s", NULL, "lines lw 1.5 lc rgb '#0072B2'"}}},
+     3,
+     {{SMOOTH(SL__PC_SPS), "samples_per_s", NULL, "lines lw 1.5", "#0072B2"},
+      {SMOOTH(SL__PC_READ_IPS), "read items/s", NULL, "lines lw 1 dt 2",
+       "#009E73"},
+      {SMOOTH(SL__PC_DECODE_IPS), "decode items/s", NULL, "lines lw 1 dt 3",
+       "#CC79A7"}}},
     {"consumer stall (%)",
      1,
      1,
-     {{SL__PC_STALL, "stall_fraction", "($%d*100)",
-       "lines lw 1.5 lc rgb '#D55E00'"}}},
+     {{SMOOTH(SL__PC_STALL), "stall_fraction", "($%d*100)", "lines lw 1.5",
+       "#D55E00"}}},
     {"CPU (% of machine)",
      1,
      3,
-     {{SL__PC_CPU_TOTAL, "cpu_total", "($%d*100)",
-       "lines lw 1 dt 2 lc rgb '#555555'"},
-      {SL__PC_CPU_SELF, "cpu_self (sluice)", "($%d*100)",
-       "lines lw 1.5 lc rgb '#0072B2'"},
-      {SL__PC_CPU_OTHER, "cpu_other", "($%d*100)",
-       "lines lw 1.5 lc rgb '#E69F00'"}}},
+     {{SMOOTH(SL__PC_CPU_TOTAL), "cpu_total", "($%d*100)", "lines lw 1 dt 2",
+       "#555555"},
+      {SMOOTH(SL__PC_CPU_SELF), "cpu_self (sluice)", "($%d*100)",
+       "lines lw 1.5", "#0072B2"},
+      {SMOOTH(SL__PC_CPU_OTHER), "cpu_other", "($%d*100)", "lines lw 1.5",
+       "#E69F00"}}},
     {"queue depth (items)",
      0,
      3,
-     {{SL__PC_Q_READ, "read (of 32)", NULL, "lines lw 1.5 lc rgb '#009E73'"},
-      {SL__PC_Q_DECODE, "decode", NULL, "lines lw 1.5 lc rgb '#CC79A7'"},
-      {SL__PC_Q_BATCHES, "batches ready", NULL,
-       "lines lw 1.5 lc rgb '#0072B2'"}}},
+     {{SL__PC_Q_READ, -1, "read (of 32)", NULL, "lines lw 1.5", "#009E73"},
+      {SL__PC_Q_DECODE, -1, "decode", NULL, "lines lw 1.5", "#CC79A7"},
+      {SL__PC_Q_BATCHES, -1, "batches ready", NULL, "lines lw 1.5",
+       "#0072B2"}}},
     /* Knobs often hold equal values: widths shrink from the first drawn to
      * the last so a step under another stays visible. */
     {"knob value",
      0,
      3,
-     {{SL__PC_K_READ, "read_threads", NULL, "steps lw 5 lc rgb '#56B4E9'"},
-      {SL__PC_K_DECODE, "decode_threads", NULL,
-       "steps lw 2.5 lc rgb '#D55E00'"},
-      {SL__PC_K_PREFETCH, "prefetch", NULL, "steps lw 1.2 lc rgb '#000000'"}}},
+     {{SL__PC_K_READ, -1, "read_threads", NULL, "steps lw 5", "#56B4E9"},
+      {SL__PC_K_DECODE, -1, "decode_threads", NULL, "steps lw 2.5", "#D55E00"},
+      {SL__PC_K_PREFETCH, -1, "prefetch", NULL, "steps lw 1.2", "#000000"}}},
 };
 
+/* Decisions listed in full under the figure; the rest only marked. */
+#define LISTED 12
+#define LIST_PX 17 /* one listed line */
+
+static int listed_lines(const sl__plot_table_t *tb)
+{
+    if (!tb->ndec)
+        return 0;
+    int n = tb->ndec < LISTED ? tb->ndec : LISTED;
+    return 1 + n + (tb->ndec_all > n);
+}
+
+/* The scheduler's decisions on the knob panel: a dotted line and a number
+ * at each, and the numbered list (time, knob, from -> to, reason) under
+ * the figure at screen height y0 downwards. */
+static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
+                      double line)
+{
+    if (!tb->ndec)
+        return;
+    for (int k = 0; k < tb->ndec; k++) {
+        const sl__plot_decision_t *d = &tb->dec[k];
+        fprintf(f,
+                "set arrow %d from %.9g, graph 0 to %.9g, graph 1 nohead "
+                "dt 3 lw 0.8 lc rgb '#777777' back\n",
+                k + 1, d->t, d->t);
+        fprintf(f,
+                "set label %d '%d' at %.9g, graph 0.92 left offset 0.2,0 "
+                "font ',8' tc rgb '#333333' front\n",
+                100 + k, k + 1, d->t);
+    }
+    char text[320];
+    snprintf(text, sizeof text, "scheduler decisions (%ld):", tb->ndec_all);
+    fprintf(f, "set label 98 ");
+    put_quoted(f, text);
+    fprintf(f, " at screen 0.02, screen %.6f font ',9'\n", y0);
+    int n = tb->ndec < LISTED ? tb->ndec : LISTED;
+    for (int k = 0; k < n; k++) {
+        const sl__plot_decision_t *d = &tb->dec[k];
+        snprintf(text, sizeof text, "%d  t %.2f s  %s %d -> %d: %s", k + 1,
+                 d->t, d->knob[0] ? d->knob : "?", d->from, d->to,
+                 d->reason[0] ? d->reason : "(no reason recorded)");
+        fprintf(f, "set label %d ", 200 + k);
+        put_quoted(f, text);
+        fprintf(f, " at screen 0.03, screen %.6f font ',9'\n",
+                y0 - (k + 1) * line);
+    }
+    if (tb->ndec_all > n) {
+        snprintf(text, sizeof text, "... and %ld more", tb->ndec_all - n);
+        fprintf(f, "set label 99 ");
+        put_quoted(f, text);
+        fprintf(f, " at screen 0.03, screen %.6f font ',9'\n",
+                y0 - (n + 1) * line);
+    }
+}
+
 void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
-                           const char *title, const sl__plot_table_t *tb)
+                           int raw, const char *title,
+                           const sl__plot_table_t *tb)
 {
     /* t counts from the loader's creation: start the axis at 0 unless the
      * file is a late excerpt of a long run. */
@@ -85,8 +152,11 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
         x0 -= 1;
         x1 += 1;
     }
-    fprintf(f, "set terminal %s noenhanced size 1000,1150 font 'Sans,11'\n",
-            png ? "pngcairo" : "svg");
+    /* The decision list takes a strip under the panels. */
+    int list = listed_lines(tb), h = 1150 + LIST_PX * list;
+    double bottom = (0.06 * 1150 + LIST_PX * list) / h;
+    fprintf(f, "set terminal %s noenhanced size 1000,%d font 'Sans,11'\n",
+            png ? "pngcairo" : "svg", h);
     fprintf(f, "set output ");
     put_quoted(f, out);
     fprintf(f, "\nset multiplot layout 5,1 title ");
@@ -94,13 +164,13 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
     /* Fixed margins: every panel's plot area lines up whatever the width of
      * its tic labels, and the right strip holds the legends. */
     fprintf(f,
-            " font ',13' margins 0.09,0.78,0.06,0.94 spacing 0,0.018\n"
+            " font ',13' margins 0.09,0.78,%.6f,%.6f spacing 0,%.6f\n"
             "set xrange [%.9g:%.9g]\n"
             "set grid xtics ytics lc rgb '#dddddd'\n"
             "set key outside right top Left reverse samplen 2.5\n"
             "set border lw 0.8\n"
             "set ytics nomirror\n",
-            x0, x1);
+            bottom, 1 - 0.06 * 1150 / h, 0.018 * 1150 / h, x0, x1);
     int dots = tb->st.points <= 100;
     for (int p = 0; p < 5; p++) {
         const panel_t *pn = &panels[p];
@@ -118,9 +188,13 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
          * constant must not blow up to a band around itself, and shares
          * near 100 % read best on a 0..100 scale. */
         double top = -INFINITY;
-        for (int i = 0; i < pn->nseries; i++)
-            if (tb->max[pn->s[i].col] > top)
-                top = tb->max[pn->s[i].col];
+        for (int i = 0; i < pn->nseries; i++) {
+            const series_t *se = &pn->s[i];
+            if (tb->max[se->col] > top)
+                top = tb->max[se->col];
+            if (raw && se->raw >= 0 && tb->max[se->raw] > top)
+                top = tb->max[se->raw];
+        }
         if (pn->percent)
             top *= 100;
         if (!(top > 0))
@@ -137,25 +211,36 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
         /* gnuplot stops at a plot whose points are all undefined, so a
          * column with no value is left out; a panel with none keeps its
          * frame, a clipped constant and a note. */
+        if (last)
+            decisions(f, tb, (double)(LIST_PX * list - 4) / h,
+                      (double)LIST_PX / h);
         int any = 0;
         for (int i = 0; i < pn->nseries; i++) {
             const series_t *se = &pn->s[i];
             if (!isfinite(tb->max[se->col]))
                 continue;
             fprintf(f, "%s", any ? ", \\\n     " : "plot ");
+            if (raw && se->raw >= 0 && isfinite(tb->max[se->raw])) {
+                put_quoted(f, data);
+                fprintf(f, " using 1:");
+                fprintf(f, se->expr ? se->expr : "%d", se->raw + 1);
+                fprintf(f, " with points pt 7 ps 0.3 lc rgb '%s' title ",
+                        se->color);
+                char t[96];
+                snprintf(t, sizeof t, "%s (raw)", se->title);
+                put_quoted(f, t);
+                fprintf(f, ", \\\n     ");
+            }
             put_quoted(f, data);
             fprintf(f, " using 1:");
-            if (se->expr)
-                fprintf(f, se->expr, se->col + 1);
-            else
-                fprintf(f, "%d", se->col + 1);
+            fprintf(f, se->expr ? se->expr : "%d", se->col + 1);
             /* A value between two nulls is no segment: with few points,
              * mark each one so that lone values still show. */
             if (dots && !strncmp(se->style, "lines ", 6))
-                fprintf(f, " with linespoints pt 7 ps 0.5 %s title ",
-                        se->style + 6);
+                fprintf(f, " with linespoints pt 7 ps 0.5 %s", se->style + 6);
             else
-                fprintf(f, " with %s title ", se->style);
+                fprintf(f, " with %s", se->style);
+            fprintf(f, " lc rgb '%s' title ", se->color);
             put_quoted(f, se->title);
             any = 1;
         }
@@ -165,6 +250,8 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
                        "plot -1 notitle\n"
                        "unset label 1");
         fprintf(f, "\n");
+        if (last && tb->ndec)
+            fprintf(f, "unset arrow\nunset label\n");
     }
     fprintf(f, "\nunset multiplot\nunset output\n");
 }

@@ -1,9 +1,12 @@
 /* plot: telemetry lines -> a whitespace separated table for gnuplot, one
- * row per snapshot, NaN where a value cannot be read. The file is outside
- * bytes (cut by a crash, edited by hand, not telemetry at all): each line
- * goes through sl_snapshot_parse, and a line it refuses is counted and
+ * row per snapshot, NaN where a value cannot be read, with each rate also
+ * smoothed (plot_smooth.c), and the scheduler's decisions gathered. The file is
+ * outside bytes (cut by a crash, edited by hand, not telemetry at all): each
+ * line goes through sl_snapshot_parse, and a line it refuses is counted and
  * skipped. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +25,23 @@ static const char *const col_names[SL__PC_N] = {
     "cpu_self",
     "cpu_other",
     "cpu_total",
+    "stages.read.items_per_s",
+    "stages.decode.items_per_s",
     "queue_depth.read",
     "queue_depth.decode",
     "queue_depth.batches",
     "knobs.read_threads",
     "knobs.decode_threads",
     "knobs.prefetch",
+    "interval_s",
+    "batches_total",
+    "samples_per_s.smoothed",
+    "stall_fraction.smoothed",
+    "cpu_self.smoothed",
+    "cpu_other.smoothed",
+    "cpu_total.smoothed",
+    "stages.read.items_per_s.smoothed",
+    "stages.decode.items_per_s.smoothed",
 };
 
 static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
@@ -38,15 +52,50 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_CPU_SELF] = s->cpu_self;
     v[SL__PC_CPU_OTHER] = s->cpu_other;
     v[SL__PC_CPU_TOTAL] = s->cpu_total;
+    v[SL__PC_READ_IPS] = s->read.items_per_s;
+    v[SL__PC_DECODE_IPS] = s->decode.items_per_s;
     v[SL__PC_Q_READ] = s->read.queue_depth;
     v[SL__PC_Q_DECODE] = s->decode.queue_depth;
     v[SL__PC_Q_BATCHES] = s->batches_ready;
     v[SL__PC_K_READ] = s->read.workers;
     v[SL__PC_K_DECODE] = s->decode.workers;
     v[SL__PC_K_PREFETCH] = s->prefetch;
+    v[SL__PC_INTERVAL] = s->interval_s;
+    v[SL__PC_BATCHES] = (double)s->batches_total;
     for (int i = 0; i < SL__PC_N; i++)
-        if (v[i] < 0) /* cannot be read */
+        if (i < SL__PC_SPS_S && v[i] < 0) /* cannot be read */
             v[i] = NAN;
+    for (int i = SL__PC_SPS_S; i < SL__PC_N; i++)
+        v[i] = NAN; /* smooth() fills them */
+}
+
+static void add_decision(const sl_snapshot_t *s, sl__plot_table_t *tb)
+{
+    if (!s->decision_new)
+        return;
+    if (tb->ndec < SL__PLOT_MAX_DECISIONS) {
+        sl__plot_decision_t *d = &tb->dec[tb->ndec++];
+        d->t = s->t;
+        snprintf(d->knob, sizeof d->knob, "%s", s->decision_knob);
+        d->from = s->decision_from;
+        d->to = s->decision_to;
+        snprintf(d->reason, sizeof d->reason, "%s", s->decision_reason);
+    }
+    tb->ndec_all++;
+}
+
+/* Fills row v's smoothed columns: its interval is its interval_s (else
+ * the time since the row before), its batches the batches_total step. */
+static void smooth(sl__plot_smooth_t *sm, double v[SL__PC_N], double *prev_t,
+                   double *prev_b)
+{
+    double t = v[SL__PC_T], iv = v[SL__PC_INTERVAL], b = v[SL__PC_BATCHES];
+    double dt = isfinite(iv) && iv > 0 ? iv : t > *prev_t ? t - *prev_t : NAN;
+    double nb =
+        isfinite(b) && isfinite(*prev_b) && b >= *prev_b ? b - *prev_b : NAN;
+    *prev_t = t;
+    *prev_b = b;
+    sl__plot_smooth_add(sm, dt, nb, &v[SL__PC_SPS], &v[SL__PC_SPS_S]);
 }
 
 /* The next line of f without its '\n' in *buf (grown as needed, up to
@@ -122,6 +171,13 @@ int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
     tb->st.tmax = -INFINITY;
     for (int i = 0; i < SL__PC_N; i++)
         tb->max[i] = -INFINITY;
+    sl__plot_smooth_t *sm = malloc(sizeof *sm);
+    if (!sm) {
+        errno = ENOMEM;
+        return -1;
+    }
+    sl__plot_smooth_init(sm);
+    double prev_t = NAN, prev_b = NAN;
     fprintf(out, "#");
     for (int i = 0; i < SL__PC_N; i++)
         fprintf(out, " %s", col_names[i]);
@@ -139,9 +195,12 @@ int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
         }
         double v[SL__PC_N];
         columns(&s, v);
+        smooth(sm, v, &prev_t, &prev_b);
+        add_decision(&s, tb);
         add_row(out, v, tb);
     }
     int rc = ferror(in) ? -1 : 0;
     free(buf);
+    free(sm);
     return rc;
 }

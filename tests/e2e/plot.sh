@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of `sluice plot`: a hand-written telemetry file (null
-# values, a malformed line, a panel with no data) and one from a real short
-# run, each drawn to SVG and PNG; temp files removed; the errors (missing
+# values, a malformed line, a panel with no data), one from a real short
+# run and one with a scheduler decision (smoothed rates, --raw), each drawn to SVG and PNG; temp files removed; the errors (missing
 # file, empty file, bad extension, gnuplot absent) exit non-zero and say why.
 set -uo pipefail
 if ! command -v gnuplot >/dev/null 2>&1; then
@@ -63,6 +63,23 @@ check "run svg: has the panels" grep -q "knob value" "$T/run.svg"
 "$S" plot "$T/run.jsonl" -o "$T/RUN.PNG" >/dev/null 2>&1
 check "upper-case extension accepted" is_png "$T/RUN.PNG"
 check "temp files removed after the run plots" test -z "$(ls -A "$TMPDIR")"
+
+# Smoothed rates, the raw points on request, and the scheduler's decisions
+# marked on the knob panel and listed with their reasons.
+cat > "$T/dec.jsonl" <<'JL'
+{"t": 0.1, "interval_s": 0.1, "samples_per_s": 640, "stall_fraction": 1, "batches_total": 1, "knobs": {"read_threads": 1, "decode_threads": 2, "prefetch": 4}}
+{"t": 0.2, "interval_s": 0.1, "samples_per_s": 1280, "stall_fraction": 0, "batches_total": 3, "knobs": {"read_threads": 1, "decode_threads": 3, "prefetch": 4}, "decisions_total": 1, "decision": {"knob": "decode_threads", "from": 2, "to": 3, "reason": "consumer waits 55 pct of the time: decode_threads plus one"}}
+{"t": 0.3, "interval_s": 0.1, "samples_per_s": 640, "stall_fraction": 1, "batches_total": 4, "knobs": {"read_threads": 1, "decode_threads": 3, "prefetch": 4}}
+JL
+"$S" plot "$T/dec.jsonl" -o "$T/dec.svg" >/dev/null 2>"$T/dec.err"
+check "decisions: exit 0" test $? -eq 0
+check "decisions: listed" grep -q "scheduler decisions (1):" "$T/dec.svg"
+check "decisions: the reason shown" grep -q "consumer waits 55 pct of the time: decode_threads plus one" "$T/dec.svg"
+check "smoothed by default: no raw points" eval '! grep -q "samples_per_s (raw)" "$T/dec.svg"'
+"$S" plot "$T/dec.jsonl" -o "$T/raw.svg" --raw >/dev/null 2>&1
+check "--raw: raw points drawn too" grep -q "samples_per_s (raw)" "$T/raw.svg"
+check "--raw: well-formed XML" is_svg "$T/raw.svg"
+check "temp files removed after the decision plots" test -z "$(ls -A "$TMPDIR")"
 
 # Errors: non-zero exit, a message naming the cause, no picture left behind.
 err() { # err NAME WANT_RC PATTERN -- ARGS...

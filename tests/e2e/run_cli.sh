@@ -131,5 +131,20 @@ check "memory budget refusal says why" grep -q "memory budget" "$T/mem.err"
 "$S" run "$T/nope" --quiet >/dev/null 2>"$T/nope.err"; check "missing source: exit 1" test $? -eq 1
 check "missing source named" grep -q "nope" "$T/nope.err"
 
+# The human line labels a run whose consumer does no work (every wait is a
+# stall: the rate is the loader's capacity), and a consumer with a step well
+# under the loader's capacity (here 16 images per 60 ms: ~270 img/s, a
+# quarter of it or less) sees a small stall: most batches ready (wait p50
+# under 1 ms), the stall mostly the first batch, waited for while the
+# pipeline fills (loose bound: the machine may be shared).
+lb=$("$S" run "$T/ds" --batch 16 --size 64 --epochs 2 --quiet 2>/dev/null)
+check "no step: labelled loader-bound ($lb)" grep -qE "stall (9[0-9.]*|100\.0)%.*\(no consumer work: loader-bound, img/s is the capacity\)$" <<<"$lb"
+st=$("$S" run "$T/ds" --batch 16 --size 64 --epochs 3 --step-ms 60 --quiet 2>/dev/null)
+check "step: not labelled loader-bound ($st)" eval '! grep -q "loader-bound" <<<"$st"'
+pct=$(sed -n 's/.*stall \([0-9.]*\)%.*/\1/p' <<<"$st")
+p50=$(sed -n 's/.*wait p50 \([0-9.]*\) ms.*/\1/p' <<<"$st")
+check "step well under capacity: stall small ($pct% < 30%)" awk -v p="${pct:-100}" 'BEGIN { exit !(p < 30) }'
+check "step well under capacity: wait p50 ${p50} ms < 1 ms" awk -v p="${p50:-100}" 'BEGIN { exit !(p < 1) }'
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]
