@@ -69,7 +69,7 @@ static const panel_t panels[5] = {
     {"queue depth (items)",
      0,
      3,
-     {{SL__PC_Q_READ, -1, "read (of 32)", NULL, "lines lw 1.5", "#009E73"},
+     {{SL__PC_Q_READ, -1, "read-ahead in use", NULL, "lines lw 1.5", "#009E73"},
       {SL__PC_Q_DECODE, -1, "decode", NULL, "lines lw 1.5", "#CC79A7"},
       {SL__PC_Q_BATCHES, -1, "batches ready", NULL, "lines lw 1.5",
        "#0072B2"}}},
