@@ -2,6 +2,8 @@
 # are found, so that an images-only user needs none of them:
 #   SL_TEXT        the tokenizers (BPE: PCRE2; WordPiece: utf8proc)
 #   SL_PROMETHEUS  the metrics endpoint (sl_options_t.metrics_port: libmicrohttpd)
+#   SL_URING       asynchronous reads (sl_options_t.io_depth: liburing); off,
+#                  the loader keeps one blocking read per read thread
 # Off, a component's sources are not compiled and a stub under src/*/off/
 # takes their place: the public API and the exported symbols stay the same
 # in every build (a caller links against any libsluice.so.N), and a call that
@@ -50,22 +52,25 @@ endfunction()
 
 sl_component(SL_TEXT "Text tokenizers (needs PCRE2 and utf8proc)" libpcre2-8 libutf8proc)
 sl_component(SL_PROMETHEUS "Prometheus metrics endpoint (needs libmicrohttpd)" libmicrohttpd)
-message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS}")
+sl_component(SL_URING "Asynchronous reads through io_uring (needs liburing)" liburing)
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} uring=${SL_URING}")
 
 # Sources that need a component's libraries, relative to src/, and the stub
 # that replaces them when it is off. A new file that includes pcre2.h,
-# utf8proc.h or microhttpd.h belongs in these lists.
+# utf8proc.h, microhttpd.h or liburing.h belongs in these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
     text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
 set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
 set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)
+set(SL_URING_SOURCES exec/uring.c)
+set(SL_URING_STUB exec/off/uring_off.c)
 
 # sl_select_component_sources(LIST): removes from LIST the sources of every
 # component that is off and adds its stub.
 function(sl_select_component_sources list)
   set(srcs ${${list}})
-  foreach(c TEXT PROMETHEUS)
+  foreach(c TEXT PROMETHEUS URING)
     if(NOT SL_${c})
       foreach(f ${SL_${c}_SOURCES})
         list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})

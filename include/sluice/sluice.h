@@ -82,6 +82,9 @@ SL_API const char *sl_strerror(int code);
  *  sl_loader_set: sets the knob back to its default value; which knobs the
  *  scheduler tunes is decided at sl_loader_create. */
 #define SL_AUTOTUNE (-1)
+/** sl_options_t.io_depth: no asynchronous reads (one blocking read per
+ *  read thread). */
+#define SL_IO_DEPTH_OFF (-2)
 
 typedef enum sl_dtype {
     SL_DTYPE_UINT8 = 0,  /**< 0..255 pixels, as PILToTensor gives */
@@ -175,6 +178,17 @@ typedef struct sl_options {
      *  heuristic for good if the reward degrades [0: fixed policy,
      *  deterministic actions]. */
     int learn;
+    /** Reads in flight (I/O depth), shared by the read threads, when reads
+     *  are asynchronous: io_uring, where the kernel allows it and sluice
+     *  was built with liburing (telemetry: io.async; `sluice run` prints
+     * which). Each read thread then keeps its share in flight, so one thread
+     * can keep many reads going; the read memory budget bounds the bytes they
+     * hold. [0 / SL_AUTOTUNE: left to the heuristic policy, which tunes it
+     *  instead of the read threads (those stay at their start); with any
+     *  other policy, or read_threads given, one read per read thread];
+     *  SL_IO_DEPTH_OFF: no asynchronous reads (one blocking read per read
+     *  thread). At most 65536. */
+    int io_depth;
 } sl_options_t;
 
 /** Zeroes *o (every field its default) and sets o->size. */
@@ -213,7 +227,14 @@ typedef enum sl_param {
     SL_PARAM_READ_THREADS = 1,   /**< read stage workers (I/O depth) */
     SL_PARAM_DECODE_THREADS = 2, /**< decode+transform (text: tokenize)
                                       workers */
-    SL_PARAM_PREFETCH = 3        /**< batch buffers in flight (memory) */
+    SL_PARAM_PREFETCH = 3,       /**< batch buffers in flight (memory) */
+    SL_PARAM_IO_DEPTH = 4        /**< reads in flight, all read threads
+                                      together, with asynchronous reads
+                                      (sl_options_t.io_depth); without
+                                      them it is kept and has no effect:
+                                      each read thread is one read in
+                                      flight. SL_AUTOTUNE: one per read
+                                      thread */
 } sl_param_t;
 
 /** Where a loader stands: the next batch it will hand out. */

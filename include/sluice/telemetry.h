@@ -71,6 +71,14 @@ typedef struct sl_snapshot {
                                  "prefetch" */
     int decision_from, decision_to;
     char decision_reason[160];
+    /* reads in flight (after the first layout) */
+    int io_async;        /**< 1: asynchronous reads (io_uring), each read
+                              thread keeping its share of io_depth in
+                              flight; 0: one blocking read per read thread */
+    int io_depth;        /**< with io_async: reads in flight allowed (the
+                              knob), and read.busy is time in flight /
+                              (io_depth x interval); 0 otherwise */
+    int reads_in_flight; /**< reads issued and not yet done, now */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

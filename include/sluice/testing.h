@@ -35,6 +35,12 @@ int sl__testing_storage_set(sl_loader_t *l, sl_testing_storage_t what,
 int sl__testing_storage_get(const sl_loader_t *l, sl_testing_storage_t what,
                             int64_t *value);
 
+/** The read path this loader runs: 1 and "io_uring" (reads in flight,
+ *  sl_options_t.io_depth), or 0 and why not ("off (io_depth -1)", "built
+ *  without liburing", "io_uring_queue_init: Operation not permitted").
+ *  The string is static. */
+int sl__testing_read_path(const sl_loader_t *l, const char **what);
+
 #ifdef __cplusplus
 }
 #endif

@@ -18,16 +18,45 @@ void sl__membudget_destroy(sl__membudget_t *b)
     pthread_cond_destroy(&b->cv);
 }
 
+/* A charge larger than the whole limit: never fits. */
+static int too_big(const sl__membudget_t *b, int64_t bytes, const char *what,
+                   char *err, size_t errlen)
+{
+    return sl__fail(err, errlen, SL_ENOMEM,
+                    "%s needs %.1f MB, the memory budget allows %.1f MB",
+                    what ? what : "a sample", (double)bytes / (1 << 20),
+                    (double)b->limit / (1 << 20));
+}
+
+int sl__membudget_try_charge(sl__membudget_t *b, int64_t bytes,
+                             const char *what, char *err, size_t errlen)
+{
+    if (bytes <= 0)
+        return 0;
+    if (b->limit && bytes > b->limit)
+        return too_big(b, bytes, what, err, errlen);
+    pthread_mutex_lock(&b->mu);
+    int rc =
+        b->stopped ? 1
+        : b->ticket != b->serving || (b->limit && b->used + bytes > b->limit)
+            ? SL__MEMBUDGET_LATER
+            : 0;
+    if (!rc) {
+        b->used += bytes;
+        if (b->used > b->peak)
+            b->peak = b->used;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return rc;
+}
+
 int sl__membudget_charge(sl__membudget_t *b, int64_t bytes, const char *what,
                          char *err, size_t errlen)
 {
     if (bytes <= 0)
         return 0;
     if (b->limit && bytes > b->limit) /* limit is set once, before threads */
-        return sl__fail(err, errlen, SL_ENOMEM,
-                        "%s needs %.1f MB, the memory budget allows %.1f MB",
-                        what ? what : "a sample", (double)bytes / (1 << 20),
-                        (double)b->limit / (1 << 20));
+        return too_big(b, bytes, what, err, errlen);
     pthread_mutex_lock(&b->mu);
     uint64_t me = b->ticket++;
     /* me < serving only after a stop let later tickets leave first. */

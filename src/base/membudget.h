@@ -39,6 +39,14 @@ void sl__membudget_destroy(sl__membudget_t *b);
 int sl__membudget_charge(sl__membudget_t *b, int64_t bytes, const char *what,
                          char *err, size_t errlen);
 
+/* As charge, but never waits: SL__MEMBUDGET_LATER (nothing charged) when
+ * the bytes do not fit now or others wait before them. For a reader that
+ * holds charges of reads still in flight: waiting there could wait on
+ * itself (exec/aread). */
+#define SL__MEMBUDGET_LATER 2
+int sl__membudget_try_charge(sl__membudget_t *b, int64_t bytes,
+                             const char *what, char *err, size_t errlen);
+
 /* Returns bytes charged earlier. */
 void sl__membudget_release(sl__membudget_t *b, int64_t bytes);
 

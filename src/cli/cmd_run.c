@@ -32,6 +32,20 @@ static int add_set(const char *s, void *sets)
     return sl__knob_sets_add(sets, s);
 }
 
+/* --io-depth N | off */
+static int io_depth(const char *s, void *out)
+{
+    long long v;
+    if (!strcmp(s, "off")) {
+        *(int *)out = SL_IO_DEPTH_OFF;
+        return 0;
+    }
+    if (sl__parse_ll(s, 1, 65536, &v))
+        return -1;
+    *(int *)out = (int)v;
+    return 0;
+}
+
 static int latency(const char *s, void *us)
 {
     return sl__parse_latency_ms(s, us);
@@ -53,6 +67,10 @@ static const sl__opt_t run_opts[] = {
      "224"},
     {"read-threads", 0, SL__OPT_INT, F(opt.read_threads), 1, 256, "N",
      "read threads", "1"},
+    {"io-depth", 0, SL__OPT_CALL, F(opt.io_depth), 0, 0, "N",
+     "reads in flight, shared by the read threads (io_uring); off: one "
+     "blocking read per read thread",
+     "heuristic: tuned; else one per read thread", .parse = io_depth},
     {"prefetch", 0, SL__OPT_INT, F(opt.prefetch), 1, 4096, "N",
      "batch buffers in flight", "2 x threads"},
     {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), 0, HUGE_VAL, "T",
@@ -70,6 +88,7 @@ static const sl__opt_t run_opts[] = {
      "hand out batches as they complete"},
     {"set", 0, SL__OPT_CALL, F(sets), 0, 0, "K:KNOB=V",
      "after K batches (Ks: K seconds) set KNOB (threads, read-threads, "
+     "io-depth, "
      "prefetch, step-ms, read-latency-ms, read-bw) to V",
      .parse = add_set},
     {"telemetry", 0, SL__OPT_STR, F(opt.telemetry_path), 0, 0, "FILE",
@@ -237,6 +256,13 @@ int sl__cmd_run(int argc, char **argv)
                 " batches/epoch, from epoch %" PRId64 " batch %" PRId64 "\n",
                 argv[0], sl_loader_num_samples(l), sl_loader_num_classes(l), nb,
                 c.from.epoch, c.from.batch);
+    const char *path_why = "";
+    int async = sl__testing_read_path(l, &path_why);
+    if (!a.c.json || c.show)
+        fprintf(stderr, "sluice %s: reads: %s%s\n", argv[0],
+                async ? "asynchronous (io_uring), io_depth reads in flight"
+                      : "one blocking read per read thread: ",
+                async ? "" : path_why);
     const sl__stream_t s = sl__stream_image(l);
     rc = sl__consume_run(&c, &s);
     sl_options_t used; /* the options in force, defaults resolved */
@@ -249,8 +275,14 @@ int sl__cmd_run(int argc, char **argv)
         .batch = used.batch_size,
         .out = used.dtype == SL_DTYPE_FLOAT32 ? "float" : "uint8",
     };
-    snprintf(r.json_shape, sizeof r.json_shape, ", \"size\": %d",
-             used.image_size);
+    int64_t depth = 0, readers = 0;
+    sl_loader_get(l, SL_PARAM_IO_DEPTH, &depth);
+    sl_loader_get(l, SL_PARAM_READ_THREADS, &readers);
+    snprintf(r.json_shape, sizeof r.json_shape,
+             ", \"size\": %d, \"read_path\": \"%s\", \"read_threads\": %lld"
+             ", \"io_depth\": %lld",
+             used.image_size, async ? "io_uring" : "threads",
+             (long long)readers, async ? (long long)depth : 0LL);
     sl__consume_report(&c, &r);
     sl_loader_destroy(l);
     return rc ? 1 : 0;

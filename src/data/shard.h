@@ -92,4 +92,25 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                          sl__bytes_t *scratch, const sl__admit_t *admit,
                          uint64_t *stored_bytes, char *err, size_t errlen);
 
+/* The same read in two halves, for a caller that does the I/O itself
+ * (several reads in flight: exec/aread). begin checks, asks admit, makes
+ * the buffers and fills *io: io->len bytes at io->off of io->fd into
+ * io->dst (io->done: nothing to read, a shard in memory). end takes the
+ * result of that read (bytes read, or -errno), reads synchronously what a
+ * short read left, then decompresses and checks as sl__shard_read_admit.
+ * sl__shard_read_admit is begin, the read, end. */
+typedef struct sl__shard_io {
+    int fd;
+    uint8_t *dst;
+    size_t len;
+    uint64_t off;
+    int done;
+} sl__shard_io_t;
+int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                         sl__bytes_t *scratch, const sl__admit_t *admit,
+                         sl__shard_io_t *io, char *err, size_t errlen);
+int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                       sl__bytes_t *scratch, int64_t res,
+                       uint64_t *stored_bytes, char *err, size_t errlen);
+
 #endif

@@ -357,14 +357,36 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                          sl__bytes_t *scratch, const sl__admit_t *admit,
                          uint64_t *stored_bytes, char *err, size_t errlen)
 {
+    sl__shard_io_t io;
+    int rc = sl__shard_read_begin(s, i, out, scratch, admit, &io, err, errlen);
+    if (rc) {
+        if (stored_bytes)
+            *stored_bytes = 0;
+        return rc;
+    }
+    /* The whole read here; _end reads nothing more unless it failed. */
+    int64_t res = 0;
+    if (io.len) {
+        errno = 0;
+        res = read_at(s, io.dst, io.len, io.off) ? (errno ? -errno : 0)
+                                                 : (int64_t)io.len;
+    }
+    return sl__shard_read_end(s, i, out, scratch, res, stored_bytes, err,
+                              errlen);
+}
+
+int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                         sl__bytes_t *scratch, const sl__admit_t *admit,
+                         sl__shard_io_t *io, char *err, size_t errlen)
+{
+    memset(io, 0, sizeof *io);
+    io->fd = -1;
     if (i >= s->count)
         return sl__fail(err, errlen, SL_ERANGE,
                         "%s: record %" PRIu64 " out of range (%" PRIu64
                         " records)",
                         s->path, i, s->count);
     const sl__shard_entry_t *e = &s->entries[i];
-    if (stored_bytes)
-        *stored_bytes = 0;
     if (e->codec != SL_CODEC_NONE && e->codec != SL_CODEC_LZ4 &&
         e->codec != SL_CODEC_ZSTD)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
@@ -388,7 +410,40 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                         s->path, i, e->name, e->raw_size);
     /* Uncompressed records go straight to out: no copy. */
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
-    if (read_at(s, dst, e->stored_size, e->offset)) {
+    if (s->fd < 0) { /* in memory: nothing to wait for */
+        if (e->stored_size)
+            memcpy(dst, s->mem + e->offset, e->stored_size);
+        io->done = 1;
+        return 0;
+    }
+    io->fd = s->fd;
+    io->dst = dst;
+    io->len = e->stored_size;
+    io->off = e->offset;
+    return 0;
+}
+
+int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
+                       sl__bytes_t *scratch, int64_t res,
+                       uint64_t *stored_bytes, char *err, size_t errlen)
+{
+    const sl__shard_entry_t *e = &s->entries[i];
+    uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
+    if (stored_bytes)
+        *stored_bytes = 0;
+    int failed = 0;
+    errno = 0;
+    if (s->fd >= 0 && res < 0) {
+        errno = (int)-res;
+        failed = 1;
+    } else if (s->fd >= 0 && (uint64_t)res < e->stored_size) {
+        /* A short read: the rest here (0 bytes more: the file shrank). */
+        failed = res == 0 && e->stored_size
+                     ? 1
+                     : read_at(s, dst + res, e->stored_size - (uint64_t)res,
+                               e->offset + (uint64_t)res);
+    }
+    if (failed) {
         int code = errno ? sl__errno_code(errno, SL_EIO) : SL_ECORRUPT;
         const char *why = errno ? strerror(errno) : "file ended early";
         return sl__fail(err, errlen, code,

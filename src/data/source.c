@@ -266,9 +266,11 @@ const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
     return n >= 0 && (size_t)n < len ? buf : NULL;
 }
 
-static int read_file(const char *root, const char *rel, sl__bytes_t *out,
-                     const sl__admit_t *admit, uint64_t *stored, char *err,
-                     size_t errlen)
+/* A file of an ImageFolder: opened, admitted and sized; the caller reads
+ * rd->len bytes from offset 0 into rd->dst. */
+static int file_begin(const char *root, const char *rel, sl__bytes_t *out,
+                      const sl__admit_t *admit, sl__source_rd_t *rd, char *err,
+                      size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", root, rel);
@@ -285,26 +287,46 @@ static int read_file(const char *root, const char *rel, sl__bytes_t *out,
     } else if ((rc = sl__bytes_reserve(out, (size_t)size + 1))) {
         sl__fail(err, errlen, rc, "%s: out of memory (%lld bytes)", path,
                  (long long)size);
-    } else {
-        size_t got = 0;
-        while (got < (size_t)size) {
-            ssize_t r = read(fd, out->p + got, (size_t)size - got);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                rc = sl__fail(err, errlen,
-                              r < 0 ? sl__errno_code(errno, SL_EIO) : SL_EIO,
-                              "%s: read failed: %s", path,
-                              r < 0 ? strerror(errno) : "file shrank");
-                break;
-            }
-            got += (size_t)r;
-        }
-        out->n = got;
-        if (stored)
-            *stored = got;
     }
-    close(fd);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    rd->fd = fd;
+    rd->own_fd = 1;
+    rd->dst = out->p;
+    rd->len = (size_t)size;
+    rd->off = 0;
+    return 0;
+}
+
+/* The rest of a file after `got` bytes (a short read), then closed. */
+static int file_end(const char *root, const char *rel, sl__source_rd_t *rd,
+                    int64_t res, sl__bytes_t *out, uint64_t *stored, char *err,
+                    size_t errlen)
+{
+    int rc = 0, e = res < 0 ? (int)-res : 0;
+    size_t got = res > 0 ? (size_t)res : 0;
+    while (!e && got < rd->len) {
+        ssize_t r = pread(rd->fd, rd->dst + got, rd->len - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            e = r < 0 ? errno : 0;
+            break;
+        }
+        got += (size_t)r;
+    }
+    if (e || got < rd->len)
+        rc = sl__fail(err, errlen, e ? sl__errno_code(e, SL_EIO) : SL_EIO,
+                      "%s/%s: read failed: %s", root, rel,
+                      e ? strerror(e) : "file shrank");
+    out->n = got;
+    if (stored)
+        *stored = got;
+    close(rd->fd);
+    rd->fd = -1;
+    rd->own_fd = 0;
     return rc;
 }
 
@@ -319,22 +341,68 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                           sl__bytes_t *scratch, const sl__admit_t *admit,
                           uint64_t *stored, char *err, size_t errlen)
 {
+    sl__source_rd_t rd;
+    if (stored)
+        *stored = 0;
+    int rc = sl__source_read_begin(s, i, out, scratch, admit, &rd, err, errlen);
+    if (rc)
+        return rc;
+    int64_t res = 0;
+    if (rd.len) { /* _end reads the rest of a short read */
+        ssize_t r;
+        do
+            r = pread(rd.fd, rd.dst, rd.len, (off_t)rd.off);
+        while (r < 0 && errno == EINTR);
+        res = r < 0 ? -errno : r;
+    }
+    return sl__source_read_end(s, &rd, res, out, scratch, stored, err, errlen);
+}
+
+int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                          sl__bytes_t *scratch, const sl__admit_t *admit,
+                          sl__source_rd_t *rd, char *err, size_t errlen)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->fd = -1;
+    rd->i = i;
     if (i < 0 || i >= sl__source_count(s))
         return sl__fail(err, errlen, SL_ERANGE, "%s: no sample %lld", s->path,
                         (long long)i);
     if (s->folder)
-        return read_file(s->folder->root, s->folder->paths[i], out, admit,
-                         stored, err, errlen);
+        return file_begin(s->folder->root, s->folder->paths[i], out, admit, rd,
+                          err, errlen);
     uint64_t k;
     int sh = find_shard(s, i, &k);
-    if (stored)
-        *stored = 0;
     /* A record with a bad label (let through at open under skip). */
     int rc =
         sl__shard_label_check(s->shards[sh], k, s->label_classes, err, errlen);
-    return rc ? rc
-              : sl__shard_read_admit(s->shards[sh], k, out, scratch, admit,
-                                     stored, err, errlen);
+    sl__shard_io_t io;
+    if (!rc)
+        rc = sl__shard_read_begin(s->shards[sh], k, out, scratch, admit, &io,
+                                  err, errlen);
+    if (rc)
+        return rc;
+    rd->fd = io.fd;
+    rd->dst = io.dst;
+    rd->len = io.done ? 0 : io.len;
+    rd->off = io.off;
+    return 0;
+}
+
+int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
+                        sl__bytes_t *out, sl__bytes_t *scratch,
+                        uint64_t *stored, char *err, size_t errlen)
+{
+    int64_t i = rd->i;
+    if (s->folder)
+        return file_end(s->folder->root, s->folder->paths[i], rd, res, out,
+                        stored, err, errlen);
+    uint64_t k;
+    int sh = find_shard(s, i, &k);
+    if (rd->len == 0) /* in memory, or an empty record: all there */
+        res = 0;
+    return sl__shard_read_end(s->shards[sh], k, out, scratch,
+                              rd->fd < 0 ? 0 : res, stored, err, errlen);
 }
 
 int sl__source_note_count(const sl__source_t *s)

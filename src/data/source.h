@@ -53,6 +53,29 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                           sl__bytes_t *scratch, const sl__admit_t *admit,
                           uint64_t *stored, char *err, size_t errlen);
 
+/* The same read in two halves, for a caller that keeps several reads in
+ * flight and does the I/O itself (exec/aread): begin opens or locates
+ * sample i, asks admit, makes the buffers and fills *rd: read rd->len
+ * bytes at rd->off of rd->fd into rd->dst (len 0: nothing to read). end
+ * takes that read's result (bytes read, or -errno), reads synchronously
+ * what a short read left, finishes as sl__source_read does (decompress,
+ * checksum, out->n, *stored) and closes what begin opened; every begin
+ * that returned 0 must be ended. sl__source_read_admit is begin, one
+ * pread, end. */
+typedef struct sl__source_rd {
+    int64_t i;
+    int fd, own_fd;
+    uint8_t *dst;
+    size_t len;
+    uint64_t off;
+} sl__source_rd_t;
+int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                          sl__bytes_t *scratch, const sl__admit_t *admit,
+                          sl__source_rd_t *rd, char *err, size_t errlen);
+int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
+                        sl__bytes_t *out, sl__bytes_t *scratch,
+                        uint64_t *stored, char *err, size_t errlen);
+
 /* What the open left out or warns about, in order: note i's message
  * ("PATH: cause"), and *lost = 1 when samples were left out (a shard, a
  * bad ImageFolder entry), 0 for a warning (a folder reached twice through

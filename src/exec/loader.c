@@ -82,7 +82,11 @@ static int create(const char *source, const sl_options_t *opt,
     int64_t n = sl__source_count(l->src);
     l->perm[0] = malloc((size_t)n * sizeof(int64_t));
     l->perm[1] = malloc((size_t)n * sizeof(int64_t));
-    l->nitems = sl__read_ahead_items(l->lim.max_read);
+    atomic_store(&l->readers_now, l->read_threads);
+    /* An item per read in flight: threads, or the depth's budget. */
+    l->nitems = sl__read_ahead_items(
+        l->async && l->lim.max_depth > l->lim.max_read ? l->lim.max_depth
+                                                       : l->lim.max_read);
     l->item_keep = SL_ITEM_KEEP;
     if ((size_t)(l->lim.mem_read / l->nitems) < l->item_keep)
         l->item_keep = (size_t)(l->lim.mem_read / l->nitems);
@@ -131,6 +135,7 @@ static void stop_pipeline(sl_loader_t *l)
         return;
     pthread_mutex_lock(&l->mu);
     l->stopping = 1;
+    atomic_store(&l->halt, 1); /* async readers look between completions */
     pthread_cond_broadcast(&l->cv_work);
     pthread_cond_broadcast(&l->cv_ready);
     pthread_mutex_unlock(&l->mu);
@@ -144,6 +149,7 @@ static void stop_pipeline(sl_loader_t *l)
     sl__workers_join(l->readers);
     sl__workers_join(l->decoders);
     sl__throttle_stop(&l->thr, 0);
+    atomic_store(&l->reads_in_flight, 0); /* dropped with the items */
     for (int i = 0; i < l->nitems; i++) { /* samples dropped in flight */
         sl__membudget_release(&l->rbud, l->items[i].charged);
         l->items[i].charged = 0;
@@ -168,6 +174,7 @@ static void stop_pipeline(sl_loader_t *l)
     l->cur = NULL;
     l->running = 0;
     l->stopping = 0;
+    atomic_store(&l->halt, 0);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -200,8 +207,11 @@ void sl_loader_destroy(sl_loader_t *l)
     sl__workers_destroy(l->decoders);
     sl__queue_destroy(l->free_items);
     sl__queue_destroy(l->decode_q);
-    for (int i = 0; l->items && i < l->nitems; i++)
+    for (int i = 0; l->items && i < l->nitems; i++) {
         sl__bytes_free(&l->items[i].data);
+        sl__bytes_free(&l->items[i].scratch);
+    }
+    sl__loader_aread_free(l);
     free(l->items);
     for (int i = 0; i < SL_WORKERS_MAX; i++) {
         sl__bytes_free(&l->rscratch[i]);
@@ -466,6 +476,7 @@ static int knob_of(sl_param_t p)
     return p == SL_PARAM_READ_THREADS     ? SL_KNOB_READ
            : p == SL_PARAM_DECODE_THREADS ? SL_KNOB_DECODE
            : p == SL_PARAM_PREFETCH       ? SL_KNOB_PREFETCH
+           : p == SL_PARAM_IO_DEPTH       ? SL_KNOB_DEPTH
                                           : -1;
 }
 
@@ -504,6 +515,14 @@ int sl_loader_set(sl_loader_t *l, sl_param_t p, int64_t value)
 
 static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
 {
+    if (value == SL_AUTOTUNE && p == SL_PARAM_IO_DEPTH) {
+        /* back to one read per read thread */
+        pthread_mutex_lock(&l->mu);
+        atomic_store(&l->io_depth, 0);
+        pthread_cond_broadcast(&l->cv_work);
+        pthread_mutex_unlock(&l->mu);
+        return 0;
+    }
     if (value == SL_AUTOTUNE) {
         int64_t d;
         sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);
@@ -514,8 +533,15 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
     int rc = param_range(l, p, &lo, &hi);
     if (!rc && (value < lo || value > hi))
         rc = SL_ERANGE;
-    if (!rc && p == SL_PARAM_READ_THREADS)
+    if (!rc && p == SL_PARAM_READ_THREADS) {
         l->read_threads = (int)value;
+        atomic_store(&l->readers_now, (int)value);
+        pthread_cond_broadcast(&l->cv_work); /* shares of the depth */
+    }
+    if (!rc && p == SL_PARAM_IO_DEPTH) {
+        atomic_store(&l->io_depth, (int)value);
+        pthread_cond_broadcast(&l->cv_work);
+    }
     if (!rc && p == SL_PARAM_DECODE_THREADS)
         l->decode_threads = (int)value;
     if (!rc && p == SL_PARAM_PREFETCH) {
@@ -560,6 +586,8 @@ int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
         *value = m->decode_threads;
     else if (p == SL_PARAM_PREFETCH)
         *value = m->prefetch;
+    else if (p == SL_PARAM_IO_DEPTH)
+        *value = sl__loader_io_depth(m);
     else
         rc = SL_EINVAL;
     pthread_mutex_unlock(&m->mu);
@@ -601,6 +629,15 @@ int sl__testing_storage_get(const sl_loader_t *l, sl_testing_storage_t what,
     else
         return SL_EINVAL;
     return 0;
+}
+
+int sl__testing_read_path(const sl_loader_t *l, const char **what)
+{
+    if (!l)
+        return SL_EINVAL;
+    if (what)
+        *what = l->async ? "io_uring" : l->async_why;
+    return l->async;
 }
 
 int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)

@@ -25,6 +25,7 @@
 #include "core/sched_glue.h"
 #include "data/sampler.h"
 #include "data/source.h"
+#include "exec/aread.h"
 #include "exec/queue.h"
 #include "exec/throttle.h"
 #include "exec/workers.h"
@@ -60,6 +61,12 @@ typedef struct item {
     int64_t sample;
     sl__bytes_t data;
     int64_t charged; /* bytes of the read budget this sample holds */
+    /* Asynchronous reads (loader_aread.c): the read in flight, its own
+     * scratch (a compressed record's stored bytes), when it was issued. */
+    sl__areq_t rq;
+    sl__source_rd_t rd;
+    sl__bytes_t scratch;
+    int64_t t0;
     int rc;
     char err[SL_MSG];
 } item_t;
@@ -104,6 +111,16 @@ struct sl_loader {
     int read_threads, decode_threads;
     sl__bytes_t rscratch[SL_WORKERS_MAX];
     sl__throttle_t thr; /* emulated storage: readers wait here */
+    /* Asynchronous reads (loader_aread.c; docs/DESIGN.md): async = 1 when
+     * io_uring works here and the options allow it; then each reader keeps
+     * its share of io_depth reads in flight (0: io_depth follows the read
+     * threads, one read each). Both atomics are also written under mu. */
+    int async;
+    const char *async_why; /* why not (static string), "" when async */
+    atomic_int io_depth, readers_now;
+    atomic_int reads_in_flight;
+    atomic_int halt; /* the pipeline stops (l->stopping, read bare) */
+    sl__aread_t *aread[SL_WORKERS_MAX]; /* per reader, made by its thread */
     sl__scratch_t *dscratch[SL_WORKERS_MAX];
     /* A memory budget's working memory (sched/limits.h: mem_read,
      * mem_decode): read items and decode scratch are charged before they
@@ -153,6 +170,22 @@ int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
                           char *err, size_t errlen);
 void sl__loader_sched_free(sl_loader_t *l);
 void sl__loader_reader_main(void *arg, int id);
+/* The read stage with reads in flight (loader_aread.c), and the pieces of
+ * the thread-per-read one it shares (loader_work.c). */
+void sl__loader_reader_async(sl_loader_t *l, int id);
+void sl__loader_aread_free(sl_loader_t *l);
+int sl__loader_io_depth(const sl_loader_t *l); /* in force (follows) */
+#define SL__CLAIM_LATER 2
+int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb, int *slot,
+                     int64_t *sample);
+typedef struct charge {
+    sl__membudget_t *bud;
+    const char *what;
+    int64_t bytes; /* charged so far */
+    int stopped;   /* the pipeline stopped while it waited */
+    int try_only;  /* do not wait: SL__MEMBUDGET_LATER when it does not fit */
+} charge_t;
+int sl__loader_admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen);
 void sl__loader_decoder_main(void *arg, int id);
 
 #endif

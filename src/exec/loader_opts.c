@@ -72,6 +72,11 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
     for (int c = 0; c < 3; c++)
         if (!(o->std[c] > 0))
             return sl__fail(err, errlen, SL_EINVAL, "std[%d] must be > 0", c);
+    if (o->io_depth < SL_IO_DEPTH_OFF || o->io_depth > 65536)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "io_depth %d: 1..65536, 0 / SL_AUTOTUNE or "
+                        "SL_IO_DEPTH_OFF",
+                        o->io_depth);
     if (o->read_threads < 1 || o->read_threads > SL__THREADS_MAX ||
         o->decode_threads < 1 || o->decode_threads > SL__THREADS_MAX ||
         o->prefetch < 1 || o->prefetch > SL__PREFETCH_MAX)

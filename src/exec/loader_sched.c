@@ -20,30 +20,39 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                              err, errlen);
     if (rc)
         return rc;
+    const char *why = "";
+    int allowed = given->io_depth != SL_IO_DEPTH_OFF;
+    l->async = allowed && sl__uring_probe(&why);
+    l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)" : why;
+    int depth = sl__limits_io_depth(given, l->async, &k, &l->lim);
+    atomic_store(&l->io_depth, depth);
+    l->opt.io_depth = depth;
     l->opt.read_threads = k.read_threads;
     l->opt.decode_threads = k.decode_threads;
     l->opt.prefetch = k.prefetch;
     return 0;
 }
 
-static sl_param_t knob_param(int knob)
+static sl_param_t knob_param(const sl_loader_t *l, int knob)
 {
-    return knob == SL_KNOB_READ     ? SL_PARAM_READ_THREADS
-           : knob == SL_KNOB_DECODE ? SL_PARAM_DECODE_THREADS
-                                    : SL_PARAM_PREFETCH;
+    return knob == SL_KNOB_READ && l->lim.read_depth ? SL_PARAM_IO_DEPTH
+           : knob == SL_KNOB_READ                    ? SL_PARAM_READ_THREADS
+           : knob == SL_KNOB_DECODE                  ? SL_PARAM_DECODE_THREADS
+                                                     : SL_PARAM_PREFETCH;
 }
 
 /* Under mu: the knobs in force, and whether the pipeline runs. */
 static int knobs(void *self, sl__knobs_t *cur)
 {
     sl_loader_t *l = self;
-    *cur = (sl__knobs_t){l->read_threads, l->decode_threads, l->prefetch};
+    int reads = l->lim.read_depth ? sl__loader_io_depth(l) : l->read_threads;
+    *cur = (sl__knobs_t){reads, l->decode_threads, l->prefetch};
     return l->running && !l->stopping;
 }
 
 static int set(void *self, int knob, int value)
 {
-    return sl_loader_set(self, knob_param(knob), value);
+    return sl_loader_set(self, knob_param(self, knob), value);
 }
 
 static void on_tick(void *arg, struct sl__collector *c)

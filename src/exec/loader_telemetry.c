@@ -24,6 +24,9 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->decode_queue = (int)sl__queue_len(l->decode_q);
     o->decode_capacity = SL_ITEMS_QUEUED;
     o->prefetch = l->prefetch;
+    o->io_async = l->async;
+    o->io_depth = l->running ? sl__loader_io_depth(l) : 0;
+    o->reads_in_flight = atomic_load(&l->reads_in_flight);
     sl__sched_glue_sample(&l->sched, o);
     for (int i = 0; i < l->nbufs; i++) {
         o->batches_ready += l->bufs[i]->state == BB_READY;

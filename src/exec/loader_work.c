@@ -72,8 +72,10 @@ int sl__loader_in_flight(const sl_loader_t *l)
 }
 
 /* Next (batch, slot) to read; waits for a free batch buffer when the
- * prefetch depth is reached. Returns 0, or 1 when the pipeline stops. */
-static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
+ * prefetch depth is reached (block = 0: returns SL__CLAIM_LATER instead).
+ * Returns 0, or 1 when the pipeline stops. */
+int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb_out, int *slot,
+                     int64_t *sample)
 {
     pthread_mutex_lock(&l->mu);
     for (;;) {
@@ -136,22 +138,23 @@ static int claim(sl_loader_t *l, bbuf_t **bb_out, int *slot, int64_t *sample)
                 continue;
             }
         }
+        if (!block) {
+            pthread_mutex_unlock(&l->mu);
+            return SL__CLAIM_LATER;
+        }
         pthread_cond_wait(&l->cv_work, &l->mu);
     }
 }
 
 /* A read's or a decode's charge against one of the loader's budgets. */
-typedef struct charge {
-    sl__membudget_t *bud;
-    const char *what;
-    int64_t bytes; /* charged so far */
-    int stopped;   /* the pipeline stopped while it waited */
-} charge_t;
-
-static int admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen)
+int sl__loader_admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen)
 {
     charge_t *c = ctx;
-    int rc = sl__membudget_charge(c->bud, bytes, c->what, err, errlen);
+    int rc = c->try_only
+                 ? sl__membudget_try_charge(c->bud, bytes, c->what, err, errlen)
+                 : sl__membudget_charge(c->bud, bytes, c->what, err, errlen);
+    if (rc == SL__MEMBUDGET_LATER)
+        return rc;
     if (rc == 1) {
         c->stopped = 1;
         return sl__fail(err, errlen, SL_ESTATE, "stopping");
@@ -164,34 +167,42 @@ static int admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen)
 void sl__loader_reader_main(void *arg, int id)
 {
     sl_loader_t *l = arg;
+    if (l->async) {
+        sl__loader_reader_async(l, id);
+        return;
+    }
     while (sl__workers_checkpoint(l->readers, id)) {
         bbuf_t *bb;
         int slot;
         int64_t sample;
-        if (claim(l, &bb, &slot, &sample))
+        if (sl__loader_claim(l, 1, &bb, &slot, &sample))
             return;
         item_t *it;
         if (sl__queue_pop_newest(l->free_items, (void **)&it))
             return; /* stopping: the restart rebuilds the item queues */
         int64_t t0 = sl__now_ns();
+        atomic_fetch_add(&l->reads_in_flight, 1);
         it->bb = bb;
         it->slot = slot;
         it->sample = sample;
         uint64_t stored = 0;
         it->err[0] = 0;
-        charge_t ch = {&l->rbud, "reading it", 0, 0};
-        sl__admit_t adm = {admit_charge, &ch};
+        charge_t ch = {&l->rbud, "reading it", 0, 0, 0};
+        sl__admit_t adm = {sl__loader_admit_charge, &ch};
         it->rc =
             sl__source_read_admit(l->src, sample, &it->data, &l->rscratch[id],
                                   &adm, &stored, it->err, sizeof it->err);
         it->charged = ch.bytes; /* given back when the sample is decoded */
         if (l->rscratch[id].cap > l->item_keep)
             sl__bytes_free(&l->rscratch[id]);
-        if (ch.stopped)
+        if (ch.stopped) {
+            atomic_fetch_sub(&l->reads_in_flight, 1);
             return; /* the stop gives back the charge and rebuilds items */
+        }
         /* Emulated storage: the wait counts as read time, as a slow
          * read would. */
         sl__throttle_wait(&l->thr, stored, t0);
+        atomic_fetch_sub(&l->reads_in_flight, 1);
         atomic_fetch_add(&l->bytes_read, (long long)stored);
         atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - t0);
         atomic_fetch_add(&l->read_items, 1);
@@ -260,8 +271,8 @@ void sl__loader_decoder_main(void *arg, int id)
     sl_loader_t *l = arg;
     if (!l->dscratch[id])
         l->dscratch[id] = sl__scratch_create();
-    charge_t ch = {&l->dbud, "decoding it", 0, 0};
-    sl__admit_t adm = {admit_charge, &ch};
+    charge_t ch = {&l->dbud, "decoding it", 0, 0, 0};
+    sl__admit_t adm = {sl__loader_admit_charge, &ch};
     if (l->dscratch[id])
         sl__scratch_set_admit(l->dscratch[id], &adm);
     decode_loop(l, id, &ch);
@@ -306,6 +317,8 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
         }
         if (it->data.cap > l->item_keep)
             sl__bytes_free(&it->data);
+        if (it->scratch.cap > l->item_keep)
+            sl__bytes_free(&it->scratch);
         sl__membudget_release(&l->rbud, it->charged);
         it->charged = 0;
         sl__queue_push(l->free_items, it); /* never full: holds every item */

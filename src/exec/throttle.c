@@ -82,6 +82,53 @@ static void wait_until(sl__throttle_t *t, int64_t deadline_ns)
     pthread_cond_timedwait(&t->cv, &t->mu, &ts);
 }
 
+int64_t sl__throttle_due(sl__throttle_t *t, int64_t t0_ns)
+{
+    /* stopping is written under mu; a stale read only delays by one wait */
+    return t0_ns + atomic_load(&t->latency_ns);
+}
+
+/* Under mu: the bytes join the line; their ticket (0: no cap). */
+static double reserve(sl__throttle_t *t, uint64_t bytes, int64_t now)
+{
+    refill(t, now);
+    if (atomic_load(&t->rate) <= 0 || t->stopping)
+        return 0;
+    t->issued += (double)bytes;
+    return t->issued;
+}
+
+/* Under mu, credit brought up to `now`: ns until `ticket` is through (0:
+ * through now). */
+static int64_t left_ns(sl__throttle_t *t, double ticket)
+{
+    int64_t rate = atomic_load(&t->rate);
+    if (t->stopping || rate == 0 || ticket <= 0 || t->credit >= ticket)
+        return 0;
+    return (int64_t)((ticket - t->credit) / (double)rate * 1e9) + 1;
+}
+
+double sl__throttle_reserve(sl__throttle_t *t, uint64_t bytes)
+{
+    if (atomic_load(&t->rate) == 0)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    double ticket = reserve(t, bytes, sl__now_ns());
+    pthread_mutex_unlock(&t->mu);
+    return ticket;
+}
+
+int64_t sl__throttle_ready(sl__throttle_t *t, double ticket)
+{
+    if (ticket <= 0)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    refill(t, sl__now_ns());
+    int64_t left = left_ns(t, ticket);
+    pthread_mutex_unlock(&t->mu);
+    return left;
+}
+
 void sl__throttle_wait(sl__throttle_t *t, uint64_t bytes, int64_t t0_ns)
 {
     if (atomic_load(&t->latency_ns) == 0 && atomic_load(&t->rate) == 0)
@@ -89,7 +136,7 @@ void sl__throttle_wait(sl__throttle_t *t, uint64_t bytes, int64_t t0_ns)
     pthread_mutex_lock(&t->mu);
     /* Latency: until t0 + L, L as it stands at each wake-up. */
     for (;;) {
-        int64_t end = t0_ns + atomic_load(&t->latency_ns);
+        int64_t end = sl__throttle_due(t, t0_ns);
         if (t->stopping || sl__now_ns() >= end)
             break;
         wait_until(t, end);
@@ -97,20 +144,10 @@ void sl__throttle_wait(sl__throttle_t *t, uint64_t bytes, int64_t t0_ns)
     /* Bandwidth: reserve the bytes, then wait until the bucket has let
      * everything up to and including them through. Readers are served in
      * the order they reserved. */
-    int64_t now = sl__now_ns();
-    refill(t, now);
-    if (atomic_load(&t->rate) > 0 && !t->stopping) {
-        t->issued += (double)bytes;
-        double ticket = t->issued;
-        for (;;) {
-            int64_t rate = atomic_load(&t->rate);
-            if (t->stopping || rate == 0 || t->credit >= ticket)
-                break;
-            double need_ns = (ticket - t->credit) / (double)rate * 1e9;
-            wait_until(t, now + (int64_t)need_ns + 1);
-            now = sl__now_ns();
-            refill(t, now);
-        }
+    double ticket = reserve(t, bytes, sl__now_ns());
+    for (int64_t left; (left = left_ns(t, ticket)) > 0;) {
+        wait_until(t, sl__now_ns() + left);
+        refill(t, sl__now_ns());
     }
     pthread_mutex_unlock(&t->mu);
 }

@@ -54,6 +54,17 @@ int64_t sl__throttle_rate(sl__throttle_t *t);
  * (sl__now_ns): returns when that read may complete under the emulated
  * storage, or at once while stopping. */
 void sl__throttle_wait(sl__throttle_t *t, uint64_t bytes, int64_t t0_ns);
+/* The same rule without waiting, for a reader that keeps many reads in
+ * flight (exec/aread): a read issued at t0_ns may complete, as far as the
+ * latency goes, at sl__throttle_due(t, t0_ns) (L as it stands now); then
+ * its bytes take a place in the bucket's line (sl__throttle_reserve: a
+ * ticket, 0 when there is no cap) and it completes once
+ * sl__throttle_ready(t, ticket) returns 0 (else: about how many ns are
+ * left). sl__throttle_wait is these three with waits in between, so both
+ * paths emulate the same storage. While stopping, everything is due. */
+int64_t sl__throttle_due(sl__throttle_t *t, int64_t t0_ns);
+double sl__throttle_reserve(sl__throttle_t *t, uint64_t bytes);
+int64_t sl__throttle_ready(sl__throttle_t *t, double ticket);
 /* on = 1: every wait returns at once (the pipeline is stopping); 0: back
  * to normal. */
 void sl__throttle_stop(sl__throttle_t *t, int on);

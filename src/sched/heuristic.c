@@ -51,6 +51,12 @@ static window_t average(const sl_snapshot_t *s, int n)
     return w;
 }
 
+/* A knob's name in reasons: the read knob may be the I/O depth. */
+static const char *knob_label(const sl__heur_t *h, int knob)
+{
+    return sl__knob_label(knob, h->read_depth);
+}
+
 /* Can `which` go up one step within the limits? */
 static int can_raise(const sl__heur_t *h, const sl__limits_t *lim,
                      const sl__knobs_t *k, int which)
@@ -183,7 +189,7 @@ static int jump(sl__heur_t *h, const window_t *w, const sl__estimate_t *e,
                  "%.1f ms per %s, target %.0f/s: %s %d -> %d",
                  e->bound, e->fetch, e->prep, demand, 1e3 * unit,
                  k == SL_KNOB_READ ? "read" : "sample", e->target,
-                 sl__knob_name(k), now, want);
+                 knob_label(h, k), now, want);
         return k;
     }
     return SL_KNOB_NONE;
@@ -222,7 +228,7 @@ static int judge_jump(sl__heur_t *h, int which, const sl__estimate_t *e,
     snprintf(reason, len,
              "undo: %s %d -> %d promised %.0f/s, got %.0f/s (was %.0f): a "
              "cap the model cannot see; next jump in %d windows",
-             sl__knob_name(which), h->from, now, promised, got, before,
+             knob_label(h, which), h->from, now, promised, got, before,
              h->hold[which] - 1);
     return which;
 }
@@ -235,6 +241,7 @@ static int begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                  sl__knobs_t *next, window_t *w, sl__estimate_t *e)
 {
     *next = *cur;
+    h->read_depth = lim->read_depth;
     if (n < 1)
         return 0;
     *w = average(snaps, n);
@@ -320,7 +327,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                 snprintf(reason, len,
                          "undo: %s +1 bought nothing (%.0f -> %.0f samples/s,"
                          " stall %.0f%% -> %.0f%%); next try in %d windows",
-                         sl__knob_name(which), h->before_rate, w.rate,
+                         knob_label(h, which), h->before_rate, w.rate,
                          100 * h->before_stall, 100 * w.stall,
                          h->hold[which] - 1);
                 return which;
@@ -340,7 +347,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
             snprintf(reason, len,
                      "undo: %s %d -> %d made the consumer wait (stall %.0f%% "
                      "-> %.0f%%)",
-                     sl__knob_name(which), h->from, sl__knob_get(cur, which),
+                     knob_label(h, which), h->from, sl__knob_get(cur, which),
                      100 * h->before_stall, 100 * w.stall);
             return which;
         }
@@ -380,7 +387,7 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
                      "consumer waits %.0f%% of the time; decode busy %.0f%%, "
                      "read busy %.0f%%, others use %.0f%% CPU: %s +1",
                      100 * w.stall, 100 * w.dbusy, 100 * w.rbusy,
-                     100 * w.cpu_other, sl__knob_name(which));
+                     100 * w.cpu_other, knob_label(h, which));
         }
     } else if (w.stall < STALL_LO) {
         h->calm++;

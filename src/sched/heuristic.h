@@ -83,6 +83,7 @@ typedef struct sl__heur {
     int at_cap;       /* this window: fetch within 20 % of read_cap */
     int64_t jumps, reversals; /* model jumps; steps against the last one */
     int last_move[4];         /* +1 / -1: the last direction per knob */
+    int read_depth; /* the read knob is the I/O depth (lim->read_depth) */
 } sl__heur_t;
 
 void sl__heur_init(sl__heur_t *h);

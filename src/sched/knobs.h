@@ -34,17 +34,35 @@ typedef struct sl__limits {
      * the memory budget or the defaults. One sample needing more than
      * either is an error. */
     int64_t mem_read, mem_decode;
+    /* Asynchronous reads (sl__limits_io_depth): the most reads in flight
+     * anyone may set (SL_KNOB_DEPTH's range), and read_depth = 1 when the
+     * scheduler's read knob is that depth rather than read threads (its
+     * max_read is then max_depth). */
+    int max_depth, read_depth;
 } sl__limits_t;
 
-enum { SL_KNOB_NONE = 0, SL_KNOB_READ, SL_KNOB_DECODE, SL_KNOB_PREFETCH };
+/* SL_KNOB_DEPTH is not one of the scheduler's three knobs: it names the
+ * I/O depth for its range (sl__limits_range) and for what a decision on
+ * SL_KNOB_READ reports when lim->read_depth (sl__knob_label). */
+enum {
+    SL_KNOB_NONE = 0,
+    SL_KNOB_READ,
+    SL_KNOB_DECODE,
+    SL_KNOB_PREFETCH,
+    SL_KNOB_DEPTH
+};
 
 /* The engine's worker limit per stage (exec/workers.h SL_WORKERS_MAX,
  * checked there) and the most batch buffers anyone may ask for. */
 #define SL_KNOB_MAX_THREADS 256
 #define SL_KNOB_MAX_PREFETCH 4096
 
-/* "read_threads", "decode_threads", "prefetch" ("" for none). */
+/* "read_threads", "decode_threads", "prefetch", "io_depth" ("" for
+ * none). */
 const char *sl__knob_name(int knob);
+/* The name a decision on `knob` reports: "io_depth" for SL_KNOB_READ when
+ * read_depth (the read knob is the I/O depth), else sl__knob_name. */
+const char *sl__knob_label(int knob, int read_depth);
 /* The knob's value in k (SL_KNOB_READ..PREFETCH), or its address. */
 int sl__knob_get(const sl__knobs_t *k, int knob);
 int *sl__knob_ref(sl__knobs_t *k, int knob);

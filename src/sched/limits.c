@@ -9,7 +9,14 @@ const char *sl__knob_name(int knob)
     return knob == SL_KNOB_READ       ? "read_threads"
            : knob == SL_KNOB_DECODE   ? "decode_threads"
            : knob == SL_KNOB_PREFETCH ? "prefetch"
+           : knob == SL_KNOB_DEPTH    ? "io_depth"
                                       : "";
+}
+
+const char *sl__knob_label(int knob, int read_depth)
+{
+    return sl__knob_name(knob == SL_KNOB_READ && read_depth ? SL_KNOB_DEPTH
+                                                            : knob);
 }
 
 int *sl__knob_ref(sl__knobs_t *k, int knob)
@@ -113,7 +120,34 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     }
     /* Calm sheds stop at the default: never below the static default. */
     lim->min_decode = lim->tune_decode ? k->decode_threads : 0;
+    lim->max_depth = SL_IO_DEPTH_MAX;
     return 0;
+}
+
+int sl__limits_io_depth(const sl_options_t *o, int async,
+                        const sl__knobs_t *start, sl__limits_t *lim)
+{
+    int64_t fit = lim->mem_read / SL_IO_DEPTH_BYTES;
+    int d = fit < SL_IO_DEPTH_MAX ? (int)fit : SL_IO_DEPTH_MAX;
+    if (d < lim->max_read)
+        d = lim->max_read;
+    if (o->io_depth > d)
+        d = o->io_depth;
+    lim->max_depth = d;
+    lim->read_depth = 0;
+    if (!async)
+        return o->io_depth > 0 ? o->io_depth : 0;
+    if (o->io_depth > 0) {
+        lim->tune_read = 0; /* more threads would not add reads in flight */
+        return o->io_depth;
+    }
+    if ((o->io_depth == 0 || o->io_depth == SL_AUTOTUNE) && lim->tune_read &&
+        o->policy == SL_POLICY_HEURISTIC) {
+        lim->read_depth = 1; /* the heuristic's read knob: the depth */
+        lim->max_read = d;
+        return start->read_threads;
+    }
+    return 0; /* follows the read threads */
 }
 
 int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
@@ -130,6 +164,9 @@ int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
         *max = SL_KNOB_MAX_THREADS;
         if (lim->hard_threads && lim->max_threads - 1 < *max)
             *max = lim->max_threads - 1;
+        return 0;
+    case SL_KNOB_DEPTH:
+        *max = lim->max_depth > 0 ? lim->max_depth : SL_IO_DEPTH_MAX;
         return 0;
     case SL_KNOB_PREFETCH:
         *max = SL_KNOB_MAX_PREFETCH;

@@ -48,6 +48,11 @@
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker
  * limit). */
 #define SL_IO_DEPTH_MIN 64
+/* Asynchronous reads (exec/loader_aread.c): reads in flight are bounded by
+ * the read memory budget, one SL_IO_DEPTH_BYTES per read (ImageNet's JPEGs
+ * average 110 KB), at most SL_IO_DEPTH_MAX and at least max_read. */
+#define SL_IO_DEPTH_MAX 1024
+#define SL_IO_DEPTH_BYTES (256 << 10)
 
 /* Read-ahead items a loader keeps (the simulator too): one per
  * outstanding read, plus SL_ITEMS_QUEUED read and waiting for a decoder. */
@@ -66,6 +71,23 @@ int sl__limits_knob_default(int knob, int ncpu, int decode_threads);
 int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
                     sl__limits_t *lim, sl__knobs_t *start, char *err,
                     size_t errlen);
+
+/* Asynchronous reads, after sl__limits_make: the I/O depth's budget
+ * (lim->max_depth: mem_read / SL_IO_DEPTH_BYTES, at most SL_IO_DEPTH_MAX,
+ * at least max_read, or the user's io_depth if more) and its start.
+ * async: the loader can keep reads in flight (io_uring works and
+ * o->io_depth >= 0). Then:
+ *   - io_depth given: it is fixed, and so are the read threads (more of
+ *     them would not add reads in flight);
+ *   - io_depth and read_threads left to the heuristic: its read knob is
+ *     the depth (lim->read_depth = 1, lim->max_read = max_depth),
+ *     starting at the read threads' start; the threads stay there;
+ *   - otherwise (rl, whose policy was trained on read threads; static;
+ *     read_threads given) the depth follows the read threads: one read in
+ *     flight each, as without asynchronous reads.
+ * @return the depth to start with, 0 for "follows the read threads". */
+int sl__limits_io_depth(const sl_options_t *o, int async,
+                        const sl__knobs_t *start, sl__limits_t *lim);
 
 /* The values anyone may set `knob` to under lim, [*min, *max]: the
  * engine's ranges narrowed by the hard budgets (sl_loader_param_range).

@@ -165,6 +165,7 @@ int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
     static const int order[3] = {SL_KNOB_DECODE, SL_KNOB_READ,
                                  SL_KNOB_PREFETCH};
     memset(d, 0, sizeof *d);
+    d->read_depth = lim->read_depth;
     sl__knobs_t next = *cur;
     int mask = s->pol->step(s->pol, win, n, lim, cur, &next, d->reason,
                             sizeof d->reason);
@@ -187,7 +188,8 @@ int sl__sched_report(const sl__sched_decision_t *d, const int *applied,
         if (!applied[i])
             continue;
         if (!done++) {
-            snprintf(knob, knob_len, "%s", sl__knob_name(d->ch[i].knob));
+            snprintf(knob, knob_len, "%s",
+                     sl__knob_label(d->ch[i].knob, d->read_depth));
             *from = d->ch[i].from;
             *to = d->ch[i].to;
             snprintf(reason, reason_len, "%s", d->reason);

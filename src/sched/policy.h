@@ -79,6 +79,7 @@ typedef struct sl__sched_change {
 typedef struct sl__sched_decision {
     int n;
     sl__sched_change_t ch[3];
+    int read_depth; /* SL_KNOB_READ is the I/O depth (lim->read_depth) */
     char reason[SL_SCHED_REASON];
 } sl__sched_decision_t;
 

@@ -220,8 +220,12 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     int64_t nl = q->lat_count - p->lat_count;
     s->batch_latency_ms =
         nl > 0 ? (double)(q->lat_sum_ns - p->lat_sum_ns) / 1e6 / (double)nl : 0;
-    stage(&s->read, q->read_workers, p->read_busy_ns, q->read_busy_ns,
-          p->read_items, q->read_items, secs);
+    stage(&s->read, q->io_async ? q->io_depth : q->read_workers,
+          p->read_busy_ns, q->read_busy_ns, p->read_items, q->read_items, secs);
+    s->read.workers = q->read_workers;
+    s->io_async = q->io_async;
+    s->io_depth = q->io_async ? q->io_depth : 0;
+    s->reads_in_flight = q->reads_in_flight;
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
     stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,

@@ -25,6 +25,9 @@ typedef struct sl__pipe_sample {
     int64_t read_busy_ns, read_items, decode_busy_ns, decode_items;
     int read_workers, decode_workers;
     int read_inflight, read_capacity; /* read-ahead items in use / all */
+    int io_async, io_depth;           /* asynchronous reads: depth (read.busy's
+                                         divisor instead of read_workers) */
+    int reads_in_flight;
     int decode_queue, decode_capacity;
     int prefetch, batches_ready, batches_filling;
     int64_t decisions; /* knob changes made by the scheduler so far */

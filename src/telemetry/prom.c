@@ -143,6 +143,15 @@ int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)
            s->prefetch);
     metric(&o, "batches_ready", "gauge", "Complete batches waiting.",
            s->batches_ready);
+    metric(&o, "io_async", "gauge",
+           "1: asynchronous reads (io_uring); 0: a blocking read per read "
+           "thread.",
+           s->io_async);
+    metric(&o, "io_depth", "gauge",
+           "Reads in flight allowed, with asynchronous reads (knob).",
+           s->io_depth);
+    metric(&o, "reads_in_flight", "gauge", "Reads issued and not yet done.",
+           s->reads_in_flight);
     metric(&o, "decisions_total", "counter", "Knob changes the scheduler made.",
            (double)s->decisions_total);
     stage_metrics(&o, s);

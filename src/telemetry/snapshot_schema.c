@@ -79,7 +79,11 @@ static const sl__schema_field_t schema[] = {
     F("knobs.read_threads", INT, read.workers),
     F("knobs.decode_threads", INT, decode.workers),
     F("knobs.prefetch", INT, prefetch),
+    F("knobs.io_depth", INT, io_depth),
     F("batches_filling", INT, batches_filling),
+    F("io.async", INT, io_async),
+    F("io.depth", INT, io_depth),
+    F("io.reads_in_flight", INT, reads_in_flight),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)
