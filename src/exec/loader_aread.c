@@ -69,7 +69,7 @@ static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block)
     item_t *it = *later;
     if (!it) {
         int rc = block ? sl__queue_pop_newest(l->free_items, (void **)&it)
-                       : sl__queue_try_pop(l->free_items, (void **)&it);
+                       : sl__queue_try_pop_newest(l->free_items, (void **)&it);
         if (rc)
             return block ? ST_STOP : ST_LATER;
         bbuf_t *bb;
@@ -113,13 +113,14 @@ static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block)
     return ST_STARTED;
 }
 
-/* A read handed back: finished, counted, on to the decoders. Returns 1
- * when the pipeline stops (the item is left to the stop). */
+/* A read handed back: finished (what begin opened is closed, whatever
+ * the result) and counted. Returns 1 when the pipeline stops (the item is
+ * left to the stop). */
 static int finish(sl_loader_t *l, item_t *it, int stopping)
 {
     uint64_t stored = 0;
     atomic_fetch_sub(&l->reads_in_flight, 1);
-    if (!it->rc) /* closes what begin opened, whatever the result */
+    if (!it->rc)
         it->rc =
             sl__source_read_end(l->src, &it->rd, it->rq.res, &it->data,
                                 &it->scratch, &stored, it->err, sizeof it->err);
@@ -128,7 +129,49 @@ static int finish(sl_loader_t *l, item_t *it, int stopping)
     atomic_fetch_add(&l->bytes_read, (long long)stored);
     atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - it->t0);
     atomic_fetch_add(&l->read_items, 1);
-    return sl__queue_push(l->decode_q, it) != 0;
+    return 0;
+}
+
+/* Finished reads waiting for room in decode_q, oldest first (chained
+ * through rq.next, which aread no longer uses). A reader never blocks on
+ * a full decode_q while reads are in flight: it would start no read while
+ * it waits, and the decoders would find nothing read when they free up. */
+typedef struct held {
+    item_t *head, *tail;
+    int n;
+} held_t;
+
+static void hold(held_t *h, item_t *it)
+{
+    it->rq.next = NULL;
+    if (h->tail)
+        h->tail->rq.next = &it->rq;
+    else
+        h->head = it;
+    h->tail = it;
+    h->n++;
+}
+
+/* Hands held items to the decoders (block: waits for room for the
+ * first). Returns 1 when decode_q is closed (stopping). */
+static int hand_over(sl_loader_t *l, held_t *h, int block)
+{
+    while (h->head) {
+        /* Read before the push: from then on the item is a decoder's. */
+        sl__areq_t *next = h->head->rq.next;
+        int rc = block ? sl__queue_push(l->decode_q, h->head)
+                       : sl__queue_try_push(l->decode_q, h->head);
+        if (rc == 1)
+            return 0; /* full */
+        if (rc)
+            return 1;
+        h->head = next ? next->user : NULL;
+        if (!h->head)
+            h->tail = NULL;
+        h->n--;
+        block = 0;
+    }
+    return 0;
 }
 
 /* Stopping: every read the kernel still holds is waited for (it writes
@@ -154,16 +197,28 @@ static void idle(sl_loader_t *l, int id)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* The wait for completions: short while finished reads wait for room or
+ * a claim was refused for now (neither signals this thread), else until
+ * a completion is due (aread caps each wait at 10 ms). */
+#define WAIT_HELD_NS 1000000
+#define WAIT_LATER_NS 2000000
+#define WAIT_NS 20000000
+
 void sl__loader_reader_async(sl_loader_t *l, int id)
 {
     sl__aread_t *a = ring_of(l, id);
     if (!a)
         return; /* out of memory: the other readers go on */
     item_t *later = NULL;
+    held_t h = {NULL, NULL, 0};
     sl__areq_t *done[REAP_MAX];
     int stop = 0;
     while (!stop && !atomic_load(&l->halt)) {
-        int n = sl__aread_in_flight(a);
+        if (hand_over(l, &h, 0))
+            break;
+        /* What this reader holds counts against its share: reads in
+         * flight and finished ones waiting for the decoders. */
+        int n = sl__aread_in_flight(a) + h.n;
         if (n == 0 && !later) {
             if (!sl__workers_checkpoint(l->readers, id))
                 break;
@@ -176,18 +231,27 @@ void sl__loader_reader_async(sl_loader_t *l, int id)
         if (later) /* a claimed slot comes first, whatever the share */
             st = start_one(l, a, &later, n == 0);
         while (st == ST_STARTED && !later &&
-               (n = sl__aread_in_flight(a)) < share(l, id))
+               (n = sl__aread_in_flight(a) + h.n) < share(l, id))
             st = start_one(l, a, &later, n == 0);
         if (st == ST_STOP)
             break;
         sl__aread_flush(a);
-        if (sl__aread_in_flight(a) == 0)
-            continue; /* e.g. a charge to retry with nothing in flight */
-        /* Room for more but nothing to start now: look again soon. */
-        int64_t wait = st == ST_LATER ? 2000000 : 20000000;
+        if (sl__aread_in_flight(a) == 0) {
+            /* Nothing in flight: waiting for room is safe now. */
+            if (h.n && hand_over(l, &h, 1))
+                break;
+            continue;
+        }
+        int64_t wait = h.n              ? WAIT_HELD_NS
+                       : st == ST_LATER ? WAIT_LATER_NS
+                                        : WAIT_NS;
         int got = sl__aread_reap(a, done, REAP_MAX, wait, 0);
-        for (int i = 0; i < got; i++) /* after a stop: closed, dropped */
-            stop = finish(l, done[i]->user, stop) || stop;
+        for (int i = 0; i < got; i++) { /* after a stop: closed, dropped */
+            item_t *it = done[i]->user;
+            stop = finish(l, it, stop) || stop;
+            if (!stop)
+                hold(&h, it);
+        }
     }
-    drain(l, a);
+    drain(l, a); /* held items are the stop's: it rebuilds every item */
 }

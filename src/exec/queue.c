@@ -44,11 +44,15 @@ void sl__queue_destroy(sl__queue_t *q)
     free(q);
 }
 
-int sl__queue_push(sl__queue_t *q, void *item)
+static int push(sl__queue_t *q, void *item, int block)
 {
     pthread_mutex_lock(&q->mu);
-    while (q->len == q->cap && !q->closed)
+    while (block && q->len == q->cap && !q->closed)
         pthread_cond_wait(&q->not_full, &q->mu);
+    if (!q->closed && q->len == q->cap) {
+        pthread_mutex_unlock(&q->mu);
+        return 1;
+    }
     if (q->closed) {
         pthread_mutex_unlock(&q->mu);
         return SL_ESTATE;
@@ -58,6 +62,16 @@ int sl__queue_push(sl__queue_t *q, void *item)
     pthread_cond_signal(&q->not_empty);
     pthread_mutex_unlock(&q->mu);
     return 0;
+}
+
+int sl__queue_push(sl__queue_t *q, void *item)
+{
+    return push(q, item, 1);
+}
+
+int sl__queue_try_push(sl__queue_t *q, void *item)
+{
+    return push(q, item, 0);
 }
 
 static void *take(sl__queue_t *q)
@@ -101,16 +115,26 @@ int sl__queue_pop_newest(sl__queue_t *q, void **item)
     return pop(q, item, take_newest);
 }
 
-int sl__queue_try_pop(sl__queue_t *q, void **item)
+static int try_pop(sl__queue_t *q, void **item, void *(*from)(sl__queue_t *))
 {
     pthread_mutex_lock(&q->mu);
     if (q->len == 0) {
         pthread_mutex_unlock(&q->mu);
         return SL_EEND;
     }
-    *item = take(q);
+    *item = from(q);
     pthread_mutex_unlock(&q->mu);
     return 0;
+}
+
+int sl__queue_try_pop(sl__queue_t *q, void **item)
+{
+    return try_pop(q, item, take);
+}
+
+int sl__queue_try_pop_newest(sl__queue_t *q, void **item)
+{
+    return try_pop(q, item, take_newest);
 }
 
 void sl__queue_close(sl__queue_t *q)

@@ -18,6 +18,8 @@ void sl__queue_destroy(sl__queue_t *q);
 /* Blocks while full. Returns 0, or SL_ESTATE once the queue is closed (the
  * item was not queued). */
 int sl__queue_push(sl__queue_t *q, void *item);
+/* Non-blocking push: 0, 1 when full (not queued), or SL_ESTATE. */
+int sl__queue_try_push(sl__queue_t *q, void *item);
 /* Blocks while empty. Returns 0 and *item, or SL_EEND when closed and
  * drained. */
 int sl__queue_pop(sl__queue_t *q, void **item);
@@ -27,6 +29,8 @@ int sl__queue_pop(sl__queue_t *q, void **item);
 int sl__queue_pop_newest(sl__queue_t *q, void **item);
 /* Non-blocking pop: 0 and *item, or SL_EEND if nothing is there now. */
 int sl__queue_try_pop(sl__queue_t *q, void **item);
+/* Non-blocking pop_newest. */
+int sl__queue_try_pop_newest(sl__queue_t *q, void **item);
 /* Wakes every waiter; later pushes fail, pops drain what is left. */
 void sl__queue_close(sl__queue_t *q);
 /* Reopens an empty closed queue (pipeline restart). */
