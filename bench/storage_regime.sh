@@ -4,7 +4,11 @@
 # (wanting 800 img/s), 5 epochs. Runs each policy alternating, ROUNDS
 # rounds, and prints the median img/s, stall, mean wait and CPU seconds of
 # each, and each policy's rate against static with 12 read threads (the
-# fixed config that meets the demand).
+# fixed config that meets the demand). Where reads are asynchronous
+# (io_uring), heuristic tunes the I/O depth on one read thread and
+# static-12 keeps 12 reads in flight on 12 threads; the *-threads rows run
+# the same with --io-depth off (one blocking read per read thread), the
+# path without io_uring.
 #
 #   bench/storage_regime.sh [SLUICE] [ROUNDS] [BEFORE]
 #
@@ -20,8 +24,10 @@ if [ ! -d "$D" ]; then
 fi
 common=(--epochs 5 --batch 64 --read-latency-ms 10 --read-bw 100M --step-ms 80 --json --quiet)
 declare -A ARGS=([heuristic]="--policy heuristic" [rl]="--policy rl"
-                 [static-12]="--policy static --read-threads 12")
-names=(heuristic rl static-12)
+                 [static-12]="--policy static --read-threads 12"
+                 [heuristic-threads]="--policy heuristic --io-depth off"
+                 [static-12-threads]="--policy static --read-threads 12 --io-depth off")
+names=(heuristic rl static-12 heuristic-threads static-12-threads)
 [ -n "$BEFORE" ] && names+=(before-heuristic)
 out=$(mktemp)
 for r in $(seq "$ROUNDS"); do
@@ -41,12 +47,14 @@ for l in open(sys.argv[1]):
     rows.setdefault(n, []).append(json.loads(js))
 med = lambda n, k: statistics.median(r[k] for r in rows[n])
 ref = med("static-12", "samples_per_s")
-print("| policy | img/s | vs static-12 | stall | mean wait ms | CPU s |")
-print("| --- | --- | --- | --- | --- | --- |")
+print("| policy | img/s | vs static-12 | stall | mean wait ms | CPU s | reads | read threads, io_depth at the end |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for n in rows:
-    print("| %s | %.0f | %.2f | %.1f %% | %.1f | %.1f |" % (
+    last = rows[n][-1]
+    print("| %s | %.0f | %.2f | %.1f %% | %.1f | %.1f | %s | %s, %s |" % (
         n, med(n, "samples_per_s"), med(n, "samples_per_s") / ref,
         100 * med(n, "stall_fraction"), med(n, "wait_ms_mean"),
-        med(n, "cpu_seconds")))
+        med(n, "cpu_seconds"), last.get("read_path", "-"),
+        last.get("read_threads", "-"), last.get("io_depth", "-")))
 EOF
 rm -f "$out"

@@ -176,6 +176,9 @@ static int start_at(LoaderObject *self, int64_t g)
             self->opt.read_threads = (int)v;
         if (!sl_loader_get(old, SL_PARAM_PREFETCH, &v))
             self->opt.prefetch = (int)v;
+        if (self->opt.io_depth != SL_IO_DEPTH_OFF &&
+            !sl_loader_get(old, SL_PARAM_IO_DEPTH, &v))
+            self->opt.io_depth = (int)v;
         CoreObject *c = core_create(self);
         if (!c)
             return -1;
@@ -360,11 +363,13 @@ static int knob_of(PyObject *name, sl_param_t *p)
         *p = SL_PARAM_READ_THREADS;
     else if (s && !strcmp(s, "prefetch"))
         *p = SL_PARAM_PREFETCH;
+    else if (s && (!strcmp(s, "io_depth") || !strcmp(s, "io-depth")))
+        *p = SL_PARAM_IO_DEPTH;
     else {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError,
-                     "knob must be 'threads', 'read_threads' or 'prefetch', "
-                     "not %R",
+                     "knob must be 'threads', 'read_threads', 'prefetch' or "
+                     "'io_depth', not %R",
                      name);
         return -1;
     }
