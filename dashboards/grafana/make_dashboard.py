@@ -139,12 +139,15 @@ PANELS = [
                    ("sluice_psi_memory_some" + sel(), "{{instance}} memory")]),
     row("Knobs and scheduler"),
     timeseries("Knobs", "Values in force: read and decode threads, prefetch "
-               "(batch buffers).", "short", [
+               "(batch buffers), and with asynchronous reads (io_async 1: "
+               "io_uring) the I/O depth, reads in flight allowed.", "short", [
                    ("sluice_workers" + sel('stage="read"'),
                     "{{instance}} read threads"),
                    ("sluice_workers" + sel('stage="decode"'),
                     "{{instance}} decode threads"),
-                   ("sluice_prefetch" + sel(), "{{instance}} prefetch")],
+                   ("sluice_prefetch" + sel(), "{{instance}} prefetch"),
+                   ("sluice_io_depth" + sel(), "{{instance}} io_depth"),
+                   ("sluice_io_async" + sel(), "{{instance}} io_async")],
                step=True, w=10),
     timeseries("Scheduler decisions", "Knob changes the scheduler made per "
                "second (rate() of sluice_decisions_total; the reasons are in "
@@ -157,11 +160,13 @@ PANELS = [
     timeseries("Stage busy", "Busy share of each stage's threads.",
                "percentunit", [("sluice_stage_busy" + sel(),
                                 "{{instance}} {{stage}}")], vmax=1),
-    timeseries("Queues", "Items waiting at each stage, and the queue's "
-               "capacity.", "short", [
+    timeseries("Queues", "Items waiting at each stage, the queue's "
+               "capacity, and reads issued and not yet done.", "short", [
                    ("sluice_queue_depth" + sel(), "{{instance}} {{stage}} depth"),
                    ("sluice_queue_capacity" + sel(),
-                    "{{instance}} {{stage}} capacity")], step=True),
+                    "{{instance}} {{stage}} capacity"),
+                   ("sluice_reads_in_flight" + sel(),
+                    "{{instance}} reads in flight")], step=True),
     row("GPU and energy (where present)"),
     timeseries("GPU utilisation", "GPU 0 (NVML); no data without a GPU.",
                "percentunit", [("sluice_gpu_utilization" + sel(),

@@ -22,8 +22,10 @@ int sl__aread_init(sl__aread_t *a, sl__throttle_t *thr, unsigned entries,
         why[0] = 0;
     if (!use_ring)
         return 0;
-    int rc = sl__uring_open(&a->ring, entries, why, whylen);
-    return rc == SL_ENOMEM ? rc : 0; /* any other failure: inline reads */
+    /* A ring that cannot be made (an old kernel's RLIMIT_MEMLOCK, a
+     * filter): inline reads, the cause in why. */
+    sl__uring_open(&a->ring, entries, why, whylen);
+    return 0;
 }
 
 void sl__aread_destroy(sl__aread_t *a)

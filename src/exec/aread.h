@@ -51,8 +51,7 @@ typedef struct sl__aread {
 } sl__aread_t;
 
 /* A ring of `entries` when use_ring (else, or when the ring cannot be
- * made, inline reads; *why gets the cause, may be NULL).
- * @return 0, or SL_ENOMEM. */
+ * made, inline reads; why gets the cause, may be NULL). @return 0. */
 int sl__aread_init(sl__aread_t *a, sl__throttle_t *thr, unsigned entries,
                    int use_ring, char *why, size_t whylen);
 /* Only with nothing in flight. */

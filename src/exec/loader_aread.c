@@ -207,8 +207,10 @@ static void idle(sl_loader_t *l, int id)
 void sl__loader_reader_async(sl_loader_t *l, int id)
 {
     sl__aread_t *a = ring_of(l, id);
-    if (!a)
-        return; /* out of memory: the other readers go on */
+    if (!a) { /* out of memory: this thread reads one at a time */
+        sl__loader_reader_sync(l, id);
+        return;
+    }
     item_t *later = NULL;
     held_t h = {NULL, NULL, 0};
     sl__areq_t *done[REAP_MAX];

@@ -173,6 +173,7 @@ void sl__loader_reader_main(void *arg, int id);
 /* The read stage with reads in flight (loader_aread.c), and the pieces of
  * the thread-per-read one it shares (loader_work.c). */
 void sl__loader_reader_async(sl_loader_t *l, int id);
+void sl__loader_reader_sync(sl_loader_t *l, int id); /* one at a time */
 void sl__loader_aread_free(sl_loader_t *l);
 int sl__loader_io_depth(const sl_loader_t *l); /* in force (follows) */
 #define SL__CLAIM_LATER 2

@@ -167,10 +167,14 @@ int sl__loader_admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen)
 void sl__loader_reader_main(void *arg, int id)
 {
     sl_loader_t *l = arg;
-    if (l->async) {
+    if (l->async)
         sl__loader_reader_async(l, id);
-        return;
-    }
+    else
+        sl__loader_reader_sync(l, id);
+}
+
+void sl__loader_reader_sync(sl_loader_t *l, int id)
+{
     while (sl__workers_checkpoint(l->readers, id)) {
         bbuf_t *bb;
         int slot;

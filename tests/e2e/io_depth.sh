@@ -46,6 +46,19 @@ else
   echo "skip: rate checks: no asynchronous reads here ($(grep -o 'reads: .*' "$T/err" || true))"
 fi
 
+# The heuristic, left both knobs, tunes the depth on one read thread:
+# its first decision in this regime is a model jump of io_depth.
+if [ "$path" = io_uring ]; then
+  hr=$("$S" run "$T/ds" "${common[@]/static/heuristic}" --telemetry "$T/tel.jsonl" 2>/dev/null)
+  check "heuristic: same stream" test "$(jget digest <<<"$hr")" = "$d0"
+  check "heuristic: one read thread, io_depth $(jget io_depth <<<"$hr") > 1" \
+    test "$(jget read_threads <<<"$hr")" = 1 -a "$(jget io_depth <<<"$hr")" -gt 1
+  check "heuristic: a decision on io_depth in the telemetry" \
+    grep -q '"knob": "io_depth"' "$T/tel.jsonl"
+  check "telemetry: io.async 1, io.depth, io.reads_in_flight" \
+    grep -q '"io": {"async": 1, "depth": [0-9]*, "reads_in_flight": [0-9]*}' "$T/tel.jsonl"
+fi
+
 # The knob through --set, live, and bad values.
 lv=$("$S" run "$T/ds" "${common[@]}" --read-threads 1 --io-depth 2 --set 3:io-depth=24 \
       --set 6:read-threads=3 --set 9:io-depth=1 2>/dev/null)

@@ -210,6 +210,62 @@ static void test_check_ranges(void **state)
     assert_string_equal(sl__knob_name(SL_KNOB_DECODE), "decode_threads");
 }
 
+/* Asynchronous reads (sl__limits_io_depth): who tunes the depth, where
+ * it starts, and the read budget's bound on it. */
+static void test_io_depth_with_async_reads(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    sl__limits_t lim;
+    sl__knobs_t k;
+    /* Heuristic, both left: the read knob is the depth, on one thread. */
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 1);
+    assert_int_equal(lim.read_depth, 1);
+    assert_true(lim.tune_read);
+    assert_int_equal(lim.max_depth, SL_IO_DEPTH_MAX); /* 2 GB / 256 KiB */
+    assert_int_equal(lim.max_read, lim.max_depth);
+    int64_t lo, hi;
+    assert_int_equal(sl__limits_range(&lim, SL_KNOB_DEPTH, &lo, &hi), 0);
+    assert_int_equal(hi, SL_IO_DEPTH_MAX);
+    assert_string_equal(sl__knob_label(SL_KNOB_READ, lim.read_depth),
+                        "io_depth");
+    /* No asynchronous reads: nothing changes, the depth follows. */
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    int max_read = lim.max_read;
+    assert_int_equal(sl__limits_io_depth(&o, 0, &k, &lim), 0);
+    assert_int_equal(lim.read_depth, 0);
+    assert_int_equal(lim.max_read, max_read);
+    assert_string_equal(sl__knob_label(SL_KNOB_READ, 0), "read_threads");
+    /* rl and static: read threads stay the read knob, depth follows. */
+    o.policy = SL_POLICY_RL;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 0);
+    assert_int_equal(lim.read_depth, 0);
+    assert_true(lim.tune_read);
+    o.policy = SL_POLICY_STATIC;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 0);
+    /* Given: fixed, and so are the read threads. */
+    o.policy = SL_POLICY_HEURISTIC;
+    o.io_depth = 24;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 24);
+    assert_false(lim.tune_read);
+    assert_int_equal(lim.read_depth, 0);
+    o.io_depth = 5000; /* above the budget: what the user set */
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 5000);
+    assert_int_equal(lim.max_depth, 5000);
+    /* A memory budget bounds the depth by the read share's bytes. */
+    o = opts();
+    o.max_memory_bytes = (int64_t)1 << 30; /* work 256 MB, read 64 MB */
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    sl__limits_io_depth(&o, 1, &k, &lim);
+    assert_int_equal(lim.max_depth, (int)(lim.mem_read / SL_IO_DEPTH_BYTES));
+    assert_int_equal(lim.max_depth, 256);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -222,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_thread_budget),
         cmocka_unit_test(test_many_cores_stay_within_the_worker_limit),
         cmocka_unit_test(test_check_ranges),
+        cmocka_unit_test(test_io_depth_with_async_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
