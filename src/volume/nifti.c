@@ -178,7 +178,8 @@ int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
                         "datatype %d (%s) is not supported (uint8, int16, "
                         "int32, float32, float64)",
                         r.datatype,
-                        strcmp(name, "DT_UNKNOWN") ? name : "not a NIfTI code");
+                        strcmp(name, "**ILLEGAL**") ? name
+                                                    : "not a NIfTI code");
     }
     int swapsize;
     nifti_datatype_sizes(r.datatype, &h->nbyper, &swapsize);
@@ -254,12 +255,16 @@ int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
 static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
                        char *err, size_t errlen, int *code)
 {
-    int r = gzread(gz, p, (unsigned)n);
-    if (r >= 0)
-        return r;
-    int zerr;
+    int r = gzread(gz, p, (unsigned)n), zerr;
     const char *msg = gzerror(gz, &zerr);
-    if (zerr == Z_ERRNO) {
+    /* zlib reports a gzip stream cut short (Z_BUF_ERROR) only here: gzread
+     * returns what it got, then 0, as at a proper end. */
+    if (r >= 0 && zerr != Z_BUF_ERROR)
+        return r;
+    if (zerr == Z_BUF_ERROR) {
+        *code = SL_ECORRUPT;
+        sl__fail(err, errlen, *code, "%s: truncated gzip file (%s)", name, msg);
+    } else if (zerr == Z_ERRNO) {
         int e = errno;
         *code = sl__errno_code(e, SL_EIO);
         sl__fail(err, errlen, *code, "%s: read failed: %s", name, strerror(e));
@@ -278,7 +283,11 @@ int sl__nifti_read(int fd, const char *name, int64_t file_size,
     unsigned char magic[2] = {0, 0};
     int gzip =
         pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    int dfd = dup(fd);
+    int dfd = dup(fd); /* gzclose closes it; it shares fd's offset */
+    if (dfd >= 0 && lseek(dfd, 0, SEEK_SET) != 0) {
+        close(dfd);
+        dfd = -1;
+    }
     if (dfd < 0)
         return sl__fail(err, errlen, sl__errno_code(errno, SL_EIO), "%s: %s",
                         name, strerror(errno));

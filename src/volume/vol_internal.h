@@ -53,7 +53,8 @@ typedef struct sl__volhdr {
 int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
                      size_t errlen);
 
-/* Reads a volume from an open file (fd stays the caller's; `name` for the
+/* Reads a volume from an open file from its start (fd stays the caller's,
+ * its offset is moved; `name` for the
  * messages; file_size its bytes): header, checks against file_size (and
  * SL__GZ_MAX_RATIO when gzip), then `admit` is asked for the bytes the load
  * will allocate, then the data is read in pieces and converted straight
