@@ -108,6 +108,7 @@ typedef struct sl_volume {
     int xyz_units;      /**< NIfTI unit codes (2: mm, 8: s, ...) */
     int time_units;
     char descrip[80]; /**< the header's description, terminated */
+    int compressed;   /**< 1 when the file is gzip (.nii.gz) */
 } sl_volume_t;
 
 /**

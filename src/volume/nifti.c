@@ -338,6 +338,7 @@ int sl__nifti_read(int fd, const char *name, int64_t file_size,
         sl__fail(err, errlen, code, "%s: %s", name, why);
         goto out;
     }
+    v->compressed = gzip;
     if (o->header_only)
         goto out;
 
