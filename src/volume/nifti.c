@@ -257,6 +257,8 @@ static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
 {
     int r = gzread(gz, p, (unsigned)n), zerr;
     const char *msg = gzerror(gz, &zerr);
+    if (!strncmp(msg, "<fd:", 4) && strstr(msg, ": ")) /* gzdopen's name */
+        msg = strstr(msg, ": ") + 2;
     /* zlib reports a gzip stream cut short (Z_BUF_ERROR) only here: gzread
      * returns what it got, then 0, as at a proper end. */
     if (r >= 0 && zerr != Z_BUF_ERROR)
