@@ -208,3 +208,18 @@ def test_a_damaged_case_is_named(vl, tmp_path):
     assert vl.sl_vloader_create(str(root).encode(), ctypes.byref(o), ctypes.byref(h), err,
                                 512) != 0
     assert b"case_00001" in err.value, err.value
+
+
+def test_a_pack_streams_as_its_folder(vl, tmp_path):
+    """`sluice pack --volumes` of the folder: the same patches, bit for bit
+    (the cases decode through the same code from their records)."""
+    import subprocess
+    cli = os.environ.get("SLUICE")
+    if not cli:
+        pytest.skip("SLUICE not set")
+    root = make_dataset(tmp_path / "kits", n=4, seed=5)
+    subprocess.run([cli, "pack", "--volumes", str(root), str(tmp_path / "pack")],
+                   check=True, capture_output=True)
+    ref, _ = stream(vl, root, epochs=1)
+    out, _ = stream(vl, tmp_path / "pack", epochs=1)
+    assert digest(out) == digest(ref)
