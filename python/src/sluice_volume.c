@@ -24,6 +24,13 @@ static int npy_type(int dtype)
     }
 }
 
+/* A new reference to None (Py_NewRef is 3.10+; the package supports 3.9). */
+static PyObject *none_ref(void)
+{
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
 static void free_capsule(PyObject *cap)
 {
     sl_volume_free(PyCapsule_GetPointer(cap, "sluice.volume"));
@@ -199,7 +206,7 @@ static PyObject *volume_dataset(PyObject *self, PyObject *args, PyObject *kw)
         PyObject *t = Py_BuildValue(
             "(NNN)", PyUnicode_DecodeFSDefault(sl_volume_dataset_name(ds, i)),
             PyUnicode_DecodeFSDefault(sl_volume_dataset_image(ds, i)),
-            lab ? PyUnicode_DecodeFSDefault(lab) : Py_NewRef(Py_None));
+            lab ? PyUnicode_DecodeFSDefault(lab) : none_ref());
         if (!t) {
             Py_CLEAR(list);
             break;
@@ -331,8 +338,8 @@ static PyObject *dataset_cases(PyObject *self, PyObject *arg)
         const char *lab = sl_volume_dataset_label(ds, i);
         PyObject *t = Py_BuildValue(
             "(NNNO)", PyUnicode_DecodeFSDefault(sl_volume_dataset_name(ds, i)),
-            img ? PyUnicode_DecodeFSDefault(img) : Py_NewRef(Py_None),
-            lab ? PyUnicode_DecodeFSDefault(lab) : Py_NewRef(Py_None),
+            img ? PyUnicode_DecodeFSDefault(img) : none_ref(),
+            lab ? PyUnicode_DecodeFSDefault(lab) : none_ref(),
             sl_volume_dataset_has_label(ds, i) ? Py_True : Py_False);
         if (!t) {
             Py_CLEAR(list);
