@@ -61,7 +61,12 @@ static const sl__opts_t top_usage = {
 #define SCRAPE_MS 2000 /* one scrape's time limit */
 #define MAX_FAILS 5    /* failed scrapes in a row before giving up */
 
-static volatile sig_atomic_t quit_sig, resized;
+static volatile sig_atomic_t quit_sig, resized, suspend_req;
+static void on_tstp(int sig)
+{
+    (void)sig;
+    suspend_req = 1;
+}
 static void on_quit(int sig)
 {
     quit_sig = sig;
@@ -100,7 +105,21 @@ static void term_enter(void)
     }
     fputs("\x1b[?1049h\x1b[?25l", stdout); /* alternate screen, no cursor */
     screen_on = 1;
-    atexit(term_restore);
+}
+
+/* Ctrl-Z: the shell's screen back while stopped, ours again on fg. */
+static void suspend(void)
+{
+    suspend_req = 0;
+    term_restore();
+    signal(SIGTSTP, SIG_DFL);
+    raise(SIGTSTP); /* stops here until SIGCONT */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_tstp;
+    sigaction(SIGTSTP, &sa, NULL);
+    term_enter();
+    resized = 1; /* redraw */
 }
 
 static void term_size(int *w, int *h)
@@ -162,6 +181,8 @@ static int wait_keys(int64_t deadline, int interactive,
     for (;;) {
         if (quit_sig)
             return 1;
+        if (suspend_req && interactive)
+            suspend();
         if (resized) {
             resized = 0;
             if (interactive)
@@ -185,7 +206,7 @@ static int wait_keys(int64_t deadline, int interactive,
     }
 }
 
-static void on_signals(void)
+static void on_signals(int interactive)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -195,6 +216,10 @@ static void on_signals(void)
     sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = on_winch;
     sigaction(SIGWINCH, &sa, NULL);
+    if (interactive) {
+        sa.sa_handler = on_tstp;
+        sigaction(SIGTSTP, &sa, NULL);
+    }
     signal(SIGPIPE, SIG_IGN);
 }
 
@@ -244,9 +269,11 @@ int sl__cmd_top(int argc, char **argv)
     const char *term = getenv("TERM");
     int interactive = !a.once && !a.frames && isatty(STDOUT_FILENO) && term &&
                       *term && strcmp(term, "dumb");
-    on_signals();
-    if (interactive)
+    on_signals(interactive);
+    if (interactive) {
         term_enter();
+        atexit(term_restore);
+    }
     char status[600];
     snprintf(status, sizeof status, " q quits   refresh %.1f s", a.interval);
     int64_t period = (int64_t)(a.interval * 1e9);

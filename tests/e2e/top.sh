@@ -23,6 +23,7 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT HUP # so that cleanup runs on a ctest time-out too
 
 # until SECONDS CMD...: runs CMD every 0.2 s until it succeeds (0) or the
 # time is up (1).
@@ -108,6 +109,22 @@ tm send-keys -t top q
 exited() { pane && grep -q "TOP-EXITED rc=0" "$T/pane"; }
 check "tmux: q quits with exit 0" until_ok 5 exited
 check "tmux: main screen back (no frame left)" not_grep "q quits" "$T/pane"
+
+# Ctrl-Z in a shell: the shell's screen back while stopped; fg redraws.
+tm new-session -d -s sh -x 100 -y 30 "bash --norc --noprofile -i"
+tm send-keys -t sh "PS1='PROMPT$ '; TERM=xterm $S top --port $port --interval 0.5" Enter
+shpane() { tm capture-pane -p -t sh >"$T/sh" 2>/dev/null; }
+drawn() { shpane && grep -q "q quits" "$T/sh"; }
+stopped() { shpane && grep -q "Stopped" "$T/sh" && ! grep -q "q quits" "$T/sh"; }
+check "ctrl-z: drawn" until_ok 10 drawn
+tm send-keys -t sh C-z
+check "ctrl-z: stopped, the shell's screen back" until_ok 5 stopped
+tm send-keys -t sh "fg" Enter
+check "ctrl-z: fg draws again" until_ok 5 drawn
+tm send-keys -t sh q
+tm send-keys -t sh 'echo TOP-EXITED rc=$?' Enter
+shexit() { shpane && grep -q "^TOP-EXITED rc=0" "$T/sh"; }
+check "ctrl-z: q after fg quits with exit 0" until_ok 5 shexit
 
 # The job ends while top watches: a last line, exit 0.
 timeout 30 "$S" top --port "$port" --interval 0.2 >"$T/end" 2>&1 &
