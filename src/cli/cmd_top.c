@@ -153,7 +153,9 @@ static void draw(const sl__top_frame_t *f, const char *src, const char *status)
     char *b = render(f, src, w, h > 1 ? h - 1 : 1);
     fputs("\x1b[H", stdout);
     for (char *p = b, *nl; p && (nl = strchr(p, '\n')); p = nl + 1)
-        printf("%.*s\x1b[K\r\n", (int)(nl - p), p);
+        /* A full-width line leaves the cursor on its last column, where
+         * erasing to the end would take that character too. */
+        printf("%.*s%s\r\n", (int)(nl - p), p, nl - p < w ? "\x1b[K" : "");
     free(b);
     printf("\x1b[J\x1b[%d;1H\x1b[7m%-*.*s\x1b[0m", h, w, w, status);
     fflush(stdout);
@@ -220,7 +222,6 @@ static void on_signals(int interactive)
         sa.sa_handler = on_tstp;
         sigaction(SIGTSTP, &sa, NULL);
     }
-    signal(SIGPIPE, SIG_IGN);
 }
 
 /* Where to scrape, from --port / --url / --pid. */
@@ -305,7 +306,7 @@ int sl__cmd_top(int argc, char **argv)
         }
         if (rc == SL_EEND) {
             term_restore();
-            if (interactive)
+            if (interactive || !frames) /* the last frame seen stays */
                 print_plain(&f, src);
             printf("sluice top: the job at %s has ended (%s); last seen at "
                    "up %.1f s with %.0f samples\n",

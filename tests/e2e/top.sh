@@ -79,6 +79,12 @@ TERM=dumb timeout 20 "$S" top --port "$port" --frames 3 --interval 0.3 >"$T/plai
 check "plain: exit 0" test $? -eq 0
 check "plain: 3 frames" test "$(grep -c '^sluice top' "$T/plain")" -eq 3
 
+# Into a pipe that closes (| head): ends (SIGPIPE), does not spin on.
+timeout 20 "$S" top --port "$port" --interval 0.2 | head -2 >"$T/head"
+rc=("${PIPESTATUS[@]}")
+check "| head: top ended before the time-out (${rc[0]})" test "${rc[0]}" -ne 124
+check "| head: the first lines" grep -q "^sluice top" "$T/head"
+
 # --pid: the port found from the job's sockets.
 timeout 20 "$S" top --pid "$job" --once --interval 0.3 >"$T/pid" 2>&1
 check "--pid: exit 0" test $? -eq 0
