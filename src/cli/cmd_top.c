@@ -256,7 +256,7 @@ int sl__cmd_top(int argc, char **argv)
         return 1;
     }
     int have_dec = sl__top_decisions_url(&u, &du) == 0;
-    char src[300];
+    char src[sizeof u.host + sizeof u.path + 16];
     snprintf(src, sizeof src, "%s:%d%s", u.host, u.port, u.path);
 
     sl__prom_set_t prev = {0}, cur = {0}, dec = {0}, tmp;

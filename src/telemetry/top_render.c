@@ -36,6 +36,28 @@ __attribute__((format(printf, 2, 3))) static void line(screen_t *s,
     s->lines++;
 }
 
+/* A decision's text on up to `most` lines, broken at spaces, the lines
+ * after the first indented; the last one cut at the width. */
+#define DEC_INDENT 12
+#define DEC_LINES 3
+static void wrapped(screen_t *s, const char *t, int indent, int most)
+{
+    for (int k = 0; k < most && *t; k++) {
+        int room = s->width - (k ? indent : 0);
+        int n = (int)strlen(t);
+        if (n > room && k + 1 < most && room > 0) {
+            int cut = room;
+            while (cut > room / 2 && t[cut] != ' ')
+                cut--;
+            n = t[cut] == ' ' ? cut : room;
+        }
+        line(s, "%*s%.*s", k ? indent : 0, "", n, t);
+        t += n;
+        while (*t == ' ')
+            t++;
+    }
+}
+
 /* A number or "-" when unknown, into b. */
 static const char *num(char *b, size_t n, const char *fmt, double v)
 {
@@ -158,13 +180,15 @@ int sl__top_render(const sl__top_frame_t *f, const char *source, int width,
     if (f->gpu_util >= 0)
         line(&s, "gpu        %s busy", pct(a, sizeof a, f->gpu_util));
     line(&s, "%s", "");
-    line(&s, "decisions  %s knob changes%s",
+    line(&s, "decisions  %s knob change%s%s",
          num(a, sizeof a, "%.0f", f->decisions_total),
-         f->ndec ? ", newest first:" : "");
+         f->decisions_total == 1 ? "" : "s", f->ndec ? ", newest first:" : "");
     for (int i = f->ndec - 1; i >= 0; i--) {
         const sl__top_decision_t *e = &f->dec[i];
-        line(&s, "  %8s  %s %d -> %d: %s", dur(a, sizeof a, e->t), e->knob,
-             e->from, e->to, e->reason);
+        char d[256];
+        snprintf(d, sizeof d, "  %8s  %s %d -> %d: %s", dur(a, sizeof a, e->t),
+                 e->knob, e->from, e->to, e->reason);
+        wrapped(&s, d, DEC_INDENT, DEC_LINES);
     }
     return s.out.need;
 }

@@ -251,6 +251,16 @@ static void test_render_fits_and_shows(void **state)
                                     small, sizeof small),
                      need);
     assert_int_equal(strlen(small), sizeof small - 1);
+    /* A long reason wraps at a space, indented, on up to 3 lines. */
+    strcpy(f.dec[1].reason, "consumer waits 98% of the time; decode busy "
+                            "90%, read busy 37%, others use 5% CPU: the end");
+    sl__top_render(&f, "x", 60, 40, buf, sizeof buf);
+    assert_non_null(strstr(buf, "prefetch 4 -> 6: consumer waits 98% of the "
+                                "time;\n            decode busy 90%, read "
+                                "busy 37%, others use 5%\n            CPU: "
+                                "the end\n"));
+    lines = count_lines(buf, &w);
+    assert_true(w <= 60);
     /* Bytes the job sent that a terminal would act on are shown as '?'. */
     strcpy(f.dec[1].reason, "esc\x1b[2J bell\a \xc3\xa9");
     sl__top_render(&f, "x", 200, 60, buf, sizeof buf);
