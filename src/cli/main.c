@@ -20,6 +20,7 @@ static const struct {
     {"make-dataset", sl__cmd_make_dataset, "write a synthetic ImageFolder"},
     {"analyze", sl__cmd_analyze, "which bound stalls the job, and the cure"},
     {"plot", sl__cmd_plot, "draw a --telemetry file as SVG or PNG"},
+    {"top", sl__cmd_top, "live view of a running job (its --metrics-port)"},
     {"tokenize", sl__cmd_tokenize, "token ids of a text file (BPE, WordPiece)"},
     {"calibrate", sl__cmd_calibrate, "fit a simulator profile to telemetry"},
     {"simulate", sl__cmd_simulate, "run the pipeline model on a profile"},
