@@ -64,6 +64,10 @@ class DataLoader:
     def stats(self):
         return self._l.stats()
 
+    def reset_stats(self):
+        """Zeroes the counters and the latency window (after a warm-up)."""
+        self._l.reset_stats()
+
     def close(self):
         self._l.close()
 

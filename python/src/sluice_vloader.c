@@ -52,24 +52,22 @@ static int parse_i64x3(PyObject *o, const char *what, int64_t v[3])
 
 static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"dataset",         "batch_size",
-                             "patch",           "seed",
-                             "threads",         "prefetch",
-                             "balance",         "cache_bytes",
-                             "target_spacing",  "oversampling",
-                             "flip_prob",       "brightness_prob",
-                             "noise_prob",      NULL};
+    static char *kwlist[] = {"dataset",      "batch_size",  "patch",
+                             "seed",         "threads",     "prefetch",
+                             "balance",      "cache_bytes", "target_spacing",
+                             "oversampling", "flip_prob",   "brightness_prob",
+                             "noise_prob",   NULL};
     PyObject *path, *patch = NULL, *spacing = NULL;
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     unsigned long long seed = 0;
     int balance = 1;
     long long cache = 0;
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|iOKiipLOdddd", kwlist, &path, &o.batch_size, &patch,
-            &seed, &o.threads, &o.prefetch, &balance, &cache, &spacing,
-            &o.aug.oversampling, &o.aug.flip_prob, &o.aug.brightness_prob,
-            &o.aug.noise_prob))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOKiipLOdddd", kwlist, &path,
+                                     &o.batch_size, &patch, &seed, &o.threads,
+                                     &o.prefetch, &balance, &cache, &spacing,
+                                     &o.aug.oversampling, &o.aug.flip_prob,
+                                     &o.aug.brightness_prob, &o.aug.noise_prob))
         return -1;
     if (patch && parse_i64x3(patch, "patch", o.aug.patch))
         return -1;
@@ -122,8 +120,8 @@ static int vl_ready(vloader_obj *self)
     return 0;
 }
 
-static PyObject *copy_out(const void *src, int n, const int64_t d[3],
-                          int type, size_t es)
+static PyObject *copy_out(const void *src, int n, const int64_t d[3], int type,
+                          size_t es)
 {
     npy_intp dims[5] = {n, 1, (npy_intp)d[0], (npy_intp)d[1], (npy_intp)d[2]};
     PyObject *a = PyArray_SimpleNew(5, dims, type);
@@ -184,6 +182,15 @@ static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
         s.latency_p99_ns / 1e9);
 }
 
+static PyObject *vl_reset(vloader_obj *self, PyObject *unused)
+{
+    (void)unused;
+    if (vl_ready(self))
+        return NULL;
+    sl_vloader_stats_reset(self->l);
+    Py_RETURN_NONE;
+}
+
 static PyObject *vl_close(vloader_obj *self, PyObject *unused)
 {
     (void)unused;
@@ -225,12 +232,13 @@ static PyMethodDef vl_methods[] = {
     {"stats", (PyCFunction)vl_stats, METH_NOARGS,
      "stats() -> counters: batches, samples, offline_runs, cache_hits, "
      "wait_s, predicted_s, actual_s, latency_p50_s, latency_p99_s."},
+    {"reset_stats", (PyCFunction)vl_reset, METH_NOARGS,
+     "Zeroes the counters and the latency window."},
     {"close", (PyCFunction)vl_close, METH_NOARGS, "Stops the threads."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef vl_getset[] = {
-    {"batches_per_epoch", (getter)vl_get_nb, NULL, "ceil(cases / batch)",
-     NULL},
+    {"batches_per_epoch", (getter)vl_get_nb, NULL, "ceil(cases / batch)", NULL},
     {"cases", (getter)vl_get_cases, NULL, "cases in the dataset", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
