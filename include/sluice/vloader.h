@@ -54,17 +54,17 @@ SL_API void sl_vloader_options_init(sl_vloader_options_t *o);
 typedef struct sl_vbatch {
     int64_t epoch, index; /**< position in the stream */
     int n;
-    int64_t dims[3];  /**< patch shape, C order (z, y, x) */
-    float *image;     /**< n x dims, float32 */
-    uint8_t *label;   /**< n x dims */
-    int64_t *cases;   /**< dataset case of each patch */
+    int64_t dims[3]; /**< patch shape, C order (z, y, x) */
+    float *image;    /**< n x dims, float32 */
+    uint8_t *label;  /**< n x dims */
+    int64_t *cases;  /**< dataset case of each patch */
 } sl_vbatch_t;
 
 /** Counters since create. Times in ns. */
 typedef struct sl_vloader_stats {
     size_t size;
     int64_t batches, samples;
-    int64_t offline_runs;   /**< offline stages computed (cache misses) */
+    int64_t offline_runs; /**< offline stages computed (cache misses) */
     int64_t cache_hits;
     int64_t cache_bytes;    /**< held now */
     int64_t wait_ns;        /**< the consumer's time blocked in next() */
@@ -89,6 +89,8 @@ SL_API void sl_vloader_release(sl_vloader_t *l, sl_vbatch_t *b);
 SL_API int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l);
 SL_API int64_t sl_vloader_cases(const sl_vloader_t *l);
 SL_API int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s);
+/** Zeroes the counters and the latency window (e.g. after a warm-up). */
+SL_API void sl_vloader_stats_reset(sl_vloader_t *l);
 SL_API void sl_vloader_destroy(sl_vloader_t *l);
 
 #ifdef __cplusplus

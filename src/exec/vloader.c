@@ -22,14 +22,14 @@ enum { CASE_NONE, CASE_LOADING, CASE_READY };
 #define LAT_RING 256
 
 typedef struct vcase {
-    int64_t raw[3];     /* stored dims, C order */
-    double spacing[3];  /* C order */
-    int64_t dims[3];    /* after resample and pad, C order */
+    int64_t raw[3];    /* stored dims, C order */
+    double spacing[3]; /* C order */
+    int64_t dims[3];   /* after resample and pad, C order */
     double raw_vox, vox;
-    float *img;         /* cached offline result */
+    float *img; /* cached offline result */
     uint8_t *lbl;
     int state, users;
-    uint64_t used;      /* LRU clock */
+    uint64_t used; /* LRU clock */
     int64_t bytes;
 } vcase_t;
 
@@ -327,7 +327,7 @@ static void open_batches(sl_vloader_t *l)
         perm_for(l, e);
         int64_t first = idx * l->o.batch_size;
         int n = (int)(l->ncases - first < l->o.batch_size ? l->ncases - first
-                                                         : l->o.batch_size);
+                                                          : l->o.batch_size);
         b->g = g;
         b->pub.epoch = e;
         b->pub.index = idx;
@@ -367,11 +367,11 @@ static int take(sl_vloader_t *l, task_t *out, double *pred)
     for (int i = 1; i < l->ntasks; i++) {
         const task_t *t = &l->tasks[i], *b = &l->tasks[best];
         double p = predict(l, t);
-        int better = l->o.no_balance
-                         ? (t->g < b->g || (t->g == b->g && t->slot < b->slot))
-                         : (p > bp || (p == bp && (t->g < b->g ||
-                                                   (t->g == b->g &&
-                                                    t->slot < b->slot))));
+        int better =
+            l->o.no_balance
+                ? (t->g < b->g || (t->g == b->g && t->slot < b->slot))
+                : (p > bp || (p == bp && (t->g < b->g || (t->g == b->g &&
+                                                          t->slot < b->slot))));
         if (better) {
             best = i;
             bp = p;
@@ -400,12 +400,12 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred)
         pthread_mutex_lock(&l->mu);
         b = buf_of(l, t->g);
         pthread_mutex_unlock(&l->mu);
-        rc = sl_vol_draw(k->lbl, k->dims, &l->aug, l->o.seed, e,
-                         (uint64_t)t->c, &d, err, sizeof err);
+        rc = sl_vol_draw(k->lbl, k->dims, &l->aug, l->o.seed, e, (uint64_t)t->c,
+                         &d, err, sizeof err);
         t2 = sl__now_ns();
         if (!rc)
-            rc = sl_vol_apply(k->img, k->lbl, k->dims, &l->aug, &d,
-                              l->o.seed, e, (uint64_t)t->c,
+            rc = sl_vol_apply(k->img, k->lbl, k->dims, &l->aug, &d, l->o.seed,
+                              e, (uint64_t)t->c,
                               b->pub.image + (size_t)t->slot * l->pvox,
                               b->pub.label + (size_t)t->slot * l->pvox);
         t3 = sl__now_ns();
@@ -434,8 +434,8 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred)
     vbuf_t *b = buf_of(l, t->g);
     if (rc && !b->rc) {
         b->rc = rc;
-        int k = snprintf(b->err, sizeof b->err, "case %s: ",
-                         sl_volume_dataset_name(l->ds, t->c));
+        int k = snprintf(b->err, sizeof b->err,
+                         "case %s: ", sl_volume_dataset_name(l->ds, t->c));
         if (k > 0 && (size_t)k < sizeof b->err)
             snprintf(b->err + k, sizeof b->err - (size_t)k, "%.*s",
                      (int)(sizeof b->err - (size_t)k - 1), err);
@@ -528,8 +528,8 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->perm = malloc((size_t)l->ncases * sizeof *l->perm);
     l->nbufs = o->prefetch + 1;
     l->bufs = calloc((size_t)l->nbufs, sizeof *l->bufs);
-    l->tasks = malloc((size_t)l->nbufs * (size_t)o->batch_size *
-                      sizeof *l->tasks);
+    l->tasks =
+        malloc((size_t)l->nbufs * (size_t)o->batch_size * sizeof *l->tasks);
     if (!l->cases || !l->perm || !l->bufs || !l->tasks) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
         goto fail;
@@ -645,6 +645,16 @@ int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
         s->latency_p99_ns = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
     }
     return 0;
+}
+
+void sl_vloader_stats_reset(sl_vloader_t *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    memset(&l->st, 0, sizeof l->st);
+    l->nlat = 0;
+    pthread_mutex_unlock(&l->mu);
 }
 
 void sl_vloader_destroy(sl_vloader_t *l)

@@ -8,6 +8,7 @@ it. ctypes over SL_LIB (the public C API)."""
 import ctypes
 import hashlib
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ from test_volops import Aug, Draw, I64x3, lib  # noqa: F401  (the fixture)
 
 nib = pytest.importorskip("nibabel")
 torch = pytest.importorskip("torch")
+if os.environ.get("SLUICE"):  # the built package, beside the CLI
+    sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SLUICE"]), "python"))
 
 
 class Opts(ctypes.Structure):
@@ -223,3 +226,31 @@ def test_a_pack_streams_as_its_folder(vl, tmp_path):
     ref, _ = stream(vl, root, epochs=1)
     out, _ = stream(vl, tmp_path / "pack", epochs=1)
     assert digest(out) == digest(ref)
+
+
+def test_python_dataloader(tmp_path):
+    """sluice.volumes.DataLoader: torch tensors (n, 1, z, y, x), each case
+    once per epoch, the stream independent of threads and balance."""
+    sv = pytest.importorskip("sluice.volumes")
+    root = make_dataset(tmp_path / "kits", n=5, seed=4)
+    runs = []
+    for kw in ({"threads": 1, "balance": False}, {"threads": 3}):
+        with sv.DataLoader(root, batch_size=2, patch=PATCH, seed=1, **kw) as dl:
+            assert len(dl) == 3
+            got = []
+            for epoch in range(2):
+                cases = []
+                for img, lbl in dl:
+                    assert img.dtype == torch.float32 and lbl.dtype == torch.uint8
+                    assert tuple(img.shape[1:]) == (1,) + PATCH[::-1]
+                    got.append((img.clone(), lbl.clone()))
+                    cases.append(img.shape[0])
+                assert sum(cases) == 5
+            st = dl.stats()
+            assert st["batches"] == 6 and st["offline_runs"] == 5
+            assert st["latency_p99_s"] >= st["latency_p50_s"] > 0
+        runs.append(got)
+    for (a, b), (c, d) in zip(*runs):
+        assert torch.equal(a, c) and torch.equal(b, d)
+    with pytest.raises(Exception, match="case_00000|no cases|not found|No such"):
+        sv.DataLoader(tmp_path / "nothing-here")
