@@ -70,6 +70,9 @@ struct sl_vloader {
     /* ns per voxel: offline (stored voxel), foreground draw (volume
      * voxel), patch, noise (patch voxel); EMA of measured times. */
     double r_off, r_fg, r_patch, r_noise;
+    /* A batch's predicted work over the threads: how far apart batches
+     * fall due (the balancer's deadline unit), EMA. */
+    double period;
     sl_vloader_stats_t st;
     int64_t lat[LAT_RING];
     int nlat;
@@ -337,6 +340,7 @@ static void open_batches(sl_vloader_t *l)
         b->err[0] = 0;
         b->state = VB_FILLING;
         b->t_open = sl__now_ns();
+        double work = 0;
         for (int s = 0; s < n; s++) {
             task_t *t = &l->tasks[l->ntasks++];
             t->g = g;
@@ -345,7 +349,10 @@ static void open_batches(sl_vloader_t *l)
             b->pub.cases[s] = t->c;
             sl_vol_predict(&l->aug, l->o.seed, (uint64_t)e, (uint64_t)t->c,
                            &t->pre);
+            work += predict(l, t);
         }
+        work /= l->o.threads;
+        l->period = l->period > 0 ? l->period + 0.2 * (work - l->period) : work;
     }
 }
 
@@ -357,23 +364,29 @@ static vbuf_t *buf_of(sl_vloader_t *l, int64_t g)
     return NULL;
 }
 
-/* Takes the next task: the most expensive predicted, or the oldest. */
+/* Takes the next task. In order: the oldest batch's first slot. Balanced:
+ * least slack first — batch g falls due (g - next_g + 1) periods from now
+ * and a task needs its predicted cost, so an expensive sample of a later
+ * batch starts before cheap ones of the head batch exactly when waiting
+ * would make its own batch late; among equals, the oldest. */
 static int take(sl_vloader_t *l, task_t *out, double *pred)
 {
     if (!l->ntasks)
         return 0;
-    int best = 0;
-    double bp = predict(l, &l->tasks[0]);
-    for (int i = 1; i < l->ntasks; i++) {
-        const task_t *t = &l->tasks[i], *b = &l->tasks[best];
+    int best = -1;
+    double bs = 0, bp = 0;
+    for (int i = 0; i < l->ntasks; i++) {
+        const task_t *t = &l->tasks[i];
         double p = predict(l, t);
-        int better =
-            l->o.no_balance
-                ? (t->g < b->g || (t->g == b->g && t->slot < b->slot))
-                : (p > bp || (p == bp && (t->g < b->g || (t->g == b->g &&
-                                                          t->slot < b->slot))));
-        if (better) {
+        double slack = l->o.no_balance
+                           ? 0
+                           : (double)(t->g - l->next_g + 1) * l->period - p;
+        const task_t *b = best >= 0 ? &l->tasks[best] : NULL;
+        if (!b || slack < bs ||
+            (slack == bs &&
+             (t->g < b->g || (t->g == b->g && t->slot < b->slot)))) {
             best = i;
+            bs = slack;
             bp = p;
         }
     }
