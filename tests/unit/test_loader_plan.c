@@ -10,8 +10,8 @@
 #define EPOCHS 3
 
 static char *root;
-static int64_t nb;                    /* batches per epoch */
-static uint64_t seq[EPOCHS * 16];     /* digest of global batch g */
+static int64_t nb;                /* batches per epoch */
+static uint64_t seq[EPOCHS * 16]; /* digest of global batch g */
 static int64_t seq_samples[EPOCHS * 16];
 
 static sl_options_t opts(int decode_threads, int unordered)
@@ -32,8 +32,7 @@ static uint64_t digest(const sl_batch_t *b)
 {
     uint64_t h = XXH3_64bits(b->data, (size_t)b->n * b->sample_bytes);
     h = XXH3_64bits_withSeed(b->labels, (size_t)b->n * sizeof(int64_t), h);
-    return XXH3_64bits_withSeed(b->indices, (size_t)b->n * sizeof(int64_t),
-                                h);
+    return XXH3_64bits_withSeed(b->indices, (size_t)b->n * sizeof(int64_t), h);
 }
 
 /* The sequential stream: a digest per global batch number. */
