@@ -18,5 +18,7 @@ int sl__cmd_text(int argc, char **argv);      /* run/bench --task */
 int sl__cmd_pack_text(int argc, char **argv); /* pack --text */
 int sl__cmd_calibrate(int argc, char **argv);
 int sl__cmd_simulate(int argc, char **argv);
+int sl__cmd_volume(int argc, char **argv); /* volume info / list */
+int sl__cmd_volume(int argc, char **argv); /* volume info / list */
 
 #endif

@@ -14,6 +14,8 @@ static const struct {
     {"bench", sl__cmd_run, "measure throughput, stalls, CPU, memory"},
     {"pack", sl__cmd_pack, "pack an ImageFolder tree into shards"},
     {"inspect", sl__cmd_inspect, "summarise a shard"},
+    {"volume", sl__cmd_volume, "NIfTI volumes: header facts, datasets"},
+    {"volume", sl__cmd_volume, "NIfTI volumes: header facts, datasets"},
     {"verify", sl__cmd_verify, "check every record's checksum"},
     {"make-dataset", sl__cmd_make_dataset, "write a synthetic ImageFolder"},
     {"analyze", sl__cmd_analyze, "which bound stalls the job, and the cure"},
