@@ -77,6 +77,7 @@ class _Preparer:
         """The planned (epoch, batch) pairs' (images, labels), one return
         value each; None for a batch whose samples were all skipped
         (on_error='skip'), which the local loader leaves out too."""
+        import sluice
         L = self._loader
         L.start_plan(batches)
         out = list(L)
@@ -86,7 +87,9 @@ class _Preparer:
                 try:
                     L.start_plan([b])
                     got = list(L)
-                except Exception:  # every sample skipped: nothing delivered
+                except sluice.Error as e:  # a plan that delivered nothing
+                    if "every sample was skipped" not in str(e):
+                        raise
                     got = []
                 out.append(got[0] if got else None)
         return out[0] if len(out) == 1 else tuple(out)

@@ -173,3 +173,26 @@ def test_autoscale_adds_then_removes(cluster, ds, local):
         assert "remove" in acts, st["decisions"]
         rm = next(d for d in st["decisions"] if d["action"] == "remove")
         assert "ready ahead" in rm["reason"]
+
+
+def test_skipped_batches_as_local(cluster, ds, tmp_path):
+    """on_error='skip': a batch whose samples are all bad is left out, as
+    the local loader leaves it out; a partly bad one is short the same."""
+    import shutil
+    good = sorted(os.path.join(r, f) for r, _, fs in os.walk(ds) for f in fs)
+    for cls, n in (("a", 2), ("b", 6)):
+        os.makedirs(tmp_path / cls)
+        for i in range(n):
+            shutil.copy(good[i if cls == "a" else 10 + i], tmp_path / cls / f"{i}.jpg")
+    for i in (0, 1):  # batch 0 (unshuffled): both samples bad
+        with open(tmp_path / "a" / f"{i}.jpg", "r+b") as f:
+            f.truncate(200)
+    with open(tmp_path / "b" / "5.jpg", "r+b") as f:  # and one of batch 3
+        f.truncate(200)
+    kw = dict(batch_size=2, image_size=S, seed=SEED, shuffle=False, on_error="skip")
+    loc = digests(sluice.torch.DataLoader(source=str(tmp_path), num_workers=1, **kw))
+    with sluice.ray.DataLoader(str(tmp_path), num_actors=2, actor_options=SMALL,
+                               chunk=2, **kw) as dl:
+        got = list(dl)
+        assert [len(y) for _, y in got] == [2, 2, 1]
+        assert digests(got) == loc
