@@ -33,6 +33,7 @@ SMALL = {"num_cpus": 0.5}  # three actors fit a 2-CPU cluster
 @pytest.fixture(scope="module")
 def cluster():
     # The actors import sluice: the package's folder on their path.
+    saved = os.environ.get("PYTHONPATH")
     if PYDIR:
         os.environ["PYTHONPATH"] = os.pathsep.join(
             p for p in (PYDIR, os.environ.get("PYTHONPATH")) if p)
@@ -42,9 +43,17 @@ def cluster():
         ray.init(address="local", num_cpus=2, include_dashboard=False,
                  log_to_driver=False, _node_ip_address="127.0.0.1")
     except Exception as e:  # no shared memory, no ports, ...
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
         pytest.skip(f"Ray cannot start here: {e}")
     yield
     ray.shutdown()
+    if saved is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = saved
 
 
 @pytest.fixture(scope="module")
