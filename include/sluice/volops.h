@@ -35,8 +35,7 @@ extern "C" {
 /** The resampled shape: trunc(spacing / target * dims) per axis, as the
  *  reference computes it in float64. SL_EINVAL when a spacing is not
  *  positive and finite or an axis would vanish (< 1) or pass 2^31. */
-SL_API int sl_vol_resample_shape(const int64_t dims[3],
-                                 const double spacing[3],
+SL_API int sl_vol_resample_shape(const int64_t dims[3], const double spacing[3],
                                  const double target[3], int64_t out[3]);
 
 /** Trilinear resampling with aligned corners (torch's
@@ -48,22 +47,21 @@ SL_API int sl_vol_resample_linear(const float *in, const int64_t in_dims[3],
 
 /** Nearest resampling of a label volume, as torch's mode="nearest": source
  *  index floor(o * (in / out)) in float, clamped to in - 1. Exact. */
-SL_API int sl_vol_resample_nearest(const uint8_t *in,
-                                   const int64_t in_dims[3], uint8_t *out,
-                                   const int64_t out_dims[3]);
+SL_API int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
+                                   uint8_t *out, const int64_t out_dims[3]);
 
 /** Clips x to [lo, hi], then (x - mean) / std, in float (the reference's
  *  float32 arithmetic: exact). */
-SL_API void sl_vol_normalize(float *x, size_t n, float lo, float hi,
-                             float mean, float std);
+SL_API void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
+                             float std);
 
 /** Pads each axis up to min_dims by repeating the edge (np.pad
  *  mode="edge"), floor(extra / 2) before, the rest after; axes already
  *  long enough are kept. `out` holds the padded volume (out_dims, filled
  *  in); esize is the element size (4: float image, 1: uint8 label). Call
  *  with out = NULL to learn out_dims. */
-SL_API int sl_vol_pad_edge(const void *in, const int64_t dims[3],
-                           size_t esize, const int64_t min_dims[3], void *out,
+SL_API int sl_vol_pad_edge(const void *in, const int64_t dims[3], size_t esize,
+                           const int64_t min_dims[3], void *out,
                            int64_t out_dims[3]);
 
 /** The online augmentation's settings (the reference's values from
@@ -82,13 +80,15 @@ typedef struct sl_vol_aug {
 SL_API void sl_vol_aug_init(sl_vol_aug_t *a);
 
 /** Every random decision for one (seed, epoch, sample), and the crop it
- *  leads to. The reference's choices, in its order: a foreground crop
+ *  leads to. The reference's choices: a foreground crop
  *  with chance `oversampling` (a class drawn among the label's non-zero
  *  values, ascending; its 6-connected components; of the two with the
  *  largest bounding boxes — ascending by box volume, ties by label order —
  *  one drawn; each axis' box adjusted to the patch by a drawn offset),
- *  else a uniform crop; then a flip per axis; brightness; noise. A label
- *  without foreground gets the uniform crop (where the reference fails). */
+ *  else a uniform crop; a flip per axis; brightness; noise. The label-free
+ *  draws come from one stream (sl_vol_predict), the crop's from another.
+ *  A label without foreground gets the uniform crop (where the reference
+ *  fails; `foreground` then reads 0). */
 typedef struct sl_vol_draw {
     size_t size;
     int foreground;    /**< 1: crop around a foreground component */
@@ -97,14 +97,21 @@ typedef struct sl_vol_draw {
     int component;     /**< index among the (up to) two largest */
     int64_t box_lo[3]; /**< that component's bounding box [lo, hi) */
     int64_t box_hi[3];
-    int64_t adj[3];    /**< drawn adjustment per axis (reference "ladj") */
-    int64_t lo[3];     /**< crop origin; the crop is lo .. lo + patch */
+    int64_t adj[3]; /**< drawn adjustment per axis (reference "ladj") */
+    int64_t lo[3];  /**< crop origin; the crop is lo .. lo + patch */
     int flip[3];
-    int brightness;      /**< 1: image scaled by brightness_mul */
+    int brightness;        /**< 1: image scaled by brightness_mul */
     double brightness_mul; /**< 1 + factor, factor in 1 +- brightness_factor */
-    int noise;           /**< 1: Gaussian noise of sd noise_sd added */
+    int noise;             /**< 1: Gaussian noise of sd noise_sd added */
     double noise_sd;
 } sl_vol_draw_t;
+
+/** The draws that need no label — foreground crop or not, flips,
+ *  brightness, noise — into *d (crop fields zero): what a sample will cost
+ *  is known before its volume is read (the loader's balancer uses it).
+ *  sl_vol_draw makes the same draws, then the crop. */
+SL_API int sl_vol_predict(const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
+                          uint64_t sample, sl_vol_draw_t *d);
 
 /** Draws the parameters for sample `sample` of `epoch` from `label`
  *  (dims at least the patch on every axis: pad first). Memory: a bit per
@@ -121,8 +128,7 @@ SL_API int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
 SL_API int sl_vol_apply(const float *image, const uint8_t *label,
                         const int64_t dims[3], const sl_vol_aug_t *a,
                         const sl_vol_draw_t *d, uint64_t seed, uint64_t epoch,
-                        uint64_t sample, float *out_image,
-                        uint8_t *out_label);
+                        uint64_t sample, float *out_image, uint8_t *out_label);
 
 #ifdef __cplusplus
 }

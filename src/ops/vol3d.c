@@ -370,6 +370,31 @@ static void adjust(sl__rng_t *r, int64_t start, int64_t stop, int64_t p,
     *lo_out = low;
 }
 
+int sl_vol_predict(const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
+                   uint64_t sample, sl_vol_draw_t *d)
+{
+    if (!a || !d || a->size < sizeof *a)
+        return SL_EINVAL;
+    memset(d, 0, sizeof *d);
+    d->size = sizeof *d;
+    sl__rng_t r;
+    sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_DRAW);
+    d->foreground = sl__rng_double(&r) < a->oversampling;
+    for (int i = 0; i < 3; i++)
+        d->flip[i] = sl__rng_double(&r) < a->flip_prob;
+    if (sl__rng_double(&r) < a->brightness_prob) {
+        d->brightness = 1;
+        d->brightness_mul =
+            1.0 + sl__rng_uniform(&r, 1.0 - a->brightness_factor,
+                                  1.0 + a->brightness_factor);
+    }
+    if (sl__rng_double(&r) < a->noise_prob) {
+        d->noise = 1;
+        d->noise_sd = sl__rng_uniform(&r, 0.0, a->noise_std);
+    }
+    return 0;
+}
+
 int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
                 const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
                 uint64_t sample, sl_vol_draw_t *d, char *err, size_t errlen)
@@ -384,11 +409,10 @@ int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
                             (long long)a->patch[0], (long long)a->patch[1],
                             (long long)a->patch[2], (long long)dims[0],
                             (long long)dims[1], (long long)dims[2]);
-    memset(d, 0, sizeof *d);
-    d->size = sizeof *d;
+    sl_vol_predict(a, seed, epoch, sample, d);
     sl__rng_t r;
-    sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_DRAW);
-    if (sl__rng_double(&r) < a->oversampling) {
+    sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_CROP);
+    if (d->foreground) {
         /* The label's foreground classes, ascending (np.unique). */
         uint8_t present[256] = {0};
         size_t n = nvox(dims);
@@ -398,8 +422,8 @@ int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
         for (int c = 1; c < 256; c++)
             if (present[c])
                 cls[ncls++] = c;
+        d->foreground = ncls > 0; /* none: the uniform crop */
         if (ncls) {
-            d->foreground = 1;
             d->cls = cls[randrange(&r, ncls)];
             box_t best[2];
             int nbox;
@@ -414,31 +438,19 @@ int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
             for (int i = 0; i < 3; i++) {
                 d->box_lo[i] = b->lo[i];
                 d->box_hi[i] = b->hi[i];
-                adjust(&r, b->lo[i], b->hi[i], a->patch[i], dims[i],
-                       &d->adj[i], &d->lo[i]);
+                adjust(&r, b->lo[i], b->hi[i], a->patch[i], dims[i], &d->adj[i],
+                       &d->lo[i]);
             }
         }
     }
     if (!d->foreground)
         for (int i = 0; i < 3; i++)
             d->lo[i] = randrange(&r, dims[i] - a->patch[i]);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         if (d->lo[i] < 0 || d->lo[i] + a->patch[i] > dims[i])
             return sl__fail(err, errlen, SL_EINVAL,
                             "volume draw: crop outside the volume on axis %d",
                             i);
-        d->flip[i] = sl__rng_double(&r) < a->flip_prob;
-    }
-    if (sl__rng_double(&r) < a->brightness_prob) {
-        d->brightness = 1;
-        d->brightness_mul =
-            1.0 + sl__rng_uniform(&r, 1.0 - a->brightness_factor,
-                                  1.0 + a->brightness_factor);
-    }
-    if (sl__rng_double(&r) < a->noise_prob) {
-        d->noise = 1;
-        d->noise_sd = sl__rng_uniform(&r, 0.0, a->noise_std);
-    }
     return 0;
 }
 
