@@ -237,7 +237,8 @@ class DataLoader:
         self._saved = (0, 0)
         self._pos = (0, 0)
         self._ref, self._owner, self._redo = {}, {}, []  # this iteration's
-        self._next_g = self._hand_g = self._end_g = 0
+        self._next_g = self._hand_g = self._end_g = self._horizon = 0
+        self._carry_from = None  # work handed for an iteration from there
         self._spawn(num_actors, "start")
         info = ray.get(self._actors[0].handle.info.remote())
         self.batches_per_epoch = info["batches_per_epoch"]
@@ -378,7 +379,7 @@ class DataLoader:
         window = len(live) * self.depth * self.chunk
         for a in sorted(live, key=lambda a: len(a.chunks)):
             while len(a.chunks) < self.depth:
-                hi = min(self._end_g, self._next_g + window, self._hand_g + self.chunk)
+                hi = min(self._horizon, self._next_g + window, self._hand_g + self.chunk)
                 if hi <= self._hand_g:
                     return
                 self._send(a, list(range(self._hand_g, hi)))
@@ -431,9 +432,17 @@ class DataLoader:
         self._runs += 1
         self._run = run = self._runs
         nb = self.batches_per_epoch
-        self._next_g = self._hand_g = epoch * nb + batch
+        g0 = epoch * nb + batch
+        if self._carry_from != g0:  # the next epoch's work is not this
+            self._drop_work()
+            self._hand_g = g0
+        self._carry_from = None
+        self._next_g = g0
         self._end_g = (epoch + 1) * nb
-        self._ref, self._owner, self._redo = {}, {}, []
+        # Work is handed out up to one epoch ahead, as the local loader
+        # prefetches the next epoch: kept if the next iteration starts
+        # there (not after set_epoch / load_state_dict elsewhere).
+        self._horizon = self._end_g + nb
         self._pos = (epoch, batch)
         self._hand_out()  # the actors start now, not at the first next()
         return self._batches(run)
@@ -457,18 +466,24 @@ class DataLoader:
                     continue
                 self._taken += 1
                 self._samples += len(v[1])
-
                 yield self._tensors(v)
         finally:
             if self._run == run:
                 self._run = 0
                 self._saved = self._pos
-                for r in self._ref.values():  # left early: drop queued work
-                    try:
-                        self._ray.cancel(r)
-                    except Exception:
-                        pass
-                self._ref, self._owner, self._redo = {}, {}, []
+                if self._next_g >= self._end_g:  # the next epoch's, kept
+                    self._carry_from = self._end_g
+                else:  # left early: drop the queued work
+                    self._drop_work()
+
+    def _drop_work(self):
+        for r in self._ref.values():
+            try:
+                self._ray.cancel(r)
+            except Exception:
+                pass
+        self._ref, self._owner, self._redo = {}, {}, []
+        self._carry_from = None
 
     def _tensors(self, v):
         images, labels = v
