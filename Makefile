@@ -31,7 +31,8 @@ demo: deps all
 
 # Every test: the layout (clang-format), then warnings as errors and every
 # ctest (the install tests included: the installed library, an images-only
-# build, the exported symbols), then unit tests under ASan+UBSan and the
+# build, the exported symbols), then unit tests under ASan+UBSan (and the
+# Python binding's thread test with the extension built under ASan), the
 # concurrency tests under TSan, then the libFuzzer targets built and run
 # briefly on their corpora (clang).
 check:
@@ -40,9 +41,9 @@ check:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON $(PY_FLAGS) >/dev/null
 	cmake --build build-check -j $(JOBS)
 	cd build-check && ctest --output-on-failure -j $(JOBS)
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR=ON -DSL_SANITIZE=address,undefined >/dev/null
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR=ON -DSL_SANITIZE=address,undefined $(PY_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS) -L unit
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -L '^(unit|asan)$$'
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON -DSL_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L concurrency

@@ -4,6 +4,8 @@
 #   SL_PROMETHEUS  the metrics endpoint (sl_options_t.metrics_port: libmicrohttpd)
 #   SL_URING       asynchronous reads (sl_options_t.io_depth: liburing); off,
 #                  the loader keeps one blocking read per read thread
+#   SL_NIFTI       NIfTI-1/-2 volumes (sluice/volume.h: Debian's NIfTI C
+#                  library, libnifti2-dev, found by its CMake package; zlib)
 # Off, a component's sources are not compiled and a stub under src/*/off/
 # takes their place: the public API and the exported symbols stay the same
 # in every build (a caller links against any libsluice.so.N), and a call that
@@ -52,12 +54,38 @@ endfunction()
 
 sl_component(SL_TEXT "Text tokenizers (needs PCRE2 and utf8proc)" libpcre2-8 libutf8proc)
 sl_component(SL_PROMETHEUS "Prometheus metrics endpoint (needs libmicrohttpd)" libmicrohttpd)
+
+# SL_NIFTI: the NIfTI library has no pkg-config module, and Debian's CMake
+# package of it (NIFTIConfig.cmake) names library paths that do not exist
+# (/usr/lib/libznz.so.3.0.0), so it is found by its header and libraries
+# and linked by name (-lnifti2 -lznz, as sluice.pc's Libs.private says);
+# zlib is a pkg-config module as above. SL_NIFTI_INCLUDE_DIR is what
+# nifti.c includes from.
+if(NOT DEFINED SL_NIFTI OR SL_NIFTI)
+  find_path(SL_NIFTI_INCLUDE_DIR nifti2_io.h PATH_SUFFIXES nifti)
+  find_library(SL_NIFTI2_LIBRARY nifti2)
+  find_library(SL_ZNZ_LIBRARY znz)
+endif()
+if(SL_NIFTI_INCLUDE_DIR AND SL_NIFTI2_LIBRARY AND SL_ZNZ_LIBRARY)
+  sl_component(SL_NIFTI "NIfTI-1/-2 volumes (needs libnifti2-dev and zlib)" zlib)
+else()
+  if(SL_NIFTI)
+    message(FATAL_ERROR "sluice: SL_NIFTI=ON needs the NIfTI C library "
+      "(nifti2_io.h, libnifti2, libznz: libnifti2-dev; scripts/install-deps "
+      "installs it), or configure with -DSL_NIFTI=OFF")
+  endif()
+  option(SL_NIFTI "NIfTI-1/-2 volumes (needs libnifti2-dev and zlib)" OFF)
+  set(SL_HAVE_NIFTI 0)
+endif()
+if(SL_NIFTI)
+  list(APPEND SL_DEPS nifti2 znz)
+endif()
 sl_component(SL_URING "Asynchronous reads through io_uring (needs liburing)" liburing)
-message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} uring=${SL_URING}")
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} nifti=${SL_NIFTI} uring=${SL_URING}")
 
 # Sources that need a component's libraries, relative to src/, and the stub
 # that replaces them when it is off. A new file that includes pcre2.h,
-# utf8proc.h, microhttpd.h or liburing.h belongs in these lists.
+# utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h or liburing.h belongs in these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
     text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
@@ -65,12 +93,14 @@ set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
 set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)
 set(SL_URING_SOURCES exec/uring.c)
 set(SL_URING_STUB exec/off/uring_off.c)
+set(SL_NIFTI_SOURCES volume/nifti.c)
+set(SL_NIFTI_STUB volume/off/nifti_off.c)
 
 # sl_select_component_sources(LIST): removes from LIST the sources of every
 # component that is off and adds its stub.
 function(sl_select_component_sources list)
   set(srcs ${${list}})
-  foreach(c TEXT PROMETHEUS URING)
+  foreach(c TEXT PROMETHEUS NIFTI URING)
     if(NOT SL_${c})
       foreach(f ${SL_${c}_SOURCES})
         list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})

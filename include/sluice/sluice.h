@@ -309,6 +309,43 @@ SL_API size_t sl_loader_batch_bytes(const sl_loader_t *l);
  */
 SL_API int sl_loader_start(sl_loader_t *l, const sl_position_t *pos);
 
+/** A plan: the batches one start prepares, handed out in the plan's order
+ *  (not "the next ones"): a list of (epoch, batch) pairs, or a strided
+ *  range. Each batch is the one the sequential stream has at that (epoch,
+ *  batch), byte for byte. Make one with sl_plan_init(). */
+typedef struct sl_plan {
+    size_t size; /**< sizeof(sl_plan_t), by sl_plan_init */
+    /** The list: count pairs, each batch 0..batches_per_epoch - 1;
+     *  copied by sl_loader_start_plan. NULL: the range below. */
+    const sl_position_t *batches;
+    int64_t count; /**< batches in the plan (>= 1) */
+    /** The range (batches NULL): batch numbers first.batch + i * step for
+     *  i < count, of epoch first.epoch, going on into the next epochs past
+     *  an epoch's last batch (global batch number epoch *
+     *  batches_per_epoch + batch). first.batch 0..batches_per_epoch - 1. */
+    sl_position_t first;
+    int64_t step; /**< range stride, >= 1 [1] */
+} sl_plan_t;
+
+/** Zeroes *p (an empty plan, step 1) and sets p->size. */
+SL_API void sl_plan_init(sl_plan_t *p);
+
+/**
+ * Starts (or restarts) streaming the batches of `plan` in its order (as
+ * sl_loader_start does, for a position: held batches stay valid; the
+ * plan replaces any earlier start). opt.epochs does not apply; the stream
+ * ends (SL_EEND) after the plan's last batch. With opt.unordered the
+ * plan's batches are handed out as they complete. A batch may be planned
+ * twice. sl_loader_position then gives the next planned batch (after the
+ * last: the batch that follows it).
+ * @return 0; SL_EINVAL for a plan not from sl_plan_init or an empty one;
+ *         SL_ERANGE for an (epoch, batch) outside epoch >= 0, batch
+ *         0..batches_per_epoch - 1, a step < 1, or a range whose batch
+ *         numbers overflow (the message names the plan entry); SL_ENOMEM;
+ *         SL_ETHREAD.
+ */
+SL_API int sl_loader_start_plan(sl_loader_t *l, const sl_plan_t *plan);
+
 /**
  * Waits for the next batch. Ordered mode hands batches out in (epoch,
  * index) order, bit-identical for a seed whatever the thread counts;

@@ -72,11 +72,15 @@ A worker that dies (a signal, out of memory, ``os._exit``) stops the
 iteration with a RuntimeError naming the worker, its pid, the signal or exit
 code and the ``dataset[i]`` it was loading (each worker keeps that index in a
 shared word).  Slot pages are reserved when a slot is made, so a full
-``/dev/shm`` is an OSError there, not a SIGBUS later; the slots are unlinked
-by ``close()``, when the loader is collected, or at interpreter exit.
+``/dev/shm`` is found there, not as a SIGBUS later in a worker (what a
+small /dev/shm did before: the worker died writing a batch); the ring then
+keeps half of the slots that fit, with a RuntimeWarning, and the other
+batches travel pickled.  The slots are unlinked by ``close()``, when the
+loader is collected, or at interpreter exit.
 """
 
 import collections
+import errno
 import math
 import mmap
 import os
@@ -86,6 +90,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 import weakref
 from multiprocessing import connection as mp_connection
 from multiprocessing import shared_memory
@@ -316,8 +321,7 @@ def _reserve(name, size):
         except OSError:
             free = "free space unknown"
         raise OSError(e.errno, f"sluice GenericLoader: cannot reserve a {size / 2**20:.1f} MiB "
-                      f"batch slot in /dev/shm ({free}): {e.strerror}; fewer workers, a "
-                      "smaller batch, prefetch_factor or a larger /dev/shm") from None
+                      f"batch slot in /dev/shm ({free}): {e.strerror}") from None
     finally:
         os.close(fd)
 
@@ -570,6 +574,7 @@ class _Slots:
         self.version = 0
         self.held = set()  # slots lent out as batch tensors (free when collected)
         self.gen = 0       # bumped when the slots are dropped: stale returns ignored
+        self.limit = None  # most slots /dev/shm holds (set when it ran out)
 
     def lend(self, slot, n):
         """Leaf tensors over rows [0, n) of slot, backed by the slot itself (no
@@ -598,10 +603,13 @@ class _Slots:
 
     def create(self, spec, cap, count):
         self.release_all()
+        self.limit = None  # a new slot size: what fits is found again
         self.version += 1
         self._grow(spec, cap, count)
 
     def ensure(self, count):
+        if self.limit is not None:
+            count = min(count, self.limit)
         if self.layout is not None and len(self.shms) < count:
             self.version += 1
             self._grow(self.layout.spec, self.layout.cap, count)
@@ -610,14 +618,18 @@ class _Slots:
 
     def _grow(self, spec, cap, count):
         probe = _Layout(self.version, spec, cap, [])
+        start = len(self.shms)  # slots that may be in use: kept
         while len(self.shms) < count:
             shm = shared_memory.SharedMemory(create=True, size=probe.slot_bytes)
             try:
                 _reserve(shm.name, probe.slot_bytes)
-            except OSError:
+            except OSError as e:
                 shm.close()
                 shm.unlink()
-                raise
+                if e.errno != errno.ENOSPC:
+                    raise
+                self._shrink_to_fit(start, count, e)
+                break
             mm = _map_segment(shm.name, probe.slot_bytes)
             shm.close()  # keep only our mapping; the object stays for unlink()
             self.shms.append(shm)
@@ -625,6 +637,28 @@ class _Slots:
             self.views.append(probe.views(mm))
             self.free.append(len(self.shms) - 1)
         self.layout = _Layout(self.version, spec, cap, [s.name for s in self.shms])
+
+    def _shrink_to_fit(self, start, wanted, e):
+        """/dev/shm is full: keep half of the slots that fit (the other half's
+        space is left to what else needs /dev/shm, the pickled batches
+        included: torch sends a tensor through shared memory), and go on.
+        Batches beyond the ring travel pickled, as every batch does with a
+        custom collate_fn: slower, never wrong."""
+        keep = max(start, len(self.shms) // 2)
+        while len(self.shms) > keep:
+            self.views.pop()
+            mm = self.maps.pop()
+            try:
+                mm.close()
+            except BufferError:
+                pass  # unmapped when its last view is collected
+            self.shms.pop().unlink()
+            self.free.remove(len(self.shms))
+        self.limit = keep
+        warnings.warn(f"{e.strerror} (wanted {wanted} batch slots); using {keep}, the rest "
+                      "of the batches travel pickled (slower). Fewer workers, a smaller batch or "
+                      "prefetch_factor, or a larger /dev/shm (docker: --shm-size) "
+                      "restore the zero-copy path.", RuntimeWarning, stacklevel=2)
 
     def release_all(self):
         self.gen += 1

@@ -19,6 +19,11 @@
  * is held). Only a jump elsewhere restarts the engine; if batches are held
  * then, the Core is retired (it lives on with them) and a fresh one made.
  *
+ * Plans (start_plan): the engine is restarted on the given batches; the
+ * next iteration yields them in the plan's order and ends with the plan.
+ * A plan is a side trip: `position` (where a plain iteration continues) is
+ * left where it was, and the next plain iteration restarts the engine.
+ *
  * Everything here runs under the GIL; the GIL is released around every
  * engine call that waits or works (create, start, next, destroy).
  */
@@ -96,6 +101,7 @@ typedef struct {
     int running;                    /* the Core's engine was started */
     int active;                     /* an iteration is under way */
     int busy;                       /* in next/start: one thread at a time */
+    int plan;                       /* the engine streams a plan */
     int64_t pos_g;                  /* next batch to yield, epoch * nb + i */
     int64_t end_g;                  /* the iteration ends before this */
     const sl_batch_t *pending;      /* got past end_g, kept for later */
@@ -149,25 +155,14 @@ static PyObject *two_threads(void)
                         "sluice.Loader used by two threads at once");
 }
 
-/* Arms an iteration from batch g for self->epochs epochs. Under busy: the
- * GIL is released in core_create and sl_loader_start, and the Core is held
- * across sl_loader_start, so a close() meanwhile only drops the Loader's
- * reference (the engine dies after the call, here). */
-static int start_at(LoaderObject *self, int64_t g)
+/* Before the engine restarts: nothing armed; a fresh Core when batches
+ * are still held (the engine cannot restart under them: the old one is
+ * kept for them and dies with the last). */
+static int stop_for_restart(LoaderObject *self)
 {
-    int64_t nb = self->nb;
-    self->end_g = (g / nb + self->epochs) * nb;
-    if (!self->opt.unordered && self->running &&
-        (self->pending ? self->pending_g : engine_pos(self)) == g) {
-        self->pos_g = g; /* the running pipeline is already there */
-        self->active = 1;
-        return 0;
-    }
     drop_pending(self);
-    self->running = self->active = 0;
+    self->running = self->active = self->plan = 0;
     if (self->core->held > 0) {
-        /* Batches still held: the engine cannot restart under them. Keep
-         * it for them (it dies with the last) and start a fresh one. */
         int64_t v;
         sl_loader_t *old = self->core->engine;
         if (!sl_loader_get(old, SL_PARAM_DECODE_THREADS, &v))
@@ -188,6 +183,25 @@ static int start_at(LoaderObject *self, int64_t g)
         }
         Py_SETREF(self->core, c);
     }
+    return 0;
+}
+
+/* Arms an iteration from batch g for self->epochs epochs. Under busy: the
+ * GIL is released in core_create and sl_loader_start, and the Core is held
+ * across sl_loader_start, so a close() meanwhile only drops the Loader's
+ * reference (the engine dies after the call, here). */
+static int start_at(LoaderObject *self, int64_t g)
+{
+    int64_t nb = self->nb;
+    self->end_g = (g / nb + self->epochs) * nb;
+    if (!self->opt.unordered && self->running && !self->plan &&
+        (self->pending ? self->pending_g : engine_pos(self)) == g) {
+        self->pos_g = g; /* the running pipeline is already there */
+        self->active = 1;
+        return 0;
+    }
+    if (stop_for_restart(self))
+        return -1;
     CoreObject *core = self->core;
     Py_INCREF(core);
     sl_position_t p = {g / nb, g % nb};
@@ -263,7 +277,8 @@ static PyObject *loader_next(LoaderObject *self)
     const sl_batch_t *b = NULL;
     CoreObject *core = self->core;
     int64_t g;
-    if (!self->opt.unordered && self->pending) {
+    int ordered = !self->opt.unordered && !self->plan;
+    if (ordered && self->pending) {
         g = self->pending_g;
         if (g >= self->end_g) {
             self->active = 0;
@@ -272,7 +287,7 @@ static PyObject *loader_next(LoaderObject *self)
         b = self->pending;
         self->pending = NULL;
     } else {
-        if (!self->opt.unordered && engine_pos(self) >= self->end_g) {
+        if (ordered && engine_pos(self) >= self->end_g) {
             self->active = 0;
             return NULL;
         }
@@ -291,16 +306,18 @@ static PyObject *loader_next(LoaderObject *self)
         Py_DECREF(core);
         if (rc == SL_EEND) {
             self->active = 0;
+            if (self->plan) /* a plain iteration restarts the engine */
+                self->plan = self->running = 0;
             return NULL;
         }
         if (rc) {
-            self->active = self->running = 0;
+            self->active = self->running = self->plan = 0;
             if (PyErr_Occurred()) /* a warning made an error */
                 return NULL;
             return slpy_raise(rc, sl_loader_last_error(core->engine), 0);
         }
         g = b->epoch * self->nb + b->index;
-        if (!self->opt.unordered && g >= self->end_g) {
+        if (ordered && g >= self->end_g) {
             /* batches before it were all skipped: it opens the next
              * iteration */
             self->pending = b;
@@ -312,7 +329,9 @@ static PyObject *loader_next(LoaderObject *self)
     /* Unordered: a count of batches handed out, not a position, until the
      * epoch ends (sl_loader_start refuses it): a new iteration after a
      * break starts the next epoch, as torch's DataLoader does. */
-    if (self->opt.unordered) {
+    if (self->plan) {
+        /* a side trip: the position stays */
+    } else if (self->opt.unordered) {
         int64_t p = engine_pos(self);
         self->pos_g = (p + self->nb - 1) / self->nb * self->nb;
     } else {
@@ -345,6 +364,128 @@ static PyObject *loader_start(LoaderObject *self, PyObject *args, PyObject *kw)
                             "batch 0..%lld",
                             e, b, (long long)self->nb);
     if (do_start(self, e * self->nb + b))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* The plan's (epoch, batch) pairs from a sequence of 2-sequences; NULL
+ * with an exception set. The caller PyMem_Frees it. */
+static sl_position_t *plan_list(PyObject *batches, Py_ssize_t *n)
+{
+    PyObject *seq = PySequence_Fast(batches, "batches must be a sequence of "
+                                             "(epoch, batch) pairs");
+    if (!seq)
+        return NULL;
+    *n = PySequence_Fast_GET_SIZE(seq);
+    sl_position_t *v = PyMem_Malloc((size_t)(*n ? *n : 1) * sizeof *v);
+    if (!v) {
+        Py_DECREF(seq);
+        return (sl_position_t *)PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        long long e, b;
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyTuple_Check(it) && !PyList_Check(it)) {
+            PyErr_Format(PyExc_TypeError,
+                         "batches[%zd] must be an (epoch, batch) pair, not %R",
+                         i, it);
+            goto fail;
+        }
+        PyObject *t = PySequence_Tuple(it);
+        int ok = t && PyArg_ParseTuple(t, "LL", &e, &b);
+        Py_XDECREF(t);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError,
+                         "batches[%zd] must be an (epoch, batch) pair of "
+                         "ints, not %R",
+                         i, it);
+            goto fail;
+        }
+        v[i] = (sl_position_t){e, b};
+    }
+    Py_DECREF(seq);
+    return v;
+fail:
+    Py_DECREF(seq);
+    PyMem_Free(v);
+    return NULL;
+}
+
+/* Restarts the engine on plan p (start_plan's work, under busy). */
+static int plan_start(LoaderObject *self, const sl_plan_t *p)
+{
+    if (stop_for_restart(self))
+        return -1;
+    CoreObject *core = self->core;
+    Py_INCREF(core);
+    int rc;
+    char msg[1024];
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_loader_start_plan(core->engine, p);
+    if (rc) /* thread-local: read it on this thread */
+        snprintf(msg, sizeof msg, "%s", sl_loader_last_error(core->engine));
+    Py_END_ALLOW_THREADS;
+    int closed = self->core != core;
+    Py_DECREF(core);
+    if (rc) {
+        /* a bad plan is the caller's value, not the engine's failure */
+        if (rc == SL_ERANGE || rc == SL_EINVAL)
+            PyErr_SetString(PyExc_ValueError, msg);
+        else
+            slpy_raise(rc, msg, 1);
+        return -1;
+    }
+    if (closed)
+        return loader_closed(self) ? -1 : 0;
+    self->active = self->plan = 1;
+    return 0;
+}
+
+static PyObject *loader_start_plan(LoaderObject *self, PyObject *args,
+                                   PyObject *kw)
+{
+    static char *kwlist[] = {"batches", "first", "step", "count", NULL};
+    PyObject *batches = Py_None;
+    long long fe = -1, fb = -1, step = 1, count = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$(LL)LL", kwlist, &batches,
+                                     &fe, &fb, &step, &count))
+        return NULL;
+    if (loader_closed(self))
+        return NULL;
+    if ((batches == Py_None) == (count < 0 && fe < 0))
+        return PyErr_Format(PyExc_TypeError,
+                            "start_plan needs either batches (a list of "
+                            "(epoch, batch) pairs) or first=(epoch, batch) "
+                            "and count=");
+    sl_plan_t p;
+    sl_plan_init(&p);
+    sl_position_t *list = NULL;
+    if (batches != Py_None) {
+        Py_ssize_t n;
+        if (!(list = plan_list(batches, &n)))
+            return NULL;
+        p.batches = list;
+        p.count = n;
+    } else {
+        if (fe < 0 && fb < 0)
+            fe = fb = 0;
+        if (step < 1) /* the engine's 0 is its default, 1 */
+            return PyErr_Format(PyExc_ValueError,
+                                "plan range: step %lld is not >= 1", step);
+        p.first = (sl_position_t){fe, fb};
+        p.step = step;
+        p.count = count;
+    }
+    int rc = -1;
+    if (self->busy)
+        two_threads();
+    else {
+        self->busy = 1;
+        rc = plan_start(self, &p);
+        self->busy = 0;
+    }
+    PyMem_Free(list);
+    if (rc)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -869,6 +1010,16 @@ static PyMethodDef loader_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "start(epoch=0, batch=0)\n--\n\nThe next iteration yields from "
      "(epoch, batch) to the end of epoch + epochs - 1."},
+    {"start_plan", (PyCFunction)(void (*)(void))loader_start_plan,
+     METH_VARARGS | METH_KEYWORDS,
+     "start_plan(batches=None, *, first=None, step=1, count=None)\n--\n\n"
+     "The next iteration yields the planned batches, in the plan's order, "
+     "then ends:\nbatches, a list of (epoch, batch) pairs, or the range "
+     "first=(epoch, batch),\nstep, count (batch numbers first + i * step "
+     "going on into the next epochs).\nEach batch is the one a plain "
+     "iteration yields at that (epoch, batch), byte for\nbyte. A plan does "
+     "not move `position`: the next plain iteration continues\nwhere it "
+     "was. ValueError for an empty plan or a batch outside the epochs."},
     {"set", (PyCFunction)loader_set, METH_VARARGS,
      "set(knob, value)\n--\n\nSets 'threads', 'read_threads' or 'prefetch' "
      "while batches flow (None: the default). Any thread."},

@@ -223,6 +223,7 @@ void sl_loader_destroy(sl_loader_t *l)
     sl__msglog_free(&l->skips);
     free(l->perm[0]);
     free(l->perm[1]);
+    free(l->plan.list);
     sl__source_close(l->src);
     sl__membudget_destroy(&l->rbud);
     sl__membudget_destroy(&l->dbud);
@@ -288,13 +289,22 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
                                "inside an epoch needs ordered delivery "
                                "(unordered is set)",
                                (long long)epoch, (long long)batch);
+    return sl__loader_begin(l, epoch * nb + batch, (epoch + l->opt.epochs) * nb,
+                            NULL);
+}
+
+int sl__loader_begin(sl_loader_t *l, int64_t first, int64_t end,
+                     const sl__plan_t *plan)
+{
     pthread_mutex_lock(&l->ctl_mu); /* no knob change in between */
     stop_pipeline(l);
     pthread_mutex_lock(&l->mu);
-    l->start_g = l->claim_g = l->next_g = epoch * nb + batch;
-    l->end_g = (epoch + l->opt.epochs) * nb;
+    int64_t *old = l->plan.list;
+    l->plan = plan ? *plan : (sl__plan_t){NULL, 0, 0, 0};
+    l->start_g = l->claim_g = l->next_g = first;
+    l->end_g = end;
     l->handed = 0;
-    l->ep_epoch = epoch;
+    l->ep_epoch = sl__loader_planned(l, first) / l->smp.nbatches;
     l->ep_samples = l->run_samples = 0;
     l->fatal = 0;
     l->fatal_msg[0] = 0;
@@ -302,6 +312,7 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
     l->running = 1;
     int readers = l->read_threads, decoders = l->decode_threads;
     pthread_mutex_unlock(&l->mu);
+    free(old);
     int rc = sl__workers_set(l->readers, readers);
     if (!rc)
         rc = sl__workers_set(l->decoders, decoders);
@@ -332,10 +343,11 @@ static bbuf_t *ready_batch(sl_loader_t *l)
 /* Under mu, handing out the empty batch bb: did an epoch (ordered: bb is
  * its last batch) or the whole run (unordered, whose epochs interleave)
  * end without a sample? Under SL_ON_ERROR_SKIP that is a failure, not an
- * empty epoch: a trainer would silently train on nothing (issue 14). */
+ * empty epoch: a trainer would silently train on nothing (issue 14). A
+ * plan, whose epochs need not be whole, is judged as a whole run. */
 static int nothing_delivered(const sl_loader_t *l, const bbuf_t *bb)
 {
-    if (!l->opt.unordered)
+    if (!l->opt.unordered && !l->plan.n)
         return bb->pub.index == l->smp.nbatches - 1 && l->ep_samples == 0;
     return l->handed == l->end_g - l->start_g && l->run_samples == 0;
 }
@@ -646,7 +658,8 @@ int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)
         return SL_EINVAL;
     sl_loader_t *m = (sl_loader_t *)l;
     pthread_mutex_lock(&m->mu);
-    int64_t g = m->start_g + m->handed, nb = m->smp.nbatches;
+    int64_t g = sl__loader_planned(m, m->start_g + m->handed);
+    int64_t nb = m->smp.nbatches;
     pthread_mutex_unlock(&m->mu);
     pos->epoch = g / nb;
     pos->batch = g % nb;

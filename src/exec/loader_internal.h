@@ -45,7 +45,8 @@ enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
 typedef struct bbuf {
     sl_batch_t pub; /* first: sl_loader_release casts back */
     int state;
-    int64_t g;       /* global batch number: epoch * nbatches + index */
+    int64_t g;       /* run position: without a plan, the global batch
+                      * number epoch * nbatches + index */
     int64_t t_claim; /* when a reader claimed it (telemetry: latency) */
     int count;       /* samples assigned */
     int pending;     /* slots not yet finished */
@@ -54,6 +55,14 @@ typedef struct bbuf {
     int rc;       /* first failure under SL_ON_ERROR_FAIL */
     char err[SL_MSG];
 } bbuf_t;
+
+/* A plan (sl_loader_start_plan): run position k (0..n-1, what claim_g and
+ * next_g count) is global batch number at(k). n == 0: no plan, k is the
+ * global batch number itself. */
+typedef struct sl__plan {
+    int64_t *list; /* n global batch numbers; NULL: first + k * step */
+    int64_t n, first, step;
+} sl__plan_t;
 
 typedef struct item {
     bbuf_t *bb;
@@ -96,6 +105,7 @@ struct sl_loader {
 
     int running, stopping;
     int64_t start_g, claim_g, next_g, end_g, handed;
+    sl__plan_t plan; /* under mu; set by a start */
     /* Samples handed out in epoch ep_epoch (ordered) and since the start:
      * an epoch of skipped samples only is a failure (nothing_delivered). */
     int64_t ep_epoch, ep_samples, run_samples;
@@ -151,6 +161,15 @@ struct sl_loader {
 int sl__knob_default(sl_param_t p, int decode_threads);
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen);
 void sl__loader_xform(const sl_options_t *o, sl__xform_t *x);
+
+/* Plans (loader_plan.c): the global batch number of run position k
+ * (after the last: the batch that follows it). Under mu. */
+int64_t sl__loader_planned(const sl_loader_t *l, int64_t k);
+/* The part of a start both sl_loader_start and sl_loader_start_plan share:
+ * stops the pipeline and streams run positions first..end-1, mapped
+ * through *plan (taken over, list included; NULL: none). */
+int sl__loader_begin(sl_loader_t *l, int64_t first, int64_t end,
+                     const sl__plan_t *plan);
 
 /* Under mu: a batch is being filled or waits for the consumer. */
 int sl__loader_in_flight(const sl_loader_t *l);

@@ -116,8 +116,10 @@ int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb_out, int *slot,
                 pthread_cond_broadcast(&l->cv_ready);
             }
             if (bb) {
-                int64_t nb = l->smp.nbatches, g = l->claim_g++;
-                bb->g = g;
+                /* g: the run position (the delivery order); a plan maps
+                 * it to the batch number. */
+                bb->g = l->claim_g++;
+                int64_t nb = l->smp.nbatches, g = sl__loader_planned(l, bb->g);
                 bb->pub.epoch = g / nb;
                 bb->pub.index = g % nb;
                 bb->count =

@@ -269,6 +269,40 @@ static void test_restart_while_held(void **state)
     sl_loader_destroy(l);
 }
 
+/* sl_plan_t grows like the others: a newer caller's bigger plan (garbage
+ * past the known fields) works; one a field short of the first layout is
+ * refused. */
+static void test_plan_sizes(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    sl_loader_t *l;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    size_t big = sizeof(sl_plan_t) + 48;
+    unsigned char *buf = malloc(big);
+    memset(buf, 0xEF, big);
+    sl_plan_t p;
+    sl_plan_init(&p);
+    p.first = (sl_position_t){1, 2};
+    p.count = 2;
+    memcpy(buf, &p, sizeof p);
+    *(size_t *)buf = big;
+    assert_int_equal(sl_loader_start_plan(l, (sl_plan_t *)buf), 0);
+    free(buf);
+    const sl_batch_t *b;
+    int n = 0;
+    while (sl_loader_next(l, &b) == 0) {
+        assert_true(b->epoch == 1 && b->index == 2 + n);
+        sl_loader_release(l, b);
+        n++;
+    }
+    assert_int_equal(n, 2);
+    p.size = offsetof(sl_plan_t, step); /* one field short */
+    assert_int_equal(sl_loader_start_plan(l, &p), SL_EINVAL);
+    assert_non_null(strstr(sl_loader_last_error(l), "sl_plan_init"));
+    sl_loader_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -279,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_param_range),
         cmocka_unit_test(test_resolved_options),
         cmocka_unit_test(test_restart_while_held),
+        cmocka_unit_test(test_plan_sizes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,96 @@
+"""sluice.ray against the in-process loader, same total decode threads.
+
+Configurations, each one epoch of `--data` per round, rounds alternating
+(median img/s over the rounds), one Ray cluster on this machine
+(ray.init(address="local")), actors started before timing:
+
+    local-T    sluice.torch.DataLoader, T decode threads (in-process)
+    ray-AxT    sluice.ray.DataLoader, A actors of T decode threads each
+
+Every epoch's digest is checked against the local loader's (the stream is
+the same whatever the actors). The trainer does nothing but take batches
+(a consumer-free ceiling; the trainer's own process is one more user of
+the cores).
+
+    PYTHONPATH=build/python .venv/bin/python bench/scale/ray_actors.py \\
+        --data ../shared/data/imagenet-sample --rounds 3
+"""
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from stats import median  # noqa: E402
+
+
+def epoch(loader):
+    h, n, t0 = hashlib.sha1(), 0, time.perf_counter()
+    for x, y in loader:
+        h.update(x.numpy().tobytes())
+        h.update(y.numpy().tobytes())
+        n += len(y)
+    return n / (time.perf_counter() - t0), h.hexdigest()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--image-size", type=int, default=224)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--configs", default="local-1,ray-1x1,local-2,ray-2x1")
+    ap.add_argument("--json", help="write the results here")
+    a = ap.parse_args()
+
+    import ray
+    import sluice.ray
+    import sluice.torch
+    pkg = os.path.dirname(os.path.dirname(sluice.__file__))
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (pkg, os.environ.get("PYTHONPATH")) if p)
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
+             log_to_driver=False)
+    common = dict(batch_size=a.batch_size, image_size=a.image_size, seed=0)
+    loaders = {}
+    for c in a.configs.split(","):
+        kind, spec = c.split("-")
+        if kind == "local":
+            loaders[c] = sluice.torch.DataLoader(source=a.data, num_workers=int(spec),
+                                                 **common)
+        else:
+            n, t = map(int, spec.split("x"))
+            loaders[c] = sluice.ray.DataLoader(
+                a.data, actor_threads=t, num_actors=n,
+                actor_options={"num_cpus": 0.01}, **common)
+    refs = {}  # round -> the first configuration's digest
+    rates = {c: [] for c in loaders}
+    for r in range(a.rounds):
+        for c, L in loaders.items():
+            L.set_epoch(r)
+            rate, d = epoch(L)
+            if refs.setdefault(r, d) != d:
+                sys.exit(f"{c}: epoch {r} digest {d} != {refs[r]}")
+            rates[c].append(rate)
+            print(f"round {r} {c}: {rate:.1f} img/s", flush=True)
+    out = {c: {"median_img_s": median(v), "runs": v} for c, v in rates.items()}
+    for c, v in out.items():
+        print(f"{c:10s} median {v['median_img_s']:.1f} img/s")
+    for c in out:
+        if c.startswith("ray-"):
+            n, t = map(int, c[4:].split("x"))
+            base = f"local-{n * t}"
+            if base in out:
+                print(f"{c} / {base}: {out[c]['median_img_s'] / out[base]['median_img_s']:.2f}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    for L in loaders.values():
+        L.close()
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

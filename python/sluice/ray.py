@@ -1,0 +1,573 @@
+"""sluice.ray.DataLoader: batches prepared by Ray actors, each running
+sluice's C engine, delivered to the trainer in order through Ray's object
+store (numpy arrays: zero-copy on the same node, one transfer across
+nodes)::
+
+    import ray, sluice.ray
+    ray.init()
+    loader = sluice.ray.DataLoader(source="data/train", batch_size=64,
+                                   image_size=224, seed=0, num_actors=4)
+    for epoch in range(start, epochs):
+        loader.set_epoch(epoch)
+        for images, labels in loader:      # torch tensors
+            ...
+
+The interface is sluice.torch.DataLoader's (native mode): one iteration is
+one epoch; set_epoch; state_dict() is the exact position, load_state_dict()
+resumes bit for bit; rank / world_size shard the data as the local loader
+does (defaults: torch.distributed's when it is initialised).
+
+Every batch is a pure function of (seed, epoch, batch index), so any actor
+can prepare any batch: the trainer hands out work in chunks of `chunk`
+batches (sluice.Loader.start_plan in the actor), at most `depth` chunks
+queued per actor, and yields batch g when its object is ready. The stream
+is the local loader's, digest for digest, whatever the actors and their
+speed. Elastic: set_actors(n) adds actors (they take the next chunks) or
+retires some (no new work; killed once their batches are consumed). An
+actor that dies (ray.kill, its process killed, its node lost) has its
+batches not yet consumed prepared by the others, and a replacement is
+started while the target count says so: nothing lost, nothing duplicated.
+autoscale=True lets a policy in the trainer process change the count
+between min_actors and max_actors (see _Autoscale); every change, with its
+reason, is in stats()["decisions"] and logged on the "sluice.ray" logger.
+
+The sluice package must be importable in the actors' processes (installed
+on every node, or on PYTHONPATH when Ray starts).
+"""
+import logging
+import os
+import time
+import warnings
+
+__all__ = ["DataLoader"]
+
+log = logging.getLogger("sluice.ray")
+
+# Options whose change makes a saved position mean other batches
+# (sluice.torch's).
+_STATE_CHECKED = ("batch_size", "world_size", "drop_last", "seed",
+                  "shuffle", "batches_per_epoch")
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError("sluice.ray needs Ray (pip install ray)") from e
+    return ray
+
+
+class _Preparer:
+    """A Ray actor: one sluice.Loader, prepares planned batches."""
+
+    def __init__(self, source, batch_size, image_size, options):
+        import sluice
+        self._loader = sluice.Loader(source, batch_size, image_size, epochs=1,
+                                     **options)
+
+    def info(self):
+        L = self._loader
+        return {"batches_per_epoch": L.batches_per_epoch,
+                "num_samples": L.num_samples, "pid": os.getpid()}
+
+    def pid(self):
+        return os.getpid()
+
+    def prepare(self, batches):
+        """The planned (epoch, batch) pairs' (images, labels), one return
+        value each; None for a batch whose samples were all skipped
+        (on_error='skip'), which the local loader leaves out too."""
+        import sluice
+        L = self._loader
+        L.start_plan(batches)
+        out = list(L)
+        if len(out) != len(batches):  # some batch was empty: find which
+            out = []
+            for b in batches:
+                try:
+                    L.start_plan([b])
+                    got = list(L)
+                except sluice.Error as e:  # a plan that delivered nothing
+                    if "every sample was skipped" not in str(e):
+                        raise
+                    got = []
+                out.append(got[0] if got else None)
+        return out[0] if len(out) == 1 else tuple(out)
+
+
+class _Actor:
+    """The trainer's view of one actor: handle, queued chunks, counters."""
+
+    def __init__(self, handle, ident):
+        self.handle, self.id = handle, ident
+        self.chunks = []    # (last ref, [g...]) handed, not yet complete
+        self.retiring = False
+        self.batches = 0    # batches it completed
+        self.started = time.monotonic()
+
+
+class _Autoscale:
+    """The trainer-side policy (autoscale=True, or a dict of these
+    arguments). Every `period` seconds it looks at the last period:
+
+    - add one actor when the trainer waited for batches more than
+      `add_wait` of the time, below max_actors and while the cluster has
+      the CPUs for one more (else it says so once: "hold");
+    - remove one when the trainer waited less than `remove_wait` and the
+      batches ready beyond the one it asked for, at each request, never
+      fell below one actor's share (depth x chunk) in the period: the
+      actors are ahead by at least a whole actor, which therefore does
+      not pay; never below min_actors.
+
+    Each change goes through set_actors with its reason (stats()
+    ["decisions"], the "sluice.ray" logger)."""
+
+    def __init__(self, min_actors, max_actors, period=2.0, add_wait=0.15,
+                 remove_wait=0.02):
+        if not 1 <= min_actors <= max_actors:
+            raise ValueError("autoscale needs 1 <= min_actors <= max_actors")
+        self.min, self.max, self.period = min_actors, max_actors, period
+        self.add_wait, self.remove_wait = add_wait, remove_wait
+        self.t0 = self.min_ahead = None
+        self.held = False
+
+    def ahead(self, n):
+        """Batches ready beyond the one the trainer asks for."""
+        self.min_ahead = n if self.min_ahead is None else min(self.min_ahead, n)
+
+    def tick(self, dl, now):
+        """Returns (new target, reason) or None."""
+        if self.t0 is None or now - self.t0 >= self.period:
+            last = None if self.t0 is None else (
+                now - self.t0, dl._wait_s - self.wait0, dl._taken - self.taken0,
+                self.min_ahead)
+            self.t0, self.wait0, self.taken0, self.min_ahead = now, dl._wait_s, dl._taken, None
+            return self._judge(dl, *last) if last else None
+        return None
+
+    def _judge(self, dl, dt, waited, taken, min_ahead):
+        n, wait = dl._target, waited / dt
+        if wait > self.add_wait and n < self.max:
+            cpus = dl._actor_options.get("num_cpus", 1)
+            if dl._ray.available_resources().get("CPU", 0) + 1e-9 < cpus:
+                if not self.held:
+                    self.held = True
+                    dl._decide("hold", f"trainer waited {wait:.0%} of the last "
+                               f"{dt:.1f} s but the cluster has no {cpus} CPU "
+                               "free for another actor", n, n)
+                return None
+            self.held = False
+            return n + 1, (f"trainer waited {wait:.0%} of the last {dt:.1f} s "
+                           f"({taken / dt:.1f} batches/s taken): one more actor")
+        share = dl.depth * dl.chunk
+        if (wait < self.remove_wait and n > self.min and taken > 0 and
+                min_ahead is not None and min_ahead >= share):
+            return n - 1, (f"trainer waited {wait:.0%} of the last {dt:.1f} s "
+                           f"and >= {min_ahead} batches were always ready ahead "
+                           f"(one actor's share is {share}): one actor fewer")
+        return None
+
+
+class DataLoader:
+    """DataLoader(source, batch_size=64, image_size=224, *, shuffle=True,
+    seed=None, drop_last=False, rank=None, world_size=None, dtype=None,
+    num_actors=2, actor_threads=1, chunk=2, depth=2, actor_options=None,
+    autoscale=False, min_actors=1, max_actors=None, tensors=True,
+    device=None, **options)
+
+    num_actors Ray actors, each a sluice.Loader with actor_threads decode
+    threads and the options given (mode=, layout=, on_error=, mean=, ...);
+    actor_options go to the actor class's .options() (num_cpus defaults to
+    actor_threads; resources=, scheduling_strategy=, ...). chunk: batches
+    per task; depth: tasks queued per actor. tensors=False yields the numpy
+    arrays (read-only views of the object store) instead of torch tensors;
+    device= moves the tensors there (non_blocking).
+    ray.init() is the caller's (the loader uses the cluster it finds, or
+    starts a local one as ray does by default)."""
+
+    def __init__(self, source, batch_size=64, image_size=224, *, shuffle=True,
+                 seed=None, drop_last=False, rank=None, world_size=None,
+                 dtype=None, num_actors=2, actor_threads=1, chunk=2, depth=2,
+                 actor_options=None, autoscale=False, min_actors=1,
+                 max_actors=None, tensors=True, device=None, **options):
+        self._ray = ray = _import_ray()
+        self._torch = None
+        if tensors:
+            import torch
+            self._torch = torch
+        self.device = None if device is None else self._torch.device(device)
+        if rank is None or world_size is None:
+            r, w = _dist_defaults(self._torch, rank, world_size)
+            rank, world_size = r, w
+        if num_actors < 1 or chunk < 1 or depth < 1 or actor_threads < 1:
+            raise ValueError("num_actors, chunk, depth and actor_threads must be >= 1")
+        self.source, self.batch_size, self.image_size = source, batch_size, image_size
+        self.shuffle, self.drop_last = bool(shuffle), bool(drop_last)
+        self.seed = 0 if seed is None else int(seed)
+        self.rank, self.world_size = rank, world_size
+        self.chunk, self.depth = chunk, depth
+        dtype_name = "uint8"
+        if dtype is not None:
+            dtype_name = dtype if isinstance(dtype, str) else str(dtype).rsplit(".", 1)[-1]
+        self._options = dict(options, shuffle=self.shuffle, seed=self.seed,
+                             drop_last=self.drop_last, rank=rank,
+                             world_size=world_size, threads=actor_threads,
+                             dtype=dtype_name)
+        self._actor_options = {"num_cpus": actor_threads, "max_restarts": 0,
+                               "max_task_retries": 0}
+        self._actor_options.update(actor_options or {})
+        self._cls = ray.remote(_Preparer)
+        self._actors = []      # _Actor, live or retiring
+        self._next_id = 0
+        self._target = num_actors
+        self._policy = None
+        if autoscale:
+            kw = autoscale if isinstance(autoscale, dict) else {}
+            self._policy = _Autoscale(min_actors, max_actors or max(num_actors, 4), **kw)
+        self._decisions = []
+        self._failed = 0
+        self._rehanded = 0
+        self._wait_s = 0.0
+        self._taken = 0        # batches yielded
+        self._samples = 0
+        self._completed = 0    # batches the actors completed
+        self._run = 0
+        self._runs = 0
+        self._start = (0, 0)
+        self._saved = (0, 0)
+        self._pos = (0, 0)
+        self._ref, self._owner, self._redo = {}, {}, []  # this iteration's
+        self._next_g = self._hand_g = self._end_g = self._horizon = 0
+        self._carry_from = None  # work handed for an iteration from there
+        self._spawn(num_actors, "start")
+        info = ray.get(self._actors[0].handle.info.remote())
+        self.batches_per_epoch = info["batches_per_epoch"]
+        self.num_samples = info["num_samples"]
+
+    # ------------------------------------------------------------ actors
+
+    def _live(self):
+        return [a for a in self._actors if not a.retiring]
+
+    def _decide(self, action, reason, before, after):
+        d = {"t": time.time(), "action": action, "actors_before": before,
+             "actors_after": after, "reason": reason}
+        self._decisions.append(d)
+        log.info("%s: %d -> %d actors: %s", action, before, after, reason)
+
+    def _spawn(self, n, reason):
+        before = len(self._live())
+        for _ in range(n):
+            h = self._cls.options(**self._actor_options).remote(
+                self.source, self.batch_size, self.image_size, self._options)
+            self._actors.append(_Actor(h, self._next_id))
+            self._next_id += 1
+        if n:
+            self._decide("add", reason, before, before + n)
+
+    def set_actors(self, n, reason="set_actors"):
+        """Targets n actors from now on, an epoch running or not: new ones
+        take the next chunks; surplus ones get no new work and are killed
+        once the batches they prepared are consumed."""
+        if n < 1:
+            raise ValueError("set_actors needs n >= 1")
+        self._target = n
+        live = self._live()
+        if n > len(live):
+            self._spawn(n - len(live), reason)
+            return
+        if n < len(live):
+            # The ones with the least queued work go first.
+            gone = sorted(live, key=lambda a: len(a.chunks))[:len(live) - n]
+            for a in gone:
+                a.retiring = True
+            self._decide("remove", reason, len(live), n)
+            self._reap()
+
+    @property
+    def num_actors(self):
+        """Actors that take work now (retiring ones not counted)."""
+        return len(self._live())
+
+    def actors(self):
+        """The handles of the actors that take work now."""
+        return [a.handle for a in self._live()]
+
+    def _reap(self):
+        """Kills retiring actors none of whose batches wait for the
+        trainer."""
+        for a in list(self._actors):
+            if a.retiring and not any(self._owner.get(g) is a for g in self._pending()):
+                if not a.chunks or all(_ready(self._ray, c[0]) for c in a.chunks):
+                    self._actors.remove(a)
+                    try:
+                        self._ray.kill(a.handle)
+                    except Exception:  # already gone
+                        pass
+
+    def _failed_actor(self, a, err):
+        """a died: its batches not yet consumed go to the others; a
+        replacement when the target says so."""
+        if a not in self._actors:
+            return
+        self._actors.remove(a)
+        self._failed += 1
+        lost = sorted(g for g in self._pending() if self._owner.get(g) is a)
+        for g in lost:
+            del self._ref[g]
+            del self._owner[g]
+        self._redo = sorted(set(self._redo) | set(lost))
+        self._rehanded += len(lost)
+        live = len(self._live())
+        self._decide("lost", f"actor {a.id} died ({type(err).__name__}); "
+                     f"{len(lost)} batches re-handed", live + (not a.retiring), live)
+        if self._failed > 4 * max(self._target, 1) + 4:
+            raise RuntimeError(f"sluice.ray: {self._failed} actors died; "
+                               f"the last: {err}") from err
+        if live < self._target:
+            self._spawn(self._target - live, f"replace actor {a.id}")
+
+    # ------------------------------------------------------------ work
+
+    def _pending(self):
+        return list(self._ref)
+
+    def _collect(self):
+        """Completed chunks leave the actors' queues; a chunk that failed
+        because its actor died re-hands that actor's batches."""
+        ray = self._ray
+        for a in list(self._actors):
+            if not a.chunks:
+                continue
+            done = set(ray.wait([c[0] for c in a.chunks], num_returns=len(a.chunks),
+                                timeout=0)[0])
+            for c in a.chunks:
+                if c[0] in done:
+                    try:
+                        ray.get(c[0], timeout=0)  # zero-copy: cheap
+                    except _lost(ray) as e:
+                        self._failed_actor(a, e)
+                        break
+                    except Exception:  # the task's own error: at its get
+                        pass
+                    a.batches += len(c[1])
+                    self._completed += len(c[1])
+            a.chunks = [c for c in a.chunks if c[0] not in done]
+
+    def _send(self, a, gs):
+        nb = self.batches_per_epoch
+        refs = a.handle.prepare.options(num_returns=len(gs)).remote(
+            [(g // nb, g % nb) for g in gs])
+        if len(gs) == 1:
+            refs = [refs]
+        for g, r in zip(gs, refs):
+            self._ref[g] = r
+            self._owner[g] = a
+        a.chunks.append((refs[-1], gs))
+
+    def _hand_out(self):
+        """Queues chunks on live actors, up to depth each, within the
+        window of batches ahead of the trainer; re-handed batches first,
+        to the least busy, beyond depth (the trainer may wait on them)."""
+        self._collect()
+        if not self._live():
+            self._spawn(self._target, "no live actor")
+        live = self._live()
+        while self._redo:
+            gs, self._redo = self._redo[:self.chunk], self._redo[self.chunk:]
+            self._send(min(live, key=lambda a: len(a.chunks)), gs)
+        window = len(live) * self.depth * self.chunk
+        for a in sorted(live, key=lambda a: len(a.chunks)):
+            while len(a.chunks) < self.depth:
+                hi = min(self._horizon, self._next_g + window, self._hand_g + self.chunk)
+                if hi <= self._hand_g:
+                    return
+                self._send(a, list(range(self._hand_g, hi)))
+                self._hand_g = hi
+
+    def _get(self, g):
+        """Batch g's value, waiting for it; re-hands it when its actor
+        died. Policy ticks while waiting."""
+        ray = self._ray
+        if self._policy and self._ref:  # ready beyond g, as the trainer asks
+            refs = list(self._ref.values())
+            ready = len(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
+            self._policy.ahead(max(0, ready - 1))
+        while True:
+            self._hand_out()
+            ref = self._ref.get(g)
+            # Not handed yet: the actors' queues are full of an earlier
+            # iteration's work; wait for any of it.
+            waits = [ref] if ref is not None else \
+                [c[0] for a in self._actors for c in a.chunks]
+            t0 = time.monotonic()
+            ready, _ = ray.wait(waits, num_returns=1, timeout=0.25) if waits \
+                else ([], [])
+            self._wait_s += time.monotonic() - t0
+            if self._policy:
+                self._autoscale(time.monotonic())
+            if not ready or ref is None:
+                continue
+            try:
+                return ray.get(ref)
+            except _lost(ray) as e:
+                self._failed_actor(self._owner[g], e)
+            except ray.exceptions.RayTaskError as e:
+                raise e.as_instanceof_cause() from None
+
+    def _autoscale(self, now):
+        d = self._policy.tick(self, now)
+        if d:
+            n, reason = d
+            self.set_actors(n, reason)
+
+    # ------------------------------------------------------------ iteration
+
+    def __len__(self):
+        return self.batches_per_epoch
+
+    def __iter__(self):
+        epoch, batch = self._start
+        self._start = (epoch + 1, 0)
+        self._runs += 1
+        self._run = run = self._runs
+        nb = self.batches_per_epoch
+        g0 = epoch * nb + batch
+        if self._carry_from != g0:  # the next epoch's work is not this
+            self._drop_work()
+            self._hand_g = g0
+        self._carry_from = None
+        self._next_g = g0
+        self._end_g = (epoch + 1) * nb
+        # Work is handed out up to one epoch ahead, as the local loader
+        # prefetches the next epoch: kept if the next iteration starts
+        # there (not after set_epoch / load_state_dict elsewhere).
+        self._horizon = self._end_g + nb
+        self._pos = (epoch, batch)
+        self._hand_out()  # the actors start now, not at the first next()
+        return self._batches(run)
+
+    def _batches(self, run):
+        nb = self.batches_per_epoch
+        try:
+            while self._next_g < self._end_g:
+                g = self._next_g
+                v = self._get(g)
+                if self._run != run:  # superseded by a newer iteration
+                    return
+                del self._ref[g]
+                self._owner.pop(g, None)
+                self._next_g = g + 1
+                self._pos = (self._next_g // nb, self._next_g % nb) \
+                    if self._next_g < self._end_g else (g // nb + 1, 0)
+                self._reap()
+                self._hand_out()  # refill the window while the trainer works
+                if v is None:  # every sample skipped
+                    continue
+                self._taken += 1
+                self._samples += len(v[1])
+                yield self._tensors(v)
+        finally:
+            if self._run == run:
+                self._run = 0
+                self._saved = self._pos
+                if self._next_g >= self._end_g:  # the next epoch's, kept
+                    self._carry_from = self._end_g
+                else:  # left early: drop the queued work
+                    self._drop_work()
+
+    def _drop_work(self):
+        for r in self._ref.values():
+            try:
+                self._ray.cancel(r)
+            except Exception:
+                pass
+        self._ref, self._owner, self._redo = {}, {}, []
+        self._carry_from = None
+
+    def _tensors(self, v):
+        images, labels = v
+        if self._torch is None:
+            return images, labels
+        with warnings.catch_warnings():  # the object store's views are
+            warnings.simplefilter("ignore", UserWarning)  # read-only
+            x, y = self._torch.from_numpy(images), self._torch.from_numpy(labels)
+        if self.device is not None:
+            x = x.to(self.device, non_blocking=True)
+            y = y.to(self.device, non_blocking=True)
+        return x, y
+
+    # ------------------------------------------------------------ position
+
+    def set_epoch(self, epoch):
+        """The next iteration streams epoch `epoch` from its first batch."""
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._start = self._saved = (int(epoch), 0)
+        self._run = 0
+
+    def state_dict(self):
+        """The exact position after the batches consumed so far."""
+        epoch, batch = self._pos if self._run else self._saved
+        return {"epoch": epoch, "batch": batch, "seed": self.seed,
+                "batch_size": self.batch_size, "world_size": self.world_size,
+                "rank": self.rank, "drop_last": self.drop_last,
+                "shuffle": self.shuffle,
+                "batches_per_epoch": self.batches_per_epoch}
+
+    def load_state_dict(self, state):
+        """The next iteration yields exactly the batches of state's epoch
+        not yet consumed when it was saved."""
+        mine = self.state_dict()
+        for k in _STATE_CHECKED:
+            if k in state and state[k] != mine[k]:
+                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
+                                 f"this loader has {mine[k]!r}")
+        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
+        self._run = 0
+
+    def stats(self):
+        """Counters and the actors' decisions (a dict)."""
+        return {"batches": self._taken, "samples": self._samples,
+                "wait_s": self._wait_s, "actors": len(self._live()),
+                "target_actors": self._target,
+                "actors_started": self._next_id, "actors_failed": self._failed,
+                "rehanded_batches": self._rehanded,
+                "batches_completed": self._completed,
+                "per_actor": {a.id: a.batches for a in self._actors},
+                "decisions": list(self._decisions)}
+
+    def close(self):
+        """Kills the actors."""
+        for a in self._actors:
+            try:
+                self._ray.kill(a.handle)
+            except Exception:
+                pass
+        self._actors = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _lost(ray):
+    """The errors of a task whose actor (process, node) is gone."""
+    x = ray.exceptions
+    return (x.RayActorError, x.ObjectLostError, x.WorkerCrashedError)
+
+
+def _ready(ray, ref):
+    return bool(ray.wait([ref], timeout=0)[0])
+
+
+def _dist_defaults(torch, rank, world_size):
+    dist = getattr(torch, "distributed", None) if torch is not None else None
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        if rank is None:
+            rank = dist.get_rank()
+        if world_size is None:
+            world_size = dist.get_world_size()
+    return (0 if rank is None else rank, 1 if world_size is None else world_size)

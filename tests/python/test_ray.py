@@ -1,0 +1,209 @@
+"""sluice.ray.DataLoader on a local Ray cluster started here (ray.init,
+stopped at the end): the stream equals sluice.torch.DataLoader's, digest
+for digest, with 1, 2 and 3 actors; resume, set_epoch, rank sharding;
+actors added and removed mid-epoch; an actor killed mid-epoch (ray.kill,
+and its process by SIGKILL) loses and duplicates nothing; the autoscale
+policy's decisions. Skips with the reason when Ray (or torch) is not
+importable or cannot start. Small data: a shared 2-core machine."""
+import hashlib
+import os
+import signal
+import sys
+import time
+
+import pytest
+
+from conftest import synthetic_folder
+
+SLUICE = os.environ.get("SLUICE")
+PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
+if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
+    sys.path.insert(0, PYDIR)
+sluice = pytest.importorskip("sluice", reason="sluice module not built")
+ray = pytest.importorskip("ray", reason="Ray is not installed or cannot be imported (pip install ray)",
+                         exc_type=ImportError)
+torch = pytest.importorskip("torch", reason="torch is not installed")
+import sluice.ray  # noqa: E402
+import sluice.torch  # noqa: E402
+
+B, S, SEED = 8, 32, 11
+SMALL = {"num_cpus": 0.5}  # three actors fit a 2-CPU cluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # The actors import sluice: the package's folder on their path.
+    saved = os.environ.get("PYTHONPATH")
+    if PYDIR:
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (PYDIR, os.environ.get("PYTHONPATH")) if p)
+    try:
+        # address="local": a new cluster of our own, never one another
+        # process started on this machine (ray start).
+        ray.init(address="local", num_cpus=2, include_dashboard=False,
+                 log_to_driver=False, _node_ip_address="127.0.0.1")
+    except Exception as e:  # no shared memory, no ports, ...
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+        pytest.skip(f"Ray cannot start here: {e}")
+    yield
+    ray.shutdown()
+    if saved is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = saved
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return synthetic_folder(tmp_path_factory, "ray", 120, 3)  # 15 batches
+
+
+def digests(batches):
+    return [hashlib.sha1(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()
+            for x, y in batches]
+
+
+@pytest.fixture(scope="module")
+def local(ds):
+    """The local loader's digests: two epochs, and rank 1 of 2's first."""
+    dl = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
+                                 seed=SEED, num_workers=1)
+    eps = [digests(dl) for _ in range(2)]
+    r1 = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
+                                 seed=SEED, num_workers=1, rank=1, world_size=2)
+    return eps, digests(r1)
+
+
+def make(ds, n, **kw):
+    return sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=n,
+                                 actor_options=SMALL, **kw)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_stream_equals_local(cluster, ds, local, n):
+    with make(ds, n) as dl:
+        assert len(dl) == 15
+        got = [digests(dl) for _ in range(2)]
+        assert got == local[0]
+        st = dl.stats()
+        assert st["batches"] == 30 and st["actors"] == n
+        if n > 1:  # the work was shared
+            assert sum(1 for v in st["per_actor"].values() if v) > 1
+        # Exact resume mid-epoch; set_epoch.
+        dl.set_epoch(1)
+        it = iter(dl)
+        first = digests([next(it) for _ in range(4)])
+        state = dl.state_dict()
+        assert (state["epoch"], state["batch"]) == (1, 4)
+        del it
+        dl.load_state_dict(state)
+        assert first + digests(dl) == local[0][1]
+
+
+def test_rank_sharding_and_tensors(cluster, ds, local):
+    with make(ds, 2, rank=1, world_size=2, dtype=torch.float32) as dl:
+        x, y = next(iter(dl))
+        assert x.dtype == torch.float32 and y.dtype == torch.int64
+        assert tuple(x.shape[1:]) == (3, S, S)
+    with make(ds, 2, rank=1, world_size=2) as dl:
+        assert digests(dl) == local[1]
+        with pytest.raises(ValueError, match="world_size"):
+            make(ds, 1).load_state_dict(dl.state_dict())
+
+
+def test_actors_added_and_removed_mid_epoch(cluster, ds, local):
+    with make(ds, 1, chunk=1) as dl:
+        out = []
+        for i, b in enumerate(dl):
+            out.append(b)
+            if i == 2:
+                dl.set_actors(3)
+                assert dl.num_actors == 3
+            if i == 8:
+                dl.set_actors(1)
+                assert dl.num_actors == 1
+        assert digests(out) == local[0][0]
+        st = dl.stats()
+        acts = [d["action"] for d in st["decisions"]]
+        assert acts == ["add", "add", "remove"]
+        assert st["actors_started"] == 3
+        assert len(st["per_actor"]) == 1  # the retired ones were killed
+        assert digests(dl) == local[0][1]
+
+
+def _kill_test(ds, local, kill):
+    with make(ds, 2) as dl:
+        out = []
+        victim = None
+        for i, b in enumerate(dl):
+            out.append(b)
+            if i == 1:
+                victim = dl.actors()[0]
+                kill(victim)
+        assert digests(out) == local[0][0]  # nothing lost, nothing twice
+        st = dl.stats()
+        assert st["actors_failed"] == 1 and st["rehanded_batches"] >= 1
+        lost = [d for d in st["decisions"] if d["action"] == "lost"]
+        assert len(lost) == 1 and "re-handed" in lost[0]["reason"]
+        assert st["actors"] == 2  # replaced
+        assert digests(dl) == local[0][1]
+
+
+def test_actor_killed_by_ray_kill(cluster, ds, local):
+    _kill_test(ds, local, lambda a: ray.kill(a))
+
+
+def test_actor_process_killed(cluster, ds, local):
+    def kill(a):
+        os.kill(ray.get(a.pid.remote()), signal.SIGKILL)
+    _kill_test(ds, local, kill)
+
+
+def test_autoscale_adds_then_removes(cluster, ds, local):
+    """A trainer that waits gets an actor more; one whose actors stay a
+    whole actor's share ahead loses one. The stream stays the same."""
+    with make(ds, 1, chunk=1, depth=1, autoscale={"period": 0.3},
+              max_actors=2, min_actors=1) as dl:
+        for i in range(8):  # until it removed one (a few epochs at most)
+            dl.set_epoch(i % 2)
+            got = []
+            for b in dl:
+                got.append(b)
+                if dl.stats()["target_actors"] == 2:
+                    time.sleep(0.1)  # now the trainer is the slow one
+            assert digests(got) == local[0][i % 2]
+            if "remove" in [d["action"] for d in dl.stats()["decisions"]]:
+                break
+        st = dl.stats()
+        acts = [d["action"] for d in st["decisions"]]
+        assert acts[:2] == ["add", "add"], st["decisions"]
+        assert "waited" in st["decisions"][1]["reason"]
+        assert "remove" in acts, st["decisions"]
+        rm = next(d for d in st["decisions"] if d["action"] == "remove")
+        assert "ready ahead" in rm["reason"]
+
+
+def test_skipped_batches_as_local(cluster, ds, tmp_path):
+    """on_error='skip': a batch whose samples are all bad is left out, as
+    the local loader leaves it out; a partly bad one is short the same."""
+    import shutil
+    good = sorted(os.path.join(r, f) for r, _, fs in os.walk(ds) for f in fs)
+    for cls, n in (("a", 2), ("b", 6)):
+        os.makedirs(tmp_path / cls)
+        for i in range(n):
+            shutil.copy(good[i if cls == "a" else 10 + i], tmp_path / cls / f"{i}.jpg")
+    for i in (0, 1):  # batch 0 (unshuffled): both samples bad
+        with open(tmp_path / "a" / f"{i}.jpg", "r+b") as f:
+            f.truncate(200)
+    with open(tmp_path / "b" / "5.jpg", "r+b") as f:  # and one of batch 3
+        f.truncate(200)
+    kw = dict(batch_size=2, image_size=S, seed=SEED, shuffle=False, on_error="skip")
+    loc = digests(sluice.torch.DataLoader(source=str(tmp_path), num_workers=1, **kw))
+    with sluice.ray.DataLoader(str(tmp_path), num_actors=2, actor_options=SMALL,
+                               chunk=2, **kw) as dl:
+        got = list(dl)
+        assert [len(y) for _, y in got] == [2, 2, 1]
+        assert digests(got) == loc
