@@ -384,6 +384,12 @@ const char *sl__source_note(const sl__source_t *s, int i, int *lost)
     return s->set ? s->set->notes[i] : s->bad[i];
 }
 
+const int64_t *sl__source_groups(const sl__source_t *s, int *n)
+{
+    *n = s->set ? s->set->nfiles : s->folder ? 0 : s->nshards;
+    return s->set ? s->set->first : s->folder ? NULL : s->first;
+}
+
 const char *sl__source_format(const sl__source_t *s)
 {
     if (s->set)

@@ -63,6 +63,11 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
 int sl__source_note_count(const sl__source_t *s);
 const char *sl__source_note(const sl__source_t *s, int i, int *lost);
 
+/* The files' sample ranges for a streaming order (data/sampler): file k
+ * holds [first[k], first[k+1]), *n files; NULL for an ImageFolder (one
+ * group). Valid until the source is closed. */
+const int64_t *sl__source_groups(const sl__source_t *s, int *n);
+
 /* "imagefolder", "sluice shards", "webdataset" or "tfrecord". */
 const char *sl__source_format(const sl__source_t *s);
 

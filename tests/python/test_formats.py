@@ -292,3 +292,36 @@ def test_bad_shards(folder, wds_tarfile, tmp_path):
     assert any("000000002" in m and "not an integer" in m for m in skipped)
     assert any(shards[1] in m and "truncated" in m for m in skipped)
     assert 0 < n < len(samples(folder)) - 1
+
+
+def test_shuffle_buffer(wds_tarfile, folder):
+    """WebDataset's shuffle-buffer order: deterministic for a seed, the
+    same samples as the permutation, resumable from a position, and with
+    a buffer of 1 each shard's samples come in stored order."""
+    def run(**kw):
+        ld = sluice.Loader(wds_tarfile, B, S, seed=4, epochs=2, threads=2,
+                           mode="eval", **kw)
+        return ld, [(x.copy(), y.copy()) for x, y in ld]
+    _, a = run(shuffle_buffer=10)
+    _, b = run(shuffle_buffer=10, read_threads=3)
+    assert_same(a, b)
+    _, perm = run()
+    assert sorted(np.concatenate([y for _, y in a]).tolist()) == \
+        sorted(np.concatenate([y for _, y in perm]).tolist())
+    assert not all(np.array_equal(y1, y2) for (_, y1), (_, y2) in zip(a, perm))
+    ld = sluice.Loader(wds_tarfile, B, S, seed=4, epochs=2, mode="eval",
+                       shuffle_buffer=10)
+    ld.start(1, 1)
+    rest = [(x.copy(), y.copy()) for x, y in ld]
+    tail = a[len(a) // 2 + 1:]
+    assert_same(rest[:len(tail)], tail)
+    # Buffer 1: each shard (7 samples) in stored order, whose labels never
+    # go down, so they go down only between shards (the permutation's
+    # order goes down about every other sample).
+    _, one = run(shuffle_buffer=1)
+    n = len(samples(folder))
+    labels = np.concatenate([y for _, y in one])[:n]
+    descents = int(np.sum(labels[1:] < labels[:-1]))
+    assert descents <= (n + 6) // 7 - 1
+    with pytest.raises(ValueError):
+        sluice.Loader(wds_tarfile, B, S, shuffle_buffer=-1)
