@@ -2,6 +2,7 @@
 # are found, so that an images-only user needs none of them:
 #   SL_TEXT        the tokenizers (BPE: PCRE2; WordPiece: utf8proc)
 #   SL_PROMETHEUS  the metrics endpoint (sl_options_t.metrics_port: libmicrohttpd)
+#   SL_TFRECORD    TFRecord files' tf.train.Example (protobuf-c, protoc-c)
 # Off, a component's sources are not compiled and a stub under src/*/off/
 # takes their place: the public API and the exported symbols stay the same
 # in every build (a caller links against any libsluice.so.N), and a call that
@@ -50,7 +51,18 @@ endfunction()
 
 sl_component(SL_TEXT "Text tokenizers (needs PCRE2 and utf8proc)" libpcre2-8 libutf8proc)
 sl_component(SL_PROMETHEUS "Prometheus metrics endpoint (needs libmicrohttpd)" libmicrohttpd)
-message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS}")
+# TFRecord files need protobuf-c's library and its compiler, protoc-c (a
+# program, not a pkg-config module: without it the default is OFF).
+find_program(SL_PROTOC_C protoc-c)
+if(NOT SL_PROTOC_C AND NOT DEFINED SL_TFRECORD)
+  set(SL_TFRECORD OFF)
+endif()
+sl_component(SL_TFRECORD "TFRecord files: tf.train.Example (needs protobuf-c and protoc-c)" libprotobuf-c)
+if(SL_TFRECORD AND NOT SL_PROTOC_C)
+  message(FATAL_ERROR "sluice: SL_TFRECORD=ON needs protoc-c (protobuf-c-compiler; "
+    "scripts/install-deps installs it), or configure with -DSL_TFRECORD=OFF")
+endif()
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} tfrecord=${SL_TFRECORD}")
 
 # Sources that need a component's libraries, relative to src/, and the stub
 # that replaces them when it is off. A new file that includes pcre2.h,
@@ -60,12 +72,14 @@ set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
 set(SL_TEXT_STUB text/off/tok_off.c)
 set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
 set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)
+set(SL_TFRECORD_SOURCES data/tf_example.c)
+set(SL_TFRECORD_STUB data/off/tf_example_off.c)
 
 # sl_select_component_sources(LIST): removes from LIST the sources of every
 # component that is off and adds its stub.
 function(sl_select_component_sources list)
   set(srcs ${${list}})
-  foreach(c TEXT PROMETHEUS)
+  foreach(c TEXT PROMETHEUS TFRECORD)
     if(NOT SL_${c})
       foreach(f ${SL_${c}_SOURCES})
         list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})

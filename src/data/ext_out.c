@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "data/recfile.h"
 #include "data/tfrecord.h"
+#include "sluice/version.h"
 
 #define BLOCK 512
 
@@ -45,6 +46,10 @@ static int put(sl__ext_out_t *o, const void *p, size_t n, char *err,
 int sl__ext_out_begin(sl__ext_out_t *o, char *err, size_t errlen)
 {
     o->fd = -1;
+    if (o->fmt == SL__FMT_TFRECORD && !SL_HAVE_TFRECORD)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "sluice was built without TFRecord support "
+                        "(protobuf-c)");
     if (mkdir(o->dir, 0777) == 0) {
         o->made_dir = 1;
     } else if (errno != EEXIST) {
@@ -169,8 +174,11 @@ int sl__ext_out_add(sl__ext_out_t *o, const void *p, size_t n, int64_t label,
     if (o->fmt == SL__FMT_WDS) {
         need = 3 * BLOCK + (n + BLOCK - 1) / BLOCK * BLOCK;
     } else {
-        if (sl__tfexample_build(p, n, label, fmt, ex))
-            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        int rc = sl__tfexample_build(p, n, label, fmt, ex);
+        if (rc)
+            return sl__fail(err, errlen, rc, "%s",
+                            rc == SL_ENOMEM ? "out of memory"
+                                            : "built without TFRecord support");
         need = SL__TFRECORD_HEAD + ex->n + SL__TFRECORD_FOOT;
     }
     int rc = 0;

@@ -12,6 +12,7 @@
 #include "data/recfile.h"
 #include "data/tar_walk.h"
 #include "data/tfrecord.h"
+#include "sluice/version.h" /* SL_HAVE_TFRECORD */
 #include "testutil.h"
 
 static void expect(const char *pat, const char *const *want, int nwant)
@@ -83,6 +84,12 @@ static void test_crc32c(void **state)
     memcpy(u + 3, b, 64);
     assert_int_equal(sl__crc32c(0, u + 3, 64), whole);
     free(u);
+    /* An empty record's framing, as TensorFlow writes it. */
+    uint8_t h[12], f[4];
+    sl__tfrecord_head(h, 0);
+    sl__tfrecord_foot(f, "", 0);
+    assert_memory_equal(h, "\0\0\0\0\0\0\0\0\x29\x03\x98\x07", 12);
+    assert_memory_equal(f, "\xd8\xea\x82\xa2", 4);
     /* TFRecord's mask (rotate right 15, add 0xa282ead8). */
     assert_int_equal(sl__crc32c_mask(0), 0xa282ead8u);
     assert_int_equal(sl__crc32c_mask(0x12345678u),
@@ -385,6 +392,19 @@ static void add_record(tarbuf_t *t, const void *p, size_t n)
 static void test_tfrecord(void **state)
 {
     (void)state;
+    if (!SL_HAVE_TFRECORD) { /* -DSL_TFRECORD=OFF: refused, clearly */
+        uint8_t h[16];
+        sl__tfrecord_head(h, 0);
+        sl__tfrecord_foot(h + 12, h, 0);
+        char err[512];
+        int rc;
+        sl__recfile_t *f = open_mem(h, sizeof h, "x.tfrecord", SL__FMT_TFRECORD,
+                                    0, &rc, err, sizeof err);
+        assert_null(f);
+        assert_int_equal(rc, SL_EUNSUPPORTED);
+        assert_non_null(strstr(err, "built without TFRecord support"));
+        skip();
+    }
     tarbuf_t t = {0};
     sl__bytes_t ex = {0};
     const char *imgs[3] = {"first image", "second", "third one"};
