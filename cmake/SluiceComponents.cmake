@@ -2,6 +2,8 @@
 # are found, so that an images-only user needs none of them:
 #   SL_TEXT        the tokenizers (BPE: PCRE2; WordPiece: utf8proc)
 #   SL_PROMETHEUS  the metrics endpoint (sl_options_t.metrics_port: libmicrohttpd)
+#   SL_NIFTI       NIfTI-1/-2 volumes (sluice/volume.h: Debian's NIfTI C
+#                  library, libnifti2-dev, found by its CMake package; zlib)
 #   SL_TFRECORD    TFRecord files' tf.train.Example (protobuf-c, protoc-c)
 # Off, a component's sources are not compiled and a stub under src/*/off/
 # takes their place: the public API and the exported symbols stay the same
@@ -51,6 +53,32 @@ endfunction()
 
 sl_component(SL_TEXT "Text tokenizers (needs PCRE2 and utf8proc)" libpcre2-8 libutf8proc)
 sl_component(SL_PROMETHEUS "Prometheus metrics endpoint (needs libmicrohttpd)" libmicrohttpd)
+
+# SL_NIFTI: the NIfTI library has no pkg-config module, and Debian's CMake
+# package of it (NIFTIConfig.cmake) names library paths that do not exist
+# (/usr/lib/libznz.so.3.0.0), so it is found by its header and libraries
+# and linked by name (-lnifti2 -lznz, as sluice.pc's Libs.private says);
+# zlib is a pkg-config module as above. SL_NIFTI_INCLUDE_DIR is what
+# nifti.c includes from.
+if(NOT DEFINED SL_NIFTI OR SL_NIFTI)
+  find_path(SL_NIFTI_INCLUDE_DIR nifti2_io.h PATH_SUFFIXES nifti)
+  find_library(SL_NIFTI2_LIBRARY nifti2)
+  find_library(SL_ZNZ_LIBRARY znz)
+endif()
+if(SL_NIFTI_INCLUDE_DIR AND SL_NIFTI2_LIBRARY AND SL_ZNZ_LIBRARY)
+  sl_component(SL_NIFTI "NIfTI-1/-2 volumes (needs libnifti2-dev and zlib)" zlib)
+else()
+  if(SL_NIFTI)
+    message(FATAL_ERROR "sluice: SL_NIFTI=ON needs the NIfTI C library "
+      "(nifti2_io.h, libnifti2, libznz: libnifti2-dev; scripts/install-deps "
+      "installs it), or configure with -DSL_NIFTI=OFF")
+  endif()
+  option(SL_NIFTI "NIfTI-1/-2 volumes (needs libnifti2-dev and zlib)" OFF)
+  set(SL_HAVE_NIFTI 0)
+endif()
+if(SL_NIFTI)
+  list(APPEND SL_DEPS nifti2 znz)
+endif()
 # TFRecord files need protobuf-c's library and its compiler, protoc-c (a
 # program, not a pkg-config module: without it the default is OFF).
 find_program(SL_PROTOC_C protoc-c)
@@ -62,16 +90,19 @@ if(SL_TFRECORD AND NOT SL_PROTOC_C)
   message(FATAL_ERROR "sluice: SL_TFRECORD=ON needs protoc-c (protobuf-c-compiler; "
     "scripts/install-deps installs it), or configure with -DSL_TFRECORD=OFF")
 endif()
-message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} tfrecord=${SL_TFRECORD}")
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} nifti=${SL_NIFTI} tfrecord=${SL_TFRECORD}")
 
 # Sources that need a component's libraries, relative to src/, and the stub
 # that replaces them when it is off. A new file that includes pcre2.h,
-# utf8proc.h or microhttpd.h belongs in these lists.
+# utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h or protobuf-c.h belongs in
+# these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
     text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
 set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
 set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)
+set(SL_NIFTI_SOURCES volume/nifti.c)
+set(SL_NIFTI_STUB volume/off/nifti_off.c)
 set(SL_TFRECORD_SOURCES data/tf_example.c)
 set(SL_TFRECORD_STUB data/off/tf_example_off.c)
 
@@ -79,7 +110,7 @@ set(SL_TFRECORD_STUB data/off/tf_example_off.c)
 # component that is off and adds its stub.
 function(sl_select_component_sources list)
   set(srcs ${${list}})
-  foreach(c TEXT PROMETHEUS TFRECORD)
+  foreach(c TEXT PROMETHEUS NIFTI TFRECORD)
     if(NOT SL_${c})
       foreach(f ${SL_${c}_SOURCES})
         list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})

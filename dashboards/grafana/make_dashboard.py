@@ -104,9 +104,14 @@ PANELS = [
                    ("rate(sluice_errors_skipped_total" + sel() + RI + ")",
                     "{{instance}} skipped/s")]),
     row("Consumer"),
-    timeseries("Stall", "Share of the last telemetry interval the consumer "
-               "waited for data. Near 0: the loader keeps up.", "percentunit",
-               [("sluice_stall_fraction" + sel(), "{{instance}} stall")], vmax=1),
+    timeseries("Stall", "Share of the time the consumer waited for data: "
+               "rate() of its wait counter over the scrape window, and the "
+               "loader's last 100 ms interval (dashed). Near 0: the loader "
+               "keeps up.", "percentunit",
+               [("rate(sluice_consumer_wait_seconds_total" + sel() + RI + ")",
+                 "{{instance}} stall"),
+                ("sluice_stall_fraction" + sel(), "{{instance}} last 0.1 s")],
+               vmax=1, unstacked=("B",)),
     timeseries("Consumer wait and batch latency", "Mean consumer wait per "
                "batch, and mean time from a batch's first claim to ready.", "s", [
                    ("sluice_consumer_wait_seconds" + sel(), "{{instance}} wait"),
@@ -117,6 +122,9 @@ PANELS = [
                    ("sluice_batches_ready" + sel(), "{{instance}} ready"),
                    ("sluice_prefetch" + sel(), "{{instance}} prefetch")],
                step=True),
+    stat("Loader uptime", "Seconds since the loader started, at its latest "
+         "snapshot.", "s", [("sluice_uptime_seconds" + sel(), "{{instance}}")],
+         w=12, h=8),
     row("Machine"),
     timeseries("CPU: own and other", "Machine CPU share used by this loader "
                "process and by other processes (interference), stacked; "
@@ -152,11 +160,18 @@ PANELS = [
                    (decisions("rate", RI), "{{instance}} decisions/s")],
                w=8),
     stat("Decisions in range", "Knob changes the scheduler made over the "
-         "dashboard's time range.", "short", [
+         "dashboard's time range (their reasons: `sluice top`, or "
+         "/decisions).", "short", [
              (decisions("increase", "[$__range]"), "{{instance}}")]),
-    timeseries("Stage busy", "Busy share of each stage's threads.",
-               "percentunit", [("sluice_stage_busy" + sel(),
-                                "{{instance}} {{stage}}")], vmax=1),
+    timeseries("Stage busy", "Busy share of each stage's threads: rate() "
+               "of its busy thread-seconds over its threads, and the loader's "
+               "last 100 ms interval (dashed).",
+               "percentunit", [
+                   ("rate(sluice_stage_busy_seconds_total" + sel() + RI +
+                    ") / sluice_workers" + sel(), "{{instance}} {{stage}}"),
+                   ("sluice_stage_busy" + sel(),
+                    "{{instance}} {{stage}} last 0.1 s")],
+               vmax=1, unstacked=("B",)),
     timeseries("Queues", "Items waiting at each stage, and the queue's "
                "capacity.", "short", [
                    ("sluice_queue_depth" + sel(), "{{instance}} {{stage}} depth"),

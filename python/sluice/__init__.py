@@ -12,6 +12,10 @@ long as you like: the engine then allocates another buffer.
 
 PyTorch users: `sluice.torch.DataLoader` (imports torch only when used).
 
+Volumes: `sluice.load_volume(path)` gives a NIfTI-1/-2 file's (array,
+affine) as nibabel does (`orient="ras"`: as_closest_canonical);
+`sluice.volume_info`, `sluice.volume_dataset` (KiTS19 layout, list files).
+
 `sluice.analyze` and `sluice.calibrate` are the `sluice analyze` and
 `sluice calibrate` tools as calls returning dicts.
 """
@@ -19,10 +23,11 @@ import json
 import os
 
 from . import _sluice
-from ._sluice import Error, Loader, TextLoader, image_info, image_transform, version
+from ._sluice import (Error, Loader, TextLoader, image_info, image_transform, load_volume,
+                      version, volume_dataset, volume_info)
 
 __all__ = ["Error", "Loader", "TextLoader", "analyze", "calibrate", "image_info",
-           "image_transform", "version"]
+           "image_transform", "load_volume", "version", "volume_dataset", "volume_info"]
 __version__ = version
 
 

@@ -398,7 +398,8 @@ PyMODINIT_FUNC PyInit__sluice(void)
     Py_XDECREF(dict);
     if (!slpy_error || PyModule_AddObject(m, "Error", slpy_error) ||
         PyModule_AddStringConstant(m, "version", sl_version_string()) ||
-        slpy_loader_init(m) || slpy_text_init(m)) {
+        slpy_loader_init(m) || slpy_text_init(m) || slpy_volume_init(m) ||
+        slpy_vloader_init(m)) {
         Py_DECREF(m);
         return NULL;
     }

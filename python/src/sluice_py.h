@@ -6,6 +6,8 @@
  *                  handed-out batches alive, and argument helpers
  * sluice_loader.c  sluice.Loader
  * sluice_text.c    sluice.TextLoader
+ * sluice_volume.c  load_volume, volume_info, volume_dataset (NIfTI)
+ * sluice_vloader.c VolumeLoader (3-D U-Net patches)
  *
  * Both files use numpy's C API through one import table
  * (PY_ARRAY_UNIQUE_SYMBOL); only sluice_module.c imports it.
@@ -104,5 +106,10 @@ PyObject *slpy_return_self(PyObject *self, PyObject *unused);
 int slpy_loader_init(PyObject *module);
 /** Adds the TextLoader type (sluice_text.c). @return 0, or -1. */
 int slpy_text_init(PyObject *module);
+/** Adds load_volume, volume_info, volume_dataset (sluice_volume.c).
+ *  @return 0, or -1. */
+int slpy_volume_init(PyObject *module);
+/** Adds VolumeLoader (sluice_vloader.c). @return 0 or -1. */
+int slpy_vloader_init(PyObject *module);
 
 #endif /* SLUICE_PY_H */

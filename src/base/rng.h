@@ -15,9 +15,13 @@
 enum { SL_RNG_SHUFFLE = 1, SL_RNG_CROP = 2, SL_RNG_FLIP = 3 };
 /* Text pipeline (docs/TEXT.md): document order, window shuffle, MLM mask. */
 enum { SL_RNG_TEXT_DOCS = 4, SL_RNG_TEXT_SHUFFLE = 5, SL_RNG_TEXT_MASK = 6 };
+/* Volumes (sluice/volops.h): a sample's label-free draws (foreground or
+ * not, flips, brightness, noise: known before the volume is read), its
+ * noise values, and its crop (which needs the label). */
+enum { SL_RNG_VOL_DRAW = 7, SL_RNG_VOL_NOISE = 8, SL_RNG_VOL_CROP = 9 };
 /* WebDataset order (data/sampler: shuffle_buffer): the files' order in an
  * epoch, and the shuffle buffer's picks. */
-enum { SL_RNG_FILE_ORDER = 7, SL_RNG_SHUFFLE_BUFFER = 8 };
+enum { SL_RNG_FILE_ORDER = 10, SL_RNG_SHUFFLE_BUFFER = 11 };
 /* Synthetic datasets (make-dataset): a class's palette, an image's pixels,
  * an image's size and shape. */
 enum {

@@ -12,11 +12,13 @@ int sl__cmd_run(int argc, char **argv); /* `run` and `bench` */
 int sl__cmd_make_dataset(int argc, char **argv);
 int sl__cmd_analyze(int argc, char **argv);
 int sl__cmd_plot(int argc, char **argv);
+int sl__cmd_top(int argc, char **argv);
 int sl__cmd_tokenize(int argc, char **argv);
 int sl__cmd_train_policy(int argc, char **argv);
 int sl__cmd_text(int argc, char **argv);      /* run/bench --task */
 int sl__cmd_pack_text(int argc, char **argv); /* pack --text */
 int sl__cmd_calibrate(int argc, char **argv);
 int sl__cmd_simulate(int argc, char **argv);
+int sl__cmd_volume(int argc, char **argv); /* volume info / list */
 
 #endif

@@ -49,7 +49,8 @@ struct sl__collector {
     sl_snapshot_t *ring;
     int ring_n, ring_head; /* ring_head: next slot to write */
     sl_snapshot_t latest;
-    char *line; /* JSON line buffer */
+    sl__collector_extra_t extra; /* latest's, under mu */
+    char *line;                  /* JSON line buffer */
     size_t line_cap;
 };
 
@@ -249,8 +250,27 @@ void sl__collector_tick(sl__collector_t *c)
     sl_snapshot_t s;
     make_snapshot(c, &s);
     c->prev = c->cur;
+    const sl__pipe_sample_t *q = &c->cur.pipe;
     pthread_mutex_lock(&c->mu);
     c->latest = s;
+    sl__collector_extra_t *x = &c->extra;
+    x->wait_s = (double)q->wait_ns / 1e9;
+    x->read_busy_s = (double)q->read_busy_ns / 1e9;
+    x->decode_busy_s = (double)q->decode_busy_ns / 1e9;
+    if (s.decision_new) {
+        if (x->ndec == SL__DECISION_LOG)
+            memmove(x->dec, x->dec + 1,
+                    (SL__DECISION_LOG - 1) * sizeof *x->dec);
+        else
+            x->ndec++;
+        sl__decision_rec_t *d = &x->dec[x->ndec - 1];
+        d->t = s.t;
+        d->seq = s.decisions_total;
+        memcpy(d->knob, s.decision_knob, sizeof d->knob);
+        d->from = s.decision_from;
+        d->to = s.decision_to;
+        memcpy(d->reason, s.decision_reason, sizeof d->reason);
+    }
     c->ring[c->ring_head] = s;
     c->ring_head = (c->ring_head + 1) % c->o.ring;
     if (c->ring_n < c->o.ring)
@@ -388,6 +408,16 @@ int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out)
 {
     pthread_mutex_lock(&c->mu);
     *out = c->latest;
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int sl__collector_latest_extra(sl__collector_t *c, sl_snapshot_t *out,
+                               sl__collector_extra_t *x)
+{
+    pthread_mutex_lock(&c->mu);
+    *out = c->latest;
+    *x = c->extra;
     pthread_mutex_unlock(&c->mu);
     return 0;
 }

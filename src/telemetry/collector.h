@@ -85,11 +85,39 @@ int sl__collector_latest(sl__collector_t *c, sl_snapshot_t *out);
 int sl__collector_copy_latest(sl__collector_t *c, sl_snapshot_t *out);
 int sl__collector_copy_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
 int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
+/* What the endpoint serves beside the latest snapshot: the counters behind
+ * its rates, so a scraper takes rates over its own interval (rate() in
+ * PromQL, `sluice top`), and the last knob changes. A decision is kept as
+ * the snapshot records it: when one tick makes several changes, the last. */
+#define SL__DECISION_LOG 16
+typedef struct sl__decision_rec {
+    double t;    /* the snapshot's t */
+    int64_t seq; /* decisions_total after it */
+    char knob[24];
+    int from, to;
+    char reason[160];
+} sl__decision_rec_t;
+
+typedef struct sl__collector_extra {
+    double wait_s, read_busy_s, decode_busy_s; /* since the start */
+    int ndec;
+    sl__decision_rec_t dec[SL__DECISION_LOG]; /* oldest first */
+} sl__collector_extra_t;
+
+/* The latest snapshot and its extra, consistent with each other. */
+int sl__collector_latest_extra(sl__collector_t *c, sl_snapshot_t *out,
+                               sl__collector_extra_t *x);
+
 /* Takes a snapshot now (also used by tests). */
 void sl__collector_tick(sl__collector_t *c);
 
-/* Prometheus text exposition of a snapshot into buf; returns length
- * needed (as snprintf). */
-int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len);
+/* Prometheus text exposition of a snapshot (and, when x is not NULL, its
+ * counters) into buf; returns the length needed (as snprintf). */
+int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
+                    char *buf, size_t len);
+/* The decision log as Prometheus text (the /decisions path): one sample a
+ * decision, its value the t it was made at. */
+int sl__prom_format_decisions(const sl__collector_extra_t *x, char *buf,
+                              size_t len);
 
 #endif

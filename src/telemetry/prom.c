@@ -114,11 +114,70 @@ static void stage_metrics(out_t *o, const sl_snapshot_t *s)
     }
 }
 
-int sl__prom_format(const sl_snapshot_t *s, char *buf, size_t len)
+/* The counters behind the snapshot's rates: a scraper's own interval's
+ * rates from them (rate() in PromQL; `sluice top`) do not alias with the
+ * 100 ms snapshots the way one snapshot's gauges do. */
+static void extra_metrics(out_t *o, const sl_snapshot_t *s,
+                          const sl__collector_extra_t *x)
+{
+    metric(o, "uptime_seconds", "gauge",
+           "Seconds since the loader started, at the latest snapshot (the "
+           "time of every counter here).",
+           s->t);
+    metric(o, "consumer_wait_seconds_total", "counter",
+           "Time the consumer waited for data (a wait in progress counts).",
+           x->wait_s);
+    emit(o,
+         "# HELP sluice_stage_busy_seconds_total Busy thread-seconds of "
+         "the stage.\n# TYPE sluice_stage_busy_seconds_total counter\n"
+         "sluice_stage_busy_seconds_total{stage=\"read\"} %.17g\n"
+         "sluice_stage_busy_seconds_total{stage=\"decode\"} %.17g\n",
+         x->read_busy_s, x->decode_busy_s);
+}
+
+/* A label value as the format quotes it: \\, \" and \n escaped. */
+static void label_value(out_t *o, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            emit(o, "\\%c", *v);
+        else if (*v == '\n')
+            emit(o, "\\n");
+        else
+            emit(o, "%c", *v);
+    }
+}
+
+int sl__prom_format_decisions(const sl__collector_extra_t *x, char *buf,
+                              size_t len)
 {
     out_t o = {buf, len, 0, 0};
     if (buf && len)
         buf[0] = 0;
+    emit(&o,
+         "# HELP sluice_decision The scheduler's last %d knob changes "
+         "(value: t, seconds since the loader started).\n"
+         "# TYPE sluice_decision gauge\n",
+         SL__DECISION_LOG);
+    for (int i = 0; i < x->ndec; i++) {
+        const sl__decision_rec_t *d = &x->dec[i];
+        emit(&o, "sluice_decision{seq=\"%lld\",knob=\"", (long long)d->seq);
+        label_value(&o, d->knob);
+        emit(&o, "\",from=\"%d\",to=\"%d\",reason=\"", d->from, d->to);
+        label_value(&o, d->reason);
+        emit(&o, "\"} %.6f\n", d->t);
+    }
+    return o.need;
+}
+
+int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
+                    char *buf, size_t len)
+{
+    out_t o = {buf, len, 0, 0};
+    if (buf && len)
+        buf[0] = 0;
+    if (x)
+        extra_metrics(&o, s, x);
     metric(&o, "samples_total", "counter", "Samples handed to the consumer.",
            (double)s->samples_total);
     metric(&o, "batches_total", "counter", "Batches handed to the consumer.",
@@ -192,9 +251,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     server_t *srv = cls;
     struct MHD_Response *r;
     enum MHD_Result ret;
+    int decisions = !strcmp(url, "/decisions");
     if (strcmp(method, "GET") != 0 ||
-        (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0)) {
-        static const char nf[] = "not found: try /metrics\n";
+        (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0 && !decisions)) {
+        static const char nf[] = "not found: try /metrics or /decisions\n";
         r = MHD_create_response_from_buffer(sizeof nf - 1, (void *)nf,
                                             MHD_RESPMEM_PERSISTENT);
         ret = MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, r);
@@ -202,10 +262,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         return ret;
     }
     sl_snapshot_t s;
+    sl__collector_extra_t x;
     pthread_mutex_lock(&att_mu);
     int have = srv->natt > 0;
     if (have)
-        sl__collector_latest(srv->att[srv->natt - 1], &s);
+        sl__collector_latest_extra(srv->att[srv->natt - 1], &s, &x);
     pthread_mutex_unlock(&att_mu);
     if (!have) { /* the last loader is going away */
         static const char gone[] = "no loader\n";
@@ -215,11 +276,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         MHD_destroy_response(r);
         return ret;
     }
-    int need = sl__prom_format(&s, NULL, 0);
+    /* /decisions: the log, apart from /metrics so that a Prometheus
+     * server's series stay few (each reason would be a new series). */
+    int need = decisions ? sl__prom_format_decisions(&x, NULL, 0)
+                         : sl__prom_format(&s, &x, NULL, 0);
     char *buf = malloc((size_t)need + 1);
     if (!buf)
         return MHD_NO;
-    sl__prom_format(&s, buf, (size_t)need + 1);
+    if (decisions)
+        sl__prom_format_decisions(&x, buf, (size_t)need + 1);
+    else
+        sl__prom_format(&s, &x, buf, (size_t)need + 1);
     r = MHD_create_response_from_buffer((size_t)need, buf,
                                         MHD_RESPMEM_MUST_FREE);
     MHD_add_response_header(r, "Content-Type",

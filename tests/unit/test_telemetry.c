@@ -15,14 +15,23 @@
 #include "sluice/sluice.h"
 #include "sluice/version.h" /* SL_HAVE_PROMETHEUS */
 #include "telemetry/collector.h"
+#include "telemetry/top.h"
 #include "testutil.h"
 
-static _Atomic int64_t fake_samples;
+static _Atomic int64_t fake_samples, fake_decisions;
 static void fake_pipe(void *arg, sl__pipe_sample_t *o)
 {
     (void)arg;
     memset(o, 0, sizeof *o);
     o->samples = fake_samples;
+    o->wait_ns = 250000000;
+    o->decode_busy_ns = 1500000000;
+    o->decisions = fake_decisions;
+    snprintf(o->decision_knob, sizeof o->decision_knob, "prefetch");
+    o->decision_from = 4;
+    o->decision_to = 5;
+    snprintf(o->decision_reason, sizeof o->decision_reason,
+             "waits \"in bursts\"\\ \nof %lld", (long long)fake_decisions);
     o->read_workers = 1;
     o->decode_workers = 2;
     o->decode_capacity = 32;
@@ -196,9 +205,59 @@ static void test_prometheus_over_loopback(void **state)
     assert_non_null(strstr(buf, "\nsluice_samples_total 4242\n"));
     assert_non_null(strstr(buf, "sluice_workers{stage=\"decode\"} 2"));
     assert_non_null(strstr(buf, "sluice_cpu_other "));
+    assert_non_null(strstr(buf, "\nsluice_consumer_wait_seconds_total 0.25\n"));
+    assert_non_null(strstr(
+        buf, "\nsluice_stage_busy_seconds_total{stage=\"decode\"} 1.5\n"));
     assert_true(http_get(port, "/nope", buf, sizeof buf) > 0);
     assert_non_null(strstr(buf, "404"));
+
+    /* What `sluice top` reads: /metrics through its own client and parser,
+     * and the decision log, a decision per tick that made one, the reason
+     * escaped so that it reads back byte for byte. */
+    sl__url_t u = {"127.0.0.1", port, "/metrics"}, du;
+    sl__prom_set_t set = {0};
+    assert_int_equal(sl__top_scrape(&u, 2000, &set, err, sizeof err), 0);
+    assert_true(sl__prom_get(&set, "sluice_samples_total", NULL, NULL, -1) ==
+                4242);
+    assert_true(sl__prom_get(&set, "sluice_uptime_seconds", NULL, NULL, -1) >
+                0);
+    assert_int_equal(sl__top_decisions_url(&u, &du), 0);
+    assert_string_equal(du.path, "/decisions");
+    for (int i = 1; i <= 3; i++) { /* one change a tick, seen by each */
+        fake_decisions = i;
+        sl_snapshot_t snap;
+        for (int k = 0; k < 500; k++) {
+            sl__collector_latest(c, &snap);
+            if (snap.decisions_total == i)
+                break;
+            usleep(10000);
+        }
+        assert_int_equal(snap.decisions_total, i);
+    }
+    assert_int_equal(sl__top_scrape(&du, 2000, &set, err, sizeof err), 0);
+    assert_int_equal(set.n, 3);
+    for (int i = 0; i < 3; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "waits \"in bursts\"\\ \nof %d", i + 1);
+        assert_string_equal(sl__prom_label(&set.s[i], "reason"), want);
+        assert_string_equal(sl__prom_label(&set.s[i], "knob"), "prefetch");
+        assert_string_equal(sl__prom_label(&set.s[i], "from"), "4");
+        assert_string_equal(sl__prom_label(&set.s[i], "to"), "5");
+    }
+    /* Attach by pid: this process listens on the port. */
+    int ports[64], n = sl__pid_listen_ports(getpid(), ports, 64, err, 256);
+    int found = 0;
+    for (int i = 0; i < n; i++)
+        found |= ports[i] == port;
+    assert_true(found);
+    assert_int_equal(sl__top_attach_pid(getpid(), 2000, &u, err, sizeof err),
+                     0);
+    assert_int_equal(u.port, port);
+    sl__prom_set_free(&set);
     sl__collector_stop(c);
+    /* The job gone: refused, which top reports as the end (SL_EEND). */
+    u.port = port;
+    assert_int_equal(sl__top_scrape(&u, 2000, &set, err, sizeof err), SL_EEND);
     /* The port is free again once the collector is gone. */
     assert_true(http_get(port, "/metrics", buf, sizeof buf) < 0);
 }

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""The volume loader's cost-aware balancer (issue 17 item 3): consumer wait
+and batch-ready latency (p50, p99) with `balance=True` (predicted most
+expensive sample first within the prefetch window) against `balance=False`
+(samples in order), same data, same run, alternating, medians.
+
+Data: a KiTS19-layout folder generated from the shared NIfTI volumes
+(../shared/data/nifti), resampled to mixed sizes (64-300 slices of
+128^2-512^2, slice thickness 0.5-5 mm) with synthetic kidney/tumour labels,
+written once to --data (default /tmp/sluice-kits-bench). The consumer holds
+each batch for a step equal to --step-frac (0.8) x the loader's mean time
+per batch, measured first with the balancer off and no step (the issue's
+setting). Epoch 0 (the offline stage, cached) is excluded: the figures are
+the online stage's, where one foreground crop of a large volume or one
+noise draw costs 10-100x a plain crop.
+
+    PYTHONPATH=build/python .venv/bin/python bench/volumes/balance.py [--runs 3] [--json]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "build" / "python"))
+from sluice.volumes import DataLoader  # noqa: E402
+
+
+def make_data(out, n, seed=0):
+    import os
+
+    import nibabel as nib
+    import torch
+    out = Path(out)
+    if (out / f"case_{n - 1:05d}" / "segmentation.nii.gz").exists():
+        return out
+    shared = Path(os.environ.get("SL_SHARED_DATA", ROOT.parent / "shared" / "data")) / "nifti"
+    files = [f for f in sorted(shared.glob("*.nii*")) if nib.load(str(f)).ndim == 3]
+    if not files:
+        sys.exit(f"balance: no 3-D NIfTI volumes under {shared} (skipped)")
+    rng = np.random.default_rng(seed)
+    for c in range(n):
+        src = nib.load(str(files[c % len(files)])).get_fdata().astype(np.float32)
+        big = c % 4 == 0  # a quarter of the cases are large
+        shape = [int(rng.integers(200, 300)) if big else int(rng.integers(64, 120)),
+                 512 if big else int(rng.choice([128, 192, 256])), 0]
+        shape[2] = shape[1]
+        img = torch.nn.functional.interpolate(torch.from_numpy(src[None, None]), size=shape,
+                                              mode="trilinear", align_corners=True)[0, 0].numpy()
+        img = (img * 4.0 - 200.0).astype(np.int16)
+        z, y, x = np.ogrid[:shape[0], :shape[1], :shape[2]]
+        lbl = np.zeros(shape, np.uint8)
+        for cx in (0.3, 0.7):
+            e = (((z - shape[0] / 2) / (shape[0] / 4)) ** 2 + ((y - shape[1] / 2) / (shape[1] / 8))
+                 ** 2 + ((x - cx * shape[2]) / (shape[2] / 10)) ** 2)
+            lbl[e < 1] = 1
+        t = (((z - shape[0] / 2) / (shape[0] / 10)) ** 2 + ((y - shape[1] / 2) / (shape[1] / 20))
+             ** 2 + ((x - 0.3 * shape[2]) / (shape[2] / 25)) ** 2)
+        lbl[t < 1] = 2
+        thick = float(rng.uniform(0.5, 5.0)) if not big else 1.6
+        inpl = float(rng.uniform(0.6, 0.9)) if not big else 1.2
+        aff = np.diag([thick, inpl, inpl, 1.0])
+        d = out / f"case_{c:05d}"
+        d.mkdir(parents=True, exist_ok=True)
+        for name, arr in (("imaging", img), ("segmentation", lbl)):
+            im = nib.Nifti1Image(arr, aff)
+            im.header.set_zooms((thick, inpl, inpl))
+            nib.save(im, str(d / f"{name}.nii.gz"))
+        print(f"case {c}: {shape} spacing {thick:.2f},{inpl:.2f}", file=sys.stderr)
+    return out
+
+
+def run(data, balance, step, epochs, a):
+    dl = DataLoader(data, batch_size=a.batch, patch=(a.patch,) * 3, seed=a.seed,
+                    threads=a.threads, prefetch=a.prefetch, balance=balance)
+    try:
+        for _ in dl:  # epoch 0: the offline stage fills the cache
+            pass
+        dl.reset_stats()
+        waits = []
+        t0 = time.perf_counter()
+        for _ in range(epochs):
+            it = iter(dl)
+            while True:
+                w0 = time.perf_counter()
+                b = next(it, None)
+                if b is None:
+                    break
+                waits.append(time.perf_counter() - w0)
+                if step > 0:
+                    time.sleep(step)
+        wall = time.perf_counter() - t0
+        s1 = dl.stats()
+    finally:
+        dl.close()
+    return {"wait_s": sum(waits), "wall_s": wall, "batches": len(waits),
+            "per_batch_s": wall / max(1, len(waits)),
+            "p50_s": s1["latency_p50_s"], "p99_s": s1["latency_p99_s"],
+            "pred_vs_actual": s1["predicted_s"] / max(1e-9, s1["actual_s"])}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default="/tmp/sluice-kits-bench")
+    ap.add_argument("--cases", type=int, default=12)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prefetch", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=2)
+    ap.add_argument("--patch", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--step-frac", type=float, default=0.8)
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    data = make_data(a.data, a.cases)
+    cap = run(data, False, 0.0, a.epochs, a)
+    step = a.step_frac * cap["per_batch_s"]
+    print(f"loader alone (balance off): {cap['per_batch_s'] * 1e3:.0f} ms/batch; "
+          f"step {step * 1e3:.0f} ms", file=sys.stderr)
+    res = {True: [], False: []}
+    for r in range(a.runs):
+        for bal in ((True, False) if r % 2 == 0 else (False, True)):
+            x = run(data, bal, step, a.epochs, a)
+            res[bal].append(x)
+            print(f"run {r + 1} balance={bal}: wait {x['wait_s']:.2f} s of {x['wall_s']:.1f} s, "
+                  f"p50 {x['p50_s'] * 1e3:.0f} ms, p99 {x['p99_s'] * 1e3:.0f} ms, "
+                  f"predicted/actual {x['pred_vs_actual']:.2f}", file=sys.stderr)
+    med = {b: {k: statistics.median(x[k] for x in v) for k in v[0]} for b, v in res.items()}
+    out = {"step_ms": step * 1e3, "capacity_ms_per_batch": cap["per_batch_s"] * 1e3,
+           "balanced": med[True], "in_order": med[False],
+           "wait_reduction": 1 - med[True]["wait_s"] / max(1e-9, med[False]["wait_s"]),
+           "p99_ratio": med[False]["p99_s"] / max(1e-9, med[True]["p99_s"]),
+           "settings": vars(a)}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"consumer wait: balanced {med[True]['wait_s']:.2f} s, in order "
+              f"{med[False]['wait_s']:.2f} s -> {100 * out['wait_reduction']:.0f} % lower")
+        print(f"batch-ready p99: balanced {med[True]['p99_s'] * 1e3:.0f} ms, in order "
+              f"{med[False]['p99_s'] * 1e3:.0f} ms -> {out['p99_ratio']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+/*
+ * sluice/vloader.h: batches of 3-D U-Net training patches from a volume
+ * dataset (sluice/volume.h: a KiTS19 folder or a list file), prepared by a
+ * pool of threads: the offline stage once per case (load, resample to the
+ * target spacing, clip + z-score, pad; kept in a memory cache), the online
+ * stage per sample and epoch (sluice/volops.h: balanced crop, flips,
+ * brightness, noise).
+ *
+ * Determinism: a patch is a function of (seed, epoch, case), the epoch's
+ * case order of (seed, epoch); threads, the cache and the balancer change
+ * when a patch is made, never what.
+ *
+ * The balancer: a sample's cost varies by orders of magnitude (a cache
+ * miss reloads and resamples the volume; a foreground crop labels the
+ * components of the whole label volume; noise draws a normal per voxel).
+ * Each is predicted before the work starts — from the volume's header
+ * (sizes), the cache, and the label-free draws (sl_vol_predict) — with
+ * per-voxel rates refined from measured times; within the prefetch window
+ * threads take the most expensive waiting sample first (largest-first), so
+ * that no batch waits behind one slow sample started last.
+ *
+ * Layout: a volume's array is used in its storage order, x fastest, so a
+ * patch is C-order (z, y, x) — the transpose of the reference's (x, y, z)
+ * NumPy patch; target_spacing is given in the reference's (x, y, z) order.
+ */
+#ifndef SLUICE_VLOADER_H
+#define SLUICE_VLOADER_H
+
+#include "sluice/sluice.h"
+#include "sluice/volops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sl_vloader sl_vloader_t;
+
+/** Options; a zero field takes the default in brackets. */
+typedef struct sl_vloader_options {
+    size_t size;              /**< sizeof, set by _init */
+    int batch_size;           /**< patches per batch [2] */
+    uint64_t seed;            /**< [0] */
+    int threads;              /**< preparing threads [cores] */
+    int prefetch;             /**< batches prepared ahead [threads, >= 2] */
+    int no_balance;           /**< 1: samples in order (FIFO) [0: balanced] */
+    double target_spacing[3]; /**< mm, (x, y, z) [1.6, 1.2, 1.2] */
+    int64_t cache_bytes;      /**< offline results kept [2 GiB] */
+    sl_vol_aug_t aug;         /**< online ops [sl_vol_aug_init] */
+} sl_vloader_options_t;
+
+SL_API void sl_vloader_options_init(sl_vloader_options_t *o);
+
+/** One batch: n patches (n < batch_size only for an epoch's last). */
+typedef struct sl_vbatch {
+    int64_t epoch, index; /**< position in the stream */
+    int n;
+    int64_t dims[3]; /**< patch shape, C order (z, y, x) */
+    float *image;    /**< n x dims, float32 */
+    uint8_t *label;  /**< n x dims */
+    int64_t *cases;  /**< dataset case of each patch */
+} sl_vbatch_t;
+
+/** Counters since create. Times in ns. */
+typedef struct sl_vloader_stats {
+    size_t size;
+    int64_t batches, samples;
+    int64_t offline_runs; /**< offline stages computed (cache misses) */
+    int64_t cache_hits;
+    int64_t cache_bytes;    /**< held now */
+    int64_t wait_ns;        /**< the consumer's time blocked in next() */
+    int64_t predicted_ns;   /**< sum of predicted sample costs */
+    int64_t actual_ns;      /**< sum of measured sample costs */
+    int64_t latency_p50_ns; /**< batch-ready latency (window entry to
+                                 ready), over the last 256 batches */
+    int64_t latency_p99_ns;
+} sl_vloader_stats_t;
+
+/** Opens the dataset (every case's header read and checked: a bad file is
+ *  an error naming it) and starts the threads on epoch 0. */
+SL_API int sl_vloader_create(const char *dataset,
+                             const sl_vloader_options_t *opt,
+                             sl_vloader_t **out, char *err, size_t errlen);
+/** The next batch in order (epochs follow each other); hold it until
+ *  sl_vloader_release. SL_E* with a message naming the case on failure. */
+SL_API int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **b, char *err,
+                           size_t errlen);
+SL_API void sl_vloader_release(sl_vloader_t *l, sl_vbatch_t *b);
+/** Batches per epoch (ceil(cases / batch_size)), cases. */
+SL_API int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l);
+SL_API int64_t sl_vloader_cases(const sl_vloader_t *l);
+SL_API int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s);
+/** Zeroes the counters and the latency window (e.g. after a warm-up). */
+SL_API void sl_vloader_stats_reset(sl_vloader_t *l);
+SL_API void sl_vloader_destroy(sl_vloader_t *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SLUICE_VLOADER_H */

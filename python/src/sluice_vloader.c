@@ -1,0 +1,271 @@
+/*
+ * sluice._sluice: VolumeLoader, the 3-D U-Net patch loader
+ * (sluice/vloader.h). next() waits without the GIL and returns copies
+ * (numpy arrays the caller owns); the engine's buffer goes back at once.
+ * One thread at a time per loader (a second concurrent call raises).
+ */
+#include "sluice_py.h"
+
+#include <sluice/vloader.h>
+
+typedef struct {
+    PyObject_HEAD sl_vloader_t *l;
+    int busy;
+} vloader_obj;
+
+static void vl_dealloc(vloader_obj *self)
+{
+    if (self->l) {
+        sl_vloader_t *l = self->l;
+        self->l = NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        sl_vloader_destroy(l);
+        Py_END_ALLOW_THREADS;
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int parse_i64x3(PyObject *o, const char *what, int64_t v[3])
+{
+    PyObject *s = PySequence_Fast(o, what);
+    if (!s)
+        return -1;
+    int rc = -1;
+    if (PySequence_Fast_GET_SIZE(s) != 3) {
+        PyErr_Format(PyExc_ValueError, "%s: three values", what);
+    } else {
+        rc = 0;
+        for (int i = 0; i < 3 && !rc; i++) {
+            long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(s, i));
+            if (x == -1 && PyErr_Occurred())
+                rc = -1;
+            else if (x < 1 || x > 4096) {
+                PyErr_Format(PyExc_ValueError, "%s: 1..4096 each", what);
+                rc = -1;
+            } else
+                v[i] = x;
+        }
+    }
+    Py_DECREF(s);
+    return rc;
+}
+
+static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"dataset",      "batch_size",  "patch",
+                             "seed",         "threads",     "prefetch",
+                             "balance",      "cache_bytes", "target_spacing",
+                             "oversampling", "flip_prob",   "brightness_prob",
+                             "noise_prob",   NULL};
+    PyObject *path, *patch = NULL, *spacing = NULL;
+    sl_vloader_options_t o;
+    sl_vloader_options_init(&o);
+    unsigned long long seed = 0;
+    int balance = 1;
+    long long cache = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOKiipLOdddd", kwlist, &path,
+                                     &o.batch_size, &patch, &seed, &o.threads,
+                                     &o.prefetch, &balance, &cache, &spacing,
+                                     &o.aug.oversampling, &o.aug.flip_prob,
+                                     &o.aug.brightness_prob, &o.aug.noise_prob))
+        return -1;
+    if (patch && parse_i64x3(patch, "patch", o.aug.patch))
+        return -1;
+    if (spacing) {
+        float f[3];
+        if (slpy_parse_float3(spacing, "target_spacing", f))
+            return -1;
+        for (int i = 0; i < 3; i++)
+            o.target_spacing[i] = f[i];
+    }
+    if (o.batch_size < 0 || o.threads < 0 || o.prefetch < 0 || cache < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "batch_size, threads, prefetch, cache_bytes >= 0");
+        return -1;
+    }
+    o.seed = seed;
+    o.no_balance = !balance;
+    o.cache_bytes = cache;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(path, &b))
+        return -1;
+    char err[1024] = "";
+    sl_vloader_t *l = NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_vloader_create(PyBytes_AS_STRING(b), &o, &l, err, sizeof err);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(b);
+    if (rc) {
+        slpy_raise(rc, err, rc == SL_EINVAL);
+        return -1;
+    }
+    if (self->l)
+        sl_vloader_destroy(self->l);
+    self->l = l;
+    return 0;
+}
+
+static int vl_ready(vloader_obj *self)
+{
+    if (!self->l) {
+        PyErr_SetString(PyExc_ValueError, "VolumeLoader is closed");
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "VolumeLoader: used from two threads at once");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *copy_out(const void *src, int n, const int64_t d[3], int type,
+                          size_t es)
+{
+    npy_intp dims[5] = {n, 1, (npy_intp)d[0], (npy_intp)d[1], (npy_intp)d[2]};
+    PyObject *a = PyArray_SimpleNew(5, dims, type);
+    if (a)
+        memcpy(PyArray_DATA((PyArrayObject *)a), src,
+               (size_t)n * (size_t)(d[0] * d[1] * d[2]) * es);
+    return a;
+}
+
+static PyObject *vl_next(vloader_obj *self, PyObject *unused)
+{
+    (void)unused;
+    if (vl_ready(self))
+        return NULL;
+    self->busy = 1;
+    sl_vbatch_t *b = NULL;
+    char err[1024] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_vloader_next(self->l, &b, err, sizeof err);
+    Py_END_ALLOW_THREADS;
+    self->busy = 0;
+    if (rc)
+        return slpy_raise(rc, err, 0);
+    PyObject *img = copy_out(b->image, b->n, b->dims, NPY_FLOAT32, 4);
+    PyObject *lbl = copy_out(b->label, b->n, b->dims, NPY_UINT8, 1);
+    npy_intp nc = b->n;
+    PyObject *cases = PyArray_SimpleNew(1, &nc, NPY_INT64);
+    if (cases)
+        memcpy(PyArray_DATA((PyArrayObject *)cases), b->cases,
+               (size_t)b->n * sizeof *b->cases);
+    long long epoch = b->epoch, index = b->index;
+    sl_vloader_release(self->l, b);
+    if (!img || !lbl || !cases) {
+        Py_XDECREF(img);
+        Py_XDECREF(lbl);
+        Py_XDECREF(cases);
+        return NULL;
+    }
+    return Py_BuildValue("{s:L,s:L,s:N,s:N,s:N}", "epoch", epoch, "index",
+                         index, "image", img, "label", lbl, "cases", cases);
+}
+
+static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
+{
+    (void)unused;
+    if (vl_ready(self))
+        return NULL;
+    sl_vloader_stats_t s = {.size = sizeof s};
+    sl_vloader_stats(self->l, &s);
+    return Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d}", "batches",
+        (long long)s.batches, "samples", (long long)s.samples, "offline_runs",
+        (long long)s.offline_runs, "cache_hits", (long long)s.cache_hits,
+        "cache_bytes", (long long)s.cache_bytes, "wait_s", s.wait_ns / 1e9,
+        "predicted_s", s.predicted_ns / 1e9, "actual_s", s.actual_ns / 1e9,
+        "latency_p50_s", s.latency_p50_ns / 1e9, "latency_p99_s",
+        s.latency_p99_ns / 1e9);
+}
+
+static PyObject *vl_reset(vloader_obj *self, PyObject *unused)
+{
+    (void)unused;
+    if (vl_ready(self))
+        return NULL;
+    sl_vloader_stats_reset(self->l);
+    Py_RETURN_NONE;
+}
+
+static PyObject *vl_close(vloader_obj *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "VolumeLoader: close() during next()");
+        return NULL;
+    }
+    if (self->l) {
+        sl_vloader_t *l = self->l;
+        self->l = NULL;
+        Py_BEGIN_ALLOW_THREADS;
+        sl_vloader_destroy(l);
+        Py_END_ALLOW_THREADS;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *vl_get_nb(vloader_obj *self, void *closure)
+{
+    (void)closure;
+    if (vl_ready(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_vloader_batches_per_epoch(self->l));
+}
+
+static PyObject *vl_get_cases(vloader_obj *self, void *closure)
+{
+    (void)closure;
+    if (vl_ready(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_vloader_cases(self->l));
+}
+
+static PyMethodDef vl_methods[] = {
+    {"next", (PyCFunction)vl_next, METH_NOARGS,
+     "next() -> {'epoch', 'index', 'image' (n,1,z,y,x) float32, 'label' "
+     "(n,1,z,y,x) uint8, 'cases'}: the next batch of the stream."},
+    {"stats", (PyCFunction)vl_stats, METH_NOARGS,
+     "stats() -> counters: batches, samples, offline_runs, cache_hits, "
+     "wait_s, predicted_s, actual_s, latency_p50_s, latency_p99_s."},
+    {"reset_stats", (PyCFunction)vl_reset, METH_NOARGS,
+     "Zeroes the counters and the latency window."},
+    {"close", (PyCFunction)vl_close, METH_NOARGS, "Stops the threads."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef vl_getset[] = {
+    {"batches_per_epoch", (getter)vl_get_nb, NULL, "ceil(cases / batch)", NULL},
+    {"cases", (getter)vl_get_cases, NULL, "cases in the dataset", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyTypeObject vloader_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice._sluice.VolumeLoader",
+    .tp_basicsize = sizeof(vloader_obj),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "VolumeLoader(dataset, batch_size=2, patch=(128,128,128), "
+              "seed=0, threads=0, prefetch=0, balance=True, cache_bytes=0, "
+              "target_spacing=(1.6,1.2,1.2), oversampling=0.4, "
+              "flip_prob=1/3, brightness_prob=0.1, noise_prob=0.1): 3-D "
+              "U-Net training patches (sluice/vloader.h).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)vl_init,
+    .tp_dealloc = (destructor)vl_dealloc,
+    .tp_methods = vl_methods,
+    .tp_getset = vl_getset,
+};
+
+int slpy_vloader_init(PyObject *m)
+{
+    if (PyType_Ready(&vloader_type) < 0)
+        return -1;
+    Py_INCREF(&vloader_type);
+    if (PyModule_AddObject(m, "VolumeLoader", (PyObject *)&vloader_type)) {
+        Py_DECREF(&vloader_type);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,686 @@
+/* Volume loader: sluice/vloader.h.
+ *
+ * One mutex guards everything shared: the batch buffers, the waiting
+ * samples (tasks) of the open batches, the case cache and the cost rates.
+ * The work itself (offline stage, draw, patch) runs outside it. Batches
+ * open in stream order while fewer than `prefetch` are ahead of the
+ * consumer and a buffer is free; their samples become tasks; a thread takes
+ * the task with the largest predicted cost (or the oldest, without the
+ * balancer). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "base/rng.h"
+#include "sluice/vloader.h"
+#include "sluice/volume.h"
+
+enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
+enum { CASE_NONE, CASE_LOADING, CASE_READY };
+#define LAT_RING 256
+
+typedef struct vcase {
+    int64_t raw[3];    /* stored dims, C order */
+    double spacing[3]; /* C order */
+    int64_t dims[3];   /* after resample and pad, C order */
+    double raw_vox, vox;
+    float *img; /* cached offline result */
+    uint8_t *lbl;
+    int state, users;
+    uint64_t used; /* LRU clock */
+    int64_t bytes;
+} vcase_t;
+
+typedef struct task {
+    int64_t g, c;
+    int slot;
+    sl_vol_draw_t pre; /* label-free draws */
+} task_t;
+
+typedef struct vbuf {
+    sl_vbatch_t pub;
+    int64_t g;
+    int state, pending, rc;
+    int64_t t_open;
+    char err[512];
+} vbuf_t;
+
+struct sl_vloader {
+    sl_vloader_options_t o;
+    sl_vol_aug_t aug;       /* o.aug with the patch in C order */
+    int64_t pdims[3], pvox; /* patch, C order */
+    sl_volume_dataset_t *ds;
+    int64_t ncases, nb;
+    vcase_t *cases;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_ready, cv_case;
+    vbuf_t *bufs;
+    int nbufs;
+    task_t *tasks;
+    int ntasks, cap_tasks;
+    int64_t claim_g, next_g;
+    int64_t *perm, perm_epoch;
+    int stopping;
+    pthread_t *th;
+    int nth;
+    uint64_t clock;
+    int64_t cache_held;
+    /* ns per voxel: offline (stored voxel), foreground draw (volume
+     * voxel), patch, noise (patch voxel); EMA of measured times. */
+    double r_off, r_fg, r_patch, r_noise;
+    sl_vloader_stats_t st;
+    int64_t lat[LAT_RING];
+    int nlat;
+};
+
+void sl_vloader_options_init(sl_vloader_options_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->size = sizeof *o;
+    sl_vol_aug_init(&o->aug);
+}
+
+static double prod3(const int64_t d[3])
+{
+    return (double)d[0] * (double)d[1] * (double)d[2];
+}
+
+/* Case c's volumes, read and checked; stored dims and spacing. */
+static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
+{
+    sl_volume_options_t vo;
+    sl_volume_options_init(&vo);
+    vo.header_only = 1;
+    sl_volume_t *v = NULL;
+    const char *path = sl_volume_dataset_image(l->ds, c);
+    int rc = sl_volume_load(path, &vo, &v, err, errlen);
+    if (rc)
+        return rc;
+    vcase_t *k = &l->cases[c];
+    if (v->ndim != 3) {
+        sl_volume_free(v);
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: %d dimensions, a 3-D volume expected", path,
+                        v->ndim);
+    }
+    for (int i = 0; i < 3; i++) {
+        k->raw[i] = v->dim[2 - i];
+        k->spacing[i] = v->spacing[2 - i];
+    }
+    sl_volume_free(v);
+    double tgt[3] = {l->o.target_spacing[2], l->o.target_spacing[1],
+                     l->o.target_spacing[0]};
+    int64_t rs[3];
+    if (sl_vol_resample_shape(k->raw, k->spacing, tgt, rs))
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: voxel size %gx%gx%g cannot be resampled to the "
+                        "target spacing",
+                        path, k->spacing[2], k->spacing[1], k->spacing[0]);
+    for (int i = 0; i < 3; i++)
+        k->dims[i] = rs[i] > l->pdims[i] ? rs[i] : l->pdims[i];
+    k->raw_vox = prod3(k->raw);
+    k->vox = prod3(k->dims);
+    return 0;
+}
+
+/* The offline stage of case c: image and label loaded, resampled,
+ * normalised, padded. */
+static int offline(sl_vloader_t *l, int64_t c, float **img_out,
+                   uint8_t **lbl_out, char *err, size_t errlen)
+{
+    vcase_t *k = &l->cases[c];
+    const char *ip = sl_volume_dataset_image(l->ds, c);
+    const char *lp = sl_volume_dataset_label(l->ds, c);
+    sl_volume_t *iv = NULL, *lv = NULL;
+    float *ri = NULL, *pi = NULL;
+    uint8_t *lb = NULL, *rl = NULL, *pl = NULL;
+    int rc = sl_volume_load(ip, NULL, &iv, err, errlen);
+    if (!rc && lp)
+        rc = sl_volume_load(lp, NULL, &lv, err, errlen);
+    if (rc)
+        goto out;
+    int64_t rd[3], pd[3];
+    double tgt[3] = {l->o.target_spacing[2], l->o.target_spacing[1],
+                     l->o.target_spacing[0]};
+    for (int i = 0; i < 3; i++)
+        if (iv->ndim != 3 || iv->dim[2 - i] != k->raw[i] ||
+            (lv && (lv->ndim != 3 || lv->dim[2 - i] != k->raw[i]))) {
+            rc = sl__fail(err, errlen, SL_ECORRUPT,
+                          "%s: the label's or image's shape differs from "
+                          "the image header's",
+                          lp ? lp : ip);
+            goto out;
+        }
+    size_t n = (size_t)k->raw_vox;
+    lb = calloc(n ? n : 1, 1);
+    if (!lb) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
+        goto out;
+    }
+    if (lv) {
+        const float *f = lv->data;
+        for (size_t i = 0; i < n; i++) {
+            float v = f[i] + 0.5f;
+            lb[i] = v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)v;
+        }
+    }
+    sl_vol_resample_shape(k->raw, k->spacing, tgt, rd);
+    size_t rn = (size_t)prod3(rd);
+    ri = malloc(rn * sizeof *ri);
+    rl = malloc(rn);
+    if (!ri || !rl) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
+        goto out;
+    }
+    if ((rc = sl_vol_resample_linear(iv->data, k->raw, ri, rd)) ||
+        (rc = sl_vol_resample_nearest(lb, k->raw, rl, rd))) {
+        sl__fail(err, errlen, rc, "%s: resampling failed", ip);
+        goto out;
+    }
+    sl_volume_free(iv);
+    iv = NULL;
+    sl_vol_normalize(ri, rn, SL_VOL_KITS_CLIP_LO, SL_VOL_KITS_CLIP_HI,
+                     SL_VOL_KITS_MEAN, SL_VOL_KITS_STD);
+    sl_vol_pad_edge(NULL, rd, 4, l->pdims, NULL, pd);
+    size_t pn = (size_t)prod3(pd);
+    pi = malloc(pn * sizeof *pi);
+    pl = malloc(pn);
+    if (!pi || !pl) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
+        goto out;
+    }
+    sl_vol_pad_edge(ri, rd, 4, l->pdims, pi, pd);
+    sl_vol_pad_edge(rl, rd, 1, l->pdims, pl, pd);
+    *img_out = pi;
+    *lbl_out = pl;
+    pi = NULL;
+    pl = NULL;
+out:
+    sl_volume_free(iv);
+    sl_volume_free(lv);
+    free(lb);
+    free(ri);
+    free(rl);
+    free(pi);
+    free(pl);
+    return rc;
+}
+
+/* Gives back cached cases nobody uses, least recently used first, until
+ * the cache fits. Under mu. */
+static void evict(sl_vloader_t *l)
+{
+    while (l->cache_held > l->o.cache_bytes) {
+        vcase_t *old = NULL;
+        for (int64_t c = 0; c < l->ncases; c++) {
+            vcase_t *k = &l->cases[c];
+            if (k->state == CASE_READY && !k->users &&
+                (!old || k->used < old->used))
+                old = k;
+        }
+        if (!old)
+            return;
+        free(old->img);
+        free(old->lbl);
+        old->img = NULL;
+        old->lbl = NULL;
+        old->state = CASE_NONE;
+        l->cache_held -= old->bytes;
+    }
+}
+
+/* Case c's offline result, computed once (others wait for it). Under mu;
+ * unlocks while computing. *ran: 1 when this call computed it. */
+static int case_get(sl_vloader_t *l, int64_t c, int *ran, char *err,
+                    size_t errlen)
+{
+    vcase_t *k = &l->cases[c];
+    *ran = 0;
+    while (k->state == CASE_LOADING)
+        pthread_cond_wait(&l->cv_case, &l->mu);
+    if (k->state == CASE_READY) {
+        k->users++;
+        k->used = ++l->clock;
+        l->st.cache_hits++;
+        return 0;
+    }
+    k->state = CASE_LOADING;
+    pthread_mutex_unlock(&l->mu);
+    float *img = NULL;
+    uint8_t *lbl = NULL;
+    int rc = offline(l, c, &img, &lbl, err, errlen);
+    pthread_mutex_lock(&l->mu);
+    if (rc) {
+        k->state = CASE_NONE;
+    } else {
+        k->img = img;
+        k->lbl = lbl;
+        k->bytes = (int64_t)(k->vox * 5);
+        k->state = CASE_READY;
+        k->users = 1;
+        k->used = ++l->clock;
+        l->cache_held += k->bytes;
+        l->st.offline_runs++;
+        *ran = 1;
+        evict(l);
+    }
+    pthread_cond_broadcast(&l->cv_case);
+    return rc;
+}
+
+/* A task's predicted cost in ns (under mu). */
+static double predict(const sl_vloader_t *l, const task_t *t)
+{
+    const vcase_t *k = &l->cases[t->c];
+    double ns = l->r_patch * (double)l->pvox;
+    if (k->state != CASE_READY)
+        ns += l->r_off * k->raw_vox;
+    if (t->pre.foreground)
+        ns += l->r_fg * k->vox;
+    if (t->pre.noise)
+        ns += l->r_noise * (double)l->pvox;
+    return ns;
+}
+
+static void ema(double *r, double v)
+{
+    if (v > 0)
+        *r += 0.2 * (v - *r);
+}
+
+/* The epoch's case order (under mu; epochs open in order). */
+static void perm_for(sl_vloader_t *l, int64_t epoch)
+{
+    if (l->perm_epoch == epoch)
+        return;
+    sl__rng_t r;
+    sl__rng_init(&r, l->o.seed, (uint64_t)epoch, 0, SL_RNG_SHUFFLE);
+    for (int64_t i = 0; i < l->ncases; i++)
+        l->perm[i] = i;
+    for (int64_t i = l->ncases - 1; i > 0; i--) {
+        int64_t j = (int64_t)sl__rng_below(&r, (uint64_t)i + 1);
+        int64_t t = l->perm[i];
+        l->perm[i] = l->perm[j];
+        l->perm[j] = t;
+    }
+    l->perm_epoch = epoch;
+}
+
+/* Opens the batches the window allows (under mu). */
+static void open_batches(sl_vloader_t *l)
+{
+    while (l->claim_g < l->next_g + l->o.prefetch) {
+        vbuf_t *b = NULL;
+        for (int i = 0; i < l->nbufs && !b; i++)
+            if (l->bufs[i].state == VB_FREE)
+                b = &l->bufs[i];
+        if (!b)
+            return;
+        int64_t g = l->claim_g++, e = g / l->nb, idx = g % l->nb;
+        perm_for(l, e);
+        int64_t first = idx * l->o.batch_size;
+        int n = (int)(l->ncases - first < l->o.batch_size ? l->ncases - first
+                                                          : l->o.batch_size);
+        b->g = g;
+        b->pub.epoch = e;
+        b->pub.index = idx;
+        b->pub.n = n;
+        b->pending = n;
+        b->rc = 0;
+        b->err[0] = 0;
+        b->state = VB_FILLING;
+        b->t_open = sl__now_ns();
+        for (int s = 0; s < n; s++) {
+            task_t *t = &l->tasks[l->ntasks++];
+            t->g = g;
+            t->slot = s;
+            t->c = l->perm[first + s];
+            b->pub.cases[s] = t->c;
+            sl_vol_predict(&l->aug, l->o.seed, (uint64_t)e, (uint64_t)t->c,
+                           &t->pre);
+        }
+    }
+}
+
+static vbuf_t *buf_of(sl_vloader_t *l, int64_t g)
+{
+    for (int i = 0; i < l->nbufs; i++)
+        if (l->bufs[i].state != VB_FREE && l->bufs[i].g == g)
+            return &l->bufs[i];
+    return NULL;
+}
+
+/* Takes the next task: the most expensive predicted, or the oldest. */
+static int take(sl_vloader_t *l, task_t *out, double *pred)
+{
+    if (!l->ntasks)
+        return 0;
+    int best = 0;
+    double bp = predict(l, &l->tasks[0]);
+    for (int i = 1; i < l->ntasks; i++) {
+        const task_t *t = &l->tasks[i], *b = &l->tasks[best];
+        double p = predict(l, t);
+        int better =
+            l->o.no_balance
+                ? (t->g < b->g || (t->g == b->g && t->slot < b->slot))
+                : (p > bp || (p == bp && (t->g < b->g || (t->g == b->g &&
+                                                          t->slot < b->slot))));
+        if (better) {
+            best = i;
+            bp = p;
+        }
+    }
+    *out = l->tasks[best];
+    *pred = bp;
+    l->tasks[best] = l->tasks[--l->ntasks];
+    return 1;
+}
+
+static void run_task(sl_vloader_t *l, const task_t *t, double pred)
+{
+    char err[512] = "";
+    int64_t t0 = sl__now_ns();
+    vcase_t *k = &l->cases[t->c];
+    int ran = 0;
+    int rc = case_get(l, t->c, &ran, err, sizeof err);
+    int held = !rc; /* a user of the cached case until the patch is made */
+    pthread_mutex_unlock(&l->mu);
+    int64_t t1 = sl__now_ns(), t2 = t1, t3 = t1;
+    sl_vol_draw_t d;
+    if (!rc) {
+        const uint64_t e = (uint64_t)(t->g / l->nb);
+        vbuf_t *b = NULL;
+        pthread_mutex_lock(&l->mu);
+        b = buf_of(l, t->g);
+        pthread_mutex_unlock(&l->mu);
+        rc = sl_vol_draw(k->lbl, k->dims, &l->aug, l->o.seed, e, (uint64_t)t->c,
+                         &d, err, sizeof err);
+        t2 = sl__now_ns();
+        if (!rc)
+            rc = sl_vol_apply(k->img, k->lbl, k->dims, &l->aug, &d, l->o.seed,
+                              e, (uint64_t)t->c,
+                              b->pub.image + (size_t)t->slot * l->pvox,
+                              b->pub.label + (size_t)t->slot * l->pvox);
+        t3 = sl__now_ns();
+        if (rc && !err[0])
+            snprintf(err, sizeof err, "%s: the patch failed",
+                     sl_volume_dataset_name(l->ds, t->c));
+    }
+    pthread_mutex_lock(&l->mu);
+    if (held)
+        k->users--;
+    if (!rc) {
+        if (ran)
+            ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
+        if (d.foreground)
+            ema(&l->r_fg, (double)(t2 - t1) / k->vox);
+        double pv = (double)l->pvox;
+        if (d.noise)
+            ema(&l->r_noise, ((double)(t3 - t2) - l->r_patch * pv) / pv);
+        else
+            ema(&l->r_patch, (double)(t3 - t2) / pv);
+        l->st.samples++;
+    }
+    l->st.predicted_ns += (int64_t)pred;
+    l->st.actual_ns += sl__now_ns() - t0;
+    evict(l);
+    vbuf_t *b = buf_of(l, t->g);
+    if (rc && !b->rc) {
+        b->rc = rc;
+        int k = snprintf(b->err, sizeof b->err,
+                         "case %s: ", sl_volume_dataset_name(l->ds, t->c));
+        if (k > 0 && (size_t)k < sizeof b->err)
+            snprintf(b->err + k, sizeof b->err - (size_t)k, "%.*s",
+                     (int)(sizeof b->err - (size_t)k - 1), err);
+    }
+    if (--b->pending == 0) {
+        b->state = VB_READY;
+        l->lat[l->nlat++ % LAT_RING] = sl__now_ns() - b->t_open;
+        pthread_cond_broadcast(&l->cv_ready);
+    }
+}
+
+static void *worker(void *arg)
+{
+    sl_vloader_t *l = arg;
+    pthread_mutex_lock(&l->mu);
+    while (!l->stopping) {
+        open_batches(l);
+        task_t t;
+        double pred;
+        if (take(l, &t, &pred)) {
+            run_task(l, &t, pred); /* returns with mu held */
+            continue;
+        }
+        pthread_cond_wait(&l->cv_work, &l->mu);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
+                      sl_vloader_t **out, char *err, size_t errlen)
+{
+    if (!dataset || !out)
+        return sl__fail(err, errlen, SL_EINVAL, "vloader: no dataset");
+    *out = NULL;
+    if (opt && opt->size < sizeof *opt)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "vloader: options not initialised "
+                        "(sl_vloader_options_init)");
+    sl_vloader_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
+    if (opt)
+        l->o = *opt;
+    else
+        sl_vloader_options_init(&l->o);
+    sl_vloader_options_t *o = &l->o;
+    if (o->batch_size <= 0)
+        o->batch_size = 2;
+    if (o->threads <= 0)
+        o->threads = sl__ncpu();
+    if (o->threads > 256)
+        o->threads = 256;
+    if (o->prefetch <= 0)
+        o->prefetch = o->threads > 2 ? o->threads : 2;
+    static const double kits[3] = {1.6, 1.2, 1.2};
+    for (int i = 0; i < 3; i++)
+        if (o->target_spacing[i] <= 0)
+            o->target_spacing[i] = kits[i];
+    if (o->cache_bytes <= 0)
+        o->cache_bytes = (int64_t)2 << 30;
+    l->aug = o->aug;
+    for (int i = 0; i < 3; i++)
+        l->pdims[i] = l->aug.patch[i] = o->aug.patch[2 - i];
+    l->pvox = l->pdims[0] * l->pdims[1] * l->pdims[2];
+    l->perm_epoch = -1;
+    l->r_off = 20, l->r_fg = 5, l->r_patch = 2, l->r_noise = 20;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv_work, NULL);
+    pthread_cond_init(&l->cv_ready, NULL);
+    pthread_cond_init(&l->cv_case, NULL);
+    int rc = 0;
+    if (o->aug.size < sizeof o->aug || l->pvox <= 0 ||
+        l->pvox > ((int64_t)1 << 28) || o->batch_size > 4096) {
+        rc = sl__fail(err, errlen, SL_EINVAL,
+                      "vloader: bad patch or batch size");
+        goto fail;
+    }
+    sl_volume_options_t vo;
+    sl_volume_options_init(&vo);
+    if ((rc = sl_volume_dataset_open(dataset, &vo, &l->ds, err, errlen)))
+        goto fail;
+    l->ncases = sl_volume_dataset_count(l->ds);
+    if (l->ncases <= 0) {
+        rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no cases", dataset);
+        goto fail;
+    }
+    l->nb = (l->ncases + o->batch_size - 1) / o->batch_size;
+    l->cases = calloc((size_t)l->ncases, sizeof *l->cases);
+    l->perm = malloc((size_t)l->ncases * sizeof *l->perm);
+    l->nbufs = o->prefetch + 1;
+    l->bufs = calloc((size_t)l->nbufs, sizeof *l->bufs);
+    l->tasks =
+        malloc((size_t)l->nbufs * (size_t)o->batch_size * sizeof *l->tasks);
+    if (!l->cases || !l->perm || !l->bufs || !l->tasks) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
+        goto fail;
+    }
+    for (int64_t c = 0; c < l->ncases; c++)
+        if ((rc = case_header(l, c, err, errlen)))
+            goto fail;
+    for (int i = 0; i < l->nbufs; i++) {
+        sl_vbatch_t *p = &l->bufs[i].pub;
+        for (int k = 0; k < 3; k++)
+            p->dims[k] = l->pdims[k];
+        size_t n = (size_t)o->batch_size * (size_t)l->pvox;
+        p->image = malloc(n * sizeof *p->image);
+        p->label = malloc(n);
+        p->cases = malloc((size_t)o->batch_size * sizeof *p->cases);
+        if (!p->image || !p->label || !p->cases) {
+            rc = sl__fail(err, errlen, SL_ENOMEM,
+                          "vloader: out of memory for %d batches of %d "
+                          "patches",
+                          l->nbufs, o->batch_size);
+            goto fail;
+        }
+    }
+    l->th = calloc((size_t)o->threads, sizeof *l->th);
+    if (!l->th) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
+        goto fail;
+    }
+    for (; l->nth < o->threads; l->nth++)
+        if (pthread_create(&l->th[l->nth], NULL, worker, l)) {
+            rc = sl__fail(err, errlen, SL_ETHREAD, "vloader: no threads");
+            goto fail;
+        }
+    *out = l;
+    return 0;
+fail:
+    sl_vloader_destroy(l);
+    return rc;
+}
+
+int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **out, char *err,
+                    size_t errlen)
+{
+    if (!l || !out)
+        return sl__fail(err, errlen, SL_EINVAL, "vloader: bad arguments");
+    int64_t t0 = sl__now_ns();
+    pthread_mutex_lock(&l->mu);
+    open_batches(l);
+    pthread_cond_broadcast(&l->cv_work);
+    vbuf_t *b;
+    while (!(b = buf_of(l, l->next_g)) || b->state != VB_READY)
+        pthread_cond_wait(&l->cv_ready, &l->mu);
+    l->next_g++;
+    l->st.wait_ns += sl__now_ns() - t0;
+    int rc = b->rc;
+    if (rc) {
+        sl__fail(err, errlen, rc, "%s", b->err);
+        b->state = VB_FREE;
+    } else {
+        b->state = VB_HELD;
+        l->st.batches++;
+        *out = &b->pub;
+    }
+    open_batches(l);
+    pthread_cond_broadcast(&l->cv_work);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+void sl_vloader_release(sl_vloader_t *l, sl_vbatch_t *pub)
+{
+    if (!l || !pub)
+        return;
+    pthread_mutex_lock(&l->mu);
+    for (int i = 0; i < l->nbufs; i++)
+        if (&l->bufs[i].pub == pub && l->bufs[i].state == VB_HELD)
+            l->bufs[i].state = VB_FREE;
+    pthread_cond_broadcast(&l->cv_work);
+    pthread_mutex_unlock(&l->mu);
+}
+
+int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l)
+{
+    return l ? l->nb : 0;
+}
+
+int64_t sl_vloader_cases(const sl_vloader_t *l)
+{
+    return l ? l->ncases : 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
+{
+    if (!l || !s || s->size < sizeof *s)
+        return SL_EINVAL;
+    pthread_mutex_lock(&l->mu);
+    *s = l->st;
+    s->size = sizeof *s;
+    s->cache_bytes = l->cache_held;
+    int n = l->nlat < LAT_RING ? l->nlat : LAT_RING;
+    int64_t v[LAT_RING];
+    memcpy(v, l->lat, (size_t)n * sizeof *v);
+    pthread_mutex_unlock(&l->mu);
+    if (n) {
+        qsort(v, (size_t)n, sizeof *v, cmp_i64);
+        s->latency_p50_ns = v[n / 2];
+        s->latency_p99_ns = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
+    }
+    return 0;
+}
+
+void sl_vloader_stats_reset(sl_vloader_t *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    memset(&l->st, 0, sizeof l->st);
+    l->nlat = 0;
+    pthread_mutex_unlock(&l->mu);
+}
+
+void sl_vloader_destroy(sl_vloader_t *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stopping = 1;
+    pthread_cond_broadcast(&l->cv_work);
+    pthread_cond_broadcast(&l->cv_case);
+    pthread_mutex_unlock(&l->mu);
+    for (int i = 0; i < l->nth; i++)
+        pthread_join(l->th[i], NULL);
+    free(l->th);
+    for (int i = 0; l->bufs && i < l->nbufs; i++) {
+        free(l->bufs[i].pub.image);
+        free(l->bufs[i].pub.label);
+        free(l->bufs[i].pub.cases);
+    }
+    for (int64_t c = 0; l->cases && c < l->ncases; c++) {
+        free(l->cases[c].img);
+        free(l->cases[c].lbl);
+    }
+    free(l->bufs);
+    free(l->tasks);
+    free(l->cases);
+    free(l->perm);
+    sl_volume_dataset_destroy(l->ds);
+    pthread_cond_destroy(&l->cv_work);
+    pthread_cond_destroy(&l->cv_ready);
+    pthread_cond_destroy(&l->cv_case);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}

@@ -1,0 +1,522 @@
+/* The 3-D U-Net (KiTS19) preprocessing ops on volumes: sluice/volops.h.
+ *
+ * Each op follows the MLPerf training reference's arithmetic (float32 where
+ * it computes in float32, its order of random decisions), with the random
+ * draws from the counter RNG so that a sample's patch depends on (seed,
+ * epoch, sample) only. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "base/rng.h"
+#include "sluice/volops.h"
+
+#define TWO_PI 6.283185307179586476925286766559
+
+#define MAX_AXIS ((int64_t)1 << 31)
+
+static int dims_ok(const int64_t d[3])
+{
+    for (int i = 0; i < 3; i++)
+        if (d[i] < 1 || d[i] >= MAX_AXIS)
+            return 0;
+    /* The voxel count fits size_t with room for 8-byte elements. */
+    return (double)d[0] * (double)d[1] * (double)d[2] < 0x1p60;
+}
+
+static size_t nvox(const int64_t d[3])
+{
+    return (size_t)d[0] * (size_t)d[1] * (size_t)d[2];
+}
+
+int sl_vol_resample_shape(const int64_t dims[3], const double spacing[3],
+                          const double target[3], int64_t out[3])
+{
+    if (!dims || !spacing || !target || !out || !dims_ok(dims))
+        return SL_EINVAL;
+    for (int i = 0; i < 3; i++) {
+        if (!(spacing[i] > 0) || !(target[i] > 0) || !isfinite(spacing[i]) ||
+            !isfinite(target[i]))
+            return SL_EINVAL;
+        double n = spacing[i] / target[i] * (double)dims[i];
+        if (!(n >= 1) || n >= (double)MAX_AXIS)
+            return SL_EINVAL;
+        out[i] = (int64_t)n; /* numpy's astype(int): truncation */
+    }
+    return dims_ok(out) ? 0 : SL_EINVAL;
+}
+
+/* One axis of an aligned-corners linear resample: for each output index
+ * the lower source index and the weight of the upper one (torch's
+ * area_pixel_compute_source_index in float). */
+typedef struct lin_axis {
+    int64_t *i0;
+    float *w1;
+    int64_t n_in, n_out;
+} lin_axis_t;
+
+static int lin_axis_make(lin_axis_t *a, int64_t n_in, int64_t n_out)
+{
+    a->n_in = n_in;
+    a->n_out = n_out;
+    a->i0 = malloc((size_t)n_out * sizeof *a->i0);
+    a->w1 = malloc((size_t)n_out * sizeof *a->w1);
+    if (!a->i0 || !a->w1)
+        return SL_ENOMEM;
+    float scale = n_out > 1 ? (float)(n_in - 1) / (float)(n_out - 1) : 0.0f;
+    for (int64_t o = 0; o < n_out; o++) {
+        float src = scale * (float)o;
+        int64_t i = (int64_t)src;
+        if (i > n_in - 1)
+            i = n_in - 1;
+        float l = src - (float)i;
+        a->i0[o] = i;
+        a->w1[o] = l < 0 ? 0 : l > 1 ? 1 : l;
+    }
+    return 0;
+}
+
+static void lin_axis_free(lin_axis_t *a)
+{
+    free(a->i0);
+    free(a->w1);
+}
+
+/* Resamples axis `ax` of a C-order volume `d` into `out` (axis length
+ * a->n_out; the others unchanged). */
+static void lin_pass(const float *in, const int64_t d[3], int ax,
+                     const lin_axis_t *a, float *out)
+{
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++)
+        outer *= d[i];
+    for (int i = ax + 1; i < 3; i++)
+        inner *= d[i];
+    int64_t n_in = a->n_in, n_out = a->n_out;
+    for (int64_t p = 0; p < outer; p++) {
+        const float *src = in + (size_t)(p * n_in * inner);
+        float *dst = out + (size_t)(p * n_out * inner);
+        for (int64_t o = 0; o < n_out; o++) {
+            int64_t i0 = a->i0[o];
+            int64_t i1 = i0 < n_in - 1 ? i0 + 1 : i0;
+            float w1 = a->w1[o], w0 = 1.0f - w1;
+            const float *r0 = src + (size_t)(i0 * inner);
+            const float *r1 = src + (size_t)(i1 * inner);
+            float *w = dst + (size_t)(o * inner);
+            for (int64_t k = 0; k < inner; k++)
+                w[k] = w0 * r0[k] + w1 * r1[k];
+        }
+    }
+}
+
+int sl_vol_resample_linear(const float *in, const int64_t in_dims[3],
+                           float *out, const int64_t out_dims[3])
+{
+    if (!in || !out || !dims_ok(in_dims) || !dims_ok(out_dims))
+        return SL_EINVAL;
+    lin_axis_t ax[3] = {{0}};
+    int rc = 0;
+    float *t1 = NULL, *t2 = NULL;
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = lin_axis_make(&ax[i], in_dims[i], out_dims[i]);
+    /* Fastest axis first, then the middle, then the slowest. */
+    int64_t d1[3] = {in_dims[0], in_dims[1], out_dims[2]};
+    int64_t d2[3] = {in_dims[0], out_dims[1], out_dims[2]};
+    if (!rc) {
+        t1 = malloc(nvox(d1) * sizeof *t1);
+        t2 = malloc(nvox(d2) * sizeof *t2);
+        if (!t1 || !t2)
+            rc = SL_ENOMEM;
+    }
+    if (!rc) {
+        lin_pass(in, in_dims, 2, &ax[2], t1);
+        lin_pass(t1, d1, 1, &ax[1], t2);
+        lin_pass(t2, d2, 0, &ax[0], out);
+    }
+    free(t1);
+    free(t2);
+    for (int i = 0; i < 3; i++)
+        lin_axis_free(&ax[i]);
+    return rc;
+}
+
+/* torch's nearest_idx: same size, exact doubling, else floor(o * scale). */
+static int64_t nearest_src(int64_t o, int64_t n_in, int64_t n_out)
+{
+    if (n_out == n_in)
+        return o;
+    if (n_out == 2 * n_in)
+        return o >> 1;
+    float scale = (float)n_in / (float)n_out;
+    int64_t i = (int64_t)floorf((float)o * scale);
+    return i < n_in - 1 ? i : n_in - 1;
+}
+
+int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
+                            uint8_t *out, const int64_t out_dims[3])
+{
+    if (!in || !out || !dims_ok(in_dims) || !dims_ok(out_dims))
+        return SL_EINVAL;
+    int64_t *iz = malloc((size_t)out_dims[2] * sizeof *iz);
+    if (!iz)
+        return SL_ENOMEM;
+    for (int64_t z = 0; z < out_dims[2]; z++)
+        iz[z] = nearest_src(z, in_dims[2], out_dims[2]);
+    uint8_t *w = out;
+    for (int64_t x = 0; x < out_dims[0]; x++) {
+        int64_t sx = nearest_src(x, in_dims[0], out_dims[0]);
+        for (int64_t y = 0; y < out_dims[1]; y++) {
+            int64_t sy = nearest_src(y, in_dims[1], out_dims[1]);
+            const uint8_t *row =
+                in + (size_t)((sx * in_dims[1] + sy) * in_dims[2]);
+            for (int64_t z = 0; z < out_dims[2]; z++)
+                *w++ = row[iz[z]];
+        }
+    }
+    free(iz);
+    return 0;
+}
+
+void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
+                      float std)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        v = v < lo ? lo : v > hi ? hi : v; /* np.clip (NaN stays NaN) */
+        x[i] = (v - mean) / std;
+    }
+}
+
+int sl_vol_pad_edge(const void *in, const int64_t dims[3], size_t esize,
+                    const int64_t min_dims[3], void *out, int64_t out_dims[3])
+{
+    if (!dims_ok(dims) || !min_dims || !out_dims || esize == 0 || esize > 8)
+        return SL_EINVAL;
+    int64_t before[3];
+    for (int i = 0; i < 3; i++) {
+        int64_t extra = min_dims[i] > dims[i] ? min_dims[i] - dims[i] : 0;
+        before[i] = extra / 2;
+        out_dims[i] = dims[i] + extra;
+    }
+    if (!dims_ok(out_dims))
+        return SL_EINVAL;
+    if (!out)
+        return 0;
+    if (!in)
+        return SL_EINVAL;
+    const uint8_t *src = in;
+    uint8_t *w = out;
+    size_t row = (size_t)dims[2] * esize;
+    for (int64_t x = 0; x < out_dims[0]; x++) {
+        int64_t sx = x - before[0];
+        sx = sx < 0 ? 0 : sx >= dims[0] ? dims[0] - 1 : sx;
+        for (int64_t y = 0; y < out_dims[1]; y++) {
+            int64_t sy = y - before[1];
+            sy = sy < 0 ? 0 : sy >= dims[1] ? dims[1] - 1 : sy;
+            const uint8_t *r = src + (size_t)(sx * dims[1] + sy) * row;
+            /* Left edge, the row, right edge. */
+            for (int64_t z = 0; z < before[2]; z++, w += esize)
+                memcpy(w, r, esize);
+            memcpy(w, r, row);
+            w += row;
+            for (int64_t z = before[2] + dims[2]; z < out_dims[2];
+                 z++, w += esize)
+                memcpy(w, r + row - esize, esize);
+        }
+    }
+    return 0;
+}
+
+void sl_vol_aug_init(sl_vol_aug_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->size = sizeof *a;
+    a->patch[0] = a->patch[1] = a->patch[2] = 128;
+    a->oversampling = 0.4;
+    a->flip_prob = 1.0 / 3.0;
+    a->brightness_prob = 0.1;
+    a->brightness_factor = 0.3;
+    a->noise_prob = 0.1;
+    a->noise_std = 0.1;
+}
+
+/* Python's random.randrange(n) with the reference's guard: 0 when n is 0. */
+static int64_t randrange(sl__rng_t *r, int64_t n)
+{
+    return n <= 0 ? 0 : (int64_t)sl__rng_below(r, (uint64_t)n);
+}
+
+/* One component's bounding box. */
+typedef struct box {
+    int64_t lo[3], hi[3];
+    double vol;
+} box_t;
+
+/* The two largest 6-connected components of label == cls by bounding-box
+ * volume (ascending, ties by label order: a stable sort, scipy's
+ * find_objects order), found by a flood fill in raster order (scipy's
+ * label numbering). *nbox: how many (0..2); *ncomp: all components. */
+static int two_largest(const uint8_t *label, const int64_t d[3], uint8_t cls,
+                       box_t best[2], int *nbox, int *ncomp)
+{
+    size_t n = nvox(d);
+    uint8_t *seen = calloc((n + 7) / 8, 1);
+    size_t qcap = 1024, qn;
+    size_t *q = malloc(qcap * sizeof *q);
+    if (!seen || !q) {
+        free(seen);
+        free(q);
+        return SL_ENOMEM;
+    }
+    *nbox = 0;
+    *ncomp = 0;
+    size_t sy = (size_t)d[2], sx = (size_t)(d[1] * d[2]);
+    for (size_t s = 0; s < n; s++) {
+        if (label[s] != cls || (seen[s >> 3] >> (s & 7) & 1))
+            continue;
+        box_t b;
+        for (int i = 0; i < 3; i++) {
+            b.lo[i] = INT64_MAX;
+            b.hi[i] = -1;
+        }
+        seen[s >> 3] |= (uint8_t)(1u << (s & 7));
+        q[0] = s;
+        qn = 1;
+        while (qn) {
+            size_t v = q[--qn];
+            int64_t c[3] = {(int64_t)(v / sx), (int64_t)(v / sy % (size_t)d[1]),
+                            (int64_t)(v % sy)};
+            for (int i = 0; i < 3; i++) {
+                if (c[i] < b.lo[i])
+                    b.lo[i] = c[i];
+                if (c[i] + 1 > b.hi[i])
+                    b.hi[i] = c[i] + 1;
+            }
+            size_t nb[6];
+            int k = 0;
+            if (c[0] > 0)
+                nb[k++] = v - sx;
+            if (c[0] + 1 < d[0])
+                nb[k++] = v + sx;
+            if (c[1] > 0)
+                nb[k++] = v - sy;
+            if (c[1] + 1 < d[1])
+                nb[k++] = v + sy;
+            if (c[2] > 0)
+                nb[k++] = v - 1;
+            if (c[2] + 1 < d[2])
+                nb[k++] = v + 1;
+            for (int j = 0; j < k; j++) {
+                size_t u = nb[j];
+                if (label[u] != cls || (seen[u >> 3] >> (u & 7) & 1))
+                    continue;
+                seen[u >> 3] |= (uint8_t)(1u << (u & 7));
+                if (qn == qcap) {
+                    size_t *g = realloc(q, 2 * qcap * sizeof *q);
+                    if (!g) {
+                        free(seen);
+                        free(q);
+                        return SL_ENOMEM;
+                    }
+                    q = g;
+                    qcap *= 2;
+                }
+                q[qn++] = u;
+            }
+        }
+        b.vol = (double)(b.hi[0] - b.lo[0]) * (double)(b.hi[1] - b.lo[1]) *
+                (double)(b.hi[2] - b.lo[2]);
+        (*ncomp)++;
+        /* Keep the two largest, as a stable ascending sort's last two. */
+        if (*nbox < 2) {
+            best[(*nbox)++] = b;
+            if (*nbox == 2 && best[1].vol < best[0].vol) {
+                box_t t = best[0];
+                best[0] = best[1];
+                best[1] = t;
+            }
+        } else if (b.vol >= best[1].vol) {
+            best[0] = best[1];
+            best[1] = b;
+        } else if (b.vol >= best[0].vol) {
+            best[0] = b;
+        }
+    }
+    free(seen);
+    free(q);
+    return 0;
+}
+
+/* The reference's adjust(): the component's extent on one axis moved to
+ * the patch length by a drawn split of the difference. */
+static void adjust(sl__rng_t *r, int64_t start, int64_t stop, int64_t p,
+                   int64_t shape, int64_t *adj, int64_t *lo_out)
+{
+    int64_t diff = p - (stop - start);
+    int64_t sign = diff < 0 ? -1 : 1;
+    diff = diff < 0 ? -diff : diff;
+    int64_t ladj = randrange(r, diff), hadj = diff - ladj;
+    int64_t low = start - sign * ladj;
+    int64_t high = stop + sign * hadj;
+    low = low > 0 ? low : 0;
+    high = high < shape ? high : shape;
+    diff = p - (high - low);
+    if (diff > 0 && low == 0)
+        high += diff;
+    else if (diff > 0)
+        low -= diff;
+    *adj = ladj;
+    *lo_out = low;
+}
+
+int sl_vol_predict(const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
+                   uint64_t sample, sl_vol_draw_t *d)
+{
+    if (!a || !d || a->size < sizeof *a)
+        return SL_EINVAL;
+    memset(d, 0, sizeof *d);
+    d->size = sizeof *d;
+    sl__rng_t r;
+    sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_DRAW);
+    d->foreground = sl__rng_double(&r) < a->oversampling;
+    for (int i = 0; i < 3; i++)
+        d->flip[i] = sl__rng_double(&r) < a->flip_prob;
+    if (sl__rng_double(&r) < a->brightness_prob) {
+        d->brightness = 1;
+        d->brightness_mul =
+            1.0 + sl__rng_uniform(&r, 1.0 - a->brightness_factor,
+                                  1.0 + a->brightness_factor);
+    }
+    if (sl__rng_double(&r) < a->noise_prob) {
+        d->noise = 1;
+        d->noise_sd = sl__rng_uniform(&r, 0.0, a->noise_std);
+    }
+    return 0;
+}
+
+int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
+                const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
+                uint64_t sample, sl_vol_draw_t *d, char *err, size_t errlen)
+{
+    if (!label || !a || !d || a->size < sizeof *a || !dims_ok(dims))
+        return sl__fail(err, errlen, SL_EINVAL, "volume draw: bad arguments");
+    for (int i = 0; i < 3; i++)
+        if (a->patch[i] < 1 || a->patch[i] > dims[i])
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "volume draw: patch %lldx%lldx%lld larger than "
+                            "the volume %lldx%lldx%lld (pad it first)",
+                            (long long)a->patch[0], (long long)a->patch[1],
+                            (long long)a->patch[2], (long long)dims[0],
+                            (long long)dims[1], (long long)dims[2]);
+    sl_vol_predict(a, seed, epoch, sample, d);
+    sl__rng_t r;
+    sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_CROP);
+    if (d->foreground) {
+        /* The label's foreground classes, ascending (np.unique). */
+        uint8_t present[256] = {0};
+        size_t n = nvox(dims);
+        for (size_t i = 0; i < n; i++)
+            present[label[i]] = 1;
+        int cls[255], ncls = 0;
+        for (int c = 1; c < 256; c++)
+            if (present[c])
+                cls[ncls++] = c;
+        d->foreground = ncls > 0; /* none: the uniform crop */
+        if (ncls) {
+            d->cls = cls[randrange(&r, ncls)];
+            box_t best[2];
+            int nbox;
+            int rc = two_largest(label, dims, (uint8_t)d->cls, best, &nbox,
+                                 &d->ncomponents);
+            if (rc)
+                return sl__fail(err, errlen, rc,
+                                "volume draw: out of memory labelling "
+                                "components");
+            d->component = (int)randrange(&r, nbox);
+            const box_t *b = &best[d->component];
+            for (int i = 0; i < 3; i++) {
+                d->box_lo[i] = b->lo[i];
+                d->box_hi[i] = b->hi[i];
+                adjust(&r, b->lo[i], b->hi[i], a->patch[i], dims[i], &d->adj[i],
+                       &d->lo[i]);
+            }
+        }
+    }
+    if (!d->foreground)
+        for (int i = 0; i < 3; i++)
+            d->lo[i] = randrange(&r, dims[i] - a->patch[i]);
+    for (int i = 0; i < 3; i++)
+        if (d->lo[i] < 0 || d->lo[i] + a->patch[i] > dims[i])
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "volume draw: crop outside the volume on axis %d",
+                            i);
+    return 0;
+}
+
+/* A standard normal pair (Box-Muller in float) from two 32-bit draws of
+ * the counter RNG: 24-bit uniforms, so the tails end at 5.8 sd — plenty
+ * for augmentation noise, and 10x cheaper than double precision. */
+static void normal2(sl__rng_t *r, float *z0, float *z1)
+{
+    float u1 = (float)((sl__rng_u32(r) >> 8) + 1) * 0x1p-24f; /* (0, 1] */
+    float u2 = (float)(sl__rng_u32(r) >> 8) * 0x1p-24f;
+    float m = sqrtf(-2.0f * logf(u1));
+    float a = (float)TWO_PI * u2;
+    *z0 = m * cosf(a);
+    *z1 = m * sinf(a);
+}
+
+int sl_vol_apply(const float *image, const uint8_t *label,
+                 const int64_t dims[3], const sl_vol_aug_t *a,
+                 const sl_vol_draw_t *d, uint64_t seed, uint64_t epoch,
+                 uint64_t sample, float *out_image, uint8_t *out_label)
+{
+    if (!a || !d || a->size < sizeof *a || d->size < sizeof *d ||
+        !dims_ok(dims) || (out_image && !image) || (out_label && !label))
+        return SL_EINVAL;
+    const int64_t *p = a->patch;
+    for (int i = 0; i < 3; i++)
+        if (p[i] < 1 || d->lo[i] < 0 || d->lo[i] + p[i] > dims[i])
+            return SL_EINVAL;
+    size_t k = 0, pz = (size_t)p[2];
+    for (int64_t x = 0; x < p[0]; x++) {
+        int64_t sx = d->lo[0] + (d->flip[0] ? p[0] - 1 - x : x);
+        for (int64_t y = 0; y < p[1]; y++, k += pz) {
+            int64_t sy = d->lo[1] + (d->flip[1] ? p[1] - 1 - y : y);
+            size_t row = (size_t)((sx * dims[1] + sy) * dims[2] + d->lo[2]);
+            if (!d->flip[2]) {
+                if (out_image)
+                    memcpy(out_image + k, image + row, pz * sizeof *image);
+                if (out_label)
+                    memcpy(out_label + k, label + row, pz);
+                continue;
+            }
+            for (size_t z = 0; z < pz; z++) {
+                if (out_image)
+                    out_image[k + z] = image[row + pz - 1 - z];
+                if (out_label)
+                    out_label[k + z] = label[row + pz - 1 - z];
+            }
+        }
+    }
+    if (!out_image)
+        return 0;
+    size_t n = k;
+    if (d->brightness)
+        for (size_t i = 0; i < n; i++)
+            out_image[i] = (float)((double)out_image[i] * d->brightness_mul);
+    if (d->noise) {
+        sl__rng_t r;
+        sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_NOISE);
+        float sd = (float)d->noise_sd;
+        for (size_t i = 0; i < n; i += 2) {
+            float z0, z1;
+            normal2(&r, &z0, &z1);
+            out_image[i] += z0 * sd;
+            if (i + 1 < n)
+                out_image[i + 1] += z1 * sd;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,302 @@
+/* volume/dataset: a list of volume cases (sluice/volume.h): a folder in
+ * the KiTS19 layout (CASE/imaging.nii.gz + CASE/segmentation.nii.gz) or a
+ * list file ("IMAGE [LABEL]" per line). Only names are read here; loading
+ * a case is sl_volume_load of its paths. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/abi.h"
+#include "base/alloc.h"
+#include "base/base.h"
+#include "sluice/volume.h"
+
+#define LIST_MAX_BYTES (64 << 20) /* a list file larger is refused */
+
+struct sl_volume_dataset {
+    int64_t n;
+    size_t cap;
+    struct vcase {
+        char *name, *image, *label;
+    } * c;
+};
+
+/* KiTS19's names; .nii.gz first. */
+static const char *const images[] = {"imaging.nii.gz", "imaging.nii"};
+static const char *const labels[] = {"segmentation.nii.gz", "segmentation.nii"};
+
+static int is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int add(sl_volume_dataset_t *d, const char *name, char *image,
+               char *label, char *err, size_t errlen)
+{
+    char *nm = strdup(name);
+    if (!nm ||
+        sl__array_reserve(&d->c, &d->cap, (size_t)d->n + 1, sizeof *d->c, 64)) {
+        free(nm), free(image), free(label);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    d->c[d->n++] = (struct vcase){nm, image, label};
+    return 0;
+}
+
+/* The first of names[0..1] that is a file in dir, or NULL (*nomem set when
+ * a path could not be made). */
+static char *find(const char *dir, const char *const names[2], int *nomem)
+{
+    for (int i = 0; i < 2; i++) {
+        char *p;
+        if (asprintf(&p, "%s/%s", dir, names[i]) < 0) {
+            *nomem = 1;
+            return NULL;
+        }
+        if (is_file(p))
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int open_kits(sl_volume_dataset_t *d, const char *root, int unlabeled,
+                     char *err, size_t errlen)
+{
+    DIR *dir = opendir(root);
+    if (!dir)
+        return sl__fail(err, errlen, sl__errno_code(errno, SL_EIO), "%s: %s",
+                        root, strerror(errno));
+    char **subs = NULL;
+    size_t nsub = 0, cap = 0;
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(dir))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *s = strdup(e->d_name);
+        if (!s || sl__array_reserve(&subs, &cap, nsub + 1, sizeof *subs, 64)) {
+            free(s);
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            break;
+        }
+        subs[nsub++] = s;
+    }
+    closedir(dir);
+    if (nsub)
+        qsort(subs, nsub, sizeof *subs, cmp_str);
+    for (size_t i = 0; !rc && i < nsub; i++) {
+        char *sub;
+        struct stat st;
+        if (asprintf(&sub, "%s/%s", root, subs[i]) < 0) {
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            break;
+        }
+        int nomem = 0;
+        char *img = NULL, *lab = NULL;
+        if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+            img = find(sub, images, &nomem);
+            lab = find(sub, labels, &nomem);
+        }
+        if (nomem)
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        else if (!img && lab)
+            rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                          "%s: a label (%s) without its image (imaging.nii.gz "
+                          "or imaging.nii)",
+                          sub, lab);
+        else if (img && !lab && !unlabeled)
+            rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                          "%s: no label volume (segmentation.nii.gz or "
+                          "segmentation.nii) beside %s; a dataset of cases "
+                          "without labels must say so (unlabeled)",
+                          sub, img);
+        else if (img) {
+            rc = add(d, subs[i], img, lab, err, errlen);
+            img = lab = NULL;
+        }
+        free(img), free(lab), free(sub);
+    }
+    sl__strv_free(subs, (int64_t)nsub);
+    if (!rc && d->n == 0)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                      "%s: no case folders (CASE/imaging.nii.gz) and not a "
+                      "list file",
+                      root);
+    return rc;
+}
+
+/* path as written, or relative to the list's folder. */
+static char *resolve(const char *base, const char *p)
+{
+    char *out;
+    if (p[0] == '/' || !base)
+        return strdup(p);
+    return asprintf(&out, "%s/%s", base, p) < 0 ? NULL : out;
+}
+
+static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,
+                     char *err, size_t errlen)
+{
+    int64_t size = 0;
+    int fd = sl__open_regular(list, &size, err, errlen);
+    if (fd < 0)
+        return fd;
+    if (size > LIST_MAX_BYTES) {
+        close(fd);
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: a list file of %lld bytes (more than %d MB)", list,
+                        (long long)size, LIST_MAX_BYTES >> 20);
+    }
+    char *text = malloc((size_t)size + 1);
+    ssize_t got = text ? pread(fd, text, (size_t)size, 0) : -1;
+    int e = errno;
+    close(fd);
+    if (!text)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    if (got != (ssize_t)size) {
+        free(text);
+        return sl__fail(
+            err, errlen, got < 0 ? sl__errno_code(e, SL_EIO) : SL_EIO,
+            "%s: read failed: %s", list, got < 0 ? strerror(e) : "short read");
+    }
+    text[size] = 0;
+    char *base = NULL;
+    const char *slash = strrchr(list, '/');
+    if (slash && !(base = strndup(list, (size_t)(slash - list + 1)))) {
+        free(text);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    if (base && strlen(base) > 1)
+        base[strlen(base) - 1] = 0; /* "dir/" -> "dir"; "/" stays */
+    int rc = 0, lineno = 0;
+    for (char *line = text, *next; !rc && line && *line; line = next) {
+        lineno++;
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        size_t len = strlen(line);
+        if (len && line[len - 1] == '\r')
+            line[--len] = 0;
+        if ((size_t)(strlen(line)) != len) /* a NUL inside the line */
+            len = strlen(line);
+        char *f[3] = {NULL, NULL, NULL}, *save = NULL;
+        int nf = 0;
+        for (char *t = strtok_r(line, " \t", &save); t;
+             t = strtok_r(NULL, " \t", &save))
+            if (nf < 3)
+                f[nf++] = t;
+            else
+                nf++;
+        if (nf == 0 || f[0][0] == '#')
+            continue;
+        if (nf > 2) {
+            rc = sl__fail(err, errlen, SL_ECORRUPT,
+                          "%s:%d: %d fields; a line is IMAGE [LABEL] (paths "
+                          "without spaces)",
+                          list, lineno, nf);
+            break;
+        }
+        char *img = resolve(base, f[0]),
+             *lab = f[1] ? resolve(base, f[1]) : NULL;
+        if (!img || (f[1] && !lab))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        else if (!is_file(img))
+            rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                          "%s:%d: image %s: not found (or not a file)", list,
+                          lineno, img);
+        else if (lab && !is_file(lab))
+            rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                          "%s:%d: label %s: not found (or not a file)", list,
+                          lineno, lab);
+        else if (!lab && !unlabeled)
+            rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                          "%s:%d: %s has no label (a line is IMAGE LABEL; a "
+                          "dataset of cases without labels must say so: "
+                          "unlabeled)",
+                          list, lineno, f[0]);
+        if (rc) {
+            free(img), free(lab);
+            break;
+        }
+        rc = add(d, f[0], img, lab, err, errlen);
+    }
+    free(base);
+    free(text);
+    if (!rc && d->n == 0)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: lists no volume", list);
+    return rc;
+}
+
+int sl_volume_dataset_open(const char *path, const sl_volume_options_t *opt,
+                           sl_volume_dataset_t **out, char *err, size_t errlen)
+{
+    char scratch[1];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (out)
+        *out = NULL;
+    if (!path || !out)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "sl_volume_dataset_open: path and out are required");
+    sl_volume_options_t o;
+    sl__abi_init(&o, sizeof o);
+    if (opt && sl__abi_in(&o, sizeof o, opt, sizeof(size_t) + sizeof(int),
+                          "sl_volume_options", err, errlen))
+        return SL_EINVAL;
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return sl__fail(err, errlen, sl__errno_code(errno, SL_ENOTFOUND),
+                        "%s: %s", path, strerror(errno));
+    sl_volume_dataset_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    int rc = S_ISDIR(st.st_mode) ? open_kits(d, path, o.unlabeled, err, errlen)
+                                 : open_list(d, path, o.unlabeled, err, errlen);
+    if (rc) {
+        sl_volume_dataset_destroy(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+void sl_volume_dataset_destroy(sl_volume_dataset_t *d)
+{
+    if (!d)
+        return;
+    for (int64_t i = 0; i < d->n; i++)
+        free(d->c[i].name), free(d->c[i].image), free(d->c[i].label);
+    free(d->c);
+    free(d);
+}
+
+int64_t sl_volume_dataset_count(const sl_volume_dataset_t *d)
+{
+    return d ? d->n : 0;
+}
+
+const char *sl_volume_dataset_name(const sl_volume_dataset_t *d, int64_t i)
+{
+    return d && i >= 0 && i < d->n ? d->c[i].name : NULL;
+}
+
+const char *sl_volume_dataset_image(const sl_volume_dataset_t *d, int64_t i)
+{
+    return d && i >= 0 && i < d->n ? d->c[i].image : NULL;
+}
+
+const char *sl_volume_dataset_label(const sl_volume_dataset_t *d, int64_t i)
+{
+    return d && i >= 0 && i < d->n ? d->c[i].label : NULL;
+}

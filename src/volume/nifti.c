@@ -1,0 +1,417 @@
+/* volume/nifti: NIfTI-1 and NIfTI-2 files (.nii, .nii.gz), read with
+ * Debian's NIfTI C library (nifti2_io: version, byte order, the header's
+ * swap, the data type table, the data's swap) over bytes sluice reads
+ * itself through zlib from a file opened by base/file.
+ *
+ * Why not nifti_image_read: it opens by name (a FIFO named .nii would block
+ * it; it also looks for other names), writes to stderr, reads ASCII
+ * headers, multiplies dims without an overflow check and callocs what the
+ * header claims before reading a byte. Here every size is checked against
+ * the file (and, gzip, against the most its bytes can inflate to) and the
+ * caller's budget first, and the data goes from the stream in 1 MiB pieces
+ * straight into the output (no full-size stored copy). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <nifti2_io.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/base.h"
+#include "vol_internal.h"
+
+#define PIECE (1 << 20) /* bytes of stored data read at a time */
+
+/* The fields sluice uses, in one width whatever the version. */
+typedef struct raw {
+    int64_t dim[8];
+    double pixdim[8], vox_offset, slope, inter;
+    double quatern[3], qoffset[3], srow[3][4];
+    int datatype, qform_code, sform_code, xyzt_units;
+    char descrip[80];
+    const char *magic;
+} raw_t;
+
+static void from_n1(const nifti_1_header *n, raw_t *r)
+{
+    for (int i = 0; i < 8; i++)
+        r->dim[i] = n->dim[i], r->pixdim[i] = n->pixdim[i];
+    r->vox_offset = n->vox_offset;
+    r->slope = n->scl_slope, r->inter = n->scl_inter;
+    r->quatern[0] = n->quatern_b, r->quatern[1] = n->quatern_c;
+    r->quatern[2] = n->quatern_d;
+    r->qoffset[0] = n->qoffset_x, r->qoffset[1] = n->qoffset_y;
+    r->qoffset[2] = n->qoffset_z;
+    for (int j = 0; j < 4; j++)
+        r->srow[0][j] = n->srow_x[j], r->srow[1][j] = n->srow_y[j],
+        r->srow[2][j] = n->srow_z[j];
+    r->datatype = n->datatype;
+    r->qform_code = n->qform_code, r->sform_code = n->sform_code;
+    r->xyzt_units = (unsigned char)n->xyzt_units;
+    memcpy(r->descrip, n->descrip, 80);
+}
+
+static void from_n2(const nifti_2_header *n, raw_t *r)
+{
+    for (int i = 0; i < 8; i++)
+        r->dim[i] = n->dim[i], r->pixdim[i] = n->pixdim[i];
+    r->vox_offset = (double)n->vox_offset;
+    r->slope = n->scl_slope, r->inter = n->scl_inter;
+    r->quatern[0] = n->quatern_b, r->quatern[1] = n->quatern_c;
+    r->quatern[2] = n->quatern_d;
+    r->qoffset[0] = n->qoffset_x, r->qoffset[1] = n->qoffset_y;
+    r->qoffset[2] = n->qoffset_z;
+    for (int j = 0; j < 4; j++)
+        r->srow[0][j] = n->srow_x[j], r->srow[1][j] = n->srow_y[j],
+        r->srow[2][j] = n->srow_z[j];
+    r->datatype = n->datatype;
+    r->qform_code = n->qform_code, r->sform_code = n->sform_code;
+    r->xyzt_units = n->xyzt_units;
+    memcpy(r->descrip, n->descrip, 80);
+}
+
+static int dtype_of(int datatype)
+{
+    switch (datatype) {
+    case DT_UINT8:
+        return SL_VOLUME_UINT8;
+    case DT_INT16:
+        return SL_VOLUME_INT16;
+    case DT_INT32:
+        return SL_VOLUME_INT32;
+    case DT_FLOAT32:
+        return SL_VOLUME_FLOAT32;
+    case DT_FLOAT64:
+        return SL_VOLUME_FLOAT64;
+    }
+    return 0;
+}
+
+static int xform_ok(int code) /* nibabel: 0..5, anything else read as 0 */
+{
+    return code >= 0 && code <= 5 ? code : 0;
+}
+
+int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
+                     size_t errlen)
+{
+    memset(h, 0, sizeof *h);
+    if (n < SL__NIFTI1_HDR)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "not a NIfTI file: %zu bytes, shorter than a header "
+                        "(348)",
+                        n);
+    /* sizeof_hdr first, in either byte order: the library's version check
+     * would print to stderr on anything else. */
+    int32_t sz;
+    memcpy(&sz, buf, 4);
+    uint32_t sw = __builtin_bswap32((uint32_t)sz);
+    if (sz != SL__NIFTI1_HDR && sz != SL__NIFTI2_HDR && sw != SL__NIFTI1_HDR &&
+        sw != SL__NIFTI2_HDR)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "not a NIfTI file (sizeof_hdr %" PRId32
+                        " is neither 348 nor 540)",
+                        sz);
+    int ver = nifti_header_version((const char *)buf, n);
+    if (ver == 0)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "an Analyze 7.5 header (no NIfTI magic): not "
+                        "supported");
+    if (ver != 1 && ver != 2)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "not a NIfTI file (sizeof_hdr and magic disagree)");
+    if (ver == 2 && n < SL__NIFTI2_HDR)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "truncated NIfTI-2 header: %zu of 540 bytes", n);
+    raw_t r;
+    memset(&r, 0, sizeof r);
+    if (ver == 1) {
+        nifti_1_header n1;
+        memcpy(&n1, buf, sizeof n1);
+        h->swapped = n1.sizeof_hdr != SL__NIFTI1_HDR;
+        if (h->swapped)
+            swap_nifti_header(&n1, 1);
+        if (n1.magic[1] != '+')
+            return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                            "a two-file NIfTI-1 header (.hdr/.img pair): "
+                            "not supported");
+        from_n1(&n1, &r);
+    } else {
+        nifti_2_header n2;
+        memcpy(&n2, buf, sizeof n2);
+        h->swapped = n2.sizeof_hdr != SL__NIFTI2_HDR;
+        if (h->swapped)
+            swap_nifti_header(&n2, 2);
+        if (n2.magic[1] != '+')
+            return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                            "a two-file NIfTI-2 header (.hdr/.img pair): "
+                            "not supported");
+        from_n2(&n2, &r);
+    }
+    h->version = ver;
+    h->big_endian = h->swapped ^ (nifti_short_order() == 2) /* MSB_FIRST */;
+
+    /* dims: 1..4 of them, each >= 1, the product and its bytes without
+     * overflow. */
+    if (r.dim[0] < 1 || r.dim[0] > 7)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "dim[0] = %" PRId64 " (the number of dimensions must "
+                        "be 1..7)",
+                        r.dim[0]);
+    for (int i = 1; i <= r.dim[0]; i++)
+        if (r.dim[i] < 1)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "dim[%d] = %" PRId64 " (a size must be >= 1)", i,
+                            r.dim[i]);
+    if (r.dim[0] > 4)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%" PRId64 " dimensions (1 to 4 are supported)",
+                        r.dim[0]);
+    h->ndim = (int)r.dim[0];
+    h->dtype = dtype_of(r.datatype);
+    h->datatype = r.datatype;
+    if (!h->dtype) {
+        const char *name = nifti_datatype_string(r.datatype);
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "datatype %d (%s) is not supported (uint8, int16, "
+                        "int32, float32, float64)",
+                        r.datatype,
+                        strcmp(name, "**ILLEGAL**") ? name
+                                                    : "not a NIfTI code");
+    }
+    int swapsize;
+    nifti_datatype_sizes(r.datatype, &h->nbyper, &swapsize);
+    uint64_t nvox = 1;
+    for (int i = 0; i < 4; i++) {
+        h->dim[i] = i < h->ndim ? r.dim[i + 1] : 1;
+        if (__builtin_mul_overflow(nvox, (uint64_t)h->dim[i], &nvox) ||
+            nvox > (UINT64_C(1) << 60))
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "dims %" PRId64 " x %" PRId64 " x %" PRId64
+                            " x %" PRId64 " overflow (more than 2^60 voxels)",
+                            r.dim[1], h->ndim > 1 ? r.dim[2] : 1,
+                            h->ndim > 2 ? r.dim[3] : 1,
+                            h->ndim > 3 ? r.dim[4] : 1);
+    }
+    h->nvox = (int64_t)nvox;
+    h->nbytes = h->nvox * h->nbyper; /* < 2^63: nvox <= 2^60, nbyper <= 8 */
+
+    /* Data offset: past the header, finite, not absurd. */
+    int64_t min_off = ver == 1 ? 352 : 544;
+    if (!isfinite(r.vox_offset) || r.vox_offset < 0 || r.vox_offset > 4e18)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "vox_offset %g is not a file offset", r.vox_offset);
+    h->vox_offset = (int64_t)r.vox_offset; /* nibabel: int() */
+    if (h->vox_offset < min_off)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "vox_offset %" PRId64 " lies inside the header "
+                        "(the data of a .nii starts at %" PRId64 " or later)",
+                        h->vox_offset, min_off);
+
+    /* Scaling, as nibabel's get_slope_inter. */
+    if (r.slope == 0 || !isfinite(r.slope)) {
+        h->slope = 1, h->inter = 0;
+    } else if (!isfinite(r.inter)) {
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "scl_inter %g is not finite (scl_slope %g)", r.inter,
+                        r.slope);
+    } else {
+        h->slope = r.slope, h->inter = r.inter;
+    }
+
+    /* Voxel sizes and qfac, fixed as nibabel fixes them on load. */
+    for (int i = 0; i < 8; i++)
+        h->pixdim[i] = r.pixdim[i];
+    if (h->pixdim[0] != 1 && h->pixdim[0] != -1)
+        h->pixdim[0] = 1;
+    for (int i = 1; i <= 3; i++) {
+        if (!isfinite(h->pixdim[i]))
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "pixdim[%d] = %g is not a voxel size", i,
+                            h->pixdim[i]);
+        h->pixdim[i] = h->pixdim[i] == 0 ? 1 : fabs(h->pixdim[i]);
+    }
+    h->qform_code = xform_ok(r.qform_code);
+    h->sform_code = xform_ok(r.sform_code);
+    for (int i = 0; i < 3; i++) {
+        h->quatern[i] = r.quatern[i], h->qoffset[i] = r.qoffset[i];
+        for (int j = 0; j < 4; j++)
+            h->srow[i][j] = r.srow[i][j];
+    }
+    h->quat_eps_f32 = ver == 1;
+    h->xyz_units = r.xyzt_units & 0x07;
+    h->time_units = r.xyzt_units & 0x38;
+    memcpy(h->descrip, r.descrip, 79);
+    h->descrip[79] = 0;
+    for (int i = 0; i < 79; i++) /* a message or a terminal: no controls */
+        if (h->descrip[i] && (unsigned char)h->descrip[i] < 0x20)
+            h->descrip[i] = ' ';
+    return 0;
+}
+
+/* Reads up to n bytes; @return bytes read, or -1 with the cause in err. */
+static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
+                       char *err, size_t errlen, int *code)
+{
+    int r = gzread(gz, p, (unsigned)n), zerr;
+    const char *msg = gzerror(gz, &zerr);
+    /* zlib reports a gzip stream cut short (Z_BUF_ERROR) only here: gzread
+     * returns what it got, then 0, as at a proper end. */
+    if (r >= 0 && zerr != Z_BUF_ERROR)
+        return r;
+    if (zerr == Z_BUF_ERROR) {
+        *code = SL_ECORRUPT;
+        sl__fail(err, errlen, *code, "%s: truncated gzip file (%s)", name, msg);
+    } else if (zerr == Z_ERRNO) {
+        int e = errno;
+        *code = sl__errno_code(e, SL_EIO);
+        sl__fail(err, errlen, *code, "%s: read failed: %s", name, strerror(e));
+    } else {
+        *code = SL_ECORRUPT;
+        sl__fail(err, errlen, *code, "%s: damaged gzip data (%s)", name, msg);
+    }
+    return -1;
+}
+
+int sl__nifti_read(int fd, const char *name, int64_t file_size,
+                   const sl_volume_options_t *o, const sl__admit_t *admit,
+                   sl_volume_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    unsigned char magic[2] = {0, 0};
+    int gzip =
+        pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    int dfd = dup(fd); /* gzclose closes it; it shares fd's offset */
+    if (dfd >= 0 && lseek(dfd, 0, SEEK_SET) != 0) {
+        close(dfd);
+        dfd = -1;
+    }
+    if (dfd < 0)
+        return sl__fail(err, errlen, sl__errno_code(errno, SL_EIO), "%s: %s",
+                        name, strerror(errno));
+    gzFile gz = gzdopen(dfd, "rb");
+    if (!gz) {
+        close(dfd);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    }
+    gzbuffer(gz, 128 << 10);
+    int code = 0;
+    sl_volume_t *v = NULL;
+    unsigned char *piece = NULL;
+    unsigned char hb[SL__NIFTI2_HDR];
+    int64_t got = gz_read(gz, hb, sizeof hb, name, err, errlen, &code);
+    if (got < 0)
+        goto out;
+    sl__volhdr_t h;
+    char why[512];
+    if ((code = sl__nifti_header(hb, (size_t)got, &h, why, sizeof why))) {
+        sl__fail(err, errlen, code, "%s: %s", name, why);
+        goto out;
+    }
+    /* The data must fit in the file before anything is allocated. */
+    int64_t need = h.vox_offset + h.nbytes; /* each < 2^62 */
+    if (!gzip && need > file_size) {
+        code = sl__fail(
+            err, errlen, SL_ECORRUPT,
+            "%s: truncated, or a header that lies: its %" PRId64 " x %" PRId64
+            " x %" PRId64 " x %" PRId64 " %s values need %" PRId64
+            " bytes from offset %" PRId64 ", the file has %" PRId64,
+            name, h.dim[0], h.dim[1], h.dim[2], h.dim[3],
+            sl_volume_dtype_name(h.dtype), h.nbytes, h.vox_offset, file_size);
+        goto out;
+    }
+    if (gzip && need / SL__GZ_MAX_RATIO > file_size) {
+        code = sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: a header that lies: its %" PRId64 " x %" PRId64
+                        " x %" PRId64 " x %" PRId64 " %s values need %" PRId64
+                        " bytes, more than a gzip file of %" PRId64
+                        " bytes can hold (%d:1 at most)",
+                        name, h.dim[0], h.dim[1], h.dim[2], h.dim[3],
+                        sl_volume_dtype_name(h.dtype), need, file_size,
+                        SL__GZ_MAX_RATIO);
+        goto out;
+    }
+    sl__vol_plan_t plan;
+    if ((code = sl__volume_make(&h, o, &v, &plan, why, sizeof why))) {
+        sl__fail(err, errlen, code, "%s: %s", name, why);
+        goto out;
+    }
+    v->compressed = gzip;
+    if (o->header_only)
+        goto out;
+
+    size_t osz = sl_volume_dtype_size(v->dtype);
+    int64_t out_bytes = h.nvox * (int64_t)osz;
+    int64_t piece_bytes = h.nbytes < PIECE ? h.nbytes : PIECE;
+    int64_t total = out_bytes + piece_bytes;
+    int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
+    if (total > cap) {
+        code = sl__fail(err, errlen, SL_ENOMEM,
+                        "%s: loading it needs %.1f MB (%" PRId64 " x %" PRId64
+                        " x %" PRId64 " x %" PRId64 " %s), max_bytes allows "
+                        "%.1f MB",
+                        name, (double)total / 1e6, v->dim[0], v->dim[1],
+                        v->dim[2], v->dim[3], sl_volume_dtype_name(v->dtype),
+                        (double)cap / 1e6);
+        goto out;
+    }
+    if ((code = sl__admit(admit, total, why, sizeof why))) {
+        sl__fail(err, errlen, code, "%s: %s", name, why);
+        goto out;
+    }
+    v->data = malloc(out_bytes ? (size_t)out_bytes : 1);
+    piece = malloc((size_t)piece_bytes + 8);
+    if (!v->data || !piece) {
+        code = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
+                        name, (double)total / 1e6);
+        goto out;
+    }
+    v->data_bytes = (size_t)out_bytes;
+    if (gzseek(gz, h.vox_offset, SEEK_SET) < 0) {
+        code = sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: cannot reach the data at offset %" PRId64, name,
+                        h.vox_offset);
+        goto out;
+    }
+    int64_t done = 0; /* stored values converted */
+    size_t carry = 0; /* bytes of a value split between two pieces */
+    while (done < h.nvox) {
+        int64_t left = (h.nvox - done) * h.nbyper - (int64_t)carry;
+        size_t want = (size_t)(left < piece_bytes ? left : piece_bytes);
+        int64_t r = gz_read(gz, piece + carry, want, name, err, errlen, &code);
+        if (r < 0)
+            goto out;
+        if (r == 0) {
+            code = sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: truncated: the data ends after %" PRId64
+                            " of its %" PRId64 " bytes (offset %" PRId64 ")",
+                            name, done * h.nbyper + (int64_t)carry, h.nbytes,
+                            h.vox_offset);
+            goto out;
+        }
+        size_t have = carry + (size_t)r;
+        int64_t count = (int64_t)(have / (size_t)h.nbyper);
+        if (h.swapped && h.nbyper > 1)
+            nifti_swap_Nbytes(count, h.nbyper, piece);
+        sl__vol_convert(&plan, piece, done, count, v->data);
+        done += count;
+        carry = have - (size_t)count * (size_t)h.nbyper;
+        memmove(piece, piece + have - carry, carry);
+    }
+    if (gzip) { /* reach the member's end so its CRC-32 is checked */
+        unsigned char one;
+        if (gz_read(gz, &one, 1, name, err, errlen, &code) < 0)
+            goto out;
+    }
+out:
+    gzclose(gz);
+    free(piece);
+    if (code) {
+        sl_volume_free(v);
+        return code;
+    }
+    *out = v;
+    return 0;
+}

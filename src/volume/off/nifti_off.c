@@ -1,0 +1,27 @@
+/* volume/off/nifti_off: the NIfTI reader of a build configured with
+ * -DSL_NIFTI=OFF (cmake/SluiceComponents.cmake), which needs neither the
+ * NIfTI library nor zlib: every load fails with SL_EUNSUPPORTED. The
+ * dataset listing and the rest of the module still work. */
+#include "base/base.h"
+#include "volume/vol_internal.h"
+
+#define SL__NIFTI_OFF                                                          \
+    "sluice was built without NIfTI support (configured with "                 \
+    "-DSL_NIFTI=OFF; it needs libnifti2-dev and zlib)"
+
+int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
+                     size_t errlen)
+{
+    (void)buf, (void)n, (void)h;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__NIFTI_OFF);
+}
+
+int sl__nifti_read(int fd, const char *name, int64_t file_size,
+                   const sl_volume_options_t *o, const sl__admit_t *admit,
+                   sl_volume_t **out, char *err, size_t errlen)
+{
+    (void)fd, (void)file_size, (void)o, (void)admit;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}

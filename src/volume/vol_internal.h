@@ -1,0 +1,96 @@
+/* volume/vol_internal: what the NIfTI reader (nifti.c, built with
+ * SL_NIFTI) and the library-only parts of the module share: the header's
+ * facts as nibabel reads them, and the steps from a header to a volume.
+ * Depends on base. */
+#ifndef SL_VOL_INTERNAL_H
+#define SL_VOL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/membudget.h"
+#include "sluice/volume.h"
+
+/* A NIfTI header, decoded, byte-swapped and checked (sl__nifti_header). The
+ * fixes nibabel makes on load are made: qfac not +-1 is 1, pixdim[1..3]
+ * zero is 1 and negative its absolute value, an xform code outside 0..5 is
+ * 0, a slope of 0 or not finite is no scaling (1, 0). */
+typedef struct sl__volhdr {
+    int version;        /* 1 or 2 */
+    int big_endian;     /* 1 when the file is big-endian */
+    int swapped;        /* the file's byte order is not this machine's */
+    int ndim;           /* 1..4 */
+    int64_t dim[4];     /* 1 past ndim */
+    int64_t nvox;       /* product of dim */
+    double pixdim[8];   /* [0] qfac (+-1), [1..7] voxel sizes (fixed) */
+    int datatype;       /* NIfTI code */
+    int dtype;          /* sl_volume_dtype_t */
+    int nbyper;         /* bytes of one stored value */
+    int64_t vox_offset; /* data start in the uncompressed stream */
+    int64_t nbytes;     /* nvox * nbyper */
+    double slope, inter;
+    int qform_code, sform_code;
+    double quatern[3], qoffset[3];
+    double srow[3][4];
+    int quat_eps_f32; /* 1: NIfTI-1 (float32 quaternion threshold) */
+    int xyz_units, time_units;
+    char descrip[80];
+} sl__volhdr_t;
+
+/* Bytes of a header of each version. */
+#define SL__NIFTI1_HDR 348
+#define SL__NIFTI2_HDR 540
+/* Deflate inflates at most 1032:1 (RFC 1951's longest match for one
+ * symbol); a gzip file's members are each deflate streams, so a .nii.gz
+ * of S bytes holds less than this many uncompressed bytes. */
+#define SL__GZ_MAX_RATIO 1032
+
+/* Decodes and checks the header in buf[0..n) (at least 348 bytes; 540 for
+ * NIfTI-2): the NIfTI library tells the version, swaps the bytes and names
+ * the data type; every field sluice uses is then checked (dims, sizes that
+ * overflow, data type, vox_offset, scaling). @return 0, or SL_ECORRUPT /
+ * SL_EUNSUPPORTED with the cause (no file name) in err. */
+int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
+                     size_t errlen);
+
+/* Reads a volume from an open file from its start (fd stays the caller's,
+ * its offset is moved; `name` for the
+ * messages; file_size its bytes): header, checks against file_size (and
+ * SL__GZ_MAX_RATIO when gzip), then `admit` is asked for the bytes the load
+ * will allocate, then the data is read in pieces and converted straight
+ * into the output. @return 0 and *out, or SL_E* with "NAME: cause". */
+int sl__nifti_read(int fd, const char *name, int64_t file_size,
+                   const sl_volume_options_t *o, const sl__admit_t *admit,
+                   sl_volume_t **out, char *err, size_t errlen);
+
+/* ---- volume.c: from a checked header to a volume (no data yet) */
+
+/* Allocates *out and fills every field but data from h and o: the affine
+ * (nibabel's get_best_affine), spacing, axcodes, and with SL_VOLUME_RAS the
+ * reoriented dims and affine. `plan` gets where each stored axis goes
+ * (sl__vol_plan_t). @return 0, or SL_ECORRUPT / SL_EUNSUPPORTED / SL_ENOMEM
+ * with the cause in err. */
+typedef struct sl__vol_plan {
+    int64_t in_dim[4];   /* the stored array's sizes */
+    int64_t stride[4];   /* element step in the output per step along each
+                            stored axis (negative: flipped) */
+    int64_t start;       /* output index of stored element 0 */
+    int out_dtype;       /* sl_volume_dtype_t written */
+    int in_dtype;        /* stored */
+    int swap;            /* bytes to swap per stored value (0: none) */
+    double slope, inter; /* applied when scale */
+    int scale;
+} sl__vol_plan_t;
+
+int sl__volume_make(const sl__volhdr_t *h, const sl_volume_options_t *o,
+                    sl_volume_t **out, sl__vol_plan_t *plan, char *err,
+                    size_t errlen);
+
+/* Converts `count` stored values (raw bytes, already in this machine's byte
+ * order) that begin at stored element index `first` into out (the
+ * volume's data) by the plan: scaled, cast, and placed where the plan's
+ * strides put them. Pure; no allocation. */
+void sl__vol_convert(const sl__vol_plan_t *p, const void *raw, int64_t first,
+                     int64_t count, void *out);
+
+#endif

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# e2e: `sluice volume info` prints a NIfTI file's header facts (NIfTI-1 and
+# -2, .nii and .nii.gz; --ras, --stats) and fails naming the file and the
+# cause for a truncated one; `sluice volume list` lists a KiTS19-layout
+# folder and a list file, and refuses a case without its label unless
+# --unlabeled. Files: the fuzz seed corpus (written with nibabel). Skips
+# (77) in a build without NIfTI support.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh" volume_cli
+C=${SL_ROOT:?SL_ROOT must name the source tree}/fuzz/corpus/fuzz_nifti
+
+if "$S" volume info "$C/i16_3d.nii" 2>&1 | grep -q "built without NIfTI"; then
+  echo "skip: sluice built without NIfTI support"; exit 77
+fi
+"$S" volume info "$C/i16_3d.nii" >"$T/out" 2>&1
+check "info: exit 0" test $? -eq 0
+check "info: shape" grep -q "^shape: *3 x 4 x 2$" "$T/out"
+check "info: dtype" grep -q "^dtype: *int16 (NIfTI datatype 4)" "$T/out"
+check "info: orientation" grep -q "^orientation: LAS$" "$T/out"
+check "info: sform" grep -q "^affine: *from the sform" "$T/out"
+"$S" volume info --ras --stats "$C/i16_3d.nii" >"$T/ras" 2>&1
+check "info --ras: RAS" grep -q "^orientation: RAS$" "$T/ras"
+check "info --stats: values" grep -q "^values: .*(24 voxels)" "$T/ras"
+"$S" volume info "$C/n2_u8.nii.gz" "$C/f64_4d_qform.nii.gz" >"$T/two" 2>&1
+check "info: NIfTI-2 gzip" grep -q "^format: *NIfTI-2 (gzip)" "$T/two"
+check "info: 4-D from the qform" grep -q "^affine: *from the qform" "$T/two"
+"$S" volume info "$C/trunc.nii" >"$T/bad" 2>&1
+check "info truncated: exit 1" test $? -eq 1
+check "info truncated: names the file and the cause" \
+  grep -q "trunc.nii: truncated, or a header that lies" "$T/bad"
+"$S" volume info >/dev/null 2>&1
+check "info without a file: usage (2)" test $? -eq 2
+
+mkdir -p "$T/kits/case_00000" "$T/kits/case_00001"
+cp "$C/i16_3d.nii" "$T/kits/case_00000/imaging.nii"
+cp "$C/i16_3d.nii" "$T/kits/case_00000/segmentation.nii"
+cp "$C/n2_u8.nii.gz" "$T/kits/case_00001/imaging.nii.gz"
+"$S" volume list "$T/kits" >"$T/list" 2>&1
+check "list: missing label refused" test $? -eq 1
+check "list: names the case" grep -q "case_00001: no label volume" "$T/list"
+"$S" volume list --unlabeled "$T/kits" >"$T/list" 2>"$T/err"
+check "list --unlabeled: 2 cases" grep -q "^2 cases, 1 with a label" "$T/err"
+check "list --unlabeled: no label shown as -" grep -q "^case_00001	.*	-$" "$T/list"
+printf 'kits/case_00000/imaging.nii kits/case_00000/segmentation.nii\n' >"$T/cases.txt"
+"$S" volume list "$T/cases.txt" >"$T/list" 2>"$T/err"
+check "list file: 1 case" grep -q "^1 cases, 1 with a label" "$T/err"
+
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]

@@ -1,0 +1,125 @@
+/* 3-D U-Net ops (sluice/volops.h): torch's nearest rule on small cases,
+ * linear resampling's corners and constants, edge padding, draws as a pure
+ * function of (seed, epoch, sample), and refusals of bad arguments. The
+ * comparison with the reference (torch, NumPy, SciPy) is
+ * tests/python/test_volops.py. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/volops.h"
+#include "testutil.h"
+
+static void test_nearest_rule(void **state)
+{
+    (void)state;
+    /* 1x1x5 -> 1x1x3: scale 5/3 in float, floor(o * scale) = 0, 1, 3. */
+    const uint8_t in[5] = {10, 11, 12, 13, 14};
+    uint8_t out[10];
+    int64_t di[3] = {1, 1, 5}, d3[3] = {1, 1, 3}, d10[3] = {1, 1, 10};
+    assert_int_equal(sl_vol_resample_nearest(in, di, out, d3), 0);
+    assert_int_equal(out[0], 10);
+    assert_int_equal(out[1], 11);
+    assert_int_equal(out[2], 13);
+    /* Exact doubling: o >> 1. */
+    assert_int_equal(sl_vol_resample_nearest(in, di, out, d10), 0);
+    for (int o = 0; o < 10; o++)
+        assert_int_equal(out[o], in[o >> 1]);
+}
+
+static void test_linear_corners_and_constants(void **state)
+{
+    (void)state;
+    int64_t di[3] = {3, 4, 5}, dout[3] = {7, 2, 9};
+    float in[60], out[7 * 2 * 9];
+    for (int i = 0; i < 60; i++)
+        in[i] = (float)(i * 3 % 17);
+    assert_int_equal(sl_vol_resample_linear(in, di, out, dout), 0);
+    /* Aligned corners: the eight corners are copied. */
+    assert_float_equal(out[0], in[0], 1e-6);
+    assert_float_equal(out[7 * 2 * 9 - 1], in[59], 1e-6);
+    assert_float_equal(out[8], in[4], 1e-6);  /* (0, 0, last) */
+    assert_float_equal(out[9], in[15], 1e-6); /* (0, last, 0) */
+    for (int i = 0; i < 60; i++)
+        in[i] = 2.5f;
+    assert_int_equal(sl_vol_resample_linear(in, di, out, dout), 0);
+    for (int i = 0; i < 7 * 2 * 9; i++)
+        assert_float_equal(out[i], 2.5f, 1e-6);
+}
+
+static void test_pad_edge(void **state)
+{
+    (void)state;
+    const uint8_t in[2] = {1, 2}; /* 1x1x2 */
+    int64_t d[3] = {1, 1, 2}, m[3] = {1, 3, 5}, od[3];
+    uint8_t out[15];
+    assert_int_equal(sl_vol_pad_edge(in, d, 1, m, NULL, od), 0);
+    assert_int_equal(od[0], 1);
+    assert_int_equal(od[1], 3);
+    assert_int_equal(od[2], 5);
+    assert_int_equal(sl_vol_pad_edge(in, d, 1, m, out, od), 0);
+    /* z: 3 extra -> 1 before, 2 after. */
+    const uint8_t row[5] = {1, 1, 2, 2, 2};
+    for (int y = 0; y < 3; y++)
+        assert_memory_equal(out + 5 * y, row, 5);
+    assert_int_not_equal(sl_vol_pad_edge(in, d, 0, m, out, od), 0);
+}
+
+static void test_draw_is_a_pure_function(void **state)
+{
+    (void)state;
+    int64_t d[3] = {20, 24, 16};
+    size_t n = 20 * 24 * 16;
+    uint8_t *label = calloc(n, 1);
+    assert_non_null(label);
+    for (size_t i = 0; i < n; i++)
+        label[i] = (uint8_t)((i / 97) % 5 == 1 ? 1 + (i / 1000) % 2 : 0);
+    sl_vol_aug_t a;
+    sl_vol_aug_init(&a);
+    a.patch[0] = 8;
+    a.patch[1] = 8;
+    a.patch[2] = 8;
+    sl_vol_draw_t x, y;
+    int differ = 0;
+    for (uint64_t s = 0; s < 16; s++) {
+        assert_int_equal(sl_vol_draw(label, d, &a, 1, 2, s, &x, NULL, 0), 0);
+        assert_int_equal(sl_vol_draw(label, d, &a, 1, 2, s, &y, NULL, 0), 0);
+        assert_memory_equal(&x, &y, sizeof x);
+        assert_int_equal(sl_vol_draw(label, d, &a, 1, 3, s, &y, NULL, 0), 0);
+        differ += memcmp(x.lo, y.lo, sizeof x.lo) != 0;
+    }
+    assert_true(differ > 8); /* another epoch, other crops */
+    char err[200];
+    a.patch[2] = 17;
+    assert_int_equal(sl_vol_draw(label, d, &a, 1, 2, 0, &x, err, sizeof err),
+                     SL_EINVAL);
+    assert_non_null(strstr(err, "pad it first"));
+    a.size = 0;
+    assert_int_equal(sl_vol_draw(label, d, &a, 1, 2, 0, &x, NULL, 0),
+                     SL_EINVAL);
+    free(label);
+}
+
+static void test_bad_shapes(void **state)
+{
+    (void)state;
+    int64_t bad[3] = {0, 4, 4}, huge[3] = {1 << 30, 1 << 30, 1 << 30},
+            ok[3] = {4, 4, 4}, out[3];
+    double sp[3] = {1, 1, 1};
+    float f[64];
+    assert_int_equal(sl_vol_resample_shape(bad, sp, sp, out), SL_EINVAL);
+    assert_int_equal(sl_vol_resample_shape(huge, sp, sp, out), SL_EINVAL);
+    assert_int_equal(sl_vol_resample_linear(f, ok, f, bad), SL_EINVAL);
+    assert_int_equal(sl_vol_resample_linear(f, huge, f, ok), SL_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nearest_rule),
+        cmocka_unit_test(test_linear_corners_and_constants),
+        cmocka_unit_test(test_pad_edge),
+        cmocka_unit_test(test_draw_is_a_pure_function),
+        cmocka_unit_test(test_bad_shapes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

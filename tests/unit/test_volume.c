@@ -1,0 +1,427 @@
+/* volume: NIfTI files built byte by byte (NIfTI-1 and -2, plain and gzip)
+ * load with the right values, dims and affine; truncated files, lying and
+ * overflowing dims, a vox_offset past the end, a gzip that cannot hold what
+ * its header claims and a load over max_bytes fail with SL_ECORRUPT /
+ * SL_ENOMEM and a message naming the file and the cause, before anything
+ * large is allocated; the orientation math; datasets. The comparison with
+ * nibabel is tests/python/test_volume.py. Skips (77) in a build without
+ * NIfTI support. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "sluice/volume.h"
+#include "testutil.h"
+#include "volume/orient.h"
+
+static char *dir;
+
+static void put16(uint8_t *p, int16_t v)
+{
+    memcpy(p, &v, 2);
+}
+static void put32(uint8_t *p, int32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static void putf(uint8_t *p, float v)
+{
+    memcpy(p, &v, 4);
+}
+static void put64(uint8_t *p, int64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static void putd(uint8_t *p, double v)
+{
+    memcpy(p, &v, 8);
+}
+
+/* A NIfTI-1 .nii: nx x ny x nz int16 values v = x + 10 y + 100 z, sform
+ * diag(sx, 2, 3) + (5, 6, 7), 352-byte header. */
+static uint8_t *nii1(int nx, int ny, int nz, float sx, size_t *n)
+{
+    size_t nb = (size_t)nx * ny * nz * 2;
+    uint8_t *b = calloc(1, 352 + nb);
+    put32(b, 348);
+    put16(b + 40, 3), put16(b + 42, (int16_t)nx), put16(b + 44, (int16_t)ny);
+    put16(b + 46, (int16_t)nz);
+    put16(b + 70, 4), put16(b + 72, 16); /* DT_INT16 */
+    putf(b + 76, 1), putf(b + 80, 1), putf(b + 84, 2), putf(b + 88, 3);
+    putf(b + 108, 352);
+    put16(b + 254, 2); /* sform_code */
+    putf(b + 280, sx), putf(b + 292, 5);
+    putf(b + 300, 2), putf(b + 308, 6);
+    putf(b + 320, 3), putf(b + 324, 7);
+    memcpy(b + 344, "n+1", 4);
+    int16_t *v = (int16_t *)(b + 352);
+    for (int z = 0; z < nz; z++)
+        for (int y = 0; y < ny; y++)
+            for (int x = 0; x < nx; x++)
+                *v++ = (int16_t)(x + 10 * y + 100 * z);
+    *n = 352 + nb;
+    return b;
+}
+
+/* A NIfTI-2 .nii: 4 x 3 x 2 x 2 float32 values 0.5 * index, no xform. */
+static uint8_t *nii2(size_t *n)
+{
+    size_t nb = 4 * 3 * 2 * 2 * 4;
+    uint8_t *b = calloc(1, 544 + nb);
+    put32(b, 540);
+    memcpy(b + 4, "n+2\0\r\n\032\n", 8);
+    put16(b + 12, 16), put16(b + 14, 32); /* DT_FLOAT32 */
+    put64(b + 16, 4), put64(b + 24, 4), put64(b + 32, 3), put64(b + 40, 2);
+    put64(b + 48, 2);
+    for (int i = 0; i < 8; i++)
+        putd(b + 104 + 8 * i, 1);
+    put64(b + 168, 544);
+    float *v = (float *)(b + 544);
+    for (int i = 0; i < 48; i++)
+        v[i] = 0.5f * (float)i;
+    *n = 544 + nb;
+    return b;
+}
+
+static uint32_t crc32_of(const uint8_t *p, size_t n)
+{
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++)
+            c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
+    }
+    return ~c;
+}
+
+/* A gzip of p[0..n) in deflate stored blocks (no zlib needed here). */
+static uint8_t *gzip_stored(const uint8_t *p, size_t n, size_t *out)
+{
+    size_t blocks = n / 65535 + 1;
+    uint8_t *g = malloc(10 + n + 5 * blocks + 8), *q = g;
+    static const uint8_t hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+    memcpy(q, hdr, 10);
+    q += 10;
+    size_t off = 0;
+    do {
+        size_t len = n - off > 65535 ? 65535 : n - off;
+        *q++ = off + len == n; /* BFINAL, stored */
+        q[0] = (uint8_t)len, q[1] = (uint8_t)(len >> 8);
+        q[2] = (uint8_t)~len, q[3] = (uint8_t)(~len >> 8);
+        q += 4;
+        memcpy(q, p + off, len);
+        q += len, off += len;
+    } while (off < n);
+    uint32_t crc = crc32_of(p, n), isize = (uint32_t)n;
+    memcpy(q, &crc, 4), memcpy(q + 4, &isize, 4);
+    *out = (size_t)(q + 8 - g);
+    return g;
+}
+
+static char *write_tmp(const char *name, const void *p, size_t n)
+{
+    char *path;
+    assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
+    assert_int_equal(tu_write_file(path, p, n), 0);
+    return path;
+}
+
+/* Loads path expecting `code` and a message holding the file's name and
+ * `want`. */
+static void expect_fail(const char *path, const sl_volume_options_t *o,
+                        int code, const char *want)
+{
+    sl_volume_t *v = (sl_volume_t *)1;
+    char err[1024] = "";
+    int rc = sl_volume_load(path, o, &v, err, sizeof err);
+    if (rc != code || !strstr(err, path) || !strstr(err, want))
+        fail_msg("%s: rc %d (want %d), message '%s' (want '%s')", path, rc,
+                 code, err, want);
+    assert_null(v);
+}
+
+static void test_load_nifti1(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = nii1(5, 4, 3, -1.5f, &n);
+    char *p = write_tmp("a.nii", b, n);
+    sl_volume_t *v = NULL;
+    char err[512];
+    assert_int_equal(sl_volume_load(p, NULL, &v, err, sizeof err), 0);
+    assert_int_equal(v->ndim, 3);
+    assert_int_equal(v->dim[0], 5), assert_int_equal(v->dim[2], 3);
+    assert_int_equal(v->dim[3], 1);
+    assert_int_equal(v->dtype, SL_VOLUME_FLOAT32);
+    assert_int_equal(v->stored_dtype, SL_VOLUME_INT16);
+    assert_int_equal(v->affine_source, SL_VOLUME_AFFINE_SFORM);
+    assert_string_equal(v->axcodes, "LAS");
+    assert_true(v->affine[0][0] == -1.5 && v->affine[0][3] == 5);
+    const float *f = v->data;
+    assert_true(f[0] == 0 && f[1] == 1 && f[5] == 10 && f[20] == 100);
+    assert_true(f[59] == 4 + 30 + 200);
+    sl_volume_free(v);
+
+    /* RAS: x flipped, the affine's x column and origin with it */
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    o.orient = SL_VOLUME_RAS;
+    assert_int_equal(sl_volume_load(p, &o, &v, err, sizeof err), 0);
+    assert_string_equal(v->axcodes, "RAS");
+    assert_true(v->reoriented);
+    assert_true(v->affine[0][0] == 1.5 && v->affine[0][3] == 5 - 4 * 1.5);
+    f = v->data;
+    assert_true(f[0] == 4 && f[4] == 0 && f[5] == 14);
+    sl_volume_free(v);
+
+    /* native, scaled header: data unscaled, the scaling reported */
+    putf(b + 112, 0.5f), putf(b + 116, -2);
+    free(p);
+    p = write_tmp("s.nii", b, n);
+    o.orient = 0, o.native = 1;
+    assert_int_equal(sl_volume_load(p, &o, &v, err, sizeof err), 0);
+    assert_int_equal(v->dtype, SL_VOLUME_INT16);
+    assert_true(v->scl_slope == 0.5 && v->scl_inter == -2);
+    assert_int_equal(((int16_t *)v->data)[21], 101); /* x 1, y 0, z 1 */
+    sl_volume_free(v);
+    assert_int_equal(sl_volume_load(p, NULL, &v, err, sizeof err), 0);
+    assert_true(((float *)v->data)[21] == 101 * 0.5f - 2);
+    sl_volume_free(v);
+
+    /* the same bytes gzipped */
+    size_t gn;
+    uint8_t *g = gzip_stored(b, n, &gn);
+    free(p);
+    p = write_tmp("s.nii.gz", g, gn);
+    assert_int_equal(sl_volume_load(p, NULL, &v, err, sizeof err), 0);
+    assert_true(((float *)v->data)[59] == 234 * 0.5f - 2);
+    sl_volume_free(v);
+    free(g), free(b), free(p);
+}
+
+static void test_load_nifti2_4d(void **state)
+{
+    (void)state;
+    size_t n, gn;
+    uint8_t *b = nii2(&n), *g = gzip_stored(b, n, &gn);
+    char *p = write_tmp("b.nii.gz", g, gn);
+    sl_volume_t *v = NULL;
+    char err[512];
+    assert_int_equal(sl_volume_load(p, NULL, &v, err, sizeof err), 0);
+    assert_int_equal(v->nifti_version, 2);
+    assert_int_equal(v->ndim, 4);
+    assert_int_equal(v->dim[3], 2);
+    assert_int_equal(v->affine_source, SL_VOLUME_AFFINE_PIXDIM);
+    /* nibabel's fallback: x flipped, origin at the centre */
+    assert_true(v->affine[0][0] == -1 && v->affine[0][3] == 1.5);
+    assert_true(v->affine[1][3] == -1 && v->affine[2][3] == -0.5);
+    assert_true(((float *)v->data)[47] == 23.5f);
+    sl_volume_free(v);
+    free(g), free(b), free(p);
+}
+
+static void test_truncated(void **state)
+{
+    (void)state;
+    size_t n, gn;
+    uint8_t *b = nii1(5, 4, 3, 1, &n);
+    char *p = write_tmp("t.nii", b, n - 10);
+    expect_fail(p, NULL, SL_ECORRUPT,
+                "truncated, or a header that lies: its 5 x 4 x 3 x 1 int16 "
+                "values need 120 bytes from offset 352, the file has 462");
+    free(p);
+    p = write_tmp("h.nii", b, 300);
+    expect_fail(p, NULL, SL_ECORRUPT, "300 bytes, shorter than a header");
+    free(p);
+    /* gzip of the truncated bytes: found while reading */
+    uint8_t *g = gzip_stored(b, n - 10, &gn);
+    p = write_tmp("t.nii.gz", g, gn);
+    expect_fail(p, NULL, SL_ECORRUPT, "truncated: the data ends after 110");
+    free(p), free(g);
+    /* a gzip stream cut short */
+    g = gzip_stored(b, n, &gn);
+    p = write_tmp("c.nii.gz", g, gn - 30);
+    expect_fail(p, NULL, SL_ECORRUPT, "truncated gzip file");
+    free(p);
+    /* a damaged CRC: caught at the member's end */
+    g[gn - 8] ^= 1;
+    p = write_tmp("crc.nii.gz", g, gn);
+    expect_fail(p, NULL, SL_ECORRUPT, "damaged gzip data");
+    free(p), free(g), free(b);
+}
+
+static void test_lying_dims(void **state)
+{
+    (void)state;
+    size_t n, gn;
+    uint8_t *b = nii1(5, 4, 3, 1, &n);
+    char *p;
+    /* 32767^4 int16: more than the file, refused before allocating */
+    put16(b + 40, 4);
+    for (int i = 1; i <= 4; i++)
+        put16(b + 40 + 2 * i, 32767);
+    p = write_tmp("big.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "a header that lies");
+    free(p);
+    /* the same gzipped: more than its bytes can inflate to */
+    uint8_t *g = gzip_stored(b, n, &gn);
+    p = write_tmp("big.nii.gz", g, gn);
+    expect_fail(p, NULL, SL_ECORRUPT, "more than a gzip file of");
+    free(p), free(g);
+    /* negative, zero and too many dims */
+    put16(b + 40, 3), put16(b + 42, 5), put16(b + 44, -4), put16(b + 46, 3);
+    p = write_tmp("neg.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "dim[2] = -4 (a size must be >= 1)");
+    free(p);
+    put16(b + 44, 4), put16(b + 40, 0);
+    p = write_tmp("d0.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "dim[0] = 0");
+    free(p);
+    put16(b + 40, 6);
+    for (int i = 4; i <= 6; i++)
+        put16(b + 40 + 2 * i, 1);
+    p = write_tmp("d6.nii", b, n);
+    expect_fail(p, NULL, SL_EUNSUPPORTED, "6 dimensions");
+    free(p);
+    /* vox_offset past the end, inside the header, not a number */
+    put16(b + 40, 3);
+    putf(b + 108, 1e6f);
+    p = write_tmp("off.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "from offset 1000000");
+    free(p);
+    putf(b + 108, 100);
+    p = write_tmp("offlow.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "vox_offset 100 lies inside the header");
+    free(p);
+    putf(b + 108, 352);
+    put16(b + 70, 512); /* uint16 */
+    p = write_tmp("u16.nii", b, n);
+    expect_fail(p, NULL, SL_EUNSUPPORTED, "datatype 512 (UINT16)");
+    free(p), free(b);
+
+    /* NIfTI-2 dims whose product overflows 64 bits */
+    b = nii2(&n);
+    for (int i = 1; i <= 4; i++)
+        put64(b + 16 + 8 * i, INT64_C(1) << 40);
+    p = write_tmp("ovf.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "overflow");
+    free(p);
+    put64(b + 24, -7);
+    p = write_tmp("neg2.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "dim[1] = -7");
+    free(p), free(b);
+}
+
+static void test_budget_and_files(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = nii1(50, 40, 30, 1, &n);
+    char *p = write_tmp("m.nii", b, n);
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    o.max_bytes = 100000; /* the float32 output alone is 240000 */
+    expect_fail(p, &o, SL_ENOMEM, "max_bytes allows 0.1 MB");
+    o.max_bytes = 0, o.header_only = 1;
+    sl_volume_t *v = NULL;
+    char err[512];
+    assert_int_equal(sl_volume_load(p, &o, &v, err, sizeof err), 0);
+    assert_null(v->data);
+    assert_int_equal(v->dim[0], 50);
+    sl_volume_free(v);
+    o.size = 0;
+    assert_int_equal(sl_volume_load(p, &o, &v, err, sizeof err), SL_EINVAL);
+    free(p);
+    char *fifo;
+    assert_true(asprintf(&fifo, "%s/fifo.nii", dir) > 0);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    expect_fail(fifo, NULL, SL_EIO, "not a regular file");
+    free(fifo);
+    assert_true(asprintf(&p, "%s/none.nii", dir) > 0);
+    expect_fail(p, NULL, SL_ENOTFOUND, "none.nii");
+    free(p), free(b);
+}
+
+static void test_orientation(void **state)
+{
+    (void)state;
+    /* voxel axes (i, j, k) -> world (z, -x, y): "IRP"... as nibabel:
+     * i goes along +z (S), j along -x (L), k along +y (A) */
+    double a[4][4] = {{0, -2, 0, 0}, {0, 0, 3, 0}, {1, 0, 0, 0}, {0, 0, 0, 1}};
+    int axis[3], flip[3];
+    char codes[4];
+    sl__vol_io_orientation(a, axis, flip);
+    assert_int_equal(axis[0], 2), assert_int_equal(flip[0], 1);
+    assert_int_equal(axis[1], 0), assert_int_equal(flip[1], -1);
+    assert_int_equal(axis[2], 1), assert_int_equal(flip[2], 1);
+    sl__vol_axcodes(axis, flip, codes);
+    assert_string_equal(codes, "SLA");
+    /* a degenerate affine: the dropped axis is -1 */
+    double d[4][4] = {{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 1}};
+    sl__vol_io_orientation(d, axis, flip);
+    assert_int_equal(axis[2], -1);
+    /* qform: identity quaternion, qfac -1 flips z */
+    double bcd[3] = {0, 0, 0}, off[3] = {1, 2, 3}, pix[3] = {2, 3, 4}, q[4][4];
+    assert_int_equal(sl__vol_qform(bcd, off, pix, -1, 1, q), 0);
+    assert_true(q[0][0] == 2 && q[1][1] == 3 && q[2][2] == -4 && q[2][3] == 3);
+    double big[3] = {0.9, 0.9, 0.9};
+    assert_int_equal(sl__vol_qform(big, off, pix, 1, 1, q), -1);
+}
+
+static void test_dataset(void **state)
+{
+    (void)state;
+    char *root, *c0, *c1, *f;
+    assert_true(asprintf(&root, "%s/kits", dir) > 0);
+    assert_true(asprintf(&c0, "%s/case_00000", root) > 0);
+    assert_true(asprintf(&c1, "%s/case_00001", root) > 0);
+    mkdir(root, 0755), mkdir(c0, 0755), mkdir(c1, 0755);
+    const char *names[] = {"case_00000/imaging.nii.gz",
+                           "case_00000/segmentation.nii.gz",
+                           "case_00001/imaging.nii"};
+    for (int i = 0; i < 3; i++) {
+        assert_true(asprintf(&f, "%s/%s", root, names[i]) > 0);
+        assert_int_equal(tu_write_file(f, "x", 1), 0);
+        free(f);
+    }
+    sl_volume_dataset_t *d = NULL;
+    char err[1024];
+    assert_int_equal(sl_volume_dataset_open(root, NULL, &d, err, sizeof err),
+                     SL_ENOTFOUND);
+    assert_non_null(strstr(err, "case_00001: no label volume"));
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    o.unlabeled = 1;
+    assert_int_equal(sl_volume_dataset_open(root, &o, &d, err, sizeof err), 0);
+    assert_int_equal(sl_volume_dataset_count(d), 2);
+    assert_string_equal(sl_volume_dataset_name(d, 1), "case_00001");
+    assert_null(sl_volume_dataset_label(d, 1));
+    assert_non_null(strstr(sl_volume_dataset_label(d, 0), "segmentation"));
+    assert_null(sl_volume_dataset_image(d, 2));
+    sl_volume_dataset_destroy(d);
+    free(root), free(c0), free(c1);
+}
+
+int main(void)
+{
+    if (!SL_HAVE_NIFTI) {
+        printf("SKIP: sluice built without NIfTI support (-DSL_NIFTI=OFF or "
+               "no libnifti2-dev)\n");
+        return 77;
+    }
+    dir = tu_tmpdir("volume");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_load_nifti1),
+        cmocka_unit_test(test_load_nifti2_4d),
+        cmocka_unit_test(test_truncated),
+        cmocka_unit_test(test_lying_dims),
+        cmocka_unit_test(test_budget_and_files),
+        cmocka_unit_test(test_orientation),
+        cmocka_unit_test(test_dataset),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    tu_rmtree(dir);
+    free(dir);
+    return rc;
+}
