@@ -2,6 +2,7 @@
  * vectors, the tar walker (ustar prefix, GNU long names, pax path/size,
  * base-256 sizes, damage), WebDataset grouping and its bad samples, and
  * TFRecord framing, Example round trip and bad records. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -503,12 +504,75 @@ static void test_tfrecord(void **state)
     free(t.p);
 }
 
+/* Reader threads share one opened file (the loader's read stage): each
+ * reads every sample, in its own order, into its own buffer, and gets the
+ * bytes written. Run under TSan by `make check` (label concurrency). */
+typedef struct reader {
+    const sl__recfile_t *f;
+    int id, errors;
+} reader_t;
+
+static void *read_all(void *arg)
+{
+    reader_t *r = arg;
+    sl__bytes_t out = {0};
+    char err[512], want[32];
+    for (int round = 0; round < 20; round++)
+        for (int64_t j = 0; j < r->f->n; j++) {
+            int64_t k = (j * 7 + r->id) % r->f->n;
+            int n = snprintf(want, sizeof want, "image %lld", (long long)k);
+            if (sl__recfile_read(r->f, k, &out, NULL, NULL, err, sizeof err) ||
+                out.n != (size_t)n || memcmp(out.p, want, (size_t)n))
+                r->errors++;
+        }
+    sl__bytes_free(&out);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("recfile-threads");
+    char path[4096], err[512];
+    tarbuf_t t = {0};
+    for (int k = 0; k < 50; k++) {
+        char name[32], img[32], cls[8];
+        int n = snprintf(img, sizeof img, "image %d", k);
+        snprintf(name, sizeof name, "%04d.jpg", k);
+        tb_file(&t, name, img, (size_t)n);
+        snprintf(name, sizeof name, "%04d.cls", k);
+        n = snprintf(cls, sizeof cls, "%d", k % 5);
+        tb_file(&t, name, cls, (size_t)n);
+    }
+    tb_end(&t);
+    snprintf(path, sizeof path, "%s/s.tar", dir);
+    assert_int_equal(tu_write_file(path, t.p, t.n), 0);
+    sl__recfile_t *f;
+    assert_int_equal(
+        sl__recfile_open(path, SL__FMT_WDS, 0, &f, err, sizeof err), 0);
+    assert_int_equal(f->n, 50);
+    pthread_t th[4];
+    reader_t r[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (reader_t){f, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, read_all, &r[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(r[i].errors, 0);
+    }
+    sl__recfile_close(f);
+    free(t.p);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_brace),    cmocka_unit_test(test_crc32c),
         cmocka_unit_test(test_tar_walk), cmocka_unit_test(test_wds),
-        cmocka_unit_test(test_tfrecord),
+        cmocka_unit_test(test_tfrecord), cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
