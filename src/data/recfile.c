@@ -7,12 +7,13 @@
 #include "base/alloc.h"
 #include "crc32c.h"
 
-int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, const char *msg)
+int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, int code,
+                    const char *msg)
 {
     if (sl__array_reserve(&f->recs, &f->cap, (size_t)f->n + 1, sizeof *f->recs,
                           256))
         return SL_ENOMEM;
-    if (msg) {
+    if (code) {
         char *m = strdup(msg);
         if (!m ||
             sl__array_reserve(&f->bad_idx, &f->bad_cap, (size_t)f->nbad + 1,
@@ -31,8 +32,8 @@ int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, const char *msg)
         f->bad_msg[f->nbad++] = m;
     }
     f->recs[f->n] = *r;
-    if (msg)
-        f->recs[f->n].label = -1;
+    if (code)
+        f->recs[f->n].label = code;
     f->n++;
     return 0;
 }
@@ -122,9 +123,7 @@ int sl__recfile_read(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
     const sl__rec_t *r = &f->recs[k];
     const char *why = sl__recfile_bad(f, k);
     if (why)
-        return sl__fail(err, errlen,
-                        strstr(why, "CRC") ? SL_ECHECKSUM : SL_ECORRUPT, "%s",
-                        why);
+        return sl__fail(err, errlen, r->label, "%s", why);
     char msg[256];
     int rc;
     /* One byte more than the data, as for image files (source.c). */

@@ -36,7 +36,7 @@ typedef struct sl__rec {
     uint32_t len;     /* bytes to read */
     uint32_t img_off; /* the image within them */
     uint32_t img_len;
-    int32_t label; /* -1: a bad sample (its message in bad_msg) */
+    int32_t label; /* < 0: a bad sample, its SL_E* code (message: bad_msg) */
 } sl__rec_t;
 
 typedef struct sl__recfile {
@@ -75,9 +75,10 @@ const char *sl__recfile_describe(const sl__recfile_t *f, int64_t k, char *buf,
 const char *sl__recfile_bad(const sl__recfile_t *f, int64_t k);
 
 /* For the indexers (data/wds.c, data/tfrecord.c): appends a sample; a bad
- * one (msg non-NULL, label ignored) gets label -1 and a copy of msg.
- * @return 0 or SL_ENOMEM. */
-int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, const char *msg);
+ * one (code: SL_ECORRUPT, SL_ECHECKSUM; 0 for a good one) keeps a copy of
+ * msg, which reading it fails with. @return 0 or SL_ENOMEM. */
+int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, int code,
+                    const char *msg);
 
 /* The indexers: fill f->recs from f->src (fmt set). Same errors as open. */
 int sl__wds_index(sl__recfile_t *f, int skip_bad, char *err, size_t errlen);

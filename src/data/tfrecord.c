@@ -84,6 +84,7 @@ int sl__tfrecord_index(sl__recfile_t *f, int skip_bad, char *err, size_t errlen)
         uint64_t data = off + SL__TFRECORD_HEAD;
         sl__rec_t r = {.off = data, .len = (uint32_t)(len + SL__TFRECORD_FOOT)};
         why[0] = 0;
+        int code = SL_ECORRUPT; /* of a bad record */
         const uint8_t *img = NULL;
         size_t img_len = 0;
         int64_t label = -1;
@@ -100,6 +101,7 @@ int sl__tfrecord_index(sl__recfile_t *f, int skip_bad, char *err, size_t errlen)
         } else if (sl__crc32c_mask(sl__crc32c(0, buf.p, (size_t)len)) !=
                    sl__get_u32(buf.p + len)) {
             snprintf(why, sizeof why, "data CRC mismatch");
+            code = SL_ECHECKSUM;
         } else if (sl__tfexample_parse(buf.p, (size_t)len, &img, &img_len,
                                        &label, why, sizeof why)) {
             /* why set */
@@ -115,13 +117,11 @@ int sl__tfrecord_index(sl__recfile_t *f, int skip_bad, char *err, size_t errlen)
             snprintf(msg, sizeof msg, "%s: record %lld at offset %llu: %s",
                      name, (long long)k, (unsigned long long)off, why);
             if (!skip_bad) {
-                rc = sl__fail(err, errlen,
-                              strstr(why, "CRC") ? SL_ECHECKSUM : SL_ECORRUPT,
-                              "%s", msg);
+                rc = sl__fail(err, errlen, code, "%s", msg);
                 break;
             }
         }
-        if (sl__recfile_add(f, &r, why[0] ? msg : NULL)) {
+        if (sl__recfile_add(f, &r, why[0] ? code : 0, msg)) {
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
             break;
         }

@@ -87,13 +87,13 @@ static int finish(group_t *g, char *err, size_t errlen)
                    .len = (uint32_t)g->img_size,
                    .img_len = (uint32_t)g->img_size,
                    .label = (int32_t)g->label};
-    char msg[SL__TAR_NAME_MAX + 512];
+    char msg[SL__TAR_NAME_MAX + 512] = "";
     if (g->why[0])
         snprintf(msg, sizeof msg, "%s: sample %lld (key %s): %s",
                  sl__bytesrc_name(f->src), (long long)f->n, g->key, g->why);
     if (g->why[0] && !g->skip_bad)
         return sl__fail(err, errlen, SL_ECORRUPT, "%s", msg);
-    if (sl__recfile_add(f, &r, g->why[0] ? msg : NULL))
+    if (sl__recfile_add(f, &r, g->why[0] ? SL_ECORRUPT : 0, msg))
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     return 0;
 }

@@ -331,7 +331,8 @@ static void test_wds(void **state)
     assert_int_equal(rc, 0);
     assert_int_equal(f->n, 8);
     assert_int_equal(f->nbad, 5);
-    int want_label[8] = {7, 0, -1, -1, -1, -1, -1, 2};
+    const int C = SL_ECORRUPT;
+    int want_label[8] = {7, 0, C, C, C, C, C, 2};
     for (int k = 0; k < 8; k++)
         assert_int_equal(f->recs[k].label, want_label[k]);
     assert_string_equal(sl__recfile_bad(f, 3),
