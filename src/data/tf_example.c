@@ -38,8 +38,8 @@ static void pb_free(void *ctx, void *p)
     free(q);
 }
 
-static const Tensorflow__Feature *find(const Tensorflow__Example *ex,
-                                       const char *key)
+static const Tensorflow__Feature *feature(const Tensorflow__Example *ex,
+                                          const char *key)
 {
     if (!ex->features)
         return NULL;
@@ -51,6 +51,27 @@ static const Tensorflow__Feature *find(const Tensorflow__Example *ex,
             hit = e->value;
     }
     return hit;
+}
+
+/* The first place in hay holding needle (len <= n): candidates by a short
+ * prefix (memmem), each checked whole. glibc's memmem with a whole image
+ * as the needle (two-way, long-needle tables) took 80 % of indexing. */
+static const uint8_t *find(const uint8_t *hay, size_t n, const uint8_t *needle,
+                           size_t len)
+{
+    if (len > n)
+        return NULL;
+    size_t pre = len < 16 ? len : 16, last = n - len; /* last start */
+    for (size_t at = 0; at <= last;) {
+        const uint8_t *hit = memmem(hay + at, last - at + pre, needle, pre);
+        if (!hit)
+            return NULL;
+        at = (size_t)(hit - hay);
+        if (!memcmp(hit + pre, needle + pre, len - pre))
+            return hit;
+        at++;
+    }
+    return NULL;
 }
 
 int sl__tfexample_parse(const uint8_t *p, size_t n, const uint8_t **img,
@@ -65,8 +86,8 @@ int sl__tfexample_parse(const uint8_t *p, size_t n, const uint8_t **img,
         return -1;
     }
     int rc = -1;
-    const Tensorflow__Feature *fi = find(ex, "image/encoded");
-    const Tensorflow__Feature *fl = find(ex, "image/class/label");
+    const Tensorflow__Feature *fi = feature(ex, "image/encoded");
+    const Tensorflow__Feature *fl = feature(ex, "image/class/label");
     if (!fi || fi->kind_case != TENSORFLOW__FEATURE__KIND_BYTES_LIST ||
         !fi->bytes_list || !fi->bytes_list->n_value) {
         snprintf(why, whylen, "no \"image/encoded\" bytes feature");
@@ -77,7 +98,7 @@ int sl__tfexample_parse(const uint8_t *p, size_t n, const uint8_t **img,
         const ProtobufCBinaryData *v = &fi->bytes_list->value[0];
         /* protobuf-c copies bytes fields; the same bytes lie verbatim in
          * the record, and any place holding them holds the image. */
-        const uint8_t *at = v->len ? memmem(p, n, v->data, v->len) : NULL;
+        const uint8_t *at = v->len ? find(p, n, v->data, v->len) : NULL;
         if (!v->len) {
             snprintf(why, whylen, "\"image/encoded\" is empty");
         } else if (!at) {
