@@ -192,7 +192,7 @@ def test_tfrecord_equals_folder(folder, tfrec, reference):
 def test_torch_dataloader(wds_tarfile, folder):
     torch = pytest.importorskip("torch")
     import sluice.torch as st
-    a = st.DataLoader(source=wds_tarfile, batch_size=B, image_size=S, seed=3)
+    a = st.DataLoader(wds_tarfile, batch_size=B, image_size=S, seed=3)  # a path: native
     b = st.DataLoader(source=folder, batch_size=B, image_size=S, seed=3)
     for (x1, y1), (x2, y2) in zip(a, b):
         assert torch.equal(x1, x2) and torch.equal(y1, y2)
