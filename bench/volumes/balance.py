@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "build" / "python"))
+sys.path.append(str(ROOT / "build" / "python"))  # after PYTHONPATH
 from sluice.volumes import DataLoader  # noqa: E402
 
 

@@ -149,7 +149,9 @@ typedef struct sl_volume_dataset sl_volume_dataset_t;
  *    with segmentation.nii.gz (or .nii) as its label; cases sorted by name;
  *  - a list file: one case per line, "IMAGE" or "IMAGE LABEL" (paths
  *    relative to the list's folder unless absolute; blank lines and lines
- *    starting with '#' skipped), named by the image path.
+ *    starting with '#' skipped), named by the image path;
+ *  - a pack of volumes (`sluice pack --volumes`): one record per case,
+ *    checked whole as every pack is (docs/FORMAT.md), named as packed.
  * A case without a label is an error naming it, unless opt->unlabeled; a
  * named file that does not exist is an error naming it and its line.
  * @return 0 and *out, or SL_ENOTFOUND / SL_EIO / SL_ECORRUPT / SL_ENOMEM /
@@ -163,14 +165,31 @@ SL_API int sl_volume_dataset_open(const char *path,
 SL_API void sl_volume_dataset_destroy(sl_volume_dataset_t *d);
 /** @return the number of cases. */
 SL_API int64_t sl_volume_dataset_count(const sl_volume_dataset_t *d);
-/** @return case i's name, its image path, its label path (NULL: none);
- *  NULL when i is out of range. Valid until the dataset is destroyed. */
+/** @return case i's name, its image path, its label path (NULL: none;
+ *  both NULL in a pack); NULL when i is out of range. Valid until the
+ *  dataset is destroyed. */
 SL_API const char *sl_volume_dataset_name(const sl_volume_dataset_t *d,
                                           int64_t i);
 SL_API const char *sl_volume_dataset_image(const sl_volume_dataset_t *d,
                                            int64_t i);
 SL_API const char *sl_volume_dataset_label(const sl_volume_dataset_t *d,
                                            int64_t i);
+/** @return 1 when case i has a label volume, else 0. */
+SL_API int sl_volume_dataset_has_label(const sl_volume_dataset_t *d, int64_t i);
+
+/**
+ * Loads case i: its image into *image and, when `label` is not NULL and the
+ * case has one, its label volume into *label (else *label = NULL), each as
+ * sl_volume_load with `opt` would (a pack's record is read and checked,
+ * refused unread if it needs more than opt->max_bytes). Any thread, also
+ * at once on one dataset. `opt` may be NULL.
+ * @return 0, or SL_E* with the file (or pack, shard, record) and the cause
+ *         in err; nothing is returned on failure.
+ */
+SL_API int sl_volume_dataset_load(const sl_volume_dataset_t *d, int64_t i,
+                                  const sl_volume_options_t *opt,
+                                  sl_volume_t **image, sl_volume_t **label,
+                                  char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

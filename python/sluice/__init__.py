@@ -14,7 +14,8 @@ PyTorch users: `sluice.torch.DataLoader` (imports torch only when used).
 
 Volumes: `sluice.load_volume(path)` gives a NIfTI-1/-2 file's (array,
 affine) as nibabel does (`orient="ras"`: as_closest_canonical);
-`sluice.volume_info`, `sluice.volume_dataset` (KiTS19 layout, list files).
+`sluice.volume_info`; `sluice.VolumeDataset` (KiTS19 layout, list files,
+packs of volumes) loads cases.
 
 `sluice.analyze` and `sluice.calibrate` are the `sluice analyze` and
 `sluice calibrate` tools as calls returning dicts.
@@ -26,8 +27,9 @@ from . import _sluice
 from ._sluice import (Error, Loader, TextLoader, image_info, image_transform, load_volume,
                       version, volume_dataset, volume_info)
 
-__all__ = ["Error", "Loader", "TextLoader", "analyze", "calibrate", "image_info",
-           "image_transform", "load_volume", "version", "volume_dataset", "volume_info"]
+__all__ = ["Error", "Loader", "TextLoader", "VolumeDataset", "analyze", "calibrate",
+           "image_info", "image_transform", "load_volume", "version", "volume_dataset",
+           "volume_info"]
 __version__ = version
 
 
@@ -59,6 +61,40 @@ def analyze(source, *, step_ms=None, rate=None, sweep=False, batch_size=None,
     text = _sluice._analyze(os.fspath(source), sweep=sweep, dtype=dtype, verbose=verbose,
                             **{k: v for k, v in opt.items() if v is not None})
     return json.loads(text)
+
+
+class VolumeDataset:
+    """A volume dataset: a KiTS19-layout folder (CASE/imaging.nii.gz +
+    CASE/segmentation.nii.gz), a list file of "IMAGE [LABEL]" lines, or a
+    pack written by `sluice pack --volumes`. A case without a label volume
+    is an error unless `unlabeled`.
+
+        ds = sluice.VolumeDataset("kits19/data")
+        (image, affine), (label, label_affine) = ds[0]
+
+    `ds.cases`: [(name, image_path, label_path, has_label)] (paths None in
+    a pack). `ds.load(i, orient="stored", native=False, max_bytes=None)`:
+    the image and its label volume (None, None when it has none) as
+    `load_volume` gives them; several threads may load at once (the GIL is
+    released)."""
+
+    def __init__(self, path, unlabeled=False):
+        self._h = _sluice._volume_dataset_open(os.fspath(path), bool(unlabeled))
+        self.cases = _sluice._volume_dataset_cases(self._h)
+
+    def __len__(self):
+        return len(self.cases)
+
+    def load(self, i, orient="stored", native=False, max_bytes=None):
+        if max_bytes is not None and max_bytes < 0:
+            raise ValueError("max_bytes must be >= 0")
+        return _sluice._volume_dataset_load(self._h, i, orient, bool(native),
+                                            int(max_bytes or 0))
+
+    def __getitem__(self, i):
+        if i < 0:
+            i += len(self)
+        return self.load(i)
 
 
 def _zero_as_none(name, v):

@@ -24,6 +24,13 @@ static int npy_type(int dtype)
     }
 }
 
+/* A new reference to None (Py_NewRef is 3.10+; the package supports 3.9). */
+static PyObject *none_ref(void)
+{
+    Py_INCREF(Py_None);
+    return Py_None;
+}
+
 static void free_capsule(PyObject *cap)
 {
     sl_volume_free(PyCapsule_GetPointer(cap, "sluice.volume"));
@@ -63,6 +70,8 @@ static int parse_orient(const char *s, int *orient)
                  s);
     return -1;
 }
+
+static PyObject *as_arrays(sl_volume_t *v);
 
 static PyObject *affine_array(const sl_volume_t *v)
 {
@@ -106,31 +115,7 @@ static PyObject *load_volume(PyObject *self, PyObject *args, PyObject *kw)
     o.native = native;
     o.max_bytes = max_bytes;
     sl_volume_t *v = load(path, &o);
-    if (!v)
-        return NULL;
-    PyObject *cap = PyCapsule_New(v, "sluice.volume", free_capsule);
-    if (!cap) {
-        sl_volume_free(v);
-        return NULL;
-    }
-    npy_intp dims[4];
-    for (int i = 0; i < v->ndim; i++)
-        dims[i] = (npy_intp)v->dim[i];
-    PyObject *arr =
-        PyArray_New(&PyArray_Type, v->ndim, dims, npy_type(v->dtype), NULL,
-                    v->data, 0, NPY_ARRAY_FARRAY, NULL);
-    if (!arr || PyArray_SetBaseObject((PyArrayObject *)arr, cap)) {
-        Py_XDECREF(arr);
-        if (!arr)
-            Py_DECREF(cap);
-        return NULL;
-    }
-    PyObject *aff = affine_array(v);
-    if (!aff) {
-        Py_DECREF(arr);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", arr, aff);
+    return v ? as_arrays(v) : NULL;
 }
 
 PyDoc_STRVAR(volume_info_doc,
@@ -221,7 +206,7 @@ static PyObject *volume_dataset(PyObject *self, PyObject *args, PyObject *kw)
         PyObject *t = Py_BuildValue(
             "(NNN)", PyUnicode_DecodeFSDefault(sl_volume_dataset_name(ds, i)),
             PyUnicode_DecodeFSDefault(sl_volume_dataset_image(ds, i)),
-            lab ? PyUnicode_DecodeFSDefault(lab) : Py_NewRef(Py_None));
+            lab ? PyUnicode_DecodeFSDefault(lab) : none_ref());
         if (!t) {
             Py_CLEAR(list);
             break;
@@ -232,7 +217,146 @@ static PyObject *volume_dataset(PyObject *self, PyObject *args, PyObject *kw)
     return list;
 }
 
+/* ---- datasets as a handle: sluice.VolumeDataset (sluice/__init__.py) */
+
+static void free_dataset(PyObject *cap)
+{
+    sl_volume_dataset_destroy(PyCapsule_GetPointer(cap, "sluice.dataset"));
+}
+
+static PyObject *dataset_open(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *path, *b = NULL;
+    int unlabeled = 0;
+    if (!PyArg_ParseTuple(args, "Op", &path, &unlabeled) ||
+        !PyUnicode_FSConverter(path, &b))
+        return NULL;
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    o.unlabeled = unlabeled;
+    sl_volume_dataset_t *ds = NULL;
+    char err[1024] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_volume_dataset_open(PyBytes_AS_STRING(b), &o, &ds, err, sizeof err);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(b);
+    if (rc)
+        return slpy_raise(rc, err, 0);
+    PyObject *cap = PyCapsule_New(ds, "sluice.dataset", free_dataset);
+    if (!cap)
+        sl_volume_dataset_destroy(ds);
+    return cap;
+}
+
+/* The array of a loaded volume (owning it) and its affine. */
+static PyObject *as_arrays(sl_volume_t *v)
+{
+    PyObject *cap = PyCapsule_New(v, "sluice.volume", free_capsule);
+    if (!cap) {
+        sl_volume_free(v);
+        return NULL;
+    }
+    npy_intp dims[4];
+    for (int i = 0; i < v->ndim; i++)
+        dims[i] = (npy_intp)v->dim[i];
+    PyObject *arr =
+        PyArray_New(&PyArray_Type, v->ndim, dims, npy_type(v->dtype), NULL,
+                    v->data, 0, NPY_ARRAY_FARRAY, NULL);
+    if (!arr || PyArray_SetBaseObject((PyArrayObject *)arr, cap)) {
+        Py_XDECREF(arr);
+        if (!arr)
+            Py_DECREF(cap);
+        return NULL;
+    }
+    PyObject *aff = affine_array(v);
+    if (!aff) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", arr, aff);
+}
+
+static PyObject *dataset_load(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *cap;
+    long long i, max_bytes;
+    const char *orient;
+    int native;
+    if (!PyArg_ParseTuple(args, "OLzpL", &cap, &i, &orient, &native,
+                          &max_bytes))
+        return NULL;
+    sl_volume_dataset_t *ds = PyCapsule_GetPointer(cap, "sluice.dataset");
+    if (!ds)
+        return NULL;
+    if (i < 0 || i >= sl_volume_dataset_count(ds))
+        return PyErr_Format(PyExc_IndexError, "case %lld of %lld", i,
+                            (long long)sl_volume_dataset_count(ds));
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    if (parse_orient(orient, &o.orient))
+        return NULL;
+    o.native = native;
+    o.max_bytes = max_bytes;
+    sl_volume_t *img = NULL, *lab = NULL;
+    char err[1024] = "";
+    int rc;
+    Py_BEGIN_ALLOW_THREADS;
+    rc = sl_volume_dataset_load(ds, i, &o, &img, &lab, err, sizeof err);
+    Py_END_ALLOW_THREADS;
+    if (rc)
+        return slpy_raise(rc, err, 0);
+    PyObject *a = as_arrays(img), *b = NULL;
+    if (!a) {
+        sl_volume_free(lab);
+        return NULL;
+    }
+    if (lab && !(b = as_arrays(lab))) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    if (!b)
+        b = Py_BuildValue("(OO)", Py_None, Py_None);
+    PyObject *r = b ? Py_BuildValue("(OO)", a, b) : NULL;
+    Py_DECREF(a);
+    Py_XDECREF(b);
+    return r;
+}
+
+static PyObject *dataset_cases(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    sl_volume_dataset_t *ds = PyCapsule_GetPointer(arg, "sluice.dataset");
+    if (!ds)
+        return NULL;
+    int64_t n = sl_volume_dataset_count(ds);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; list && i < n; i++) {
+        const char *img = sl_volume_dataset_image(ds, i);
+        const char *lab = sl_volume_dataset_label(ds, i);
+        PyObject *t = Py_BuildValue(
+            "(NNNO)", PyUnicode_DecodeFSDefault(sl_volume_dataset_name(ds, i)),
+            img ? PyUnicode_DecodeFSDefault(img) : none_ref(),
+            lab ? PyUnicode_DecodeFSDefault(lab) : none_ref(),
+            sl_volume_dataset_has_label(ds, i) ? Py_True : Py_False);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
 static PyMethodDef volume_methods[] = {
+    {"_volume_dataset_open", dataset_open, METH_VARARGS,
+     "Private: a volume dataset handle (sluice.VolumeDataset)."},
+    {"_volume_dataset_cases", dataset_cases, METH_O,
+     "Private: [(name, image, label, has_label)] of a dataset handle."},
+    {"_volume_dataset_load", dataset_load, METH_VARARGS,
+     "Private: ((image, affine), (label, affine) or (None, None))."},
     {"load_volume", (PyCFunction)(void (*)(void))load_volume,
      METH_VARARGS | METH_KEYWORDS, load_volume_doc},
     {"volume_info", (PyCFunction)(void (*)(void))volume_info,

@@ -15,8 +15,9 @@ int sl__cmd_plot(int argc, char **argv);
 int sl__cmd_top(int argc, char **argv);
 int sl__cmd_tokenize(int argc, char **argv);
 int sl__cmd_train_policy(int argc, char **argv);
-int sl__cmd_text(int argc, char **argv);      /* run/bench --task */
-int sl__cmd_pack_text(int argc, char **argv); /* pack --text */
+int sl__cmd_text(int argc, char **argv);         /* run/bench --task */
+int sl__cmd_pack_text(int argc, char **argv);    /* pack --text */
+int sl__cmd_pack_volumes(int argc, char **argv); /* pack --volumes */
 int sl__cmd_calibrate(int argc, char **argv);
 int sl__cmd_simulate(int argc, char **argv);
 int sl__cmd_volume(int argc, char **argv); /* volume info / list */

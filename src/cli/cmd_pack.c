@@ -48,7 +48,7 @@ static const sl__opts_t pack_usage = {
     2,
     2,
     "  --codec: none unless given; sluice pack --text --help: text "
-    "documents\n"
+    "documents;\n  sluice pack --volumes --help: NIfTI volumes\n"
     "  --format webdataset|tfrecord: OUT new or empty; --codec and the\n"
     "  manifest are for sluice shards only\n"};
 
@@ -99,6 +99,8 @@ int sl__cmd_pack(int argc, char **argv)
     for (int i = 1; i < argc; i++) /* text documents: cmd_pack_text.c */
         if (!strcmp(argv[i], "--text"))
             return sl__cmd_pack_text(argc, argv);
+        else if (!strcmp(argv[i], "--volumes")) /* cmd_pack_volumes.c */
+            return sl__cmd_pack_volumes(argc, argv);
     sl__pack_out_t ps = {.codec = SL_CODEC_NONE,
                          .shard_size = SL__PACK_SHARD_SIZE};
     pack_args_t args = {0};

@@ -40,7 +40,8 @@ static const sl__opts_t info_usage = {
 static const sl__opts_t list_usage = {
     "PATH [--unlabeled]",
     "  PATH: a folder of CASE/imaging.nii.gz + CASE/segmentation.nii.gz\n"
-    "        (KiTS19), or a list file of 'IMAGE [LABEL]' lines\n",
+    "        (KiTS19), a list file of 'IMAGE [LABEL]' lines, or a pack\n"
+    "        (sluice pack --volumes)\n",
     {list_opts},
     "one PATH",
     1,
@@ -161,10 +162,15 @@ static int cmd_list(int argc, char **argv)
     }
     int64_t n = sl_volume_dataset_count(d), labeled = 0;
     for (int64_t i = 0; i < n; i++) {
+        const char *img = sl_volume_dataset_image(d, i);
         const char *lab = sl_volume_dataset_label(d, i);
-        labeled += lab != NULL;
+        int has = sl_volume_dataset_has_label(d, i);
+        labeled += has;
         printf("%s\t%s\t%s\n", sl_volume_dataset_name(d, i),
-               sl_volume_dataset_image(d, i), lab ? lab : "-");
+               img ? img : "(packed)",
+               lab   ? lab
+               : has ? "(packed)"
+                     : "-");
     }
     fprintf(stderr, "%" PRId64 " cases, %" PRId64 " with a label\n", n,
             labeled);

@@ -94,8 +94,11 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     sl_volume_options_init(&vo);
     vo.header_only = 1;
     sl_volume_t *v = NULL;
+    /* files or a pack's record alike (a pack has no paths) */
     const char *path = sl_volume_dataset_image(l->ds, c);
-    int rc = sl_volume_load(path, &vo, &v, err, errlen);
+    if (!path)
+        path = sl_volume_dataset_name(l->ds, c);
+    int rc = sl_volume_dataset_load(l->ds, c, &vo, &v, NULL, err, errlen);
     if (rc)
         return rc;
     vcase_t *k = &l->cases[c];
@@ -133,12 +136,14 @@ static int offline(sl_vloader_t *l, int64_t c, float **img_out,
     vcase_t *k = &l->cases[c];
     const char *ip = sl_volume_dataset_image(l->ds, c);
     const char *lp = sl_volume_dataset_label(l->ds, c);
+    if (!ip) /* a pack: messages name the case */
+        ip = sl_volume_dataset_name(l->ds, c);
+    if (!lp && sl_volume_dataset_has_label(l->ds, c))
+        lp = ip;
     sl_volume_t *iv = NULL, *lv = NULL;
     float *ri = NULL, *pi = NULL;
     uint8_t *lb = NULL, *rl = NULL, *pl = NULL;
-    int rc = sl_volume_load(ip, NULL, &iv, err, errlen);
-    if (!rc && lp)
-        rc = sl_volume_load(lp, NULL, &lv, err, errlen);
+    int rc = sl_volume_dataset_load(l->ds, c, NULL, &iv, &lv, err, errlen);
     if (rc)
         goto out;
     int64_t rd[3], pd[3];

@@ -1,9 +1,11 @@
 /* volume/dataset: a list of volume cases (sluice/volume.h): a folder in
- * the KiTS19 layout (CASE/imaging.nii.gz + CASE/segmentation.nii.gz) or a
- * list file ("IMAGE [LABEL]" per line). Only names are read here; loading
- * a case is sl_volume_load of its paths. */
+ * the KiTS19 layout (CASE/imaging.nii.gz + CASE/segmentation.nii.gz), a
+ * list file ("IMAGE [LABEL]" per line), or a pack of volume records
+ * (`sluice pack --volumes`: one record per case, volume/volrec). Opening
+ * reads names only; sl_volume_dataset_load reads a case. */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,10 @@
 #include "base/abi.h"
 #include "base/alloc.h"
 #include "base/base.h"
+#include "data/pack_dir.h"
 #include "sluice/volume.h"
+#include "vol_internal.h"
+#include "volrec.h"
 
 #define LIST_MAX_BYTES (64 << 20) /* a list file larger is refused */
 
@@ -21,8 +26,12 @@ struct sl_volume_dataset {
     int64_t n;
     size_t cap;
     struct vcase {
-        char *name, *image, *label;
+        char *name, *image, *label; /* paths; NULL in a pack */
+        int has_label;
+        int shard; /* a pack's: the record's shard (-1: files) and index */
+        uint64_t record;
     } * c;
+    sl__pack_dir_t pack; /* a pack's shards (nshards 0 otherwise) */
 };
 
 /* KiTS19's names; .nii.gz first. */
@@ -44,7 +53,7 @@ static int add(sl_volume_dataset_t *d, const char *name, char *image,
         free(nm), free(image), free(label);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
-    d->c[d->n++] = (struct vcase){nm, image, label};
+    d->c[d->n++] = (struct vcase){nm, image, label, label != NULL, -1, 0};
     return 0;
 }
 
@@ -238,6 +247,41 @@ static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,
     return rc;
 }
 
+/* A pack of volume records: a record's label field says whether the case
+ * has a label volume (1) or not (0). */
+static int open_pack(sl_volume_dataset_t *d, const char *path, int unlabeled,
+                     char *err, size_t errlen)
+{
+    int rc = sl__pack_dir_open(path, SL__PACK_STRICT, &d->pack, err, errlen);
+    for (int s = 0; !rc && s < d->pack.nshards; s++) {
+        const sl__shard_t *sh = d->pack.shards[s];
+        for (uint64_t i = 0; !rc && i < sl__shard_count(sh); i++) {
+            const sl__shard_entry_t *e = sl__shard_entry(sh, i);
+            if (e->label != 0 && e->label != 1)
+                rc = sl__fail(err, errlen, SL_ECORRUPT,
+                              "%s: record %" PRIu64 " (%s): label %" PRId64
+                              " (a volume record's is 1 with a label "
+                              "volume, 0 without): not a pack of volumes?",
+                              sl__shard_path(sh), i, e->name, e->label);
+            else if (!e->label && !unlabeled)
+                rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                              "%s: record %" PRIu64 " (%s) has no label "
+                              "volume; a dataset of cases without labels "
+                              "must say so (unlabeled)",
+                              sl__shard_path(sh), i, e->name);
+            else if (!(rc = add(d, e->name, NULL, NULL, err, errlen))) {
+                d->c[d->n - 1].has_label = (int)e->label;
+                d->c[d->n - 1].shard = s;
+                d->c[d->n - 1].record = i;
+            }
+        }
+    }
+    if (!rc && d->n == 0)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: a pack of no volume",
+                      path);
+    return rc;
+}
+
 int sl_volume_dataset_open(const char *path, const sl_volume_options_t *opt,
                            sl_volume_dataset_t **out, char *err, size_t errlen)
 {
@@ -251,7 +295,7 @@ int sl_volume_dataset_open(const char *path, const sl_volume_options_t *opt,
                         "sl_volume_dataset_open: path and out are required");
     sl_volume_options_t o;
     sl__abi_init(&o, sizeof o);
-    if (opt && sl__abi_in(&o, sizeof o, opt, sizeof(size_t) + sizeof(int),
+    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
                           "sl_volume_options", err, errlen))
         return SL_EINVAL;
     struct stat st;
@@ -261,8 +305,10 @@ int sl_volume_dataset_open(const char *path, const sl_volume_options_t *opt,
     sl_volume_dataset_t *d = calloc(1, sizeof *d);
     if (!d)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    int rc = S_ISDIR(st.st_mode) ? open_kits(d, path, o.unlabeled, err, errlen)
-                                 : open_list(d, path, o.unlabeled, err, errlen);
+    int rc = !S_ISDIR(st.st_mode) ? open_list(d, path, o.unlabeled, err, errlen)
+             : sl__pack_dir_holds(path)
+                 ? open_pack(d, path, o.unlabeled, err, errlen)
+                 : open_kits(d, path, o.unlabeled, err, errlen);
     if (rc) {
         sl_volume_dataset_destroy(d);
         return rc;
@@ -278,6 +324,7 @@ void sl_volume_dataset_destroy(sl_volume_dataset_t *d)
     for (int64_t i = 0; i < d->n; i++)
         free(d->c[i].name), free(d->c[i].image), free(d->c[i].label);
     free(d->c);
+    sl__pack_dir_close(&d->pack);
     free(d);
 }
 
@@ -299,4 +346,96 @@ const char *sl_volume_dataset_image(const sl_volume_dataset_t *d, int64_t i)
 const char *sl_volume_dataset_label(const sl_volume_dataset_t *d, int64_t i)
 {
     return d && i >= 0 && i < d->n ? d->c[i].label : NULL;
+}
+
+int sl_volume_dataset_has_label(const sl_volume_dataset_t *d, int64_t i)
+{
+    return d && i >= 0 && i < d->n ? d->c[i].has_label : 0;
+}
+
+/* max_bytes as a hook for the shard reader: a record whose buffers would
+ * pass it is refused unread. */
+static int admit_cap(void *ctx, int64_t bytes, char *err, size_t errlen)
+{
+    int64_t cap = *(const int64_t *)ctx;
+    if (bytes <= cap)
+        return 0;
+    return sl__fail(err, errlen, SL_ENOMEM,
+                    "reading it needs %.1f MB, max_bytes allows %.1f MB",
+                    (double)bytes / 1e6, (double)cap / 1e6);
+}
+
+static int load_packed(const sl_volume_dataset_t *d, int64_t i,
+                       const sl_volume_options_t *o, sl_volume_t **image,
+                       sl_volume_t **label, char *err, size_t errlen)
+{
+    const struct vcase *c = &d->c[i];
+    const sl__shard_t *sh = d->pack.shards[c->shard];
+    sl__bytes_t rec = {0}, scratch = {0};
+    int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
+    sl__admit_t admit = {admit_cap, &cap};
+    char why[1024], name[1024];
+    int rc = sl__shard_read_admit(sh, c->record, &rec, &scratch, &admit, NULL,
+                                  err, errlen);
+    sl__bytes_free(&scratch);
+    sl__volrec_t r;
+    if (!rc && (rc = sl__volrec_parse(rec.p, rec.n, &r, why, sizeof why)))
+        sl__fail(err, errlen, rc, "%s: record %" PRIu64 " (%s): %s",
+                 sl__shard_path(sh), c->record, c->name, why);
+    if (!rc && r.count != 1 + c->has_label)
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: record %" PRIu64 " (%s): %d volumes, its index "
+                      "says %d",
+                      sl__shard_path(sh), c->record, c->name, r.count,
+                      1 + c->has_label);
+    for (int k = 0; !rc && k < r.count; k++) {
+        sl_volume_t **dst = k ? label : image;
+        if (!dst)
+            continue;
+        snprintf(name, sizeof name, "%s: record %" PRIu64 " (%s): %s",
+                 sl__shard_path(sh), c->record, c->name, k ? "label" : "image");
+        rc = sl__nifti_load_mem(r.part[k].hdr, r.part[k].hlen, r.part[k].data,
+                                (size_t)r.part[k].dlen, name, o, NULL, dst, err,
+                                errlen);
+    }
+    sl__bytes_free(&rec);
+    return rc;
+}
+
+int sl_volume_dataset_load(const sl_volume_dataset_t *d, int64_t i,
+                           const sl_volume_options_t *opt, sl_volume_t **image,
+                           sl_volume_t **label, char *err, size_t errlen)
+{
+    char scratch[1];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (image)
+        *image = NULL;
+    if (label)
+        *label = NULL;
+    if (!d || i < 0 || i >= d->n || !image)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "sl_volume_dataset_load: no case %" PRId64, i);
+    sl_volume_options_t o;
+    sl__abi_init(&o, sizeof o);
+    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
+                          "sl_volume_options", err, errlen))
+        return SL_EINVAL;
+    int rc;
+    if (d->c[i].shard >= 0) {
+        rc = load_packed(d, i, &o, image, label, err, errlen);
+    } else {
+        rc = sl_volume_load(d->c[i].image, &o, image, err, errlen);
+        if (!rc && label && d->c[i].label)
+            rc = sl_volume_load(d->c[i].label, &o, label, err, errlen);
+    }
+    if (rc) {
+        sl_volume_free(*image);
+        *image = NULL;
+        if (label) {
+            sl_volume_free(*label);
+            *label = NULL;
+        }
+    }
+    return rc;
 }

@@ -257,6 +257,8 @@ static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
 {
     int r = gzread(gz, p, (unsigned)n), zerr;
     const char *msg = gzerror(gz, &zerr);
+    if (!strncmp(msg, "<fd:", 4) && strstr(msg, ": ")) /* gzdopen's name */
+        msg = strstr(msg, ": ") + 2;
     /* zlib reports a gzip stream cut short (Z_BUF_ERROR) only here: gzread
      * returns what it got, then 0, as at a proper end. */
     if (r >= 0 && zerr != Z_BUF_ERROR)
@@ -275,13 +277,23 @@ static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
     return -1;
 }
 
-int sl__nifti_read(int fd, const char *name, int64_t file_size,
-                   const sl_volume_options_t *o, const sl__admit_t *admit,
-                   sl_volume_t **out, char *err, size_t errlen)
+/* An open NIfTI file: the header read, decoded and checked against the
+ * file's size (and the gzip bound); the stream stands just past the
+ * header. */
+typedef struct nstream {
+    gzFile gz;
+    int gzip;
+    sl__volhdr_t h;
+    unsigned char hb[SL__NIFTI2_HDR]; /* the header's bytes, as stored */
+    size_t hlen;                      /* 348 or 540 */
+} nstream_t;
+
+static int ns_open(int fd, const char *name, int64_t file_size, nstream_t *s,
+                   char *err, size_t errlen)
 {
-    *out = NULL;
+    memset(s, 0, sizeof *s);
     unsigned char magic[2] = {0, 0};
-    int gzip =
+    s->gzip =
         pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     int dfd = dup(fd); /* gzclose closes it; it shares fd's offset */
     if (dfd >= 0 && lseek(dfd, 0, SEEK_SET) != 0) {
@@ -291,127 +303,284 @@ int sl__nifti_read(int fd, const char *name, int64_t file_size,
     if (dfd < 0)
         return sl__fail(err, errlen, sl__errno_code(errno, SL_EIO), "%s: %s",
                         name, strerror(errno));
-    gzFile gz = gzdopen(dfd, "rb");
-    if (!gz) {
+    s->gz = gzdopen(dfd, "rb");
+    if (!s->gz) {
         close(dfd);
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
     }
-    gzbuffer(gz, 128 << 10);
+    gzbuffer(s->gz, 128 << 10);
     int code = 0;
-    sl_volume_t *v = NULL;
-    unsigned char *piece = NULL;
-    unsigned char hb[SL__NIFTI2_HDR];
-    int64_t got = gz_read(gz, hb, sizeof hb, name, err, errlen, &code);
+    int64_t got = gz_read(s->gz, s->hb, sizeof s->hb, name, err, errlen, &code);
     if (got < 0)
-        goto out;
-    sl__volhdr_t h;
+        return code;
+    sl__volhdr_t *h = &s->h;
     char why[512];
-    if ((code = sl__nifti_header(hb, (size_t)got, &h, why, sizeof why))) {
-        sl__fail(err, errlen, code, "%s: %s", name, why);
-        goto out;
-    }
+    if ((code = sl__nifti_header(s->hb, (size_t)got, h, why, sizeof why)))
+        return sl__fail(err, errlen, code, "%s: %s", name, why);
+    s->hlen = h->version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR;
     /* The data must fit in the file before anything is allocated. */
-    int64_t need = h.vox_offset + h.nbytes; /* each < 2^62 */
-    if (!gzip && need > file_size) {
-        code = sl__fail(
-            err, errlen, SL_ECORRUPT,
-            "%s: truncated, or a header that lies: its %" PRId64 " x %" PRId64
-            " x %" PRId64 " x %" PRId64 " %s values need %" PRId64
-            " bytes from offset %" PRId64 ", the file has %" PRId64,
-            name, h.dim[0], h.dim[1], h.dim[2], h.dim[3],
-            sl_volume_dtype_name(h.dtype), h.nbytes, h.vox_offset, file_size);
-        goto out;
-    }
-    if (gzip && need / SL__GZ_MAX_RATIO > file_size) {
-        code = sl__fail(err, errlen, SL_ECORRUPT,
+    int64_t need = h->vox_offset + h->nbytes; /* each < 2^62 */
+    if (!s->gzip && need > file_size)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: truncated, or a header that lies: its %" PRId64
+                        " x %" PRId64 " x %" PRId64 " x %" PRId64
+                        " %s values need %" PRId64 " bytes from offset %" PRId64
+                        ", the file has %" PRId64,
+                        name, h->dim[0], h->dim[1], h->dim[2], h->dim[3],
+                        sl_volume_dtype_name(h->dtype), h->nbytes,
+                        h->vox_offset, file_size);
+    if (s->gzip && need / SL__GZ_MAX_RATIO > file_size)
+        return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: a header that lies: its %" PRId64 " x %" PRId64
                         " x %" PRId64 " x %" PRId64 " %s values need %" PRId64
                         " bytes, more than a gzip file of %" PRId64
                         " bytes can hold (%d:1 at most)",
-                        name, h.dim[0], h.dim[1], h.dim[2], h.dim[3],
-                        sl_volume_dtype_name(h.dtype), need, file_size,
+                        name, h->dim[0], h->dim[1], h->dim[2], h->dim[3],
+                        sl_volume_dtype_name(h->dtype), need, file_size,
                         SL__GZ_MAX_RATIO);
-        goto out;
-    }
-    sl__vol_plan_t plan;
-    if ((code = sl__volume_make(&h, o, &v, &plan, why, sizeof why))) {
-        sl__fail(err, errlen, code, "%s: %s", name, why);
-        goto out;
-    }
-    v->compressed = gzip;
-    if (o->header_only)
-        goto out;
+    return 0;
+}
 
-    size_t osz = sl_volume_dtype_size(v->dtype);
-    int64_t out_bytes = h.nvox * (int64_t)osz;
-    int64_t piece_bytes = h.nbytes < PIECE ? h.nbytes : PIECE;
-    int64_t total = out_bytes + piece_bytes;
+static void ns_close(nstream_t *s)
+{
+    if (s->gz)
+        gzclose(s->gz);
+    s->gz = NULL;
+}
+
+/* Reads the data into dst (nbytes, as stored: the file's byte order), in
+ * pieces, then reaches the gzip member's end so its CRC-32 is checked. */
+static int ns_data(nstream_t *s, const char *name, unsigned char *dst,
+                   char *err, size_t errlen)
+{
+    const sl__volhdr_t *h = &s->h;
+    int code = 0;
+    if (gzseek(s->gz, h->vox_offset, SEEK_SET) < 0)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: cannot reach the data at offset %" PRId64, name,
+                        h->vox_offset);
+    int64_t done = 0;
+    while (done < h->nbytes) {
+        int64_t left = h->nbytes - done;
+        size_t want = (size_t)(left < PIECE ? left : PIECE);
+        int64_t r = gz_read(s->gz, dst + done, want, name, err, errlen, &code);
+        if (r < 0)
+            return code;
+        if (r == 0)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: truncated: the data ends after %" PRId64
+                            " of its %" PRId64 " bytes (offset %" PRId64 ")",
+                            name, done, h->nbytes, h->vox_offset);
+        done += r;
+    }
+    if (s->gzip) {
+        unsigned char one;
+        if (gz_read(s->gz, &one, 1, name, err, errlen, &code) < 0)
+            return code;
+    }
+    return 0;
+}
+
+/* What a load allocates, checked against max_bytes and admit. */
+static int budget(const sl_volume_options_t *o, const sl__admit_t *admit,
+                  int64_t total, const sl_volume_t *v, const char *name,
+                  char *err, size_t errlen)
+{
     int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
-    if (total > cap) {
-        code = sl__fail(err, errlen, SL_ENOMEM,
+    if (total > cap)
+        return sl__fail(err, errlen, SL_ENOMEM,
                         "%s: loading it needs %.1f MB (%" PRId64 " x %" PRId64
                         " x %" PRId64 " x %" PRId64 " %s), max_bytes allows "
                         "%.1f MB",
                         name, (double)total / 1e6, v->dim[0], v->dim[1],
                         v->dim[2], v->dim[3], sl_volume_dtype_name(v->dtype),
                         (double)cap / 1e6);
+    char why[512];
+    int code = sl__admit(admit, total, why, sizeof why);
+    return code ? sl__fail(err, errlen, code, "%s: %s", name, why) : 0;
+}
+
+/* Converts stored values (count of them from element `first`) into v by
+ * the plan, swapping bytes first when the file's order is not ours (in
+ * place: p is scratch). */
+static void feed(const sl__volhdr_t *h, const sl__vol_plan_t *plan,
+                 unsigned char *p, int64_t first, int64_t count, void *out)
+{
+    if (h->swapped && h->nbyper > 1)
+        nifti_swap_Nbytes(count, h->nbyper, p);
+    sl__vol_convert(plan, p, first, count, out);
+}
+
+int sl__nifti_read(int fd, const char *name, int64_t file_size,
+                   const sl_volume_options_t *o, const sl__admit_t *admit,
+                   sl_volume_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    nstream_t s;
+    sl_volume_t *v = NULL;
+    unsigned char *piece = NULL;
+    int code = ns_open(fd, name, file_size, &s, err, errlen);
+    if (code)
         goto out;
-    }
-    if ((code = sl__admit(admit, total, why, sizeof why))) {
+    const sl__volhdr_t *h = &s.h;
+    sl__vol_plan_t plan;
+    char why[512];
+    if ((code = sl__volume_make(h, o, &v, &plan, why, sizeof why))) {
         sl__fail(err, errlen, code, "%s: %s", name, why);
         goto out;
     }
+    v->compressed = s.gzip;
+    if (o->header_only)
+        goto out;
+    int64_t out_bytes = h->nvox * (int64_t)sl_volume_dtype_size(v->dtype);
+    int64_t piece_bytes = h->nbytes < PIECE ? h->nbytes : PIECE;
+    if ((code =
+             budget(o, admit, out_bytes + piece_bytes, v, name, err, errlen)))
+        goto out;
     v->data = malloc(out_bytes ? (size_t)out_bytes : 1);
     piece = malloc((size_t)piece_bytes + 8);
     if (!v->data || !piece) {
         code = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
-                        name, (double)total / 1e6);
+                        name, (double)(out_bytes + piece_bytes) / 1e6);
         goto out;
     }
     v->data_bytes = (size_t)out_bytes;
-    if (gzseek(gz, h.vox_offset, SEEK_SET) < 0) {
+    if (gzseek(s.gz, h->vox_offset, SEEK_SET) < 0) {
         code = sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: cannot reach the data at offset %" PRId64, name,
-                        h.vox_offset);
+                        h->vox_offset);
         goto out;
     }
+    /* The data straight into the output, a piece at a time: no full-size
+     * copy of the stored values. */
     int64_t done = 0; /* stored values converted */
     size_t carry = 0; /* bytes of a value split between two pieces */
-    while (done < h.nvox) {
-        int64_t left = (h.nvox - done) * h.nbyper - (int64_t)carry;
+    while (done < h->nvox) {
+        int64_t left = (h->nvox - done) * h->nbyper - (int64_t)carry;
         size_t want = (size_t)(left < piece_bytes ? left : piece_bytes);
-        int64_t r = gz_read(gz, piece + carry, want, name, err, errlen, &code);
+        int64_t r =
+            gz_read(s.gz, piece + carry, want, name, err, errlen, &code);
         if (r < 0)
             goto out;
         if (r == 0) {
             code = sl__fail(err, errlen, SL_ECORRUPT,
                             "%s: truncated: the data ends after %" PRId64
                             " of its %" PRId64 " bytes (offset %" PRId64 ")",
-                            name, done * h.nbyper + (int64_t)carry, h.nbytes,
-                            h.vox_offset);
+                            name, done * h->nbyper + (int64_t)carry, h->nbytes,
+                            h->vox_offset);
             goto out;
         }
         size_t have = carry + (size_t)r;
-        int64_t count = (int64_t)(have / (size_t)h.nbyper);
-        if (h.swapped && h.nbyper > 1)
-            nifti_swap_Nbytes(count, h.nbyper, piece);
-        sl__vol_convert(&plan, piece, done, count, v->data);
+        int64_t count = (int64_t)(have / (size_t)h->nbyper);
+        feed(h, &plan, piece, done, count, v->data);
         done += count;
-        carry = have - (size_t)count * (size_t)h.nbyper;
+        carry = have - (size_t)count * (size_t)h->nbyper;
         memmove(piece, piece + have - carry, carry);
     }
-    if (gzip) { /* reach the member's end so its CRC-32 is checked */
+    if (s.gzip) { /* reach the member's end so its CRC-32 is checked */
         unsigned char one;
-        if (gz_read(gz, &one, 1, name, err, errlen, &code) < 0)
+        if (gz_read(s.gz, &one, 1, name, err, errlen, &code) < 0)
             goto out;
     }
 out:
-    gzclose(gz);
+    ns_close(&s);
     free(piece);
     if (code) {
         sl_volume_free(v);
         return code;
     }
+    *out = v;
+    return 0;
+}
+
+int sl__nifti_read_stored(int fd, const char *name, int64_t file_size,
+                          int64_t max_bytes, sl__bytes_t *out, size_t *hlen,
+                          int64_t *dlen, char *err, size_t errlen)
+{
+    nstream_t s;
+    int code = ns_open(fd, name, file_size, &s, err, errlen);
+    if (!code) {
+        int64_t cap = max_bytes > 0 ? max_bytes : (INT64_C(4) << 30);
+        size_t need = s.hlen + (size_t)s.h.nbytes;
+        if (s.h.nbytes > cap - (int64_t)s.hlen)
+            code = sl__fail(err, errlen, SL_ENOMEM,
+                            "%s: its data is %.1f MB, max_bytes allows %.1f MB",
+                            name, (double)s.h.nbytes / 1e6, (double)cap / 1e6);
+        else if (sl__bytes_reserve(out, out->n + need))
+            code =
+                sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
+                         name, (double)need / 1e6);
+    }
+    if (!code) {
+        memcpy(out->p + out->n, s.hb, s.hlen);
+        code = ns_data(&s, name, out->p + out->n + s.hlen, err, errlen);
+    }
+    if (!code) {
+        out->n += s.hlen + (size_t)s.h.nbytes;
+        *hlen = s.hlen;
+        *dlen = s.h.nbytes;
+    }
+    ns_close(&s);
+    return code;
+}
+
+int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
+                       size_t dlen, const char *name,
+                       const sl_volume_options_t *o, const sl__admit_t *admit,
+                       sl_volume_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sl__volhdr_t h;
+    char why[512];
+    int code = sl__nifti_header(hdr, hlen, &h, why, sizeof why);
+    if (code)
+        return sl__fail(err, errlen, code, "%s: %s", name, why);
+    if (hlen != (h.version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR) ||
+        (uint64_t)h.nbytes != dlen)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: a NIfTI-%d header of %zu bytes and %zu bytes of "
+                        "data, where it needs %d and %" PRId64,
+                        name, h.version, hlen, dlen,
+                        h.version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR,
+                        h.nbytes);
+    sl_volume_t *v = NULL;
+    sl__vol_plan_t plan;
+    if ((code = sl__volume_make(&h, o, &v, &plan, why, sizeof why)))
+        return sl__fail(err, errlen, code, "%s: %s", name, why);
+    if (o->header_only) {
+        *out = v;
+        return 0;
+    }
+    int64_t out_bytes = h.nvox * (int64_t)sl_volume_dtype_size(v->dtype);
+    int swap = h.swapped && h.nbyper > 1;
+    int64_t piece_bytes = swap ? (h.nbytes < PIECE ? h.nbytes : PIECE) : 0;
+    unsigned char *piece = NULL;
+    if ((code =
+             budget(o, admit, out_bytes + piece_bytes, v, name, err, errlen))) {
+        sl_volume_free(v);
+        return code;
+    }
+    v->data = malloc(out_bytes ? (size_t)out_bytes : 1);
+    piece = swap ? malloc((size_t)piece_bytes) : NULL;
+    if (!v->data || (swap && !piece)) {
+        free(piece);
+        sl_volume_free(v);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
+                        name, (double)out_bytes / 1e6);
+    }
+    v->data_bytes = (size_t)out_bytes;
+    if (!swap) {
+        sl__vol_convert(&plan, data, 0, h.nvox, v->data);
+    } else {
+        int64_t per = piece_bytes / h.nbyper;
+        for (int64_t done = 0; done < h.nvox; done += per) {
+            int64_t count = h.nvox - done < per ? h.nvox - done : per;
+            memcpy(piece, (const unsigned char *)data + done * h.nbyper,
+                   (size_t)(count * h.nbyper));
+            feed(&h, &plan, piece, done, count, v->data);
+        }
+    }
+    free(piece);
     *out = v;
     return 0;
 }

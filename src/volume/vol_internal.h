@@ -8,8 +8,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
 #include "base/membudget.h"
 #include "sluice/volume.h"
+
+/* The first layout of sl_volume_options_t (sluice 0.2): older callers'
+ * structs are read with the missing tail zeroed. */
+#define SL__VOLUME_OPTIONS_V1_SIZE                                             \
+    (offsetof(sl_volume_options_t, unlabeled) + sizeof(int))
 
 /* A NIfTI header, decoded, byte-swapped and checked (sl__nifti_header). The
  * fixes nibabel makes on load are made: qfac not +-1 is 1, pixdim[1..3]
@@ -62,6 +68,23 @@ int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
 int sl__nifti_read(int fd, const char *name, int64_t file_size,
                    const sl_volume_options_t *o, const sl__admit_t *admit,
                    sl_volume_t **out, char *err, size_t errlen);
+
+/* Reads a file's header and data as stored (the file's byte order, not
+ * scaled) and appends them to out: the header's 348 (NIfTI-1) or 540
+ * (NIfTI-2) bytes, then its data (*hlen, *dlen their sizes); extensions
+ * are left out. The same checks as sl__nifti_read; max_bytes (0: 4 GiB)
+ * bounds the data. For `sluice pack --volumes` (volume/volrec). */
+int sl__nifti_read_stored(int fd, const char *name, int64_t file_size,
+                          int64_t max_bytes, sl__bytes_t *out, size_t *hlen,
+                          int64_t *dlen, char *err, size_t errlen);
+
+/* A volume from a header and its data in memory (as sl__nifti_read_stored
+ * appends them): the same checks, options and result as sl__nifti_read.
+ * `name` for messages. */
+int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
+                       size_t dlen, const char *name,
+                       const sl_volume_options_t *o, const sl__admit_t *admit,
+                       sl_volume_t **out, char *err, size_t errlen);
 
 /* ---- volume.c: from a checked header to a volume (no data yet) */
 

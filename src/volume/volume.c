@@ -12,11 +12,6 @@
 #include "orient.h"
 #include "vol_internal.h"
 
-/* The first layout's size (sluice 0.2): older callers' structs are read
- * with the missing tail zeroed. */
-#define SL__VOLUME_OPTIONS_V1_SIZE                                             \
-    (offsetof(sl_volume_options_t, unlabeled) + sizeof(int))
-
 void sl_volume_options_init(sl_volume_options_t *o)
 {
     sl__abi_init(o, sizeof *o);

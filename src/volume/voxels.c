@@ -5,25 +5,32 @@
 #include "vol_internal.h"
 
 /* One run of stored values along the first axis: n values from `in`,
- * written every `step` elements of `out` from `o`. */
+ * written every `step` elements of `out` from `o`. Stored values are read
+ * with memcpy: they need not be aligned (a volume record's data starts
+ * where its header ends); the compiler makes it a plain load. */
 #define RUN_FLOAT(T)                                                           \
     do {                                                                       \
-        const T *s = (const T *)in;                                            \
+        const unsigned char *s = in;                                           \
         float *d = (float *)out + o;                                           \
+        T x;                                                                   \
         if (p->scale)                                                          \
-            for (int64_t k = 0; k < n; k++)                                    \
-                d[k * step] = (float)((double)s[k] * p->slope + p->inter);     \
+            for (int64_t k = 0; k < n; k++) {                                  \
+                memcpy(&x, s + k * (int64_t)sizeof x, sizeof x);               \
+                d[k * step] = (float)((double)x * p->slope + p->inter);        \
+            }                                                                  \
         else                                                                   \
-            for (int64_t k = 0; k < n; k++)                                    \
-                d[k * step] = (float)s[k];                                     \
+            for (int64_t k = 0; k < n; k++) {                                  \
+                memcpy(&x, s + k * (int64_t)sizeof x, sizeof x);               \
+                d[k * step] = (float)x;                                        \
+            }                                                                  \
     } while (0)
 
 #define RUN_SAME(T)                                                            \
     do {                                                                       \
-        const T *s = (const T *)in;                                            \
+        const unsigned char *s = in;                                           \
         T *d = (T *)out + o;                                                   \
         for (int64_t k = 0; k < n; k++)                                        \
-            d[k * step] = s[k];                                                \
+            memcpy(&d[k * step], s + k * (int64_t)sizeof(T), sizeof(T));       \
     } while (0)
 
 static void run(const sl__vol_plan_t *p, const void *in, int64_t n, void *out,

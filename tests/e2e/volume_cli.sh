@@ -3,7 +3,10 @@
 # -2, .nii and .nii.gz; --ras, --stats) and fails naming the file and the
 # cause for a truncated one; `sluice volume list` lists a KiTS19-layout
 # folder and a list file, and refuses a case without its label unless
-# --unlabeled. Files: the fuzz seed corpus (written with nibabel). Skips
+# --unlabeled; `sluice pack --volumes` packs the folder (zstd) into a pack
+# that `volume list`, `inspect` and `verify` read, refusing a case without
+# its label unless --unlabeled and leaving OUT as it was on failure.
+# Files: the fuzz seed corpus (written with nibabel). Skips
 # (77) in a build without NIfTI support.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" volume_cli
@@ -44,6 +47,21 @@ check "list --unlabeled: no label shown as -" grep -q "^case_00001	.*	-$" "$T/li
 printf 'kits/case_00000/imaging.nii kits/case_00000/segmentation.nii\n' >"$T/cases.txt"
 "$S" volume list "$T/cases.txt" >"$T/list" 2>"$T/err"
 check "list file: 1 case" grep -q "^1 cases, 1 with a label" "$T/err"
+
+"$S" pack --volumes "$T/kits" "$T/pack" >"$T/pack.out" 2>&1
+check "pack --volumes: missing label refused" test $? -eq 1
+check "pack --volumes: names the case" grep -q "case_00001: no label volume" "$T/pack.out"
+check "pack --volumes: OUT left as it was" test ! -e "$T/pack"
+"$S" pack --volumes --unlabeled "$T/kits" "$T/pack" >"$T/pack.out" 2>&1
+check "pack --volumes --unlabeled: exit 0" test $? -eq 0
+check "pack --volumes: zstd" grep -q "packed 2 volume cases into 1 shard(s) .*\[codec zstd\]" "$T/pack.out"
+"$S" volume list --unlabeled "$T/pack" >"$T/list" 2>"$T/err"
+check "list pack: 2 cases, 1 labelled" grep -q "^2 cases, 1 with a label" "$T/err"
+check "list pack: packed label" grep -q "^case_00000	(packed)	(packed)$" "$T/list"
+"$S" inspect "$T/pack/shard-00000.sls" >"$T/insp" 2>&1
+check "inspect: records" grep -q "^records:  2$" "$T/insp"
+"$S" verify "$T/pack" >"$T/ver" 2>&1
+check "verify: clean" grep -q "0 damaged" "$T/ver"
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -449,3 +449,82 @@ def test_list_file(tmp_path):
     lst.write_text("a b c\n")
     with pytest.raises(sluice.Error, match=r"list\.txt:1: 3 fields"):
         sluice.volume_dataset(str(lst))
+
+
+# ------------------------------------------------------ packs of volumes
+
+def pack(src, out, *extra):
+    import subprocess
+    if not SLUICE:
+        pytest.skip("SLUICE not set")
+    return subprocess.run([SLUICE, "pack", "--volumes", str(src), str(out), *extra],
+                          capture_output=True, text=True)
+
+
+def test_pack_roundtrip(tmp_path):
+    root = tmp_path / "kits"
+    make_case(str(root), "case_00000")
+    # a big-endian int32 image and a NIfTI-2 4-D label, uncompressed
+    d = root / "case_00001"
+    d.mkdir()
+    hdr = nib.Nifti1Header(endianness=">")
+    img = nib.Nifti1Image(data_of(np.int32, (5, 4, 3), seed=7),
+                          affine(perm=(2, 0, 1), flips=(-1, 1, 1)), header=hdr)
+    img.header.set_slope_inter(0.5, 3)
+    save(img, d / "imaging.nii")
+    save(nib.Nifti2Image(data_of(np.uint8, (5, 4, 3, 2)), affine()), d / "segmentation.nii")
+    make_case(str(root), "case_00002", label=False)
+    r = pack(root, tmp_path / "p")
+    assert r.returncode == 1 and "case_00002: no label volume" in r.stderr
+    assert not (tmp_path / "p").exists()
+    r = pack(root, tmp_path / "p", "--unlabeled")
+    assert r.returncode == 0, r.stderr
+    assert "packed 3 volume cases" in r.stdout and "[codec zstd]" in r.stdout
+    with pytest.raises(sluice.Error, match=r"record 2 \(case_00002\) has no label volume"):
+        sluice.VolumeDataset(tmp_path / "p")
+    packed = sluice.VolumeDataset(tmp_path / "p", unlabeled=True)
+    files = sluice.VolumeDataset(root, unlabeled=True)
+    assert [c[0] for c in packed.cases] == [c[0] for c in files.cases]
+    assert [c[3] for c in packed.cases] == [True, True, False]
+    assert packed.cases[0][1] is None
+    for i in range(len(packed)):
+        for orient in ("stored", "ras"):
+            for native in (False, True):
+                (a, af), (l, lf) = packed.load(i, orient, native)
+                (b, bf), (m, mf) = files.load(i, orient, native)
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+                assert np.array_equal(af, bf)
+                if l is None:
+                    assert m is None and i == 2
+                else:
+                    assert np.array_equal(l, m) and np.array_equal(lf, mf)
+        check_equal(files.cases[i][1])  # and the files equal nibabel's
+    (img1, aff1), _ = packed[1]
+    ref = nib.load(str(d / "imaging.nii"))
+    assert np.array_equal(img1, ref.get_fdata().astype(np.float32))
+    assert np.abs(aff1 - ref.affine).max() <= AFFINE_TOL
+    with pytest.raises(MemoryError, match=r"max_bytes allows"):
+        packed.load(0, max_bytes=100)
+
+
+def test_pack_damage_and_foreign_packs(tmp_path):
+    root = tmp_path / "kits"
+    make_case(str(root), "case_00000")
+    assert pack(root, tmp_path / "p", "--codec", "none").returncode == 0
+    shard = tmp_path / "p" / "shard-00000.sls"
+    raw = bytearray(shard.read_bytes())
+    raw[200] ^= 0x40  # inside the record: its checksum no longer matches
+    shard.write_bytes(bytes(raw))
+    ds = sluice.VolumeDataset(tmp_path / "p")
+    with pytest.raises(sluice.Error, match=r"shard-00000\.sls: record 0 \(case_00000\).*checksum"):
+        ds.load(0)
+    # a text pack is not a pack of volumes
+    import subprocess
+    txt = tmp_path / "docs.txt"
+    txt.write_text("one document\nanother\n")
+    r = subprocess.run([SLUICE, "pack", "--text", str(txt), "-o", str(tmp_path / "t")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ds = sluice.VolumeDataset(tmp_path / "t", unlabeled=True)
+    with pytest.raises(sluice.Error, match=r"record 0 .*not a volume record"):
+        ds.load(0)

@@ -3,17 +3,21 @@
  * overflowing dims, a vox_offset past the end, a gzip that cannot hold what
  * its header claims and a load over max_bytes fail with SL_ECORRUPT /
  * SL_ENOMEM and a message naming the file and the cause, before anything
- * large is allocated; the orientation math; datasets. The comparison with
+ * large is allocated; the orientation math; datasets, and a pack of them
+ * read by 4 threads at once (TSan: the concurrency label). The comparison with
  * nibabel is tests/python/test_volume.py. Skips (77) in a build without
  * NIfTI support. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/shard_out.h"
 #include "sluice/volume.h"
 #include "testutil.h"
 #include "volume/orient.h"
+#include "volume/volrec.h"
 
 static char *dir;
 
@@ -403,6 +407,106 @@ static void test_dataset(void **state)
     free(root), free(c0), free(c1);
 }
 
+/* 4 threads load every case of a packed dataset at once (both
+ * orientations), each result equal to the same case from its files. */
+#define NCASES 6
+typedef struct loader_arg {
+    const sl_volume_dataset_t *packed, *files;
+    int tid, bad;
+} loader_arg_t;
+
+static void *load_all(void *p)
+{
+    loader_arg_t *a = p;
+    char err[512];
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    for (int round = 0; round < 3; round++)
+        for (int64_t i = 0; i < NCASES; i++) {
+            int64_t c = (i + a->tid) % NCASES;
+            o.orient = (int)((c + round) % 2);
+            sl_volume_t *x = NULL, *xl = NULL, *y = NULL, *yl = NULL;
+            if (sl_volume_dataset_load(a->packed, c, &o, &x, &xl, err,
+                                       sizeof err) ||
+                sl_volume_dataset_load(a->files, c, &o, &y, &yl, err,
+                                       sizeof err) ||
+                x->data_bytes != y->data_bytes ||
+                memcmp(x->data, y->data, x->data_bytes) ||
+                memcmp(x->affine, y->affine, sizeof x->affine) ||
+                (xl == NULL) != (yl == NULL) ||
+                (xl && memcmp(xl->data, yl->data, xl->data_bytes)))
+                a->bad++;
+            sl_volume_free(x), sl_volume_free(xl);
+            sl_volume_free(y), sl_volume_free(yl);
+        }
+    return NULL;
+}
+
+static void test_pack_threads(void **state)
+{
+    (void)state;
+    char *root, *out, *p;
+    assert_true(asprintf(&root, "%s/pk", dir) > 0);
+    assert_true(asprintf(&out, "%s/pk.pack", dir) > 0);
+    mkdir(root, 0755);
+    for (int c = 0; c < NCASES; c++) {
+        size_t n;
+        uint8_t *b = nii1(6 + c, 5, 4, c % 2 ? -1.0f : 1.5f, &n);
+        assert_true(asprintf(&p, "%s/case_%05d", root, c) > 0);
+        mkdir(p, 0755);
+        free(p);
+        const char *what[2] = {"imaging.nii", "segmentation.nii"};
+        for (int k = 0; k < 1 + (c != 3); k++) { /* case 3: no label */
+            assert_true(asprintf(&p, "%s/case_%05d/%s", root, c, what[k]) > 0);
+            assert_int_equal(tu_write_file(p, b, n), 0);
+            free(p);
+        }
+        free(b);
+    }
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    o.unlabeled = 1;
+    sl_volume_dataset_t *files = NULL, *packed = NULL;
+    char err[1024];
+    assert_int_equal(sl_volume_dataset_open(root, &o, &files, err, sizeof err),
+                     0);
+    sl__pack_out_t po = {.dir = out, .codec = 2, .shard_size = 1};
+    assert_int_equal(sl__pack_out_begin(&po, err, sizeof err), 0);
+    sl__bytes_t rec = {0};
+    for (int64_t i = 0; i < NCASES; i++) {
+        int fatal;
+        assert_int_equal(sl__volrec_build(sl_volume_dataset_image(files, i),
+                                          sl_volume_dataset_label(files, i), 0,
+                                          &rec, err, sizeof err),
+                         0);
+        assert_int_equal(sl__pack_out_add(&po, rec.p, rec.n,
+                                          sl_volume_dataset_has_label(files, i),
+                                          sl_volume_dataset_name(files, i),
+                                          &fatal, err, sizeof err),
+                         0);
+    }
+    sl__bytes_free(&rec);
+    assert_int_equal(sl__pack_out_commit(&po, err, sizeof err), 0);
+    assert_int_equal(po.shards, NCASES); /* a shard per case */
+    assert_int_equal(sl_volume_dataset_open(out, &o, &packed, err, sizeof err),
+                     0);
+    assert_int_equal(sl_volume_dataset_count(packed), NCASES);
+    assert_int_equal(sl_volume_dataset_has_label(packed, 3), 0);
+    pthread_t th[4];
+    loader_arg_t args[4];
+    for (int t = 0; t < 4; t++) {
+        args[t] = (loader_arg_t){packed, files, t, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, load_all, &args[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(args[t].bad, 0);
+    }
+    sl_volume_dataset_destroy(packed);
+    sl_volume_dataset_destroy(files);
+    free(root), free(out);
+}
+
 int main(void)
 {
     if (!SL_HAVE_NIFTI) {
@@ -419,6 +523,7 @@ int main(void)
         cmocka_unit_test(test_budget_and_files),
         cmocka_unit_test(test_orientation),
         cmocka_unit_test(test_dataset),
+        cmocka_unit_test(test_pack_threads),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(dir);

@@ -25,3 +25,24 @@ int sl__nifti_read(int fd, const char *name, int64_t file_size,
     return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
                     SL__NIFTI_OFF);
 }
+
+int sl__nifti_read_stored(int fd, const char *name, int64_t file_size,
+                          int64_t max_bytes, sl__bytes_t *out, size_t *hlen,
+                          int64_t *dlen, char *err, size_t errlen)
+{
+    (void)fd, (void)file_size, (void)max_bytes, (void)out, (void)hlen,
+        (void)dlen;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}
+
+int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
+                       size_t dlen, const char *name,
+                       const sl_volume_options_t *o, const sl__admit_t *admit,
+                       sl_volume_t **out, char *err, size_t errlen)
+{
+    (void)hdr, (void)hlen, (void)data, (void)dlen, (void)o, (void)admit;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}

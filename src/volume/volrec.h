@@ -1,0 +1,48 @@
+/* volume/volrec: one volume case (an image and, if it has one, its label)
+ * as one shard record (docs/FORMAT.md, "Volume records"): each volume's
+ * NIfTI header as stored (348 or 540 bytes) and its data as stored, so
+ * that a case read back from a pack is the volume read from its files,
+ * through the same decoding. `sluice pack --volumes` writes them; the
+ * volume dataset of a pack reads them. Depends on base, volume/nifti. */
+#ifndef SL_VOLREC_H
+#define SL_VOLREC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+#define SL__VOLREC_MAGIC "\x89SLV\r\n\x1a\n"
+#define SL__VOLREC_VERSION 1
+#define SL__VOLREC_HEAD 16 /* magic, version u16, count u16, reserved u32 */
+#define SL__VOLREC_PART 16 /* role u8, 3 reserved, header u32, data u64 */
+
+enum { SL__VOLREC_IMAGE = 0, SL__VOLREC_LABEL = 1 };
+
+/* A record's volumes, pointing into its bytes. */
+typedef struct sl__volrec {
+    int count; /* 1 (an image) or 2 (image, label) */
+    struct sl__volrec_part {
+        int role;
+        const uint8_t *hdr, *data;
+        size_t hlen;
+        uint64_t dlen;
+    } part[2];
+} sl__volrec_t;
+
+/* Builds the record of a case into rec (replacing its bytes): `image` and
+ * `label` (NULL: none) read as stored through the NIfTI reader's checks;
+ * max_bytes (0: 4 GiB) bounds each volume's data. @return 0, or SL_E* with
+ * the file and the cause in err. */
+int sl__volrec_build(const char *image, const char *label, int64_t max_bytes,
+                     sl__bytes_t *rec, char *err, size_t errlen);
+
+/* Checks a record's layout (magic, version, count, roles, every part
+ * inside the bytes, nothing after the last) and points r into p. The NIfTI
+ * headers and data are checked when a volume is loaded from them.
+ * @return 0, or SL_ECORRUPT / SL_EUNSUPPORTED (a newer version) with the
+ * cause in err. */
+int sl__volrec_parse(const void *p, size_t n, sl__volrec_t *r, char *err,
+                     size_t errlen);
+
+#endif
