@@ -6,6 +6,7 @@
 #                  the loader keeps one blocking read per read thread
 #   SL_NIFTI       NIfTI-1/-2 volumes (sluice/volume.h: Debian's NIfTI C
 #                  library, libnifti2-dev, found by its CMake package; zlib)
+#   SL_TFRECORD    TFRecord files' tf.train.Example (protobuf-c, protoc-c)
 # Off, a component's sources are not compiled and a stub under src/*/off/
 # takes their place: the public API and the exported symbols stay the same
 # in every build (a caller links against any libsluice.so.N), and a call that
@@ -80,12 +81,24 @@ endif()
 if(SL_NIFTI)
   list(APPEND SL_DEPS nifti2 znz)
 endif()
+# TFRecord files need protobuf-c's library and its compiler, protoc-c (a
+# program, not a pkg-config module: without it the default is OFF).
+find_program(SL_PROTOC_C protoc-c)
+if(NOT SL_PROTOC_C AND NOT DEFINED SL_TFRECORD)
+  set(SL_TFRECORD OFF)
+endif()
+sl_component(SL_TFRECORD "TFRecord files: tf.train.Example (needs protobuf-c and protoc-c)" libprotobuf-c)
+if(SL_TFRECORD AND NOT SL_PROTOC_C)
+  message(FATAL_ERROR "sluice: SL_TFRECORD=ON needs protoc-c (protobuf-c-compiler; "
+    "scripts/install-deps installs it), or configure with -DSL_TFRECORD=OFF")
+endif()
 sl_component(SL_URING "Asynchronous reads through io_uring (needs liburing)" liburing)
-message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} nifti=${SL_NIFTI} uring=${SL_URING}")
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} nifti=${SL_NIFTI} tfrecord=${SL_TFRECORD} uring=${SL_URING}")
 
 # Sources that need a component's libraries, relative to src/, and the stub
 # that replaces them when it is off. A new file that includes pcre2.h,
-# utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h or liburing.h belongs in these lists.
+# utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h, protobuf-c.h or liburing.h
+# belongs in these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
     text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
@@ -95,12 +108,14 @@ set(SL_URING_SOURCES exec/uring.c)
 set(SL_URING_STUB exec/off/uring_off.c)
 set(SL_NIFTI_SOURCES volume/nifti.c)
 set(SL_NIFTI_STUB volume/off/nifti_off.c)
+set(SL_TFRECORD_SOURCES data/tf_example.c)
+set(SL_TFRECORD_STUB data/off/tf_example_off.c)
 
 # sl_select_component_sources(LIST): removes from LIST the sources of every
 # component that is off and adds its stub.
 function(sl_select_component_sources list)
   set(srcs ${${list}})
-  foreach(c TEXT PROMETHEUS NIFTI URING)
+  foreach(c TEXT PROMETHEUS NIFTI TFRECORD URING)
     if(NOT SL_${c})
       foreach(f ${SL_${c}_SOURCES})
         list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})

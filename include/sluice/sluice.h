@@ -178,6 +178,14 @@ typedef struct sl_options {
      *  heuristic for good if the reward degrades [0: fixed policy,
      *  deterministic actions]. */
     int learn;
+    /** WebDataset's streaming order instead of a global permutation: each
+     *  epoch the source's files (WebDataset/TFRecord files, shards) in a
+     *  seeded order, their samples in stored order through a shuffle
+     *  buffer of this many samples with webdataset's rule; reads stay
+     *  within a few files at a time. Still a function of (seed, epoch):
+     *  ranks, resume and knobs behave as with the permutation. Ignored
+     *  with no_shuffle [0: a global permutation]. */
+    int shuffle_buffer;
     /** Reads in flight (I/O depth), shared by the read threads, when reads
      *  are asynchronous: io_uring, where the kernel allows it and sluice
      *  was built with liburing (telemetry: io.async; `sluice run` prints

@@ -25,6 +25,8 @@ epoch, bit for bit (torch's own DataLoader cannot resume mid-epoch).
 torch is imported only when a DataLoader is made, so `import sluice` needs
 no torch.
 """
+import os
+
 from . import _sluice
 
 __all__ = ["DataLoader", "TextLoader"]
@@ -129,7 +131,11 @@ class DataLoader(_Position):
     source=None, image_size=224, seed=None, device=None, rank=None,
     world_size=None, dtype=torch.uint8, **options)
 
-    Native mode (source=...): batch_size 64 and shuffle True by default;
+    Native mode (source=..., or a path as the first argument: an
+    ImageFolder, sluice shards, WebDataset .tar shards or TFRecord files,
+    one path or a brace pattern "shard-{000..009}.tar"; shuffle_buffer=N
+    for WebDataset's shuffle-buffer order): batch_size 64 and shuffle True
+    by default;
     num_workers is the number of decode threads (None or 0: one per core);
     pin_memory=True copies each batch into page-locked memory when CUDA is
     available (a copy; a no-op without CUDA); device="cuda" moves batches
@@ -156,6 +162,10 @@ class DataLoader(_Position):
         import torch
 
         self._torch = torch
+        if isinstance(dataset, (str, bytes, os.PathLike)) and source is None:
+            # A path where torch takes a Dataset: native mode's source (a
+            # folder, shards, "shard-{000..009}.tar", a TFRecord file).
+            dataset, source = None, dataset
         if (dataset is None) == (source is None):
             raise TypeError("DataLoader needs exactly one of dataset= (a "
                             "torch Dataset) or source= (a folder or shards)")

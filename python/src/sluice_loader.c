@@ -754,37 +754,15 @@ static int opt_policy(PyObject *v, int *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",
-                             "batch_size",
-                             "image_size",
-                             "mode",
-                             "dtype",
-                             "layout",
-                             "shuffle",
-                             "seed",
-                             "drop_last",
-                             "rank",
-                             "world_size",
-                             "epochs",
-                             "unordered",
-                             "on_error",
-                             "threads",
-                             "read_threads",
-                             "prefetch",
-                             "dct_scale",
-                             "mean",
-                             "std",
-                             "telemetry_ms",
-                             "telemetry_path",
-                             "metrics_port",
-                             "flip",
-                             "scale",
-                             "ratio",
-                             "resize_size",
-                             "host_alloc",
-                             "policy",
-                             "max_memory",
-                             NULL};
+    static char *kwlist[] = {
+        "source",       "batch_size",     "image_size",     "mode",
+        "dtype",        "layout",         "shuffle",        "seed",
+        "drop_last",    "rank",           "world_size",     "epochs",
+        "unordered",    "on_error",       "threads",        "read_threads",
+        "prefetch",     "dct_scale",      "mean",           "std",
+        "telemetry_ms", "telemetry_path", "metrics_port",   "flip",
+        "scale",        "ratio",          "resize_size",    "host_alloc",
+        "policy",       "max_memory",     "shuffle_buffer", NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -793,15 +771,15 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *scale = Py_None, *ratio = Py_None, *resize = Py_None;
     PyObject *host_alloc = Py_None, *policy = Py_None, *max_mem = Py_None;
     int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
-    int world = 1, unordered = 0, dct = 1, flip = 1;
+    int world = 1, unordered = 0, dct = 1, flip = 1, shuffle_buffer = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOO:Loader", kwlist,
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOi:Loader", kwlist,
             PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
             &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
             &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
             &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
-            &resize, &host_alloc, &policy, &max_mem))
+            &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -814,6 +792,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     o->batch_size = batch;
     o->image_size = size;
     o->no_shuffle = !shuffle;
+    o->shuffle_buffer = shuffle_buffer;
     o->drop_last = drop_last;
     o->rank = rank;
     o->world_size = world;
@@ -1047,9 +1026,13 @@ PyDoc_STRVAR(
     "threads=None, read_threads=None, prefetch=None, dct_scale=True, "
     "mean=None, std=None, telemetry_ms=None, telemetry_path=None, "
     "metrics_port=None, flip=True, scale=None, ratio=None, "
-    "resize_size=None, host_alloc=None, policy=None, max_memory=None)\n--\n\n"
-    "Streams (images, labels) numpy batches from an ImageFolder tree or "
-    "packed shards.\n\n"
+    "resize_size=None, host_alloc=None, policy=None, max_memory=None, "
+    "shuffle_buffer=0)\n--\n\n"
+    "Streams (images, labels) numpy batches from an ImageFolder tree, "
+    "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
+    "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
+    "WebDataset's order (files shuffled,\nsamples through an N-sample "
+    "buffer) instead of a global permutation.\n\n"
     "The arrays are views of the engine's batch buffer (no copy); the "
     "buffer goes back\nto the pool when both arrays are gone. One "
     "iteration streams `epochs` epochs;\nthe next iteration continues "

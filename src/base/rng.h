@@ -19,6 +19,9 @@ enum { SL_RNG_TEXT_DOCS = 4, SL_RNG_TEXT_SHUFFLE = 5, SL_RNG_TEXT_MASK = 6 };
  * not, flips, brightness, noise: known before the volume is read), its
  * noise values, and its crop (which needs the label). */
 enum { SL_RNG_VOL_DRAW = 7, SL_RNG_VOL_NOISE = 8, SL_RNG_VOL_CROP = 9 };
+/* WebDataset order (data/sampler: shuffle_buffer): the files' order in an
+ * epoch, and the shuffle buffer's picks. */
+enum { SL_RNG_FILE_ORDER = 10, SL_RNG_SHUFFLE_BUFFER = 11 };
 /* Synthetic datasets (make-dataset): a class's palette, an image's pixels,
  * an image's size and shape. */
 enum {

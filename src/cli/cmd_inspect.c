@@ -1,5 +1,7 @@
 /* `sluice inspect SHARD [--records]`: what a shard holds, from its index
- * alone (records are not read; `sluice verify` does that). */
+ * alone (records are not read; `sluice verify` does that). WebDataset tar
+ * shards and TFRecord files (one or a brace pattern) are indexed as a
+ * loader would (data/recset): format, files, samples, bad samples. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 
 #include "cli.h"
 #include "codec/codec.h"
+#include "data/recset.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
 #include "opts.h"
@@ -19,13 +22,72 @@ static const sl__opt_t inspect_opts[] = {
     {NULL},
 };
 static const sl__opts_t inspect_usage = {
-    "SHARD [--records]", NULL, {inspect_opts}, "one SHARD", 1, 1};
+    "SHARD [--records]",
+    "  SHARD: a sluice shard, or WebDataset .tar / TFRecord files (a brace\n"
+    "         pattern: 'shard-{000..009}.tar')\n",
+    {inspect_opts},
+    "one SHARD",
+    1,
+    1};
+
+/* WebDataset / TFRecord files: indexed with skip, so bad samples are
+ * counted rather than fatal. */
+static int inspect_recset(const char *spec, int all)
+{
+    char err[1024];
+    sl__recset_t *r = NULL;
+    if (sl__recset_open(spec, 1, &r, err, sizeof err)) {
+        fprintf(stderr, "inspect: %s\n", err);
+        return 1;
+    }
+    int64_t n = sl__recset_count(r), bad = 0, lo = INT64_MAX, hi = -1;
+    uint64_t bytes = 0;
+    for (int i = 0; i < r->nfiles; i++) {
+        const sl__recfile_t *f = r->files[i];
+        bad += f->nbad;
+        for (int64_t k = 0; k < f->n; k++) {
+            const sl__rec_t *e = &f->recs[k];
+            if (e->label < 0)
+                continue;
+            bytes += e->img_len;
+            lo = e->label < lo ? e->label : lo;
+            hi = e->label > hi ? e->label : hi;
+        }
+    }
+    printf("path:     %s\n", spec);
+    printf("format:   %s\n", sl__recset_format_name(r->fmt));
+    printf("files:    %d\n", r->nfiles);
+    printf("samples:  %" PRId64 " (%" PRId64 " bad)\n", n, bad);
+    printf("images:   %" PRIu64 " bytes (%.1f MiB)\n", bytes,
+           (double)bytes / (1 << 20));
+    if (hi >= 0)
+        printf("labels:   %" PRId64 "..%" PRId64 "\n", lo, hi);
+    for (int i = 0; i < r->nfiles; i++) {
+        const sl__recfile_t *f = r->files[i];
+        printf("  %s: %" PRId64 " samples\n", sl__bytesrc_name(f->src), f->n);
+        char d[4352];
+        for (int64_t k = 0; all && k < f->n; k++)
+            printf("    %8" PRId64 " label %-6d %9u bytes  %s\n", k,
+                   f->recs[k].label, f->recs[k].img_len,
+                   sl__recfile_describe(f, k, d, sizeof d));
+    }
+    for (int i = 0; i < r->nfiles; i++)
+        for (int64_t b = 0; b < r->files[i]->nbad; b++)
+            printf("bad:      %s\n", r->files[i]->bad_msg[b]);
+    for (int i = 0; i < r->nnotes; i++)
+        printf("lost:     %s\n", r->notes[i]);
+    sl__recset_close(r);
+    return 0;
+}
 
 int sl__cmd_inspect(int argc, char **argv)
 {
     int all = 0, st = sl__opts_parse(&inspect_usage, &all, NULL, argc, argv);
     if (st >= 0)
         return st;
+    const char *files;
+    if (sl__recset_format(argv[optind], &files))
+        return inspect_recset(argv[optind], all);
     char err[1024];
     sl__shard_t *s = NULL;
     if (sl__shard_open(argv[optind], &s, err, sizeof err)) {

@@ -1,5 +1,6 @@
 /* `sluice pack SRC OUT`: packs an ImageFolder tree into native shards
- * (docs/FORMAT.md). Files are stored as they are (encoded JPEG/PNG). */
+ * (docs/FORMAT.md), or with --format into WebDataset tar shards or TFRecord
+ * files (data/ext_out). Files are stored as they are (encoded JPEG/PNG). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,15 +12,29 @@
 
 #include "cli.h"
 #include "codec/codec.h"
+#include "data/ext_out.h"
 #include "data/folder.h"
+#include "data/recfile.h"
 #include "data/shard.h"
 #include "pack_out.h"
 
+typedef struct pack_args {
+    int skip;
+    int format; /* 0: sluice shards, else SL__FMT_* */
+} pack_args_t;
+
 static const char *const on_error_names[] = {"fail", "skip", NULL};
+static const char *const format_names[] = {"sluice", "webdataset", "tfrecord",
+                                           NULL};
+static const int format_values[] = {0, SL__FMT_WDS, SL__FMT_TFRECORD};
 static const sl__opt_t pack_opts[] = {
-    {"on-error", 0, SL__OPT_CHOICE, 0, 0, 0, NULL,
+    {"on-error", 0, SL__OPT_CHOICE, offsetof(pack_args_t, skip), 0, 0, NULL,
      "fail: stop at an unreadable file; skip: report it, leave it out, go on",
      "fail", on_error_names},
+    {"format", 0, SL__OPT_CHOICE, offsetof(pack_args_t, format), 0, 0, NULL,
+     "sluice shards, WebDataset tar shards (shard-000000.tar, ...) or "
+     "TFRecord files (data-00000.tfrecord, ...) with tf.train.Example",
+     "sluice", format_names, format_values},
     {NULL},
 };
 
@@ -33,7 +48,9 @@ static const sl__opts_t pack_usage = {
     2,
     2,
     "  --codec: none unless given; sluice pack --text --help: text "
-    "documents;\n  sluice pack --volumes --help: NIfTI volumes\n"};
+    "documents;\n  sluice pack --volumes --help: NIfTI volumes\n"
+    "  --format webdataset|tfrecord: OUT new or empty; --codec and the\n"
+    "  manifest are for sluice shards only\n"};
 
 /* Reads a whole file into b. */
 static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
@@ -74,6 +91,9 @@ static void progress(int64_t done, int64_t total, uint64_t bytes, int64_t t0)
             done, total, (double)bytes / (1 << 20), s);
 }
 
+/* Drops the output being written, in either format. */
+#define ABORT() (args.format ? sl__ext_out_abort(&xo) : sl__pack_out_abort(&ps))
+
 int sl__cmd_pack(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* text documents: cmd_pack_text.c */
@@ -83,15 +103,24 @@ int sl__cmd_pack(int argc, char **argv)
             return sl__cmd_pack_volumes(argc, argv);
     sl__pack_out_t ps = {.codec = SL_CODEC_NONE,
                          .shard_size = SL__PACK_SHARD_SIZE};
-    int skip = 0, st = sl__opts_parse(&pack_usage, &skip, &ps, argc, argv);
+    pack_args_t args = {0};
+    int st = sl__opts_parse(&pack_usage, &args, &ps, argc, argv);
     if (st >= 0)
         return st;
+    int skip = args.skip;
     const char *src = argv[optind], *out_dir = argv[optind + 1];
     char err[1024];
     int64_t t0 = sl__now_ns();
 
     ps.dir = out_dir;
-    if (sl__pack_out_begin(&ps, err, sizeof err)) {
+    sl__ext_out_t xo = {
+        .dir = out_dir, .fmt = args.format, .shard_size = ps.shard_size};
+    if (args.format && ps.codec != SL_CODEC_NONE) {
+        fprintf(stderr, "pack: --codec is for sluice shards only\n");
+        return 2;
+    }
+    if (args.format ? sl__ext_out_begin(&xo, err, sizeof err)
+                    : sl__pack_out_begin(&ps, err, sizeof err)) {
         fprintf(stderr, "pack: %s\n", err);
         return 1;
     }
@@ -100,7 +129,7 @@ int sl__cmd_pack(int argc, char **argv)
     int rc = sl__folder_scan(src, skip, &f, err, sizeof err);
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
-        sl__pack_out_abort(&ps);
+        ABORT();
         return 1;
     }
     int64_t skipped = 0;
@@ -115,7 +144,7 @@ int sl__cmd_pack(int argc, char **argv)
                 fprintf(stderr,
                         "pack: class folder name with a control byte: %s\n",
                         f->classes[i]);
-                sl__pack_out_abort(&ps);
+                ABORT();
                 sl__folder_free(f);
                 return 1;
             }
@@ -134,9 +163,14 @@ int sl__cmd_pack(int argc, char **argv)
         }
         int fatal = 0;
         rc = read_file(path, &buf, err, sizeof err);
-        if (!rc)
+        if (!rc && args.format) {
+            rc = sl__ext_out_add(&xo, buf.p, buf.n, f->labels[i], f->paths[i],
+                                 err, sizeof err);
+            fatal = rc != 0; /* only output errors */
+        } else if (!rc) {
             rc = sl__pack_out_add(&ps, buf.p, buf.n, f->labels[i], f->paths[i],
                                   &fatal, err, sizeof err);
+        }
         if (rc && skip && !fatal) {
             if (tty)
                 fputc('\n', stderr);
@@ -158,16 +192,17 @@ int sl__cmd_pack(int argc, char **argv)
     sl__bytes_free(&buf);
     if (tty)
         fputc('\n', stderr);
-    if (!rc)
+    if (!rc && !args.format)
         rc =
             sl__pack_out_classes(&ps, f->classes, f->nclasses, err, sizeof err);
     if (!rc && records == 0)
         rc = sl__fail(err, sizeof err, SL_ENOTFOUND,
                       "no record could be packed");
     if (!rc)
-        rc = sl__pack_out_commit(&ps, err, sizeof err);
-    else
-        sl__pack_out_abort(&ps);
+        rc = args.format ? sl__ext_out_commit(&xo, err, sizeof err)
+                         : sl__pack_out_commit(&ps, err, sizeof err);
+    if (rc)
+        ABORT();
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
         fprintf(stderr, "pack: failed; %s is as it was\n", out_dir);
@@ -176,9 +211,17 @@ int sl__cmd_pack(int argc, char **argv)
     }
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;
-    printf("packed %" PRId64 " records (%d classes) into %ld shard(s) in %s "
+    if (args.format) {
+        ps.shards = xo.files;
+        ps.bytes_out = xo.bytes_out;
+    }
+    printf("packed %" PRId64 " records (%d classes) into %ld %s file(s) in %s "
            "[codec %s]\n",
-           records, f->nclasses, ps.shards, out_dir, sl__codec_name(ps.codec));
+           records, f->nclasses, ps.shards,
+           format_names[args.format == SL__FMT_WDS        ? 1
+                        : args.format == SL__FMT_TFRECORD ? 2
+                                                          : 0],
+           out_dir, sl__codec_name(ps.codec));
     printf("bytes in %" PRIu64 " (%.1f MiB), out %" PRIu64
            " (%.1f MiB, %.1f%%), %.2f s, %.1f MiB/s\n",
            bytes_in, (double)bytes_in / (1 << 20), ps.bytes_out,

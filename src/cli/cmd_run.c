@@ -86,6 +86,10 @@ static const sl__opt_t run_opts[] = {
      "no JPEG DCT-domain downscaling"},
     {"unordered", 0, SL__OPT_FLAG, F(opt.unordered), 0, 0, NULL,
      "hand out batches as they complete"},
+    {"shuffle-buffer", 0, SL__OPT_INT, F(opt.shuffle_buffer), 1, 1 << 24, "N",
+     "WebDataset order: files shuffled, samples through an N-sample "
+     "shuffle buffer",
+     "off: a global permutation"},
     {"set", 0, SL__OPT_CALL, F(sets), 0, 0, "K:KNOB=V",
      "after K batches (Ks: K seconds) set KNOB (threads, read-threads, "
      "io-depth, "
@@ -122,7 +126,10 @@ static const sl__opt_t run_opts[] = {
 static const sl__opts_t run_usage = {
     "SOURCE [options]",
     "SOURCE: an ImageFolder directory, a directory of shards (sluice pack), "
-    "or one shard\n",
+    "or one shard;\n"
+    "  WebDataset .tar shards or TFRecord files: 'shard-{000..009}.tar', "
+    "'data.tfrecord',\n"
+    "  'tfrecord:train-{00000..01023}-of-01024'\n",
     {run_opts, sl__consume_opts},
     "one SOURCE",
     1,
@@ -151,6 +158,9 @@ static uint64_t config_hash(const void *ctx)
                      o->layout, o->no_flip, o->seed, o->no_shuffle,
                      o->drop_last, o->rank, o->world_size, o->unordered,
                      o->no_dct_scale, o->on_error);
+    if (o->shuffle_buffer) /* appended only when set: old state files hold */
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "|sb%d",
+                      o->shuffle_buffer);
     return XXH3_64bits(buf, (size_t)n);
 }
 

@@ -21,12 +21,31 @@ typedef struct sl__sampler {
     uint64_t seed;
     int64_t rank_n;   /* samples this rank has each epoch */
     int64_t nbatches; /* batches each rank has each epoch */
+    /* WebDataset order (sl__sampler_stream), or buffer 0 */
+    int64_t buffer;
+    const int64_t *groups; /* ngroups + 1 starts, owned by the caller */
+    int ngroups;
+    int64_t *work; /* buffer + ngroups scratch for the order */
 } sl__sampler_t;
 
 /* Validates and fills s. Errors (SL_EINVAL/SL_ERANGE) with a message. */
 int sl__sampler_init(sl__sampler_t *s, int64_t n, int batch, int rank,
                      int world, int drop_last, int shuffle, uint64_t seed,
                      char *err, size_t errlen);
+
+/* Switches a shuffling sampler to WebDataset's streaming order: each
+ * epoch, the groups (files; group g holds [groups[g], groups[g+1]), which
+ * must outlive s) in a seeded random order, their samples in stored order
+ * through a shuffle buffer of `buffer` samples with webdataset's rule
+ * (filters._shuffle: two in for each one out until the buffer is full,
+ * output from min(100, buffer) held on; each output a uniform pick,
+ * replaced by the buffer's last). Still a pure function of (seed, epoch),
+ * so ranks, resume and the loader work unchanged. buffer 0: back to the
+ * global permutation. @return 0 or SL_ENOMEM (message in err). */
+int sl__sampler_stream(sl__sampler_t *s, int64_t buffer, const int64_t *groups,
+                       int ngroups, char *err, size_t errlen);
+/* Frees what sl__sampler_stream allocated (s may be zeroed). */
+void sl__sampler_free(sl__sampler_t *s);
 
 /* perm[0..n) = the epoch's order of dataset indices. */
 void sl__sampler_permute(const sl__sampler_t *s, int64_t epoch, int64_t *perm);

@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "folder.h"
 #include "pack_dir.h"
+#include "recset.h"
 #include "shard.h"
 
 /* Records are addressed by a global index; shard k holds
@@ -27,6 +28,7 @@ struct sl__source {
     int64_t label_classes; /* the label rule's classes (-1: numbered) */
     int nbad;
     char **bad;
+    sl__recset_t *set; /* WebDataset / TFRecord files (data/recset), or NULL */
 };
 
 static int add_bad(sl__source_t *s, const char *msg, const char *what)
@@ -152,7 +154,12 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
     }
     int rc = 0;
     struct stat st;
-    if (stat(path, &st) != 0) {
+    const char *files;
+    if (sl__recset_format(path, &files)) {
+        rc = sl__recset_open(path, skip_bad, &s->set, err, errlen);
+        if (!rc && number_classes(s, (int)s->set->max_label + 1))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    } else if (stat(path, &st) != 0) {
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: %s", path,
                       strerror(errno));
     } else if (S_ISDIR(st.st_mode)) {
@@ -189,6 +196,7 @@ void sl__source_close(sl__source_t *s)
     for (int i = 0; i < s->nshards; i++)
         sl__shard_close(s->shards[i]);
     sl__strv_free(s->bad, s->nbad);
+    sl__recset_close(s->set);
     free(s->shards);
     free(s->first);
     free(s->path);
@@ -197,6 +205,8 @@ void sl__source_close(sl__source_t *s)
 
 int64_t sl__source_count(const sl__source_t *s)
 {
+    if (s->set)
+        return sl__recset_count(s->set);
     return s->folder ? s->folder->n : s->first[s->nshards];
 }
 
@@ -229,6 +239,10 @@ int64_t sl__source_label(const sl__source_t *s, int64_t i)
 {
     if (s->folder)
         return s->folder->labels[i];
+    if (s->set) {
+        int64_t k = 0;
+        return sl__recset_locate(s->set, i, &k)->recs[k].label;
+    }
     uint64_t k;
     int sh = find_shard(s, i, &k);
     return sl__shard_entry(s->shards[sh], k)->label;
@@ -239,6 +253,9 @@ const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
 {
     if (s->folder) {
         snprintf(buf, len, "%s/%s", s->folder->root, s->folder->paths[i]);
+    } else if (s->set) {
+        int64_t k = 0;
+        sl__recfile_describe(sl__recset_locate(s->set, i, &k), k, buf, len);
     } else {
         uint64_t k;
         int sh = find_shard(s, i, &k);
@@ -252,6 +269,8 @@ const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
 
 int64_t sl__source_file_count(const sl__source_t *s)
 {
+    if (s->set)
+        return s->set->nfiles;
     return s->folder ? s->folder->n : s->nshards;
 }
 
@@ -260,9 +279,12 @@ const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
 {
     if (k < 0 || k >= sl__source_file_count(s))
         return NULL;
-    int n = s->folder ? snprintf(buf, len, "%s/%s", s->folder->root,
-                                 s->folder->paths[k])
-                      : snprintf(buf, len, "%s", sl__shard_path(s->shards[k]));
+    int n =
+        s->folder
+            ? snprintf(buf, len, "%s/%s", s->folder->root, s->folder->paths[k])
+        : s->set
+            ? snprintf(buf, len, "%s", sl__bytesrc_name(s->set->files[k]->src))
+            : snprintf(buf, len, "%s", sl__shard_path(s->shards[k]));
     return n >= 0 && (size_t)n < len ? buf : NULL;
 }
 
@@ -371,6 +393,11 @@ int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     if (s->folder)
         return file_begin(s->folder->root, s->folder->paths[i], out, admit, rd,
                           err, errlen);
+    if (s->set) { /* read here, whole (data/recset): nothing in flight */
+        int64_t k = 0;
+        const sl__recfile_t *f = sl__recset_locate(s->set, i, &k);
+        return sl__recfile_read(f, k, out, admit, &rd->stored, err, errlen);
+    }
     uint64_t k;
     int sh = find_shard(s, i, &k);
     /* A record with a bad label (let through at open under skip). */
@@ -394,6 +421,12 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
                         uint64_t *stored, char *err, size_t errlen)
 {
     int64_t i = rd->i;
+    if (s->set) {
+        (void)res;
+        if (stored)
+            *stored = rd->stored;
+        return 0;
+    }
     if (s->folder)
         return file_end(s->folder->root, s->folder->paths[i], rd, res, out,
                         stored, err, errlen);
@@ -407,6 +440,8 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
 
 int sl__source_note_count(const sl__source_t *s)
 {
+    if (s->set)
+        return s->set->nnotes;
     return s->folder ? s->folder->nnotes : s->nbad;
 }
 
@@ -420,5 +455,18 @@ const char *sl__source_note(const sl__source_t *s, int i, int *lost)
         return s->folder->notes[i].msg;
     }
     *lost = 1;
-    return s->bad[i];
+    return s->set ? s->set->notes[i] : s->bad[i];
+}
+
+const int64_t *sl__source_groups(const sl__source_t *s, int *n)
+{
+    *n = s->set ? s->set->nfiles : s->folder ? 0 : s->nshards;
+    return s->set ? s->set->first : s->folder ? NULL : s->first;
+}
+
+const char *sl__source_format(const sl__source_t *s)
+{
+    if (s->set)
+        return sl__recset_format_name(s->set->fmt);
+    return s->folder ? "imagefolder" : "sluice shards";
 }

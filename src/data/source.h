@@ -2,10 +2,13 @@
  *   - an ImageFolder directory (root/<class>/<image>),
  *   - a pack: a directory of shards (shard-*.sls, classes.txt, the
  *     manifest), opened and checked whole by data/pack_dir,
- *   - a single shard file.
+ *   - a single shard file,
+ *   - WebDataset tar shards or TFRecord files: one path or a brace pattern
+ *     (data/recset), recognised by a "webdataset:"/"tfrecord:" prefix, the
+ *     extension or the first bytes.
  * Sample i has a label and a name for messages, and its encoded bytes are
  * read with sl__source_read, which is thread-safe. Depends on base, codec
- * (through shard) and data/{folder,shard}. */
+ * (through shard) and data/{folder,shard,recset}. */
 #ifndef SL_SOURCE_H
 #define SL_SOURCE_H
 
@@ -68,6 +71,8 @@ typedef struct sl__source_rd {
     uint8_t *dst;
     size_t len;
     uint64_t off;
+    uint64_t stored; /* read whole by begin (a WebDataset / TFRecord
+                        record): its stored bytes */
 } sl__source_rd_t;
 int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                           sl__bytes_t *scratch, const sl__admit_t *admit,
@@ -82,5 +87,13 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
  * a link, not followed). NULL when i is out of range. */
 int sl__source_note_count(const sl__source_t *s);
 const char *sl__source_note(const sl__source_t *s, int i, int *lost);
+
+/* The files' sample ranges for a streaming order (data/sampler): file k
+ * holds [first[k], first[k+1]), *n files; NULL for an ImageFolder (one
+ * group). Valid until the source is closed. */
+const int64_t *sl__source_groups(const sl__source_t *s, int *n);
+
+/* "imagefolder", "sluice shards", "webdataset" or "tfrecord". */
+const char *sl__source_format(const sl__source_t *s);
 
 #endif

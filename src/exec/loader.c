@@ -51,7 +51,18 @@ static int create(const char *source, const sl_options_t *opt,
                               l->opt.batch_size, l->opt.rank, l->opt.world_size,
                               l->opt.drop_last, !l->opt.no_shuffle, l->opt.seed,
                               err, errlen);
+    if (!rc && l->opt.shuffle_buffer < 0)
+        rc = sl__fail(err, errlen, SL_EINVAL, "shuffle_buffer %d < 0",
+                      l->opt.shuffle_buffer);
+    if (!rc && l->opt.shuffle_buffer > 0) {
+        int ng = 0;
+        const int64_t *g = sl__source_groups(l->src, &ng);
+        l->one_group[1] = sl__source_count(l->src);
+        rc = sl__sampler_stream(&l->smp, l->opt.shuffle_buffer,
+                                g ? g : l->one_group, g ? ng : 1, err, errlen);
+    }
     if (rc) {
+        sl__sampler_free(&l->smp);
         sl__source_close(l->src);
         sl__msglog_free(&l->skips);
         free(l);
@@ -63,6 +74,7 @@ static int create(const char *source, const sl_options_t *opt,
     l->batch_bytes = l->sample_bytes * (size_t)l->opt.batch_size;
     rc = sl__loader_budgets(l, &given, err, errlen);
     if (rc) {
+        sl__sampler_free(&l->smp);
         sl__source_close(l->src);
         sl__msglog_free(&l->skips);
         free(l);
@@ -224,6 +236,7 @@ void sl_loader_destroy(sl_loader_t *l)
     free(l->perm[0]);
     free(l->perm[1]);
     free(l->plan.list);
+    sl__sampler_free(&l->smp);
     sl__source_close(l->src);
     sl__membudget_destroy(&l->rbud);
     sl__membudget_destroy(&l->dbud);

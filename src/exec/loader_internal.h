@@ -113,6 +113,7 @@ struct sl_loader {
     int cur_slot;
     int64_t perm_epoch[2];
     int64_t *perm[2];
+    int64_t one_group[2]; /* the streaming order of a source of one group */
 
     item_t *items; /* nitems: sl__read_ahead_items(max_read) */
     int nitems;

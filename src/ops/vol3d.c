@@ -247,39 +247,77 @@ static int64_t randrange(sl__rng_t *r, int64_t n)
     return n <= 0 ? 0 : (int64_t)sl__rng_below(r, (uint64_t)n);
 }
 
-/* One component's bounding box. */
-typedef struct box {
-    int64_t lo[3], hi[3];
-    double vol;
-} box_t;
-
-/* The two largest 6-connected components of label == cls by bounding-box
- * volume (ascending, ties by label order: a stable sort, scipy's
- * find_objects order), found by a flood fill in raster order (scipy's
- * label numbering). *nbox: how many (0..2); *ncomp: all components. */
-static int two_largest(const uint8_t *label, const int64_t d[3], uint8_t cls,
-                       box_t best[2], int *nbox, int *ncomp)
+/* Keeps the two largest boxes of a class as a stable ascending sort's
+ * last two (ties by label order: scipy's find_objects order). */
+static void keep_two(sl_vol_fg_t *fg, int k, const int64_t lo[3],
+                     const int64_t hi[3])
 {
+    double v = (double)(hi[0] - lo[0]) * (double)(hi[1] - lo[1]) *
+               (double)(hi[2] - lo[2]);
+    int n = fg->nbox[k];
+    int at; /* slot the new box takes, the others shifted down */
+    if (n < 2) {
+        at = n;
+        if (n == 1 && v < fg->box_vol[k][0]) {
+            fg->box_vol[k][1] = fg->box_vol[k][0];
+            memcpy(fg->box_lo[k][1], fg->box_lo[k][0], sizeof fg->box_lo[k][0]);
+            memcpy(fg->box_hi[k][1], fg->box_hi[k][0], sizeof fg->box_hi[k][0]);
+            at = 0;
+        }
+        fg->nbox[k]++;
+    } else if (v >= fg->box_vol[k][1]) {
+        fg->box_vol[k][0] = fg->box_vol[k][1];
+        memcpy(fg->box_lo[k][0], fg->box_lo[k][1], sizeof fg->box_lo[k][0]);
+        memcpy(fg->box_hi[k][0], fg->box_hi[k][1], sizeof fg->box_hi[k][0]);
+        at = 1;
+    } else if (v >= fg->box_vol[k][0]) {
+        at = 0;
+    } else {
+        return;
+    }
+    fg->box_vol[k][at] = v;
+    memcpy(fg->box_lo[k][at], lo, sizeof fg->box_lo[k][at]);
+    memcpy(fg->box_hi[k][at], hi, sizeof fg->box_hi[k][at]);
+}
+
+int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
+                      char *err, size_t errlen)
+{
+    if (!label || !fg || !dims_ok(d))
+        return sl__fail(err, errlen, SL_EINVAL, "volume labels: bad arguments");
+    memset(fg, 0, sizeof *fg);
+    fg->size = sizeof *fg;
     size_t n = nvox(d);
+    int slot[256];
+    for (int c = 0; c < 256; c++)
+        slot[c] = -1;
+    uint8_t present[256] = {0};
+    for (size_t i = 0; i < n; i++)
+        present[label[i]] = 1;
+    for (int c = 1; c < 256; c++)
+        if (present[c]) {
+            slot[c] = fg->ncls;
+            fg->cls[fg->ncls++] = (uint8_t)c;
+        }
+    if (!fg->ncls)
+        return 0;
+    /* Every voxel belongs to one class: one bitset serves all flood fills,
+     * each started in raster order (scipy's numbering per class). */
     uint8_t *seen = calloc((n + 7) / 8, 1);
     size_t qcap = 1024, qn;
     size_t *q = malloc(qcap * sizeof *q);
     if (!seen || !q) {
         free(seen);
         free(q);
-        return SL_ENOMEM;
+        return sl__fail(err, errlen, SL_ENOMEM,
+                        "volume labels: out of memory labelling components");
     }
-    *nbox = 0;
-    *ncomp = 0;
     size_t sy = (size_t)d[2], sx = (size_t)(d[1] * d[2]);
     for (size_t s = 0; s < n; s++) {
-        if (label[s] != cls || (seen[s >> 3] >> (s & 7) & 1))
+        uint8_t cls = label[s];
+        if (!cls || (seen[s >> 3] >> (s & 7) & 1))
             continue;
-        box_t b;
-        for (int i = 0; i < 3; i++) {
-            b.lo[i] = INT64_MAX;
-            b.hi[i] = -1;
-        }
+        int64_t lo[3] = {INT64_MAX, INT64_MAX, INT64_MAX}, hi[3] = {-1, -1, -1};
         seen[s >> 3] |= (uint8_t)(1u << (s & 7));
         q[0] = s;
         qn = 1;
@@ -288,10 +326,10 @@ static int two_largest(const uint8_t *label, const int64_t d[3], uint8_t cls,
             int64_t c[3] = {(int64_t)(v / sx), (int64_t)(v / sy % (size_t)d[1]),
                             (int64_t)(v % sy)};
             for (int i = 0; i < 3; i++) {
-                if (c[i] < b.lo[i])
-                    b.lo[i] = c[i];
-                if (c[i] + 1 > b.hi[i])
-                    b.hi[i] = c[i] + 1;
+                if (c[i] < lo[i])
+                    lo[i] = c[i];
+                if (c[i] + 1 > hi[i])
+                    hi[i] = c[i] + 1;
             }
             size_t nb[6];
             int k = 0;
@@ -317,7 +355,9 @@ static int two_largest(const uint8_t *label, const int64_t d[3], uint8_t cls,
                     if (!g) {
                         free(seen);
                         free(q);
-                        return SL_ENOMEM;
+                        return sl__fail(err, errlen, SL_ENOMEM,
+                                        "volume labels: out of memory "
+                                        "labelling components");
                     }
                     q = g;
                     qcap *= 2;
@@ -325,23 +365,9 @@ static int two_largest(const uint8_t *label, const int64_t d[3], uint8_t cls,
                 q[qn++] = u;
             }
         }
-        b.vol = (double)(b.hi[0] - b.lo[0]) * (double)(b.hi[1] - b.lo[1]) *
-                (double)(b.hi[2] - b.lo[2]);
-        (*ncomp)++;
-        /* Keep the two largest, as a stable ascending sort's last two. */
-        if (*nbox < 2) {
-            best[(*nbox)++] = b;
-            if (*nbox == 2 && best[1].vol < best[0].vol) {
-                box_t t = best[0];
-                best[0] = best[1];
-                best[1] = t;
-            }
-        } else if (b.vol >= best[1].vol) {
-            best[0] = best[1];
-            best[1] = b;
-        } else if (b.vol >= best[0].vol) {
-            best[0] = b;
-        }
+        int k = slot[cls];
+        fg->ncomp[k]++;
+        keep_two(fg, k, lo, hi);
     }
     free(seen);
     free(q);
@@ -395,11 +421,12 @@ int sl_vol_predict(const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
     return 0;
 }
 
-int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
-                const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
-                uint64_t sample, sl_vol_draw_t *d, char *err, size_t errlen)
+int sl_vol_draw_fg(const sl_vol_fg_t *fg, const int64_t dims[3],
+                   const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
+                   uint64_t sample, sl_vol_draw_t *d, char *err, size_t errlen)
 {
-    if (!label || !a || !d || a->size < sizeof *a || !dims_ok(dims))
+    if (!fg || !a || !d || fg->size < sizeof *fg || a->size < sizeof *a ||
+        !dims_ok(dims))
         return sl__fail(err, errlen, SL_EINVAL, "volume draw: bad arguments");
     for (int i = 0; i < 3; i++)
         if (a->patch[i] < 1 || a->patch[i] > dims[i])
@@ -413,33 +440,17 @@ int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
     sl__rng_t r;
     sl__rng_init(&r, seed, epoch, sample, SL_RNG_VOL_CROP);
     if (d->foreground) {
-        /* The label's foreground classes, ascending (np.unique). */
-        uint8_t present[256] = {0};
-        size_t n = nvox(dims);
-        for (size_t i = 0; i < n; i++)
-            present[label[i]] = 1;
-        int cls[255], ncls = 0;
-        for (int c = 1; c < 256; c++)
-            if (present[c])
-                cls[ncls++] = c;
-        d->foreground = ncls > 0; /* none: the uniform crop */
-        if (ncls) {
-            d->cls = cls[randrange(&r, ncls)];
-            box_t best[2];
-            int nbox;
-            int rc = two_largest(label, dims, (uint8_t)d->cls, best, &nbox,
-                                 &d->ncomponents);
-            if (rc)
-                return sl__fail(err, errlen, rc,
-                                "volume draw: out of memory labelling "
-                                "components");
-            d->component = (int)randrange(&r, nbox);
-            const box_t *b = &best[d->component];
+        d->foreground = fg->ncls > 0; /* none: the uniform crop */
+        if (fg->ncls) {
+            int k = (int)randrange(&r, fg->ncls);
+            d->cls = fg->cls[k];
+            d->ncomponents = fg->ncomp[k];
+            d->component = (int)randrange(&r, fg->nbox[k]);
             for (int i = 0; i < 3; i++) {
-                d->box_lo[i] = b->lo[i];
-                d->box_hi[i] = b->hi[i];
-                adjust(&r, b->lo[i], b->hi[i], a->patch[i], dims[i], &d->adj[i],
-                       &d->lo[i]);
+                d->box_lo[i] = fg->box_lo[k][d->component][i];
+                d->box_hi[i] = fg->box_hi[k][d->component][i];
+                adjust(&r, d->box_lo[i], d->box_hi[i], a->patch[i], dims[i],
+                       &d->adj[i], &d->lo[i]);
             }
         }
     }
@@ -452,6 +463,31 @@ int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
                             "volume draw: crop outside the volume on axis %d",
                             i);
     return 0;
+}
+
+int sl_vol_draw(const uint8_t *label, const int64_t dims[3],
+                const sl_vol_aug_t *a, uint64_t seed, uint64_t epoch,
+                uint64_t sample, sl_vol_draw_t *d, char *err, size_t errlen)
+{
+    if (!label || !a || !d || a->size < sizeof *a || !dims_ok(dims))
+        return sl__fail(err, errlen, SL_EINVAL, "volume draw: bad arguments");
+    sl_vol_fg_t *fg = malloc(sizeof *fg);
+    if (!fg)
+        return sl__fail(err, errlen, SL_ENOMEM, "volume draw: out of memory");
+    /* Labelling only when the draw wants a foreground crop. */
+    sl_vol_draw_t pre;
+    sl_vol_predict(a, seed, epoch, sample, &pre);
+    int rc = 0;
+    if (pre.foreground)
+        rc = sl_vol_foreground(label, dims, fg, err, errlen);
+    else {
+        memset(fg, 0, sizeof *fg);
+        fg->size = sizeof *fg;
+    }
+    if (!rc)
+        rc = sl_vol_draw_fg(fg, dims, a, seed, epoch, sample, d, err, errlen);
+    free(fg);
+    return rc;
 }
 
 /* A standard normal pair (Box-Muller in float) from two 32-bit draws of

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # An images-only build: configures the tree with the optional components off
-# (-DSL_TEXT=OFF -DSL_PROMETHEUS=OFF -DSL_NIFTI=OFF, no Python, no tests) in WORK, builds
-# the shared library and the CLI only, and checks that
-#   - libsluice.so does not link PCRE2, utf8proc, libmicrohttpd or libnifti2;
+# (-DSL_TEXT=OFF -DSL_PROMETHEUS=OFF -DSL_NIFTI=OFF -DSL_TFRECORD=OFF, no
+# Python, no tests) in WORK, builds the shared library and the CLI only, and
+# checks that
+#   - libsluice.so does not link PCRE2, utf8proc, libmicrohttpd, libnifti2
+#     or protobuf-c;
 #   - it exports exactly the symbols of the full build FULL_LIB (one ABI
 #     whatever the components: what is off fails with SL_EUNSUPPORTED);
 #   - version.h and sluice.pc say what was left out;
@@ -14,7 +16,7 @@ src=$1 work=$2 cc=$3 werror=$4 full=$5
 mkdir -p "$work"
 cmake -S "$src" -B "$work/build" -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR="$werror" \
-  -DSL_TEXT=OFF -DSL_PROMETHEUS=OFF -DSL_NIFTI=OFF -DSL_PYTHON=OFF -DSL_BUILD_TESTS=OFF \
+  -DSL_TEXT=OFF -DSL_PROMETHEUS=OFF -DSL_NIFTI=OFF -DSL_TFRECORD=OFF -DSL_PYTHON=OFF -DSL_BUILD_TESTS=OFF \
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" -j "$(nproc)" --target sluice_shared sluice_cli \
   >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; exit 1; }
@@ -24,7 +26,7 @@ fail() { echo "minimal build: $*"; exit 1; }
 for f in "$lib" "$work/build/sluice"; do
   needed=$(readelf -d "$f" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
   echo "$(basename "$f") NEEDED: $(tr '\n' ' ' <<<"$needed")"
-  if grep -iE 'pcre2|utf8proc|microhttpd|nifti|znz' <<<"$needed"; then
+  if grep -iE 'pcre2|utf8proc|microhttpd|nifti|znz|protobuf-c' <<<"$needed"; then
     fail "$f links an optional component's library"
   fi
 done
@@ -41,8 +43,10 @@ grep -qx '#define SL_HAVE_PROMETHEUS 0' "$work/build/include/sluice/version.h" |
   fail "version.h does not say SL_HAVE_PROMETHEUS 0"
 grep -qx '#define SL_HAVE_NIFTI 0' "$work/build/include/sluice/version.h" ||
   fail "version.h does not say SL_HAVE_NIFTI 0"
+grep -qx '#define SL_HAVE_TFRECORD 0' "$work/build/include/sluice/version.h" ||
+  fail "version.h does not say SL_HAVE_TFRECORD 0"
 req=$(grep '^Requires.private:' "$work/build/sluice.pc")
-if grep -qE 'pcre2|utf8proc|microhttpd|zlib' <<<"$req"; then
+if grep -qE 'pcre2|utf8proc|microhttpd|zlib|protobuf-c' <<<"$req"; then
   fail "sluice.pc: $req"
 fi
 
@@ -68,6 +72,9 @@ expect_off "volume info" "built without NIfTI support" \
   "$cli" volume info "$src/fuzz/corpus/fuzz_nifti/i16_3d.nii"
 expect_off "run --metrics-port" "built without the Prometheus endpoint" \
   "$cli" run "$data" --batch 4 --size 32 --metrics-port 1
+printf '\0\0\0\0\0\0\0\0\x29\x03\x98\x07\xd8\xea\x82\xa2' >"$work/empty.tfrecord"
+expect_off "run TFRecord" "built without TFRecord support" \
+  "$cli" run "$work/empty.tfrecord" --batch 4 --size 32
 out=$("$cli" run "$data" --batch 4 --size 32 2>&1) || { echo "$out";
   fail "run (images, no metrics port) failed"; }
-echo "minimal build: ok (no PCRE2, utf8proc, libmicrohttpd, libnifti2; same ABI)"
+echo "minimal build: ok (no PCRE2, utf8proc, libmicrohttpd, libnifti2, protobuf-c; same ABI)"

@@ -133,6 +133,68 @@ static void test_short_rank_split(void **state)
     assert_int_equal(sl__sampler_batch(&s, perm, 1, idx), 1);
 }
 
+/* WebDataset order (sl__sampler_stream): a permutation, a function of
+ * (seed, epoch); with a buffer of 1 each file's samples come contiguous
+ * and in stored order; with a buffer of N no sample comes out more than N
+ * places before its place in the stream (file order, stored order). */
+static void test_stream_order(void **state)
+{
+    (void)state;
+    const int64_t groups[] = {0, 5, 6, 30, 31, 60, 97, 100}; /* 7 files */
+    const int ng = 7;
+    const int64_t n = 100;
+    int64_t *perm = malloc(n * sizeof *perm), *again = malloc(n * sizeof *perm);
+    int64_t *stream = malloc(n * sizeof *perm), *pos = malloc(n * sizeof *pos);
+    char err[256];
+    for (int64_t epoch = 0; epoch < 4; epoch++) {
+        sl__sampler_t s;
+        assert_int_equal(
+            sl__sampler_init(&s, n, 8, 0, 1, 0, 1, 42, err, sizeof err), 0);
+        /* buffer 1: the stream itself */
+        assert_int_equal(sl__sampler_stream(&s, 1, groups, ng, err, sizeof err),
+                         0);
+        sl__sampler_permute(&s, epoch, stream);
+        int in_order = 1;
+        for (int64_t i = 1; i < n; i++) {
+            int64_t a = stream[i - 1], b = stream[i];
+            if (b != a + 1) { /* a file boundary: a ends a file, b starts one */
+                int a_end = 0, b_start = 0;
+                for (int g = 0; g <= ng; g++) {
+                    a_end |= groups[g] == a + 1;
+                    b_start |= groups[g] == b;
+                }
+                assert_true(a_end && b_start);
+                in_order = 0;
+            }
+        }
+        assert_false(in_order); /* the files were shuffled */
+        for (int64_t i = 0; i < n; i++)
+            pos[stream[i]] = i;
+        for (int buffer = 2; buffer <= 128; buffer *= 4) {
+            assert_int_equal(
+                sl__sampler_stream(&s, buffer, groups, ng, err, sizeof err), 0);
+            sl__sampler_permute(&s, epoch, perm);
+            sl__sampler_permute(&s, epoch, again);
+            assert_memory_equal(perm, again, n * sizeof *perm);
+            int *seen = calloc(n, sizeof *seen);
+            int moved = 0;
+            for (int64_t p = 0; p < n; p++) {
+                assert_true(perm[p] >= 0 && perm[p] < n);
+                assert_int_equal(seen[perm[p]]++, 0);
+                assert_true(pos[perm[p]] < p + buffer);
+                moved |= perm[p] != stream[p];
+            }
+            assert_true(moved);
+            free(seen);
+        }
+        sl__sampler_free(&s);
+    }
+    free(perm);
+    free(again);
+    free(stream);
+    free(pos);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +202,7 @@ int main(void)
         cmocka_unit_test(test_drop_last),
         cmocka_unit_test(test_deterministic_and_reshuffled),
         cmocka_unit_test(test_short_rank_split),
+        cmocka_unit_test(test_stream_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

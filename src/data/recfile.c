@@ -1,0 +1,153 @@
+#include "recfile.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "crc32c.h"
+
+int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, int code,
+                    const char *msg)
+{
+    if (sl__array_reserve(&f->recs, &f->cap, (size_t)f->n + 1, sizeof *f->recs,
+                          256))
+        return SL_ENOMEM;
+    if (code) {
+        char *m = strdup(msg);
+        if (!m ||
+            sl__array_reserve(&f->bad_idx, &f->bad_cap, (size_t)f->nbad + 1,
+                              sizeof *f->bad_idx, 8)) {
+            free(m);
+            return SL_ENOMEM;
+        }
+        /* bad_msg grows with bad_idx: the same capacity. */
+        char **v = realloc(f->bad_msg, f->bad_cap * sizeof *v);
+        if (!v) {
+            free(m);
+            return SL_ENOMEM;
+        }
+        f->bad_msg = v;
+        f->bad_idx[f->nbad] = f->n;
+        f->bad_msg[f->nbad++] = m;
+    }
+    f->recs[f->n] = *r;
+    if (code)
+        f->recs[f->n].label = code;
+    f->n++;
+    return 0;
+}
+
+int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
+                         sl__recfile_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sl__recfile_t *f = calloc(1, sizeof *f);
+    if (!f) {
+        sl__bytesrc_close(src);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    f->src = src;
+    f->fmt = fmt;
+    int rc = fmt == SL__FMT_WDS ? sl__wds_index(f, skip_bad, err, errlen)
+                                : sl__tfrecord_index(f, skip_bad, err, errlen);
+    if (rc) {
+        sl__recfile_close(f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+int sl__recfile_open(const char *path, int fmt, int skip_bad,
+                     sl__recfile_t **out, char *err, size_t errlen)
+{
+    sl__bytesrc_t *src;
+    *out = NULL;
+    int rc = sl__bytesrc_open_file(path, &src, err, errlen);
+    return rc ? rc : sl__recfile_open_src(src, fmt, skip_bad, out, err, errlen);
+}
+
+void sl__recfile_close(sl__recfile_t *f)
+{
+    if (!f)
+        return;
+    sl__bytesrc_close(f->src);
+    sl__strv_free(f->bad_msg, f->nbad);
+    free(f->bad_idx);
+    free(f->recs);
+    free(f->damage);
+    free(f);
+}
+
+const char *sl__recfile_bad(const sl__recfile_t *f, int64_t k)
+{
+    if (k < 0 || k >= f->n || f->recs[k].label >= 0)
+        return NULL;
+    int64_t lo = 0, hi = f->nbad - 1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (f->bad_idx[mid] == k)
+            return f->bad_msg[mid];
+        if (f->bad_idx[mid] < k)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return NULL;
+}
+
+const char *sl__recfile_describe(const sl__recfile_t *f, int64_t k, char *buf,
+                                 size_t len)
+{
+    const char *name = sl__bytesrc_name(f->src);
+    if (f->fmt == SL__FMT_WDS && k >= 0 && k < f->n) {
+        char key[256];
+        snprintf(buf, len, "%s: sample %lld (key %s)", name, (long long)k,
+                 sl__wds_key(f, f->recs[k].hdr, key, sizeof key));
+    } else {
+        snprintf(buf, len, "%s: record %lld", name, (long long)k);
+    }
+    return buf;
+}
+
+int sl__recfile_read(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
+                     const sl__admit_t *admit, uint64_t *stored, char *err,
+                     size_t errlen)
+{
+    if (stored)
+        *stored = 0;
+    if (k < 0 || k >= f->n)
+        return sl__fail(err, errlen, SL_ERANGE, "%s: no sample %lld",
+                        sl__bytesrc_name(f->src), (long long)k);
+    const sl__rec_t *r = &f->recs[k];
+    const char *why = sl__recfile_bad(f, k);
+    if (why)
+        return sl__fail(err, errlen, r->label, "%s", why);
+    char msg[256];
+    int rc;
+    /* One byte more than the data, as for image files (source.c). */
+    if ((rc = sl__admit(admit, (int64_t)r->len + 1, msg, sizeof msg)))
+        return sl__fail(err, errlen, rc, "%s: %s", sl__bytesrc_name(f->src),
+                        msg);
+    if (sl__bytes_reserve(out, (size_t)r->len + 1))
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%u bytes)",
+                        sl__bytesrc_name(f->src), r->len);
+    if ((rc = sl__bytesrc_read(f->src, r->off, out->p, r->len, err, errlen)))
+        return rc;
+    if (stored)
+        *stored = r->len;
+    if (f->fmt == SL__FMT_TFRECORD) {
+        /* The record's data, then its masked CRC: checked again, as the
+         * file may have changed since it was indexed. */
+        uint32_t dlen = r->len - 4;
+        if (sl__crc32c_mask(sl__crc32c(0, out->p, dlen)) !=
+            sl__get_u32(out->p + dlen))
+            return sl__fail(err, errlen, SL_ECHECKSUM,
+                            "%s: record %lld: data CRC mismatch",
+                            sl__bytesrc_name(f->src), (long long)k);
+        memmove(out->p, out->p + r->img_off, r->img_len);
+    }
+    out->n = r->img_len;
+    return 0;
+}

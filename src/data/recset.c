@@ -1,0 +1,191 @@
+#include "recset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/alloc.h"
+#include "brace.h"
+#include "tfrecord.h"
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcasecmp(s + n - m, suffix);
+}
+
+/* The format of one file by its first bytes. */
+static int sniff(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode))
+        return 0;
+    sl__bytesrc_t *src;
+    char err[256];
+    if (sl__bytesrc_open_file(path, &src, err, sizeof err))
+        return 0;
+    uint8_t h[512];
+    uint64_t size = sl__bytesrc_size(src), len;
+    int fmt = 0;
+    if (size >= sizeof h &&
+        !sl__bytesrc_read(src, 0, h, sizeof h, err, sizeof err) &&
+        !memcmp(h + 257, "ustar", 5))
+        fmt = SL__FMT_WDS;
+    else if (size >= SL__TFRECORD_HEAD &&
+             !sl__bytesrc_read(src, 0, h, SL__TFRECORD_HEAD, err, sizeof err) &&
+             !sl__tfrecord_head_check(h, &len))
+        fmt = SL__FMT_TFRECORD;
+    sl__bytesrc_close(src);
+    return fmt;
+}
+
+static int by_name(const char *path)
+{
+    if (ends_with(path, ".tar"))
+        return SL__FMT_WDS;
+    if (ends_with(path, ".tfrecord") || ends_with(path, ".tfrecords") ||
+        ends_with(path, ".tfrec"))
+        return SL__FMT_TFRECORD;
+    return 0;
+}
+
+int sl__recset_format(const char *spec, const char **files)
+{
+    *files = spec;
+    static const struct {
+        const char *prefix;
+        int fmt;
+    } prefixes[] = {{"webdataset:", SL__FMT_WDS},
+                    {"wds:", SL__FMT_WDS},
+                    {"tfrecord:", SL__FMT_TFRECORD}};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
+        size_t n = strlen(prefixes[i].prefix);
+        if (!strncmp(spec, prefixes[i].prefix, n)) {
+            *files = spec + n;
+            return prefixes[i].fmt;
+        }
+    }
+    if (!sl__brace_has(spec))
+        return by_name(spec) ? by_name(spec) : sniff(spec);
+    char **v, err[256];
+    int n, fmt = 0;
+    if (sl__brace_expand(spec, &v, &n, err, sizeof err))
+        return 0;
+    if (n > 0)
+        fmt = by_name(v[0]) ? by_name(v[0]) : sniff(v[0]);
+    sl__strv_free(v, n);
+    return fmt;
+}
+
+const char *sl__recset_format_name(int fmt)
+{
+    return fmt == SL__FMT_WDS        ? "webdataset"
+           : fmt == SL__FMT_TFRECORD ? "tfrecord"
+                                     : "?";
+}
+
+static int note(sl__recset_t *r, const char *msg, const char *what)
+{
+    char **v = realloc(r->notes, (size_t)(r->nnotes + 1) * sizeof *v);
+    if (!v)
+        return SL_ENOMEM;
+    r->notes = v;
+    if (asprintf(&r->notes[r->nnotes], "%s%s", msg, what) < 0)
+        return SL_ENOMEM;
+    r->nnotes++;
+    return 0;
+}
+
+int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
+                    char *err, size_t errlen)
+{
+    *out = NULL;
+    const char *files;
+    int fmt = sl__recset_format(spec, &files);
+    if (!fmt)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: not WebDataset (.tar) or TFRecord (.tfrecord) "
+                        "files; name the format: webdataset:%s or "
+                        "tfrecord:%s",
+                        spec, spec, spec);
+    sl__recset_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    r->fmt = fmt;
+    r->max_label = -1;
+    char **names = NULL;
+    int n = 0;
+    int rc = sl__brace_expand(files, &names, &n, err, errlen);
+    if (!rc) {
+        r->files = calloc((size_t)n, sizeof *r->files);
+        r->first = calloc((size_t)n + 1, sizeof *r->first);
+        if (!r->files || !r->first)
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    int64_t total = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        sl__recfile_t *f;
+        rc = sl__recfile_open(names[i], fmt, skip_bad, &f, err, errlen);
+        if (rc && skip_bad && sl__err_is_data(rc) && rc != SL_ENOMEM) {
+            rc = note(r, err, " (whole file left out)") ? SL_ENOMEM : 0;
+            continue;
+        }
+        if (rc)
+            break;
+        r->files[r->nfiles] = f;
+        r->first[r->nfiles++] = total;
+        total += f->n;
+        if (f->damage && note(r, f->damage, " (the rest of the file lost)"))
+            rc = SL_ENOMEM;
+        for (int64_t k = 0; k < f->n; k++)
+            if (f->recs[k].label > r->max_label)
+                r->max_label = f->recs[k].label;
+    }
+    if (r->first)
+        r->first[r->nfiles] = total;
+    if (rc == SL_ENOMEM)
+        sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    if (!rc && (total == 0 || r->max_label < 0))
+        rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no readable samples",
+                      spec);
+    sl__strv_free(names, n);
+    if (rc) {
+        sl__recset_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+void sl__recset_close(sl__recset_t *r)
+{
+    if (!r)
+        return;
+    for (int i = 0; i < r->nfiles; i++)
+        sl__recfile_close(r->files[i]);
+    free(r->files);
+    free(r->first);
+    sl__strv_free(r->notes, r->nnotes);
+    free(r);
+}
+
+int64_t sl__recset_count(const sl__recset_t *r)
+{
+    return r->first[r->nfiles];
+}
+
+const sl__recfile_t *sl__recset_locate(const sl__recset_t *r, int64_t i,
+                                       int64_t *k)
+{
+    int lo = 0, hi = r->nfiles - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (r->first[mid] <= i)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *k = i - r->first[lo];
+    return r->files[lo];
+}
