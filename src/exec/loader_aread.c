@@ -8,16 +8,21 @@
  * the stream does not depend on the depth.
  *
  * Nothing here may wait on what only this thread can give back: with
- * reads in flight, a claim, a free item and a budget charge are only
- * tried (a claimed slot whose charge did not fit waits in `later` and is
- * tried again after completions); with none in flight they wait as the
- * thread-per-read path does. */
+ * reads in flight, a claim, a free item, a budget charge and a push to
+ * decode_q are only tried (a claimed slot whose charge did not fit waits
+ * in `later`, a finished read in `held`, until after later completions);
+ * with none in flight they wait as the thread-per-read path does.
+ *
+ * RING_ENTRIES bounds submissions at once, not reads in flight: a fuller
+ * queue is submitted and refilled, and completions beyond the ring's
+ * (twice the entries) wait in the kernel's overflow list
+ * (IORING_FEAT_NODROP, Linux 5.5). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "loader_internal.h"
 
-#define RING_ENTRIES 256 /* submissions at once; more reads stay queued */
+#define RING_ENTRIES 256
 #define REAP_MAX 64
 
 enum { ST_STARTED = 0, ST_LATER, ST_STOP };
