@@ -27,8 +27,16 @@ static void probe(void)
                  strerror(-rc));
         return;
     }
+    /* IORING_OP_READ came with Linux 5.6: an older ring would fail every
+     * read. */
+    struct io_uring_probe *p = io_uring_get_probe_ring(&r);
+    probe_ok = p && io_uring_opcode_supported(p, IORING_OP_READ);
+    if (!probe_ok)
+        snprintf(probe_why, sizeof probe_why,
+                 "io_uring without IORING_OP_READ (Linux < 5.6)");
+    if (p)
+        io_uring_free_probe(p);
     io_uring_queue_exit(&r);
-    probe_ok = 1;
 }
 
 int sl__uring_probe(const char **why)
