@@ -96,32 +96,61 @@ def write_wds_tarfile(folder, out, per_shard):
     return os.path.join(out, "shard-{000000..%06d}.tar" % (shards - 1))
 
 
+def tf_child(code, *args):
+    """Runs TensorFlow in a child process: imported here it starts threads
+    that later fork()s in this pytest process (the generic loader's
+    workers in test_generic.py) can deadlock on."""
+    import importlib.util
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow not installed")
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+TF_WRITE = r"""
+import json, os, sys
+import tensorflow as tf
+sm, out, per_file = json.load(open(sys.argv[1]))
+nfiles = (len(sm) + per_file - 1) // per_file
+for k in range(nfiles):
+    with tf.io.TFRecordWriter(os.path.join(out, "train-%05d-of-%05d" % (k, nfiles))) as w:
+        for path, label, name in sm[k * per_file:(k + 1) * per_file]:
+            f = tf.train.Feature
+            ex = tf.train.Example(features=tf.train.Features(feature={
+                "image/encoded": f(bytes_list=tf.train.BytesList(value=[open(path, "rb").read()])),
+                "image/class/label": f(int64_list=tf.train.Int64List(value=[label])),
+                "image/format": f(bytes_list=tf.train.BytesList(value=[b"JPEG"])),
+                "image/filename": f(bytes_list=tf.train.BytesList(value=[name.encode()])),
+                "image/height": f(int64_list=tf.train.Int64List(value=[1])),
+                "image/object/bbox/xmin": f(float_list=tf.train.FloatList(value=[0.25, 0.5])),
+            }))
+            w.write(ex.SerializeToString())
+print(nfiles)
+"""
+
+TF_READ = r"""
+import pickle, sys
+import tensorflow as tf
+spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
+        "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+got = [(e["image/encoded"].numpy(), int(e["image/class/label"]))
+       for e in tf.data.TFRecordDataset(sys.argv[2:]).map(
+           lambda r: tf.io.parse_single_example(r, spec))]
+pickle.dump(got, open(sys.argv[1], "wb"))
+"""
+
+
 def write_tfrecords(folder, out, per_file):
-    """ImageNet-style TFRecords by TensorFlow itself, extension-less names
-    as in the common ImageNet build (found by their first bytes)."""
-    tf = pytest.importorskip("tensorflow")
+    """ImageNet-style TFRecords by TensorFlow itself (in a child process),
+    extension-less names as in the common ImageNet build (found by their
+    first bytes)."""
     os.makedirs(out)
-    sm = samples(folder)
-    nfiles = (len(sm) + per_file - 1) // per_file
-    for k in range(nfiles):
-        with tf.io.TFRecordWriter(os.path.join(
-                out, "train-%05d-of-%05d" % (k, nfiles))) as w:
-            for path, label, name in sm[k * per_file:(k + 1) * per_file]:
-                f = tf.train.Feature
-                ex = tf.train.Example(features=tf.train.Features(feature={
-                    "image/encoded": f(bytes_list=tf.train.BytesList(
-                        value=[open(path, "rb").read()])),
-                    "image/class/label": f(int64_list=tf.train.Int64List(
-                        value=[label])),
-                    "image/format": f(bytes_list=tf.train.BytesList(
-                        value=[b"JPEG"])),
-                    "image/filename": f(bytes_list=tf.train.BytesList(
-                        value=[name.encode()])),
-                    "image/height": f(int64_list=tf.train.Int64List(value=[1])),
-                    "image/object/bbox/xmin": f(float_list=tf.train.FloatList(
-                        value=[0.25, 0.5])),
-                }))
-                w.write(ex.SerializeToString())
+    spec = os.path.join(out, "..", os.path.basename(out) + "-samples.json")
+    with open(spec, "w") as f:
+        json.dump([[list(x) for x in samples(folder)], out, per_file], f)
+    nfiles = int(tf_child(TF_WRITE, spec).split()[-1])
     return os.path.join(out, "train-{00000..%05d}-of-%05d" % (nfiles - 1, nfiles))
 
 
@@ -254,19 +283,16 @@ def test_pack_read_back(folder, tmp_path):
     assert [(open(p, "rb").read(), lab) for p, lab, _ in sm] == got
     pattern = str(out / ("shard-{000000..%06d}.tar" % (len(shards) - 1)))
     assert run_digest(pattern) == want
-    # TFRecord: read back by tf.data.
-    tf = pytest.importorskip("tensorflow")
+    # TFRecord: read back by tf.data (in a child process: see tf_child).
     out = tmp_path / "tfr"
     r = cli("pack", folder, str(out), "--format", "tfrecord")
     if "built without TFRecord support" in r.stderr:
         pytest.skip("sluice built without SL_TFRECORD")
     assert r.returncode == 0, r.stderr
     files = sorted(str(out / f) for f in os.listdir(out))
-    spec = {"image/encoded": tf.io.FixedLenFeature([], tf.string),
-            "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
-    got = [(e["image/encoded"].numpy(), int(e["image/class/label"]))
-           for e in tf.data.TFRecordDataset(files).map(
-               lambda r: tf.io.parse_single_example(r, spec))]
+    import pickle
+    tf_child(TF_READ, str(tmp_path / "got.pkl"), *files)
+    got = pickle.load(open(tmp_path / "got.pkl", "rb"))
     assert [(open(p, "rb").read(), lab) for p, lab, _ in sm] == got
     assert len(files) == 1 and files[0].endswith("data-00000.tfrecord")
     assert run_digest(files[0]) == want
