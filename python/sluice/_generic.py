@@ -355,7 +355,10 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
     torch.set_num_threads(1)
     seed = (base_seed + wid) & _MASK64
     random.seed(seed)
-    torch.manual_seed(seed)
+    # The CPU generator only: torch.manual_seed also queues a CUDA seeding
+    # that records a traceback, which crashed or hung forked workers of a
+    # process running other threads (Ray's, TensorFlow's).
+    torch.random.default_generator.manual_seed(seed)
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed(seed & 0xFFFFFFFF)
