@@ -29,6 +29,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.append(str(ROOT / "build" / "python"))  # after PYTHONPATH
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kits_like import kidney_labels  # noqa: E402
 from sluice.volumes import DataLoader  # noqa: E402
 
 
@@ -54,15 +56,7 @@ def make_data(out, n, seed=0):
         img = torch.nn.functional.interpolate(torch.from_numpy(src[None, None]), size=shape,
                                               mode="trilinear", align_corners=True)[0, 0].numpy()
         img = (img * 4.0 - 200.0).astype(np.int16)
-        z, y, x = np.ogrid[:shape[0], :shape[1], :shape[2]]
-        lbl = np.zeros(shape, np.uint8)
-        for cx in (0.3, 0.7):
-            e = (((z - shape[0] / 2) / (shape[0] / 4)) ** 2 + ((y - shape[1] / 2) / (shape[1] / 8))
-                 ** 2 + ((x - cx * shape[2]) / (shape[2] / 10)) ** 2)
-            lbl[e < 1] = 1
-        t = (((z - shape[0] / 2) / (shape[0] / 10)) ** 2 + ((y - shape[1] / 2) / (shape[1] / 20))
-             ** 2 + ((x - 0.3 * shape[2]) / (shape[2] / 25)) ** 2)
-        lbl[t < 1] = 2
+        lbl = kidney_labels(shape)
         thick = float(rng.uniform(0.5, 5.0)) if not big else 1.6
         inpl = float(rng.uniform(0.6, 0.9)) if not big else 1.2
         aff = np.diag([thick, inpl, inpl, 1.0])

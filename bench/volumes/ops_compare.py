@@ -31,44 +31,15 @@ import torch
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
-I64x3 = ctypes.c_int64 * 3
-F64x3 = ctypes.c_double * 3
 TARGET = (1.6, 1.2, 1.2)
-
-
-class Aug(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("patch", I64x3),
-                ("oversampling", ctypes.c_double), ("flip_prob", ctypes.c_double),
-                ("brightness_prob", ctypes.c_double), ("brightness_factor", ctypes.c_double),
-                ("noise_prob", ctypes.c_double), ("noise_std", ctypes.c_double)]
-
-
-class Draw(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("foreground", ctypes.c_int), ("cls", ctypes.c_int),
-                ("ncomponents", ctypes.c_int), ("component", ctypes.c_int),
-                ("box_lo", I64x3), ("box_hi", I64x3), ("adj", I64x3), ("lo", I64x3),
-                ("flip", ctypes.c_int * 3), ("brightness", ctypes.c_int),
-                ("brightness_mul", ctypes.c_double), ("noise", ctypes.c_int),
-                ("noise_sd", ctypes.c_double)]
+sys.path.append(str(ROOT / "build" / "python"))  # after PYTHONPATH
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from kits_like import kidney_labels  # noqa: E402
+from sluice.volumes_ctypes import Aug, Draw, F64x3, I64x3, bind  # noqa: E402,F401
 
 
 def load_lib(path):
-    L = ctypes.CDLL(path)
-    P = ctypes.c_void_p
-    L.sl_vol_resample_shape.argtypes = [I64x3, F64x3, F64x3, I64x3]
-    L.sl_vol_resample_linear.argtypes = [P, I64x3, P, I64x3]
-    L.sl_vol_resample_nearest.argtypes = [P, I64x3, P, I64x3]
-    L.sl_vol_normalize.argtypes = [P, ctypes.c_size_t] + [ctypes.c_float] * 4
-    L.sl_vol_normalize.restype = None
-    L.sl_vol_pad_edge.argtypes = [P, I64x3, ctypes.c_size_t, I64x3, P, I64x3]
-    L.sl_vol_aug_init.argtypes = [ctypes.POINTER(Aug)]
-    L.sl_vol_aug_init.restype = None
-    L.sl_vol_draw.argtypes = [P, I64x3, ctypes.POINTER(Aug), ctypes.c_uint64, ctypes.c_uint64,
-                              ctypes.c_uint64, ctypes.POINTER(Draw), ctypes.c_char_p,
-                              ctypes.c_size_t]
-    L.sl_vol_apply.argtypes = [P, P, I64x3, ctypes.POINTER(Aug), ctypes.POINTER(Draw),
-                               ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, P, P]
-    return L
+    return bind(ctypes.CDLL(path))
 
 
 def D(a):
@@ -181,15 +152,7 @@ def volumes(n):
                                               mode="trilinear", align_corners=True)[0, 0].numpy()
         img = np.ascontiguousarray(img * 4.0 - 200.0 + rng.normal(0, 20, img.shape)
                                    .astype(np.float32))
-        z, y, x = np.ogrid[:shape[0], :shape[1], :shape[2]]
-        lbl = np.zeros(shape, np.uint8)
-        for cx in (0.3, 0.7):
-            e = (((z - shape[0] / 2) / (shape[0] / 4)) ** 2 + ((y - shape[1] / 2) / (shape[1] / 8))
-                 ** 2 + ((x - cx * shape[2]) / (shape[2] / 10)) ** 2)
-            lbl[e < 1] = 1
-        t = (((z - shape[0] / 2) / (shape[0] / 10)) ** 2 + ((y - shape[1] / 2) / (shape[1] / 20))
-             ** 2 + ((x - 0.3 * shape[2]) / (shape[2] / 25)) ** 2)
-        lbl[t < 1] = 2
+        lbl = kidney_labels(shape)
         out.append((img, lbl, (thick, inplane, inplane)))
     return out
 

@@ -21,44 +21,12 @@ if os.environ.get("SLUICE"):  # the built package, beside the CLI
     sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SLUICE"]), "python"))
 
 
-class Opts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("batch_size", ctypes.c_int),
-                ("seed", ctypes.c_uint64), ("threads", ctypes.c_int),
-                ("prefetch", ctypes.c_int), ("no_balance", ctypes.c_int),
-                ("target_spacing", ctypes.c_double * 3), ("cache_bytes", ctypes.c_int64),
-                ("aug", Aug)]
-
-
-class Batch(ctypes.Structure):
-    _fields_ = [("epoch", ctypes.c_int64), ("index", ctypes.c_int64), ("n", ctypes.c_int),
-                ("dims", I64x3), ("image", ctypes.POINTER(ctypes.c_float)),
-                ("label", ctypes.POINTER(ctypes.c_uint8)),
-                ("cases", ctypes.POINTER(ctypes.c_int64))]
-
-
-class Stats(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t)] + [(n, ctypes.c_int64) for n in (
-        "batches", "samples", "offline_runs", "cache_hits", "cache_bytes", "wait_ns",
-        "predicted_ns", "actual_ns", "latency_p50_ns", "latency_p99_ns")]
+from sluice.volumes_ctypes import Batch, Opts, Stats  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def vl(lib):  # noqa: F811
-    P = ctypes.c_void_p
-    lib.sl_vloader_options_init.argtypes = [ctypes.POINTER(Opts)]
-    lib.sl_vloader_options_init.restype = None
-    lib.sl_vloader_create.argtypes = [ctypes.c_char_p, ctypes.POINTER(Opts),
-                                      ctypes.POINTER(P), ctypes.c_char_p, ctypes.c_size_t]
-    lib.sl_vloader_next.argtypes = [P, ctypes.POINTER(ctypes.POINTER(Batch)), ctypes.c_char_p,
-                                    ctypes.c_size_t]
-    lib.sl_vloader_release.argtypes = [P, ctypes.POINTER(Batch)]
-    lib.sl_vloader_release.restype = None
-    lib.sl_vloader_batches_per_epoch.argtypes = [P]
-    lib.sl_vloader_batches_per_epoch.restype = ctypes.c_int64
-    lib.sl_vloader_stats.argtypes = [P, ctypes.POINTER(Stats)]
-    lib.sl_vloader_destroy.argtypes = [P]
-    lib.sl_vloader_destroy.restype = None
-    return lib
+    return lib  # bound by test_volops's fixture (volumes_ctypes.bind)
 
 
 PATCH = (24, 32, 20)  # (x, y, z), as the options take it

@@ -12,6 +12,7 @@ Nearest, normalisation, padding, crops and flips are exact."""
 
 import ctypes
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,45 +22,15 @@ LIB = os.environ.get("SL_LIB")
 pytestmark = pytest.mark.skipif(not LIB, reason="SL_LIB not set")
 scipy_ndimage = pytest.importorskip("scipy.ndimage")
 torch = pytest.importorskip("torch")
+if os.environ.get("SLUICE"):  # the built package, beside the CLI
+    sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SLUICE"]), "python"))
+from sluice.volumes_ctypes import Aug, Draw, F64x3, I64x3, bind  # noqa: E402,F401
 
-I64x3 = ctypes.c_int64 * 3
-F64x3 = ctypes.c_double * 3
-
-
-class Aug(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("patch", I64x3),
-                ("oversampling", ctypes.c_double), ("flip_prob", ctypes.c_double),
-                ("brightness_prob", ctypes.c_double), ("brightness_factor", ctypes.c_double),
-                ("noise_prob", ctypes.c_double), ("noise_std", ctypes.c_double)]
-
-
-class Draw(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("foreground", ctypes.c_int), ("cls", ctypes.c_int),
-                ("ncomponents", ctypes.c_int), ("component", ctypes.c_int),
-                ("box_lo", I64x3), ("box_hi", I64x3), ("adj", I64x3), ("lo", I64x3),
-                ("flip", ctypes.c_int * 3), ("brightness", ctypes.c_int),
-                ("brightness_mul", ctypes.c_double), ("noise", ctypes.c_int),
-                ("noise_sd", ctypes.c_double)]
 
 
 @pytest.fixture(scope="module")
 def lib():
-    L = ctypes.CDLL(LIB)
-    P = ctypes.c_void_p
-    L.sl_vol_resample_shape.argtypes = [I64x3, F64x3, F64x3, I64x3]
-    L.sl_vol_resample_linear.argtypes = [P, I64x3, P, I64x3]
-    L.sl_vol_resample_nearest.argtypes = [P, I64x3, P, I64x3]
-    L.sl_vol_normalize.argtypes = [P, ctypes.c_size_t] + [ctypes.c_float] * 4
-    L.sl_vol_normalize.restype = None
-    L.sl_vol_pad_edge.argtypes = [P, I64x3, ctypes.c_size_t, I64x3, P, I64x3]
-    L.sl_vol_aug_init.argtypes = [ctypes.POINTER(Aug)]
-    L.sl_vol_aug_init.restype = None
-    L.sl_vol_draw.argtypes = [P, I64x3, ctypes.POINTER(Aug), ctypes.c_uint64, ctypes.c_uint64,
-                              ctypes.c_uint64, ctypes.POINTER(Draw), ctypes.c_char_p,
-                              ctypes.c_size_t]
-    L.sl_vol_apply.argtypes = [P, P, I64x3, ctypes.POINTER(Aug), ctypes.POINTER(Draw),
-                               ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, P, P]
-    return L
+    return bind(ctypes.CDLL(LIB))
 
 
 def ptr(a):
