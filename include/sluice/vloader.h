@@ -46,6 +46,21 @@ typedef struct sl_vloader_options {
     double target_spacing[3]; /**< mm, (x, y, z) [1.6, 1.2, 1.2] */
     int64_t cache_bytes;      /**< offline results kept [2 GiB] */
     sl_vol_aug_t aug;         /**< online ops [sl_vol_aug_init] */
+    /** The most bytes the loader holds at once [0: no bound but
+     *  cache_bytes]: its batch buffers (fixed at create: more than this
+     *  fails there), the cached offline results, and every offline stage
+     *  in flight, charged what it will hold before it allocates (the padded
+     *  outputs, the components, slices and read buffers: the stage streams
+     *  a volume a slice at a time, so a case needs about 5.2 bytes per
+     *  padded voxel, never the stored volume whole — a pack's case
+     *  excepted, whose record is read whole). The cache gives back what
+     *  nobody uses to make room; a stage waits for others to finish; a
+     *  case that cannot fit alone fails, naming the case and the sizes. */
+    int64_t memory_bytes;
+    /** 1: image patches as bfloat16 (sl_vbatch_t.image_bf16; image NULL),
+     *  rounded to nearest even from the float32 patch (sl_vol_to_bf16)
+     *  [0: float32] */
+    int image_bf16;
 } sl_vloader_options_t;
 
 SL_API void sl_vloader_options_init(sl_vloader_options_t *o);
@@ -54,10 +69,12 @@ SL_API void sl_vloader_options_init(sl_vloader_options_t *o);
 typedef struct sl_vbatch {
     int64_t epoch, index; /**< position in the stream */
     int n;
-    int64_t dims[3]; /**< patch shape, C order (z, y, x) */
-    float *image;    /**< n x dims, float32 */
-    uint8_t *label;  /**< n x dims */
-    int64_t *cases;  /**< dataset case of each patch */
+    int64_t dims[3];      /**< patch shape, C order (z, y, x) */
+    float *image;         /**< n x dims, float32 (NULL with image_bf16) */
+    uint8_t *label;       /**< n x dims */
+    int64_t *cases;       /**< dataset case of each patch */
+    uint16_t *image_bf16; /**< n x dims, bfloat16 bits, with image_bf16
+                               set (image NULL then) */
 } sl_vbatch_t;
 
 /** Counters since create. Times in ns. */
@@ -73,6 +90,9 @@ typedef struct sl_vloader_stats {
     int64_t latency_p50_ns; /**< batch-ready latency (window entry to
                                  ready), over the last 256 batches */
     int64_t latency_p99_ns;
+    int64_t memory_bytes; /**< held now: buffers, cache, stages in flight
+                               (counted with or without a budget) */
+    int64_t memory_peak;  /**< the most held since create */
 } sl_vloader_stats_t;
 
 /** Opens the dataset (every case's header read and checked: a bad file is

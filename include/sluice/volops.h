@@ -50,6 +50,31 @@ SL_API int sl_vol_resample_linear(const float *in, const int64_t in_dims[3],
 SL_API int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
                                    uint8_t *out, const int64_t out_dims[3]);
 
+/** A slice of a volume (axes 1 and 2: dims[1] x dims[2] values) handed to
+ *  or asked from the caller by the streaming ops; nonzero stops the op. */
+typedef int (*sl_vol_slice_fn)(void *ctx, int64_t index, void *slice);
+
+/** sl_vol_resample_linear a slice at a time, for a volume too large to
+ *  hold whole (the loader streams its offline stage through it): `pull`
+ *  fills input slice i (in_dims[1] x in_dims[2] floats), called for
+ *  i = 0 .. in_dims[0] - 1 in order, each once (slices no output needs
+ *  too: a stream is read through); `push` takes output slice o
+ *  (out_dims[1] x out_dims[2] floats) in order, and may change it. The
+ *  output equals sl_vol_resample_linear's bit for bit. Memory: four
+ *  output-sized slices and two input-sized ones. @return 0, SL_EINVAL,
+ *  SL_ENOMEM, or what pull or push returned. */
+SL_API int sl_vol_resample_linear_slices(const int64_t in_dims[3],
+                                         const int64_t out_dims[3],
+                                         sl_vol_slice_fn pull,
+                                         sl_vol_slice_fn push, void *ctx);
+
+/** sl_vol_resample_nearest a slice at a time (uint8 slices), as
+ *  sl_vol_resample_linear_slices; equal to it exactly. */
+SL_API int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
+                                          const int64_t out_dims[3],
+                                          sl_vol_slice_fn pull,
+                                          sl_vol_slice_fn push, void *ctx);
+
 /** Clips x to [lo, hi], then (x - mean) / std, in float (the reference's
  *  float32 arithmetic: exact). */
 SL_API void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
@@ -158,6 +183,11 @@ SL_API int sl_vol_apply(const float *image, const uint8_t *label,
                         const int64_t dims[3], const sl_vol_aug_t *a,
                         const sl_vol_draw_t *d, uint64_t seed, uint64_t epoch,
                         uint64_t sample, float *out_image, uint8_t *out_label);
+
+/** float32 to bfloat16 bits, rounded to nearest even (torch's
+ *  conversion: a NaN becomes the quiet NaN 0x7fc0). out may not overlap
+ *  in. */
+SL_API void sl_vol_to_bf16(const float *in, uint16_t *out, size_t n);
 
 #ifdef __cplusplus
 }

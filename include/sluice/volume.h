@@ -137,6 +137,46 @@ SL_API const char *sl_volume_dtype_name(int dtype);
 /** @return bytes of one element of a dtype (0 for an unknown one). */
 SL_API size_t sl_volume_dtype_size(int dtype);
 
+/* ---------------------------------------------------------------- reader */
+
+/** A volume read in storage order, a piece at a time: a large volume never
+ *  needs its whole array in memory (the volume loader streams its offline
+ *  stage through one, a slice at a time). */
+typedef struct sl_volume_reader sl_volume_reader_t;
+
+/**
+ * Opens `path` to read its data in order: the header is read and checked
+ * as sl_volume_load does (the same errors), the data is left unread.
+ * opt->orient must be SL_VOLUME_AS_STORED (reorienting needs the whole
+ * array); opt->native gives the stored type unscaled, else float32 scaled;
+ * header_only and max_bytes do not apply (a reader holds a 1 MiB piece and
+ * zlib's buffers). `opt` may be NULL.
+ * @return 0 and *out (close with sl_volume_reader_close), or as
+ *         sl_volume_load.
+ */
+SL_API int sl_volume_reader_open(const char *path,
+                                 const sl_volume_options_t *opt,
+                                 sl_volume_reader_t **out, char *err,
+                                 size_t errlen);
+
+/** @return the volume's header facts (an sl_volume_t whose data is NULL),
+ *  valid until the reader is closed. */
+SL_API const sl_volume_t *sl_volume_reader_volume(const sl_volume_reader_t *r);
+
+/**
+ * The next `count` values in storage order (dim[0] fastest) into out: one
+ * dim[0] x dim[1] slice at a time is count = dim[0] * dim[1]. float32
+ * (scaled), or the stored type with opt->native. After the last value a
+ * gzip file's checksum is checked.
+ * @return 0, SL_EINVAL (more values than are left), or SL_ECORRUPT /
+ *         SL_EIO (truncated or damaged data: the file and the cause in err).
+ */
+SL_API int sl_volume_reader_read(sl_volume_reader_t *r, void *out,
+                                 int64_t count, char *err, size_t errlen);
+
+/** Closes a reader; NULL does nothing. */
+SL_API void sl_volume_reader_close(sl_volume_reader_t *r);
+
 /* --------------------------------------------------------------- dataset */
 
 /** A list of volume cases: an image and, usually, its label volume. */
@@ -190,6 +230,21 @@ SL_API int sl_volume_dataset_load(const sl_volume_dataset_t *d, int64_t i,
                                   const sl_volume_options_t *opt,
                                   sl_volume_t **image, sl_volume_t **label,
                                   char *err, size_t errlen);
+
+/**
+ * Case i's image and (when `label` is not NULL and the case has one) label
+ * as readers (sl_volume_reader_open); *label = NULL otherwise. A pack's
+ * record is read and checked once and held while either reader is open
+ * (its stored bytes: a pack's volumes are not streamed from the shard);
+ * files are read as the readers are consumed. The two readers are separate
+ * objects (close them in any order, from any thread).
+ * @return 0, or SL_E* with the file (or pack, record) and the cause.
+ */
+SL_API int sl_volume_dataset_readers(const sl_volume_dataset_t *d, int64_t i,
+                                     const sl_volume_options_t *opt,
+                                     sl_volume_reader_t **image,
+                                     sl_volume_reader_t **label, char *err,
+                                     size_t errlen);
 
 #ifdef __cplusplus
 }

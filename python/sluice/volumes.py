@@ -22,6 +22,11 @@ the samples predicted to be most expensive first within the prefetch
 window; `stats()` reports predicted and measured costs, consumer wait and
 batch-ready latency (p50, p99).
 
+`memory_bytes` bounds what the loader holds at once (batch buffers, the
+cache, offline stages in flight, which stream each volume a slice at a
+time); `dtype="bfloat16"` gives bfloat16 image patches (rounded to nearest
+even; without torch, their bits as uint16).
+
 Each iteration is one epoch; the next iteration is the next epoch.
 """
 from . import _sluice
@@ -31,12 +36,15 @@ class DataLoader:
     def __init__(self, dataset, batch_size=2, patch=(128, 128, 128), seed=0, threads=0,
                  prefetch=0, balance=True, cache_bytes=0, target_spacing=(1.6, 1.2, 1.2),
                  oversampling=0.4, flip_prob=1 / 3, brightness_prob=0.1, noise_prob=0.1,
-                 tensors=True):
+                 tensors=True, memory_bytes=0, dtype="float32"):
+        if dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"dtype {dtype!r}: 'float32' or 'bfloat16'")
         self._l = _sluice.VolumeLoader(
             str(dataset), batch_size=batch_size, patch=tuple(patch), seed=seed,
             threads=threads, prefetch=prefetch, balance=balance, cache_bytes=cache_bytes,
             target_spacing=tuple(target_spacing), oversampling=oversampling,
-            flip_prob=flip_prob, brightness_prob=brightness_prob, noise_prob=noise_prob)
+            flip_prob=flip_prob, brightness_prob=brightness_prob, noise_prob=noise_prob,
+            memory_bytes=memory_bytes, bfloat16=dtype == "bfloat16")
         self._tensors = tensors
         self.epoch = 0
 
@@ -44,17 +52,19 @@ class DataLoader:
         return self._l.batches_per_epoch
 
     def __iter__(self):
-        conv = None
+        torch = None
         if self._tensors:
             import torch
-            conv = torch.from_numpy
         for _ in range(self._l.batches_per_epoch):
             b = self._l.next()
             self.epoch = b["epoch"]
-            if conv is None:
+            if torch is None:
                 yield b["image"], b["label"]
             else:
-                yield conv(b["image"]), conv(b["label"])
+                img = torch.from_numpy(b["image"])
+                if b["dtype"] == "bfloat16":
+                    img = img.view(torch.bfloat16)
+                yield img, torch.from_numpy(b["label"])
         self.epoch += 1
 
     def next_batch(self):

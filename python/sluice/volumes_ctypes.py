@@ -32,20 +32,22 @@ class Opts(ctypes.Structure):  # sl_vloader_options_t
                 ("seed", ctypes.c_uint64), ("threads", ctypes.c_int),
                 ("prefetch", ctypes.c_int), ("no_balance", ctypes.c_int),
                 ("target_spacing", F64x3), ("cache_bytes", ctypes.c_int64),
-                ("aug", Aug)]
+                ("aug", Aug), ("memory_bytes", ctypes.c_int64), ("image_bf16", ctypes.c_int)]
 
 
 class Batch(ctypes.Structure):  # sl_vbatch_t
     _fields_ = [("epoch", ctypes.c_int64), ("index", ctypes.c_int64), ("n", ctypes.c_int),
                 ("dims", I64x3), ("image", ctypes.POINTER(ctypes.c_float)),
                 ("label", ctypes.POINTER(ctypes.c_uint8)),
-                ("cases", ctypes.POINTER(ctypes.c_int64))]
+                ("cases", ctypes.POINTER(ctypes.c_int64)),
+                ("image_bf16", ctypes.POINTER(ctypes.c_uint16))]
 
 
 class Stats(ctypes.Structure):  # sl_vloader_stats_t
     _fields_ = [("size", ctypes.c_size_t)] + [(n, ctypes.c_int64) for n in (
         "batches", "samples", "offline_runs", "cache_hits", "cache_bytes", "wait_ns",
-        "predicted_ns", "actual_ns", "latency_p50_ns", "latency_p99_ns")]
+        "predicted_ns", "actual_ns", "latency_p50_ns", "latency_p99_ns", "memory_bytes",
+        "memory_peak")]
 
 
 def bind(lib):
@@ -66,6 +68,8 @@ def bind(lib):
                               ctypes.c_size_t]
     L.sl_vol_apply.argtypes = [P, P, I64x3, ctypes.POINTER(Aug), ctypes.POINTER(Draw),
                                ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint64, P, P]
+    L.sl_vol_to_bf16.argtypes = [P, P, ctypes.c_size_t]
+    L.sl_vol_to_bf16.restype = None
     L.sl_vloader_options_init.argtypes = [ctypes.POINTER(Opts)]
     L.sl_vloader_options_init.restype = None
     L.sl_vloader_create.argtypes = [ctypes.c_char_p, ctypes.POINTER(Opts), ctypes.POINTER(P),

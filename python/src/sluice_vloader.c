@@ -52,22 +52,23 @@ static int parse_i64x3(PyObject *o, const char *what, int64_t v[3])
 
 static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"dataset",      "batch_size",  "patch",
-                             "seed",         "threads",     "prefetch",
-                             "balance",      "cache_bytes", "target_spacing",
-                             "oversampling", "flip_prob",   "brightness_prob",
-                             "noise_prob",   NULL};
+    static char *kwlist[] = {
+        "dataset",        "batch_size",   "patch",     "seed",
+        "threads",        "prefetch",     "balance",   "cache_bytes",
+        "target_spacing", "oversampling", "flip_prob", "brightness_prob",
+        "noise_prob",     "memory_bytes", "bfloat16",  NULL};
     PyObject *path, *patch = NULL, *spacing = NULL;
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     unsigned long long seed = 0;
     int balance = 1;
-    long long cache = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iOKiipLOdddd", kwlist, &path,
-                                     &o.batch_size, &patch, &seed, &o.threads,
-                                     &o.prefetch, &balance, &cache, &spacing,
-                                     &o.aug.oversampling, &o.aug.flip_prob,
-                                     &o.aug.brightness_prob, &o.aug.noise_prob))
+    long long cache = 0, memory = 0;
+    int bf16 = 0;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kw, "O|iOKiipLOddddLp", kwlist, &path, &o.batch_size, &patch,
+            &seed, &o.threads, &o.prefetch, &balance, &cache, &spacing,
+            &o.aug.oversampling, &o.aug.flip_prob, &o.aug.brightness_prob,
+            &o.aug.noise_prob, &memory, &bf16))
         return -1;
     if (patch && parse_i64x3(patch, "patch", o.aug.patch))
         return -1;
@@ -78,11 +79,14 @@ static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
         for (int i = 0; i < 3; i++)
             o.target_spacing[i] = f[i];
     }
-    if (o.batch_size < 0 || o.threads < 0 || o.prefetch < 0 || cache < 0) {
-        PyErr_SetString(PyExc_ValueError,
-                        "batch_size, threads, prefetch, cache_bytes >= 0");
+    if (o.batch_size < 0 || o.threads < 0 || o.prefetch < 0 || cache < 0 ||
+        memory < 0) {
+        PyErr_SetString(PyExc_ValueError, "batch_size, threads, prefetch, "
+                                          "cache_bytes, memory_bytes >= 0");
         return -1;
     }
+    o.memory_bytes = memory;
+    o.image_bf16 = bf16;
     o.seed = seed;
     o.no_balance = !balance;
     o.cache_bytes = cache;
@@ -146,7 +150,12 @@ static PyObject *vl_next(vloader_obj *self, PyObject *unused)
     self->busy = 0;
     if (rc)
         return slpy_raise(rc, err, 0);
-    PyObject *img = copy_out(b->image, b->n, b->dims, NPY_FLOAT32, 4);
+    /* bfloat16: its bits as uint16 (NumPy has no bfloat16; the Python
+     * layer views them as torch.bfloat16) */
+    PyObject *img = b->image_bf16
+                        ? copy_out(b->image_bf16, b->n, b->dims, NPY_UINT16, 2)
+                        : copy_out(b->image, b->n, b->dims, NPY_FLOAT32, 4);
+    const char *dtype = b->image_bf16 ? "bfloat16" : "float32";
     PyObject *lbl = copy_out(b->label, b->n, b->dims, NPY_UINT8, 1);
     npy_intp nc = b->n;
     PyObject *cases = PyArray_SimpleNew(1, &nc, NPY_INT64);
@@ -161,8 +170,9 @@ static PyObject *vl_next(vloader_obj *self, PyObject *unused)
         Py_XDECREF(cases);
         return NULL;
     }
-    return Py_BuildValue("{s:L,s:L,s:N,s:N,s:N}", "epoch", epoch, "index",
-                         index, "image", img, "label", lbl, "cases", cases);
+    return Py_BuildValue("{s:L,s:L,s:N,s:N,s:N,s:s}", "epoch", epoch, "index",
+                         index, "image", img, "label", lbl, "cases", cases,
+                         "dtype", dtype);
 }
 
 static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
@@ -173,13 +183,14 @@ static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
     sl_vloader_stats_t s = {.size = sizeof s};
     sl_vloader_stats(self->l, &s);
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d}", "batches",
+        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:L,s:L}", "batches",
         (long long)s.batches, "samples", (long long)s.samples, "offline_runs",
         (long long)s.offline_runs, "cache_hits", (long long)s.cache_hits,
         "cache_bytes", (long long)s.cache_bytes, "wait_s", s.wait_ns / 1e9,
         "predicted_s", s.predicted_ns / 1e9, "actual_s", s.actual_ns / 1e9,
         "latency_p50_s", s.latency_p50_ns / 1e9, "latency_p99_s",
-        s.latency_p99_ns / 1e9);
+        s.latency_p99_ns / 1e9, "memory_bytes", (long long)s.memory_bytes,
+        "memory_peak", (long long)s.memory_peak);
 }
 
 static PyObject *vl_reset(vloader_obj *self, PyObject *unused)
@@ -227,11 +238,13 @@ static PyObject *vl_get_cases(vloader_obj *self, void *closure)
 
 static PyMethodDef vl_methods[] = {
     {"next", (PyCFunction)vl_next, METH_NOARGS,
-     "next() -> {'epoch', 'index', 'image' (n,1,z,y,x) float32, 'label' "
-     "(n,1,z,y,x) uint8, 'cases'}: the next batch of the stream."},
+     "next() -> {'epoch', 'index', 'image' (n,1,z,y,x) float32 (or "
+     "bfloat16 bits as uint16), 'label' (n,1,z,y,x) uint8, 'cases', "
+     "'dtype'}: the next batch of the stream."},
     {"stats", (PyCFunction)vl_stats, METH_NOARGS,
      "stats() -> counters: batches, samples, offline_runs, cache_hits, "
-     "wait_s, predicted_s, actual_s, latency_p50_s, latency_p99_s."},
+     "wait_s, predicted_s, actual_s, latency_p50_s, latency_p99_s, "
+     "memory_bytes, memory_peak."},
     {"reset_stats", (PyCFunction)vl_reset, METH_NOARGS,
      "Zeroes the counters and the latency window."},
     {"close", (PyCFunction)vl_close, METH_NOARGS, "Stops the threads."},
@@ -249,7 +262,8 @@ static PyTypeObject vloader_type = {
     .tp_doc = "VolumeLoader(dataset, batch_size=2, patch=(128,128,128), "
               "seed=0, threads=0, prefetch=0, balance=True, cache_bytes=0, "
               "target_spacing=(1.6,1.2,1.2), oversampling=0.4, "
-              "flip_prob=1/3, brightness_prob=0.1, noise_prob=0.1): 3-D "
+              "flip_prob=1/3, brightness_prob=0.1, noise_prob=0.1, "
+              "memory_bytes=0, bfloat16=False): 3-D "
               "U-Net training patches (sluice/vloader.h).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)vl_init,

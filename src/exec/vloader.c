@@ -16,6 +16,7 @@
 #include "base/rng.h"
 #include "sluice/vloader.h"
 #include "sluice/volume.h"
+#include "vloader_offline.h"
 
 enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
 enum { CASE_NONE, CASE_LOADING, CASE_READY };
@@ -24,9 +25,11 @@ enum { CASE_NONE, CASE_LOADING, CASE_READY };
 typedef struct vcase {
     int64_t raw[3];    /* stored dims, C order */
     double spacing[3]; /* C order */
+    int64_t rs[3];     /* resampled, C order */
     int64_t dims[3];   /* after resample and pad, C order */
     double raw_vox, vox;
-    float *img; /* cached offline result */
+    double stored; /* bytes of the image and label as stored */
+    float *img;    /* cached offline result */
     uint8_t *lbl;
     sl_vol_fg_t *fg; /* the label's foreground components */
     int state, users;
@@ -68,6 +71,12 @@ struct sl_vloader {
     int nth;
     uint64_t clock;
     int64_t cache_held;
+    /* The memory budget (o.memory_bytes; 0: none): mem_used is the batch
+     * buffers, the cache and every offline stage in flight (charged its
+     * offline_bytes before it allocates). */
+    int64_t mem_limit, mem_used, mem_peak, buf_bytes;
+    float *scratch; /* bfloat16 output: a float patch per thread */
+    int nwid;
     /* ns per voxel: offline (stored voxel: load, resample, normalise,
      * pad, label the components), patch, noise (patch voxel); EMA of
      * measured times. A draw reads the cached components: ~free. */
@@ -103,10 +112,16 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     const char *path = sl_volume_dataset_image(l->ds, c);
     if (!path)
         path = sl_volume_dataset_name(l->ds, c);
-    int rc = sl_volume_dataset_load(l->ds, c, &vo, &v, NULL, err, errlen);
+    sl_volume_t *lv = NULL;
+    int rc = sl_volume_dataset_load(l->ds, c, &vo, &v, &lv, err, errlen);
     if (rc)
         return rc;
     vcase_t *k = &l->cases[c];
+    k->stored = (double)v->dim[0] * (double)v->dim[1] * (double)v->dim[2] *
+                (double)v->dim[3] *
+                (double)(sl_volume_dtype_size(v->stored_dtype) +
+                         (lv ? sl_volume_dtype_size(lv->stored_dtype) : 0));
+    sl_volume_free(lv);
     if (v->ndim != 3) {
         sl_volume_free(v);
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
@@ -120,7 +135,7 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     sl_volume_free(v);
     double tgt[3] = {l->o.target_spacing[2], l->o.target_spacing[1],
                      l->o.target_spacing[0]};
-    int64_t rs[3];
+    int64_t *rs = k->rs;
     if (sl_vol_resample_shape(k->raw, k->spacing, tgt, rs))
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: voxel size %gx%gx%g cannot be resampled to the "
@@ -133,109 +148,13 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     return 0;
 }
 
-/* The offline stage of case c: image and label loaded, resampled,
- * normalised, padded. */
-static int offline(sl_vloader_t *l, int64_t c, float **img_out,
-                   sl_vol_fg_t **fg_out, uint8_t **lbl_out, char *err,
-                   size_t errlen)
-{
-    vcase_t *k = &l->cases[c];
-    const char *ip = sl_volume_dataset_image(l->ds, c);
-    const char *lp = sl_volume_dataset_label(l->ds, c);
-    if (!ip) /* a pack: messages name the case */
-        ip = sl_volume_dataset_name(l->ds, c);
-    if (!lp && sl_volume_dataset_has_label(l->ds, c))
-        lp = ip;
-    sl_volume_t *iv = NULL, *lv = NULL;
-    float *ri = NULL, *pi = NULL;
-    sl_vol_fg_t *fg = NULL;
-    uint8_t *lb = NULL, *rl = NULL, *pl = NULL;
-    int rc = sl_volume_dataset_load(l->ds, c, NULL, &iv, &lv, err, errlen);
-    if (rc)
-        goto out;
-    int64_t rd[3], pd[3];
-    double tgt[3] = {l->o.target_spacing[2], l->o.target_spacing[1],
-                     l->o.target_spacing[0]};
-    for (int i = 0; i < 3; i++)
-        if (iv->ndim != 3 || iv->dim[2 - i] != k->raw[i] ||
-            (lv && (lv->ndim != 3 || lv->dim[2 - i] != k->raw[i]))) {
-            rc = sl__fail(err, errlen, SL_ECORRUPT,
-                          "%s: the label's or image's shape differs from "
-                          "the image header's",
-                          lp ? lp : ip);
-            goto out;
-        }
-    size_t n = (size_t)k->raw_vox;
-    lb = calloc(n ? n : 1, 1);
-    if (!lb) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
-        goto out;
-    }
-    if (lv) {
-        const float *f = lv->data;
-        for (size_t i = 0; i < n; i++) {
-            float v = f[i] + 0.5f;
-            lb[i] = v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)v;
-        }
-    }
-    sl_vol_resample_shape(k->raw, k->spacing, tgt, rd);
-    size_t rn = (size_t)prod3(rd);
-    ri = malloc(rn * sizeof *ri);
-    rl = malloc(rn);
-    if (!ri || !rl) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
-        goto out;
-    }
-    if ((rc = sl_vol_resample_linear(iv->data, k->raw, ri, rd)) ||
-        (rc = sl_vol_resample_nearest(lb, k->raw, rl, rd))) {
-        sl__fail(err, errlen, rc, "%s: resampling failed", ip);
-        goto out;
-    }
-    sl_volume_free(iv);
-    iv = NULL;
-    sl_vol_normalize(ri, rn, SL_VOL_KITS_CLIP_LO, SL_VOL_KITS_CLIP_HI,
-                     SL_VOL_KITS_MEAN, SL_VOL_KITS_STD);
-    sl_vol_pad_edge(NULL, rd, 4, l->pdims, NULL, pd);
-    size_t pn = (size_t)prod3(pd);
-    pi = malloc(pn * sizeof *pi);
-    pl = malloc(pn);
-    if (!pi || !pl) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
-        goto out;
-    }
-    sl_vol_pad_edge(ri, rd, 4, l->pdims, pi, pd);
-    sl_vol_pad_edge(rl, rd, 1, l->pdims, pl, pd);
-    /* The components, once: every epoch's foreground crop reads them. */
-    fg = malloc(sizeof *fg);
-    if (!fg) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
-        goto out;
-    }
-    if ((rc = sl_vol_foreground(pl, pd, fg, err, errlen)))
-        goto out;
-    *img_out = pi;
-    *lbl_out = pl;
-    *fg_out = fg;
-    pi = NULL;
-    pl = NULL;
-    fg = NULL;
-out:
-    free(fg);
-    sl_volume_free(iv);
-    sl_volume_free(lv);
-    free(lb);
-    free(ri);
-    free(rl);
-    free(pi);
-    free(pl);
-    return rc;
-}
-
 /* Gives back cached cases nobody uses, least recently used first, until
- * the cache fits. Under mu. */
-static void evict(sl_vloader_t *l)
+ * the cache fits its bound and `need` more bytes fit the memory budget.
+ * Under mu. */
+static void evict(sl_vloader_t *l, int64_t need)
 {
-    while (l->cache_held > l->o.cache_bytes) {
+    while (l->cache_held > l->o.cache_bytes ||
+           (l->mem_limit && l->mem_used + need > l->mem_limit)) {
         vcase_t *old = NULL;
         for (int64_t c = 0; c < l->ncases; c++) {
             vcase_t *k = &l->cases[c];
@@ -253,7 +172,42 @@ static void evict(sl_vloader_t *l)
         old->fg = NULL;
         old->state = CASE_NONE;
         l->cache_held -= old->bytes;
+        l->mem_used -= old->bytes;
     }
+}
+
+static void mem_add(sl_vloader_t *l, int64_t bytes)
+{
+    l->mem_used += bytes;
+    if (l->mem_used > l->mem_peak)
+        l->mem_peak = l->mem_used;
+}
+
+/* Charges an offline stage's bytes to the memory budget (under mu): the
+ * cache gives back what nobody uses; while others' stages or patches hold
+ * the rest, waits for them. A stage that cannot fit even alone fails at
+ * once, naming the sizes (the caller names the case): whether a case fits
+ * never depends on timing. */
+static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
+{
+    if (l->mem_limit && need > l->mem_limit - l->buf_bytes)
+        return sl__fail(err, errlen, SL_ENOMEM,
+                        "its offline stage needs %.1f MB, the memory "
+                        "budget allows %.1f MB (%.1f MB less %.1f MB of batch "
+                        "buffers)",
+                        (double)need / 1e6,
+                        (double)(l->mem_limit - l->buf_bytes) / 1e6,
+                        (double)l->mem_limit / 1e6, (double)l->buf_bytes / 1e6);
+    for (;;) {
+        evict(l, need);
+        if (!l->mem_limit || l->mem_used + need <= l->mem_limit)
+            break;
+        if (l->stopping)
+            return sl__fail(err, errlen, SL_ESTATE, "vloader: stopping");
+        pthread_cond_wait(&l->cv_case, &l->mu);
+    }
+    mem_add(l, need);
+    return 0;
 }
 
 /* Case c's offline result, computed once (others wait for it). Under mu;
@@ -272,26 +226,38 @@ static int case_get(sl_vloader_t *l, int64_t c, int *ran, char *err,
         return 0;
     }
     k->state = CASE_LOADING;
+    int64_t need = sl__voff_bytes(
+        k->raw, k->rs, k->dims,
+        sl_volume_dataset_image(l->ds, c) ? 0 : k->stored); /* a pack's */
+    int rc = mem_charge(l, need, err, errlen);
+    if (rc) {
+        k->state = CASE_NONE;
+        pthread_cond_broadcast(&l->cv_case);
+        return rc;
+    }
     pthread_mutex_unlock(&l->mu);
     float *img = NULL;
     uint8_t *lbl = NULL;
     sl_vol_fg_t *fg = NULL;
-    int rc = offline(l, c, &img, &fg, &lbl, err, errlen);
+    rc = sl__voff_run(l->ds, c, k->raw, k->rs, k->dims, l->pdims, &img, &lbl,
+                      &fg, err, errlen);
     pthread_mutex_lock(&l->mu);
+    l->mem_used -= need;
     if (rc) {
         k->state = CASE_NONE;
     } else {
         k->img = img;
         k->lbl = lbl;
         k->fg = fg;
-        k->bytes = (int64_t)(k->vox * 5);
+        k->bytes = (int64_t)(k->vox * 5) + (int64_t)sizeof *fg;
         k->state = CASE_READY;
         k->users = 1;
         k->used = ++l->clock;
         l->cache_held += k->bytes;
+        mem_add(l, k->bytes);
         l->st.offline_runs++;
         *ran = 1;
-        evict(l);
+        evict(l, 0);
     }
     pthread_cond_broadcast(&l->cv_case);
     return rc;
@@ -413,7 +379,10 @@ static int take(sl_vloader_t *l, task_t *out, double *pred)
     return 1;
 }
 
-static void run_task(sl_vloader_t *l, const task_t *t, double pred)
+/* Runs a task with mu held; returns with it held. scratch: this thread's
+ * float patch when the output is bfloat16 (else NULL). */
+static void run_task(sl_vloader_t *l, const task_t *t, double pred,
+                     float *scratch)
 {
     char err[512] = "";
     int64_t t0 = sl__now_ns();
@@ -433,19 +402,22 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred)
         rc = sl_vol_draw_fg(k->fg, k->dims, &l->aug, l->o.seed, e,
                             (uint64_t)t->c, &d, err, sizeof err);
         t2 = sl__now_ns();
+        size_t at = (size_t)t->slot * (size_t)l->pvox;
         if (!rc)
             rc = sl_vol_apply(k->img, k->lbl, k->dims, &l->aug, &d, l->o.seed,
                               e, (uint64_t)t->c,
-                              b->pub.image + (size_t)t->slot * l->pvox,
-                              b->pub.label + (size_t)t->slot * l->pvox);
+                              scratch ? scratch : b->pub.image + at,
+                              b->pub.label + at);
+        if (!rc && scratch)
+            sl_vol_to_bf16(scratch, b->pub.image_bf16 + at, (size_t)l->pvox);
         t3 = sl__now_ns();
         if (rc && !err[0])
             snprintf(err, sizeof err, "%s: the patch failed",
                      sl_volume_dataset_name(l->ds, t->c));
     }
     pthread_mutex_lock(&l->mu);
-    if (held)
-        k->users--;
+    if (held && --k->users == 0 && l->mem_limit)
+        pthread_cond_broadcast(&l->cv_case); /* memory waiters */
     if (!rc) {
         if (ran)
             ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
@@ -458,7 +430,7 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred)
     }
     l->st.predicted_ns += (int64_t)pred;
     l->st.actual_ns += sl__now_ns() - t0;
-    evict(l);
+    evict(l, 0);
     vbuf_t *b = buf_of(l, t->g);
     if (rc && !b->rc) {
         b->rc = rc;
@@ -479,12 +451,14 @@ static void *worker(void *arg)
 {
     sl_vloader_t *l = arg;
     pthread_mutex_lock(&l->mu);
+    float *scratch =
+        l->scratch ? l->scratch + (size_t)l->nwid++ * (size_t)l->pvox : NULL;
     while (!l->stopping) {
         open_batches(l);
         task_t t;
         double pred;
         if (take(l, &t, &pred)) {
-            run_task(l, &t, pred); /* returns with mu held */
+            run_task(l, &t, pred, scratch);
             continue;
         }
         pthread_cond_wait(&l->cv_work, &l->mu);
@@ -555,6 +529,21 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->cases = calloc((size_t)l->ncases, sizeof *l->cases);
     l->perm = malloc((size_t)l->ncases * sizeof *l->perm);
     l->nbufs = o->prefetch + 1;
+    /* batch buffers (image and label), and bfloat16's float patch per
+     * thread */
+    l->buf_bytes =
+        (int64_t)l->nbufs * o->batch_size * l->pvox * (o->image_bf16 ? 3 : 5) +
+        (o->image_bf16 ? (int64_t)o->threads * l->pvox * 4 : 0);
+    l->mem_limit = o->memory_bytes > 0 ? o->memory_bytes : 0;
+    if (l->mem_limit && l->buf_bytes >= l->mem_limit) {
+        rc = sl__fail(err, errlen, SL_ENOMEM,
+                      "vloader: %d batch buffers of %d patches need %.1f MB, "
+                      "memory_bytes allows %.1f MB",
+                      l->nbufs, o->batch_size, (double)l->buf_bytes / 1e6,
+                      (double)l->mem_limit / 1e6);
+        goto fail;
+    }
+    mem_add(l, l->buf_bytes);
     l->bufs = calloc((size_t)l->nbufs, sizeof *l->bufs);
     l->tasks =
         malloc((size_t)l->nbufs * (size_t)o->batch_size * sizeof *l->tasks);
@@ -570,16 +559,25 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
         for (int k = 0; k < 3; k++)
             p->dims[k] = l->pdims[k];
         size_t n = (size_t)o->batch_size * (size_t)l->pvox;
-        p->image = malloc(n * sizeof *p->image);
+        if (o->image_bf16)
+            p->image_bf16 = malloc(n * sizeof *p->image_bf16);
+        else
+            p->image = malloc(n * sizeof *p->image);
         p->label = malloc(n);
         p->cases = malloc((size_t)o->batch_size * sizeof *p->cases);
-        if (!p->image || !p->label || !p->cases) {
+        if (!(p->image || p->image_bf16) || !p->label || !p->cases) {
             rc = sl__fail(err, errlen, SL_ENOMEM,
                           "vloader: out of memory for %d batches of %d "
                           "patches",
                           l->nbufs, o->batch_size);
             goto fail;
         }
+    }
+    if (o->image_bf16 &&
+        !(l->scratch = malloc((size_t)o->threads * (size_t)l->pvox *
+                              sizeof *l->scratch))) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
+        goto fail;
     }
     l->th = calloc((size_t)o->threads, sizeof *l->th);
     if (!l->th) {
@@ -663,6 +661,8 @@ int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
     *s = l->st;
     s->size = sizeof *s;
     s->cache_bytes = l->cache_held;
+    s->memory_bytes = l->mem_used;
+    s->memory_peak = l->mem_peak;
     int n = l->nlat < LAT_RING ? l->nlat : LAT_RING;
     int64_t v[LAT_RING];
     memcpy(v, l->lat, (size_t)n * sizeof *v);
@@ -682,6 +682,7 @@ void sl_vloader_stats_reset(sl_vloader_t *l)
     pthread_mutex_lock(&l->mu);
     memset(&l->st, 0, sizeof l->st);
     l->nlat = 0;
+    l->mem_peak = l->mem_used;
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -699,6 +700,7 @@ void sl_vloader_destroy(sl_vloader_t *l)
     free(l->th);
     for (int i = 0; l->bufs && i < l->nbufs; i++) {
         free(l->bufs[i].pub.image);
+        free(l->bufs[i].pub.image_bf16);
         free(l->bufs[i].pub.label);
         free(l->bufs[i].pub.cases);
     }
@@ -708,6 +710,7 @@ void sl_vloader_destroy(sl_vloader_t *l)
         free(l->cases[c].fg);
     }
     free(l->bufs);
+    free(l->scratch);
     free(l->tasks);
     free(l->cases);
     free(l->perm);

@@ -83,6 +83,15 @@ static void lin_axis_free(lin_axis_t *a)
     free(a->w1);
 }
 
+/* w = w0 r0 + w1 r1: the one expression every linear pass uses, so that
+ * the slice-by-slice form equals the whole-volume one bit for bit. */
+static void lerp_rows(const float *r0, const float *r1, float w0, float w1,
+                      float *w, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++)
+        w[k] = w0 * r0[k] + w1 * r1[k];
+}
+
 /* Resamples axis `ax` of a C-order volume `d` into `out` (axis length
  * a->n_out; the others unchanged). */
 static void lin_pass(const float *in, const int64_t d[3], int ax,
@@ -103,9 +112,7 @@ static void lin_pass(const float *in, const int64_t d[3], int ax,
             float w1 = a->w1[o], w0 = 1.0f - w1;
             const float *r0 = src + (size_t)(i0 * inner);
             const float *r1 = src + (size_t)(i1 * inner);
-            float *w = dst + (size_t)(o * inner);
-            for (int64_t k = 0; k < inner; k++)
-                w[k] = w0 * r0[k] + w1 * r1[k];
+            lerp_rows(r0, r1, w0, w1, dst + (size_t)(o * inner), inner);
         }
     }
 }
@@ -176,6 +183,105 @@ int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
     }
     free(iz);
     return 0;
+}
+
+int sl_vol_resample_linear_slices(const int64_t in_dims[3],
+                                  const int64_t out_dims[3],
+                                  sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                  void *ctx)
+{
+    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims))
+        return SL_EINVAL;
+    lin_axis_t ax[3] = {{0}};
+    int rc = 0;
+    for (int i = 0; i < 3 && !rc; i++)
+        rc = lin_axis_make(&ax[i], in_dims[i], out_dims[i]);
+    const int64_t d_in[3] = {1, in_dims[1], in_dims[2]};
+    const int64_t d_mid[3] = {1, in_dims[1], out_dims[2]};
+    size_t n_in = nvox(d_in), n_mid = nvox(d_mid);
+    size_t n_out = (size_t)out_dims[1] * (size_t)out_dims[2];
+    float *in = NULL, *mid = NULL, *ring = NULL, *o = NULL;
+    uint8_t *need = NULL;
+    if (!rc) {
+        in = malloc(n_in * sizeof *in);
+        mid = malloc(n_mid * sizeof *mid);
+        ring = malloc(2 * n_out * sizeof *ring);
+        o = malloc(n_out * sizeof *o);
+        need = calloc((size_t)in_dims[0], 1);
+        if (!in || !mid || !ring || !o || !need)
+            rc = SL_ENOMEM;
+    }
+    const lin_axis_t *a = &ax[0];
+    for (int64_t q = 0; !rc && q < out_dims[0]; q++) {
+        int64_t i0 = a->i0[q];
+        need[i0] = 1;
+        need[i0 < in_dims[0] - 1 ? i0 + 1 : i0] = 1;
+    }
+    /* Input slices resampled on axes 2 then 1 (as the whole-volume op
+     * does) into a ring of two: output slice q blends slices i0 and i0 + 1,
+     * and i0 never decreases. */
+    int64_t next = 0;
+    for (int64_t q = 0; !rc && q < out_dims[0]; q++) {
+        int64_t i0 = a->i0[q];
+        int64_t i1 = i0 < in_dims[0] - 1 ? i0 + 1 : i0;
+        while (!rc && next <= i1) {
+            rc = pull(ctx, next, in);
+            if (!rc && need[next]) {
+                float *r = ring + (size_t)(next & 1) * n_out;
+                lin_pass(in, d_in, 2, &ax[2], mid);
+                lin_pass(mid, d_mid, 1, &ax[1], r);
+            }
+            next++;
+        }
+        if (rc)
+            break;
+        float w1 = a->w1[q], w0 = 1.0f - w1;
+        lerp_rows(ring + (size_t)(i0 & 1) * n_out,
+                  ring + (size_t)(i1 & 1) * n_out, w0, w1, o, (int64_t)n_out);
+        rc = push(ctx, q, o);
+    }
+    while (!rc && next < in_dims[0]) /* a stream is read through */
+        rc = pull(ctx, next++, in);
+    free(in);
+    free(mid);
+    free(ring);
+    free(o);
+    free(need);
+    for (int i = 0; i < 3; i++)
+        lin_axis_free(&ax[i]);
+    return rc;
+}
+
+int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
+                                   const int64_t out_dims[3],
+                                   sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                   void *ctx)
+{
+    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims))
+        return SL_EINVAL;
+    const int64_t d_in[3] = {1, in_dims[1], in_dims[2]};
+    const int64_t d_out[3] = {1, out_dims[1], out_dims[2]};
+    size_t n_out = nvox(d_out);
+    uint8_t *in = malloc(nvox(d_in)), *cur = malloc(n_out), *o = malloc(n_out);
+    int rc = in && cur && o ? 0 : SL_ENOMEM;
+    int64_t q = 0;
+    for (int64_t i = 0; !rc && i < in_dims[0]; i++) {
+        rc = pull(ctx, i, in);
+        if (rc || q >= out_dims[0] ||
+            nearest_src(q, in_dims[0], out_dims[0]) != i)
+            continue;
+        rc = sl_vol_resample_nearest(in, d_in, cur, d_out);
+        for (; !rc && q < out_dims[0] &&
+               nearest_src(q, in_dims[0], out_dims[0]) == i;
+             q++) {
+            memcpy(o, cur, n_out); /* push may change its slice */
+            rc = push(ctx, q, o);
+        }
+    }
+    free(in);
+    free(cur);
+    free(o);
+    return rc;
 }
 
 void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
@@ -555,4 +661,16 @@ int sl_vol_apply(const float *image, const uint8_t *label,
         }
     }
     return 0;
+}
+
+void sl_vol_to_bf16(const float *in, uint16_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &in[i], sizeof u);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+            out[i] = 0x7fc0;
+        else
+            out[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
 }

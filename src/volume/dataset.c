@@ -439,3 +439,92 @@ int sl_volume_dataset_load(const sl_volume_dataset_t *d, int64_t i,
     }
     return rc;
 }
+
+/* A pack's case as readers over its record, read once and shared. */
+static int readers_packed(const sl_volume_dataset_t *d, int64_t i,
+                          const sl_volume_options_t *o,
+                          sl_volume_reader_t **image,
+                          sl_volume_reader_t **label, char *err, size_t errlen)
+{
+    const struct vcase *c = &d->c[i];
+    const sl__shard_t *sh = d->pack.shards[c->shard];
+    sl__vol_hold_t *hold = calloc(1, sizeof *hold);
+    if (!hold)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    sl__bytes_t scratch = {0};
+    int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
+    sl__admit_t admit = {admit_cap, &cap};
+    char why[1024], name[1024];
+    int rc = sl__shard_read_admit(sh, c->record, &hold->rec, &scratch, &admit,
+                                  NULL, err, errlen);
+    sl__bytes_free(&scratch);
+    sl__volrec_t r;
+    if (!rc &&
+        (rc = sl__volrec_parse(hold->rec.p, hold->rec.n, &r, why, sizeof why)))
+        sl__fail(err, errlen, rc, "%s: record %" PRIu64 " (%s): %s",
+                 sl__shard_path(sh), c->record, c->name, why);
+    if (!rc && r.count != 1 + c->has_label)
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: record %" PRIu64 " (%s): %d volumes, its index "
+                      "says %d",
+                      sl__shard_path(sh), c->record, c->name, r.count,
+                      1 + c->has_label);
+    hold->refs = 1; /* this function's, put at the end */
+    for (int k = 0; !rc && k < r.count; k++) {
+        sl_volume_reader_t **dst = k ? label : image;
+        if (!dst)
+            continue;
+        snprintf(name, sizeof name, "%s: record %" PRIu64 " (%s): %s",
+                 sl__shard_path(sh), c->record, c->name, k ? "label" : "image");
+        sl__nifti_stream_t *n = NULL;
+        rc =
+            sl__nifti_stream_mem(r.part[k].hdr, r.part[k].hlen, r.part[k].data,
+                                 (size_t)r.part[k].dlen, name, &n, err, errlen);
+        if (!rc) {
+            __atomic_add_fetch(&hold->refs, 1, __ATOMIC_ACQ_REL);
+            rc = sl__volume_reader_make(n, name, o, hold, dst, err, errlen);
+        }
+    }
+    sl__vol_hold_put(hold);
+    return rc;
+}
+
+int sl_volume_dataset_readers(const sl_volume_dataset_t *d, int64_t i,
+                              const sl_volume_options_t *opt,
+                              sl_volume_reader_t **image,
+                              sl_volume_reader_t **label, char *err,
+                              size_t errlen)
+{
+    char scratch[1];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (image)
+        *image = NULL;
+    if (label)
+        *label = NULL;
+    if (!d || i < 0 || i >= d->n || !image)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "sl_volume_dataset_readers: no case %" PRId64, i);
+    sl_volume_options_t o;
+    sl__abi_init(&o, sizeof o);
+    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
+                          "sl_volume_options", err, errlen))
+        return SL_EINVAL;
+    int rc;
+    if (d->c[i].shard >= 0) {
+        rc = readers_packed(d, i, &o, image, label, err, errlen);
+    } else {
+        rc = sl_volume_reader_open(d->c[i].image, &o, image, err, errlen);
+        if (!rc && label && d->c[i].label)
+            rc = sl_volume_reader_open(d->c[i].label, &o, label, err, errlen);
+    }
+    if (rc) {
+        sl_volume_reader_close(*image);
+        *image = NULL;
+        if (label) {
+            sl_volume_reader_close(*label);
+            *label = NULL;
+        }
+    }
+    return rc;
+}

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <nifti2_io.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -411,86 +412,226 @@ static void feed(const sl__volhdr_t *h, const sl__vol_plan_t *plan,
     sl__vol_convert(plan, p, first, count, out);
 }
 
-int sl__nifti_read(int fd, const char *name, int64_t file_size,
-                   const sl_volume_options_t *o, const sl__admit_t *admit,
-                   sl_volume_t **out, char *err, size_t errlen)
+/* An open volume read in order: its stored bytes come from a gzip/plain
+ * stream (a file) or from memory (a pack's record), a piece at a time,
+ * and are converted by a plan straight into the caller's output. */
+struct sl__nifti_stream {
+    nstream_t s;              /* a file's stream (s.gz NULL: memory) */
+    const unsigned char *mem; /* memory: the data, dlen bytes */
+    size_t mlen, mpos;
+    unsigned char *piece; /* PIECE bytes (+ a split value) */
+    size_t have, pos;     /* bytes in piece, bytes converted */
+    int64_t done;         /* values converted */
+    int64_t fetched;      /* data bytes read into piece so far */
+    int ended;            /* the gzip member's end reached */
+    char name[1024];
+};
+
+const sl__volhdr_t *sl__nifti_stream_header(const sl__nifti_stream_t *n)
+{
+    return &n->s.h;
+}
+
+int sl__nifti_stream_gzip(const sl__nifti_stream_t *n)
+{
+    return n->s.gzip;
+}
+
+static int stream_alloc(sl__nifti_stream_t **out, const char *name)
+{
+    sl__nifti_stream_t *n = calloc(1, sizeof *n);
+    if (!n)
+        return SL_ENOMEM;
+    snprintf(n->name, sizeof n->name, "%s", name);
+    *out = n;
+    return 0;
+}
+
+int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
+                          sl__nifti_stream_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    nstream_t s;
-    sl_volume_t *v = NULL;
-    unsigned char *piece = NULL;
-    int code = ns_open(fd, name, file_size, &s, err, errlen);
-    if (code)
-        goto out;
-    const sl__volhdr_t *h = &s.h;
-    sl__vol_plan_t plan;
-    char why[512];
-    if ((code = sl__volume_make(h, o, &v, &plan, why, sizeof why))) {
-        sl__fail(err, errlen, code, "%s: %s", name, why);
-        goto out;
-    }
-    v->compressed = s.gzip;
-    if (o->header_only)
-        goto out;
-    int64_t out_bytes = h->nvox * (int64_t)sl_volume_dtype_size(v->dtype);
-    int64_t piece_bytes = h->nbytes < PIECE ? h->nbytes : PIECE;
-    if ((code =
-             budget(o, admit, out_bytes + piece_bytes, v, name, err, errlen)))
-        goto out;
-    v->data = malloc(out_bytes ? (size_t)out_bytes : 1);
-    piece = malloc((size_t)piece_bytes + 8);
-    if (!v->data || !piece) {
-        code = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
-                        name, (double)(out_bytes + piece_bytes) / 1e6);
-        goto out;
-    }
-    v->data_bytes = (size_t)out_bytes;
-    if (gzseek(s.gz, h->vox_offset, SEEK_SET) < 0) {
+    sl__nifti_stream_t *n;
+    if (stream_alloc(&n, name))
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    int code = ns_open(fd, name, file_size, &n->s, err, errlen);
+    if (!code && gzseek(n->s.gz, n->s.h.vox_offset, SEEK_SET) < 0)
         code = sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: cannot reach the data at offset %" PRId64, name,
-                        h->vox_offset);
-        goto out;
+                        n->s.h.vox_offset);
+    if (code) {
+        sl__nifti_stream_close(n);
+        return code;
     }
+    *out = n;
+    return 0;
+}
+
+int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
+                         size_t dlen, const char *name,
+                         sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sl__nifti_stream_t *n;
+    if (stream_alloc(&n, name))
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    sl__volhdr_t *h = &n->s.h;
+    char why[512];
+    int code = sl__nifti_header(hdr, hlen, h, why, sizeof why);
+    if (code) {
+        sl__nifti_stream_close(n);
+        return sl__fail(err, errlen, code, "%s: %s", name, why);
+    }
+    if (hlen != (h->version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR) ||
+        (uint64_t)h->nbytes != dlen) {
+        code = sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: a NIfTI-%d header of %zu bytes and %zu bytes of "
+                        "data, where it needs %d and %" PRId64,
+                        name, h->version, hlen, dlen,
+                        h->version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR,
+                        h->nbytes);
+        sl__nifti_stream_close(n);
+        return code;
+    }
+    n->mem = data;
+    n->mlen = dlen;
+    *out = n;
+    return 0;
+}
+
+void sl__nifti_stream_close(sl__nifti_stream_t *n)
+{
+    if (!n)
+        return;
+    ns_close(&n->s);
+    free(n->piece);
+    free(n);
+}
+
+/* Up to `want` more data bytes into p. @return bytes (0: the data ended
+ * early), or -1 with *code. */
+static int64_t stream_fetch(sl__nifti_stream_t *n, unsigned char *p,
+                            size_t want, char *err, size_t errlen, int *code)
+{
+    if (!n->s.gz) {
+        size_t k = n->mlen - n->mpos < want ? n->mlen - n->mpos : want;
+        memcpy(p, n->mem + n->mpos, k);
+        n->mpos += k;
+        return (int64_t)k;
+    }
+    return gz_read(n->s.gz, p, want, n->name, err, errlen, code);
+}
+
+int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
+                          const sl__vol_plan_t *plan, void *out, char *err,
+                          size_t errlen)
+{
+    const sl__volhdr_t *h = &n->s.h;
+    int code = 0;
+    if (count < 0 || count > h->nvox - n->done)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "%s: %" PRId64 " values asked, %" PRId64 " left",
+                        n->name, count, h->nvox - n->done);
+    if (!n->piece && count > 0) {
+        n->piece = malloc(PIECE + 8);
+        if (!n->piece)
+            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory",
+                            n->name);
+    }
+    size_t nb = (size_t)h->nbyper;
+    while (count > 0) {
+        int64_t ready = (int64_t)((n->have - n->pos) / nb);
+        if (ready == 0) {
+            /* Keep a value split between two pieces, read on. */
+            size_t keep = n->have - n->pos;
+            memmove(n->piece, n->piece + n->pos, keep);
+            n->have = keep;
+            n->pos = 0;
+            int64_t left = h->nbytes - n->fetched;
+            size_t want = (size_t)(left < PIECE ? left : PIECE);
+            int64_t r =
+                stream_fetch(n, n->piece + keep, want, err, errlen, &code);
+            if (r < 0)
+                return code;
+            if (r == 0)
+                return sl__fail(err, errlen, SL_ECORRUPT,
+                                "%s: truncated: the data ends after %" PRId64
+                                " of its %" PRId64 " bytes (offset %" PRId64
+                                ")",
+                                n->name, n->fetched, h->nbytes, h->vox_offset);
+            n->have += (size_t)r;
+            n->fetched += r;
+            continue;
+        }
+        int64_t k = ready < count ? ready : count;
+        feed(h, plan, n->piece + n->pos, n->done, k, out);
+        n->pos += (size_t)k * nb;
+        n->done += k;
+        count -= k;
+    }
+    if (n->done == h->nvox && n->s.gz && n->s.gzip && !n->ended) {
+        n->ended = 1;
+        /* reach the member's end so its CRC-32 is checked */
+        unsigned char one;
+        if (gz_read(n->s.gz, &one, 1, n->name, err, errlen, &code) < 0)
+            return code;
+    }
+    return 0;
+}
+
+/* A stream's whole volume as a new volume (sl__nifti_read, _load_mem). */
+static int stream_volume(sl__nifti_stream_t *n, const sl_volume_options_t *o,
+                         const sl__admit_t *admit, sl_volume_t **out, char *err,
+                         size_t errlen)
+{
+    const sl__volhdr_t *h = &n->s.h;
+    sl_volume_t *v = NULL;
+    sl__vol_plan_t plan;
+    char why[512];
+    int code = sl__volume_make(h, o, &v, &plan, why, sizeof why);
+    if (code)
+        return sl__fail(err, errlen, code, "%s: %s", n->name, why);
+    v->compressed = n->s.gzip;
+    if (o->header_only) {
+        *out = v;
+        return 0;
+    }
+    int64_t out_bytes = h->nvox * (int64_t)sl_volume_dtype_size(v->dtype);
+    int64_t piece_bytes = h->nbytes < PIECE ? h->nbytes : PIECE;
+    if ((code = budget(o, admit, out_bytes + piece_bytes, v, n->name, err,
+                       errlen))) {
+        sl_volume_free(v);
+        return code;
+    }
+    v->data = malloc(out_bytes ? (size_t)out_bytes : 1);
+    if (!v->data) {
+        sl_volume_free(v);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
+                        n->name, (double)(out_bytes + piece_bytes) / 1e6);
+    }
+    v->data_bytes = (size_t)out_bytes;
     /* The data straight into the output, a piece at a time: no full-size
      * copy of the stored values. */
-    int64_t done = 0; /* stored values converted */
-    size_t carry = 0; /* bytes of a value split between two pieces */
-    while (done < h->nvox) {
-        int64_t left = (h->nvox - done) * h->nbyper - (int64_t)carry;
-        size_t want = (size_t)(left < piece_bytes ? left : piece_bytes);
-        int64_t r =
-            gz_read(s.gz, piece + carry, want, name, err, errlen, &code);
-        if (r < 0)
-            goto out;
-        if (r == 0) {
-            code = sl__fail(err, errlen, SL_ECORRUPT,
-                            "%s: truncated: the data ends after %" PRId64
-                            " of its %" PRId64 " bytes (offset %" PRId64 ")",
-                            name, done * h->nbyper + (int64_t)carry, h->nbytes,
-                            h->vox_offset);
-            goto out;
-        }
-        size_t have = carry + (size_t)r;
-        int64_t count = (int64_t)(have / (size_t)h->nbyper);
-        feed(h, &plan, piece, done, count, v->data);
-        done += count;
-        carry = have - (size_t)count * (size_t)h->nbyper;
-        memmove(piece, piece + have - carry, carry);
-    }
-    if (s.gzip) { /* reach the member's end so its CRC-32 is checked */
-        unsigned char one;
-        if (gz_read(s.gz, &one, 1, name, err, errlen, &code) < 0)
-            goto out;
-    }
-out:
-    ns_close(&s);
-    free(piece);
-    if (code) {
+    if ((code =
+             sl__nifti_stream_pull(n, h->nvox, &plan, v->data, err, errlen))) {
         sl_volume_free(v);
         return code;
     }
     *out = v;
     return 0;
+}
+
+int sl__nifti_read(int fd, const char *name, int64_t file_size,
+                   const sl_volume_options_t *o, const sl__admit_t *admit,
+                   sl_volume_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sl__nifti_stream_t *n = NULL;
+    int code = sl__nifti_stream_file(fd, name, file_size, &n, err, errlen);
+    if (!code)
+        code = stream_volume(n, o, admit, out, err, errlen);
+    sl__nifti_stream_close(n);
+    return code;
 }
 
 int sl__nifti_read_stored(int fd, const char *name, int64_t file_size,
@@ -530,57 +671,11 @@ int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
                        sl_volume_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    sl__volhdr_t h;
-    char why[512];
-    int code = sl__nifti_header(hdr, hlen, &h, why, sizeof why);
-    if (code)
-        return sl__fail(err, errlen, code, "%s: %s", name, why);
-    if (hlen != (h.version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR) ||
-        (uint64_t)h.nbytes != dlen)
-        return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: a NIfTI-%d header of %zu bytes and %zu bytes of "
-                        "data, where it needs %d and %" PRId64,
-                        name, h.version, hlen, dlen,
-                        h.version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR,
-                        h.nbytes);
-    sl_volume_t *v = NULL;
-    sl__vol_plan_t plan;
-    if ((code = sl__volume_make(&h, o, &v, &plan, why, sizeof why)))
-        return sl__fail(err, errlen, code, "%s: %s", name, why);
-    if (o->header_only) {
-        *out = v;
-        return 0;
-    }
-    int64_t out_bytes = h.nvox * (int64_t)sl_volume_dtype_size(v->dtype);
-    int swap = h.swapped && h.nbyper > 1;
-    int64_t piece_bytes = swap ? (h.nbytes < PIECE ? h.nbytes : PIECE) : 0;
-    unsigned char *piece = NULL;
-    if ((code =
-             budget(o, admit, out_bytes + piece_bytes, v, name, err, errlen))) {
-        sl_volume_free(v);
-        return code;
-    }
-    v->data = malloc(out_bytes ? (size_t)out_bytes : 1);
-    piece = swap ? malloc((size_t)piece_bytes) : NULL;
-    if (!v->data || (swap && !piece)) {
-        free(piece);
-        sl_volume_free(v);
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%.1f MB)",
-                        name, (double)out_bytes / 1e6);
-    }
-    v->data_bytes = (size_t)out_bytes;
-    if (!swap) {
-        sl__vol_convert(&plan, data, 0, h.nvox, v->data);
-    } else {
-        int64_t per = piece_bytes / h.nbyper;
-        for (int64_t done = 0; done < h.nvox; done += per) {
-            int64_t count = h.nvox - done < per ? h.nvox - done : per;
-            memcpy(piece, (const unsigned char *)data + done * h.nbyper,
-                   (size_t)(count * h.nbyper));
-            feed(&h, &plan, piece, done, count, v->data);
-        }
-    }
-    free(piece);
-    *out = v;
-    return 0;
+    sl__nifti_stream_t *n = NULL;
+    int code =
+        sl__nifti_stream_mem(hdr, hlen, data, dlen, name, &n, err, errlen);
+    if (!code)
+        code = stream_volume(n, o, admit, out, err, errlen);
+    sl__nifti_stream_close(n);
+    return code;
 }

@@ -86,6 +86,46 @@ int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
                        const sl_volume_options_t *o, const sl__admit_t *admit,
                        sl_volume_t **out, char *err, size_t errlen);
 
+/* A volume read in order, a piece at a time (nifti.c): from a file
+ * (gzip or plain; the stream holds its own descriptor, fd stays the
+ * caller's) or from a header and data in memory (a pack's record; the
+ * memory must outlive the stream). Opening reads and checks the header as
+ * sl__nifti_read does; pull converts the next `count` stored values by a
+ * plan (sl__vol_convert: index `first` is the count pulled so far) into
+ * out, and after the last value checks a gzip file's CRC. Memory: a 1 MiB
+ * piece and zlib's buffers. One thread at a time. */
+typedef struct sl__nifti_stream sl__nifti_stream_t;
+struct sl__vol_plan;
+int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
+                          sl__nifti_stream_t **out, char *err, size_t errlen);
+int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
+                         size_t dlen, const char *name,
+                         sl__nifti_stream_t **out, char *err, size_t errlen);
+const sl__volhdr_t *sl__nifti_stream_header(const sl__nifti_stream_t *n);
+int sl__nifti_stream_gzip(const sl__nifti_stream_t *n); /* 1: a .nii.gz */
+int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
+                          const struct sl__vol_plan *plan, void *out, char *err,
+                          size_t errlen);
+void sl__nifti_stream_close(sl__nifti_stream_t *n);
+
+/* ---- reader.c: sl_volume_reader_t over a stream */
+
+/* Bytes that several readers share (a pack's record), freed with the last
+ * reference. */
+typedef struct sl__vol_hold {
+    int refs; /* atomic */
+    sl__bytes_t rec;
+} sl__vol_hold_t;
+
+void sl__vol_hold_put(sl__vol_hold_t *h);
+
+/* A reader over stream n (taken: closed on failure too); `hold` (may be
+ * NULL) is a reference the reader gives back when it closes (taken on
+ * failure too). @return 0 and *out, or SL_E* with "NAME: cause". */
+int sl__volume_reader_make(sl__nifti_stream_t *n, const char *name,
+                           const sl_volume_options_t *o, sl__vol_hold_t *hold,
+                           sl_volume_reader_t **out, char *err, size_t errlen);
+
 /* ---- volume.c: from a checked header to a volume (no data yet) */
 
 /* Allocates *out and fills every field but data from h and o: the affine

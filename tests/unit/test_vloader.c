@@ -1,6 +1,7 @@
 /* Volume loader (sluice/vloader.h) under threads: the stream (digest of
  * every patch, label and case) is the same with 1 and 4 threads, with and
- * without the balancer, with a cache that keeps nothing; destroying a
+ * without the balancer, with a cache that keeps nothing, under a memory
+ * budget that fits one case at a time, in bfloat16; destroying a
  * loader while its threads are busy neither hangs nor leaks (TSan, ASan);
  * a label whose shape differs from its image is an error naming the case.
  * The equality with the reference pipeline is tests/python/test_vloader.py. */
@@ -65,8 +66,9 @@ static void make_case(int c, int nx, int ny, int nz, int lbl_nx)
     write_nii(f, lbl_nx, ny, nz, 2, sp, 0);
 }
 
-static uint64_t stream_digest(int threads, int no_balance, int64_t cache,
-                              int batches)
+static uint64_t stream_digest_mem(int threads, int no_balance, int64_t cache,
+                                  int batches, int64_t memory, int bf16,
+                                  sl_vloader_stats_t *st)
 {
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
@@ -75,6 +77,8 @@ static uint64_t stream_digest(int threads, int no_balance, int64_t cache,
     o.threads = threads;
     o.no_balance = no_balance;
     o.cache_bytes = cache;
+    o.memory_bytes = memory;
+    o.image_bf16 = bf16;
     o.aug.patch[0] = 12;
     o.aug.patch[1] = 10;
     o.aug.patch[2] = 8;
@@ -92,17 +96,30 @@ static uint64_t stream_digest(int threads, int no_balance, int64_t cache,
         if (rc)
             fail_msg("next: %s", err);
         size_t pv = (size_t)(b->dims[0] * b->dims[1] * b->dims[2]);
-        const uint8_t *p[3] = {(const uint8_t *)b->image, b->label,
-                               (const uint8_t *)b->cases};
-        size_t n[3] = {pv * (size_t)b->n * 4, pv * (size_t)b->n,
+        const uint8_t *p[3] = {bf16 ? (const uint8_t *)b->image_bf16
+                                    : (const uint8_t *)b->image,
+                               b->label, (const uint8_t *)b->cases};
+        size_t n[3] = {pv * (size_t)b->n * (bf16 ? 2 : 4), pv * (size_t)b->n,
                        (size_t)b->n * 8};
+        if (bf16 && b->image)
+            fail_msg("bfloat16 batch with a float image");
         for (int k = 0; k < 3; k++)
             for (size_t j = 0; j < n[k]; j++)
                 h = (h ^ p[k][j]) * 1099511628211ull;
         sl_vloader_release(l, b);
     }
+    if (st) {
+        st->size = sizeof *st;
+        assert_int_equal(sl_vloader_stats(l, st), 0);
+    }
     sl_vloader_destroy(l);
     return h;
+}
+
+static uint64_t stream_digest(int threads, int no_balance, int64_t cache,
+                              int batches)
+{
+    return stream_digest_mem(threads, no_balance, cache, batches, 0, 0, NULL);
 }
 
 static void test_same_stream_any_threads(void **state)
@@ -112,6 +129,28 @@ static void test_same_stream_any_threads(void **state)
     assert_int_equal(stream_digest(4, 0, 0, 9), ref);
     assert_int_equal(stream_digest(3, 1, 0, 9), ref);
     assert_int_equal(stream_digest(4, 0, 1, 9), ref); /* nothing cached */
+}
+
+/* Under a memory budget that fits the buffers and one case's offline
+ * stage (what the loader holds with one thread and nothing cached), four
+ * threads take turns: stages wait, the cache gives cases back, the stream
+ * is the same and the count never passes the budget. */
+static void test_memory_budget(void **state)
+{
+    (void)state;
+    sl_vloader_stats_t one, four;
+    uint64_t ref = stream_digest_mem(1, 0, 1, 9, 0, 0, &one);
+    /* four threads prefetch 4: two more buffers of 3 patches */
+    int64_t budget = one.memory_peak + 2 * 3 * (12 * 10 * 8) * 5;
+    assert_true(budget > 0);
+    assert_int_equal(stream_digest_mem(4, 0, 0, 9, budget, 0, &four), ref);
+    assert_true(four.memory_peak <= budget);
+    assert_true(four.offline_runs > 7); /* cases given back, made again */
+    /* bfloat16: another stream of bits, the same labels and cases, and
+     * deterministic. */
+    uint64_t b1 = stream_digest_mem(1, 0, 0, 9, 0, 1, NULL);
+    assert_int_equal(stream_digest_mem(4, 0, 0, 9, 0, 1, NULL), b1);
+    assert_true(b1 != ref);
 }
 
 static void test_destroy_while_busy(void **state)
@@ -171,6 +210,7 @@ int main(void)
         make_case(c, 16 + 2 * c, 12 + c, 10 + (c % 3), 16 + 2 * c);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_stream_any_threads),
+        cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_destroy_while_busy),
         cmocka_unit_test(test_label_shape_named),
     };

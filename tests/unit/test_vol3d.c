@@ -112,6 +112,122 @@ static void test_bad_shapes(void **state)
     assert_int_equal(sl_vol_resample_linear(f, huge, f, ok), SL_EINVAL);
 }
 
+/* The slice-by-slice forms against the whole-volume ops, bit for bit,
+ * on upsampling, downsampling, identity and one-slice shapes. */
+typedef struct slices {
+    const void *in;
+    void *out;
+    size_t in_slice, out_slice; /* bytes */
+    int64_t next_pull, next_push;
+    int bad;
+} slices_t;
+
+static int pull_slice(void *ctx, int64_t i, void *slice)
+{
+    slices_t *s = ctx;
+    s->bad |= i != s->next_pull++;
+    memcpy(slice, (const char *)s->in + (size_t)i * s->in_slice, s->in_slice);
+    return 0;
+}
+
+static int push_slice(void *ctx, int64_t o, void *slice)
+{
+    slices_t *s = ctx;
+    s->bad |= o != s->next_push++;
+    memcpy((char *)s->out + (size_t)o * s->out_slice, slice, s->out_slice);
+    memset(slice, 0xa5, s->out_slice); /* push may change its slice */
+    return 0;
+}
+
+static void test_slices_equal_whole(void **state)
+{
+    (void)state;
+    const int64_t cases[][2][3] = {
+        {{7, 9, 11}, {13, 5, 22}}, {{12, 10, 8}, {5, 21, 8}},
+        {{6, 6, 6}, {6, 6, 6}},    {{1, 4, 5}, {3, 4, 2}},
+        {{9, 3, 4}, {1, 3, 4}},    {{5, 7, 3}, {10, 14, 6}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t *di = cases[c][0], *dout = cases[c][1];
+        size_t ni = (size_t)(di[0] * di[1] * di[2]);
+        size_t no = (size_t)(dout[0] * dout[1] * dout[2]);
+        float *in = malloc(ni * 4), *a = malloc(no * 4), *b = malloc(no * 4);
+        uint8_t *li = malloc(ni), *la = malloc(no), *lb = malloc(no);
+        for (size_t i = 0; i < ni; i++) {
+            in[i] = (float)((i * 7919) % 1013) * 0.37f - 90.0f;
+            li[i] = (uint8_t)((i * 31) % 5);
+        }
+        assert_int_equal(sl_vol_resample_linear(in, di, a, dout), 0);
+        slices_t s = {in,
+                      b,
+                      (size_t)(di[1] * di[2]) * 4,
+                      (size_t)(dout[1] * dout[2]) * 4,
+                      0,
+                      0,
+                      0};
+        assert_int_equal(
+            sl_vol_resample_linear_slices(di, dout, pull_slice, push_slice, &s),
+            0);
+        assert_int_equal(s.bad, 0);
+        assert_int_equal(s.next_pull, di[0]); /* read through */
+        assert_int_equal(s.next_push, dout[0]);
+        assert_memory_equal(a, b, no * 4);
+        assert_int_equal(sl_vol_resample_nearest(li, di, la, dout), 0);
+        s = (slices_t){
+            li, lb, (size_t)(di[1] * di[2]), (size_t)(dout[1] * dout[2]), 0,
+            0,  0};
+        assert_int_equal(sl_vol_resample_nearest_slices(di, dout, pull_slice,
+                                                        push_slice, &s),
+                         0);
+        assert_int_equal(s.bad, 0);
+        assert_int_equal(s.next_pull, di[0]);
+        assert_int_equal(s.next_push, dout[0]);
+        assert_memory_equal(la, lb, no);
+        free(in), free(a), free(b), free(li), free(la), free(lb);
+    }
+}
+
+static int pull_fail(void *ctx, int64_t i, void *slice)
+{
+    (void)ctx, (void)slice;
+    return i == 2 ? SL_ECORRUPT : 0;
+}
+
+static int push_none(void *ctx, int64_t o, void *slice)
+{
+    (void)ctx, (void)o, (void)slice;
+    return 0;
+}
+
+static void test_slices_stop_on_error(void **state)
+{
+    (void)state;
+    int64_t di[3] = {5, 3, 3}, dout[3] = {9, 2, 2};
+    assert_int_equal(
+        sl_vol_resample_linear_slices(di, dout, pull_fail, push_none, NULL),
+        SL_ECORRUPT);
+    assert_int_equal(
+        sl_vol_resample_nearest_slices(di, dout, pull_fail, push_none, NULL),
+        SL_ECORRUPT);
+}
+
+/* bfloat16: round to nearest, ties to even; infinities kept; NaN quiet. */
+static void test_bf16(void **state)
+{
+    (void)state;
+    const uint32_t in[] = {0x3f800000u, 0x3f808000u, 0x3f818000u, 0x3f808001u,
+                           0x7f800000u, 0xff800000u, 0x7fc00001u, 0x7f800001u,
+                           0x7f7fffffu, 0x00000001u, 0x80000000u};
+    const uint16_t want[] = {0x3f80, 0x3f80, 0x3f82, 0x3f81, 0x7f80, 0xff80,
+                             0x7fc0, 0x7fc0, 0x7f80, 0x0000, 0x8000};
+    float f[11];
+    uint16_t out[11];
+    memcpy(f, in, sizeof f);
+    sl_vol_to_bf16(f, out, 11);
+    for (int i = 0; i < 11; i++)
+        assert_int_equal(out[i], want[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -120,6 +236,9 @@ int main(void)
         cmocka_unit_test(test_pad_edge),
         cmocka_unit_test(test_draw_is_a_pure_function),
         cmocka_unit_test(test_bad_shapes),
+        cmocka_unit_test(test_slices_equal_whole),
+        cmocka_unit_test(test_slices_stop_on_error),
+        cmocka_unit_test(test_bf16),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

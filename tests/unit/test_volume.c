@@ -373,6 +373,81 @@ static void test_orientation(void **state)
     assert_int_equal(sl__vol_qform(big, off, pix, 1, 1, q), -1);
 }
 
+/* A reader's whole volume, read `chunk` values at a time. */
+static float *read_all(sl_volume_reader_t *r, int64_t chunk)
+{
+    const sl_volume_t *v = sl_volume_reader_volume(r);
+    int64_t n = v->dim[0] * v->dim[1] * v->dim[2] * v->dim[3];
+    float *f = malloc((size_t)n * sizeof *f);
+    char err[512];
+    for (int64_t at = 0; at < n; at += chunk) {
+        int64_t k = n - at < chunk ? n - at : chunk;
+        if (sl_volume_reader_read(r, f + at, k, err, sizeof err))
+            fail_msg("read at %lld: %s", (long long)at, err);
+    }
+    assert_int_equal(sl_volume_reader_read(r, f, 1, err, sizeof err),
+                     SL_EINVAL); /* nothing left */
+    return f;
+}
+
+/* A reader gives sl_volume_load's values, plain and gzip, whatever the
+ * piece size; a truncated file fails naming it; RAS is refused (it needs
+ * the whole array). */
+static void test_reader(void **state)
+{
+    (void)state;
+    size_t n, gn;
+    uint8_t *b = nii1(37, 29, 23, 1.5f, &n);
+    putf(b + 112, 0.5f), putf(b + 116, -3.0f); /* scl_slope, scl_inter */
+    uint8_t *g = gzip_stored(b, n, &gn);
+    char *plain = write_tmp("rd.nii", b, n),
+         *gz = write_tmp("rd.nii.gz", g, gn);
+    char *cut = write_tmp("rd_cut.nii.gz", g, gn - 4000);
+    char err[1024];
+    const char *paths[2] = {plain, gz};
+    for (int k = 0; k < 2; k++) {
+        sl_volume_t *v = NULL;
+        assert_int_equal(sl_volume_load(paths[k], NULL, &v, err, sizeof err),
+                         0);
+        const int64_t chunks[3] = {7, 37 * 29, 1 << 20};
+        for (int c = 0; c < 3; c++) {
+            sl_volume_reader_t *r = NULL;
+            assert_int_equal(
+                sl_volume_reader_open(paths[k], NULL, &r, err, sizeof err), 0);
+            const sl_volume_t *h = sl_volume_reader_volume(r);
+            assert_null(h->data);
+            assert_int_equal(h->dim[0], 37);
+            assert_int_equal(h->compressed, k);
+            assert_memory_equal(h->affine, v->affine, sizeof v->affine);
+            float *f = read_all(r, chunks[c]);
+            assert_memory_equal(f, v->data, v->data_bytes);
+            free(f);
+            sl_volume_reader_close(r);
+        }
+        sl_volume_free(v);
+    }
+    /* Cut short: zlib may see the end already when the header is read
+     * (its input buffer is larger than this file), else a read does. */
+    sl_volume_reader_t *r = NULL;
+    float *f = malloc(37 * 29 * 23 * sizeof *f);
+    int rc = sl_volume_reader_open(cut, NULL, &r, err, sizeof err);
+    if (!rc)
+        rc = sl_volume_reader_read(r, f, 37 * 29 * 23, err, sizeof err);
+    assert_int_equal(rc, SL_ECORRUPT);
+    assert_non_null(strstr(err, cut));
+    free(f);
+    sl_volume_reader_close(r);
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    o.orient = SL_VOLUME_RAS;
+    r = (sl_volume_reader_t *)1;
+    assert_int_equal(sl_volume_reader_open(plain, &o, &r, err, sizeof err),
+                     SL_EINVAL);
+    assert_null(r);
+    sl_volume_reader_close(NULL);
+    free(b), free(g), free(plain), free(gz), free(cut);
+}
+
 static void test_dataset(void **state)
 {
     (void)state;
@@ -502,6 +577,30 @@ static void test_pack_threads(void **state)
         pthread_join(th[t], NULL);
         assert_int_equal(args[t].bad, 0);
     }
+    /* Readers over a pack's record equal the files' loads; the record
+     * outlives the image reader while the label reader reads. */
+    for (int64_t c = 0; c < NCASES; c++) {
+        sl_volume_reader_t *ri = NULL, *rl = NULL;
+        sl_volume_t *y = NULL, *yl = NULL;
+        assert_int_equal(sl_volume_dataset_readers(packed, c, NULL, &ri, &rl,
+                                                   err, sizeof err),
+                         0);
+        assert_int_equal(
+            sl_volume_dataset_load(files, c, NULL, &y, &yl, err, sizeof err),
+            0);
+        assert_int_equal(rl == NULL, c == 3);
+        float *fi = read_all(ri, 11);
+        sl_volume_reader_close(ri);
+        assert_memory_equal(fi, y->data, y->data_bytes);
+        if (rl) {
+            float *fl = read_all(rl, 5);
+            assert_memory_equal(fl, yl->data, yl->data_bytes);
+            free(fl);
+        }
+        sl_volume_reader_close(rl);
+        free(fi);
+        sl_volume_free(y), sl_volume_free(yl);
+    }
     sl_volume_dataset_destroy(packed);
     sl_volume_dataset_destroy(files);
     free(root), free(out);
@@ -522,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_lying_dims),
         cmocka_unit_test(test_budget_and_files),
         cmocka_unit_test(test_orientation),
+        cmocka_unit_test(test_reader),
         cmocka_unit_test(test_dataset),
         cmocka_unit_test(test_pack_threads),
     };

@@ -46,3 +46,47 @@ int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
     return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
                     SL__NIFTI_OFF);
 }
+
+int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
+                          sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    (void)fd, (void)file_size;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}
+
+int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
+                         size_t dlen, const char *name,
+                         sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    (void)hdr, (void)hlen, (void)data, (void)dlen;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}
+
+const sl__volhdr_t *sl__nifti_stream_header(const sl__nifti_stream_t *n)
+{
+    (void)n;
+    return NULL;
+}
+
+int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
+                          const struct sl__vol_plan *plan, void *out, char *err,
+                          size_t errlen)
+{
+    (void)n, (void)count, (void)plan, (void)out;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__NIFTI_OFF);
+}
+
+void sl__nifti_stream_close(sl__nifti_stream_t *n)
+{
+    (void)n;
+}
+
+int sl__nifti_stream_gzip(const sl__nifti_stream_t *n)
+{
+    (void)n;
+    return 0;
+}
