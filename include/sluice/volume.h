@@ -33,7 +33,10 @@ typedef enum sl_volume_dtype {
     SL_VOLUME_INT16 = 2,
     SL_VOLUME_INT32 = 3,
     SL_VOLUME_FLOAT32 = 4,
-    SL_VOLUME_FLOAT64 = 5
+    SL_VOLUME_FLOAT64 = 5,
+    SL_VOLUME_INT8 = 6,
+    SL_VOLUME_UINT16 = 7, /**< common in MRI */
+    SL_VOLUME_UINT32 = 8
 } sl_volume_dtype_t;
 
 /** Orientation of the array handed out. */
@@ -113,7 +116,9 @@ typedef struct sl_volume {
 
 /**
  * Loads one NIfTI-1 or NIfTI-2 volume (.nii, or .nii.gz: gzip is told by
- * its magic bytes). Data types uint8, int16, int32, float32 and float64;
+ * its magic bytes). Data types uint8, int8, int16, uint16, int32, uint32,
+ * float32 and float64 (float32 holds every int8/uint16/int16 value exactly;
+ * uint32 and int32 round as nibabel's float32 cast does);
  * 1 to 4 dimensions. Every size in the header is checked against the file
  * (and, compressed, against what its bytes can inflate to) and against
  * opt->max_bytes before anything is allocated. `opt` may be NULL (the
@@ -131,8 +136,8 @@ SL_API int sl_volume_load(const char *path, const sl_volume_options_t *opt,
 /** Frees a volume and its data; NULL does nothing. */
 SL_API void sl_volume_free(sl_volume_t *v);
 
-/** @return "uint8", "int16", "int32", "float32", "float64", or "unknown";
- *  static. */
+/** @return "uint8", "int16", "int32", "float32", "float64", "int8",
+ *  "uint16", "uint32", or "unknown"; static. */
 SL_API const char *sl_volume_dtype_name(int dtype);
 /** @return bytes of one element of a dtype (0 for an unknown one). */
 SL_API size_t sl_volume_dtype_size(int dtype);

@@ -19,6 +19,12 @@ static int npy_type(int dtype)
         return NPY_INT32;
     case SL_VOLUME_FLOAT32:
         return NPY_FLOAT32;
+    case SL_VOLUME_INT8:
+        return NPY_INT8;
+    case SL_VOLUME_UINT16:
+        return NPY_UINT16;
+    case SL_VOLUME_UINT32:
+        return NPY_UINT32;
     default:
         return NPY_FLOAT64;
     }

@@ -86,6 +86,12 @@ static int dtype_of(int datatype)
         return SL_VOLUME_FLOAT32;
     case DT_FLOAT64:
         return SL_VOLUME_FLOAT64;
+    case DT_INT8:
+        return SL_VOLUME_INT8;
+    case DT_UINT16:
+        return SL_VOLUME_UINT16;
+    case DT_UINT32:
+        return SL_VOLUME_UINT32;
     }
     return 0;
 }
@@ -176,8 +182,8 @@ int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
     if (!h->dtype) {
         const char *name = nifti_datatype_string(r.datatype);
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "datatype %d (%s) is not supported (uint8, int16, "
-                        "int32, float32, float64)",
+                        "datatype %d (%s) is not supported (uint8, int8, "
+                        "int16, uint16, int32, uint32, float32, float64)",
                         r.datatype,
                         strcmp(name, "**ILLEGAL**") ? name
                                                     : "not a NIfTI code");

@@ -20,14 +20,15 @@ void sl_volume_options_init(sl_volume_options_t *o)
 const char *sl_volume_dtype_name(int dtype)
 {
     static const char *const names[] = {"unknown", "uint8",   "int16",
-                                        "int32",   "float32", "float64"};
-    return dtype >= 1 && dtype <= 5 ? names[dtype] : names[0];
+                                        "int32",   "float32", "float64",
+                                        "int8",    "uint16",  "uint32"};
+    return dtype >= 1 && dtype <= 8 ? names[dtype] : names[0];
 }
 
 size_t sl_volume_dtype_size(int dtype)
 {
-    static const size_t sizes[] = {0, 1, 2, 4, 4, 8};
-    return dtype >= 1 && dtype <= 5 ? sizes[dtype] : 0;
+    static const size_t sizes[] = {0, 1, 2, 4, 4, 8, 1, 2, 4};
+    return dtype >= 1 && dtype <= 8 ? sizes[dtype] : 0;
 }
 
 void sl_volume_free(sl_volume_t *v)

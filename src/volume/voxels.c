@@ -54,6 +54,15 @@ static void run(const sl__vol_plan_t *p, const void *in, int64_t n, void *out,
         case SL_VOLUME_FLOAT64:
             RUN_FLOAT(double);
             break;
+        case SL_VOLUME_INT8:
+            RUN_FLOAT(int8_t);
+            break;
+        case SL_VOLUME_UINT16:
+            RUN_FLOAT(uint16_t);
+            break;
+        case SL_VOLUME_UINT32:
+            RUN_FLOAT(uint32_t);
+            break;
         }
         return;
     }

@@ -152,7 +152,8 @@ def patch(path, offset, fmt, *values):
     return path
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int32, np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32,
+                                   np.float32, np.float64])
 @pytest.mark.parametrize("ext", [".nii", ".nii.gz"])
 def test_each_dtype(tmp_path, dtype, ext):
     img = nib.Nifti1Image(data_of(dtype), affine())
@@ -167,7 +168,7 @@ def test_each_dtype(tmp_path, dtype, ext):
 @pytest.mark.parametrize("slope,inter", [(0.5, -3.0), (2.2086, 0.0), (1.0, 100.0),
                                          (0.0, 7.0), (float("nan"), 5.0),
                                          (-1.25, 0.5), (float("inf"), 1.0)])
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16, np.float32])
 def test_scaling(tmp_path, slope, inter, dtype):
     img = nib.Nifti1Image(data_of(dtype, seed=1), affine())
     img.set_data_dtype(dtype)
@@ -360,11 +361,10 @@ def test_lying_headers(tmp_path, good):
 
 
 def test_unsupported_and_not_nifti(tmp_path, good):
-    img = nib.Nifti1Image(data_of(np.uint16), affine())
-    img.set_data_dtype(np.uint16)
-    p = save(img, tmp_path / "u16.nii.gz")
-    e = expect(p, r"datatype 512 \(UINT16\) is not supported")
-    assert "uint8, int16, int32, float32, float64" in e
+    img = nib.Nifti1Image(data_of(np.int64), affine(), dtype=np.int64)
+    p = save(img, tmp_path / "i64.nii.gz")
+    e = expect(p, r"datatype 1024 \(INT64\) is not supported")
+    assert "uint8, int8, int16, uint16, int32, uint32, float32, float64" in e
     p = patch(copy(good, tmp_path / "dt.nii"), 70, "h", 999)
     expect(p, r"datatype 999 \(not a NIfTI code\) is not supported")
     junk = str(tmp_path / "junk.nii")
