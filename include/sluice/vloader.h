@@ -90,9 +90,11 @@ typedef struct sl_vloader_stats {
     int64_t latency_p50_ns; /**< batch-ready latency (window entry to
                                  ready), over the last 256 batches */
     int64_t latency_p99_ns;
-    int64_t memory_bytes; /**< held now: buffers, cache, stages in flight
-                               (counted with or without a budget) */
-    int64_t memory_peak;  /**< the most held since create */
+    int64_t memory_bytes;  /**< held now: buffers, cache, stages in flight
+                                (counted with or without a budget) */
+    int64_t memory_peak;   /**< the most held since create */
+    int64_t offline_ahead; /**< offline stages an idle thread ran ahead of
+                                their batch (look-ahead, balanced) */
 } sl_vloader_stats_t;
 
 /** Opens the dataset (every case's header read and checked: a bad file is

@@ -5,89 +5,15 @@
  * The work itself (offline stage, draw, patch) runs outside it. Batches
  * open in stream order while fewer than `prefetch` are ahead of the
  * consumer and a buffer is free; their samples become tasks; a thread takes
- * the task with the largest predicted cost (or the oldest, without the
- * balancer). */
+ * the task with the least slack (or the oldest, without the balancer), and
+ * with none left looks ahead (vloader_cache.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
-#include "base/rng.h"
-#include "sluice/vloader.h"
-#include "sluice/volume.h"
-#include "vloader_offline.h"
-
-enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
-enum { CASE_NONE, CASE_LOADING, CASE_READY };
-#define LAT_RING 256
-
-typedef struct vcase {
-    int64_t raw[3];    /* stored dims, C order */
-    double spacing[3]; /* C order */
-    int64_t rs[3];     /* resampled, C order */
-    int64_t dims[3];   /* after resample and pad, C order */
-    double raw_vox, vox;
-    double stored; /* bytes of the image and label as stored */
-    float *img;    /* cached offline result */
-    uint8_t *lbl;
-    sl_vol_fg_t *fg; /* the label's foreground components */
-    int state, users;
-    uint64_t used; /* LRU clock */
-    int64_t bytes;
-} vcase_t;
-
-typedef struct task {
-    int64_t g, c;
-    int slot;
-    sl_vol_draw_t pre; /* label-free draws */
-} task_t;
-
-typedef struct vbuf {
-    sl_vbatch_t pub;
-    int64_t g;
-    int state, pending, rc;
-    int64_t t_open;
-    char err[512];
-} vbuf_t;
-
-struct sl_vloader {
-    sl_vloader_options_t o;
-    sl_vol_aug_t aug;       /* o.aug with the patch in C order */
-    int64_t pdims[3], pvox; /* patch, C order */
-    sl_volume_dataset_t *ds;
-    int64_t ncases, nb;
-    vcase_t *cases;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_work, cv_ready, cv_case;
-    vbuf_t *bufs;
-    int nbufs;
-    task_t *tasks;
-    int ntasks, cap_tasks;
-    int64_t claim_g, next_g;
-    int64_t *perm, perm_epoch;
-    int stopping;
-    pthread_t *th;
-    int nth;
-    uint64_t clock;
-    int64_t cache_held;
-    /* The memory budget (o.memory_bytes; 0: none): mem_used is the batch
-     * buffers, the cache and every offline stage in flight (charged its
-     * offline_bytes before it allocates). */
-    int64_t mem_limit, mem_used, mem_peak, buf_bytes;
-    float *scratch; /* bfloat16 output: a float patch per thread */
-    int nwid;
-    /* ns per voxel: offline (stored voxel: load, resample, normalise,
-     * pad, label the components), patch, noise (patch voxel); EMA of
-     * measured times. A draw reads the cached components: ~free. */
-    double r_off, r_patch, r_noise;
-    /* A batch's predicted work over the threads: how far apart batches
-     * fall due (the balancer's deadline unit), EMA. */
-    double period;
-    sl_vloader_stats_t st;
-    int64_t lat[LAT_RING];
-    int nlat;
-};
+#include "vloader_internal.h"
 
 void sl_vloader_options_init(sl_vloader_options_t *o)
 {
@@ -148,121 +74,6 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     return 0;
 }
 
-/* Gives back cached cases nobody uses, least recently used first, until
- * the cache fits its bound and `need` more bytes fit the memory budget.
- * Under mu. */
-static void evict(sl_vloader_t *l, int64_t need)
-{
-    while (l->cache_held > l->o.cache_bytes ||
-           (l->mem_limit && l->mem_used + need > l->mem_limit)) {
-        vcase_t *old = NULL;
-        for (int64_t c = 0; c < l->ncases; c++) {
-            vcase_t *k = &l->cases[c];
-            if (k->state == CASE_READY && !k->users &&
-                (!old || k->used < old->used))
-                old = k;
-        }
-        if (!old)
-            return;
-        free(old->img);
-        free(old->lbl);
-        free(old->fg);
-        old->img = NULL;
-        old->lbl = NULL;
-        old->fg = NULL;
-        old->state = CASE_NONE;
-        l->cache_held -= old->bytes;
-        l->mem_used -= old->bytes;
-    }
-}
-
-static void mem_add(sl_vloader_t *l, int64_t bytes)
-{
-    l->mem_used += bytes;
-    if (l->mem_used > l->mem_peak)
-        l->mem_peak = l->mem_used;
-}
-
-/* Charges an offline stage's bytes to the memory budget (under mu): the
- * cache gives back what nobody uses; while others' stages or patches hold
- * the rest, waits for them. A stage that cannot fit even alone fails at
- * once, naming the sizes (the caller names the case): whether a case fits
- * never depends on timing. */
-static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
-{
-    if (l->mem_limit && need > l->mem_limit - l->buf_bytes)
-        return sl__fail(err, errlen, SL_ENOMEM,
-                        "its offline stage needs %.1f MB, the memory "
-                        "budget allows %.1f MB (%.1f MB less %.1f MB of batch "
-                        "buffers)",
-                        (double)need / 1e6,
-                        (double)(l->mem_limit - l->buf_bytes) / 1e6,
-                        (double)l->mem_limit / 1e6, (double)l->buf_bytes / 1e6);
-    for (;;) {
-        evict(l, need);
-        if (!l->mem_limit || l->mem_used + need <= l->mem_limit)
-            break;
-        if (l->stopping)
-            return sl__fail(err, errlen, SL_ESTATE, "vloader: stopping");
-        pthread_cond_wait(&l->cv_case, &l->mu);
-    }
-    mem_add(l, need);
-    return 0;
-}
-
-/* Case c's offline result, computed once (others wait for it). Under mu;
- * unlocks while computing. *ran: 1 when this call computed it. */
-static int case_get(sl_vloader_t *l, int64_t c, int *ran, char *err,
-                    size_t errlen)
-{
-    vcase_t *k = &l->cases[c];
-    *ran = 0;
-    while (k->state == CASE_LOADING)
-        pthread_cond_wait(&l->cv_case, &l->mu);
-    if (k->state == CASE_READY) {
-        k->users++;
-        k->used = ++l->clock;
-        l->st.cache_hits++;
-        return 0;
-    }
-    k->state = CASE_LOADING;
-    int64_t need = sl__voff_bytes(
-        k->raw, k->rs, k->dims,
-        sl_volume_dataset_image(l->ds, c) ? 0 : k->stored); /* a pack's */
-    int rc = mem_charge(l, need, err, errlen);
-    if (rc) {
-        k->state = CASE_NONE;
-        pthread_cond_broadcast(&l->cv_case);
-        return rc;
-    }
-    pthread_mutex_unlock(&l->mu);
-    float *img = NULL;
-    uint8_t *lbl = NULL;
-    sl_vol_fg_t *fg = NULL;
-    rc = sl__voff_run(l->ds, c, k->raw, k->rs, k->dims, l->pdims, &img, &lbl,
-                      &fg, err, errlen);
-    pthread_mutex_lock(&l->mu);
-    l->mem_used -= need;
-    if (rc) {
-        k->state = CASE_NONE;
-    } else {
-        k->img = img;
-        k->lbl = lbl;
-        k->fg = fg;
-        k->bytes = (int64_t)(k->vox * 5) + (int64_t)sizeof *fg;
-        k->state = CASE_READY;
-        k->users = 1;
-        k->used = ++l->clock;
-        l->cache_held += k->bytes;
-        mem_add(l, k->bytes);
-        l->st.offline_runs++;
-        *ran = 1;
-        evict(l, 0);
-    }
-    pthread_cond_broadcast(&l->cv_case);
-    return rc;
-}
-
 /* A task's predicted cost in ns (under mu). */
 static double predict(const sl_vloader_t *l, const task_t *t)
 {
@@ -273,30 +84,6 @@ static double predict(const sl_vloader_t *l, const task_t *t)
     if (t->pre.noise)
         ns += l->r_noise * (double)l->pvox;
     return ns;
-}
-
-static void ema(double *r, double v)
-{
-    if (v > 0)
-        *r += 0.2 * (v - *r);
-}
-
-/* The epoch's case order (under mu; epochs open in order). */
-static void perm_for(sl_vloader_t *l, int64_t epoch)
-{
-    if (l->perm_epoch == epoch)
-        return;
-    sl__rng_t r;
-    sl__rng_init(&r, l->o.seed, (uint64_t)epoch, 0, SL_RNG_SHUFFLE);
-    for (int64_t i = 0; i < l->ncases; i++)
-        l->perm[i] = i;
-    for (int64_t i = l->ncases - 1; i > 0; i--) {
-        int64_t j = (int64_t)sl__rng_below(&r, (uint64_t)i + 1);
-        int64_t t = l->perm[i];
-        l->perm[i] = l->perm[j];
-        l->perm[j] = t;
-    }
-    l->perm_epoch = epoch;
 }
 
 /* Opens the batches the window allows (under mu). */
@@ -310,7 +97,7 @@ static void open_batches(sl_vloader_t *l)
         if (!b)
             return;
         int64_t g = l->claim_g++, e = g / l->nb, idx = g % l->nb;
-        perm_for(l, e);
+        const int64_t *perm = sl__vl_eperm(l, e)->perm;
         int64_t first = idx * l->o.batch_size;
         int n = (int)(l->ncases - first < l->o.batch_size ? l->ncases - first
                                                           : l->o.batch_size);
@@ -328,7 +115,7 @@ static void open_batches(sl_vloader_t *l)
             task_t *t = &l->tasks[l->ntasks++];
             t->g = g;
             t->slot = s;
-            t->c = l->perm[first + s];
+            t->c = perm[first + s];
             b->pub.cases[s] = t->c;
             sl_vol_predict(&l->aug, l->o.seed, (uint64_t)e, (uint64_t)t->c,
                            &t->pre);
@@ -387,8 +174,7 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     char err[512] = "";
     int64_t t0 = sl__now_ns();
     vcase_t *k = &l->cases[t->c];
-    int ran = 0;
-    int rc = case_get(l, t->c, &ran, err, sizeof err);
+    int rc = sl__vl_case_get(l, t->c, err, sizeof err);
     int held = !rc; /* a user of the cached case until the patch is made */
     pthread_mutex_unlock(&l->mu);
     int64_t t1 = sl__now_ns(), t2 = t1, t3 = t1;
@@ -419,18 +205,16 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     if (held && --k->users == 0 && l->mem_limit)
         pthread_cond_broadcast(&l->cv_case); /* memory waiters */
     if (!rc) {
-        if (ran)
-            ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
         double pv = (double)l->pvox;
         if (d.noise)
-            ema(&l->r_noise, ((double)(t3 - t2) - l->r_patch * pv) / pv);
+            sl__vl_ema(&l->r_noise, ((double)(t3 - t2) - l->r_patch * pv) / pv);
         else
-            ema(&l->r_patch, (double)(t3 - t2) / pv);
+            sl__vl_ema(&l->r_patch, (double)(t3 - t2) / pv);
         l->st.samples++;
     }
     l->st.predicted_ns += (int64_t)pred;
     l->st.actual_ns += sl__now_ns() - t0;
-    evict(l, 0);
+    sl__vl_evict(l, 0, 0, -1);
     vbuf_t *b = buf_of(l, t->g);
     if (rc && !b->rc) {
         b->rc = rc;
@@ -461,6 +245,8 @@ static void *worker(void *arg)
             run_task(l, &t, pred, scratch);
             continue;
         }
+        if (!l->o.no_balance && sl__vl_look_ahead(l))
+            continue;
         pthread_cond_wait(&l->cv_work, &l->mu);
     }
     pthread_mutex_unlock(&l->mu);
@@ -503,7 +289,7 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     for (int i = 0; i < 3; i++)
         l->pdims[i] = l->aug.patch[i] = o->aug.patch[2 - i];
     l->pvox = l->pdims[0] * l->pdims[1] * l->pdims[2];
-    l->perm_epoch = -1;
+    l->ep[0].epoch = l->ep[1].epoch = -1;
     l->r_off = 30, l->r_patch = 2, l->r_noise = 20;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
@@ -527,7 +313,10 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     }
     l->nb = (l->ncases + o->batch_size - 1) / o->batch_size;
     l->cases = calloc((size_t)l->ncases, sizeof *l->cases);
-    l->perm = malloc((size_t)l->ncases * sizeof *l->perm);
+    for (int i = 0; i < 2; i++) {
+        l->ep[i].perm = malloc((size_t)l->ncases * sizeof *l->ep[i].perm);
+        l->ep[i].inv = malloc((size_t)l->ncases * sizeof *l->ep[i].inv);
+    }
     l->nbufs = o->prefetch + 1;
     /* batch buffers (image and label), and bfloat16's float patch per
      * thread */
@@ -543,11 +332,12 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
                       (double)l->mem_limit / 1e6);
         goto fail;
     }
-    mem_add(l, l->buf_bytes);
+    sl__vl_mem_add(l, l->buf_bytes);
     l->bufs = calloc((size_t)l->nbufs, sizeof *l->bufs);
     l->tasks =
         malloc((size_t)l->nbufs * (size_t)o->batch_size * sizeof *l->tasks);
-    if (!l->cases || !l->perm || !l->bufs || !l->tasks) {
+    if (!l->cases || !l->ep[0].perm || !l->ep[0].inv || !l->ep[1].perm ||
+        !l->ep[1].inv || !l->bufs || !l->tasks) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
         goto fail;
     }
@@ -713,7 +503,10 @@ void sl_vloader_destroy(sl_vloader_t *l)
     free(l->scratch);
     free(l->tasks);
     free(l->cases);
-    free(l->perm);
+    for (int i = 0; i < 2; i++) {
+        free(l->ep[i].perm);
+        free(l->ep[i].inv);
+    }
     sl_volume_dataset_destroy(l->ds);
     pthread_cond_destroy(&l->cv_work);
     pthread_cond_destroy(&l->cv_ready);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sluice/version.h"
 #include "sluice/vloader.h"
@@ -153,6 +154,37 @@ static void test_memory_budget(void **state)
     assert_true(b1 != ref);
 }
 
+/* Threads with nothing in the window run later cases' offline stages
+ * ahead (the stream's order is known); the stream is unchanged. */
+static void test_look_ahead(void **state)
+{
+    (void)state;
+    uint64_t ref = stream_digest(1, 1, 0, 9);
+    sl_vloader_options_t o;
+    sl_vloader_options_init(&o);
+    o.batch_size = 3;
+    o.seed = 5;
+    o.threads = 2;
+    o.prefetch = 2;
+    o.aug.patch[0] = 12;
+    o.aug.patch[1] = 10;
+    o.aug.patch[2] = 8;
+    o.aug.noise_prob = 0.5;
+    o.aug.brightness_prob = 0.5;
+    sl_vloader_t *l;
+    char err[512];
+    assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err), 0);
+    sl_vbatch_t *b;
+    assert_int_equal(sl_vloader_next(l, &b, err, sizeof err), 0);
+    usleep(300 * 1000); /* the window is full: idle threads look ahead */
+    sl_vloader_stats_t st = {.size = sizeof st};
+    assert_int_equal(sl_vloader_stats(l, &st), 0);
+    assert_true(st.offline_ahead > 0);
+    sl_vloader_release(l, b);
+    sl_vloader_destroy(l);
+    assert_int_equal(stream_digest(2, 0, 0, 9), ref);
+}
+
 static void test_destroy_while_busy(void **state)
 {
     (void)state;
@@ -211,6 +243,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_stream_any_threads),
         cmocka_unit_test(test_memory_budget),
+        cmocka_unit_test(test_look_ahead),
         cmocka_unit_test(test_destroy_while_busy),
         cmocka_unit_test(test_label_shape_named),
     };

@@ -1,0 +1,245 @@
+/* exec/vloader_cache: the volume loader's case cache (offline results
+ * within cache_bytes, given back by Belady's rule), its memory budget
+ * (memory_bytes: each offline stage charged before it allocates) and the
+ * look-ahead (idle threads making later cases' offline stages ahead).
+ * Every function runs under the loader's mutex (vloader_internal.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "base/rng.h"
+#include "vloader_internal.h"
+#include "vloader_offline.h"
+
+/* Epoch e's case order and its inverse (under mu). */
+const struct eperm *sl__vl_eperm(sl_vloader_t *l, int64_t e)
+{
+    struct eperm *p = &l->ep[e & 1];
+    if (p->epoch == e)
+        return p;
+    sl__rng_t r;
+    sl__rng_init(&r, l->o.seed, (uint64_t)e, 0, SL_RNG_SHUFFLE);
+    for (int64_t i = 0; i < l->ncases; i++)
+        p->perm[i] = i;
+    for (int64_t i = l->ncases - 1; i > 0; i--) {
+        int64_t j = (int64_t)sl__rng_below(&r, (uint64_t)i + 1);
+        int64_t t = p->perm[i];
+        p->perm[i] = p->perm[j];
+        p->perm[j] = t;
+    }
+    for (int64_t i = 0; i < l->ncases; i++)
+        p->inv[p->perm[i]] = i;
+    p->epoch = e;
+    return p;
+}
+
+/* Where case c is next used in the stream (epoch x cases + position),
+ * from the consumer's batch on: the order is known, so the cache can give
+ * back the case used again last (Belady's rule) rather than the least
+ * recently used one. Under mu. */
+static int64_t next_use(sl_vloader_t *l, int64_t c)
+{
+    int64_t e = l->next_g / l->nb, from = (l->next_g % l->nb) * l->o.batch_size;
+    int64_t p = sl__vl_eperm(l, e)->inv[c];
+    if (p >= from)
+        return e * l->ncases + p;
+    return (e + 1) * l->ncases + sl__vl_eperm(l, e + 1)->inv[c];
+}
+
+static void drop(sl_vloader_t *l, vcase_t *k)
+{
+    free(k->img);
+    free(k->lbl);
+    free(k->fg);
+    k->img = NULL;
+    k->lbl = NULL;
+    k->fg = NULL;
+    k->state = CASE_NONE;
+    l->cache_held -= k->bytes;
+    l->mem_used -= k->bytes;
+}
+
+/* Whether `add` more cached bytes and `need` more memory do not fit. */
+static int over(const sl_vloader_t *l, int64_t add, int64_t need)
+{
+    return l->cache_held + add > l->o.cache_bytes ||
+           (l->mem_limit && l->mem_used + need > l->mem_limit);
+}
+
+/* Gives back cached cases nobody uses and that are next used after
+ * `after` (-1: any), the one used again last first, until `add` more
+ * cached bytes fit the cache and `need` more bytes the memory budget.
+ * Under mu. @return 1 when they fit. */
+int sl__vl_evict(sl_vloader_t *l, int64_t add, int64_t need, int64_t after)
+{
+    while (over(l, add, need)) {
+        vcase_t *old = NULL;
+        int64_t ou = -1;
+        for (int64_t c = 0; c < l->ncases; c++) {
+            vcase_t *k = &l->cases[c];
+            if (k->state != CASE_READY || k->users)
+                continue;
+            int64_t u = next_use(l, c);
+            if (u > after && u > ou) {
+                old = k;
+                ou = u;
+            }
+        }
+        if (!old)
+            return 0;
+        drop(l, old);
+    }
+    return 1;
+}
+
+void sl__vl_ema(double *r, double v)
+{
+    if (v > 0)
+        *r += 0.2 * (v - *r);
+}
+
+void sl__vl_mem_add(sl_vloader_t *l, int64_t bytes)
+{
+    l->mem_used += bytes;
+    if (l->mem_used > l->mem_peak)
+        l->mem_peak = l->mem_used;
+}
+
+/* Charges an offline stage's bytes to the memory budget (under mu): the
+ * cache gives back what nobody uses; while others' stages or patches hold
+ * the rest, waits for them. A stage that cannot fit even alone fails at
+ * once, naming the sizes (the caller names the case): whether a case fits
+ * never depends on timing. */
+static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
+{
+    if (l->mem_limit && need > l->mem_limit - l->buf_bytes)
+        return sl__fail(err, errlen, SL_ENOMEM,
+                        "its offline stage needs %.1f MB, the memory "
+                        "budget allows %.1f MB (%.1f MB less %.1f MB of batch "
+                        "buffers)",
+                        (double)need / 1e6,
+                        (double)(l->mem_limit - l->buf_bytes) / 1e6,
+                        (double)l->mem_limit / 1e6, (double)l->buf_bytes / 1e6);
+    for (;;) {
+        if (sl__vl_evict(l, 0, need, -1))
+            break;
+        if (l->stopping)
+            return sl__fail(err, errlen, SL_ESTATE, "vloader: stopping");
+        pthread_cond_wait(&l->cv_case, &l->mu);
+    }
+    sl__vl_mem_add(l, need);
+    return 0;
+}
+
+static int64_t case_need(const sl_vloader_t *l, int64_t c)
+{
+    const vcase_t *k = &l->cases[c];
+    return sl__voff_bytes(
+        k->raw, k->rs, k->dims,
+        sl_volume_dataset_image(l->ds, c) ? 0 : k->stored); /* a pack's */
+}
+
+/* Case c's offline stage (state LOADING and `need` charged by the
+ * caller): unlocks while computing; then READY with `users` users, or
+ * NONE on failure. Under mu. */
+static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int users,
+                     char *err, size_t errlen)
+{
+    vcase_t *k = &l->cases[c];
+    pthread_mutex_unlock(&l->mu);
+    float *img = NULL;
+    uint8_t *lbl = NULL;
+    sl_vol_fg_t *fg = NULL;
+    int64_t t0 = sl__now_ns();
+    int rc = sl__voff_run(l->ds, c, k->raw, k->rs, k->dims, l->pdims, &img,
+                          &lbl, &fg, err, errlen);
+    int64_t t1 = sl__now_ns();
+    pthread_mutex_lock(&l->mu);
+    l->mem_used -= need;
+    if (rc) {
+        k->state = CASE_NONE;
+    } else {
+        k->img = img;
+        k->lbl = lbl;
+        k->fg = fg;
+        k->bytes = (int64_t)(k->vox * 5) + (int64_t)sizeof *fg;
+        k->state = CASE_READY;
+        k->users = users;
+        l->cache_held += k->bytes;
+        sl__vl_mem_add(l, k->bytes);
+        l->st.offline_runs++;
+        sl__vl_ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
+        sl__vl_evict(l, 0, 0, -1);
+    }
+    pthread_cond_broadcast(&l->cv_case);
+    return rc;
+}
+
+/* Case c's offline result, computed once (others wait for it). Under mu;
+ * unlocks while computing. */
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
+{
+    vcase_t *k = &l->cases[c];
+    while (k->state == CASE_LOADING)
+        pthread_cond_wait(&l->cv_case, &l->mu);
+    if (k->state == CASE_READY) {
+        k->users++;
+        l->st.cache_hits++;
+        return 0;
+    }
+    k->state = CASE_LOADING;
+    int64_t need = case_need(l, c);
+    int rc = mem_charge(l, need, err, errlen);
+    if (rc) {
+        k->state = CASE_NONE;
+        pthread_cond_broadcast(&l->cv_case);
+        return rc;
+    }
+    return case_make(l, c, need, 1, err, errlen);
+}
+
+/* An idle thread's work (the window's tasks all taken): the offline stage
+ * of the next case beyond the window that is not cached, started before
+ * its batch opens — the stream's order is known — when the cache can take
+ * it giving back only cases used after it, and the memory budget without
+ * waiting. Looks one epoch ahead; at most threads - 1 such stages at
+ * once (one thread stays free for the window's next batch). Under mu;
+ * unlocks while computing. @return 1 when it ran one. */
+int sl__vl_look_ahead(sl_vloader_t *l)
+{
+    if (l->ahead >= (l->o.threads > 1 ? l->o.threads - 1 : 1))
+        return 0;
+    int64_t e0 = l->claim_g / l->nb,
+            p0 = (l->claim_g % l->nb) * l->o.batch_size;
+    for (int64_t i = 0; i < l->ncases && !l->stopping; i++) {
+        int64_t e = e0 + (p0 + i) / l->ncases, p = (p0 + i) % l->ncases;
+        int64_t c = sl__vl_eperm(l, e)->perm[p];
+        vcase_t *k = &l->cases[c];
+        if (k->state != CASE_NONE)
+            continue;
+        int64_t use = e * l->ncases + p, need = case_need(l, c);
+        int64_t add = (int64_t)(k->vox * 5) + (int64_t)sizeof(sl_vol_fg_t);
+        /* What giving back the cases used after this one would free. */
+        int64_t freeable = 0;
+        for (int64_t o = 0; o < l->ncases; o++) {
+            const vcase_t *x = &l->cases[o];
+            if (x->state == CASE_READY && !x->users && next_use(l, o) > use)
+                freeable += x->bytes;
+        }
+        if (l->cache_held - freeable + add > l->o.cache_bytes ||
+            (l->mem_limit && l->mem_used - freeable + need > l->mem_limit))
+            return 0; /* the nearest uncached case does not fit yet; a
+                         later one would take the room it needs */
+        sl__vl_evict(l, add, need, use);
+        k->state = CASE_LOADING;
+        sl__vl_mem_add(l, need);
+        l->st.offline_ahead++;
+        l->ahead++;
+        char err[512];
+        case_make(l, c, need, 0, err, sizeof err); /* a failure shows when
+                                                      its task retries */
+        l->ahead--;
+        return 1;
+    }
+    return 0;
+}

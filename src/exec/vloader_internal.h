@@ -1,0 +1,113 @@
+/* exec/vloader_internal: what the volume loader's files share
+ * (vloader.c: the public calls, the window, the balancer, the threads;
+ * vloader_cache.c: the case cache, the memory budget, the look-ahead).
+ * Everything here is guarded by sl_vloader.mu unless said otherwise. */
+#ifndef SL_VLOADER_INTERNAL_H
+#define SL_VLOADER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "sluice/vloader.h"
+#include "sluice/volume.h"
+
+enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
+enum { CASE_NONE, CASE_LOADING, CASE_READY };
+#define LAT_RING 256
+
+typedef struct vcase {
+    int64_t raw[3];    /* stored dims, C order */
+    double spacing[3]; /* C order */
+    int64_t rs[3];     /* resampled, C order */
+    int64_t dims[3];   /* after resample and pad, C order */
+    double raw_vox, vox;
+    double stored; /* bytes of the image and label as stored */
+    float *img;    /* cached offline result */
+    uint8_t *lbl;
+    sl_vol_fg_t *fg; /* the label's foreground components */
+    int state, users;
+    int64_t bytes;
+} vcase_t;
+
+typedef struct task {
+    int64_t g, c;
+    int slot;
+    sl_vol_draw_t pre; /* label-free draws */
+} task_t;
+
+typedef struct vbuf {
+    sl_vbatch_t pub;
+    int64_t g;
+    int state, pending, rc;
+    int64_t t_open;
+    char err[512];
+} vbuf_t;
+
+struct sl_vloader {
+    sl_vloader_options_t o;
+    sl_vol_aug_t aug;       /* o.aug with the patch in C order */
+    int64_t pdims[3], pvox; /* patch, C order */
+    sl_volume_dataset_t *ds;
+    int64_t ncases, nb;
+    vcase_t *cases;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_ready, cv_case;
+    vbuf_t *bufs;
+    int nbufs;
+    task_t *tasks;
+    int ntasks, cap_tasks;
+    int64_t claim_g, next_g;
+    /* Two epochs' case orders and their inverses, by epoch parity: the
+     * window's, and the cache's and the look-ahead's view of the future. */
+    struct eperm {
+        int64_t epoch, *perm, *inv;
+    } ep[2];
+    int stopping;
+    pthread_t *th;
+    int nth;
+    int64_t cache_held;
+    /* The memory budget (o.memory_bytes; 0: none): mem_used is the batch
+     * buffers, the cache and every offline stage in flight (charged its
+     * offline_bytes before it allocates). */
+    int64_t mem_limit, mem_used, mem_peak, buf_bytes;
+    int ahead;      /* look-ahead offline stages in flight */
+    float *scratch; /* bfloat16 output: a float patch per thread */
+    int nwid;
+    /* ns per voxel: offline (stored voxel: load, resample, normalise,
+     * pad, label the components), patch, noise (patch voxel); EMA of
+     * measured times. A draw reads the cached components: ~free. */
+    double r_off, r_patch, r_noise;
+    /* A batch's predicted work over the threads: how far apart batches
+     * fall due (the balancer's deadline unit), EMA. */
+    double period;
+    sl_vloader_stats_t st;
+    int64_t lat[LAT_RING];
+    int nlat;
+};
+
+/* Epoch e's case order and its inverse (two epochs kept, by parity). */
+const struct eperm *sl__vl_eperm(sl_vloader_t *l, int64_t e);
+
+/* Gives back cached cases nobody uses and that are next used after
+ * `after` (-1: any), the one used again last first (Belady's rule: the
+ * stream's order is known), until `add` more cached bytes fit the cache
+ * and `need` more bytes the memory budget. @return 1 when they fit. */
+int sl__vl_evict(sl_vloader_t *l, int64_t add, int64_t need, int64_t after);
+
+/* Counts bytes held (the memory budget's count and peak). */
+void sl__vl_mem_add(sl_vloader_t *l, int64_t bytes);
+
+/* r += 0.2 (v - r) for v > 0: the cost rates' EMA. */
+void sl__vl_ema(double *r, double v);
+
+/* Case c's offline result for a task, computed once (others wait for it;
+ * charged to the memory budget first), with one more user. Unlocks mu
+ * while computing. @return 0, or SL_E* with the cause in err. */
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
+
+/* An idle thread's work: the next uncached case beyond the window, made
+ * ahead when it fits (see vloader_cache.c). Unlocks mu while computing.
+ * @return 1 when it ran one. */
+int sl__vl_look_ahead(sl_vloader_t *l);
+
+#endif
