@@ -16,8 +16,14 @@
  * Each is predicted before the work starts — from the volume's header
  * (sizes), the cache, and the label-free draws (sl_vol_predict) — with
  * per-voxel rates refined from measured times; within the prefetch window
- * threads take the most expensive waiting sample first (largest-first), so
- * that no batch waits behind one slow sample started last.
+ * threads take the sample with the least slack (its batch's due time less
+ * its predicted cost), so that no batch waits behind one slow sample
+ * started last; a thread with nothing left in the window makes the next
+ * window's uncached cases ahead (look-ahead). The stream's order being
+ * known, the cache gives back the case used again last.
+ *
+ * Memory: the offline stage streams a volume a slice at a time (never
+ * held whole); memory_bytes bounds all the loader holds.
  *
  * Layout: a volume's array is used in its storage order, x fastest, so a
  * patch is C-order (z, y, x) — the transpose of the reference's (x, y, z)

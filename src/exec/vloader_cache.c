@@ -198,11 +198,35 @@ int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     return case_make(l, c, need, 1, err, errlen);
 }
 
+static int64_t case_add(const vcase_t *k)
+{
+    return (int64_t)(k->vox * 5) + (int64_t)sizeof(sl_vol_fg_t);
+}
+
+/* Cache bytes already promised: stages in flight, and the window's tasks
+ * whose cases are not cached (each case once). */
+static int64_t promised(const sl_vloader_t *l)
+{
+    int64_t b = 0;
+    for (int64_t c = 0; c < l->ncases; c++)
+        if (l->cases[c].state == CASE_LOADING)
+            b += case_add(&l->cases[c]);
+    for (int i = 0; i < l->ntasks; i++) {
+        int64_t c = l->tasks[i].c;
+        int seen = l->cases[c].state != CASE_NONE;
+        for (int j = 0; j < i && !seen; j++)
+            seen = l->tasks[j].c == c;
+        if (!seen)
+            b += case_add(&l->cases[c]);
+    }
+    return b;
+}
+
 /* An idle thread's work (the window's tasks all taken): the offline stage
  * of the next case beyond the window that is not cached, started before
  * its batch opens — the stream's order is known — when the cache can take
  * it giving back only cases used after it, and the memory budget without
- * waiting. Looks one epoch ahead; at most threads - 1 such stages at
+ * waiting. Looks one window ahead; at most threads - 1 such stages at
  * once (one thread stays free for the window's next batch). Under mu;
  * unlocks while computing. @return 1 when it ran one. */
 int sl__vl_look_ahead(sl_vloader_t *l)
@@ -211,14 +235,19 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         return 0;
     int64_t e0 = l->claim_g / l->nb,
             p0 = (l->claim_g % l->nb) * l->o.batch_size;
-    for (int64_t i = 0; i < l->ncases && !l->stopping; i++) {
+    /* The next window's samples only: a case made far ahead holds cache
+     * room that nearer cases need. */
+    int64_t horizon = (int64_t)l->o.prefetch * l->o.batch_size;
+    if (horizon > l->ncases)
+        horizon = l->ncases;
+    for (int64_t i = 0; i < horizon && !l->stopping; i++) {
         int64_t e = e0 + (p0 + i) / l->ncases, p = (p0 + i) % l->ncases;
         int64_t c = sl__vl_eperm(l, e)->perm[p];
         vcase_t *k = &l->cases[c];
         if (k->state != CASE_NONE)
             continue;
         int64_t use = e * l->ncases + p, need = case_need(l, c);
-        int64_t add = (int64_t)(k->vox * 5) + (int64_t)sizeof(sl_vol_fg_t);
+        int64_t add = case_add(k), owed = promised(l);
         /* What giving back the cases used after this one would free. */
         int64_t freeable = 0;
         for (int64_t o = 0; o < l->ncases; o++) {
@@ -226,8 +255,12 @@ int sl__vl_look_ahead(sl_vloader_t *l)
             if (x->state == CASE_READY && !x->users && next_use(l, o) > use)
                 freeable += x->bytes;
         }
-        if (l->cache_held - freeable + add > l->o.cache_bytes ||
-            (l->mem_limit && l->mem_used - freeable + need > l->mem_limit))
+        /* Room for it beside what the window's own misses will take: else
+         * those would give it back before its batch comes (the first
+         * version, without this, made 47 stages for 41). */
+        if (l->cache_held - freeable + add + owed > l->o.cache_bytes ||
+            (l->mem_limit &&
+             l->mem_used - freeable + need + owed > l->mem_limit))
             return 0; /* the nearest uncached case does not fit yet; a
                          later one would take the room it needs */
         sl__vl_evict(l, add, need, use);

@@ -162,10 +162,10 @@ static void test_look_ahead(void **state)
     uint64_t ref = stream_digest(1, 1, 0, 9);
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
-    o.batch_size = 3;
+    o.batch_size = 1; /* the window: the next case; then case 2 is ahead */
     o.seed = 5;
     o.threads = 2;
-    o.prefetch = 2;
+    o.prefetch = 1;
     o.aug.patch[0] = 12;
     o.aug.patch[1] = 10;
     o.aug.patch[2] = 8;
