@@ -134,7 +134,8 @@ static vbuf_t *buf_of(sl_vloader_t *l, int64_t g)
     return NULL;
 }
 
-/* Takes the next task. In order: the oldest batch's first slot. Balanced:
+/* Takes the next task. In order: the oldest batch's first slot. Balanced
+ * (a task whose case another thread is making comes last):
  * least slack first — batch g falls due (g - next_g + 1) periods from now
  * and a task needs its predicted cost, so an expensive sample of a later
  * batch starts before cheap ones of the head batch exactly when waiting
@@ -145,19 +146,24 @@ static int take(sl_vloader_t *l, task_t *out, double *pred)
         return 0;
     int best = -1;
     double bs = 0, bp = 0;
+    int bwait = 0;
     for (int i = 0; i < l->ntasks; i++) {
         const task_t *t = &l->tasks[i];
         double p = predict(l, t);
         double slack = l->o.no_balance
                            ? 0
                            : (double)(t->g - l->next_g + 1) * l->period - p;
+        /* A case another thread is making (ahead, or for another task)
+         * would only block the taker: last, balanced. */
+        int wait = !l->o.no_balance && l->cases[t->c].state == CASE_LOADING;
         const task_t *b = best >= 0 ? &l->tasks[best] : NULL;
-        if (!b || slack < bs ||
-            (slack == bs &&
+        if (!b || wait < bwait || (wait == bwait && slack < bs) ||
+            (wait == bwait && slack == bs &&
              (t->g < b->g || (t->g == b->g && t->slot < b->slot)))) {
             best = i;
             bs = slack;
             bp = p;
+            bwait = wait;
         }
     }
     *out = l->tasks[best];
