@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The volume loader's cost-aware balancer (issue 17 item 3): consumer wait
-and batch-ready latency (p50, p99) with `balance=True` (predicted most
-expensive sample first within the prefetch window) against `balance=False`
-(samples in order), same data, same run, alternating, medians.
+and batch-ready latency (p50, p99) with `balance=True` (least slack first
+within the prefetch window, idle threads running later cases' offline
+stages ahead) against `balance=False` (samples in order), same data, same
+run, alternating, medians.
 
 Data: a KiTS19-layout folder generated from the shared NIfTI volumes
 (../shared/data/nifti), resampled to mixed sizes (64-300 slices of
@@ -14,7 +15,9 @@ setting). Epoch 0 (the offline stage, cached) is excluded. With the whole
 set cached the online stage's costs are alike (a noise draw ~10x a plain
 patch); with --cache-mb below the set (datasets larger than RAM, as
 KiTS19's 29 GB) evicted large cases are prepared again, at 10-100x a
-patch: the regime a balancer is for.
+patch: the regime a balancer is for. --largest adds cases of the issue's
+largest size class (600 x 512^2); --memory-mb bounds the loader's memory
+(the peak it held is reported).
 
     PYTHONPATH=build/python .venv/bin/python bench/volumes/balance.py [--runs 3] [--json]
 """
@@ -34,38 +37,47 @@ from kits_like import kidney_labels  # noqa: E402
 from sluice.volumes import DataLoader  # noqa: E402
 
 
-def make_data(out, n, seed=0):
+def make_data(out, n, seed=0, largest=0):
+    """n KiTS-like cases (a quarter 200-300 x 512^2, the rest 64-120 x
+    128-256^2) and `largest` of the issue's largest size class, 600 x 512^2
+    at 1.6 x 1.2 x 1.2 mm (resampled to itself: 157 M voxels, 630 MB as
+    float32), each written once (a case already there is kept)."""
     import os
 
     import nibabel as nib
     import torch
     out = Path(out)
-    if (out / f"case_{n - 1:05d}" / "segmentation.nii.gz").exists():
-        return out
     shared = Path(os.environ.get("SL_SHARED_DATA", ROOT.parent / "shared" / "data")) / "nifti"
-    files = [f for f in sorted(shared.glob("*.nii*")) if nib.load(str(f)).ndim == 3]
-    if not files:
-        sys.exit(f"balance: no 3-D NIfTI volumes under {shared} (skipped)")
+    files = None
     rng = np.random.default_rng(seed)
-    for c in range(n):
-        src = nib.load(str(files[c % len(files)])).get_fdata().astype(np.float32)
+    for c in range(n + largest):
         big = c % 4 == 0  # a quarter of the cases are large
+        xl = c >= n
         shape = [int(rng.integers(200, 300)) if big else int(rng.integers(64, 120)),
                  512 if big else int(rng.choice([128, 192, 256])), 0]
         shape[2] = shape[1]
+        thick = float(rng.uniform(0.5, 5.0)) if not big else 1.6
+        inpl = float(rng.uniform(0.6, 0.9)) if not big else 1.2
+        if xl:
+            shape, thick, inpl = [600, 512, 512], 1.6, 1.2
+        d = out / f"case_{c:05d}"
+        if (d / "segmentation.nii.gz").exists():
+            continue
+        if files is None:
+            files = [f for f in sorted(shared.glob("*.nii*")) if nib.load(str(f)).ndim == 3]
+            if not files:
+                sys.exit(f"balance: no 3-D NIfTI volumes under {shared} (skipped)")
+        src = nib.load(str(files[c % len(files)])).get_fdata().astype(np.float32)
         img = torch.nn.functional.interpolate(torch.from_numpy(src[None, None]), size=shape,
                                               mode="trilinear", align_corners=True)[0, 0].numpy()
         img = (img * 4.0 - 200.0).astype(np.int16)
         lbl = kidney_labels(shape)
-        thick = float(rng.uniform(0.5, 5.0)) if not big else 1.6
-        inpl = float(rng.uniform(0.6, 0.9)) if not big else 1.2
         aff = np.diag([thick, inpl, inpl, 1.0])
-        d = out / f"case_{c:05d}"
         d.mkdir(parents=True, exist_ok=True)
-        for name, arr in (("imaging", img), ("segmentation", lbl)):
+        for name, arr in (("segmentation", lbl), ("imaging", img))[::-1]:
             im = nib.Nifti1Image(arr, aff)
             im.header.set_zooms((thick, inpl, inpl))
-            nib.save(im, str(d / f"{name}.nii.gz"))
+            nib.save(im, str(d / f"{name}.nii.gz"))  # the label last: the mark of a case done
         print(f"case {c}: {shape} spacing {thick:.2f},{inpl:.2f}", file=sys.stderr)
     return out
 
@@ -73,7 +85,7 @@ def make_data(out, n, seed=0):
 def run(data, balance, step, epochs, a):
     dl = DataLoader(data, batch_size=a.batch, patch=(a.patch,) * 3, seed=a.seed,
                     threads=a.threads, prefetch=a.prefetch, balance=balance,
-                    cache_bytes=a.cache_mb << 20)
+                    cache_bytes=a.cache_mb << 20, memory_bytes=a.memory_mb << 20)
     try:
         for _ in dl:  # epoch 0: the offline stage fills the cache
             pass
@@ -97,7 +109,9 @@ def run(data, balance, step, epochs, a):
     return {"wait_s": sum(waits), "wall_s": wall, "batches": len(waits),
             "per_batch_s": wall / max(1, len(waits)),
             "p50_s": s1["latency_p50_s"], "p99_s": s1["latency_p99_s"],
-            "pred_vs_actual": s1["predicted_s"] / max(1e-9, s1["actual_s"])}
+            "pred_vs_actual": s1["predicted_s"] / max(1e-9, s1["actual_s"]),
+            "offline_runs": s1["offline_runs"], "offline_ahead": s1["offline_ahead"],
+            "memory_peak_mb": s1["memory_peak"] / 2**20}
 
 
 def main():
@@ -115,9 +129,13 @@ def main():
     ap.add_argument("--cache-mb", type=int, default=0,
                     help="offline results kept (0: the default, 2 GiB: all of them); "
                          "smaller than the set, large cases are prepared again")
+    ap.add_argument("--largest", type=int, default=0,
+                    help="cases of the largest size class (600 x 512^2) added to the set")
+    ap.add_argument("--memory-mb", type=int, default=0,
+                    help="the loader's memory budget (0: none but the cache's)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    data = make_data(a.data, a.cases)
+    data = make_data(a.data, a.cases, largest=a.largest)
     cap = run(data, False, 0.0, a.epochs, a)
     step = a.step_frac * cap["per_batch_s"]
     print(f"loader alone (balance off): {cap['per_batch_s'] * 1e3:.0f} ms/batch; "
@@ -129,7 +147,9 @@ def main():
             res[bal].append(x)
             print(f"run {r + 1} balance={bal}: wait {x['wait_s']:.2f} s of {x['wall_s']:.1f} s, "
                   f"p50 {x['p50_s'] * 1e3:.0f} ms, p99 {x['p99_s'] * 1e3:.0f} ms, "
-                  f"predicted/actual {x['pred_vs_actual']:.2f}", file=sys.stderr)
+                  f"predicted/actual {x['pred_vs_actual']:.2f}, offline {x['offline_runs']} "
+                  f"({x['offline_ahead']} ahead), peak {x['memory_peak_mb']:.0f} MB",
+                  file=sys.stderr)
     med = {b: {k: statistics.median(x[k] for x in v) for k in v[0]} for b, v in res.items()}
     out = {"step_ms": step * 1e3, "capacity_ms_per_batch": cap["per_batch_s"] * 1e3,
            "balanced": med[True], "in_order": med[False],
