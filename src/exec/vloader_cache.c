@@ -121,7 +121,10 @@ static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
                         (double)(l->mem_limit - l->buf_bytes) / 1e6,
                         (double)l->mem_limit / 1e6, (double)l->buf_bytes / 1e6);
     for (;;) {
-        if (sl__vl_evict(l, 0, need, -1))
+        /* The cache may stay over its own bound while its cases are in
+         * use (given back when they are not): only the budget waits. */
+        sl__vl_evict(l, 0, need, -1);
+        if (!l->mem_limit || l->mem_used + need <= l->mem_limit)
             break;
         if (l->stopping)
             return sl__fail(err, errlen, SL_ESTATE, "vloader: stopping");
