@@ -220,7 +220,7 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     }
     l->st.predicted_ns += (int64_t)pred;
     l->st.actual_ns += sl__now_ns() - t0;
-    sl__vl_evict(l, 0, 0, -1);
+    sl__vl_evict(l, 0);
     vbuf_t *b = buf_of(l, t->g);
     if (rc && !b->rc) {
         b->rc = rc;

@@ -59,20 +59,20 @@ static void drop(sl_vloader_t *l, vcase_t *k)
     l->mem_used -= k->bytes;
 }
 
-/* Whether `add` more cached bytes and `need` more memory do not fit. */
-static int over(const sl_vloader_t *l, int64_t add, int64_t need)
+/* Whether the cache is over its bound or `need` more bytes do not fit the
+ * memory budget. */
+static int over(const sl_vloader_t *l, int64_t need)
 {
-    return l->cache_held + add > l->o.cache_bytes ||
+    return l->cache_held > l->o.cache_bytes ||
            (l->mem_limit && l->mem_used + need > l->mem_limit);
 }
 
-/* Gives back cached cases nobody uses and that are next used after
- * `after` (-1: any), the one used again last first, until `add` more
- * cached bytes fit the cache and `need` more bytes the memory budget.
- * Under mu. @return 1 when they fit. */
-int sl__vl_evict(sl_vloader_t *l, int64_t add, int64_t need, int64_t after)
+/* Gives back cached cases nobody uses, the one used again last first,
+ * until the cache fits its bound and `need` more bytes the memory budget.
+ * Under mu. */
+void sl__vl_evict(sl_vloader_t *l, int64_t need)
 {
-    while (over(l, add, need)) {
+    while (over(l, need)) {
         vcase_t *old = NULL;
         int64_t ou = -1;
         for (int64_t c = 0; c < l->ncases; c++) {
@@ -80,16 +80,15 @@ int sl__vl_evict(sl_vloader_t *l, int64_t add, int64_t need, int64_t after)
             if (k->state != CASE_READY || k->users)
                 continue;
             int64_t u = next_use(l, c);
-            if (u > after && u > ou) {
+            if (u > ou) {
                 old = k;
                 ou = u;
             }
         }
         if (!old)
-            return 0;
+            return;
         drop(l, old);
     }
-    return 1;
 }
 
 void sl__vl_ema(double *r, double v)
@@ -123,7 +122,7 @@ static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
     for (;;) {
         /* The cache may stay over its own bound while its cases are in
          * use (given back when they are not): only the budget waits. */
-        sl__vl_evict(l, 0, need, -1);
+        sl__vl_evict(l, need);
         if (!l->mem_limit || l->mem_used + need <= l->mem_limit)
             break;
         if (l->stopping)
@@ -172,7 +171,7 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int users,
         sl__vl_mem_add(l, k->bytes);
         l->st.offline_runs++;
         sl__vl_ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
-        sl__vl_evict(l, 0, 0, -1);
+        sl__vl_evict(l, 0);
     }
     pthread_cond_broadcast(&l->cv_case);
     return rc;
@@ -227,9 +226,9 @@ static int64_t promised(const sl_vloader_t *l)
 
 /* An idle thread's work (the window's tasks all taken): the offline stage
  * of the next case beyond the window that is not cached, started before
- * its batch opens — the stream's order is known — when the cache can take
- * it giving back only cases used after it, and the memory budget without
- * waiting. Looks one window ahead; at most threads - 1 such stages at
+ * its batch opens — the stream's order is known — when it fits the
+ * cache's free room beside the window's own misses, and the memory budget
+ * without waiting. Looks one window ahead; at most threads - 1 such stages at
  * once (one thread stays free for the window's next batch). Under mu;
  * unlocks while computing. @return 1 when it ran one. */
 int sl__vl_look_ahead(sl_vloader_t *l)
@@ -249,24 +248,15 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         vcase_t *k = &l->cases[c];
         if (k->state != CASE_NONE)
             continue;
-        int64_t use = e * l->ncases + p, need = case_need(l, c);
-        int64_t add = case_add(k), owed = promised(l);
-        /* What giving back the cases used after this one would free. */
-        int64_t freeable = 0;
-        for (int64_t o = 0; o < l->ncases; o++) {
-            const vcase_t *x = &l->cases[o];
-            if (x->state == CASE_READY && !x->users && next_use(l, o) > use)
-                freeable += x->bytes;
-        }
-        /* Room for it beside what the window's own misses will take: else
-         * those would give it back before its batch comes (the first
-         * version, without this, made 47 stages for 41). */
-        if (l->cache_held - freeable + add + owed > l->o.cache_bytes ||
-            (l->mem_limit &&
-             l->mem_used - freeable + need + owed > l->mem_limit))
+        int64_t need = case_need(l, c), owed = promised(l);
+        /* Free room only, beside what the window's own misses will take.
+         * Giving back cases used after this one to make room (Belady's
+         * order) made more stages than it saved: 44 for 41 and a longer
+         * wait on a quiet machine (bench/RESULTS.md). */
+        if (l->cache_held + case_add(k) + owed > l->o.cache_bytes ||
+            (l->mem_limit && l->mem_used + need + owed > l->mem_limit))
             return 0; /* the nearest uncached case does not fit yet; a
                          later one would take the room it needs */
-        sl__vl_evict(l, add, need, use);
         k->state = CASE_LOADING;
         sl__vl_mem_add(l, need);
         l->st.offline_ahead++;

@@ -88,11 +88,11 @@ struct sl_vloader {
 /* Epoch e's case order and its inverse (two epochs kept, by parity). */
 const struct eperm *sl__vl_eperm(sl_vloader_t *l, int64_t e);
 
-/* Gives back cached cases nobody uses and that are next used after
- * `after` (-1: any), the one used again last first (Belady's rule: the
- * stream's order is known), until `add` more cached bytes fit the cache
- * and `need` more bytes the memory budget. @return 1 when they fit. */
-int sl__vl_evict(sl_vloader_t *l, int64_t add, int64_t need, int64_t after);
+/* Gives back cached cases nobody uses, the one used again last first
+ * (Belady's rule: the stream's order is known), until the cache fits its
+ * bound and `need` more bytes the memory budget (while cases are in use
+ * it may not). */
+void sl__vl_evict(sl_vloader_t *l, int64_t need);
 
 /* Counts bytes held (the memory budget's count and peak). */
 void sl__vl_mem_add(sl_vloader_t *l, int64_t bytes);
