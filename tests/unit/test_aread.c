@@ -497,6 +497,22 @@ static void test_knob(void **state)
     assert_non_null(strstr(sl_loader_last_error(NULL), "io_depth"));
 }
 
+#ifdef SL_TEST_SECCOMP
+/* Reads i in [from, to) of 4 KiB blocks at offset i * stride blocks. */
+static void start_reads(sl__aread_t *a, sl__areq_t *rq, int from, int to,
+                        int fd, uint8_t *buf, int stride)
+{
+    for (int i = from; i < to; i++) {
+        rq[i] = (sl__areq_t){.fd = fd,
+                             .buf = buf + i * 4096,
+                             .len = 4096,
+                             .off = (uint64_t)(i * stride) * 4096,
+                             .t0 = sl__now_ns()};
+        sl__aread_start(a, &rq[i]);
+    }
+}
+#endif
+
 /* The kernel refuses io_uring_enter after the ring was made (a seccomp
  * filter loaded mid-run): the reads queued for it are read inline at the
  * next flush, later ones too, every byte right, nothing waits forever.
@@ -525,37 +541,16 @@ static void test_refused_submission_reads_inline(void **state)
         sl__aread_init(&a, &thr, 64, 1, NULL, 0);
         if (!sl__aread_uses_ring(&a) || fd < 0)
             _exit(10);
-        for (int i = 0; i < 8; i++) { /* these go through the ring */
-            rq[i] = (sl__areq_t){.fd = fd,
-                                 .buf = buf + i * B,
-                                 .len = B,
-                                 .off = (uint64_t)(i * 5) * B,
-                                 .t0 = sl__now_ns()};
-            sl__aread_start(&a, &rq[i]);
-        }
+        start_reads(&a, rq, 0, 8, fd, buf, 5); /* these go through the ring */
         sl__aread_flush(&a);
-        for (int i = 8; i < 16; i++) { /* queued, then refused */
-            rq[i] = (sl__areq_t){.fd = fd,
-                                 .buf = buf + i * B,
-                                 .len = B,
-                                 .off = (uint64_t)(i * 3) * B,
-                                 .t0 = sl__now_ns()};
-            sl__aread_start(&a, &rq[i]);
-        }
+        start_reads(&a, rq, 8, 16, fd, buf, 3); /* queued, then refused */
         scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
         if (!f ||
             seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(io_uring_enter),
                              0) ||
             seccomp_load(f))
             _exit(11);
-        for (int i = 16; i < 32; i++) { /* after the refusal: inline */
-            rq[i] = (sl__areq_t){.fd = fd,
-                                 .buf = buf + i * B,
-                                 .len = B,
-                                 .off = (uint64_t)(i * 2) * B,
-                                 .t0 = sl__now_ns()};
-            sl__aread_start(&a, &rq[i]);
-        }
+        start_reads(&a, rq, 16, 32, fd, buf, 2); /* after the refusal: inline */
         int back = 0;
         int64_t end = sl__now_ns() + 10000000000LL;
         while (back < 32 && sl__now_ns() < end) {
