@@ -299,9 +299,9 @@ static void test_lying_dims(void **state)
     expect_fail(p, NULL, SL_ECORRUPT, "vox_offset 100 lies inside the header");
     free(p);
     putf(b + 108, 352);
-    put16(b + 70, 512); /* uint16 */
-    p = write_tmp("u16.nii", b, n);
-    expect_fail(p, NULL, SL_EUNSUPPORTED, "datatype 512 (UINT16)");
+    put16(b + 70, 1024); /* int64: not supported */
+    p = write_tmp("i64.nii", b, n);
+    expect_fail(p, NULL, SL_EUNSUPPORTED, "datatype 1024 (INT64)");
     free(p), free(b);
 
     /* NIfTI-2 dims whose product overflows 64 bits */
