@@ -11,7 +11,9 @@ Per configuration: each job's img/s over its epoch (jobs start together
 after all attached), and CPU seconds per delivered batch: the jobs' own CPU
 during their epoch (getrusage) plus every other process of the Ray session
 (raylet, GCS, the group, its preparers: /proc, between the start and the
-end of the epochs), over the batches all jobs took; the jobs' digest
+end of the epochs), over the batches all jobs took ("prorated": the
+preparers' CPU times this epoch's batches / all they were handed, which
+include up to a window of the next epoch's); the jobs' digest
 hashing (their main thread's CPU time around it) is left out. Every job's
 digest (every 97th byte of the images and the labels; --full-digest: all)
 is checked against the other configurations' for the same epoch. Targets (issue 16): shared
@@ -73,7 +75,9 @@ def job(spec):
     out = {"img_s": n / dt, "batches": b, "cpu_s": cpu, "digest": h.hexdigest(),
            "pid": os.getpid()}
     if spec["kind"] == "shared":
-        out["prepared"] = dl.group_stats()["prepared_per_epoch"].get(spec["epoch"])
+        g = dl.group_stats()
+        out["prepared"] = g["prepared_per_epoch"].get(spec["epoch"])
+        out["handed"] = g["prepared"]  # with the next epoch's, ahead
     with open(spec["out"], "w") as f:
         json.dump(out, f)
     while not os.path.exists(spec["finish"]):  # the group lives until measured
@@ -140,8 +144,14 @@ def run(kind, njobs, a, address, epoch, tmp):
     other = sum(by_name.values())
     batches = sum(o["batches"] for o in outs)
     cpu = sum(o["cpu_s"] for o in outs) + other
+    # The group also prepared up to a window of the next epoch's batches
+    # (work a longer run would use): preparer CPU prorated to this epoch's.
+    handed = max(o.get("handed") or 0 for o in outs)
+    prep = sum(v for k, v in by_name.items() if "Prep" in k)
+    cpu_pro = cpu - prep * (1 - outs[0]["prepared"] / handed) if handed else cpu
     return {"rates": [o["img_s"] for o in outs], "digests": [o["digest"] for o in outs],
-            "cpu_per_batch": cpu / batches, "cpu_jobs": sum(o["cpu_s"] for o in outs),
+            "cpu_per_batch": cpu / batches, "cpu_per_batch_prorated": cpu_pro / batches,
+            "handed": handed, "cpu_jobs": sum(o["cpu_s"] for o in outs),
             "cpu_other": other, "batches": batches,
             "cpu_other_by_process": {k: round(v, 2) for k, v in by_name.items() if v >= 0.05},
             "prepared": outs[0].get("prepared")}
@@ -184,23 +194,30 @@ def main():
                 sys.exit(f"{c}: round {r} digests differ")
             res[c].append(out)
             print(f"round {r} {c}: img/s per job {[round(x, 1) for x in out['rates']]}, "
-                  f"CPU {out['cpu_per_batch']:.3f} s/batch (jobs {out['cpu_jobs']:.1f} s, "
+                  f"CPU {out['cpu_per_batch']:.3f} s/batch, prorated "
+                  f"{out['cpu_per_batch_prorated']:.3f} (jobs {out['cpu_jobs']:.1f} s, "
                   f"other {out['cpu_other']:.1f} s, {out['batches']} batches"
-                  f"{', prepared ' + str(out['prepared']) if out['prepared'] else ''}; "
+                  f"{', prepared ' + str(out['prepared']) if out['prepared'] else ''}"
+                  f"{' of ' + str(out['handed']) + ' handed' if out['handed'] else ''}; "
                   f"other by process {out['cpu_other_by_process']}), "
                   f"load {os.getloadavg()[0]:.1f}", flush=True)
     summ = {c: {"median_job_img_s": median([median(o["rates"]) for o in v]),
                 "median_cpu_per_batch": median([o["cpu_per_batch"] for o in v]),
+                "median_cpu_per_batch_prorated": median(
+                    [o["cpu_per_batch_prorated"] for o in v]),
                 "runs": v} for c, v in res.items()}
     for c, v in summ.items():
         print(f"{c:7s} median job img/s {v['median_job_img_s']:.1f}  "
-              f"CPU s/batch {v['median_cpu_per_batch']:.3f}")
+              f"CPU s/batch {v['median_cpu_per_batch']:.3f} "
+              f"(prorated {v['median_cpu_per_batch_prorated']:.3f})")
     if "lone" in summ and "shared" in summ:
         print(f"shared job rate / lone: "
               f"{summ['shared']['median_job_img_s'] / summ['lone']['median_job_img_s']:.2f}")
     if "indep" in summ and "shared" in summ:
+        i, s_ = summ["indep"], summ["shared"]
         print(f"CPU per batch indep / shared: "
-              f"{summ['indep']['median_cpu_per_batch'] / summ['shared']['median_cpu_per_batch']:.2f}")
+              f"{i['median_cpu_per_batch'] / s_['median_cpu_per_batch']:.2f} "
+              f"(prorated {i['median_cpu_per_batch_prorated'] / s_['median_cpu_per_batch_prorated']:.2f})")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summ, f, indent=1)

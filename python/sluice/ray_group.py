@@ -30,6 +30,8 @@ object store that every job fetches (zero-copy on the same node).
   epoch e starts at epoch e + 1's first batch (at e's first batch when the
   group is exactly there, or with join="now" at the slowest job's batch):
   whole epochs, nothing prepared twice. state_dict() says where it joined.
+  Jobs attaching before any job asked for a batch keep their own
+  positions (set_epoch / load_state_dict as alone).
 - **Leave early**: close() (or the process ends: a job silent for `lease`
   seconds is dropped; a heartbeat thread speaks for a live one). The last
   job to leave ends the group and its actors.
@@ -93,7 +95,9 @@ class _Group:
         self.target = num_actors
         self.cls = ray.remote(_GroupPreparer)
         self.preps, self.next_id = [], 0
-        self.jobs = {}          # id -> [position, last heard (monotonic)]
+        # id -> [position (None until it first asks, unless it joined a
+        # group under way), last heard (monotonic)]
+        self.jobs = {}
         self.ref, self.owner = {}, {}  # g -> batch object, its preparer
         self.redo = []          # batches to prepare (again) first
         self.hand_g = 0         # next batch of the continuous hand-out
@@ -116,7 +120,8 @@ class _Group:
             self.next_id += 1
 
     def lo(self):
-        return min(p for p, _ in self.jobs.values()) if self.jobs else None
+        ps = [p for p, _ in self.jobs.values() if p is not None]
+        return min(ps) if ps else None
 
     def send(self, p, gs):
         nb = self.nb
@@ -159,9 +164,9 @@ class _Group:
     def hand_out(self):
         """Re-handed batches first (least busy preparer, beyond depth), then
         the continuous range within window of the slowest job."""
-        if self.nb is None or not self.jobs or self.closed:
-            return
         lo = self.lo()
+        if self.nb is None or lo is None or self.closed:
+            return
         self.release(lo)
         if not self.preps:
             self.spawn(self.target)
@@ -192,8 +197,9 @@ class _Group:
 
     # ------------------------------------------------------------ jobs
 
-    async def attach(self, job, key, fields, pos, join):
-        """Registers job; returns where it starts and the epoch's size."""
+    async def attach(self, job, key, fields, join):
+        """Registers job; returns where it starts (None: where it asks
+        first, no job having asked yet) and the epoch's size."""
         if self.closed:
             return {"closed": True}
         if key != self.key:
@@ -205,15 +211,15 @@ class _Group:
             self.nb, self.samples = info["batches_per_epoch"], info["num_samples"]
         nb, lo = self.nb, self.lo()
         if lo is None:
-            start = pos  # the first job: its own position
-            self.hand_g = pos
+            start = None  # no job under way: its own position
         elif join == "now" or lo % nb == 0:
             start = lo
         else:
             start = (lo // nb + 1) * nb
         self.jobs[job] = [start, time.monotonic()]
         self.counts["jobs_attached"] += 1
-        self.note(f"job {job} attached at epoch {start // nb} batch {start % nb}")
+        self.note(f"job {job} attached " + ("at its own position" if start is None else
+                                            f"at epoch {start // nb} batch {start % nb}"))
         if self.reaper is None:
             self.reaper = asyncio.get_event_loop().create_task(self.reap_jobs())
         return {"start": start, "batches_per_epoch": nb, "num_samples": self.samples,
@@ -355,7 +361,7 @@ class SharedLoader(DataLoader):
                                    num_actors, self.chunk, self.depth, self._window,
                                    self._lease)
             try:
-                r = ray.get(self._group.attach.remote(self._job, key, fields, 0,
+                r = ray.get(self._group.attach.remote(self._job, key, fields,
                                                       self._join))
             except ray.exceptions.RayActorError:
                 r = {"closed": True}
@@ -372,7 +378,8 @@ class SharedLoader(DataLoader):
         self.batches_per_epoch = nb = r["batches_per_epoch"]
         self.num_samples = r["num_samples"]
         self._group_window = r["window"]
-        self._start = self._saved = self._pos = divmod(r["start"], nb)
+        if r["start"] is not None:  # joined a group under way
+            self._start = self._saved = self._pos = divmod(r["start"], nb)
         self._cache, self._asked = {}, None
         self._left = False
         self._beat = threading.Event()

@@ -148,6 +148,27 @@ def test_two_loaders_one_process(cluster, ds, local):
         b.close()
 
 
+def test_jobs_resumed_elsewhere(cluster, ds, local):
+    """Jobs that attach and then move to epoch 2 (as a resume does) get
+    epoch 2, and nothing of epochs 0 and 1 is prepared."""
+    kw = dict(seed=SEED, num_actors=2, actor_options=SMALL, share="resumed")
+    a = sluice.ray.DataLoader(ds, B, S, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        a.set_epoch(2)
+        b.load_state_dict(dict(b.state_dict(), epoch=2, batch=0))
+        got_a, got_b = [], []
+        for x, y in zip(a, b):
+            got_a.append(x)
+            got_b.append(y)
+        assert digests(got_a) == local[2] and digests(got_b) == local[2]
+        per = a.group_stats()["prepared_per_epoch"]
+        assert per[2] == NB and 0 not in per and 1 not in per, per
+    finally:
+        a.close()
+        b.close()
+
+
 def test_three_jobs_prepare_once(jobs, local, tmp_path):
     """Three job processes, two epochs each: every job's stream is the lone
     loader's, and each batch was prepared once for all of them."""
