@@ -183,13 +183,26 @@ class DataLoader:
     arrays (read-only views of the object store) instead of torch tensors;
     device= moves the tensors there (non_blocking).
     ray.init() is the caller's (the loader uses the cluster it finds, or
-    starts a local one as ray does by default)."""
+    starts a local one as ray does by default).
+
+    share="name" (or True: a name from the data and options) attaches this
+    job to a preparer group shared by every job with the same data, seed,
+    transforms and batch size, on the same cluster: each batch is prepared
+    once and every attached job receives it (sluice.ray_group.SharedLoader;
+    more options there)."""
+
+    def __new__(cls, *args, share=None, **kw):
+        if share is not None and share is not False and cls is DataLoader:
+            from .ray_group import SharedLoader
+            cls = SharedLoader
+        return super().__new__(cls)
 
     def __init__(self, source, batch_size=64, image_size=224, *, shuffle=True,
                  seed=None, drop_last=False, rank=None, world_size=None,
                  dtype=None, num_actors=2, actor_threads=1, chunk=2, depth=2,
                  actor_options=None, autoscale=False, min_actors=1,
-                 max_actors=None, tensors=True, device=None, **options):
+                 max_actors=None, tensors=True, device=None, share=None,
+                 **options):
         self._ray = ray = _import_ray()
         self._torch = None
         if tensors:
@@ -239,8 +252,12 @@ class DataLoader:
         self._ref, self._owner, self._redo = {}, {}, []  # this iteration's
         self._next_g = self._hand_g = self._end_g = self._horizon = 0
         self._carry_from = None  # work handed for an iteration from there
+        self._start_work(num_actors)
+
+    def _start_work(self, num_actors):
+        """Starts the actors; learns the epoch's size."""
         self._spawn(num_actors, "start")
-        info = ray.get(self._actors[0].handle.info.remote())
+        info = self._ray.get(self._actors[0].handle.info.remote())
         self.batches_per_epoch = info["batches_per_epoch"]
         self.num_samples = info["num_samples"]
 
@@ -455,7 +472,7 @@ class DataLoader:
                 v = self._get(g)
                 if self._run != run:  # superseded by a newer iteration
                     return
-                del self._ref[g]
+                self._ref.pop(g, None)
                 self._owner.pop(g, None)
                 self._next_g = g + 1
                 self._pos = (self._next_g // nb, self._next_g % nb) \

@@ -1,0 +1,494 @@
+"""One preparation for several jobs: sluice.ray.DataLoader(..., share=...).
+
+Jobs (separate processes, drivers of one Ray cluster: a hyper-parameter
+search) that read the same data with the same seed, transforms and batch
+size attach to one preparer group and each receive every batch; each batch
+is prepared once::
+
+    ray.init(address="auto")
+    loader = sluice.ray.DataLoader(source="data/train", batch_size=64,
+                                   seed=0, num_actors=4, share="trial-set")
+    start = loader.state_dict()["epoch"]   # where this job joined
+    for epoch in range(start, epochs):
+        for images, labels in loader:
+            ...
+    loader.close()                           # leave the group
+
+The group is a detached named Ray actor (`_Group`, namespace "sluice")
+found by the share name; its key (data path, batch and image size, seed,
+shuffle, rank / world, dtype, transforms: every option that changes the
+stream) must match, else attaching raises ValueError naming what differs.
+It owns the preparer actors (sluice.ray's, each a sluice.Loader running
+plans) and hands them chunks of batches; each batch is one object in Ray's
+object store that every job fetches (zero-copy on the same node).
+
+- **Pace.** The group prepares within a window of `window` batches past
+  the slowest attached job's position (CoorDL's rule): the jobs move
+  together, a faster one waits for the slowest at most `window` ahead.
+  A batch is released once every attached job is past it or left.
+- **Late join: the next epoch.** A job attaching while the group is inside
+  epoch e starts at epoch e + 1's first batch (at e's first batch when the
+  group is exactly there, or with join="now" at the slowest job's batch):
+  whole epochs, nothing prepared twice. state_dict() says where it joined.
+  Jobs attaching before any job asked for a batch keep their own
+  positions (set_epoch / load_state_dict as alone).
+- **Leave early**: close() (or the process ends: a job silent for `lease`
+  seconds is dropped; a heartbeat thread speaks for a live one). The last
+  job to leave ends the group and its actors.
+- **Per job, as a single job**: order, set_epoch, state_dict /
+  load_state_dict. A job whose position is behind the group's released
+  batches (set_epoch / load_state_dict backwards) has them prepared again
+  (counted as reprepared) and holds the others within `window` of it.
+- **Failures**: a preparer that dies has its unreleased batches prepared
+  by the others (a replacement is started); a job whose batch object was
+  lost asks again and gets the new one.
+"""
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import time
+import uuid
+
+from .ray import DataLoader, _lost, _Preparer
+
+__all__ = ["SharedLoader"]
+
+NAMESPACE = "sluice"
+# Options that change speed, not the stream: not in the group's key.
+_SPEED_ONLY = ("threads",)
+
+
+class _GroupPreparer(_Preparer):
+    """sluice.ray's preparer; prepare_marked adds a small last return value
+    the group awaits (never the batches themselves, which would pull them
+    into the group's process)."""
+
+    def prepare_marked(self, batches):
+        out = self.prepare(batches)
+        return (*(out if len(batches) > 1 else (out,)), len(batches))
+
+
+class _Prep:
+    def __init__(self, handle, ident):
+        self.handle, self.id = handle, ident
+        self.busy = 0       # chunks queued
+        self.batches = 0
+        self.dead = False
+
+
+class _Group:
+    """The preparer group: a detached async Ray actor. Jobs call attach,
+    want (their position and the batch objects they lack), ping, leave."""
+
+    def __init__(self, name, key, fields, source, batch_size, image_size,
+                 options, actor_options, num_actors, chunk, depth, window,
+                 lease):
+        import ray
+        self._ray = ray
+        self.name, self.key, self.fields = name, key, fields
+        self.args = (source, batch_size, image_size, options)
+        self.actor_options = dict(actor_options)
+        self.chunk, self.depth, self.lease = chunk, depth, lease
+        self.window = max(window or 0, num_actors * depth * chunk)
+        self.target = num_actors
+        self.cls = ray.remote(_GroupPreparer)
+        self.preps, self.next_id = [], 0
+        # id -> [position (None until it first asks, unless it joined a
+        # group under way), last heard (monotonic)]
+        self.jobs = {}
+        self.ref, self.owner = {}, {}  # g -> batch object, its preparer
+        self.redo = []          # batches to prepare (again) first
+        self.hand_g = 0         # next batch of the continuous hand-out
+        self.nb = None
+        self.closed = False
+        self.counts = {"prepared": 0, "reprepared": 0, "preparers_failed": 0,
+                       "jobs_attached": 0, "jobs_left": 0, "jobs_dropped": 0}
+        self.per_epoch = {}     # epoch -> batches prepared
+        self.events = []        # (time, what)
+        self.changed = None
+        self.reaper = None
+        self.spawn(num_actors)
+
+    # ------------------------------------------------------------ preparers
+
+    def spawn(self, n):
+        for _ in range(n):
+            h = self.cls.options(**self.actor_options).remote(*self.args)
+            self.preps.append(_Prep(h, self.next_id))
+            self.next_id += 1
+
+    def lo(self):
+        ps = [p for p, _ in self.jobs.values() if p is not None]
+        return min(ps) if ps else None
+
+    def send(self, p, gs):
+        nb = self.nb
+        refs = p.handle.prepare_marked.options(num_returns=len(gs) + 1).remote(
+            [(g // nb, g % nb) for g in gs])
+        for g, r in zip(gs, refs):
+            self.ref[g], self.owner[g] = r, p
+            self.counts["prepared"] += 1
+            self.per_epoch[g // nb] = self.per_epoch.get(g // nb, 0) + 1
+        p.busy += 1
+        asyncio.get_event_loop().create_task(self.watch(p, gs, refs[-1]))
+
+    async def watch(self, p, gs, marker):
+        try:
+            await marker
+            p.batches += len(gs)
+        except _lost(self._ray) as e:
+            self.failed(p, e)
+        except Exception:  # the data's own error: each job meets it at its get
+            pass
+        p.busy -= 1
+        self.hand_out()
+
+    def failed(self, p, err):
+        if p.dead:
+            return
+        p.dead = True
+        self.preps.remove(p)
+        self.counts["preparers_failed"] += 1
+        lost = sorted(g for g, o in self.owner.items() if o is p)
+        for g in lost:
+            del self.ref[g], self.owner[g]
+        self.redo = sorted(set(self.redo) | set(lost))
+        self.counts["reprepared"] += len(lost)
+        self.note(f"preparer {p.id} died ({type(err).__name__}); "
+                  f"{len(lost)} batches re-handed")
+        if len(self.preps) < self.target:
+            self.spawn(self.target - len(self.preps))
+
+    def hand_out(self):
+        """Re-handed batches first (least busy preparer, beyond depth), then
+        the continuous range within window of the slowest job."""
+        lo = self.lo()
+        if self.nb is None or lo is None or self.closed:
+            return
+        self.release(lo)
+        if not self.preps:
+            self.spawn(self.target)
+        while self.redo:
+            gs, self.redo = self.redo[:self.chunk], self.redo[self.chunk:]
+            self.send(min(self.preps, key=lambda p: p.busy), gs)
+        self.hand_g = max(self.hand_g, lo)
+        for p in sorted(self.preps, key=lambda p: p.busy):
+            while p.busy < self.depth:
+                hi = min(lo + self.window, self.hand_g + self.chunk)
+                if hi <= self.hand_g:
+                    break
+                self.send(p, list(range(self.hand_g, hi)))
+                self.hand_g = hi
+        self.wake()
+
+    def release(self, lo):
+        for g in [g for g in self.ref if g < lo]:
+            del self.ref[g], self.owner[g]
+
+    def wake(self):
+        if self.changed is not None:
+            self.changed.set()
+            self.changed = None
+
+    def note(self, what):
+        self.events.append((time.time(), what))
+
+    # ------------------------------------------------------------ jobs
+
+    async def attach(self, job, key, fields, join):
+        """Registers job; returns where it starts (None: where it asks
+        first, no job having asked yet) and the epoch's size."""
+        if self.closed:
+            return {"closed": True}
+        if key != self.key:
+            diff = sorted(k for k in set(fields) | set(self.fields)
+                          if fields.get(k) != self.fields.get(k))
+            return {"mismatch": {k: (self.fields.get(k), fields.get(k)) for k in diff}}
+        if self.nb is None:
+            info = await self.preps[0].handle.info.remote()
+            self.nb, self.samples = info["batches_per_epoch"], info["num_samples"]
+        nb, lo = self.nb, self.lo()
+        if lo is None:
+            start = None  # no job under way: its own position
+        elif join == "now" or lo % nb == 0:
+            start = lo
+        else:
+            start = (lo // nb + 1) * nb
+        self.jobs[job] = [start, time.monotonic()]
+        self.counts["jobs_attached"] += 1
+        self.note(f"job {job} attached " + ("at its own position" if start is None else
+                                            f"at epoch {start // nb} batch {start % nb}"))
+        if self.reaper is None:
+            self.reaper = asyncio.get_event_loop().create_task(self.reap_jobs())
+        return {"start": start, "batches_per_epoch": nb, "num_samples": self.samples,
+                "window": self.window}
+
+    async def want(self, job, g, n, known, wait_s):
+        """job's position is g; returns {batch: [object]} for the batches
+        of [g, g + n) handed out and not in `known`, waiting up to wait_s
+        for g itself."""
+        j = self.jobs.get(job)
+        if j is None:
+            return {"detached": True}
+        j[0], j[1] = g, time.monotonic()
+        lo = self.lo()
+        # Behind the continuous hand-out and no longer held: again.
+        again = [x for x in range(g, g + n)
+                 if x < self.hand_g and x not in self.ref and x < lo + self.window
+                 and x not in self.redo]
+        if again:
+            self.redo = sorted(self.redo + again)
+            self.counts["reprepared"] += len(again)
+        self.hand_out()
+        deadline = time.monotonic() + wait_s
+        while g not in self.ref and not self.closed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if self.changed is None:
+                self.changed = asyncio.Event()
+            try:
+                await asyncio.wait_for(self.changed.wait(), left)
+            except asyncio.TimeoutError:
+                break
+        known = set(known)
+        return {"refs": {x: [self.ref[x]] for x in range(g, g + n)
+                         if x in self.ref and x not in known}}
+
+    async def ping(self, job):
+        if job in self.jobs:
+            self.jobs[job][1] = time.monotonic()
+
+    async def leave(self, job, why="left"):
+        if self.jobs.pop(job, None) is None:
+            return
+        self.counts["jobs_left" if why == "left" else "jobs_dropped"] += 1
+        self.note(f"job {job} {why}")
+        if not self.jobs:
+            self.close()
+        else:
+            self.hand_out()  # the slowest may have gone: release, go on
+
+    async def reap_jobs(self):
+        while not self.closed:
+            await asyncio.sleep(self.lease / 4)
+            now = time.monotonic()
+            for job, (_, seen) in list(self.jobs.items()):
+                if now - seen > self.lease:
+                    await self.leave(job, f"dropped (silent {now - seen:.0f} s)")
+
+    def close(self):
+        """The last job left: the actors go, and this actor (its name is
+        free for a new group)."""
+        self.closed = True
+        self.wake()
+        for p in self.preps:
+            try:
+                self._ray.kill(p.handle)
+            except Exception:
+                pass
+        self.preps = []
+        self.ref, self.owner = {}, {}
+
+        async def end():
+            await asyncio.sleep(0.2)  # the leave call returns first
+            self._ray.kill(self._ray.get_runtime_context().current_actor)
+        asyncio.get_event_loop().create_task(end())
+
+    async def set_preparers(self, n):
+        self.target = n
+        if n > len(self.preps):
+            self.spawn(n - len(self.preps))
+        self.window = max(self.window, n * self.depth * self.chunk)
+        self.hand_out()
+
+    async def stats(self):
+        return dict(self.counts, name=self.name, jobs=len(self.jobs),
+                    positions={j: p for j, (p, _) in self.jobs.items()},
+                    preparers=len(self.preps), window=self.window,
+                    prepared_per_epoch=dict(self.per_epoch),
+                    held=len(self.ref), events=list(self.events),
+                    per_preparer={p.id: p.batches for p in self.preps})
+
+    async def pids(self):
+        """The group's and its preparers' process ids (benchmarks)."""
+        ps = [await p.handle.pid.remote() for p in self.preps]
+        return {"group": os.getpid(), "preparers": ps}
+
+
+def _key(source, batch_size, image_size, options):
+    fields = {"source": os.path.realpath(source) if isinstance(source, str) else repr(source),
+              "batch_size": batch_size, "image_size": image_size}
+    fields.update({k: v for k, v in options.items() if k not in _SPEED_ONLY})
+    fields = json.loads(json.dumps(fields, sort_keys=True, default=repr))
+    key = hashlib.sha1(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    return key, fields
+
+
+class SharedLoader(DataLoader):
+    """sluice.ray.DataLoader(..., share=NAME, join="epoch", window=None,
+    lease=30.0): this job's view of a shared preparer group (see the
+    module's doc). num_actors, actor_threads, actor_options, chunk and
+    depth are the group's, taken from the job that creates it. window:
+    batches the group prepares past its slowest job (default num_actors x
+    depth x chunk). autoscale is not offered here."""
+
+    def __init__(self, *args, share=True, join="epoch", window=None,
+                 lease=30.0, **kw):
+        if kw.get("autoscale"):
+            raise ValueError("share= and autoscale= cannot be combined")
+        if join not in ("epoch", "now"):
+            raise ValueError("join must be 'epoch' or 'now'")
+        self._share, self._join = share, join
+        self._window, self._lease = window, float(lease)
+        super().__init__(*args, **kw)
+
+    def _start_work(self, num_actors):
+        ray = self._ray
+        key, fields = _key(self.source, self.batch_size, self.image_size, self._options)
+        name = "sluice-share-" + (self._share if isinstance(self._share, str) else key[:16])
+        self._job = uuid.uuid4().hex[:12]
+        self._group_name = name
+        for _ in range(50):  # a group ending as we come: a new one
+            g = ray.remote(_Group).options(
+                name=name, namespace=NAMESPACE, lifetime="detached",
+                get_if_exists=True, num_cpus=0, max_restarts=0,
+                max_concurrency=1000)
+            self._group = g.remote(name, key, fields, self.source, self.batch_size,
+                                   self.image_size, self._options, self._actor_options,
+                                   num_actors, self.chunk, self.depth, self._window,
+                                   self._lease)
+            try:
+                r = ray.get(self._group.attach.remote(self._job, key, fields,
+                                                      self._join))
+            except ray.exceptions.RayActorError:
+                r = {"closed": True}
+            if "mismatch" in r:
+                raise ValueError(
+                    f"share group {name!r} prepares other batches: " +
+                    ", ".join(f"{k}: group {a!r}, this job {b!r}"
+                              for k, (a, b) in r["mismatch"].items()))
+            if not r.get("closed"):
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"sluice.ray: cannot attach to share group {name!r}")
+        self.batches_per_epoch = nb = r["batches_per_epoch"]
+        self.num_samples = r["num_samples"]
+        self._group_window = r["window"]
+        if r["start"] is not None:  # joined a group under way
+            self._start = self._saved = self._pos = divmod(r["start"], nb)
+        self._cache, self._asked = {}, None
+        self._left = False
+        self._beat = threading.Event()
+        t = threading.Thread(target=self._heartbeat, daemon=True,
+                             name="sluice-share-heartbeat")
+        t.start()
+
+    def _heartbeat(self):
+        while not self._beat.wait(self._lease / 4):
+            try:
+                self._group.ping.remote(self._job)
+            except Exception:
+                return
+
+    # The work layer: the group does it; this job asks for its batches.
+
+    def _hand_out(self):
+        """After each take (and at an iteration's start): tells the group
+        this job's position and asks for the batches ahead, not waiting."""
+        if self._run and self._asked is None:
+            self._asked = self._ask(self._next_g, 0.0)
+
+    def _ask(self, g, wait_s):
+        known = [x for x in self._cache if x >= g]
+        return self._group.want.remote(self._job, g, self._group_window, known, wait_s)
+
+    def _merge(self, ref):
+        r = self._ray.get(ref)
+        if r.get("detached"):
+            raise RuntimeError(f"sluice.ray: this job was dropped from share group "
+                               f"{self._group_name!r} (silent for {self._lease} s)")
+        self._cache.update({g: v[0] for g, v in r["refs"].items()})
+
+    def _get(self, g):
+        ray = self._ray
+        for k in [k for k in self._cache if k < g]:
+            del self._cache[k]
+        tries = 0
+        while True:
+            t0 = time.monotonic()
+            if self._asked is not None:
+                self._merge(self._asked)
+                self._asked = None
+            ref = self._cache.get(g)
+            if ref is None:
+                self._merge(self._ask(g, 0.5))
+                self._wait_s += time.monotonic() - t0
+                continue
+            try:
+                v = ray.get(ref)
+            except _lost(ray):  # its preparer died: the group re-hands it
+                self._cache.clear()
+                tries += 1
+                if tries > 200:
+                    raise
+                time.sleep(0.05)
+                continue
+            except ray.exceptions.RayTaskError as e:
+                raise e.as_instanceof_cause() from None
+            finally:
+                self._wait_s += time.monotonic() - t0
+            del self._cache[g]
+            return v
+
+    def _reap(self):
+        pass
+
+    def _drop_work(self):
+        self._cache, self._asked = {}, None
+        self._carry_from = None
+
+    def _live(self):
+        return []
+
+    # Group-level controls.
+
+    def set_actors(self, n, reason="set_actors"):
+        """The group's preparer count (more only; for every job)."""
+        if n < 1:
+            raise ValueError("set_actors needs n >= 1")
+        self._ray.get(self._group.set_preparers.remote(n))
+
+    @property
+    def num_actors(self):
+        return self.group_stats()["preparers"]
+
+    def actors(self):
+        return []
+
+    def group_stats(self):
+        """The group's counters: prepared (batches handed to preparers),
+        reprepared, prepared_per_epoch, jobs, positions, events."""
+        return self._ray.get(self._group.stats.remote())
+
+    def group_pids(self):
+        return self._ray.get(self._group.pids.remote())
+
+    def stats(self):
+        return {"batches": self._taken, "samples": self._samples,
+                "wait_s": self._wait_s, "job": self._job,
+                "group": None if self._left else self.group_stats()}
+
+    def close(self):
+        """Leaves the group (the last job to leave ends it)."""
+        if self._left:
+            return
+        self._left = True
+        self._beat.set()
+        try:
+            self._ray.get(self._group.leave.remote(self._job))
+        except Exception:  # the group is gone already
+            pass

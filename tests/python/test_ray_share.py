@@ -1,0 +1,254 @@
+"""Coordinated prep (sluice.ray.DataLoader(..., share=...)) on a local Ray
+cluster started here: jobs in separate processes (share_job.py, drivers of
+this cluster) attached to one preparer group each receive every batch,
+digest-equal to a lone local loader's stream, and each batch is prepared
+once (the group's per-epoch count is the epoch's batch count, not times
+the jobs); a late job joins at the next epoch (join="now": at the slowest
+job's batch); a job that leaves early, and one killed (dropped after its
+lease), do not stop the others. Skips with the reason when Ray cannot
+start. Small data: a shared 2-core machine."""
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import synthetic_folder
+
+SLUICE = os.environ.get("SLUICE")
+PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
+if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
+    sys.path.insert(0, PYDIR)
+sluice = pytest.importorskip("sluice", reason="sluice module not built")
+ray = pytest.importorskip("ray", reason="Ray is not installed or cannot be imported (pip install ray)",
+                         exc_type=ImportError)
+torch = pytest.importorskip("torch", reason="torch is not installed")
+import sluice.ray  # noqa: E402
+import sluice.torch  # noqa: E402
+
+B, S, SEED, NB = 8, 32, 11, 15
+SMALL = {"num_cpus": 0.5}
+JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share_job.py")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A cluster of our own; its address for the job processes."""
+    saved = os.environ.get("PYTHONPATH")
+    if PYDIR:  # the actors and the job processes import sluice
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            p for p in (PYDIR, os.environ.get("PYTHONPATH")) if p)
+    try:
+        ctx = ray.init(address="local", num_cpus=2, include_dashboard=False,
+                       log_to_driver=False, _node_ip_address="127.0.0.1")
+    except Exception as e:  # no shared memory, no ports, ...
+        pytest.skip(f"Ray cannot start here: {e}")
+    yield ctx.address_info["gcs_address"]
+    ray.shutdown()
+    if saved is None:
+        os.environ.pop("PYTHONPATH", None)
+    else:
+        os.environ["PYTHONPATH"] = saved
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return synthetic_folder(tmp_path_factory, "share", 120, 3)  # 15 batches
+
+
+def digests(batches):
+    return [hashlib.sha1(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()
+            for x, y in batches]
+
+
+@pytest.fixture(scope="module")
+def local(ds):
+    """A lone local loader's first three epochs."""
+    dl = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
+                                 seed=SEED, num_workers=1)
+    return [digests(dl) for _ in range(3)]
+
+
+class Jobs:
+    """Job processes, all killed at the end whatever happened."""
+
+    def __init__(self, address, ds, tmp):
+        self.address, self.ds, self.tmp, self.procs = address, ds, tmp, {}
+
+    def start(self, name, **spec):
+        spec = dict(spec, address=self.address, source=self.ds,
+                    out=str(self.tmp / f"{name}.json"))
+        self.procs[name] = subprocess.Popen(
+            [sys.executable, JOB, json.dumps(spec)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def result(self, name, timeout=150):
+        p = self.procs[name]
+        out, _ = p.communicate(timeout=timeout)
+        assert p.returncode == 0, f"job {name} failed:\n{out[-3000:]}"
+        with open(self.tmp / f"{name}.json") as f:
+            return json.load(f)
+
+    def kill_all(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def jobs(cluster, ds, tmp_path):
+    j = Jobs(cluster, ds, tmp_path)
+    yield j
+    j.kill_all()
+
+
+def wait_for(cond, what, timeout=90):
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def counts(res):
+    return {int(k): v for k, v in res["stats"]["group"]["prepared_per_epoch"].items()}
+
+
+def test_two_loaders_one_process(cluster, ds, local):
+    """Two jobs in one process, taking turns: the same streams as a lone
+    loader, each batch prepared once; a second group name with other
+    options is refused with what differs."""
+    kw = dict(seed=SEED, num_actors=2, actor_options=SMALL, share="inproc")
+    a = sluice.ray.DataLoader(ds, B, S, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        with pytest.raises(ValueError, match="seed: group 11, this job 12"):
+            sluice.ray.DataLoader(ds, B, S, **dict(kw, seed=12))
+        for e in range(2):
+            got_a, got_b = [], []
+            for x, y in zip(a, b):
+                got_a.append(x)
+                got_b.append(y)
+            assert digests(got_a) == local[e] and digests(got_b) == local[e]
+        g = a.group_stats()
+        assert g["jobs"] == 2 and g["reprepared"] == 0
+        assert g["prepared_per_epoch"][0] == NB and g["prepared_per_epoch"][1] == NB
+        # Resume per job: b goes back to (1, 4) and gets the rest of epoch
+        # 1 again (those batches were released: prepared again).
+        a.close()
+        b.load_state_dict(dict(b.state_dict(), epoch=1, batch=4))
+        assert digests(b) == local[1][4:]
+        assert b.group_stats()["reprepared"] >= NB - 4
+    finally:
+        a.close()
+        b.close()
+
+
+def test_jobs_resumed_elsewhere(cluster, ds, local):
+    """Jobs that attach and then move to epoch 2 (as a resume does) get
+    epoch 2, and nothing of epochs 0 and 1 is prepared."""
+    kw = dict(seed=SEED, num_actors=2, actor_options=SMALL, share="resumed")
+    a = sluice.ray.DataLoader(ds, B, S, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        a.set_epoch(2)
+        b.load_state_dict(dict(b.state_dict(), epoch=2, batch=0))
+        got_a, got_b = [], []
+        for x, y in zip(a, b):
+            got_a.append(x)
+            got_b.append(y)
+        assert digests(got_a) == local[2] and digests(got_b) == local[2]
+        per = a.group_stats()["prepared_per_epoch"]
+        assert per[2] == NB and 0 not in per and 1 not in per, per
+    finally:
+        a.close()
+        b.close()
+
+
+def test_three_jobs_prepare_once(jobs, local, tmp_path):
+    """Three job processes, two epochs each: every job's stream is the lone
+    loader's, and each batch was prepared once for all of them."""
+    names = ["j0", "j1", "j2"]
+    go = str(tmp_path / "go")
+    for n in names:
+        jobs.start(n, share="three", epochs=2, ready=str(tmp_path / f"{n}.ready"), go=go)
+    wait_for(lambda: all(os.path.exists(tmp_path / f"{n}.ready") for n in names),
+             "the jobs to attach")
+    open(go, "w").close()
+    res = [jobs.result(n) for n in names]
+    for r in res:
+        assert r["start"] == [0, 0]
+        assert r["epochs"] == local[:2]
+        assert r["state"]["epoch"] == 2 and r["state"]["batch"] == 0
+    c = counts(res[0])
+    assert c[0] == NB and c[1] == NB  # once, not 3 x NB
+    g = res[0]["stats"]["group"]
+    assert g["reprepared"] == 0 and g["jobs_attached"] == 3
+
+
+def test_late_join_and_early_leave(jobs, local, tmp_path):
+    """a runs two epochs, pausing after 3 batches; c leaves after 5; b
+    attaches while a is inside epoch 0 (paused) and starts at epoch 1's
+    first batch; d attaches with join="now" and starts at the slowest
+    job's batch. Every
+    stream is the lone loader's from where it started; no batch prepared
+    twice."""
+    go, prog = str(tmp_path / "go"), str(tmp_path / "a.progress")
+    resume = str(tmp_path / "resume")
+    jobs.start("a", share="late", epochs=2, sleep=0.05, progress=prog,
+               pause_at=3, resume=resume, ready=str(tmp_path / "a.ready"), go=go)
+    jobs.start("c", share="late", epochs=2, leave_after=5,
+               ready=str(tmp_path / "c.ready"), go=go)
+    wait_for(lambda: os.path.exists(tmp_path / "a.ready") and
+             os.path.exists(tmp_path / "c.ready"), "a and c to attach")
+    open(go, "w").close()
+
+    def taken():
+        try:
+            with open(prog) as f:
+                return int(f.read() or 0)
+        except FileNotFoundError:
+            return 0
+    wait_for(lambda: taken() >= 3, "a's third batch")
+    jobs.start("b", share="late", epochs=1, ready=str(tmp_path / "b.ready"))
+    jobs.start("d", share="late", epochs=1, join="now", ready=str(tmp_path / "d.ready"))
+    wait_for(lambda: os.path.exists(tmp_path / "b.ready") and
+             os.path.exists(tmp_path / "d.ready"), "b and d to attach")
+    open(resume, "w").close()
+    a, b, c, d = (jobs.result(n) for n in "abcd")
+    assert a["start"] == [0, 0] and a["epochs"] == local[:2]
+    assert c["epochs"] == [local[0][:5]]
+    assert c["state"]["epoch"] == 0 and c["state"]["batch"] == 5
+    assert b["start"] == [1, 0]  # the next epoch's first batch
+    assert b["epochs"] == [local[1]]
+    e, k = d["start"]  # a's position (3 or 4: a may have asked for the next)
+    assert e == 0 and k in (3, 4), d["start"]
+    assert d["epochs"] == [local[0][k:]]
+    c_ = counts(a)
+    assert c_[0] == NB and c_[1] == NB and a["stats"]["group"]["reprepared"] == 0
+    ev = " | ".join(w for _, w in b["stats"]["group"]["events"])
+    assert " left" in ev and "attached at epoch 1 batch 0" in ev, ev
+
+
+def test_killed_job_is_dropped(jobs, local, tmp_path):
+    """A job killed mid-epoch holds the group only for its lease: then it
+    is dropped and the other job runs on, its stream whole."""
+    go, prog = str(tmp_path / "go"), str(tmp_path / "v.progress")
+    jobs.start("a", share="kill", epochs=1, lease=2.0, ready=str(tmp_path / "a.ready"),
+               go=go)
+    jobs.start("v", share="kill", epochs=1, lease=2.0, sleep=0.2, progress=prog,
+               ready=str(tmp_path / "v.ready"), go=go)
+    wait_for(lambda: os.path.exists(tmp_path / "a.ready") and
+             os.path.exists(tmp_path / "v.ready"), "the jobs to attach")
+    open(go, "w").close()
+    wait_for(lambda: os.path.exists(prog), "v's first batch")
+    jobs.procs["v"].send_signal(signal.SIGKILL)
+    a = jobs.result("a")
+    assert a["epochs"] == [local[0]]
+    ev = " | ".join(w for _, w in a["stats"]["group"]["events"])
+    assert "dropped (silent" in ev, ev
+    assert a["stats"]["group"]["jobs_dropped"] == 1
