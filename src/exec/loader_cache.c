@@ -1,0 +1,147 @@
+/* The loader's side of the sample cache (cache/cache.h; docs/DESIGN.md,
+ * "Sample cache"): a reader asks it before reading (a hit skips the read
+ * and the emulated storage), fills it after a good read (encoded tier),
+ * and a decoder runs a sample through it (decoded tier: the whole image
+ * decoded once, the per-epoch transform from its pixels). Every sample's
+ * bytes are the same whether it hit or not, so the stream does not depend
+ * on the cache, its size, its policy or timing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "loader_internal.h"
+
+/* Decoded pixels a decoder keeps between samples (more is freed). */
+#define PIX_KEEP ((size_t)8 << 20)
+
+int sl__loader_cache_open(sl_loader_t *l)
+{
+    l->cache = sl__cache_create(sl__source_count(l->src), l->lim.mem_cache,
+                                l->opt.cache_policy);
+    atomic_store(&l->cache_limit, l->lim.mem_cache);
+    return l->cache ? 0 : SL_ENOMEM;
+}
+
+void sl__loader_cache_close(sl_loader_t *l)
+{
+    for (int i = 0; i < SL_WORKERS_MAX; i++)
+        sl__bytes_free(&l->dpix[i]);
+    sl__cache_destroy(l->cache);
+    l->cache = NULL;
+}
+
+int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm)
+{
+    it->hit = (sl__cache_ref_t){0};
+    if (atomic_load(&l->cache_limit) <= 0 ||
+        !sl__cache_find(l->cache, it->sample, &it->hit))
+        return 0;
+    if (!sl__cache_view(&it->hit)) {
+        /* A compressed entry is copied out by the decoder: those bytes are
+         * this sample's, as a read's would be. */
+        char err[SL_MSG];
+        int rc = sl__admit(adm, (int64_t)it->hit.raw_n, err, sizeof err);
+        if (rc) {
+            sl__cache_unpin(l->cache, &it->hit);
+            return rc == SL__MEMBUDGET_LATER ? rc : 0; /* too big: read */
+        }
+    }
+    return 1;
+}
+
+void sl__loader_cache_fill(sl_loader_t *l, const item_t *it)
+{
+    if (it->rc || l->opt.cache_decoded || atomic_load(&l->cache_limit) <= 0)
+        return;
+    sl__cache_put(l->cache, it->sample, it->data.p, it->data.n, 0,
+                  SL_CODEC_NONE, 0);
+}
+
+void sl__loader_cache_unpin(sl_loader_t *l, item_t *it)
+{
+    if (l->cache)
+        sl__cache_unpin(l->cache, &it->hit);
+}
+
+/* The decoded tier's miss: the whole image decoded into dpix (when the
+ * cache would keep it), transformed from there and offered to the cache;
+ * else the usual path (no DCT scale: the same bytes). */
+static int decoded_miss(sl_loader_t *l, int id, const item_t *it,
+                        sl__rng_t *crop, sl__rng_t *flip, void *out,
+                        char *cause, size_t len)
+{
+    sl__scratch_t *s = l->dscratch[id];
+    int w = 0, h = 0;
+    if (sl__image_info(it->data.p, it->data.n, &w, &h, NULL, 0) ||
+        !sl__cache_wants(l->cache, (size_t)w * h * 3 + SL__IMAGE_SLACK))
+        return sl__image_process(it->data.p, it->data.n, &l->xf, crop, flip, s,
+                                 out, cause, len);
+    sl__bytes_t *pix = &l->dpix[id];
+    int rc = sl__image_decode_full(it->data.p, it->data.n, l->xf.strict, s, pix,
+                                   &w, &h, cause, len);
+    if (!rc)
+        rc = sl__image_process_rgb(pix->p, w, h, &l->xf, crop, flip, s, out,
+                                   cause, len);
+    if (!rc)
+        sl__cache_put(l->cache, it->sample, pix->p, pix->n,
+                      (int64_t)w << 32 | (uint32_t)h, SL_CODEC_NONE, 0);
+    return rc;
+}
+
+int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
+                             sl__rng_t *crop, sl__rng_t *flip, void *out,
+                             char *cause, size_t len)
+{
+    sl__scratch_t *s = l->dscratch[id];
+    int rc;
+    if (!it->hit.e) {
+        rc = l->opt.cache_decoded && atomic_load(&l->cache_limit) > 0
+                 ? decoded_miss(l, id, it, crop, flip, out, cause, len)
+                 : sl__image_process(it->data.p, it->data.n, &l->xf, crop, flip,
+                                     s, out, cause, len);
+    } else {
+        /* A hit: the entry's bytes in place, or copied out (compressed)
+         * into the item's buffer / the decoder's pixels. */
+        const uint8_t *p = sl__cache_view(&it->hit);
+        sl__bytes_t *buf = l->opt.cache_decoded ? &l->dpix[id] : &it->data;
+        rc = 0;
+        if (!p) {
+            rc = sl__bytes_reserve(buf, it->hit.raw_n)
+                     ? sl__fail(cause, len, SL_ENOMEM, "out of memory")
+                     : sl__cache_copy(&it->hit, buf->p, cause, len);
+            p = buf->p;
+        }
+        if (!rc && l->opt.cache_decoded)
+            rc = sl__image_process_rgb(p, (int)(it->hit.aux >> 32),
+                                       (int)(uint32_t)it->hit.aux, &l->xf, crop,
+                                       flip, s, out, cause, len);
+        else if (!rc)
+            rc = sl__image_process(p, it->hit.raw_n, &l->xf, crop, flip, s, out,
+                                   cause, len);
+        sl__cache_unpin(l->cache, &it->hit);
+    }
+    if (l->dpix[id].cap > PIX_KEEP)
+        sl__bytes_free(&l->dpix[id]);
+    return rc;
+}
+
+int sl__loader_cache_set(sl_loader_t *l, int64_t bytes)
+{
+    sl__cache_set_limit(l->cache, bytes);
+    atomic_store(&l->cache_limit, bytes);
+    return 0;
+}
+
+void sl__loader_cache_sample(sl_loader_t *l, sl__pipe_sample_t *o)
+{
+    sl__cache_stats_t st;
+    sl__cache_get_stats(l->cache, &st);
+    o->cache_hits = st.hits;
+    o->cache_misses = st.misses;
+    o->cache_bytes = st.bytes;
+    o->cache_entries = st.entries;
+    o->cache_limit = st.limit;
+    o->cache_raw_bytes = st.raw_bytes;
+    snprintf(o->cache_codec, sizeof o->cache_codec, "%s",
+             st.limit > 0 ? "none" : "");
+}
