@@ -588,6 +588,10 @@ static PyObject *snapshot_dict(sl_loader_t *l)
     return d;
 }
 
+/* sl_cache_codec_t by value. */
+static const char *const cache_codec_names[6] = {"auto",   "none",   "lz4",
+                                                 "zstd-1", "zstd-3", "zstd-19"};
+
 static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
@@ -605,9 +609,14 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
     if (!tel)
         return NULL;
     PyObject *cache = Py_BuildValue(
-        "{s:L,s:L,s:L,s:L}", "hits", (long long)st.cache_hits, "misses",
-        (long long)st.cache_misses, "bytes", (long long)st.cache_bytes,
-        "entries", (long long)st.cache_entries);
+        "{s:L,s:L,s:L,s:L,s:L,s:s,s:L}", "hits", (long long)st.cache_hits,
+        "misses", (long long)st.cache_misses, "bytes",
+        (long long)st.cache_bytes, "entries", (long long)st.cache_entries,
+        "raw_bytes", (long long)st.cache_raw_bytes, "codec",
+        st.cache_codec >= 1 && st.cache_codec <= 5
+            ? cache_codec_names[st.cache_codec]
+            : "?",
+        "codec_choices", (long long)st.cache_codec_choices);
     if (!cache) {
         Py_DECREF(tel);
         return NULL;
@@ -765,41 +774,16 @@ static int opt_policy(PyObject *v, int *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",
-                             "batch_size",
-                             "image_size",
-                             "mode",
-                             "dtype",
-                             "layout",
-                             "shuffle",
-                             "seed",
-                             "drop_last",
-                             "rank",
-                             "world_size",
-                             "epochs",
-                             "unordered",
-                             "on_error",
-                             "threads",
-                             "read_threads",
-                             "prefetch",
-                             "dct_scale",
-                             "mean",
-                             "std",
-                             "telemetry_ms",
-                             "telemetry_path",
-                             "metrics_port",
-                             "flip",
-                             "scale",
-                             "ratio",
-                             "resize_size",
-                             "host_alloc",
-                             "policy",
-                             "max_memory",
-                             "shuffle_buffer",
-                             "cache_bytes",
-                             "cache_policy",
-                             "cache_decoded",
-                             NULL};
+    static char *kwlist[] = {
+        "source",       "batch_size",     "image_size",     "mode",
+        "dtype",        "layout",         "shuffle",        "seed",
+        "drop_last",    "rank",           "world_size",     "epochs",
+        "unordered",    "on_error",       "threads",        "read_threads",
+        "prefetch",     "dct_scale",      "mean",           "std",
+        "telemetry_ms", "telemetry_path", "metrics_port",   "flip",
+        "scale",        "ratio",          "resize_size",    "host_alloc",
+        "policy",       "max_memory",     "shuffle_buffer", "cache_bytes",
+        "cache_policy", "cache_decoded",  "cache_codec",    NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -810,16 +794,17 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
     int world = 1, unordered = 0, dct = 1, flip = 1, shuffle_buffer = 0;
     PyObject *cache_bytes = Py_None, *cache_policy = Py_None;
+    PyObject *cache_codec = Py_None;
     int cache_decoded = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOp:Loader", kwlist,
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpO:Loader", kwlist,
             PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
             &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
             &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
             &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
-            &cache_bytes, &cache_policy, &cache_decoded))
+            &cache_bytes, &cache_policy, &cache_decoded, &cache_codec))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -889,6 +874,22 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         }
     }
     o->cache_decoded = cache_decoded;
+    if (cache_codec != Py_None) {
+        const char *cs =
+            PyUnicode_Check(cache_codec) ? PyUnicode_AsUTF8(cache_codec) : NULL;
+        o->cache_codec = -1;
+        for (int i = 0; cs && i < 6; i++)
+            if (!strcmp(cs, cache_codec_names[i]))
+                o->cache_codec = i;
+        if (o->cache_codec < 0) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "cache_codec must be 'auto', 'none', 'lz4', "
+                         "'zstd-1', 'zstd-3' or 'zstd-19', not %R",
+                         cache_codec);
+            goto fail;
+        }
+    }
     if (str_choice(cache_policy, "cache_policy", "minio", "lru",
                    &o->cache_policy))
         goto fail;
@@ -1081,7 +1082,7 @@ PyDoc_STRVAR(
     "metrics_port=None, flip=True, scale=None, ratio=None, "
     "resize_size=None, host_alloc=None, policy=None, max_memory=None, "
     "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
-    "cache_decoded=False)\n--\n\n"
+    "cache_decoded=False, cache_codec='auto')\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
     "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
@@ -1099,7 +1100,8 @@ PyDoc_STRVAR(
     "more batches than fit fails\nnext(). cache_bytes keeps samples in "
     "memory across epochs (taken out of\nmax_memory; cache_policy 'minio' "
     "or 'lru'; cache_decoded=True: decoded images,\nthe dct_scale=False "
-    "stream); stats()['cache'] counts hits and misses.");
+    "stream; cache_codec: how entries are stored, 'auto' chosen at run "
+    "time);\nstats()['cache'] counts hits and misses.");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

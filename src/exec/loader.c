@@ -512,6 +512,7 @@ static int knob_of(sl_param_t p)
            : p == SL_PARAM_PREFETCH       ? SL_KNOB_PREFETCH
            : p == SL_PARAM_IO_DEPTH       ? SL_KNOB_DEPTH
            : p == SL_PARAM_CACHE_BYTES    ? SL_KNOB_CACHE
+           : p == SL_PARAM_CACHE_CODEC    ? SL_KNOB_CACHE_CODEC
                                           : -1;
 }
 
@@ -560,6 +561,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
     }
     if (value == SL_AUTOTUNE && p == SL_PARAM_CACHE_BYTES)
         value = l->lim.mem_cache; /* what it was created with */
+    if (value == SL_AUTOTUNE && p == SL_PARAM_CACHE_CODEC)
+        value = SL_CACHE_CODEC_AUTO;
     if (value == SL_AUTOTUNE) {
         int64_t d;
         sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);
@@ -583,6 +586,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         l->decode_threads = (int)value;
     if (!rc && p == SL_PARAM_CACHE_BYTES)
         sl__loader_cache_set(l, value); /* takes the cache's own lock */
+    if (!rc && p == SL_PARAM_CACHE_CODEC)
+        atomic_store(&l->cache_codec, (int)value);
     if (!rc && p == SL_PARAM_PREFETCH) {
         l->prefetch = (int)value;
         for (int i = 0; i < l->nbufs && l->nbufs > l->prefetch;) {
@@ -629,6 +634,8 @@ int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
         *value = sl__loader_io_depth(m);
     else if (p == SL_PARAM_CACHE_BYTES)
         *value = atomic_load(&m->cache_limit);
+    else if (p == SL_PARAM_CACHE_CODEC)
+        *value = atomic_load(&m->cache_codec);
     else
         rc = SL_EINVAL;
     pthread_mutex_unlock(&m->mu);
@@ -717,6 +724,10 @@ int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
     s.cache_misses = cs.misses;
     s.cache_bytes = cs.bytes;
     s.cache_entries = cs.entries;
+    s.cache_raw_bytes = cs.raw_bytes;
+    int knob = atomic_load(&m->cache_codec);
+    s.cache_codec = knob ? knob : atomic_load(&m->cache_pick) + 1;
+    s.cache_codec_choices = atomic_load(&m->cache_choices);
     return sl__abi_out(st, &s, sizeof s, SL__STATS_V1_SIZE);
 }
 

@@ -13,12 +13,18 @@
 
 /* Decoded pixels a decoder keeps between samples (more is freed). */
 #define PIX_KEEP ((size_t)8 << 20)
+/* Auto codec: entries probed with every candidate, and how often (in
+ * offers) the choice is made again with the latest miss cost. */
+#define PROBE_ENTRIES 4
+#define REPICK_EVERY 32
 
 int sl__loader_cache_open(sl_loader_t *l)
 {
     l->cache = sl__cache_create(sl__source_count(l->src), l->lim.mem_cache,
                                 l->opt.cache_policy);
     atomic_store(&l->cache_limit, l->lim.mem_cache);
+    atomic_store(&l->cache_codec, l->opt.cache_codec);
+    pthread_mutex_init(&l->pick_mu, NULL);
     return l->cache ? 0 : SL_ENOMEM;
 }
 
@@ -26,8 +32,68 @@ void sl__loader_cache_close(sl_loader_t *l)
 {
     for (int i = 0; i < SL_WORKERS_MAX; i++)
         sl__bytes_free(&l->dpix[i]);
+    if (l->cache)
+        pthread_mutex_destroy(&l->pick_mu);
     sl__cache_destroy(l->cache);
     l->cache = NULL;
+}
+
+/* What a miss costs now, per sample: the decoder's time on misses plus
+ * the read stage's time per sample over its slots (a read-bound pipeline
+ * pays for a miss in read time). 0 before any was measured. */
+static double miss_cost(sl_loader_t *l)
+{
+    double n = (double)atomic_load(&l->miss_n);
+    double dec = n > 0 ? (double)atomic_load(&l->miss_ns) / n : 0;
+    double items = (double)atomic_load(&l->read_items);
+    int slots = l->async ? sl__loader_io_depth(l) : l->read_threads;
+    double rd = items > 0 ? (double)atomic_load(&l->read_busy_ns) / items /
+                                (slots > 0 ? slots : 1)
+                          : 0;
+    return dec + rd;
+}
+
+/* Auto: the probe's first entries, then the choice every REPICK_EVERY
+ * offers (cache/pick.h). Returns the candidate in force. */
+static int auto_pick(sl_loader_t *l, const void *p, size_t n)
+{
+    long long k = atomic_fetch_add(&l->cache_offers, 1);
+    int probing = 0;
+    pthread_mutex_lock(&l->pick_mu);
+    if (l->probe.n < PROBE_ENTRIES) {
+        sl__pick_probe_add(&l->probe, p, n); /* a few, once: under the lock */
+        probing = l->probe.n == PROBE_ENTRIES;
+    }
+    if (probing || (l->probe.n >= PROBE_ENTRIES && k % REPICK_EVERY == 0)) {
+        sl__cache_stats_t st;
+        sl__cache_get_stats(l->cache, &st);
+        double mean = l->probe.raw_bytes / l->probe.n;
+        int64_t samples = sl__source_count(l->src);
+        double room = (double)st.limit - (double)samples * 8;
+        int c =
+            sl__pick_choose(&l->probe, samples, mean, room, miss_cost(l), NULL);
+        if (c != atomic_load(&l->cache_pick)) {
+            atomic_store(&l->cache_pick, c);
+            atomic_fetch_add(&l->cache_choices, 1);
+        }
+    }
+    pthread_mutex_unlock(&l->pick_mu);
+    return atomic_load(&l->cache_pick);
+}
+
+/* Offers n bytes for key with the codec in force (auto: chosen here),
+ * when the cache would keep an entry of about their stored size. */
+static void offer(sl_loader_t *l, int64_t key, const void *p, size_t n,
+                  int64_t aux)
+{
+    int knob = atomic_load(&l->cache_codec);
+    int c = knob ? knob - 1 : atomic_load(&l->cache_pick);
+    if (!sl__cache_wants(l->cache, n / 8))
+        return; /* full even at the strongest ratio we could hope for */
+    if (!knob)
+        c = auto_pick(l, p, n);
+    const sl__pick_codec_t *k = &sl__pick_codecs[c];
+    sl__cache_put(l->cache, key, p, n, aux, k->codec, k->level);
 }
 
 int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm)
@@ -53,8 +119,7 @@ void sl__loader_cache_fill(sl_loader_t *l, const item_t *it)
 {
     if (it->rc || l->opt.cache_decoded || atomic_load(&l->cache_limit) <= 0)
         return;
-    sl__cache_put(l->cache, it->sample, it->data.p, it->data.n, 0,
-                  SL_CODEC_NONE, 0);
+    offer(l, it->sample, it->data.p, it->data.n, 0);
 }
 
 void sl__loader_cache_unpin(sl_loader_t *l, item_t *it)
@@ -73,7 +138,7 @@ static int decoded_miss(sl_loader_t *l, int id, const item_t *it,
     sl__scratch_t *s = l->dscratch[id];
     int w = 0, h = 0;
     if (sl__image_info(it->data.p, it->data.n, &w, &h, NULL, 0) ||
-        !sl__cache_wants(l->cache, (size_t)w * h * 3 + SL__IMAGE_SLACK))
+        !sl__cache_wants(l->cache, ((size_t)w * h * 3 + SL__IMAGE_SLACK) / 8))
         return sl__image_process(it->data.p, it->data.n, &l->xf, crop, flip, s,
                                  out, cause, len);
     sl__bytes_t *pix = &l->dpix[id];
@@ -83,8 +148,7 @@ static int decoded_miss(sl_loader_t *l, int id, const item_t *it,
         rc = sl__image_process_rgb(pix->p, w, h, &l->xf, crop, flip, s, out,
                                    cause, len);
     if (!rc)
-        sl__cache_put(l->cache, it->sample, pix->p, pix->n,
-                      (int64_t)w << 32 | (uint32_t)h, SL_CODEC_NONE, 0);
+        offer(l, it->sample, pix->p, pix->n, (int64_t)w << 32 | (uint32_t)h);
     return rc;
 }
 
@@ -95,10 +159,13 @@ int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
     sl__scratch_t *s = l->dscratch[id];
     int rc;
     if (!it->hit.e) {
+        int64_t t0 = sl__now_ns();
         rc = l->opt.cache_decoded && atomic_load(&l->cache_limit) > 0
                  ? decoded_miss(l, id, it, crop, flip, out, cause, len)
                  : sl__image_process(it->data.p, it->data.n, &l->xf, crop, flip,
                                      s, out, cause, len);
+        atomic_fetch_add(&l->miss_ns, sl__now_ns() - t0);
+        atomic_fetch_add(&l->miss_n, 1);
     } else {
         /* A hit: the entry's bytes in place, or copied out (compressed)
          * into the item's buffer / the decoder's pixels. */
@@ -142,6 +209,9 @@ void sl__loader_cache_sample(sl_loader_t *l, sl__pipe_sample_t *o)
     o->cache_entries = st.entries;
     o->cache_limit = st.limit;
     o->cache_raw_bytes = st.raw_bytes;
+    int knob = atomic_load(&l->cache_codec);
+    int c = knob ? knob - 1 : atomic_load(&l->cache_pick);
     snprintf(o->cache_codec, sizeof o->cache_codec, "%s",
-             st.limit > 0 ? "none" : "");
+             st.limit > 0 ? sl__pick_codecs[c].name : "");
+    o->cache_codec_choices = atomic_load(&l->cache_choices);
 }

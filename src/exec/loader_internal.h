@@ -21,6 +21,7 @@
 #include "base/base.h"
 #include "base/membudget.h"
 #include "cache/cache.h"
+#include "cache/pick.h"
 #include "core/bufpool.h"
 #include "core/msglog.h"
 #include "core/sched_glue.h"
@@ -147,6 +148,14 @@ struct sl_loader {
     sl__cache_t *cache;
     atomic_llong cache_limit;
     sl__bytes_t dpix[SL_WORKERS_MAX];
+    /* The cache's codec (cache/pick.h): the knob (0 auto, k: candidate
+     * k - 1), the candidate in force, the probe (under pick_mu), offers
+     * and choices made, and what misses cost (the decoder's time on
+     * them). */
+    atomic_int cache_codec, cache_pick;
+    pthread_mutex_t pick_mu;
+    sl__pick_probe_t probe;
+    atomic_llong cache_offers, cache_choices, miss_ns, miss_n;
 
     sl_stats_t stats; /* under mu, except bytes_read */
     atomic_llong bytes_read;

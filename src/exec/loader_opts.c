@@ -82,6 +82,10 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EINVAL,
                         "cache_bytes %lld < 0 or unknown cache_policy %d",
                         (long long)o->cache_bytes, o->cache_policy);
+    if (o->cache_codec < SL_CACHE_CODEC_AUTO ||
+        o->cache_codec > SL_CACHE_CODEC_ZSTD19)
+        return sl__fail(err, errlen, SL_EINVAL, "unknown cache_codec %d",
+                        o->cache_codec);
     /* The decoded tier's pixels are the full-size decode: every sample,
      * hit or not, takes the no-DCT-scale path (ops/decoded.c). */
     if (o->cache_decoded)

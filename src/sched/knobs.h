@@ -55,7 +55,8 @@ enum {
     SL_KNOB_DECODE,
     SL_KNOB_PREFETCH,
     SL_KNOB_DEPTH,
-    SL_KNOB_CACHE /* the cache's bytes: never the scheduler's */
+    SL_KNOB_CACHE,      /* the cache's bytes: never the scheduler's */
+    SL_KNOB_CACHE_CODEC /* its codec (0: auto, 1..5: fixed) */
 };
 
 /* The engine's worker limit per stage (exec/workers.h SL_WORKERS_MAX,

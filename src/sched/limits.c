@@ -179,6 +179,10 @@ int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
         *min = 0;
         *max = lim->max_cache;
         return 0;
+    case SL_KNOB_CACHE_CODEC:
+        *min = SL_CACHE_CODEC_AUTO;
+        *max = SL_CACHE_CODEC_ZSTD19;
+        return 0;
     case SL_KNOB_PREFETCH:
         *max = SL_KNOB_MAX_PREFETCH;
         if (lim->hard_prefetch && lim->max_prefetch < *max)

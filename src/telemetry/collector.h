@@ -38,6 +38,7 @@ typedef struct sl__pipe_sample {
     int64_t cache_hits, cache_misses, cache_bytes, cache_raw_bytes;
     int64_t cache_entries, cache_limit;
     char cache_codec[16];
+    int64_t cache_codec_choices;
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

@@ -92,6 +92,7 @@ static const sl__schema_field_t schema[] = {
     F("cache.entries", I64, cache_entries),
     F("cache.limit_bytes", I64, cache_limit_bytes),
     S("cache.codec", cache_codec),
+    F("cache.codec_choices", I64, cache_codec_choices),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)

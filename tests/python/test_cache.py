@@ -70,3 +70,19 @@ def test_knob_and_errors(ds):
         loader(ds, cache_bytes=-1)
     with pytest.raises(ValueError):
         loader(ds, cache_bytes=1 << 20, cache_policy="fifo")
+    with pytest.raises(ValueError):
+        loader(ds, cache_bytes=1 << 20, cache_codec="brotli")
+
+
+def test_codec(ds):
+    ref = digest(loader(ds, dct_scale=False))
+    ld = loader(ds, cache_bytes=256 << 20, cache_decoded=True,
+                cache_codec="zstd-1")
+    assert digest(ld) == ref
+    c = ld.stats()["cache"]
+    assert c["codec"] == "zstd-1"
+    assert c["bytes"] < c["raw_bytes"]  # smooth synthetic pixels shrink
+    auto = loader(ds, cache_bytes=256 << 20, cache_decoded=True)
+    assert digest(auto) == ref
+    assert auto.stats()["cache"]["codec"] in ("none", "lz4", "zstd-1",
+                                              "zstd-3", "zstd-19")

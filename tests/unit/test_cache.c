@@ -12,6 +12,7 @@
 
 #include "base/rng.h"
 #include "cache/cache.h"
+#include "cache/pick.h"
 #include "codec/codec.h"
 #include "ops/image.h"
 #include "testutil.h"
@@ -237,12 +238,62 @@ static void test_decoded_equals_no_dct(void **state)
     free(root);
 }
 
+/* The run-time codec rule on numbers: everything fits uncompressed ->
+ * none; memory the bound and misses dear -> compression, the cheapest
+ * that holds the set; misses cheap (CPU the bound) -> less or none. */
+static void test_pick_rule(void **state)
+{
+    (void)state;
+    sl__pick_probe_t pr = {0};
+    pr.n = 1;
+    pr.raw_bytes = 1e6;
+    /* per candidate: stored bytes, compress ns, decompress ns for 1 MB */
+    const double stored[SL__PICK_N] = {1e6, 0.8e6, 0.5e6, 0.45e6, 0.4e6};
+    const double comp[SL__PICK_N] = {0, 1.5e6, 3e6, 6e6, 200e6};
+    const double dec[SL__PICK_N] = {0, 0.3e6, 1e6, 1e6, 1e6};
+    for (int c = 0; c < SL__PICK_N; c++) {
+        pr.stored[c] = stored[c];
+        pr.comp_ns[c] = comp[c];
+        pr.dec_ns[c] = dec[c];
+    }
+    double cost[SL__PICK_N];
+    /* 1000 samples of 1 MB; room for all raw: none. */
+    assert_int_equal(sl__pick_choose(&pr, 1000, 1e6, 2e9, 5e6, cost), 0);
+    /* Room for half raw, misses cost 10 ms: zstd-1 holds everything. */
+    int c = sl__pick_choose(&pr, 1000, 1e6, 0.55e9, 10e6, cost);
+    printf(
+        "# half room, 10 ms misses: %s (costs %.0f %.0f %.0f %.0f %.0f us)\n",
+        sl__pick_codecs[c].name, cost[0] / 1e3, cost[1] / 1e3, cost[2] / 1e3,
+        cost[3] / 1e3, cost[4] / 1e3);
+    assert_string_equal(sl__pick_codecs[c].name, "zstd-1");
+    /* The same room, misses nearly free: nothing worth compressing. */
+    assert_int_equal(sl__pick_choose(&pr, 1000, 1e6, 0.55e9, 0.2e6, cost), 0);
+    /* Room for 0.85 of raw: lz4 holds it all, cheaper than zstd. */
+    c = sl__pick_choose(&pr, 1000, 1e6, 0.85e9, 10e6, cost);
+    assert_string_equal(sl__pick_codecs[c].name, "lz4");
+    /* Nothing probed: none. */
+    sl__pick_probe_t empty = {0};
+    assert_int_equal(sl__pick_choose(&empty, 1000, 1e6, 1e9, 5e6, NULL), 0);
+    /* A real probe: incompressible bytes measure as none everywhere. */
+    uint8_t buf[4096];
+    sl__rng_t r;
+    sl__rng_init(&r, 9, 0, 0, SL_RNG_SHUFFLE);
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)sl__rng_below(&r, 256);
+    sl__pick_probe_t real = {0};
+    sl__pick_probe_add(&real, buf, sizeof buf);
+    for (int k = 0; k < SL__PICK_N; k++)
+        assert_true(real.stored[k] == sizeof buf);
+    assert_int_equal(sl__pick_choose(&real, 10, 4096, 1e3, 1e9, NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_minio_hit_rate_is_the_fraction),
         cmocka_unit_test(test_pinned_entry_outlives_eviction),
         cmocka_unit_test(test_codecs_round_trip),
+        cmocka_unit_test(test_pick_rule),
         cmocka_unit_test(test_decoded_equals_no_dct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

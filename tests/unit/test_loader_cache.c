@@ -67,7 +67,7 @@ static int teardown(void **state)
 typedef struct cfg {
     int threads, depth, on_error;
     int64_t cache;
-    int policy, decoded, no_dct;
+    int policy, decoded, no_dct, codec;
 } cfg_t;
 
 static sl_loader_t *loader(const char *src, cfg_t c)
@@ -88,6 +88,7 @@ static sl_loader_t *loader(const char *src, cfg_t c)
     o.cache_policy = c.policy;
     o.cache_decoded = c.decoded;
     o.no_dct_scale = c.no_dct;
+    o.cache_codec = c.codec;
     sl_loader_t *l;
     assert_int_equal(sl_loader_create(src, &o, &l), 0);
     return l;
@@ -125,7 +126,8 @@ static sl_stats_t stats(sl_loader_t *l)
 /* Bytes a cache needs to hold every sample of src (encoded or decoded). */
 static int64_t whole(const char *src, int decoded)
 {
-    cfg_t c = {1, SL_IO_DEPTH_OFF, 0, 1 << 30, SL_CACHE_MINIO, decoded, 0};
+    cfg_t c = {1, SL_IO_DEPTH_OFF,    0, 1 << 30, SL_CACHE_MINIO, decoded,
+               0, SL_CACHE_CODEC_NONE};
     sl_loader_t *l = loader(src, c);
     int64_t n;
     digest(l, &n);
@@ -142,7 +144,7 @@ static void test_stream_same_with_cache(void **state)
     const char *srcs[2] = {root, shard};
     for (int s = 0; s < 2; s++) {
         int64_t n0, n;
-        cfg_t plain = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 0};
+        cfg_t plain = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 0, 0};
         sl_loader_t *l = loader(srcs[s], plain);
         uint64_t ref = digest(l, &n0);
         int64_t once = stats(l).bytes_read / EPOCHS; /* one epoch's bytes */
@@ -157,7 +159,7 @@ static void test_stream_same_with_cache(void **state)
                         cfg_t c = {t,      async ? 8 : SL_IO_DEPTH_OFF,
                                    0,      sizes[k],
                                    policy, 0,
-                                   0};
+                                   0,      0};
                         l = loader(srcs[s], c);
                         uint64_t d = digest(l, &n);
                         sl_stats_t st = stats(l);
@@ -191,14 +193,14 @@ static void test_decoded_tier_is_the_no_dct_stream(void **state)
     (void)state;
     tu_watchdog(300, 0, "decoded tier: the loader hung");
     int64_t n0, n;
-    cfg_t nodct = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 1};
+    cfg_t nodct = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 1, 0};
     sl_loader_t *l = loader(shard, nodct);
     uint64_t ref = digest(l, &n0);
     sl_loader_destroy(l);
     int64_t all = whole(shard, 1);
     for (int half = 0; half < 2; half++)
         for (int policy = 0; policy < 2; policy++) {
-            cfg_t c = {3, 8, 0, half ? all / 2 : all, policy, 1, 0};
+            cfg_t c = {3, 8, 0, half ? all / 2 : all, policy, 1, 0, 0};
             l = loader(shard, c);
             sl_options_t used;
             sl_options_init(&used);
@@ -215,6 +217,29 @@ static void test_decoded_tier_is_the_no_dct_stream(void **state)
                 assert_true(st.cache_hits > 0);
             sl_loader_destroy(l);
         }
+    /* Every codec, and auto, half the raw size: the same stream. */
+    for (int codec = SL_CACHE_CODEC_AUTO; codec <= SL_CACHE_CODEC_ZSTD19;
+         codec++) {
+        cfg_t c = {2, 8, 0, all / 2, SL_CACHE_MINIO, 1, 0, codec};
+        l = loader(shard, c);
+        assert_int_equal(digest(l, &n), ref);
+        sl_stats_t st = stats(l);
+        printf("# decoded half, codec %d: %lld hits, %lld B held for %lld "
+               "raw, codec in force %lld\n",
+               codec, (long long)st.cache_hits, (long long)st.cache_bytes,
+               (long long)st.cache_raw_bytes, (long long)st.cache_codec);
+        if (codec != SL_CACHE_CODEC_AUTO)
+            assert_int_equal(st.cache_codec, codec);
+        if (codec >= SL_CACHE_CODEC_ZSTD1) /* smooth synthetic pixels */
+            assert_true(st.cache_raw_bytes > st.cache_bytes);
+        assert_int_equal(sl_loader_set(l, SL_PARAM_CACHE_CODEC, 9), SL_ERANGE);
+        assert_int_equal(sl_loader_set(l, SL_PARAM_CACHE_CODEC, SL_AUTOTUNE),
+                         0);
+        int64_t v;
+        assert_int_equal(sl_loader_get(l, SL_PARAM_CACHE_CODEC, &v), 0);
+        assert_int_equal(v, SL_CACHE_CODEC_AUTO);
+        sl_loader_destroy(l);
+    }
     tu_watchdog(0, 0, NULL);
 }
 
@@ -233,7 +258,7 @@ static void test_skip_alike(void **state)
     assert_int_equal(tu_write_file(p, "not an image", 12), 0);
     for (int decoded = 0; decoded < 2; decoded++) {
         int64_t n0, n;
-        cfg_t plain = {2, 8, SL_ON_ERROR_SKIP, 0, 0, 0, decoded};
+        cfg_t plain = {2, 8, SL_ON_ERROR_SKIP, 0, 0, 0, decoded, 0};
         sl_loader_t *l = loader(dir, plain);
         uint64_t ref = digest(l, &n0);
         int64_t skipped0 = sl_loader_skipped_count(l);
@@ -241,7 +266,7 @@ static void test_skip_alike(void **state)
         assert_int_equal(n0, EPOCHS * 18);
         assert_int_equal(skipped0, EPOCHS * 2);
         for (int policy = 0; policy < 2; policy++) {
-            cfg_t c = {2, 8, SL_ON_ERROR_SKIP, 1 << 20, policy, decoded, 0};
+            cfg_t c = {2, 8, SL_ON_ERROR_SKIP, 1 << 20, policy, decoded, 0, 0};
             l = loader(dir, c);
             assert_int_equal(digest(l, &n), ref);
             assert_int_equal(n, n0);
@@ -333,12 +358,12 @@ static void test_stress_knobs(void **state)
     int64_t all = whole(root, 0);
     for (int decoded = 0; decoded < 2; decoded++) {
         int64_t n0, n;
-        cfg_t plain = {2, 4, 0, 0, 0, 0, decoded};
+        cfg_t plain = {2, 4, 0, 0, 0, 0, decoded, 0};
         sl_loader_t *l = loader(root, plain);
         uint64_t ref = digest(l, &n0);
         sl_loader_destroy(l);
         for (int policy = 0; policy < 2; policy++) {
-            cfg_t c = {2, 4, 0, all / 3, policy, decoded, 0};
+            cfg_t c = {2, 4, 0, all / 3, policy, decoded, 0, 0};
             l = loader(root, c);
             sl__testing_storage_set(l, SL_TESTING_READ_LATENCY_US, 200);
             flipper_t f = {l, decoded ? all * 40 : all, 0};
