@@ -19,7 +19,14 @@ in epochs 2-3 (epoch 1 reads every sample once: (bytes read - dataset) / 2
 1's last sample was handed out), and for decoded-100 its epochs-2-3 rate
 over the ceiling.
 
+With --codecs instead: the decoded tier under a budget (--codec-budget,
+400M) that holds the decoded set (~605 MB raw) only when compressed, each
+cache codec fixed (none, lz4, zstd-1, zstd-19) against the run-time choice
+(auto): img/s over 3 epochs and over epochs 2-3, the hit rate and the
+codec auto ended with.
+
     bench/storage/cache.py [--sluice build/sluice] [--rounds 3] [--data DIR]
+                           [--codecs [--codec-budget 400M]]
 """
 import argparse
 import json
@@ -78,6 +85,8 @@ def main():
                                                       "data")),
         "imagenet-sample")
     ap.add_argument("--data", default=default_data)
+    ap.add_argument("--codecs", action="store_true")
+    ap.add_argument("--codec-budget", default="400M")
     a = ap.parse_args()
     if not os.path.isdir(a.data):
         print(f"skip: {a.data} not found (the ImageNet sample)")
@@ -93,6 +102,10 @@ def main():
         "minio-100": ["--cache", str(size + n * 80 + (1 << 20))],
         "decoded-100": ["--cache", "800M", "--cache-decoded"],
     }
+    if a.codecs:
+        configs = {c: ["--cache", a.codec_budget, "--cache-decoded",
+                       "--cache-codec", c]
+                   for c in ("none", "lz4", "zstd-1", "zstd-19", "auto")}
     rows = {k: [] for k in configs}
     ceil = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,25 +123,33 @@ def main():
                                    "later_img_s": later,
                                    "fetched": fetched,
                                    "hit_rate": c.get("hit_rate", 0.0),
+                                   "codec": c.get("codec", ""),
+                                   "held_mb": c.get("bytes", 0) / 1e6,
+                                   "raw_mb": c.get("raw_bytes", 0) / 1e6,
                                    "cmd": " ".join(cmd)})
                 print(f"round {r + 1} {name}: {res['samples_per_s']:.0f} img/s"
                       f" (epochs 2-3 {later:.0f}), fetched/epoch "
                       f"{100 * fetched:.1f} %, hit rate "
-                      f"{100 * c.get('hit_rate', 0):.1f} %", file=sys.stderr)
+                      f"{100 * c.get('hit_rate', 0):.1f} %, codec "
+                      f"{c.get('codec', '-')}, held {c.get('bytes', 0) / 1e6:.0f}"
+                      f" MB for {c.get('raw_bytes', 0) / 1e6:.0f} MB raw",
+                      file=sys.stderr)
     med = statistics.median
     mc = med(ceil)
     print(f"dataset: {n} files, {size / 1e6:.1f} MB; decode ceiling "
           f"(2 cores) median {mc:.0f} img/s over {a.rounds} rounds; load "
           f"{open('/proc/loadavg').read().split()[0:3]}")
     print("| config | fetched / epoch (epochs 2-3) | hit rate (3 epochs) | "
-          "img/s (3 epochs) | img/s (epochs 2-3) | epochs 2-3 / ceiling |")
-    print("| --- | --- | --- | --- | --- | --- |")
+          "img/s (3 epochs) | img/s (epochs 2-3) | epochs 2-3 / ceiling | "
+          "codec at the end | held / raw MB |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, rs in rows.items():
         later = med(r["later_img_s"] for r in rs)
         print(f"| {name} | {100 * med(r['fetched'] for r in rs):.1f} % | "
               f"{100 * med(r['hit_rate'] for r in rs):.1f} % | "
               f"{med(r['img_s'] for r in rs):.0f} | {later:.0f} | "
-              f"{later / mc:.2f}x |")
+              f"{later / mc:.2f}x | {rs[-1]['codec'] or '-'} | "
+              f"{rs[-1]['held_mb']:.0f} / {rs[-1]['raw_mb']:.0f} |")
     return 0
 
 
