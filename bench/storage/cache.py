@@ -26,7 +26,7 @@ cache codec fixed (none, lz4, zstd-1, zstd-19) against the run-time choice
 codec auto ended with.
 
     bench/storage/cache.py [--sluice build/sluice] [--rounds 3] [--data DIR]
-                           [--codecs [--codec-budget 400M]]
+                           [--codecs [--codec-budget 400M]] [--only A,B]
 """
 import argparse
 import json
@@ -87,6 +87,8 @@ def main():
     ap.add_argument("--data", default=default_data)
     ap.add_argument("--codecs", action="store_true")
     ap.add_argument("--codec-budget", default="400M")
+    ap.add_argument("--only", default="",
+                    help="comma-separated configurations to run (all)")
     a = ap.parse_args()
     if not os.path.isdir(a.data):
         print(f"skip: {a.data} not found (the ImageNet sample)")
@@ -106,6 +108,9 @@ def main():
         configs = {c: ["--cache", a.codec_budget, "--cache-decoded",
                        "--cache-codec", c]
                    for c in ("none", "lz4", "zstd-1", "zstd-19", "auto")}
+    if a.only:
+        configs = {k: v for k, v in configs.items()
+                   if k in a.only.split(",")}
     rows = {k: [] for k in configs}
     ceil = []
     with tempfile.TemporaryDirectory() as tmp:

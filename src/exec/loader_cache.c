@@ -46,7 +46,8 @@ static double miss_cost(sl_loader_t *l)
     double n = (double)atomic_load(&l->miss_n);
     double dec = n > 0 ? (double)atomic_load(&l->miss_ns) / n : 0;
     double items = (double)atomic_load(&l->read_items);
-    int slots = l->async ? sl__loader_io_depth(l) : l->read_threads;
+    int slots = l->async ? sl__loader_io_depth(l)
+                         : atomic_load(&l->readers_now);
     double rd = items > 0 ? (double)atomic_load(&l->read_busy_ns) / items /
                                 (slots > 0 ? slots : 1)
                           : 0;
@@ -59,7 +60,10 @@ static int auto_pick(sl_loader_t *l, const void *p, size_t n)
 {
     long long k = atomic_fetch_add(&l->cache_offers, 1);
     int probing = 0;
-    pthread_mutex_lock(&l->pick_mu);
+    /* Another thread probing or choosing: use what is in force now
+     * rather than wait (a zstd-19 probe takes a while). */
+    if (pthread_mutex_trylock(&l->pick_mu))
+        return atomic_load(&l->cache_pick);
     if (l->probe.n < PROBE_ENTRIES) {
         sl__pick_probe_add(&l->probe, p, n); /* a few, once: under the lock */
         probing = l->probe.n == PROBE_ENTRIES;
