@@ -15,6 +15,11 @@ const sl__pick_codec_t sl__pick_codecs[SL__PICK_N] = {
 
 void sl__pick_probe_add(sl__pick_probe_t *pr, const void *p, size_t n)
 {
+    /* A slice stands for the entry: the strongest candidate compresses at
+     * a few MB/s, and a whole decoded image per candidate would cost the
+     * first epoch more than the choice is worth. */
+    if (n > SL__PICK_PROBE_BYTES)
+        n = SL__PICK_PROBE_BYTES;
     sl__bytes_t z = {0};
     void *back = malloc(n ? n : 1);
     if (!back)

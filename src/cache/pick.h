@@ -37,7 +37,9 @@ typedef struct sl__pick_probe {
     double stored[SL__PICK_N], comp_ns[SL__PICK_N], dec_ns[SL__PICK_N];
 } sl__pick_probe_t;
 
-/* Compresses and decompresses p with every candidate, adding to *pr. */
+/* Compresses and decompresses (the first SL__PICK_PROBE_BYTES of) p with
+ * every candidate, adding to *pr: ratios and times per byte. */
+#define SL__PICK_PROBE_BYTES (64 << 10)
 void sl__pick_probe_add(sl__pick_probe_t *pr, const void *p, size_t n);
 
 /* The candidate to use (index into sl__pick_codecs) for `samples` samples

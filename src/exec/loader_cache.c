@@ -46,8 +46,8 @@ static double miss_cost(sl_loader_t *l)
     double n = (double)atomic_load(&l->miss_n);
     double dec = n > 0 ? (double)atomic_load(&l->miss_ns) / n : 0;
     double items = (double)atomic_load(&l->read_items);
-    int slots = l->async ? sl__loader_io_depth(l)
-                         : atomic_load(&l->readers_now);
+    int slots =
+        l->async ? sl__loader_io_depth(l) : atomic_load(&l->readers_now);
     double rd = items > 0 ? (double)atomic_load(&l->read_busy_ns) / items /
                                 (slots > 0 ? slots : 1)
                           : 0;
