@@ -197,7 +197,45 @@ typedef struct sl_options {
      *  SL_IO_DEPTH_OFF: no asynchronous reads (one blocking read per read
      *  thread). At most 65536. */
     int io_depth;
+    /** Sample cache (docs/DESIGN.md, "Sample cache"): bytes of memory that
+     *  keep samples across epochs, keyed by sample index, so a hit reads
+     *  nothing from storage. With max_memory_bytes, taken out of that
+     *  budget first (what is left is split as before). Changeable while
+     *  running (SL_PARAM_CACHE_BYTES) [0: no cache]. */
+    int64_t cache_bytes;
+    /** sl_cache_policy_t [SL_CACHE_MINIO]. */
+    int cache_policy;
+    /** 1: the cache holds decoded images (full size, RGB), so a hit skips
+     *  the read and the entropy decoding; crop, resize, flip and convert
+     *  still run per epoch. Implies no_dct_scale: every sample, hit or
+     *  not, is the no_dct_scale stream's, byte for byte [0: encoded
+     *  bytes]. */
+    int cache_decoded;
+    /** How new cache entries are stored: sl_cache_codec_t
+     *  [SL_CACHE_CODEC_AUTO: chosen at run time from what is measured,
+     *  more compression when memory is the bound, less when CPU is; each
+     *  choice in telemetry's cache.codec]. Changeable while running
+     *  (SL_PARAM_CACHE_CODEC). */
+    int cache_codec;
 } sl_options_t;
+
+/** sl_options_t.cache_policy. */
+typedef enum sl_cache_policy {
+    SL_CACHE_MINIO = 0, /**< fill until full, never evict within the job
+                             (CoorDL): hit rate = cached fraction under
+                             random order */
+    SL_CACHE_LRU = 1    /**< least recently used out (a page cache) */
+} sl_cache_policy_t;
+
+/** sl_options_t.cache_codec, weakest first. */
+typedef enum sl_cache_codec {
+    SL_CACHE_CODEC_AUTO = 0,  /**< chosen at run time (docs/DESIGN.md) */
+    SL_CACHE_CODEC_NONE = 1,  /**< stored as they are */
+    SL_CACHE_CODEC_LZ4 = 2,   /**< lz4 */
+    SL_CACHE_CODEC_ZSTD1 = 3, /**< zstd level 1 */
+    SL_CACHE_CODEC_ZSTD3 = 4, /**< zstd level 3 */
+    SL_CACHE_CODEC_ZSTD19 = 5 /**< zstd level 19 (the strongest) */
+} sl_cache_codec_t;
 
 /** Zeroes *o (every field its default) and sets o->size. */
 SL_API void sl_options_init(sl_options_t *o);
@@ -236,13 +274,18 @@ typedef enum sl_param {
     SL_PARAM_DECODE_THREADS = 2, /**< decode+transform (text: tokenize)
                                       workers */
     SL_PARAM_PREFETCH = 3,       /**< batch buffers in flight (memory) */
-    SL_PARAM_IO_DEPTH = 4        /**< reads in flight, all read threads
+    SL_PARAM_IO_DEPTH = 4,       /**< reads in flight, all read threads
                                       together, with asynchronous reads
                                       (sl_options_t.io_depth); without
                                       them it is kept and has no effect:
                                       each read thread is one read in
                                       flight. SL_AUTOTUNE: one per read
                                       thread */
+    SL_PARAM_CACHE_BYTES = 5,    /**< the sample cache's bytes (0..what
+                                      the memory budget set aside for it;
+                                      lowering it evicts) */
+    SL_PARAM_CACHE_CODEC = 6     /**< sl_cache_codec_t of new cache
+                                      entries (SL_AUTOTUNE: auto) */
 } sl_param_t;
 
 /** Where a loader stands: the next batch it will hand out. */
@@ -259,6 +302,15 @@ typedef struct sl_stats {
     int64_t errors_skipped; /**< samples left out under SL_ON_ERROR_SKIP */
     int64_t bytes_read;     /**< stored bytes read from the source */
     int64_t wait_ns;        /**< time the consumer spent blocked in next */
+    /* the sample cache (after the first layout) */
+    int64_t cache_hits;      /**< samples served by the cache */
+    int64_t cache_misses;    /**< samples read from storage with a cache */
+    int64_t cache_bytes;     /**< bytes the cache holds now */
+    int64_t cache_entries;   /**< samples the cache holds now */
+    int64_t cache_raw_bytes; /**< their bytes before the codec */
+    int64_t cache_codec;     /**< sl_cache_codec_t new entries get now (auto:
+                                  the one it chose) */
+    int64_t cache_codec_choices; /**< run-time codec changes so far */
 } sl_stats_t;
 
 /** Zeroes *st and sets st->size. */

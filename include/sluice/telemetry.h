@@ -79,6 +79,19 @@ typedef struct sl_snapshot {
                               knob), and read.busy is time in flight /
                               (io_depth x interval); 0 otherwise */
     int reads_in_flight; /**< reads issued and not yet done, now */
+    /* the sample cache (after the second layout; sl_options_t.cache_bytes):
+     * all 0 without one */
+    int64_t cache_hits_total;    /**< samples served by the cache */
+    int64_t cache_misses_total;  /**< samples the cache did not hold */
+    double cache_hit_rate;       /**< hits / lookups this interval, 0..1;
+                                      < 0 without lookups */
+    int64_t cache_bytes;         /**< bytes held now (what it costs) */
+    int64_t cache_raw_bytes;     /**< the entries' bytes before their codec */
+    int64_t cache_entries;       /**< samples held now */
+    int64_t cache_limit_bytes;   /**< its limit (SL_PARAM_CACHE_BYTES) */
+    char cache_codec[16];        /**< how new entries are stored: "none",
+                                      "lz4", "zstd-N" ("" without a cache) */
+    int64_t cache_codec_choices; /**< run-time codec changes so far */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -506,11 +506,13 @@ static int knob_of(PyObject *name, sl_param_t *p)
         *p = SL_PARAM_PREFETCH;
     else if (s && (!strcmp(s, "io_depth") || !strcmp(s, "io-depth")))
         *p = SL_PARAM_IO_DEPTH;
+    else if (s && !strcmp(s, "cache_bytes"))
+        *p = SL_PARAM_CACHE_BYTES;
     else {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError,
-                     "knob must be 'threads', 'read_threads', 'prefetch' or "
-                     "'io_depth', not %R",
+                     "knob must be 'threads', 'read_threads', 'prefetch', "
+                     "'io_depth' or 'cache_bytes', not %R",
                      name);
         return -1;
     }
@@ -529,8 +531,9 @@ static PyObject *loader_set(LoaderObject *self, PyObject *args)
         v = PyLong_AsLongLong(val);
         if (v == -1 && PyErr_Occurred())
             return NULL;
-        if (v < 1)
-            return PyErr_Format(PyExc_ValueError, "%R must be >= 1", name);
+        if (v < (p == SL_PARAM_CACHE_BYTES ? 0 : 1))
+            return PyErr_Format(PyExc_ValueError, "%R must be >= %d", name,
+                                p == SL_PARAM_CACHE_BYTES ? 0 : 1);
     }
     /* Any thread, beside next(): the Core is held across the call, so a
      * close() meanwhile frees the engine only after it, here. */
@@ -585,6 +588,10 @@ static PyObject *snapshot_dict(sl_loader_t *l)
     return d;
 }
 
+/* sl_cache_codec_t by value. */
+static const char *const cache_codec_names[6] = {"auto",   "none",   "lz4",
+                                                 "zstd-1", "zstd-3", "zstd-19"};
+
 static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
@@ -601,15 +608,28 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
     PyObject *tel = snapshot_dict(l);
     if (!tel)
         return NULL;
+    PyObject *cache = Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:L,s:s,s:L}", "hits", (long long)st.cache_hits,
+        "misses", (long long)st.cache_misses, "bytes",
+        (long long)st.cache_bytes, "entries", (long long)st.cache_entries,
+        "raw_bytes", (long long)st.cache_raw_bytes, "codec",
+        st.cache_codec >= 1 && st.cache_codec <= 5
+            ? cache_codec_names[st.cache_codec]
+            : "?",
+        "codec_choices", (long long)st.cache_codec_choices);
+    if (!cache) {
+        Py_DECREF(tel);
+        return NULL;
+    }
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:N}", "samples",
+        "{s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:N,s:N}", "samples",
         (long long)st.samples, "batches", (long long)st.batches,
         "errors_skipped", (long long)st.errors_skipped, "bytes_read",
         (long long)st.bytes_read, "wait_s", (double)st.wait_ns / 1e9, "threads",
         (long long)th, "read_threads", (long long)rt, "prefetch", (long long)pf,
         "epoch", (long long)(self->pos_g / self->nb), "batch",
         (long long)(self->pos_g % self->nb), "batches_held", self->core->held,
-        "telemetry", tel);
+        "telemetry", tel, "cache", cache);
 }
 
 static PyObject *loader_skipped(LoaderObject *self, PyObject *unused)
@@ -762,7 +782,8 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         "prefetch",     "dct_scale",      "mean",           "std",
         "telemetry_ms", "telemetry_path", "metrics_port",   "flip",
         "scale",        "ratio",          "resize_size",    "host_alloc",
-        "policy",       "max_memory",     "shuffle_buffer", NULL};
+        "policy",       "max_memory",     "shuffle_buffer", "cache_bytes",
+        "cache_policy", "cache_decoded",  "cache_codec",    NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -772,14 +793,18 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *host_alloc = Py_None, *policy = Py_None, *max_mem = Py_None;
     int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
     int world = 1, unordered = 0, dct = 1, flip = 1, shuffle_buffer = 0;
+    PyObject *cache_bytes = Py_None, *cache_policy = Py_None;
+    PyObject *cache_codec = Py_None;
+    int cache_decoded = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOi:Loader", kwlist,
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpO:Loader", kwlist,
             PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
             &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
             &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
             &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
-            &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer))
+            &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
+            &cache_bytes, &cache_policy, &cache_decoded, &cache_codec))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -839,6 +864,35 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             goto fail;
         }
     }
+    if (cache_bytes != Py_None) {
+        o->cache_bytes = PyLong_AsLongLong(cache_bytes);
+        if (PyErr_Occurred())
+            goto fail;
+        if (o->cache_bytes < 0) {
+            PyErr_SetString(PyExc_ValueError, "cache_bytes must be >= 0");
+            goto fail;
+        }
+    }
+    o->cache_decoded = cache_decoded;
+    if (cache_codec != Py_None) {
+        const char *cs =
+            PyUnicode_Check(cache_codec) ? PyUnicode_AsUTF8(cache_codec) : NULL;
+        o->cache_codec = -1;
+        for (int i = 0; cs && i < 6; i++)
+            if (!strcmp(cs, cache_codec_names[i]))
+                o->cache_codec = i;
+        if (o->cache_codec < 0) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError,
+                         "cache_codec must be 'auto', 'none', 'lz4', "
+                         "'zstd-1', 'zstd-3' or 'zstd-19', not %R",
+                         cache_codec);
+            goto fail;
+        }
+    }
+    if (str_choice(cache_policy, "cache_policy", "minio", "lru",
+                   &o->cache_policy))
+        goto fail;
     if (tel_ms != Py_None && o->telemetry_ms == 0)
         o->telemetry_ms = -1; /* 0 means off here, not "the default" */
     if (tel_path != Py_None &&
@@ -1027,7 +1081,8 @@ PyDoc_STRVAR(
     "mean=None, std=None, telemetry_ms=None, telemetry_path=None, "
     "metrics_port=None, flip=True, scale=None, ratio=None, "
     "resize_size=None, host_alloc=None, policy=None, max_memory=None, "
-    "shuffle_buffer=0)\n--\n\n"
+    "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
+    "cache_decoded=False, cache_codec='auto')\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
     "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
@@ -1042,7 +1097,11 @@ PyDoc_STRVAR(
     "held\n(a ResourceWarning past 256 batches). max_memory (bytes) bounds "
     "the process's\nloader memory: batch buffers, read-ahead and decode "
     "scratch; a sample that\ncannot fit is an error naming it, and holding "
-    "more batches than fit fails\nnext().");
+    "more batches than fit fails\nnext(). cache_bytes keeps samples in "
+    "memory across epochs (taken out of\nmax_memory; cache_policy 'minio' "
+    "or 'lru'; cache_decoded=True: decoded images,\nthe dct_scale=False "
+    "stream; cache_codec: how entries are stored, 'auto' chosen at run "
+    "time);\nstats()['cache'] counts hits and misses.");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

@@ -60,6 +60,13 @@ _Static_assert(SL_MODE_EVAL == 1, "--eval is a flag");
 static const char *const policies[] = {"heuristic", "static", "rl", NULL};
 static const int policy_v[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
                                SL_POLICY_RL};
+static const char *const cache_policies[] = {"minio", "lru", NULL};
+static const int cache_policy_v[] = {SL_CACHE_MINIO, SL_CACHE_LRU};
+static const char *const cache_codecs[] = {"auto",   "none",    "lz4", "zstd-1",
+                                           "zstd-3", "zstd-19", NULL};
+static const int cache_codec_v[] = {
+    SL_CACHE_CODEC_AUTO,  SL_CACHE_CODEC_NONE,  SL_CACHE_CODEC_LZ4,
+    SL_CACHE_CODEC_ZSTD1, SL_CACHE_CODEC_ZSTD3, SL_CACHE_CODEC_ZSTD19};
 
 /* The options only images take (the shared ones follow them). */
 static const sl__opt_t run_opts[] = {
@@ -113,6 +120,20 @@ static const sl__opt_t run_opts[] = {
      "2 x cores"},
     {"max-memory", 0, SL__OPT_SIZE, F(opt.max_memory_bytes), 1, HUGE_VAL,
      "SIZE", "budget: batch buffers + read-ahead + decode scratch, e.g. 512M"},
+    {"cache", 0, SL__OPT_SIZE, F(opt.cache_bytes), 0, HUGE_VAL, "SIZE",
+     "keep samples in SIZE bytes of memory across epochs (taken out of "
+     "--max-memory), e.g. 200M",
+     "none"},
+    {"cache-policy", 0, SL__OPT_CHOICE, F(opt.cache_policy), 0, 0, NULL,
+     "minio: fill until full, never evict; lru: least recently used out",
+     "minio", cache_policies, cache_policy_v},
+    {"cache-decoded", 0, SL__OPT_FLAG, F(opt.cache_decoded), 0, 0, NULL,
+     "cache decoded images (full size): later epochs skip decoding; "
+     "implies --no-dct"},
+    {"cache-codec", 0, SL__OPT_CHOICE, F(opt.cache_codec), 0, 0, NULL,
+     "how cache entries are stored; auto: chosen at run time from "
+     "measured ratios, codec time and what a miss costs",
+     "auto", cache_codecs, cache_codec_v},
     {"read-latency-ms", 0, SL__OPT_CALL, F(storage[SL_TESTING_READ_LATENCY_US]),
      0, 0, "T",
      "emulated slow storage: each read takes at least T ms (<= 60000)", "0",
@@ -158,6 +179,8 @@ static uint64_t config_hash(const void *ctx)
                      o->layout, o->no_flip, o->seed, o->no_shuffle,
                      o->drop_last, o->rank, o->world_size, o->unordered,
                      o->no_dct_scale, o->on_error);
+    if (o->cache_decoded) /* its stream is the --no-dct one */
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "|cd");
     if (o->shuffle_buffer) /* appended only when set: old state files hold */
         n += snprintf(buf + n, sizeof buf - (size_t)n, "|sb%d",
                       o->shuffle_buffer);
@@ -293,6 +316,44 @@ int sl__cmd_run(int argc, char **argv)
              ", \"io_depth\": %lld",
              used.image_size, async ? "io_uring" : "threads",
              (long long)readers, async ? (long long)depth : 0LL);
+    sl_stats_t st;
+    sl_stats_init(&st);
+    sl_loader_stats(l, &st);
+    const char *codec = st.cache_codec >= 0 && st.cache_codec <= 5
+                            ? cache_codecs[st.cache_codec]
+                            : "?";
+    if (used.cache_bytes > 0) {
+        size_t k = strlen(r.json_shape);
+        int64_t finds = st.cache_hits + st.cache_misses;
+        snprintf(r.json_shape + k, sizeof r.json_shape - k,
+                 ", \"cache\": {\"policy\": \"%s\", \"decoded\": %d, "
+                 "\"limit_bytes\": %lld, \"hits\": %lld, \"misses\": %lld, "
+                 "\"hit_rate\": %.4f, \"bytes\": %lld, \"entries\": %lld, "
+                 "\"raw_bytes\": %lld, \"codec\": \"%s\", \"codec_choices\": "
+                 "%lld}",
+                 used.cache_policy == SL_CACHE_LRU ? "lru" : "minio",
+                 used.cache_decoded, (long long)used.cache_bytes,
+                 (long long)st.cache_hits, (long long)st.cache_misses,
+                 finds ? (double)st.cache_hits / (double)finds : 0.0,
+                 (long long)st.cache_bytes, (long long)st.cache_entries,
+                 (long long)st.cache_raw_bytes, codec,
+                 (long long)st.cache_codec_choices);
+        if (!a.c.json || c.show)
+            fprintf(
+                stderr,
+                "sluice %s: cache (%s%s, %.1f MB): %lld hits, %lld "
+                "misses (%.1f%%), holds %lld samples in %.1f MB (%.1f "
+                "MB raw, codec %s, %lld choices); read from storage "
+                "%.1f MB\n",
+                argv[0], used.cache_policy == SL_CACHE_LRU ? "lru" : "minio",
+                used.cache_decoded ? ", decoded" : "",
+                (double)used.cache_bytes / 1e6, (long long)st.cache_hits,
+                (long long)st.cache_misses,
+                finds ? 100.0 * (double)st.cache_hits / (double)finds : 0.0,
+                (long long)st.cache_entries, (double)st.cache_bytes / 1e6,
+                (double)st.cache_raw_bytes / 1e6, codec,
+                (long long)st.cache_codec_choices, (double)st.bytes_read / 1e6);
+    }
     sl__consume_report(&c, &r);
     sl_loader_destroy(l);
     return rc ? 1 : 0;

@@ -48,7 +48,7 @@ typedef struct sl__report {
     const char *unit;     /* human line: rate unit, "img/s" | "seq/s" */
     char rate_extra[64];  /* human line: after the rate, e.g. ", 9 tokens/s" */
     char json_rates[128]; /* JSON: after "samples_per_s", e.g. tokens */
-    char json_shape[128]; /* JSON: after "batch", e.g. "size" */
+    char json_shape[512]; /* JSON: after "batch", e.g. "size" */
     int64_t samples, batches, epochs;
     double seconds, cpu_seconds;
     sl__waits_t *waits; /* sorted by sl__report_print */

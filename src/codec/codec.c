@@ -52,6 +52,12 @@ size_t sl__codec_bound(int codec, size_t n)
 int sl__codec_compress(int codec, const void *src, size_t n, sl__bytes_t *out,
                        char *err, size_t errlen)
 {
+    return sl__codec_compress_level(codec, 0, src, n, out, err, errlen);
+}
+
+int sl__codec_compress_level(int codec, int level, const void *src, size_t n,
+                             sl__bytes_t *out, char *err, size_t errlen)
+{
     size_t bound = sl__codec_bound(codec, n);
     if (codec < SL_CODEC_NONE || codec > SL_CODEC_ZSTD)
         return sl__fail(err, errlen, SL_EINVAL, "unknown codec %d", codec);
@@ -77,7 +83,8 @@ int sl__codec_compress(int codec, const void *src, size_t n, sl__bytes_t *out,
         return 0;
     }
     case SL_CODEC_ZSTD: {
-        size_t r = ZSTD_compress(out->p, bound, src, n, SL_ZSTD_LEVEL);
+        size_t r =
+            ZSTD_compress(out->p, bound, src, n, level ? level : SL_ZSTD_LEVEL);
         if (ZSTD_isError(r))
             return sl__fail(err, errlen, SL_EIO, "zstd compression failed: %s",
                             ZSTD_getErrorName(r));

@@ -27,6 +27,11 @@ size_t sl__codec_bound(int codec, size_t n);
 int sl__codec_compress(int codec, const void *src, size_t n, sl__bytes_t *out,
                        char *err, size_t errlen);
 
+/* The same at a zstd level (0: the default, 3; negative: zstd's fast
+ * levels; ignored by the other codecs). */
+int sl__codec_compress_level(int codec, int level, const void *src, size_t n,
+                             sl__bytes_t *out, char *err, size_t errlen);
+
 /* Decompresses exactly raw_n bytes into dst (which holds raw_n). Any other
  * outcome (short, long, malformed) is SL_ECORRUPT with a message. */
 int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,

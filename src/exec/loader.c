@@ -80,6 +80,13 @@ static int create(const char *source, const sl_options_t *opt,
         free(l);
         return rc;
     }
+    if (sl__loader_cache_open(l)) {
+        sl__sampler_free(&l->smp);
+        sl__source_close(l->src);
+        sl__msglog_free(&l->skips);
+        free(l);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
     sl__membudget_init(&l->rbud, l->lim.mem_read);
     sl__membudget_init(&l->dbud, l->lim.mem_decode);
     l->prefetch = l->opt.prefetch;
@@ -165,6 +172,7 @@ static void stop_pipeline(sl_loader_t *l)
     for (int i = 0; i < l->nitems; i++) { /* samples dropped in flight */
         sl__membudget_release(&l->rbud, l->items[i].charged);
         l->items[i].charged = 0;
+        sl__loader_cache_unpin(l, &l->items[i]);
     }
     sl__membudget_stop(&l->rbud, 0);
     sl__membudget_stop(&l->dbud, 0);
@@ -236,6 +244,7 @@ void sl_loader_destroy(sl_loader_t *l)
     free(l->perm[0]);
     free(l->perm[1]);
     free(l->plan.list);
+    sl__loader_cache_close(l);
     sl__sampler_free(&l->smp);
     sl__source_close(l->src);
     sl__membudget_destroy(&l->rbud);
@@ -502,6 +511,8 @@ static int knob_of(sl_param_t p)
            : p == SL_PARAM_DECODE_THREADS ? SL_KNOB_DECODE
            : p == SL_PARAM_PREFETCH       ? SL_KNOB_PREFETCH
            : p == SL_PARAM_IO_DEPTH       ? SL_KNOB_DEPTH
+           : p == SL_PARAM_CACHE_BYTES    ? SL_KNOB_CACHE
+           : p == SL_PARAM_CACHE_CODEC    ? SL_KNOB_CACHE_CODEC
                                           : -1;
 }
 
@@ -548,6 +559,10 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         pthread_mutex_unlock(&l->mu);
         return 0;
     }
+    if (value == SL_AUTOTUNE && p == SL_PARAM_CACHE_BYTES)
+        value = l->lim.mem_cache; /* what it was created with */
+    if (value == SL_AUTOTUNE && p == SL_PARAM_CACHE_CODEC)
+        value = SL_CACHE_CODEC_AUTO;
     if (value == SL_AUTOTUNE) {
         int64_t d;
         sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);
@@ -569,6 +584,10 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
     }
     if (!rc && p == SL_PARAM_DECODE_THREADS)
         l->decode_threads = (int)value;
+    if (!rc && p == SL_PARAM_CACHE_BYTES)
+        sl__loader_cache_set(l, value); /* takes the cache's own lock */
+    if (!rc && p == SL_PARAM_CACHE_CODEC)
+        atomic_store(&l->cache_codec, (int)value);
     if (!rc && p == SL_PARAM_PREFETCH) {
         l->prefetch = (int)value;
         for (int i = 0; i < l->nbufs && l->nbufs > l->prefetch;) {
@@ -613,6 +632,10 @@ int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
         *value = m->prefetch;
     else if (p == SL_PARAM_IO_DEPTH)
         *value = sl__loader_io_depth(m);
+    else if (p == SL_PARAM_CACHE_BYTES)
+        *value = atomic_load(&m->cache_limit);
+    else if (p == SL_PARAM_CACHE_CODEC)
+        *value = atomic_load(&m->cache_codec);
     else
         rc = SL_EINVAL;
     pthread_mutex_unlock(&m->mu);
@@ -695,6 +718,16 @@ int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
     pthread_mutex_unlock(&m->mu);
     s.size = sizeof s;
     s.bytes_read = atomic_load(&m->bytes_read);
+    sl__cache_stats_t cs;
+    sl__cache_get_stats(m->cache, &cs);
+    s.cache_hits = cs.hits;
+    s.cache_misses = cs.misses;
+    s.cache_bytes = cs.bytes;
+    s.cache_entries = cs.entries;
+    s.cache_raw_bytes = cs.raw_bytes;
+    int knob = atomic_load(&m->cache_codec);
+    s.cache_codec = knob ? knob : atomic_load(&m->cache_pick) + 1;
+    s.cache_codec_choices = atomic_load(&m->cache_choices);
     return sl__abi_out(st, &s, sizeof s, SL__STATS_V1_SIZE);
 }
 

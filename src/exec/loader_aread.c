@@ -67,9 +67,31 @@ void sl__loader_aread_free(sl_loader_t *l)
     }
 }
 
+/* Finished reads waiting for room in decode_q, oldest first (chained
+ * through rq.next, which aread no longer uses). A reader never blocks on
+ * a full decode_q while reads are in flight: it would start no read while
+ * it waits, and the decoders would find nothing read when they free up. */
+typedef struct held {
+    item_t *head, *tail;
+    int n;
+} held_t;
+
+static void hold(held_t *h, item_t *it)
+{
+    it->rq.next = NULL;
+    if (h->tail)
+        h->tail->rq.next = &it->rq;
+    else
+        h->head = it;
+    h->tail = it;
+    h->n++;
+}
+
 /* Starts one read: the item waiting in *later, else a new claim.
- * block: nothing is in flight, so waiting is safe. */
-static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block)
+ * block: nothing is in flight, so waiting is safe. A cache hit needs no
+ * read: it goes straight to the finished ones in h. */
+static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block,
+                     held_t *h)
 {
     item_t *it = *later;
     if (!it) {
@@ -94,6 +116,22 @@ static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block)
     }
     charge_t ch = {&l->rbud, "reading it", 0, 0, !block};
     sl__admit_t adm = {sl__loader_admit_charge, &ch};
+    int hit = sl__loader_cache_hit(l, it, &adm);
+    if (hit == 1) {
+        it->charged = ch.bytes;
+        *later = NULL;
+        atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - it->t0);
+        atomic_fetch_add(&l->read_items, 1);
+        it->rq = (sl__areq_t){.fd = -1, .user = it}; /* held by rq.next */
+        hold(h, it);
+        return ST_STARTED;
+    }
+    if (ch.stopped)
+        return ST_STOP;
+    if (hit == SL__MEMBUDGET_LATER) {
+        *later = it;
+        return ST_LATER;
+    }
     int rc = sl__source_read_begin(l->src, it->sample, &it->data, &it->scratch,
                                    &adm, &it->rd, it->err, sizeof it->err);
     it->charged = ch.bytes; /* given back when the sample is decoded */
@@ -131,30 +169,11 @@ static int finish(sl_loader_t *l, item_t *it, int stopping)
                                 &it->scratch, &stored, it->err, sizeof it->err);
     if (stopping)
         return 1;
+    sl__loader_cache_fill(l, it);
     atomic_fetch_add(&l->bytes_read, (long long)stored);
     atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - it->t0);
     atomic_fetch_add(&l->read_items, 1);
     return 0;
-}
-
-/* Finished reads waiting for room in decode_q, oldest first (chained
- * through rq.next, which aread no longer uses). A reader never blocks on
- * a full decode_q while reads are in flight: it would start no read while
- * it waits, and the decoders would find nothing read when they free up. */
-typedef struct held {
-    item_t *head, *tail;
-    int n;
-} held_t;
-
-static void hold(held_t *h, item_t *it)
-{
-    it->rq.next = NULL;
-    if (h->tail)
-        h->tail->rq.next = &it->rq;
-    else
-        h->head = it;
-    h->tail = it;
-    h->n++;
 }
 
 /* Hands held items to the decoders (block: waits for room for the
@@ -236,10 +255,10 @@ void sl__loader_reader_async(sl_loader_t *l, int id)
         }
         int st = ST_STARTED;
         if (later) /* a claimed slot comes first, whatever the share */
-            st = start_one(l, a, &later, n == 0);
+            st = start_one(l, a, &later, n == 0, &h);
         while (st == ST_STARTED && !later &&
                (n = sl__aread_in_flight(a) + h.n) < share(l, id))
-            st = start_one(l, a, &later, n == 0);
+            st = start_one(l, a, &later, n == 0, &h);
         if (st == ST_STOP)
             break;
         sl__aread_flush(a);

@@ -20,6 +20,8 @@
 
 #include "base/base.h"
 #include "base/membudget.h"
+#include "cache/cache.h"
+#include "cache/pick.h"
 #include "core/bufpool.h"
 #include "core/msglog.h"
 #include "core/sched_glue.h"
@@ -78,6 +80,7 @@ typedef struct item {
     int64_t t0;
     int rc;
     char err[SL_MSG];
+    sl__cache_ref_t hit; /* a cache hit, pinned until decoded (e: none) */
 } item_t;
 
 struct sl_loader {
@@ -139,6 +142,20 @@ struct sl_loader {
      * only decoders give back. item_keep: see SL_ITEM_KEEP. */
     sl__membudget_t rbud, dbud;
     size_t item_keep;
+    /* The sample cache (loader_cache.c): its limit mirrored for a bare
+     * read (0: no lookups), and each decoder's full-size pixels (the
+     * decoded tier). */
+    sl__cache_t *cache;
+    atomic_llong cache_limit;
+    sl__bytes_t dpix[SL_WORKERS_MAX];
+    /* The cache's codec (cache/pick.h): the knob (0 auto, k: candidate
+     * k - 1), the candidate in force, the probe (under pick_mu), offers
+     * and choices made, and what misses cost (the decoder's time on
+     * them). */
+    atomic_int cache_codec, cache_pick;
+    pthread_mutex_t pick_mu;
+    sl__pick_probe_t probe;
+    atomic_llong cache_offers, cache_choices, miss_ns, miss_n;
 
     sl_stats_t stats; /* under mu, except bytes_read */
     atomic_llong bytes_read;
@@ -208,5 +225,22 @@ typedef struct charge {
 } charge_t;
 int sl__loader_admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen);
 void sl__loader_decoder_main(void *arg, int id);
+
+/* The sample cache (loader_cache.c). hit: before a read, the sample from
+ * the cache (1: it->hit pinned, nothing to read; a compressed entry's
+ * bytes charged through adm first, SL__MEMBUDGET_LATER when they do not
+ * fit now), 0: read it. fill: after a good read, the encoded tier keeps
+ * its bytes. process: the decoder's transform of an item, through the
+ * cache (a hit's bytes or pixels; the decoded tier's fill); unpins. */
+int sl__loader_cache_open(sl_loader_t *l);
+void sl__loader_cache_close(sl_loader_t *l);
+int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm);
+void sl__loader_cache_fill(sl_loader_t *l, const item_t *it);
+void sl__loader_cache_unpin(sl_loader_t *l, item_t *it);
+int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
+                             sl__rng_t *crop, sl__rng_t *flip, void *out,
+                             char *cause, size_t len);
+int sl__loader_cache_set(sl_loader_t *l, int64_t bytes);
+void sl__loader_cache_sample(sl_loader_t *l, sl__pipe_sample_t *o);
 
 #endif

@@ -77,6 +77,19 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
                         "io_depth %d: 1..65536, 0 / SL_AUTOTUNE or "
                         "SL_IO_DEPTH_OFF",
                         o->io_depth);
+    if (o->cache_bytes < 0 ||
+        (o->cache_policy != SL_CACHE_MINIO && o->cache_policy != SL_CACHE_LRU))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "cache_bytes %lld < 0 or unknown cache_policy %d",
+                        (long long)o->cache_bytes, o->cache_policy);
+    if (o->cache_codec < SL_CACHE_CODEC_AUTO ||
+        o->cache_codec > SL_CACHE_CODEC_ZSTD19)
+        return sl__fail(err, errlen, SL_EINVAL, "unknown cache_codec %d",
+                        o->cache_codec);
+    /* The decoded tier's pixels are the full-size decode: every sample,
+     * hit or not, takes the no-DCT-scale path (ops/decoded.c). */
+    if (o->cache_decoded)
+        o->no_dct_scale = 1;
     if (o->read_threads < 1 || o->read_threads > SL__THREADS_MAX ||
         o->decode_threads < 1 || o->decode_threads > SL__THREADS_MAX ||
         o->prefetch < 1 || o->prefetch > SL__PREFETCH_MAX)

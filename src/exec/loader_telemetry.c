@@ -38,6 +38,7 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->read_items = atomic_load(&l->read_items);
     o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
     o->decode_items = atomic_load(&l->decode_items);
+    sl__loader_cache_sample(l, o);
 }
 
 void sl_snapshot_init(sl_snapshot_t *s)

@@ -193,11 +193,16 @@ void sl__loader_reader_sync(sl_loader_t *l, int id)
         it->sample = sample;
         uint64_t stored = 0;
         it->err[0] = 0;
+        it->rc = 0;
         charge_t ch = {&l->rbud, "reading it", 0, 0, 0};
         sl__admit_t adm = {sl__loader_admit_charge, &ch};
-        it->rc =
-            sl__source_read_admit(l->src, sample, &it->data, &l->rscratch[id],
-                                  &adm, &stored, it->err, sizeof it->err);
+        int hit = sl__loader_cache_hit(l, it, &adm); /* no read, no wait */
+        if (!hit && !ch.stopped) {
+            it->rc = sl__source_read_admit(l->src, sample, &it->data,
+                                           &l->rscratch[id], &adm, &stored,
+                                           it->err, sizeof it->err);
+            sl__loader_cache_fill(l, it);
+        }
         it->charged = ch.bytes; /* given back when the sample is decoded */
         if (l->rscratch[id].cap > l->item_keep)
             sl__bytes_free(&l->rscratch[id]);
@@ -207,7 +212,8 @@ void sl__loader_reader_sync(sl_loader_t *l, int id)
         }
         /* Emulated storage: the wait counts as read time, as a slow
          * read would. */
-        sl__throttle_wait(&l->thr, stored, t0);
+        if (!hit)
+            sl__throttle_wait(&l->thr, stored, t0);
         atomic_fetch_sub(&l->reads_in_flight, 1);
         atomic_fetch_add(&l->bytes_read, (long long)stored);
         atomic_fetch_add(&l->read_busy_ns, sl__now_ns() - t0);
@@ -309,8 +315,8 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
             char cause[SL_MSG / 2];
             void *out =
                 (uint8_t *)bb->pub.data + (size_t)slot * l->sample_bytes;
-            rc = sl__image_process(it->data.p, it->data.n, &l->xf, &crop, &flip,
-                                   l->dscratch[id], out, cause, sizeof cause);
+            rc = sl__loader_cache_process(l, id, it, &crop, &flip, out, cause,
+                                          sizeof cause);
             sl__membudget_release(&l->dbud, ch->bytes);
             ch->bytes = 0;
             if (ch->stopped)
@@ -321,6 +327,7 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
                 snprintf(msg, sizeof msg, "%s: %s", name, cause);
             }
         }
+        sl__loader_cache_unpin(l, it); /* a hit not processed */
         if (it->data.cap > l->item_keep)
             sl__bytes_free(&it->data);
         if (it->scratch.cap > l->item_keep)

@@ -69,6 +69,21 @@ int sl__image_process(const uint8_t *bytes, size_t n, const sl__xform_t *x,
                       sl__rng_t *crop_rng, sl__rng_t *flip_rng,
                       sl__scratch_t *s, void *out, char *err, size_t errlen);
 
+/* A decoded cache's two halves (ops/decoded.c): the whole image at full
+ * size as RGB (W x H x 3 bytes, rows packed, then SL__IMAGE_SLACK zero
+ * bytes: out->n counts them), its memory admitted first; and the
+ * transform from such pixels, byte for byte what sl__image_process writes
+ * for the encoded image with dct_scale 0 (the same draws from the same
+ * RNGs). rgb must have the SL__IMAGE_SLACK bytes after it (SIMD loads). */
+#define SL__IMAGE_SLACK 32
+int sl__image_decode_full(const uint8_t *bytes, size_t n, int strict,
+                          sl__scratch_t *s, sl__bytes_t *out, int *w, int *h,
+                          char *err, size_t errlen);
+int sl__image_process_rgb(const uint8_t *rgb, int w, int h,
+                          const sl__xform_t *x, sl__rng_t *crop_rng,
+                          sl__rng_t *flip_rng, sl__scratch_t *s, void *out,
+                          char *err, size_t errlen);
+
 /* Width/height from the header only. */
 int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
                    size_t errlen);

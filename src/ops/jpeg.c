@@ -320,3 +320,84 @@ int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
     }
     return sl__fail(err, errlen, SL_ECORRUPT, "truncated JPEG header");
 }
+
+/* The whole image at scale 1 into out (W x H x 3 RGB, rows packed, plus
+ * SL__SLACK bytes): what the crop path decodes when no DCT scale is used,
+ * for the decoded cache (ops/decoded.c). */
+static int jpeg_full_body(const uint8_t *p, size_t n, sl__scratch_t *s,
+                          sl__bytes_t *out, int *w, int *h, char *err,
+                          size_t errlen)
+{
+    j_decompress_ptr d = &s->dinfo;
+    jpeg_mem_src(d, p, (unsigned long)n);
+    jpeg_read_header(d, TRUE);
+    int W = (int)d->image_width, H = (int)d->image_height;
+    int rc = sl__check_dims(W, H, err, errlen);
+    if (rc)
+        return rc;
+    int cmyk =
+        d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
+    d->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
+    d->scale_num = 1;
+    d->scale_denom = 1;
+    jpeg_calc_output_dimensions(d);
+    int ps = d->output_components;
+    if (ps != (cmyk ? 4 : 3))
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "unexpected %d output components", ps);
+    size_t rowb = (size_t)W * ps, bytes = rowb * (size_t)H + SL__SLACK;
+    size_t lib = jpeg_lib_bytes(d);
+    rc = sl__scratch_admit(s, lib + bytes, err, errlen);
+    if (rc)
+        return rc;
+    d->mem->max_memory_to_use = s->admit ? (long)lib : SL__JPEG_MAX_MEMORY;
+    if (sl__bytes_reserve(out, bytes))
+        return sl__fail(err, errlen, SL_ENOMEM, "no memory for %dx%d pixels", W,
+                        H);
+    jpeg_start_decompress(d);
+    if (d->output_components != ps || (int)d->output_width != W ||
+        (int)d->output_height != H)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "unexpected output %ux%u x %d", d->output_width,
+                        d->output_height, d->output_components);
+    while ((int)d->output_scanline < H) {
+        JSAMPROW ptr[SL__JPEG_ROWS];
+        JDIMENSION first = d->output_scanline;
+        int k = 0;
+        for (; k < SL__JPEG_ROWS && (int)first + k < H; k++)
+            ptr[k] = out->p + (first + (size_t)k) * rowb;
+        if (jpeg_read_scanlines(d, ptr, (JDIMENSION)k) == 0)
+            return sl__fail(err, errlen, SL_ECORRUPT, "no rows at %u", first);
+    }
+    if (cmyk) /* row r: 4 W bytes at 4 W r -> 3 W bytes at 3 W r */
+        for (int r = 0; r < H; r++) {
+            uint8_t *row = out->p + (size_t)r * rowb;
+            cmyk_to_rgb(row, W, d->saw_Adobe_marker);
+            memmove(out->p + (size_t)r * W * 3, row, (size_t)W * 3);
+        }
+    out->n = (size_t)W * H * 3 + SL__SLACK;
+    memset(out->p + (size_t)W * H * 3, 0, SL__SLACK);
+    *w = W;
+    *h = H;
+    return 0;
+}
+
+int sl__jpeg_decode_full(const uint8_t *p, size_t n, int strict,
+                         sl__scratch_t *s, sl__bytes_t *out, int *w, int *h,
+                         char *err, size_t errlen)
+{
+    if (!s->jpeg_ready) {
+        int rc = jpeg_setup(s, err, errlen);
+        if (rc)
+            return rc;
+    }
+    s->jerr.warnings = 0;
+    s->jerr.max_warnings = strict ? 0 : SL__JPEG_MAX_WARNINGS;
+    if (setjmp(s->jerr.jb)) {
+        jpeg_abort_decompress(&s->dinfo);
+        return sl__fail(err, errlen, s->jerr.code, "%s", s->jerr.msg);
+    }
+    int rc = jpeg_full_body(p, n, s, out, w, h, err, errlen);
+    jpeg_abort_decompress(&s->dinfo);
+    return rc;
+}

@@ -34,6 +34,7 @@
 /* Bytes of slack after every buffer the SIMD kernels read (they may load a
  * few bytes past the last pixel they use). */
 #define SL__SLACK 32
+_Static_assert(SL__SLACK == SL__IMAGE_SLACK, "one slack for all pixels");
 /* Fixed-point bits of the resampling weights (PIL's PRECISION_BITS). */
 #define SL__RS_BITS 22
 
@@ -179,6 +180,12 @@ int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
                      sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
                      void *out, char *err, size_t errlen);
 void sl__jpeg_release(sl__scratch_t *s);
+int sl__jpeg_decode_full(const uint8_t *p, size_t n, int strict,
+                         sl__scratch_t *s, sl__bytes_t *out, int *w, int *h,
+                         char *err, size_t errlen);
+int sl__png_decode_full(const uint8_t *p, size_t n, sl__scratch_t *s,
+                        sl__bytes_t *out, int *w, int *h, char *err,
+                        size_t errlen);
 int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
                  size_t errlen);
 int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,

@@ -99,3 +99,46 @@ out:
     png_image_free(&img);
     return rc;
 }
+
+/* The whole image into out (W x H x 3 RGB, plus SL__SLACK bytes): alpha
+ * dropped as sl__png_process drops it (ops/decoded.c). */
+int sl__png_decode_full(const uint8_t *p, size_t n, sl__scratch_t *s,
+                        sl__bytes_t *out, int *w, int *h, char *err,
+                        size_t errlen)
+{
+    int W, H;
+    int rc = sl__png_info(p, n, &W, &H, err, errlen);
+    if (rc)
+        return rc;
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&img, p, n)) {
+        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
+        png_image_free(&img);
+        return rc;
+    }
+    int ps = (img.format & PNG_FORMAT_FLAG_ALPHA) ? 4 : 3;
+    img.format = ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
+    img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
+    size_t stride = (size_t)img.width * ps;
+    size_t bytes = stride * img.height + SL__SLACK;
+    rc = sl__scratch_admit(s, bytes, err, errlen);
+    if (!rc && sl__bytes_reserve(out, bytes))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
+                      img.width, img.height);
+    if (!rc &&
+        !png_image_finish_read(&img, NULL, out->p, (png_int_32)stride, NULL))
+        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
+    png_image_free(&img);
+    if (rc)
+        return rc;
+    if (ps == 4) /* front to back: a pixel's 3 bytes land at or before it */
+        for (size_t i = 0; i < (size_t)W * H; i++)
+            memmove(out->p + 3 * i, out->p + 4 * i, 3);
+    out->n = (size_t)W * H * 3 + SL__SLACK;
+    memset(out->p + (size_t)W * H * 3, 0, SL__SLACK);
+    *w = W;
+    *h = H;
+    return 0;
+}

@@ -39,6 +39,11 @@ typedef struct sl__limits {
      * scheduler's read knob is that depth rather than read threads (its
      * max_read is then max_depth). */
     int max_depth, read_depth;
+    /* The sample cache (exec/loader_cache.c): its bytes at the start
+     * (sl_options_t.cache_bytes), and the most anyone may set
+     * (SL_KNOB_CACHE's range): with a memory budget, the share carved out
+     * of it for the cache at create; without, no bound. */
+    int64_t mem_cache, max_cache;
 } sl__limits_t;
 
 /* SL_KNOB_DEPTH is not one of the scheduler's three knobs: it names the
@@ -49,7 +54,9 @@ enum {
     SL_KNOB_READ,
     SL_KNOB_DECODE,
     SL_KNOB_PREFETCH,
-    SL_KNOB_DEPTH
+    SL_KNOB_DEPTH,
+    SL_KNOB_CACHE,      /* the cache's bytes: never the scheduler's */
+    SL_KNOB_CACHE_CODEC /* its codec (0: auto, 1..5: fixed) */
 };
 
 /* The engine's worker limit per stage (exec/workers.h SL_WORKERS_MAX,

@@ -88,6 +88,8 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     lim->max_prefetch = k->prefetch * 4 > 16 ? k->prefetch * 4 : 16;
     lim->mem_read = SL_LIMITS_READ_MAX;
     lim->mem_decode = SL_LIMITS_DECODE_MAX;
+    lim->mem_cache = o->cache_bytes > 0 ? o->cache_bytes : 0;
+    lim->max_cache = INT64_MAX;
     if (o->max_memory_bytes > 0) {
         lim->hard_prefetch = 1;
         int64_t work = o->max_memory_bytes / 4;
@@ -95,16 +97,21 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
             work = SL_LIMITS_MEM_RESERVE;
         lim->mem_read = work / 4;
         lim->mem_decode = work - lim->mem_read;
-        int64_t room = o->max_memory_bytes - work;
+        /* The cache's share comes off the top: what is left after it is
+         * split as without a cache. */
+        lim->max_cache = lim->mem_cache;
+        int64_t room = o->max_memory_bytes - work - lim->mem_cache;
         int64_t fit = room <= 0     ? 0
                       : batch_bytes ? room / (int64_t)batch_bytes
                                     : INT32_MAX;
         if (fit < 1)
             return sl__fail(err, errlen, SL_ERANGE,
                             "memory budget %lld B holds no batch of %zu B "
-                            "(plus %lld MB for reading and decoding)",
+                            "(plus %lld MB for reading and decoding, "
+                            "%lld MB for the cache)",
                             (long long)o->max_memory_bytes, batch_bytes,
-                            (long long)(work >> 20));
+                            (long long)(work >> 20),
+                            (long long)(lim->mem_cache >> 20));
         if (fit < lim->max_prefetch)
             lim->max_prefetch = (int)fit;
         if (k->prefetch > fit)
@@ -167,6 +174,14 @@ int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
         return 0;
     case SL_KNOB_DEPTH:
         *max = lim->max_depth > 0 ? lim->max_depth : SL_IO_DEPTH_MAX;
+        return 0;
+    case SL_KNOB_CACHE:
+        *min = 0;
+        *max = lim->max_cache;
+        return 0;
+    case SL_KNOB_CACHE_CODEC:
+        *min = SL_CACHE_CODEC_AUTO;
+        *max = SL_CACHE_CODEC_ZSTD19;
         return 0;
     case SL_KNOB_PREFETCH:
         *max = SL_KNOB_MAX_PREFETCH;

@@ -227,6 +227,19 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->io_async = q->io_async;
     s->io_depth = q->io_async ? q->io_depth : 0;
     s->reads_in_flight = q->reads_in_flight;
+    s->cache_hits_total = q->cache_hits;
+    s->cache_misses_total = q->cache_misses;
+    int64_t finds =
+        q->cache_hits + q->cache_misses - p->cache_hits - p->cache_misses;
+    s->cache_hit_rate =
+        finds > 0 ? (double)(q->cache_hits - p->cache_hits) / (double)finds
+                  : -1;
+    s->cache_bytes = q->cache_bytes;
+    s->cache_raw_bytes = q->cache_raw_bytes;
+    s->cache_entries = q->cache_entries;
+    s->cache_limit_bytes = q->cache_limit;
+    memcpy(s->cache_codec, q->cache_codec, sizeof s->cache_codec);
+    s->cache_codec_choices = q->cache_codec_choices;
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
     stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,

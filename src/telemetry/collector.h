@@ -34,6 +34,11 @@ typedef struct sl__pipe_sample {
     char decision_knob[24];
     int decision_from, decision_to;
     char decision_reason[160];
+    /* the sample cache: counters, what it holds, how it stores */
+    int64_t cache_hits, cache_misses, cache_bytes, cache_raw_bytes;
+    int64_t cache_entries, cache_limit;
+    char cache_codec[16];
+    int64_t cache_codec_choices;
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

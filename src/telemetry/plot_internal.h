@@ -26,6 +26,7 @@ enum {
     SL__PC_K_READ,
     SL__PC_K_DECODE,
     SL__PC_K_PREFETCH,
+    SL__PC_CACHE_HIT, /* the sample cache's hit rate (NaN: no lookups) */
     /* what the smoothing reads */
     SL__PC_INTERVAL,
     SL__PC_BATCHES,

@@ -33,6 +33,7 @@ static const char *const col_names[SL__PC_N] = {
     "knobs.read_threads",
     "knobs.decode_threads",
     "knobs.prefetch",
+    "cache.hit_rate",
     "interval_s",
     "batches_total",
     "samples_per_s.smoothed",
@@ -60,6 +61,7 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_K_READ] = s->read.workers;
     v[SL__PC_K_DECODE] = s->decode.workers;
     v[SL__PC_K_PREFETCH] = s->prefetch;
+    v[SL__PC_CACHE_HIT] = s->cache_hit_rate;
     v[SL__PC_INTERVAL] = s->interval_s;
     v[SL__PC_BATCHES] = (double)s->batches_total;
     for (int i = 0; i < SL__PC_N; i++)

@@ -188,6 +188,17 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
            "Samples skipped as bad input.", (double)s->errors_skipped);
     metric(&o, "read_bytes_total", "counter", "Stored bytes read.",
            (double)s->bytes_read_total);
+    metric(&o, "cache_hits_total", "counter", "Samples served by the cache.",
+           (double)s->cache_hits_total);
+    metric(&o, "cache_misses_total", "counter",
+           "Samples the cache did not hold (read from storage).",
+           (double)s->cache_misses_total);
+    metric(&o, "cache_bytes", "gauge", "Bytes the sample cache holds.",
+           (double)s->cache_bytes);
+    metric(&o, "cache_entries", "gauge", "Samples the cache holds.",
+           (double)s->cache_entries);
+    metric(&o, "cache_limit_bytes", "gauge", "The sample cache's limit.",
+           (double)s->cache_limit_bytes);
     metric(&o, "samples_per_second", "gauge",
            "Samples per second, last "
            "interval.",

@@ -84,6 +84,15 @@ static const sl__schema_field_t schema[] = {
     F("io.async", INT, io_async),
     F("io.depth", INT, io_depth),
     F("io.reads_in_flight", INT, reads_in_flight),
+    F("cache.hits_total", I64, cache_hits_total),
+    F("cache.misses_total", I64, cache_misses_total),
+    F("cache.hit_rate", NUM, cache_hit_rate),
+    F("cache.bytes", I64, cache_bytes),
+    F("cache.raw_bytes", I64, cache_raw_bytes),
+    F("cache.entries", I64, cache_entries),
+    F("cache.limit_bytes", I64, cache_limit_bytes),
+    S("cache.codec", cache_codec),
+    F("cache.codec_choices", I64, cache_codec_choices),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)

@@ -286,7 +286,7 @@ static void test_loader_knobs(void **state)
     assert_int_equal(sl__testing_storage_get(l, LAT, &v), 0);
     assert_int_equal(v, 0);
     /* Not knobs: the public knob calls refuse them. */
-    assert_int_equal(sl_loader_set(l, (sl_param_t)5, 1000), SL_EINVAL);
+    assert_int_equal(sl_loader_set(l, (sl_param_t)99, 1000), SL_EINVAL);
     sl_loader_destroy(l);
 }
 

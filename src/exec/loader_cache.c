@@ -1,0 +1,221 @@
+/* The loader's side of the sample cache (cache/cache.h; docs/DESIGN.md,
+ * "Sample cache"): a reader asks it before reading (a hit skips the read
+ * and the emulated storage), fills it after a good read (encoded tier),
+ * and a decoder runs a sample through it (decoded tier: the whole image
+ * decoded once, the per-epoch transform from its pixels). Every sample's
+ * bytes are the same whether it hit or not, so the stream does not depend
+ * on the cache, its size, its policy or timing. */
+#include <stdio.h>
+#include <string.h>
+
+#include "codec/codec.h"
+#include "loader_internal.h"
+
+/* Decoded pixels a decoder keeps between samples (more is freed). */
+#define PIX_KEEP ((size_t)8 << 20)
+/* Auto codec: entries probed with every candidate, and how often (in
+ * offers) the choice is made again with the latest miss cost. */
+#define PROBE_ENTRIES 4
+#define REPICK_EVERY 32
+
+int sl__loader_cache_open(sl_loader_t *l)
+{
+    l->cache = sl__cache_create(sl__source_count(l->src), l->lim.mem_cache,
+                                l->opt.cache_policy);
+    atomic_store(&l->cache_limit, l->lim.mem_cache);
+    atomic_store(&l->cache_codec, l->opt.cache_codec);
+    pthread_mutex_init(&l->pick_mu, NULL);
+    return l->cache ? 0 : SL_ENOMEM;
+}
+
+void sl__loader_cache_close(sl_loader_t *l)
+{
+    for (int i = 0; i < SL_WORKERS_MAX; i++)
+        sl__bytes_free(&l->dpix[i]);
+    if (l->cache)
+        pthread_mutex_destroy(&l->pick_mu);
+    sl__cache_destroy(l->cache);
+    l->cache = NULL;
+}
+
+/* What a miss costs now, per sample: the decoder's time on misses plus
+ * the read stage's time per sample over its slots (a read-bound pipeline
+ * pays for a miss in read time). 0 before any was measured. */
+static double miss_cost(sl_loader_t *l)
+{
+    double n = (double)atomic_load(&l->miss_n);
+    double dec = n > 0 ? (double)atomic_load(&l->miss_ns) / n : 0;
+    double items = (double)atomic_load(&l->read_items);
+    int slots =
+        l->async ? sl__loader_io_depth(l) : atomic_load(&l->readers_now);
+    double rd = items > 0 ? (double)atomic_load(&l->read_busy_ns) / items /
+                                (slots > 0 ? slots : 1)
+                          : 0;
+    return dec + rd;
+}
+
+/* Auto: the probe's first entries, then the choice every REPICK_EVERY
+ * offers (cache/pick.h). Returns the candidate in force. */
+static int auto_pick(sl_loader_t *l, const void *p, size_t n)
+{
+    long long k = atomic_fetch_add(&l->cache_offers, 1);
+    int probing = 0;
+    /* Another thread probing or choosing: use what is in force now
+     * rather than wait (a zstd-19 probe takes a while). */
+    if (pthread_mutex_trylock(&l->pick_mu))
+        return atomic_load(&l->cache_pick);
+    if (l->probe.n < PROBE_ENTRIES) {
+        sl__pick_probe_add(&l->probe, p, n); /* a few, once: under the lock */
+        probing = l->probe.n == PROBE_ENTRIES;
+    }
+    if (probing || (l->probe.n >= PROBE_ENTRIES && k % REPICK_EVERY == 0)) {
+        sl__cache_stats_t st;
+        sl__cache_get_stats(l->cache, &st);
+        double mean = l->probe.raw_bytes / l->probe.n;
+        int64_t samples = sl__source_count(l->src);
+        double room = (double)st.limit - (double)samples * 8;
+        int c =
+            sl__pick_choose(&l->probe, samples, mean, room, miss_cost(l), NULL);
+        if (c != atomic_load(&l->cache_pick)) {
+            atomic_store(&l->cache_pick, c);
+            atomic_fetch_add(&l->cache_choices, 1);
+        }
+    }
+    pthread_mutex_unlock(&l->pick_mu);
+    return atomic_load(&l->cache_pick);
+}
+
+/* Offers n bytes for key with the codec in force (auto: chosen here),
+ * when the cache would keep an entry of about their stored size. */
+static void offer(sl_loader_t *l, int64_t key, const void *p, size_t n,
+                  int64_t aux)
+{
+    int knob = atomic_load(&l->cache_codec);
+    int c = knob ? knob - 1 : atomic_load(&l->cache_pick);
+    if (!sl__cache_wants(l->cache, n / 8))
+        return; /* full even at the strongest ratio we could hope for */
+    if (!knob)
+        c = auto_pick(l, p, n);
+    const sl__pick_codec_t *k = &sl__pick_codecs[c];
+    sl__cache_put(l->cache, key, p, n, aux, k->codec, k->level);
+}
+
+int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm)
+{
+    it->hit = (sl__cache_ref_t){0};
+    if (atomic_load(&l->cache_limit) <= 0 ||
+        !sl__cache_find(l->cache, it->sample, &it->hit))
+        return 0;
+    if (!sl__cache_view(&it->hit)) {
+        /* A compressed entry is copied out by the decoder: those bytes are
+         * this sample's, as a read's would be. */
+        char err[SL_MSG];
+        int rc = sl__admit(adm, (int64_t)it->hit.raw_n, err, sizeof err);
+        if (rc) {
+            sl__cache_unpin(l->cache, &it->hit);
+            return rc == SL__MEMBUDGET_LATER ? rc : 0; /* too big: read */
+        }
+    }
+    return 1;
+}
+
+void sl__loader_cache_fill(sl_loader_t *l, const item_t *it)
+{
+    if (it->rc || l->opt.cache_decoded || atomic_load(&l->cache_limit) <= 0)
+        return;
+    offer(l, it->sample, it->data.p, it->data.n, 0);
+}
+
+void sl__loader_cache_unpin(sl_loader_t *l, item_t *it)
+{
+    if (l->cache)
+        sl__cache_unpin(l->cache, &it->hit);
+}
+
+/* The decoded tier's miss: the whole image decoded into dpix (when the
+ * cache would keep it), transformed from there and offered to the cache;
+ * else the usual path (no DCT scale: the same bytes). */
+static int decoded_miss(sl_loader_t *l, int id, const item_t *it,
+                        sl__rng_t *crop, sl__rng_t *flip, void *out,
+                        char *cause, size_t len)
+{
+    sl__scratch_t *s = l->dscratch[id];
+    int w = 0, h = 0;
+    if (sl__image_info(it->data.p, it->data.n, &w, &h, NULL, 0) ||
+        !sl__cache_wants(l->cache, ((size_t)w * h * 3 + SL__IMAGE_SLACK) / 8))
+        return sl__image_process(it->data.p, it->data.n, &l->xf, crop, flip, s,
+                                 out, cause, len);
+    sl__bytes_t *pix = &l->dpix[id];
+    int rc = sl__image_decode_full(it->data.p, it->data.n, l->xf.strict, s, pix,
+                                   &w, &h, cause, len);
+    if (!rc)
+        rc = sl__image_process_rgb(pix->p, w, h, &l->xf, crop, flip, s, out,
+                                   cause, len);
+    if (!rc)
+        offer(l, it->sample, pix->p, pix->n, (int64_t)w << 32 | (uint32_t)h);
+    return rc;
+}
+
+int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
+                             sl__rng_t *crop, sl__rng_t *flip, void *out,
+                             char *cause, size_t len)
+{
+    sl__scratch_t *s = l->dscratch[id];
+    int rc;
+    if (!it->hit.e) {
+        int64_t t0 = sl__now_ns();
+        rc = l->opt.cache_decoded && atomic_load(&l->cache_limit) > 0
+                 ? decoded_miss(l, id, it, crop, flip, out, cause, len)
+                 : sl__image_process(it->data.p, it->data.n, &l->xf, crop, flip,
+                                     s, out, cause, len);
+        atomic_fetch_add(&l->miss_ns, sl__now_ns() - t0);
+        atomic_fetch_add(&l->miss_n, 1);
+    } else {
+        /* A hit: the entry's bytes in place, or copied out (compressed)
+         * into the item's buffer / the decoder's pixels. */
+        const uint8_t *p = sl__cache_view(&it->hit);
+        sl__bytes_t *buf = l->opt.cache_decoded ? &l->dpix[id] : &it->data;
+        rc = 0;
+        if (!p) {
+            rc = sl__bytes_reserve(buf, it->hit.raw_n)
+                     ? sl__fail(cause, len, SL_ENOMEM, "out of memory")
+                     : sl__cache_copy(&it->hit, buf->p, cause, len);
+            p = buf->p;
+        }
+        if (!rc && l->opt.cache_decoded)
+            rc = sl__image_process_rgb(p, (int)(it->hit.aux >> 32),
+                                       (int)(uint32_t)it->hit.aux, &l->xf, crop,
+                                       flip, s, out, cause, len);
+        else if (!rc)
+            rc = sl__image_process(p, it->hit.raw_n, &l->xf, crop, flip, s, out,
+                                   cause, len);
+        sl__cache_unpin(l->cache, &it->hit);
+    }
+    if (l->dpix[id].cap > PIX_KEEP)
+        sl__bytes_free(&l->dpix[id]);
+    return rc;
+}
+
+int sl__loader_cache_set(sl_loader_t *l, int64_t bytes)
+{
+    sl__cache_set_limit(l->cache, bytes);
+    atomic_store(&l->cache_limit, bytes);
+    return 0;
+}
+
+void sl__loader_cache_sample(sl_loader_t *l, sl__pipe_sample_t *o)
+{
+    sl__cache_stats_t st;
+    sl__cache_get_stats(l->cache, &st);
+    o->cache_hits = st.hits;
+    o->cache_misses = st.misses;
+    o->cache_bytes = st.bytes;
+    o->cache_entries = st.entries;
+    o->cache_limit = st.limit;
+    o->cache_raw_bytes = st.raw_bytes;
+    int knob = atomic_load(&l->cache_codec);
+    int c = knob ? knob - 1 : atomic_load(&l->cache_pick);
+    snprintf(o->cache_codec, sizeof o->cache_codec, "%s",
+             st.limit > 0 ? sl__pick_codecs[c].name : "");
+    o->cache_codec_choices = atomic_load(&l->cache_choices);
+}
