@@ -3,8 +3,8 @@
     faulty_http.py ROOT PORT_FILE [--faults]
 
 Serves ROOT on 127.0.0.1 (an ephemeral port, written to PORT_FILE) with HEAD
-and single-range GET (Range: bytes=A-B), keep-alive. With --faults, of every
-five GET requests for a file, the second answers 500, the third closes the
+and single-range GET (Range: bytes=A-B), keep-alive. With --faults, of the
+first five GET requests for a file, the second answers 500, the third closes the
 connection after half its body (a reset), and the fourth sends half its body
 then stalls for 4 s (longer than the client's SL_HTTP_STALL_S=1); so every
 request succeeds on a retry. A path containing "always500" always answers
@@ -66,7 +66,7 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             k = count.get(self.path, 0)
             count[self.path] = k + 1
-        fault = ["", "500", "reset", "stall", ""][k % 5] if FAULTS else ""
+        fault = ["", "500", "reset", "stall", ""][k] if FAULTS and k < 5 else ""
         if fault == "500":
             with lock:
                 served["500"] += 1
