@@ -130,7 +130,7 @@ def sluice_cli(args, plan, cfg, keep_telemetry=None):
     cmd += ["--policy", cfg["policy"]]
     if cfg["policy"] == "rl" and getattr(args, "policy_file", None):
         cmd += ["--policy-file", args.policy_file]
-    for k in ("threads", "read_threads", "prefetch"):
+    for k in ("threads", "read_threads", "prefetch", "io_depth"):
         if cfg.get(k):
             cmd += ["--" + k.replace("_", "-"), str(cfg[k])]
     keep = keep_telemetry or getattr(args, "telemetry", None)

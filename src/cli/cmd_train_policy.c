@@ -68,11 +68,11 @@ static void on_update(void *ctx, const sl__train_progress_t *p)
 {
     progress_t *pg = ctx;
     fprintf(stderr,
-            "%supdate %3d  decisions %7ld  mean reward %8.4f  "
-            "entropy %.3f  kl %.4f  clip %.2f  v_loss %.3f  %.0f s%s",
-            pg->tty ? "\r" : "", p->update, p->decisions, p->mean_reward,
-            p->st.entropy, p->st.approx_kl, p->st.clip_frac, p->st.v_loss,
-            (sl__now_ns() - pg->t0) / 1e9, pg->tty ? "  " : "\n");
+            "%supdate %3d  decisions %7ld  model jumps %4ld  mean reward "
+            "%8.4f  entropy %.3f  kl %.4f  clip %.2f  v_loss %.3f  %.0f s%s",
+            pg->tty ? "\r" : "", p->update, p->decisions, p->model_windows,
+            p->mean_reward, p->st.entropy, p->st.approx_kl, p->st.clip_frac,
+            p->st.v_loss, (sl__now_ns() - pg->t0) / 1e9, pg->tty ? "  " : "\n");
 }
 
 static void on_row(void *ctx, int i, const sl__sim_profile_t *p,

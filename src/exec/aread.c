@@ -36,7 +36,7 @@ void sl__aread_destroy(sl__aread_t *a)
 
 int sl__aread_uses_ring(const sl__aread_t *a)
 {
-    return a->ring != NULL;
+    return a->ring != NULL && !a->refused;
 }
 
 int sl__aread_in_flight(const sl__aread_t *a)
@@ -67,30 +67,61 @@ static int64_t read_inline(const sl__areq_t *r)
     return n < 0 ? -errno : n;
 }
 
+/* The kernel will never read what is queued: read it here, oldest first
+ * (queued is newest first), and read inline from now on. The ring stays
+ * for completions of reads it took before. */
+static void refuse(sl__aread_t *a, int rc)
+{
+    a->refused = rc;
+    sl__areq_t *old = NULL;
+    while (a->queued) { /* reverse */
+        sl__areq_t *r = a->queued;
+        a->queued = r->next;
+        r->next = old;
+        old = r;
+    }
+    while (old) {
+        sl__areq_t *r = old;
+        old = r->next;
+        a->in_kernel--;
+        read_done(a, r, read_inline(r));
+    }
+    a->unsubmitted = 0;
+}
+
 void sl__aread_flush(sl__aread_t *a)
 {
     if (!a->ring || !a->unsubmitted)
         return;
-    if (sl__uring_submit(a->ring) == 0)
+    int rc = sl__uring_submit(a->ring);
+    if (rc == 0) {
         a->unsubmitted = 0;
+        a->queued = NULL;
+    } else if (rc < 0) {
+        refuse(a, rc);
+    }
 }
 
 void sl__aread_start(sl__aread_t *a, sl__areq_t *r)
 {
     a->in_flight++;
     r->ticket = 0;
-    if (r->len == 0 || !a->ring) {
+    if (r->len == 0 || !sl__aread_uses_ring(a)) {
         read_done(a, r, r->len ? read_inline(r) : 0);
         return;
     }
     r->phase = AR_KERNEL;
     if (sl__uring_read(a->ring, r->fd, r->buf, r->len, r->off, r)) {
         sl__aread_flush(a); /* the queue was full */
-        if (sl__uring_read(a->ring, r->fd, r->buf, r->len, r->off, r)) {
-            read_done(a, r, read_inline(r)); /* cannot happen after a flush */
+        if (a->refused ||
+            sl__uring_read(a->ring, r->fd, r->buf, r->len, r->off, r)) {
+            /* refused, or the kernel busy with the whole queue */
+            read_done(a, r, read_inline(r));
             return;
         }
     }
+    r->next = a->queued;
+    a->queued = r;
     a->unsubmitted++;
     a->in_kernel++;
 }

@@ -47,7 +47,11 @@ typedef struct sl__aread {
     int in_flight; /* started, not yet handed back */
     int in_kernel; /* submitted to the ring, no completion yet */
     int unsubmitted;
+    sl__areq_t *queued;      /* the unsubmitted ones, newest first */
     sl__areq_t *head, *tail; /* read, waiting on the emulated storage */
+    /* The kernel refused a submission (-errno; 0: never): every read from
+     * then on is inline, the queued ones were read inline at once. */
+    int refused;
 } sl__aread_t;
 
 /* A ring of `entries` when use_ring (else, or when the ring cannot be
@@ -56,6 +60,8 @@ int sl__aread_init(sl__aread_t *a, sl__throttle_t *thr, unsigned entries,
                    int use_ring, char *why, size_t whylen);
 /* Only with nothing in flight. */
 void sl__aread_destroy(sl__aread_t *a);
+/* 1 while reads go through the ring (not before a ring was made, nor
+ * after the kernel refused one). */
 int sl__aread_uses_ring(const sl__aread_t *a);
 
 /* Starts r (queued for the ring: sl__aread_flush hands the queue to the

@@ -36,6 +36,22 @@ static void probe(void)
                  "io_uring without IORING_OP_READ (Linux < 5.6)");
     if (p)
         io_uring_free_probe(p);
+    /* A filter may allow the ring but refuse io_uring_enter (seccomp):
+     * one no-op there and back, or no ring. */
+    if (probe_ok) {
+        struct io_uring_sqe *sqe = io_uring_get_sqe(&r);
+        io_uring_prep_nop(sqe);
+        struct io_uring_cqe *cqe = NULL;
+        struct __kernel_timespec ts = {1, 0};
+        rc = io_uring_submit(&r);
+        if (rc >= 0)
+            rc = io_uring_wait_cqe_timeout(&r, &cqe, &ts);
+        if (rc < 0 || !cqe) {
+            probe_ok = 0;
+            snprintf(probe_why, sizeof probe_why, "io_uring_enter: %s",
+                     rc < 0 ? strerror(-rc) : "no completion");
+        }
+    }
     io_uring_queue_exit(&r);
 }
 
@@ -90,7 +106,9 @@ int sl__uring_submit(sl__uring_t *u)
     do
         rc = io_uring_submit(&u->ring);
     while (rc == -EINTR);
-    return rc < 0 ? rc : 0;
+    if (rc >= 0)
+        return 0;
+    return rc == -EAGAIN || rc == -EBUSY ? 1 : rc;
 }
 
 int sl__uring_complete(sl__uring_t *u, void **user, int64_t *res,

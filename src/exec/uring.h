@@ -29,7 +29,10 @@ void sl__uring_close(sl__uring_t *u); /* NULL: nothing */
  * @return 0, or 1 when the submission queue is full (submit first). */
 int sl__uring_read(sl__uring_t *u, int fd, void *buf, size_t len, uint64_t off,
                    void *user);
-/* Hands what was queued to the kernel. @return 0, or -errno. */
+/* Hands what was queued to the kernel. @return 0; 1 when the kernel is
+ * busy for now (EAGAIN, EBUSY: try again after reaping); or -errno when
+ * it refuses (a filter on io_uring_enter, ...): what was queued will never
+ * be read by the ring. */
 int sl__uring_submit(sl__uring_t *u);
 /* One completion: 1 and *user, *res (bytes read or -errno); 0 when none
  * came within timeout_ns (0: do not wait; < 0: wait until one comes). */

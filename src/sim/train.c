@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "sched/heuristic.h"
 #include "sched/limits.h"
 #include "sim/run.h"
 
@@ -62,6 +63,10 @@ typedef struct episode {
     sl__sim_t *sim;
     sl_snapshot_t win[TICKS];
     int t, len; /* decisions taken, per episode */
+    /* The stall model's jump, which runs before the learned policy at run
+     * time (sched/rl.c), runs before it here too: the policy learns the
+     * windows it will meet, not the ones the jump leaves behind. */
+    sl__heur_t model;
 } episode_t;
 
 static int episode_start(episode_t *e, const sl__train_opts_t *o, uint64_t n,
@@ -76,8 +81,23 @@ static int episode_start(episode_t *e, const sl__train_opts_t *o, uint64_t n,
         return SL_ENOMEM;
     e->t = 0;
     e->len = (int)(o->episode_s / (SL_SIM_PERIOD_S * TICKS));
+    sl__heur_init(&e->model);
     advance(e->sim, e->win);
     return 0;
+}
+
+/* The model's jump (or the judgement of one) for this window, applied and
+ * simulated; 0 when the model had nothing to say and the policy decides. */
+static int model_window(episode_t *e)
+{
+    sl__knobs_t next;
+    if (sl__heur_model_step(&e->model, e->win, TICKS, &e->lim, &e->k, &next,
+                            NULL, 0) == SL_KNOB_NONE)
+        return 0;
+    e->k = next;
+    sl__sim_set_knobs(e->sim, &e->k);
+    advance(e->sim, e->win);
+    return 1;
 }
 
 int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol)
@@ -91,6 +111,8 @@ int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol)
         if (episode_start(&e, o, ~ep, &r))
             return SL_ENOMEM;
         for (; e.t < e.len; e.t++) {
+            if (model_window(&e))
+                continue;
             double raw[SL_RL_NOBS];
             sl__rl_features(e.win, TICKS, &e.lim, &e.k, raw);
             for (int i = 0; i < SL_RL_NOBS; i++) {
@@ -116,14 +138,49 @@ int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol)
     return 0;
 }
 
+/* Time limits truncate: the last decision bootstraps from V(this state). */
+static void bootstrap_end(const sl__rl_policy_t *pol, sl__ppo_buf_t *buf,
+                          const episode_t *e)
+{
+    double nraw[SL_RL_NOBS], x[SL_RL_NOBS], z[SL_MLP_LOGITS], v;
+    sl__rl_features(e->win, TICKS, &e->lim, &e->k, nraw);
+    sl__rl_normalise(pol, nraw, x);
+    sl__mlp_forward(&pol->net, x, NULL, z, &v);
+    sl__ppo_buf_end(buf, v);
+}
+
+static int next_episode(const sl__train_opts_t *o, episode_t *e,
+                        uint64_t *episodes, sl__rng_t *r)
+{
+    sl__sim_destroy(e->sim);
+    e->sim = NULL;
+    return episode_start(e, o, (*episodes)++, r);
+}
+
 /* Fills buf with one rollout; episodes run on across rollouts. */
 static int rollout(const sl__train_opts_t *o, sl__rl_policy_t *pol,
                    sl__ppo_buf_t *buf, episode_t *e, uint64_t *episodes,
-                   sl__rng_t *r, double *rsum)
+                   sl__rng_t *r, double *rsum, long *model)
 {
     buf->n = 0;
     *rsum = 0;
+    *model = 0;
     while (buf->n < buf->cap) {
+        if (model_window(e)) {
+            ++*model;
+            /* Not the policy's action: no experience. A jump between two
+             * of its decisions is part of the world it acts in. */
+            if (++e->t >= e->len) {
+                /* The episode ends here: its last decision (if this
+                 * rollout holds one not yet closed) is truncated. */
+                if (buf->n > 0 && !buf->last[buf->n - 1])
+                    bootstrap_end(pol, buf, e);
+                int rc = next_episode(o, e, episodes, r);
+                if (rc)
+                    return rc;
+            }
+            continue;
+        }
         double raw[SL_RL_NOBS];
         sl__rl_features(e->win, TICKS, &e->lim, &e->k, raw);
         sl__rl_decision_t d;
@@ -137,18 +194,10 @@ static int rollout(const sl__train_opts_t *o, sl__rl_policy_t *pol,
         sl__ppo_buf_reward(buf, i, rew);
         *rsum += rew;
         int over = ++e->t >= e->len;
-        if (over || buf->n == buf->cap) {
-            /* Time limits truncate: bootstrap from V(next state). */
-            double nraw[SL_RL_NOBS], x[SL_RL_NOBS], z[SL_MLP_LOGITS], v;
-            sl__rl_features(e->win, TICKS, &e->lim, &e->k, nraw);
-            sl__rl_normalise(pol, nraw, x);
-            sl__mlp_forward(&pol->net, x, NULL, z, &v);
-            sl__ppo_buf_end(buf, v);
-        }
+        if (over || buf->n == buf->cap)
+            bootstrap_end(pol, buf, e);
         if (over) {
-            sl__sim_destroy(e->sim);
-            e->sim = NULL;
-            int rc = episode_start(e, o, (*episodes)++, r);
+            int rc = next_episode(o, e, episodes, r);
             if (rc)
                 return rc;
         }
@@ -178,7 +227,8 @@ int sl__train_ppo(const sl__train_opts_t *o, sl__rl_policy_t *pol)
     long done = 0;
     for (int u = 1; !rc && done < o->steps; u++) {
         double rsum;
-        if ((rc = rollout(o, pol, &buf, &e, &episodes, &r, &rsum)))
+        long model;
+        if ((rc = rollout(o, pol, &buf, &e, &episodes, &r, &rsum, &model)))
             break;
         done += buf.n;
         sl__train_progress_t pr;
@@ -186,6 +236,7 @@ int sl__train_ppo(const sl__train_opts_t *o, sl__rl_policy_t *pol)
         pr.update = u;
         pr.decisions = done;
         pr.mean_reward = rsum / buf.n;
+        pr.model_windows = model;
         if ((rc = sl__ppo_update(&ppo, &pol->net, &buf, &r, &pr.st)))
             break;
         if (o->on_update)

@@ -24,6 +24,8 @@ typedef struct sl__train_progress {
     int update;
     long decisions;     /* taken so far */
     double mean_reward; /* over this update's rollout */
+    long model_windows; /* of this rollout's windows, decided by the stall
+                           model's jump (no experience for the policy) */
     sl__ppo_stats_t st;
 } sl__train_progress_t;
 

@@ -5,9 +5,11 @@
  * reads (folder and compressed shard); bad files are skipped and named; a
  * tight read budget with a deep queue neither hangs nor goes over; and
  * io_depth / read threads flipped while next() runs (watchdog; TSan in
- * make check). Where io_uring cannot be used (built without liburing,
- * refused by the kernel) the ring tests skip with the reason and the
- * loader tests run the inline / blocking paths. */
+ * make check); and a kernel that stops taking submissions mid-run (a
+ * seccomp filter on io_uring_enter) costs no read and no hang. Where io_uring
+ * cannot be used (built without liburing, refused by the kernel) the ring tests
+ * skip with the reason and the loader tests run the inline / blocking paths. */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,8 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
+#ifdef SL_TEST_SECCOMP
+#include <seccomp.h>
+#endif
 
 #include "base/base.h"
 #include "codec/codec.h"
@@ -491,6 +497,97 @@ static void test_knob(void **state)
     assert_non_null(strstr(sl_loader_last_error(NULL), "io_depth"));
 }
 
+#ifdef SL_TEST_SECCOMP
+/* Reads i in [from, to) of 4 KiB blocks at offset i * stride blocks. */
+static void start_reads(sl__aread_t *a, sl__areq_t *rq, int from, int to,
+                        int fd, uint8_t *buf, int stride)
+{
+    for (int i = from; i < to; i++) {
+        rq[i] = (sl__areq_t){.fd = fd,
+                             .buf = buf + i * 4096,
+                             .len = 4096,
+                             .off = (uint64_t)(i * stride) * 4096,
+                             .t0 = sl__now_ns()};
+        sl__aread_start(a, &rq[i]);
+    }
+}
+#endif
+
+/* The kernel refuses io_uring_enter after the ring was made (a seccomp
+ * filter loaded mid-run): the reads queued for it are read inline at the
+ * next flush, later ones too, every byte right, nothing waits forever.
+ * In a child process (the filter cannot be taken back), libseccomp where
+ * the build found it. */
+static void test_refused_submission_reads_inline(void **state)
+{
+    (void)state;
+#ifndef SL_TEST_SECCOMP
+    printf("# skipped: built without libseccomp (libseccomp-dev)\n");
+    skip();
+#else
+    if (!ring_ok())
+        skip();
+    const size_t B = 4096;
+    char *path = pattern_file(64 * B);
+    uint8_t *buf = malloc(32 * B);
+    sl__areq_t rq[32];
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int fd = open(path, O_RDONLY);
+        sl__throttle_t thr;
+        sl__throttle_init(&thr, 0, 0);
+        sl__aread_t a;
+        sl__aread_init(&a, &thr, 64, 1, NULL, 0);
+        if (!sl__aread_uses_ring(&a) || fd < 0)
+            _exit(10);
+        start_reads(&a, rq, 0, 8, fd, buf, 5); /* these go through the ring */
+        sl__aread_flush(&a);
+        start_reads(&a, rq, 8, 16, fd, buf, 3); /* queued, then refused */
+        scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+        if (!f ||
+            seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(io_uring_enter),
+                             0) ||
+            seccomp_load(f))
+            _exit(11);
+        start_reads(&a, rq, 16, 32, fd, buf, 2); /* after the refusal: inline */
+        int back = 0;
+        int64_t end = sl__now_ns() + 10000000000LL;
+        while (back < 32 && sl__now_ns() < end) {
+            sl__areq_t *done[32];
+            int n = sl__aread_reap(&a, done, 32, 100000000, 0);
+            for (int i = 0; i < n; i++) {
+                if (done[i]->res != (int64_t)B)
+                    _exit(12);
+                const uint8_t *p = done[i]->buf;
+                for (size_t k = 0; k < B; k++)
+                    if (p[k] != (uint8_t)((done[i]->off + k) * 7 + 3))
+                        _exit(13);
+            }
+            back += n;
+        }
+        if (back != 32)
+            _exit(14); /* waited on reads the kernel never took */
+        if (sl__aread_uses_ring(&a) || a.refused != -EPERM)
+            _exit(15);
+        _exit(0);
+    }
+    int st = 0;
+    for (int t = 0; t < 300 && waitpid(pid, &st, WNOHANG) == 0; t++)
+        usleep(100000);
+    if (waitpid(pid, &st, WNOHANG) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        fail_msg("the reader hung after io_uring_enter was refused");
+    }
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    free(buf);
+    unlink(path);
+    free(path);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -501,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_tight_budget_deep_queue),
         cmocka_unit_test(test_flip_depth_and_threads),
         cmocka_unit_test(test_knob),
+        cmocka_unit_test(test_refused_submission_reads_inline),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

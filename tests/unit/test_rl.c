@@ -10,6 +10,7 @@
 #include "sched/mlp.h"
 #include "sched/ppo.h"
 #include "sched/rl.h"
+#include "sim/train.h"
 #include "testutil.h"
 
 /* All knobs tuned; budgets: threads, read, decode, prefetch. */
@@ -573,6 +574,37 @@ static void test_sched_learns_online_and_falls_back(void **state)
     sl__rl_sched_free(&s);
 }
 
+static void count_model(void *ctx, const sl__train_progress_t *p)
+{
+    long *m = ctx;
+    m[0] += p->model_windows;
+    m[1] = p->decisions;
+}
+
+/* Training meets the windows the policy meets at run time: the stall
+ * model's jump runs first (as in sl__rl_sched_step), and the windows it
+ * decides are no experience for the policy. Random profiles include
+ * fetch-bound starts, so some windows are the model's. */
+static void test_training_runs_the_model_jump_first(void **state)
+{
+    (void)state;
+    sl__rl_policy_t pol;
+    assert_int_equal(sl__rl_policy_init(&pol, 16, 3), 0);
+    long m[2] = {0, 0};
+    sl__train_opts_t o = {.seed = 5,
+                          .steps = 2048,
+                          .episode_s = 20,
+                          .rollout = 512,
+                          .on_update = count_model,
+                          .ctx = m};
+    assert_int_equal(sl__train_normalise(&o, &pol), 0);
+    assert_int_equal(sl__train_ppo(&o, &pol), 0);
+    assert_int_equal(m[1], 2048); /* the policy's own decisions only */
+    assert_true(m[0] > 0);
+    assert_true(m[0] < m[1]); /* the model jumps, the policy steps */
+    sl__rl_policy_free(&pol);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -589,6 +621,7 @@ int main(void)
         cmocka_unit_test(test_reward_prices_wait_idle_and_resources),
         cmocka_unit_test(test_guard_trips_only_on_lasting_degradation),
         cmocka_unit_test(test_sched_learns_online_and_falls_back),
+        cmocka_unit_test(test_training_runs_the_model_jump_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
