@@ -7,6 +7,9 @@
 #   SL_NIFTI       NIfTI-1/-2 volumes (sluice/volume.h: Debian's NIfTI C
 #                  library, libnifti2-dev, found by its CMake package; zlib)
 #   SL_TFRECORD    TFRecord files' tf.train.Example (protobuf-c, protoc-c)
+#   SL_CURL        remote sources: http://, https://, s3:// (libcurl; libxml2
+#                  for S3 listings); off, a URL is refused with "built
+#                  without libcurl" and the remote tests skip
 # Off, a component's sources are not compiled and a stub under src/*/off/
 # takes their place: the public API and the exported symbols stay the same
 # in every build (a caller links against any libsluice.so.N), and a call that
@@ -93,12 +96,13 @@ if(SL_TFRECORD AND NOT SL_PROTOC_C)
     "scripts/install-deps installs it), or configure with -DSL_TFRECORD=OFF")
 endif()
 sl_component(SL_URING "Asynchronous reads through io_uring (needs liburing)" liburing)
-message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} nifti=${SL_NIFTI} tfrecord=${SL_TFRECORD} uring=${SL_URING}")
+sl_component(SL_CURL "Remote sources: http(s):// and s3:// (needs libcurl and libxml2)" libcurl libxml-2.0)
+message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} nifti=${SL_NIFTI} tfrecord=${SL_TFRECORD} uring=${SL_URING} curl=${SL_CURL}")
 
 # Sources that need a component's libraries, relative to src/, and the stub
 # that replaces them when it is off. A new file that includes pcre2.h,
-# utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h, protobuf-c.h or liburing.h
-# belongs in these lists.
+# utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h, protobuf-c.h, liburing.h,
+# curl.h or libxml2's headers belongs in these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
     text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
@@ -110,12 +114,14 @@ set(SL_NIFTI_SOURCES volume/nifti.c)
 set(SL_NIFTI_STUB volume/off/nifti_off.c)
 set(SL_TFRECORD_SOURCES data/tf_example.c)
 set(SL_TFRECORD_STUB data/off/tf_example_off.c)
+set(SL_CURL_SOURCES data/remote.c data/s3.c)
+set(SL_CURL_STUB data/off/remote_off.c)
 
 # sl_select_component_sources(LIST): removes from LIST the sources of every
 # component that is off and adds its stub.
 function(sl_select_component_sources list)
   set(srcs ${${list}})
-  foreach(c TEXT PROMETHEUS NIFTI TFRECORD URING)
+  foreach(c TEXT PROMETHEUS NIFTI TFRECORD URING CURL)
     if(NOT SL_${c})
       foreach(f ${SL_${c}_SOURCES})
         list(REMOVE_ITEM srcs ${PROJECT_SOURCE_DIR}/src/${f})

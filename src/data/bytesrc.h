@@ -1,10 +1,10 @@
 /* data/bytesrc: the bytes of one input file as ranges, the only way the
- * WebDataset and TFRecord readers (data/wds, data/tfrecord) reach storage:
- * "give me LEN bytes at OFFSET". A local file answers with pread; memory
- * (tests, fuzzing) with memcpy; a remote object (issue 15 item 1) will
- * answer with ranged requests behind the same call, so the indexers and the
- * read path need no change for it. Reads are thread-safe (pread; no shared
- * file position). Depends on base. */
+ * WebDataset, TFRecord and sluice shard readers reach storage: "give me LEN
+ * bytes at OFFSET". A local file answers with pread; memory (tests,
+ * fuzzing) with memcpy; a URL (http://, https://, s3://: data/remote) with
+ * ranged requests behind the same call, so the indexers and the read path
+ * need no change for it. Reads are thread-safe (pread, or one request each;
+ * no shared position). Depends on base, data/remote. */
 #ifndef SL_BYTESRC_H
 #define SL_BYTESRC_H
 
@@ -13,10 +13,24 @@
 
 typedef struct sl__bytesrc sl__bytesrc_t;
 
-/* Opens a local regular file (sl__open_regular: never waits on a FIFO).
- * @return 0, or SL_ENOTFOUND / SL_EIO / SL_ESYSTEM with the message. */
+/* Opens a local regular file (sl__open_regular: never waits on a FIFO), or
+ * a URL (sl__remote_is_url: its size from the server).
+ * @return 0, or SL_ENOTFOUND / SL_EIO / SL_ESYSTEM / SL_EUNSUPPORTED (a URL
+ * in a build without libcurl) with the message. */
 int sl__bytesrc_open_file(const char *path, sl__bytesrc_t **out, char *err,
                           size_t errlen);
+/* 1 when s reads through requests (a URL), where each read costs a round
+ * trip. */
+int sl__bytesrc_is_remote(const sl__bytesrc_t *s);
+/* A hint for one thread's sequential pass (an indexer walking a file):
+ * with on set, a remote source serves reads of up to a quarter of
+ * SL__BYTESRC_AHEAD from one read-ahead window of SL__BYTESRC_AHEAD bytes,
+ * so walking a remote tar's headers or a TFRecord's records costs one
+ * request per window instead of one or two per member; off frees the
+ * window. Only one thread may read while it is on. No effect on local or
+ * memory sources. @return 0 or SL_ENOMEM (on: then reads stay direct). */
+#define SL__BYTESRC_AHEAD (4u << 20)
+int sl__bytesrc_sequential(sl__bytesrc_t *s, int on);
 /* Bytes in memory, not copied (p must outlive the source); name is used in
  * messages. @return 0 or SL_ENOMEM. */
 int sl__bytesrc_open_mem(const void *p, size_t n, const char *name,

@@ -49,8 +49,12 @@ int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
     }
     f->src = src;
     f->fmt = fmt;
+    /* The indexers walk the file once, in order: one request per window
+     * for a remote file (a failed allocation leaves the reads direct). */
+    (void)sl__bytesrc_sequential(src, 1);
     int rc = fmt == SL__FMT_WDS ? sl__wds_index(f, skip_bad, err, errlen)
                                 : sl__tfrecord_index(f, skip_bad, err, errlen);
+    (void)sl__bytesrc_sequential(src, 0);
     if (rc) {
         sl__recfile_close(f);
         return rc;

@@ -3,10 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "brace.h"
+#include "remote.h"
+#include "remote_parse.h"
 #include "tfrecord.h"
 
 static int ends_with(const char *s, const char *suffix)
@@ -19,7 +22,7 @@ static int ends_with(const char *s, const char *suffix)
 static int sniff(const char *path)
 {
     struct stat st;
-    if (stat(path, &st) || !S_ISREG(st.st_mode))
+    if (!sl__remote_is_url(path) && (stat(path, &st) || !S_ISREG(st.st_mode)))
         return 0;
     sl__bytesrc_t *src;
     char err[256];
@@ -50,6 +53,39 @@ static int by_name(const char *path)
     return 0;
 }
 
+int sl__recset_is_listing(const char *spec)
+{
+    size_t n = strlen(spec);
+    return !strncasecmp(spec, "s3://", 5) && n > 5 && spec[n - 1] == '/' &&
+           !sl__brace_has(spec);
+}
+
+int sl__recset_names(const char *spec, char ***names, int *n, char *err,
+                     size_t errlen)
+{
+    if (!sl__recset_is_listing(spec))
+        return sl__brace_expand(spec, names, n, err, errlen);
+    int rc = sl__remote_list(spec, names, n, err, errlen);
+    if (!rc && *n == 0)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no objects under it",
+                      spec);
+    return rc;
+}
+
+/* The format of a listing: that of its first object named as a shard of
+ * either format. */
+static int listed(const char *spec)
+{
+    char **v, err[256];
+    int n, fmt = 0;
+    if (sl__recset_names(spec, &v, &n, err, sizeof err))
+        return 0;
+    for (int i = 0; i < n && !fmt; i++)
+        fmt = by_name(v[i]);
+    sl__strv_free(v, n);
+    return fmt;
+}
+
 int sl__recset_format(const char *spec, const char **files)
 {
     *files = spec;
@@ -66,6 +102,8 @@ int sl__recset_format(const char *spec, const char **files)
             return prefixes[i].fmt;
         }
     }
+    if (sl__recset_is_listing(spec))
+        return listed(spec);
     if (!sl__brace_has(spec))
         return by_name(spec) ? by_name(spec) : sniff(spec);
     char **v, err[256];
@@ -116,7 +154,18 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
     r->max_label = -1;
     char **names = NULL;
     int n = 0;
-    int rc = sl__brace_expand(files, &names, &n, err, errlen);
+    int rc = sl__recset_names(files, &names, &n, err, errlen);
+    if (!rc && sl__recset_is_listing(files)) { /* the objects of fmt */
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (by_name(names[i]) == fmt)
+                names[m++] = names[i];
+            else
+                free(names[i]);
+        }
+        names[m] = NULL;
+        n = m;
+    }
     if (!rc) {
         r->files = calloc((size_t)n, sizeof *r->files);
         r->first = calloc((size_t)n + 1, sizeof *r->first);

@@ -8,8 +8,10 @@
  * first file's extension (.tar; .tfrecord, .tfrecords, .tfrec); else its
  * first bytes (a ustar magic; a TFRecord length CRC that matches), so that
  * ImageNet's extension-less "train-00000-of-01024" files need no prefix.
+ * Files may be URLs (data/remote), and an s3:// prefix ending in '/' lists
+ * its objects (those named as files of the format, in key order).
  * Labels are the files' integers; classes are numbered 0..max label.
- * Depends on base, data/{brace,recfile}. */
+ * Depends on base, data/{brace,recfile,remote}. */
 #ifndef SL_RECSET_H
 #define SL_RECSET_H
 
@@ -22,6 +24,14 @@
  * folder, a sluice shard or pack); *files gets the spec without its
  * prefix. A brace pattern of another format is 0 too (the open fails). */
 int sl__recset_format(const char *spec, const char **files);
+/* 1 when spec is a listing: an s3:// URL ending in '/' (a prefix), whose
+ * objects are the files. */
+int sl__recset_is_listing(const char *spec);
+/* The file names of spec: its brace expansion (data/brace), or for a
+ * listing the objects under the prefix (data/remote; none is
+ * SL_ENOTFOUND). sl__strv_free(*names, *n). */
+int sl__recset_names(const char *spec, char ***names, int *n, char *err,
+                     size_t errlen);
 /* "webdataset", "tfrecord". */
 const char *sl__recset_format_name(int fmt);
 

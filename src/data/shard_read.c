@@ -12,14 +12,17 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "bytesrc.h"
 #include "codec/codec.h"
+#include "remote_parse.h"
 #include "shard.h"
 #include "shard_format.h"
 
 struct sl__shard {
     char *path;         /* as opened, or "<memory>"; starts every message */
-    int fd;             /* -1 over memory */
+    int fd;             /* -1 over memory or a URL */
     const uint8_t *mem; /* over memory: the caller's bytes */
+    sl__bytesrc_t *src; /* a URL (data/remote through data/bytesrc) */
     uint64_t size;      /* bytes of the file or memory */
     int major, minor;
     uint64_t digest; /* the header checksum */
@@ -69,6 +72,19 @@ static int read_fail(const sl__shard_t *s, const char *what, char *err,
                     "%s: %s: read failed: %s", s->path, what, strerror(errno));
 }
 
+/* n bytes at off for the open (what: "header", "index"), from any of the
+ * three sources. 0, or the error with the message. */
+static int fetch(const sl__shard_t *s, void *buf, size_t n, uint64_t off,
+                 const char *what, char *err, size_t errlen)
+{
+    if (s->src) {
+        char why[1024];
+        int rc = sl__bytesrc_read(s->src, off, buf, n, why, sizeof why);
+        return rc ? sl__fail(err, errlen, rc, "%s (%s)", why, what) : 0;
+    }
+    return read_at(s, buf, n, off) ? read_fail(s, what, err, errlen) : 0;
+}
+
 /* Checks and decodes the header; sets count, data_end, version. On return
  * 0, [data_end, size) is the index of *index_size bytes and *entry_size is
  * the stride of its entries. */
@@ -82,8 +98,9 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
                         "%s: truncated: %" PRIu64
                         " bytes, less than a shard header (%d)",
                         s->path, s->size, SL_SHARD_HEADER_SIZE);
-    if (read_at(s, h, SL_SHARD_HEADER_SIZE, 0))
-        return read_fail(s, "header", err, errlen);
+    int rc = fetch(s, h, SL_SHARD_HEADER_SIZE, 0, "header", err, errlen);
+    if (rc)
+        return rc;
     if (memcmp(h, SL_SHARD_MAGIC, SL_SHARD_MAGIC_LEN))
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: not a sluice shard (bad magic)", s->path);
@@ -106,9 +123,9 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
                         " bytes, less than its header (%" PRIu32 ")",
                         s->path, s->size, hsize);
     if (hsize > SL_SHARD_HEADER_SIZE &&
-        read_at(s, h + SL_SHARD_HEADER_SIZE, hsize - SL_SHARD_HEADER_SIZE,
-                SL_SHARD_HEADER_SIZE))
-        return read_fail(s, "header", err, errlen);
+        (rc = fetch(s, h + SL_SHARD_HEADER_SIZE, hsize - SL_SHARD_HEADER_SIZE,
+                    SL_SHARD_HEADER_SIZE, "header", err, errlen)))
+        return rc;
     s->digest = sl__get_u64(h + hsize - 8);
     if (XXH3_64bits(h, hsize - 8) != s->digest)
         return sl__fail(err, errlen, SL_ECORRUPT,
@@ -228,8 +245,9 @@ static int parse(sl__shard_t *s, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_ENOMEM,
                         "%s: out of memory for an index of %" PRIu64 " bytes",
                         s->path, index_size);
-    if (read_at(s, s->index, (size_t)index_size, s->data_end))
-        return read_fail(s, "index", err, errlen);
+    if ((rc = fetch(s, s->index, (size_t)index_size, s->data_end, "index", err,
+                    errlen)))
+        return rc;
     if (XXH3_64bits(s->index, (size_t)index_size) != index_sum)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%s: corrupt index: checksum mismatch", s->path);
@@ -256,6 +274,16 @@ int sl__shard_open(const char *path, sl__shard_t **out, char *err,
     if (!s || !(s->path = strdup(path))) {
         free(s);
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+    }
+    if (sl__remote_is_url(path)) { /* the index, then record ranges */
+        s->fd = -1;
+        int rc = sl__bytesrc_open_file(path, &s->src, err, errlen);
+        if (rc) {
+            sl__shard_close(s);
+            return rc;
+        }
+        s->size = sl__bytesrc_size(s->src);
+        return open_common(s, out, err, errlen);
     }
     int64_t size = 0;
     s->fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
@@ -289,6 +317,7 @@ void sl__shard_close(sl__shard_t *s)
         return;
     if (s->fd >= 0)
         close(s->fd);
+    sl__bytesrc_close(s->src);
     free(s->entries);
     free(s->index);
     free(s->path);
@@ -410,6 +439,17 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                         s->path, i, e->name, e->raw_size);
     /* Uncompressed records go straight to out: no copy. */
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
+    if (s->src) { /* a URL: one ranged request, here (no fd to hand on) */
+        char why[1024];
+        int rc = sl__bytesrc_read(s->src, e->offset, dst, e->stored_size, why,
+                                  sizeof why);
+        if (rc)
+            return sl__fail(err, errlen, rc,
+                            "%s: record %" PRIu64 " (%s): read failed: %s",
+                            s->path, i, e->name, why);
+        io->done = 1;
+        return 0;
+    }
     if (s->fd < 0) { /* in memory: nothing to wait for */
         if (e->stored_size)
             memcpy(dst, s->mem + e->offset, e->stored_size);

@@ -12,6 +12,7 @@
 #include "folder.h"
 #include "pack_dir.h"
 #include "recset.h"
+#include "remote_parse.h"
 #include "shard.h"
 
 /* Records are addressed by a global index; shard k holds
@@ -143,6 +144,51 @@ static int open_one(sl__source_t *s, char *err, size_t errlen)
     return index_shards(s, 0, 0, err, errlen);
 }
 
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* Sluice shards at URLs: one, a brace pattern, or the *.sls objects of an
+ * s3:// prefix ending in '/' (data/recset's names), numbered classes. With
+ * skip_bad a shard that cannot be opened is left out and listed. */
+static int open_urls(sl__source_t *s, int skip_bad, char *err, size_t errlen)
+{
+    char **names = NULL;
+    int n = 0, m = 0;
+    int rc = sl__recset_names(s->path, &names, &n, err, errlen);
+    if (!rc && sl__recset_is_listing(s->path)) {
+        for (int i = 0; i < n; i++)
+            if (ends_with(names[i], ".sls")) {
+                char *t = names[m];
+                names[m++] = names[i];
+                names[i] = t;
+            }
+        if (m == 0)
+            rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                          "%s: no .sls, .tar or .tfrecord objects under it",
+                          s->path);
+    } else {
+        m = n;
+    }
+    if (!rc && (!(s->shards = calloc((size_t)m, sizeof *s->shards)) ||
+                !(s->first = calloc((size_t)m + 1, sizeof *s->first))))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    for (int i = 0; i < m && !rc; i++) {
+        rc = sl__shard_open(names[i], &s->shards[s->nshards], err, errlen);
+        if (!rc) {
+            s->nshards++;
+        } else if (skip_bad && sl__err_is_data(rc) && rc != SL_ENOMEM) {
+            rc = add_bad(s, err, " (whole shard left out)")
+                     ? sl__fail(err, errlen, SL_ENOMEM, "out of memory")
+                     : 0;
+        }
+    }
+    sl__strv_free(names, n);
+    return rc ? rc : index_shards(s, 0, skip_bad, err, errlen);
+}
+
 int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
                     char *err, size_t errlen)
 {
@@ -159,6 +205,8 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
         rc = sl__recset_open(path, skip_bad, &s->set, err, errlen);
         if (!rc && number_classes(s, (int)s->set->max_label + 1))
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    } else if (sl__remote_is_url(path)) {
+        rc = open_urls(s, skip_bad, err, errlen);
     } else if (stat(path, &st) != 0) {
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: %s", path,
                       strerror(errno));

@@ -16,7 +16,7 @@ src=$1 work=$2 cc=$3 werror=$4 full=$5
 mkdir -p "$work"
 cmake -S "$src" -B "$work/build" -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR="$werror" \
-  -DSL_TEXT=OFF -DSL_PROMETHEUS=OFF -DSL_NIFTI=OFF -DSL_TFRECORD=OFF -DSL_PYTHON=OFF -DSL_BUILD_TESTS=OFF \
+  -DSL_TEXT=OFF -DSL_PROMETHEUS=OFF -DSL_NIFTI=OFF -DSL_TFRECORD=OFF -DSL_CURL=OFF -DSL_PYTHON=OFF -DSL_BUILD_TESTS=OFF \
   >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
 cmake --build "$work/build" -j "$(nproc)" --target sluice_shared sluice_cli \
   >"$work/build.log" 2>&1 || { tail -50 "$work/build.log"; exit 1; }
@@ -26,7 +26,7 @@ fail() { echo "minimal build: $*"; exit 1; }
 for f in "$lib" "$work/build/sluice"; do
   needed=$(readelf -d "$f" | awk '/NEEDED/ {print $NF}' | tr -d '[]')
   echo "$(basename "$f") NEEDED: $(tr '\n' ' ' <<<"$needed")"
-  if grep -iE 'pcre2|utf8proc|microhttpd|nifti|znz|protobuf-c' <<<"$needed"; then
+  if grep -iE 'pcre2|utf8proc|microhttpd|nifti|znz|protobuf-c|curl|xml2' <<<"$needed"; then
     fail "$f links an optional component's library"
   fi
 done
@@ -45,6 +45,8 @@ grep -qx '#define SL_HAVE_NIFTI 0' "$work/build/include/sluice/version.h" ||
   fail "version.h does not say SL_HAVE_NIFTI 0"
 grep -qx '#define SL_HAVE_TFRECORD 0' "$work/build/include/sluice/version.h" ||
   fail "version.h does not say SL_HAVE_TFRECORD 0"
+grep -qx '#define SL_HAVE_CURL 0' "$work/build/include/sluice/version.h" ||
+  fail "version.h does not say SL_HAVE_CURL 0"
 req=$(grep '^Requires.private:' "$work/build/sluice.pc")
 if grep -qE 'pcre2|utf8proc|microhttpd|zlib|protobuf-c' <<<"$req"; then
   fail "sluice.pc: $req"
@@ -75,6 +77,8 @@ expect_off "run --metrics-port" "built without the Prometheus endpoint" \
 printf '\0\0\0\0\0\0\0\0\x29\x03\x98\x07\xd8\xea\x82\xa2' >"$work/empty.tfrecord"
 expect_off "run TFRecord" "built without TFRecord support" \
   "$cli" run "$work/empty.tfrecord" --batch 4 --size 32
+expect_off "run URL" "built without libcurl" \
+  "$cli" run "http://127.0.0.1:1/shard-{0..3}.tar" --batch 4 --size 32
 out=$("$cli" run "$data" --batch 4 --size 32 2>&1) || { echo "$out";
   fail "run (images, no metrics port) failed"; }
 echo "minimal build: ok (no PCRE2, utf8proc, libmicrohttpd, libnifti2, protobuf-c; same ABI)"

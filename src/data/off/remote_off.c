@@ -1,0 +1,52 @@
+/* data/remote without libcurl (SL_CURL=OFF): the same calls, each failing
+ * with "sluice was built without libcurl", so a URL source is refused with
+ * a clear message and the rest of the library is unchanged. */
+#include "data/remote.h"
+
+static int off(const char *url, char *err, size_t errlen)
+{
+    return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                    "%s: sluice was built without libcurl (remote sources: "
+                    "configure with -DSL_CURL=ON and libcurl4-openssl-dev, "
+                    "libxml2-dev)",
+                    url);
+}
+
+int sl__remote_open(const char *url, sl__remote_t **out, uint64_t *size,
+                    char *err, size_t errlen)
+{
+    *out = NULL;
+    *size = 0;
+    return off(url, err, errlen);
+}
+
+int sl__remote_read(sl__remote_t *r, uint64_t off_, void *buf, size_t len,
+                    char *err, size_t errlen)
+{
+    (void)r;
+    (void)off_;
+    (void)buf;
+    (void)len;
+    return off("remote", err, errlen);
+}
+
+void sl__remote_close(sl__remote_t *r)
+{
+    (void)r;
+}
+
+int sl__remote_get(const char *url, size_t max, sl__bytes_t *out, char *err,
+                   size_t errlen)
+{
+    (void)max;
+    (void)out;
+    return off(url, err, errlen);
+}
+
+int sl__remote_list(const char *url, char ***names, int *n, char *err,
+                    size_t errlen)
+{
+    *names = NULL;
+    *n = 0;
+    return off(url, err, errlen);
+}

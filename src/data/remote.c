@@ -1,0 +1,494 @@
+#include "remote.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "base/alloc.h"
+#include "remote_parse.h"
+#include "s3.h"
+#include "sluice/version.h"
+
+#define LIST_PAGE_MAX (16u << 20) /* one ListObjectsV2 page, bytes */
+#define ERRBODY 1024              /* of an error response, kept for messages */
+
+struct sl__remote {
+    char *name; /* the URL as given: every message starts with it */
+    char *url;  /* what is requested (s3: under the endpoint) */
+    int s3;
+    sl__s3_auth_t auth;
+    uint64_t size;
+};
+
+/* ---- settings (read once from the environment) and per-thread handles */
+
+static struct {
+    int retries;
+    long backoff_ms, stall_s, connect_s;
+} g_cfg;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static int g_init_rc;
+
+static long env_long(const char *var, long dflt, long lo, long hi)
+{
+    const char *v = getenv(var);
+    char *end;
+    long x = v && *v ? strtol(v, &end, 10) : dflt;
+    return v && *v && (*end || x < lo || x > hi) ? dflt : x;
+}
+
+static void free_handle(void *h)
+{
+    curl_easy_cleanup(h);
+}
+
+static void init_once(void)
+{
+    g_cfg.retries = (int)env_long("SL_HTTP_RETRIES", 5, 0, 100);
+    g_cfg.backoff_ms = env_long("SL_HTTP_BACKOFF_MS", 100, 0, 60000);
+    g_cfg.stall_s = env_long("SL_HTTP_STALL_S", 10, 1, 3600);
+    g_cfg.connect_s = env_long("SL_HTTP_CONNECT_TIMEOUT_S", 10, 1, 3600);
+    g_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
+                pthread_key_create(&g_key, free_handle) != 0;
+}
+
+/* This thread's easy handle: kept between requests, so its connections
+ * are reused; options reset for each request. */
+static CURL *handle(char *err, size_t errlen)
+{
+    pthread_once(&g_once, init_once);
+    if (g_init_rc) {
+        sl__fail(err, errlen, SL_ESYSTEM, "libcurl failed to initialise");
+        return NULL;
+    }
+    CURL *h = pthread_getspecific(g_key);
+    if (h) {
+        curl_easy_reset(h);
+    } else if (!(h = curl_easy_init()) || pthread_setspecific(g_key, h)) {
+        if (h)
+            curl_easy_cleanup(h);
+        sl__fail(err, errlen, SL_ENOMEM, "out of memory (curl handle)");
+        return NULL;
+    }
+    return h;
+}
+
+/* ---- one request */
+
+typedef struct xfer {
+    uint8_t *buf;      /* a ranged read: exactly len bytes here */
+    size_t len;        /* (and the whole object when whole) */
+    int whole;         /* the range is the whole object: a 200 will do */
+    sl__bytes_t *grow; /* a whole GET: appended, at most max */
+    size_t max;
+    size_t got;
+    long status;  /* of the last status line */
+    int overflow; /* more bytes than asked for */
+    int norange;  /* a 200 to a ranged request */
+    int have_cr, have_cl;
+    uint64_t cr_first, cr_last, cr_total, cl;
+    char errbody[ERRBODY];
+    size_t errn;
+} xfer_t;
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    xfer_t *x = arg;
+    size_t len = size * n, vlen;
+    const char *v;
+    if (len > 5 && !strncmp(p, "HTTP/", 5)) { /* a new response */
+        const char *sp = memchr(p, ' ', len);
+        x->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        x->have_cr = x->have_cl = 0;
+    } else if (sl__http_header(p, len, "Content-Range", &v, &vlen)) {
+        x->have_cr = !sl__http_content_range(v, vlen, &x->cr_first, &x->cr_last,
+                                             &x->cr_total);
+    } else if (sl__http_header(p, len, "Content-Length", &v, &vlen)) {
+        x->have_cl = !sl__http_u64(v, vlen, &x->cl);
+    }
+    return len;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+    xfer_t *x = arg;
+    size_t len = size * n;
+    if (x->status < 200 || x->status > 299) { /* an error page: its start */
+        size_t k = len < ERRBODY - 1 - x->errn ? len : ERRBODY - 1 - x->errn;
+        memcpy(x->errbody + x->errn, p, k);
+        x->errn += k;
+        x->errbody[x->errn] = 0;
+        return len;
+    }
+    if (x->grow) {
+        if (len > x->max - x->got) {
+            x->overflow = 1;
+            return 0;
+        }
+        if (sl__bytes_reserve(x->grow, x->got + len + 1))
+            return 0;
+        memcpy(x->grow->p + x->got, p, len);
+        x->got += len;
+        return len;
+    }
+    if (x->status == 200 && !x->whole) {
+        x->norange = 1; /* the whole object where a range was asked for */
+        return 0;
+    }
+    if (len > x->len - x->got) {
+        x->overflow = 1;
+        return 0;
+    }
+    memcpy(x->buf + x->got, p, len);
+    x->got += len;
+    return len;
+}
+
+enum { DONE, RETRY, FAIL };
+
+/* Failures worth another try: the network, the server's load, a stall. */
+static int transient(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* One attempt of r's request: HEAD when head, else bytes [off, off + len)
+ * (len 0 with x->grow: the whole object). DONE, RETRY or FAIL with why and
+ * *code. */
+static int attempt(const sl__remote_t *r, const char *url, int head,
+                   uint64_t off, size_t len, xfer_t *x, int *code, char *why,
+                   size_t whylen)
+{
+    CURL *h = handle(why, whylen);
+    if (!h) {
+        *code = SL_ESYSTEM;
+        return FAIL;
+    }
+    char range[64], ebuf[CURL_ERROR_SIZE] = "", auth[600], sig[128];
+    struct curl_slist *hdrs = NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, g_cfg.connect_s);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, g_cfg.stall_s);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "sluice/" SL_VERSION_STRING);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+    if (head) {
+        curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else if (len) {
+        snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
+                 (unsigned long long)(off + len - 1));
+        curl_easy_setopt(h, CURLOPT_RANGE, range);
+    }
+    if (r && r->s3 && r->auth.key[0]) {
+        snprintf(sig, sizeof sig, "aws:amz:%s:s3", r->auth.region);
+        snprintf(auth, sizeof auth, "%s:%s", r->auth.key, r->auth.secret);
+        curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
+        curl_easy_setopt(h, CURLOPT_USERPWD, auth);
+        if (r->auth.token[0]) {
+            char tok[4200];
+            snprintf(tok, sizeof tok, "x-amz-security-token: %s",
+                     r->auth.token);
+            struct curl_slist *l = curl_slist_append(NULL, tok);
+            if (!l) {
+                *code = SL_ENOMEM;
+                snprintf(why, whylen, "out of memory");
+                return FAIL;
+            }
+            hdrs = l;
+            curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+        }
+    }
+    CURLcode cc = curl_easy_perform(h);
+    if (r && r->s3) /* the secret is not left in the handle */
+        curl_easy_setopt(h, CURLOPT_USERPWD, "");
+    curl_slist_free_all(hdrs);
+    *code = SL_EIO;
+    if (x->norange) {
+        snprintf(why, whylen,
+                 "the server sent the whole object for a range request "
+                 "(no Range support)");
+        return FAIL;
+    }
+    if (x->overflow && x->grow) {
+        *code = SL_ERANGE;
+        snprintf(why, whylen, "larger than %zu bytes", x->max);
+        return FAIL;
+    }
+    if (x->overflow) {
+        snprintf(why, whylen, "the server sent more than the %zu bytes asked",
+                 len);
+        return FAIL;
+    }
+    if (cc != CURLE_OK) {
+        snprintf(why, whylen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+        if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && x->grow))
+            *code = SL_ENOMEM;
+        return transient(cc) ? RETRY : FAIL;
+    }
+    long status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (status < 200 || status > 299) {
+        char s3msg[512] = "";
+        if (r && r->s3 && x->errn)
+            sl__s3_error_text(x->errbody, x->errn, s3msg, sizeof s3msg);
+        snprintf(why, whylen, "HTTP %ld%s%s", status, s3msg[0] ? " " : "",
+                 s3msg);
+        if (status == 404 || status == 410)
+            *code = SL_ENOTFOUND;
+        return status >= 500 || status == 408 || status == 429 ? RETRY : FAIL;
+    }
+    if (head || x->grow)
+        return DONE;
+    if (status == 206 &&
+        (!x->have_cr || x->cr_first != off || x->cr_last != off + len - 1)) {
+        snprintf(
+            why, whylen, "the server answered bytes %llu-%llu for %llu-%llu",
+            (unsigned long long)x->cr_first, (unsigned long long)x->cr_last,
+            (unsigned long long)off, (unsigned long long)(off + len - 1));
+        return FAIL;
+    }
+    if (x->got != len) {
+        snprintf(why, whylen, "short body: %zu of %zu bytes", x->got, len);
+        return RETRY;
+    }
+    return DONE;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts))
+        ;
+}
+
+/* The request with its retries; the final error names name, what and the
+ * cause. */
+static int perform(const sl__remote_t *r, const char *url, const char *name,
+                   const char *what, int head, uint64_t off, size_t len,
+                   xfer_t *proto, char *err, size_t errlen)
+{
+    pthread_once(&g_once, init_once);
+    char why[1200];
+    int code = SL_EIO, k;
+    for (k = 0;; k++) {
+        xfer_t x = *proto;
+        if (x.grow)
+            x.grow->n = 0;
+        int res = attempt(r, url, head, off, len, &x, &code, why, sizeof why);
+        if (res == DONE) {
+            *proto = x;
+            return 0;
+        }
+        if (res == FAIL || k >= g_cfg.retries) {
+            proto->status = x.status;
+            break;
+        }
+        long ms = g_cfg.backoff_ms << (k < 10 ? k : 10);
+        pause_ms(ms < 30000 ? ms : 30000);
+    }
+    if (k)
+        return sl__fail(err, errlen, code, "%s: %s: %s (after %d retr%s)", name,
+                        what, why, k, k == 1 ? "y" : "ies");
+    return sl__fail(err, errlen, code, "%s: %s: %s", name, what, why);
+}
+
+/* ---- the calls */
+
+static int make(const char *url, sl__remote_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!sl__remote_is_url(url))
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: not an http://, https:// or s3:// URL", url);
+    sl__remote_t *r = calloc(1, sizeof *r);
+    if (!r || !(r->name = strdup(url))) {
+        free(r);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    int rc = 0;
+    r->s3 = !strncasecmp(url, "s3://", 5);
+    if (r->s3) {
+        char why[512];
+        if ((rc = sl__s3_auth_load(&r->auth, why, sizeof why)) ||
+            (rc = sl__s3_url(url, &r->auth, 0, NULL, &r->url, why, sizeof why)))
+            sl__fail(err, errlen, rc, "%s: %s", url, why);
+    } else if (!(r->url = strdup(url))) {
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    if (rc) {
+        sl__remote_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+int sl__remote_open(const char *url, sl__remote_t **out, uint64_t *size,
+                    char *err, size_t errlen)
+{
+    *size = 0;
+    sl__remote_t *r;
+    int rc = make(url, &r, err, errlen);
+    if (rc)
+        return rc;
+    xfer_t x = {0};
+    rc = perform(r, r->url, r->name, "HEAD", 1, 0, 0, &x, err, errlen);
+    if (!rc && x.have_cl) {
+        r->size = x.cl;
+    } else if (!rc || (rc == SL_EIO && x.status >= 400)) {
+        /* No length from HEAD (or HEAD refused): the first byte's range
+         * says the total. */
+        uint8_t b;
+        xfer_t y = {.buf = &b, .len = 1};
+        rc = perform(r, r->url, r->name, "bytes 0-0", 0, 0, 1, &y, err, errlen);
+        if (!rc && (!y.have_cr || y.cr_total == UINT64_MAX))
+            rc = sl__fail(err, errlen, SL_EIO,
+                          "%s: the server gives no object size "
+                          "(Content-Length / Content-Range)",
+                          r->name);
+        r->size = y.cr_total;
+    }
+    if (rc) {
+        sl__remote_close(r);
+        return rc;
+    }
+    *out = r;
+    *size = r->size;
+    return 0;
+}
+
+int sl__remote_read(sl__remote_t *r, uint64_t off, void *buf, size_t len,
+                    char *err, size_t errlen)
+{
+    if (!len)
+        return 0;
+    char what[80];
+    snprintf(what, sizeof what, "bytes %llu-%llu", (unsigned long long)off,
+             (unsigned long long)(off + len - 1));
+    xfer_t x = {.buf = buf, .len = len, .whole = off == 0 && len == r->size};
+    return perform(r, r->url, r->name, what, 0, off, len, &x, err, errlen);
+}
+
+void sl__remote_close(sl__remote_t *r)
+{
+    if (!r)
+        return;
+    free(r->name);
+    free(r->url);
+    memset(&r->auth, 0, sizeof r->auth);
+    free(r);
+}
+
+int sl__remote_get(const char *url, size_t max, sl__bytes_t *out, char *err,
+                   size_t errlen)
+{
+    sl__remote_t *r;
+    int rc = make(url, &r, err, errlen);
+    if (rc)
+        return rc;
+    xfer_t x = {.grow = out, .max = max};
+    rc = perform(r, r->url, r->name, "GET", 0, 0, 0, &x, err, errlen);
+    out->n = rc ? 0 : x.got;
+    sl__remote_close(r);
+    return rc;
+}
+
+int sl__remote_list(const char *url, char ***names, int *n, char *err,
+                    size_t errlen)
+{
+    *names = NULL;
+    *n = 0;
+    if (strncasecmp(url, "s3://", 5))
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: only s3:// prefixes can be listed; name the "
+                        "files (a brace pattern: shard-{000000..000099}.tar)",
+                        url);
+    sl__remote_t *r;
+    int rc = make(url, &r, err, errlen);
+    if (rc)
+        return rc;
+    const char *b = url + 5, *slash = strchr(b, '/');
+    size_t bl = slash ? (size_t)(slash - b) : strlen(b);
+    char **keys = NULL, *token = NULL, why[512];
+    int nkeys = 0, truncated = 1;
+    size_t cap = 0;
+    sl__bytes_t page = {0};
+    for (int p = 0; truncated && !rc; p++) {
+        char *lurl = NULL, what[64];
+        snprintf(what, sizeof what, "ListObjectsV2 page %d", p + 1);
+        if ((rc =
+                 sl__s3_url(url, &r->auth, 1, token, &lurl, why, sizeof why))) {
+            sl__fail(err, errlen, rc, "%s: %s", url, why);
+            break;
+        }
+        xfer_t x = {.grow = &page, .max = LIST_PAGE_MAX};
+        rc = perform(r, lurl, url, what, 0, 0, 0, &x, err, errlen);
+        free(lurl);
+        free(token);
+        token = NULL;
+        if (!rc &&
+            (rc = sl__s3_list_parse((const char *)page.p, x.got, &keys, &nkeys,
+                                    &cap, &truncated, &token, why, sizeof why)))
+            sl__fail(err, errlen, rc, "%s: %s: %s", url, what, why);
+    }
+    free(token);
+    sl__bytes_free(&page);
+    /* Keys back to s3:// URLs; "folders" (keys ending in '/') left out. */
+    int m = 0;
+    for (int i = 0; i < nkeys && !rc; i++) {
+        size_t kl = strlen(keys[i]);
+        char *u = NULL;
+        if (kl && keys[i][kl - 1] == '/') {
+            free(keys[i]);
+            keys[i] = NULL;
+            continue;
+        }
+        if (asprintf(&u, "s3://%.*s/%s", (int)bl, b, keys[i]) < 0) {
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            u = NULL;
+        }
+        free(keys[i]);
+        keys[i] = NULL;
+        keys[m++] = u;
+    }
+    if (rc) {
+        sl__strv_free(keys, nkeys);
+        keys = NULL;
+        m = 0;
+    } else if (keys) {
+        keys[m] = NULL;
+    }
+    sl__remote_close(r);
+    *names = keys;
+    *n = m;
+    return rc;
+}
