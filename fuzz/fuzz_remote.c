@@ -25,15 +25,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t a, b, c;
     if (sl__http_header(p, size, "Content-Range", &v, &vlen) &&
         !sl__http_content_range(v, vlen, &a, &b, &c) &&
-        ((a != UINT64_MAX && a > b) || (c != UINT64_MAX && b != UINT64_MAX &&
-                                        b >= c)))
+        ((a != UINT64_MAX && a > b) ||
+         (c != UINT64_MAX && b != UINT64_MAX && b >= c)))
         abort();
     if (sl__http_header(p, size, "Content-Length", &v, &vlen))
         (void)sl__http_u64(v, vlen, &a);
     (void)sl__http_content_range(p, size, &a, &b, &c);
     char out[256];
-    (void)sl__ini_get(p, size, "default", "aws_access_key_id", out,
-                      sizeof out);
+    (void)sl__ini_get(p, size, "default", "aws_access_key_id", out, sizeof out);
     (void)sl__ini_get(p, size, "profile x", "region", out, sizeof out);
 #if SL_HAVE_CURL
     char **keys = NULL, *token = NULL, err[256];
