@@ -38,12 +38,15 @@ SLS="sls/shard-{00000..$(printf '%05d' $((ns - 1)))}.sls"
 WDS="wds/shard-{000000..$(printf '%06d' $((nw - 1)))}.tar"
 TFR="tfr/data-{00000..$(printf '%05d' $((nt - 1)))}.tfrecord"
 
-chmod -R o+rX "$T" # nginx's workers run as another user
+chmod -R o+rX "$T" # nginx's workers run as another user...
+# ...who may still not reach $T (a clone under a 0700 mktemp folder, as
+# CI's): as root, the workers run as root too.
+nginx_user=""; [ "$(id -u)" = 0 ] && nginx_user="user root;"
 # nginx on a free port (retried a few times if one is taken meanwhile).
 for try in 1 2 3 4 5; do
   port=$((20000 + RANDOM % 20000))
   cat >"$T/nginx.conf" <<CONF
-worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/nginx.err;
+$nginx_user worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/nginx.err;
 events { worker_connections 128; }
 http { access_log off; server { listen 127.0.0.1:$port; root $T/www; } }
 CONF
