@@ -197,6 +197,19 @@ PANELS = [
                    ("sluice_gpu_power_watts" + sel(), "{{instance}} GPU 0"),
                    ("rate(sluice_energy_joules_total" + sel() + RI + ")",
                     "{{instance}} RAPL + NVML")], w=8),
+    row("Sample cache (where on)"),
+    timeseries("Cache hits and misses", "Samples served from the cache and "
+               "read from storage, per second.", "ops", [
+                   ("rate(sluice_cache_hits_total" + sel() + RI + ")",
+                    "{{instance}} hits"),
+                   ("rate(sluice_cache_misses_total" + sel() + RI + ")",
+                    "{{instance}} misses")], w=12),
+    timeseries("Cache memory", "Bytes held (compressed), the limit, and "
+               "entries.", "bytes", [
+                   ("sluice_cache_bytes" + sel(), "{{instance}} held"),
+                   ("sluice_cache_limit_bytes" + sel(), "{{instance}} limit"),
+                   ("sluice_cache_entries" + sel(), "{{instance}} entries")],
+               w=12),
 ]
 
 
