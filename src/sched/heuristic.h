@@ -13,11 +13,15 @@
  *     remembered and that stage's next jump waits `backoff` windows; the
  *     knob stays where the jump put it if that bought at least 10 %
  *     (queued reads cost no CPU), else it is undone;
+ *   - under a link's cap the time per read grows with the reads in flight,
+ *     so target x read time would ask for ever more of them: the model
+ *     asks of the shortest read time seen since the world last changed
+ *     (sl__estimate_read_floor), which bounds the depth it wants;
  *   - regime change: when the read time (at the same number of readers:
  *     under a bandwidth cap it grows with them), the demand or the CPU
  *     others take moves by more than half since the knob was last judged,
- *     the holds, backoffs and a known read cap are cleared, so the next
- *     window may jump again;
+ *     the holds, backoffs, a known read cap and the read-time floor are
+ *     cleared, so the next window may jump again;
  *   - a steady deficit (the model's supply short of the demand, or a
  *     consumer that takes all it gets) is not a burst: no batch buffer is
  *     added for it;
@@ -84,6 +88,10 @@ typedef struct sl__heur {
     int64_t jumps, reversals; /* model jumps; steps against the last one */
     int last_move[4];         /* +1 / -1: the last direction per knob */
     int read_depth; /* the read knob is the I/O depth (lim->read_depth) */
+    /* The shortest time per read since the world last changed: the
+     * depth model asks of it under a link's cap (sl__estimate_read_floor).
+     * 0: none yet. */
+    double read_floor_s;
 } sl__heur_t;
 
 void sl__heur_init(sl__heur_t *h);
