@@ -125,6 +125,16 @@ static int deficit(const sl__estimate_t *e)
     return e->demand < 0 || supply < 0.95 * e->demand;
 }
 
+/* The buffer drains: the model's supply is short of the demand while
+ * fewer than half the batch buffers are ready. The consumer does not
+ * wait yet; it will once they are gone, so the stage is given more now,
+ * as if it waited. */
+static int draining(const window_t *w, const sl__estimate_t *e,
+                    const sl__knobs_t *cur)
+{
+    return e->demand > 0 && deficit(e) && w->ready < 0.5 * cur->prefetch;
+}
+
 /* Batches that hold COVER_S of the demand when the consumer is the bound
  * (0: not consumer-bound or unknown), within max_prefetch. */
 static int cover(const sl_snapshot_t *snaps, int n, const sl__estimate_t *e,
@@ -385,13 +395,14 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         return SL_KNOB_NONE;
     }
 
-    if (w.stall > STALL_LO) {
+    int drain = w.stall <= STALL_HI && draining(&w, &e, cur);
+    if (w.stall > STALL_LO || drain) {
         k = jump(h, &w, &e, lim, cur, next, reason, len);
         if (k != SL_KNOB_NONE)
             return k;
     }
     int which = SL_KNOB_NONE, dir = 0;
-    if (w.stall > STALL_HI) {
+    if (w.stall > STALL_HI || drain) {
         h->calm = 0;
         /* Readers busy while decoders idle, or while the process uses
          * little CPU, wait on storage: one more outstanding read. */
@@ -411,11 +422,19 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
             which = SL_KNOB_PREFETCH;
         if (which != SL_KNOB_NONE) {
             dir = +1;
+            char why[64];
+            if (drain)
+                snprintf(why, sizeof why,
+                         "buffer drains (%.1f of %d ready, demand %.0f/s)",
+                         w.ready, cur->prefetch, e.demand);
+            else
+                snprintf(why, sizeof why, "consumer waits %.0f%% of the time",
+                         100 * w.stall);
             snprintf(reason, len,
-                     "consumer waits %.0f%% of the time; decode busy %.0f%%, "
-                     "read busy %.0f%%, others use %.0f%% CPU: %s +1",
-                     100 * w.stall, 100 * w.dbusy, 100 * w.rbusy,
-                     100 * w.cpu_other, knob_label(h, which));
+                     "%s; decode busy %.0f%%, read busy %.0f%%, others use "
+                     "%.0f%% CPU: %s +1",
+                     why, 100 * w.dbusy, 100 * w.rbusy, 100 * w.cpu_other,
+                     knob_label(h, which));
         }
     } else if (w.stall < STALL_LO) {
         h->calm++;

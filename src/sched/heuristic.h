@@ -26,7 +26,14 @@
  *     consumer that takes all it gets) is not a burst: no batch buffer is
  *     added for it;
  *   - over-provisioned readers (the model asks for under half of them, no
- *     stall for `calm` windows) are halved, never below what it asks for.
+ *     stall for `calm` windows) are halved, never below what it asks for;
+ *   - a draining buffer (the model's supply short of the demand while
+ *     fewer than half the batch buffers are ready) is treated as a wait:
+ *     the stage gets its jump or step before the consumer waits;
+ *   - consumer-bound and calm: the batch buffers deepen at once to hold
+ *     2 s of the demand (at most 8, within the memory budget), so the
+ *     next change is absorbed while it is seen and answered; not a trial
+ *     (the consumer sets the rate), nothing to judge.
  * Then, where the model cannot tell (no reads or decodes measured yet) or
  * asks for nothing new, one step (+1 / -1 thread, +1 / -1 batch buffer):
  *   - the consumer waits (stall) and a stage is busy: give that stage a

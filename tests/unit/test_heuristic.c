@@ -383,6 +383,54 @@ static void test_consumer_bound_buffer_covers_a_change(void **state)
     assert_int_equal(next.prefetch, 4);
 }
 
+/* Others took the CPU under a consumer-bound pipeline: the consumer still
+ * takes 346 samples/s from the buffer, the two busy decoders make 280.
+ * Nobody waits yet; once fewer than half the buffers are ready the
+ * decoders get a thread, before the consumer waits (s5 of the regime
+ * grid waited 4.5 s into the drain for the first stall). A full buffer
+ * is not a drain. */
+static void drain_window(int ready)
+{
+    memset(snaps, 0, sizeof snaps);
+    for (int i = 0; i < 5; i++) {
+        snaps[i].interval_s = 0.1;
+        snaps[i].ncpu = 2;
+        snaps[i].cpu_self = 0.3;
+        snaps[i].cpu_other = 0.7;
+        snaps[i].samples_per_s = 346;
+        snaps[i].batches_ready = ready;
+        snaps[i].read.workers = 1;
+        snaps[i].io_depth = 14;
+        snaps[i].read.busy = 0.7;
+        snaps[i].read.items_per_s = 280;
+        snaps[i].read_bytes_per_s = 280 * 110e3;
+        snaps[i].decode.workers = 2;
+        snaps[i].decode.busy = 1.0;
+        snaps[i].decode.items_per_s = 280;
+    }
+}
+
+static void test_draining_buffer_acts_before_the_wait(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.max_read = 64;
+    sl__knobs_t cur = {14, 2, 8}, next;
+    char why[256];
+    drain_window(2);
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+                     SL_KNOB_DECODE);
+    assert_int_equal(next.decode_threads, 3);
+    assert_non_null(strstr(why, "buffer drains"));
+    sl__heur_init(&h);
+    drain_window(7);
+    assert_int_not_equal(
+        sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+        SL_KNOB_DECODE);
+}
+
 /* The world changes under a held knob: read time triples. The holds are
  * cleared and the model jumps again at once. */
 static void test_regime_change_rejumps(void **state)
@@ -516,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_regime_change_rejumps),
         cmocka_unit_test(test_link_cap_does_not_run_the_depth_away),
         cmocka_unit_test(test_consumer_bound_buffer_covers_a_change),
+        cmocka_unit_test(test_draining_buffer_acts_before_the_wait),
         cmocka_unit_test(test_mild_bursty_waits_grow_prefetch),
         cmocka_unit_test(test_calm_sheds_stop_at_min_decode),
         cmocka_unit_test(test_step_is_kept_when_the_world_gets_worse),
