@@ -206,6 +206,7 @@ int sl__cmd_pack(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "pack: %s\n", err);
         fprintf(stderr, "pack: failed; %s is as it was\n", out_dir);
+        sl__pack_out_free(&ps);
         sl__folder_free(f);
         return 1;
     }
@@ -221,7 +222,10 @@ int sl__cmd_pack(int argc, char **argv)
            format_names[args.format == SL__FMT_WDS        ? 1
                         : args.format == SL__FMT_TFRECORD ? 2
                                                           : 0],
-           out_dir, sl__codec_name(ps.codec));
+           out_dir,
+           ps.codec == SL__PACK_CODEC_AUTO ? "auto" : sl__codec_name(ps.codec));
+    for (long k = 0; k < ps.ninfo; k++)
+        printf("  %s\n", ps.info[k].line);
     printf("bytes in %" PRIu64 " (%.1f MiB), out %" PRIu64
            " (%.1f MiB, %.1f%%), %.2f s, %.1f MiB/s\n",
            bytes_in, (double)bytes_in / (1 << 20), ps.bytes_out,
@@ -230,6 +234,7 @@ int sl__cmd_pack(int argc, char **argv)
            secs, secs > 0 ? (double)bytes_in / (1 << 20) / secs : 0.0);
     if (skipped)
         printf("skipped %" PRId64 " unreadable file(s)\n", skipped);
+    sl__pack_out_free(&ps);
     sl__folder_free(f);
     return 0;
 }

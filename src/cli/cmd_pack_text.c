@@ -98,12 +98,17 @@ int sl__cmd_pack_text(int argc, char **argv)
     sl__textsrc_close(src);
     if (rc) {
         fprintf(stderr, "sluice pack: %s\n", err);
+        sl__pack_out_free(&po);
         return 1;
     }
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",
-            packed, (int)po.shards, sl__codec_name(po.codec), raw_total,
-            po.bytes_out, skipped);
+            packed, (int)po.shards,
+            po.codec == SL__PACK_CODEC_AUTO ? "auto" : sl__codec_name(po.codec),
+            raw_total, po.bytes_out, skipped);
+    for (long k = 0; k < po.ninfo; k++)
+        fprintf(stderr, "sluice pack:   %s\n", po.info[k].line);
+    sl__pack_out_free(&po);
     return 0;
 }

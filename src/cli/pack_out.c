@@ -6,13 +6,22 @@
 
 #include "codec/codec.h"
 
-static const char *const codecs[] = {"none", "lz4", "zstd", NULL};
-static const int codec_v[] = {SL_CODEC_NONE, SL_CODEC_LZ4, SL_CODEC_ZSTD};
+static const char *const codecs[] = {"none",      "lz4",  "zstd",
+                                     "zstd-dict", "auto", NULL};
+static const int codec_v[] = {SL_CODEC_NONE, SL_CODEC_LZ4, SL_CODEC_ZSTD,
+                              SL_CODEC_ZSTD_DICT, SL__PACK_CODEC_AUTO};
 
 #define F(f) offsetof(sl__pack_out_t, f)
 const sl__opt_t sl__pack_out_opts[] = {
-    {"codec", 0, SL__OPT_CHOICE, F(codec), 0, 0, NULL, "how records are stored",
+    {"codec", 0, SL__OPT_CHOICE, F(codec), 0, 0, NULL,
+     "how records are stored; zstd-dict: zstd with a dictionary trained on "
+     "each shard's records (kept in the shard); auto: per shard, measured on "
+     "a 4 MiB sample of its records, the smallest of none, lz4, zstd-1/3/9, "
+     "zstd-dict whose decode costs at most --auto-max-decode ns a byte (a "
+     "simpler codec within 2 % of its ratio is preferred)",
      NULL, codecs, codec_v},
+    {"auto-max-decode", 0, SL__OPT_DOUBLE, F(auto_max_dec), 0.01, 1e6, "NS",
+     "--codec auto: the decode bound, ns per raw byte", "10"},
     {"shard-size", 0, SL__OPT_SIZE, F(shard_size), 1, HUGE_VAL, "SIZE",
      "largest shard, e.g. 64M, 1G", "256M"},
     {"force", 0, SL__OPT_FLAG, F(force), 0, 0, NULL,

@@ -1,10 +1,14 @@
-/* codec: none / lz4 / zstd over whole records. Every call is independent
- * (no shared state), so any thread may call any function. */
+/* codec: none / lz4 / zstd / zstd-dict over whole records. Every call is
+ * independent (no shared state; a dictionary is read-only once loaded),
+ * so any thread may call any function. */
 #include "codec.h"
 
 #include <limits.h>
 #include <lz4.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zdict.h>
 #include <zstd.h>
 
 /* zstd level for packing: level 3 is zstd's default, a good ratio at
@@ -16,6 +20,47 @@ static const char *const codec_names[] = {
     [SL_CODEC_NONE] = "none",
     [SL_CODEC_LZ4] = "lz4",
     [SL_CODEC_ZSTD] = "zstd",
+    [SL_CODEC_ZSTD_DICT] = "zstd-dict",
+};
+
+/* Smallest dictionary capacity to train (zdict's own floor is 256). */
+#define SL__DICT_MIN 1024
+
+/* One zstd decompression context per thread, made on first use and freed
+ * when the thread ends: a fresh context per record (what ZSTD_decompress
+ * does) costs an allocation of ~100 KiB each time, more than decoding a
+ * small record. */
+static pthread_key_t dctx_key;
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+static int dctx_key_ok;
+
+static void dctx_free(void *p)
+{
+    ZSTD_freeDCtx(p);
+}
+
+static void dctx_init(void)
+{
+    dctx_key_ok = pthread_key_create(&dctx_key, dctx_free) == 0;
+}
+
+/* The calling thread's context, or NULL when out of memory. */
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&dctx_once, dctx_init);
+    ZSTD_DCtx *dc = dctx_key_ok ? pthread_getspecific(dctx_key) : NULL;
+    if (!dc && (dc = ZSTD_createDCtx()) && dctx_key_ok &&
+        pthread_setspecific(dctx_key, dc)) {
+        ZSTD_freeDCtx(dc);
+        dc = NULL;
+    }
+    return dc;
+}
+
+struct sl__codec_dict {
+    ZSTD_DDict *dd;
+    ZSTD_CDict *cd; /* NULL unless loaded to compress */
+    unsigned id;
 };
 #define NCODECS (int)(sizeof codec_names / sizeof *codec_names)
 
@@ -41,7 +86,8 @@ size_t sl__codec_bound(int codec, size_t n)
         if (n > LZ4_MAX_INPUT_SIZE)
             return 0;
         return (size_t)LZ4_compressBound((int)n);
-    case SL_CODEC_ZSTD: {
+    case SL_CODEC_ZSTD:
+    case SL_CODEC_ZSTD_DICT: {
         size_t b = ZSTD_compressBound(n);
         return ZSTD_isError(b) ? 0 : b;
     }
@@ -58,9 +104,20 @@ int sl__codec_compress(int codec, const void *src, size_t n, sl__bytes_t *out,
 int sl__codec_compress_level(int codec, int level, const void *src, size_t n,
                              sl__bytes_t *out, char *err, size_t errlen)
 {
+    return sl__codec_compress_dict(codec, level, NULL, src, n, out, err,
+                                   errlen);
+}
+
+int sl__codec_compress_dict(int codec, int level, const sl__codec_dict_t *d,
+                            const void *src, size_t n, sl__bytes_t *out,
+                            char *err, size_t errlen)
+{
     size_t bound = sl__codec_bound(codec, n);
-    if (codec < SL_CODEC_NONE || codec > SL_CODEC_ZSTD)
+    if (codec < SL_CODEC_NONE || codec > SL__CODEC_LAST)
         return sl__fail(err, errlen, SL_EINVAL, "unknown codec %d", codec);
+    if (codec == SL_CODEC_ZSTD_DICT && (!d || !d->cd))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "zstd-dict needs a dictionary loaded to compress");
     if (bound == 0 && n != 0)
         return sl__fail(err, errlen, SL_ERANGE,
                         "%zu bytes is too large for codec %s", n,
@@ -91,12 +148,33 @@ int sl__codec_compress_level(int codec, int level, const void *src, size_t n,
         out->n = r;
         return 0;
     }
+    case SL_CODEC_ZSTD_DICT: {
+        ZSTD_CCtx *cc = ZSTD_createCCtx();
+        if (!cc)
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        size_t r = ZSTD_compress_usingCDict(cc, out->p, bound, src, n, d->cd);
+        ZSTD_freeCCtx(cc);
+        if (ZSTD_isError(r))
+            return sl__fail(err, errlen, SL_EIO,
+                            "zstd-dict compression failed: %s",
+                            ZSTD_getErrorName(r));
+        out->n = r;
+        return 0;
+    }
     }
     return SL_EINVAL; /* not reached */
 }
 
 int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
                          size_t raw_n, char *err, size_t errlen)
+{
+    return sl__codec_decompress_dict(codec, NULL, src, n, dst, raw_n, err,
+                                     errlen);
+}
+
+int sl__codec_decompress_dict(int codec, const sl__codec_dict_t *d,
+                              const void *src, size_t n, void *dst,
+                              size_t raw_n, char *err, size_t errlen)
 {
     /* Libraries may not be handed NULL even for empty buffers. */
     uint8_t dummy = 0;
@@ -127,7 +205,11 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
                             "lz4 data gave %d bytes, expected %zu", r, raw_n);
         return 0;
     }
-    case SL_CODEC_ZSTD: {
+    case SL_CODEC_ZSTD:
+    case SL_CODEC_ZSTD_DICT: {
+        if (codec == SL_CODEC_ZSTD_DICT && !d)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "zstd-dict data but no dictionary");
         /* A (first) frame that says it holds more than the record is
          * refused before any work; one that does not say is still
          * bounded, as ZSTD_decompress never writes past raw_n. */
@@ -138,7 +220,16 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
                             "zstd frame declares %llu bytes, more than the "
                             "record's %zu",
                             fcs, raw_n);
-        size_t r = ZSTD_decompress(dst, raw_n, src, n);
+        ZSTD_DCtx *dc = thread_dctx();
+        if (!dc)
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        /* A frame made with another dictionary fails here
+         * (dictionary_wrong): its ID is checked. A plain frame gets no
+         * dictionary (ZSTD_decompressDCtx drops any earlier one). */
+        size_t r =
+            codec == SL_CODEC_ZSTD_DICT
+                ? ZSTD_decompress_usingDDict(dc, dst, raw_n, src, n, d->dd)
+                : ZSTD_decompressDCtx(dc, dst, raw_n, src, n);
         if (ZSTD_isError(r))
             return sl__fail(err, errlen, SL_ECORRUPT, "malformed zstd data: %s",
                             ZSTD_getErrorName(r));
@@ -150,4 +241,72 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
     }
     return sl__fail(err, errlen, SL_EUNSUPPORTED, "unknown codec tag %d",
                     codec);
+}
+
+int sl__codec_dict_train(const void *samples, const size_t *sizes, unsigned n,
+                         size_t capacity, sl__bytes_t *dict, char *err,
+                         size_t errlen)
+{
+    if (capacity < SL__DICT_MIN || capacity > SL__CODEC_DICT_MAX)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "dictionary capacity %zu outside [%d, %zu]", capacity,
+                        SL__DICT_MIN, SL__CODEC_DICT_MAX);
+    if (sl__bytes_reserve(dict, capacity))
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    size_t r = ZDICT_trainFromBuffer(dict->p, capacity, samples, sizes, n);
+    if (ZDICT_isError(r))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "cannot train a dictionary on %u record(s): %s", n,
+                        ZDICT_getErrorName(r));
+    dict->n = r;
+    return 0;
+}
+
+int sl__codec_dict_load(const void *p, size_t n, int level,
+                        sl__codec_dict_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!p || n < 8 || n > SL__CODEC_DICT_MAX)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "dictionary of %zu bytes (a zstd dictionary has 8 to "
+                        "%zu)",
+                        n, SL__CODEC_DICT_MAX);
+    /* 0: not a zstd dictionary (no magic), which zstd would otherwise
+     * take as raw content; the ID written in frames must be checkable. */
+    unsigned id = ZSTD_getDictID_fromDict(p, n);
+    if (id == 0)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "not a zstd dictionary (bad magic or ID 0)");
+    sl__codec_dict_t *d = calloc(1, sizeof *d);
+    if (!d)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    d->id = id;
+    /* With the magic checked, zstd loads it as a full dictionary: the
+     * entropy tables must parse, or it is refused now rather than at the
+     * first record. */
+    d->dd = ZSTD_createDDict(p, n);
+    if (d->dd && level > 0) {
+        d->cd = ZSTD_createCDict(p, n, level);
+    }
+    if (!d->dd || (level > 0 && !d->cd)) {
+        sl__codec_dict_free(d);
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "malformed zstd dictionary (its tables do not load)");
+    }
+    *out = d;
+    return 0;
+}
+
+void sl__codec_dict_free(sl__codec_dict_t *d)
+{
+    if (!d)
+        return;
+    ZSTD_freeDDict(d->dd);
+    ZSTD_freeCDict(d->cd);
+    free(d);
+}
+
+unsigned sl__codec_dict_id(const sl__codec_dict_t *d)
+{
+    return d ? d->id : 0;
 }

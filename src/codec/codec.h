@@ -1,5 +1,6 @@
-/* codec: per-record compression of stored bytes (none, lz4, zstd).
- * Depends on base only. Tags are stable numbers written into shards. */
+/* codec: per-record compression of stored bytes (none, lz4, zstd, zstd
+ * with a dictionary trained on the data). Depends on base only. Tags are
+ * stable numbers written into shards: add, never renumber. */
 #ifndef SL_CODEC_H
 #define SL_CODEC_H
 
@@ -12,9 +13,11 @@ typedef enum sl__codec {
     SL_CODEC_NONE = 0,
     SL_CODEC_LZ4 = 1,
     SL_CODEC_ZSTD = 2,
+    SL_CODEC_ZSTD_DICT = 3, /* zstd frames that need the shard's dictionary */
 } sl__codec_t;
+#define SL__CODEC_LAST SL_CODEC_ZSTD_DICT
 
-/* "none" | "lz4" | "zstd" -> tag; -1 if unknown. */
+/* "none" | "lz4" | "zstd" | "zstd-dict" -> tag; -1 if unknown. */
 int sl__codec_from_name(const char *name);
 /* tag -> name, or "unknown". */
 const char *sl__codec_name(int codec);
@@ -36,5 +39,42 @@ int sl__codec_compress_level(int codec, int level, const void *src, size_t n,
  * outcome (short, long, malformed) is SL_ECORRUPT with a message. */
 int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
                          size_t raw_n, char *err, size_t errlen);
+
+/* ---- dictionaries (SL_CODEC_ZSTD_DICT) */
+
+/* Largest dictionary a shard may hold (zstd's CLI trains 110 KiB ones). */
+#define SL__CODEC_DICT_MAX ((size_t)1 << 20)
+
+/* Trains a zstd dictionary of at most `capacity` bytes on n samples laid
+ * end to end in `samples` (sizes[i] bytes each): ZDICT_trainFromBuffer.
+ * SL_EINVAL with zstd's reason when the samples are too few or too alike
+ * to train on (the caller falls back to plain zstd). */
+int sl__codec_dict_train(const void *samples, const size_t *sizes, unsigned n,
+                         size_t capacity, sl__bytes_t *dict, char *err,
+                         size_t errlen);
+
+/* A loaded dictionary: the decompression half (ZSTD_DDict) always, the
+ * compression half (ZSTD_CDict at `level`) when level > 0. Immutable
+ * after load, so any thread may use it. */
+typedef struct sl__codec_dict sl__codec_dict_t;
+/* Checks that p holds a zstd dictionary (its magic, ID and entropy
+ * tables; raw-content dictionaries are refused) and loads it.
+ * SL_ECORRUPT with the cause when it does not. */
+int sl__codec_dict_load(const void *p, size_t n, int level,
+                        sl__codec_dict_t **out, char *err, size_t errlen);
+void sl__codec_dict_free(sl__codec_dict_t *d);
+/* zstd's ID of the dictionary (written in every frame that uses it). */
+unsigned sl__codec_dict_id(const sl__codec_dict_t *d);
+
+/* sl__codec_compress_level / sl__codec_decompress with a dictionary:
+ * codec SL_CODEC_ZSTD_DICT needs d (its compression half to compress);
+ * the other codecs ignore it. Without d, SL_CODEC_ZSTD_DICT is
+ * SL_ECORRUPT ("no dictionary"). */
+int sl__codec_compress_dict(int codec, int level, const sl__codec_dict_t *d,
+                            const void *src, size_t n, sl__bytes_t *out,
+                            char *err, size_t errlen);
+int sl__codec_decompress_dict(int codec, const sl__codec_dict_t *d,
+                              const void *src, size_t n, void *dst,
+                              size_t raw_n, char *err, size_t errlen);
 
 #endif

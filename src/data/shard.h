@@ -27,11 +27,28 @@ typedef struct sl__shard_writer sl__shard_writer_t;
  * over `path` by sl__shard_writer_finish. */
 int sl__shard_writer_open(const char *path, int codec, sl__shard_writer_t **out,
                           char *err, size_t errlen);
+/* How a writer stores its records: the codec, its zstd level (0: the
+ * default) and, for SL_CODEC_ZSTD_DICT, the dictionary (a zstd one, as
+ * sl__codec_dict_train makes), which the shard then holds (format 1.1). */
+typedef struct sl__shard_codec {
+    int codec;
+    int level;
+    const void *dict;
+    size_t dict_n;
+} sl__shard_codec_t;
+int sl__shard_writer_open_ex(const char *path, const sl__shard_codec_t *c,
+                             sl__shard_writer_t **out, char *err,
+                             size_t errlen);
 /* Appends one record (raw bytes, compressed with the writer's codec; kept
  * raw and tagged SL_CODEC_NONE when compression would not shrink it). */
 int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
                          int64_t label, const char *name, char *err,
                          size_t errlen);
+/* THE rule for what a record may be (a name of at most SL_SHARD_NAME_MAX
+ * bytes without control bytes, at most 4 GiB), which writer_add applies:
+ * 0, or SL_ERANGE / SL_EINVAL with a message starting with path. */
+int sl__shard_record_check(const char *path, const char *name, size_t n,
+                           char *err, size_t errlen);
 /* Bytes written so far (records + index estimate), for --shard-size. */
 uint64_t sl__shard_writer_bytes(const sl__shard_writer_t *w);
 uint64_t sl__shard_writer_count(const sl__shard_writer_t *w);
@@ -63,6 +80,8 @@ uint64_t sl__shard_size(const sl__shard_t *s);
  * the index checksum, which covers every record's offset, sizes and
  * checksum, so it names the shard's contents. A pack's manifest lists it. */
 uint64_t sl__shard_digest(const sl__shard_t *s);
+/* Bytes of the shard's zstd dictionary (0: none). */
+size_t sl__shard_dict_size(const sl__shard_t *s);
 /* Format version of the open shard. */
 void sl__shard_version(const sl__shard_t *s, int *major, int *minor);
 /* Entry i (i < count); pointers valid until close. */

@@ -13,6 +13,10 @@
  * skip. */
 #define SL_SHARD_VERSION_MAJOR 1
 #define SL_SHARD_VERSION_MINOR 0
+/* 1.1: the header holds a zstd dictionary's place (SL_SHARD_H_DICT_*).
+ * Written only by shards that hold one, so every other shard stays 1.0,
+ * byte for byte as before. */
+#define SL_SHARD_VERSION_MINOR_DICT 1
 
 /* Header, at offset 0 (version 1.0 sizes; a reader accepts larger ones). */
 #define SL_SHARD_HEADER_SIZE 64
@@ -27,6 +31,13 @@
 #define SL_SHARD_H_ENTRY_SIZE 40  /* u32 */
 #define SL_SHARD_H_FLAGS 44       /* u32, 0 */
 #define SL_SHARD_H_INDEX_SUM 48   /* u64 xxh3-64 of the index bytes */
+/* 1.1 (header size >= SL_SHARD_HEADER_SIZE_DICT): the dictionary records
+ * of codec zstd-dict need, stored in the data region (size 0: none). */
+#define SL_SHARD_HEADER_SIZE_DICT 88
+#define SL_SHARD_H_DICT_OFF 56  /* u64 from the start of the file */
+#define SL_SHARD_H_DICT_SIZE 64 /* u32 bytes */
+#define SL_SHARD_H_DICT_ID 68   /* u32 zstd's dictionary ID */
+#define SL_SHARD_H_DICT_SUM 72  /* u64 xxh3-64 of the dictionary bytes */
 /* The header's last 8 bytes: xxh3-64 of the bytes before them. */
 
 /* Index entry (version 1.0 size; a reader accepts larger ones). */

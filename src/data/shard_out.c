@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "codec/choose.h"
 #include "codec/codec.h"
 #include "data/manifest.h"
 
@@ -34,7 +35,8 @@ static int pack_file(const char *name)
     }
     size_t n = strlen(name);
     return (n > 4 && !strcmp(name + n - 4, ".sls")) ||
-           !strcmp(name, "classes.txt") || !strcmp(name, SL__MANIFEST_NAME);
+           !strcmp(name, "classes.txt") || !strcmp(name, SL__MANIFEST_NAME) ||
+           !strcmp(name, SL__PACK_INFO_NAME);
 }
 
 /* Counts the pack files in dir into *pack; the first other entry's name
@@ -237,6 +239,161 @@ done:
     return rc;
 }
 
+static int finish_shard(sl__pack_out_t *o, char *err, size_t errlen);
+
+/* Frees the records held for a shard being chosen. */
+static void drop_pending(sl__pack_out_t *o)
+{
+    for (size_t i = 0; i < o->npend; i++)
+        free(o->pend_name[i]);
+    free(o->pend_n);
+    free(o->pend_label);
+    free(o->pend_name);
+    sl__bytes_free(&o->pend);
+    o->pend_n = NULL;
+    o->pend_label = NULL;
+    o->pend_name = NULL;
+    o->npend = o->cap_pend = 0;
+    o->pend_cost = 0;
+}
+
+/* Appends one line describing shard k's choice to o->info. */
+static int note_choice(sl__pack_out_t *o, long k, const sl__choice_t *c)
+{
+    sl__pack_shard_info_t *ni =
+        realloc(o->info, (size_t)(o->ninfo + 1) * sizeof *ni);
+    if (!ni)
+        return SL_ENOMEM;
+    o->info = ni;
+    char *l = ni[o->ninfo++].line;
+    size_t len = sizeof ni->line;
+    int at = snprintf(l, len, "shard-%05ld.sls: %s", k, c->name);
+    if (c->codec == SL_CODEC_ZSTD_DICT && at < (int)len)
+        at += snprintf(l + at, len - (size_t)at, " (dictionary %zu bytes)",
+                       c->dict.n);
+    for (int r = 0; r < c->nrows && at < (int)len; r++)
+        if (!strcmp(c->rows[r].name, c->name))
+            at += snprintf(l + at, len - (size_t)at,
+                           " ratio %.3f, decode %.2f ns/B", c->rows[r].ratio,
+                           c->rows[r].dec_ns);
+    if (c->note[0] && at < (int)len)
+        snprintf(l + at, len - (size_t)at, " [no dictionary: %s]", c->note);
+    return 0;
+}
+
+/* Chooses the codec of the held records, writes them as one shard and
+ * finishes it. */
+static int flush_pending(sl__pack_out_t *o, char *err, size_t errlen)
+{
+    if (!o->npend)
+        return 0;
+    sl__choice_t c;
+    int rc = sl__codec_choose(o->pend.p, o->pend_n, o->npend, o->pend.n,
+                              o->codec == SL__PACK_CODEC_AUTO, o->auto_max_dec,
+                              &c, err, errlen);
+    if (rc)
+        return rc;
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", o->tmp, o->shards) >=
+        (int)sizeof path)
+        rc = sl__fail(err, errlen, SL_EINVAL, "%s: path too long", o->dir);
+    sl__shard_codec_t sc = {c.codec, c.level, c.dict.p, c.dict.n};
+    if (!rc)
+        rc = note_choice(o, o->shards, &c)
+                 ? sl__fail(err, errlen, SL_ENOMEM, "out of memory")
+                 : 0;
+    if (!rc && !(rc = sl__shard_writer_open_ex(path, &sc, &o->w, err, errlen)))
+        o->shards++;
+    const uint8_t *at = o->pend.p;
+    for (size_t i = 0; i < o->npend && !rc; i++) {
+        rc = sl__shard_writer_add(o->w, at, o->pend_n[i], o->pend_label[i],
+                                  o->pend_name[i], err, errlen);
+        at += o->pend_n[i];
+    }
+    sl__bytes_free(&c.dict);
+    drop_pending(o);
+    return rc ? rc : finish_shard(o, err, errlen);
+}
+
+/* add for the codecs chosen per shard: the record is checked now (so a
+ * bad one is the record's fault, as with a direct write) and held. */
+static int add_pending(sl__pack_out_t *o, const void *p, size_t n,
+                       int64_t label, const char *name, int *fatal, char *err,
+                       size_t errlen)
+{
+    int rc = sl__shard_record_check(o->dir, name, n, err, errlen);
+    if (rc) {
+        *fatal = 0;
+        return rc;
+    }
+    uint64_t cost = sl__shard_record_cost(SL_CODEC_ZSTD, n, name);
+    if (o->npend &&
+        o->pend_cost + cost + SL__CHOOSE_DICT > (uint64_t)o->shard_size &&
+        (rc = flush_pending(o, err, errlen)))
+        return rc;
+    if (o->npend == o->cap_pend) {
+        size_t cap = o->cap_pend ? 2 * o->cap_pend : 256;
+        size_t *nn = realloc(o->pend_n, cap * sizeof *nn);
+        if (nn)
+            o->pend_n = nn;
+        int64_t *nl = realloc(o->pend_label, cap * sizeof *nl);
+        if (nl)
+            o->pend_label = nl;
+        char **nm = realloc(o->pend_name, cap * sizeof *nm);
+        if (nm)
+            o->pend_name = nm;
+        if (!nn || !nl || !nm)
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        o->cap_pend = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy || sl__bytes_reserve(&o->pend, o->pend.n + n + 1)) {
+        free(copy);
+        return sl__fail(err, errlen, SL_ENOMEM,
+                        "out of memory holding a shard's records");
+    }
+    if (n)
+        memcpy(o->pend.p + o->pend.n, p, n);
+    o->pend.n += n;
+    o->pend_n[o->npend] = n;
+    o->pend_label[o->npend] = label;
+    o->pend_name[o->npend++] = copy;
+    o->pend_cost += cost;
+    return 0;
+}
+
+/* pack-info.txt: each chosen shard's codec, then o->extra; only when
+ * there is something to say. */
+static int write_info(const sl__pack_out_t *o, char *err, size_t errlen)
+{
+    if (!o->ninfo && !o->extra)
+        return 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", o->tmp, SL__PACK_INFO_NAME);
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", path,
+                        strerror(errno));
+    fprintf(fp, "# sluice pack notes: each shard's codec, lossy packing\n");
+    for (long k = 0; k < o->ninfo; k++)
+        fprintf(fp, "codec %s\n", o->info[k].line);
+    if (o->extra)
+        fputs(o->extra, fp);
+    int ok = !ferror(fp) && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
+    ok = (fclose(fp) == 0) && ok;
+    return ok ? 0
+              : sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
+                         strerror(errno));
+}
+
+void sl__pack_out_free(sl__pack_out_t *o)
+{
+    drop_pending(o);
+    free(o->info);
+    o->info = NULL;
+    o->ninfo = 0;
+}
+
 /* Finishes the open shard, if any. */
 static int finish_shard(sl__pack_out_t *o, char *err, size_t errlen)
 {
@@ -330,7 +487,11 @@ static int move_into_place(sl__pack_out_t *o, char *err, size_t errlen)
 int sl__pack_out_commit(sl__pack_out_t *o, char *err, size_t errlen)
 {
     sl__manifest_t m;
-    int rc = finish_shard(o, err, errlen);
+    int rc = flush_pending(o, err, errlen);
+    if (!rc)
+        rc = finish_shard(o, err, errlen);
+    if (!rc)
+        rc = write_info(o, err, errlen);
     if (!rc)
         rc = make_manifest(o, &m, err, errlen);
     if (!rc) {
@@ -353,6 +514,7 @@ int sl__pack_out_commit(sl__pack_out_t *o, char *err, size_t errlen)
 
 void sl__pack_out_abort(sl__pack_out_t *o)
 {
+    drop_pending(o);
     if (o->w)
         sl__shard_writer_abort(o->w);
     o->w = NULL;
@@ -367,6 +529,8 @@ int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,
                      const char *name, int *fatal, char *err, size_t errlen)
 {
     *fatal = 1;
+    if (o->codec == SL_CODEC_ZSTD_DICT || o->codec == SL__PACK_CODEC_AUTO)
+        return add_pending(o, p, n, label, name, fatal, err, errlen);
     if (o->w && sl__shard_writer_count(o->w) > 0 &&
         sl__shard_writer_bytes(o->w) +
                 sl__shard_record_cost(o->codec, n, name) >

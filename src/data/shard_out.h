@@ -15,18 +15,43 @@
 
 #include "data/shard.h"
 
+/* The codec value that asks for a choice per shard (codec/choose.h). */
+#define SL__PACK_CODEC_AUTO 256
+
+/* One finished shard's codec, as chosen (pack's output, pack-info.txt). */
+typedef struct sl__pack_shard_info {
+    char line[256]; /* "shard-00000.sls: zstd-dict (...)" */
+} sl__pack_shard_info_t;
+
+/* The pack's own notes, beside the manifest (written by commit). */
+#define SL__PACK_INFO_NAME "pack-info.txt"
+
 /** The pack being written to `dir`. Set the first four fields; the rest
- *  start at zero. */
+ *  start at zero. With codec SL_CODEC_ZSTD_DICT or SL__PACK_CODEC_AUTO
+ *  each shard's records are held in memory until the shard is full (at
+ *  most shard_size bytes), then its codec is chosen (and its dictionary
+ *  trained) on them, and the shard written. */
 typedef struct sl__pack_out {
     const char *dir;
-    int codec;          /* SL_CODEC_* */
+    int codec;          /* SL_CODEC_* or SL__PACK_CODEC_AUTO */
     int64_t shard_size; /* largest shard, bytes */
     int force;          /* replace a pack already there */
     sl__shard_writer_t *w;
-    long shards;        /* shards finished or open */
-    uint64_t bytes_out; /* stored bytes of the finished shards */
-    char *final;        /* where the pack goes: dir, or where it links */
-    char *tmp;          /* the folder being written (sibling of final) */
+    long shards;         /* shards finished or open */
+    uint64_t bytes_out;  /* stored bytes of the finished shards */
+    char *final;         /* where the pack goes: dir, or where it links */
+    char *tmp;           /* the folder being written (sibling of final) */
+    double auto_max_dec; /* auto's decode bound, ns/byte (0: the default) */
+    const char *extra;   /* lines for pack-info.txt (lossy packing), or NULL */
+    /* records held for the shard being chosen */
+    sl__bytes_t pend;
+    size_t *pend_n;
+    int64_t *pend_label;
+    char **pend_name;
+    size_t npend, cap_pend;
+    uint64_t pend_cost;
+    sl__pack_shard_info_t *info; /* one per finished shard (auto/dict) */
+    long ninfo;
 } sl__pack_out_t;
 
 #define SL__PACK_SHARD_SIZE (256LL << 20) /* default largest shard */
@@ -55,5 +80,7 @@ int sl__pack_out_commit(sl__pack_out_t *o, char *err, size_t errlen);
 /** Drops the pack being written (after a failure): the open shard and the
  *  temporary folder. o->dir is left as it was. */
 void sl__pack_out_abort(sl__pack_out_t *o);
+/** Frees o->info (after commit or abort). */
+void sl__pack_out_free(sl__pack_out_t *o);
 
 #endif

@@ -27,9 +27,11 @@ struct sl__shard {
     int major, minor;
     uint64_t digest; /* the header checksum */
     uint64_t count;
-    uint64_t data_start; /* = header size */
-    uint64_t data_end;   /* = index offset */
-    uint8_t *index;      /* the index bytes; entry names point into it */
+    uint64_t data_start;    /* = header size */
+    uint64_t data_end;      /* = index offset */
+    uint8_t *index;         /* the index bytes; entry names point into it */
+    sl__codec_dict_t *dict; /* zstd-dict records' dictionary, or NULL */
+    size_t dict_n;
     sl__shard_entry_t *entries;
 };
 
@@ -83,6 +85,44 @@ static int fetch(const sl__shard_t *s, void *buf, size_t n, uint64_t off,
         return rc ? sl__fail(err, errlen, rc, "%s (%s)", why, what) : 0;
     }
     return read_at(s, buf, n, off) ? read_fail(s, what, err, errlen) : 0;
+}
+
+/* Loads the zstd dictionary a 1.1 header h points to (none when its size
+ * is 0): its bounds inside the data region, its checksum, its ID, then
+ * zstd's own parse, each failure an error naming the shard. */
+static int load_dict(sl__shard_t *s, const uint8_t *h, char *err, size_t errlen)
+{
+    uint64_t off = sl__get_u64(h + SL_SHARD_H_DICT_OFF);
+    uint32_t n = sl__get_u32(h + SL_SHARD_H_DICT_SIZE);
+    uint32_t id = sl__get_u32(h + SL_SHARD_H_DICT_ID);
+    uint64_t sum = sl__get_u64(h + SL_SHARD_H_DICT_SUM);
+    if (n == 0)
+        return 0;
+    if (n > SL__CODEC_DICT_MAX || off < s->data_start || off > s->data_end ||
+        n > s->data_end - off)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: corrupt dictionary: %" PRIu32 " bytes at %" PRIu64
+                        " outside the data region",
+                        s->path, n, off);
+    uint8_t *p = malloc(n);
+    if (!p)
+        return sl__fail(err, errlen, SL_ENOMEM,
+                        "%s: out of memory for its dictionary", s->path);
+    int rc = fetch(s, p, n, off, "dictionary", err, errlen);
+    if (!rc && XXH3_64bits(p, n) != sum)
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: corrupt dictionary: checksum mismatch", s->path);
+    char why[160];
+    if (!rc && (rc = sl__codec_dict_load(p, n, 0, &s->dict, why, sizeof why)))
+        rc = sl__fail(err, errlen, rc, "%s: corrupt dictionary: %s", s->path,
+                      why);
+    if (!rc && sl__codec_dict_id(s->dict) != id)
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: corrupt dictionary: ID %u, the header says %" PRIu32,
+                      s->path, sl__codec_dict_id(s->dict), id);
+    free(p);
+    s->dict_n = rc ? 0 : n;
+    return rc;
 }
 
 /* Checks and decodes the header; sets count, data_end, version. On return
@@ -171,7 +211,8 @@ static int parse_header(sl__shard_t *s, uint64_t *index_size,
                         "%s: corrupt header: %" PRIu64
                         " records do not fit an index of %" PRIu64 " bytes",
                         s->path, s->count, *index_size);
-    return 0;
+    return hsize >= SL_SHARD_HEADER_SIZE_DICT ? load_dict(s, h, err, errlen)
+                                              : 0;
 }
 
 /* Decodes and checks every entry of s->index. */
@@ -212,6 +253,12 @@ static int parse_index(sl__shard_t *s, uint64_t index_size, uint32_t entry_size,
                             ": uncompressed but stored size %" PRIu32
                             " != raw size %" PRIu32,
                             s->path, i, e->stored_size, e->raw_size);
+        if (e->codec == SL_CODEC_ZSTD_DICT && !s->dict)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: corrupt index: record %" PRIu64
+                            ": codec zstd-dict but the shard holds no "
+                            "dictionary",
+                            s->path, i);
         /* The name and the NUL after it lie inside the name table. */
         if (name_off >= names_n || name_len >= names_n - name_off ||
             names[name_off + name_len] != '\0')
@@ -318,6 +365,7 @@ void sl__shard_close(sl__shard_t *s)
     if (s->fd >= 0)
         close(s->fd);
     sl__bytesrc_close(s->src);
+    sl__codec_dict_free(s->dict);
     free(s->entries);
     free(s->index);
     free(s->path);
@@ -361,6 +409,11 @@ int sl__shard_label_check(const sl__shard_t *s, uint64_t i, int64_t classes,
                         s->path, i, e->name, e->label,
                         SL__SHARD_CLASSES_MAX - 1);
     return 0;
+}
+
+size_t sl__shard_dict_size(const sl__shard_t *s)
+{
+    return s->dict_n;
 }
 
 void sl__shard_version(const sl__shard_t *s, int *major, int *minor)
@@ -416,8 +469,7 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                         " records)",
                         s->path, i, s->count);
     const sl__shard_entry_t *e = &s->entries[i];
-    if (e->codec != SL_CODEC_NONE && e->codec != SL_CODEC_LZ4 &&
-        e->codec != SL_CODEC_ZSTD)
+    if (e->codec < SL_CODEC_NONE || e->codec > SL__CODEC_LAST)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "%s: record %" PRIu64 " (%s): unknown codec tag %d",
                         s->path, i, e->name, e->codec);
@@ -494,8 +546,9 @@ int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
         *stored_bytes = e->stored_size;
     if (e->codec != SL_CODEC_NONE) {
         char cerr[160];
-        int rc = sl__codec_decompress(e->codec, scratch->p, e->stored_size,
-                                      out->p, e->raw_size, cerr, sizeof cerr);
+        int rc = sl__codec_decompress_dict(e->codec, s->dict, scratch->p,
+                                           e->stored_size, out->p, e->raw_size,
+                                           cerr, sizeof cerr);
         if (rc)
             return sl__fail(err, errlen, rc, "%s: record %" PRIu64 " (%s): %s",
                             s->path, i, e->name, cerr);

@@ -21,6 +21,11 @@ struct sl__shard_writer {
     char *tmp;  /* where bytes go until finish */
     int fd;
     int codec;
+    int level;
+    sl__codec_dict_t *dict; /* SL_CODEC_ZSTD_DICT: loaded to compress */
+    uint32_t hsize;         /* header bytes: 64, or 88 with a dictionary */
+    uint64_t dict_off, dict_sum;
+    uint32_t dict_n;
     int failed;        /* an I/O error happened: the file is unusable */
     uint64_t off;      /* end of the data region so far */
     uint64_t count;    /* records */
@@ -74,16 +79,44 @@ static int sync_parent(const char *path)
 int sl__shard_writer_open(const char *path, int codec, sl__shard_writer_t **out,
                           char *err, size_t errlen)
 {
+    sl__shard_codec_t c = {.codec = codec};
+    return sl__shard_writer_open_ex(path, &c, out, err, errlen);
+}
+
+int sl__shard_writer_open_ex(const char *path, const sl__shard_codec_t *c,
+                             sl__shard_writer_t **out, char *err, size_t errlen)
+{
     static atomic_uint serial;
     *out = NULL;
-    if (codec < SL_CODEC_NONE || codec > SL_CODEC_ZSTD)
+    int codec = c->codec;
+    if (codec < SL_CODEC_NONE || codec > SL__CODEC_LAST)
         return sl__fail(err, errlen, SL_EINVAL, "%s: unknown codec %d", path,
                         codec);
+    if (codec == SL_CODEC_ZSTD_DICT && (!c->dict || !c->dict_n))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "%s: codec zstd-dict needs a dictionary", path);
     sl__shard_writer_t *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path)))
         goto nomem;
     w->fd = -1;
     w->codec = codec;
+    w->level = c->level;
+    w->hsize = SL_SHARD_HEADER_SIZE;
+    if (codec == SL_CODEC_ZSTD_DICT) {
+        char cerr[160];
+        int rc =
+            sl__codec_dict_load(c->dict, c->dict_n, c->level > 0 ? c->level : 3,
+                                &w->dict, cerr, sizeof cerr);
+        if (rc) {
+            sl__shard_writer_abort(w);
+            return sl__fail(err, errlen, SL_EINVAL, "%s: dictionary: %s", path,
+                            cerr);
+        }
+        w->hsize = SL_SHARD_HEADER_SIZE_DICT;
+        w->dict_off = SL_SHARD_HEADER_SIZE_DICT;
+        w->dict_n = (uint32_t)c->dict_n;
+        w->dict_sum = XXH3_64bits(c->dict, c->dict_n);
+    }
     /* The temp file sits in the same folder (rename must not cross file
      * systems); a dot name keeps it out of `*.sls` globs. O_EXCL with a
      * unique suffix instead of mkstemp, so that the mode honours umask. */
@@ -111,15 +144,17 @@ int sl__shard_writer_open(const char *path, int codec, sl__shard_writer_t **out,
         sl__shard_writer_abort(w);
         return SL_EIO;
     }
-    /* A zero header until finish: a stray temp file never looks valid. */
-    uint8_t zero[SL_SHARD_HEADER_SIZE] = {0};
-    if (write_at(w->fd, zero, sizeof zero, 0)) {
+    /* A zero header until finish: a stray temp file never looks valid. The
+     * dictionary, if any, opens the data region. */
+    uint8_t zero[SL_SHARD_HEADER_SIZE_DICT] = {0};
+    if (write_at(w->fd, zero, w->hsize, 0) ||
+        (w->dict_n && write_at(w->fd, c->dict, w->dict_n, w->dict_off))) {
         int e = errno;
         sl__shard_writer_abort(w);
         return sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
                         strerror(e));
     }
-    w->off = SL_SHARD_HEADER_SIZE;
+    w->off = w->hsize + w->dict_n;
     *out = w;
     return 0;
 nomem:
@@ -134,6 +169,26 @@ uint64_t sl__shard_record_cost(int codec, size_t raw_n, const char *name)
            strlen(name) + 1;
 }
 
+int sl__shard_record_check(const char *path, const char *name, size_t n,
+                           char *err, size_t errlen)
+{
+    size_t len = strlen(name);
+    if (len > SL_SHARD_NAME_MAX)
+        return sl__fail(err, errlen, SL_ERANGE,
+                        "%s: record name longer than %d bytes: %.64s...", path,
+                        SL_SHARD_NAME_MAX, name);
+    for (size_t i = 0; i < len; i++)
+        if (!sl__shard_name_byte_ok((unsigned char)name[i]))
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "%s: record name has a control byte (0x%02x)", path,
+                            (unsigned char)name[i]);
+    if (n > UINT32_MAX)
+        return sl__fail(err, errlen, SL_ERANGE,
+                        "%s: record %s: %zu bytes is over the 4 GiB limit",
+                        path, name, n);
+    return 0;
+}
+
 int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
                          int64_t label, const char *name, char *err,
                          size_t errlen)
@@ -143,20 +198,10 @@ int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
     if (w->failed)
         return sl__fail(err, errlen, SL_ESTATE, "%s: an earlier write failed",
                         w->path);
+    int rc = sl__shard_record_check(w->path, name, n, err, errlen);
+    if (rc)
+        return rc;
     size_t len = strlen(name);
-    if (len > SL_SHARD_NAME_MAX)
-        return sl__fail(err, errlen, SL_ERANGE,
-                        "%s: record name longer than %d bytes: %.64s...",
-                        w->path, SL_SHARD_NAME_MAX, name);
-    for (size_t i = 0; i < len; i++)
-        if (!sl__shard_name_byte_ok((unsigned char)name[i]))
-            return sl__fail(err, errlen, SL_EINVAL,
-                            "%s: record name has a control byte (0x%02x)",
-                            w->path, (unsigned char)name[i]);
-    if (n > UINT32_MAX)
-        return sl__fail(err, errlen, SL_ERANGE,
-                        "%s: record %s: %zu bytes is over the 4 GiB limit",
-                        w->path, name, n);
     if (w->names.n + len + 1 > UINT32_MAX)
         return sl__fail(err, errlen, SL_ERANGE,
                         "%s: name table over 4 GiB; use smaller shards",
@@ -167,8 +212,8 @@ int sl__shard_writer_add(sl__shard_writer_t *w, const void *raw, size_t n,
     int codec = SL_CODEC_NONE;
     if (w->codec != SL_CODEC_NONE) {
         char cerr[160];
-        int rc =
-            sl__codec_compress(w->codec, raw, n, &w->comp, cerr, sizeof cerr);
+        rc = sl__codec_compress_dict(w->codec, w->level, w->dict, raw, n,
+                                     &w->comp, cerr, sizeof cerr);
         if (rc)
             return sl__fail(err, errlen, rc, "%s: record %s: %s", w->path, name,
                             cerr);
@@ -248,24 +293,31 @@ int sl__shard_writer_finish(sl__shard_writer_t *w, char *err, size_t errlen)
     uint64_t index_sum = XXH3_64bits_digest(st);
     XXH3_freeState(st);
 
-    uint8_t h[SL_SHARD_HEADER_SIZE] = {0};
+    uint8_t h[SL_SHARD_HEADER_SIZE_DICT] = {0};
+    uint32_t hs = w->hsize;
     memcpy(h + SL_SHARD_H_MAGIC, SL_SHARD_MAGIC, SL_SHARD_MAGIC_LEN);
     sl__put_u16(h + SL_SHARD_H_MAJOR, SL_SHARD_VERSION_MAJOR);
-    sl__put_u16(h + SL_SHARD_H_MINOR, SL_SHARD_VERSION_MINOR);
-    sl__put_u32(h + SL_SHARD_H_HEADER_SIZE, SL_SHARD_HEADER_SIZE);
+    sl__put_u16(h + SL_SHARD_H_MINOR, w->dict_n ? SL_SHARD_VERSION_MINOR_DICT
+                                                : SL_SHARD_VERSION_MINOR);
+    sl__put_u32(h + SL_SHARD_H_HEADER_SIZE, hs);
     sl__put_u64(h + SL_SHARD_H_COUNT, w->count);
     sl__put_u64(h + SL_SHARD_H_INDEX_OFF, w->off);
     sl__put_u64(h + SL_SHARD_H_INDEX_SIZE, index_size);
     sl__put_u32(h + SL_SHARD_H_ENTRY_SIZE, SL_SHARD_ENTRY_SIZE);
     sl__put_u32(h + SL_SHARD_H_FLAGS, 0);
     sl__put_u64(h + SL_SHARD_H_INDEX_SUM, index_sum);
-    sl__put_u64(h + SL_SHARD_HEADER_SIZE - 8,
-                XXH3_64bits(h, SL_SHARD_HEADER_SIZE - 8));
+    if (w->dict_n) {
+        sl__put_u64(h + SL_SHARD_H_DICT_OFF, w->dict_off);
+        sl__put_u32(h + SL_SHARD_H_DICT_SIZE, w->dict_n);
+        sl__put_u32(h + SL_SHARD_H_DICT_ID, sl__codec_dict_id(w->dict));
+        sl__put_u64(h + SL_SHARD_H_DICT_SUM, w->dict_sum);
+    }
+    sl__put_u64(h + hs - 8, XXH3_64bits(h, hs - 8));
 
     const char *what = "write";
     int ok = !write_at(w->fd, w->index.p, w->index.n, w->off) &&
              !write_at(w->fd, w->names.p, w->names.n, w->off + w->index.n) &&
-             !write_at(w->fd, h, sizeof h, 0);
+             !write_at(w->fd, h, hs, 0);
     if (ok && !(ok = !fsync(w->fd)))
         what = "fsync";
     if (ok) {
@@ -303,5 +355,6 @@ void sl__shard_writer_abort(sl__shard_writer_t *w)
     sl__bytes_free(&w->index);
     sl__bytes_free(&w->names);
     sl__bytes_free(&w->comp);
+    sl__codec_dict_free(w->dict);
     free(w);
 }
