@@ -16,11 +16,14 @@
 #include "data/folder.h"
 #include "data/recfile.h"
 #include "data/shard.h"
+#include "ops/repack.h"
 #include "pack_out.h"
 
 typedef struct pack_args {
     int skip;
-    int format; /* 0: sluice shards, else SL__FMT_* */
+    int format;   /* 0: sluice shards, else SL__FMT_* */
+    int max_side; /* lossy: longest side (0: keep) */
+    int quality;  /* lossy: JPEG quality (0: not lossy, or the default) */
 } pack_args_t;
 
 static const char *const on_error_names[] = {"fail", "skip", NULL};
@@ -35,6 +38,15 @@ static const sl__opt_t pack_opts[] = {
      "sluice shards, WebDataset tar shards (shard-000000.tar, ...) or "
      "TFRecord files (data-00000.tfrecord, ...) with tf.train.Example",
      "sluice", format_names, format_values},
+    {"max-side", 0, SL__OPT_INT, offsetof(pack_args_t, max_side), 1, 65500, "N",
+     "lossy (FFCV-style): shrink images whose longer side is over N to N, "
+     "re-encoded as JPEG (--jpeg-quality, 90 by default)"},
+    {"jpeg-quality", 0, SL__OPT_INT, offsetof(pack_args_t, quality), 1, 100,
+     "Q",
+     "lossy: re-encode every image as a JPEG of quality Q (an image that "
+     "fits --max-side and would not shrink is kept as it is); pack prints "
+     "the PSNR this costs (mean / min over the re-encoded images), also "
+     "stored in OUT/pack-info.txt"},
     {NULL},
 };
 
@@ -50,7 +62,9 @@ static const sl__opts_t pack_usage = {
     "  --codec: none unless given; sluice pack --text --help: text "
     "documents;\n  sluice pack --volumes --help: NIfTI volumes\n"
     "  --format webdataset|tfrecord: OUT new or empty; --codec and the\n"
-    "  manifest are for sluice shards only\n"};
+    "  manifest are for sluice shards only\n"
+    "  PSNR: of the stored image against the pixels given to the encoder\n"
+    "  (after the resize), over all pixels and channels\n"};
 
 /* Reads a whole file into b. */
 static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
@@ -82,6 +96,70 @@ static int read_file(const char *path, sl__bytes_t *b, char *err, size_t errlen)
     }
     close(fd);
     return 0;
+}
+
+/* What lossy packing cost, over the records it re-encoded. */
+typedef struct lossy {
+    int on, max_side, quality;
+    sl__scratch_t *scratch;
+    sl__bytes_t out;
+    int64_t reencoded, resized, kept;
+    double psnr_sum, psnr_min;
+    uint64_t bytes_before, bytes_after;
+    char info[512]; /* the lines for pack-info.txt */
+} lossy_t;
+
+/* Re-encodes buf in place (lossy packing). Errors name the file. */
+static int lossy_apply(lossy_t *l, const char *path, sl__bytes_t *buf,
+                       char *err, size_t errlen)
+{
+    sl__repack_t r;
+    char why[512];
+    int rc = sl__image_repack(buf->p, buf->n, l->max_side, l->quality,
+                              l->scratch, &l->out, &r, why, sizeof why);
+    if (rc)
+        return sl__fail(err, errlen, rc, "%s: lossy packing: %s", path, why);
+    l->bytes_before += buf->n;
+    l->bytes_after += l->out.n;
+    l->resized += r.resized;
+    if (r.kept) {
+        l->kept++;
+    } else {
+        if (l->reencoded == 0 || r.psnr < l->psnr_min)
+            l->psnr_min = r.psnr;
+        l->psnr_sum += r.psnr;
+        l->reencoded++;
+    }
+    sl__bytes_t t = *buf;
+    *buf = l->out;
+    l->out = t;
+    return 0;
+}
+
+/* The line pack prints, and pack-info.txt's. */
+static void lossy_report(lossy_t *l)
+{
+    double mean = l->reencoded ? l->psnr_sum / (double)l->reencoded : 0;
+    printf("lossy: max side %d, JPEG quality %d: %" PRId64
+           " re-encoded (%" PRId64 " resized), %" PRId64
+           " kept as they were; %.1f -> %.1f MiB; PSNR mean %.2f dB, "
+           "min %.2f dB\n",
+           l->max_side, l->quality ? l->quality : SL__REPACK_QUALITY,
+           l->reencoded, l->resized, l->kept,
+           (double)l->bytes_before / (1 << 20),
+           (double)l->bytes_after / (1 << 20), mean, l->psnr_min);
+}
+
+static void lossy_info(lossy_t *l)
+{
+    double mean = l->reencoded ? l->psnr_sum / (double)l->reencoded : 0;
+    snprintf(l->info, sizeof l->info,
+             "lossy max_side %d jpeg_quality %d reencoded %" PRId64
+             " resized %" PRId64 " kept %" PRId64 " bytes_before %" PRIu64
+             " bytes_after %" PRIu64 " psnr_mean_db %.3f psnr_min_db %.3f\n",
+             l->max_side, l->quality ? l->quality : SL__REPACK_QUALITY,
+             l->reencoded, l->resized, l->kept, l->bytes_before, l->bytes_after,
+             mean, l->psnr_min);
 }
 
 static void progress(int64_t done, int64_t total, uint64_t bytes, int64_t t0)
@@ -149,6 +227,15 @@ int sl__cmd_pack(int argc, char **argv)
                 return 1;
             }
 
+    lossy_t lossy = {.on = args.max_side > 0 || args.quality > 0,
+                     .max_side = args.max_side,
+                     .quality = args.quality};
+    if (lossy.on && !(lossy.scratch = sl__scratch_create())) {
+        fprintf(stderr, "pack: out of memory\n");
+        ABORT();
+        sl__folder_free(f);
+        return 1;
+    }
     sl__bytes_t buf = {0};
     uint64_t bytes_in = 0;
     int64_t records = 0, last_tick = 0;
@@ -163,6 +250,9 @@ int sl__cmd_pack(int argc, char **argv)
         }
         int fatal = 0;
         rc = read_file(path, &buf, err, sizeof err);
+        uint64_t raw_n = buf.n;
+        if (!rc && lossy.on)
+            rc = lossy_apply(&lossy, path, &buf, err, sizeof err);
         if (!rc && args.format) {
             rc = sl__ext_out_add(&xo, buf.p, buf.n, f->labels[i], f->paths[i],
                                  err, sizeof err);
@@ -182,7 +272,7 @@ int sl__cmd_pack(int argc, char **argv)
         if (rc)
             break;
         records++;
-        bytes_in += buf.n;
+        bytes_in += raw_n;
         if (tty && sl__now_ns() - last_tick > 100000000) {
             last_tick = sl__now_ns();
             progress(i + 1, f->n, bytes_in, t0);
@@ -195,6 +285,12 @@ int sl__cmd_pack(int argc, char **argv)
     if (!rc && !args.format)
         rc =
             sl__pack_out_classes(&ps, f->classes, f->nclasses, err, sizeof err);
+    sl__scratch_destroy(lossy.scratch);
+    sl__bytes_free(&lossy.out);
+    if (lossy.on) {
+        lossy_info(&lossy);
+        ps.extra = lossy.info;
+    }
     if (!rc && records == 0)
         rc = sl__fail(err, sizeof err, SL_ENOTFOUND,
                       "no record could be packed");
@@ -226,6 +322,8 @@ int sl__cmd_pack(int argc, char **argv)
            ps.codec == SL__PACK_CODEC_AUTO ? "auto" : sl__codec_name(ps.codec));
     for (long k = 0; k < ps.ninfo; k++)
         printf("  %s\n", ps.info[k].line);
+    if (lossy.on)
+        lossy_report(&lossy);
     printf("bytes in %" PRIu64 " (%.1f MiB), out %" PRIu64
            " (%.1f MiB, %.1f%%), %.2f s, %.1f MiB/s\n",
            bytes_in, (double)bytes_in / (1 << 20), ps.bytes_out,
