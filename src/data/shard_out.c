@@ -327,8 +327,11 @@ static int add_pending(sl__pack_out_t *o, const void *p, size_t n,
         return rc;
     }
     uint64_t cost = sl__shard_record_cost(SL_CODEC_ZSTD, n, name);
-    if (o->npend &&
-        o->pend_cost + cost + SL__CHOOSE_DICT > (uint64_t)o->shard_size &&
+    /* The dictionary the shard may get (codec/choose: a fiftieth of the
+     * sample, 1 KiB to SL__CHOOSE_DICT). */
+    uint64_t dict = (o->pend.n + n) / 50;
+    dict = dict < 1024 ? 1024 : dict > SL__CHOOSE_DICT ? SL__CHOOSE_DICT : dict;
+    if (o->npend && o->pend_cost + cost + dict > (uint64_t)o->shard_size &&
         (rc = flush_pending(o, err, errlen)))
         return rc;
     if (o->npend == o->cap_pend) {
