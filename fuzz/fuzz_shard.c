@@ -1,9 +1,11 @@
 /* Fuzz target: any bytes through the shard reader. Opens them as a shard
  * (header, index, names: all the parsing), checks every record's label
  * (the label rule, with and without a classes.txt) and reads every record
- * (codecs, checksums), twice: as given, then with both checksums made to match
- * (see reseal). Nothing may crash, leak or read out of bounds. The seed corpus
- * is written by `SL_GEN_CORPUS=DIR tests/unit/test_shard`. */
+ * (codecs, checksums, a 1.1 shard's zstd dictionary), twice: as given,
+ * then with every checksum made to match (see reseal). Nothing may crash,
+ * leak or read out of bounds. The seed corpus is written by
+ * `SL_GEN_CORPUS=DIR tests/unit/test_shard` (and test_shard_dict: the
+ * dict-*.sls seeds). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +63,12 @@ static int reseal(uint8_t *p, size_t n)
     uint64_t len = sl__get_u64(p + SL_SHARD_H_INDEX_SIZE);
     if (at <= n && len <= n - at)
         sl__put_u64(p + SL_SHARD_H_INDEX_SUM, XXH3_64bits(p + at, len));
+    if (hsize >= SL_SHARD_HEADER_SIZE_DICT) { /* 1.1: the dictionary's */
+        at = sl__get_u64(p + SL_SHARD_H_DICT_OFF);
+        len = sl__get_u32(p + SL_SHARD_H_DICT_SIZE);
+        if (at <= n && len <= n - at)
+            sl__put_u64(p + SL_SHARD_H_DICT_SUM, XXH3_64bits(p + at, len));
+    }
     sl__put_u64(p + hsize - 8, XXH3_64bits(p, hsize - 8));
     return 1;
 }

@@ -245,10 +245,23 @@ static void test_shard_dict_corrupt(void **state)
     assert_int_equal(off, SL_SHARD_HEADER_SIZE_DICT);
     assert_true(dn > 0);
 
+    /* SL_GEN_CORPUS=DIR: seeds for fuzz/fuzz_shard (the valid shard, and
+     * the damaged ones below as the fuzzer's reseal would see them). */
+    const char *gen = getenv("SL_GEN_CORPUS");
+    char seed[4096];
+    if (gen) {
+        snprintf(seed, sizeof seed, "%s/dict-ok.sls", gen);
+        assert_int_equal(tu_write_file(seed, f, n), 0);
+    }
+
     /* A byte of the dictionary flipped: its checksum. */
     memcpy(g, f, n);
     g[off + dn / 2] ^= 0x10;
     expect_open_error(g, n, "corrupt dictionary: checksum mismatch");
+    if (gen) {
+        snprintf(seed, sizeof seed, "%s/dict-flip.sls", gen);
+        assert_int_equal(tu_write_file(seed, g, n), 0);
+    }
     /* ... and with the checksum made to match: zstd's own check. */
     memcpy(g, f, n);
     memset(g + off, 0xAB, 4); /* the dictionary magic */
@@ -271,6 +284,10 @@ static void test_shard_dict_corrupt(void **state)
     sl__put_u32(g + SL_SHARD_H_DICT_SIZE, 0);
     reseal(g);
     expect_open_error(g, n, "holds no dictionary");
+    if (gen) {
+        snprintf(seed, sizeof seed, "%s/dict-missing.sls", gen);
+        assert_int_equal(tu_write_file(seed, g, n), 0);
+    }
 
     /* The same through a file: the message names it. */
     memcpy(g, f, n);
