@@ -318,8 +318,7 @@ int sl__cmd_pack(int argc, char **argv)
            format_names[args.format == SL__FMT_WDS        ? 1
                         : args.format == SL__FMT_TFRECORD ? 2
                                                           : 0],
-           out_dir,
-           ps.codec == SL__PACK_CODEC_AUTO ? "auto" : sl__codec_name(ps.codec));
+           out_dir, sl__pack_out_codec_name(ps.codec));
     for (long k = 0; k < ps.ninfo; k++)
         printf("  %s\n", ps.info[k].line);
     if (lossy.on)

@@ -104,8 +104,7 @@ int sl__cmd_pack_text(int argc, char **argv)
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64
             " -> %" PRIu64 " bytes, %" PRId64 " skipped\n",
-            packed, (int)po.shards,
-            po.codec == SL__PACK_CODEC_AUTO ? "auto" : sl__codec_name(po.codec),
+            packed, (int)po.shards, sl__pack_out_codec_name(po.codec),
             raw_total, po.bytes_out, skipped);
     for (long k = 0; k < po.ninfo; k++)
         fprintf(stderr, "sluice pack:   %s\n", po.info[k].line);

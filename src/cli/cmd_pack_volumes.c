@@ -107,14 +107,18 @@ int sl__cmd_pack_volumes(int argc, char **argv)
     if (rc) {
         fprintf(stderr, "sluice pack: %s\n", err);
         fprintf(stderr, "sluice pack: failed; %s is as it was\n", po.dir);
+        sl__pack_out_free(&po);
         return 1;
     }
     printf("packed %" PRId64 " volume cases into %ld shard(s) in %s [codec "
            "%s]: %" PRIu64 " -> %" PRIu64 " bytes",
-           packed, po.shards, po.dir, sl__codec_name(po.codec), raw_total,
-           po.bytes_out);
+           packed, po.shards, po.dir, sl__pack_out_codec_name(po.codec),
+           raw_total, po.bytes_out);
     if (skipped)
         printf(", %" PRId64 " skipped", skipped);
     printf("\n");
+    for (long k = 0; k < po.ninfo; k++)
+        printf("  %s\n", po.info[k].line);
+    sl__pack_out_free(&po);
     return 0;
 }

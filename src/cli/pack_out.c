@@ -16,7 +16,7 @@ const sl__opt_t sl__pack_out_opts[] = {
     {"codec", 0, SL__OPT_CHOICE, F(codec), 0, 0, NULL,
      "how records are stored; zstd-dict: zstd with a dictionary trained on "
      "each shard's records (kept in the shard); auto: per shard, measured on "
-     "a 4 MiB sample of its records, the smallest of none, lz4, zstd-1/3/9, "
+     "a 16 MiB sample of its records, the smallest of none, lz4, zstd-1/3/9, "
      "zstd-dict whose decode costs at most --auto-max-decode ns a byte (a "
      "simpler codec within 2 % of its ratio is preferred)",
      NULL, codecs, codec_v},
@@ -29,3 +29,11 @@ const sl__opt_t sl__pack_out_opts[] = {
      "and swapped in when complete)"},
     {NULL},
 };
+
+const char *sl__pack_out_codec_name(int codec)
+{
+    for (int i = 0; codecs[i]; i++)
+        if (codec_v[i] == codec)
+            return codecs[i];
+    return sl__codec_name(codec);
+}

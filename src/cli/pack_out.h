@@ -8,4 +8,7 @@
 
 extern const sl__opt_t sl__pack_out_opts[];
 
+/* --codec's value as the user wrote it ("auto", or the codec's name). */
+const char *sl__pack_out_codec_name(int codec);
+
 #endif

@@ -17,7 +17,11 @@ static const struct {
 };
 
 /* The sample: every k-th record, k chosen so the sample holds about
- * SL__CHOOSE_SAMPLE bytes (all records when the shard is smaller). */
+ * SL__CHOOSE_SAMPLE bytes (all records when the shard is smaller); with
+ * half 0 or 1 only its even or odd members (a dictionary is trained on one
+ * half and measured on the other, as it will meet records it was not
+ * trained on: measured on its own training data it looks better than it
+ * is); half -1: all of it. */
 typedef struct sample {
     const uint8_t **p;
     size_t *n;
@@ -26,7 +30,7 @@ typedef struct sample {
 } sample_t;
 
 static int take_sample(const uint8_t *data, const size_t *sizes, size_t n,
-                       sample_t *s)
+                       int half, sample_t *s)
 {
     memset(s, 0, sizeof *s);
     size_t total = 0;
@@ -38,8 +42,8 @@ static int take_sample(const uint8_t *data, const size_t *sizes, size_t n,
     if (!s->p || !s->n)
         return SL_ENOMEM;
     const uint8_t *at = data;
-    for (size_t i = 0; i < n; i++) {
-        if (i % step == 0) {
+    for (size_t i = 0, j = 0; i < n; i++) {
+        if (i % step == 0 && (half < 0 || (int)(j++ % 2) == half)) {
             s->p[s->count] = at;
             s->n[s->count++] = sizes[i];
             s->bytes += sizes[i];
@@ -143,13 +147,21 @@ int sl__codec_choose(const uint8_t *data, const size_t *sizes, size_t n,
     memset(c, 0, sizeof *c);
     if (max_dec_ns <= 0)
         max_dec_ns = SL__CHOOSE_MAX_DEC_NS;
-    sample_t s;
-    int rc = take_sample(data, sizes, n, &s);
+    sample_t s, t;
+    memset(&t, 0, sizeof t);
+    /* auto: train on one half, measure on the other (small shards: all
+     * of it for both); zstd-dict: train on all of it. */
+    int split = auto_mode && n >= 8;
+    int rc = take_sample(data, sizes, n, split ? 1 : -1, &s);
+    if (!rc && split)
+        rc = take_sample(data, sizes, n, 0, &t);
     if (rc) {
         free_sample(&s);
+        free_sample(&t);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
-    int trained = !train(&s, c);
+    int trained = !train(split ? &t : &s, c);
+    free_sample(&t);
     if (!auto_mode) {
         c->codec = trained ? SL_CODEC_ZSTD_DICT : SL_CODEC_ZSTD;
         c->level = 3;

@@ -4,10 +4,10 @@
  *
  * THE rule (docs/DESIGN.md, "Codec choice at pack time"): each candidate
  * (none, lz4, zstd at levels 1, 3 and 9, zstd at level 3 with a
- * dictionary trained on the sample) is measured on the sample as the
- * writer would store it (a record it does not shrink stays raw, tagged
- * none): its ratio (stored bytes over raw bytes, the dictionary counted
- * once over the whole shard) and its decode cost per raw byte (the
+ * dictionary trained on half of the sample) is measured on the other half
+ * of the sample as the writer would store it (a record it does not shrink stays
+ * raw, tagged none): its ratio (stored bytes over raw bytes, the dictionary
+ * counted once over the whole shard) and its decode cost per raw byte (the
  * fastest of three timed decodes of the sample). Among the candidates
  * whose decode cost stays within the bound (max_dec_ns; none always
  * does), the smallest ratio wins, except that the first candidate in the
@@ -26,7 +26,7 @@
 /* Candidates, in order of preference on a near tie. */
 #define SL__CHOOSE_N 6
 /* Bytes of records measured (and trained on) per shard. */
-#define SL__CHOOSE_SAMPLE ((size_t)4 << 20)
+#define SL__CHOOSE_SAMPLE ((size_t)16 << 20)
 /* Dictionary capacity: zstd's CLI default (110 KiB), less for small
  * shards (a fiftieth of the sample; zstd advises
  * samples of about 100 times the dictionary). */
