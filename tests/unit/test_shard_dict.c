@@ -3,6 +3,7 @@
  * memory; a corrupt or missing dictionary is an error naming the shard;
  * auto picks a compressing codec on text and none on noise; a shard
  * written before format 1.1 (tests/fixtures/shard-1.0) still reads. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,64 @@ static void test_shard_dict_roundtrip(void **state)
     free(dir);
 }
 
+/* Threads reading one open zstd-dict shard at once: the dictionary is
+ * shared read-only, each thread has its own zstd context (TSan stage). */
+typedef struct reader_arg {
+    const sl__shard_t *s;
+    const uint8_t *all;
+    const size_t *sizes;
+    int seed, bad;
+} reader_arg_t;
+
+static void *reader(void *p)
+{
+    reader_arg_t *a = p;
+    sl__bytes_t out = {0}, scratch = {0};
+    char err[512];
+    size_t offs[NREC], at = 0;
+    for (int i = 0; i < NREC; i++) {
+        offs[i] = at;
+        at += a->sizes[i];
+    }
+    for (int k = 0; k < 3 * NREC; k++) {
+        int i = (k * 7 + a->seed * 13) % NREC;
+        if (sl__shard_read(a->s, (uint64_t)i, &out, &scratch, NULL, err,
+                           sizeof err) ||
+            out.n != a->sizes[i] || memcmp(out.p, a->all + offs[i], out.n))
+            a->bad++;
+    }
+    sl__bytes_free(&out);
+    sl__bytes_free(&scratch);
+    return NULL;
+}
+
+static void test_shard_dict_threads(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("shard_dict_mt");
+    char *path = write_dict_shard(dir, "d.sls");
+    sl__shard_t *s = NULL;
+    char err[512];
+    assert_int_equal(sl__shard_open(path, &s, err, sizeof err), 0);
+    size_t sizes[NREC], total;
+    uint8_t *all = text_records(sizes, &total);
+    pthread_t th[4];
+    reader_arg_t args[4];
+    for (int t = 0; t < 4; t++) {
+        args[t] = (reader_arg_t){s, all, sizes, t, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, reader, &args[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(args[t].bad, 0);
+    }
+    sl__shard_close(s);
+    free(all);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 /* Rewrites the header checksum after an edit of the header. */
 static void reseal(uint8_t *f)
 {
@@ -411,6 +470,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_codec_dict_roundtrip),
         cmocka_unit_test(test_shard_dict_roundtrip),
+        cmocka_unit_test(test_shard_dict_threads),
         cmocka_unit_test(test_shard_dict_corrupt),
         cmocka_unit_test(test_choose),
         cmocka_unit_test(test_old_shard_reads),
