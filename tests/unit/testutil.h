@@ -10,6 +10,8 @@
  * includes (clang-format) keeps it last. */
 #include <cmocka.h>
 
+#include "sluice/sluice.h"
+
 /* A fresh empty directory under SL_TEST_TMP (or /tmp); caller frees. */
 char *tu_tmpdir(const char *tag);
 /* Writes bytes to path; returns 0. */
@@ -22,6 +24,13 @@ char *tu_shared_data(const char *sub);
  * (w x h, classes c0.., pixels a function of class and index); caller
  * frees the path. */
 char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h);
+/* The classes x per_class images of a tu_jpeg_tree at root again in one
+ * zstd shard at <root>.sls, each keyed by its path under root and labelled
+ * by its class; caller frees the path. */
+char *tu_jpeg_shard(const char *root, int classes, int per_class);
+/* Starts l at the beginning and reads it to the end: a digest of the
+ * stream (pixels, labels and indices, in order); *samples the samples. */
+uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples);
 /* rm -rf */
 void tu_rmtree(const char *path);
 /* A watchdog that turns a hang (or a quadratic blow-up) into a failure:
