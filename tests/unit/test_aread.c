@@ -36,18 +36,14 @@ static char *shard; /* the same images in one zstd shard */
 static int setup(void **state)
 {
     (void)state;
-    root = tu_jpeg_tree("aread", 3, 24, 40, 30);
-    shard = tu_jpeg_shard(root, 3, 24);
+    tu_tree_shard("aread", 3, 24, 40, 30, &root, &shard);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(root);
-    unlink(shard);
-    free(root);
-    free(shard);
+    tu_tree_shard_remove(root, shard);
     return 0;
 }
 

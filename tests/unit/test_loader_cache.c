@@ -29,18 +29,14 @@ static char *shard; /* the same images in one zstd shard */
 static int setup(void **state)
 {
     (void)state;
-    root = tu_jpeg_tree("lcache", 3, 20, 48, 36);
-    shard = tu_jpeg_shard(root, 3, 20);
+    tu_tree_shard("lcache", 3, 20, 48, 36, &root, &shard);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(root);
-    unlink(shard);
-    free(root);
-    free(shard);
+    tu_tree_shard_remove(root, shard);
     return 0;
 }
 

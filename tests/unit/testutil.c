@@ -133,6 +133,21 @@ char *tu_jpeg_shard(const char *root, int classes, int per_class)
     return shard;
 }
 
+void tu_tree_shard(const char *tag, int classes, int per_class, int w, int h,
+                   char **root, char **shard)
+{
+    *root = tu_jpeg_tree(tag, classes, per_class, w, h);
+    *shard = tu_jpeg_shard(*root, classes, per_class);
+}
+
+void tu_tree_shard_remove(char *root, char *shard)
+{
+    tu_rmtree(root);
+    unlink(shard);
+    free(root);
+    free(shard);
+}
+
 uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples)
 {
     XXH3_state_t *h = XXH3_createState();

@@ -28,6 +28,11 @@ char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h);
  * zstd shard at <root>.sls, each keyed by its path under root and labelled
  * by its class; caller frees the path. */
 char *tu_jpeg_shard(const char *root, int classes, int per_class);
+/* A tu_jpeg_tree and its tu_jpeg_shard, for a group's setup: *root, *shard;
+ * tu_tree_shard_remove removes and frees both. */
+void tu_tree_shard(const char *tag, int classes, int per_class, int w, int h,
+                   char **root, char **shard);
+void tu_tree_shard_remove(char *root, char *shard);
 /* Starts l at the beginning and reads it to the end: a digest of the
  * stream (pixels, labels and indices, in order); *samples the samples. */
 uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples);
