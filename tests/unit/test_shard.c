@@ -319,6 +319,35 @@ static void expect_open_fails(const shard_file_t *f, int code,
     free(bytes);
 }
 
+/* The damaged shard opens, but reading record i fails with code, naming
+ * the file and cause; record i + 1 reads right. */
+static void expect_read_fails(const shard_file_t *f, int i, int code,
+                              const char *cause)
+{
+    sl__shard_t *s = NULL;
+    char err[512];
+    assert_int_equal(sl__shard_open(f->path, &s, err, sizeof err), 0);
+    sl__bytes_t out = {0}, scratch = {0};
+    assert_int_equal(
+        sl__shard_read(s, i, &out, &scratch, NULL, err, sizeof err), code);
+    assert_non_null(strstr(err, f->path));
+    if (!strstr(err, cause))
+        fail_msg("'%s' lacks '%s'", err, cause);
+    check_record(s, i + 1, &out, &scratch);
+    sl__shard_close(s);
+    sl__bytes_free(&out);
+    sl__bytes_free(&scratch);
+}
+
+/* Frees f and removes its directory. */
+static void shard_file_remove(shard_file_t *f, char *dir)
+{
+    free(f->p);
+    free(f->path);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_damaged_record(void **state)
 {
     (void)state;
@@ -377,10 +406,7 @@ static void test_truncated(void **state)
     assert_int_equal(tu_write_file(f.path, more, f.n + 3), 0);
     expect_open_fails(&f, SL_ECORRUPT, "trailing bytes");
     free(more);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    shard_file_remove(&f, dir);
 }
 
 static void test_bad_header(void **state)
@@ -438,10 +464,7 @@ static void test_bad_header(void **state)
     sl__shard_t *s = NULL;
     assert_int_equal(sl__shard_open(f.path, &s, NULL, 0), 0);
     sl__shard_close(s);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    shard_file_remove(&f, dir);
 }
 
 static void test_bad_index(void **state)
@@ -510,22 +533,9 @@ static void test_bad_index(void **state)
     e[SL_SHARD_E_CODEC] = 9;
     reseal(&f);
     put_back(&f, f.n);
-    sl__shard_t *s = NULL;
-    char err[512];
-    assert_int_equal(sl__shard_open(f.path, &s, err, sizeof err), 0);
-    sl__bytes_t out = {0}, scratch = {0};
-    assert_int_equal(
-        sl__shard_read(s, 5, &out, &scratch, NULL, err, sizeof err),
-        SL_EUNSUPPORTED);
-    assert_non_null(strstr(err, "record 5 (n00000002/img_5.JPEG)"));
-    check_record(s, 6, &out, &scratch);
-    sl__shard_close(s);
-    sl__bytes_free(&out);
-    sl__bytes_free(&scratch);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    expect_read_fails(&f, 5, SL_EUNSUPPORTED,
+                      "record 5 (n00000002/img_5.JPEG)");
+    shard_file_remove(&f, dir);
 }
 
 /* A zstd record whose index says a different raw size: corrupt, named. */
@@ -538,22 +548,8 @@ static void test_raw_size_lie(void **state)
     sl__put_u32(e + SL_SHARD_E_RAW, sl__get_u32(e + SL_SHARD_E_RAW) + 100);
     reseal(&f);
     put_back(&f, f.n);
-    sl__shard_t *s = NULL;
-    char err[512];
-    assert_int_equal(sl__shard_open(f.path, &s, err, sizeof err), 0);
-    sl__bytes_t out = {0}, scratch = {0};
-    assert_int_equal(
-        sl__shard_read(s, 9, &out, &scratch, NULL, err, sizeof err),
-        SL_ECORRUPT);
-    assert_non_null(strstr(err, f.path));
-    assert_non_null(strstr(err, "record 9 (n00000000/img_9.JPEG)"));
-    sl__shard_close(s);
-    sl__bytes_free(&out);
-    sl__bytes_free(&scratch);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    expect_read_fails(&f, 9, SL_ECORRUPT, "record 9 (n00000000/img_9.JPEG)");
+    shard_file_remove(&f, dir);
 }
 
 /* Readers share one shard: each thread its own buffers. */
