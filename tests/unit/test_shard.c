@@ -608,13 +608,6 @@ static void test_open_missing(void **state)
 /* With SL_GEN_CORPUS=DIR set, writes the fuzz seed corpus into DIR (see
  * fuzz/corpus/fuzz_shard/): small valid shards of each codec, and damaged
  * copies. Does nothing otherwise. */
-static void save(const char *dir, const char *name, const void *p, size_t n)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    assert_int_equal(tu_write_file(path, p, n), 0);
-}
-
 static void test_gen_corpus(void **state)
 {
     (void)state;
@@ -643,11 +636,11 @@ static void test_gen_corpus(void **state)
         const char *cn = sl__codec_name(codecs[c]);
         char name[64];
         snprintf(name, sizeof name, "valid-%s.sls", cn);
-        save(out, name, p, n);
+        tu_write_at(out, name, p, n);
         /* One damaged copy per codec: a flipped data byte. */
         p[SL_SHARD_HEADER_SIZE + 50] ^= 0x20;
         snprintf(name, sizeof name, "data-flip-%s.sls", cn);
-        save(out, name, p, n);
+        tu_write_at(out, name, p, n);
         p[SL_SHARD_HEADER_SIZE + 50] ^= 0x20;
         if (codecs[c] == SL_CODEC_NONE) {
             /* Labels that are no class index (issue 14 item 7): record 1
@@ -674,15 +667,15 @@ static void test_gen_corpus(void **state)
                     sl__shard_label_check(s, 1, -1, err, sizeof err),
                     SL_ECORRUPT);
                 sl__shard_close(s);
-                save(out, names[k], q, n);
+                tu_write_at(out, names[k], q, n);
                 free(q);
             }
         }
         if (codecs[c] == SL_CODEC_ZSTD) {
-            save(out, "trunc-header.sls", p, 40);
-            save(out, "trunc-index.sls", p, n - 30);
+            tu_write_at(out, "trunc-header.sls", p, 40);
+            tu_write_at(out, "trunc-index.sls", p, n - 30);
             p[3] = 'X';
-            save(out, "bad-magic.sls", p, n);
+            tu_write_at(out, "bad-magic.sls", p, n);
         }
         free(p);
         free(path);
@@ -695,7 +688,7 @@ static void test_gen_corpus(void **state)
     assert_int_equal(sl__shard_writer_finish(w, NULL, 0), 0);
     size_t n;
     uint8_t *p = tu_read_file(path, &n);
-    save(out, "empty.sls", p, n);
+    tu_write_at(out, "empty.sls", p, n);
     free(p);
     free(path);
     tu_rmtree(dir);

@@ -40,6 +40,13 @@ int tu_write_file(const char *path, const void *p, size_t n)
     return w == n ? 0 : -1;
 }
 
+void tu_write_at(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(tu_write_file(path, p, n), 0);
+}
+
 uint8_t *tu_read_file(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");

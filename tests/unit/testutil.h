@@ -16,6 +16,8 @@
 char *tu_tmpdir(const char *tag);
 /* Writes bytes to path; returns 0. */
 int tu_write_file(const char *path, const void *p, size_t n);
+/* tu_write_file of dir/name (a corpus file, a fixture). */
+void tu_write_at(const char *dir, const char *name, const void *p, size_t n);
 /* Reads a whole file; caller frees; NULL on error. */
 uint8_t *tu_read_file(const char *path, size_t *n);
 /* ../shared/data/<sub>, or NULL (and prints why) when absent. Caller frees. */
