@@ -73,6 +73,17 @@ def parse_args(argv=None, extra=None):
     return a
 
 
+def torchvision_transform(a):
+    """The suite's work as torchvision transforms (torch and torchdata
+    workers): RandomResizedCrop(a.size) + RandomHorizontalFlip, then
+    PILToTensor (a.out uint8) or ToTensor + Normalize (float)."""
+    from torchvision import transforms as T
+    if a.out == "uint8":
+        return T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.PILToTensor()])
+    return T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.ToTensor(),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
+
+
 def ready():
     """Tell the parent the imports are done (it samples memory then)."""
     print("#ready", flush=True)
