@@ -74,8 +74,8 @@ def parse_args(argv=None, extra=None):
 
 
 def torchvision_transform(a):
-    """The suite's work as torchvision transforms (torch and torchdata
-    workers): RandomResizedCrop(a.size) + RandomHorizontalFlip, then
+    """The suite's work as torchvision transforms (torch, torchdata and
+    webdataset workers): RandomResizedCrop(a.size) + RandomHorizontalFlip, then
     PILToTensor (a.out uint8) or ToTensor + Normalize (float)."""
     from torchvision import transforms as T
     if a.out == "uint8":

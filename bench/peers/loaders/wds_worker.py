@@ -27,16 +27,11 @@ def main():
     import torch
     import torchvision
     import webdataset as wds
-    from torchvision import transforms as T
     torch.set_num_threads(1)
     C.ready()
     url = a.opts["url"]
     workers = int(a.opts.get("workers", a.threads))
-    if a.out == "uint8":
-        tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.PILToTensor()])
-    else:
-        tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.ToTensor(),
-                        T.Normalize(C.IMAGENET_MEAN, C.IMAGENET_STD)])
+    tf = C.torchvision_transform(a)
     torch.manual_seed(a.seed)
 
     def build():
