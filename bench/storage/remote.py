@@ -27,7 +27,9 @@ alternating within each repeat:
 Per loader: img/s per epoch (median over repeats; epoch 1 includes
 start-up), CPU per image, peak memory. The bound of epoch 1 is
 min(link bytes/s / mean sample bytes, sluice-local's rate); the table
-gives epoch 1 / bound and sluice / webdataset per epoch.
+gives epoch 1 / bound, sluice / webdataset per epoch, and the bytes nginx
+sent during each run over the tars' size (its access log, counted between
+runs; medians).
 Needs root (network namespace, tc), nginx and its echo module; without
 them it says what is missing and exits 2.
 """
@@ -162,7 +164,7 @@ def report(res, size, a):
           f"load {res['meta']['loadavg_start'][0]:.1f} -> {res['meta']['loadavg_end'][0]:.1f}")
     wds = lo.get("webdataset", {}).get("epoch_img_s") or []
     print("| loader | variant | img/s per epoch (median) | epoch 1 / bound | / webdataset per epoch "
-          "| fetched per epoch after the first (of the tars) | CPU ms/img | peak MB |")
+          "| fetched over the run (× the tars) | CPU ms/img | peak MB |")
     print("|---|---|---|---|---|---|---|---|")
     for name, e in lo.items():
         if "error" in e:
@@ -172,9 +174,9 @@ def report(res, size, a):
         vs = " / ".join(f"{x / w:.2f}" for x, w in zip(ep, wds)) if wds and name != "webdataset" else "—"
         runs = [r for r in res.get("runs", {}).get(name, {}).get(e.get("variant"), [])
                 if "error" not in r and "fetched_bytes" in r]
-        # epoch 1 fetches every tar once; the rest is the later epochs'
-        later = sorted((r["fetched_bytes"] - size) / (a.epochs - 1) / size for r in runs)
-        fetched = f"{later[len(later) // 2]:.2f}" if later and a.epochs > 1 and name != "sluice-local" else "—"
+        # all the bytes nginx sent during the run (index walks included)
+        got = sorted(r["fetched_bytes"] / size for r in runs)
+        fetched = f"{got[len(got) // 2]:.2f}" if got and name != "sluice-local" else "—"
         print(f"| {name} | {e.get('variant')} | {' / '.join(f'{x:.0f}' for x in ep)} | "
               f"{ep[0] / bound:.2f} | {vs} | {fetched} | {e['cpu_s_per_img'] * 1e3:.2f} | "
               f"{e['peak_pss_mb']:.0f} |")
