@@ -7,7 +7,8 @@
 # (cycling which goes first), each timing:
 #   load   `sluice verify PACK`: every record read, decompressed and
 #          checksummed (the record path a loader takes, without decoding):
-#          raw MB/s = raw bytes / wall seconds;
+#          raw MB/s = raw bytes / wall seconds, and the CPU seconds
+#          (user + sys) it took, steadier than wall time on a shared machine;
 #   imgs   images only: `sluice bench PACK --threads 2` img/s (JPEG decode
 #          dominates; the codec's share shows as a difference).
 # Medians over the rounds. Warm page cache (the packs were just written).
@@ -45,15 +46,15 @@ pack_all() {
 # load KIND RAWBYTES: ROUNDS alternating rounds of verify (and bench for images).
 load() {
   local kind=$1 raw=$2
-  declare -A L B
+  declare -A L B C
   for r in $(seq 1 "$ROUNDS"); do
     for k in $(seq 0 $((${#codecs[@]} - 1))); do
       local c=${codecs[$(((k + r) % ${#codecs[@]}))]}
-      local t0 t1
-      t0=$(now)
-      "$S" verify "$W/$kind-$c" --quiet >/dev/null 2>&1 || echo "verify $kind-$c failed"
-      t1=$(now)
-      L[$c]+="$(echo "$raw / ($t1 - $t0) / 1000000" | bc -l) "
+      /usr/bin/time -f '%e %U %S' -o "$W/time" "$S" verify "$W/$kind-$c" --quiet >/dev/null 2>&1 ||
+        echo "verify $kind-$c failed"
+      read -r wall usr sys <"$W/time"
+      L[$c]+="$(echo "$raw / $wall / 1000000" | bc -l) "
+      C[$c]+="$(echo "$usr + $sys" | bc -l) "
       if [ "$kind" = images ]; then
         B[$c]+="$("$S" bench "$W/$kind-$c" --threads 2 --batch 64 --size 224 --json --quiet 2>/dev/null |
                  sed -n 's/.*"samples_per_s": \([0-9.]*\).*/\1/p' | tail -1) "
@@ -61,7 +62,8 @@ load() {
     done
   done
   for c in "${codecs[@]}"; do
-    printf '%s %s load_raw_MBps %.1f' "$kind" "$c" "$(tr ' ' '\n' <<<"${L[$c]}" | grep . | med)"
+    printf '%s %s load_raw_MBps %.1f load_cpu_s %.2f' "$kind" "$c" "$(tr ' ' '\n' <<<"${L[$c]}" | grep . | med)" \
+      "$(tr ' ' '\n' <<<"${C[$c]}" | grep . | med)"
     [ "$kind" = images ] && printf ' bench_img_s %.1f' "$(tr ' ' '\n' <<<"${B[$c]}" | grep . | med)"
     printf '\n'
   done
