@@ -18,7 +18,8 @@ const sl__opt_t sl__pack_out_opts[] = {
      "each shard's records (kept in the shard); auto: per shard, measured on "
      "a 16 MiB sample of its records, the smallest of none, lz4, zstd-1/3/9, "
      "zstd-dict whose decode costs at most --auto-max-decode ns a byte (a "
-     "simpler codec within 2 % of its ratio is preferred)",
+     "simpler codec within 2 % of its ratio is preferred); both hold a "
+     "shard's records in memory until it is full",
      NULL, codecs, codec_v},
     {"auto-max-decode", 0, SL__OPT_DOUBLE, F(auto_max_dec), 0.01, 1e6, "NS",
      "--codec auto: the decode bound, ns per raw byte", "10"},
