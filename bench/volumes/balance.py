@@ -2,7 +2,8 @@
 """The volume loader's cost-aware balancer (issue 17 item 3): consumer wait
 and batch-ready latency (p50, p99) with `balance=True` (least slack first
 within the prefetch window, idle threads running later cases' offline
-stages ahead) against `balance=False` (samples in order), same data, same
+stages ahead, a large case's offline stage split in slabs over the free
+threads) against `balance=False` (samples in order), same data, same
 run, alternating, medians.
 
 Data: a KiTS19-layout folder generated from the shared NIfTI volumes
@@ -111,6 +112,7 @@ def run(data, balance, step, epochs, a):
             "p50_s": s1["latency_p50_s"], "p99_s": s1["latency_p99_s"],
             "pred_vs_actual": s1["predicted_s"] / max(1e-9, s1["actual_s"]),
             "offline_runs": s1["offline_runs"], "offline_ahead": s1["offline_ahead"],
+            "offline_split": s1["offline_split"], "offline_helped": s1["offline_helped"],
             "memory_peak_mb": s1["memory_peak"] / 2**20}
 
 
@@ -148,7 +150,8 @@ def main():
             print(f"run {r + 1} balance={bal}: wait {x['wait_s']:.2f} s of {x['wall_s']:.1f} s, "
                   f"p50 {x['p50_s'] * 1e3:.0f} ms, p99 {x['p99_s'] * 1e3:.0f} ms, "
                   f"predicted/actual {x['pred_vs_actual']:.2f}, offline {x['offline_runs']} "
-                  f"({x['offline_ahead']} ahead), peak {x['memory_peak_mb']:.0f} MB",
+                  f"({x['offline_ahead']} ahead, {x['offline_split']} split, "
+                  f"{x['offline_helped']} slabs helped), peak {x['memory_peak_mb']:.0f} MB",
                   file=sys.stderr)
     med = {b: {k: statistics.median(x[k] for x in v) for k in v[0]} for b, v in res.items()}
     out = {"step_ms": step * 1e3, "capacity_ms_per_batch": cap["per_batch_s"] * 1e3,

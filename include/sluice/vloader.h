@@ -96,11 +96,15 @@ typedef struct sl_vloader_stats {
     int64_t latency_p50_ns; /**< batch-ready latency (window entry to
                                  ready), over the last 256 batches */
     int64_t latency_p99_ns;
-    int64_t memory_bytes;  /**< held now: buffers, cache, stages in flight
-                                (counted with or without a budget) */
-    int64_t memory_peak;   /**< the most held since create */
-    int64_t offline_ahead; /**< offline stages an idle thread ran ahead of
-                                their batch (look-ahead, balanced) */
+    int64_t memory_bytes;   /**< held now: buffers, cache, stages in flight
+                                 (counted with or without a budget) */
+    int64_t memory_peak;    /**< the most held since create */
+    int64_t offline_ahead;  /**< offline stages an idle thread ran ahead of
+                                 their batch (look-ahead, balanced) */
+    int64_t offline_split;  /**< offline stages made in slabs by several
+                                 threads (a large case, balanced) */
+    int64_t offline_helped; /**< slabs of those made by a thread other than
+                                 the stage's own */
 } sl_vloader_stats_t;
 
 /** Opens the dataset (every case's header read and checked: a bad file is

@@ -4,9 +4,10 @@
  * samples (tasks) of the open batches, the case cache and the cost rates.
  * The work itself (offline stage, draw, patch) runs outside it. Batches
  * open in stream order while fewer than `prefetch` are ahead of the
- * consumer and a buffer is free; their samples become tasks; a thread takes
- * the task with the least slack (or the oldest, without the balancer), and
- * with none left looks ahead (vloader_cache.c). */
+ * consumer and a buffer is free; their samples become tasks; a thread
+ * helps with a large case's offline stage split into slabs first, then
+ * takes the task with the least slack (or the oldest, without the
+ * balancer), and with none left looks ahead (vloader_cache.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -245,6 +246,9 @@ static void *worker(void *arg)
         l->scratch ? l->scratch + (size_t)l->nwid++ * (size_t)l->pvox : NULL;
     while (!l->stopping) {
         open_batches(l);
+        /* a large case's slab first: its batch waits for all of them */
+        if (sl__vl_help(l, -1))
+            continue;
         task_t t;
         double pred;
         if (take(l, &t, &pred)) {

@@ -15,6 +15,15 @@ enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
 enum { CASE_NONE, CASE_LOADING, CASE_READY };
 #define LAT_RING 256
 
+/* An offline stage split into slabs (exec/vloader_offline.h) in flight:
+ * its maker and idle threads each claim the next slab; the maker waits for
+ * them all, then finishes the stage. */
+typedef struct vsplit {
+    struct sl__voff *v;
+    int nslab, next, done, rc;
+    char err[512]; /* the first failed slab's */
+} vsplit_t;
+
 typedef struct vcase {
     int64_t raw[3];    /* stored dims, C order */
     double spacing[3]; /* C order */
@@ -27,6 +36,7 @@ typedef struct vcase {
     sl_vol_fg_t *fg; /* the label's foreground components */
     int state, users;
     int64_t bytes;
+    vsplit_t *split; /* while LOADING in slabs, with slabs unclaimed */
 } vcase_t;
 
 typedef struct task {
@@ -104,6 +114,15 @@ void sl__vl_ema(double *r, double v);
  * charged to the memory budget first), with one more user. Unlocks mu
  * while computing. @return 0, or SL_E* with the cause in err. */
 int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
+
+/* A case of at least this many stored voxels is made in slabs by every
+ * thread that is free (balanced only): settable by tests. */
+extern double sl__vl_split_min_vox;
+
+/* A free thread's help (under mu; unlocks while computing): the next
+ * unclaimed slab of case c's split stage (c < 0: any case's). @return 1
+ * when it made one. */
+int sl__vl_help(sl_vloader_t *l, int64_t c);
 
 /* An idle thread's work: the next uncached case beyond the window, made
  * ahead when it fits (see vloader_cache.c). Unlocks mu while computing.

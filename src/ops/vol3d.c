@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "base/rng.h"
 #include "sluice/volops.h"
+#include "vol3d.h"
 
 #define TWO_PI 6.283185307179586476925286766559
 
@@ -185,12 +186,13 @@ int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
     return 0;
 }
 
-int sl_vol_resample_linear_slices(const int64_t in_dims[3],
-                                  const int64_t out_dims[3],
-                                  sl_vol_slice_fn pull, sl_vol_slice_fn push,
-                                  void *ctx)
+int sl__vol_resample_linear_range(const int64_t in_dims[3],
+                                  const int64_t out_dims[3], int64_t q0,
+                                  int64_t q1, int through, sl_vol_slice_fn pull,
+                                  sl_vol_slice_fn push, void *ctx)
 {
-    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims))
+    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims) || q0 < 0 ||
+        q1 > out_dims[0] || q0 > q1)
         return SL_EINVAL;
     lin_axis_t ax[3] = {{0}};
     int rc = 0;
@@ -212,16 +214,17 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
             rc = SL_ENOMEM;
     }
     const lin_axis_t *a = &ax[0];
-    for (int64_t q = 0; !rc && q < out_dims[0]; q++) {
+    for (int64_t q = q0; !rc && q < q1; q++) {
         int64_t i0 = a->i0[q];
         need[i0] = 1;
         need[i0 < in_dims[0] - 1 ? i0 + 1 : i0] = 1;
     }
     /* Input slices resampled on axes 2 then 1 (as the whole-volume op
      * does) into a ring of two: output slice q blends slices i0 and i0 + 1,
-     * and i0 never decreases. */
+     * and i0 never decreases. Slices before the range are read and passed
+     * over (a stream has no other way to them). */
     int64_t next = 0;
-    for (int64_t q = 0; !rc && q < out_dims[0]; q++) {
+    for (int64_t q = q0; !rc && q < q1; q++) {
         int64_t i0 = a->i0[q];
         int64_t i1 = i0 < in_dims[0] - 1 ? i0 + 1 : i0;
         while (!rc && next <= i1) {
@@ -240,7 +243,7 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
                   ring + (size_t)(i1 & 1) * n_out, w0, w1, o, (int64_t)n_out);
         rc = push(ctx, q, o);
     }
-    while (!rc && next < in_dims[0]) /* a stream is read through */
+    while (!rc && through && next < in_dims[0]) /* read through */
         rc = pull(ctx, next++, in);
     free(in);
     free(mid);
@@ -252,27 +255,41 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
     return rc;
 }
 
-int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
-                                   const int64_t out_dims[3],
+int sl_vol_resample_linear_slices(const int64_t in_dims[3],
+                                  const int64_t out_dims[3],
+                                  sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                  void *ctx)
+{
+    if (!dims_ok(out_dims))
+        return SL_EINVAL;
+    return sl__vol_resample_linear_range(in_dims, out_dims, 0, out_dims[0], 1,
+                                         pull, push, ctx);
+}
+
+int sl__vol_resample_nearest_range(const int64_t in_dims[3],
+                                   const int64_t out_dims[3], int64_t q0,
+                                   int64_t q1, int through,
                                    sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                    void *ctx)
 {
-    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims))
+    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims) || q0 < 0 ||
+        q1 > out_dims[0] || q0 > q1)
         return SL_EINVAL;
     const int64_t d_in[3] = {1, in_dims[1], in_dims[2]};
     const int64_t d_out[3] = {1, out_dims[1], out_dims[2]};
     size_t n_out = nvox(d_out);
     uint8_t *in = malloc(nvox(d_in)), *cur = malloc(n_out), *o = malloc(n_out);
     int rc = in && cur && o ? 0 : SL_ENOMEM;
-    int64_t q = 0;
-    for (int64_t i = 0; !rc && i < in_dims[0]; i++) {
+    int64_t q = q0;
+    /* the last input slice the range needs (source indices never
+     * decrease) */
+    int64_t last = q1 > q0 ? nearest_src(q1 - 1, in_dims[0], out_dims[0]) : -1;
+    for (int64_t i = 0; !rc && i < in_dims[0] && (through || i <= last); i++) {
         rc = pull(ctx, i, in);
-        if (rc || q >= out_dims[0] ||
-            nearest_src(q, in_dims[0], out_dims[0]) != i)
+        if (rc || q >= q1 || nearest_src(q, in_dims[0], out_dims[0]) != i)
             continue;
         rc = sl_vol_resample_nearest(in, d_in, cur, d_out);
-        for (; !rc && q < out_dims[0] &&
-               nearest_src(q, in_dims[0], out_dims[0]) == i;
+        for (; !rc && q < q1 && nearest_src(q, in_dims[0], out_dims[0]) == i;
              q++) {
             memcpy(o, cur, n_out); /* push may change its slice */
             rc = push(ctx, q, o);
@@ -282,6 +299,17 @@ int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
     free(cur);
     free(o);
     return rc;
+}
+
+int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
+                                   const int64_t out_dims[3],
+                                   sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                   void *ctx)
+{
+    if (!dims_ok(out_dims))
+        return SL_EINVAL;
+    return sl__vol_resample_nearest_range(in_dims, out_dims, 0, out_dims[0], 1,
+                                          pull, push, ctx);
 }
 
 void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
