@@ -98,7 +98,9 @@ int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
     double vox = (double)dims[0] * (double)dims[1] * (double)dims[2];
     double in_sl = (double)raw[1] * (double)raw[2];
     double out_sl = (double)rs[1] * (double)rs[2];
-    double b = vox * 5 + (double)sizeof(sl_vol_fg_t) + vox / 8;
+    /* outputs, components; labelling: two bitsets and the stack */
+    double b = vox * 5 + (double)sizeof(sl_vol_fg_t) + vox / 4 +
+               (double)SL__VOL_FILL_CAP * sizeof(size_t);
     double slab = in_sl * 4 + (double)raw[1] * (double)rs[2] * 4 + out_sl * 16 +
                   (double)raw[0];   /* linear */
     slab += in_sl * 5 + out_sl * 2; /* nearest, the label read as float */

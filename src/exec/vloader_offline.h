@@ -23,12 +23,11 @@ typedef struct sl__voff sl__voff_t;
 
 /* The most bytes a stage of `nslab` slabs holds at once for a case of
  * stored dims raw, resampled rs and padded dims (C order): the padded
- * image and label, the components, the labelling's bitset, and per slab
- * the streaming ops' slices, two readers' buffers and `packed` (a pack's
- * stored bytes, read whole) twice (the record and its read scratch). What
- * the loader charges its memory budget before a stage starts. Not
- * counted: the flood fill's stack, which grows with the largest component
- * (8 bytes a voxel at most). */
+ * image and label, the components, the labelling's two bitsets and its
+ * bounded stack (ops/vol3d.h), and per slab the streaming ops' slices, two
+ * readers' buffers and `packed` (a pack's stored bytes, read whole) twice
+ * (the record and its read scratch). What the loader charges its memory
+ * budget before a stage starts. */
 int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
                        const int64_t dims[3], double packed, int nslab);
 

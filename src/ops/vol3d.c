@@ -414,13 +414,80 @@ static void keep_two(sl_vol_fg_t *fg, int k, const int64_t lo[3],
     memcpy(fg->box_hi[k][at], hi, sizeof fg->box_hi[k][at]);
 }
 
-int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
-                      char *err, size_t errlen)
+size_t sl__vol_fill_cap = SL__VOL_FILL_CAP;
+
+/* One flood fill's state: the stack holds at most `cap` voxels; a voxel
+ * found with the stack full is marked in `pend` instead (its range
+ * [plo, phi]) and pushed again when the stack empties, so memory is two
+ * bitsets and the stack's cap whatever the component's shape. */
+typedef struct fill {
+    size_t *q, qn, qcap, cap, depth;
+    uint8_t *seen, *pend;
+    size_t npend, plo, phi, nbits;
+} fill_t;
+
+static int bit(const uint8_t *b, size_t i)
 {
-    if (!label || !fg || !dims_ok(d))
+    return b[i >> 3] >> (i & 7) & 1;
+}
+
+/* Pushes voxel u (already seen); 0, or SL_ENOMEM. */
+static int fill_push(fill_t *f, size_t u)
+{
+    if (f->qn == f->qcap && f->qcap < f->cap) {
+        size_t nc = f->qcap * 2 < f->cap ? f->qcap * 2 : f->cap;
+        size_t *g = realloc(f->q, nc * sizeof *g);
+        if (!g)
+            return SL_ENOMEM;
+        f->q = g;
+        f->qcap = nc;
+    }
+    if (f->qn < f->qcap) {
+        f->q[f->qn++] = u;
+        if (f->qn > f->depth)
+            f->depth = f->qn;
+        return 0;
+    }
+    if (!f->pend && !(f->pend = calloc((f->nbits + 7) / 8, 1)))
+        return SL_ENOMEM;
+    f->pend[u >> 3] |= (uint8_t)(1u << (u & 7));
+    if (f->npend++ == 0) {
+        f->plo = f->phi = u;
+    } else {
+        f->plo = u < f->plo ? u : f->plo;
+        f->phi = u > f->phi ? u : f->phi;
+    }
+    return 0;
+}
+
+/* Refills the empty stack from the pending voxels, lowest first. */
+static void fill_refill(fill_t *f)
+{
+    size_t i = f->plo;
+    for (; i <= f->phi && f->qn < f->qcap; i++) {
+        if (!(i & 7) && !f->pend[i >> 3]) { /* a byte of none */
+            i += 7;
+            continue;
+        }
+        if (!bit(f->pend, i))
+            continue;
+        f->pend[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+        f->npend--;
+        f->q[f->qn++] = i;
+    }
+    f->plo = i;
+}
+
+int sl__vol_foreground_capped(const uint8_t *label, const int64_t d[3],
+                              sl_vol_fg_t *fg, size_t cap, size_t *depth,
+                              char *err, size_t errlen)
+{
+    if (!label || !fg || !dims_ok(d) || cap < 1)
         return sl__fail(err, errlen, SL_EINVAL, "volume labels: bad arguments");
     memset(fg, 0, sizeof *fg);
     fg->size = sizeof *fg;
+    if (depth)
+        *depth = 0;
     size_t n = nvox(d);
     int slot[256];
     for (int c = 0; c < 256; c++)
@@ -437,26 +504,24 @@ int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
         return 0;
     /* Every voxel belongs to one class: one bitset serves all flood fills,
      * each started in raster order (scipy's numbering per class). */
-    uint8_t *seen = calloc((n + 7) / 8, 1);
-    size_t qcap = 1024, qn;
-    size_t *q = malloc(qcap * sizeof *q);
-    if (!seen || !q) {
-        free(seen);
-        free(q);
-        return sl__fail(err, errlen, SL_ENOMEM,
-                        "volume labels: out of memory labelling components");
-    }
+    fill_t f = {.cap = cap, .nbits = n};
+    f.qcap = cap < 1024 ? cap : 1024;
+    f.seen = calloc((n + 7) / 8, 1);
+    f.q = malloc(f.qcap * sizeof *f.q);
+    int rc = f.seen && f.q ? 0 : SL_ENOMEM;
     size_t sy = (size_t)d[2], sx = (size_t)(d[1] * d[2]);
-    for (size_t s = 0; s < n; s++) {
+    for (size_t s = 0; !rc && s < n; s++) {
         uint8_t cls = label[s];
-        if (!cls || (seen[s >> 3] >> (s & 7) & 1))
+        if (!cls || bit(f.seen, s))
             continue;
         int64_t lo[3] = {INT64_MAX, INT64_MAX, INT64_MAX}, hi[3] = {-1, -1, -1};
-        seen[s >> 3] |= (uint8_t)(1u << (s & 7));
-        q[0] = s;
-        qn = 1;
-        while (qn) {
-            size_t v = q[--qn];
+        f.seen[s >> 3] |= (uint8_t)(1u << (s & 7));
+        f.qn = 0;
+        rc = fill_push(&f, s);
+        while (!rc && (f.qn || f.npend)) {
+            if (!f.qn)
+                fill_refill(&f);
+            size_t v = f.q[--f.qn];
             int64_t c[3] = {(int64_t)(v / sx), (int64_t)(v / sy % (size_t)d[1]),
                             (int64_t)(v % sy)};
             for (int i = 0; i < 3; i++) {
@@ -479,33 +544,38 @@ int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
                 nb[k++] = v - 1;
             if (c[2] + 1 < d[2])
                 nb[k++] = v + 1;
-            for (int j = 0; j < k; j++) {
+            for (int j = 0; !rc && j < k; j++) {
                 size_t u = nb[j];
-                if (label[u] != cls || (seen[u >> 3] >> (u & 7) & 1))
+                if (label[u] != cls || bit(f.seen, u))
                     continue;
-                seen[u >> 3] |= (uint8_t)(1u << (u & 7));
-                if (qn == qcap) {
-                    size_t *g = realloc(q, 2 * qcap * sizeof *q);
-                    if (!g) {
-                        free(seen);
-                        free(q);
-                        return sl__fail(err, errlen, SL_ENOMEM,
-                                        "volume labels: out of memory "
-                                        "labelling components");
-                    }
-                    q = g;
-                    qcap *= 2;
-                }
-                q[qn++] = u;
+                f.seen[u >> 3] |= (uint8_t)(1u << (u & 7));
+                rc = fill_push(&f, u);
             }
         }
         int k = slot[cls];
         fg->ncomp[k]++;
         keep_two(fg, k, lo, hi);
     }
-    free(seen);
-    free(q);
+    if (depth)
+        *depth = f.depth;
+    free(f.seen);
+    free(f.pend);
+    free(f.q);
+    if (rc)
+        return sl__fail(err, errlen, rc,
+                        "volume labels: out of memory labelling components "
+                        "(%.1f MB of bitsets and a %.1f MB stack for %zu "
+                        "voxels)",
+                        (double)((n + 7) / 8) * 2 / 1e6,
+                        (double)cap * sizeof(size_t) / 1e6, n);
     return 0;
+}
+
+int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
+                      char *err, size_t errlen)
+{
+    return sl__vol_foreground_capped(label, d, fg, sl__vol_fill_cap, NULL, err,
+                                     errlen);
 }
 
 /* The reference's adjust(): the component's extent on one axis moved to

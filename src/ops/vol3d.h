@@ -24,4 +24,17 @@ int sl__vol_resample_nearest_range(const int64_t in_dims[3],
                                    sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                    void *ctx);
 
+/* The flood fill's stack in sl_vol_foreground: at most this many voxels
+ * (8 MiB); a component larger than the stack is finished from a pending
+ * bitset (one bit a voxel), so labelling holds two bitsets and the stack,
+ * never memory that grows with a component. */
+#define SL__VOL_FILL_CAP ((size_t)1 << 20)
+extern size_t sl__vol_fill_cap; /* SL__VOL_FILL_CAP; tests lower it */
+
+/* sl_vol_foreground with a stack of at most `cap` voxels; *depth (may be
+ * NULL): the deepest the stack went. The same result for any cap. */
+int sl__vol_foreground_capped(const uint8_t *label, const int64_t d[3],
+                              sl_vol_fg_t *fg, size_t cap, size_t *depth,
+                              char *err, size_t errlen);
+
 #endif
