@@ -154,8 +154,9 @@ static int64_t case_bytes(const sl_vloader_t *l, int64_t c, int nslab)
 static int case_slabs(const sl_vloader_t *l, int64_t c)
 {
     const vcase_t *k = &l->cases[c];
+    /* A pack's slab would read the case's record whole again. */
     if (l->o.no_balance || l->o.threads < 2 ||
-        k->raw_vox < sl__vl_split_min_vox)
+        k->raw_vox < sl__vl_split_min_vox || !sl_volume_dataset_image(l->ds, c))
         return 1;
     int n = l->o.threads < k->rs[0] ? l->o.threads : (int)k->rs[0];
     while (n > 1 && l->mem_limit &&
@@ -220,8 +221,9 @@ static int stage_run(sl_vloader_t *l, int64_t c, int nslab, float **img,
             k->split = NULL;
         run_slab(l, &sp, s);
     }
-    while (sp.done < nslab) /* the helpers' slabs */
-        pthread_cond_wait(&l->cv_case, &l->mu);
+    while (sp.done < nslab) /* the helpers' slabs; meanwhile, others' */
+        if (!sl__vl_help(l, -1))
+            pthread_cond_wait(&l->cv_case, &l->mu);
     pthread_mutex_unlock(&l->mu);
     if (sp.rc)
         rc = sl__fail(err, errlen, sp.rc, "%s", sp.err);
@@ -342,8 +344,8 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         vcase_t *k = &l->cases[c];
         if (k->state != CASE_NONE)
             continue;
-        int nslab = case_slabs(l, c);
-        int64_t need = case_bytes(l, c, nslab), owed = promised(l);
+        /* not split: the other threads are for the window's batches */
+        int64_t need = case_bytes(l, c, 1), owed = promised(l);
         /* Free room only, beside what the window's own misses will take.
          * Giving back cases used after this one to make room (Belady's
          * order) made more stages than it saved: 44 for 41 and a longer
@@ -358,7 +360,7 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         l->ahead++;
         char err[512];
         /* a failure shows when its task retries */
-        case_make(l, c, need, nslab, 0, err, sizeof err);
+        case_make(l, c, need, 1, 0, err, sizeof err);
         l->ahead--;
         return 1;
     }
