@@ -29,12 +29,14 @@ typedef struct ostream {
     size_t errlen;
 } ostream_t;
 
+/* A slice the slab does not need (NULL) is passed over unconverted. */
 static int pull_image(void *ctx, int64_t i, void *slice)
 {
     ostream_t *s = ctx;
     (void)i;
-    return sl_volume_reader_read(s->r, slice, s->v->raw[1] * s->v->raw[2],
-                                 s->err, s->errlen);
+    int64_t n = s->v->raw[1] * s->v->raw[2];
+    return slice ? sl_volume_reader_read(s->r, slice, n, s->err, s->errlen)
+                 : sl_volume_reader_skip(s->r, n, s->err, s->errlen);
 }
 
 static int pull_label(void *ctx, int64_t i, void *slice)
@@ -42,6 +44,8 @@ static int pull_label(void *ctx, int64_t i, void *slice)
     ostream_t *s = ctx;
     (void)i;
     size_t n = (size_t)(s->v->raw[1] * s->v->raw[2]);
+    if (!slice)
+        return sl_volume_reader_skip(s->r, (int64_t)n, s->err, s->errlen);
     int rc =
         sl_volume_reader_read(s->r, s->fslice, (int64_t)n, s->err, s->errlen);
     uint8_t *lb = slice;
@@ -189,7 +193,7 @@ int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
     s.r = ir;
     s.out = v->img;
     s.esize = sizeof *v->img;
-    rc = sl__vol_resample_linear_range(v->raw, v->rd, q0, q1, through,
+    rc = sl__vol_resample_linear_range(v->raw, v->rd, q0, q1, through, 1,
                                        pull_image, push_image, &s);
     sl_volume_reader_close(ir);
     ir = NULL;
@@ -197,7 +201,7 @@ int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
     s.esize = 1;
     if (!rc && lr) {
         s.r = lr;
-        rc = sl__vol_resample_nearest_range(v->raw, v->rd, q0, q1, through,
+        rc = sl__vol_resample_nearest_range(v->raw, v->rd, q0, q1, through, 1,
                                             pull_label, push_label, &s);
     } else if (!rc) {
         size_t plane = (size_t)(v->pd[1] * v->pd[2]);

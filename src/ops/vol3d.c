@@ -186,13 +186,37 @@ int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
     return 0;
 }
 
+/* A streaming resample's arguments: callbacks, shapes, a range of output
+ * slices. */
+static int range_ok(const int64_t in_dims[3], const int64_t out_dims[3],
+                    int64_t q0, int64_t q1, sl_vol_slice_fn pull,
+                    sl_vol_slice_fn push)
+{
+    return pull && push && dims_ok(in_dims) && dims_ok(out_dims) && q0 >= 0 &&
+           q0 <= q1 && q1 <= out_dims[0];
+}
+
+typedef int (*range_fn)(const int64_t *, const int64_t *, int64_t, int64_t, int,
+                        int, sl_vol_slice_fn, sl_vol_slice_fn, void *);
+
+/* A streaming resample of the whole volume: every output slice, the input
+ * read through. */
+static int whole(range_fn f, const int64_t in_dims[3],
+                 const int64_t out_dims[3], sl_vol_slice_fn pull,
+                 sl_vol_slice_fn push, void *ctx)
+{
+    if (!dims_ok(out_dims))
+        return SL_EINVAL;
+    return f(in_dims, out_dims, 0, out_dims[0], 1, 0, pull, push, ctx);
+}
+
 int sl__vol_resample_linear_range(const int64_t in_dims[3],
                                   const int64_t out_dims[3], int64_t q0,
-                                  int64_t q1, int through, sl_vol_slice_fn pull,
-                                  sl_vol_slice_fn push, void *ctx)
+                                  int64_t q1, int through, int sparse,
+                                  sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                  void *ctx)
 {
-    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims) || q0 < 0 ||
-        q1 > out_dims[0] || q0 > q1)
+    if (!range_ok(in_dims, out_dims, q0, q1, pull, push))
         return SL_EINVAL;
     lin_axis_t ax[3] = {{0}};
     int rc = 0;
@@ -228,7 +252,7 @@ int sl__vol_resample_linear_range(const int64_t in_dims[3],
         int64_t i0 = a->i0[q];
         int64_t i1 = i0 < in_dims[0] - 1 ? i0 + 1 : i0;
         while (!rc && next <= i1) {
-            rc = pull(ctx, next, in);
+            rc = pull(ctx, next, sparse && !need[next] ? NULL : in);
             if (!rc && need[next]) {
                 float *r = ring + (size_t)(next & 1) * n_out;
                 lin_pass(in, d_in, 2, &ax[2], mid);
@@ -244,7 +268,7 @@ int sl__vol_resample_linear_range(const int64_t in_dims[3],
         rc = push(ctx, q, o);
     }
     while (!rc && through && next < in_dims[0]) /* read through */
-        rc = pull(ctx, next++, in);
+        rc = pull(ctx, next++, sparse ? NULL : in);
     free(in);
     free(mid);
     free(ring);
@@ -260,20 +284,17 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
                                   sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                   void *ctx)
 {
-    if (!dims_ok(out_dims))
-        return SL_EINVAL;
-    return sl__vol_resample_linear_range(in_dims, out_dims, 0, out_dims[0], 1,
-                                         pull, push, ctx);
+    return whole(sl__vol_resample_linear_range, in_dims, out_dims, pull, push,
+                 ctx);
 }
 
 int sl__vol_resample_nearest_range(const int64_t in_dims[3],
                                    const int64_t out_dims[3], int64_t q0,
-                                   int64_t q1, int through,
+                                   int64_t q1, int through, int sparse,
                                    sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                    void *ctx)
 {
-    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims) || q0 < 0 ||
-        q1 > out_dims[0] || q0 > q1)
+    if (!range_ok(in_dims, out_dims, q0, q1, pull, push))
         return SL_EINVAL;
     const int64_t d_in[3] = {1, in_dims[1], in_dims[2]};
     const int64_t d_out[3] = {1, out_dims[1], out_dims[2]};
@@ -285,8 +306,9 @@ int sl__vol_resample_nearest_range(const int64_t in_dims[3],
      * decrease) */
     int64_t last = q1 > q0 ? nearest_src(q1 - 1, in_dims[0], out_dims[0]) : -1;
     for (int64_t i = 0; !rc && i < in_dims[0] && (through || i <= last); i++) {
-        rc = pull(ctx, i, in);
-        if (rc || q >= q1 || nearest_src(q, in_dims[0], out_dims[0]) != i)
+        int needed = q < q1 && nearest_src(q, in_dims[0], out_dims[0]) == i;
+        rc = pull(ctx, i, sparse && !needed ? NULL : in);
+        if (rc || !needed)
             continue;
         rc = sl_vol_resample_nearest(in, d_in, cur, d_out);
         for (; !rc && q < q1 && nearest_src(q, in_dims[0], out_dims[0]) == i;
@@ -306,10 +328,8 @@ int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
                                    sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                    void *ctx)
 {
-    if (!dims_ok(out_dims))
-        return SL_EINVAL;
-    return sl__vol_resample_nearest_range(in_dims, out_dims, 0, out_dims[0], 1,
-                                          pull, push, ctx);
+    return whole(sl__vol_resample_nearest_range, in_dims, out_dims, pull, push,
+                 ctx);
 }
 
 void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,

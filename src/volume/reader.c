@@ -109,6 +109,21 @@ int sl_volume_reader_read(sl_volume_reader_t *r, void *out, int64_t count,
     return rc;
 }
 
+int sl_volume_reader_skip(sl_volume_reader_t *r, int64_t count, char *err,
+                          size_t errlen)
+{
+    char scratch[1];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (!r)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "sl_volume_reader_skip: no reader");
+    int rc = sl__nifti_stream_pull(r->n, count, &r->plan, NULL, err, errlen);
+    if (!rc)
+        r->done += count;
+    return rc;
+}
+
 void sl_volume_reader_close(sl_volume_reader_t *r)
 {
     if (!r)

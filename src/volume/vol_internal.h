@@ -92,7 +92,8 @@ int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
  * memory must outlive the stream). Opening reads and checks the header as
  * sl__nifti_read does; pull converts the next `count` stored values by a
  * plan (sl__vol_convert: index `first` is the count pulled so far) into
- * out, and after the last value checks a gzip file's CRC. Memory: a 1 MiB
+ * out (NULL: passes over them unconverted, a plain file by seeking), and
+ * after the last value checks a gzip file's CRC. Memory: a 1 MiB
  * piece and zlib's buffers. One thread at a time. */
 typedef struct sl__nifti_stream sl__nifti_stream_t;
 struct sl__vol_plan;
