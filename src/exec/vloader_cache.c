@@ -165,7 +165,13 @@ static int case_slabs(const sl_vloader_t *l, int64_t c)
     return n;
 }
 
-/* Runs a claimed slab of split sp (under mu; unlocks while computing). */
+/* Whether split sp has a job to claim now. */
+static int claimable(const vsplit_t *sp)
+{
+    return sp->next < sp->njobs && sp->next - sp->done < sp->conc;
+}
+
+/* Runs a claimed job of split sp (under mu; unlocks while computing). */
 static void run_slab(sl_vloader_t *l, vsplit_t *sp, int s)
 {
     char err[512];
@@ -184,10 +190,10 @@ int sl__vl_help(sl_vloader_t *l, int64_t c)
 {
     for (int64_t i = c < 0 ? 0 : c; i < (c < 0 ? l->ncases : c + 1); i++) {
         vsplit_t *sp = l->cases[i].split;
-        if (!sp || sp->next >= sp->nslab)
+        if (!sp || !claimable(sp))
             continue;
         int s = sp->next++;
-        if (sp->next == sp->nslab)
+        if (sp->next == sp->njobs)
             l->cases[i].split = NULL; /* nothing left to claim */
         l->st.offline_helped++;
         run_slab(l, sp, s);
@@ -196,34 +202,37 @@ int sl__vl_help(sl_vloader_t *l, int64_t c)
     return 0;
 }
 
-/* Case c's stage in `nslab` slabs: this thread claims them in order while
- * free threads take the rest (sl__vl_help); then it finishes the stage.
- * Under mu; unlocks while computing. */
+/* Case c's stage with `nslab` jobs at once: this thread claims them in
+ * order while free threads take the rest (sl__vl_help); then it finishes
+ * the stage. Under mu; unlocks while computing. */
 static int stage_run(sl_vloader_t *l, int64_t c, int nslab, float **img,
                      uint8_t **lbl, sl_vol_fg_t **fg, char *err, size_t errlen)
 {
     vcase_t *k = &l->cases[c];
-    vsplit_t sp = {.nslab = nslab};
+    vsplit_t sp = {.conc = nslab};
     pthread_mutex_unlock(&l->mu);
     int rc = sl__voff_begin(l->ds, c, k->raw, k->rs, k->dims, l->pdims, nslab,
                             &sp.v, err, errlen);
     pthread_mutex_lock(&l->mu);
     if (rc)
         return rc;
+    sp.njobs = sl__voff_jobs(sp.v);
     if (nslab > 1) {
         k->split = &sp;
         pthread_cond_broadcast(&l->cv_work);
         pthread_cond_broadcast(&l->cv_case); /* the case's waiters help */
     }
-    while (sp.next < nslab) {
-        int s = sp.next++;
-        if (sp.next == nslab)
-            k->split = NULL;
-        run_slab(l, &sp, s);
-    }
-    while (sp.done < nslab) /* the helpers' slabs; meanwhile, others' */
-        if (!sl__vl_help(l, -1))
+    while (sp.done < sp.njobs) { /* meanwhile, other splits' jobs */
+        if (claimable(&sp)) {
+            int s = sp.next++;
+            if (sp.next == sp.njobs)
+                k->split = NULL;
+            run_slab(l, &sp, s);
+        } else if (!sl__vl_help(l, -1)) {
             pthread_cond_wait(&l->cv_case, &l->mu);
+        }
+    }
+    k->split = NULL;
     pthread_mutex_unlock(&l->mu);
     if (sp.rc)
         rc = sl__fail(err, errlen, sp.rc, "%s", sp.err);
@@ -262,9 +271,8 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int nslab,
         l->st.offline_runs++;
         if (nslab > 1)
             l->st.offline_split++;
-        /* the rate of one thread's work: a split stage's wall time is
-         * about 1 / nslab of it */
-        sl__vl_ema(&l->r_off, (double)(t1 - t0) * nslab / k->raw_vox);
+        /* the stage's wall time, split or not: what its batch waits */
+        sl__vl_ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
         sl__vl_evict(l, 0);
     }
     pthread_cond_broadcast(&l->cv_case);

@@ -15,13 +15,14 @@ enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
 enum { CASE_NONE, CASE_LOADING, CASE_READY };
 #define LAT_RING 256
 
-/* An offline stage split into slabs (exec/vloader_offline.h) in flight:
- * its maker and idle threads each claim the next slab; the maker waits for
- * them all, then finishes the stage. */
+/* An offline stage split into jobs (exec/vloader_offline.h) in flight:
+ * its maker and free threads each claim the next job, at most `conc` at
+ * once (what the memory budget was charged for); the maker waits for them
+ * all, then finishes the stage. */
 typedef struct vsplit {
     struct sl__voff *v;
-    int nslab, next, done, rc;
-    char err[512]; /* the first failed slab's */
+    int njobs, conc, next, done, rc;
+    char err[512]; /* the first failed job's */
 } vsplit_t;
 
 typedef struct vcase {
@@ -36,7 +37,7 @@ typedef struct vcase {
     sl_vol_fg_t *fg; /* the label's foreground components */
     int state, users;
     int64_t bytes;
-    vsplit_t *split; /* while LOADING in slabs, with slabs unclaimed */
+    vsplit_t *split; /* while LOADING in jobs, with jobs unclaimed */
 } vcase_t;
 
 typedef struct task {
@@ -120,8 +121,8 @@ int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
 extern double sl__vl_split_min_vox;
 
 /* A free thread's help (under mu; unlocks while computing): the next
- * unclaimed slab of case c's split stage (c < 0: any case's). @return 1
- * when it made one. */
+ * unclaimed job of case c's split stage (c < 0: any case's), when fewer
+ * than its `conc` are running. @return 1 when it made one. */
 int sl__vl_help(sl_vloader_t *l, int64_t c);
 
 /* An idle thread's work: the next uncached case beyond the window, made

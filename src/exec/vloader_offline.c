@@ -13,7 +13,8 @@ struct sl__voff {
     const char *name; /* the image's path, or a pack's case name */
     int64_t raw[3], rd[3], pd[3], before[3], patch[3];
     int nslab, has_label;
-    float *img; /* the padded outputs being filled */
+    int nimg, nlbl; /* jobs: the image's parts, then the label's */
+    float *img;     /* the padded outputs being filled */
     uint8_t *lbl;
 };
 
@@ -113,6 +114,24 @@ int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
     return (int64_t)(b + (nslab > 1 ? nslab : 1) * slab);
 }
 
+/* The readers' shapes against the header's. */
+static int check_shape(const sl__voff_t *v, sl_volume_reader_t *ir,
+                       sl_volume_reader_t *lr, char *err, size_t errlen)
+{
+    const sl_volume_t *iv = sl_volume_reader_volume(ir);
+    const sl_volume_t *lv = lr ? sl_volume_reader_volume(lr) : NULL;
+    for (int i = 0; i < 3; i++)
+        if (iv->ndim != 3 || iv->dim[2 - i] != v->raw[i] ||
+            (lv && (lv->ndim != 3 || lv->dim[2 - i] != v->raw[i]))) {
+            const char *lp = sl_volume_dataset_label(v->ds, v->c);
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: the label's or image's shape differs from "
+                            "the image header's",
+                            lp ? lp : v->name);
+        }
+    return 0;
+}
+
 int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
                    const int64_t raw[3], const int64_t rs[3],
                    const int64_t dims[3], const int64_t patch[3], int nslab,
@@ -142,71 +161,76 @@ int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
                         name, nslab, (long long)rs[0]);
     }
     v->nslab = nslab;
+    /* The headers, checked once; a gzip volume is one job (a later part
+     * would inflate the slices before it again), a plain one `nslab`. */
+    sl_volume_reader_t *ir = NULL, *lr = NULL;
+    int rc = sl_volume_dataset_readers(ds, c, NULL, &ir,
+                                       v->has_label ? &lr : NULL, err, errlen);
+    if (!rc)
+        rc = check_shape(v, ir, lr, err, errlen);
+    if (!rc) {
+        v->nimg = sl_volume_reader_volume(ir)->compressed ? 1 : nslab;
+        v->nlbl = lr && sl_volume_reader_volume(lr)->compressed ? 1 : nslab;
+    }
+    sl_volume_reader_close(ir);
+    sl_volume_reader_close(lr);
     size_t pn = (size_t)(dims[0] * dims[1] * dims[2]);
-    v->img = malloc(pn * sizeof *v->img);
-    v->lbl = malloc(pn);
-    if (!v->img || !v->lbl) {
+    if (!rc) {
+        v->img = malloc(pn * sizeof *v->img);
+        v->lbl = malloc(pn);
+        if (!v->img || !v->lbl)
+            rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    }
+    if (rc) {
         sl__voff_free(v);
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+        return rc;
     }
     *out = v;
     return 0;
 }
 
-/* The readers' shapes against the header's (each slab's own readers). */
-static int check_shape(const sl__voff_t *v, sl_volume_reader_t *ir,
-                       sl_volume_reader_t *lr, char *err, size_t errlen)
+int sl__voff_jobs(const sl__voff_t *v)
 {
-    const sl_volume_t *iv = sl_volume_reader_volume(ir);
-    const sl_volume_t *lv = lr ? sl_volume_reader_volume(lr) : NULL;
-    for (int i = 0; i < 3; i++)
-        if (iv->ndim != 3 || iv->dim[2 - i] != v->raw[i] ||
-            (lv && (lv->ndim != 3 || lv->dim[2 - i] != v->raw[i]))) {
-            const char *lp = sl_volume_dataset_label(v->ds, v->c);
-            return sl__fail(err, errlen, SL_ECORRUPT,
-                            "%s: the label's or image's shape differs from "
-                            "the image header's",
-                            lp ? lp : v->name);
-        }
-    return 0;
+    return v->nimg + v->nlbl;
 }
 
 int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
 {
-    if (k < 0 || k >= v->nslab)
-        return sl__fail(err, errlen, SL_EINVAL, "%s: no slab %d", v->name, k);
-    int64_t q0 = v->rd[0] * k / v->nslab, q1 = v->rd[0] * (k + 1) / v->nslab;
-    int through = k == v->nslab - 1;
+    if (k < 0 || k >= v->nimg + v->nlbl)
+        return sl__fail(err, errlen, SL_EINVAL, "%s: no job %d", v->name, k);
+    int label = k >= v->nimg, n = label ? v->nlbl : v->nimg;
+    int part = label ? k - v->nimg : k;
+    int64_t q0 = v->rd[0] * part / n, q1 = v->rd[0] * (part + 1) / n;
+    int through = part == n - 1;
     sl_volume_reader_t *ir = NULL, *lr = NULL;
     ostream_t s = {.v = v, .err = err, .errlen = errlen};
+    if (label && !v->has_label) { /* an all-zero label */
+        size_t plane = (size_t)(v->pd[1] * v->pd[2]);
+        memset(v->lbl + (size_t)(v->before[0] + q0) * plane, 0,
+               (size_t)(q1 - q0) * plane);
+        return 0;
+    }
     int rc = sl_volume_dataset_readers(v->ds, v->c, NULL, &ir,
-                                       v->has_label ? &lr : NULL, err, errlen);
-    if (!rc)
-        rc = check_shape(v, ir, lr, err, errlen);
-    if (!rc && lr &&
+                                       label ? &lr : NULL, err, errlen);
+    if (!rc && label &&
         !(s.fslice =
               malloc((size_t)(v->raw[1] * v->raw[2]) * sizeof *s.fslice)))
         rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", v->name);
     if (rc)
         goto out;
     err[0] = 0;
-    s.r = ir;
-    s.out = v->img;
-    s.esize = sizeof *v->img;
-    rc = sl__vol_resample_linear_range(v->raw, v->rd, q0, q1, through, 1,
-                                       pull_image, push_image, &s);
-    sl_volume_reader_close(ir);
-    ir = NULL;
-    s.out = v->lbl;
-    s.esize = 1;
-    if (!rc && lr) {
+    if (!label) {
+        s.r = ir;
+        s.out = v->img;
+        s.esize = sizeof *v->img;
+        rc = sl__vol_resample_linear_range(v->raw, v->rd, q0, q1, through, 1,
+                                           pull_image, push_image, &s);
+    } else {
         s.r = lr;
+        s.out = v->lbl;
+        s.esize = 1;
         rc = sl__vol_resample_nearest_range(v->raw, v->rd, q0, q1, through, 1,
                                             pull_label, push_label, &s);
-    } else if (!rc) {
-        size_t plane = (size_t)(v->pd[1] * v->pd[2]);
-        memset(v->lbl + (size_t)(v->before[0] + q0) * plane, 0,
-               (size_t)(q1 - q0) * plane);
     }
     if (rc && !err[0])
         sl__fail(err, errlen, rc, "%s: resampling failed", v->name);
@@ -256,7 +280,7 @@ int sl__voff_run(const sl_volume_dataset_t *ds, int64_t c, const int64_t raw[3],
     sl__voff_t *v = NULL;
     int rc =
         sl__voff_begin(ds, c, raw, rs, dims, patch, nslab, &v, err, errlen);
-    for (int k = 0; !rc && k < nslab; k++)
+    for (int k = 0; !rc && k < sl__voff_jobs(v); k++)
         rc = sl__voff_slab(v, k, err, errlen);
     if (!rc)
         rc = sl__voff_end(v, img, lbl, fg, err, errlen);

@@ -187,8 +187,9 @@ static void test_look_ahead(void **state)
     assert_int_equal(stream_digest(2, 0, 0, 9), ref);
 }
 
-/* One case's offline stage in slabs (any count, made in any order) is the
- * single-thread stage byte for byte: image, label and components. */
+/* One case's offline stage in jobs (the image's and the label's slabs, any
+ * count, made in any order) is the single-thread stage byte for byte:
+ * image, label and components. */
 static void test_slabs_same_bytes(void **state)
 {
     (void)state;
@@ -230,7 +231,9 @@ static void test_slabs_same_bytes(void **state)
             assert_int_equal(sl__voff_begin(ds, c, raw, rs, dims, patch, ns,
                                             &st, err, sizeof err),
                              0);
-            for (int k = ns - 1; k >= 0; k--) /* last first */
+            /* plain files: the image's and the label's slabs */
+            assert_int_equal(sl__voff_jobs(st), 2 * ns);
+            for (int k = 2 * ns - 1; k >= 0; k--) /* last first */
                 assert_int_equal(sl__voff_slab(st, k, err, sizeof err), 0);
             float *img;
             uint8_t *lbl;
