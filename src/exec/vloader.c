@@ -301,6 +301,8 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->pvox = l->pdims[0] * l->pdims[1] * l->pdims[2];
     l->ep[0].epoch = l->ep[1].epoch = -1;
     l->r_off = 30, l->r_patch = 2, l->r_noise = 20;
+    const char *sm = getenv("SL_VLOADER_SPLIT_MIN_VOX");
+    l->split_min_vox = sm && *sm ? strtod(sm, NULL) : sl__vl_split_min_vox;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);

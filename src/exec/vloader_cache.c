@@ -155,8 +155,8 @@ static int case_slabs(const sl_vloader_t *l, int64_t c)
 {
     const vcase_t *k = &l->cases[c];
     /* A pack's slab would read the case's record whole again. */
-    if (l->o.no_balance || l->o.threads < 2 ||
-        k->raw_vox < sl__vl_split_min_vox || !sl_volume_dataset_image(l->ds, c))
+    if (l->o.no_balance || l->o.threads < 2 || k->raw_vox < l->split_min_vox ||
+        !sl_volume_dataset_image(l->ds, c))
         return 1;
     int n = l->o.threads < k->rs[0] ? l->o.threads : (int)k->rs[0];
     while (n > 1 && l->mem_limit &&

@@ -81,8 +81,10 @@ struct sl_vloader {
      * buffers, the cache and every offline stage in flight (charged its
      * offline_bytes before it allocates). */
     int64_t mem_limit, mem_used, mem_peak, buf_bytes;
-    int ahead;      /* look-ahead offline stages in flight */
-    float *scratch; /* bfloat16 output: a float patch per thread */
+    int ahead;            /* look-ahead offline stages in flight */
+    double split_min_vox; /* sl__vl_split_min_vox, or SL_VLOADER_SPLIT_MIN_VOX
+                             from the environment (bench: 1e30, none) */
+    float *scratch;       /* bfloat16 output: a float patch per thread */
     int nwid;
     /* ns per voxel: offline (stored voxel: load, resample, normalise,
      * pad, label the components), patch, noise (patch voxel); EMA of
@@ -116,8 +118,10 @@ void sl__vl_ema(double *r, double v);
  * while computing. @return 0, or SL_E* with the cause in err. */
 int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
 
-/* A case of at least this many stored voxels is made in slabs by every
- * thread that is free (balanced only): settable by tests. */
+/* A case of at least this many stored voxels is made in jobs by every
+ * thread that is free (balanced only): settable by tests; a loader reads it
+ * at create, or SL_VLOADER_SPLIT_MIN_VOX from the environment (what
+ * bench/volumes/balance.py --split-off sets to compare). */
 extern double sl__vl_split_min_vox;
 
 /* A free thread's help (under mu; unlocks while computing): the next
