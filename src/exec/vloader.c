@@ -181,7 +181,7 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     char err[512] = "";
     int64_t t0 = sl__now_ns();
     vcase_t *k = &l->cases[t->c];
-    int rc = sl__vl_case_get(l, t->c, err, sizeof err);
+    int rc = sl__vl_case_get(l, t->c, t->g, err, sizeof err);
     int held = !rc; /* a user of the cached case until the patch is made */
     pthread_mutex_unlock(&l->mu);
     int64_t t1 = sl__now_ns(), t2 = t1, t3 = t1;
@@ -246,8 +246,11 @@ static void *worker(void *arg)
         l->scratch ? l->scratch + (size_t)l->nwid++ * (size_t)l->pvox : NULL;
     while (!l->stopping) {
         open_batches(l);
-        /* a large case's slab first: its batch waits for all of them */
-        if (sl__vl_help(l, -1))
+        /* A large case's job first when it is the head batch's (the one
+         * the consumer waits for): that batch waits for all of them; a
+         * later batch's waits until the window's tasks are taken (they
+         * may fall due first). */
+        if (sl__vl_help(l, -1, l->next_g))
             continue;
         task_t t;
         double pred;
@@ -255,6 +258,8 @@ static void *worker(void *arg)
             run_task(l, &t, pred, scratch);
             continue;
         }
+        if (sl__vl_help(l, -1, INT64_MAX))
+            continue;
         if (!l->o.no_balance && sl__vl_look_ahead(l))
             continue;
         pthread_cond_wait(&l->cv_work, &l->mu);

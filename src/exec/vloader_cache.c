@@ -186,11 +186,11 @@ static void run_slab(sl_vloader_t *l, vsplit_t *sp, int s)
     pthread_cond_broadcast(&l->cv_case);
 }
 
-int sl__vl_help(sl_vloader_t *l, int64_t c)
+int sl__vl_help(sl_vloader_t *l, int64_t c, int64_t g_max)
 {
     for (int64_t i = c < 0 ? 0 : c; i < (c < 0 ? l->ncases : c + 1); i++) {
         vsplit_t *sp = l->cases[i].split;
-        if (!sp || !claimable(sp))
+        if (!sp || !claimable(sp) || (c < 0 && sp->g > g_max))
             continue;
         int s = sp->next++;
         if (sp->next == sp->njobs)
@@ -205,11 +205,12 @@ int sl__vl_help(sl_vloader_t *l, int64_t c)
 /* Case c's stage with `nslab` jobs at once: this thread claims them in
  * order while free threads take the rest (sl__vl_help); then it finishes
  * the stage. Under mu; unlocks while computing. */
-static int stage_run(sl_vloader_t *l, int64_t c, int nslab, float **img,
-                     uint8_t **lbl, sl_vol_fg_t **fg, char *err, size_t errlen)
+static int stage_run(sl_vloader_t *l, int64_t c, int64_t g, int nslab,
+                     float **img, uint8_t **lbl, sl_vol_fg_t **fg, char *err,
+                     size_t errlen)
 {
     vcase_t *k = &l->cases[c];
-    vsplit_t sp = {.conc = nslab};
+    vsplit_t sp = {.conc = nslab, .g = g};
     pthread_mutex_unlock(&l->mu);
     int rc = sl__voff_begin(l->ds, c, k->raw, k->rs, k->dims, l->pdims, nslab,
                             &sp.v, err, errlen);
@@ -228,7 +229,7 @@ static int stage_run(sl_vloader_t *l, int64_t c, int nslab, float **img,
             if (sp.next == sp.njobs)
                 k->split = NULL;
             run_slab(l, &sp, s);
-        } else if (!sl__vl_help(l, -1)) {
+        } else if (!sl__vl_help(l, -1, INT64_MAX)) {
             pthread_cond_wait(&l->cv_case, &l->mu);
         }
     }
@@ -246,15 +247,15 @@ static int stage_run(sl_vloader_t *l, int64_t c, int nslab, float **img,
 /* Case c's offline stage (state LOADING and `need` charged by the
  * caller, for `nslab` slabs): unlocks while computing; then READY with
  * `users` users, or NONE on failure. Under mu. */
-static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int nslab,
-                     int users, char *err, size_t errlen)
+static int case_make(sl_vloader_t *l, int64_t c, int64_t g, int64_t need,
+                     int nslab, int users, char *err, size_t errlen)
 {
     vcase_t *k = &l->cases[c];
     float *img = NULL;
     uint8_t *lbl = NULL;
     sl_vol_fg_t *fg = NULL;
     int64_t t0 = sl__now_ns();
-    int rc = stage_run(l, c, nslab, &img, &lbl, &fg, err, errlen);
+    int rc = stage_run(l, c, g, nslab, &img, &lbl, &fg, err, errlen);
     int64_t t1 = sl__now_ns();
     l->mem_used -= need;
     if (rc) {
@@ -281,11 +282,12 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int nslab,
 
 /* Case c's offline result, computed once (others wait for it). Under mu;
  * unlocks while computing. */
-int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
+                    size_t errlen)
 {
     vcase_t *k = &l->cases[c];
     while (k->state == CASE_LOADING) /* helping with its slabs, if split */
-        if (!sl__vl_help(l, c))
+        if (!sl__vl_help(l, c, 0))
             pthread_cond_wait(&l->cv_case, &l->mu);
     if (k->state == CASE_READY) {
         k->users++;
@@ -301,7 +303,7 @@ int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
         pthread_cond_broadcast(&l->cv_case);
         return rc;
     }
-    return case_make(l, c, need, nslab, 1, err, errlen);
+    return case_make(l, c, g, need, nslab, 1, err, errlen);
 }
 
 static int64_t case_add(const vcase_t *k)
@@ -368,7 +370,7 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         l->ahead++;
         char err[512];
         /* a failure shows when its task retries */
-        case_make(l, c, need, 1, 0, err, sizeof err);
+        case_make(l, c, INT64_MAX, need, 1, 0, err, sizeof err);
         l->ahead--;
         return 1;
     }

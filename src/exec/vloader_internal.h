@@ -21,6 +21,7 @@ enum { CASE_NONE, CASE_LOADING, CASE_READY };
  * all, then finishes the stage. */
 typedef struct vsplit {
     struct sl__voff *v;
+    int64_t g; /* the batch whose task started it */
     int njobs, conc, next, done, rc;
     char err[512]; /* the first failed job's */
 } vsplit_t;
@@ -113,10 +114,11 @@ void sl__vl_mem_add(sl_vloader_t *l, int64_t bytes);
 /* r += 0.2 (v - r) for v > 0: the cost rates' EMA. */
 void sl__vl_ema(double *r, double v);
 
-/* Case c's offline result for a task, computed once (others wait for it;
- * charged to the memory budget first), with one more user. Unlocks mu
- * while computing. @return 0, or SL_E* with the cause in err. */
-int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
+/* Case c's offline result for a task of batch g, computed once (others wait for
+ * it; charged to the memory budget first), with one more user. Unlocks mu while
+ * computing. @return 0, or SL_E* with the cause in err. */
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
+                    size_t errlen);
 
 /* A case of at least this many stored voxels is made in jobs by every
  * thread that is free (balanced only): settable by tests; a loader reads it
@@ -125,9 +127,10 @@ int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
 extern double sl__vl_split_min_vox;
 
 /* A free thread's help (under mu; unlocks while computing): the next
- * unclaimed job of case c's split stage (c < 0: any case's), when fewer
- * than its `conc` are running. @return 1 when it made one. */
-int sl__vl_help(sl_vloader_t *l, int64_t c);
+ * unclaimed job of case c's split stage (c < 0: any case's whose batch is
+ * at most g_max), when fewer than its `conc` are running. @return 1 when
+ * it made one. */
+int sl__vl_help(sl_vloader_t *l, int64_t c, int64_t g_max);
 
 /* An idle thread's work: the next uncached case beyond the window, made
  * ahead when it fits (see vloader_cache.c). Unlocks mu while computing.
