@@ -76,8 +76,6 @@ typedef struct sl__source_rd {
     uint8_t *dst;
     size_t len;
     uint64_t off;
-    uint64_t stored; /* read whole by begin (a WebDataset / TFRecord
-                        record): its stored bytes */
 } sl__source_rd_t;
 int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                           sl__bytes_t *scratch, const sl__admit_t *admit,

@@ -74,12 +74,14 @@ for f in SLS WDS TFR; do
   check "nginx: $f digest = local ($want)" test -n "$want" -a "$got" = "$want"
 done
 # The multi interface at several depths, and the blocking path.
-want=$(run "$(local_of SLS)" | jget digest)
-for d in off 1 8; do
-  out=$(run "$N/$SLS" --io-depth $d)
-  path=$(jget read_path <<<"$out")
-  check "nginx: SLS --io-depth $d ($path) digest = local" test "$(jget digest <<<"$out")" = "$want"
-  [ $d = off ] || check "nginx: --io-depth $d reads through curl multi" test "$path" = "curl multi"
+for f in SLS WDS TFR; do
+  want=$(run "$(local_of $f)" | jget digest)
+  for d in off 1 8; do
+    out=$(run "$N/${!f}" --io-depth $d)
+    path=$(jget read_path <<<"$out")
+    check "nginx: $f --io-depth $d ($path) digest = local" test "$(jget digest <<<"$out")" = "$want"
+    [ $d = off ] || check "nginx: $f --io-depth $d reads through curl multi" test "$path" = "curl multi"
+  done
 done
 check "nginx: single shard URL" test -n "$(run "$N/sls/shard-00000.sls" | jget digest)"
 out=$("$S" run "$N/sls/nothere.sls" --batch 8 --size 32 2>&1)
@@ -137,24 +139,29 @@ check "permanent 500: skipped and listed" grep -q "skipped: .*always500/shard.sl
 out=$("$S" run "$G/{wds/shard-000000.tar,always500/shard.tar}" --batch 4 --size 32 --on-error skip 2>&1)
 check "permanent 500 (tar): skipped and listed" grep -q "skipped: .*always500/shard.tar.*HTTP 500" <<<"$out"
 
-# Records that stay unreachable (a shard whose header and index load, but
-# whose record ranges always answer 500): the same error and the same
-# skip list on the blocking path and on the multi path at depth 8.
-mkdir -p "$T/www/badrec" && cp "$T/www/sls/shard-00000.sls" "$T/www/badrec/shard.sls"
-nbad=$("$S" run "$T/www/badrec/shard.sls" --batch 1 --size 32 --json --quiet 2>&1 | jget samples)
-for d in off 8; do
-  out=$("$S" run "$G/{sls/shard-00001.sls,badrec/shard.sls}" --batch 4 --size 32 --io-depth $d 2>&1)
-  check "bad records (--io-depth $d): fail naming the URL and range" \
-    grep -qE "badrec/shard.sls: record [0-9]+ \(.*\): read failed: $G/badrec/shard.sls: bytes [0-9]+-[0-9]+: HTTP 500 \(after 2 retries\)" <<<"$out"
-  out=$("$S" run "$G/{sls/shard-00001.sls,badrec/shard.sls}" --batch 4 --size 32 --io-depth $d \
-    --on-error skip --seed 3 --epochs 2 --digest --json 2>&1)
-  grep "^skipped: " <<<"$out" | sort >"$T/skipped.$d"
-  jget digest <<<"$out" >"$T/digest.$d"
-  check "bad records (--io-depth $d): $nbad x 2 skipped, counted" test "$(jget errors_skipped <<<"$out")" = $((nbad * 2))
-  check "bad records (--io-depth $d): each listed" test "$(wc -l <"$T/skipped.$d")" = $((nbad * 2))
+# Records that stay unreachable (a shard / tar whose header and index
+# load, but whose record ranges always answer 500): the same error and the
+# same skip list on the blocking path and on the multi path at depth 8.
+mkdir -p "$T/www/badrec"
+cp "$T/www/sls/shard-00000.sls" "$T/www/badrec/shard.sls"
+cp "$T/www/wds/shard-000000.tar" "$T/www/badrec/shard.tar"
+for x in "sls sls/shard-00001.sls" "tar wds/shard-000001.tar"; do
+  set -- $x; e=$1 good=$2
+  nbad=$("$S" run "$T/www/badrec/shard.$e" --batch 1 --size 32 --json --quiet 2>&1 | jget samples)
+  for d in off 8; do
+    out=$("$S" run "$G/{$good,badrec/shard.$e}" --batch 4 --size 32 --io-depth $d 2>&1)
+    check "bad records ($e, --io-depth $d): fail naming the URL and range" \
+      grep -qE "read failed: $G/badrec/shard.$e: bytes [0-9]+-[0-9]+: HTTP 500 \(after 2 retries\)|^sluice run: error: $G/badrec/shard.$e: bytes [0-9]+-[0-9]+: HTTP 500 \(after 2 retries\)" <<<"$out"
+    out=$("$S" run "$G/{$good,badrec/shard.$e}" --batch 4 --size 32 --io-depth $d \
+      --on-error skip --seed 3 --epochs 2 --digest --json 2>&1)
+    grep "^skipped: " <<<"$out" | sort >"$T/skipped.$d"
+    jget digest <<<"$out" >"$T/digest.$d"
+    check "bad records ($e, --io-depth $d): $nbad x 2 skipped, counted" test "$(jget errors_skipped <<<"$out")" = $((nbad * 2))
+    check "bad records ($e, --io-depth $d): each listed" test "$(wc -l <"$T/skipped.$d")" = $((nbad * 2))
+  done
+  check "bad records ($e): the same skip list on both paths" cmp -s "$T/skipped.off" "$T/skipped.8"
+  check "bad records ($e): the same digest on both paths" cmp -s "$T/digest.off" "$T/digest.8"
 done
-check "bad records: the same skip list on both paths" cmp -s "$T/skipped.off" "$T/skipped.8"
-check "bad records: the same digest on both paths" cmp -s "$T/digest.off" "$T/digest.8"
 
 echo "remote_http: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
