@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/abi.h"
 #include "base/base.h"
 #include "vloader_internal.h"
 
@@ -460,10 +461,17 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
+/* The first published layout (through latency_p99_ns): a caller built
+ * against it gets that prefix; fields are only added at the end
+ * (base/abi.h). */
+#define VSTATS_V1_SIZE                                                         \
+    (offsetof(sl_vloader_stats_t, latency_p99_ns) + sizeof(int64_t))
+
+int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *out)
 {
-    if (!l || !s || s->size < sizeof *s)
+    if (!l || !out || sl__abi_size(out) < VSTATS_V1_SIZE)
         return SL_EINVAL;
+    sl_vloader_stats_t st, *s = &st;
     pthread_mutex_lock(&l->mu);
     *s = l->st;
     s->size = sizeof *s;
@@ -479,7 +487,7 @@ int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
         s->latency_p50_ns = v[n / 2];
         s->latency_p99_ns = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
     }
-    return 0;
+    return sl__abi_out(out, s, sizeof *s, VSTATS_V1_SIZE);
 }
 
 void sl_vloader_stats_reset(sl_vloader_t *l)

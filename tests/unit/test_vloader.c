@@ -182,6 +182,22 @@ static void test_look_ahead(void **state)
     sl_vloader_stats_t st = {.size = sizeof st};
     assert_int_equal(sl_vloader_stats(l, &st), 0);
     assert_true(st.offline_ahead > 0);
+    /* A caller built against the first layout (through latency_p99_ns)
+     * gets that prefix, nothing past it; a smaller size is refused. */
+    union {
+        sl_vloader_stats_t s;
+        unsigned char b[sizeof(sl_vloader_stats_t)];
+    } old;
+    size_t v1 = offsetof(sl_vloader_stats_t, latency_p99_ns) + sizeof(int64_t);
+    memset(&old, 0xAB, sizeof old);
+    old.s.size = v1;
+    assert_int_equal(sl_vloader_stats(l, &old.s), 0);
+    assert_int_equal(old.s.size, v1);
+    assert_true(old.s.batches >= 1);
+    for (size_t i = v1; i < sizeof old; i++)
+        assert_int_equal(old.b[i], 0xAB);
+    old.s.size = v1 - 1;
+    assert_int_equal(sl_vloader_stats(l, &old.s), SL_EINVAL);
     sl_vloader_release(l, b);
     sl_vloader_destroy(l);
     assert_int_equal(stream_digest(2, 0, 0, 9), ref);
