@@ -2,7 +2,8 @@
 """The volume loader's cost-aware balancer (issue 17 item 3): consumer wait
 and batch-ready latency (p50, p99) with `balance=True` (least slack first
 within the prefetch window, idle threads running later cases' offline
-stages ahead) against `balance=False` (samples in order), same data, same
+stages ahead, a large case's offline stage split in slabs over the free
+threads) against `balance=False` (samples in order), same data, same
 run, alternating, medians.
 
 Data: a KiTS19-layout folder generated from the shared NIfTI volumes
@@ -82,7 +83,12 @@ def make_data(out, n, seed=0, largest=0):
     return out
 
 
-def run(data, balance, step, epochs, a):
+def run(data, balance, step, epochs, a, split=True):
+    import os
+    if split:
+        os.environ.pop("SL_VLOADER_SPLIT_MIN_VOX", None)
+    else:  # read by the loader at create: no case is split
+        os.environ["SL_VLOADER_SPLIT_MIN_VOX"] = "1e30"
     dl = DataLoader(data, batch_size=a.batch, patch=(a.patch,) * 3, seed=a.seed,
                     threads=a.threads, prefetch=a.prefetch, balance=balance,
                     cache_bytes=a.cache_mb << 20, memory_bytes=a.memory_mb << 20)
@@ -111,6 +117,7 @@ def run(data, balance, step, epochs, a):
             "p50_s": s1["latency_p50_s"], "p99_s": s1["latency_p99_s"],
             "pred_vs_actual": s1["predicted_s"] / max(1e-9, s1["actual_s"]),
             "offline_runs": s1["offline_runs"], "offline_ahead": s1["offline_ahead"],
+            "offline_split": s1["offline_split"], "offline_helped": s1["offline_helped"],
             "memory_peak_mb": s1["memory_peak"] / 2**20}
 
 
@@ -133,6 +140,8 @@ def main():
                     help="cases of the largest size class (600 x 512^2) added to the set")
     ap.add_argument("--memory-mb", type=int, default=0,
                     help="the loader's memory budget (0: none but the cache's)")
+    ap.add_argument("--split-off", action="store_true",
+                    help="also the balancer without split offline stages, alternating")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     data = make_data(a.data, a.cases, largest=a.largest)
@@ -141,18 +150,23 @@ def main():
     print(f"loader alone (balance off): {cap['per_batch_s'] * 1e3:.0f} ms/batch; "
           f"step {step * 1e3:.0f} ms", file=sys.stderr)
     res = {True: [], False: []}
+    pol = [True, False] + (["nosplit"] if a.split_off else [])
+    if a.split_off:
+        res["nosplit"] = []
     for r in range(a.runs):
-        for bal in ((True, False) if r % 2 == 0 else (False, True)):
-            x = run(data, bal, step, a.epochs, a)
+        for bal in (pol if r % 2 == 0 else pol[::-1]):
+            x = run(data, bal is True or bal == "nosplit", step, a.epochs, a, split=bal != "nosplit")
             res[bal].append(x)
             print(f"run {r + 1} balance={bal}: wait {x['wait_s']:.2f} s of {x['wall_s']:.1f} s, "
                   f"p50 {x['p50_s'] * 1e3:.0f} ms, p99 {x['p99_s'] * 1e3:.0f} ms, "
                   f"predicted/actual {x['pred_vs_actual']:.2f}, offline {x['offline_runs']} "
-                  f"({x['offline_ahead']} ahead), peak {x['memory_peak_mb']:.0f} MB",
+                  f"({x['offline_ahead']} ahead, {x['offline_split']} split, "
+                  f"{x['offline_helped']} slabs helped), peak {x['memory_peak_mb']:.0f} MB",
                   file=sys.stderr)
     med = {b: {k: statistics.median(x[k] for x in v) for k in v[0]} for b, v in res.items()}
     out = {"step_ms": step * 1e3, "capacity_ms_per_batch": cap["per_batch_s"] * 1e3,
            "balanced": med[True], "in_order": med[False],
+           "balanced_no_split": med.get("nosplit"),
            "wait_reduction": 1 - med[True]["wait_s"] / max(1e-9, med[False]["wait_s"]),
            "p99_ratio": med[False]["p99_s"] / max(1e-9, med[True]["p99_s"]),
            "settings": vars(a)}
@@ -163,6 +177,12 @@ def main():
               f"{med[False]['wait_s']:.2f} s -> {100 * out['wait_reduction']:.0f} % lower")
         print(f"batch-ready p99: balanced {med[True]['p99_s'] * 1e3:.0f} ms, in order "
               f"{med[False]['p99_s'] * 1e3:.0f} ms -> {out['p99_ratio']:.2f}x")
+        print(f"batch-ready p50: balanced {med[True]['p50_s'] * 1e3:.0f} ms, in order "
+              f"{med[False]['p50_s'] * 1e3:.0f} ms")
+        if a.split_off:
+            n = med["nosplit"]
+            print(f"balanced without split stages: wait {n['wait_s']:.2f} s, "
+                  f"p50 {n['p50_s'] * 1e3:.0f} ms, p99 {n['p99_s'] * 1e3:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -57,9 +57,10 @@ typedef struct sl_vloader_options {
      *  fails there), the cached offline results, and every offline stage
      *  in flight, charged what it will hold before it allocates (the padded
      *  outputs, the components, slices and read buffers: the stage streams
-     *  a volume a slice at a time, so a case needs about 5.2 bytes per
+     *  a volume a slice at a time, so a case needs about 5.3 bytes per
      *  padded voxel, never the stored volume whole — a pack's case
-     *  excepted, whose record is read whole). The cache gives back what
+     *  excepted, whose record is read whole: twice its stored bytes
+     *  more; docs/DESIGN.md). The cache gives back what
      *  nobody uses to make room; a stage waits for others to finish; a
      *  case that cannot fit alone fails, naming the case and the sizes. */
     int64_t memory_bytes;
@@ -96,11 +97,15 @@ typedef struct sl_vloader_stats {
     int64_t latency_p50_ns; /**< batch-ready latency (window entry to
                                  ready), over the last 256 batches */
     int64_t latency_p99_ns;
-    int64_t memory_bytes;  /**< held now: buffers, cache, stages in flight
-                                (counted with or without a budget) */
-    int64_t memory_peak;   /**< the most held since create */
-    int64_t offline_ahead; /**< offline stages an idle thread ran ahead of
-                                their batch (look-ahead, balanced) */
+    int64_t memory_bytes;   /**< held now: buffers, cache, stages in flight
+                                 (counted with or without a budget) */
+    int64_t memory_peak;    /**< the most held since create */
+    int64_t offline_ahead;  /**< offline stages an idle thread ran ahead of
+                                 their batch (look-ahead, balanced) */
+    int64_t offline_split;  /**< offline stages made in slabs by several
+                                 threads (a large case, balanced) */
+    int64_t offline_helped; /**< slabs of those made by a thread other than
+                                 the stage's own */
 } sl_vloader_stats_t;
 
 /** Opens the dataset (every case's header read and checked: a bad file is

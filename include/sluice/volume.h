@@ -179,6 +179,14 @@ SL_API const sl_volume_t *sl_volume_reader_volume(const sl_volume_reader_t *r);
 SL_API int sl_volume_reader_read(sl_volume_reader_t *r, void *out,
                                  int64_t count, char *err, size_t errlen);
 
+/** Passes over the next `count` values without converting them: a plain
+ *  file seeks, a gzip file inflates them without keeping them (its
+ *  checksum is still checked after the last value). Errors as
+ *  sl_volume_reader_read (a stream cut short inside them fails here or at
+ *  the next read). */
+SL_API int sl_volume_reader_skip(sl_volume_reader_t *r, int64_t count,
+                                 char *err, size_t errlen);
+
 /** Closes a reader; NULL does nothing. */
 SL_API void sl_volume_reader_close(sl_volume_reader_t *r);
 

@@ -47,7 +47,7 @@ class Stats(ctypes.Structure):  # sl_vloader_stats_t
     _fields_ = [("size", ctypes.c_size_t)] + [(n, ctypes.c_int64) for n in (
         "batches", "samples", "offline_runs", "cache_hits", "cache_bytes", "wait_ns",
         "predicted_ns", "actual_ns", "latency_p50_ns", "latency_p99_ns", "memory_bytes",
-        "memory_peak", "offline_ahead")]
+        "memory_peak", "offline_ahead", "offline_split", "offline_helped")]
 
 
 def bind(lib):

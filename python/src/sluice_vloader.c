@@ -183,15 +183,17 @@ static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
     sl_vloader_stats_t s = {.size = sizeof s};
     sl_vloader_stats(self->l, &s);
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:L,s:L,s:L}", "batches",
-        (long long)s.batches, "samples", (long long)s.samples, "offline_runs",
-        (long long)s.offline_runs, "cache_hits", (long long)s.cache_hits,
-        "cache_bytes", (long long)s.cache_bytes, "wait_s", s.wait_ns / 1e9,
-        "predicted_s", s.predicted_ns / 1e9, "actual_s", s.actual_ns / 1e9,
-        "latency_p50_s", s.latency_p50_ns / 1e9, "latency_p99_s",
-        s.latency_p99_ns / 1e9, "memory_bytes", (long long)s.memory_bytes,
-        "memory_peak", (long long)s.memory_peak, "offline_ahead",
-        (long long)s.offline_ahead);
+        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:L,s:L,s:L,s:L,s:L}",
+        "batches", (long long)s.batches, "samples", (long long)s.samples,
+        "offline_runs", (long long)s.offline_runs, "cache_hits",
+        (long long)s.cache_hits, "cache_bytes", (long long)s.cache_bytes,
+        "wait_s", s.wait_ns / 1e9, "predicted_s", s.predicted_ns / 1e9,
+        "actual_s", s.actual_ns / 1e9, "latency_p50_s", s.latency_p50_ns / 1e9,
+        "latency_p99_s", s.latency_p99_ns / 1e9, "memory_bytes",
+        (long long)s.memory_bytes, "memory_peak", (long long)s.memory_peak,
+        "offline_ahead", (long long)s.offline_ahead, "offline_split",
+        (long long)s.offline_split, "offline_helped",
+        (long long)s.offline_helped);
 }
 
 static PyObject *vl_reset(vloader_obj *self, PyObject *unused)
@@ -245,7 +247,8 @@ static PyMethodDef vl_methods[] = {
     {"stats", (PyCFunction)vl_stats, METH_NOARGS,
      "stats() -> counters: batches, samples, offline_runs, cache_hits, "
      "wait_s, predicted_s, actual_s, latency_p50_s, latency_p99_s, "
-     "memory_bytes, memory_peak, offline_ahead."},
+     "memory_bytes, memory_peak, offline_ahead, offline_split, "
+     "offline_helped."},
     {"reset_stats", (PyCFunction)vl_reset, METH_NOARGS,
      "Zeroes the counters and the latency window."},
     {"close", (PyCFunction)vl_close, METH_NOARGS, "Stops the threads."},

@@ -678,7 +678,9 @@ int sl__testing_read_path(const sl_loader_t *l, const char **what)
     if (!l)
         return SL_EINVAL;
     if (what)
-        *what = l->async ? "io_uring" : l->async_why;
+        *what = !l->async                         ? l->async_why
+                : sl__source_reads_remote(l->src) ? "curl multi"
+                                                  : "io_uring";
     return l->async;
 }
 

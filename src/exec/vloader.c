@@ -4,14 +4,16 @@
  * samples (tasks) of the open batches, the case cache and the cost rates.
  * The work itself (offline stage, draw, patch) runs outside it. Batches
  * open in stream order while fewer than `prefetch` are ahead of the
- * consumer and a buffer is free; their samples become tasks; a thread takes
- * the task with the least slack (or the oldest, without the balancer), and
- * with none left looks ahead (vloader_cache.c). */
+ * consumer and a buffer is free; their samples become tasks; a thread
+ * helps with a large case's offline stage split into slabs first, then
+ * takes the task with the least slack (or the oldest, without the
+ * balancer), and with none left looks ahead (vloader_cache.c). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/abi.h"
 #include "base/base.h"
 #include "vloader_internal.h"
 
@@ -180,7 +182,7 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     char err[512] = "";
     int64_t t0 = sl__now_ns();
     vcase_t *k = &l->cases[t->c];
-    int rc = sl__vl_case_get(l, t->c, err, sizeof err);
+    int rc = sl__vl_case_get(l, t->c, t->g, err, sizeof err);
     int held = !rc; /* a user of the cached case until the patch is made */
     pthread_mutex_unlock(&l->mu);
     int64_t t1 = sl__now_ns(), t2 = t1, t3 = t1;
@@ -245,12 +247,20 @@ static void *worker(void *arg)
         l->scratch ? l->scratch + (size_t)l->nwid++ * (size_t)l->pvox : NULL;
     while (!l->stopping) {
         open_batches(l);
+        /* A large case's job first when it is the head batch's (the one
+         * the consumer waits for): that batch waits for all of them; a
+         * later batch's waits until the window's tasks are taken (they
+         * may fall due first). */
+        if (sl__vl_help(l, -1, l->next_g))
+            continue;
         task_t t;
         double pred;
         if (take(l, &t, &pred)) {
             run_task(l, &t, pred, scratch);
             continue;
         }
+        if (sl__vl_help(l, -1, INT64_MAX))
+            continue;
         if (!l->o.no_balance && sl__vl_look_ahead(l))
             continue;
         pthread_cond_wait(&l->cv_work, &l->mu);
@@ -297,6 +307,8 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->pvox = l->pdims[0] * l->pdims[1] * l->pdims[2];
     l->ep[0].epoch = l->ep[1].epoch = -1;
     l->r_off = 30, l->r_patch = 2, l->r_noise = 20;
+    const char *sm = getenv("SL_VLOADER_SPLIT_MIN_VOX");
+    l->split_min_vox = sm && *sm ? strtod(sm, NULL) : sl__vl_split_min_vox;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
@@ -449,10 +461,17 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
+/* The first published layout (through latency_p99_ns): a caller built
+ * against it gets that prefix; fields are only added at the end
+ * (base/abi.h). */
+#define VSTATS_V1_SIZE                                                         \
+    (offsetof(sl_vloader_stats_t, latency_p99_ns) + sizeof(int64_t))
+
+int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *out)
 {
-    if (!l || !s || s->size < sizeof *s)
+    if (!l || !out || sl__abi_size(out) < VSTATS_V1_SIZE)
         return SL_EINVAL;
+    sl_vloader_stats_t st, *s = &st;
     pthread_mutex_lock(&l->mu);
     *s = l->st;
     s->size = sizeof *s;
@@ -468,7 +487,7 @@ int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s)
         s->latency_p50_ns = v[n / 2];
         s->latency_p99_ns = v[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1];
     }
-    return 0;
+    return sl__abi_out(out, s, sizeof *s, VSTATS_V1_SIZE);
 }
 
 void sl_vloader_stats_reset(sl_vloader_t *l)

@@ -3,6 +3,7 @@
  * (memory_bytes: each offline stage charged before it allocates) and the
  * look-ahead (idle threads making later cases' offline stages ahead).
  * Every function runs under the loader's mutex (vloader_internal.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,30 +134,129 @@ static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
     return 0;
 }
 
-static int64_t case_need(const sl_vloader_t *l, int64_t c)
+/* At 2^24 stored voxels (64 x 512^2, ~0.3 s of offline stage on this VM)
+ * a case is worth splitting: smaller ones cost less than a patch batch's
+ * spread, and each extra slab reads the slices before it again. */
+double sl__vl_split_min_vox = (double)(1 << 24);
+
+static int64_t case_bytes(const sl_vloader_t *l, int64_t c, int nslab)
 {
     const vcase_t *k = &l->cases[c];
     return sl__voff_bytes(
         k->raw, k->rs, k->dims,
-        sl_volume_dataset_image(l->ds, c) ? 0 : k->stored); /* a pack's */
+        sl_volume_dataset_image(l->ds, c) ? 0 : k->stored, /* a pack's */
+        nslab);
+}
+
+/* How many slabs case c's stage is made in: one per thread when balanced
+ * and the case is large, fewer when more would not fit the memory budget
+ * (whether a case fits never depends on the split). */
+static int case_slabs(const sl_vloader_t *l, int64_t c)
+{
+    const vcase_t *k = &l->cases[c];
+    /* A pack's slab would read the case's record whole again. */
+    if (l->o.no_balance || l->o.threads < 2 || k->raw_vox < l->split_min_vox ||
+        !sl_volume_dataset_image(l->ds, c))
+        return 1;
+    int n = l->o.threads < k->rs[0] ? l->o.threads : (int)k->rs[0];
+    while (n > 1 && l->mem_limit &&
+           case_bytes(l, c, n) > l->mem_limit - l->buf_bytes)
+        n--;
+    return n;
+}
+
+/* Whether split sp has a job to claim now. */
+static int claimable(const vsplit_t *sp)
+{
+    return sp->next < sp->njobs && sp->next - sp->done < sp->conc;
+}
+
+/* Runs a claimed job of split sp (under mu; unlocks while computing). */
+static void run_slab(sl_vloader_t *l, vsplit_t *sp, int s)
+{
+    char err[512];
+    pthread_mutex_unlock(&l->mu);
+    int rc = sl__voff_slab(sp->v, s, err, sizeof err);
+    pthread_mutex_lock(&l->mu);
+    if (rc && !sp->rc) {
+        sp->rc = rc;
+        snprintf(sp->err, sizeof sp->err, "%s", err);
+    }
+    sp->done++;
+    pthread_cond_broadcast(&l->cv_case);
+}
+
+int sl__vl_help(sl_vloader_t *l, int64_t c, int64_t g_max)
+{
+    for (int64_t i = c < 0 ? 0 : c; i < (c < 0 ? l->ncases : c + 1); i++) {
+        vsplit_t *sp = l->cases[i].split;
+        if (!sp || !claimable(sp) || (c < 0 && sp->g > g_max))
+            continue;
+        int s = sp->next++;
+        if (sp->next == sp->njobs)
+            l->cases[i].split = NULL; /* nothing left to claim */
+        l->st.offline_helped++;
+        run_slab(l, sp, s);
+        return 1;
+    }
+    return 0;
+}
+
+/* Case c's stage with `nslab` jobs at once: this thread claims them in
+ * order while free threads take the rest (sl__vl_help); then it finishes
+ * the stage. Under mu; unlocks while computing. */
+static int stage_run(sl_vloader_t *l, int64_t c, int64_t g, int nslab,
+                     float **img, uint8_t **lbl, sl_vol_fg_t **fg, char *err,
+                     size_t errlen)
+{
+    vcase_t *k = &l->cases[c];
+    vsplit_t sp = {.conc = nslab, .g = g};
+    pthread_mutex_unlock(&l->mu);
+    int rc = sl__voff_begin(l->ds, c, k->raw, k->rs, k->dims, l->pdims, nslab,
+                            &sp.v, err, errlen);
+    pthread_mutex_lock(&l->mu);
+    if (rc)
+        return rc;
+    sp.njobs = sl__voff_jobs(sp.v);
+    if (nslab > 1) {
+        k->split = &sp;
+        pthread_cond_broadcast(&l->cv_work);
+        pthread_cond_broadcast(&l->cv_case); /* the case's waiters help */
+    }
+    while (sp.done < sp.njobs) { /* meanwhile, other splits' jobs */
+        if (claimable(&sp)) {
+            int s = sp.next++;
+            if (sp.next == sp.njobs)
+                k->split = NULL;
+            run_slab(l, &sp, s);
+        } else if (!sl__vl_help(l, -1, INT64_MAX)) {
+            pthread_cond_wait(&l->cv_case, &l->mu);
+        }
+    }
+    k->split = NULL;
+    pthread_mutex_unlock(&l->mu);
+    if (sp.rc)
+        rc = sl__fail(err, errlen, sp.rc, "%s", sp.err);
+    else
+        rc = sl__voff_end(sp.v, img, lbl, fg, err, errlen);
+    sl__voff_free(sp.v);
+    pthread_mutex_lock(&l->mu);
+    return rc;
 }
 
 /* Case c's offline stage (state LOADING and `need` charged by the
- * caller): unlocks while computing; then READY with `users` users, or
- * NONE on failure. Under mu. */
-static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int users,
-                     char *err, size_t errlen)
+ * caller, for `nslab` slabs): unlocks while computing; then READY with
+ * `users` users, or NONE on failure. Under mu. */
+static int case_make(sl_vloader_t *l, int64_t c, int64_t g, int64_t need,
+                     int nslab, int users, char *err, size_t errlen)
 {
     vcase_t *k = &l->cases[c];
-    pthread_mutex_unlock(&l->mu);
     float *img = NULL;
     uint8_t *lbl = NULL;
     sl_vol_fg_t *fg = NULL;
     int64_t t0 = sl__now_ns();
-    int rc = sl__voff_run(l->ds, c, k->raw, k->rs, k->dims, l->pdims, &img,
-                          &lbl, &fg, err, errlen);
+    int rc = stage_run(l, c, g, nslab, &img, &lbl, &fg, err, errlen);
     int64_t t1 = sl__now_ns();
-    pthread_mutex_lock(&l->mu);
     l->mem_used -= need;
     if (rc) {
         k->state = CASE_NONE;
@@ -170,6 +270,9 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int users,
         l->cache_held += k->bytes;
         sl__vl_mem_add(l, k->bytes);
         l->st.offline_runs++;
+        if (nslab > 1)
+            l->st.offline_split++;
+        /* the stage's wall time, split or not: what its batch waits */
         sl__vl_ema(&l->r_off, (double)(t1 - t0) / k->raw_vox);
         sl__vl_evict(l, 0);
     }
@@ -179,25 +282,28 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t need, int users,
 
 /* Case c's offline result, computed once (others wait for it). Under mu;
  * unlocks while computing. */
-int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
+                    size_t errlen)
 {
     vcase_t *k = &l->cases[c];
-    while (k->state == CASE_LOADING)
-        pthread_cond_wait(&l->cv_case, &l->mu);
+    while (k->state == CASE_LOADING) /* helping with its slabs, if split */
+        if (!sl__vl_help(l, c, 0))
+            pthread_cond_wait(&l->cv_case, &l->mu);
     if (k->state == CASE_READY) {
         k->users++;
         l->st.cache_hits++;
         return 0;
     }
     k->state = CASE_LOADING;
-    int64_t need = case_need(l, c);
+    int nslab = case_slabs(l, c);
+    int64_t need = case_bytes(l, c, nslab);
     int rc = mem_charge(l, need, err, errlen);
     if (rc) {
         k->state = CASE_NONE;
         pthread_cond_broadcast(&l->cv_case);
         return rc;
     }
-    return case_make(l, c, need, 1, err, errlen);
+    return case_make(l, c, g, need, nslab, 1, err, errlen);
 }
 
 static int64_t case_add(const vcase_t *k)
@@ -248,7 +354,8 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         vcase_t *k = &l->cases[c];
         if (k->state != CASE_NONE)
             continue;
-        int64_t need = case_need(l, c), owed = promised(l);
+        /* not split: the other threads are for the window's batches */
+        int64_t need = case_bytes(l, c, 1), owed = promised(l);
         /* Free room only, beside what the window's own misses will take.
          * Giving back cases used after this one to make room (Belady's
          * order) made more stages than it saved: 44 for 41 and a longer
@@ -262,8 +369,8 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         l->st.offline_ahead++;
         l->ahead++;
         char err[512];
-        case_make(l, c, need, 0, err, sizeof err); /* a failure shows when
-                                                      its task retries */
+        /* a failure shows when its task retries */
+        case_make(l, c, INT64_MAX, need, 1, 0, err, sizeof err);
         l->ahead--;
         return 1;
     }

@@ -15,6 +15,17 @@ enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
 enum { CASE_NONE, CASE_LOADING, CASE_READY };
 #define LAT_RING 256
 
+/* An offline stage split into jobs (exec/vloader_offline.h) in flight:
+ * its maker and free threads each claim the next job, at most `conc` at
+ * once (what the memory budget was charged for); the maker waits for them
+ * all, then finishes the stage. */
+typedef struct vsplit {
+    struct sl__voff *v;
+    int64_t g; /* the batch whose task started it */
+    int njobs, conc, next, done, rc;
+    char err[512]; /* the first failed job's */
+} vsplit_t;
+
 typedef struct vcase {
     int64_t raw[3];    /* stored dims, C order */
     double spacing[3]; /* C order */
@@ -27,6 +38,7 @@ typedef struct vcase {
     sl_vol_fg_t *fg; /* the label's foreground components */
     int state, users;
     int64_t bytes;
+    vsplit_t *split; /* while LOADING in jobs, with jobs unclaimed */
 } vcase_t;
 
 typedef struct task {
@@ -70,8 +82,10 @@ struct sl_vloader {
      * buffers, the cache and every offline stage in flight (charged its
      * offline_bytes before it allocates). */
     int64_t mem_limit, mem_used, mem_peak, buf_bytes;
-    int ahead;      /* look-ahead offline stages in flight */
-    float *scratch; /* bfloat16 output: a float patch per thread */
+    int ahead;            /* look-ahead offline stages in flight */
+    double split_min_vox; /* sl__vl_split_min_vox, or SL_VLOADER_SPLIT_MIN_VOX
+                             from the environment (bench: 1e30, none) */
+    float *scratch;       /* bfloat16 output: a float patch per thread */
     int nwid;
     /* ns per voxel: offline (stored voxel: load, resample, normalise,
      * pad, label the components), patch, noise (patch voxel); EMA of
@@ -100,10 +114,23 @@ void sl__vl_mem_add(sl_vloader_t *l, int64_t bytes);
 /* r += 0.2 (v - r) for v > 0: the cost rates' EMA. */
 void sl__vl_ema(double *r, double v);
 
-/* Case c's offline result for a task, computed once (others wait for it;
- * charged to the memory budget first), with one more user. Unlocks mu
- * while computing. @return 0, or SL_E* with the cause in err. */
-int sl__vl_case_get(sl_vloader_t *l, int64_t c, char *err, size_t errlen);
+/* Case c's offline result for a task of batch g, computed once (others wait for
+ * it; charged to the memory budget first), with one more user. Unlocks mu while
+ * computing. @return 0, or SL_E* with the cause in err. */
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
+                    size_t errlen);
+
+/* A case of at least this many stored voxels is made in jobs by every
+ * thread that is free (balanced only): settable by tests; a loader reads it
+ * at create, or SL_VLOADER_SPLIT_MIN_VOX from the environment (what
+ * bench/volumes/balance.py --split-off sets to compare). */
+extern double sl__vl_split_min_vox;
+
+/* A free thread's help (under mu; unlocks while computing): the next
+ * unclaimed job of case c's split stage (c < 0: any case's whose batch is
+ * at most g_max), when fewer than its `conc` are running. @return 1 when
+ * it made one. */
+int sl__vl_help(sl_vloader_t *l, int64_t c, int64_t g_max);
 
 /* An idle thread's work: the next uncached case beyond the window, made
  * ahead when it fits (see vloader_cache.c). Unlocks mu while computing.

@@ -1,18 +1,28 @@
 /* exec/vloader_offline: the offline stage of a volume case, streamed a
- * slice at a time (vloader_offline.h). */
+ * slice at a time, in slabs any thread can make (vloader_offline.h). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
+#include "ops/vol3d.h"
 #include "vloader_offline.h"
 
-/* The offline stage streamed a slice (axis 0) at a time: image slices are
- * read, resampled, normalised and padded straight into the padded output,
- * then the label's the same way; neither volume is ever held whole. */
+struct sl__voff {
+    const sl_volume_dataset_t *ds;
+    int64_t c;
+    const char *name; /* the image's path, or a pack's case name */
+    int64_t raw[3], rd[3], pd[3], before[3], patch[3];
+    int nslab, has_label;
+    int nimg, nlbl; /* jobs: the image's parts, then the label's */
+    float *img;     /* the padded outputs being filled */
+    uint8_t *lbl;
+};
+
+/* One slab's stream: slices (axis 0) are read, resampled, normalised and
+ * padded straight into the padded output; neither volume is held whole. */
 typedef struct ostream {
+    const sl__voff_t *v;
     sl_volume_reader_t *r;
-    int64_t raw[3], rd[3], pd[3], before[3];
-    const int64_t *patch;
     float *fslice; /* a label slice as read (float) */
     void *out;     /* the padded volume being filled */
     size_t esize;
@@ -20,19 +30,23 @@ typedef struct ostream {
     size_t errlen;
 } ostream_t;
 
+/* A slice the slab does not need (NULL) is passed over unconverted. */
 static int pull_image(void *ctx, int64_t i, void *slice)
 {
     ostream_t *s = ctx;
     (void)i;
-    return sl_volume_reader_read(s->r, slice, s->raw[1] * s->raw[2], s->err,
-                                 s->errlen);
+    int64_t n = s->v->raw[1] * s->v->raw[2];
+    return slice ? sl_volume_reader_read(s->r, slice, n, s->err, s->errlen)
+                 : sl_volume_reader_skip(s->r, n, s->err, s->errlen);
 }
 
 static int pull_label(void *ctx, int64_t i, void *slice)
 {
     ostream_t *s = ctx;
     (void)i;
-    size_t n = (size_t)(s->raw[1] * s->raw[2]);
+    size_t n = (size_t)(s->v->raw[1] * s->v->raw[2]);
+    if (!slice)
+        return sl_volume_reader_skip(s->r, (int64_t)n, s->err, s->errlen);
     int rc =
         sl_volume_reader_read(s->r, s->fslice, (int64_t)n, s->err, s->errlen);
     uint8_t *lb = slice;
@@ -46,19 +60,21 @@ static int pull_label(void *ctx, int64_t i, void *slice)
 /* Output slice o (rd[1] x rd[2]) edge-padded into its place. */
 static void put_slice(ostream_t *s, int64_t o, const void *slice)
 {
-    const int64_t d[3] = {1, s->rd[1], s->rd[2]};
-    const int64_t m[3] = {1, s->patch[1], s->patch[2]};
+    const sl__voff_t *v = s->v;
+    const int64_t d[3] = {1, v->rd[1], v->rd[2]};
+    const int64_t m[3] = {1, v->patch[1], v->patch[2]};
     int64_t od[3];
-    size_t plane = (size_t)(s->pd[1] * s->pd[2]) * s->esize;
+    size_t plane = (size_t)(v->pd[1] * v->pd[2]) * s->esize;
     sl_vol_pad_edge(slice, d, s->esize, m,
-                    (char *)s->out + (size_t)(o + s->before[0]) * plane, od);
+                    (char *)s->out + (size_t)(o + v->before[0]) * plane, od);
 }
 
 static int push_image(void *ctx, int64_t o, void *slice)
 {
     ostream_t *s = ctx;
-    sl_vol_normalize(slice, (size_t)(s->rd[1] * s->rd[2]), SL_VOL_KITS_CLIP_LO,
-                     SL_VOL_KITS_CLIP_HI, SL_VOL_KITS_MEAN, SL_VOL_KITS_STD);
+    sl_vol_normalize(slice, (size_t)(s->v->rd[1] * s->v->rd[2]),
+                     SL_VOL_KITS_CLIP_LO, SL_VOL_KITS_CLIP_HI, SL_VOL_KITS_MEAN,
+                     SL_VOL_KITS_STD);
     put_slice(s, o, slice);
     return 0;
 }
@@ -70,115 +86,204 @@ static int push_label(void *ctx, int64_t o, void *slice)
 }
 
 /* Axis 0's padding: the first and last slices repeated (np.pad "edge"). */
-static void pad_axis0(const ostream_t *s)
+static void pad_axis0(const sl__voff_t *v, void *out, size_t esize)
 {
-    size_t plane = (size_t)(s->pd[1] * s->pd[2]) * s->esize;
-    char *v = s->out;
-    int64_t first = s->before[0], last = s->before[0] + s->rd[0] - 1;
-    for (int64_t z = 0; z < s->pd[0]; z++)
+    size_t plane = (size_t)(v->pd[1] * v->pd[2]) * esize;
+    char *p = out;
+    int64_t first = v->before[0], last = v->before[0] + v->rd[0] - 1;
+    for (int64_t z = 0; z < v->pd[0]; z++)
         if (z < first || z > last)
-            memcpy(v + (size_t)z * plane,
-                   v + (size_t)(z < first ? first : last) * plane, plane);
+            memcpy(p + (size_t)z * plane,
+                   p + (size_t)(z < first ? first : last) * plane, plane);
 }
 
 int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
-                       const int64_t dims[3], double packed)
+                       const int64_t dims[3], double packed, int nslab)
 {
     double vox = (double)dims[0] * (double)dims[1] * (double)dims[2];
     double in_sl = (double)raw[1] * (double)raw[2];
     double out_sl = (double)rs[1] * (double)rs[2];
-    double b = vox * 5 + (double)sizeof(sl_vol_fg_t) + vox / 8;
-    b += in_sl * 4 + (double)raw[1] * (double)rs[2] * 4 + out_sl * 16 +
-         (double)raw[0];         /* linear */
-    b += in_sl * 5 + out_sl * 2; /* nearest, the label read as float */
-    b += 4.0 * (1 << 20);        /* two readers: pieces, zlib */
-    b += 2 * packed;             /* a pack's record, and read scratch */
-    return (int64_t)b;
+    /* outputs, components; labelling: two bitsets and the stack */
+    double b = vox * 5 + (double)sizeof(sl_vol_fg_t) + vox / 4 +
+               (double)SL__VOL_FILL_CAP * sizeof(size_t);
+    double slab = in_sl * 4 + (double)raw[1] * (double)rs[2] * 4 + out_sl * 16 +
+                  (double)raw[0];   /* linear */
+    slab += in_sl * 5 + out_sl * 2; /* nearest, the label read as float */
+    slab += 4.0 * (1 << 20);        /* two readers: pieces, zlib */
+    slab += 2 * packed;             /* a pack's record, and read scratch */
+    return (int64_t)(b + (nslab > 1 ? nslab : 1) * slab);
 }
 
-int sl__voff_run(const sl_volume_dataset_t *ds, int64_t c, const int64_t raw[3],
-                 const int64_t rs[3], const int64_t dims[3],
-                 const int64_t patch[3], float **img_out, uint8_t **lbl_out,
-                 sl_vol_fg_t **fg_out, char *err, size_t errlen)
+/* The readers' shapes against the header's. */
+static int check_shape(const sl__voff_t *v, sl_volume_reader_t *ir,
+                       sl_volume_reader_t *lr, char *err, size_t errlen)
 {
-    const char *ip = sl_volume_dataset_image(ds, c);
-    if (!ip) /* a pack: messages name the case */
-        ip = sl_volume_dataset_name(ds, c);
-    sl_volume_reader_t *ir = NULL, *lr = NULL;
-    float *pi = NULL;
-    uint8_t *pl = NULL;
-    sl_vol_fg_t *fg = NULL;
-    ostream_t s = {.patch = patch, .err = err, .errlen = errlen};
-    int rc = sl_volume_dataset_readers(ds, c, NULL, &ir, &lr, err, errlen);
-    if (rc)
-        goto out;
+    const sl_volume_t *iv = sl_volume_reader_volume(ir);
+    const sl_volume_t *lv = lr ? sl_volume_reader_volume(lr) : NULL;
+    for (int i = 0; i < 3; i++)
+        if (iv->ndim != 3 || iv->dim[2 - i] != v->raw[i] ||
+            (lv && (lv->ndim != 3 || lv->dim[2 - i] != v->raw[i]))) {
+            const char *lp = sl_volume_dataset_label(v->ds, v->c);
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: the label's or image's shape differs from "
+                            "the image header's",
+                            lp ? lp : v->name);
+        }
+    return 0;
+}
+
+int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
+                   const int64_t raw[3], const int64_t rs[3],
+                   const int64_t dims[3], const int64_t patch[3], int nslab,
+                   sl__voff_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    sl__voff_t *v = calloc(1, sizeof *v);
+    const char *name = sl_volume_dataset_image(ds, c);
+    if (!name) /* a pack: messages name the case */
+        name = sl_volume_dataset_name(ds, c);
+    if (!v)
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    v->ds = ds;
+    v->c = c;
+    v->name = name;
+    v->has_label = sl_volume_dataset_has_label(ds, c);
     for (int i = 0; i < 3; i++) {
-        const sl_volume_t *iv = sl_volume_reader_volume(ir);
-        const sl_volume_t *lv = lr ? sl_volume_reader_volume(lr) : NULL;
-        if (iv->ndim != 3 || iv->dim[2 - i] != raw[i] ||
-            (lv && (lv->ndim != 3 || lv->dim[2 - i] != raw[i]))) {
-            const char *lp = sl_volume_dataset_label(ds, c);
-            rc = sl__fail(err, errlen, SL_ECORRUPT,
-                          "%s: the label's or image's shape differs from "
-                          "the image header's",
-                          lp ? lp : ip);
-            goto out;
-        }
-        s.raw[i] = raw[i];
-        s.rd[i] = rs[i];
-        s.pd[i] = dims[i];
-        s.before[i] = (dims[i] - rs[i]) / 2;
+        v->raw[i] = raw[i];
+        v->rd[i] = rs[i];
+        v->pd[i] = dims[i];
+        v->patch[i] = patch[i];
+        v->before[i] = (dims[i] - rs[i]) / 2;
     }
-    size_t pn = (size_t)(dims[0] * dims[1] * dims[2]);
-    pi = malloc(pn * sizeof *pi);
-    pl = malloc(pn);
-    fg = malloc(sizeof *fg);
-    s.fslice = malloc((size_t)(raw[1] * raw[2]) * sizeof *s.fslice);
-    if (!pi || !pl || !fg || !s.fslice) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", ip);
-        goto out;
+    if (nslab < 1 || nslab > rs[0]) {
+        free(v);
+        return sl__fail(err, errlen, SL_EINVAL, "%s: %d slabs for %lld slices",
+                        name, nslab, (long long)rs[0]);
     }
-    s.r = ir;
-    s.out = pi;
-    s.esize = sizeof *pi;
-    err[0] = 0;
-    rc = sl_vol_resample_linear_slices(raw, rs, pull_image, push_image, &s);
-    sl_volume_reader_close(ir);
-    ir = NULL;
+    v->nslab = nslab;
+    /* The headers, checked once; a gzip volume is one job (a later part
+     * would inflate the slices before it again), a plain one `nslab`. */
+    sl_volume_reader_t *ir = NULL, *lr = NULL;
+    int rc = sl_volume_dataset_readers(ds, c, NULL, &ir,
+                                       v->has_label ? &lr : NULL, err, errlen);
+    if (!rc)
+        rc = check_shape(v, ir, lr, err, errlen);
     if (!rc) {
-        pad_axis0(&s);
-        s.out = pl;
-        s.esize = 1;
-        if (lr) {
-            s.r = lr;
-            rc = sl_vol_resample_nearest_slices(raw, rs, pull_label, push_label,
-                                                &s);
-        } else {
-            memset(pl, 0, pn);
-        }
+        v->nimg = sl_volume_reader_volume(ir)->compressed ? 1 : nslab;
+        v->nlbl = lr && sl_volume_reader_volume(lr)->compressed ? 1 : nslab;
+    }
+    sl_volume_reader_close(ir);
+    sl_volume_reader_close(lr);
+    size_t pn = (size_t)(dims[0] * dims[1] * dims[2]);
+    if (!rc) {
+        v->img = malloc(pn * sizeof *v->img);
+        v->lbl = malloc(pn);
+        if (!v->img || !v->lbl)
+            rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
     }
     if (rc) {
-        if (!err[0])
-            sl__fail(err, errlen, rc, "%s: resampling failed", ip);
-        goto out;
+        sl__voff_free(v);
+        return rc;
     }
-    if (lr)
-        pad_axis0(&s);
-    /* The components, once: every epoch's foreground crop reads them. */
-    if ((rc = sl_vol_foreground(pl, dims, fg, err, errlen)))
+    *out = v;
+    return 0;
+}
+
+int sl__voff_jobs(const sl__voff_t *v)
+{
+    return v->nimg + v->nlbl;
+}
+
+int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
+{
+    if (k < 0 || k >= v->nimg + v->nlbl)
+        return sl__fail(err, errlen, SL_EINVAL, "%s: no job %d", v->name, k);
+    int label = k >= v->nimg, n = label ? v->nlbl : v->nimg;
+    int part = label ? k - v->nimg : k;
+    int64_t q0 = v->rd[0] * part / n, q1 = v->rd[0] * (part + 1) / n;
+    int through = part == n - 1;
+    sl_volume_reader_t *ir = NULL, *lr = NULL;
+    ostream_t s = {.v = v, .err = err, .errlen = errlen};
+    if (label && !v->has_label) { /* an all-zero label */
+        size_t plane = (size_t)(v->pd[1] * v->pd[2]);
+        memset(v->lbl + (size_t)(v->before[0] + q0) * plane, 0,
+               (size_t)(q1 - q0) * plane);
+        return 0;
+    }
+    int rc = sl_volume_dataset_readers(v->ds, v->c, NULL, &ir,
+                                       label ? &lr : NULL, err, errlen);
+    if (!rc && label &&
+        !(s.fslice =
+              malloc((size_t)(v->raw[1] * v->raw[2]) * sizeof *s.fslice)))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", v->name);
+    if (rc)
         goto out;
-    *img_out = pi;
-    *lbl_out = pl;
-    *fg_out = fg;
-    pi = NULL;
-    pl = NULL;
-    fg = NULL;
+    err[0] = 0;
+    if (!label) {
+        s.r = ir;
+        s.out = v->img;
+        s.esize = sizeof *v->img;
+        rc = sl__vol_resample_linear_range(v->raw, v->rd, q0, q1, through, 1,
+                                           pull_image, push_image, &s);
+    } else {
+        s.r = lr;
+        s.out = v->lbl;
+        s.esize = 1;
+        rc = sl__vol_resample_nearest_range(v->raw, v->rd, q0, q1, through, 1,
+                                            pull_label, push_label, &s);
+    }
+    if (rc && !err[0])
+        sl__fail(err, errlen, rc, "%s: resampling failed", v->name);
 out:
     sl_volume_reader_close(ir);
     sl_volume_reader_close(lr);
     free(s.fslice);
-    free(fg);
-    free(pi);
-    free(pl);
+    return rc;
+}
+
+int sl__voff_end(sl__voff_t *v, float **img, uint8_t **lbl, sl_vol_fg_t **fg,
+                 char *err, size_t errlen)
+{
+    pad_axis0(v, v->img, sizeof *v->img);
+    pad_axis0(v, v->lbl, 1);
+    sl_vol_fg_t *f = malloc(sizeof *f);
+    if (!f)
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", v->name);
+    /* The components, once: every epoch's foreground crop reads them. */
+    int rc = sl_vol_foreground(v->lbl, v->pd, f, err, errlen);
+    if (rc) {
+        free(f);
+        return rc;
+    }
+    *img = v->img;
+    *lbl = v->lbl;
+    *fg = f;
+    v->img = NULL;
+    v->lbl = NULL;
+    return 0;
+}
+
+void sl__voff_free(sl__voff_t *v)
+{
+    if (!v)
+        return;
+    free(v->img);
+    free(v->lbl);
+    free(v);
+}
+
+int sl__voff_run(const sl_volume_dataset_t *ds, int64_t c, const int64_t raw[3],
+                 const int64_t rs[3], const int64_t dims[3],
+                 const int64_t patch[3], int nslab, float **img, uint8_t **lbl,
+                 sl_vol_fg_t **fg, char *err, size_t errlen)
+{
+    sl__voff_t *v = NULL;
+    int rc =
+        sl__voff_begin(ds, c, raw, rs, dims, patch, nslab, &v, err, errlen);
+    for (int k = 0; !rc && k < sl__voff_jobs(v); k++)
+        rc = sl__voff_slab(v, k, err, errlen);
+    if (!rc)
+        rc = sl__voff_end(v, img, lbl, fg, err, errlen);
+    sl__voff_free(v);
     return rc;
 }

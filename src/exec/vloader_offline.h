@@ -1,9 +1,18 @@
 /* exec/vloader_offline: the volume loader's offline stage of one case
  * (sluice/vloader.h): its image and label read, resampled to the target
  * spacing, clip + z-scored and edge-padded to the patch a slice at a time
- * (sl_volume_reader_t, sl_vol_resample_*_slices), so neither volume is ever
- * held whole, and the label's components labelled once. Depends on
- * volume (public API) and ops (volops). */
+ * (sl_volume_reader_t, the streaming resample ops), so neither volume is
+ * ever held whole, and the label's components labelled once.
+ *
+ * A stage is split into jobs any thread can make (sl__voff_begin, then
+ * every job, sl__voff_slab, in any order, on any threads, at once, then
+ * sl__voff_end), so one huge case does not hold a batch back behind one
+ * thread: the image and the label are separate jobs, and a plain (not
+ * gzip) volume is split further into slabs of output slices along axis 0
+ * (the slowest), each reading its own slices (a gzip stream cannot seek:
+ * its slabs would inflate the slices before them again, so it stays one
+ * job).  * The result is the same bytes for any number of slabs. Depends on
+ * volume (public API) and ops (volops, ops/vol3d.h). */
 #ifndef SL_VLOADER_OFFLINE_H
 #define SL_VLOADER_OFFLINE_H
 
@@ -13,23 +22,52 @@
 #include "sluice/volops.h"
 #include "sluice/volume.h"
 
-/* The most bytes sl__voff_run holds for a case of stored dims raw,
- * resampled rs and padded dims (C order): the padded image and label, the
- * components, the labelling's bitset, the streaming ops' slices, the two
- * readers' buffers, and `packed` (a pack's stored bytes, read whole) twice
- * (the record and its read scratch). What the loader charges its memory
- * budget before a stage starts. Not counted: the flood fill's stack, which
- * grows with the largest component (8 bytes a voxel at most). */
-int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
-                       const int64_t dims[3], double packed);
+typedef struct sl__voff sl__voff_t;
 
-/* Case c of ds (stored dims raw, resampled rs, padded dims: C order; the
- * patch, C order) into *img (float32), *lbl (uint8) and *fg (the
- * components), all malloc'd, the caller's. A case without a label gets an
- * all-zero one. @return 0, or SL_E* with the file and the cause in err. */
+/* The most bytes a stage of `nslab` slabs holds at once for a case of
+ * stored dims raw, resampled rs and padded dims (C order): the padded
+ * image and label, the components, the labelling's two bitsets and its
+ * bounded stack (ops/vol3d.h), and per job in flight (at most nslab at
+ * once) the streaming ops' slices, two readers' buffers and `packed` (a pack's
+ * stored bytes, read whole) twice (the record and its read scratch). What the
+ * loader charges its memory budget before a stage starts. */
+int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
+                       const int64_t dims[3], double packed, int nslab);
+
+/* A stage of case c of ds (stored dims raw, resampled rs, padded dims: C
+ * order; the patch, C order) with up to `nslab` (1 .. rs[0]) slabs per
+ * plain volume: the headers checked against raw, the outputs allocated.
+ * @return 0 and *out, or SL_E* naming the file in err. */
+int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
+                   const int64_t raw[3], const int64_t rs[3],
+                   const int64_t dims[3], const int64_t patch[3], int nslab,
+                   sl__voff_t **out, char *err, size_t errlen);
+
+/* The stage's jobs: the image's parts (1, or nslab when plain), then the
+ * label's (the same rule; an absent label's zero slices). */
+int sl__voff_jobs(const sl__voff_t *v);
+
+/* Job k: its volume's output slices [p rs[0] / n, (p + 1) rs[0] / n) for
+ * part p of n, read through a reader of its own (the slices before them
+ * passed over unconverted; the last part reads to the end, so a gzip
+ * file's checksum is checked), resampled, normalised (the image) and
+ * padded into place. Jobs write disjoint slices. @return 0, or SL_E* with
+ * the file and the cause in err. */
+int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen);
+
+/* After every job: axis 0's padding and the label's components; moves the
+ * outputs to *img (float32), *lbl (uint8) and *fg, malloc'd, the caller's.
+ * A case without a label gets an all-zero one. @return 0, or SL_E*. */
+int sl__voff_end(sl__voff_t *v, float **img, uint8_t **lbl, sl_vol_fg_t **fg,
+                 char *err, size_t errlen);
+
+/* Frees a stage (its outputs unless sl__voff_end took them); NULL: none. */
+void sl__voff_free(sl__voff_t *v);
+
+/* The whole stage on this thread: begin, every job in order, end. */
 int sl__voff_run(const sl_volume_dataset_t *ds, int64_t c, const int64_t raw[3],
                  const int64_t rs[3], const int64_t dims[3],
-                 const int64_t patch[3], float **img, uint8_t **lbl,
+                 const int64_t patch[3], int nslab, float **img, uint8_t **lbl,
                  sl_vol_fg_t **fg, char *err, size_t errlen);
 
 #endif

@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "base/rng.h"
 #include "sluice/volops.h"
+#include "vol3d.h"
 
 #define TWO_PI 6.283185307179586476925286766559
 
@@ -185,12 +186,37 @@ int sl_vol_resample_nearest(const uint8_t *in, const int64_t in_dims[3],
     return 0;
 }
 
-int sl_vol_resample_linear_slices(const int64_t in_dims[3],
-                                  const int64_t out_dims[3],
+/* A streaming resample's arguments: callbacks, shapes, a range of output
+ * slices. */
+static int range_ok(const int64_t in_dims[3], const int64_t out_dims[3],
+                    int64_t q0, int64_t q1, sl_vol_slice_fn pull,
+                    sl_vol_slice_fn push)
+{
+    return pull && push && dims_ok(in_dims) && dims_ok(out_dims) && q0 >= 0 &&
+           q0 <= q1 && q1 <= out_dims[0];
+}
+
+typedef int (*range_fn)(const int64_t *, const int64_t *, int64_t, int64_t, int,
+                        int, sl_vol_slice_fn, sl_vol_slice_fn, void *);
+
+/* A streaming resample of the whole volume: every output slice, the input
+ * read through. */
+static int whole(range_fn f, const int64_t in_dims[3],
+                 const int64_t out_dims[3], sl_vol_slice_fn pull,
+                 sl_vol_slice_fn push, void *ctx)
+{
+    if (!dims_ok(out_dims))
+        return SL_EINVAL;
+    return f(in_dims, out_dims, 0, out_dims[0], 1, 0, pull, push, ctx);
+}
+
+int sl__vol_resample_linear_range(const int64_t in_dims[3],
+                                  const int64_t out_dims[3], int64_t q0,
+                                  int64_t q1, int through, int sparse,
                                   sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                   void *ctx)
 {
-    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims))
+    if (!range_ok(in_dims, out_dims, q0, q1, pull, push))
         return SL_EINVAL;
     lin_axis_t ax[3] = {{0}};
     int rc = 0;
@@ -212,20 +238,21 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
             rc = SL_ENOMEM;
     }
     const lin_axis_t *a = &ax[0];
-    for (int64_t q = 0; !rc && q < out_dims[0]; q++) {
+    for (int64_t q = q0; !rc && q < q1; q++) {
         int64_t i0 = a->i0[q];
         need[i0] = 1;
         need[i0 < in_dims[0] - 1 ? i0 + 1 : i0] = 1;
     }
     /* Input slices resampled on axes 2 then 1 (as the whole-volume op
      * does) into a ring of two: output slice q blends slices i0 and i0 + 1,
-     * and i0 never decreases. */
+     * and i0 never decreases. Slices before the range are read and passed
+     * over (a stream has no other way to them). */
     int64_t next = 0;
-    for (int64_t q = 0; !rc && q < out_dims[0]; q++) {
+    for (int64_t q = q0; !rc && q < q1; q++) {
         int64_t i0 = a->i0[q];
         int64_t i1 = i0 < in_dims[0] - 1 ? i0 + 1 : i0;
         while (!rc && next <= i1) {
-            rc = pull(ctx, next, in);
+            rc = pull(ctx, next, sparse && !need[next] ? NULL : in);
             if (!rc && need[next]) {
                 float *r = ring + (size_t)(next & 1) * n_out;
                 lin_pass(in, d_in, 2, &ax[2], mid);
@@ -240,8 +267,8 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
                   ring + (size_t)(i1 & 1) * n_out, w0, w1, o, (int64_t)n_out);
         rc = push(ctx, q, o);
     }
-    while (!rc && next < in_dims[0]) /* a stream is read through */
-        rc = pull(ctx, next++, in);
+    while (!rc && through && next < in_dims[0]) /* read through */
+        rc = pull(ctx, next++, sparse ? NULL : in);
     free(in);
     free(mid);
     free(ring);
@@ -252,27 +279,39 @@ int sl_vol_resample_linear_slices(const int64_t in_dims[3],
     return rc;
 }
 
-int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
-                                   const int64_t out_dims[3],
+int sl_vol_resample_linear_slices(const int64_t in_dims[3],
+                                  const int64_t out_dims[3],
+                                  sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                  void *ctx)
+{
+    return whole(sl__vol_resample_linear_range, in_dims, out_dims, pull, push,
+                 ctx);
+}
+
+int sl__vol_resample_nearest_range(const int64_t in_dims[3],
+                                   const int64_t out_dims[3], int64_t q0,
+                                   int64_t q1, int through, int sparse,
                                    sl_vol_slice_fn pull, sl_vol_slice_fn push,
                                    void *ctx)
 {
-    if (!pull || !push || !dims_ok(in_dims) || !dims_ok(out_dims))
+    if (!range_ok(in_dims, out_dims, q0, q1, pull, push))
         return SL_EINVAL;
     const int64_t d_in[3] = {1, in_dims[1], in_dims[2]};
     const int64_t d_out[3] = {1, out_dims[1], out_dims[2]};
     size_t n_out = nvox(d_out);
     uint8_t *in = malloc(nvox(d_in)), *cur = malloc(n_out), *o = malloc(n_out);
     int rc = in && cur && o ? 0 : SL_ENOMEM;
-    int64_t q = 0;
-    for (int64_t i = 0; !rc && i < in_dims[0]; i++) {
-        rc = pull(ctx, i, in);
-        if (rc || q >= out_dims[0] ||
-            nearest_src(q, in_dims[0], out_dims[0]) != i)
+    int64_t q = q0;
+    /* the last input slice the range needs (source indices never
+     * decrease) */
+    int64_t last = q1 > q0 ? nearest_src(q1 - 1, in_dims[0], out_dims[0]) : -1;
+    for (int64_t i = 0; !rc && i < in_dims[0] && (through || i <= last); i++) {
+        int needed = q < q1 && nearest_src(q, in_dims[0], out_dims[0]) == i;
+        rc = pull(ctx, i, sparse && !needed ? NULL : in);
+        if (rc || !needed)
             continue;
         rc = sl_vol_resample_nearest(in, d_in, cur, d_out);
-        for (; !rc && q < out_dims[0] &&
-               nearest_src(q, in_dims[0], out_dims[0]) == i;
+        for (; !rc && q < q1 && nearest_src(q, in_dims[0], out_dims[0]) == i;
              q++) {
             memcpy(o, cur, n_out); /* push may change its slice */
             rc = push(ctx, q, o);
@@ -282,6 +321,15 @@ int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
     free(cur);
     free(o);
     return rc;
+}
+
+int sl_vol_resample_nearest_slices(const int64_t in_dims[3],
+                                   const int64_t out_dims[3],
+                                   sl_vol_slice_fn pull, sl_vol_slice_fn push,
+                                   void *ctx)
+{
+    return whole(sl__vol_resample_nearest_range, in_dims, out_dims, pull, push,
+                 ctx);
 }
 
 void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
@@ -386,13 +434,80 @@ static void keep_two(sl_vol_fg_t *fg, int k, const int64_t lo[3],
     memcpy(fg->box_hi[k][at], hi, sizeof fg->box_hi[k][at]);
 }
 
-int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
-                      char *err, size_t errlen)
+size_t sl__vol_fill_cap = SL__VOL_FILL_CAP;
+
+/* One flood fill's state: the stack holds at most `cap` voxels; a voxel
+ * found with the stack full is marked in `pend` instead (its range
+ * [plo, phi]) and pushed again when the stack empties, so memory is two
+ * bitsets and the stack's cap whatever the component's shape. */
+typedef struct fill {
+    size_t *q, qn, qcap, cap, depth;
+    uint8_t *seen, *pend;
+    size_t npend, plo, phi, nbits;
+} fill_t;
+
+static int bit(const uint8_t *b, size_t i)
 {
-    if (!label || !fg || !dims_ok(d))
+    return b[i >> 3] >> (i & 7) & 1;
+}
+
+/* Pushes voxel u (already seen); 0, or SL_ENOMEM. */
+static int fill_push(fill_t *f, size_t u)
+{
+    if (f->qn == f->qcap && f->qcap < f->cap) {
+        size_t nc = f->qcap * 2 < f->cap ? f->qcap * 2 : f->cap;
+        size_t *g = realloc(f->q, nc * sizeof *g);
+        if (!g)
+            return SL_ENOMEM;
+        f->q = g;
+        f->qcap = nc;
+    }
+    if (f->qn < f->qcap) {
+        f->q[f->qn++] = u;
+        if (f->qn > f->depth)
+            f->depth = f->qn;
+        return 0;
+    }
+    if (!f->pend && !(f->pend = calloc((f->nbits + 7) / 8, 1)))
+        return SL_ENOMEM;
+    f->pend[u >> 3] |= (uint8_t)(1u << (u & 7));
+    if (f->npend++ == 0) {
+        f->plo = f->phi = u;
+    } else {
+        f->plo = u < f->plo ? u : f->plo;
+        f->phi = u > f->phi ? u : f->phi;
+    }
+    return 0;
+}
+
+/* Refills the empty stack from the pending voxels, lowest first. */
+static void fill_refill(fill_t *f)
+{
+    size_t i = f->plo;
+    for (; i <= f->phi && f->qn < f->qcap; i++) {
+        if (!(i & 7) && !f->pend[i >> 3]) { /* a byte of none */
+            i += 7;
+            continue;
+        }
+        if (!bit(f->pend, i))
+            continue;
+        f->pend[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+        f->npend--;
+        f->q[f->qn++] = i;
+    }
+    f->plo = i;
+}
+
+int sl__vol_foreground_capped(const uint8_t *label, const int64_t d[3],
+                              sl_vol_fg_t *fg, size_t cap, size_t *depth,
+                              char *err, size_t errlen)
+{
+    if (!label || !fg || !dims_ok(d) || cap < 1)
         return sl__fail(err, errlen, SL_EINVAL, "volume labels: bad arguments");
     memset(fg, 0, sizeof *fg);
     fg->size = sizeof *fg;
+    if (depth)
+        *depth = 0;
     size_t n = nvox(d);
     int slot[256];
     for (int c = 0; c < 256; c++)
@@ -409,26 +524,24 @@ int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
         return 0;
     /* Every voxel belongs to one class: one bitset serves all flood fills,
      * each started in raster order (scipy's numbering per class). */
-    uint8_t *seen = calloc((n + 7) / 8, 1);
-    size_t qcap = 1024, qn;
-    size_t *q = malloc(qcap * sizeof *q);
-    if (!seen || !q) {
-        free(seen);
-        free(q);
-        return sl__fail(err, errlen, SL_ENOMEM,
-                        "volume labels: out of memory labelling components");
-    }
+    fill_t f = {.cap = cap, .nbits = n};
+    f.qcap = cap < 1024 ? cap : 1024;
+    f.seen = calloc((n + 7) / 8, 1);
+    f.q = malloc(f.qcap * sizeof *f.q);
+    int rc = f.seen && f.q ? 0 : SL_ENOMEM;
     size_t sy = (size_t)d[2], sx = (size_t)(d[1] * d[2]);
-    for (size_t s = 0; s < n; s++) {
+    for (size_t s = 0; !rc && s < n; s++) {
         uint8_t cls = label[s];
-        if (!cls || (seen[s >> 3] >> (s & 7) & 1))
+        if (!cls || bit(f.seen, s))
             continue;
         int64_t lo[3] = {INT64_MAX, INT64_MAX, INT64_MAX}, hi[3] = {-1, -1, -1};
-        seen[s >> 3] |= (uint8_t)(1u << (s & 7));
-        q[0] = s;
-        qn = 1;
-        while (qn) {
-            size_t v = q[--qn];
+        f.seen[s >> 3] |= (uint8_t)(1u << (s & 7));
+        f.qn = 0;
+        rc = fill_push(&f, s);
+        while (!rc && (f.qn || f.npend)) {
+            if (!f.qn)
+                fill_refill(&f);
+            size_t v = f.q[--f.qn];
             int64_t c[3] = {(int64_t)(v / sx), (int64_t)(v / sy % (size_t)d[1]),
                             (int64_t)(v % sy)};
             for (int i = 0; i < 3; i++) {
@@ -451,33 +564,38 @@ int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
                 nb[k++] = v - 1;
             if (c[2] + 1 < d[2])
                 nb[k++] = v + 1;
-            for (int j = 0; j < k; j++) {
+            for (int j = 0; !rc && j < k; j++) {
                 size_t u = nb[j];
-                if (label[u] != cls || (seen[u >> 3] >> (u & 7) & 1))
+                if (label[u] != cls || bit(f.seen, u))
                     continue;
-                seen[u >> 3] |= (uint8_t)(1u << (u & 7));
-                if (qn == qcap) {
-                    size_t *g = realloc(q, 2 * qcap * sizeof *q);
-                    if (!g) {
-                        free(seen);
-                        free(q);
-                        return sl__fail(err, errlen, SL_ENOMEM,
-                                        "volume labels: out of memory "
-                                        "labelling components");
-                    }
-                    q = g;
-                    qcap *= 2;
-                }
-                q[qn++] = u;
+                f.seen[u >> 3] |= (uint8_t)(1u << (u & 7));
+                rc = fill_push(&f, u);
             }
         }
         int k = slot[cls];
         fg->ncomp[k]++;
         keep_two(fg, k, lo, hi);
     }
-    free(seen);
-    free(q);
+    if (depth)
+        *depth = f.depth;
+    free(f.seen);
+    free(f.pend);
+    free(f.q);
+    if (rc)
+        return sl__fail(err, errlen, rc,
+                        "volume labels: out of memory labelling components "
+                        "(%.1f MB of bitsets and a %.1f MB stack for %zu "
+                        "voxels)",
+                        (double)((n + 7) / 8) * 2 / 1e6,
+                        (double)cap * sizeof(size_t) / 1e6, n);
     return 0;
+}
+
+int sl_vol_foreground(const uint8_t *label, const int64_t d[3], sl_vol_fg_t *fg,
+                      char *err, size_t errlen)
+{
+    return sl__vol_foreground_capped(label, d, fg, sl__vol_fill_cap, NULL, err,
+                                     errlen);
 }
 
 /* The reference's adjust(): the component's extent on one axis moved to

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base/abi.h"
 #include "base/alloc.h"
 #include "base/base.h"
 #include "data/pack_dir.h"
@@ -290,13 +289,9 @@ int sl_volume_dataset_open(const char *path, const sl_volume_options_t *opt,
         err = scratch, errlen = sizeof scratch;
     if (out)
         *out = NULL;
-    if (!path || !out)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "sl_volume_dataset_open: path and out are required");
     sl_volume_options_t o;
-    sl__abi_init(&o, sizeof o);
-    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
-                          "sl_volume_options", err, errlen))
+    if (sl__vol_call_in("sl_volume_dataset_open", path && out,
+                        "path and out are required", opt, &o, err, errlen))
         return SL_EINVAL;
     struct stat st;
     if (stat(path, &st) != 0)
@@ -365,40 +360,172 @@ static int admit_cap(void *ctx, int64_t bytes, char *err, size_t errlen)
                     (double)bytes / 1e6, (double)cap / 1e6);
 }
 
-static int load_packed(const sl_volume_dataset_t *d, int64_t i,
-                       const sl_volume_options_t *o, sl_volume_t **image,
-                       sl_volume_t **label, char *err, size_t errlen)
+/* Case i's record (a pack's case): read (refused unread past max_bytes),
+ * its layout checked and its volumes counted against the index; r points
+ * into rec. */
+static int case_record(const sl_volume_dataset_t *d, int64_t i,
+                       const sl_volume_options_t *o, sl__bytes_t *rec,
+                       sl__volrec_t *r, char *err, size_t errlen)
 {
     const struct vcase *c = &d->c[i];
     const sl__shard_t *sh = d->pack.shards[c->shard];
-    sl__bytes_t rec = {0}, scratch = {0};
+    sl__bytes_t scratch = {0};
     int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
     sl__admit_t admit = {admit_cap, &cap};
-    char why[1024], name[1024];
-    int rc = sl__shard_read_admit(sh, c->record, &rec, &scratch, &admit, NULL,
+    char why[1024];
+    int rc = sl__shard_read_admit(sh, c->record, rec, &scratch, &admit, NULL,
                                   err, errlen);
     sl__bytes_free(&scratch);
-    sl__volrec_t r;
-    if (!rc && (rc = sl__volrec_parse(rec.p, rec.n, &r, why, sizeof why)))
+    if (!rc && (rc = sl__volrec_parse(rec->p, rec->n, r, why, sizeof why)))
         sl__fail(err, errlen, rc, "%s: record %" PRIu64 " (%s): %s",
                  sl__shard_path(sh), c->record, c->name, why);
-    if (!rc && r.count != 1 + c->has_label)
+    if (!rc && r->count != 1 + c->has_label)
         rc = sl__fail(err, errlen, SL_ECORRUPT,
                       "%s: record %" PRIu64 " (%s): %d volumes, its index "
                       "says %d",
-                      sl__shard_path(sh), c->record, c->name, r.count,
+                      sl__shard_path(sh), c->record, c->name, r->count,
                       1 + c->has_label);
+    return rc;
+}
+
+/* What the two per-case calls make of a case: volumes (load) or readers. */
+typedef struct access {
+    const char *fn;
+    /* from a file */
+    int (*file)(const char *path, const sl_volume_options_t *o, void **out,
+                char *err, size_t errlen);
+    /* from a part of a record that `hold` holds (a reader keeps a
+     * reference to it) */
+    int (*part)(const struct sl__volrec_part *pt, const char *name,
+                const sl_volume_options_t *o, sl__vol_hold_t *hold, void **out,
+                char *err, size_t errlen);
+    void (*drop)(void *);
+} access_t;
+
+static int load_file(const char *path, const sl_volume_options_t *o, void **out,
+                     char *err, size_t errlen)
+{
+    sl_volume_t *v = NULL;
+    int rc = sl_volume_load(path, o, &v, err, errlen);
+    *out = v;
+    return rc;
+}
+
+static int load_part(const struct sl__volrec_part *pt, const char *name,
+                     const sl_volume_options_t *o, sl__vol_hold_t *hold,
+                     void **out, char *err, size_t errlen)
+{
+    (void)hold;
+    sl_volume_t *v = NULL;
+    int rc = sl__nifti_load_mem(pt->hdr, pt->hlen, pt->data, (size_t)pt->dlen,
+                                name, o, NULL, &v, err, errlen);
+    *out = v;
+    return rc;
+}
+
+static void load_drop(void *v)
+{
+    sl_volume_free(v);
+}
+
+static int reader_file(const char *path, const sl_volume_options_t *o,
+                       void **out, char *err, size_t errlen)
+{
+    sl_volume_reader_t *r = NULL;
+    int rc = sl_volume_reader_open(path, o, &r, err, errlen);
+    *out = r;
+    return rc;
+}
+
+/* A reader over a part of the record, holding a reference to it. */
+static int reader_part(const struct sl__volrec_part *pt, const char *name,
+                       const sl_volume_options_t *o, sl__vol_hold_t *hold,
+                       void **out, char *err, size_t errlen)
+{
+    sl__nifti_stream_t *n = NULL;
+    sl_volume_reader_t *r = NULL;
+    int rc = sl__nifti_stream_mem(pt->hdr, pt->hlen, pt->data, (size_t)pt->dlen,
+                                  name, &n, err, errlen);
+    if (!rc) {
+        __atomic_add_fetch(&hold->refs, 1, __ATOMIC_ACQ_REL);
+        rc = sl__volume_reader_make(n, name, o, hold, &r, err, errlen);
+    }
+    *out = r;
+    return rc;
+}
+
+static void reader_drop(void *r)
+{
+    sl_volume_reader_close(r);
+}
+
+static const access_t loads = {"sl_volume_dataset_load", load_file, load_part,
+                               load_drop};
+static const access_t readers = {"sl_volume_dataset_readers", reader_file,
+                                 reader_part, reader_drop};
+
+/* A pack's case: its record read once; each wanted volume made from its
+ * part (readers share the record: freed with the last of them). */
+static int case_packed(const access_t *a, const sl_volume_dataset_t *d,
+                       int64_t i, const sl_volume_options_t *o, void **out[2],
+                       char *err, size_t errlen)
+{
+    const struct vcase *c = &d->c[i];
+    sl__vol_hold_t *hold = calloc(1, sizeof *hold);
+    if (!hold)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    hold->refs = 1; /* this function's, put at the end */
+    sl__volrec_t r;
+    char name[1024];
+    int rc = case_record(d, i, o, &hold->rec, &r, err, errlen);
     for (int k = 0; !rc && k < r.count; k++) {
-        sl_volume_t **dst = k ? label : image;
-        if (!dst)
+        if (!out[k])
             continue;
         snprintf(name, sizeof name, "%s: record %" PRIu64 " (%s): %s",
-                 sl__shard_path(sh), c->record, c->name, k ? "label" : "image");
-        rc = sl__nifti_load_mem(r.part[k].hdr, r.part[k].hlen, r.part[k].data,
-                                (size_t)r.part[k].dlen, name, o, NULL, dst, err,
-                                errlen);
+                 sl__shard_path(d->pack.shards[c->shard]), c->record, c->name,
+                 k ? "label" : "image");
+        rc = a->part(&r.part[k], name, o, hold, out[k], err, errlen);
     }
-    sl__bytes_free(&rec);
+    sl__vol_hold_put(hold);
+    return rc;
+}
+
+/* sl_volume_dataset_load and _readers: case i's image and (when label is
+ * not NULL and the case has one) label, as `a` makes them; nothing on
+ * failure. */
+static int case_call(const access_t *a, const sl_volume_dataset_t *d, int64_t i,
+                     const sl_volume_options_t *opt, void **image, void **label,
+                     char *err, size_t errlen)
+{
+    char scratch[1], why[64];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (image)
+        *image = NULL;
+    if (label)
+        *label = NULL;
+    snprintf(why, sizeof why, "no case %" PRId64, i);
+    sl_volume_options_t o;
+    if (sl__vol_call_in(a->fn, d && i >= 0 && i < d->n && image, why, opt, &o,
+                        err, errlen))
+        return SL_EINVAL;
+    int rc;
+    if (d->c[i].shard >= 0) {
+        void **out[2] = {image, label};
+        rc = case_packed(a, d, i, &o, out, err, errlen);
+    } else {
+        rc = a->file(d->c[i].image, &o, image, err, errlen);
+        if (!rc && label && d->c[i].label)
+            rc = a->file(d->c[i].label, &o, label, err, errlen);
+    }
+    if (rc) {
+        a->drop(*image);
+        *image = NULL;
+        if (label) {
+            a->drop(*label);
+            *label = NULL;
+        }
+    }
     return rc;
 }
 
@@ -406,86 +533,13 @@ int sl_volume_dataset_load(const sl_volume_dataset_t *d, int64_t i,
                            const sl_volume_options_t *opt, sl_volume_t **image,
                            sl_volume_t **label, char *err, size_t errlen)
 {
-    char scratch[1];
-    if (!err)
-        err = scratch, errlen = sizeof scratch;
+    void *im = NULL, *lb = NULL;
+    int rc = case_call(&loads, d, i, opt, image ? &im : NULL,
+                       label ? &lb : NULL, err, errlen);
     if (image)
-        *image = NULL;
+        *image = im;
     if (label)
-        *label = NULL;
-    if (!d || i < 0 || i >= d->n || !image)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "sl_volume_dataset_load: no case %" PRId64, i);
-    sl_volume_options_t o;
-    sl__abi_init(&o, sizeof o);
-    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
-                          "sl_volume_options", err, errlen))
-        return SL_EINVAL;
-    int rc;
-    if (d->c[i].shard >= 0) {
-        rc = load_packed(d, i, &o, image, label, err, errlen);
-    } else {
-        rc = sl_volume_load(d->c[i].image, &o, image, err, errlen);
-        if (!rc && label && d->c[i].label)
-            rc = sl_volume_load(d->c[i].label, &o, label, err, errlen);
-    }
-    if (rc) {
-        sl_volume_free(*image);
-        *image = NULL;
-        if (label) {
-            sl_volume_free(*label);
-            *label = NULL;
-        }
-    }
-    return rc;
-}
-
-/* A pack's case as readers over its record, read once and shared. */
-static int readers_packed(const sl_volume_dataset_t *d, int64_t i,
-                          const sl_volume_options_t *o,
-                          sl_volume_reader_t **image,
-                          sl_volume_reader_t **label, char *err, size_t errlen)
-{
-    const struct vcase *c = &d->c[i];
-    const sl__shard_t *sh = d->pack.shards[c->shard];
-    sl__vol_hold_t *hold = calloc(1, sizeof *hold);
-    if (!hold)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    sl__bytes_t scratch = {0};
-    int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
-    sl__admit_t admit = {admit_cap, &cap};
-    char why[1024], name[1024];
-    int rc = sl__shard_read_admit(sh, c->record, &hold->rec, &scratch, &admit,
-                                  NULL, err, errlen);
-    sl__bytes_free(&scratch);
-    sl__volrec_t r;
-    if (!rc &&
-        (rc = sl__volrec_parse(hold->rec.p, hold->rec.n, &r, why, sizeof why)))
-        sl__fail(err, errlen, rc, "%s: record %" PRIu64 " (%s): %s",
-                 sl__shard_path(sh), c->record, c->name, why);
-    if (!rc && r.count != 1 + c->has_label)
-        rc = sl__fail(err, errlen, SL_ECORRUPT,
-                      "%s: record %" PRIu64 " (%s): %d volumes, its index "
-                      "says %d",
-                      sl__shard_path(sh), c->record, c->name, r.count,
-                      1 + c->has_label);
-    hold->refs = 1; /* this function's, put at the end */
-    for (int k = 0; !rc && k < r.count; k++) {
-        sl_volume_reader_t **dst = k ? label : image;
-        if (!dst)
-            continue;
-        snprintf(name, sizeof name, "%s: record %" PRIu64 " (%s): %s",
-                 sl__shard_path(sh), c->record, c->name, k ? "label" : "image");
-        sl__nifti_stream_t *n = NULL;
-        rc =
-            sl__nifti_stream_mem(r.part[k].hdr, r.part[k].hlen, r.part[k].data,
-                                 (size_t)r.part[k].dlen, name, &n, err, errlen);
-        if (!rc) {
-            __atomic_add_fetch(&hold->refs, 1, __ATOMIC_ACQ_REL);
-            rc = sl__volume_reader_make(n, name, o, hold, dst, err, errlen);
-        }
-    }
-    sl__vol_hold_put(hold);
+        *label = lb;
     return rc;
 }
 
@@ -495,36 +549,12 @@ int sl_volume_dataset_readers(const sl_volume_dataset_t *d, int64_t i,
                               sl_volume_reader_t **label, char *err,
                               size_t errlen)
 {
-    char scratch[1];
-    if (!err)
-        err = scratch, errlen = sizeof scratch;
+    void *im = NULL, *lb = NULL;
+    int rc = case_call(&readers, d, i, opt, image ? &im : NULL,
+                       label ? &lb : NULL, err, errlen);
     if (image)
-        *image = NULL;
+        *image = im;
     if (label)
-        *label = NULL;
-    if (!d || i < 0 || i >= d->n || !image)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "sl_volume_dataset_readers: no case %" PRId64, i);
-    sl_volume_options_t o;
-    sl__abi_init(&o, sizeof o);
-    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
-                          "sl_volume_options", err, errlen))
-        return SL_EINVAL;
-    int rc;
-    if (d->c[i].shard >= 0) {
-        rc = readers_packed(d, i, &o, image, label, err, errlen);
-    } else {
-        rc = sl_volume_reader_open(d->c[i].image, &o, image, err, errlen);
-        if (!rc && label && d->c[i].label)
-            rc = sl_volume_reader_open(d->c[i].label, &o, label, err, errlen);
-    }
-    if (rc) {
-        sl_volume_reader_close(*image);
-        *image = NULL;
-        if (label) {
-            sl_volume_reader_close(*label);
-            *label = NULL;
-        }
-    }
+        *label = lb;
     return rc;
 }

@@ -528,6 +528,48 @@ static int64_t stream_fetch(sl__nifti_stream_t *n, unsigned char *p,
     return gz_read(n->s.gz, p, want, n->name, err, errlen, code);
 }
 
+/* After the last value of a gzip file: its member's end reached, so its
+ * CRC-32 is checked. */
+static int stream_end(sl__nifti_stream_t *n, char *err, size_t errlen)
+{
+    int code = 0;
+    if (n->done == n->s.h.nvox && n->s.gz && n->s.gzip && !n->ended) {
+        n->ended = 1;
+        unsigned char one;
+        if (gz_read(n->s.gz, &one, 1, n->name, err, errlen, &code) < 0)
+            return code;
+    }
+    return 0;
+}
+
+/* Passes over the next `count` values unconverted (count checked): what
+ * the piece holds, then the stream's bytes (gzseek: a plain file seeks, a
+ * gzip one inflates without keeping; memory moves on). A stream cut short
+ * inside them fails at the next read, as a read would have. */
+static int stream_skip(sl__nifti_stream_t *n, int64_t count, char *err,
+                       size_t errlen)
+{
+    int64_t bytes = count * n->s.h.nbyper, held = (int64_t)(n->have - n->pos);
+    int64_t take = held < bytes ? held : bytes;
+    n->pos += (size_t)take;
+    bytes -= take;
+    if (bytes > 0 && !n->s.gz) {
+        if ((uint64_t)bytes > n->mlen - n->mpos)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: truncated: the data ends after %zu bytes",
+                            n->name, n->mlen);
+        n->mpos += (size_t)bytes;
+    } else if (bytes > 0 && gzseek(n->s.gz, (z_off_t)bytes, SEEK_CUR) < 0) {
+        int zerr;
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: cannot skip %" PRId64 " bytes of data (%s)",
+                        n->name, bytes, gzerror(n->s.gz, &zerr));
+    }
+    n->fetched += bytes;
+    n->done += count;
+    return stream_end(n, err, errlen);
+}
+
 int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
                           const sl__vol_plan_t *plan, void *out, char *err,
                           size_t errlen)
@@ -538,6 +580,8 @@ int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
         return sl__fail(err, errlen, SL_EINVAL,
                         "%s: %" PRId64 " values asked, %" PRId64 " left",
                         n->name, count, h->nvox - n->done);
+    if (!out)
+        return stream_skip(n, count, err, errlen);
     if (!n->piece && count > 0) {
         n->piece = malloc(PIECE + 8);
         if (!n->piece)
@@ -575,14 +619,7 @@ int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
         n->done += k;
         count -= k;
     }
-    if (n->done == h->nvox && n->s.gz && n->s.gzip && !n->ended) {
-        n->ended = 1;
-        /* reach the member's end so its CRC-32 is checked */
-        unsigned char one;
-        if (gz_read(n->s.gz, &one, 1, n->name, err, errlen, &code) < 0)
-            return code;
-    }
-    return 0;
+    return stream_end(n, err, errlen);
 }
 
 /* A stream's whole volume as a new volume (sl__nifti_read, _load_mem). */

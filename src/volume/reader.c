@@ -5,7 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/abi.h"
 #include "base/base.h"
 #include "vol_internal.h"
 
@@ -65,13 +64,9 @@ int sl_volume_reader_open(const char *path, const sl_volume_options_t *opt,
         err = scratch, errlen = sizeof scratch;
     if (out)
         *out = NULL;
-    if (!path || !out)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "sl_volume_reader_open: path and out are required");
     sl_volume_options_t o;
-    sl_volume_options_init(&o);
-    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
-                          "sl_volume_options", err, errlen))
+    if (sl__vol_call_in("sl_volume_reader_open", path && out,
+                        "path and out are required", opt, &o, err, errlen))
         return SL_EINVAL;
     int64_t size = 0;
     int fd = sl__open_regular(path, &size, err, errlen);
@@ -104,6 +99,21 @@ int sl_volume_reader_read(sl_volume_reader_t *r, void *out, int64_t count,
     sl__vol_plan_t p = r->plan;
     p.start = -r->done;
     int rc = sl__nifti_stream_pull(r->n, count, &p, out, err, errlen);
+    if (!rc)
+        r->done += count;
+    return rc;
+}
+
+int sl_volume_reader_skip(sl_volume_reader_t *r, int64_t count, char *err,
+                          size_t errlen)
+{
+    char scratch[1];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (!r)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "sl_volume_reader_skip: no reader");
+    int rc = sl__nifti_stream_pull(r->n, count, &r->plan, NULL, err, errlen);
     if (!rc)
         r->done += count;
     return rc;

@@ -17,6 +17,15 @@
 #define SL__VOLUME_OPTIONS_V1_SIZE                                             \
     (offsetof(sl_volume_options_t, unlabeled) + sizeof(int))
 
+/* ---- volume.c: the public calls' entry */
+
+/* A public call's arguments: refused (SL_EINVAL, "FN: WHY") unless `ok`,
+ * then the options: the defaults with the caller's `opt` (may be NULL)
+ * copied in by its size (sl__abi_in: SL_EINVAL naming them). */
+int sl__vol_call_in(const char *fn, int ok, const char *why,
+                    const sl_volume_options_t *opt, sl_volume_options_t *o,
+                    char *err, size_t errlen);
+
 /* A NIfTI header, decoded, byte-swapped and checked (sl__nifti_header). The
  * fixes nibabel makes on load are made: qfac not +-1 is 1, pixdim[1..3]
  * zero is 1 and negative its absolute value, an xform code outside 0..5 is
@@ -92,7 +101,8 @@ int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
  * memory must outlive the stream). Opening reads and checks the header as
  * sl__nifti_read does; pull converts the next `count` stored values by a
  * plan (sl__vol_convert: index `first` is the count pulled so far) into
- * out, and after the last value checks a gzip file's CRC. Memory: a 1 MiB
+ * out (NULL: passes over them unconverted, a plain file by seeking), and
+ * after the last value checks a gzip file's CRC. Memory: a 1 MiB
  * piece and zlib's buffers. One thread at a time. */
 typedef struct sl__nifti_stream sl__nifti_stream_t;
 struct sl__vol_plan;

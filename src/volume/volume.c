@@ -17,6 +17,19 @@ void sl_volume_options_init(sl_volume_options_t *o)
     sl__abi_init(o, sizeof *o);
 }
 
+int sl__vol_call_in(const char *fn, int ok, const char *why,
+                    const sl_volume_options_t *opt, sl_volume_options_t *o,
+                    char *err, size_t errlen)
+{
+    if (!ok)
+        return sl__fail(err, errlen, SL_EINVAL, "%s: %s", fn, why);
+    sl_volume_options_init(o);
+    if (opt && sl__abi_in(o, sizeof *o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
+                          "sl_volume_options", err, errlen))
+        return SL_EINVAL;
+    return 0;
+}
+
 const char *sl_volume_dtype_name(int dtype)
 {
     static const char *const names[] = {"unknown", "uint8",   "int16",
@@ -157,13 +170,9 @@ int sl_volume_load(const char *path, const sl_volume_options_t *opt,
         err = scratch, errlen = sizeof scratch;
     if (out)
         *out = NULL;
-    if (!path || !out)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "sl_volume_load: path and out are required");
     sl_volume_options_t o;
-    sl_volume_options_init(&o);
-    if (opt && sl__abi_in(&o, sizeof o, opt, SL__VOLUME_OPTIONS_V1_SIZE,
-                          "sl_volume_options", err, errlen))
+    if (sl__vol_call_in("sl_volume_load", path && out,
+                        "path and out are required", opt, &o, err, errlen))
         return SL_EINVAL;
     if (o.orient != SL_VOLUME_AS_STORED && o.orient != SL_VOLUME_RAS)
         return sl__fail(err, errlen, SL_EINVAL,

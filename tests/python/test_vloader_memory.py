@@ -130,6 +130,35 @@ def test_big_volume_streams_within_the_memory_budget(big, lib, tmp_path):  # noq
     assert np.array_equal(np.load(tmp_path / "a.npy"), want)  # bit for bit
 
 
+def test_a_packed_case_is_read_whole_within_its_count(big, tmp_path):
+    # A pack's case is one shard record (zstd over the image's and the
+    # label's stored bytes, one xxh3 checksum in the index), read and
+    # checked whole before its readers start: the offline stage is charged
+    # the record twice (the record and its compressed read scratch) beside
+    # the outputs. So the budget the folder streams within (300 MiB) is too
+    # small for the packed case (an error naming it and the sizes, not an
+    # overrun), and with room for the record the resident memory stays
+    # under the budget and the patches are the folder's.
+    pack = tmp_path / "pack"
+    subprocess.run([os.environ["SLUICE"], "pack", "--volumes", str(big), str(pack)], check=True,
+                   capture_output=True, timeout=600)
+    sys.path.insert(0, PKG)
+    from sluice import _sluice
+    with pytest.raises(Exception) as e:
+        lo = _sluice.VolumeLoader(str(pack), batch_size=1, patch=PATCH, threads=2, prefetch=2,
+                                  memory_bytes=300 << 20)
+        lo.next()
+    assert "case_00000" in str(e.value) and "memory budget" in str(e.value), str(e.value)
+    stored = 512 * 512 * 200 * 3  # int16 image + uint8 label, as stored
+    budget = (300 << 20) + 2 * stored
+    got = run_child(pack, budget, tmp_path / "p.npy")
+    free = run_child(big, 0, tmp_path / "f.npy")
+    assert got["digest"] == free["digest"]
+    assert got["peak"] <= budget
+    assert got["grew"] < budget, got
+    assert got["grew"] > stored, got  # the record is held whole: not streamed
+
+
 def test_a_budget_too_small_for_a_case_names_it(big):
     sys.path.insert(0, PKG)
     from sluice import _sluice

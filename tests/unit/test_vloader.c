@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "exec/vloader_internal.h"
+#include "exec/vloader_offline.h"
 #include "sluice/version.h"
 #include "sluice/vloader.h"
 #include "testutil.h"
@@ -180,9 +182,118 @@ static void test_look_ahead(void **state)
     sl_vloader_stats_t st = {.size = sizeof st};
     assert_int_equal(sl_vloader_stats(l, &st), 0);
     assert_true(st.offline_ahead > 0);
+    /* A caller built against the first layout (through latency_p99_ns)
+     * gets that prefix, nothing past it; a smaller size is refused. */
+    union {
+        sl_vloader_stats_t s;
+        unsigned char b[sizeof(sl_vloader_stats_t)];
+    } old;
+    size_t v1 = offsetof(sl_vloader_stats_t, latency_p99_ns) + sizeof(int64_t);
+    memset(&old, 0xAB, sizeof old);
+    old.s.size = v1;
+    assert_int_equal(sl_vloader_stats(l, &old.s), 0);
+    assert_int_equal(old.s.size, v1);
+    assert_true(old.s.batches >= 1);
+    for (size_t i = v1; i < sizeof old; i++)
+        assert_int_equal(old.b[i], 0xAB);
+    old.s.size = v1 - 1;
+    assert_int_equal(sl_vloader_stats(l, &old.s), SL_EINVAL);
     sl_vloader_release(l, b);
     sl_vloader_destroy(l);
     assert_int_equal(stream_digest(2, 0, 0, 9), ref);
+}
+
+/* One case's offline stage in jobs (the image's and the label's slabs, any
+ * count, made in any order) is the single-thread stage byte for byte:
+ * image, label and components. */
+static void test_slabs_same_bytes(void **state)
+{
+    (void)state;
+    sl_volume_dataset_t *ds;
+    char err[512];
+    assert_int_equal(sl_volume_dataset_open(root, NULL, &ds, err, sizeof err),
+                     0);
+    const int64_t patch[3] = {12, 10, 8};
+    const double tgt[3] = {1.6, 1.2, 1.2};
+    for (int64_t c = 0; c < 7; c++) {
+        sl_volume_options_t vo;
+        sl_volume_options_init(&vo);
+        vo.header_only = 1;
+        sl_volume_t *v;
+        assert_int_equal(
+            sl_volume_dataset_load(ds, c, &vo, &v, NULL, err, sizeof err), 0);
+        int64_t raw[3], rs[3], dims[3];
+        double sp[3];
+        for (int i = 0; i < 3; i++) {
+            raw[i] = v->dim[2 - i];
+            sp[i] = v->spacing[2 - i];
+        }
+        sl_volume_free(v);
+        assert_int_equal(sl_vol_resample_shape(raw, sp, tgt, rs), 0);
+        assert_true(rs[0] != raw[0]); /* axis 0 resampled: slabs blend */
+        for (int i = 0; i < 3; i++)
+            dims[i] = rs[i] > patch[i] ? rs[i] : patch[i];
+        size_t n = (size_t)(dims[0] * dims[1] * dims[2]);
+        float *img1;
+        uint8_t *lbl1;
+        sl_vol_fg_t *fg1;
+        assert_int_equal(sl__voff_run(ds, c, raw, rs, dims, patch, 1, &img1,
+                                      &lbl1, &fg1, err, sizeof err),
+                         0);
+        const int counts[3] = {2, 3, (int)rs[0]};
+        for (int t = 0; t < 3; t++) {
+            sl__voff_t *st;
+            int ns = counts[t];
+            assert_int_equal(sl__voff_begin(ds, c, raw, rs, dims, patch, ns,
+                                            &st, err, sizeof err),
+                             0);
+            /* plain files: the image's and the label's slabs */
+            assert_int_equal(sl__voff_jobs(st), 2 * ns);
+            for (int k = 2 * ns - 1; k >= 0; k--) /* last first */
+                assert_int_equal(sl__voff_slab(st, k, err, sizeof err), 0);
+            float *img;
+            uint8_t *lbl;
+            sl_vol_fg_t *fg;
+            assert_int_equal(sl__voff_end(st, &img, &lbl, &fg, err, sizeof err),
+                             0);
+            sl__voff_free(st);
+            assert_memory_equal(img, img1, n * sizeof *img);
+            assert_memory_equal(lbl, lbl1, n);
+            assert_memory_equal(fg, fg1, sizeof *fg);
+            free(img);
+            free(lbl);
+            free(fg);
+        }
+        sl__voff_t *st;
+        assert_int_equal(sl__voff_begin(ds, c, raw, rs, dims, patch,
+                                        (int)rs[0] + 1, &st, err, sizeof err),
+                         SL_EINVAL); /* more slabs than slices */
+        free(img1);
+        free(lbl1);
+        free(fg1);
+    }
+    sl_volume_dataset_destroy(ds);
+}
+
+/* Every case split over the threads (the size floor lowered to 0): the
+ * stream is unchanged and the slabs were shared. */
+static void test_split_stream(void **state)
+{
+    (void)state;
+    uint64_t ref = stream_digest(1, 1, 0, 9);
+    double keep = sl__vl_split_min_vox;
+    sl__vl_split_min_vox = 0;
+    sl_vloader_stats_t st;
+    assert_int_equal(stream_digest_mem(4, 0, 1, 9, 0, 0, &st), ref);
+    assert_true(st.offline_split > 0);
+    /* under a budget that fits the buffers and one unsplit stage, the
+     * split narrows to what fits and the stream is the same */
+    sl_vloader_stats_t one;
+    stream_digest_mem(1, 0, 1, 9, 0, 0, &one);
+    int64_t budget = one.memory_peak + 2 * 3 * (12 * 10 * 8) * 5;
+    assert_int_equal(stream_digest_mem(4, 0, 1, 9, budget, 0, &st), ref);
+    assert_true(st.memory_peak <= budget);
+    sl__vl_split_min_vox = keep;
 }
 
 static void test_destroy_while_busy(void **state)
@@ -244,6 +355,8 @@ int main(void)
         cmocka_unit_test(test_same_stream_any_threads),
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_look_ahead),
+        cmocka_unit_test(test_slabs_same_bytes),
+        cmocka_unit_test(test_split_stream),
         cmocka_unit_test(test_destroy_while_busy),
         cmocka_unit_test(test_label_shape_named),
     };

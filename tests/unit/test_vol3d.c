@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops/vol3d.h"
 #include "sluice/volops.h"
 #include "testutil.h"
 
@@ -228,6 +229,61 @@ static void test_bf16(void **state)
         assert_int_equal(out[i], want[i]);
 }
 
+/* The flood fill's worst cases: a solid volume (one component as large as
+ * the volume: an unbounded stack would grow to most of it), a 3-D
+ * checkerboard (every voxel its own component), a serpentine (one
+ * component a voxel thick, as long as it gets) and noise of two classes.
+ * With the stack capped far below them the summary is the uncapped one's,
+ * and the stack never passes its cap. */
+static void test_foreground_bounded_stack(void **state)
+{
+    (void)state;
+    const int64_t d[3] = {24, 30, 36};
+    size_t n = (size_t)(d[0] * d[1] * d[2]);
+    uint8_t *lb = malloc(n);
+    assert_non_null(lb);
+    uint32_t x = 7;
+    for (int kind = 0; kind < 4; kind++) {
+        for (size_t i = 0; i < n; i++) {
+            size_t z = i / (size_t)(d[1] * d[2]),
+                   y = i / (size_t)d[2] % (size_t)d[1], w = i % (size_t)d[2];
+            x = x * 1103515245u + 12345u;
+            lb[i] = kind == 0   ? 1
+                    : kind == 1 ? (uint8_t)((z + y + w) % 2)
+                    : kind == 2 /* rows joined at alternate ends */
+                        ? (uint8_t)(y % 2 == 0 ||
+                                    w == (y / 2 % 2 ? 0 : (size_t)d[2] - 1))
+                        : (uint8_t)(x >> 16) % 3;
+        }
+        sl_vol_fg_t ref, fg;
+        size_t deep, depth;
+        char err[256];
+        assert_int_equal(
+            sl__vol_foreground_capped(lb, d, &ref, n, &deep, err, sizeof err),
+            0);
+        if (kind == 0) {
+            assert_int_equal(ref.ncomp[0], 1);
+            assert_true(deep > n / 4); /* what a bounded stack avoids */
+        }
+        if (kind == 1)
+            assert_int_equal(ref.ncomp[0], (int64_t)(n / 2));
+        const size_t caps[3] = {1, 5, 64};
+        for (int c = 0; c < 3; c++) {
+            assert_int_equal(sl__vol_foreground_capped(lb, d, &fg, caps[c],
+                                                       &depth, err, sizeof err),
+                             0);
+            assert_true(depth <= caps[c]);
+            assert_memory_equal(&fg, &ref, sizeof fg);
+        }
+        size_t keep = sl__vol_fill_cap; /* the public call, capped */
+        sl__vol_fill_cap = 3;
+        assert_int_equal(sl_vol_foreground(lb, d, &fg, err, sizeof err), 0);
+        sl__vol_fill_cap = keep;
+        assert_memory_equal(&fg, &ref, sizeof fg);
+    }
+    free(lb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -239,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_slices_equal_whole),
         cmocka_unit_test(test_slices_stop_on_error),
         cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_foreground_bounded_stack),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
