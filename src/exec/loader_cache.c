@@ -303,8 +303,9 @@ void sl_free(void *p)
 int sl_loader_cache_lend(sl_loader_t *l, int64_t sample, const void *data,
                          size_t n)
 {
-    if (!l || !data || !l->cache || l->opt.cache_decoded)
-        return 0;
+    if (!l || !data || !l->cache || l->opt.cache_decoded ||
+        atomic_load(&l->cache_limit) <= 0)
+        return 0; /* a read would not look (sl__loader_cache_hit) */
     return sl__cache_lend(l->cache, sample, data, n);
 }
 
