@@ -83,29 +83,34 @@ class _Preparer:
         value each; None for a batch whose samples were all skipped
         (on_error='skip'), which the local loader leaves out too. Storage
         reads are counted against the first batch's epoch."""
-        st = self._loader.stats()
-        before = (st.get("cache") or {}).get("misses", 0), st["samples"]
-        try:
-            return self._prepare(batches)
-        finally:
-            st = self._loader.stats()
-            # Without a cache every sample prepared was read.
-            n = st["cache"]["misses"] - before[0] \
-                if self._loader.get("cache_bytes") > 0 else st["samples"] - before[1]
-            e = batches[0][0]
-            self._reads[e] = self._reads.get(e, 0) + n
+        cached = self._loader.get("cache_bytes") > 0
+        before = self._loader.stats()["cache"]["misses"]
+        out = self._prepare(batches)
+        if cached:  # a plan may start a new engine (batches held): from 0
+            after = self._loader.stats()["cache"]["misses"]
+            n = after - before if after >= before else after
+        else:  # every sample prepared was read
+            got = out if len(batches) > 1 else (out,)
+            n = sum(len(v[1]) for v in got if v is not None)
+        e = batches[0][0]
+        self._reads[e] = self._reads.get(e, 0) + n
+        return out
 
     def _prepare(self, batches):
+        # Copies: the loader's own arrays are released before the next
+        # plan starts, which then keeps its engine (a Loader starts a new
+        # one, with an empty cache, under batches still held; Ray may hold
+        # a task's return values a while).
         import sluice
         L = self._loader
         L.start_plan(batches)
-        out = list(L)
+        out = [(x.copy(), y.copy()) for x, y in L]
         if len(out) != len(batches):  # some batch was empty: find which
             out = []
             for b in batches:
                 try:
                     L.start_plan([b])
-                    got = list(L)
+                    got = [(x.copy(), y.copy()) for x, y in L]
                 except sluice.Error as e:  # a plan that delivered nothing
                     if "every sample was skipped" not in str(e):
                         raise
@@ -334,6 +339,8 @@ class DataLoader:
             self._actors.append(_Actor(h, self._next_id))
             self._actors[-1].part = part
             self._next_id += 1
+            if part is not None and reason != "start":
+                reason += f" (it takes cache part {part}, empty)"
         if n:
             self._decide("add", reason, before, before + n)
 

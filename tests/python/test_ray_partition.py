@@ -5,8 +5,11 @@ the other. The stream equals the local loader's, digest for digest; the
 first epoch reads every sample from storage once; the second reads only
 what no part's cache holds (the dataset less the entries cached in the
 whole cluster), with remote hits counted; an actor killed: its part is
-read from storage again (and only its part), nothing lost. Skips with the
-reason when Ray cannot start. Small data: a shared 2-core machine."""
+read from storage again (and only its part), nothing lost; with each
+actor's budget half the dataset, partitioned caching reads nothing in the
+second epoch where each actor caching what it reads misses about half.
+Skips with the reason when Ray cannot start. Small data: a shared 2-core
+machine."""
 import pytest
 
 from conftest import synthetic_folder
@@ -40,9 +43,10 @@ def part_bytes(ds):
 
 
 def make(ds, cache_bytes, **kw):
+    kw.setdefault("partition", True)
     return sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2,
-                                 actor_options=SMALL, partition=True,
-                                 cache_bytes=cache_bytes, cache_codec="none", **kw)
+                                 actor_options=SMALL, cache_bytes=cache_bytes,
+                                 cache_codec="none", **kw)
 
 
 def test_partitioned_digest_and_storage_reads(cluster, ds, local, part_bytes):
@@ -83,6 +87,8 @@ def test_actor_killed_its_part_read_again(cluster, ds, local, part_bytes):
         assert digests(dl) == local[3]
         s = dl.stats()
         assert s["actors_failed"] == 1 and s["actors"] == 2
+        add = [d for d in s["decisions"] if d["action"] == "add"][-1]
+        assert "takes cache part 0" in add["reason"], s["decisions"]
         st = dl.cache_stats()
         assert sorted(a["part"] for a in st["per_actor"]) == [0, 1]  # taken over
         reread = {}
@@ -98,3 +104,19 @@ def test_partition_needs_a_cache(cluster, ds):
     with pytest.raises(Exception, match="cache_bytes"):
         with make(ds, 0):
             pass
+
+
+def test_partitioned_holds_what_local_caches_cannot(cluster, ds, local, part_bytes):
+    """Each actor's budget holds half the dataset: partitioned, the two
+    halves are the two parts and the second epoch reads nothing; each
+    actor caching what it reads (partition="local") holds the half it
+    happened to read and misses about half of the next epoch."""
+    budget = part_bytes + 100 * (N // 2) + 8 * N  # a part, entries' overhead, index
+    reads = {}
+    for mode in (True, "local"):
+        with make(ds, budget, partition=mode) as dl:
+            assert digests(dl) == local[0]
+            assert digests(dl) == local[1]
+            reads[mode] = dl.cache_stats()["by_epoch"][1]["storage_reads"]
+    assert reads[True] == 0
+    assert reads["local"] >= N // 4, reads
