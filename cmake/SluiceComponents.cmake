@@ -114,7 +114,7 @@ set(SL_NIFTI_SOURCES volume/nifti.c)
 set(SL_NIFTI_STUB volume/off/nifti_off.c)
 set(SL_TFRECORD_SOURCES data/tf_example.c)
 set(SL_TFRECORD_STUB data/off/tf_example_off.c)
-set(SL_CURL_SOURCES data/remote.c data/s3.c)
+set(SL_CURL_SOURCES data/remote.c data/remote_multi.c data/s3.c)
 set(SL_CURL_STUB data/off/remote_off.c)
 
 # sl_select_component_sources(LIST): removes from LIST the sources of every

@@ -10,31 +10,8 @@
 #include <string.h>
 
 #include "data/crc32c.h"
-#include "data/recfile.h"
 #include "data/tfrecord.h"
-
-static void run(const uint8_t *data, size_t size, int skip)
-{
-    char err[1024], d[512];
-    sl__bytesrc_t *src;
-    if (sl__bytesrc_open_mem(data, size, "fuzz.tfrecord", &src, err,
-                             sizeof err))
-        return;
-    sl__recfile_t *f;
-    if (sl__recfile_open_src(src, SL__FMT_TFRECORD, skip, &f, err, sizeof err))
-        return;
-    sl__bytes_t out = {0};
-    for (int64_t k = 0; k < f->n; k++) {
-        const sl__rec_t *r = &f->recs[k];
-        if (r->label >= 0 && (r->img_off > r->len || r->img_len > r->len ||
-                              r->off > size || r->len > size - r->off))
-            abort();
-        (void)sl__recfile_read(f, k, &out, NULL, NULL, err, sizeof err);
-        (void)sl__recfile_describe(f, k, d, sizeof d);
-    }
-    sl__bytes_free(&out);
-    sl__recfile_close(f);
-}
+#include "recfile_run.h"
 
 /* Rewrites each record's CRCs to match while the lengths stay in the
  * input. Returns 1 if anything changed. */
@@ -63,8 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!copy)
         return 0;
     memcpy(copy, data, size);
-    run(copy, size, 0);
-    run(copy, size, 1);
+    fuzz_recfile_run(copy, size, SL__FMT_TFRECORD, "fuzz.tfrecord", 0);
+    fuzz_recfile_run(copy, size, SL__FMT_TFRECORD, "fuzz.tfrecord", 1);
     const uint8_t *img;
     size_t len;
     int64_t label;
@@ -73,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (img < copy || len > size || img + len > copy + size))
         abort();
     if (reseal(copy, size)) {
-        run(copy, size, 0);
-        run(copy, size, 1);
+        fuzz_recfile_run(copy, size, SL__FMT_TFRECORD, "fuzz.tfrecord", 0);
+        fuzz_recfile_run(copy, size, SL__FMT_TFRECORD, "fuzz.tfrecord", 1);
     }
     free(copy);
     return 0;

@@ -10,29 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/recfile.h"
-
-static void run(const uint8_t *data, size_t size, int skip)
-{
-    char err[1024], d[4352];
-    sl__bytesrc_t *src;
-    if (sl__bytesrc_open_mem(data, size, "fuzz.tar", &src, err, sizeof err))
-        return;
-    sl__recfile_t *f;
-    if (sl__recfile_open_src(src, SL__FMT_WDS, skip, &f, err, sizeof err))
-        return;
-    sl__bytes_t out = {0};
-    for (int64_t k = 0; k < f->n; k++) {
-        const sl__rec_t *r = &f->recs[k];
-        if (r->label >= 0 && (r->off > size || r->len > size - r->off))
-            abort();
-        (void)sl__recfile_read(f, k, &out, NULL, NULL, err, sizeof err);
-        (void)sl__recfile_describe(f, k, d, sizeof d);
-    }
-    (void)sl__recfile_read(f, f->n, &out, NULL, NULL, err, sizeof err);
-    sl__bytes_free(&out);
-    sl__recfile_close(f);
-}
+#include "recfile_run.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -41,8 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!copy)
         return 0;
     memcpy(copy, data, size);
-    run(copy, size, 0);
-    run(copy, size, 1);
+    fuzz_recfile_run(copy, size, SL__FMT_WDS, "fuzz.tar", 0);
+    fuzz_recfile_run(copy, size, SL__FMT_WDS, "fuzz.tar", 1);
     free(copy);
     return 0;
 }

@@ -56,7 +56,7 @@ sys.path.insert(0, str(HERE / "loaders"))
 from _common import tree_pids  # noqa: E402  (the one process-tree walk)
 
 ALL = ["sluice", "torch", "torchdata", "dali", "tfdata", "spdl", "ffcv"]
-EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf"]
+EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf", "webdataset"]
 # loader name -> [(run id, worker script, --opt list)]
 VARIANTS = {
     "sluice": [("sluice", "sluice_worker.py", [])],
@@ -69,6 +69,8 @@ VARIANTS = {
     "tfdata": [("tfdata", "tfdata_worker.py", [])],
     "spdl": [("spdl", "spdl_worker.py", [])],
     "ffcv": [("ffcv", "ffcv_worker.py", [])],
+    # needs --loader-opt webdataset:url=PATTERN (bench/storage/remote.py)
+    "webdataset": [(f"webdataset[w={w}]", "wds_worker.py", [f"workers={w}"]) for w in (1, 2, 3, 4)],
 }
 
 
@@ -203,6 +205,11 @@ def summarise(name, runs_by_id, sluice_runs):
         "variant": rid, "runs": len(good), "failed_runs": len(bad),
         "correct": not errors, "correctness_errors": errors[:10],
     }
+    eps = [r["epoch_img_s"] for r in good if r.get("epoch_img_s")]
+    if eps:  # per epoch: the median over the runs, and every run's figure
+        entry["epoch_img_s"] = [stats.median([e[i] for e in eps if i < len(e) and e[i]])
+                                for i in range(max(len(e) for e in eps))]
+        entry["epoch_img_s_runs"] = eps
     for k in ("setup_s", "setup_note"):
         vals = [r[k] for r in good if r.get(k) is not None]
         if vals:
@@ -330,15 +337,16 @@ def parse_args(argv=None):
     ap.add_argument("--sluice-build", type=Path, default=REPO / "build-peers",
                     help="sluice build dir: its python/ goes on PYTHONPATH, its sluice is the CLI")
     ap.add_argument("--torch-workers", default="1,2,3,4",
-                    help="num_workers values the torch loader sweeps (default 1,2,3,4)")
+                    help="num_workers values the torch and webdataset loaders sweep (default 1,2,3,4)")
     ap.add_argument("--loader-opt", action="append", default=[], metavar="NAME:KEY=VALUE",
                     help="extra option for one loader's worker, e.g. sluice:prefetch=2 (recorded in its config)")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/sluice-peers"),
                     help="scratch (ffcv .beton files)")
     args = ap.parse_args(argv)
     args.names = [n.strip() for n in args.loaders.split(",") if n.strip()]
-    VARIANTS["torch"] = [(f"torch[w={w}]", "torch_worker.py", [f"workers={w}"])
-                         for w in (int(x) for x in args.torch_workers.split(",") if x.strip())]
+    for name, script in (("torch", "torch_worker.py"), ("webdataset", "wds_worker.py")):
+        VARIANTS[name] = [(f"{name}[w={w}]", script, [f"workers={w}"])
+                          for w in (int(x) for x in args.torch_workers.split(",") if x.strip())]
     for lo in args.loader_opt:
         name, _, kv = lo.partition(":")
         if name not in VARIANTS or "=" not in kv:

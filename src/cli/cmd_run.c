@@ -292,10 +292,10 @@ int sl__cmd_run(int argc, char **argv)
     const char *path_why = "";
     int async = sl__testing_read_path(l, &path_why);
     if (!a.c.json || c.show)
-        fprintf(stderr, "sluice %s: reads: %s%s\n", argv[0],
-                async ? "asynchronous (io_uring), io_depth reads in flight"
+        fprintf(stderr, "sluice %s: reads: %s%s%s\n", argv[0],
+                async ? "asynchronous ("
                       : "one blocking read per read thread: ",
-                async ? "" : path_why);
+                path_why, async ? "), io_depth reads in flight" : "");
     const sl__stream_t s = sl__stream_image(l);
     rc = sl__consume_run(&c, &s);
     sl_options_t used; /* the options in force, defaults resolved */
@@ -314,8 +314,8 @@ int sl__cmd_run(int argc, char **argv)
     snprintf(r.json_shape, sizeof r.json_shape,
              ", \"size\": %d, \"read_path\": \"%s\", \"read_threads\": %lld"
              ", \"io_depth\": %lld",
-             used.image_size, async ? "io_uring" : "threads",
-             (long long)readers, async ? (long long)depth : 0LL);
+             used.image_size, async ? path_why : "threads", (long long)readers,
+             async ? (long long)depth : 0LL);
     sl_stats_t st;
     sl_stats_init(&st);
     sl_loader_stats(l, &st);

@@ -88,6 +88,11 @@ void sl__bytesrc_close(sl__bytesrc_t *s)
     free(s);
 }
 
+sl__remote_t *sl__bytesrc_remote(const sl__bytesrc_t *s)
+{
+    return s->remote;
+}
+
 int sl__bytesrc_is_remote(const sl__bytesrc_t *s)
 {
     return s->remote != NULL;

@@ -31,6 +31,10 @@ int sl__bytesrc_is_remote(const sl__bytesrc_t *s);
  * memory sources. @return 0 or SL_ENOMEM (on: then reads stay direct). */
 #define SL__BYTESRC_AHEAD (4u << 20)
 int sl__bytesrc_sequential(sl__bytesrc_t *s, int on);
+/* The object behind a URL source (its reads may go elsewhere: a multi
+ * engine, data/remote_multi); NULL for a local or memory source. */
+struct sl__remote;
+struct sl__remote *sl__bytesrc_remote(const sl__bytesrc_t *s);
 /* Bytes in memory, not copied (p must outlive the source); name is used in
  * messages. @return 0 or SL_ENOMEM. */
 int sl__bytesrc_open_mem(const void *p, size_t n, const char *name,

@@ -121,6 +121,22 @@ int sl__recfile_read(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
 {
     if (stored)
         *stored = 0;
+    sl__recfile_io_t io;
+    int rc = sl__recfile_read_begin(f, k, out, admit, &io, err, errlen);
+    if (rc)
+        return rc;
+    if (io.len &&
+        (rc = sl__bytesrc_read(f->src, io.off, io.dst, io.len, err, errlen)))
+        return rc;
+    return sl__recfile_read_end(f, k, out, (int64_t)io.len, NULL, stored, err,
+                                errlen);
+}
+
+int sl__recfile_read_begin(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
+                           const sl__admit_t *admit, sl__recfile_io_t *io,
+                           char *err, size_t errlen)
+{
+    memset(io, 0, sizeof *io);
     if (k < 0 || k >= f->n)
         return sl__fail(err, errlen, SL_ERANGE, "%s: no sample %lld",
                         sl__bytesrc_name(f->src), (long long)k);
@@ -137,8 +153,25 @@ int sl__recfile_read(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
     if (sl__bytes_reserve(out, (size_t)r->len + 1))
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%u bytes)",
                         sl__bytesrc_name(f->src), r->len);
-    if ((rc = sl__bytesrc_read(f->src, r->off, out->p, r->len, err, errlen)))
-        return rc;
+    io->dst = out->p;
+    io->off = r->off;
+    io->len = r->len;
+    io->remote = sl__bytesrc_remote(f->src);
+    if (io->remote) /* the caller's: a ranged request */
+        return 0;
+    io->len = 0;
+    return sl__bytesrc_read(f->src, r->off, out->p, r->len, err, errlen);
+}
+
+int sl__recfile_read_end(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
+                         int64_t res, const char *why, uint64_t *stored,
+                         char *err, size_t errlen)
+{
+    const sl__rec_t *r = &f->recs[k];
+    if (stored)
+        *stored = 0;
+    if (res < 0) /* the ranged request's own message names the URL */
+        return sl__fail(err, errlen, (int)res, "%s", why ? why : "");
     if (stored)
         *stored = r->len;
     if (f->fmt == SL__FMT_TFRECORD) {

@@ -68,6 +68,27 @@ void sl__recfile_close(sl__recfile_t *f);
 int sl__recfile_read(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
                      const sl__admit_t *admit, uint64_t *stored, char *err,
                      size_t errlen);
+/* The same read in two halves, for a caller that keeps remote reads in
+ * flight (exec/aread): begin checks, asks admit and makes the buffer;
+ * from a file or memory it reads there and then (io->len 0), from a URL
+ * it leaves io->len bytes at io->off of io->remote into io->dst to the
+ * caller. end takes that read's result (len, or the SL_E* code with the
+ * message why, which is the error as it stands) and finishes (the TFRecord
+ * CRC, out->n, *stored). Every begin that returned 0 must be ended;
+ * sl__recfile_read is begin, the read, end. */
+struct sl__remote;
+typedef struct sl__recfile_io {
+    struct sl__remote *remote;
+    uint8_t *dst;
+    size_t len;
+    uint64_t off;
+} sl__recfile_io_t;
+int sl__recfile_read_begin(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
+                           const sl__admit_t *admit, sl__recfile_io_t *io,
+                           char *err, size_t errlen);
+int sl__recfile_read_end(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
+                         int64_t res, const char *why, uint64_t *stored,
+                         char *err, size_t errlen);
 /* "PATH: sample K (key KEY)" or "PATH: record K", into buf. */
 const char *sl__recfile_describe(const sl__recfile_t *f, int64_t k, char *buf,
                                  size_t len);

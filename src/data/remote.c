@@ -10,19 +10,13 @@
 
 #include "base/alloc.h"
 #include "remote_parse.h"
+#include "remote_req.h"
 #include "s3.h"
 #include "sluice/version.h"
 
 #define LIST_PAGE_MAX (16u << 20) /* one ListObjectsV2 page, bytes */
-#define ERRBODY 1024              /* of an error response, kept for messages */
 
-struct sl__remote {
-    char *name; /* the URL as given: every message starts with it */
-    char *url;  /* what is requested (s3: under the endpoint) */
-    int s3;
-    sl__s3_auth_t auth;
-    uint64_t size;
-};
+typedef sl__xfer_t xfer_t;
 
 /* ---- settings (read once from the environment) and per-thread handles */
 
@@ -57,15 +51,34 @@ static void init_once(void)
                 pthread_key_create(&g_key, free_handle) != 0;
 }
 
+int sl__remote_init(char *err, size_t errlen)
+{
+    pthread_once(&g_once, init_once);
+    if (g_init_rc)
+        return sl__fail(err, errlen, SL_ESYSTEM,
+                        "libcurl failed to initialise");
+    return 0;
+}
+
+int sl__remote_retries(void)
+{
+    pthread_once(&g_once, init_once);
+    return g_cfg.retries;
+}
+
+long sl__remote_backoff_ms(int k)
+{
+    pthread_once(&g_once, init_once);
+    long ms = g_cfg.backoff_ms << (k < 10 ? k : 10);
+    return ms < 30000 ? ms : 30000;
+}
+
 /* This thread's easy handle: kept between requests, so its connections
  * are reused; options reset for each request. */
 static CURL *handle(char *err, size_t errlen)
 {
-    pthread_once(&g_once, init_once);
-    if (g_init_rc) {
-        sl__fail(err, errlen, SL_ESYSTEM, "libcurl failed to initialise");
+    if (sl__remote_init(err, errlen))
         return NULL;
-    }
     CURL *h = pthread_getspecific(g_key);
     if (h) {
         curl_easy_reset(h);
@@ -78,23 +91,7 @@ static CURL *handle(char *err, size_t errlen)
     return h;
 }
 
-/* ---- one request */
-
-typedef struct xfer {
-    uint8_t *buf;      /* a ranged read: exactly len bytes here */
-    size_t len;        /* (and the whole object when whole) */
-    int whole;         /* the range is the whole object: a 200 will do */
-    sl__bytes_t *grow; /* a whole GET: appended, at most max */
-    size_t max;
-    size_t got;
-    long status;  /* of the last status line */
-    int overflow; /* more bytes than asked for */
-    int norange;  /* a 200 to a ranged request */
-    int have_cr, have_cl;
-    uint64_t cr_first, cr_last, cr_total, cl;
-    char errbody[ERRBODY];
-    size_t errn;
-} xfer_t;
+/* ---- one request: its rules (remote_req.h) */
 
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
@@ -119,7 +116,8 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     xfer_t *x = arg;
     size_t len = size * n;
     if (x->status < 200 || x->status > 299) { /* an error page: its start */
-        size_t k = len < ERRBODY - 1 - x->errn ? len : ERRBODY - 1 - x->errn;
+        size_t room = SL__REMOTE_ERRBODY - 1 - x->errn;
+        size_t k = len < room ? len : room;
         memcpy(x->errbody + x->errn, p, k);
         x->errn += k;
         x->errbody[x->errn] = 0;
@@ -149,8 +147,6 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-enum { DONE, RETRY, FAIL };
-
 /* Failures worth another try: the network, the server's load, a stall. */
 static int transient(CURLcode cc)
 {
@@ -171,20 +167,13 @@ static int transient(CURLcode cc)
     }
 }
 
-/* One attempt of r's request: HEAD when head, else bytes [off, off + len)
- * (len 0 with x->grow: the whole object). DONE, RETRY or FAIL with why and
- * *code. */
-static int attempt(const sl__remote_t *r, const char *url, int head,
-                   uint64_t off, size_t len, xfer_t *x, int *code, char *why,
-                   size_t whylen)
+int sl__remote_setup(CURL *h, const sl__remote_t *r, const char *url, int head,
+                     uint64_t off, size_t len, xfer_t *x, sl__attempt_t *at,
+                     int *code, char *why, size_t whylen)
 {
-    CURL *h = handle(why, whylen);
-    if (!h) {
-        *code = SL_ESYSTEM;
-        return FAIL;
-    }
-    char range[64], ebuf[CURL_ERROR_SIZE] = "", auth[600], sig[128];
-    struct curl_slist *hdrs = NULL;
+    char range[64], auth[600], sig[128];
+    at->ebuf[0] = 0;
+    at->hdrs = NULL;
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -196,14 +185,14 @@ static int attempt(const sl__remote_t *r, const char *url, int head,
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, g_cfg.stall_s);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "sluice/" SL_VERSION_STRING);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, at->ebuf);
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
     if (head) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-    } else if (len) {
+    } else if (len) { /* libcurl copies string options */
         snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)off,
                  (unsigned long long)(off + len - 1));
         curl_easy_setopt(h, CURLOPT_RANGE, range);
@@ -213,46 +202,55 @@ static int attempt(const sl__remote_t *r, const char *url, int head,
         snprintf(auth, sizeof auth, "%s:%s", r->auth.key, r->auth.secret);
         curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
         curl_easy_setopt(h, CURLOPT_USERPWD, auth);
+        memset(auth, 0, sizeof auth);
         if (r->auth.token[0]) {
             char tok[4200];
             snprintf(tok, sizeof tok, "x-amz-security-token: %s",
                      r->auth.token);
-            struct curl_slist *l = curl_slist_append(NULL, tok);
-            if (!l) {
+            at->hdrs = curl_slist_append(NULL, tok);
+            if (!at->hdrs) {
                 *code = SL_ENOMEM;
                 snprintf(why, whylen, "out of memory");
-                return FAIL;
+                return SL__RQ_FAIL;
             }
-            hdrs = l;
-            curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+            curl_easy_setopt(h, CURLOPT_HTTPHEADER, at->hdrs);
         }
     }
-    CURLcode cc = curl_easy_perform(h);
+    return 0;
+}
+
+int sl__remote_judge(CURL *h, CURLcode cc, const sl__remote_t *r, int head,
+                     uint64_t off, size_t len, xfer_t *x, sl__attempt_t *at,
+                     int *code, char *why, size_t whylen)
+{
     if (r && r->s3) /* the secret is not left in the handle */
         curl_easy_setopt(h, CURLOPT_USERPWD, "");
-    curl_slist_free_all(hdrs);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+    curl_slist_free_all(at->hdrs);
+    at->hdrs = NULL;
     *code = SL_EIO;
     if (x->norange) {
         snprintf(why, whylen,
                  "the server sent the whole object for a range request "
                  "(no Range support)");
-        return FAIL;
+        return SL__RQ_FAIL;
     }
     if (x->overflow && x->grow) {
         *code = SL_ERANGE;
         snprintf(why, whylen, "larger than %zu bytes", x->max);
-        return FAIL;
+        return SL__RQ_FAIL;
     }
     if (x->overflow) {
         snprintf(why, whylen, "the server sent more than the %zu bytes asked",
                  len);
-        return FAIL;
+        return SL__RQ_FAIL;
     }
     if (cc != CURLE_OK) {
-        snprintf(why, whylen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(cc));
+        snprintf(why, whylen, "%s",
+                 at->ebuf[0] ? at->ebuf : curl_easy_strerror(cc));
         if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && x->grow))
             *code = SL_ENOMEM;
-        return transient(cc) ? RETRY : FAIL;
+        return transient(cc) ? SL__RQ_RETRY : SL__RQ_FAIL;
     }
     long status = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
@@ -264,23 +262,57 @@ static int attempt(const sl__remote_t *r, const char *url, int head,
                  s3msg);
         if (status == 404 || status == 410)
             *code = SL_ENOTFOUND;
-        return status >= 500 || status == 408 || status == 429 ? RETRY : FAIL;
+        return status >= 500 || status == 408 || status == 429 ? SL__RQ_RETRY
+                                                               : SL__RQ_FAIL;
     }
     if (head || x->grow)
-        return DONE;
+        return SL__RQ_DONE;
     if (status == 206 &&
         (!x->have_cr || x->cr_first != off || x->cr_last != off + len - 1)) {
         snprintf(
             why, whylen, "the server answered bytes %llu-%llu for %llu-%llu",
             (unsigned long long)x->cr_first, (unsigned long long)x->cr_last,
             (unsigned long long)off, (unsigned long long)(off + len - 1));
-        return FAIL;
+        return SL__RQ_FAIL;
     }
     if (x->got != len) {
         snprintf(why, whylen, "short body: %zu of %zu bytes", x->got, len);
-        return RETRY;
+        return SL__RQ_RETRY;
     }
-    return DONE;
+    return SL__RQ_DONE;
+}
+
+int sl__remote_fail(char *err, size_t errlen, int code, const char *name,
+                    const char *what, const char *why, int k)
+{
+    if (k)
+        return sl__fail(err, errlen, code, "%s: %s: %s (after %d retr%s)", name,
+                        what, why, k, k == 1 ? "y" : "ies");
+    return sl__fail(err, errlen, code, "%s: %s: %s", name, what, why);
+}
+
+void sl__remote_what(char *what, size_t n, uint64_t off, size_t len)
+{
+    snprintf(what, n, "bytes %llu-%llu", (unsigned long long)off,
+             (unsigned long long)(off + len - 1));
+}
+
+/* One blocking attempt: the rules above around curl_easy_perform. */
+static int attempt(const sl__remote_t *r, const char *url, int head,
+                   uint64_t off, size_t len, xfer_t *x, int *code, char *why,
+                   size_t whylen)
+{
+    CURL *h = handle(why, whylen);
+    if (!h) {
+        *code = SL_ESYSTEM;
+        return SL__RQ_FAIL;
+    }
+    sl__attempt_t at;
+    if (sl__remote_setup(h, r, url, head, off, len, x, &at, code, why, whylen))
+        return SL__RQ_FAIL;
+    CURLcode cc = curl_easy_perform(h);
+    return sl__remote_judge(h, cc, r, head, off, len, x, &at, code, why,
+                            whylen);
 }
 
 static void pause_ms(long ms)
@@ -304,21 +336,17 @@ static int perform(const sl__remote_t *r, const char *url, const char *name,
         if (x.grow)
             x.grow->n = 0;
         int res = attempt(r, url, head, off, len, &x, &code, why, sizeof why);
-        if (res == DONE) {
+        if (res == SL__RQ_DONE) {
             *proto = x;
             return 0;
         }
-        if (res == FAIL || k >= g_cfg.retries) {
+        if (res == SL__RQ_FAIL || k >= g_cfg.retries) {
             proto->status = x.status;
             break;
         }
-        long ms = g_cfg.backoff_ms << (k < 10 ? k : 10);
-        pause_ms(ms < 30000 ? ms : 30000);
+        pause_ms(sl__remote_backoff_ms(k));
     }
-    if (k)
-        return sl__fail(err, errlen, code, "%s: %s: %s (after %d retr%s)", name,
-                        what, why, k, k == 1 ? "y" : "ies");
-    return sl__fail(err, errlen, code, "%s: %s: %s", name, what, why);
+    return sl__remote_fail(err, errlen, code, name, what, why, k);
 }
 
 /* ---- the calls */
@@ -392,8 +420,7 @@ int sl__remote_read(sl__remote_t *r, uint64_t off, void *buf, size_t len,
     if (!len)
         return 0;
     char what[80];
-    snprintf(what, sizeof what, "bytes %llu-%llu", (unsigned long long)off,
-             (unsigned long long)(off + len - 1));
+    sl__remote_what(what, sizeof what, off, len);
     xfer_t x = {.buf = buf, .len = len, .whole = off == 0 && len == r->size};
     return perform(r, r->url, r->name, what, 0, off, len, &x, err, errlen);
 }

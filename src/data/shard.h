@@ -57,6 +57,8 @@ int sl__shard_open_mem(const void *p, size_t n, sl__shard_t **out, char *err,
 void sl__shard_close(sl__shard_t *s);
 uint64_t sl__shard_count(const sl__shard_t *s);
 const char *sl__shard_path(const sl__shard_t *s);
+/* 1 when the shard is at a URL: its records are ranged requests. */
+int sl__shard_is_remote(const sl__shard_t *s);
 /* Bytes of the shard file (or memory) as opened. */
 uint64_t sl__shard_size(const sl__shard_t *s);
 /* The header checksum (checked at open): it covers the record count and
@@ -95,12 +97,16 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
 /* The same read in two halves, for a caller that does the I/O itself
  * (several reads in flight: exec/aread). begin checks, asks admit, makes
  * the buffers and fills *io: io->len bytes at io->off of io->fd into
- * io->dst (io->done: nothing to read, a shard in memory). end takes the
- * result of that read (bytes read, or -errno), reads synchronously what a
- * short read left, then decompresses and checks as sl__shard_read_admit.
- * sl__shard_read_admit is begin, the read, end. */
+ * io->dst (io->done: nothing to read, a shard in memory; a shard at a URL
+ * has io->remote instead of fd: a ranged read of that object). end takes
+ * the result of that read (bytes read, or -errno; remote: len, or the
+ * SL_E* code with the message in why), reads synchronously what a short
+ * read of a file left, then decompresses and checks as
+ * sl__shard_read_admit. sl__shard_read_admit is begin, the read, end. */
+struct sl__remote;
 typedef struct sl__shard_io {
     int fd;
+    struct sl__remote *remote;
     uint8_t *dst;
     size_t len;
     uint64_t off;
@@ -110,7 +116,7 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                          sl__bytes_t *scratch, const sl__admit_t *admit,
                          sl__shard_io_t *io, char *err, size_t errlen);
 int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
-                       sl__bytes_t *scratch, int64_t res,
+                       sl__bytes_t *scratch, int64_t res, const char *why,
                        uint64_t *stored_bytes, char *err, size_t errlen);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "bytesrc.h"
 #include "codec/codec.h"
+#include "remote.h"
 #include "remote_parse.h"
 #include "shard.h"
 #include "shard_format.h"
@@ -344,6 +345,11 @@ uint64_t sl__shard_digest(const sl__shard_t *s)
     return s->digest;
 }
 
+int sl__shard_is_remote(const sl__shard_t *s)
+{
+    return s->src != NULL;
+}
+
 int sl__shard_label_check(const sl__shard_t *s, uint64_t i, int64_t classes,
                           char *err, size_t errlen)
 {
@@ -395,12 +401,17 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
     }
     /* The whole read here; _end reads nothing more unless it failed. */
     int64_t res = 0;
-    if (io.len) {
+    char why[1024] = "";
+    if (io.len && io.remote) {
+        int rc =
+            sl__remote_read(io.remote, io.off, io.dst, io.len, why, sizeof why);
+        res = rc ? rc : (int64_t)io.len;
+    } else if (io.len) {
         errno = 0;
         res = read_at(s, io.dst, io.len, io.off) ? (errno ? -errno : 0)
                                                  : (int64_t)io.len;
     }
-    return sl__shard_read_end(s, i, out, scratch, res, stored_bytes, err,
+    return sl__shard_read_end(s, i, out, scratch, res, why, stored_bytes, err,
                               errlen);
 }
 
@@ -439,15 +450,12 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                         s->path, i, e->name, e->raw_size);
     /* Uncompressed records go straight to out: no copy. */
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
-    if (s->src) { /* a URL: one ranged request, here (no fd to hand on) */
-        char why[1024];
-        int rc = sl__bytesrc_read(s->src, e->offset, dst, e->stored_size, why,
-                                  sizeof why);
-        if (rc)
-            return sl__fail(err, errlen, rc,
-                            "%s: record %" PRIu64 " (%s): read failed: %s",
-                            s->path, i, e->name, why);
-        io->done = 1;
+    if (s->src) { /* a URL: one ranged request, the caller's */
+        io->remote = sl__bytesrc_remote(s->src);
+        io->dst = dst;
+        io->len = e->stored_size;
+        io->off = e->offset;
+        io->done = !io->len;
         return 0;
     }
     if (s->fd < 0) { /* in memory: nothing to wait for */
@@ -464,13 +472,17 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
 }
 
 int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
-                       sl__bytes_t *scratch, int64_t res,
+                       sl__bytes_t *scratch, int64_t res, const char *why,
                        uint64_t *stored_bytes, char *err, size_t errlen)
 {
     const sl__shard_entry_t *e = &s->entries[i];
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
     if (stored_bytes)
         *stored_bytes = 0;
+    if (s->src && res < 0) /* a ranged request, failed after its retries */
+        return sl__fail(err, errlen, (int)res,
+                        "%s: record %" PRIu64 " (%s): read failed: %s", s->path,
+                        i, e->name, why ? why : "");
     int failed = 0;
     errno = 0;
     if (s->fd >= 0 && res < 0) {

@@ -12,6 +12,7 @@
 #include "folder.h"
 #include "pack_dir.h"
 #include "recset.h"
+#include "remote.h"
 #include "remote_parse.h"
 #include "shard.h"
 
@@ -418,7 +419,13 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     if (rc)
         return rc;
     int64_t res = 0;
-    if (rd.len) { /* _end reads the rest of a short read */
+    char why[1024] = "";
+    if (rd.len && rd.remote) { /* one ranged request, retried */
+        int rrc =
+            sl__remote_read(rd.remote, rd.off, rd.dst, rd.len, why, sizeof why);
+        res = rrc ? rrc : (int64_t)rd.len;
+        rd.why = why;
+    } else if (rd.len) { /* _end reads the rest of a short read */
         ssize_t r;
         do
             r = pread(rd.fd, rd.dst, rd.len, (off_t)rd.off);
@@ -441,10 +448,16 @@ int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     if (s->folder)
         return file_begin(s->folder->root, s->folder->paths[i], out, admit, rd,
                           err, errlen);
-    if (s->set) { /* read here, whole (data/recset): nothing in flight */
+    if (s->set) { /* a file's read here, whole; a URL's handed out */
         int64_t k = 0;
         const sl__recfile_t *f = sl__recset_locate(s->set, i, &k);
-        return sl__recfile_read(f, k, out, admit, &rd->stored, err, errlen);
+        sl__recfile_io_t io;
+        int rc = sl__recfile_read_begin(f, k, out, admit, &io, err, errlen);
+        rd->remote = io.remote;
+        rd->dst = io.dst;
+        rd->len = io.len;
+        rd->off = io.off;
+        return rc;
     }
     uint64_t k;
     int sh = find_shard(s, i, &k);
@@ -458,6 +471,7 @@ int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     if (rc)
         return rc;
     rd->fd = io.fd;
+    rd->remote = io.remote;
     rd->dst = io.dst;
     rd->len = io.done ? 0 : io.len;
     rd->off = io.off;
@@ -470,10 +484,10 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
 {
     int64_t i = rd->i;
     if (s->set) {
-        (void)res;
-        if (stored)
-            *stored = rd->stored;
-        return 0;
+        int64_t k = 0;
+        const sl__recfile_t *f = sl__recset_locate(s->set, i, &k);
+        return sl__recfile_read_end(f, k, out, rd->len ? res : 0, rd->why,
+                                    stored, err, errlen);
     }
     if (s->folder)
         return file_end(s->folder->root, s->folder->paths[i], rd, res, out,
@@ -483,7 +497,24 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
     if (rd->len == 0) /* in memory, or an empty record: all there */
         res = 0;
     return sl__shard_read_end(s->shards[sh], k, out, scratch,
-                              rd->fd < 0 ? 0 : res, stored, err, errlen);
+                              rd->fd < 0 && !rd->remote ? 0 : res, rd->why,
+                              stored, err, errlen);
+}
+
+int sl__source_reads_remote(const sl__source_t *s)
+{
+    if (s->set) {
+        for (int k = 0; k < s->set->nfiles; k++)
+            if (sl__bytesrc_is_remote(s->set->files[k]->src))
+                return 1;
+        return 0;
+    }
+    if (s->folder)
+        return 0;
+    for (int k = 0; k < s->nshards; k++)
+        if (sl__shard_is_remote(s->shards[k]))
+            return 1;
+    return 0;
 }
 
 int sl__source_note_count(const sl__source_t *s)

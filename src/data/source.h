@@ -59,20 +59,23 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
 /* The same read in two halves, for a caller that keeps several reads in
  * flight and does the I/O itself (exec/aread): begin opens or locates
  * sample i, asks admit, makes the buffers and fills *rd: read rd->len
- * bytes at rd->off of rd->fd into rd->dst (len 0: nothing to read). end
- * takes that read's result (bytes read, or -errno), reads synchronously
- * what a short read left, finishes as sl__source_read does (decompress,
+ * bytes at rd->off of rd->fd into rd->dst (len 0: nothing to read), or,
+ * with rd->remote set (a shard at a URL), of that object (fd -1). end
+ * takes that read's result (bytes read, or -errno; remote: len, or the
+ * SL_E* code with its message in rd->why, which the caller sets), reads
+ * synchronously what a short read left, finishes as sl__source_read does
+ * (decompress,
  * checksum, out->n, *stored) and closes what begin opened; every begin
  * that returned 0 must be ended. sl__source_read_admit is begin, one
  * pread, end. */
 typedef struct sl__source_rd {
     int64_t i;
     int fd, own_fd;
+    struct sl__remote *remote;
+    const char *why; /* remote: the failed read's message */
     uint8_t *dst;
     size_t len;
     uint64_t off;
-    uint64_t stored; /* read whole by begin (a WebDataset / TFRecord
-                        record): its stored bytes */
 } sl__source_rd_t;
 int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
                           sl__bytes_t *scratch, const sl__admit_t *admit,
@@ -92,6 +95,11 @@ const char *sl__source_note(const sl__source_t *s, int i, int *lost);
  * holds [first[k], first[k+1]), *n files; NULL for an ImageFolder (one
  * group). Valid until the source is closed. */
 const int64_t *sl__source_groups(const sl__source_t *s, int *n);
+
+/* 1 when sl__source_read_begin hands out remote reads (sluice shards at
+ * URLs): a caller with a multi engine (exec/aread) can keep many in
+ * flight from one thread. */
+int sl__source_reads_remote(const sl__source_t *s);
 
 /* "imagefolder", "sluice shards", "webdataset" or "tfrecord". */
 const char *sl__source_format(const sl__source_t *s);

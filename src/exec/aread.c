@@ -32,11 +32,18 @@ void sl__aread_destroy(sl__aread_t *a)
 {
     sl__uring_close(a->ring);
     a->ring = NULL;
+    sl__rmulti_close(a->multi);
+    a->multi = NULL;
 }
 
 int sl__aread_uses_ring(const sl__aread_t *a)
 {
     return a->ring != NULL && !a->refused;
+}
+
+int sl__aread_uses_multi(const sl__aread_t *a)
+{
+    return !a->no_multi;
 }
 
 int sl__aread_in_flight(const sl__aread_t *a)
@@ -102,10 +109,33 @@ void sl__aread_flush(sl__aread_t *a)
     }
 }
 
+/* A URL's read: through the multi engine (made here the first time), or
+ * inline where there is none. */
+static void start_remote(sl__aread_t *a, sl__areq_t *r)
+{
+    if (!a->multi && !a->no_multi) {
+        char why[256];
+        a->no_multi = sl__rmulti_open(&a->multi, why, sizeof why) != 0;
+    }
+    r->phase = AR_KERNEL;
+    if (a->multi && !sl__rmulti_read(a->multi, r->remote, r->off, r->buf,
+                                     r->len, r, r->why, r->whylen)) {
+        a->in_curl++;
+        return;
+    }
+    int rc =
+        sl__remote_read(r->remote, r->off, r->buf, r->len, r->why, r->whylen);
+    read_done(a, r, rc ? rc : (int64_t)r->len);
+}
+
 void sl__aread_start(sl__aread_t *a, sl__areq_t *r)
 {
     a->in_flight++;
     r->ticket = 0;
+    if (r->len && r->remote) {
+        start_remote(a, r);
+        return;
+    }
     if (r->len == 0 || !sl__aread_uses_ring(a)) {
         read_done(a, r, r->len ? read_inline(r) : 0);
         return;
@@ -126,16 +156,27 @@ void sl__aread_start(sl__aread_t *a, sl__areq_t *r)
     a->in_kernel++;
 }
 
-/* Moves every arrived completion to the emulated line. */
+/* Moves every arrived completion to the emulated line: the ring's, then
+ * the multi engine's. wait_ns is spent on the engine when it has reads
+ * (its transfers only move while it runs), else on the ring. */
 static void collect(sl__aread_t *a, int64_t wait_ns)
 {
     void *user;
     int64_t res;
+    int64_t kwait = a->in_curl > 0 ? 0 : wait_ns;
     while (a->in_kernel > 0 &&
-           sl__uring_complete(a->ring, &user, &res, wait_ns)) {
+           sl__uring_complete(a->ring, &user, &res, kwait)) {
         a->in_kernel--;
         read_done(a, user, res);
-        wait_ns = 0; /* the rest only if already there */
+        kwait = wait_ns = 0; /* the rest only if already there */
+    }
+    int rc;
+    while (a->in_curl > 0 &&
+           sl__rmulti_complete(a->multi, &user, &rc, wait_ns)) {
+        sl__areq_t *r = user;
+        a->in_curl--;
+        read_done(a, r, rc ? rc : (int64_t)r->len);
+        wait_ns = 0;
     }
 }
 
@@ -187,6 +228,8 @@ int sl__aread_reap(sl__aread_t *a, sl__areq_t **done, int max, int64_t wait_ns,
                    int force)
 {
     sl__aread_flush(a);
+    if (force && a->in_curl > 0)
+        sl__rmulti_cancel(a->multi); /* each comes back failed, at once */
     int64_t end = sl__now_ns() + (wait_ns > 0 ? wait_ns : 0);
     for (;;) {
         collect(a, 0);
@@ -203,7 +246,7 @@ int sl__aread_reap(sl__aread_t *a, sl__areq_t **done, int max, int64_t wait_ns,
             left = next;
         if (left > AR_WAIT_MAX_NS)
             left = AR_WAIT_MAX_NS;
-        if (a->in_kernel > 0)
+        if (a->in_kernel > 0 || a->in_curl > 0)
             collect(a, left); /* a completion, or the timeout */
         else
             nap(left);

@@ -2,11 +2,16 @@
  * emulated storage (exec/throttle) applied to their completions instead
  * of to a sleeping thread.
  *
- * A request is the caller's: it says what to read (fd, buf, len, off) and
- * when it was issued (t0); aread hands it back once
- *   - the read itself is done: through the thread's io_uring (exec/uring),
- *     or, without a ring, read right away in sl__aread_start ("inline":
- *     the storage then blocks the thread, the emulated waits still do not);
+ * A request is the caller's: it says what to read (fd, buf, len, off; or,
+ * for an object behind a URL, remote instead of fd) and when it was issued
+ * (t0); aread hands it back once
+ *   - the read itself is done: a file's through the thread's io_uring
+ *     (exec/uring), or, without a ring, read right away in sl__aread_start
+ *     ("inline": the storage then blocks the thread, the emulated waits
+ *     still do not); a URL's through the thread's libcurl multi engine
+ *     (data/remote_multi: many ranged requests in flight, retried by the
+ *     blocking path's rules), or inline with sl__remote_read where there is
+ *     no engine (built without libcurl, out of memory);
  *   - and the emulated storage lets it complete, by the rule of
  *     sl__throttle_wait: not before t0 + latency (the latency as it stands
  *     when checked), then its bytes take their place in the shared token
@@ -22,18 +27,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "data/remote.h"
+#include "data/remote_multi.h"
 #include "exec/throttle.h"
 #include "exec/uring.h"
 
 typedef struct sl__areq {
     /* set by the caller */
     int fd;
+    sl__remote_t *remote; /* set: read from this URL's object, not fd */
+    char *why;            /* remote: a failure's message, whylen bytes */
+    size_t whylen;
     void *buf;
     size_t len; /* 0: nothing to read (the emulated storage still applies) */
     uint64_t off;
     int64_t t0; /* issued (sl__now_ns) */
     void *user;
-    /* the result: bytes read (possibly short), or -errno */
+    /* the result: bytes read (possibly short), or -errno; remote: len, or
+     * the SL_E* code (< 0) with the message in why */
     int64_t res;
     /* aread's own */
     int phase;
@@ -52,6 +63,11 @@ typedef struct sl__aread {
     /* The kernel refused a submission (-errno; 0: never): every read from
      * then on is inline, the queued ones were read inline at once. */
     int refused;
+    /* URLs: the engine (made at the first remote read; no_multi: it could
+     * not be, reads inline) and its reads not yet back. */
+    sl__rmulti_t *multi;
+    int no_multi;
+    int in_curl;
 } sl__aread_t;
 
 /* A ring of `entries` when use_ring (else, or when the ring cannot be
@@ -63,6 +79,9 @@ void sl__aread_destroy(sl__aread_t *a);
 /* 1 while reads go through the ring (not before a ring was made, nor
  * after the kernel refused one). */
 int sl__aread_uses_ring(const sl__aread_t *a);
+/* 1 when URLs are (or, before the first, can be) read through the multi
+ * engine rather than inline. */
+int sl__aread_uses_multi(const sl__aread_t *a);
 
 /* Starts r (queued for the ring: sl__aread_flush hands the queue to the
  * kernel; a full queue is flushed here). */
@@ -73,7 +92,8 @@ int sl__aread_in_flight(const sl__aread_t *a);
 /* Up to max requests that are complete, into done[]; waits up to wait_ns
  * for the first (0: do not wait). With force, the emulated storage is
  * skipped and the call waits for at least one request whatever wait_ns
- * (a stop draining the ring: the kernel may still write into buffers).
+ * (a stop draining the ring: the kernel may still write into buffers;
+ * remote reads still in flight are cancelled, each handed back failed).
  * @return how many. */
 int sl__aread_reap(sl__aread_t *a, sl__areq_t **done, int max, int64_t wait_ns,
                    int force);

@@ -20,6 +20,17 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
     return rc ? sl__lasterr_set(NULL, rc, "%s", err) : 0;
 }
 
+/* Undoes what create did before the pipeline existed (the sampler, the
+ * source, the skip list); passes rc back. */
+static int create_undo(sl_loader_t *l, int rc)
+{
+    sl__sampler_free(&l->smp);
+    sl__source_close(l->src);
+    sl__msglog_free(&l->skips);
+    free(l);
+    return rc;
+}
+
 static int create(const char *source, const sl_options_t *opt,
                   sl_loader_t **out, char *err, size_t errlen)
 {
@@ -33,11 +44,8 @@ static int create(const char *source, const sl_options_t *opt,
     if (!opt)
         sl_options_init(&l->opt);
     else if (sl__abi_in(&l->opt, sizeof l->opt, opt, SL__OPTIONS_V1_SIZE,
-                        "sl_options", err, errlen)) {
-        sl__msglog_free(&l->skips);
-        free(l);
-        return SL_EINVAL;
-    }
+                        "sl_options", err, errlen))
+        return create_undo(l, SL_EINVAL);
     l->alloc = (sl__allocator_t){l->opt.buffer_alloc, l->opt.buffer_free,
                                  l->opt.buffer_ctx};
     /* Knobs left at 0 / SL_AUTOTUNE belong to the scheduler. */
@@ -61,32 +69,18 @@ static int create(const char *source, const sl_options_t *opt,
         rc = sl__sampler_stream(&l->smp, l->opt.shuffle_buffer,
                                 g ? g : l->one_group, g ? ng : 1, err, errlen);
     }
-    if (rc) {
-        sl__sampler_free(&l->smp);
-        sl__source_close(l->src);
-        sl__msglog_free(&l->skips);
-        free(l);
-        return rc;
-    }
+    if (rc)
+        return create_undo(l, rc);
     sl__loader_xform(&l->opt, &l->xf);
     size_t esize = l->opt.dtype == SL_DTYPE_FLOAT32 ? 4 : 1;
     l->sample_bytes = (size_t)l->opt.image_size * l->opt.image_size * 3 * esize;
     l->batch_bytes = l->sample_bytes * (size_t)l->opt.batch_size;
     rc = sl__loader_budgets(l, &given, err, errlen);
-    if (rc) {
-        sl__sampler_free(&l->smp);
-        sl__source_close(l->src);
-        sl__msglog_free(&l->skips);
-        free(l);
-        return rc;
-    }
-    if (sl__loader_cache_open(l)) {
-        sl__sampler_free(&l->smp);
-        sl__source_close(l->src);
-        sl__msglog_free(&l->skips);
-        free(l);
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    }
+    if (rc)
+        return create_undo(l, rc);
+    if (sl__loader_cache_open(l))
+        return create_undo(l,
+                           sl__fail(err, errlen, SL_ENOMEM, "out of memory"));
     sl__membudget_init(&l->rbud, l->lim.mem_read);
     sl__membudget_init(&l->dbud, l->lim.mem_decode);
     l->prefetch = l->opt.prefetch;
@@ -684,7 +678,9 @@ int sl__testing_read_path(const sl_loader_t *l, const char **what)
     if (!l)
         return SL_EINVAL;
     if (what)
-        *what = l->async ? "io_uring" : l->async_why;
+        *what = !l->async                         ? l->async_why
+                : sl__source_reads_remote(l->src) ? "curl multi"
+                                                  : "io_uring";
     return l->async;
 }
 

@@ -146,6 +146,9 @@ static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block,
     /* A read that failed before it began still passes the emulated
      * storage, as a blocking read's error does. */
     it->rq = (sl__areq_t){.fd = rc ? -1 : it->rd.fd,
+                          .remote = rc ? NULL : it->rd.remote,
+                          .why = it->rwhy,
+                          .whylen = sizeof it->rwhy,
                           .buf = it->rd.dst,
                           .len = rc ? 0 : it->rd.len,
                           .off = it->rd.off,
@@ -163,6 +166,7 @@ static int finish(sl_loader_t *l, item_t *it, int stopping)
 {
     uint64_t stored = 0;
     atomic_fetch_sub(&l->reads_in_flight, 1);
+    it->rd.why = it->rwhy;
     if (!it->rc)
         it->rc =
             sl__source_read_end(l->src, &it->rd, it->rq.res, &it->data,

@@ -80,6 +80,7 @@ typedef struct item {
     int64_t t0;
     int rc;
     char err[SL_MSG];
+    char rwhy[SL_MSG];   /* a remote read's failure (rq.why) */
     sl__cache_ref_t hit; /* a cache hit, pinned until decoded (e: none) */
 } item_t;
 
@@ -126,7 +127,8 @@ struct sl_loader {
     sl__bytes_t rscratch[SL_WORKERS_MAX];
     sl__throttle_t thr; /* emulated storage: readers wait here */
     /* Asynchronous reads (loader_aread.c; docs/DESIGN.md): async = 1 when
-     * io_uring works here and the options allow it; then each reader keeps
+     * the options allow it and io_uring works here or the source is read
+     * through URLs (libcurl's multi interface); then each reader keeps
      * its share of io_depth reads in flight (0: io_depth follows the read
      * threads, one read each). Both atomics are also written under mu. */
     int async;

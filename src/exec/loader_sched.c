@@ -22,8 +22,13 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
         return rc;
     const char *why = "";
     int allowed = given->io_depth != SL_IO_DEPTH_OFF;
-    l->async = allowed && sl__uring_probe(&why);
-    l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)" : why;
+    /* A source at URLs needs no io_uring: its reads go through libcurl's
+     * multi interface (exec/aread), and local files, if any, inline. */
+    int remote = sl__source_reads_remote(l->src);
+    l->async = allowed && (sl__uring_probe(&why) || remote);
+    l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"
+                   : remote ? ""
+                            : why;
     int depth = sl__limits_io_depth(given, l->async, &k, &l->lim);
     atomic_store(&l->io_depth, depth);
     l->opt.io_depth = depth;

@@ -38,20 +38,13 @@ int sl__image_process_rgb(const uint8_t *rgb, int W, int H,
 {
     if (!rgb || !x || !s || !out)
         return sl__fail(err, errlen, SL_EINVAL, "NULL argument");
-    int rc = sl__check_dims(W, H, err, errlen);
-    if (rc)
-        return rc;
     sl__geom_t g;
-    rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
+    sl__rs_t rs;
+    int cx0, cy0, vfirst;
+    int rc = sl__plan_full(x, W, H, crop_rng, flip_rng, s, &g, &rs, &cx0, &cy0,
+                           &vfirst, err, errlen);
     if (rc)
         return rc;
-    sl__rs_t rs;
-    int cx0, cy0;
-    rc = sl__plan_axes(s, &g.box, 1, W, H, x->out_w, x->out_h, &rs.h, &rs.v,
-                       &cx0, &cy0);
-    if (rc)
-        return sl__fail(err, errlen, rc, "cannot plan the resample");
-    int vfirst = sl__vertical_first(&g.box);
     rc = sl__scratch_admit(s, sl__rs_need(&rs.h, &rs.v, vfirst), err, errlen);
     if (rc)
         return rc;

@@ -102,6 +102,48 @@ static int jpeg_setup(sl__scratch_t *s, char *err, size_t errlen)
     return 0;
 }
 
+/* Ready for one image (libjpeg set up once per scratch): the corrupt-data
+ * warnings it may take, none when strict. */
+static int jpeg_arm(sl__scratch_t *s, int strict, char *err, size_t errlen)
+{
+    if (!s->jpeg_ready) {
+        int rc = jpeg_setup(s, err, errlen);
+        if (rc)
+            return rc;
+    }
+    s->jerr.warnings = 0;
+    s->jerr.max_warnings = strict ? 0 : SL__JPEG_MAX_WARNINGS;
+    return 0;
+}
+
+/* The header of p read into d, its size checked. */
+static int jpeg_header(j_decompress_ptr d, const uint8_t *p, size_t n, int *W,
+                       int *H, char *err, size_t errlen)
+{
+    jpeg_mem_src(d, p, (unsigned long)n);
+    jpeg_read_header(d, TRUE);
+    *W = (int)d->image_width;
+    *H = (int)d->image_height;
+    return sl__check_dims(*W, *H, err, errlen);
+}
+
+/* The output asked of libjpeg: RGB (CMYK, *cmyk set, where the file holds
+ * CMYK or YCCK), at 1/denom; *ps the bytes of an output pixel. */
+static int jpeg_output(j_decompress_ptr d, int denom, int *cmyk, int *ps,
+                       char *err, size_t errlen)
+{
+    *cmyk = d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
+    d->out_color_space = *cmyk ? JCS_CMYK : JCS_EXT_RGB;
+    d->scale_num = 1;
+    d->scale_denom = (unsigned)denom;
+    jpeg_calc_output_dimensions(d); /* what start_decompress will use */
+    *ps = d->output_components;
+    if (*ps != (*cmyk ? 4 : 3))
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "unexpected %d output components", *ps);
+    return 0;
+}
+
 void sl__jpeg_release(sl__scratch_t *s)
 {
     if (s->jpeg_ready)
@@ -154,10 +196,8 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
                      void *out, char *err, size_t errlen)
 {
     j_decompress_ptr d = &s->dinfo;
-    jpeg_mem_src(d, p, (unsigned long)n);
-    jpeg_read_header(d, TRUE);
-    int W = (int)d->image_width, H = (int)d->image_height;
-    int rc = sl__check_dims(W, H, err, errlen);
+    int W, H;
+    int rc = jpeg_header(d, p, n, &W, &H, err, errlen);
     if (rc)
         return rc;
     sl__geom_t g;
@@ -165,17 +205,11 @@ static int jpeg_body(const uint8_t *p, size_t n, const sl__xform_t *x,
     if (rc)
         return rc;
 
-    int cmyk =
-        d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
-    d->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
     int denom = x->dct_scale ? sl__pick_denom(&g.box, x->out_w, x->out_h) : 1;
-    d->scale_num = 1;
-    d->scale_denom = (unsigned)denom;
-    jpeg_calc_output_dimensions(d); /* what start_decompress will use */
-    int ps = d->output_components;
-    if (ps != (cmyk ? 4 : 3))
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "unexpected %d output components", ps);
+    int cmyk, ps;
+    rc = jpeg_output(d, denom, &cmyk, &ps, err, errlen);
+    if (rc)
+        return rc;
 
     sl__rs_t rs;
     int cx0, cy0;
@@ -266,18 +300,14 @@ int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
                      sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
                      void *out, char *err, size_t errlen)
 {
-    if (!s->jpeg_ready) {
-        int rc = jpeg_setup(s, err, errlen);
-        if (rc)
-            return rc;
-    }
-    s->jerr.warnings = 0;
-    s->jerr.max_warnings = x->strict ? 0 : SL__JPEG_MAX_WARNINGS;
+    int rc = jpeg_arm(s, x->strict, err, errlen);
+    if (rc)
+        return rc;
     if (setjmp(s->jerr.jb)) {
         jpeg_abort_decompress(&s->dinfo);
         return sl__fail(err, errlen, s->jerr.code, "%s", s->jerr.msg);
     }
-    int rc = jpeg_body(p, n, x, crop_rng, flip_rng, s, out, err, errlen);
+    rc = jpeg_body(p, n, x, crop_rng, flip_rng, s, out, err, errlen);
     jpeg_abort_decompress(&s->dinfo);
     return rc;
 }
@@ -329,22 +359,12 @@ static int jpeg_full_body(const uint8_t *p, size_t n, sl__scratch_t *s,
                           size_t errlen)
 {
     j_decompress_ptr d = &s->dinfo;
-    jpeg_mem_src(d, p, (unsigned long)n);
-    jpeg_read_header(d, TRUE);
-    int W = (int)d->image_width, H = (int)d->image_height;
-    int rc = sl__check_dims(W, H, err, errlen);
+    int W, H, cmyk, ps;
+    int rc = jpeg_header(d, p, n, &W, &H, err, errlen);
+    if (!rc)
+        rc = jpeg_output(d, 1, &cmyk, &ps, err, errlen);
     if (rc)
         return rc;
-    int cmyk =
-        d->jpeg_color_space == JCS_CMYK || d->jpeg_color_space == JCS_YCCK;
-    d->out_color_space = cmyk ? JCS_CMYK : JCS_EXT_RGB;
-    d->scale_num = 1;
-    d->scale_denom = 1;
-    jpeg_calc_output_dimensions(d);
-    int ps = d->output_components;
-    if (ps != (cmyk ? 4 : 3))
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "unexpected %d output components", ps);
     size_t rowb = (size_t)W * ps, bytes = rowb * (size_t)H + SL__SLACK;
     size_t lib = jpeg_lib_bytes(d);
     rc = sl__scratch_admit(s, lib + bytes, err, errlen);
@@ -386,18 +406,14 @@ int sl__jpeg_decode_full(const uint8_t *p, size_t n, int strict,
                          sl__scratch_t *s, sl__bytes_t *out, int *w, int *h,
                          char *err, size_t errlen)
 {
-    if (!s->jpeg_ready) {
-        int rc = jpeg_setup(s, err, errlen);
-        if (rc)
-            return rc;
-    }
-    s->jerr.warnings = 0;
-    s->jerr.max_warnings = strict ? 0 : SL__JPEG_MAX_WARNINGS;
+    int rc = jpeg_arm(s, strict, err, errlen);
+    if (rc)
+        return rc;
     if (setjmp(s->jerr.jb)) {
         jpeg_abort_decompress(&s->dinfo);
         return sl__fail(err, errlen, s->jerr.code, "%s", s->jerr.msg);
     }
-    int rc = jpeg_full_body(p, n, s, out, w, h, err, errlen);
+    rc = jpeg_full_body(p, n, s, out, w, h, err, errlen);
     jpeg_abort_decompress(&s->dinfo);
     return rc;
 }

@@ -154,6 +154,15 @@ void sl__rs_rows(sl__rs_t *rs, int r, const uint8_t *src, size_t sstride,
 int sl__rs_finish(sl__scratch_t *s, sl__rs_t *rs, const sl__xform_t *x,
                   int flip, void *out);
 
+/* The plan for a source whose W x H pixels are all at hand (a PNG, a
+ * decoded-cache entry): its size checked (sl__check_dims), the geometry
+ * (sl__geom_resolve), both axes at scale 1 (sl__plan_axes, into rs->h and
+ * rs->v) and the pass order (sl__vertical_first) into *vfirst. */
+int sl__plan_full(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
+                  sl__rng_t *flip_rng, sl__scratch_t *s, sl__geom_t *g,
+                  sl__rs_t *rs, int *cx0, int *cy0, int *vfirst, char *err,
+                  size_t errlen);
+
 /* AVX2 kernels (resize_avx2.c); call only when sl__have_avx2(). Setting
  * the environment variable SL_NO_AVX2 (to anything but "0") before the
  * first call forces the scalar code, for tests. */

@@ -33,57 +33,70 @@ int sl__png_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
     return sl__check_dims(*w, *h, err, errlen);
 }
 
+/* The header checked (sl__png_info) and libpng's reader opened on it, set
+ * to 8-bit RGB, or RGBA where the file has alpha (*ps bytes a pixel), with
+ * 16-bit samples taken as sRGB. On success the caller frees img. */
+static int png_open(const uint8_t *p, size_t n, png_image *img, int *W, int *H,
+                    int *ps, char *err, size_t errlen)
+{
+    int rc = sl__png_info(p, n, W, H, err, errlen);
+    if (rc)
+        return rc;
+    memset(img, 0, sizeof *img);
+    img->version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(img, p, n)) {
+        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img->message);
+        png_image_free(img);
+        return rc;
+    }
+    *ps = (img->format & PNG_FORMAT_FLAG_ALPHA) ? 4 : 3;
+    img->format = *ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
+    img->flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
+    return 0;
+}
+
+/* The whole image into dst (rows of stride bytes, plus SL__SLACK), its
+ * bytes and `more` admitted first. */
+static int png_read_all(png_image *img, size_t stride, size_t more,
+                        sl__scratch_t *s, sl__bytes_t *dst, char *err,
+                        size_t errlen)
+{
+    size_t bytes = stride * img->height + SL__SLACK;
+    int rc = sl__scratch_admit(s, bytes + more, err, errlen);
+    if (rc)
+        return rc;
+    if (sl__bytes_reserve(dst, bytes))
+        return sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
+                        img->width, img->height);
+    if (!png_image_finish_read(img, NULL, dst->p, (png_int_32)stride, NULL))
+        return sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img->message);
+    return 0;
+}
+
 int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
                     sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
                     void *out, char *err, size_t errlen)
 {
-    int W, H;
-    int rc = sl__png_info(p, n, &W, &H, err, errlen);
+    int W, H, ps;
+    png_image img;
+    int rc = png_open(p, n, &img, &W, &H, &ps, err, errlen);
     if (rc)
         return rc;
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&img, p, n)) {
-        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
-        png_image_free(&img);
-        return rc;
-    }
-    int ps = (img.format & PNG_FORMAT_FLAG_ALPHA) ? 4 : 3;
-    img.format = ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
-    img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
     size_t stride = (size_t)img.width * ps;
 
     /* The geometry needs only the header, so the whole sample's memory is
      * known (and admitted) before the image is decoded. */
     sl__geom_t g;
     sl__rs_t rs;
-    int cx0, cy0;
-    rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
+    int cx0, cy0, vfirst;
+    rc = sl__plan_full(x, W, H, crop_rng, flip_rng, s, &g, &rs, &cx0, &cy0,
+                       &vfirst, err, errlen);
     if (rc)
         goto out;
-    rc = sl__plan_axes(s, &g.box, 1, W, H, x->out_w, x->out_h, &rs.h, &rs.v,
-                       &cx0, &cy0);
-    if (rc) {
-        rc = sl__fail(err, errlen, rc, "cannot plan the resample");
-        goto out;
-    }
-    int vfirst = sl__vertical_first(&g.box);
-    size_t full = stride * img.height + SL__SLACK;
-    rc = sl__scratch_admit(s, full + sl__rs_need(&rs.h, &rs.v, vfirst), err,
-                           errlen);
+    rc = png_read_all(&img, stride, sl__rs_need(&rs.h, &rs.v, vfirst), s,
+                      &s->full, err, errlen);
     if (rc)
         goto out;
-    if (sl__bytes_reserve(&s->full, full)) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
-                      img.width, img.height);
-        goto out;
-    }
-    if (!png_image_finish_read(&img, NULL, s->full.p, (png_int_32)stride,
-                               NULL)) {
-        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
-        goto out;
-    }
     if (sl__rs_begin(s, &rs, vfirst)) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for resample");
         goto out;
@@ -106,30 +119,12 @@ int sl__png_decode_full(const uint8_t *p, size_t n, sl__scratch_t *s,
                         sl__bytes_t *out, int *w, int *h, char *err,
                         size_t errlen)
 {
-    int W, H;
-    int rc = sl__png_info(p, n, &W, &H, err, errlen);
+    int W, H, ps;
+    png_image img;
+    int rc = png_open(p, n, &img, &W, &H, &ps, err, errlen);
     if (rc)
         return rc;
-    png_image img;
-    memset(&img, 0, sizeof img);
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&img, p, n)) {
-        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
-        png_image_free(&img);
-        return rc;
-    }
-    int ps = (img.format & PNG_FORMAT_FLAG_ALPHA) ? 4 : 3;
-    img.format = ps == 4 ? PNG_FORMAT_RGBA : PNG_FORMAT_RGB;
-    img.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
-    size_t stride = (size_t)img.width * ps;
-    size_t bytes = stride * img.height + SL__SLACK;
-    rc = sl__scratch_admit(s, bytes, err, errlen);
-    if (!rc && sl__bytes_reserve(out, bytes))
-        rc = sl__fail(err, errlen, SL_ENOMEM, "no memory for %ux%u PNG",
-                      img.width, img.height);
-    if (!rc &&
-        !png_image_finish_read(&img, NULL, out->p, (png_int_32)stride, NULL))
-        rc = sl__fail(err, errlen, SL_EDECODE, "libpng: %s", img.message);
+    rc = png_read_all(&img, (size_t)img.width * ps, 0, s, out, err, errlen);
     png_image_free(&img);
     if (rc)
         return rc;

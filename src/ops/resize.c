@@ -179,6 +179,25 @@ size_t sl__rs_need(const sl__axis_t *h, const sl__axis_t *v, int vfirst)
     return tmp_bytes(h, v, vfirst) + line_bytes(w3, h->out, vfirst, 1);
 }
 
+int sl__plan_full(const sl__xform_t *x, int W, int H, sl__rng_t *crop_rng,
+                  sl__rng_t *flip_rng, sl__scratch_t *s, sl__geom_t *g,
+                  sl__rs_t *rs, int *cx0, int *cy0, int *vfirst, char *err,
+                  size_t errlen)
+{
+    int rc = sl__check_dims(W, H, err, errlen);
+    if (rc)
+        return rc;
+    rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, g, err, errlen);
+    if (rc)
+        return rc;
+    rc = sl__plan_axes(s, &g->box, 1, W, H, x->out_w, x->out_h, &rs->h, &rs->v,
+                       cx0, cy0);
+    if (rc)
+        return sl__fail(err, errlen, rc, "cannot plan the resample");
+    *vfirst = sl__vertical_first(&g->box);
+    return 0;
+}
+
 int sl__rs_begin(sl__scratch_t *s, sl__rs_t *rs, int vfirst)
 {
     rs->vfirst = vfirst;

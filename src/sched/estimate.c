@@ -19,6 +19,11 @@ static int ceil_clamp(double x, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+static int need_read(double target, double read_s, const sl__limits_t *lim)
+{
+    return ceil_clamp(target * read_s * SL_EST_READ_HEADROOM, 1, lim->max_read);
+}
+
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                   const sl__knobs_t *cur, sl__estimate_t *e)
 {
@@ -79,8 +84,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     e->target =
         e->demand > 0 && e->demand < e->prep_max ? e->demand : e->prep_max;
     if (e->read_s > 0)
-        e->need_read = ceil_clamp(e->target * e->read_s * SL_EST_READ_HEADROOM,
-                                  1, lim->max_read);
+        e->need_read = need_read(e->target, e->read_s, lim);
     double feed = e->fetch > 0 && e->need_read <= cur->read_threads ? e->fetch
                                                                     : e->target;
     if (e->demand > 0 && e->demand < feed)
@@ -94,4 +98,11 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     double fetch = e->fetch > 0 ? e->fetch : 1e30;
     sl__stall_model_t m = sl__stall_predict(demand, e->prep, fetch, fetch, 1);
     e->bound = sl__bound_name(m.bound);
+}
+
+void sl__estimate_read_floor(sl__estimate_t *e, double floor_s,
+                             const sl__limits_t *lim)
+{
+    if (floor_s > 0 && e->need_read > 0 && e->target > 0 && floor_s < e->read_s)
+        e->need_read = need_read(e->target, floor_s, lim);
 }

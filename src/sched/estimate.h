@@ -19,7 +19,8 @@
  * budget allow); the knobs that reach it with headroom are
  *   need_read   = ceil(target x read_s x READ_HEADROOM)
  *   need_decode = ceil(min(demand, fetch) x decode_s x DECODE_HEADROOM),
- * within the limits. Fields it cannot measure in this window are 0
+ * within the limits (need_read against a floor on read_s under a link's
+ * cap: sl__estimate_read_floor). Fields it cannot measure in this window are 0
  * (unknown); a policy then falls back to stepping. Pure functions. */
 #ifndef SL_ESTIMATE_H
 #define SL_ESTIMATE_H
@@ -45,5 +46,15 @@ typedef struct sl__estimate {
 /* The estimate over win[0..n) (oldest first) for knobs cur under lim. */
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                   const sl__knobs_t *cur, sl__estimate_t *e);
+
+/* Little's law under a link's cap: at a bandwidth limit every read in
+ * flight shares the link, so the time per read grows with the reads in
+ * flight and target x read_s asks for ever more of them (a runaway).
+ * Given floor_s, the shortest time per read seen since the world last
+ * changed (fewest reads in flight), need_read is asked of that time when
+ * today's is longer: the reads in flight that fill the link at the
+ * target, no more. No-op when floor_s is 0 or need_read unknown. */
+void sl__estimate_read_floor(sl__estimate_t *e, double floor_s,
+                             const sl__limits_t *lim);
 
 #endif

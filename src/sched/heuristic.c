@@ -13,6 +13,12 @@
 /* Below this share of the machine for the process, busy readers wait on
  * storage, not for a core. */
 #define IO_CPU 0.60
+/* A consumer-bound pipeline keeps this many seconds of the consumer's
+ * demand ready, at most COVER_MAX batches: a change (others take the
+ * CPU, reads slow down) is absorbed while the policy sees it, jumps and
+ * judges the jump (~3 windows), instead of reaching the trainer. */
+#define COVER_S 2.0
+#define COVER_MAX 8
 
 void sl__heur_init(sl__heur_t *h)
 {
@@ -94,6 +100,7 @@ static void regime(sl__heur_t *h, const sl__estimate_t *e, double other,
         for (int k = 1; k < 4; k++)
             h->hold[k] = 0, h->backoff[k] = 2;
         h->read_cap = 0;
+        h->read_floor_s = 0;
     }
     if (e->read_s > 0) {
         h->ref_read_s = e->read_s;
@@ -116,6 +123,33 @@ static int deficit(const sl__estimate_t *e)
     if (!(supply > 0))
         return 0;
     return e->demand < 0 || supply < 0.95 * e->demand;
+}
+
+/* The buffer drains: the model's supply is short of the demand while
+ * fewer than half the batch buffers are ready. The consumer does not
+ * wait yet; it will once they are gone, so the stage is given more now,
+ * as if it waited. */
+static int draining(const window_t *w, const sl__estimate_t *e,
+                    const sl__knobs_t *cur)
+{
+    return e->demand > 0 && deficit(e) && w->ready < 0.5 * cur->prefetch;
+}
+
+/* Batches that hold COVER_S of the demand when the consumer is the bound
+ * (0: not consumer-bound or unknown), within max_prefetch. */
+static int cover(const sl_snapshot_t *snaps, int n, const sl__estimate_t *e,
+                 const sl__limits_t *lim)
+{
+    const sl_snapshot_t *last = &snaps[n - 1];
+    if (!lim->tune_prefetch || !(e->demand > 0) ||
+        strcmp(e->bound, "consumer") || last->batches_total < 1 ||
+        last->samples_total < 1)
+        return 0;
+    double batch = (double)last->samples_total / (double)last->batches_total;
+    int want = (int)ceil(e->demand / batch * COVER_S);
+    if (want > COVER_MAX)
+        want = COVER_MAX;
+    return want < lim->max_prefetch ? want : lim->max_prefetch;
 }
 
 /* The stage a knob feeds, and its capacity in e (0: unknown). */
@@ -251,6 +285,10 @@ static int begin(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
             h->hold[k]--;
     if (h->last_knob == SL_KNOB_NONE)
         regime(h, e, w->cpu_other, cur->read_threads);
+    if (e->read_s > 0 &&
+        (!(h->read_floor_s > 0) || e->read_s < h->read_floor_s))
+        h->read_floor_s = e->read_s;
+    sl__estimate_read_floor(e, h->read_floor_s, lim);
     if (h->read_cap > 0 && ++h->read_cap_age > SL_HEUR_CAP_KEEP)
         h->read_cap = 0;
     h->at_cap = h->read_cap > 0 && e->fetch >= 0.8 * h->read_cap;
@@ -357,13 +395,14 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         return SL_KNOB_NONE;
     }
 
-    if (w.stall > STALL_LO) {
+    int drain = w.stall <= STALL_HI && draining(&w, &e, cur);
+    if (w.stall > STALL_LO || drain) {
         k = jump(h, &w, &e, lim, cur, next, reason, len);
         if (k != SL_KNOB_NONE)
             return k;
     }
     int which = SL_KNOB_NONE, dir = 0;
-    if (w.stall > STALL_HI) {
+    if (w.stall > STALL_HI || drain) {
         h->calm = 0;
         /* Readers busy while decoders idle, or while the process uses
          * little CPU, wait on storage: one more outstanding read. */
@@ -383,14 +422,36 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
             which = SL_KNOB_PREFETCH;
         if (which != SL_KNOB_NONE) {
             dir = +1;
+            char why[64];
+            if (drain)
+                snprintf(why, sizeof why,
+                         "buffer drains (%.1f of %d ready, demand %.0f/s)",
+                         w.ready, cur->prefetch, e.demand);
+            else
+                snprintf(why, sizeof why, "consumer waits %.0f%% of the time",
+                         100 * w.stall);
             snprintf(reason, len,
-                     "consumer waits %.0f%% of the time; decode busy %.0f%%, "
-                     "read busy %.0f%%, others use %.0f%% CPU: %s +1",
-                     100 * w.stall, 100 * w.dbusy, 100 * w.rbusy,
-                     100 * w.cpu_other, knob_label(h, which));
+                     "%s; decode busy %.0f%%, read busy %.0f%%, others use "
+                     "%.0f%% CPU: %s +1",
+                     why, 100 * w.dbusy, 100 * w.rbusy, 100 * w.cpu_other,
+                     knob_label(h, which));
         }
     } else if (w.stall < STALL_LO) {
         h->calm++;
+        /* Consumer-bound: buffers that cost no CPU (the same batches,
+         * made earlier) cover the next change. Not a trial: the rate
+         * cannot rise, the consumer sets it. */
+        int deep = cover(snaps, n, &e, lim);
+        if (deep > cur->prefetch && h->hold[SL_KNOB_PREFETCH] == 0) {
+            *sl__knob_ref(next, SL_KNOB_PREFETCH) = deep;
+            snprintf(reason, len,
+                     "consumer-bound (demand %.0f/s, supply %.0f/s): "
+                     "prefetch %d -> %d holds %.0f s of it for the next "
+                     "change",
+                     e.demand, e.fetch < e.prep ? e.fetch : e.prep,
+                     cur->prefetch, deep, COVER_S);
+            return SL_KNOB_PREFETCH;
+        }
         /* What n-1 decoders could deliver, if each keeps its rate per
          * busy second: shed only with a 25 % margin over today's rate. */
         int n = cur->decode_threads;

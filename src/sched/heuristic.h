@@ -13,16 +13,27 @@
  *     remembered and that stage's next jump waits `backoff` windows; the
  *     knob stays where the jump put it if that bought at least 10 %
  *     (queued reads cost no CPU), else it is undone;
+ *   - under a link's cap the time per read grows with the reads in flight,
+ *     so target x read time would ask for ever more of them: the model
+ *     asks of the shortest read time seen since the world last changed
+ *     (sl__estimate_read_floor), which bounds the depth it wants;
  *   - regime change: when the read time (at the same number of readers:
  *     under a bandwidth cap it grows with them), the demand or the CPU
  *     others take moves by more than half since the knob was last judged,
- *     the holds, backoffs and a known read cap are cleared, so the next
- *     window may jump again;
+ *     the holds, backoffs, a known read cap and the read-time floor are
+ *     cleared, so the next window may jump again;
  *   - a steady deficit (the model's supply short of the demand, or a
  *     consumer that takes all it gets) is not a burst: no batch buffer is
  *     added for it;
  *   - over-provisioned readers (the model asks for under half of them, no
- *     stall for `calm` windows) are halved, never below what it asks for.
+ *     stall for `calm` windows) are halved, never below what it asks for;
+ *   - a draining buffer (the model's supply short of the demand while
+ *     fewer than half the batch buffers are ready) is treated as a wait:
+ *     the stage gets its jump or step before the consumer waits;
+ *   - consumer-bound and calm: the batch buffers deepen at once to hold
+ *     2 s of the demand (at most 8, within the memory budget), so the
+ *     next change is absorbed while it is seen and answered; not a trial
+ *     (the consumer sets the rate), nothing to judge.
  * Then, where the model cannot tell (no reads or decodes measured yet) or
  * asks for nothing new, one step (+1 / -1 thread, +1 / -1 batch buffer):
  *   - the consumer waits (stall) and a stage is busy: give that stage a
@@ -84,6 +95,10 @@ typedef struct sl__heur {
     int64_t jumps, reversals; /* model jumps; steps against the last one */
     int last_move[4];         /* +1 / -1: the last direction per knob */
     int read_depth; /* the read knob is the I/O depth (lim->read_depth) */
+    /* The shortest time per read since the world last changed: the
+     * depth model asks of it under a link's cap (sl__estimate_read_floor).
+     * 0: none yet. */
+    double read_floor_s;
 } sl__heur_t;
 
 void sl__heur_init(sl__heur_t *h);

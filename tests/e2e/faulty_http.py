@@ -1,6 +1,6 @@
 """A small HTTP/1.1 file server with faults, for tests/e2e/remote_http.sh.
 
-    faulty_http.py ROOT PORT_FILE [--faults]
+    faulty_http.py ROOT PORT_FILE [--faults] [--delay-ms N]
 
 Serves ROOT on 127.0.0.1 (an ephemeral port, written to PORT_FILE) with HEAD
 and single-range GET (Range: bytes=A-B), keep-alive. With --faults, of the
@@ -8,7 +8,12 @@ first five GET requests for a file, the second answers 500, the third closes the
 connection after half its body (a reset), and the fourth sends half its body
 then stalls for 4 s (longer than the client's SL_HTTP_STALL_S=1); so every
 request succeeds on a retry. A path containing "always500" always answers
-500. Counts of what was served go to stderr on exit (SIGTERM).
+500; one containing "badrec" answers 500 to every range that touches
+neither end of the file (a sluice shard's records, not its header or
+index). With --delay-ms N, every GET waits N ms before its answer (a
+link's latency, each connection on its own thread). Counts of what was
+served, and the most GETs in progress at once, go to stderr on exit
+(SIGTERM).
 """
 import os
 import re
@@ -21,13 +26,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT, PORT_FILE = sys.argv[1], sys.argv[2]
 FAULTS = "--faults" in sys.argv
+DELAY = (float(sys.argv[sys.argv.index("--delay-ms") + 1]) / 1000
+         if "--delay-ms" in sys.argv else 0)
 lock = threading.Lock()
 count = {}
 served = {"ok": 0, "500": 0, "reset": 0, "stall": 0}
+busy = {"now": 0, "max": 0}
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: with Nagle on, a
+    # delayed ACK would add ~40 ms to every answer.
+    disable_nagle_algorithm = True
 
     def log_message(self, *a):
         pass
@@ -53,6 +64,18 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def do_GET(self):
+        with lock:
+            busy["now"] += 1
+            busy["max"] = max(busy["max"], busy["now"])
+        try:
+            if DELAY:
+                time.sleep(DELAY)
+            self._get()
+        finally:
+            with lock:
+                busy["now"] -= 1
+
+    def _get(self):
         if "always500" in self.path:
             with lock:
                 served["500"] += 1
@@ -63,6 +86,10 @@ class Handler(BaseHTTPRequestHandler):
         size = os.path.getsize(path)
         m = re.match(r"bytes=(\d+)-(\d+)$", self.headers.get("Range", ""))
         first, last = (int(m[1]), min(int(m[2]), size - 1)) if m else (0, size - 1)
+        if "badrec" in self.path and 0 < first and last < size - 1:
+            with lock:
+                served["500"] += 1
+            return self._fail(500)
         with lock:
             k = count.get(self.path, 0)
             count[self.path] = k + 1
@@ -95,13 +122,14 @@ class Handler(BaseHTTPRequestHandler):
             served["ok"] += 1
 
 
+ThreadingHTTPServer.request_queue_size = 256  # many connections at once
 srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 srv.daemon_threads = True
 
 
 def stop(*_):
-    print("served " + " ".join(f"{k}={v}" for k, v in served.items()),
-          file=sys.stderr, flush=True)
+    print("served " + " ".join(f"{k}={v}" for k, v in served.items()) +
+          f" concurrent={busy['max']}", file=sys.stderr, flush=True)
     os._exit(0)
 
 

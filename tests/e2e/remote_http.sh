@@ -7,7 +7,14 @@
 #   - through the faulty server the run completes (retries) with the clean
 #     digest, and the server did inject every kind of fault;
 #   - a URL that always fails is an error naming it; under --on-error skip
-#     its shard is left out, counted and listed.
+#     its shard is left out, counted and listed;
+#   - sluice shards at URLs are read through libcurl's multi interface
+#     (read_path "curl multi", many ranged requests in flight) and through
+#     the blocking path (--io-depth off) with the same digest, at depth 1
+#     and 8; faults are survived and unreachable records fail or are
+#     skipped the same way on both paths (the same error, the same list);
+#   - with latency (faulty_http.py --delay-ms) the default heuristic
+#     raises io_depth above where it starts.
 # Skips (77) when sluice was built without libcurl or nginx is missing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" remote_http
@@ -66,26 +73,59 @@ for f in SLS WDS TFR; do
   got=$(run "$N/$p" | jget digest)
   check "nginx: $f digest = local ($want)" test -n "$want" -a "$got" = "$want"
 done
+# The multi interface at several depths, and the blocking path.
+for f in SLS WDS TFR; do
+  want=$(run "$(local_of $f)" | jget digest)
+  for d in off 1 8; do
+    out=$(run "$N/${!f}" --io-depth $d)
+    path=$(jget read_path <<<"$out")
+    check "nginx: $f --io-depth $d ($path) digest = local" test "$(jget digest <<<"$out")" = "$want"
+    [ $d = off ] || check "nginx: $f --io-depth $d reads through curl multi" test "$path" = "curl multi"
+  done
+done
 check "nginx: single shard URL" test -n "$(run "$N/sls/shard-00000.sls" | jget digest)"
 out=$("$S" run "$N/sls/nothere.sls" --batch 8 --size 32 2>&1)
 check "nginx: a missing URL is an error naming it" grep -q "$N/sls/nothere.sls.*HTTP 404" <<<"$out"
 
 # The faulty server: every kind of fault, and the clean digests.
 export SL_HTTP_STALL_S=1 SL_HTTP_BACKOFF_MS=10 SL_HTTP_RETRIES=6
-"$PY" "$(dirname "$0")/faulty_http.py" "$T/www" "$T/port" --faults 2>"$T/faulty.log" &
-pids+=($!)
-for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
-F=http://127.0.0.1:$(cat "$T/port")
-for f in SLS WDS; do
-  p=${!f}
+# faulty NAME ARGS...: a faulty_http.py started afresh (its faults are for
+# the first requests of each file), its URL in $F; unfaulty stops it and
+# leaves what it served in $served.
+fpid=
+faulty() {
+  rm -f "$T/port"
+  "$PY" "$(dirname "$0")/faulty_http.py" "$T/www" "$T/port" "$@" 2>"$T/faulty.log" &
+  fpid=$!; pids+=($fpid)
+  for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+  F=http://127.0.0.1:$(cat "$T/port")
+}
+unfaulty() { kill "$fpid"; wait "$fpid" 2>/dev/null; served=$(tail -1 "$T/faulty.log"); }
+# Sluice shards on both paths (blocking; multi at depth 8), WebDataset.
+for v in "SLS off" "SLS 8" "WDS 8"; do
+  set -- $v; f=$1 d=$2 p=${!1}
+  faulty --faults
   want=$(run "$(local_of $f)" | jget digest)
-  got=$(run "$F/$p" | jget digest)
-  check "faults: $f digest = clean ($want)" test -n "$want" -a "$got" = "$want"
+  got=$(run "$F/$p" --io-depth $d | jget digest)
+  unfaulty
+  echo "faulty server ($f, --io-depth $d): $served"
+  check "faults: $f --io-depth $d digest = clean ($want)" test -n "$want" -a "$got" = "$want"
+  check "faults: $f --io-depth $d: 500, reset, stall injected" grep -qE "500=[1-9].*reset=[1-9].*stall=[1-9]" <<<"$served"
 done
-kill "${pids[0]}"; wait "${pids[0]}" 2>/dev/null
-served=$(tail -1 "$T/faulty.log")
-echo "faulty server: $served"
-check "faults injected (500, reset, stall)" grep -qE "500=[1-9].*reset=[1-9].*stall=[1-9]" <<<"$served"
+
+# Latency: 20 ms a request. The multi path keeps many in flight, and the
+# default policy (heuristic) raises io_depth from where it starts.
+faulty --delay-ms 20
+run "$F/$SLS" --io-depth 1 >"$T/d1.json"
+out=$("$S" run "$F/$SLS" --batch 8 --size 32 --seed 5 --epochs 2 --digest --json --quiet \
+  --telemetry "$T/tel.jsonl" 2>&1)
+unfaulty
+echo "delay 20 ms: $served"
+check "delay: heuristic run digest = clean" test "$(jget digest <<<"$out")" = "$(run "$(local_of SLS)" | jget digest)"
+depths=$("$PY" -c 'import json,sys; d=[json.loads(l)["knobs"]["io_depth"] for l in open(sys.argv[1])]; print(d[0], max(d))' "$T/tel.jsonl")
+echo "delay: io_depth first, most: $depths; img/s at depth 1: $(jget samples_per_s <"$T/d1.json"), heuristic: $(jget samples_per_s <<<"$out")"
+check "delay: the heuristic raises io_depth (first, most: $depths)" test "${depths#* }" -ge 8 -a "${depths#* }" -gt "${depths% *}"
+check "delay: many requests at once at the server ($served)" grep -qE "concurrent=([4-9]|[1-9][0-9])" <<<"$served"
 
 "$PY" "$(dirname "$0")/faulty_http.py" "$T/www" "$T/port2" 2>/dev/null &
 pids+=($!)
@@ -98,6 +138,30 @@ out=$("$S" run "$G/{sls/shard-00000.sls,always500/shard.sls}" --batch 4 --size 3
 check "permanent 500: skipped and listed" grep -q "skipped: .*always500/shard.sls.*HTTP 500.*left out" <<<"$out"
 out=$("$S" run "$G/{wds/shard-000000.tar,always500/shard.tar}" --batch 4 --size 32 --on-error skip 2>&1)
 check "permanent 500 (tar): skipped and listed" grep -q "skipped: .*always500/shard.tar.*HTTP 500" <<<"$out"
+
+# Records that stay unreachable (a shard / tar whose header and index
+# load, but whose record ranges always answer 500): the same error and the
+# same skip list on the blocking path and on the multi path at depth 8.
+mkdir -p "$T/www/badrec"
+cp "$T/www/sls/shard-00000.sls" "$T/www/badrec/shard.sls"
+cp "$T/www/wds/shard-000000.tar" "$T/www/badrec/shard.tar"
+for x in "sls sls/shard-00001.sls" "tar wds/shard-000001.tar"; do
+  set -- $x; e=$1 good=$2
+  nbad=$("$S" run "$T/www/badrec/shard.$e" --batch 1 --size 32 --json --quiet 2>&1 | jget samples)
+  for d in off 8; do
+    out=$("$S" run "$G/{$good,badrec/shard.$e}" --batch 4 --size 32 --io-depth $d 2>&1)
+    check "bad records ($e, --io-depth $d): fail naming the URL and range" \
+      grep -qE "read failed: $G/badrec/shard.$e: bytes [0-9]+-[0-9]+: HTTP 500 \(after 2 retries\)|^sluice run: error: $G/badrec/shard.$e: bytes [0-9]+-[0-9]+: HTTP 500 \(after 2 retries\)" <<<"$out"
+    out=$("$S" run "$G/{$good,badrec/shard.$e}" --batch 4 --size 32 --io-depth $d \
+      --on-error skip --seed 3 --epochs 2 --digest --json 2>&1)
+    grep "^skipped: " <<<"$out" | sort >"$T/skipped.$d"
+    jget digest <<<"$out" >"$T/digest.$d"
+    check "bad records ($e, --io-depth $d): $nbad x 2 skipped, counted" test "$(jget errors_skipped <<<"$out")" = $((nbad * 2))
+    check "bad records ($e, --io-depth $d): each listed" test "$(wc -l <"$T/skipped.$d")" = $((nbad * 2))
+  done
+  check "bad records ($e): the same skip list on both paths" cmp -s "$T/skipped.off" "$T/skipped.8"
+  check "bad records ($e): the same digest on both paths" cmp -s "$T/digest.off" "$T/digest.8"
+done
 
 echo "remote_http: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -28,11 +29,7 @@ B, S = 16, 64  # batch, image size: small, so the tests are quick
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "96", "--classes", "3"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 96, 3)
 
 
 @pytest.fixture(scope="module")

@@ -11,11 +11,11 @@ Before the fix these crashed or hung (use after free); the ASan ctest entry
 Iterations: SL_THREAD_TRIALS (default 60)."""
 import os
 import random
-import subprocess
 import sys
 import threading
 
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -29,11 +29,7 @@ JOIN_S = 30  # a thread still running then is a hang
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "24", "--classes", "2"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 24, 2)
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,10 @@ tier gives the dct_scale=False stream; the knob 'cache_bytes' is set live;
 bad arguments are refused."""
 import hashlib
 import os
-import subprocess
 import sys
 
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -19,11 +19,7 @@ sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("cache") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "120", "--classes", "3"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "cache", 120, 3)
 
 
 def digest(ld):

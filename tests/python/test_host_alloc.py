@@ -6,11 +6,11 @@ CUDA tests run only where torch sees a GPU (skipped, with the reason, here)."""
 import ctypes
 import gc
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -23,11 +23,7 @@ B, S = 8, 48
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "40", "--classes", "2"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 40, 2)
 
 
 ALLOC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),

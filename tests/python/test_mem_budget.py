@@ -3,11 +3,11 @@ item 10). Holding more batches than the budget holds fails next() instead
 of growing the pool; without a budget, growing past 256 held batches says
 so (ResourceWarning) instead of silently heading for 4096 buffers."""
 import os
-import subprocess
 import sys
 import warnings
 
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -20,11 +20,7 @@ RESERVE = 32 << 20  # sched/limits.h: the least working memory of a budget
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("mem") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "300", "--classes", "2"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "mem", 300, 2)
 
 
 def test_budget_bounds_what_is_held(ds):

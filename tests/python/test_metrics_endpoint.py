@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -32,11 +33,7 @@ FD_LIMIT = 512  # this process's soft RLIMIT_NOFILE during the attack
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "64", "--classes", "2"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 64, 2)
 
 
 def free_port():

@@ -2,11 +2,11 @@
 PyPI, in the project venv), eager TF tensors and JAX arrays made through
 DLPack without a copy. Skips (saying why) when TF or JAX is not installed."""
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -19,11 +19,7 @@ B, S = 8, 32
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "48", "--classes", "3"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 48, 3)
 
 
 def reference(ds, **kw):

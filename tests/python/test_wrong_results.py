@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
 PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
@@ -20,11 +21,7 @@ B, S = 16, 32
 
 @pytest.fixture(scope="module")
 def ds(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("ds") / "ds")
-    subprocess.run([SLUICE, "make-dataset", "--synthetic", d, "--images",
-                    "96", "--classes", "3"], check=True,
-                   stdout=subprocess.DEVNULL)
-    return d
+    return synthetic_folder(tmp_path_factory, "ds", 96, 3)
 
 
 def test_all_skipped_raises(tmp_path):

@@ -19,14 +19,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <xxhash.h>
 #ifdef SL_TEST_SECCOMP
 #include <seccomp.h>
 #endif
 
 #include "base/base.h"
-#include "codec/codec.h"
-#include "data/shard.h"
 #include "exec/aread.h"
 #include "exec/loader_internal.h"
 #include "sluice/sluice.h"
@@ -39,35 +36,14 @@ static char *shard; /* the same images in one zstd shard */
 static int setup(void **state)
 {
     (void)state;
-    root = tu_jpeg_tree("aread", 3, 24, 40, 30);
-    char p[4096];
-    snprintf(p, sizeof p, "%s.sls", root);
-    shard = strdup(p);
-    sl__shard_writer_t *w;
-    assert_int_equal(sl__shard_writer_open(shard, SL_CODEC_ZSTD, &w, NULL, 0),
-                     0);
-    for (int c = 0; c < 3; c++)
-        for (int i = 0; i < 24; i++) {
-            snprintf(p, sizeof p, "%s/c%d/i%02d.jpg", root, c, i);
-            size_t n;
-            uint8_t *b = tu_read_file(p, &n);
-            assert_non_null(b);
-            assert_int_equal(
-                sl__shard_writer_add(w, b, n, c, p + strlen(root) + 1, NULL, 0),
-                0);
-            free(b);
-        }
-    assert_int_equal(sl__shard_writer_finish(w, NULL, 0), 0);
+    tu_tree_shard("aread", 3, 24, 40, 30, &root, &shard);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(root);
-    unlink(shard);
-    free(root);
-    free(shard);
+    tu_tree_shard_remove(root, shard);
     return 0;
 }
 
@@ -295,28 +271,6 @@ static sl_loader_t *loader(const char *src, int threads, int depth,
     return l;
 }
 
-/* Digest of the whole stream (pixels, labels, indices, in order). */
-static uint64_t digest(sl_loader_t *l, int64_t *samples)
-{
-    XXH3_state_t *h = XXH3_createState();
-    XXH3_64bits_reset(h);
-    assert_int_equal(sl_loader_start(l, NULL), 0);
-    const sl_batch_t *b;
-    int rc;
-    *samples = 0;
-    while ((rc = sl_loader_next(l, &b)) == 0) {
-        XXH3_64bits_update(h, b->data, (size_t)b->n * b->sample_bytes);
-        XXH3_64bits_update(h, b->labels, (size_t)b->n * sizeof(int64_t));
-        XXH3_64bits_update(h, b->indices, (size_t)b->n * sizeof(int64_t));
-        *samples += b->n;
-        sl_loader_release(l, b);
-    }
-    assert_int_equal(rc, SL_EEND);
-    uint64_t d = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
-    return d;
-}
-
 static void test_stream_same_at_every_depth(void **state)
 {
     (void)state;
@@ -327,7 +281,7 @@ static void test_stream_same_at_every_depth(void **state)
         sl_loader_t *l = loader(srcs[s], 3, SL_IO_DEPTH_OFF, SL_ON_ERROR_FAIL);
         const char *why;
         assert_int_equal(sl__testing_read_path(l, &why), 0);
-        uint64_t ref = digest(l, &n0);
+        uint64_t ref = tu_stream_digest(l, &n0);
         sl_loader_destroy(l);
         assert_int_equal(n0, 2 * 72);
         const int depths[3] = {1, 8, 64};
@@ -336,7 +290,7 @@ static void test_stream_same_at_every_depth(void **state)
                 int64_t n;
                 l = loader(srcs[s], threads, depths[i], SL_ON_ERROR_FAIL);
                 int async = sl__testing_read_path(l, &why);
-                uint64_t d = digest(l, &n);
+                uint64_t d = tu_stream_digest(l, &n);
                 int64_t v;
                 assert_int_equal(sl_loader_get(l, SL_PARAM_IO_DEPTH, &v), 0);
                 assert_int_equal(v, depths[i]);
@@ -365,7 +319,7 @@ static void test_bad_files_are_named(void **state)
     snprintf(p, sizeof p, "%s/c1/i05.jpg", dir);
     assert_int_equal(truncate(p, 20), 0);
     int64_t n;
-    digest(l, &n);
+    tu_stream_digest(l, &n);
     assert_int_equal(n, 2 * 18);
     assert_int_equal(sl_loader_skipped_count(l), 4);
     int missing = 0, cut = 0;
@@ -405,7 +359,7 @@ static void test_tight_budget_deep_queue(void **state)
     const int64_t cap = 4 << 10; /* one or two of these small JPEGs */
     l->rbud.limit = cap;
     int64_t n;
-    digest(l, &n);
+    tu_stream_digest(l, &n);
     assert_int_equal(n, 2 * 72);
     printf("# read budget %lld B, peak %lld B\n", (long long)cap,
            (long long)sl__membudget_peak(&l->rbud));
@@ -445,14 +399,14 @@ static void test_flip_depth_and_threads(void **state)
     tu_watchdog(240, 0, "flipping io_depth: the loader hung");
     int64_t n0, n;
     sl_loader_t *l = loader(root, 2, 4, SL_ON_ERROR_FAIL);
-    uint64_t ref = digest(l, &n0);
+    uint64_t ref = tu_stream_digest(l, &n0);
     assert_int_equal(
         sl__testing_storage_set(l, SL_TESTING_READ_LATENCY_US, 300), 0);
     flipper_t f = {l, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, flipper, &f), 0);
     for (int round = 0; round < 3; round++) {
-        assert_int_equal(digest(l, &n), ref);
+        assert_int_equal(tu_stream_digest(l, &n), ref);
         assert_int_equal(n, n0);
         /* a restart in the middle of a stream */
         sl_position_t pos = {1, 3};

@@ -312,6 +312,125 @@ static void test_capped_jump_holds_at_the_cap(void **state)
     assert_non_null(strstr(why, "undo"));
 }
 
+/* A link that carries 200 reads/s however many are in flight: each read
+ * takes max(10 ms, depth / 200 s). Little's law on today's read time
+ * would ask for ever more (s8 of the regime grid ran to a depth of 1024);
+ * asked of the shortest read time seen, the depth stays near what fills
+ * the link at the target, over 400 windows (the read cap is forgotten
+ * every SL_HEUR_CAP_KEEP of them). */
+static void test_link_cap_does_not_run_the_depth_away(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.max_read = 1024;
+    sl__knobs_t cur = {1, 2, 4}, next;
+    char why[256];
+    int most = 0;
+    for (int i = 0; i < 400; i++) {
+        int r = cur.read_threads;
+        double read_ms = r / 200.0 * 1e3 > 10 ? r / 200.0 * 1e3 : 10;
+        double rate = r / (read_ms / 1e3);
+        storage_window(r, read_ms, 1 - rate / 770, rate);
+        sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
+        cur = next;
+        most = cur.read_threads > most ? cur.read_threads : most;
+    }
+    /* 770 /s x 10 ms x 1.25 = 10 fill the link; a jump may overshoot to
+     * what the model asks at the floor, never compound. */
+    assert_true(most <= 12);
+    assert_true(cur.read_threads >= 2); /* the link is used */
+}
+
+/* A consumer that takes 300 samples/s (batches of 64) from a pipeline
+ * that could make 400: no wait, yet a change (a CPU hog, slower reads)
+ * would reach it before the policy answers. The buffer deepens to 2 s of
+ * its demand (10 batches), at most 8, within the memory budget's
+ * max_prefetch, and not where the user fixed prefetch. */
+static void test_consumer_bound_buffer_covers_a_change(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.max_read = 64;
+    sl__knobs_t cur = {4, 2, 4}, next;
+    char why[256];
+    storage_window(4, 10, 0.0, 300);
+    for (int i = 0; i < 5; i++)
+        snaps[i].samples_total = 6400, snaps[i].batches_total = 100;
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+                     SL_KNOB_PREFETCH);
+    assert_int_equal(next.prefetch, 8);
+    assert_non_null(strstr(why, "consumer-bound"));
+    /* Once there, nothing more. */
+    cur = next;
+    assert_int_not_equal(
+        sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+        SL_KNOB_PREFETCH);
+    /* A memory budget that holds 5 batches. */
+    sl__heur_init(&h);
+    lim.max_prefetch = 5;
+    cur = (sl__knobs_t){4, 2, 4};
+    sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
+    assert_int_equal(next.prefetch, 5);
+    /* Prefetch the user fixed. */
+    sl__heur_init(&h);
+    lim.tune_prefetch = 0;
+    cur = (sl__knobs_t){4, 2, 4};
+    sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
+    assert_int_equal(next.prefetch, 4);
+}
+
+/* Others took the CPU under a consumer-bound pipeline: the consumer still
+ * takes 346 samples/s from the buffer, the two busy decoders make 280.
+ * Nobody waits yet; once fewer than half the buffers are ready the
+ * decoders get a thread, before the consumer waits (s5 of the regime
+ * grid waited 4.5 s into the drain for the first stall). A full buffer
+ * is not a drain. */
+static void drain_window(int ready)
+{
+    memset(snaps, 0, sizeof snaps);
+    for (int i = 0; i < 5; i++) {
+        snaps[i].interval_s = 0.1;
+        snaps[i].ncpu = 2;
+        snaps[i].cpu_self = 0.3;
+        snaps[i].cpu_other = 0.7;
+        snaps[i].samples_per_s = 346;
+        snaps[i].batches_ready = ready;
+        snaps[i].read.workers = 1;
+        snaps[i].io_depth = 14;
+        snaps[i].read.busy = 0.7;
+        snaps[i].read.items_per_s = 280;
+        snaps[i].read_bytes_per_s = 280 * 110e3;
+        snaps[i].decode.workers = 2;
+        snaps[i].decode.busy = 1.0;
+        snaps[i].decode.items_per_s = 280;
+    }
+}
+
+static void test_draining_buffer_acts_before_the_wait(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.max_read = 64;
+    sl__knobs_t cur = {14, 2, 8}, next;
+    char why[256];
+    drain_window(2);
+    assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+                     SL_KNOB_DECODE);
+    assert_int_equal(next.decode_threads, 3);
+    assert_non_null(strstr(why, "buffer drains"));
+    sl__heur_init(&h);
+    drain_window(7);
+    assert_int_not_equal(
+        sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
+        SL_KNOB_DECODE);
+}
+
 /* The world changes under a held knob: read time triples. The holds are
  * cleared and the model jumps again at once. */
 static void test_regime_change_rejumps(void **state)
@@ -443,6 +562,9 @@ int main(void)
         cmocka_unit_test(test_storage_bound_jumps_to_the_model_and_stays),
         cmocka_unit_test(test_capped_jump_holds_at_the_cap),
         cmocka_unit_test(test_regime_change_rejumps),
+        cmocka_unit_test(test_link_cap_does_not_run_the_depth_away),
+        cmocka_unit_test(test_consumer_bound_buffer_covers_a_change),
+        cmocka_unit_test(test_draining_buffer_acts_before_the_wait),
         cmocka_unit_test(test_mild_bursty_waits_grow_prefetch),
         cmocka_unit_test(test_calm_sheds_stop_at_min_decode),
         cmocka_unit_test(test_step_is_kept_when_the_world_gets_worse),

@@ -12,10 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <xxhash.h>
 
-#include "codec/codec.h"
-#include "data/shard.h"
 #include "sluice/sluice.h"
 #include "sluice/testing.h"
 #include "testutil.h"
@@ -32,35 +29,14 @@ static char *shard; /* the same images in one zstd shard */
 static int setup(void **state)
 {
     (void)state;
-    root = tu_jpeg_tree("lcache", 3, 20, 48, 36);
-    char p[4096];
-    snprintf(p, sizeof p, "%s.sls", root);
-    shard = strdup(p);
-    sl__shard_writer_t *w;
-    assert_int_equal(sl__shard_writer_open(shard, SL_CODEC_ZSTD, &w, NULL, 0),
-                     0);
-    for (int c = 0; c < 3; c++)
-        for (int i = 0; i < 20; i++) {
-            snprintf(p, sizeof p, "%s/c%d/i%02d.jpg", root, c, i);
-            size_t n;
-            uint8_t *b = tu_read_file(p, &n);
-            assert_non_null(b);
-            assert_int_equal(
-                sl__shard_writer_add(w, b, n, c, p + strlen(root) + 1, NULL, 0),
-                0);
-            free(b);
-        }
-    assert_int_equal(sl__shard_writer_finish(w, NULL, 0), 0);
+    tu_tree_shard("lcache", 3, 20, 48, 36, &root, &shard);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    tu_rmtree(root);
-    unlink(shard);
-    free(root);
-    free(shard);
+    tu_tree_shard_remove(root, shard);
     return 0;
 }
 
@@ -94,27 +70,6 @@ static sl_loader_t *loader(const char *src, cfg_t c)
     return l;
 }
 
-static uint64_t digest(sl_loader_t *l, int64_t *samples)
-{
-    XXH3_state_t *h = XXH3_createState();
-    XXH3_64bits_reset(h);
-    assert_int_equal(sl_loader_start(l, NULL), 0);
-    const sl_batch_t *b;
-    int rc;
-    *samples = 0;
-    while ((rc = sl_loader_next(l, &b)) == 0) {
-        XXH3_64bits_update(h, b->data, (size_t)b->n * b->sample_bytes);
-        XXH3_64bits_update(h, b->labels, (size_t)b->n * sizeof(int64_t));
-        XXH3_64bits_update(h, b->indices, (size_t)b->n * sizeof(int64_t));
-        *samples += b->n;
-        sl_loader_release(l, b);
-    }
-    assert_int_equal(rc, SL_EEND);
-    uint64_t d = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
-    return d;
-}
-
 static sl_stats_t stats(sl_loader_t *l)
 {
     sl_stats_t st;
@@ -130,7 +85,7 @@ static int64_t whole(const char *src, int decoded)
                0, SL_CACHE_CODEC_NONE};
     sl_loader_t *l = loader(src, c);
     int64_t n;
-    digest(l, &n);
+    tu_stream_digest(l, &n);
     sl_stats_t st = stats(l);
     assert_int_equal(st.cache_entries, NS);
     sl_loader_destroy(l);
@@ -146,7 +101,7 @@ static void test_stream_same_with_cache(void **state)
         int64_t n0, n;
         cfg_t plain = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 0, 0};
         sl_loader_t *l = loader(srcs[s], plain);
-        uint64_t ref = digest(l, &n0);
+        uint64_t ref = tu_stream_digest(l, &n0);
         int64_t once = stats(l).bytes_read / EPOCHS; /* one epoch's bytes */
         sl_loader_destroy(l);
         assert_int_equal(n0, EPOCHS * NS);
@@ -161,7 +116,7 @@ static void test_stream_same_with_cache(void **state)
                                    policy, 0,
                                    0,      0};
                         l = loader(srcs[s], c);
-                        uint64_t d = digest(l, &n);
+                        uint64_t d = tu_stream_digest(l, &n);
                         sl_stats_t st = stats(l);
                         printf("# %s: cache %lld B %s, %d threads, depth %d: "
                                "%lld hits, %lld misses, read %lld B\n",
@@ -195,7 +150,7 @@ static void test_decoded_tier_is_the_no_dct_stream(void **state)
     int64_t n0, n;
     cfg_t nodct = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 1, 0};
     sl_loader_t *l = loader(shard, nodct);
-    uint64_t ref = digest(l, &n0);
+    uint64_t ref = tu_stream_digest(l, &n0);
     sl_loader_destroy(l);
     int64_t all = whole(shard, 1);
     for (int half = 0; half < 2; half++)
@@ -206,7 +161,7 @@ static void test_decoded_tier_is_the_no_dct_stream(void **state)
             sl_options_init(&used);
             sl_loader_options(l, &used);
             assert_int_equal(used.no_dct_scale, 1);
-            assert_int_equal(digest(l, &n), ref);
+            assert_int_equal(tu_stream_digest(l, &n), ref);
             assert_int_equal(n, n0);
             sl_stats_t st = stats(l);
             printf("# decoded %s %s: %lld hits\n", half ? "half" : "whole",
@@ -222,7 +177,7 @@ static void test_decoded_tier_is_the_no_dct_stream(void **state)
          codec++) {
         cfg_t c = {2, 8, 0, all / 2, SL_CACHE_MINIO, 1, 0, codec};
         l = loader(shard, c);
-        assert_int_equal(digest(l, &n), ref);
+        assert_int_equal(tu_stream_digest(l, &n), ref);
         sl_stats_t st = stats(l);
         printf("# decoded half, codec %d: %lld hits, %lld B held for %lld "
                "raw, codec in force %lld\n",
@@ -260,7 +215,7 @@ static void test_skip_alike(void **state)
         int64_t n0, n;
         cfg_t plain = {2, 8, SL_ON_ERROR_SKIP, 0, 0, 0, decoded, 0};
         sl_loader_t *l = loader(dir, plain);
-        uint64_t ref = digest(l, &n0);
+        uint64_t ref = tu_stream_digest(l, &n0);
         int64_t skipped0 = sl_loader_skipped_count(l);
         sl_loader_destroy(l);
         assert_int_equal(n0, EPOCHS * 18);
@@ -268,7 +223,7 @@ static void test_skip_alike(void **state)
         for (int policy = 0; policy < 2; policy++) {
             cfg_t c = {2, 8, SL_ON_ERROR_SKIP, 1 << 20, policy, decoded, 0, 0};
             l = loader(dir, c);
-            assert_int_equal(digest(l, &n), ref);
+            assert_int_equal(tu_stream_digest(l, &n), ref);
             assert_int_equal(n, n0);
             assert_int_equal(sl_loader_skipped_count(l), skipped0);
             for (int64_t i = 0; i < skipped0; i++) {
@@ -309,7 +264,7 @@ static void test_budget_and_knob(void **state)
     assert_int_equal(hi, 1 << 20);
     assert_int_equal(sl_loader_set(l, SL_PARAM_CACHE_BYTES, hi + 1), SL_ERANGE);
     int64_t n;
-    digest(l, &n);
+    tu_stream_digest(l, &n);
     sl_stats_t st = stats(l);
     assert_int_equal(st.cache_entries, NS);
     assert_int_equal(sl_loader_set(l, SL_PARAM_CACHE_BYTES, 0), 0);
@@ -321,7 +276,7 @@ static void test_budget_and_knob(void **state)
     assert_int_equal(sl_loader_set(l, SL_PARAM_CACHE_BYTES, SL_AUTOTUNE), 0);
     assert_int_equal(sl_loader_get(l, SL_PARAM_CACHE_BYTES, &v), 0);
     assert_int_equal(v, 1 << 20);
-    digest(l, &n);
+    tu_stream_digest(l, &n);
     assert_int_equal(stats(l).cache_entries, NS);
     sl_loader_destroy(l);
     o.cache_policy = 7;
@@ -360,7 +315,7 @@ static void test_stress_knobs(void **state)
         int64_t n0, n;
         cfg_t plain = {2, 4, 0, 0, 0, 0, decoded, 0};
         sl_loader_t *l = loader(root, plain);
-        uint64_t ref = digest(l, &n0);
+        uint64_t ref = tu_stream_digest(l, &n0);
         sl_loader_destroy(l);
         for (int policy = 0; policy < 2; policy++) {
             cfg_t c = {2, 4, 0, all / 3, policy, decoded, 0, 0};
@@ -370,7 +325,7 @@ static void test_stress_knobs(void **state)
             pthread_t th;
             assert_int_equal(pthread_create(&th, NULL, flipper, &f), 0);
             for (int round = 0; round < 2; round++) {
-                assert_int_equal(digest(l, &n), ref);
+                assert_int_equal(tu_stream_digest(l, &n), ref);
                 assert_int_equal(n, n0);
                 sl_position_t pos = {1, 2}; /* a restart mid-stream */
                 assert_int_equal(sl_loader_start(l, &pos), 0);

@@ -398,13 +398,6 @@ static void test_default_policy_parses_when_built_in(void **state)
 
 /* With SL_GEN_CORPUS=DIR set, writes the fuzz seed corpus into DIR (see
  * fuzz/corpus/fuzz_policy/): small valid policies and damaged copies. */
-static void save(const char *dir, const char *name, const void *p, size_t n)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    assert_int_equal(tu_write_file(path, p, n), 0);
-}
-
 static void test_gen_corpus(void **state)
 {
     (void)state;
@@ -419,19 +412,19 @@ static void test_gen_corpus(void **state)
         sl__rl_policy_serialize(&p, b, n);
         char name[64];
         snprintf(name, sizeof name, "valid_h%d.bin", h);
-        save(out, name, b, n);
+        tu_write_at(out, name, b, n);
         snprintf(name, sizeof name, "truncated_h%d.bin", h);
-        save(out, name, b, n / 2);
+        tu_write_at(out, name, b, n / 2);
         b[40] ^= 0x80;
         snprintf(name, sizeof name, "badsum_h%d.bin", h);
-        save(out, name, b, n);
+        tu_write_at(out, name, b, n);
         b[16] = 200; /* hidden size that does not fit the length */
         snprintf(name, sizeof name, "badsize_h%d.bin", h);
-        save(out, name, b, n);
+        tu_write_at(out, name, b, n);
         free(b);
         sl__rl_policy_free(&p);
     }
-    save(out, "magic_only.bin", "SLPOLICY", 8);
+    tu_write_at(out, "magic_only.bin", "SLPOLICY", 8);
 }
 
 /* ------------------------------------------------- features and reward */

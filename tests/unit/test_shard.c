@@ -319,6 +319,35 @@ static void expect_open_fails(const shard_file_t *f, int code,
     free(bytes);
 }
 
+/* The damaged shard opens, but reading record i fails with code, naming
+ * the file and cause; record i + 1 reads right. */
+static void expect_read_fails(const shard_file_t *f, int i, int code,
+                              const char *cause)
+{
+    sl__shard_t *s = NULL;
+    char err[512];
+    assert_int_equal(sl__shard_open(f->path, &s, err, sizeof err), 0);
+    sl__bytes_t out = {0}, scratch = {0};
+    assert_int_equal(
+        sl__shard_read(s, i, &out, &scratch, NULL, err, sizeof err), code);
+    assert_non_null(strstr(err, f->path));
+    if (!strstr(err, cause))
+        fail_msg("'%s' lacks '%s'", err, cause);
+    check_record(s, i + 1, &out, &scratch);
+    sl__shard_close(s);
+    sl__bytes_free(&out);
+    sl__bytes_free(&scratch);
+}
+
+/* Frees f and removes its directory. */
+static void shard_file_remove(shard_file_t *f, char *dir)
+{
+    free(f->p);
+    free(f->path);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_damaged_record(void **state)
 {
     (void)state;
@@ -377,10 +406,7 @@ static void test_truncated(void **state)
     assert_int_equal(tu_write_file(f.path, more, f.n + 3), 0);
     expect_open_fails(&f, SL_ECORRUPT, "trailing bytes");
     free(more);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    shard_file_remove(&f, dir);
 }
 
 static void test_bad_header(void **state)
@@ -438,10 +464,7 @@ static void test_bad_header(void **state)
     sl__shard_t *s = NULL;
     assert_int_equal(sl__shard_open(f.path, &s, NULL, 0), 0);
     sl__shard_close(s);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    shard_file_remove(&f, dir);
 }
 
 static void test_bad_index(void **state)
@@ -510,22 +533,9 @@ static void test_bad_index(void **state)
     e[SL_SHARD_E_CODEC] = 9;
     reseal(&f);
     put_back(&f, f.n);
-    sl__shard_t *s = NULL;
-    char err[512];
-    assert_int_equal(sl__shard_open(f.path, &s, err, sizeof err), 0);
-    sl__bytes_t out = {0}, scratch = {0};
-    assert_int_equal(
-        sl__shard_read(s, 5, &out, &scratch, NULL, err, sizeof err),
-        SL_EUNSUPPORTED);
-    assert_non_null(strstr(err, "record 5 (n00000002/img_5.JPEG)"));
-    check_record(s, 6, &out, &scratch);
-    sl__shard_close(s);
-    sl__bytes_free(&out);
-    sl__bytes_free(&scratch);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    expect_read_fails(&f, 5, SL_EUNSUPPORTED,
+                      "record 5 (n00000002/img_5.JPEG)");
+    shard_file_remove(&f, dir);
 }
 
 /* A zstd record whose index says a different raw size: corrupt, named. */
@@ -538,22 +548,8 @@ static void test_raw_size_lie(void **state)
     sl__put_u32(e + SL_SHARD_E_RAW, sl__get_u32(e + SL_SHARD_E_RAW) + 100);
     reseal(&f);
     put_back(&f, f.n);
-    sl__shard_t *s = NULL;
-    char err[512];
-    assert_int_equal(sl__shard_open(f.path, &s, err, sizeof err), 0);
-    sl__bytes_t out = {0}, scratch = {0};
-    assert_int_equal(
-        sl__shard_read(s, 9, &out, &scratch, NULL, err, sizeof err),
-        SL_ECORRUPT);
-    assert_non_null(strstr(err, f.path));
-    assert_non_null(strstr(err, "record 9 (n00000000/img_9.JPEG)"));
-    sl__shard_close(s);
-    sl__bytes_free(&out);
-    sl__bytes_free(&scratch);
-    free(f.p);
-    free(f.path);
-    tu_rmtree(dir);
-    free(dir);
+    expect_read_fails(&f, 9, SL_ECORRUPT, "record 9 (n00000000/img_9.JPEG)");
+    shard_file_remove(&f, dir);
 }
 
 /* Readers share one shard: each thread its own buffers. */
@@ -612,13 +608,6 @@ static void test_open_missing(void **state)
 /* With SL_GEN_CORPUS=DIR set, writes the fuzz seed corpus into DIR (see
  * fuzz/corpus/fuzz_shard/): small valid shards of each codec, and damaged
  * copies. Does nothing otherwise. */
-static void save(const char *dir, const char *name, const void *p, size_t n)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    assert_int_equal(tu_write_file(path, p, n), 0);
-}
-
 static void test_gen_corpus(void **state)
 {
     (void)state;
@@ -647,11 +636,11 @@ static void test_gen_corpus(void **state)
         const char *cn = sl__codec_name(codecs[c]);
         char name[64];
         snprintf(name, sizeof name, "valid-%s.sls", cn);
-        save(out, name, p, n);
+        tu_write_at(out, name, p, n);
         /* One damaged copy per codec: a flipped data byte. */
         p[SL_SHARD_HEADER_SIZE + 50] ^= 0x20;
         snprintf(name, sizeof name, "data-flip-%s.sls", cn);
-        save(out, name, p, n);
+        tu_write_at(out, name, p, n);
         p[SL_SHARD_HEADER_SIZE + 50] ^= 0x20;
         if (codecs[c] == SL_CODEC_NONE) {
             /* Labels that are no class index (issue 14 item 7): record 1
@@ -678,15 +667,15 @@ static void test_gen_corpus(void **state)
                     sl__shard_label_check(s, 1, -1, err, sizeof err),
                     SL_ECORRUPT);
                 sl__shard_close(s);
-                save(out, names[k], q, n);
+                tu_write_at(out, names[k], q, n);
                 free(q);
             }
         }
         if (codecs[c] == SL_CODEC_ZSTD) {
-            save(out, "trunc-header.sls", p, 40);
-            save(out, "trunc-index.sls", p, n - 30);
+            tu_write_at(out, "trunc-header.sls", p, 40);
+            tu_write_at(out, "trunc-index.sls", p, n - 30);
             p[3] = 'X';
-            save(out, "bad-magic.sls", p, n);
+            tu_write_at(out, "bad-magic.sls", p, n);
         }
         free(p);
         free(path);
@@ -699,7 +688,7 @@ static void test_gen_corpus(void **state)
     assert_int_equal(sl__shard_writer_finish(w, NULL, 0), 0);
     size_t n;
     uint8_t *p = tu_read_file(path, &n);
-    save(out, "empty.sls", p, n);
+    tu_write_at(out, "empty.sls", p, n);
     free(p);
     free(path);
     tu_rmtree(dir);

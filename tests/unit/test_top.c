@@ -151,14 +151,27 @@ static const char decisions[] =
     "sluice_decision{seq=\"9\",knob=\"prefetch\",from=\"4\",to=\"6\","
     "reason=\"waits come in bursts\"} 8.25\n";
 
+/* The two scrapes and the decisions above, parsed. */
+static void parse3(sl__prom_set_t *a, sl__prom_set_t *b, sl__prom_set_t *d)
+{
+    char err[256];
+    assert_int_equal(parse(scrape0, a, err), 0);
+    assert_int_equal(parse(scrape1, b, err), 0);
+    assert_int_equal(parse(decisions, d, err), 0);
+}
+
+static void free3(sl__prom_set_t *a, sl__prom_set_t *b, sl__prom_set_t *d)
+{
+    sl__prom_set_free(a);
+    sl__prom_set_free(b);
+    sl__prom_set_free(d);
+}
+
 static void test_frame_rates_from_counters(void **state)
 {
     (void)state;
     sl__prom_set_t a = {0}, b = {0}, d = {0};
-    char err[256];
-    assert_int_equal(parse(scrape0, &a, err), 0);
-    assert_int_equal(parse(scrape1, &b, err), 0);
-    assert_int_equal(parse(decisions, &d, err), 0);
+    parse3(&a, &b, &d);
     sl__top_frame_t f;
     sl__top_frame_make(&a, &b, &d, &f);
     assert_true(f.span_s == 1);
@@ -193,9 +206,7 @@ static void test_frame_rates_from_counters(void **state)
     sl__top_frame_make(NULL, &empty, NULL, &f);
     assert_true(f.samples_per_s < 0 && f.cpu_self < 0 && f.rss_bytes < 0);
     assert_int_equal(f.nstages, 0);
-    sl__prom_set_free(&a);
-    sl__prom_set_free(&b);
-    sl__prom_set_free(&d);
+    free3(&a, &b, &d);
 }
 
 static int count_lines(const char *t, int *widest)
@@ -212,10 +223,7 @@ static void test_render_fits_and_shows(void **state)
 {
     (void)state;
     sl__prom_set_t a = {0}, b = {0}, d = {0};
-    char err[256];
-    assert_int_equal(parse(scrape0, &a, err), 0);
-    assert_int_equal(parse(scrape1, &b, err), 0);
-    assert_int_equal(parse(decisions, &d, err), 0);
+    parse3(&a, &b, &d);
     sl__top_frame_t f;
     sl__top_frame_make(&a, &b, &d, &f);
     static char buf[16384];
@@ -265,9 +273,7 @@ static void test_render_fits_and_shows(void **state)
     strcpy(f.dec[1].reason, "esc\x1b[2J bell\a \xc3\xa9");
     sl__top_render(&f, "x", 200, 60, buf, sizeof buf);
     assert_non_null(strstr(buf, "esc?[2J bell? ??"));
-    sl__prom_set_free(&a);
-    sl__prom_set_free(&b);
-    sl__prom_set_free(&d);
+    free3(&a, &b, &d);
 }
 
 static void test_url(void **state)

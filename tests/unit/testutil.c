@@ -7,8 +7,11 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "base/base.h"
+#include "codec/codec.h"
+#include "data/shard.h"
 #include "ops/image.h"
 
 char *tu_tmpdir(const char *tag)
@@ -35,6 +38,13 @@ int tu_write_file(const char *path, const void *p, size_t n)
     size_t w = fwrite(p, 1, n, f);
     fclose(f);
     return w == n ? 0 : -1;
+}
+
+void tu_write_at(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(tu_write_file(path, p, n), 0);
 }
 
 uint8_t *tu_read_file(const char *path, size_t *n)
@@ -105,6 +115,65 @@ char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h)
     }
     free(rgb);
     return root;
+}
+
+char *tu_jpeg_shard(const char *root, int classes, int per_class)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s.sls", root);
+    char *shard = strdup(p);
+    sl__shard_writer_t *w;
+    assert_int_equal(sl__shard_writer_open(shard, SL_CODEC_ZSTD, &w, NULL, 0),
+                     0);
+    for (int c = 0; c < classes; c++)
+        for (int i = 0; i < per_class; i++) {
+            snprintf(p, sizeof p, "%s/c%d/i%02d.jpg", root, c, i);
+            size_t n;
+            uint8_t *b = tu_read_file(p, &n);
+            assert_non_null(b);
+            assert_int_equal(
+                sl__shard_writer_add(w, b, n, c, p + strlen(root) + 1, NULL, 0),
+                0);
+            free(b);
+        }
+    assert_int_equal(sl__shard_writer_finish(w, NULL, 0), 0);
+    return shard;
+}
+
+void tu_tree_shard(const char *tag, int classes, int per_class, int w, int h,
+                   char **root, char **shard)
+{
+    *root = tu_jpeg_tree(tag, classes, per_class, w, h);
+    *shard = tu_jpeg_shard(*root, classes, per_class);
+}
+
+void tu_tree_shard_remove(char *root, char *shard)
+{
+    tu_rmtree(root);
+    unlink(shard);
+    free(root);
+    free(shard);
+}
+
+uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples)
+{
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    int rc;
+    *samples = 0;
+    while ((rc = sl_loader_next(l, &b)) == 0) {
+        XXH3_64bits_update(h, b->data, (size_t)b->n * b->sample_bytes);
+        XXH3_64bits_update(h, b->labels, (size_t)b->n * sizeof(int64_t));
+        XXH3_64bits_update(h, b->indices, (size_t)b->n * sizeof(int64_t));
+        *samples += b->n;
+        sl_loader_release(l, b);
+    }
+    assert_int_equal(rc, SL_EEND);
+    uint64_t d = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    return d;
 }
 
 static char watchdog_msg[256];

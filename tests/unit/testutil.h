@@ -10,10 +10,14 @@
  * includes (clang-format) keeps it last. */
 #include <cmocka.h>
 
+#include "sluice/sluice.h"
+
 /* A fresh empty directory under SL_TEST_TMP (or /tmp); caller frees. */
 char *tu_tmpdir(const char *tag);
 /* Writes bytes to path; returns 0. */
 int tu_write_file(const char *path, const void *p, size_t n);
+/* tu_write_file of dir/name (a corpus file, a fixture). */
+void tu_write_at(const char *dir, const char *name, const void *p, size_t n);
 /* Reads a whole file; caller frees; NULL on error. */
 uint8_t *tu_read_file(const char *path, size_t *n);
 /* ../shared/data/<sub>, or NULL (and prints why) when absent. Caller frees. */
@@ -22,6 +26,18 @@ char *tu_shared_data(const char *sub);
  * (w x h, classes c0.., pixels a function of class and index); caller
  * frees the path. */
 char *tu_jpeg_tree(const char *tag, int classes, int per_class, int w, int h);
+/* The classes x per_class images of a tu_jpeg_tree at root again in one
+ * zstd shard at <root>.sls, each keyed by its path under root and labelled
+ * by its class; caller frees the path. */
+char *tu_jpeg_shard(const char *root, int classes, int per_class);
+/* A tu_jpeg_tree and its tu_jpeg_shard, for a group's setup: *root, *shard;
+ * tu_tree_shard_remove removes and frees both. */
+void tu_tree_shard(const char *tag, int classes, int per_class, int w, int h,
+                   char **root, char **shard);
+void tu_tree_shard_remove(char *root, char *shard);
+/* Starts l at the beginning and reads it to the end: a digest of the
+ * stream (pixels, labels and indices, in order); *samples the samples. */
+uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples);
 /* rm -rf */
 void tu_rmtree(const char *path);
 /* A watchdog that turns a hang (or a quadratic blow-up) into a failure:

@@ -21,6 +21,9 @@ What `measure()` times (wall clock, time.perf_counter):
     first batch to the last batch of the last epoch: steady throughput,
     epoch boundaries included (start-up is what first_batch_s measures);
     img_s_total = all images / (t0 -> last batch);
+  * epoch_img_s = per epoch, its images / (its first next() -> its last
+    batch; epoch 1 from t0), for storage where epochs differ (a cold
+    remote first epoch, a cache filled by it);
   * with --step-ms T the consumer holds every batch T ms (time.sleep, as a
     training step would); stall_fraction = time spent waiting for batches
     / (t0 -> last batch), else null;
@@ -68,6 +71,17 @@ def parse_args(argv=None, extra=None):
     a = ap.parse_args(argv)
     a.opts = dict(kv.split("=", 1) for kv in a.opt)
     return a
+
+
+def torchvision_transform(a):
+    """The suite's work as torchvision transforms (torch, torchdata and
+    webdataset workers): RandomResizedCrop(a.size) + RandomHorizontalFlip, then
+    PILToTensor (a.out uint8) or ToTensor + Normalize (float)."""
+    from torchvision import transforms as T
+    if a.out == "uint8":
+        return T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.PILToTensor()])
+    return T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.ToTensor(),
+                      T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
 def ready():
@@ -169,8 +183,10 @@ def measure(args, build, epoch_iter, to_numpy, close=None, version="", config=""
     images = 0
     batches = 0
     wait = 0.0
+    epoch_s = []  # per epoch: its first next() (epoch 0: t0) -> its last batch
     for e in range(args.epochs):
         hist = np.zeros(ncls, dtype=np.int64)
+        te = t0 if e == 0 else time.perf_counter()
         it = iter(epoch_iter(loader, e))
         while True:
             tw = time.perf_counter()
@@ -203,6 +219,7 @@ def measure(args, build, epoch_iter, to_numpy, close=None, version="", config=""
                 t_first = time.perf_counter()
             if step > 0:
                 time.sleep(step)
+        epoch_s.append((time.perf_counter() - te, int(hist.sum())))
         if not np.array_equal(hist, want_hist):
             diff = hist - want_hist
             errors.append(f"epoch {e}: {int(hist.sum())} images delivered, want {int(want_hist.sum())}; "
@@ -230,6 +247,8 @@ def measure(args, build, epoch_iter, to_numpy, close=None, version="", config=""
         "cpu_s_per_img_total": cpu_s / images if images else None,
         "stall_fraction": (wait / seconds) if step > 0 and seconds > 0 else None,
         "wait_s": wait, "version": version, "config": config,
+        # per epoch, images / seconds (epoch 1 from t0: start-up included)
+        "epoch_img_s": [n / t if t > 0 else None for t, n in epoch_s],
         "errors": errors[:20], "n_errors": len(errors),
     }
     if extra:

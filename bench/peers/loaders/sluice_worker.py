@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
 """sluice through its Python package: sluice.torch.DataLoader(source=DATA).
+--opt url=PATTERN reads the same images from shards at a URL (WebDataset
+tars over HTTP: bench/storage/remote.py); --opt cache_bytes=N adds the
+sample cache.
 
 The engine's own decode threads = --threads (num_workers), shuffle, seed,
 torch tensors that are zero-copy views of the engine's batch buffers.
@@ -46,9 +49,14 @@ def main():
     dtype = torch.uint8 if a.out == "uint8" else torch.float32
     prefetch = a.opts.get("prefetch")
     kw = {"prefetch": int(prefetch)} if prefetch else {}
+    if a.opts.get("cache_bytes"):
+        kw["cache_bytes"] = int(float(a.opts["cache_bytes"]))
+    # --opt url=PATTERN: the same images from shards at a URL (or a shard
+    # pattern on disk); --data stays the ImageFolder the checks count.
+    source = a.opts.get("url") or a.data
 
     def build():
-        return sluice.torch.DataLoader(source=a.data, batch_size=a.batch, image_size=a.size,
+        return sluice.torch.DataLoader(source=source, batch_size=a.batch, image_size=a.size,
                                        shuffle=True, seed=a.seed, num_workers=a.threads,
                                        dtype=dtype, **kw)
 
@@ -57,9 +65,10 @@ def main():
         return str(x.dtype).replace("torch.", ""), tuple(x.shape), y.numpy()
 
     ver = getattr(sluice, "__version__", None) or "0.1.0"
-    cfg = (f"sluice.torch.DataLoader(source=DIR, batch_size={a.batch}, image_size={a.size}, "
+    cfg = (f"sluice.torch.DataLoader(source={a.opts.get('url') or 'DIR'}, batch_size={a.batch}, image_size={a.size}, "
            f"shuffle=True, num_workers={a.threads} decode threads, dtype=torch.{dtype}"
-           f"{', prefetch=' + prefetch if prefetch else ''}); one iteration per epoch; "
+           f"{', prefetch=' + prefetch if prefetch else ''}"
+           f"{', cache_bytes=' + str(kw['cache_bytes']) if 'cache_bytes' in kw else ''}); one iteration per epoch; "
            f"package from {os.path.dirname(sluice.__file__)}")
     C.measure(a, build, lambda L, e: L, to_numpy, version=ver, config=cfg.replace("torch.torch.", "torch."))
 

@@ -19,18 +19,13 @@ def main():
     a = C.parse_args()
     import torch
     import torchvision
-    from torchvision import transforms as T
     from torchvision.datasets import ImageFolder
     import PIL
     torch.set_num_threads(1)
     C.ready()
     workers = int(a.opts.get("workers", a.threads))
     prefetch = int(a.opts.get("prefetch", 2))
-    if a.out == "uint8":
-        tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.PILToTensor()])
-    else:
-        tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.ToTensor(),
-                        T.Normalize(C.IMAGENET_MEAN, C.IMAGENET_STD)])
+    tf = C.torchvision_transform(a)
     torch.manual_seed(a.seed)
 
     def build():

@@ -18,7 +18,6 @@ def main():
     import torchdata
     import torchvision
     from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, Prefetcher, SamplerWrapper
-    from torchvision import transforms as T
     from torchvision.datasets import ImageFolder
     from torch.utils.data import RandomSampler, default_collate
     torch.set_num_threads(1)
@@ -26,11 +25,7 @@ def main():
     workers = int(a.opts.get("workers", a.threads))
     in_order = a.opts.get("in_order", "0") == "1"
     prefetch = int(a.opts.get("prefetch", 2))
-    if a.out == "uint8":
-        tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.PILToTensor()])
-    else:
-        tf = T.Compose([T.RandomResizedCrop(a.size), T.RandomHorizontalFlip(), T.ToTensor(),
-                        T.Normalize(C.IMAGENET_MEAN, C.IMAGENET_STD)])
+    tf = C.torchvision_transform(a)
     torch.manual_seed(a.seed)
 
     def build():

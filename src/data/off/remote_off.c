@@ -50,3 +50,50 @@ int sl__remote_list(const char *url, char ***names, int *n, char *err,
     *n = 0;
     return off(url, err, errlen);
 }
+
+/* data/remote_multi: no engine; exec/aread reads URLs (none open) inline. */
+#include "data/remote_multi.h"
+
+int sl__rmulti_open(sl__rmulti_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    return off("remote reads", err, errlen);
+}
+
+void sl__rmulti_close(sl__rmulti_t *m)
+{
+    (void)m;
+}
+
+int sl__rmulti_read(sl__rmulti_t *m, sl__remote_t *r, uint64_t off_, void *buf,
+                    size_t len, void *user, char *err, size_t errlen)
+{
+    (void)m;
+    (void)r;
+    (void)off_;
+    (void)buf;
+    (void)len;
+    (void)user;
+    return off("remote", err, errlen);
+}
+
+int sl__rmulti_pending(const sl__rmulti_t *m)
+{
+    (void)m;
+    return 0;
+}
+
+int sl__rmulti_complete(sl__rmulti_t *m, void **user, int *rc,
+                        int64_t timeout_ns)
+{
+    (void)m;
+    (void)user;
+    (void)rc;
+    (void)timeout_ns;
+    return 0;
+}
+
+void sl__rmulti_cancel(sl__rmulti_t *m)
+{
+    (void)m;
+}
