@@ -406,6 +406,42 @@ SL_API void sl_plan_init(sl_plan_t *p);
  */
 SL_API int sl_loader_start_plan(sl_loader_t *l, const sl_plan_t *plan);
 
+/* A partitioned cache across processes (sluice.ray partition=;
+ * docs/DESIGN.md, "Partitioned cache"): each process's sample cache holds
+ * its part of the dataset; a process preparing batches gets the other
+ * parts' samples from their owners and lends them to its loader first. */
+
+/** Writes the dataset indices of batch `batch` of `epoch` on this loader's
+ *  rank into out (room for batch_size), in slot order: the samples that
+ *  batch reads. Costs one epoch permutation (O(num_samples)). Any thread.
+ *  @return how many, SL_ERANGE outside the epoch, SL_ENOMEM, SL_EINVAL. */
+SL_API int sl_loader_batch_samples(const sl_loader_t *l, int64_t epoch,
+                                   int64_t batch, int64_t *out);
+
+/** Sample `sample`'s encoded bytes, as a reader gets them: copied from the
+ *  sample cache on a hit (*hit = 1); else read from the source (through
+ *  the emulated storage, counted in bytes_read) and, with fill, offered to
+ *  the cache as a reader's read is. *data is the caller's (sl_free). Any
+ *  thread, batches flowing or not. Needs the encoded tier (no
+ *  cache_decoded) for the cache's part. @return 0 or SL_E*, the message in
+ *  err (naming the file or record). */
+SL_API int sl_loader_read_sample(sl_loader_t *l, int64_t sample, int fill,
+                                 void **data, size_t *n, int *hit, char *err,
+                                 size_t errlen);
+/** Frees what sl_loader_read_sample returned. */
+SL_API void sl_free(void *p);
+
+/** Lends sample `sample`'s encoded bytes (copied) to the loader: the next
+ *  read of that sample takes them instead of reading storage (once; not
+ *  charged to the cache's limit; the stream is unchanged as long as they
+ *  are the sample's bytes). Needs a cache (cache_bytes > 0) of the encoded
+ *  tier. @return 1 when lent; 0 when the cache holds the sample, it is
+ *  lent already or there is no cache. */
+SL_API int sl_loader_cache_lend(sl_loader_t *l, int64_t sample,
+                                const void *data, size_t n);
+/** Drops the lent samples no read took; returns how many. */
+SL_API int64_t sl_loader_cache_lend_clear(sl_loader_t *l);
+
 /**
  * Waits for the next batch. Ordered mode hands batches out in (epoch,
  * index) order, bit-identical for a seed whatever the thread counts;

@@ -58,12 +58,17 @@ def _import_ray():
 
 
 class _Preparer:
-    """A Ray actor: one sluice.Loader, prepares planned batches."""
+    """A Ray actor: one sluice.Loader, prepares planned batches. storage:
+    emulated slow storage (latency_us, bytes_per_s) for tests and
+    benchmarks (sluice/testing.h)."""
 
-    def __init__(self, source, batch_size, image_size, options):
+    def __init__(self, source, batch_size, image_size, options, storage=None):
         import sluice
         self._loader = sluice.Loader(source, batch_size, image_size, epochs=1,
                                      **options)
+        if storage:
+            self._loader._testing_storage(*storage)
+        self._reads = {}  # epoch -> storage reads (samples)
 
     def info(self):
         L = self._loader
@@ -76,17 +81,36 @@ class _Preparer:
     def prepare(self, batches):
         """The planned (epoch, batch) pairs' (images, labels), one return
         value each; None for a batch whose samples were all skipped
-        (on_error='skip'), which the local loader leaves out too."""
+        (on_error='skip'), which the local loader leaves out too. Storage
+        reads are counted against the first batch's epoch."""
+        cached = self._loader.get("cache_bytes") > 0
+        before = self._loader.stats()["cache"]["misses"]
+        out = self._prepare(batches)
+        if cached:  # a plan may start a new engine (batches held): from 0
+            after = self._loader.stats()["cache"]["misses"]
+            n = after - before if after >= before else after
+        else:  # every sample prepared was read
+            got = out if len(batches) > 1 else (out,)
+            n = sum(len(v[1]) for v in got if v is not None)
+        e = batches[0][0]
+        self._reads[e] = self._reads.get(e, 0) + n
+        return out
+
+    def _prepare(self, batches):
+        # Copies: the loader's own arrays are released before the next
+        # plan starts, which then keeps its engine (a Loader starts a new
+        # one, with an empty cache, under batches still held; Ray may hold
+        # a task's return values a while).
         import sluice
         L = self._loader
         L.start_plan(batches)
-        out = list(L)
+        out = [(x.copy(), y.copy()) for x, y in L]
         if len(out) != len(batches):  # some batch was empty: find which
             out = []
             for b in batches:
                 try:
                     L.start_plan([b])
-                    got = list(L)
+                    got = [(x.copy(), y.copy()) for x, y in L]
                 except sluice.Error as e:  # a plan that delivered nothing
                     if "every sample was skipped" not in str(e):
                         raise
@@ -94,12 +118,22 @@ class _Preparer:
                 out.append(got[0] if got else None)
         return out[0] if len(out) == 1 else tuple(out)
 
+    def cache_stats(self):
+        """Storage reads per epoch and the cache's size now (the
+        counters sluice.ray_cache's preparers keep, as far as they apply)."""
+        c = self._loader.stats().get("cache") or {}
+        return {"part": None, "entries": c.get("entries", 0),
+                "bytes": c.get("bytes", 0),
+                "by_epoch": {e: {"storage_reads": n}
+                             for e, n in self._reads.items()}}
+
 
 class _Actor:
     """The trainer's view of one actor: handle, queued chunks, counters."""
 
     def __init__(self, handle, ident):
         self.handle, self.id = handle, ident
+        self.part = None    # the cache part it owns (partition=True)
         self.chunks = []    # (last ref, [g...]) handed, not yet complete
         self.retiring = False
         self.batches = 0    # batches it completed
@@ -173,7 +207,7 @@ class DataLoader:
     seed=None, drop_last=False, rank=None, world_size=None, dtype=None,
     num_actors=2, actor_threads=1, chunk=2, depth=2, actor_options=None,
     autoscale=False, min_actors=1, max_actors=None, tensors=True,
-    device=None, **options)
+    device=None, partition=False, **options)
 
     num_actors Ray actors, each a sluice.Loader with actor_threads decode
     threads and the options given (mode=, layout=, on_error=, mean=, ...);
@@ -189,7 +223,14 @@ class DataLoader:
     job to a preparer group shared by every job with the same data, seed,
     transforms and batch size, on the same cluster: each batch is prepared
     once and every attached job receives it (sluice.ray_group.SharedLoader;
-    more options there)."""
+    more options there).
+
+    partition=True (with cache_bytes=N, each actor's cache) partitions the
+    sample cache across the actors: each caches its part of the dataset
+    and serves it to the others, which ask it before reading storage; the
+    cluster holds num_actors x N (sluice.ray_cache; cache_stats()).
+    partition="local" is the comparison: each actor caches what it reads
+    (N each), nothing shared."""
 
     def __new__(cls, *args, share=None, **kw):
         if share is not None and share is not False and cls is DataLoader:
@@ -202,7 +243,7 @@ class DataLoader:
                  dtype=None, num_actors=2, actor_threads=1, chunk=2, depth=2,
                  actor_options=None, autoscale=False, min_actors=1,
                  max_actors=None, tensors=True, device=None, share=None,
-                 **options):
+                 partition=False, storage=None, **options):
         self._ray = ray = _import_ray()
         self._torch = None
         if tensors:
@@ -229,7 +270,18 @@ class DataLoader:
         self._actor_options = {"num_cpus": actor_threads, "max_restarts": 0,
                                "max_task_retries": 0}
         self._actor_options.update(actor_options or {})
-        self._cls = ray.remote(_Preparer)
+        self._storage = tuple(storage) if storage else None
+        self._parts = num_actors if partition else 0
+        self._partition = partition
+        if partition and (not options.get("cache_bytes") or options.get("cache_decoded")):
+            raise ValueError("partition=True needs cache_bytes > 0 (each actor's "
+                             "part of the cache) and the encoded tier (no "
+                             "cache_decoded)")
+        if partition:
+            from .ray_cache import part_preparer_class
+            self._cls = part_preparer_class(ray)
+        else:
+            self._cls = ray.remote(_Preparer)
         self._actors = []      # _Actor, live or retiring
         self._next_id = 0
         self._target = num_actors
@@ -275,10 +327,20 @@ class DataLoader:
     def _spawn(self, n, reason):
         before = len(self._live())
         for _ in range(n):
-            h = self._cls.options(**self._actor_options).remote(
-                self.source, self.batch_size, self.image_size, self._options)
+            args = (self.source, self.batch_size, self.image_size,
+                    self._options, self._storage)
+            part = None
+            if self._parts:  # a part no actor holds (a dead one's)
+                held = {a.part for a in self._actors}
+                part = next((p for p in range(self._parts) if p not in held), None)
+                args = args[:4] + (part, self._parts, self._storage,
+                                   self._partition == "local")
+            h = self._cls.options(**self._actor_options).remote(*args)
             self._actors.append(_Actor(h, self._next_id))
+            self._actors[-1].part = part
             self._next_id += 1
+            if part is not None and reason != "start":
+                reason += f" (it takes cache part {part}, empty)"
         if n:
             self._decide("add", reason, before, before + n)
 
@@ -373,8 +435,14 @@ class DataLoader:
 
     def _send(self, a, gs):
         nb = self.batches_per_epoch
-        refs = a.handle.prepare.options(num_returns=len(gs)).remote(
-            [(g // nb, g % nb) for g in gs])
+        args = [[(g // nb, g % nb) for g in gs]]
+        if self._parts:  # who serves each part now
+            owners = [None] * self._parts
+            for b in self._actors:
+                if b.part is not None:
+                    owners[b.part] = b.handle
+            args.append(owners)
+        refs = a.handle.prepare.options(num_returns=len(gs)).remote(*args)
         if len(gs) == 1:
             refs = [refs]
         for g, r in zip(gs, refs):
@@ -553,6 +621,22 @@ class DataLoader:
                 "batches_completed": self._completed,
                 "per_actor": {a.id: a.batches for a in self._actors},
                 "decisions": list(self._decisions)}
+
+    def cache_stats(self):
+        """The actors' caches: storage reads per epoch (by the epoch of
+        the batch that needed the sample), and with partition=True local
+        and remote hits and misses, bytes from other actors, fallback
+        reads (sluice.ray_cache); entries and bytes held now. Asks the
+        live actors (an actor busy preparing answers after its chunk,
+        unless partition=True)."""
+        from .ray_cache import merge_stats
+        got = []
+        for a in self._actors:
+            try:
+                got.append(self._ray.get(a.handle.cache_stats.remote(), timeout=60))
+            except Exception:  # gone meanwhile: its counters with it
+                pass
+        return merge_stats(got)
 
     def close(self):
         """Kills the actors."""

@@ -28,6 +28,7 @@
  * engine call that waits or works (create, start, next, destroy).
  */
 #include "sluice/telemetry.h"
+#include "sluice/testing.h"
 #include "sluice_py.h"
 
 #include <limits.h>
@@ -1038,6 +1039,99 @@ static PyGetSetDef loader_getset[] = {
      "The options the loader was made with, as a dict.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
+/* ---- a partitioned cache across processes (sluice.ray partition=) ---- */
+
+static PyObject *loader_batch_samples(LoaderObject *self, PyObject *args)
+{
+    long long e, b;
+    if (!PyArg_ParseTuple(args, "LL:batch_samples", &e, &b) ||
+        loader_closed(self))
+        return NULL;
+    int64_t *out = PyMem_Malloc((size_t)self->opt.batch_size * sizeof *out);
+    if (!out)
+        return PyErr_NoMemory();
+    int k = sl_loader_batch_samples(self->core->engine, e, b, out);
+    PyObject *r = NULL;
+    if (k < 0)
+        PyErr_Format(k == SL_ERANGE ? PyExc_ValueError : PyExc_MemoryError,
+                     "batch_samples: (epoch %lld, batch %lld): %s", e, b,
+                     sl_strerror(k));
+    else if ((r = PyList_New(k)))
+        for (int i = 0; i < k; i++)
+            PyList_SET_ITEM(r, i, PyLong_FromLongLong(out[i]));
+    PyMem_Free(out);
+    return r;
+}
+
+static PyObject *loader_read_sample(LoaderObject *self, PyObject *args,
+                                    PyObject *kw)
+{
+    static char *kwlist[] = {"sample", "fill", NULL};
+    long long i;
+    int fill = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|p:read_sample", kwlist, &i,
+                                     &fill) ||
+        loader_closed(self))
+        return NULL;
+    CoreObject *core = self->core;
+    Py_INCREF(core);
+    void *data = NULL;
+    size_t n = 0;
+    int hit = 0, rc;
+    char msg[1024];
+    Py_BEGIN_ALLOW_THREADS; /* a read, maybe a slow one */
+    rc = sl_loader_read_sample(core->engine, i, fill, &data, &n, &hit, msg,
+                               sizeof msg);
+    Py_END_ALLOW_THREADS;
+    Py_DECREF(core);
+    if (rc)
+        return slpy_raise(rc, msg, 0);
+    PyObject *r = Py_BuildValue("(y#O)", (const char *)data, (Py_ssize_t)n,
+                                hit ? Py_True : Py_False);
+    sl_free(data);
+    return r;
+}
+
+static PyObject *loader_cache_lend(LoaderObject *self, PyObject *args)
+{
+    long long i;
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "Ly*:cache_lend", &i, &buf))
+        return NULL;
+    int ok = 0;
+    if (!loader_closed(self))
+        ok = sl_loader_cache_lend(self->core->engine, i, buf.buf,
+                                  (size_t)buf.len);
+    PyBuffer_Release(&buf);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(ok);
+}
+
+static PyObject *loader_cache_lend_clear(LoaderObject *self,
+                                         PyObject *Py_UNUSED(ignored))
+{
+    if (loader_closed(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_loader_cache_lend_clear(self->core->engine));
+}
+
+/* Emulated slow storage (sluice/testing.h), for tests and benchmarks. */
+static PyObject *loader_testing_storage(LoaderObject *self, PyObject *args)
+{
+    long long lat = 0, bps = 0;
+    if (!PyArg_ParseTuple(args, "LL:_testing_storage", &lat, &bps) ||
+        loader_closed(self))
+        return NULL;
+    sl_loader_t *l = self->core->engine;
+    int rc = sl__testing_storage_set(l, SL_TESTING_READ_LATENCY_US, lat);
+    if (!rc)
+        rc = sl__testing_storage_set(l, SL_TESTING_READ_BYTES_PER_S, bps);
+    if (rc)
+        return slpy_raise(rc, "emulated storage: value out of range", 1);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef loader_methods[] = {
     {"start", (PyCFunction)(void (*)(void))loader_start,
      METH_VARARGS | METH_KEYWORDS,
@@ -1066,6 +1160,24 @@ static PyMethodDef loader_methods[] = {
     {"close", (PyCFunction)loader_close, METH_NOARGS,
      "close()\n--\n\nStops iteration. The engine is freed when the last "
      "batch array is gone too."},
+    {"batch_samples", (PyCFunction)loader_batch_samples, METH_VARARGS,
+     "batch_samples(epoch, batch)\n--\n\nThe dataset indices batch "
+     "(epoch, batch) reads on this rank, in slot order."},
+    {"read_sample", (PyCFunction)(void (*)(void))loader_read_sample,
+     METH_VARARGS | METH_KEYWORDS,
+     "read_sample(sample, fill=True)\n--\n\n(bytes, hit): the sample's "
+     "encoded bytes from the sample cache, or read\nfrom storage (and "
+     "offered to the cache with fill). Any thread."},
+    {"cache_lend", (PyCFunction)loader_cache_lend, METH_VARARGS,
+     "cache_lend(sample, data)\n--\n\nThe next read of sample takes data "
+     "(its encoded bytes, from another\nprocess's cache) instead of "
+     "storage, once. True when lent. Any thread."},
+    {"cache_lend_clear", (PyCFunction)loader_cache_lend_clear, METH_NOARGS,
+     "cache_lend_clear()\n--\n\nDrops the lent samples no read took; "
+     "returns how many."},
+    {"_testing_storage", (PyCFunction)loader_testing_storage, METH_VARARGS,
+     "_testing_storage(latency_us, bytes_per_s)\n--\n\nEmulated slow "
+     "storage (tests, benchmarks): 0 turns a part off."},
     {"__enter__", (PyCFunction)slpy_return_self, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)loader_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};

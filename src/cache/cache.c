@@ -15,6 +15,7 @@ typedef struct centry {
     int codec;
     int pins;
     int dead; /* evicted while pinned: freed at the last unpin */
+    int lent; /* a lent entry (never charged to bytes) */
     uint8_t data[];
 } centry_t;
 
@@ -24,6 +25,8 @@ struct sl__cache {
     int policy;
     centry_t **index; /* nkeys, made at the first put */
     centry_t *head, *tail;
+    centry_t **lent; /* nkeys, made at the first lend (not charged) */
+    centry_t *lhead; /* lent entries not taken, a list through prev/next */
     sl__cache_stats_t st;
 };
 
@@ -58,6 +61,8 @@ void sl__cache_destroy(sl__cache_t *c)
         n = e->next;
         free(e);
     }
+    sl__cache_lend_clear(c);
+    free(c->lent);
     free(c->index);
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -131,6 +136,23 @@ int sl__cache_find(sl__cache_t *c, int64_t key, sl__cache_ref_t *ref)
         }
         c->st.hits++;
         *ref = (sl__cache_ref_t){e, e->raw_n, e->aux, e->codec};
+    } else if (c->lent && key >= 0 && key < c->nkeys && c->lent[key]) {
+        /* Taken: out of the lent set, freed at this pin's unpin. */
+        e = c->lent[key];
+        c->lent[key] = NULL;
+        if (e->prev)
+            e->prev->next = e->next;
+        else
+            c->lhead = e->next;
+        if (e->next)
+            e->next->prev = e->prev;
+        e->prev = e->next = NULL;
+        e->pins = 1;
+        e->dead = 1;
+        c->st.lent_hits++;
+        c->st.lent_entries--;
+        c->st.lent_bytes -= (int64_t)e->raw_n;
+        *ref = (sl__cache_ref_t){e, e->raw_n, e->aux, e->codec};
     } else {
         c->st.misses++;
         *ref = (sl__cache_ref_t){0};
@@ -163,7 +185,8 @@ void sl__cache_unpin(sl__cache_t *c, sl__cache_ref_t *ref)
     ref->e = NULL;
     pthread_mutex_lock(&c->mu);
     if (--e->pins == 0 && e->dead) {
-        c->st.bytes -= cost(e);
+        if (!e->lent)
+            c->st.bytes -= cost(e);
         free(e);
     }
     pthread_mutex_unlock(&c->mu);
@@ -248,6 +271,55 @@ int sl__cache_put(sl__cache_t *c, int64_t key, const void *p, size_t n,
     if (!kept)
         free(e);
     return kept;
+}
+
+int sl__cache_lend(sl__cache_t *c, int64_t key, const void *p, size_t n)
+{
+    if (key < 0 || key >= c->nkeys)
+        return 0;
+    centry_t *e = malloc(sizeof *e + n);
+    if (!e)
+        return 0;
+    *e = (centry_t){.key = key,
+                    .raw_n = n,
+                    .stored_n = n,
+                    .codec = SL_CODEC_NONE,
+                    .lent = 1};
+    memcpy(e->data, p, n);
+    pthread_mutex_lock(&c->mu);
+    if (!c->lent)
+        c->lent = calloc((size_t)c->nkeys, sizeof *c->lent);
+    int ok = c->lent && !c->lent[key] && !(c->index && c->index[key]);
+    if (ok) {
+        c->lent[key] = e;
+        e->next = c->lhead;
+        if (c->lhead)
+            c->lhead->prev = e;
+        c->lhead = e;
+        c->st.lent_entries++;
+        c->st.lent_bytes += (int64_t)n;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (!ok)
+        free(e);
+    return ok;
+}
+
+int64_t sl__cache_lend_clear(sl__cache_t *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t k = 0;
+    for (centry_t *e = c->lhead, *n; e; e = n) {
+        n = e->next;
+        c->lent[e->key] = NULL;
+        free(e);
+        k++;
+    }
+    c->lhead = NULL;
+    c->st.lent_entries = 0;
+    c->st.lent_bytes = 0;
+    pthread_mutex_unlock(&c->mu);
+    return k;
 }
 
 void sl__cache_set_limit(sl__cache_t *c, int64_t limit)

@@ -48,6 +48,8 @@ typedef struct sl__cache_stats {
                                             (MinIO full) or came twice */
     int64_t limit;
     int64_t by_codec[3]; /* entries held now per codec (sl__codec_t) */
+    int64_t lent_hits;   /* finds served by a lent entry */
+    int64_t lent_entries, lent_bytes; /* lent, not yet found, held now */
 } sl__cache_stats_t;
 
 /* A cache for keys 0..nkeys-1 holding at most `limit` bytes (0: holds
@@ -83,6 +85,19 @@ int sl__cache_wants(sl__cache_t *c, size_t n);
  * larger than the limit, key already held, limit 0, out of memory). */
 int sl__cache_put(sl__cache_t *c, int64_t key, const void *p, size_t n,
                   int64_t aux, int codec, int level);
+
+/* Lent entries (a partitioned cache: sluice.ray partition=, docs/DESIGN.md
+ * "Partitioned cache"): bytes of a sample another process's cache holds,
+ * handed in for the batches about to be prepared. Kept apart from the
+ * cached entries: not charged against the limit, never evicted, and
+ * one-shot: the first find of the key takes it (a hit counted as
+ * lent_hits, not hits), it is freed at that find's unpin. Bounded by the
+ * caller, who clears what was not taken. sl__cache_lend copies n bytes
+ * (stored without a codec); 1 when lent, 0 when the key is cached or
+ * lent already, or out of range, or out of memory. */
+int sl__cache_lend(sl__cache_t *c, int64_t key, const void *p, size_t n);
+/* Frees the lent entries not taken; returns how many there were. */
+int64_t sl__cache_lend_clear(sl__cache_t *c);
 
 /* A new limit (a knob): lowering it evicts, under either policy (MinIO:
  * the newest entries first, so the set it keeps stays fixed). */

@@ -6,6 +6,7 @@
  * bytes are the same whether it hit or not, so the stream does not depend
  * on the cache, its size, its policy or timing. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec/codec.h"
@@ -218,4 +219,97 @@ void sl__loader_cache_sample(sl_loader_t *l, sl__pipe_sample_t *o)
     snprintf(o->cache_codec, sizeof o->cache_codec, "%s",
              st.limit > 0 ? sl__pick_codecs[c].name : "");
     o->cache_codec_choices = atomic_load(&l->cache_choices);
+}
+
+/* ------------------------------------------------------------------------
+ * A partitioned cache across processes (sluice.ray partition=;
+ * docs/DESIGN.md, "Partitioned cache"): the owner of a sample serves its
+ * bytes (sl_loader_read_sample), a preparer lends them to its own loader
+ * before the batches that need them (sl_loader_cache_lend). */
+
+int sl_loader_batch_samples(const sl_loader_t *l, int64_t epoch, int64_t batch,
+                            int64_t *out)
+{
+    if (!l || !out)
+        return SL_EINVAL;
+    if (epoch < 0 || batch < 0 || batch >= l->smp.nbatches)
+        return SL_ERANGE;
+    int64_t *perm = malloc((size_t)l->smp.n * sizeof *perm);
+    if (!perm)
+        return SL_ENOMEM;
+    sl__sampler_permute(&l->smp, epoch, perm);
+    int k = sl__sampler_batch(&l->smp, perm, batch, out);
+    free(perm);
+    return k;
+}
+
+int sl_loader_read_sample(sl_loader_t *l, int64_t sample, int fill, void **data,
+                          size_t *n, int *hit, char *err, size_t errlen)
+{
+    if (!l || !data || !n || sample < 0 || sample >= sl__source_count(l->src))
+        return sl__fail(err, errlen, SL_ERANGE, "sample %lld is out of range",
+                        (long long)sample);
+    *data = NULL;
+    *n = 0;
+    if (hit)
+        *hit = 0;
+    int cached = atomic_load(&l->cache_limit) > 0 && !l->opt.cache_decoded;
+    sl__cache_ref_t ref = {0};
+    if (cached && sl__cache_find(l->cache, sample, &ref)) {
+        int rc = 0;
+        void *p = malloc(ref.raw_n ? ref.raw_n : 1);
+        if (!p)
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        else
+            rc = sl__cache_copy(&ref, p, err, errlen);
+        sl__cache_unpin(l->cache, &ref);
+        if (rc) {
+            free(p);
+            return rc;
+        }
+        *data = p;
+        *n = ref.raw_n;
+        if (hit)
+            *hit = 1;
+        return 0;
+    }
+    /* A miss: a read as a reader does it, through the emulated storage. */
+    sl__bytes_t b = {0}, scratch = {0};
+    uint64_t stored = 0;
+    int64_t t0 = sl__now_ns();
+    int rc =
+        sl__source_read(l->src, sample, &b, &scratch, &stored, err, errlen);
+    sl__bytes_free(&scratch);
+    sl__throttle_wait(&l->thr, stored, t0);
+    atomic_fetch_add(&l->bytes_read, (long long)stored);
+    if (rc) {
+        sl__bytes_free(&b);
+        return rc;
+    }
+    if (cached && fill)
+        offer(l, sample, b.p, b.n, 0);
+    *data = b.p; /* b.p is malloc'd: handed over */
+    *n = b.n;
+    if (!*data && !(*data = malloc(1)))
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    return 0;
+}
+
+void sl_free(void *p)
+{
+    free(p);
+}
+
+int sl_loader_cache_lend(sl_loader_t *l, int64_t sample, const void *data,
+                         size_t n)
+{
+    if (!l || !data || !l->cache || l->opt.cache_decoded ||
+        atomic_load(&l->cache_limit) <= 0)
+        return 0; /* a read would not look (sl__loader_cache_hit) */
+    return sl__cache_lend(l->cache, sample, data, n);
+}
+
+int64_t sl_loader_cache_lend_clear(sl_loader_t *l)
+{
+    return l && l->cache ? sl__cache_lend_clear(l->cache) : 0;
 }

@@ -5,55 +5,22 @@ actors added and removed mid-epoch; an actor killed mid-epoch (ray.kill,
 and its process by SIGKILL) loses and duplicates nothing; the autoscale
 policy's decisions. Skips with the reason when Ray (or torch) is not
 importable or cannot start. Small data: a shared 2-core machine."""
-import hashlib
 import os
 import signal
-import sys
 import time
 
 import pytest
 
 from conftest import synthetic_folder
+from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, ray, sluice, torch  # noqa: F401
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
-sluice = pytest.importorskip("sluice", reason="sluice module not built")
-ray = pytest.importorskip("ray", reason="Ray is not installed or cannot be imported (pip install ray)",
-                         exc_type=ImportError)
-torch = pytest.importorskip("torch", reason="torch is not installed")
-import sluice.ray  # noqa: E402
-import sluice.torch  # noqa: E402
-
-B, S, SEED = 8, 32, 11
 SMALL = {"num_cpus": 0.5}  # three actors fit a 2-CPU cluster
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    # The actors import sluice: the package's folder on their path.
-    saved = os.environ.get("PYTHONPATH")
-    if PYDIR:
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            p for p in (PYDIR, os.environ.get("PYTHONPATH")) if p)
-    try:
-        # address="local": a new cluster of our own, never one another
-        # process started on this machine (ray start).
-        ray.init(address="local", num_cpus=2, include_dashboard=False,
-                 log_to_driver=False, _node_ip_address="127.0.0.1")
-    except Exception as e:  # no shared memory, no ports, ...
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
-        pytest.skip(f"Ray cannot start here: {e}")
-    yield
-    ray.shutdown()
-    if saved is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = saved
+    with local_cluster():
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -61,20 +28,10 @@ def ds(tmp_path_factory):
     return synthetic_folder(tmp_path_factory, "ray", 120, 3)  # 15 batches
 
 
-def digests(batches):
-    return [hashlib.sha1(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()
-            for x, y in batches]
-
-
 @pytest.fixture(scope="module")
 def local(ds):
     """The local loader's digests: two epochs, and rank 1 of 2's first."""
-    dl = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
-                                 seed=SEED, num_workers=1)
-    eps = [digests(dl) for _ in range(2)]
-    r1 = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
-                                 seed=SEED, num_workers=1, rank=1, world_size=2)
-    return eps, digests(r1)
+    return local_digests(ds, 2), local_digests(ds, 1, rank=1, world_size=2)[0]
 
 
 def make(ds, n, **kw):

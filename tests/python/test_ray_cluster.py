@@ -7,62 +7,19 @@ actors' processes gone) its unfinished batches are prepared on the head
 node, nothing lost or duplicated. An actor's node is read from its process:
 a Ray worker process is its node's raylet's child. Skips with the reason
 when Ray (or torch) is not importable or the cluster cannot start."""
-import hashlib
-import os
-import sys
-
 import pytest
 
 from conftest import synthetic_folder
+from ray_helpers import B, S, SEED, digests, local_digests, multinode_cluster, ray, sluice  # noqa: F401
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
-sluice = pytest.importorskip("sluice", reason="sluice module not built")
-ray = pytest.importorskip("ray", reason="Ray is not installed or cannot be imported (pip install ray)",
-                         exc_type=ImportError)
-torch = pytest.importorskip("torch", reason="torch is not installed")
-import sluice.ray  # noqa: E402
-import sluice.torch  # noqa: E402
-
-B, S, SEED = 8, 32, 11
 # Half a CPU each: two actors per 1-CPU node fit; SPREAD puts them apart.
 SPREAD = {"num_cpus": 0.5, "scheduling_strategy": "SPREAD"}
-NODE = {"num_cpus": 1, "include_dashboard": False,
-        # A lost node is noticed in about a second, not 30.
-        "_system_config": {"health_check_period_ms": 300,
-                           "health_check_failure_threshold": 3}}
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    from ray.cluster_utils import Cluster
-    saved = os.environ.get("PYTHONPATH")  # the actors import sluice
-    if PYDIR:
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (PYDIR, saved) if p)
-    c = None
-    try:
-        c = Cluster(initialize_head=True, head_node_args=NODE)
-        worker = c.add_node(num_cpus=1)
-        c.wait_for_nodes()
-        ray.init(address=c.address, log_to_driver=False)
-    except Exception as e:  # no shared memory, no ports, ...
-        if c is not None:
-            c.shutdown()
-        _restore(saved)
-        pytest.skip(f"a Ray cluster cannot start here: {e}")
-    yield c, worker
-    ray.shutdown()
-    c.shutdown()
-    _restore(saved)
-
-
-def _restore(saved):
-    if saved is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = saved
+    with multinode_cluster(workers=1, cpus=1) as (c, nodes):
+        yield c, nodes[0]
 
 
 @pytest.fixture(scope="module")
@@ -70,16 +27,9 @@ def ds(tmp_path_factory):
     return synthetic_folder(tmp_path_factory, "raycl", 120, 3)  # 15 batches
 
 
-def digests(batches):
-    return [hashlib.sha1(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()
-            for x, y in batches]
-
-
 @pytest.fixture(scope="module")
 def local(ds):
-    dl = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
-                                 seed=SEED, num_workers=1)
-    return [digests(dl) for _ in range(2)]
+    return local_digests(ds, 2)
 
 
 def _ppid(pid):

@@ -7,7 +7,6 @@ the jobs); a late job joins at the next epoch (join="now": at the slowest
 job's batch); a job that leaves early, and one killed (dropped after its
 lease), do not stop the others. Skips with the reason when Ray cannot
 start. Small data: a shared 2-core machine."""
-import hashlib
 import json
 import os
 import signal
@@ -18,19 +17,9 @@ import time
 import pytest
 
 from conftest import synthetic_folder
+from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, ray, sluice  # noqa: F401
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
-sluice = pytest.importorskip("sluice", reason="sluice module not built")
-ray = pytest.importorskip("ray", reason="Ray is not installed or cannot be imported (pip install ray)",
-                         exc_type=ImportError)
-torch = pytest.importorskip("torch", reason="torch is not installed")
-import sluice.ray  # noqa: E402
-import sluice.torch  # noqa: E402
-
-B, S, SEED, NB = 8, 32, 11, 15
+NB = 15
 SMALL = {"num_cpus": 0.5}
 JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share_job.py")
 
@@ -38,21 +27,8 @@ JOB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share_job.py")
 @pytest.fixture(scope="module")
 def cluster():
     """A cluster of our own; its address for the job processes."""
-    saved = os.environ.get("PYTHONPATH")
-    if PYDIR:  # the actors and the job processes import sluice
-        os.environ["PYTHONPATH"] = os.pathsep.join(
-            p for p in (PYDIR, os.environ.get("PYTHONPATH")) if p)
-    try:
-        ctx = ray.init(address="local", num_cpus=2, include_dashboard=False,
-                       log_to_driver=False, _node_ip_address="127.0.0.1")
-    except Exception as e:  # no shared memory, no ports, ...
-        pytest.skip(f"Ray cannot start here: {e}")
-    yield ctx.address_info["gcs_address"]
-    ray.shutdown()
-    if saved is None:
-        os.environ.pop("PYTHONPATH", None)
-    else:
-        os.environ["PYTHONPATH"] = saved
+    with local_cluster() as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +36,10 @@ def ds(tmp_path_factory):
     return synthetic_folder(tmp_path_factory, "share", 120, 3)  # 15 batches
 
 
-def digests(batches):
-    return [hashlib.sha1(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()
-            for x, y in batches]
-
-
 @pytest.fixture(scope="module")
 def local(ds):
     """A lone local loader's first three epochs."""
-    dl = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
-                                 seed=SEED, num_workers=1)
-    return [digests(dl) for _ in range(3)]
+    return local_digests(ds, 3)
 
 
 class Jobs:

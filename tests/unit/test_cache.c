@@ -241,6 +241,52 @@ static void test_decoded_equals_no_dct(void **state)
 /* The run-time codec rule on numbers: everything fits uncompressed ->
  * none; memory the bound and misses dear -> compression, the cheapest
  * that holds the set; misses cheap (CPU the bound) -> less or none. */
+/* Lent entries (a partitioned cache): one-shot, not charged, apart from
+ * the cached ones; a cached key is not lent; clear frees the rest. */
+static void test_lent_entries(void **state)
+{
+    (void)state;
+    sl__cache_t *c = sl__cache_create(10, 4096, SL__CACHE_MINIO);
+    assert_non_null(c);
+    uint8_t a[SZ], b[SZ];
+    memset(a, 'a', SZ);
+    memset(b, 'b', SZ);
+    assert_int_equal(sl__cache_put(c, 1, a, SZ, 0, SL_CODEC_NONE, 0), 1);
+    assert_int_equal(sl__cache_lend(c, 1, b, SZ), 0); /* cached */
+    assert_int_equal(sl__cache_lend(c, 2, b, SZ), 1);
+    assert_int_equal(sl__cache_lend(c, 2, b, SZ), 0); /* lent already */
+    assert_int_equal(sl__cache_lend(c, 3, b, SZ), 1);
+    assert_int_equal(sl__cache_lend(c, 10, b, SZ), 0); /* out of range */
+    sl__cache_stats_t st;
+    sl__cache_get_stats(c, &st);
+    int64_t charged = st.bytes;
+    assert_int_equal(st.lent_entries, 2);
+    assert_int_equal(st.lent_bytes, 2 * SZ);
+    sl__cache_ref_t r;
+    assert_int_equal(sl__cache_find(c, 2, &r), 1);
+    assert_memory_equal(sl__cache_view(&r), b, SZ);
+    /* Taken: a second find misses while the first is still pinned. */
+    sl__cache_ref_t r2;
+    assert_int_equal(sl__cache_find(c, 2, &r2), 0);
+    sl__cache_unpin(c, &r);
+    assert_int_equal(sl__cache_find(c, 1, &r), 1);
+    assert_memory_equal(sl__cache_view(&r), a, SZ);
+    sl__cache_unpin(c, &r);
+    sl__cache_get_stats(c, &st);
+    assert_int_equal(st.lent_hits, 1);
+    assert_int_equal(st.hits, 1);
+    assert_int_equal(st.misses, 1);
+    assert_int_equal(st.bytes, charged); /* lent bytes never charged */
+    assert_int_equal(st.lent_entries, 1);
+    assert_int_equal(sl__cache_lend_clear(c), 1);
+    assert_int_equal(sl__cache_find(c, 3, &r), 0);
+    sl__cache_get_stats(c, &st);
+    assert_int_equal(st.lent_entries, 0);
+    assert_int_equal(st.lent_bytes, 0);
+    assert_int_equal(sl__cache_lend(c, 3, b, SZ), 1); /* freed by destroy */
+    sl__cache_destroy(c);
+}
+
 static void test_pick_rule(void **state)
 {
     (void)state;
@@ -294,6 +340,7 @@ int main(void)
         cmocka_unit_test(test_pinned_entry_outlives_eviction),
         cmocka_unit_test(test_codecs_round_trip),
         cmocka_unit_test(test_pick_rule),
+        cmocka_unit_test(test_lent_entries),
         cmocka_unit_test(test_decoded_equals_no_dct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "sluice/sluice.h"
 #include "sluice/testing.h"
@@ -345,6 +346,98 @@ static void test_stress_knobs(void **state)
     tu_watchdog(0, 0, NULL);
 }
 
+/* The partitioned cache's engine side: an owner serves samples from other
+ * threads (sl_loader_read_sample: hits, or reads filling its cache) while
+ * its own stream runs; a preparer lends them (sl_loader_cache_lend) and
+ * its stream reads nothing from storage and equals a plain loader's. */
+typedef struct {
+    sl_loader_t *owner, *prep;
+    const int64_t *ids;
+    int n, hits;
+} server_t;
+
+static void *server(void *arg)
+{
+    server_t *s = arg;
+    for (int k = 0; k < s->n; k++) {
+        void *p;
+        size_t n;
+        int hit;
+        char err[256];
+        assert_int_equal(sl_loader_read_sample(s->owner, s->ids[k], 1, &p, &n,
+                                               &hit, err, sizeof err),
+                         0);
+        s->hits += hit;
+        assert_int_equal(sl_loader_cache_lend(s->prep, s->ids[k], p, n), 1);
+        sl_free(p);
+    }
+    return NULL;
+}
+
+static void test_lent_samples(void **state)
+{
+    (void)state;
+    tu_watchdog(300, 0, "lent samples: the loader hung");
+    int64_t all = whole(root, 0);
+    cfg_t plain = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 0, 0};
+    cfg_t own = {2, SL_IO_DEPTH_OFF, 0, all, SL_CACHE_MINIO, 0, 0, 0};
+    cfg_t one = {2, 4, 0, 1, SL_CACHE_MINIO, 0, 0, 0};
+    sl_loader_t *ref = loader(root, plain), *owner = loader(root, own),
+                *prep = loader(root, one);
+    int64_t nb = sl_loader_batches_per_epoch(prep), hits = 0;
+    for (int64_t g = 0; g < 2 * nb; g++) {
+        sl_position_t pos = {g / nb, g % nb};
+        int64_t ids[7];
+        int n = sl_loader_batch_samples(prep, pos.epoch, pos.batch, ids);
+        assert_true(n > 0 && n <= 7);
+        /* Two servers; the owner streams meanwhile (fills, hits). */
+        server_t sv[2] = {{owner, prep, ids, n / 2, 0},
+                          {owner, prep, ids + n / 2, n - n / 2, 0}};
+        pthread_t th[2];
+        for (int k = 0; k < 2; k++)
+            assert_int_equal(pthread_create(&th[k], NULL, server, &sv[k]), 0);
+        sl_plan_t plan;
+        sl_plan_init(&plan);
+        plan.batches = &pos;
+        plan.count = 1;
+        assert_int_equal(sl_loader_start_plan(owner, &plan), 0);
+        const sl_batch_t *b;
+        assert_int_equal(sl_loader_next(owner, &b), 0);
+        sl_loader_release(owner, b);
+        for (int k = 0; k < 2; k++) {
+            pthread_join(th[k], NULL);
+            hits += sv[k].hits;
+        }
+        uint64_t d[2];
+        for (int k = 0; k < 2; k++) {
+            sl_loader_t *l = k ? prep : ref;
+            assert_int_equal(sl_loader_start_plan(l, &plan), 0);
+            assert_int_equal(sl_loader_next(l, &b), 0);
+            d[k] = XXH3_64bits(b->data, (size_t)b->n * b->sample_bytes) ^
+                   XXH3_64bits(b->labels, (size_t)b->n * sizeof(int64_t));
+            sl_loader_release(l, b);
+        }
+        assert_int_equal(d[0], d[1]);
+        assert_int_equal(sl_loader_cache_lend_clear(prep), 0); /* all taken */
+    }
+    assert_int_equal(stats(prep).bytes_read, 0);
+    assert_int_equal(stats(prep).cache_entries, 0);
+    assert_true(hits >= NS); /* the second epoch: every sample cached */
+    /* Not lent: a sample the cache holds; nothing without a cache. */
+    assert_int_equal(sl_loader_cache_lend(owner, 0, "x", 1), 0);
+    assert_int_equal(sl_loader_cache_lend(ref, 0, "x", 1), 0);
+    void *p;
+    size_t n;
+    char err[256];
+    assert_int_equal(
+        sl_loader_read_sample(owner, NS, 1, &p, &n, NULL, err, sizeof err),
+        SL_ERANGE);
+    sl_loader_destroy(ref);
+    sl_loader_destroy(owner);
+    sl_loader_destroy(prep);
+    tu_watchdog(0, 0, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_skip_alike),
         cmocka_unit_test(test_budget_and_knob),
         cmocka_unit_test(test_stress_knobs),
+        cmocka_unit_test(test_lent_samples),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,122 @@
+"""The partitioned cache (sluice.ray.DataLoader(..., partition=True,
+cache_bytes=N), sluice.ray_cache) on a local Ray cluster started here: two
+preparer actors, each caching its part of the dataset and serving it to
+the other. The stream equals the local loader's, digest for digest; the
+first epoch reads every sample from storage once; the second reads only
+what no part's cache holds (the dataset less the entries cached in the
+whole cluster), with remote hits counted; an actor killed: its part is
+read from storage again (and only its part), nothing lost; with each
+actor's budget half the dataset, partitioned caching reads nothing in the
+second epoch where each actor caching what it reads misses about half.
+Skips with the reason when Ray cannot start. Small data: a shared 2-core
+machine."""
+import pytest
+
+from conftest import synthetic_folder
+from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, ray, sluice  # noqa: F401
+
+SMALL = {"num_cpus": 0.5}
+N = 120  # samples: 15 batches
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with local_cluster():
+        yield
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return synthetic_folder(tmp_path_factory, "raypart", N, 3)
+
+
+@pytest.fixture(scope="module")
+def local(ds):
+    return local_digests(ds, 4)
+
+
+@pytest.fixture(scope="module")
+def part_bytes(ds):
+    """The encoded bytes of the samples of part 0 (of 2)."""
+    L = sluice.Loader(ds, B, S)
+    return sum(len(L.read_sample(i, False)[0]) for i in range(0, N, 2))
+
+
+def make(ds, cache_bytes, **kw):
+    kw.setdefault("partition", True)
+    return sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2,
+                                 actor_options=SMALL, cache_bytes=cache_bytes,
+                                 cache_codec="none", **kw)
+
+
+def test_partitioned_digest_and_storage_reads(cluster, ds, local, part_bytes):
+    # Each actor caches about half its part: the cluster about half the
+    # dataset, each actor alone a quarter.
+    with make(ds, part_bytes // 2) as dl:
+        assert digests(dl) == local[0]
+        assert digests(dl) == local[1]
+        st = dl.cache_stats()
+        e0, e1 = st["by_epoch"][0], st["by_epoch"][1]
+        assert e0["samples"] == N and e1["samples"] == N
+        assert e0["storage_reads"] == N  # each sample read once, by its owner
+        cached = st["entries"]
+        assert 0 < cached < N
+        # MinIO keeps what it first admitted; a sample smaller than the
+        # room left may still come in later, one or two at most.
+        assert N - cached <= e1["storage_reads"] <= N - cached + 2, st
+        assert e1["remote_hits"] > 0 and e1["local_hits"] > 0
+        assert e1["remote_hits"] + e1["local_hits"] == N - e1["storage_reads"]
+        assert e1["remote_bytes"] > 0 and e1["fallback_reads"] == 0
+        parts = sorted(a["part"] for a in st["per_actor"])
+        assert parts == [0, 1]
+        # Served hits are the remote hits (all epochs so far and ahead).
+        assert sum(a["served_hits"] for a in st["per_actor"]) >= e1["remote_hits"]
+
+
+def test_actor_killed_its_part_read_again(cluster, ds, local, part_bytes):
+    with make(ds, 2 * part_bytes) as dl:  # every part fits
+        assert digests(dl) == local[0]
+        assert digests(dl) == local[1]
+        st = dl.cache_stats()
+        assert st["entries"] == N
+        assert st["by_epoch"][1]["storage_reads"] == 0
+        assert st["by_epoch"][1]["remote_hits"] > 0
+        victim = next(a for a in dl._actors if a.part == 0)
+        ray.kill(victim.handle)
+        assert digests(dl) == local[2]  # nothing lost, nothing twice
+        assert digests(dl) == local[3]
+        s = dl.stats()
+        assert s["actors_failed"] == 1 and s["actors"] == 2
+        add = [d for d in s["decisions"] if d["action"] == "add"][-1]
+        assert "takes cache part 0" in add["reason"], s["decisions"]
+        st = dl.cache_stats()
+        assert sorted(a["part"] for a in st["per_actor"]) == [0, 1]  # taken over
+        reread = {}
+        for e in (2, 3):
+            for p, n in st["by_epoch"].get(e, {}).get("storage_reads_by_part", {}).items():
+                reread[p] = reread.get(p, 0) + n
+        assert set(reread) == {0}, st["by_epoch"]  # its part, only its part
+        new = next(a for a in st["per_actor"] if a["part"] == 0)
+        assert new["entries"] > 0  # the replacement caches part 0 again
+
+
+def test_partition_needs_a_cache(cluster, ds):
+    with pytest.raises(Exception, match="cache_bytes"):
+        with make(ds, 0):
+            pass
+
+
+def test_partitioned_holds_what_local_caches_cannot(cluster, ds, local, part_bytes):
+    """Each actor's budget holds half the dataset: partitioned, the two
+    halves are the two parts and the second epoch reads nothing; each
+    actor caching what it reads (partition="local") holds the half it
+    happened to read and misses about half of the next epoch."""
+    budget = part_bytes + 100 * (N // 2) + 8 * N  # a part, entries' overhead, index
+    reads = {}
+    for mode in (True, "local"):
+        with make(ds, budget, partition=mode) as dl:
+            assert digests(dl) == local[0]
+            assert digests(dl) == local[1]
+            reads[mode] = dl.cache_stats()["by_epoch"][1]["storage_reads"]
+    assert reads[True] == 0
+    assert reads["local"] >= N // 4, reads
