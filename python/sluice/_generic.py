@@ -382,9 +382,18 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
     while True:
         if shutdown.is_set() or os.getppid() != ppid:
             return
-        with retire.get_lock():
-            if retire.value > 0:
-                retire.value -= 1
+        # The count is read without the lock (a hint), and the lock is
+        # taken only to claim a retirement: a worker killed between samples
+        # (SIGKILL, OOM) must not die holding it, or every other process
+        # waits on it forever (it did, once every few hundred kills).
+        if retire.get_obj().value > 0 and retire.get_lock().acquire(timeout=_POLL_S):
+            try:
+                claimed = retire.get_obj().value > 0
+                if claimed:
+                    retire.get_obj().value -= 1
+            finally:
+                retire.get_lock().release()
+            if claimed:
                 _send(res_lock, res_w, ("x", -1, wid, 0.0, None))
                 return
         if not task_lock.acquire(timeout=_POLL_S):
@@ -488,8 +497,15 @@ class _Pool:
             self._spawn()
         extra = self.live() - n
         if extra > 0:
-            with self.retire.get_lock():
-                self.retire.value += extra
+            # Bounded: a worker killed in the instant it held the lock
+            # (claiming a retirement) is an error, not a hang.
+            if not self.retire.get_lock().acquire(timeout=10):
+                raise RuntimeError("sluice GenericLoader: a worker died holding the pool's "
+                                   "retire lock; the loader cannot go on")
+            try:
+                self.retire.get_obj().value += extra
+            finally:
+                self.retire.get_lock().release()
             self.retiring += extra
 
     def _spawn(self):
