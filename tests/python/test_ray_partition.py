@@ -58,12 +58,16 @@ def test_partitioned_digest_and_storage_reads(cluster, ds, local, part_bytes):
         st = dl.cache_stats()
         e0, e1 = st["by_epoch"][0], st["by_epoch"][1]
         assert e0["samples"] == N and e1["samples"] == N
-        assert e0["storage_reads"] == N  # each sample read once, by its owner
+        # Reads are counted in the epoch of the chunk that asked: the two
+        # actors prepare the end of epoch 0 and the start of epoch 1 at
+        # once, so a sample of both may be read for either. Over the two
+        # epochs: each sample once (epoch 0), then what no cache holds.
         cached = st["entries"]
         assert 0 < cached < N
+        reads = e0["storage_reads"] + e1["storage_reads"]
         # MinIO keeps what it first admitted; a sample smaller than the
         # room left may still come in later, one or two at most.
-        assert N - cached <= e1["storage_reads"] <= N - cached + 2, st
+        assert 2 * N - cached <= reads <= 2 * N - cached + 2, st["by_epoch"]
         assert e1["remote_hits"] > 0 and e1["local_hits"] > 0
         assert e1["remote_hits"] + e1["local_hits"] == N - e1["storage_reads"]
         assert e1["remote_bytes"] > 0 and e1["fallback_reads"] == 0
@@ -79,7 +83,10 @@ def test_actor_killed_its_part_read_again(cluster, ds, local, part_bytes):
         assert digests(dl) == local[1]
         st = dl.cache_stats()
         assert st["entries"] == N
-        assert st["by_epoch"][1]["storage_reads"] == 0
+        # Every part fits: each sample read from storage once over both
+        # epochs (the epoch a read counts in: see the test above).
+        ep = st["by_epoch"]
+        assert ep[0]["storage_reads"] + ep[1]["storage_reads"] == N, repr(ep)
         assert st["by_epoch"][1]["remote_hits"] > 0
         victim = next(a for a in dl._actors if a.part == 0)
         ray.kill(victim.handle)
@@ -117,6 +124,9 @@ def test_partitioned_holds_what_local_caches_cannot(cluster, ds, local, part_byt
         with make(ds, budget, partition=mode) as dl:
             assert digests(dl) == local[0]
             assert digests(dl) == local[1]
-            reads[mode] = dl.cache_stats()["by_epoch"][1]["storage_reads"]
+            ep = dl.cache_stats()["by_epoch"]
+            # reads beyond the first of each sample, over both epochs (the
+            # epoch a read counts in: see the first test)
+            reads[mode] = ep[0]["storage_reads"] + ep[1]["storage_reads"] - N
     assert reads[True] == 0
     assert reads["local"] >= N // 4, reads
