@@ -84,6 +84,22 @@ def torchvision_transform(a):
                       T.Normalize(IMAGENET_MEAN, IMAGENET_STD)])
 
 
+def torch_batch(b):
+    """(dtype, shape, labels) of a torch (images, labels) batch: the
+    to_numpy of every torch-based worker."""
+    x, y = b
+    return str(x.dtype).replace("torch.", ""), tuple(x.shape), y.numpy()
+
+
+def close_dataloader(L):
+    """Shut a torch DataLoader's persistent workers down (joined, so their
+    CPU is counted)."""
+    it = getattr(L, "_iterator", None)
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+    L._iterator = None
+
+
 def ready():
     """Tell the parent the imports are done (it samples memory then)."""
     print("#ready", flush=True)

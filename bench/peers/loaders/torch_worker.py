@@ -36,21 +36,11 @@ def main():
         return torch.utils.data.DataLoader(ds, batch_size=a.batch, shuffle=True,
                                            pin_memory=False, drop_last=False, **kw)
 
-    def close(L):
-        it = getattr(L, "_iterator", None)
-        if it is not None and hasattr(it, "_shutdown_workers"):
-            it._shutdown_workers()  # join the persistent workers (their CPU is then counted)
-        L._iterator = None
-
-    def to_numpy(b):
-        x, y = b
-        return str(x.dtype).replace("torch.", ""), tuple(x.shape), y.numpy()
-
     cfg = (f"ImageFolder + DataLoader(batch_size={a.batch}, shuffle=True, num_workers={workers}, "
            f"persistent_workers={workers > 0}, prefetch_factor={prefetch if workers else None}, "
            f"pin_memory=False); main torch threads 1; PIL {PIL.__version__} "
            f"(RandomResizedCrop bilinear+antialias, PILToTensor{'' if a.out == 'uint8' else '->ToTensor+Normalize'})")
-    C.measure(a, build, lambda L, e: L, to_numpy, close=close,
+    C.measure(a, build, lambda L, e: L, C.torch_batch, close=C.close_dataloader,
               version=f"torch {torch.__version__}, torchvision {torchvision.__version__}", config=cfg)
 
 

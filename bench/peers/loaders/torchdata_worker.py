@@ -40,14 +40,10 @@ def main():
         node = Prefetcher(node, prefetch_factor=prefetch)
         return Loader(node)
 
-    def to_numpy(b):
-        x, y = b
-        return str(x.dtype).replace("torch.", ""), tuple(x.shape), y.numpy()
-
     cfg = (f"torchdata.nodes SamplerWrapper(RandomSampler) -> ParallelMapper(ImageFolder.__getitem__, "
            f"num_workers={workers}, method='thread', in_order={in_order}) -> Batcher({a.batch}) -> "
            f"Mapper(default_collate) -> Prefetcher({prefetch}) -> Loader; torchvision transforms (PIL)")
-    C.measure(a, build, lambda L, e: L, to_numpy,
+    C.measure(a, build, lambda L, e: L, C.torch_batch,
               version=f"torchdata {getattr(torchdata, '__version__', '?')}, torch {torch.__version__}, "
                       f"torchvision {torchvision.__version__}", config=cfg)
 

@@ -43,20 +43,10 @@ def main():
             kw.update(persistent_workers=True, prefetch_factor=2)
         return torch.utils.data.DataLoader(ds, batch_size=a.batch, pin_memory=False, **kw)
 
-    def close(L):
-        it = getattr(L, "_iterator", None)
-        if it is not None and hasattr(it, "_shutdown_workers"):
-            it._shutdown_workers()
-        L._iterator = None
-
-    def to_numpy(b):
-        x, y = b
-        return str(x.dtype).replace("torch.", ""), tuple(x.shape), y.numpy()
-
     cfg = (f"wds.WebDataset(URL, shardshuffle=True).shuffle(1000).decode('pil')"
            f".to_tuple(image, cls) + DataLoader(batch_size={a.batch}, num_workers={workers}, "
            f"persistent_workers={workers > 0}); URL {url}")
-    C.measure(a, build, lambda L, e: L, to_numpy, close=close,
+    C.measure(a, build, lambda L, e: L, C.torch_batch, close=C.close_dataloader,
               version=f"webdataset {getattr(wds, '__version__', '?')}, torch {torch.__version__}, "
                       f"torchvision {torchvision.__version__}", config=cfg)
 
