@@ -26,7 +26,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "base/base.h"
 #include "codec/codec.h"
@@ -388,30 +387,6 @@ static sl_loader_t *loader(const char *src, int threads, int depth)
     return l;
 }
 
-/* Digest of the whole stream (pixels, labels, indices, in order). */
-static uint64_t digest(sl_loader_t *l, int64_t *samples)
-{
-    XXH3_state_t *h = XXH3_createState();
-    XXH3_64bits_reset(h);
-    assert_int_equal(sl_loader_start(l, NULL), 0);
-    const sl_batch_t *b;
-    int rc;
-    *samples = 0;
-    while ((rc = sl_loader_next(l, &b)) == 0) {
-        XXH3_64bits_update(h, b->data, (size_t)b->n * b->sample_bytes);
-        XXH3_64bits_update(h, b->labels, (size_t)b->n * sizeof(int64_t));
-        XXH3_64bits_update(h, b->indices, (size_t)b->n * sizeof(int64_t));
-        *samples += b->n;
-        sl_loader_release(l, b);
-    }
-    if (rc != SL_EEND)
-        printf("# %s\n", sl_loader_last_error(l));
-    assert_int_equal(rc, SL_EEND);
-    uint64_t d = XXH3_64bits_digest(h);
-    XXH3_freeState(h);
-    return d;
-}
-
 static void shard_url(char *url, size_t n)
 {
     snprintf(url, n, "http://127.0.0.1:%d/shard.sls", g_port);
@@ -425,7 +400,7 @@ static void test_loader_stream_same(void **state)
     shard_url(url, sizeof url);
     int64_t n0, n;
     sl_loader_t *l = loader(g_shard, 2, SL_IO_DEPTH_OFF);
-    uint64_t ref = digest(l, &n0);
+    uint64_t ref = tu_stream_digest(l, &n0);
     sl_loader_destroy(l);
     assert_int_equal(n0, 2 * 72);
     const int depths[4] = {SL_IO_DEPTH_OFF, 1, 8, 64};
@@ -434,7 +409,7 @@ static void test_loader_stream_same(void **state)
         l = loader(url, i == 1 ? 1 : 2, depths[i]);
         const char *what = "";
         int async = sl__testing_read_path(l, &what);
-        uint64_t d = digest(l, &n);
+        uint64_t d = tu_stream_digest(l, &n);
         printf("# %s, io_depth %d: %s %016llx (%.2f s)\n", url, depths[i], what,
                (unsigned long long)d, (sl__now_ns() - t0) / 1e9);
         assert_int_equal(async, depths[i] != SL_IO_DEPTH_OFF);
@@ -476,13 +451,13 @@ static void test_loader_flip(void **state)
     shard_url(url, sizeof url);
     int64_t n0, n;
     sl_loader_t *l = loader(url, 2, 4);
-    uint64_t ref = digest(l, &n0);
+    uint64_t ref = tu_stream_digest(l, &n0);
     atomic_store(&g_file_delay_us, 2000); /* reads in flight at each stop */
     flipper_t f = {l, 0};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, flipper, &f), 0);
     for (int round = 0; round < 3; round++) {
-        assert_int_equal(digest(l, &n), ref);
+        assert_int_equal(tu_stream_digest(l, &n), ref);
         assert_int_equal(n, n0);
         sl_position_t pos = {1, 3};
         assert_int_equal(sl_loader_start(l, &pos), 0);

@@ -170,6 +170,8 @@ uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples)
         *samples += b->n;
         sl_loader_release(l, b);
     }
+    if (rc != SL_EEND)
+        printf("# %s\n", sl_loader_last_error(l));
     assert_int_equal(rc, SL_EEND);
     uint64_t d = XXH3_64bits_digest(h);
     XXH3_freeState(h);
