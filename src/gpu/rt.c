@@ -1,0 +1,241 @@
+/* gpu/rt: the CUDA runtime and nvJPEG through dlopen (see rt.h). */
+#include "gpu/rt.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+enum { LIB_CUDART, LIB_NVJPEG };
+
+/* The table's entries by symbol name: the one list both libraries are
+ * checked against. */
+#define E(lib, sym, member) {lib, sym, offsetof(sl__gpu_rt_t, member)}
+static const struct {
+    int lib;
+    const char *sym;
+    size_t off;
+} entries[] = {
+    E(LIB_CUDART, "cudaGetDeviceCount", get_device_count),
+    E(LIB_CUDART, "cudaGetErrorString", get_error_string),
+    E(LIB_CUDART, "cudaRuntimeGetVersion", runtime_version),
+    E(LIB_CUDART, "cudaSetDevice", set_device),
+    E(LIB_CUDART, "cudaMemGetInfo", mem_get_info),
+    E(LIB_CUDART, "cudaMalloc", dev_malloc),
+    E(LIB_CUDART, "cudaFree", dev_free),
+    E(LIB_CUDART, "cudaMemcpyAsync", memcpy_async),
+    E(LIB_CUDART, "cudaStreamCreateWithFlags", stream_create),
+    E(LIB_CUDART, "cudaStreamDestroy", stream_destroy),
+    E(LIB_CUDART, "cudaEventCreateWithFlags", event_create),
+    E(LIB_CUDART, "cudaEventRecord", event_record),
+    E(LIB_CUDART, "cudaEventQuery", event_query),
+    E(LIB_CUDART, "cudaEventDestroy", event_destroy),
+    E(LIB_CUDART, "cudaLaunchHostFunc", launch_host_func),
+    E(LIB_NVJPEG, "nvjpegCreateEx", nvjpeg_create_ex),
+    E(LIB_NVJPEG, "nvjpegDestroy", nvjpeg_destroy),
+    E(LIB_NVJPEG, "nvjpegJpegStateCreate", nvjpeg_state_create),
+    E(LIB_NVJPEG, "nvjpegJpegStateDestroy", nvjpeg_state_destroy),
+    E(LIB_NVJPEG, "nvjpegGetImageInfo", nvjpeg_get_image_info),
+    E(LIB_NVJPEG, "nvjpegDecodeBatchedInitialize", nvjpeg_batched_init),
+    E(LIB_NVJPEG, "nvjpegDecodeBatched", nvjpeg_decode_batched),
+};
+#undef E
+
+/* The wheels' folders under one Python prefix's site-packages. */
+static const char *const wheel_sub[] = {"nvidia/cuda_runtime/lib",
+                                        "nvidia/nvjpeg/lib"};
+
+/* The default search after the soname: the wheels' folders under
+ * $VIRTUAL_ENV and the usual prefixes, for the Python versions CUDA 12's
+ * wheels ship for. Written as a colon-separated list like
+ * SL_CUDA_LIB_PATH, so both take the same path below. */
+static void default_dirs(char *out, size_t cap)
+{
+    sl__sbuf_t b = {out, cap, 0, 0};
+    out[0] = '\0';
+    const char *venv = getenv("VIRTUAL_ENV");
+    const char *prefixes[] = {venv, "/usr/local", "/usr", "/opt/conda"};
+    const char *pkgs[] = {"site-packages", "dist-packages"};
+    for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
+        if (!prefixes[p] || !prefixes[p][0])
+            continue;
+        for (int minor = 8; minor <= 14; minor++)
+            for (size_t k = 0; k < 2; k++)
+                for (size_t w = 0; w < 2; w++)
+                    sl__sbuf_printf(&b, "%s%s/lib/python3.%d/%s/%s",
+                                    b.len ? ":" : "", prefixes[p], minor,
+                                    pkgs[k], wheel_sub[w]);
+    }
+}
+
+/* A path into a fixed field, cut if it must be (a message, not a key). */
+static void copy_path(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
+/* dlopen of `soname` in each directory of `dirs` (colon-separated); with
+ * `system` first by the soname alone. Appends each place tried to `tried`
+ * (the system's by its dlerror). Returns the handle or NULL. */
+static void *open_lib(const char *soname, int system, const char *dirs,
+                      char *path, size_t pathcap, sl__sbuf_t *tried)
+{
+    path[0] = '\0';
+    if (system) {
+        void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            copy_path(path, pathcap, soname);
+            return h;
+        }
+        const char *e = dlerror();
+        sl__sbuf_printf(tried, "system paths (%s)", e ? e : "not found");
+    }
+    size_t shown = 0;
+    for (const char *p = dirs; p && *p;) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (n > 0 && n < 4096) {
+            char full[4200];
+            snprintf(full, sizeof full, "%.*s/%s", (int)n, p, soname);
+            void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);
+            if (h) {
+                copy_path(path, pathcap, full);
+                return h;
+            }
+            /* The default list is long: name the first few and count the
+             * rest, so the message stays one readable line. */
+            if (shown++ < 4)
+                sl__sbuf_printf(tried, "%s%.*s", tried->len ? ", " : "",
+                                (int)n, p);
+        }
+        p = end ? end + 1 : p + n;
+    }
+    if (shown > 4)
+        sl__sbuf_printf(tried, " and %zu more folders", shown - 4);
+    return NULL;
+}
+
+static int unavailable(sl__gpu_rt_t *rt, sl__gpu_status_t *st)
+{
+    sl__gpu_rt_unload(rt);
+    st->available = 0;
+    return 0;
+}
+
+int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt,
+                    sl__gpu_status_t *st)
+{
+    memset(rt, 0, sizeof *rt);
+    memset(st, 0, sizeof *st);
+    int system = 0;
+    char defaults[8192];
+    const char *label = "";
+    if (!search && (search = getenv("SL_CUDA_LIB_PATH")) != NULL)
+        label = " (SL_CUDA_LIB_PATH)";
+    if (!search) {
+        system = 1;
+        default_dirs(defaults, sizeof defaults);
+        search = defaults;
+    }
+
+    const char *sonames[2] = {SL__CUDART_SONAME, SL__NVJPEG_SONAME};
+    char *paths[2] = {st->cudart, st->nvjpeg};
+    void **handles[2] = {&rt->cudart, &rt->nvjpeg};
+    for (int i = 0; i < 2; i++) {
+        char tried[768];
+        sl__sbuf_t t = {tried, sizeof tried, 0, 0};
+        tried[0] = '\0';
+        *handles[i] = open_lib(sonames[i], system, search, paths[i],
+                               sizeof st->cudart, &t);
+        if (!*handles[i]) {
+            snprintf(st->reason, sizeof st->reason, "no %s found in %s%s",
+                     sonames[i], tried[0] ? tried : "(no folders)", label);
+            return unavailable(rt, st);
+        }
+    }
+    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
+        void *h = entries[i].lib == LIB_CUDART ? rt->cudart : rt->nvjpeg;
+        void *fn = dlsym(h, entries[i].sym);
+        if (!fn) {
+            snprintf(st->reason, sizeof st->reason, "%s (%s) lacks %s",
+                     sonames[entries[i].lib], paths[entries[i].lib],
+                     entries[i].sym);
+            return unavailable(rt, st);
+        }
+        /* POSIX guarantees a data pointer from dlsym converts to a
+         * function pointer; memcpy keeps ISO C's pedantry out of it. */
+        memcpy((char *)rt + entries[i].off, &fn, sizeof fn);
+    }
+
+    int n = 0;
+    sl__cuda_err_t e = rt->get_device_count(&n);
+    if (e != 0 || n <= 0) {
+        const char *es = e ? rt->get_error_string(e) : "0 devices";
+        snprintf(st->reason, sizeof st->reason,
+                 "no CUDA device (cudaGetDeviceCount: %s)", es ? es : "?");
+        return unavailable(rt, st);
+    }
+    st->device_count = n;
+
+    /* The hardware JPEG engines (NVJPG: A100, H100, H200) where the GPU
+     * has them; the default backend (GPU / hybrid) otherwise. */
+    sl__nvjpeg_t h = NULL;
+    sl__nvjpeg_err_t je =
+        rt->nvjpeg_create_ex(SL__NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &h);
+    if (je == 0) {
+        st->hw_backend = 1;
+    } else {
+        sl__nvjpeg_err_t de =
+            rt->nvjpeg_create_ex(SL__NVJPEG_BACKEND_DEFAULT, NULL, NULL, 0, &h);
+        if (de != 0) {
+            snprintf(st->reason, sizeof st->reason,
+                     "nvjpegCreateEx failed (nvjpegStatus %d with the "
+                     "hardware backend, %d with the default)",
+                     je, de);
+            return unavailable(rt, st);
+        }
+        snprintf(st->reason, sizeof st->reason,
+                 "nvJPEG lacks the hardware backend on this GPU "
+                 "(nvjpegStatus %d): default backend",
+                 je);
+    }
+    rt->nvjpeg_destroy(h);
+    st->available = 1;
+    return 1;
+}
+
+void sl__gpu_rt_unload(sl__gpu_rt_t *rt)
+{
+    if (!rt)
+        return;
+    if (rt->nvjpeg)
+        dlclose(rt->nvjpeg);
+    if (rt->cudart)
+        dlclose(rt->cudart);
+    memset(rt, 0, sizeof *rt);
+}
+
+/* Written once under pthread_once, read-only afterwards. */
+static sl__gpu_rt_t g_rt;
+static sl__gpu_status_t g_st;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void g_load(void)
+{
+    sl__gpu_rt_load(NULL, &g_rt, &g_st);
+}
+
+const sl__gpu_rt_t *sl__gpu_rt_get(sl__gpu_status_t *st)
+{
+    pthread_once(&g_once, g_load);
+    if (st)
+        *st = g_st;
+    return g_st.available ? &g_rt : NULL;
+}

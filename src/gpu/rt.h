@@ -1,0 +1,109 @@
+/* gpu/rt: the CUDA runtime and nvJPEG, loaded at run time.
+ *
+ * sluice never links CUDA: the GPU stage reaches it through this table,
+ * filled by dlopen / dlsym, so the library builds and runs where there is
+ * no CUDA, no driver and no GPU, and says in words why the stage is
+ * unavailable. Only the few CUDA / nvJPEG types the stage passes around
+ * are declared (opaque handles, ints); their ABI is stable across 12.x.
+ *
+ * Where the libraries are looked for (docs/DESIGN.md, "GPU stage"): the
+ * directories of SL_CUDA_LIB_PATH (colon-separated) when it is set, only
+ * those; otherwise the system's search (the soname alone), then the PyPI
+ * wheels' folders, site-packages/nvidia/{cuda_runtime,nvjpeg}/lib, under
+ * $VIRTUAL_ENV and the usual Python prefixes. */
+#ifndef SL_GPU_RT_H
+#define SL_GPU_RT_H
+
+#include <stddef.h>
+
+/* The sonames the stage is built against (CUDA 12). */
+#define SL__CUDART_SONAME "libcudart.so.12"
+#define SL__NVJPEG_SONAME "libnvjpeg.so.12"
+
+typedef int sl__cuda_err_t;   /* cudaError_t: cudaSuccess = 0 */
+typedef int sl__nvjpeg_err_t; /* nvjpegStatus_t: NVJPEG_STATUS_SUCCESS = 0 */
+typedef void *sl__cuda_stream_t;
+typedef void *sl__cuda_event_t;
+typedef void *sl__nvjpeg_t;       /* nvjpegHandle_t */
+typedef void *sl__nvjpeg_state_t; /* nvjpegJpegState_t */
+
+/* nvjpegBackend_t values the probe uses. */
+enum { SL__NVJPEG_BACKEND_DEFAULT = 0, SL__NVJPEG_BACKEND_HARDWARE = 3 };
+
+/* Every entry the GPU stage calls. Each is required: a library without
+ * one is unusable (sl__gpu_rt_load names the first missing). */
+typedef struct sl__gpu_rt {
+    /* libcudart */
+    sl__cuda_err_t (*get_device_count)(int *n);
+    const char *(*get_error_string)(sl__cuda_err_t e);
+    sl__cuda_err_t (*runtime_version)(int *v);
+    sl__cuda_err_t (*set_device)(int dev);
+    sl__cuda_err_t (*mem_get_info)(size_t *free_b, size_t *total_b);
+    sl__cuda_err_t (*dev_malloc)(void **p, size_t bytes);
+    sl__cuda_err_t (*dev_free)(void *p);
+    sl__cuda_err_t (*memcpy_async)(void *dst, const void *src, size_t n,
+                                   int kind, sl__cuda_stream_t s);
+    sl__cuda_err_t (*stream_create)(sl__cuda_stream_t *s, unsigned flags);
+    sl__cuda_err_t (*stream_destroy)(sl__cuda_stream_t s);
+    sl__cuda_err_t (*event_create)(sl__cuda_event_t *e, unsigned flags);
+    sl__cuda_err_t (*event_record)(sl__cuda_event_t e, sl__cuda_stream_t s);
+    sl__cuda_err_t (*event_query)(sl__cuda_event_t e);
+    sl__cuda_err_t (*event_destroy)(sl__cuda_event_t e);
+    sl__cuda_err_t (*launch_host_func)(sl__cuda_stream_t s,
+                                       void (*fn)(void *), void *arg);
+    /* libnvjpeg */
+    sl__nvjpeg_err_t (*nvjpeg_create_ex)(int backend, void *dev_alloc,
+                                         void *pinned_alloc, unsigned flags,
+                                         sl__nvjpeg_t *h);
+    sl__nvjpeg_err_t (*nvjpeg_destroy)(sl__nvjpeg_t h);
+    sl__nvjpeg_err_t (*nvjpeg_state_create)(sl__nvjpeg_t h,
+                                            sl__nvjpeg_state_t *st);
+    sl__nvjpeg_err_t (*nvjpeg_state_destroy)(sl__nvjpeg_state_t st);
+    sl__nvjpeg_err_t (*nvjpeg_get_image_info)(sl__nvjpeg_t h,
+                                              const unsigned char *data,
+                                              size_t len, int *ncomp,
+                                              int *subsampling, int *widths,
+                                              int *heights);
+    sl__nvjpeg_err_t (*nvjpeg_batched_init)(sl__nvjpeg_t h,
+                                            sl__nvjpeg_state_t st,
+                                            int batch, int max_threads,
+                                            int out_format);
+    sl__nvjpeg_err_t (*nvjpeg_decode_batched)(sl__nvjpeg_t h,
+                                              sl__nvjpeg_state_t st,
+                                              const unsigned char *const *d,
+                                              const size_t *lens,
+                                              void *outputs,
+                                              sl__cuda_stream_t s);
+
+    void *cudart, *nvjpeg; /* dlopen handles */
+} sl__gpu_rt_t;
+
+/* What the probe found, in words. */
+typedef struct sl__gpu_status {
+    int available;       /* 1: libraries loaded, a device, nvJPEG made */
+    int device_count;    /* CUDA devices seen (0 when not asked) */
+    int hw_backend;      /* 1: nvJPEG's hardware (NVJPG) backend works */
+    char reason[1024];   /* unavailable: why, naming what was tried;
+                            available: a note ("" or the backend's) */
+    char cudart[512];    /* the files loaded ("" when not found) */
+    char nvjpeg[512];
+} sl__gpu_status_t;
+
+/* Loads both libraries from `search` (colon-separated directories, only
+ * those; NULL: SL_CUDA_LIB_PATH when set, else the default search above),
+ * resolves every entry of the table, then asks the runtime for a device
+ * and nvJPEG for its hardware backend. Fills *st either way; returns 1
+ * when available (rt then holds both libraries: sl__gpu_rt_unload), 0
+ * when not (rt zeroed, nothing left loaded). Never fails otherwise. */
+int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt,
+                    sl__gpu_status_t *st);
+
+/* Closes what sl__gpu_rt_load opened and zeroes *rt; NULL is a no-op. */
+void sl__gpu_rt_unload(sl__gpu_rt_t *rt);
+
+/* The process's one table, loaded on first use with the default search
+ * (pthread_once) and kept loaded; NULL when unavailable. *st (may be
+ * NULL) gets the status. Thread-safe. */
+const sl__gpu_rt_t *sl__gpu_rt_get(sl__gpu_status_t *st);
+
+#endif

@@ -1,0 +1,87 @@
+/* A stand-in libcudart.so.12 for test_gpu_rt (no GPU, no CUDA needed):
+ * every entry sluice's table resolves, answering as a machine with
+ * FAKE_DEVICES devices would. Built in the test tree only. */
+#include <stddef.h>
+
+#ifndef FAKE_DEVICES
+#define FAKE_DEVICES 0
+#endif
+
+int cudaGetDeviceCount(int *n)
+{
+    *n = FAKE_DEVICES;
+    /* The real runtime answers 100 (cudaErrorNoDevice) with no device. */
+    return FAKE_DEVICES ? 0 : 100;
+}
+const char *cudaGetErrorString(int e)
+{
+    return e == 100 ? "no CUDA-capable device is detected" : "fake error";
+}
+int cudaRuntimeGetVersion(int *v)
+{
+    *v = 12040;
+    return 0;
+}
+int cudaSetDevice(int d)
+{
+    return d < FAKE_DEVICES ? 0 : 101;
+}
+int cudaMemGetInfo(size_t *f, size_t *t)
+{
+    *f = *t = (size_t)1 << 30;
+    return 0;
+}
+int cudaMalloc(void **p, size_t n)
+{
+    (void)n;
+    *p = NULL;
+    return 2;
+}
+int cudaFree(void *p)
+{
+    (void)p;
+    return 0;
+}
+int cudaMemcpyAsync(void *d, const void *s, size_t n, int k, void *st)
+{
+    (void)d, (void)s, (void)n, (void)k, (void)st;
+    return 0;
+}
+int cudaStreamCreateWithFlags(void **s, unsigned f)
+{
+    (void)f;
+    *s = NULL;
+    return 0;
+}
+int cudaStreamDestroy(void *s)
+{
+    (void)s;
+    return 0;
+}
+int cudaEventCreateWithFlags(void **e, unsigned f)
+{
+    (void)f;
+    *e = NULL;
+    return 0;
+}
+int cudaEventRecord(void *e, void *s)
+{
+    (void)e, (void)s;
+    return 0;
+}
+int cudaEventQuery(void *e)
+{
+    (void)e;
+    return 0;
+}
+int cudaEventDestroy(void *e)
+{
+    (void)e;
+    return 0;
+}
+int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *arg)
+{
+    (void)s;
+    fn(arg);
+    return 0;
+}
