@@ -217,7 +217,27 @@ typedef struct sl_options {
      *  choice in telemetry's cache.codec]. Changeable while running
      *  (SL_PARAM_CACHE_CODEC). */
     int cache_codec;
+    /** Where samples are decoded and transformed: sl_placement_t
+     *  (docs/DESIGN.md, "GPU stage") [SL_PLACEMENT_AUTO]. SL_PLACEMENT_GPU
+     *  when the GPU stage is unavailable (not built, no CUDA runtime or
+     *  nvJPEG, no device) fails sl_loader_create with the reason; AUTO
+     *  then runs on the CPU and says why (telemetry's placement.why). */
+    int placement;
+    /** The share of each batch's samples the GPU stage takes, per mille
+     *  (0..1000; SL_PARAM_GPU_SHARE while running) [0 / SL_AUTOTUNE: the
+     *  scheduler's, from 0]. Changes speed, never the stream. Only with
+     *  the GPU stage in use; otherwise it must be 0 / SL_AUTOTUNE. */
+    int gpu_share;
 } sl_options_t;
+
+/** sl_options_t.placement. */
+typedef enum sl_placement {
+    SL_PLACEMENT_AUTO = 0, /**< the GPU stage where it is available, with
+                                its share of samples set by the scheduler;
+                                the CPU otherwise */
+    SL_PLACEMENT_CPU = 1,  /**< every sample on the CPU */
+    SL_PLACEMENT_GPU = 2   /**< the GPU stage must be available */
+} sl_placement_t;
 
 /** sl_options_t.cache_policy. */
 typedef enum sl_cache_policy {
@@ -284,8 +304,12 @@ typedef enum sl_param {
     SL_PARAM_CACHE_BYTES = 5,    /**< the sample cache's bytes (0..what
                                       the memory budget set aside for it;
                                       lowering it evicts) */
-    SL_PARAM_CACHE_CODEC = 6     /**< sl_cache_codec_t of new cache
+    SL_PARAM_CACHE_CODEC = 6,    /**< sl_cache_codec_t of new cache
                                       entries (SL_AUTOTUNE: auto) */
+    SL_PARAM_GPU_SHARE = 7       /**< per mille of each batch's samples
+                                      the GPU stage takes (0..1000 with
+                                      the stage in use, 0..0 without;
+                                      SL_AUTOTUNE: 0) */
 } sl_param_t;
 
 /** Where a loader stands: the next batch it will hand out. */

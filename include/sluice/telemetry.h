@@ -92,6 +92,16 @@ typedef struct sl_snapshot {
     char cache_codec[16];        /**< how new entries are stored: "none",
                                       "lz4", "zstd-N" ("" without a cache) */
     int64_t cache_codec_choices; /**< run-time codec changes so far */
+    /* where samples are decoded (after the third layout;
+     * sl_options_t.placement, docs/DESIGN.md "GPU stage"): the image
+     * loader only */
+    int placement_present;   /**< 1: the placement_* fields are set */
+    char placement[8];       /**< "auto" | "cpu" | "gpu", as asked */
+    int placement_gpu;       /**< 1: the GPU stage takes its share */
+    int gpu_share;           /**< per mille of each batch on the GPU stage
+                                  (the knob, SL_PARAM_GPU_SHARE) */
+    char placement_why[256]; /**< placement_gpu 0: why not ("" when
+                                  placement cpu was asked) */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

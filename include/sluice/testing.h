@@ -41,6 +41,11 @@ int sl__testing_storage_get(const sl_loader_t *l, sl_testing_storage_t what,
  *  The string is static. */
 int sl__testing_read_path(const sl_loader_t *l, const char **what);
 
+/** Where this loader decodes: 1 when the GPU stage takes its share, 0 for
+ *  the CPU only, with why (placement cpu: ""; auto: the reason, as
+ *  telemetry's placement.why). The string lives as long as the loader. */
+int sl__testing_placement(const sl_loader_t *l, const char **why);
+
 #ifdef __cplusplus
 }
 #endif

@@ -512,11 +512,13 @@ static int knob_of(PyObject *name, sl_param_t *p)
         *p = SL_PARAM_IO_DEPTH;
     else if (s && !strcmp(s, "cache_bytes"))
         *p = SL_PARAM_CACHE_BYTES;
+    else if (s && (!strcmp(s, "gpu_share") || !strcmp(s, "gpu-share")))
+        *p = SL_PARAM_GPU_SHARE;
     else {
         PyErr_Clear();
         PyErr_Format(PyExc_ValueError,
                      "knob must be 'threads', 'read_threads', 'prefetch', "
-                     "'io_depth' or 'cache_bytes', not %R",
+                     "'io_depth', 'cache_bytes' or 'gpu_share', not %R",
                      name);
         return -1;
     }
@@ -535,9 +537,9 @@ static PyObject *loader_set(LoaderObject *self, PyObject *args)
         v = PyLong_AsLongLong(val);
         if (v == -1 && PyErr_Occurred())
             return NULL;
-        if (v < (p == SL_PARAM_CACHE_BYTES ? 0 : 1))
-            return PyErr_Format(PyExc_ValueError, "%R must be >= %d", name,
-                                p == SL_PARAM_CACHE_BYTES ? 0 : 1);
+        int lo = p == SL_PARAM_CACHE_BYTES || p == SL_PARAM_GPU_SHARE ? 0 : 1;
+        if (v < lo)
+            return PyErr_Format(PyExc_ValueError, "%R must be >= %d", name, lo);
     }
     /* Any thread, beside next(): the Core is held across the call, so a
      * close() meanwhile frees the engine only after it, here. */
@@ -777,6 +779,26 @@ static int opt_policy(PyObject *v, int *out)
     return -1;
 }
 
+/* placement: None / 'auto', 'cpu' or 'gpu' (sl_placement_t). */
+static int opt_placement(PyObject *v, int *out)
+{
+    static const char *const names[] = {"auto", "cpu", "gpu"};
+    static const int vals[] = {SL_PLACEMENT_AUTO, SL_PLACEMENT_CPU,
+                               SL_PLACEMENT_GPU};
+    if (v == Py_None)
+        return 0;
+    const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+    for (int i = 0; s && i < 3; i++)
+        if (!strcmp(s, names[i])) {
+            *out = vals[i];
+            return 0;
+        }
+    PyErr_Clear();
+    PyErr_Format(PyExc_ValueError,
+                 "placement must be 'auto', 'cpu' or 'gpu', not %R", v);
+    return -1;
+}
+
 /* io_depth: None (the policy's), an int >= 1, or 'off' (blocking reads),
  * as `sluice run --io-depth`. */
 static int opt_io_depth(PyObject *v, int *out)
@@ -798,19 +820,47 @@ static int opt_io_depth(PyObject *v, int *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",         "batch_size",   "image_size",
-                             "mode",           "dtype",        "layout",
-                             "shuffle",        "seed",         "drop_last",
-                             "rank",           "world_size",   "epochs",
-                             "unordered",      "on_error",     "threads",
-                             "read_threads",   "prefetch",     "dct_scale",
-                             "mean",           "std",          "telemetry_ms",
-                             "telemetry_path", "metrics_port", "flip",
-                             "scale",          "ratio",        "resize_size",
-                             "host_alloc",     "policy",       "max_memory",
-                             "shuffle_buffer", "cache_bytes",  "cache_policy",
-                             "cache_decoded",  "cache_codec",  "io_depth",
-                             "max_threads",    "policy_file",  NULL};
+    static char *kwlist[] = {"source",
+                             "batch_size",
+                             "image_size",
+                             "mode",
+                             "dtype",
+                             "layout",
+                             "shuffle",
+                             "seed",
+                             "drop_last",
+                             "rank",
+                             "world_size",
+                             "epochs",
+                             "unordered",
+                             "on_error",
+                             "threads",
+                             "read_threads",
+                             "prefetch",
+                             "dct_scale",
+                             "mean",
+                             "std",
+                             "telemetry_ms",
+                             "telemetry_path",
+                             "metrics_port",
+                             "flip",
+                             "scale",
+                             "ratio",
+                             "resize_size",
+                             "host_alloc",
+                             "policy",
+                             "max_memory",
+                             "shuffle_buffer",
+                             "cache_bytes",
+                             "cache_policy",
+                             "cache_decoded",
+                             "cache_codec",
+                             "io_depth",
+                             "max_threads",
+                             "policy_file",
+                             "placement",
+                             "gpu_share",
+                             NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -824,17 +874,18 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *cache_codec = Py_None;
     PyObject *io_depth = Py_None, *max_threads = Py_None;
     PyObject *policy_file = Py_None;
+    PyObject *placement = Py_None, *gpu_share = Py_None;
     int cache_decoded = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOO:Loader",
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOO:Loader",
             kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
             &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
             &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
             &dct, &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
-            &io_depth, &max_threads, &policy_file))
+            &io_depth, &max_threads, &policy_file, &placement, &gpu_share))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -885,7 +936,9 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_parse_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
         opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy) ||
         opt_io_depth(io_depth, &o->io_depth) ||
-        slpy_parse_int(max_threads, "max_threads", 2, 256, &o->max_threads))
+        slpy_parse_int(max_threads, "max_threads", 2, 256, &o->max_threads) ||
+        opt_placement(placement, &o->placement) ||
+        slpy_parse_int(gpu_share, "gpu_share", 0, 1000, &o->gpu_share))
         goto fail;
     if (policy_file != Py_None &&
         !PyUnicode_FSConverter(policy_file, &self->policy_file))
@@ -1022,7 +1075,7 @@ static PyObject *get_options(LoaderObject *self, void *c)
             ? &used
             : &self->opt;
     return Py_BuildValue(
-        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s}",
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
@@ -1033,7 +1086,12 @@ static PyObject *get_options(LoaderObject *self, void *c)
         o->on_error ? "skip" : "fail", "policy",
         o->policy == SL_POLICY_STATIC ? "static"
         : o->policy == SL_POLICY_RL   ? "rl"
-                                      : "heuristic");
+                                      : "heuristic",
+        "placement",
+        o->placement == SL_PLACEMENT_CPU   ? "cpu"
+        : o->placement == SL_PLACEMENT_GPU ? "gpu"
+                                           : "auto",
+        "gpu_share", o->gpu_share);
 }
 
 #define INT_GETTER(fname, expr)                                                \

@@ -64,6 +64,9 @@ static const char *const cache_policies[] = {"minio", "lru", NULL};
 static const int cache_policy_v[] = {SL_CACHE_MINIO, SL_CACHE_LRU};
 static const char *const cache_codecs[] = {"auto",   "none",    "lz4", "zstd-1",
                                            "zstd-3", "zstd-19", NULL};
+static const char *const placements[] = {"auto", "cpu", "gpu", NULL};
+static const int placement_v[] = {SL_PLACEMENT_AUTO, SL_PLACEMENT_CPU,
+                                  SL_PLACEMENT_GPU};
 static const int cache_codec_v[] = {
     SL_CACHE_CODEC_AUTO,  SL_CACHE_CODEC_NONE,  SL_CACHE_CODEC_LZ4,
     SL_CACHE_CODEC_ZSTD1, SL_CACHE_CODEC_ZSTD3, SL_CACHE_CODEC_ZSTD19};
@@ -100,7 +103,7 @@ static const sl__opt_t run_opts[] = {
     {"set", 0, SL__OPT_CALL, F(sets), 0, 0, "K:KNOB=V",
      "after K batches (Ks: K seconds) set KNOB (threads, read-threads, "
      "io-depth, "
-     "prefetch, step-ms, read-latency-ms, read-bw) to V",
+     "prefetch, gpu-share, step-ms, read-latency-ms, read-bw) to V",
      .parse = add_set},
     {"telemetry", 0, SL__OPT_STR, F(opt.telemetry_path), 0, 0, "FILE",
      "one JSON line of telemetry per period (docs/TELEMETRY.md)"},
@@ -134,6 +137,13 @@ static const sl__opt_t run_opts[] = {
      "how cache entries are stored; auto: chosen at run time from "
      "measured ratios, codec time and what a miss costs",
      "auto", cache_codecs, cache_codec_v},
+    {"placement", 0, SL__OPT_CHOICE, F(opt.placement), 0, 0, NULL,
+     "where samples are decoded: gpu fails when the GPU stage is "
+     "unavailable, auto falls back to the CPU and says why",
+     "auto", placements, placement_v},
+    {"gpu-share", 0, SL__OPT_INT, F(opt.gpu_share), 0, 1000, "N",
+     "per mille of each batch on the GPU stage (needs it in use)",
+     "the scheduler's"},
     {"read-latency-ms", 0, SL__OPT_CALL, F(storage[SL_TESTING_READ_LATENCY_US]),
      0, 0, "T",
      "emulated slow storage: each read takes at least T ms (<= 60000)", "0",
@@ -299,6 +309,12 @@ int sl__cmd_run(int argc, char **argv)
                 async ? "asynchronous ("
                       : "one blocking read per read thread: ",
                 path_why, async ? "), io_depth reads in flight" : "");
+    const char *place_why = "";
+    int on_gpu = sl__testing_placement(l, &place_why);
+    if (!a.c.json || c.show)
+        fprintf(stderr, "sluice %s: placement: %s%s%s%s\n", argv[0],
+                on_gpu ? "GPU stage and CPU" : "CPU", place_why[0] ? " (" : "",
+                place_why, place_why[0] ? ")" : "");
     const sl__stream_t s = sl__stream_image(l);
     rc = sl__consume_run(&c, &s);
     sl_options_t used; /* the options in force, defaults resolved */

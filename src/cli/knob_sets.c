@@ -53,6 +53,8 @@ static int parse_set(const char *s, sl__knob_set_t *k)
         k->param = SL_PARAM_PREFETCH;
     else if (!strcmp(name, "io-depth"))
         k->param = SL_PARAM_IO_DEPTH;
+    else if (!strcmp(name, "gpu-share"))
+        k->param = SL_PARAM_GPU_SHARE;
     else if (!strcmp(name, "step-ms"))
         k->param = 0;
     else

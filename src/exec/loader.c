@@ -507,6 +507,7 @@ static int knob_of(sl_param_t p)
            : p == SL_PARAM_IO_DEPTH       ? SL_KNOB_DEPTH
            : p == SL_PARAM_CACHE_BYTES    ? SL_KNOB_CACHE
            : p == SL_PARAM_CACHE_CODEC    ? SL_KNOB_CACHE_CODEC
+           : p == SL_PARAM_GPU_SHARE      ? SL_KNOB_GPU_SHARE
                                           : -1;
 }
 
@@ -557,6 +558,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         value = l->lim.mem_cache; /* what it was created with */
     if (value == SL_AUTOTUNE && p == SL_PARAM_CACHE_CODEC)
         value = SL_CACHE_CODEC_AUTO;
+    if (value == SL_AUTOTUNE && p == SL_PARAM_GPU_SHARE)
+        value = 0;
     if (value == SL_AUTOTUNE) {
         int64_t d;
         sl_loader_get(l, SL_PARAM_DECODE_THREADS, &d);
@@ -582,6 +585,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         sl__loader_cache_set(l, value); /* takes the cache's own lock */
     if (!rc && p == SL_PARAM_CACHE_CODEC)
         atomic_store(&l->cache_codec, (int)value);
+    if (!rc && p == SL_PARAM_GPU_SHARE)
+        atomic_store(&l->gpu_share, (int)value);
     if (!rc && p == SL_PARAM_PREFETCH) {
         l->prefetch = (int)value;
         for (int i = 0; i < l->nbufs && l->nbufs > l->prefetch;) {
@@ -596,6 +601,12 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
     }
     int running = l->running;
     pthread_mutex_unlock(&l->mu);
+    if (rc == SL_ERANGE && p == SL_PARAM_GPU_SHARE && !l->place.gpu)
+        return sl__lasterr_set(
+            l, rc,
+            "gpu_share = %lld: the GPU stage is not in "
+            "use (%s), so it stays 0",
+            (long long)value, l->place.why[0] ? l->place.why : "placement cpu");
     if (rc == SL_ERANGE)
         return sl__lasterr_set(l, rc, "knob %d = %lld is outside %lld..%lld",
                                (int)p, (long long)value, (long long)lo,
@@ -630,6 +641,8 @@ int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
         *value = atomic_load(&m->cache_limit);
     else if (p == SL_PARAM_CACHE_CODEC)
         *value = atomic_load(&m->cache_codec);
+    else if (p == SL_PARAM_GPU_SHARE)
+        *value = atomic_load(&m->gpu_share);
     else
         rc = SL_EINVAL;
     pthread_mutex_unlock(&m->mu);
@@ -682,6 +695,15 @@ int sl__testing_read_path(const sl_loader_t *l, const char **what)
                 : sl__source_reads_remote(l->src) ? "curl multi"
                                                   : "io_uring";
     return l->async;
+}
+
+int sl__testing_placement(const sl_loader_t *l, const char **why)
+{
+    if (!l)
+        return SL_EINVAL;
+    if (why)
+        *why = l->place.why;
+    return l->place.gpu;
 }
 
 int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)

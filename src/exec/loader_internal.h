@@ -31,6 +31,7 @@
 #include "exec/queue.h"
 #include "exec/throttle.h"
 #include "exec/workers.h"
+#include "gpu/placement.h"
 #include "ops/image.h"
 #include "sched/limits.h"
 #include "sched/policy.h"
@@ -133,6 +134,11 @@ struct sl_loader {
      * threads, one read each). Both atomics are also written under mu. */
     int async;
     const char *async_why; /* why not (static string), "" when async */
+    /* Where samples are decoded (gpu/placement.h), fixed at create, and
+     * the GPU stage's share of each batch (SL_PARAM_GPU_SHARE, per mille;
+     * 0 unless place.gpu). */
+    sl__placement_t place;
+    atomic_int gpu_share;
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
     atomic_int halt; /* the pipeline stops (l->stopping, read bare) */

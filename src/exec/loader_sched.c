@@ -29,6 +29,21 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"
                    : remote ? ""
                             : why;
+    rc = sl__placement_resolve(given->placement, &l->place, err, errlen);
+    if (rc)
+        return rc;
+    l->lim.max_gpu_share = l->place.gpu ? SL__GPU_SHARE_MAX : 0;
+    int share = given->gpu_share == SL_AUTOTUNE ? 0 : given->gpu_share;
+    if (share < 0 || share > l->lim.max_gpu_share)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "gpu_share %d: 0..%d per mille%s%s", given->gpu_share,
+                        l->lim.max_gpu_share,
+                        l->place.gpu ? "" : ", the GPU stage is not in use: ",
+                        l->place.gpu      ? ""
+                        : l->place.why[0] ? l->place.why
+                                          : "placement cpu");
+    atomic_store(&l->gpu_share, share);
+    l->opt.gpu_share = share;
     int depth = sl__limits_io_depth(given, l->async, &k, &l->lim);
     atomic_store(&l->io_depth, depth);
     l->opt.io_depth = depth;

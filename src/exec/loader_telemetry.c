@@ -1,5 +1,6 @@
 /* The image loader's telemetry: the collector's view of the pipeline and
  * the public snapshot calls. */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/abi.h"
@@ -39,6 +40,14 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
     o->decode_items = atomic_load(&l->decode_items);
     sl__loader_cache_sample(l, o);
+    o->placement_present = 1;
+    snprintf(o->placement, sizeof o->placement, "%s",
+             sl__placement_name(l->place.asked));
+    o->placement_gpu = l->place.gpu;
+    o->gpu_share = atomic_load(&l->gpu_share);
+    /* the reason, cut to the snapshot's field */
+    snprintf(o->placement_why, sizeof o->placement_why, "%.*s",
+             (int)sizeof o->placement_why - 1, l->place.why);
 }
 
 void sl_snapshot_init(sl_snapshot_t *s)

@@ -44,6 +44,10 @@ typedef struct sl__limits {
      * (SL_KNOB_CACHE's range): with a memory budget, the share carved out
      * of it for the cache at create; without, no bound. */
     int64_t mem_cache, max_cache;
+    /* The GPU stage's share of each batch, per mille (SL_KNOB_GPU_SHARE):
+     * the most anyone may set, 1000 when the loader uses the GPU stage
+     * (sl_options_t.placement), 0 when it runs on the CPU. */
+    int max_gpu_share;
 } sl__limits_t;
 
 /* SL_KNOB_DEPTH is not one of the scheduler's three knobs: it names the
@@ -55,8 +59,9 @@ enum {
     SL_KNOB_DECODE,
     SL_KNOB_PREFETCH,
     SL_KNOB_DEPTH,
-    SL_KNOB_CACHE,      /* the cache's bytes: never the scheduler's */
-    SL_KNOB_CACHE_CODEC /* its codec (0: auto, 1..5: fixed) */
+    SL_KNOB_CACHE,       /* the cache's bytes: never the scheduler's */
+    SL_KNOB_CACHE_CODEC, /* its codec (0: auto, 1..5: fixed) */
+    SL_KNOB_GPU_SHARE    /* per mille of a batch on the GPU stage */
 };
 
 /* The engine's worker limit per stage (exec/workers.h SL_WORKERS_MAX,
@@ -64,8 +69,8 @@ enum {
 #define SL_KNOB_MAX_THREADS 256
 #define SL_KNOB_MAX_PREFETCH 4096
 
-/* "read_threads", "decode_threads", "prefetch", "io_depth" ("" for
- * none). */
+/* "read_threads", "decode_threads", "prefetch", "io_depth",
+ * "gpu_share" ("" for none). */
 const char *sl__knob_name(int knob);
 /* The name a decision on `knob` reports: "io_depth" for SL_KNOB_READ when
  * read_depth (the read knob is the I/O depth), else sl__knob_name. */

@@ -6,11 +6,12 @@
 
 const char *sl__knob_name(int knob)
 {
-    return knob == SL_KNOB_READ       ? "read_threads"
-           : knob == SL_KNOB_DECODE   ? "decode_threads"
-           : knob == SL_KNOB_PREFETCH ? "prefetch"
-           : knob == SL_KNOB_DEPTH    ? "io_depth"
-                                      : "";
+    return knob == SL_KNOB_READ        ? "read_threads"
+           : knob == SL_KNOB_DECODE    ? "decode_threads"
+           : knob == SL_KNOB_PREFETCH  ? "prefetch"
+           : knob == SL_KNOB_DEPTH     ? "io_depth"
+           : knob == SL_KNOB_GPU_SHARE ? "gpu_share"
+                                       : "";
 }
 
 const char *sl__knob_label(int knob, int read_depth)
@@ -182,6 +183,10 @@ int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
     case SL_KNOB_CACHE_CODEC:
         *min = SL_CACHE_CODEC_AUTO;
         *max = SL_CACHE_CODEC_ZSTD19;
+        return 0;
+    case SL_KNOB_GPU_SHARE:
+        *min = 0;
+        *max = lim->max_gpu_share;
         return 0;
     case SL_KNOB_PREFETCH:
         *max = SL_KNOB_MAX_PREFETCH;

@@ -240,6 +240,11 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->cache_limit_bytes = q->cache_limit;
     memcpy(s->cache_codec, q->cache_codec, sizeof s->cache_codec);
     s->cache_codec_choices = q->cache_codec_choices;
+    s->placement_present = q->placement_present;
+    memcpy(s->placement, q->placement, sizeof s->placement);
+    s->placement_gpu = q->placement_gpu;
+    s->gpu_share = q->gpu_share;
+    memcpy(s->placement_why, q->placement_why, sizeof s->placement_why);
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
     stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,

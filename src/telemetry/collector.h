@@ -39,6 +39,10 @@ typedef struct sl__pipe_sample {
     int64_t cache_entries, cache_limit;
     char cache_codec[16];
     int64_t cache_codec_choices;
+    /* placement (the image loader's; placement_present 0 otherwise) */
+    int placement_present, placement_gpu, gpu_share;
+    char placement[8];
+    char placement_why[256];
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

@@ -93,6 +93,11 @@ static const sl__schema_field_t schema[] = {
     F("cache.limit_bytes", I64, cache_limit_bytes),
     S("cache.codec", cache_codec),
     F("cache.codec_choices", I64, cache_codec_choices),
+    F("placement", OBJ_IF, placement_present),
+    S("placement.asked", placement),
+    F("placement.gpu", INT, placement_gpu),
+    F("placement.gpu_share", INT, gpu_share),
+    S("placement.why", placement_why),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)
