@@ -33,9 +33,8 @@ int sl__placement_parse(const char *name)
     return -1;
 }
 
-int sl__placement_decide(int asked, int stage_built,
-                         const sl__gpu_status_t *st, sl__placement_t *p,
-                         char *err, size_t errlen)
+int sl__placement_decide(int asked, int stage_built, const sl__gpu_status_t *st,
+                         sl__placement_t *p, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     if (!sl__placement_name(asked))
@@ -71,8 +70,7 @@ int sl__placement_resolve(int asked, sl__placement_t *p, char *err,
         sl__gpu_rt_get(&st);
         stp = &st;
     }
-    return sl__placement_decide(asked, SL_HAVE_GPU_STAGE, stp, p, err,
-                                errlen);
+    return sl__placement_decide(asked, SL_HAVE_GPU_STAGE, stp, p, err, errlen);
 }
 
 int sl__gpu_route_count(int n, int share)

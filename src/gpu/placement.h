@@ -31,9 +31,8 @@ int sl__placement_parse(const char *name);
  * available, else the CPU with the reason in p->why. gpu: the GPU, or
  * SL_EUNSUPPORTED with a message naming the reason. Returns 0, or
  * SL_EINVAL for an unknown placement. */
-int sl__placement_decide(int asked, int stage_built,
-                         const sl__gpu_status_t *st, sl__placement_t *p,
-                         char *err, size_t errlen);
+int sl__placement_decide(int asked, int stage_built, const sl__gpu_status_t *st,
+                         sl__placement_t *p, char *err, size_t errlen);
 
 /* sl__placement_decide with this build's stage and the process's runtime
  * (sl__gpu_rt_get, probed only when the answer depends on it). */

@@ -13,7 +13,10 @@ enum { LIB_CUDART, LIB_NVJPEG };
 
 /* The table's entries by symbol name: the one list both libraries are
  * checked against. */
-#define E(lib, sym, member) {lib, sym, offsetof(sl__gpu_rt_t, member)}
+#define E(lib, sym, member)                                                    \
+    {                                                                          \
+        lib, sym, offsetof(sl__gpu_rt_t, member)                               \
+    }
 static const struct {
     int lib;
     const char *sym;
@@ -112,8 +115,8 @@ static void *open_lib(const char *soname, int system, const char *dirs,
             /* The default list is long: name the first few and count the
              * rest, so the message stays one readable line. */
             if (shown++ < 4)
-                sl__sbuf_printf(tried, "%s%.*s", tried->len ? ", " : "",
-                                (int)n, p);
+                sl__sbuf_printf(tried, "%s%.*s", tried->len ? ", " : "", (int)n,
+                                p);
         }
         p = end ? end + 1 : p + n;
     }
@@ -129,8 +132,7 @@ static int unavailable(sl__gpu_rt_t *rt, sl__gpu_status_t *st)
     return 0;
 }
 
-int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt,
-                    sl__gpu_status_t *st)
+int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
 {
     memset(rt, 0, sizeof *rt);
     memset(st, 0, sizeof *st);

@@ -49,8 +49,8 @@ typedef struct sl__gpu_rt {
     sl__cuda_err_t (*event_record)(sl__cuda_event_t e, sl__cuda_stream_t s);
     sl__cuda_err_t (*event_query)(sl__cuda_event_t e);
     sl__cuda_err_t (*event_destroy)(sl__cuda_event_t e);
-    sl__cuda_err_t (*launch_host_func)(sl__cuda_stream_t s,
-                                       void (*fn)(void *), void *arg);
+    sl__cuda_err_t (*launch_host_func)(sl__cuda_stream_t s, void (*fn)(void *),
+                                       void *arg);
     /* libnvjpeg */
     sl__nvjpeg_err_t (*nvjpeg_create_ex)(int backend, void *dev_alloc,
                                          void *pinned_alloc, unsigned flags,
@@ -65,14 +65,12 @@ typedef struct sl__gpu_rt {
                                               int *subsampling, int *widths,
                                               int *heights);
     sl__nvjpeg_err_t (*nvjpeg_batched_init)(sl__nvjpeg_t h,
-                                            sl__nvjpeg_state_t st,
-                                            int batch, int max_threads,
-                                            int out_format);
+                                            sl__nvjpeg_state_t st, int batch,
+                                            int max_threads, int out_format);
     sl__nvjpeg_err_t (*nvjpeg_decode_batched)(sl__nvjpeg_t h,
                                               sl__nvjpeg_state_t st,
                                               const unsigned char *const *d,
-                                              const size_t *lens,
-                                              void *outputs,
+                                              const size_t *lens, void *outputs,
                                               sl__cuda_stream_t s);
 
     void *cudart, *nvjpeg; /* dlopen handles */
@@ -80,12 +78,12 @@ typedef struct sl__gpu_rt {
 
 /* What the probe found, in words. */
 typedef struct sl__gpu_status {
-    int available;       /* 1: libraries loaded, a device, nvJPEG made */
-    int device_count;    /* CUDA devices seen (0 when not asked) */
-    int hw_backend;      /* 1: nvJPEG's hardware (NVJPG) backend works */
-    char reason[1024];   /* unavailable: why, naming what was tried;
-                            available: a note ("" or the backend's) */
-    char cudart[512];    /* the files loaded ("" when not found) */
+    int available;     /* 1: libraries loaded, a device, nvJPEG made */
+    int device_count;  /* CUDA devices seen (0 when not asked) */
+    int hw_backend;    /* 1: nvJPEG's hardware (NVJPG) backend works */
+    char reason[1024]; /* unavailable: why, naming what was tried;
+                          available: a note ("" or the backend's) */
+    char cudart[512];  /* the files loaded ("" when not found) */
     char nvjpeg[512];
 } sl__gpu_status_t;
 
@@ -95,8 +93,7 @@ typedef struct sl__gpu_status {
  * and nvJPEG for its hardware backend. Fills *st either way; returns 1
  * when available (rt then holds both libraries: sl__gpu_rt_unload), 0
  * when not (rt zeroed, nothing left loaded). Never fails otherwise. */
-int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt,
-                    sl__gpu_status_t *st);
+int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st);
 
 /* Closes what sl__gpu_rt_load opened and zeroes *rt; NULL is a no-op. */
 void sl__gpu_rt_unload(sl__gpu_rt_t *rt);

@@ -31,40 +31,38 @@ static void test_rule(void **state)
     sl__gpu_status_t ok = status(1, "");
 
     /* cpu: never the GPU, no reason needed */
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_CPU, 1, &ok, &p, err,
-                                          sizeof err),
-                     0);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_CPU, 1, &ok, &p, err, sizeof err), 0);
     assert_int_equal(p.gpu, 0);
     assert_string_equal(p.why, "");
     /* auto: the GPU when stage and runtime are there */
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_AUTO, 1, &ok, &p, err,
-                                          sizeof err),
-                     0);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_AUTO, 1, &ok, &p, err, sizeof err),
+        0);
     assert_int_equal(p.gpu, 1);
     /* auto without a device: the CPU, the runtime's reason kept */
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_AUTO, 1, &none, &p, err,
-                                          sizeof err),
-                     0);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_AUTO, 1, &none, &p, err, sizeof err),
+        0);
     assert_int_equal(p.gpu, 0);
     assert_string_equal(p.why, none.reason);
     /* auto without the stage built: not probed, says so */
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_AUTO, 0, NULL, &p, err,
-                                          sizeof err),
-                     0);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_AUTO, 0, NULL, &p, err, sizeof err),
+        0);
     assert_int_equal(p.gpu, 0);
     assert_non_null(strstr(p.why, "not in this build"));
     /* gpu unavailable: an error naming why */
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_GPU, 1, &none, &p, err,
-                                          sizeof err),
-                     SL_EUNSUPPORTED);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_GPU, 1, &none, &p, err, sizeof err),
+        SL_EUNSUPPORTED);
     assert_non_null(strstr(err, "placement gpu: no GPU stage: no CUDA device"));
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_GPU, 0, &ok, &p, err,
-                                          sizeof err),
-                     SL_EUNSUPPORTED);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_GPU, 0, &ok, &p, err, sizeof err),
+        SL_EUNSUPPORTED);
     assert_non_null(strstr(err, "not in this build"));
-    assert_int_equal(sl__placement_decide(SL_PLACEMENT_GPU, 1, &ok, &p, err,
-                                          sizeof err),
-                     0);
+    assert_int_equal(
+        sl__placement_decide(SL_PLACEMENT_GPU, 1, &ok, &p, err, sizeof err), 0);
     assert_int_equal(p.gpu, 1);
     assert_int_equal(sl__placement_decide(7, 1, &ok, &p, err, sizeof err),
                      SL_EINVAL);
