@@ -88,6 +88,17 @@ int sl__image_process_rgb(const uint8_t *rgb, int w, int h,
 int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
                    size_t errlen);
 
+/* The geometry sl__image_process would use for these bytes, from the
+ * header only: the box in source pixels (x0, y0, x1, y1; whole pixels in
+ * train and box modes, fractional in eval's Resize+CenterCrop) and the
+ * flip, drawn from the same RNGs in the same order (so a stage that
+ * places the sample elsewhere, the GPU stage, crops and flips exactly as
+ * the CPU would: docs/DESIGN.md "GPU stage"). Returns 0 or the header's
+ * error. */
+int sl__image_geometry(const uint8_t *bytes, size_t n, const sl__xform_t *x,
+                       sl__rng_t *crop_rng, sl__rng_t *flip_rng, double box[4],
+                       int *flip, char *err, size_t errlen);
+
 /* Encodes RGB pixels as a baseline JPEG (make-dataset, tests). */
 int sl__jpeg_encode(const uint8_t *rgb, int w, int h, int quality,
                     sl__bytes_t *out, char *err, size_t errlen);

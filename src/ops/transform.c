@@ -87,6 +87,23 @@ int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
     return sl__fail(err, errlen, SL_EUNSUPPORTED, "not a JPEG or PNG");
 }
 
+int sl__image_geometry(const uint8_t *bytes, size_t n, const sl__xform_t *x,
+                       sl__rng_t *crop_rng, sl__rng_t *flip_rng, double box[4],
+                       int *flip, char *err, size_t errlen)
+{
+    int W, H;
+    int rc = sl__image_info(bytes, n, &W, &H, err, errlen);
+    if (rc)
+        return rc;
+    sl__geom_t g;
+    rc = sl__geom_resolve(x, W, H, crop_rng, flip_rng, &g, err, errlen);
+    if (rc)
+        return rc;
+    box[0] = g.box.x0, box[1] = g.box.y0, box[2] = g.box.x1, box[3] = g.box.y1;
+    *flip = g.flip;
+    return 0;
+}
+
 static int check_xform(const sl__xform_t *x, char *err, size_t errlen)
 {
     if (x->out_w < 1 || x->out_h < 1 || x->out_w > SL__OUT_MAX_SIDE ||
