@@ -102,6 +102,11 @@ typedef struct sl_snapshot {
                                   (the knob, SL_PARAM_GPU_SHARE) */
     char placement_why[256]; /**< placement_gpu 0: why not ("" when
                                   placement cpu was asked) */
+    int64_t gpu_samples_total;  /**< samples the GPU stage did */
+    int64_t gpu_refused_total;  /**< samples it handed back to the CPU
+                                     path (grayscale, CMYK, progressive,
+                                     PNG, refused by the decoder) */
+    char gpu_refused_why[128];  /**< the last reason it gave */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -46,6 +46,14 @@ int sl__testing_read_path(const sl_loader_t *l, const char **what);
  *  telemetry's placement.why). The string lives as long as the loader. */
 int sl__testing_placement(const sl_loader_t *l, const char **why);
 
+/** Puts a GPU stage (src/gpu/stage.h; the tests' simulated one) under a
+ *  loader that is not running: its placement becomes the GPU stage's,
+ *  SL_PARAM_GPU_SHARE may go to 1000, and each batch's share of samples
+ *  is handed to it. The stage must outlive the loader's runs (destroy
+ *  the loader, or stop it, before the stage). SL_ESTATE while running. */
+struct sl__gpu_stage;
+int sl__testing_gpu_stage_set(sl_loader_t *l, struct sl__gpu_stage *st);
+
 #ifdef __cplusplus
 }
 #endif

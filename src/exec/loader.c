@@ -161,11 +161,16 @@ static void stop_pipeline(sl_loader_t *l)
     sl__membudget_stop(&l->dbud, 1);
     sl__workers_join(l->readers);
     sl__workers_join(l->decoders);
+    /* Samples on the GPU stage finish (or come back, into the closed
+     * decode queue: dropped) before their items and buffers are reset. */
+    if (l->stage)
+        l->stage->drain(l->stage);
     sl__throttle_stop(&l->thr, 0);
     atomic_store(&l->reads_in_flight, 0); /* dropped with the items */
     for (int i = 0; i < l->nitems; i++) { /* samples dropped in flight */
         sl__membudget_release(&l->rbud, l->items[i].charged);
         l->items[i].charged = 0;
+        l->items[i].cpu_only = 0;
         sl__loader_cache_unpin(l, &l->items[i]);
     }
     sl__membudget_stop(&l->rbud, 0);
@@ -704,6 +709,24 @@ int sl__testing_placement(const sl_loader_t *l, const char **why)
     if (why)
         *why = l->place.why;
     return l->place.gpu;
+}
+
+int sl__testing_gpu_stage_set(sl_loader_t *l, struct sl__gpu_stage *st)
+{
+    if (!l || !st)
+        return SL_EINVAL;
+    pthread_mutex_lock(&l->ctl_mu);
+    pthread_mutex_lock(&l->mu);
+    int rc = l->running ? SL_ESTATE : 0;
+    if (!rc) {
+        l->stage = st;
+        l->place.gpu = 1;
+        l->place.why[0] = '\0';
+        l->lim.max_gpu_share = SL__GPU_SHARE_MAX;
+    }
+    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->ctl_mu);
+    return rc;
 }
 
 int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)

@@ -32,6 +32,7 @@
 #include "exec/throttle.h"
 #include "exec/workers.h"
 #include "gpu/placement.h"
+#include "gpu/stage.h"
 #include "ops/image.h"
 #include "sched/limits.h"
 #include "sched/policy.h"
@@ -83,6 +84,11 @@ typedef struct item {
     char err[SL_MSG];
     char rwhy[SL_MSG];   /* a remote read's failure (rq.why) */
     sl__cache_ref_t hit; /* a cache hit, pinned until decoded (e: none) */
+    /* On the GPU stage: its job (and the pointer submit takes); cpu_only:
+     * the stage handed it back, a decoder does it. */
+    sl__gpu_job_t job;
+    sl__gpu_job_t *jobp;
+    int cpu_only;
 } item_t;
 
 struct sl_loader {
@@ -139,6 +145,12 @@ struct sl_loader {
      * 0 unless place.gpu). */
     sl__placement_t place;
     atomic_int gpu_share;
+    /* The GPU stage in use (NULL: none; sl__testing_gpu_stage_set puts
+     * the simulated one here), samples it did, samples it handed back to
+     * the CPU path, and the last reason it gave (under mu). */
+    sl__gpu_stage_t *stage;
+    atomic_llong gpu_items, gpu_refused;
+    char gpu_refused_why[128];
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
     atomic_int halt; /* the pipeline stops (l->stopping, read bare) */

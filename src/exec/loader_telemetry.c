@@ -33,6 +33,18 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
         o->batches_ready += l->bufs[i]->state == BB_READY;
         o->batches_filling += l->bufs[i]->state == BB_FILLING;
     }
+    /* placement (the test hook may change it before a start: under mu) */
+    o->placement_present = 1;
+    snprintf(o->placement, sizeof o->placement, "%s",
+             sl__placement_name(l->place.asked));
+    o->placement_gpu = l->place.gpu;
+    memcpy(o->gpu_refused_why, l->gpu_refused_why, sizeof o->gpu_refused_why);
+    o->gpu_share = atomic_load(&l->gpu_share);
+    o->gpu_samples = atomic_load(&l->gpu_items);
+    o->gpu_refused = atomic_load(&l->gpu_refused);
+    /* the reason, cut to the snapshot's field */
+    snprintf(o->placement_why, sizeof o->placement_why, "%.*s",
+             (int)sizeof o->placement_why - 1, l->place.why);
     pthread_mutex_unlock(&l->mu);
     o->bytes_read = atomic_load(&l->bytes_read);
     o->read_busy_ns = atomic_load(&l->read_busy_ns);
@@ -40,14 +52,6 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
     o->decode_items = atomic_load(&l->decode_items);
     sl__loader_cache_sample(l, o);
-    o->placement_present = 1;
-    snprintf(o->placement, sizeof o->placement, "%s",
-             sl__placement_name(l->place.asked));
-    o->placement_gpu = l->place.gpu;
-    o->gpu_share = atomic_load(&l->gpu_share);
-    /* the reason, cut to the snapshot's field */
-    snprintf(o->placement_why, sizeof o->placement_why, "%.*s",
-             (int)sizeof o->placement_why - 1, l->place.why);
 }
 
 void sl_snapshot_init(sl_snapshot_t *s)

@@ -278,6 +278,82 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
 
 static void decode_loop(sl_loader_t *l, int id, charge_t *ch);
 
+/* What every finished sample does, on whichever thread finished it: its
+ * item back to the pool, its budgets released, its slot done. */
+static void item_done(sl_loader_t *l, item_t *it, int rc, const char *msg)
+{
+    bbuf_t *bb = it->bb;
+    int slot = it->slot;
+    sl__loader_cache_unpin(l, it); /* a hit not processed */
+    if (it->data.cap > l->item_keep)
+        sl__bytes_free(&it->data);
+    if (it->scratch.cap > l->item_keep)
+        sl__bytes_free(&it->scratch);
+    sl__membudget_release(&l->rbud, it->charged);
+    it->charged = 0;
+    sl__queue_push(l->free_items, it); /* never full: holds every item */
+    finish_slot(l, bb, slot, rc, msg);
+}
+
+/* The GPU stage's completion (any thread): done or failed finishes the
+ * slot; refused goes back to the decoders, counted. During a stop the
+ * queues are closed: the item is dropped with the rest. */
+static void gpu_done(void *ctx, sl__gpu_job_t *job, int status,
+                     const char *why)
+{
+    sl_loader_t *l = ctx;
+    item_t *it = job->tag;
+    if (status == SL__GPU_REFUSED) {
+        atomic_fetch_add(&l->gpu_refused, 1);
+        pthread_mutex_lock(&l->mu);
+        snprintf(l->gpu_refused_why, sizeof l->gpu_refused_why, "%s", why);
+        pthread_mutex_unlock(&l->mu);
+        it->cpu_only = 1;
+        sl__queue_push(l->decode_q, it);
+        return;
+    }
+    char msg[SL_MSG] = "";
+    if (status != SL__GPU_DONE) {
+        char name[SL_MSG / 2 - 8];
+        sl__source_describe(l->src, it->sample, name, sizeof name);
+        snprintf(msg, sizeof msg, "%s: GPU stage: %.*s", name,
+                 (int)(SL_MSG / 2 - 24), why);
+    }
+    atomic_fetch_add(&l->gpu_items, 1);
+    item_done(l, it, status == SL__GPU_DONE ? 0 : SL_EDECODE, msg);
+}
+
+/* Hands the sample to the GPU stage when its slot is in the stage's share
+ * (gpu/placement.h); 1 when it did (the stage finishes it). Its box and
+ * flip are the CPU path's (sl__image_geometry); a sample whose header
+ * fails stays on the CPU, which names the error. */
+static int to_gpu(sl_loader_t *l, item_t *it)
+{
+    bbuf_t *bb = it->bb;
+    /* With the sample cache in use the CPU path keeps every sample (its
+     * hits and fills live there). */
+    if (!l->stage || it->cpu_only || it->hit.e ||
+        atomic_load(&l->cache_limit) > 0 ||
+        !sl__gpu_route(it->slot, bb->count, atomic_load(&l->gpu_share)))
+        return 0;
+    sl__rng_t crop, flip;
+    uint64_t e = (uint64_t)bb->pub.epoch, s = (uint64_t)it->sample;
+    sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
+    sl__rng_init(&flip, l->opt.seed, e, s, SL_RNG_FLIP);
+    sl__gpu_job_t *j = &it->job;
+    memset(j, 0, sizeof *j);
+    char err[64];
+    if (sl__image_geometry(it->data.p, it->data.n, &l->xf, &crop, &flip,
+                           j->box, &j->flip, err, sizeof err))
+        return 0;
+    j->bytes = it->data.p;
+    j->n = it->data.n;
+    j->out = (uint8_t *)bb->pub.data + (size_t)it->slot * l->sample_bytes;
+    j->tag = it;
+    it->jobp = j;
+    return l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0;
+}
+
 void sl__loader_decoder_main(void *arg, int id)
 {
     sl_loader_t *l = arg;
@@ -298,9 +374,11 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
         item_t *it;
         if (sl__queue_pop(l->decode_q, (void **)&it))
             return;
+        if (!it->rc && to_gpu(l, it))
+            continue;
+        it->cpu_only = 0;
         int64_t t0 = sl__now_ns();
-        bbuf_t *bb = it->bb;
-        int slot = it->slot, rc = it->rc;
+        int rc = it->rc;
         char msg[SL_MSG];
         if (rc) {
             snprintf(msg, sizeof msg, "%s", it->err);
@@ -309,12 +387,13 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
                           "decoder scratch: out of memory");
         } else {
             sl__rng_t crop, flip;
-            uint64_t e = (uint64_t)bb->pub.epoch, s = (uint64_t)it->sample;
+            uint64_t e = (uint64_t)it->bb->pub.epoch,
+                     s = (uint64_t)it->sample;
             sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
             sl__rng_init(&flip, l->opt.seed, e, s, SL_RNG_FLIP);
             char cause[SL_MSG / 2];
-            void *out =
-                (uint8_t *)bb->pub.data + (size_t)slot * l->sample_bytes;
+            void *out = (uint8_t *)it->bb->pub.data +
+                        (size_t)it->slot * l->sample_bytes;
             rc = sl__loader_cache_process(l, id, it, &crop, &flip, out, cause,
                                           sizeof cause);
             sl__membudget_release(&l->dbud, ch->bytes);
@@ -327,15 +406,7 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
                 snprintf(msg, sizeof msg, "%s: %s", name, cause);
             }
         }
-        sl__loader_cache_unpin(l, it); /* a hit not processed */
-        if (it->data.cap > l->item_keep)
-            sl__bytes_free(&it->data);
-        if (it->scratch.cap > l->item_keep)
-            sl__bytes_free(&it->scratch);
-        sl__membudget_release(&l->rbud, it->charged);
-        it->charged = 0;
-        sl__queue_push(l->free_items, it); /* never full: holds every item */
-        finish_slot(l, bb, slot, rc, msg);
+        item_done(l, it, rc, msg);
         atomic_fetch_add(&l->decode_busy_ns, sl__now_ns() - t0);
         atomic_fetch_add(&l->decode_items, 1);
     }

@@ -245,6 +245,9 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->placement_gpu = q->placement_gpu;
     s->gpu_share = q->gpu_share;
     memcpy(s->placement_why, q->placement_why, sizeof s->placement_why);
+    s->gpu_samples_total = q->gpu_samples;
+    s->gpu_refused_total = q->gpu_refused;
+    memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
     stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,

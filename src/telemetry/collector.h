@@ -43,6 +43,8 @@ typedef struct sl__pipe_sample {
     int placement_present, placement_gpu, gpu_share;
     char placement[8];
     char placement_why[256];
+    int64_t gpu_samples, gpu_refused;
+    char gpu_refused_why[128];
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

@@ -98,6 +98,9 @@ static const sl__schema_field_t schema[] = {
     F("placement.gpu", INT, placement_gpu),
     F("placement.gpu_share", INT, gpu_share),
     S("placement.why", placement_why),
+    F("placement.gpu_samples_total", I64, gpu_samples_total),
+    F("placement.gpu_refused_total", I64, gpu_refused_total),
+    S("placement.gpu_refused_why", gpu_refused_why),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)

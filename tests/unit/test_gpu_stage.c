@@ -12,9 +12,13 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/rng.h"
+#include "exec/loader_internal.h" /* sl__loader_xform: the stage's transform */
 #include "gpu/placement.h"
+#include "sluice/telemetry.h"
+#include "sluice/testing.h"
 #include "gpu_sim.h"
 #include "testutil.h"
 
@@ -114,6 +118,14 @@ static void on_done(void *ctx, sl__gpu_job_t *j, int status, const char *why)
     } else {
         atomic_fetch_add(&k->done, 1);
     }
+}
+
+/* In the loader the tag is its item: refuse by the bytes instead. */
+static int refuse_by_size(const sl__gpu_job_t *j, void *ctx, const char **why)
+{
+    (void)ctx;
+    *why = "odd-sized (simulated)";
+    return j->n % 2 == 1;
 }
 
 static int refuse_thirds(const sl__gpu_job_t *j, void *ctx, const char **why)
@@ -292,6 +304,98 @@ static void test_concurrent_submitters(void **state)
     free_images(&f);
 }
 
+/* The loader with the simulated stage under it: the stream (pixels,
+ * labels, indices, order) is placement cpu's whatever the share, the
+ * share's count of each batch went to the stage, refused samples were
+ * done by the CPU and counted. */
+static uint64_t run_digest(const char *root, int share, sl__gpu_stage_t **stp,
+                           int64_t *gpu, int64_t *refused)
+{
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 8;
+    o.image_size = OUT;
+    o.seed = 11;
+    o.epochs = 2;
+    o.decode_threads = 3;
+    o.telemetry_ms = 1;
+    o.placement = stp ? SL_PLACEMENT_AUTO : SL_PLACEMENT_CPU;
+    sl_loader_t *l;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    if (stp) {
+        sl_options_t used;
+        sl_options_init(&used);
+        sl_loader_options(l, &used);
+        sl__xform_t x;
+        sl__loader_xform(&used, &x);
+        *stp = gpu_sim_create(&x, refuse_by_size, NULL);
+        assert_int_equal(sl__testing_gpu_stage_set(l, *stp), 0);
+        assert_int_equal(sl_loader_set(l, SL_PARAM_GPU_SHARE, share), 0);
+    }
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    uint64_t h = 1469598103934665603ULL;
+    const sl_batch_t *b;
+    int rc;
+    while ((rc = sl_loader_next(l, &b)) == 0) {
+        const uint8_t *parts[3] = {b->data, (const uint8_t *)b->labels,
+                                   (const uint8_t *)b->indices};
+        size_t lens[3] = {b->sample_bytes * (size_t)b->n,
+                          sizeof(int64_t) * (size_t)b->n,
+                          sizeof(int64_t) * (size_t)b->n};
+        for (int p = 0; p < 3; p++)
+            for (size_t i = 0; i < lens[p]; i++)
+                h = (h ^ parts[p][i]) * 1099511628211ULL;
+        sl_loader_release(l, b);
+    }
+    assert_int_equal(rc, SL_EEND);
+    if (stp) {
+        sl_snapshot_t s;
+        sl_snapshot_init(&s);
+        /* the counters are read by the collector: wait for a period
+         * after the last sample */
+        int64_t want = (int64_t)sl__gpu_route_count(8, share) * 12;
+        for (int i = 0; i < 400; i++) {
+            assert_int_equal(sl_loader_snapshot(l, &s), 0);
+            if (s.placement_present &&
+                s.gpu_samples_total + s.gpu_refused_total >= want)
+                break;
+            usleep(5000);
+        }
+        *gpu = s.gpu_samples_total;
+        *refused = s.gpu_refused_total;
+        assert_int_equal(s.placement_gpu, 1);
+        assert_int_equal(s.gpu_share, share);
+        if (*refused)
+            assert_string_equal(s.gpu_refused_why, "odd-sized (simulated)");
+    }
+    sl_loader_destroy(l);
+    if (stp)
+        (*stp)->destroy(*stp);
+    return h;
+}
+
+static void test_loader_stream_is_placement_cpus(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_stage", 3, 16, 80, 60); /* 48 samples */
+    uint64_t want = run_digest(root, 0, NULL, NULL, NULL);
+    const int shares[] = {0, 500, 1000};
+    for (int i = 0; i < 3; i++) {
+        sl__gpu_stage_t *st;
+        int64_t gpu = -1, refused = -1;
+        uint64_t got = run_digest(root, shares[i], &st, &gpu, &refused);
+        assert_true(got == want);
+        /* 6 batches of 8 per epoch, 2 epochs: the share's count of each */
+        int64_t routed = (int64_t)sl__gpu_route_count(8, shares[i]) * 12;
+        assert_int_equal(gpu + refused, routed);
+        if (routed) {
+            assert_true(gpu > 0);
+            assert_true(refused > 0);
+        }
+    }
+    free(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_eval_fractional_box_is_refused),
         cmocka_unit_test(test_share_routes_its_count),
         cmocka_unit_test(test_concurrent_submitters),
+        cmocka_unit_test(test_loader_stream_is_placement_cpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
