@@ -33,6 +33,7 @@ a microbenchmark of --transfer-reps batches; on C cores (--cores)
 
     in-process, N threads:  R = min(N, C) / p
     N remote preparers:     R = min(N / (p + s/B),  C / (p + (s + t + r)/B),  B / t)
+                            CPU per image p + (s + t + r)/B
 
 (the preparers' own bound, the cores', the trainer's receive bound), and
 across nodes of c cores a trainer consuming R needs R (p + s/B) / c
@@ -145,7 +146,8 @@ def model(p, tc, batch, n, cores):
               "trainer": 1 / t if t > 0 else math.inf}
     which = min(bounds, key=bounds.get)
     return {"in_process": local, "remote": bounds[which], "bound": which,
-            "bounds": bounds, "remote_over_in_process": bounds[which] / local}
+            "bounds": bounds, "remote_over_in_process": bounds[which] / local,
+            "remote_cpu_s_per_img": p + s + t + r}
 
 
 def main():
@@ -246,6 +248,10 @@ def main():
                   + f"), measured {meas or float('nan'):.0f}; remote/in-process predicted "
                   f"{m['remote_over_in_process']:.2f}, measured "
                   + (f"{meas / loc:.2f}" if meas and loc else "n/a"))
+            mc = summary[n].get("sluice-ray", {}).get("cpu_s_per_img")
+            print(f"     CPU per image remote predicted {m['remote_cpu_s_per_img'] * 1e3:.2f} ms "
+                  f"(p + (s + t + r)/B), measured "
+                  + (f"{mc * 1e3:.2f}" if mc else "n/a"))
         per_img = p + tc["s"] / a.batch
         for gbit in (10, 25, 100):
             link = gbit * 1e9 / 8 / (tc["bytes"] / a.batch)
