@@ -74,10 +74,10 @@ s3 = boto3.client("s3")
 s3.create_bucket(Bucket="sluice-test")
 for d in ("sls", "wds"):
     for f in sorted(os.listdir(os.path.join(t, d))):
-        if f.endswith((".sls", ".tar")):
+        if f.endswith((".sls", ".tar", ".slidx")):  # with the tars' sidecars
             s3.upload_file(os.path.join(t, d, f), "sluice-test", f"{d}/{f}")
 PY
-ns=$(ls "$T/sls" | grep -c '\.sls$'); nw=$(ls "$T/wds" | wc -l)
+ns=$(ls "$T/sls" | grep -c '\.sls$'); nw=$(ls "$T/wds" | grep -c '\.tar$')
 run() { "$S" run "$@" --batch 8 --size 32 --seed 2 --epochs 2 --digest --json --quiet 2>&1; }
 want=$(run "$T/sls" | jget digest)
 check "listing: sls digest = local ($want)" test -n "$want" -a "$(run s3://sluice-test/sls/ | jget digest)" = "$want"
