@@ -95,18 +95,18 @@ typedef struct sl_snapshot {
     /* where samples are decoded (after the third layout;
      * sl_options_t.placement, docs/DESIGN.md "GPU stage"): the image
      * loader only */
-    int placement_present;   /**< 1: the placement_* fields are set */
-    char placement[8];       /**< "auto" | "cpu" | "gpu", as asked */
-    int placement_gpu;       /**< 1: the GPU stage takes its share */
-    int gpu_share;           /**< per mille of each batch on the GPU stage
-                                  (the knob, SL_PARAM_GPU_SHARE) */
-    char placement_why[256]; /**< placement_gpu 0: why not ("" when
-                                  placement cpu was asked) */
-    int64_t gpu_samples_total;  /**< samples the GPU stage did */
-    int64_t gpu_refused_total;  /**< samples it handed back to the CPU
-                                     path (grayscale, CMYK, progressive,
-                                     PNG, refused by the decoder) */
-    char gpu_refused_why[128];  /**< the last reason it gave */
+    int placement_present;     /**< 1: the placement_* fields are set */
+    char placement[8];         /**< "auto" | "cpu" | "gpu", as asked */
+    int placement_gpu;         /**< 1: the GPU stage takes its share */
+    int gpu_share;             /**< per mille of each batch on the GPU stage
+                                    (the knob, SL_PARAM_GPU_SHARE) */
+    char placement_why[256];   /**< placement_gpu 0: why not ("" when
+                                    placement cpu was asked) */
+    int64_t gpu_samples_total; /**< samples the GPU stage did */
+    int64_t gpu_refused_total; /**< samples it handed back to the CPU
+                                    path (grayscale, CMYK, progressive,
+                                    PNG, refused by the decoder) */
+    char gpu_refused_why[128]; /**< the last reason it gave */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -298,8 +298,7 @@ static void item_done(sl_loader_t *l, item_t *it, int rc, const char *msg)
 /* The GPU stage's completion (any thread): done or failed finishes the
  * slot; refused goes back to the decoders, counted. During a stop the
  * queues are closed: the item is dropped with the rest. */
-static void gpu_done(void *ctx, sl__gpu_job_t *job, int status,
-                     const char *why)
+static void gpu_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 {
     sl_loader_t *l = ctx;
     item_t *it = job->tag;
@@ -343,8 +342,8 @@ static int to_gpu(sl_loader_t *l, item_t *it)
     sl__gpu_job_t *j = &it->job;
     memset(j, 0, sizeof *j);
     char err[64];
-    if (sl__image_geometry(it->data.p, it->data.n, &l->xf, &crop, &flip,
-                           j->box, &j->flip, err, sizeof err))
+    if (sl__image_geometry(it->data.p, it->data.n, &l->xf, &crop, &flip, j->box,
+                           &j->flip, err, sizeof err))
         return 0;
     j->bytes = it->data.p;
     j->n = it->data.n;
@@ -387,8 +386,7 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
                           "decoder scratch: out of memory");
         } else {
             sl__rng_t crop, flip;
-            uint64_t e = (uint64_t)it->bb->pub.epoch,
-                     s = (uint64_t)it->sample;
+            uint64_t e = (uint64_t)it->bb->pub.epoch, s = (uint64_t)it->sample;
             sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
             sl__rng_init(&flip, l->opt.seed, e, s, SL_RNG_FLIP);
             char cause[SL_MSG / 2];

@@ -17,9 +17,9 @@
 #include "base/rng.h"
 #include "exec/loader_internal.h" /* sl__loader_xform: the stage's transform */
 #include "gpu/placement.h"
+#include "gpu_sim.h"
 #include "sluice/telemetry.h"
 #include "sluice/testing.h"
-#include "gpu_sim.h"
 #include "testutil.h"
 
 #define NIMG 24
