@@ -131,6 +131,10 @@ int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out)
 {
     if (o == Py_None)
         return 0;
+    if (!PyIndex_Check(o)) { /* ints, numpy's included; not floats */
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %R", name, o);
+        return -1;
+    }
     long v = PyLong_AsLong(o);
     if (v == -1 && PyErr_Occurred())
         return -1;

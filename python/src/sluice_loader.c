@@ -95,6 +95,7 @@ typedef struct {
     PyObject_HEAD CoreObject *core; /* NULL once closed */
     PyObject *source;               /* bytes (file-system encoding) */
     PyObject *telemetry_path;       /* bytes or NULL */
+    PyObject *policy_file;          /* bytes or NULL */
     PyObject *classes;              /* tuple of str, made on first use */
     sl_options_t opt;               /* as given; knobs re-read on re-create */
     int64_t epochs;                 /* per iteration */
@@ -128,6 +129,8 @@ static CoreObject *core_create(LoaderObject *self)
     sl_options_t o = self->opt;
     o.telemetry_path =
         self->telemetry_path ? PyBytes_AS_STRING(self->telemetry_path) : NULL;
+    o.policy_file =
+        self->policy_file ? PyBytes_AS_STRING(self->policy_file) : NULL;
     o.epochs = o.unordered ? self->epochs : SLPY_EPOCHS_AHEAD;
     const char *src = PyBytes_AS_STRING(self->source);
     sl_loader_t *l = NULL;
@@ -665,6 +668,7 @@ static void loader_dealloc(LoaderObject *self)
     Py_CLEAR(self->core);
     Py_CLEAR(self->source);
     Py_CLEAR(self->telemetry_path);
+    Py_CLEAR(self->policy_file);
     Py_CLEAR(self->classes);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -773,18 +777,40 @@ static int opt_policy(PyObject *v, int *out)
     return -1;
 }
 
+/* io_depth: None (the policy's), an int >= 1, or 'off' (blocking reads),
+ * as `sluice run --io-depth`. */
+static int opt_io_depth(PyObject *v, int *out)
+{
+    if (v == Py_None)
+        return 0;
+    if (PyUnicode_Check(v)) {
+        const char *s = PyUnicode_AsUTF8(v);
+        if (s && !strcmp(s, "off")) {
+            *out = SL_IO_DEPTH_OFF;
+            return 0;
+        }
+        PyErr_Format(PyExc_ValueError,
+                     "io_depth must be an int >= 1 or 'off', not %R", v);
+        return -1;
+    }
+    return slpy_parse_int(v, "io_depth", 1, 65536, out);
+}
+
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {
-        "source",       "batch_size",     "image_size",     "mode",
-        "dtype",        "layout",         "shuffle",        "seed",
-        "drop_last",    "rank",           "world_size",     "epochs",
-        "unordered",    "on_error",       "threads",        "read_threads",
-        "prefetch",     "dct_scale",      "mean",           "std",
-        "telemetry_ms", "telemetry_path", "metrics_port",   "flip",
-        "scale",        "ratio",          "resize_size",    "host_alloc",
-        "policy",       "max_memory",     "shuffle_buffer", "cache_bytes",
-        "cache_policy", "cache_decoded",  "cache_codec",    NULL};
+    static char *kwlist[] = {"source",         "batch_size",   "image_size",
+                             "mode",           "dtype",        "layout",
+                             "shuffle",        "seed",         "drop_last",
+                             "rank",           "world_size",   "epochs",
+                             "unordered",      "on_error",     "threads",
+                             "read_threads",   "prefetch",     "dct_scale",
+                             "mean",           "std",          "telemetry_ms",
+                             "telemetry_path", "metrics_port", "flip",
+                             "scale",          "ratio",        "resize_size",
+                             "host_alloc",     "policy",       "max_memory",
+                             "shuffle_buffer", "cache_bytes",  "cache_policy",
+                             "cache_decoded",  "cache_codec",  "io_depth",
+                             "max_threads",    "policy_file",  NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -796,16 +822,19 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     int world = 1, unordered = 0, dct = 1, flip = 1, shuffle_buffer = 0;
     PyObject *cache_bytes = Py_None, *cache_policy = Py_None;
     PyObject *cache_codec = Py_None;
+    PyObject *io_depth = Py_None, *max_threads = Py_None;
+    PyObject *policy_file = Py_None;
     int cache_decoded = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpO:Loader", kwlist,
-            PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
-            &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
-            &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
-            &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOO:Loader",
+            kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
+            &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
+            &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
+            &dct, &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
-            &cache_bytes, &cache_policy, &cache_decoded, &cache_codec))
+            &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
+            &io_depth, &max_threads, &policy_file))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -854,7 +883,12 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         opt_pair(scale, "scale", &o->scale_min, &o->scale_max) ||
         opt_pair(ratio, "ratio", &o->ratio_min, &o->ratio_max) ||
         slpy_parse_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
-        opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy))
+        opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy) ||
+        opt_io_depth(io_depth, &o->io_depth) ||
+        slpy_parse_int(max_threads, "max_threads", 2, 256, &o->max_threads))
+        goto fail;
+    if (policy_file != Py_None &&
+        !PyUnicode_FSConverter(policy_file, &self->policy_file))
         goto fail;
     if (max_mem != Py_None) {
         o->max_memory_bytes = PyLong_AsLongLong(max_mem);
@@ -1194,7 +1228,8 @@ PyDoc_STRVAR(
     "metrics_port=None, flip=True, scale=None, ratio=None, "
     "resize_size=None, host_alloc=None, policy=None, max_memory=None, "
     "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
-    "cache_decoded=False, cache_codec='auto')\n--\n\n"
+    "cache_decoded=False, cache_codec='auto', io_depth=None, "
+    "max_threads=None, policy_file=None)\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
     "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
@@ -1213,7 +1248,10 @@ PyDoc_STRVAR(
     "memory across epochs (taken out of\nmax_memory; cache_policy 'minio' "
     "or 'lru'; cache_decoded=True: decoded images,\nthe dct_scale=False "
     "stream; cache_codec: how entries are stored, 'auto' chosen at run "
-    "time);\nstats()['cache'] counts hits and misses.");
+    "time);\nstats()['cache'] counts hits and misses. io_depth: reads in "
+    "flight (int, or 'off'\nfor one blocking read per read thread); "
+    "max_threads: the CPU thread budget\n(decode threads + 1); "
+    "policy_file: policy='rl' weights (as sluice run's\n--policy-file).");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

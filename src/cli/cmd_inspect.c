@@ -1,5 +1,6 @@
-/* `sluice inspect SHARD [--records]`: what a shard holds, from its index
- * alone (records are not read; `sluice verify` does that). WebDataset tar
+/* `sluice inspect SHARD [--records]`: what a shard holds, from its header
+ * and index alone (version, codecs, its zstd dictionary when it has one;
+ * records are not read: `sluice verify` does that). WebDataset tar
  * shards and TFRecord files (one or a brace pattern) are indexed as a
  * loader would (data/recset): format, files, samples, bad samples. */
 #include <inttypes.h>
@@ -111,6 +112,10 @@ int sl__cmd_inspect(int argc, char **argv)
         if (sum.per_codec[k])
             printf(" %s (%" PRIu64 ")", sl__codec_name(k), sum.per_codec[k]);
     printf("%s\n", n ? "" : " -");
+    if (sl__shard_dict_size(s))
+        printf("dictionary: %zu bytes (zstd dictionary ID %u), for the "
+               "zstd-dict records\n",
+               sl__shard_dict_size(s), sl__shard_dict_id(s));
     printf("raw:      %" PRIu64 " bytes (%.1f MiB)\n", raw,
            (double)raw / (1 << 20));
     printf("stored:   %" PRIu64 " bytes (%.1f MiB, %.1f%% of raw)\n", stored,

@@ -150,7 +150,10 @@ static const sl__opts_t run_usage = {
     "or one shard;\n"
     "  WebDataset .tar shards or TFRecord files: 'shard-{000..009}.tar', "
     "'data.tfrecord',\n"
-    "  'tfrecord:train-{00000..01023}-of-01024'\n",
+    "  'tfrecord:train-{00000..01023}-of-01024'\n"
+    "Text: --task lm|mlm SOURCE... --tokenizer T --vocab FILE streams token "
+    "batches\n"
+    "  instead (its options: sluice run --task lm --help)\n",
     {run_opts, sl__consume_opts},
     "one SOURCE",
     1,

@@ -203,18 +203,31 @@ int sl__remote_setup(CURL *h, const sl__remote_t *r, const char *url, int head,
         curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
         curl_easy_setopt(h, CURLOPT_USERPWD, auth);
         memset(auth, 0, sizeof auth);
-        if (r->auth.token[0]) {
+        /* S3 wants the payload's SHA-256 in this header on every SigV4
+         * request (refused without it: SignatureDoesNotMatch); ours are
+         * GET/HEAD, so it is the empty body's. libcurl signs it with the
+         * other x-amz-* headers and takes the payload hash from it. */
+        at->hdrs = curl_slist_append(
+            NULL,
+            "x-amz-content-sha256: "
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        if (at->hdrs && r->auth.token[0]) {
             char tok[4200];
             snprintf(tok, sizeof tok, "x-amz-security-token: %s",
                      r->auth.token);
-            at->hdrs = curl_slist_append(NULL, tok);
-            if (!at->hdrs) {
-                *code = SL_ENOMEM;
-                snprintf(why, whylen, "out of memory");
-                return SL__RQ_FAIL;
-            }
-            curl_easy_setopt(h, CURLOPT_HTTPHEADER, at->hdrs);
+            struct curl_slist *l = curl_slist_append(at->hdrs, tok);
+            if (!l) {
+                curl_slist_free_all(at->hdrs);
+                at->hdrs = NULL;
+            } else
+                at->hdrs = l;
         }
+        if (!at->hdrs) {
+            *code = SL_ENOMEM;
+            snprintf(why, whylen, "out of memory");
+            return SL__RQ_FAIL;
+        }
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, at->hdrs);
     }
     return 0;
 }

@@ -85,6 +85,8 @@ uint64_t sl__shard_size(const sl__shard_t *s);
 uint64_t sl__shard_digest(const sl__shard_t *s);
 /* Bytes of the shard's zstd dictionary (0: none). */
 size_t sl__shard_dict_size(const sl__shard_t *s);
+/* zstd's ID of that dictionary (0: none). */
+unsigned sl__shard_dict_id(const sl__shard_t *s);
 /* Format version of the open shard. */
 void sl__shard_version(const sl__shard_t *s, int *major, int *minor);
 /* Entry i (i < count); pointers valid until close. */

@@ -433,6 +433,11 @@ size_t sl__shard_dict_size(const sl__shard_t *s)
     return s->dict_n;
 }
 
+unsigned sl__shard_dict_id(const sl__shard_t *s)
+{
+    return s->dict ? sl__codec_dict_id(s->dict) : 0;
+}
+
 void sl__shard_version(const sl__shard_t *s, int *major, int *minor)
 {
     *major = s->major;

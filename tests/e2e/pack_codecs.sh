@@ -54,6 +54,10 @@ check "auto picks a zstd codec on text ($(grep shard- "$T/txt-auto.err" | head -
   grep -q 'shard-00000.sls: zstd' "$T/txt-auto.err"
 "$S" inspect "$T/txt-zstd-dict/shard-00000.sls" >"$T/insp" 2>&1
 check "zstd-dict shard is format 1.1" grep -q '^version:  1.1' "$T/insp"
+check "inspect shows the shard's dictionary ($(grep '^dictionary' "$T/insp"))" \
+  grep -Eq '^dictionary: [1-9][0-9]* bytes \(zstd dictionary ID [1-9][0-9]*\)' "$T/insp"
+"$S" inspect "$T/txt-zstd/shard-00000.sls" >"$T/insp-zstd" 2>&1
+check "a shard without a dictionary shows none" bash -c "! grep -q '^dictionary' '$T/insp-zstd'"
 V=${SL_SHARED_DATA:-}/vocab
 if [ -f "$V/gpt2-encoder.json" ]; then
   LM=(--task lm --tokenizer gpt2 --vocab "$V/gpt2-encoder.json" --merges "$V/gpt2-vocab.bpe" --seq-len 128 --batch 4 --json --quiet --digest)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # e2e: s3:// sources (issue 15 items 1 and 6) against a real S3 server this
 # script starts on 127.0.0.1 and stops: moto_server (PyPI moto[server], in
-# the project venv). Shards are uploaded with boto3; then
+# the project venv), with its authentication on (INITIAL_NO_AUTH_ACTION_COUNT:
+# after the first 3 requests, which make an IAM user, its access key and its
+# policy, every request's SigV4 signature is checked against that key, as S3
+# does). Shards are uploaded with boto3; then
 #   - s3://BUCKET/PREFIX/ (a listing, ListObjectsV2) and a brace pattern of
 #     s3:// URLs give the digest of the same files read locally, for sluice
 #     shards and WebDataset tars;
@@ -11,7 +14,11 @@
 #   - a missing bucket is an error naming the URL and S3's error code;
 #   - signed ranged reads through libcurl's multi interface (--io-depth 8,
 #     read_path "curl multi") and through the blocking path (--io-depth
-#     off) give the local digest.
+#     off) give the local digest;
+#   - temporary credentials (STS AssumeRole, with a session token) read;
+#   - a wrong secret key is refused by the server: an error naming the URL
+#     and SignatureDoesNotMatch, within seconds (no retries of a 403); a
+#     bad session token: InvalidToken.
 # Skips (77) without libcurl in the build or without moto_server.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" remote_s3
@@ -33,7 +40,7 @@ for try in 1 2 3 4 5; do
   port=$((20000 + RANDOM % 20000))
   # Through the venv's python: the script's #! may name the venv's
   # first home (a symlinked venv).
-  "$PY" "$MOTO" -H 127.0.0.1 -p "$port" >"$T/moto.log" 2>&1 &
+  INITIAL_NO_AUTH_ACTION_COUNT=3 "$PY" "$MOTO" -H 127.0.0.1 -p "$port" >"$T/moto.log" 2>&1 &
   pid=$!
   for i in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break 2
@@ -43,8 +50,21 @@ for try in 1 2 3 4 5; do
   kill $pid 2>/dev/null; pid=
 done
 [ -n "$pid" ] || { cat "$T/moto.log"; echo "FAIL moto_server did not start"; exit 1; }
-export AWS_ACCESS_KEY_ID=testkey AWS_SECRET_ACCESS_KEY=testsecret AWS_REGION=us-east-1
-export AWS_ENDPOINT_URL=http://127.0.0.1:$port
+export AWS_REGION=us-east-1 AWS_ENDPOINT_URL=http://127.0.0.1:$port
+# The 3 unauthenticated requests: a user, its key, a policy allowing all.
+keys=$(AWS_ACCESS_KEY_ID=setup AWS_SECRET_ACCESS_KEY=setup "$PY" - <<'PY'
+import boto3, json
+iam = boto3.client("iam", region_name="us-east-1")
+iam.create_user(UserName="sluice")
+k = iam.create_access_key(UserName="sluice")["AccessKey"]
+iam.put_user_policy(UserName="sluice", PolicyName="all", PolicyDocument=json.dumps(
+    {"Version": "2012-10-17",
+     "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+print(k["AccessKeyId"], k["SecretAccessKey"])
+PY
+) || { echo "FAIL IAM setup"; exit 1; }
+read -r AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY <<<"$keys"
+export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 "$PY" - "$T" <<'PY' || { echo "FAIL upload"; exit 1; }
 import boto3, os, sys
 t = sys.argv[1]
@@ -74,8 +94,8 @@ cat >"$T/credentials" <<CRED
 [default]
 aws_access_key_id = wrong
 [h15]
-aws_access_key_id = filekey
-aws_secret_access_key = filesecret
+aws_access_key_id = $AWS_ACCESS_KEY_ID
+aws_secret_access_key = $AWS_SECRET_ACCESS_KEY
 CRED
 cat >"$T/config" <<CONF
 [profile h15]
@@ -87,6 +107,37 @@ got=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_REGION -u AWS_END
   "$S" run s3://sluice-test/wds/ --batch 8 --size 32 --seed 2 --epochs 2 --digest --json --quiet 2>&1 | jget digest)
 check "profile from ~/.aws files: digest = local" test "$got" = "$wantw"
 
+# Temporary credentials (STS AssumeRole): key, secret and session token,
+# the token signed and checked by the server.
+tmp=$("$PY" - <<'PY'
+import boto3, json
+iam = boto3.client("iam", region_name="us-east-1")
+trust = {"Version": "2012-10-17", "Statement": [
+    {"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}
+arn = iam.create_role(RoleName="reader", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+iam.put_role_policy(RoleName="reader", PolicyName="all", PolicyDocument=json.dumps(
+    {"Version": "2012-10-17",
+     "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+c = boto3.client("sts", region_name="us-east-1").assume_role(
+    RoleArn=arn, RoleSessionName="sluice")["Credentials"]
+print(c["AccessKeyId"], c["SecretAccessKey"], c["SessionToken"])
+PY
+) || bad "STS AssumeRole"
+read -r tk ts tt <<<"$tmp"
+got=$(AWS_ACCESS_KEY_ID=$tk AWS_SECRET_ACCESS_KEY=$ts AWS_SESSION_TOKEN=$tt run s3://sluice-test/sls/ | jget digest)
+check "session token (STS AssumeRole): digest = local" test "$got" = "$want"
+out=$(AWS_ACCESS_KEY_ID=$tk AWS_SECRET_ACCESS_KEY=$ts AWS_SESSION_TOKEN=x$tt run s3://sluice-test/sls/)
+check "a bad session token: refused, InvalidToken named" grep -q "s3://sluice-test/sls/.*InvalidToken" <<<"$out"
+t0=$SECONDS
+out=$(AWS_SECRET_ACCESS_KEY=not-the-key "$S" run s3://sluice-test/sls/ --batch 8 --size 32 2>&1)
+check "wrong secret: refused, error names URL and SignatureDoesNotMatch ($(head -c 200 <<<"$out"))" \
+  grep -q "s3://sluice-test/sls/.*SignatureDoesNotMatch" <<<"$out"
+check "wrong secret: fails within 10 s ($((SECONDS - t0)) s)" test $((SECONDS - t0)) -le 10
+for d in off 8; do
+  out=$(AWS_SECRET_ACCESS_KEY=not-the-key "$S" run s3://sluice-test/sls/shard-00000.sls --io-depth $d --batch 8 --size 32 2>&1)
+  check "wrong secret, one shard, --io-depth $d: SignatureDoesNotMatch named" \
+    grep -q "shard-00000.sls.*SignatureDoesNotMatch" <<<"$out"
+done
 out=$("$S" run s3://no-such-bucket/x/ --batch 8 --size 32 2>&1)
 check "missing bucket: error names URL and NoSuchBucket" grep -q "s3://no-such-bucket/x/.*NoSuchBucket" <<<"$out"
 echo "remote_s3: $passes passed, $fails failed"

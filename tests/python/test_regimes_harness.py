@@ -179,7 +179,7 @@ def test_targets_pass_and_fail():
              "t90_start_s": t90, "t90_change_s": 1.0, "reversals_total": 1}
         R.ratios(r, orc, 1.0)
         return {"runs": {"heuristic": r}, "oracle_run": orc,
-                "bound": {"phases": [{"demand": 100.0}]}}
+                "bound": {"phases": [{"fraction": 1.0, "demand": 100.0}]}}
     good = [entry(95, 10, 1.0) for _ in range(9)] + [entry(75, 12, 4.0)]
     s = R.summarize(good, "heuristic", 2)
     res = {t["target"]: t["result"] for t in s["targets"]}
@@ -189,3 +189,25 @@ def test_targets_pass_and_fail():
     bad = good[:8] + [entry(60, 30, None, cpu=2.0)] * 2
     res = [t["result"] for t in R.summarize(bad, "heuristic", 2)["targets"]]
     assert res == ["FAIL"] * 5
+    assert R.summarize(bad, "heuristic", 2)["max_cpu_per_sample"] == pytest.approx(2.0 * 100 / 60,
+                                                                                  abs=1e-3)
+
+
+def test_cpu_target_counts_regimes_whose_oracle_meets_the_runs_demand():
+    """The oracle meets 'demand' only over the whole run: a slow phase met
+    and a fast one missed does not count (the policy delivering more there
+    would be charged for the extra samples), nor does a phase with no step."""
+    def entry(phases, oracle_rate, cpu):
+        orc = {"samples_per_s": oracle_rate, "mean_wait_ms": 1.0, "cpu_seconds": 1.0}
+        r = {"samples_per_s": oracle_rate, "mean_wait_ms": 1.0, "cpu_seconds": cpu,
+             "t90_start_s": 1.0, "t90_change_s": 1.0, "reversals_total": 0}
+        R.ratios(r, orc, 1.0)
+        return {"runs": {"heuristic": r}, "oracle_run": orc, "bound": {"phases": phases}}
+    slow_fast = [{"fraction": 0.5, "demand": 100.0}, {"fraction": 0.5, "demand": 400.0}]
+    assert R.run_demand({"phases": slow_fast}) == 250.0
+    assert R.run_demand({"phases": [{"fraction": 1.0, "demand": None}]}) == float("inf")
+    met = entry([{"fraction": 1.0, "demand": 100.0}], 100.0, 1.05)
+    s = R.summarize([met, entry(slow_fast, 120.0, 2.0)], "heuristic", 2)
+    assert s["cpu_regimes"] == 1 and s["frac_cpu_ok"] == 1.0
+    s = R.summarize([met, entry(slow_fast, 240.0, 2.0)], "heuristic", 2)
+    assert s["cpu_regimes"] == 2 and s["frac_cpu_ok"] == 0.5
