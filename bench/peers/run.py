@@ -31,7 +31,11 @@ the better.  Extra loader names: `sluice-cli` (the `sluice bench` CLI, no
 Python) and `sluice-numpy` (sluice.Loader, numpy batches, torch never
 imported: the engine's own memory next to `sluice`, which imports torch) and
 `sluice-tf` (sluice.tf.dataset inside tf.data, TensorFlow imported: sluice's
-memory under the same framework import as `tfdata`).
+memory under the same framework import as `tfdata`);
+and the scale-out ones, where --threads counts preparer processes:
+`sluice-ray` (sluice.ray actors), `raydata` (Ray Data's read_images +
+map_batches), `tfdata-service` (tf.data service workers); see
+bench/scale/peers.py.
 
 Statistics (mean, std, 95% CI, paired t-test vs sluice) come from
 bench/stats.py.  The table goes to stdout; with --json the last stdout line
@@ -56,7 +60,8 @@ sys.path.insert(0, str(HERE / "loaders"))
 from _common import tree_pids  # noqa: E402  (the one process-tree walk)
 
 ALL = ["sluice", "torch", "torchdata", "dali", "tfdata", "spdl", "ffcv"]
-EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf", "webdataset"]
+EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf", "webdataset",
+         "sluice-ray", "raydata", "tfdata-service"]
 # loader name -> [(run id, worker script, --opt list)]
 VARIANTS = {
     "sluice": [("sluice", "sluice_worker.py", [])],
@@ -69,6 +74,10 @@ VARIANTS = {
     "tfdata": [("tfdata", "tfdata_worker.py", [])],
     "spdl": [("spdl", "spdl_worker.py", [])],
     "ffcv": [("ffcv", "ffcv_worker.py", [])],
+    # scale-out (bench/scale/peers.py): --threads preparer processes
+    "sluice-ray": [("sluice-ray", "sluice_ray_worker.py", [])],
+    "raydata": [("raydata", "raydata_worker.py", [])],
+    "tfdata-service": [("tfdata-service", "tfservice_worker.py", [])],
     # needs --loader-opt webdataset:url=PATTERN (bench/storage/remote.py)
     "webdataset": [(f"webdataset[w={w}]", "wds_worker.py", [f"workers={w}"]) for w in (1, 2, 3, 4)],
 }

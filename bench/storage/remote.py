@@ -17,7 +17,11 @@ echo module (Debian's libnginx-mod-http-echo) holds each request
 delay). Every loader runs inside the namespace, through bench/peers/run,
 alternating within each repeat:
 
-  sluice            sluice.torch.DataLoader(source=URL pattern)
+  sluice            sluice.torch.DataLoader(source=URL pattern); the tars'
+                    sidecar indexes (NAME.slidx, written by pack) beside
+                    them, so each tar crosses the link once
+  sluice-walk       the same tars without sidecars (another folder): each
+                    is walked whole at open, then read again by sample
   sluice-cache50    the same with the sample cache at 50 % of the tars
   sluice-cache100   ... and at 100 %
   sluice-local      the same tars from local disk (page cache warm): the
@@ -77,6 +81,9 @@ def outer(a):
            "--format", "webdataset", "--shard-size", a.shard_size, stdout=subprocess.DEVNULL)
         tars, pat = tar_pattern(os.path.join(www, "wds"))
         size = sum(os.path.getsize(os.path.join(www, "wds", t)) for t in tars)
+        os.makedirs(os.path.join(www, "bare"))  # the tars alone: no sidecars
+        for t in tars:
+            os.link(os.path.join(www, "wds", t), os.path.join(www, "bare", t))
         sh("ip", "netns", "add", ns)
         sh("ip", "-n", ns, "link", "set", "lo", "up")
         # the link: lo's egress carries both directions inside the namespace
@@ -107,7 +114,8 @@ http {{ log_format f '$request $status $http_range $bytes_sent';
               f"{a.rtt_ms:g} ms per request; namespace {ns}", file=sys.stderr, flush=True)
         cmd = ["ip", "netns", "exec", ns, sys.executable, os.path.abspath(__file__), "--inner",
                "--url", url, "--local", local, "--bytes", str(size), "--json-out", out,
-               "--access-log", os.path.join(tmp, "access.log")]
+               "--access-log", os.path.join(tmp, "access.log"),
+               "--walk-url", url.replace("/wds/", "/bare/")]
         cmd += [x for k, v in vars(a).items() if k in ("data", "sluice_build", "python", "epochs",
                                                          "repeats", "workers", "cache", "threads")
                 for x in ("--" + k.replace("_", "-"), str(v))]
@@ -138,7 +146,8 @@ def inner(a):
     peers.run_worker = counted
     v = peers.VARIANTS
     v["sluice-local"] = [("sluice-local", "sluice_worker.py", [f"url={a.local}"])]
-    names = ["sluice", "sluice-local"]
+    v["sluice-walk"] = [("sluice-walk", "sluice_worker.py", [f"url={a.walk_url}"])]
+    names = ["sluice", "sluice-walk", "sluice-local"]
     for frac in (float(x) for x in a.cache.split(",") if x.strip()):
         n = f"sluice-cache{round(frac * 100)}"
         v[n] = [(n, "sluice_worker.py", [f"url={a.url}", f"cache_bytes={int(frac * a.bytes)}"])]
@@ -201,6 +210,7 @@ def main():
     ap.add_argument("--local", help=argparse.SUPPRESS)
     ap.add_argument("--bytes", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--access-log", help=argparse.SUPPRESS)
+    ap.add_argument("--walk-url", help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.data = os.path.abspath(a.data)
     a.sluice_build = os.path.abspath(a.sluice_build)

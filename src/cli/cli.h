@@ -8,6 +8,7 @@
 int sl__cmd_pack(int argc, char **argv);
 int sl__cmd_inspect(int argc, char **argv);
 int sl__cmd_verify(int argc, char **argv);
+int sl__cmd_index(int argc, char **argv);
 int sl__cmd_run(int argc, char **argv); /* `run` and `bench` */
 int sl__cmd_make_dataset(int argc, char **argv);
 int sl__cmd_analyze(int argc, char **argv);

@@ -77,6 +77,8 @@ static int inspect_recset(const char *spec, int all)
             printf("bad:      %s\n", r->files[i]->bad_msg[b]);
     for (int i = 0; i < r->nnotes; i++)
         printf("lost:     %s\n", r->notes[i]);
+    for (int i = 0; i < r->nwarns; i++)
+        printf("warning:  %s\n", r->warns[i]);
     sl__recset_close(r);
     return 0;
 }

@@ -16,6 +16,7 @@ static const struct {
     {"inspect", sl__cmd_inspect, "summarise a shard"},
     {"volume", sl__cmd_volume, "NIfTI volumes: header facts, datasets"},
     {"verify", sl__cmd_verify, "check every record's checksum"},
+    {"index", sl__cmd_index, "sidecar indexes of WebDataset / TFRecord files"},
     {"make-dataset", sl__cmd_make_dataset, "write a synthetic ImageFolder"},
     {"analyze", sl__cmd_analyze, "which bound stalls the job, and the cure"},
     {"plot", sl__cmd_plot, "draw a --telemetry file as SVG or PNG"},

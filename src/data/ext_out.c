@@ -11,6 +11,7 @@
 
 #include "base/base.h"
 #include "data/recfile.h"
+#include "data/recidx.h"
 #include "data/tfrecord.h"
 #include "sluice/version.h"
 
@@ -77,7 +78,20 @@ int sl__ext_out_begin(sl__ext_out_t *o, char *err, size_t errlen)
     return 0;
 }
 
-/* Closes the open file and gives it its name. */
+/* The finished file's sidecar index (data/recidx): the file indexed as a
+ * reader indexes it, so the sidecar holds what a walk finds. */
+static int write_index(const sl__ext_out_t *o, const char *path, char *err,
+                       size_t errlen)
+{
+    sl__recfile_t *f;
+    int rc = sl__recfile_walk(path, o->fmt, &f, err, errlen);
+    if (!rc)
+        rc = sl__recidx_save(f, path, err, errlen);
+    sl__recfile_close(f);
+    return rc;
+}
+
+/* Closes the open file, gives it its name and writes its index. */
 static int finish_file(sl__ext_out_t *o, char *err, size_t errlen)
 {
     if (o->fd < 0)
@@ -103,6 +117,8 @@ static int finish_file(sl__ext_out_t *o, char *err, size_t errlen)
         unlink(o->tmp);
     else
         o->bytes_out += o->cur;
+    if (!rc)
+        rc = write_index(o, final, err, errlen);
     free(final);
     free(o->tmp);
     o->tmp = NULL;
@@ -236,6 +252,8 @@ void sl__ext_out_abort(sl__ext_out_t *o)
     for (long k = 0; k < o->files; k++) {
         snprintf(path, sizeof path, "%s/%s", o->dir,
                  file_name(o, k, name, sizeof name));
+        unlink(path);
+        snprintf(path, sizeof path, "%s/%s%s", o->dir, name, SL__RECIDX_SUFFIX);
         unlink(path);
     }
     if (o->made_dir)

@@ -7,7 +7,9 @@
  * ShardWriter writes an int) with KEY = the sample's index, 9 digits;
  * POSIX ustar headers, mode 0644, mtime 0. TFRecord: data-00000.tfrecord,
  * ...; one tf.train.Example a record ("image/encoded", "image/class/label",
- * "image/format"). A new file starts when the next sample would take the
+ * "image/format"). Beside each file its sidecar index, NAME.slidx
+ * (data/recidx), so that a reader at a URL need not walk the file. A new
+ * file starts when the next sample would take the
  * open one over shard_size. Each file is written as .NAME.tmp and renamed
  * when complete; OUT must be missing or empty, and a failed pack removes
  * what it wrote. Depends on base, data/{recfile,tfrecord}. */

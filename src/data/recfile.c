@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "crc32c.h"
+#include "recidx.h"
 
 int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, int code,
                     const char *msg)
@@ -38,8 +39,35 @@ int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, int code,
     return 0;
 }
 
-int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
-                         sl__recfile_t **out, char *err, size_t errlen)
+/* The index from the sidecar: 0; SL_ENOTFOUND to walk the file (none, or
+ * one that cannot be used: why kept in sidecar_note); another SL_E* when
+ * the index says the open fails (a bad sample or damage without skip_bad:
+ * the walk's first error, word for word). */
+static int from_sidecar(sl__recfile_t *f, int skip_bad, char *err,
+                        size_t errlen)
+{
+    char why[1024];
+    int rc = sl__recidx_load(f, why, sizeof why);
+    if (rc == SL_ENOMEM)
+        return sl__fail(err, errlen, rc, "%s", why);
+    if (rc) {
+        if (rc != SL_ENOTFOUND && !(f->sidecar_note = strdup(why)))
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        return SL_ENOTFOUND;
+    }
+    f->from_sidecar = 1;
+    if (skip_bad)
+        return 0;
+    if (f->nbad) /* the walk stops at the first bad sample */
+        return sl__fail(err, errlen, f->recs[f->bad_idx[0]].label, "%s",
+                        f->bad_msg[0]);
+    if (f->damage)
+        return sl__fail(err, errlen, SL_ECORRUPT, "%s", f->damage);
+    return 0;
+}
+
+static int open_src(sl__bytesrc_t *src, int fmt, int skip_bad, int sidecar,
+                    sl__recfile_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     sl__recfile_t *f = calloc(1, sizeof *f);
@@ -49,11 +77,22 @@ int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
     }
     f->src = src;
     f->fmt = fmt;
+    int rc = sidecar && sl__bytesrc_is_remote(src)
+                 ? from_sidecar(f, skip_bad, err, errlen)
+                 : SL_ENOTFOUND;
+    if (rc == 0) {
+        *out = f;
+        return 0;
+    }
+    if (rc != SL_ENOTFOUND) {
+        sl__recfile_close(f);
+        return rc;
+    }
     /* The indexers walk the file once, in order: one request per window
      * for a remote file (a failed allocation leaves the reads direct). */
     (void)sl__bytesrc_sequential(src, 1);
-    int rc = fmt == SL__FMT_WDS ? sl__wds_index(f, skip_bad, err, errlen)
-                                : sl__tfrecord_index(f, skip_bad, err, errlen);
+    rc = fmt == SL__FMT_WDS ? sl__wds_index(f, skip_bad, err, errlen)
+                            : sl__tfrecord_index(f, skip_bad, err, errlen);
     (void)sl__bytesrc_sequential(src, 0);
     if (rc) {
         sl__recfile_close(f);
@@ -61,6 +100,21 @@ int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
     }
     *out = f;
     return 0;
+}
+
+int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
+                         sl__recfile_t **out, char *err, size_t errlen)
+{
+    return open_src(src, fmt, skip_bad, 1, out, err, errlen);
+}
+
+int sl__recfile_walk(const char *path, int fmt, sl__recfile_t **out, char *err,
+                     size_t errlen)
+{
+    sl__bytesrc_t *src;
+    *out = NULL;
+    int rc = sl__bytesrc_open_file(path, &src, err, errlen);
+    return rc ? rc : open_src(src, fmt, 1, 0, out, err, errlen);
 }
 
 int sl__recfile_open(const char *path, int fmt, int skip_bad,
@@ -81,6 +135,7 @@ void sl__recfile_close(sl__recfile_t *f)
     free(f->bad_idx);
     free(f->recs);
     free(f->damage);
+    free(f->sidecar_note);
     free(f);
 }
 

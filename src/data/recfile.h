@@ -49,16 +49,25 @@ typedef struct sl__recfile {
     char **bad_msg;
     int64_t nbad;
     size_t bad_cap;
-    char *damage; /* what ended the index early (skip_bad), or NULL */
+    char *damage;       /* what ended the index early (skip_bad), or NULL */
+    int from_sidecar;   /* the index came from NAME.slidx (data/recidx) */
+    char *sidecar_note; /* why a sidecar there was not used, or NULL */
 } sl__recfile_t;
 
-/* Opens and indexes path as fmt. @return 0, or an SL_E* with the message
- * naming the file and the sample (key or record number) and the cause. */
+/* Opens and indexes path as fmt. A URL's index comes from its sidecar
+ * (NAME.slidx, data/recidx) when there is a usable one: one request, not
+ * a walk that fetches the whole file; else the file is walked.
+ * @return 0, or an SL_E* with the message naming the file and the sample
+ * (key or record number) and the cause. */
 int sl__recfile_open(const char *path, int fmt, int skip_bad,
                      sl__recfile_t **out, char *err, size_t errlen);
 /* The same over a byte source (taken: closed with the file, or on error). */
 int sl__recfile_open_src(sl__bytesrc_t *src, int fmt, int skip_bad,
                          sl__recfile_t **out, char *err, size_t errlen);
+/* Opens path and walks it whatever sidecar it has, bad samples and damage
+ * kept as under skip_bad: what a sidecar is made from. */
+int sl__recfile_walk(const char *path, int fmt, sl__recfile_t **out, char *err,
+                     size_t errlen);
 void sl__recfile_close(sl__recfile_t *f);
 
 /* Sample k's encoded image into out (out->n set), asking admit (may be

@@ -123,16 +123,21 @@ const char *sl__recset_format_name(int fmt)
                                      : "?";
 }
 
+static int add_line(char ***v, int *n, const char *msg, const char *what)
+{
+    char **w = realloc(*v, (size_t)(*n + 1) * sizeof *w);
+    if (!w)
+        return SL_ENOMEM;
+    *v = w;
+    if (asprintf(&w[*n], "%s%s", msg, what) < 0)
+        return SL_ENOMEM;
+    (*n)++;
+    return 0;
+}
+
 static int note(sl__recset_t *r, const char *msg, const char *what)
 {
-    char **v = realloc(r->notes, (size_t)(r->nnotes + 1) * sizeof *v);
-    if (!v)
-        return SL_ENOMEM;
-    r->notes = v;
-    if (asprintf(&r->notes[r->nnotes], "%s%s", msg, what) < 0)
-        return SL_ENOMEM;
-    r->nnotes++;
-    return 0;
+    return add_line(&r->notes, &r->nnotes, msg, what);
 }
 
 int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
@@ -187,6 +192,10 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
         total += f->n;
         if (f->damage && note(r, f->damage, " (the rest of the file lost)"))
             rc = SL_ENOMEM;
+        if (f->sidecar_note &&
+            add_line(&r->warns, &r->nwarns, f->sidecar_note,
+                     " (sidecar index not used: the file was walked)"))
+            rc = SL_ENOMEM;
         for (int64_t k = 0; k < f->n; k++)
             if (f->recs[k].label > r->max_label)
                 r->max_label = f->recs[k].label;
@@ -216,6 +225,7 @@ void sl__recset_close(sl__recset_t *r)
     free(r->files);
     free(r->first);
     sl__strv_free(r->notes, r->nnotes);
+    sl__strv_free(r->warns, r->nwarns);
     free(r);
 }
 

@@ -43,6 +43,8 @@ typedef struct sl__recset {
     int64_t max_label;
     int nnotes;
     char **notes; /* files left out, damage that cut a file short */
+    int nwarns;
+    char **warns; /* sidecar indexes not used (the file was walked) */
 } sl__recset_t;
 
 /* Expands and indexes every file of spec. With skip_bad a file that cannot

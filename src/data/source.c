@@ -520,7 +520,7 @@ int sl__source_reads_remote(const sl__source_t *s)
 int sl__source_note_count(const sl__source_t *s)
 {
     if (s->set)
-        return s->set->nnotes;
+        return s->set->nnotes + s->set->nwarns;
     return s->folder ? s->folder->nnotes : s->nbad;
 }
 
@@ -534,6 +534,10 @@ const char *sl__source_note(const sl__source_t *s, int i, int *lost)
         return s->folder->notes[i].msg;
     }
     *lost = 1;
+    if (s->set && i >= s->set->nnotes) {
+        *lost = 0; /* a warning */
+        return s->set->warns[i - s->set->nnotes];
+    }
     return s->set ? s->set->notes[i] : s->bad[i];
 }
 

@@ -87,7 +87,8 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
 /* What the open left out or warns about, in order: note i's message
  * ("PATH: cause"), and *lost = 1 when samples were left out (a shard, a
  * bad ImageFolder entry), 0 for a warning (a folder reached twice through
- * a link, not followed). NULL when i is out of range. */
+ * a link, not followed; a remote file's sidecar index not used). NULL when i is
+ * out of range. */
 int sl__source_note_count(const sl__source_t *s);
 const char *sl__source_note(const sl__source_t *s, int i, int *lost);
 

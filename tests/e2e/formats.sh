@@ -17,7 +17,7 @@ check "folder digest ($want)" test -n "$want"
 
 check "pack --format webdataset" "$S" pack "$T/ds" "$T/wds" --format webdataset --shard-size 600K
 check "pack --format tfrecord" "$S" pack "$T/ds" "$T/tfr" --format tfrecord --shard-size 1M
-nw=$(ls "$T/wds" | wc -l); nt=$(ls "$T/tfr" | wc -l)
+nw=$(ls "$T/wds" | grep -c '\.tar$'); nt=$(ls "$T/tfr" | grep -c '\.tfrecord$')
 check "several shards ($nw tar, $nt tfrecord)" test "$nw" -ge 3 -a "$nt" -ge 2
 last=$(printf '%06d' $((nw - 1))); lastt=$(printf '%05d' $((nt - 1)))
 W="$T/wds/shard-{000000..$last}.tar"

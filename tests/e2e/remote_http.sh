@@ -14,7 +14,13 @@
 #     and 8; faults are survived and unreachable records fail or are
 #     skipped the same way on both paths (the same error, the same list);
 #   - with latency (faulty_http.py --delay-ms) the default heuristic
-#     raises io_depth above where it starts.
+#     raises io_depth above where it starts;
+#   - fetched once: WebDataset tars and TFRecord files with their sidecar
+#     indexes (NAME.slidx, which pack writes) cross the link once in an
+#     epoch (nginx's $bytes_sent <= 1.05x the files); without them the
+#     walk at open fetches each file whole first (>= 1.9x); the stream, the
+#     skip list and the errors are the same with, without, and with a
+#     stale or damaged sidecar (ignored: the walk).
 # Skips (77) when sluice was built without libcurl or nginx is missing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" remote_http
@@ -39,7 +45,7 @@ trap cleanup EXIT
 "$S" pack "$T/www/ds" "$T/www/sls" --shard-size 600K >/dev/null 2>&1
 "$S" pack "$T/www/ds" "$T/www/wds" --format webdataset --shard-size 600K >/dev/null 2>&1
 "$S" pack "$T/www/ds" "$T/www/tfr" --format tfrecord --shard-size 600K >/dev/null 2>&1
-ns=$(ls "$T/www/sls" | grep -c '\.sls$'); nw=$(ls "$T/www/wds" | wc -l); nt=$(ls "$T/www/tfr" | wc -l)
+ns=$(ls "$T/www/sls" | grep -c '\.sls$'); nw=$(ls "$T/www/wds" | grep -c '\.tar$'); nt=$(ls "$T/www/tfr" | grep -c '\.tfrecord$')
 check "packed ($ns sls, $nw tar, $nt tfrecord)" test "$ns" -ge 3 -a "$nw" -ge 3 -a "$nt" -ge 3
 SLS="sls/shard-{00000..$(printf '%05d' $((ns - 1)))}.sls"
 WDS="wds/shard-{000000..$(printf '%06d' $((nw - 1)))}.tar"
@@ -55,7 +61,8 @@ for try in 1 2 3 4 5; do
   cat >"$T/nginx.conf" <<CONF
 $nginx_user worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/nginx.err;
 events { worker_connections 128; }
-http { access_log off; server { listen 127.0.0.1:$port; root $T/www; } }
+http { log_format b '\$bytes_sent'; access_log $T/access.log b;
+  server { listen 127.0.0.1:$port; root $T/www; } }
 CONF
   "$NGINX" -c "$T/nginx.conf" -p "$T" 2>>"$T/nginx.err" &&
     for i in $(seq 50); do [ -s "$T/nginx.pid" ] && break 2; sleep 0.1; done
@@ -83,6 +90,76 @@ for f in SLS WDS TFR; do
     [ $d = off ] || check "nginx: $f --io-depth $d reads through curl multi" test "$path" = "curl multi"
   done
 done
+# Fetched once: the bytes nginx sent for one epoch (its access log).
+served() { awk '{s += $1} END {print s + 0}' "$T/access.log" 2>/dev/null; }
+fetched() { local b0; b0=$(served); "$S" run "$@" --batch 8 --size 32 --seed 5 --epochs 1 --read-threads 2 \
+  --digest --json --quiet >/dev/null 2>&1; echo $(($(served) - b0)); }
+mkdir -p "$T/aside"
+for f in WDS TFR; do
+  d=${!f%%/*}
+  total=$(cat "$T/www/$d"/*.tar "$T/www/$d"/*.tfrecord 2>/dev/null | wc -c)
+  want=$(run "$(local_of $f)" | jget digest)
+  for dep in 8 off; do
+    got=$(fetched "$N/${!f}" --io-depth $dep)
+    check "once: $f --io-depth $dep with sidecars: one epoch fetched $got bytes <= 1.05 x $total" \
+      test "$got" -gt 0 -a $((got * 100)) -le $((total * 105))
+  done
+  check "once: $f with sidecars digest = local" test "$(run "$N/${!f}" | jget digest)" = "$want"
+  mv "$T/www/$d"/*.slidx "$T/aside/"
+  got=$(fetched "$N/${!f}")
+  check "once: $f without sidecars (the walk): $got bytes >= 1.9 x $total" test $((got * 10)) -ge $((total * 19))
+  check "once: $f without sidecars digest = local" test "$(run "$N/${!f}" | jget digest)" = "$want"
+  # Stale (another file's) and damaged sidecars are ignored: the walk.
+  first=$(ls "$T/www/$d" | head -1); second=$(ls "$T/www/$d" | sed -n 2p)
+  cp "$T/aside/$second.slidx" "$T/www/$d/$first.slidx"
+  out=$(run "$N/${!f}")
+  check "once: $f with a stale sidecar digest = local" test "$(jget digest <<<"$out")" = "$want"
+  check "once: $f: the stale sidecar is named in a warning" \
+    grep -q "^skipped: warning: $N/$d/$first.slidx: stale: made for a file of .* (sidecar index not used: the file was walked)" <<<"$out"
+  cp "$T/aside/$first.slidx" "$T/www/$d/$first.slidx"
+  printf 'X' | dd of="$T/www/$d/$first.slidx" bs=1 seek=60 conv=notrunc 2>/dev/null
+  check "once: $f with a damaged sidecar digest = local" test "$(run "$N/${!f}" | jget digest)" = "$want"
+  mv "$T/aside/"*.slidx "$T/www/$d/"
+done
+# Bad samples and damage: the same skip list and errors from a sidecar as
+# from the walk. b.tar: samples 2 (no .cls) and 4 (a .cls that is not an
+# integer) bad; cut.tar ends inside a member.
+mkdir -p "$T/www/bad"
+"$PY" - "$T/www/ds" "$T/www/bad/b.tar" <<'PYEOF'
+import io, os, sys, tarfile
+src, out = sys.argv[1:]
+imgs = sorted(os.path.join(r, f) for r, _, fs in os.walk(src) for f in fs if f.endswith(".jpg"))[:6]
+with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as t:
+    def add(name, data):
+        ti = tarfile.TarInfo(name)
+        ti.size = len(data)
+        t.addfile(ti, io.BytesIO(data))
+    for i, p in enumerate(imgs):
+        add(f"{i:04d}.jpg", open(p, "rb").read())
+        if i != 2:
+            add(f"{i:04d}.cls", b"x" if i == 4 else b"1")
+PYEOF
+head -c 300000 "$T/www/wds/shard-000000.tar" >"$T/www/bad/cut.tar"
+"$S" index "$T/www/bad/{b,cut}.tar" >/dev/null 2>&1
+check "index: sidecars written for bad and cut tars" test -s "$T/www/bad/b.tar.slidx" -a -s "$T/www/bad/cut.tar.slidx"
+got=$(fetched "$N/bad/{b,cut}.tar" --on-error skip); total=$(cat "$T/www/bad/"*.tar | wc -c)
+check "bad: the sidecars were used ($got bytes fetched <= 1.05 x $total)" test $((got * 100)) -le $((total * 105))
+for side in with without; do
+  [ $side = with ] || mv "$T/www/bad/"*.slidx "$T/aside/"
+  run "$N/bad/{b,cut}.tar" --on-error skip >"$T/skip.$side"
+  "$S" run "$N/bad/b.tar" --batch 2 --size 32 >"$T/fail.$side" 2>&1
+  "$S" run "$N/bad/cut.tar" --batch 2 --size 32 >"$T/cut.$side" 2>&1
+done
+check "bad: skipped samples listed ($(grep -c '^skipped' "$T/skip.with") lines)" grep -q "skipped: .*$N/bad/b.tar: sample 2 (key 0002): no .cls" "$T/skip.with"
+check "bad: the same skip list from a sidecar as from the walk" \
+  cmp -s <(grep '^skipped' "$T/skip.with" | sort) <(grep '^skipped' "$T/skip.without" | sort)
+check "bad: the same digest from a sidecar as from the walk" \
+  test "$(jget digest <"$T/skip.with")" = "$(jget digest <"$T/skip.without")" -a -n "$(jget digest <"$T/skip.with")"
+check "bad: the same error from a sidecar as from the walk, naming the URL" \
+  grep -q "$N/bad/b.tar: sample 2" "$T/fail.with"
+check "bad: ... word for word" cmp -s "$T/fail.with" "$T/fail.without"
+check "cut: the same error from a sidecar as from the walk" cmp -s "$T/cut.with" "$T/cut.without"
+
 check "nginx: single shard URL" test -n "$(run "$N/sls/shard-00000.sls" | jget digest)"
 out=$("$S" run "$N/sls/nothere.sls" --batch 8 --size 32 2>&1)
 check "nginx: a missing URL is an error naming it" grep -q "$N/sls/nothere.sls.*HTTP 404" <<<"$out"

@@ -18,7 +18,9 @@
 #   - temporary credentials (STS AssumeRole, with a session token) read;
 #   - a wrong secret key is refused by the server: an error naming the URL
 #     and SignatureDoesNotMatch, within seconds (no retries of a 403); a
-#     bad session token: InvalidToken.
+#     bad session token: InvalidToken;
+#   - a shard deleted while the run reads it: under skip its samples are
+#     counted and named (URL, 404), under fail the run stops naming it.
 # Skips (77) without libcurl in the build or without moto_server.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" remote_s3
@@ -72,10 +74,10 @@ s3 = boto3.client("s3")
 s3.create_bucket(Bucket="sluice-test")
 for d in ("sls", "wds"):
     for f in sorted(os.listdir(os.path.join(t, d))):
-        if f.endswith((".sls", ".tar")):
+        if f.endswith((".sls", ".tar", ".slidx")):  # with the tars' sidecars
             s3.upload_file(os.path.join(t, d, f), "sluice-test", f"{d}/{f}")
 PY
-ns=$(ls "$T/sls" | grep -c '\.sls$'); nw=$(ls "$T/wds" | wc -l)
+ns=$(ls "$T/sls" | grep -c '\.sls$'); nw=$(ls "$T/wds" | grep -c '\.tar$')
 run() { "$S" run "$@" --batch 8 --size 32 --seed 2 --epochs 2 --digest --json --quiet 2>&1; }
 want=$(run "$T/sls" | jget digest)
 check "listing: sls digest = local ($want)" test -n "$want" -a "$(run s3://sluice-test/sls/ | jget digest)" = "$want"
@@ -138,6 +140,42 @@ for d in off 8; do
   check "wrong secret, one shard, --io-depth $d: SignatureDoesNotMatch named" \
     grep -q "shard-00000.sls.*SignatureDoesNotMatch" <<<"$out"
 done
+# A shard deleted while an epoch reads it: under skip its samples are
+# counted and each named with the URL and S3's 404, the rest delivered; under
+# fail the run stops with that error. Every epoch reads every shard again
+# (no cache), so the later epochs meet the deletion.
+"$PY" - <<'PY' || bad "upload of the deletion set"
+import boto3, os
+s3 = boto3.client("s3")
+for i in range(4):
+    s3.copy_object(Bucket="sluice-test", Key=f"del/shard-{i:05d}.sls",
+                   CopySource={"Bucket": "sluice-test", "Key": f"sls/shard-{i % 2:05d}.sls"})
+PY
+del_run() { # del_run ON_ERROR: sluice in the background; shard 2 deleted once it was read
+  local seen0 i
+  seen0=$(grep -c "GET /sluice-test/del/shard-00002.sls" "$T/moto.log")
+  "$S" run s3://sluice-test/del/ --batch 4 --size 32 --epochs 12 --step-ms 20 --prefetch 1 \
+    --threads 1 --on-error "$1" --json --quiet >"$T/del-$1.out" 2>&1 &
+  local p=$!
+  for i in $(seq 100); do
+    [ "$(grep -c "GET /sluice-test/del/shard-00002.sls" "$T/moto.log")" -gt "$seen0" ] && break
+    sleep 0.1
+  done
+  "$PY" -c 'import boto3; boto3.client("s3").delete_object(Bucket="sluice-test", Key="del/shard-00002.sls")'
+  wait $p; echo $?
+}
+rc=$(del_run skip)
+n_skip=$(jget errors_skipped <"$T/del-skip.out")
+check "deleted mid-run, skip: finishes (rc $rc), $n_skip skipped" test "$rc" = 0 -a "${n_skip:-0}" -gt 0
+check "deleted mid-run, skip: each skip names the URL and the 404" \
+  grep -q "skipped: .*s3://sluice-test/del/shard-00002.sls.*404" "$T/del-skip.out"
+check "deleted mid-run, skip: only the deleted shard's samples" \
+  bash -c "! grep '^skipped:' '$T/del-skip.out' | grep -v -q shard-00002.sls"
+"$PY" -c 'import boto3; s3 = boto3.client("s3"); s3.copy_object(Bucket="sluice-test", Key="del/shard-00002.sls", CopySource={"Bucket": "sluice-test", "Key": "sls/shard-00000.sls"})'
+rc=$(del_run fail)
+check "deleted mid-run, fail: stops (rc $rc) naming the URL and the 404" \
+  bash -c "[ $rc != 0 ] && grep -q 's3://sluice-test/del/shard-00002.sls.*404' '$T/del-fail.out'"
+
 out=$("$S" run s3://no-such-bucket/x/ --batch 8 --size 32 2>&1)
 check "missing bucket: error names URL and NoSuchBucket" grep -q "s3://no-such-bucket/x/.*NoSuchBucket" <<<"$out"
 echo "remote_s3: $passes passed, $fails failed"

@@ -1,16 +1,20 @@
 /* WebDataset and TFRecord readers: brace expansion of shard lists, CRC-32C
  * vectors, the tar walker (ustar prefix, GNU long names, pax path/size,
  * base-256 sizes, damage), WebDataset grouping and its bad samples, and
- * TFRecord framing, Example round trip and bad records. */
+ * TFRecord framing, Example round trip and bad records; the sidecar index
+ * (data/recidx): a round trip that gives the reader's name back to the
+ * messages, and the reasons a sidecar is refused. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "base/alloc.h"
 #include "data/brace.h"
 #include "data/crc32c.h"
 #include "data/recfile.h"
+#include "data/recidx.h"
 #include "data/tar_walk.h"
 #include "data/tfrecord.h"
 #include "sluice/version.h" /* SL_HAVE_TFRECORD */
@@ -377,6 +381,113 @@ static void test_wds(void **state)
     free(t.p);
 }
 
+/* ------------------------------------------------------- sidecar index */
+
+/* A recfile over p[0..n) named name, filled from sidecar bytes. */
+static sl__recfile_t *decoded(const void *p, size_t n, const char *name,
+                              int fmt, const sl__bytes_t *side, int *rc,
+                              char *err, size_t errlen)
+{
+    sl__recfile_t *f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    assert_int_equal(sl__bytesrc_open_mem(p, n, name, &f->src, err, errlen), 0);
+    f->fmt = fmt;
+    *rc = sl__recidx_decode(f, side->p, side->n, err, errlen);
+    return f;
+}
+
+static void test_recidx(void **state)
+{
+    (void)state;
+    tarbuf_t t = {0};
+    tb_file(&t, "x/a.jpg", "AAAA", 4);
+    tb_file(&t, "x/a.cls", "7", 1);
+    tb_file(&t, "x/c.jpg", "C", 1); /* no label */
+    tb_file(&t, "x/h.jpg", "HHH", 3);
+    tb_file(&t, "x/h.cls", "2", 1);
+    tb_file(&t, "x/i.jpg", "I", 1);
+    size_t cut = t.n + 100; /* inside i.cls: damage */
+    tb_file(&t, "x/i.cls", "1", 1);
+    tb_end(&t);
+    char err[1024];
+    int rc;
+    sl__recfile_t *w =
+        open_mem(t.p, cut, "s.tar", SL__FMT_WDS, 1, &rc, err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(w->n, 3);
+    assert_int_equal(w->nbad, 1);
+    assert_non_null(w->damage);
+    sl__bytes_t side = {0};
+    assert_int_equal(sl__recidx_encode(w, &side), 0);
+    /* Read back under another name (a URL): the same samples, the
+     * messages naming the reader's file. */
+    sl__recfile_t *f = decoded(t.p, cut, "http://h/s.tar", SL__FMT_WDS, &side,
+                               &rc, err, sizeof err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(f->n, w->n);
+    assert_memory_equal(f->recs, w->recs, (size_t)w->n * sizeof *w->recs);
+    assert_int_equal(f->nbad, 1);
+    assert_int_equal(f->bad_idx[0], 1);
+    assert_string_equal(sl__recfile_bad(f, 1),
+                        "http://h/s.tar: sample 1 (key x/c): no .cls label "
+                        "member");
+    assert_string_equal(f->damage + strlen("http://h/"), w->damage);
+    sl__bytes_t out = {0};
+    assert_int_equal(sl__recfile_read(f, 2, &out, NULL, NULL, err, sizeof err),
+                     0);
+    assert_memory_equal(out.p, "HHH", 3);
+    char d[512];
+    assert_string_equal(sl__recfile_describe(f, 2, d, sizeof d),
+                        "http://h/s.tar: sample 2 (key x/h)");
+    sl__bytes_t again = {0};
+    assert_int_equal(sl__recidx_encode(f, &again), 0);
+    assert_int_equal(again.n, side.n);
+    assert_memory_equal(again.p, side.p, side.n);
+    sl__recfile_close(f);
+    sl__bytes_free(&again);
+
+    /* Refused: each with its reason, leaving no samples behind. */
+    f = decoded(t.p, cut + 512, "s.tar", SL__FMT_WDS, &side, &rc, err,
+                sizeof err);
+    assert_int_equal(rc, SL_ECORRUPT);
+    assert_int_equal(f->n, 0);
+    char want[128];
+    snprintf(want, sizeof want,
+             "stale: made for a file of %zu bytes, this one has %zu", cut,
+             cut + 512);
+    assert_string_equal(err, want);
+    sl__recfile_close(f);
+    f = decoded(t.p, cut, "s.tar", SL__FMT_TFRECORD, &side, &rc, err,
+                sizeof err);
+    assert_int_equal(rc, SL_ECORRUPT);
+    assert_string_equal(err, "an index of the other format");
+    sl__recfile_close(f);
+    side.p[60] ^= 1;
+    f = decoded(t.p, cut, "s.tar", SL__FMT_WDS, &side, &rc, err, sizeof err);
+    assert_int_equal(rc, SL_ECORRUPT);
+    assert_string_equal(err, "checksum mismatch");
+    sl__recfile_close(f);
+    side.p[60] ^= 1;
+    /* A sample past the end of the file, with a good checksum. */
+    sl__put_u32(side.p + 48 + 16, 1u << 20);
+    sl__put_u64(side.p + side.n - 8, XXH3_64bits(side.p, side.n - 8));
+    f = decoded(t.p, cut, "s.tar", SL__FMT_WDS, &side, &rc, err, sizeof err);
+    assert_int_equal(rc, SL_ECORRUPT);
+    assert_string_equal(err, "sample 0: a sample past the end of the file");
+    assert_int_equal(f->n, 0);
+    assert_null(f->recs);
+    sl__recfile_close(f);
+    side.n = 20;
+    f = decoded(t.p, cut, "s.tar", SL__FMT_WDS, &side, &rc, err, sizeof err);
+    assert_int_equal(rc, SL_ECORRUPT);
+    assert_string_equal(err, "not a sluice index");
+    sl__recfile_close(f);
+    sl__recfile_close(w);
+    sl__bytes_free(&side);
+    sl__bytes_free(&out);
+    free(t.p);
+}
+
 /* ------------------------------------------------------------ TFRecord */
 
 static void add_record(tarbuf_t *t, const void *p, size_t n)
@@ -574,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_brace),    cmocka_unit_test(test_crc32c),
         cmocka_unit_test(test_tar_walk), cmocka_unit_test(test_wds),
         cmocka_unit_test(test_tfrecord), cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_recidx),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -100,6 +100,34 @@ def close_dataloader(L):
     L._iterator = None
 
 
+def start_ray(num_cpus):
+    """A Ray cluster of this worker's own (address="local"), num_cpus = the
+    preparers it may run at once; its processes (GCS, raylet, Ray's
+    workers) are descendants of this one, so the process-tree CPU and PSS
+    include them; Ray kills no idle worker (a killed worker's CPU would
+    leave the tree uncounted: Ray does not reap into its parent's
+    children's times), so the loader is closed after the measurement
+    (measure_ray). Ray's workers import the sluice package through
+    PYTHONPATH (bench/peers/run puts the build's python/ there)."""
+    import ray
+    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False,
+             log_to_driver=False, _node_ip_address="127.0.0.1",
+             object_store_memory=2 << 30,
+             _system_config={"kill_idle_workers_interval_ms": 0})
+    return ray
+
+
+def measure_ray(args, build, epoch_iter, to_numpy, close=None, **kw):
+    """measure() for a loader whose work runs in Ray's processes: the
+    loader stays open (its processes alive, their CPU in the tree) until the
+    end's CPU is read, then close(loader)."""
+    held = []
+    res = measure(args, lambda: held.append(build()) or held[0], epoch_iter, to_numpy, **kw)
+    if close is not None:
+        close(held[0])
+    return res
+
+
 def ready():
     """Tell the parent the imports are done (it samples memory then)."""
     print("#ready", flush=True)

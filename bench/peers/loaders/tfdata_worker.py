@@ -17,15 +17,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _common as C  # noqa: E402
 
 
-def main():
-    a = C.parse_args()
-    import tensorflow as tf
-    C.ready()
+def pipeline(tf, a, threads):
+    """The suite's work as a tf.data pipeline over --data (no prefetch):
+    from_tensor_slices(files, labels) -> shuffle -> map(load) -> batch, on a
+    private thread pool of `threads`. tfdata_worker adds prefetch; the
+    tf.data service worker (tfservice_worker.py) distributes it."""
     antialias = a.opts.get("antialias", "1") == "1"
     S = a.size
-    tf.random.set_seed(a.seed)
-    tf.config.threading.set_inter_op_parallelism_threads(a.threads)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
     mean = tf.constant(C.IMAGENET_MEAN, tf.float32)
     std = tf.constant(C.IMAGENET_STD, tf.float32)
 
@@ -47,27 +45,44 @@ def main():
             img = (img / 255.0 - mean) / std
         return tf.transpose(img, [2, 0, 1]), label
 
+    _classes, samples = C.list_imagefolder(a.data)
+    files = [p for p, _l in samples]
+    labels = [lab for _p, lab in samples]
+    ds = tf.data.Dataset.from_tensor_slices((files, labels))
+    ds = ds.shuffle(len(files), seed=a.seed, reshuffle_each_iteration=True)
+    ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    ds = ds.batch(a.batch)
+    opt = tf.data.Options()
+    opt.threading.private_threadpool_size = threads
+    opt.autotune.enabled = True
+    return ds.with_options(opt)
+
+
+def pipeline_config(a, threads):
+    antialias = a.opts.get("antialias", "1") == "1"
+    return (f"from_tensor_slices -> shuffle(all, reshuffle) -> map(read_file, "
+            f"sample_distorted_bounding_box, decode_and_crop_jpeg, resize(bilinear, antialias={antialias}), "
+            f"random_flip_left_right, {'uint8' if a.out == 'uint8' else 'normalize'}, CHW; AUTOTUNE, "
+            f"deterministic=False) -> batch({a.batch}); private_threadpool_size={threads}")
+
+
+def to_numpy(b):
+    x, y = b
+    return x.dtype.name, tuple(x.shape), y.numpy()
+
+
+def main():
+    a = C.parse_args()
+    import tensorflow as tf
+    C.ready()
+    tf.random.set_seed(a.seed)
+    tf.config.threading.set_inter_op_parallelism_threads(a.threads)
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+
     def build():
-        _classes, samples = C.list_imagefolder(a.data)
-        files = [p for p, _l in samples]
-        labels = [lab for _p, lab in samples]
-        ds = tf.data.Dataset.from_tensor_slices((files, labels))
-        ds = ds.shuffle(len(files), seed=a.seed, reshuffle_each_iteration=True)
-        ds = ds.map(load, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
-        ds = ds.batch(a.batch).prefetch(tf.data.AUTOTUNE)
-        opt = tf.data.Options()
-        opt.threading.private_threadpool_size = a.threads
-        opt.autotune.enabled = True
-        return ds.with_options(opt)
+        return pipeline(tf, a, a.threads).prefetch(tf.data.AUTOTUNE)
 
-    def to_numpy(b):
-        x, y = b
-        return x.dtype.name, tuple(x.shape), y.numpy()
-
-    cfg = (f"tf.data: from_tensor_slices -> shuffle(all, reshuffle) -> map(read_file, "
-           f"sample_distorted_bounding_box, decode_and_crop_jpeg, resize(bilinear, antialias={antialias}), "
-           f"random_flip_left_right, {'uint8' if a.out == 'uint8' else 'normalize'}, CHW; AUTOTUNE, "
-           f"deterministic=False) -> batch({a.batch}) -> prefetch(AUTOTUNE); private_threadpool_size={a.threads}")
+    cfg = f"tf.data: {pipeline_config(a, a.threads)} -> prefetch(AUTOTUNE)"
     C.measure(a, build, lambda L, e: L, to_numpy, version=f"tensorflow-cpu {tf.__version__}", config=cfg)
 
 

@@ -1,0 +1,101 @@
+/* `sluice index SPEC [--out DIR]`: writes the sidecar index (NAME.slidx,
+ * data/recidx) of each WebDataset tar or TFRecord file SPEC names (a path,
+ * a brace pattern, URLs), so that a reader at a URL indexes the file with
+ * one small request instead of fetching it whole at open. Each file is
+ * walked as a reader walks it. A local file's sidecar goes beside it; a
+ * URL's into DIR (made if missing; then copied beside the file on the
+ * server). Exit 0, 1
+ * when a file could not be indexed, 2 usage. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/alloc.h"
+#include "cli.h"
+#include "data/recidx.h"
+#include "data/recset.h"
+#include "data/remote_parse.h"
+#include "opts.h"
+
+typedef struct index_args {
+    const char *out;
+} index_args_t;
+
+#define F(x) offsetof(index_args_t, x)
+static const sl__opt_t index_opts[] = {
+    {"out", 'o', SL__OPT_STR, F(out), 0, 0, "DIR",
+     "write the sidecars into DIR (needed for URLs)"},
+    {NULL},
+};
+#undef F
+static const sl__opts_t index_usage = {
+    "SPEC [--out DIR]",
+    "  SPEC: WebDataset tars or TFRecord files: a path, a brace pattern\n"
+    "        (shard-{000000..000099}.tar), URLs; as `run` takes them\n"
+    "  writes NAME.slidx beside each file (or into DIR): what a reader of\n"
+    "  the file at a URL needs instead of fetching it whole at open\n",
+    {index_opts},
+    "one SPEC",
+    1,
+    1};
+
+int sl__cmd_index(int argc, char **argv)
+{
+    index_args_t a = {0};
+    int rc = sl__opts_parse(&index_usage, &a, NULL, argc, argv);
+    if (rc >= 0)
+        return rc;
+    const char *spec = argv[optind], *files;
+    int fmt = sl__recset_format(spec, &files);
+    if (!fmt)
+        return sl__opts_bad(&index_usage, "index",
+                            "%s: not WebDataset (.tar) or TFRecord files; "
+                            "name the format: webdataset:%s or tfrecord:%s",
+                            spec, spec, spec);
+    char err[2048], **names = NULL;
+    int n = 0, failed = 0;
+    if (a.out && mkdir(a.out, 0777) && errno != EEXIST) {
+        fprintf(stderr, "index: %s: %s\n", a.out, strerror(errno));
+        return 1;
+    }
+    if (sl__recset_names(files, &names, &n, err, sizeof err)) {
+        fprintf(stderr, "index: %s\n", err);
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        int url = sl__remote_is_url(names[i]);
+        if (url && !a.out) {
+            fprintf(stderr, "index: %s: a URL: name a folder with --out\n",
+                    names[i]);
+            failed = 1;
+            break;
+        }
+        char *dst = NULL, *copy = strdup(names[i]);
+        if (!copy || (a.out ? asprintf(&dst, "%s/%s", a.out, basename(copy))
+                            : asprintf(&dst, "%s", names[i])) < 0) {
+            free(copy);
+            fprintf(stderr, "index: out of memory\n");
+            failed = 1;
+            break;
+        }
+        free(copy);
+        sl__recfile_t *f;
+        if (sl__recfile_walk(names[i], fmt, &f, err, sizeof err) ||
+            sl__recidx_save(f, dst, err, sizeof err)) {
+            fprintf(stderr, "index: %s\n", err);
+            failed = 1;
+        } else {
+            printf("%s: %lld samples (%lld bad)%s%s -> %s%s\n", names[i],
+                   (long long)f->n, (long long)f->nbad,
+                   f->damage ? ", damaged: " : "", f->damage ? f->damage : "",
+                   dst, SL__RECIDX_SUFFIX);
+        }
+        sl__recfile_close(f);
+        free(dst);
+    }
+    sl__strv_free(names, n);
+    return failed;
+}
