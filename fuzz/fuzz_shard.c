@@ -1,7 +1,8 @@
 /* Fuzz target: any bytes through the shard reader. Opens them as a shard
  * (header, index, names: all the parsing), checks every record's label
  * (the label rule, with and without a classes.txt) and reads every record
- * (codecs, checksums, a 1.1 shard's zstd dictionary), twice: as given,
+ * (codecs, checksums, a 1.1 shard's zstd dictionary) whole and streamed
+ * (the same bytes where the whole read succeeds), twice: as given,
  * then with every checksum made to match (see reseal). Nothing may crash,
  * leak or read out of bounds. The seed corpus is written by
  * `SL_GEN_CORPUS=DIR tests/unit/test_shard` (and test_shard_dict: the
@@ -19,6 +20,38 @@
  * allocate it. Those are honest allocations, not bugs: skip them here so
  * the fuzzer's malloc limit does not report them. */
 #define FUZZ_MAX_RECORD (64u << 20)
+
+/* Record i streamed (data/shard_stream) in uneven pieces, every third
+ * passed over: where the whole read gave `whole` (NULL: it failed), the
+ * stream gives the same bytes; either way nothing crashes. */
+static void stream_record(const sl__shard_t *s, uint64_t i,
+                          const sl__bytes_t *whole)
+{
+    char err[512];
+    sl__shard_stream_t *st = NULL;
+    if (sl__shard_stream_open(s, i, NULL, &st, err, sizeof err)) {
+        if (whole)
+            abort();
+        return;
+    }
+    uint8_t buf[777];
+    size_t at = 0;
+    for (int k = 0; sl__shard_stream_left(st); k++) {
+        size_t left = (size_t)sl__shard_stream_left(st);
+        size_t n = (size_t)(k * 131 % 777) + 1;
+        n = n < left ? n : left;
+        int pass = k % 3 == 2;
+        if (sl__shard_stream_read(st, pass ? NULL : buf, n, err, sizeof err)) {
+            if (whole)
+                abort();
+            break;
+        }
+        if (whole && !pass && memcmp(buf, whole->p + at, n))
+            abort();
+        at += n;
+    }
+    sl__shard_stream_close(st);
+}
 
 static void open_and_read(const uint8_t *data, size_t size)
 {
@@ -39,7 +72,8 @@ static void open_and_read(const uint8_t *data, size_t size)
         if (e->raw_size > FUZZ_MAX_RECORD)
             continue;
         uint64_t stored;
-        (void)sl__shard_read(s, i, &out, &scratch, &stored, err, sizeof err);
+        int rc = sl__shard_read(s, i, &out, &scratch, &stored, err, sizeof err);
+        stream_record(s, i, rc ? NULL : &out);
     }
     (void)sl__shard_read(s, n, &out, &scratch, NULL, err, sizeof err);
     sl__bytes_free(&out);

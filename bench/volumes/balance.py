@@ -9,7 +9,11 @@ run, alternating, medians.
 Data: a KiTS19-layout folder generated from the shared NIfTI volumes
 (../shared/data/nifti), resampled to mixed sizes (64-300 slices of
 128^2-512^2, slice thickness 0.5-5 mm) with synthetic kidney/tumour labels,
-written once to --data (default /tmp/sluice-kits-bench). The consumer holds
+written once to --data (default /tmp/sluice-kits-bench; --plain: `.nii`
+files, the large cases thick-sliced so that the stage resamples them to
+2-3x their slices, to /tmp/sluice-kits-bench-plain: the case where a
+stage split over threads should pay, gzip's inflate no longer the bulk of
+it). The consumer holds
 each batch for a step equal to --step-frac (0.8) x the loader's mean time
 per batch, measured first with the balancer off and no step (the issue's
 setting). Epoch 0 (the offline stage, cached) is excluded. With the whole
@@ -38,11 +42,15 @@ from kits_like import kidney_labels  # noqa: E402
 from sluice.volumes import DataLoader  # noqa: E402
 
 
-def make_data(out, n, seed=0, largest=0):
+def make_data(out, n, seed=0, largest=0, plain=False):
     """n KiTS-like cases (a quarter 200-300 x 512^2, the rest 64-120 x
     128-256^2) and `largest` of the issue's largest size class, 600 x 512^2
     at 1.6 x 1.2 x 1.2 mm (resampled to itself: 157 M voxels, 630 MB as
-    float32), each written once (a case already there is kept)."""
+    float32), each written once (a case already there is kept). plain:
+    uncompressed `.nii` files, and the large quarter 120-200 x 512^2 with
+    thick slices (3.2-4.8 mm) that the stage resamples to 1.6 mm (2-3x the
+    slices: 240-600 x 512^2 out): reading is cheap and seekable, resampling
+    heavy -- the cases whose offline stage splitting over threads is for."""
     import os
 
     import nibabel as nib
@@ -59,10 +67,14 @@ def make_data(out, n, seed=0, largest=0):
         shape[2] = shape[1]
         thick = float(rng.uniform(0.5, 5.0)) if not big else 1.6
         inpl = float(rng.uniform(0.6, 0.9)) if not big else 1.2
+        if plain and big:
+            shape[0] = int(rng.integers(120, 200))
+            thick = float(rng.uniform(3.2, 4.8))
         if xl:
             shape, thick, inpl = [600, 512, 512], 1.6, 1.2
         d = out / f"case_{c:05d}"
-        if (d / "segmentation.nii.gz").exists():
+        ext = ".nii" if plain else ".nii.gz"
+        if (d / f"segmentation{ext}").exists():
             continue
         if files is None:
             files = [f for f in sorted(shared.glob("*.nii*")) if nib.load(str(f)).ndim == 3]
@@ -78,7 +90,7 @@ def make_data(out, n, seed=0, largest=0):
         for name, arr in (("segmentation", lbl), ("imaging", img))[::-1]:
             im = nib.Nifti1Image(arr, aff)
             im.header.set_zooms((thick, inpl, inpl))
-            nib.save(im, str(d / f"{name}.nii.gz"))  # the label last: the mark of a case done
+            nib.save(im, str(d / f"{name}{ext}"))  # the label last: the mark of a case done
         print(f"case {c}: {shape} spacing {thick:.2f},{inpl:.2f}", file=sys.stderr)
     return out
 
@@ -123,7 +135,9 @@ def run(data, balance, step, epochs, a, split=True):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="/tmp/sluice-kits-bench")
+    ap.add_argument("--data", default=None,
+                    help="where the set is written once (default "
+                         "/tmp/sluice-kits-bench, with --plain /tmp/sluice-kits-bench-plain)")
     ap.add_argument("--cases", type=int, default=12)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=3)
@@ -142,9 +156,14 @@ def main():
                     help="the loader's memory budget (0: none but the cache's)")
     ap.add_argument("--split-off", action="store_true",
                     help="also the balancer without split offline stages, alternating")
+    ap.add_argument("--plain", action="store_true",
+                    help="uncompressed .nii cases, the large ones thick-sliced (heavy "
+                         "resampling): where splitting a stage over threads should pay")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    data = make_data(a.data, a.cases, largest=a.largest)
+    if a.data is None:
+        a.data = "/tmp/sluice-kits-bench" + ("-plain" if a.plain else "")
+    data = make_data(a.data, a.cases, largest=a.largest, plain=a.plain)
     cap = run(data, False, 0.0, a.epochs, a)
     step = a.step_frac * cap["per_batch_s"]
     print(f"loader alone (balance off): {cap['per_batch_s'] * 1e3:.0f} ms/batch; "

@@ -58,9 +58,9 @@ typedef struct sl_vloader_options {
      *  in flight, charged what it will hold before it allocates (the padded
      *  outputs, the components, slices and read buffers: the stage streams
      *  a volume a slice at a time, so a case needs about 5.3 bytes per
-     *  padded voxel, never the stored volume whole — a pack's case
-     *  excepted, whose record is read whole: twice its stored bytes
-     *  more; docs/DESIGN.md). The cache gives back what
+     *  padded voxel, never the stored volume whole; a pack's case
+     *  streams its record: about 37 MB more; docs/DESIGN.md). The
+     *  cache gives back what
      *  nobody uses to make room; a stage waits for others to finish; a
      *  case that cannot fit alone fails, naming the case and the sizes. */
     int64_t memory_bytes;

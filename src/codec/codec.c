@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zdict.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 /* zstd level for packing: level 3 is zstd's default, a good ratio at
  * hundreds of MB/s; records are small, so higher levels buy little. */
@@ -309,4 +310,72 @@ void sl__codec_dict_free(sl__codec_dict_t *d)
 unsigned sl__codec_dict_id(const sl__codec_dict_t *d)
 {
     return d ? d->id : 0;
+}
+
+/* ---- streaming decompression */
+
+struct sl__codec_stream {
+    ZSTD_DCtx *dc;
+};
+
+int sl__codec_streams(int codec)
+{
+    return codec == SL_CODEC_ZSTD || codec == SL_CODEC_ZSTD_DICT;
+}
+
+int sl__codec_stream_open(int codec, const sl__codec_dict_t *d,
+                          sl__codec_stream_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!sl__codec_streams(codec) || (codec == SL_CODEC_ZSTD_DICT && !d))
+        return sl__fail(
+            err, errlen, SL_EINVAL, "%s records cannot be streamed%s",
+            sl__codec_name(codec),
+            codec == SL_CODEC_ZSTD_DICT ? " without a dictionary" : "");
+    sl__codec_stream_t *z = calloc(1, sizeof *z);
+    if (!z || !(z->dc = ZSTD_createDCtx())) {
+        free(z);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    size_t r = ZSTD_DCtx_setParameter(z->dc, ZSTD_d_windowLogMax,
+                                      SL__CODEC_STREAM_WINDOW_LOG);
+    if (!ZSTD_isError(r) && codec == SL_CODEC_ZSTD_DICT)
+        r = ZSTD_DCtx_refDDict(z->dc, d->dd);
+    if (ZSTD_isError(r)) {
+        sl__codec_stream_free(z);
+        return sl__fail(err, errlen, SL_EIO, "zstd: %s", ZSTD_getErrorName(r));
+    }
+    *out = z;
+    return 0;
+}
+
+int sl__codec_stream_step(sl__codec_stream_t *z, const void *in, size_t in_n,
+                          size_t *in_pos, void *out, size_t out_n,
+                          size_t *out_pos, int *frame_end, char *err,
+                          size_t errlen)
+{
+    uint8_t dummy = 0;
+    ZSTD_inBuffer ib = {in ? in : &dummy, in_n, *in_pos};
+    ZSTD_outBuffer ob = {out ? out : &dummy, out_n, *out_pos};
+    size_t r = ZSTD_decompressStream(z->dc, &ob, &ib);
+    *in_pos = ib.pos;
+    *out_pos = ob.pos;
+    *frame_end = r == 0;
+    if (!ZSTD_isError(r))
+        return 0;
+    if (ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "a zstd frame whose window is larger than the %d MiB "
+                        "a stream allows",
+                        1 << (SL__CODEC_STREAM_WINDOW_LOG - 20));
+    return sl__fail(err, errlen, SL_ECORRUPT, "malformed zstd data: %s",
+                    ZSTD_getErrorName(r));
+}
+
+void sl__codec_stream_free(sl__codec_stream_t *z)
+{
+    if (!z)
+        return;
+    ZSTD_freeDCtx(z->dc);
+    free(z);
 }

@@ -77,4 +77,32 @@ int sl__codec_decompress_dict(int codec, const sl__codec_dict_t *d,
                               const void *src, size_t n, void *dst,
                               size_t raw_n, char *err, size_t errlen);
 
+/* ---- streaming decompression (a record larger than a working set) */
+
+/* A zstd (or zstd-dict) frame decompressed a piece at a time
+ * (ZSTD_decompressStream), so a caller holds a piece of the stored bytes
+ * and zstd's window instead of the whole stored and raw record. A frame
+ * whose window is larger than 2^SL__CODEC_STREAM_WINDOW_LOG is refused
+ * (SL_EUNSUPPORTED) before its window is allocated: the most a stream
+ * holds is SL__CODEC_STREAM_BYTES. Other codecs cannot stream (an LZ4
+ * block is one unit; none needs no codec). One thread at a time. */
+#define SL__CODEC_STREAM_WINDOW_LOG 24
+#define SL__CODEC_STREAM_BYTES                                                 \
+    (((int64_t)1 << SL__CODEC_STREAM_WINDOW_LOG) + ((int64_t)512 << 10))
+typedef struct sl__codec_stream sl__codec_stream_t;
+/* 1 when records of `codec` can be streamed by sl__codec_stream_*. */
+int sl__codec_streams(int codec);
+/* codec zstd, or zstd-dict with d. SL_EINVAL for another codec. */
+int sl__codec_stream_open(int codec, const sl__codec_dict_t *d,
+                          sl__codec_stream_t **out, char *err, size_t errlen);
+/* Decompresses from in[*in_pos, in_n) into out[*out_pos, out_n), moving
+ * both positions; *frame_end is 1 when a frame ended with this step (and
+ * nothing of a next one began). @return 0, or SL_ECORRUPT (malformed) /
+ * SL_EUNSUPPORTED (window too large) with zstd's reason. */
+int sl__codec_stream_step(sl__codec_stream_t *z, const void *in, size_t in_n,
+                          size_t *in_pos, void *out, size_t out_n,
+                          size_t *out_pos, int *frame_end, char *err,
+                          size_t errlen);
+void sl__codec_stream_free(sl__codec_stream_t *z);
+
 #endif

@@ -8,6 +8,7 @@
 
 #include "base/base.h"
 #include "base/membudget.h"
+#include "codec/codec.h"
 
 /* One record's index entry, decoded. */
 typedef struct sl__shard_entry {
@@ -139,5 +140,50 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
 int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                        sl__bytes_t *scratch, int64_t res, const char *why,
                        uint64_t *stored_bytes, char *err, size_t errlen);
+
+/* ---- a record read in order, a piece at a time (data/shard_stream.c)
+ *
+ * For a record too large to hold twice (a pack's volume case): its stored
+ * bytes are fetched SL__SHARD_STREAM_PIECE at a time and, when it is zstd,
+ * decompressed as they come (codec's stream), the xxh3-64 updated over
+ * each raw byte given, so a stream holds a piece and zstd's window
+ * instead of the stored and raw record. At the record's last byte the
+ * frame's end and the checksum are checked: a caller uses the bytes as
+ * they come, and learns that they were the record's at the end, with the
+ * same error sl__shard_read gives (naming the shard, the record and the
+ * cause). An LZ4 record, or a zstd frame whose window is larger than the
+ * stream allows, is read whole instead (sl__shard_read_admit) and handed
+ * out from memory. One thread at a time per stream; any number of
+ * streams over one shard. */
+#define SL__SHARD_STREAM_PIECE ((size_t)1 << 20)
+/* The most a streamed record holds: its pieces (stored, and passed over)
+ * and zstd's. sl__shard_stream_open asks admit for that, or less for a
+ * record smaller than a piece or a window. */
+#define SL__SHARD_STREAM_BYTES                                                 \
+    (2 * (int64_t)SL__SHARD_STREAM_PIECE + SL__CODEC_STREAM_BYTES)
+typedef struct sl__shard_stream sl__shard_stream_t;
+/* Opens record i; admit (may be NULL) is asked for what the stream holds
+ * (at most SL__SHARD_STREAM_BYTES; a record read whole: its
+ * sl__shard_read_admit bytes) before anything is allocated. */
+int sl__shard_stream_open(const sl__shard_t *s, uint64_t i,
+                          const sl__admit_t *admit, sl__shard_stream_t **out,
+                          char *err, size_t errlen);
+/* The next n raw bytes into dst (NULL: passed over, still checked);
+ * asking more than are left is SL_ECORRUPT. The read that reaches the
+ * record's end checks it. @return 0, or SL_E* naming shard and record. */
+int sl__shard_stream_read(sl__shard_stream_t *st, void *dst, size_t n,
+                          char *err, size_t errlen);
+/* Raw bytes not yet read. */
+uint64_t sl__shard_stream_left(const sl__shard_stream_t *st);
+/* 1 when the record streams (0: it was read whole). */
+int sl__shard_stream_streaming(const sl__shard_stream_t *st);
+void sl__shard_stream_close(sl__shard_stream_t *st);
+
+/* For data/shard_stream: n bytes at off of s's storage (file, memory or
+ * URL); `what` names them in the message. */
+int sl__shard_fetch(const sl__shard_t *s, void *buf, size_t n, uint64_t off,
+                    const char *what, char *err, size_t errlen);
+/* s's zstd dictionary (NULL: none). */
+const struct sl__codec_dict *sl__shard_dict(const sl__shard_t *s);
 
 #endif

@@ -88,6 +88,17 @@ static int fetch(const sl__shard_t *s, void *buf, size_t n, uint64_t off,
     return read_at(s, buf, n, off) ? read_fail(s, what, err, errlen) : 0;
 }
 
+int sl__shard_fetch(const sl__shard_t *s, void *buf, size_t n, uint64_t off,
+                    const char *what, char *err, size_t errlen)
+{
+    return fetch(s, buf, n, off, what, err, errlen);
+}
+
+const sl__codec_dict_t *sl__shard_dict(const sl__shard_t *s)
+{
+    return s->dict;
+}
+
 /* Loads the zstd dictionary a 1.1 header h points to (none when its size
  * is 0): its bounds inside the data region, its checksum, its ID, then
  * zstd's own parse, each failure an error naming the shard. */

@@ -142,10 +142,9 @@ double sl__vl_split_min_vox = (double)(1 << 24);
 static int64_t case_bytes(const sl_vloader_t *l, int64_t c, int nslab)
 {
     const vcase_t *k = &l->cases[c];
-    return sl__voff_bytes(
-        k->raw, k->rs, k->dims,
-        sl_volume_dataset_image(l->ds, c) ? 0 : k->stored, /* a pack's */
-        nslab);
+    return sl__voff_bytes(k->raw, k->rs, k->dims,
+                          !sl_volume_dataset_image(l->ds, c), /* a pack's */
+                          nslab);
 }
 
 /* How many slabs case c's stage is made in: one per thread when balanced
@@ -154,7 +153,8 @@ static int64_t case_bytes(const sl_vloader_t *l, int64_t c, int nslab)
 static int case_slabs(const sl_vloader_t *l, int64_t c)
 {
     const vcase_t *k = &l->cases[c];
-    /* A pack's slab would read the case's record whole again. */
+    /* A pack's slab would decompress the case's record from its start
+     * again (a zstd stream cannot seek, as gzip cannot). */
     if (l->o.no_balance || l->o.threads < 2 || k->raw_vox < l->split_min_vox ||
         !sl_volume_dataset_image(l->ds, c))
         return 1;

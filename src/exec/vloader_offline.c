@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "data/shard.h"
 #include "ops/vol3d.h"
 #include "vloader_offline.h"
 
@@ -98,7 +99,7 @@ static void pad_axis0(const sl__voff_t *v, void *out, size_t esize)
 }
 
 int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
-                       const int64_t dims[3], double packed, int nslab)
+                       const int64_t dims[3], int packed, int nslab)
 {
     double vox = (double)dims[0] * (double)dims[1] * (double)dims[2];
     double in_sl = (double)raw[1] * (double)raw[2];
@@ -110,7 +111,8 @@ int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
                   (double)raw[0];   /* linear */
     slab += in_sl * 5 + out_sl * 2; /* nearest, the label read as float */
     slab += 4.0 * (1 << 20);        /* two readers: pieces, zlib */
-    slab += 2 * packed;             /* a pack's record, and read scratch */
+    /* a pack's: the two readers' record streams */
+    slab += packed ? 2.0 * (double)SL__SHARD_STREAM_BYTES : 0;
     return (int64_t)(b + (nslab > 1 ? nslab : 1) * slab);
 }
 

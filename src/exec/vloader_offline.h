@@ -28,11 +28,12 @@ typedef struct sl__voff sl__voff_t;
  * stored dims raw, resampled rs and padded dims (C order): the padded
  * image and label, the components, the labelling's two bitsets and its
  * bounded stack (ops/vol3d.h), and per job in flight (at most nslab at
- * once) the streaming ops' slices, two readers' buffers and `packed` (a pack's
- * stored bytes, read whole) twice (the record and its read scratch). What the
+ * once) the streaming ops' slices, two readers' buffers and, when `packed`
+ * (a pack's case), their two record streams (data/shard.h,
+ * SL__SHARD_STREAM_BYTES each: the record is never held whole). What the
  * loader charges its memory budget before a stage starts. */
 int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
-                       const int64_t dims[3], double packed, int nslab);
+                       const int64_t dims[3], int packed, int nslab);
 
 /* A stage of case c of ds (stored dims raw, resampled rs, padded dims: C
  * order; the patch, C order) with up to `nslab` (1 .. rs[0]) slabs per

@@ -1,8 +1,9 @@
 /* volume/dataset: a list of volume cases (sluice/volume.h): a folder in
  * the KiTS19 layout (CASE/imaging.nii.gz + CASE/segmentation.nii.gz), a
  * list file ("IMAGE [LABEL]" per line), or a pack of volume records
- * (`sluice pack --volumes`: one record per case, volume/volrec). Opening
- * reads names only; sl_volume_dataset_load reads a case. */
+ * (`sluice pack --volumes`: one record per case, volume/volrec, streamed
+ * through data/shard_stream). Opening reads names only;
+ * sl_volume_dataset_load reads a case. */
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -348,8 +349,8 @@ int sl_volume_dataset_has_label(const sl_volume_dataset_t *d, int64_t i)
     return d && i >= 0 && i < d->n ? d->c[i].has_label : 0;
 }
 
-/* max_bytes as a hook for the shard reader: a record whose buffers would
- * pass it is refused unread. */
+/* max_bytes as a hook for the shard reader: a record stream (or a
+ * record read whole) whose buffers would pass it is refused unread. */
 static int admit_cap(void *ctx, int64_t bytes, char *err, size_t errlen)
 {
     int64_t cap = *(const int64_t *)ctx;
@@ -360,32 +361,61 @@ static int admit_cap(void *ctx, int64_t bytes, char *err, size_t errlen)
                     (double)bytes / 1e6, (double)cap / 1e6);
 }
 
-/* Case i's record (a pack's case): read (refused unread past max_bytes),
- * its layout checked and its volumes counted against the index; r points
- * into rec. */
-static int case_record(const sl_volume_dataset_t *d, int64_t i,
-                       const sl_volume_options_t *o, sl__bytes_t *rec,
-                       sl__volrec_t *r, char *err, size_t errlen)
+/* A volume's data from its case's record, streamed (data/shard_stream):
+ * what follows the data (the label after the image) is read at the end
+ * too, so that the record's checksum is checked. */
+static int rec_read(void *ctx, void *dst, size_t n, char *err, size_t errlen)
+{
+    return sl__shard_stream_read(ctx, dst, n, err, errlen);
+}
+
+static int rec_finish(void *ctx, char *err, size_t errlen)
+{
+    return sl__shard_stream_read(ctx, NULL, (size_t)sl__shard_stream_left(ctx),
+                                 err, errlen);
+}
+
+static void rec_close(void *ctx)
+{
+    sl__shard_stream_close(ctx);
+}
+
+/* Volume k of case i (a pack's) as a NIfTI stream over the case's record
+ * streamed: the record's layout read in order up to the volume's data
+ * (an image's passed over to reach the label), checked against the index;
+ * `name` for messages. The record is never held whole: a stream holds
+ * its pieces and zstd's window (SL__SHARD_STREAM_BYTES). */
+static int part_stream(const sl_volume_dataset_t *d, int64_t i, unsigned k,
+                       const sl_volume_options_t *o, const char *name,
+                       sl__nifti_stream_t **out, char *err, size_t errlen)
 {
     const struct vcase *c = &d->c[i];
     const sl__shard_t *sh = d->pack.shards[c->shard];
-    sl__bytes_t scratch = {0};
     int64_t cap = o->max_bytes > 0 ? o->max_bytes : (INT64_C(4) << 30);
     sl__admit_t admit = {admit_cap, &cap};
-    char why[1024];
-    int rc = sl__shard_read_admit(sh, c->record, rec, &scratch, &admit, NULL,
-                                  err, errlen);
-    sl__bytes_free(&scratch);
-    if (!rc && (rc = sl__volrec_parse(rec->p, rec->n, r, why, sizeof why)))
-        sl__fail(err, errlen, rc, "%s: record %" PRIu64 " (%s): %s",
-                 sl__shard_path(sh), c->record, c->name, why);
-    if (!rc && r->count != 1 + c->has_label)
+    sl__shard_stream_t *st = NULL;
+    int rc = sl__shard_stream_open(sh, c->record, &admit, &st, err, errlen);
+    if (rc)
+        return rc;
+    sl__vol_src_t src = {rec_read, rec_finish, rec_close, st};
+    char where[1024];
+    snprintf(where, sizeof where, "%s: record %" PRIu64 " (%s)",
+             sl__shard_path(sh), c->record, c->name);
+    unsigned count = 0;
+    uint8_t hdr[SL__NIFTI2_HDR];
+    size_t hlen = 0;
+    uint64_t dlen = 0;
+    rc = sl__volrec_seek(&src, sl__shard_entry(sh, c->record)->raw_size, where,
+                         k, &count, hdr, &hlen, &dlen, err, errlen);
+    if (!rc && count != 1u + (unsigned)c->has_label)
         rc = sl__fail(err, errlen, SL_ECORRUPT,
-                      "%s: record %" PRIu64 " (%s): %d volumes, its index "
-                      "says %d",
-                      sl__shard_path(sh), c->record, c->name, r->count,
+                      "%s: %u volumes, its index says %d", where, count,
                       1 + c->has_label);
-    return rc;
+    if (rc) {
+        sl__shard_stream_close(st);
+        return rc;
+    }
+    return sl__nifti_stream_src(hdr, hlen, dlen, name, &src, out, err, errlen);
 }
 
 /* What the two per-case calls make of a case: volumes (load) or readers. */
@@ -394,11 +424,10 @@ typedef struct access {
     /* from a file */
     int (*file)(const char *path, const sl_volume_options_t *o, void **out,
                 char *err, size_t errlen);
-    /* from a part of a record that `hold` holds (a reader keeps a
-     * reference to it) */
-    int (*part)(const struct sl__volrec_part *pt, const char *name,
-                const sl_volume_options_t *o, sl__vol_hold_t *hold, void **out,
-                char *err, size_t errlen);
+    /* from a stream over a pack's record (taken) */
+    int (*part)(sl__nifti_stream_t *n, const char *name,
+                const sl_volume_options_t *o, void **out, char *err,
+                size_t errlen);
     void (*drop)(void *);
 } access_t;
 
@@ -411,14 +440,14 @@ static int load_file(const char *path, const sl_volume_options_t *o, void **out,
     return rc;
 }
 
-static int load_part(const struct sl__volrec_part *pt, const char *name,
-                     const sl_volume_options_t *o, sl__vol_hold_t *hold,
-                     void **out, char *err, size_t errlen)
+static int load_part(sl__nifti_stream_t *n, const char *name,
+                     const sl_volume_options_t *o, void **out, char *err,
+                     size_t errlen)
 {
-    (void)hold;
+    (void)name;
     sl_volume_t *v = NULL;
-    int rc = sl__nifti_load_mem(pt->hdr, pt->hlen, pt->data, (size_t)pt->dlen,
-                                name, o, NULL, &v, err, errlen);
+    int rc = sl__nifti_stream_load(n, o, NULL, &v, err, errlen);
+    sl__nifti_stream_close(n);
     *out = v;
     return rc;
 }
@@ -437,19 +466,12 @@ static int reader_file(const char *path, const sl_volume_options_t *o,
     return rc;
 }
 
-/* A reader over a part of the record, holding a reference to it. */
-static int reader_part(const struct sl__volrec_part *pt, const char *name,
-                       const sl_volume_options_t *o, sl__vol_hold_t *hold,
-                       void **out, char *err, size_t errlen)
+static int reader_part(sl__nifti_stream_t *n, const char *name,
+                       const sl_volume_options_t *o, void **out, char *err,
+                       size_t errlen)
 {
-    sl__nifti_stream_t *n = NULL;
     sl_volume_reader_t *r = NULL;
-    int rc = sl__nifti_stream_mem(pt->hdr, pt->hlen, pt->data, (size_t)pt->dlen,
-                                  name, &n, err, errlen);
-    if (!rc) {
-        __atomic_add_fetch(&hold->refs, 1, __ATOMIC_ACQ_REL);
-        rc = sl__volume_reader_make(n, name, o, hold, &r, err, errlen);
-    }
+    int rc = sl__volume_reader_make(n, name, o, &r, err, errlen);
     *out = r;
     return rc;
 }
@@ -464,29 +486,25 @@ static const access_t loads = {"sl_volume_dataset_load", load_file, load_part,
 static const access_t readers = {"sl_volume_dataset_readers", reader_file,
                                  reader_part, reader_drop};
 
-/* A pack's case: its record read once; each wanted volume made from its
- * part (readers share the record: freed with the last of them). */
+/* A pack's case: each wanted volume from a stream of its own over the
+ * case's record. */
 static int case_packed(const access_t *a, const sl_volume_dataset_t *d,
                        int64_t i, const sl_volume_options_t *o, void **out[2],
                        char *err, size_t errlen)
 {
     const struct vcase *c = &d->c[i];
-    sl__vol_hold_t *hold = calloc(1, sizeof *hold);
-    if (!hold)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    hold->refs = 1; /* this function's, put at the end */
-    sl__volrec_t r;
     char name[1024];
-    int rc = case_record(d, i, o, &hold->rec, &r, err, errlen);
-    for (int k = 0; !rc && k < r.count; k++) {
-        if (!out[k])
+    int rc = 0;
+    for (unsigned k = 0; !rc && k < 2; k++) {
+        if (!out[k] || (k == 1 && !c->has_label))
             continue;
         snprintf(name, sizeof name, "%s: record %" PRIu64 " (%s): %s",
                  sl__shard_path(d->pack.shards[c->shard]), c->record, c->name,
                  k ? "label" : "image");
-        rc = a->part(&r.part[k], name, o, hold, out[k], err, errlen);
+        sl__nifti_stream_t *n = NULL;
+        if (!(rc = part_stream(d, i, k, o, name, &n, err, errlen)))
+            rc = a->part(n, name, o, out[k], err, errlen);
     }
-    sl__vol_hold_put(hold);
     return rc;
 }
 

@@ -424,6 +424,7 @@ static void feed(const sl__volhdr_t *h, const sl__vol_plan_t *plan,
 struct sl__nifti_stream {
     nstream_t s;              /* a file's stream (s.gz NULL: memory) */
     const unsigned char *mem; /* memory: the data, dlen bytes */
+    sl__vol_src_t src;        /* or from a source (src.read not NULL) */
     size_t mlen, mpos;
     unsigned char *piece; /* PIECE bytes (+ a split value) */
     size_t have, pos;     /* bytes in piece, bytes converted */
@@ -473,9 +474,11 @@ int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
     return 0;
 }
 
-int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
-                         size_t dlen, const char *name,
-                         sl__nifti_stream_t **out, char *err, size_t errlen)
+/* A stream over a header in memory whose data (dlen bytes) comes from
+ * elsewhere: the header decoded and checked against dlen. */
+static int stream_hdr(const void *hdr, size_t hlen, uint64_t dlen,
+                      const char *name, sl__nifti_stream_t **out, char *err,
+                      size_t errlen)
 {
     *out = NULL;
     sl__nifti_stream_t *n;
@@ -491,18 +494,40 @@ int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
     if (hlen != (h->version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR) ||
         (uint64_t)h->nbytes != dlen) {
         code = sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: a NIfTI-%d header of %zu bytes and %zu bytes of "
-                        "data, where it needs %d and %" PRId64,
+                        "%s: a NIfTI-%d header of %zu bytes and %" PRIu64
+                        " bytes of data, where it needs %d and %" PRId64,
                         name, h->version, hlen, dlen,
                         h->version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR,
                         h->nbytes);
         sl__nifti_stream_close(n);
         return code;
     }
-    n->mem = data;
-    n->mlen = dlen;
     *out = n;
     return 0;
+}
+
+int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
+                         size_t dlen, const char *name,
+                         sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    int code = stream_hdr(hdr, hlen, dlen, name, out, err, errlen);
+    if (!code) {
+        (*out)->mem = data;
+        (*out)->mlen = dlen;
+    }
+    return code;
+}
+
+int sl__nifti_stream_src(const void *hdr, size_t hlen, uint64_t dlen,
+                         const char *name, const sl__vol_src_t *src,
+                         sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    int code = stream_hdr(hdr, hlen, dlen, name, out, err, errlen);
+    if (code)
+        src->close(src->ctx);
+    else
+        (*out)->src = *src;
+    return code;
 }
 
 void sl__nifti_stream_close(sl__nifti_stream_t *n)
@@ -510,6 +535,8 @@ void sl__nifti_stream_close(sl__nifti_stream_t *n)
     if (!n)
         return;
     ns_close(&n->s);
+    if (n->src.read)
+        n->src.close(n->src.ctx);
     free(n->piece);
     free(n);
 }
@@ -519,6 +546,10 @@ void sl__nifti_stream_close(sl__nifti_stream_t *n)
 static int64_t stream_fetch(sl__nifti_stream_t *n, unsigned char *p,
                             size_t want, char *err, size_t errlen, int *code)
 {
+    if (n->src.read) {
+        *code = n->src.read(n->src.ctx, p, want, err, errlen);
+        return *code ? -1 : (int64_t)want;
+    }
     if (!n->s.gz) {
         size_t k = n->mlen - n->mpos < want ? n->mlen - n->mpos : want;
         memcpy(p, n->mem + n->mpos, k);
@@ -533,6 +564,10 @@ static int64_t stream_fetch(sl__nifti_stream_t *n, unsigned char *p,
 static int stream_end(sl__nifti_stream_t *n, char *err, size_t errlen)
 {
     int code = 0;
+    if (n->done == n->s.h.nvox && n->src.read && !n->ended) {
+        n->ended = 1;
+        return n->src.finish(n->src.ctx, err, errlen);
+    }
     if (n->done == n->s.h.nvox && n->s.gz && n->s.gzip && !n->ended) {
         n->ended = 1;
         unsigned char one;
@@ -553,7 +588,11 @@ static int stream_skip(sl__nifti_stream_t *n, int64_t count, char *err,
     int64_t take = held < bytes ? held : bytes;
     n->pos += (size_t)take;
     bytes -= take;
-    if (bytes > 0 && !n->s.gz) {
+    int code;
+    if (bytes > 0 && n->src.read) {
+        if ((code = n->src.read(n->src.ctx, NULL, (size_t)bytes, err, errlen)))
+            return code;
+    } else if (bytes > 0 && !n->s.gz) {
         if ((uint64_t)bytes > n->mlen - n->mpos)
             return sl__fail(err, errlen, SL_ECORRUPT,
                             "%s: truncated: the data ends after %zu bytes",
@@ -623,9 +662,9 @@ int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
 }
 
 /* A stream's whole volume as a new volume (sl__nifti_read, _load_mem). */
-static int stream_volume(sl__nifti_stream_t *n, const sl_volume_options_t *o,
-                         const sl__admit_t *admit, sl_volume_t **out, char *err,
-                         size_t errlen)
+int sl__nifti_stream_load(sl__nifti_stream_t *n, const sl_volume_options_t *o,
+                          const sl__admit_t *admit, sl_volume_t **out,
+                          char *err, size_t errlen)
 {
     const sl__volhdr_t *h = &n->s.h;
     sl_volume_t *v = NULL;
@@ -672,7 +711,7 @@ int sl__nifti_read(int fd, const char *name, int64_t file_size,
     sl__nifti_stream_t *n = NULL;
     int code = sl__nifti_stream_file(fd, name, file_size, &n, err, errlen);
     if (!code)
-        code = stream_volume(n, o, admit, out, err, errlen);
+        code = sl__nifti_stream_load(n, o, admit, out, err, errlen);
     sl__nifti_stream_close(n);
     return code;
 }
@@ -718,7 +757,7 @@ int sl__nifti_load_mem(const void *hdr, size_t hlen, const void *data,
     int code =
         sl__nifti_stream_mem(hdr, hlen, data, dlen, name, &n, err, errlen);
     if (!code)
-        code = stream_volume(n, o, admit, out, err, errlen);
+        code = sl__nifti_stream_load(n, o, admit, out, err, errlen);
     sl__nifti_stream_close(n);
     return code;
 }

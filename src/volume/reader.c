@@ -1,6 +1,6 @@
 /* volume/reader: sl_volume_reader_t (sluice/volume.h), a volume's data in
  * storage order a piece at a time, over a NIfTI stream (nifti.c) from a
- * file or from a pack's record held by a shared reference. */
+ * file or from a pack's record streamed. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,19 +13,10 @@ struct sl_volume_reader {
     sl_volume_t *v; /* header facts, data NULL */
     sl__vol_plan_t plan;
     int64_t done; /* values read */
-    sl__vol_hold_t *hold;
 };
 
-void sl__vol_hold_put(sl__vol_hold_t *h)
-{
-    if (h && __atomic_sub_fetch(&h->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-        sl__bytes_free(&h->rec);
-        free(h);
-    }
-}
-
 int sl__volume_reader_make(sl__nifti_stream_t *n, const char *name,
-                           const sl_volume_options_t *o, sl__vol_hold_t *hold,
+                           const sl_volume_options_t *o,
                            sl_volume_reader_t **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -46,12 +37,10 @@ int sl__volume_reader_make(sl__nifti_stream_t *n, const char *name,
     if (code) {
         free(r);
         sl__nifti_stream_close(n);
-        sl__vol_hold_put(hold);
         return code;
     }
     r->v->compressed = sl__nifti_stream_gzip(n);
     r->n = n;
-    r->hold = hold;
     *out = r;
     return 0;
 }
@@ -77,7 +66,7 @@ int sl_volume_reader_open(const char *path, const sl_volume_options_t *opt,
     close(fd); /* the stream holds its own descriptor */
     if (rc)
         return rc;
-    return sl__volume_reader_make(n, path, &o, NULL, out, err, errlen);
+    return sl__volume_reader_make(n, path, &o, out, err, errlen);
 }
 
 const sl_volume_t *sl_volume_reader_volume(const sl_volume_reader_t *r)
@@ -125,6 +114,5 @@ void sl_volume_reader_close(sl_volume_reader_t *r)
         return;
     sl__nifti_stream_close(r->n);
     sl_volume_free(r->v);
-    sl__vol_hold_put(r->hold);
     free(r);
 }

@@ -111,6 +111,28 @@ int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
 int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
                          size_t dlen, const char *name,
                          sl__nifti_stream_t **out, char *err, size_t errlen);
+/* A volume's stored data from elsewhere, in order (a pack's record
+ * streamed: volume/dataset): read gives exactly n bytes (dst NULL: passes
+ * over them), finish is called once after the data's last byte (the
+ * record read to its end, so its checksum is checked), close frees ctx.
+ * Errors come with their message in err. */
+typedef struct sl__vol_src {
+    int (*read)(void *ctx, void *dst, size_t n, char *err, size_t errlen);
+    int (*finish)(void *ctx, char *err, size_t errlen);
+    void (*close)(void *ctx);
+    void *ctx;
+} sl__vol_src_t;
+/* A stream over a header in memory and dlen data bytes from src (taken:
+ * closed with the stream, or at once on failure). */
+int sl__nifti_stream_src(const void *hdr, size_t hlen, uint64_t dlen,
+                         const char *name, const sl__vol_src_t *src,
+                         sl__nifti_stream_t **out, char *err, size_t errlen);
+/* A stream's whole volume as a new volume, as sl__nifti_read makes it
+ * (header_only, max_bytes and admit alike); the stream stays the
+ * caller's. */
+int sl__nifti_stream_load(sl__nifti_stream_t *n, const sl_volume_options_t *o,
+                          const sl__admit_t *admit, sl_volume_t **out,
+                          char *err, size_t errlen);
 const sl__volhdr_t *sl__nifti_stream_header(const sl__nifti_stream_t *n);
 int sl__nifti_stream_gzip(const sl__nifti_stream_t *n); /* 1: a .nii.gz */
 int sl__nifti_stream_pull(sl__nifti_stream_t *n, int64_t count,
@@ -120,20 +142,10 @@ void sl__nifti_stream_close(sl__nifti_stream_t *n);
 
 /* ---- reader.c: sl_volume_reader_t over a stream */
 
-/* Bytes that several readers share (a pack's record), freed with the last
- * reference. */
-typedef struct sl__vol_hold {
-    int refs; /* atomic */
-    sl__bytes_t rec;
-} sl__vol_hold_t;
-
-void sl__vol_hold_put(sl__vol_hold_t *h);
-
-/* A reader over stream n (taken: closed on failure too); `hold` (may be
- * NULL) is a reference the reader gives back when it closes (taken on
- * failure too). @return 0 and *out, or SL_E* with "NAME: cause". */
+/* A reader over stream n (taken: closed on failure too). @return 0 and
+ * *out, or SL_E* with "NAME: cause". */
 int sl__volume_reader_make(sl__nifti_stream_t *n, const char *name,
-                           const sl_volume_options_t *o, sl__vol_hold_t *hold,
+                           const sl_volume_options_t *o,
                            sl_volume_reader_t **out, char *err, size_t errlen);
 
 /* ---- volume.c: from a checked header to a volume (no data yet) */

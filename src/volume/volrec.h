@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "vol_internal.h"
 
 #define SL__VOLREC_MAGIC "\x89SLV\r\n\x1a\n"
 #define SL__VOLREC_VERSION 1
@@ -44,5 +45,15 @@ int sl__volrec_build(const char *image, const char *label, int64_t max_bytes,
  * cause in err. */
 int sl__volrec_parse(const void *p, size_t n, sl__volrec_t *r, char *err,
                      size_t errlen);
+
+/* The same layout read in order from src (a pack's record streamed, of n
+ * bytes) up to volume k's data: the head, the volumes before k passed
+ * over (their entries checked), volume k's entry and NIfTI header (into
+ * hdr: *hlen bytes; *dlen: its data's). The last volume must end the
+ * record. *count: the record's volumes. The same checks as
+ * sl__volrec_parse, "NAME: cause"; src's own errors as it gives them. */
+int sl__volrec_seek(const sl__vol_src_t *src, uint64_t n, const char *name,
+                    unsigned k, unsigned *count, uint8_t hdr[SL__NIFTI2_HDR],
+                    size_t *hlen, uint64_t *dlen, char *err, size_t errlen);
 
 #endif

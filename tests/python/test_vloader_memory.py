@@ -3,8 +3,9 @@ generated volume streams through the offline stage under `memory_bytes` —
 the peak resident memory of a child process (VmHWM) grows by less than the
 budget, where holding the volume whole would need several times it — and its
 patches equal those of the unbudgeted loader and of the whole-volume ops;
-a budget too small for a case is an error naming it; bfloat16 patches are
-torch's rounding of the float32 ones."""
+a budget too small for a case is an error naming it; a packed case streams
+within the same budget; bfloat16 patches are torch's rounding of the float32
+ones."""
 
 import ctypes
 import hashlib
@@ -130,33 +131,30 @@ def test_big_volume_streams_within_the_memory_budget(big, lib, tmp_path):  # noq
     assert np.array_equal(np.load(tmp_path / "a.npy"), want)  # bit for bit
 
 
-def test_a_packed_case_is_read_whole_within_its_count(big, tmp_path):
+def test_a_packed_case_streams_within_the_folders_budget(big, tmp_path):
     # A pack's case is one shard record (zstd over the image's and the
-    # label's stored bytes, one xxh3 checksum in the index), read and
-    # checked whole before its readers start: the offline stage is charged
-    # the record twice (the record and its compressed read scratch) beside
-    # the outputs. So the budget the folder streams within (300 MiB) is too
-    # small for the packed case (an error naming it and the sizes, not an
-    # overrun), and with room for the record the resident memory stays
-    # under the budget and the patches are the folder's.
+    # label's stored bytes, one xxh3 checksum in the index), streamed: its
+    # readers decompress it a piece at a time and the checksum is checked at
+    # the record's end (data/shard_stream), so the offline stage holds a
+    # working set (two record streams, charged 18.5 MiB each: zstd's largest
+    # window it streams, and pieces) and never the record, stored or raw.
+    # The packed case therefore runs within its folder's budget (300 MiB)
+    # plus those 37 MiB, with the folder's patches; before, the stage was
+    # charged the record twice (raw + compressed scratch, 2 x 157 MB more)
+    # and this budget refused the case.
     pack = tmp_path / "pack"
     subprocess.run([os.environ["SLUICE"], "pack", "--volumes", str(big), str(pack)], check=True,
                    capture_output=True, timeout=600)
-    sys.path.insert(0, PKG)
-    from sluice import _sluice
-    with pytest.raises(Exception) as e:
-        lo = _sluice.VolumeLoader(str(pack), batch_size=1, patch=PATCH, threads=2, prefetch=2,
-                                  memory_bytes=300 << 20)
-        lo.next()
-    assert "case_00000" in str(e.value) and "memory budget" in str(e.value), str(e.value)
-    stored = 512 * 512 * 200 * 3  # int16 image + uint8 label, as stored
-    budget = (300 << 20) + 2 * stored
+    budget = 340 << 20
     got = run_child(pack, budget, tmp_path / "p.npy")
     free = run_child(big, 0, tmp_path / "f.npy")
     assert got["digest"] == free["digest"]
     assert got["peak"] <= budget
-    assert got["grew"] < budget, got
-    assert got["grew"] > stored, got  # the record is held whole: not streamed
+    assert got["grew"] < budget, got  # resident memory, not just the count
+    # It grew as the folder did, not by the record (int16 image + uint8
+    # label as stored: 157 MB raw, and its compressed copy beside it).
+    stored = 512 * 512 * 200 * 3
+    assert got["grew"] < free["grew"] + stored // 4, (got, free)
 
 
 def test_a_budget_too_small_for_a_case_names_it(big):

@@ -518,6 +518,25 @@ def test_pack_damage_and_foreign_packs(tmp_path):
     ds = sluice.VolumeDataset(tmp_path / "p")
     with pytest.raises(sluice.Error, match=r"shard-00000\.sls: record 0 \(case_00000\).*checksum"):
         ds.load(0)
+    # zstd: the record is streamed (decompressed a piece at a time, its
+    # checksum checked at its end); a flipped byte or a record cut short is
+    # still an error naming the shard and the record, for loads and readers
+    assert pack(root, tmp_path / "z").returncode == 0
+    shard = tmp_path / "z" / "shard-00000.sls"
+    good = shard.read_bytes()
+    raw = bytearray(good)
+    raw[len(raw) // 3] ^= 0x40
+    shard.write_bytes(bytes(raw))
+    ds = sluice.VolumeDataset(tmp_path / "z")
+    with pytest.raises(sluice.Error,
+                       match=r"shard-00000\.sls: record 0 \(case_00000\).*(checksum|zstd)"):
+        ds.load(0)
+    shard.write_bytes(good)
+    ds = sluice.VolumeDataset(tmp_path / "z")
+    shard.write_bytes(good[:len(good) // 2])  # cut while open
+    with pytest.raises(sluice.Error,
+                       match=r"shard-00000\.sls: record 0 \(case_00000\).*ended early"):
+        ds.load(0)
     # a text pack is not a pack of volumes
     import subprocess
     txt = tmp_path / "docs.txt"

@@ -66,6 +66,26 @@ int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
                     SL__NIFTI_OFF);
 }
 
+int sl__nifti_stream_src(const void *hdr, size_t hlen, uint64_t dlen,
+                         const char *name, const sl__vol_src_t *src,
+                         sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    (void)hdr, (void)hlen, (void)dlen;
+    src->close(src->ctx);
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}
+
+int sl__nifti_stream_load(sl__nifti_stream_t *n, const sl_volume_options_t *o,
+                          const sl__admit_t *admit, sl_volume_t **out,
+                          char *err, size_t errlen)
+{
+    (void)n, (void)o, (void)admit;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__NIFTI_OFF);
+}
+
 const sl__volhdr_t *sl__nifti_stream_header(const sl__nifti_stream_t *n)
 {
     (void)n;
