@@ -759,32 +759,11 @@ static int opt_host_alloc(PyObject *v, sl_options_t *o)
     return 0;
 }
 
-/* policy='heuristic' | 'static' | 'rl' (sl_policy_t); None: the default. */
-static int opt_policy(PyObject *v, int *out)
+/* A string among three names (None: leave *out), their values in vals;
+ * else ValueError "NAME must be 'a', 'b' or 'c', not V". */
+static int choice3(PyObject *v, const char *name, const char *const names[3],
+                   const int vals[3], int *out)
 {
-    static const char *names[] = {"heuristic", "static", "rl"};
-    static const int values[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
-                                 SL_POLICY_RL};
-    if (v == Py_None)
-        return 0;
-    const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
-    for (int i = 0; s && i < 3; i++)
-        if (!strcmp(s, names[i])) {
-            *out = values[i];
-            return 0;
-        }
-    if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_ValueError,
-                        "policy must be 'heuristic', 'static' or 'rl'");
-    return -1;
-}
-
-/* placement: None / 'auto', 'cpu' or 'gpu' (sl_placement_t). */
-static int opt_placement(PyObject *v, int *out)
-{
-    static const char *const names[] = {"auto", "cpu", "gpu"};
-    static const int vals[] = {SL_PLACEMENT_AUTO, SL_PLACEMENT_CPU,
-                               SL_PLACEMENT_GPU};
     if (v == Py_None)
         return 0;
     const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
@@ -794,9 +773,27 @@ static int opt_placement(PyObject *v, int *out)
             return 0;
         }
     PyErr_Clear();
-    PyErr_Format(PyExc_ValueError,
-                 "placement must be 'auto', 'cpu' or 'gpu', not %R", v);
+    PyErr_Format(PyExc_ValueError, "%s must be '%s', '%s' or '%s', not %R",
+                 name, names[0], names[1], names[2], v);
     return -1;
+}
+
+/* policy='heuristic' | 'static' | 'rl' (sl_policy_t); None: the default. */
+static int opt_policy(PyObject *v, int *out)
+{
+    static const char *const names[] = {"heuristic", "static", "rl"};
+    static const int vals[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
+                               SL_POLICY_RL};
+    return choice3(v, "policy", names, vals, out);
+}
+
+/* placement: None / 'auto', 'cpu' or 'gpu' (sl_placement_t). */
+static int opt_placement(PyObject *v, int *out)
+{
+    static const char *const names[] = {"auto", "cpu", "gpu"};
+    static const int vals[] = {SL_PLACEMENT_AUTO, SL_PLACEMENT_CPU,
+                               SL_PLACEMENT_GPU};
+    return choice3(v, "placement", names, vals, out);
 }
 
 /* io_depth: None (the policy's), an int >= 1, or 'off' (blocking reads),
