@@ -31,10 +31,11 @@ demo: deps all
 
 # Every test: the layout (clang-format), then warnings as errors and every
 # ctest (the install tests included: the installed library, an images-only
-# build, the exported symbols), then unit tests under ASan+UBSan (and the
+# build, the exported symbols; one ctest per Python test file, so that -j
+# balances them with the C tests), then unit tests under ASan+UBSan (and the
 # Python binding's thread test with the extension built under ASan), the
 # concurrency tests under TSan, then the libFuzzer targets built and run
-# briefly on their corpora (clang).
+# briefly on their corpora (clang), FUZZ_JOBS (= JOBS) of them at once.
 check:
 	@scripts/install-deps --python
 	$(MAKE) format-check
@@ -49,19 +50,23 @@ check:
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L concurrency
 	$(MAKE) fuzz FUZZ_SECONDS=20
 
-# libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus.
+# libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus,
+# FUZZ_JOBS of them at once (each fuzzer is one process, one core).
 FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= $(JOBS)
+FUZZERS = $(basename $(notdir $(wildcard fuzz/fuzz_*.c)))
 fuzz-build:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_SANITIZE=address,undefined >/dev/null
-	cmake --build build-fuzz -j $(JOBS) --target $$(cd fuzz && ls fuzz_*.c | sed 's/\.c$$//' | tr '\n' ' ')
+	cmake --build build-fuzz -j $(JOBS) --target $(FUZZERS)
 fuzz: fuzz-build
-	@for f in fuzz/fuzz_*.c; do n=$$(basename $$f .c); \
-	  rm -rf build-fuzz/corpus-$$n && cp -r fuzz/corpus/$$n build-fuzz/corpus-$$n; \
-	  echo "fuzzing $$n for $(FUZZ_SECONDS)s"; \
-	  if ! build-fuzz/fuzz/$$n -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
-	      build-fuzz/corpus-$$n > build-fuzz/$$n.log 2>&1; then \
-	    tail -40 build-fuzz/$$n.log; echo "fuzz: $$n FAILED"; exit 1; fi; \
-	  grep -E 'stat::number_of_executed_units' build-fuzz/$$n.log; done
+	@$(MAKE) -j $(FUZZ_JOBS) --output-sync=target $(addprefix fuzz-run-,$(FUZZERS))
+fuzz-run-%:
+	@rm -rf build-fuzz/corpus-$* && cp -r fuzz/corpus/$* build-fuzz/corpus-$*
+	@echo "fuzzing $* for $(FUZZ_SECONDS)s"
+	@if ! build-fuzz/fuzz/$* -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	    build-fuzz/corpus-$* > build-fuzz/$*.log 2>&1; then \
+	  tail -40 build-fuzz/$*.log; echo "fuzz: $* FAILED"; exit 1; fi
+	@grep -E 'stat::number_of_executed_units' build-fuzz/$*.log | sed "s/^/$*: /"
 
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
