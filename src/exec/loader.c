@@ -769,6 +769,9 @@ int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
     int knob = atomic_load(&m->cache_codec);
     s.cache_codec = knob ? knob : atomic_load(&m->cache_pick) + 1;
     s.cache_codec_choices = atomic_load(&m->cache_choices);
+    s.requests = atomic_load(&m->req_n);
+    s.request_records = atomic_load(&m->req_records);
+    s.request_fallbacks = atomic_load(&m->req_fallbacks);
     return sl__abi_out(st, &s, sizeof s, SL__STATS_V1_SIZE);
 }
 

@@ -153,6 +153,11 @@ struct sl_loader {
     char gpu_refused_why[128];
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
+    /* Coalesced reads (loader_aread.c): the most bytes one request spans
+     * (0: off), and the requests made for samples, the samples they
+     * fetched, the coalesced ones that failed (read again one by one). */
+    uint64_t coalesce_max;
+    atomic_llong req_n, req_records, req_fallbacks;
     atomic_int halt; /* the pipeline stops (l->stopping, read bare) */
     sl__aread_t *aread[SL_WORKERS_MAX]; /* per reader, made by its thread */
     sl__scratch_t *dscratch[SL_WORKERS_MAX];

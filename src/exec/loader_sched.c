@@ -29,6 +29,10 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"
                    : remote ? ""
                             : why;
+    /* Coalesced reads: only for records at URLs read in flight. */
+    l->coalesce_max = l->async && remote && l->opt.coalesce_bytes > 0
+                          ? (uint64_t)l->opt.coalesce_bytes
+                          : 0;
     rc = sl__placement_resolve(given->placement, &l->place, err, errlen);
     if (rc)
         return rc;
