@@ -107,8 +107,35 @@ static void hold(held_t *h, item_t *it)
 typedef struct pend {
     item_t *it[PEND_MAX];
     int n;
-    int out; /* this reader's items whose reads are in flight */
+    int out;            /* this reader's items whose reads are in flight */
+    uint64_t run_first; /* where the run it[n - 1] ends is begins */
 } pend_t;
+
+/* [off, off + len) of obj continues the run of pending records that ends
+ * with last (which begins at first): the rule sl__coalesce_plan merges
+ * by, so a record claimed for it joins last's request. */
+static int continues(const sl_loader_t *l, const item_t *last, uint64_t first,
+                     const void *obj, uint64_t off, uint64_t len)
+{
+    uint64_t end = last->rq.off + last->rq.len;
+    return obj == last->rq.remote && off >= end && off - end <= COALESCE_GAP &&
+           off + len - first <= l->coalesce_max;
+}
+
+/* Beyond its share, a reader claims on while the next sample in the
+ * order continues its last pending run: a request of several neighbours
+ * costs about what a request of one does, and the items it holds are
+ * charged to the read budget as any. At most EXTEND_MAX such a round. */
+#define EXTEND_MAX 64
+static int extends(sl_loader_t *l, const pend_t *p)
+{
+    int64_t next;
+    const void *obj;
+    uint64_t off, len;
+    return p->n > 0 && p->n < PEND_MAX && sl__loader_peek(l, &next) &&
+           sl__source_where(l->src, next, &obj, &off, &len) &&
+           continues(l, p->it[p->n - 1], p->run_first, obj, off, len);
+}
 
 typedef struct group {
     sl__areq_t rq; /* the one request; rq.seg marks a group */
@@ -263,6 +290,9 @@ static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block,
     p->out++;
     if (l->coalesce_max && !rc && it->rq.remote && it->rq.len &&
         sl__aread_uses_multi(a)) {
+        if (!p->n || !continues(l, p->it[p->n - 1], p->run_first, it->rq.remote,
+                                it->rq.off, it->rq.len))
+            p->run_first = it->rq.off;
         p->it[p->n++] = it; /* started with its neighbours */
         if (p->n == PEND_MAX)
             launch(l, a, p);
@@ -419,6 +449,10 @@ void sl__loader_reader_async(sl_loader_t *l, int id)
             st = start_one(l, a, &later, n == 0, &h, p);
         while (st == ST_STARTED && !later && (n = p->out + h.n) < share(l, id))
             st = start_one(l, a, &later, n == 0, &h, p);
+        for (int k = 0; k < EXTEND_MAX && st == ST_STARTED && !later &&
+                        l->coalesce_max && extends(l, p);
+             k++)
+            st = start_one(l, a, &later, 0, &h, p);
         launch(l, a, p); /* before a stop too: the drain ends them */
         if (st == ST_STOP)
             break;

@@ -241,6 +241,10 @@ int sl__loader_io_depth(const sl_loader_t *l); /* in force (follows) */
 #define SL__CLAIM_LATER 2
 int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb, int *slot,
                      int64_t *sample);
+/* The sample the next claim would get, when it is in the batch being
+ * handed out (1 and *sample; 0: a new batch would come first, or none).
+ * Another reader may claim it first. */
+int sl__loader_peek(sl_loader_t *l, int64_t *sample);
 typedef struct charge {
     sl__membudget_t *bud;
     const char *what;

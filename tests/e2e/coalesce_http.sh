@@ -9,6 +9,8 @@
 #     request), and never more in the other orders; what sluice reports
 #     (requests, records) matches the log; a tar epoch still fetches
 #     <= 1.05x the files' bytes (the gaps are headers and .cls members);
+#   - at --io-depth 1 too (a reader claims past its share while the next
+#     sample continues its run): stored order at most half the requests;
 #   - records that always fail (faulty_http.py's "badrec": every range in
 #     the middle of the file answers 500): each coalesced request falls
 #     back to its records one by one, so the error names one record's
@@ -99,6 +101,15 @@ for f in SLS WDS TFR; do
     fi
     unset reqs
   done
+done
+
+# At io_depth 1 a reader claims on past its share while the next sample
+# continues its run: stored order is still coalesced.
+for f in SLS WDS; do
+  out=$("$S" run "$N/${!f}" --no-shuffle --batch 8 --size 32 --seed 5 --epochs 1 --io-depth 1 --json --quiet --digest 2>&1)
+  n=$(sed -n 's/.*"requests": {"count": \([0-9]*\).*/\1/p' <<<"$out")
+  check "$f stored order at --io-depth 1: $n requests for 96 records (<= 48)" test "${n:-99}" -le 48
+  check "$f stored order at --io-depth 1: digest = local" test "$(jget digest <<<"$out")" = "$(run "$(local_of $f)" --no-shuffle | jget digest)"
 done
 
 # Records that always fail: coalesced requests fall back to single ones,
