@@ -1292,7 +1292,8 @@ PyDoc_STRVAR(
     "resize_size=None, host_alloc=None, policy=None, max_memory=None, "
     "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
     "cache_decoded=False, cache_codec='auto', io_depth=None, "
-    "max_threads=None, policy_file=None)\n--\n\n"
+    "max_threads=None, policy_file=None, placement=None, gpu_share=None, "
+    "coalesce=None)\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
     "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
@@ -1314,7 +1315,11 @@ PyDoc_STRVAR(
     "time);\nstats()['cache'] counts hits and misses. io_depth: reads in "
     "flight (int, or 'off'\nfor one blocking read per read thread); "
     "max_threads: the CPU thread budget\n(decode threads + 1); "
-    "policy_file: policy='rl' weights (as sluice run's\n--policy-file).");
+    "policy_file: policy='rl' weights (as sluice run's\n--policy-file). "
+    "coalesce: the most bytes one range request fetches for\nneighbouring "
+    "remote records (None: 1 MiB; 'off': one request a record);\n"
+    "stats()['requests'] counts requests, the records they fetched and "
+    "the\ncoalesced ones that failed (read again one by one).");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

@@ -108,6 +108,8 @@ typedef struct pend {
     item_t *it[PEND_MAX];
     int n;
     int out;            /* this reader's items whose reads are in flight */
+    int reqs;           /* its requests in flight (a group's is one) */
+    int runs;           /* runs of neighbours among it[0..n) */
     uint64_t run_first; /* where the run it[n - 1] ends is begins */
 } pend_t;
 
@@ -145,8 +147,9 @@ typedef struct group {
     sl__rseg_t *seg;
 } group_t;
 
-static void start_single(sl_loader_t *l, sl__aread_t *a, item_t *it)
+static void start_single(sl_loader_t *l, sl__aread_t *a, pend_t *p, item_t *it)
 {
+    p->reqs++;
     if (it->rq.remote) {
         atomic_fetch_add(&l->req_n, 1);
         atomic_fetch_add(&l->req_records, 1);
@@ -156,8 +159,8 @@ static void start_single(sl_loader_t *l, sl__aread_t *a, item_t *it)
 
 /* One request for it[order[0..k)] (by offset); 1 when it could not be
  * made (out of memory: the caller starts them one by one). */
-static int start_group(sl_loader_t *l, sl__aread_t *a, item_t *const *its,
-                       const int *order, int k)
+static int start_group(sl_loader_t *l, sl__aread_t *a, pend_t *p,
+                       item_t *const *its, const int *order, int k)
 {
     group_t *g = malloc(sizeof *g + sizeof(item_t *) * (size_t)k +
                         sizeof(sl__rseg_t) * (size_t)(2 * k));
@@ -190,6 +193,7 @@ static int start_group(sl_loader_t *l, sl__aread_t *a, item_t *const *its,
                          .user = g};
     atomic_fetch_add(&l->req_n, 1);
     atomic_fetch_add(&l->req_records, k);
+    p->reqs++;
     sl__aread_start(a, &g->rq);
     return 0;
 }
@@ -211,12 +215,13 @@ static void launch(sl_loader_t *l, sl__aread_t *a, pend_t *p)
     for (int g = 0; g < ng; g++) {
         int k = start[g + 1] - start[g];
         const int *o = order + start[g];
-        if (k > 1 && !start_group(l, a, p->it, o, k))
+        if (k > 1 && !start_group(l, a, p, p->it, o, k))
             continue;
         for (int j = 0; j < k; j++)
-            start_single(l, a, p->it[o[j]]);
+            start_single(l, a, p, p->it[o[j]]);
     }
     p->n = 0;
+    p->runs = 0;
 }
 
 /* Starts one read: the item waiting in *later, else a new claim.
@@ -291,14 +296,16 @@ static int start_one(sl_loader_t *l, sl__aread_t *a, item_t **later, int block,
     if (l->coalesce_max && !rc && it->rq.remote && it->rq.len &&
         sl__aread_uses_multi(a)) {
         if (!p->n || !continues(l, p->it[p->n - 1], p->run_first, it->rq.remote,
-                                it->rq.off, it->rq.len))
+                                it->rq.off, it->rq.len)) {
             p->run_first = it->rq.off;
+            p->runs++;
+        }
         p->it[p->n++] = it; /* started with its neighbours */
         if (p->n == PEND_MAX)
             launch(l, a, p);
         return ST_STARTED;
     }
-    start_single(l, a, it);
+    start_single(l, a, p, it);
     return ST_STARTED;
 }
 
@@ -352,6 +359,7 @@ static int hand_over(sl_loader_t *l, held_t *h, int block)
 static int reaped(sl_loader_t *l, sl__aread_t *a, sl__areq_t *r, int stop,
                   held_t *h, pend_t *p)
 {
+    p->reqs--;
     if (!r->seg) {
         item_t *it = r->user;
         p->out--;
@@ -366,7 +374,7 @@ static int reaped(sl_loader_t *l, sl__aread_t *a, sl__areq_t *r, int stop,
         atomic_fetch_add(&l->req_fallbacks, 1);
         for (int j = 0; j < g->n; j++) {
             g->it[j]->rq.t0 = sl__now_ns();
-            start_single(l, a, g->it[j]);
+            start_single(l, a, p, g->it[j]);
         }
         free(g);
         return 0;
@@ -432,9 +440,10 @@ void sl__loader_reader_async(sl_loader_t *l, int id)
     while (!stop && !atomic_load(&l->halt)) {
         if (hand_over(l, &h, 0))
             break;
-        /* What this reader holds counts against its share: reads in
-         * flight (or begun, waiting to be started with their neighbours)
-         * and finished ones waiting for the decoders. */
+        /* What this reader holds counts against its share: requests in
+         * flight (a coalesced one is one), runs of neighbours begun and
+         * waiting to be started together, and finished reads waiting for
+         * the decoders. n: everything it holds (0: it may wait). */
         int n = p->out + h.n;
         if (n == 0 && !later) {
             if (!sl__workers_checkpoint(l->readers, id))
@@ -447,8 +456,9 @@ void sl__loader_reader_async(sl_loader_t *l, int id)
         int st = ST_STARTED;
         if (later) /* a claimed slot comes first, whatever the share */
             st = start_one(l, a, &later, n == 0, &h, p);
-        while (st == ST_STARTED && !later && (n = p->out + h.n) < share(l, id))
-            st = start_one(l, a, &later, n == 0, &h, p);
+        while (st == ST_STARTED && !later &&
+               p->reqs + p->runs + h.n < share(l, id))
+            st = start_one(l, a, &later, (n = p->out + h.n) == 0, &h, p);
         for (int k = 0; k < EXTEND_MAX && st == ST_STARTED && !later &&
                         l->coalesce_max && extends(l, p);
              k++)
