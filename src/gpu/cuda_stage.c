@@ -60,13 +60,13 @@ typedef struct node {
 
 /* A group in flight: its memory, stream, decoder state and jobs. */
 typedef struct slot {
-    uint8_t *h;     /* pinned: plans, coefficients, outputs */
-    uint8_t *d;     /* device: the same three, then the arena */
+    uint8_t *h; /* pinned: plans, coefficients, outputs */
+    uint8_t *d; /* device: the same three, then the arena */
     sl__cuda_stream_t stream;
     sl__cuda_event_t done_ev;
     sl__nvjpeg_state_t jstate;
-    int init_n;     /* the batch size nvJPEG was initialised for */
-    int n;          /* jobs in the group (0: free) */
+    int init_n; /* the batch size nvJPEG was initialised for */
+    int n;      /* jobs in the group (0: free) */
     node_t *jobs[SL__GPU_GROUP_MAX];
     const unsigned char *data[SL__GPU_GROUP_MAX];
     size_t lens[SL__GPU_GROUP_MAX];
@@ -136,8 +136,8 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
 {
     sl__gpu_job_t *j = sl->jobs[i]->job;
     sl__image_plan_t ip;
-    if (sl__image_plan(&s->x, f->w, f->h, j->box, j->flip, s->scratch, &ip,
-                       why, wl))
+    if (sl__image_plan(&s->x, f->w, f->h, j->box, j->flip, s->scratch, &ip, why,
+                       wl))
         return -1;
     size_t hb = (size_t)ip.out_w * 2 * 4, hk = (size_t)ip.out_w * ip.hk * 4;
     size_t vb = (size_t)ip.out_h * 2 * 4, vk = (size_t)ip.out_h * ip.vk * 4;
@@ -162,28 +162,28 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
     memcpy(hc + hb + hk, ip.vb, vb);
     memcpy(hc + hb + hk + vb, ip.vkk, vk);
     uint8_t *src = sl->d + s->arena_off + *arena_at;
-    sl__gpu_plan_t p = {
-        .src = src,
-        .tmp = src + dec,
-        .out = sl->d + s->out_off + (size_t)i * s->sample_bytes,
-        .hb = (const int32_t *)dc,
-        .hkk = (const int32_t *)(dc + hb),
-        .vb = (const int32_t *)(dc + hb + hk),
-        .vkk = (const int32_t *)(dc + hb + hk + vb),
-        .lut = (const float *)(sl->d + s->coef_off + s->coef_cap),
-        .pitch = f->w * 3,
-        .ox = ip.ox,
-        .oy = ip.oy,
-        .out_w = ip.out_w,
-        .out_h = ip.out_h,
-        .hk = ip.hk,
-        .vk = ip.vk,
-        .hn = ip.hn,
-        .vn = ip.vn,
-        .vfirst = ip.vfirst,
-        .flip = ip.flip,
-        .f32 = s->x.dtype == SL_DTYPE_FLOAT32,
-        .chw = s->x.layout == SL_LAYOUT_CHW};
+    sl__gpu_plan_t p = {.src = src,
+                        .tmp = src + dec,
+                        .out = sl->d + s->out_off + (size_t)i * s->sample_bytes,
+                        .hb = (const int32_t *)dc,
+                        .hkk = (const int32_t *)(dc + hb),
+                        .vb = (const int32_t *)(dc + hb + hk),
+                        .vkk = (const int32_t *)(dc + hb + hk + vb),
+                        .lut =
+                            (const float *)(sl->d + s->coef_off + s->coef_cap),
+                        .pitch = f->w * 3,
+                        .ox = ip.ox,
+                        .oy = ip.oy,
+                        .out_w = ip.out_w,
+                        .out_h = ip.out_h,
+                        .hk = ip.hk,
+                        .vk = ip.vk,
+                        .hn = ip.hn,
+                        .vn = ip.vn,
+                        .vfirst = ip.vfirst,
+                        .flip = ip.flip,
+                        .f32 = s->x.dtype == SL_DTYPE_FLOAT32,
+                        .chw = s->x.layout == SL_LAYOUT_CHW};
     memcpy(sl->h + s->plans_off + (size_t)i * sizeof p, &p, sizeof p);
     sl->img[i] = (sl__nvjpeg_image_t){{src, NULL, NULL, NULL},
                                       {(size_t)f->w * 3, 0, 0, 0}};
@@ -220,8 +220,8 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     int je = rt->nvjpeg_decode_batched(s->jh, sl->jstate, sl->data, sl->lens,
                                        sl->img, sl->stream);
     if (je) {
-        snprintf(why, wl, "nvJPEG: batched decode of %d images: status %d%s",
-                 n, je,
+        snprintf(why, wl, "nvJPEG: batched decode of %d images: status %d%s", n,
+                 je,
                  je == 3   ? " (bad JPEG)"
                  : je == 4 ? " (not supported)"
                            : "");

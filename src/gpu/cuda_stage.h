@@ -35,8 +35,7 @@ int sl__cuda_stage_built(void);
  * this build, the runtime's status, an allocation or load failure). */
 sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                                        size_t sample_bytes, int device,
-                                       size_t budget, char *err,
-                                       size_t errlen);
+                                       size_t budget, char *err, size_t errlen);
 
 /* Why the hardware decoder would not take a JPEG with this frame: a
  * reason, or NULL when it would. Pure: tested without a GPU. */

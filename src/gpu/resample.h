@@ -29,13 +29,13 @@
 
 /* One sample's work, pointers in the memory the code runs on. */
 typedef struct sl__gpu_plan {
-    const uint8_t *src; /* decoded RGB, interleaved */
-    uint8_t *tmp;       /* the first pass's output */
-    void *out;          /* the sample's slot */
+    const uint8_t *src;                 /* decoded RGB, interleaved */
+    uint8_t *tmp;                       /* the first pass's output */
+    void *out;                          /* the sample's slot */
     const int32_t *hb, *hkk, *vb, *vkk; /* bounds (first, count), weights */
-    const float *lut;   /* float32 output: 3 x 256 normalised values */
-    int pitch;          /* bytes per src row */
-    int ox, oy;         /* src pixel of local (0, 0) */
+    const float *lut; /* float32 output: 3 x 256 normalised values */
+    int pitch;        /* bytes per src row */
+    int ox, oy;       /* src pixel of local (0, 0) */
     int out_w, out_h;
     int hk, vk; /* taps per output of each axis */
     int hn, vn; /* local extent of each axis (hi - lo) */
@@ -124,8 +124,7 @@ SL__HD void sl__gpu_pass2(const sl__gpu_plan_t *p, int e)
     } else {
         const int32_t *k = p->hkk + (int64_t)xx * p->hk;
         int n = p->hb[2 * xx + 1];
-        const uint8_t *t =
-            p->tmp + ((int64_t)yy * p->hn + p->hb[2 * xx]) * 3;
+        const uint8_t *t = p->tmp + ((int64_t)yy * p->hn + p->hb[2 * xx]) * 3;
         for (int i = 0; i < n; i++) {
             s0 += t[3 * i] * k[i];
             s1 += t[3 * i + 1] * k[i];

@@ -80,8 +80,7 @@ static int cpu_way(const uint8_t *rgb, int w, int h, const sl__xform_t *x,
     sl__rng_init(&c, seed, 0, sample, SL_RNG_CROP);
     sl__rng_init(&f, seed, 0, sample, SL_RNG_FLIP);
     char err[256];
-    return sl__image_process_rgb(rgb, w, h, x, &c, &f, s, out, err,
-                                 sizeof err);
+    return sl__image_process_rgb(rgb, w, h, x, &c, &f, s, out, err, sizeof err);
 }
 
 static sl__xform_t xform(int mode, int out_w, int out_h, int f32, int chw)
@@ -123,8 +122,8 @@ static void both_ways(const uint8_t *rgb, int w, int h, uint64_t sample,
                 for (uint64_t seed = 1; seed <= 3; seed++) {
                     memset(a, 0xA5, ob);
                     memset(b, 0x5A, ob);
-                    assert_int_equal(
-                        cpu_way(rgb, w, h, &x, seed, sample, s, a), 0);
+                    assert_int_equal(cpu_way(rgb, w, h, &x, seed, sample, s, a),
+                                     0);
                     assert_int_equal(
                         gpu_way(rgb, w, h, &x, seed, sample, s, lut, b), 0);
                     if (memcmp(a, b, ob))
@@ -139,9 +138,9 @@ static void both_ways(const uint8_t *rgb, int w, int h, uint64_t sample,
                     sl__rng_init(&f, seed, 0, sample, SL_RNG_FLIP);
                     sl__geom_t g;
                     char err[64];
-                    assert_int_equal(sl__geom_resolve(&x, w, h, &c, &f, &g,
-                                                      err, sizeof err),
-                                     0);
+                    assert_int_equal(
+                        sl__geom_resolve(&x, w, h, &c, &f, &g, err, sizeof err),
+                        0);
                     *vfirst_seen += sl__vertical_first(&g.box);
                 }
                 free(a);
@@ -238,18 +237,18 @@ static void test_plan_errors(void **state)
     sl__image_plan_t p;
     char err[128] = "";
     double half[4] = {0.5, 0, 100, 100};
-    assert_int_equal(sl__image_plan(&x, 200, 200, half, 0, s, &p, err,
-                                    sizeof err),
-                     SL_EINVAL);
+    assert_int_equal(
+        sl__image_plan(&x, 200, 200, half, 0, s, &p, err, sizeof err),
+        SL_EINVAL);
     assert_non_null(strstr(err, "whole pixels"));
     double empty[4] = {10, 10, 10, 50};
-    assert_int_equal(sl__image_plan(&x, 200, 200, empty, 0, s, &p, err,
-                                    sizeof err),
-                     SL_ERANGE);
+    assert_int_equal(
+        sl__image_plan(&x, 200, 200, empty, 0, s, &p, err, sizeof err),
+        SL_ERANGE);
     double whole[4] = {10, 20, 110, 220};
-    assert_int_equal(sl__image_plan(&x, 200, 200, whole, 1, s, &p, err,
-                                    sizeof err),
-                     SL_ERANGE); /* outside the 200 x 200 image */
+    assert_int_equal(
+        sl__image_plan(&x, 200, 200, whole, 1, s, &p, err, sizeof err),
+        SL_ERANGE); /* outside the 200 x 200 image */
     double fits[4] = {10, 20, 110, 200};
     assert_int_equal(
         sl__image_plan(&x, 200, 200, fits, 1, s, &p, err, sizeof err), 0);
