@@ -38,8 +38,9 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     if (rc)
         return rc;
     l->lim.max_gpu_share = l->place.gpu ? SL__GPU_SHARE_MAX : 0;
-    /* Unset: placement gpu puts every sample there, auto none. */
-    int share = given->gpu_share != SL_AUTOTUNE ? given->gpu_share
+    /* Unset (0 or SL_AUTOTUNE): placement gpu puts every sample there,
+     * auto none. */
+    int share = share_asked ? given->gpu_share
                 : l->place.gpu && given->placement == SL_PLACEMENT_GPU
                     ? SL__GPU_SHARE_MAX
                     : 0;
