@@ -2,15 +2,19 @@
 stage (issue 19), against the GPU-bound rate (synthetic batches already on
 the GPU). Run by bench/gpu/run on a GPU machine:
 
-    python3 bench/gpu/train.py PHOTOS [--batch 64] [--steps 30] [--threads 2,4]
+    python3 bench/gpu/train.py PHOTOS [--batch 64] [--steps 30]
+        [--threads 2,4] [--models resnet50,resnet18]
 
 Prints one line per case and a JSON line ("train: {...}"): img/s, the
 share of the bound, the fraction of wall time spent waiting for the
-loader, and the process's CPU seconds per image."""
+loader, the process's CPU milliseconds per image, and from NVML (where
+pynvml is present) the mean SM and JPEG-engine utilisation and the GPU
+energy per image over the timed steps."""
 import argparse
 import json
 import os
 import resource
+import threading
 import time
 
 import torch
@@ -24,6 +28,54 @@ def cpu_s():
     return r.ru_utime + r.ru_stime
 
 
+class Nvml:
+    """Mean GPU and JPEG-engine utilisation (sampled every 50 ms) and the
+    energy used between start() and stop(); None values without pynvml."""
+
+    def __init__(self):
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nv = pynvml
+            self.h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # no NVML: the figures stay None
+            self.nv = None
+
+    def start(self):
+        self.samples, self.run = [], True
+        if not self.nv:
+            return
+        self.e0 = self.nv.nvmlDeviceGetTotalEnergyConsumption(self.h)
+        self.t = threading.Thread(target=self._loop, daemon=True)
+        self.t.start()
+
+    def _loop(self):
+        while self.run:
+            try:
+                u = self.nv.nvmlDeviceGetUtilizationRates(self.h).gpu
+                j = self.nv.nvmlDeviceGetJpgUtilization(self.h)[0]
+            except Exception:
+                u, j = None, None
+            self.samples.append((u, j))
+            time.sleep(0.05)
+
+    def stop(self, images):
+        self.run = False
+        if not self.nv:
+            return {}
+        self.t.join()
+        e = self.nv.nvmlDeviceGetTotalEnergyConsumption(self.h) - self.e0
+        sm = [u for u, _ in self.samples if u is not None]
+        jp = [j for _, j in self.samples if j is not None]
+        return {"sm_util": round(sum(sm) / len(sm), 1) if sm else None,
+                "jpg_util": round(sum(jp) / len(jp), 1) if jp else None,
+                "j_per_img": round(e / 1000 / images, 4) if images else None}
+
+
+def _gpu_figures(d):
+    return {k: d[k] for k in ("sm_util", "jpg_util", "j_per_img") if k in d}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("photos")
@@ -31,11 +83,19 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--threads", default="2,4")
-    ap.add_argument("--model", default="resnet50")
+    ap.add_argument("--models", default="resnet50")
     a = ap.parse_args()
+    nvml = Nvml()
+    res = {}
+    for m in a.models.split(","):
+        res[m] = run_model(a, m, nvml)
+    print("train: " + json.dumps(res), flush=True)
+
+
+def run_model(a, name, nvml):
     dev = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
-    model = getattr(torchvision.models, a.model)().to(dev)
+    model = getattr(torchvision.models, name)().to(dev)
     model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     mean = torch.tensor([0.485, 0.456, 0.406], device=dev).view(1, 3, 1, 1) * 255
@@ -51,20 +111,23 @@ def main():
         opt.zero_grad(set_to_none=True)
 
     out = {"gpu": torch.cuda.get_device_name(0), "batch": a.batch,
-           "model": a.model, "cores": os.cpu_count()}
+           "model": name, "cores": os.cpu_count()}
     # The bound: batches already on the GPU.
     x = torch.randint(0, 256, (a.batch, 3, 224, 224), dtype=torch.uint8, device=dev)
     y = torch.randint(0, 1000, (a.batch,), device=dev)
     for _ in range(a.warmup):
         step(x, y)
     torch.cuda.synchronize()
+    nvml.start()
     t0 = time.perf_counter()
     for _ in range(a.steps):
         step(x, y)
     torch.cuda.synchronize()
     bound = a.batch * a.steps / (time.perf_counter() - t0)
     out["bound"] = round(bound, 1)
-    print(f"GPU bound ({a.model}, batch {a.batch}): {bound:.0f} img/s", flush=True)
+    out["bound_nvml"] = nvml.stop(a.batch * a.steps)
+    print(f"GPU bound ({name}, batch {a.batch}): {bound:.0f} img/s "
+          f"{out['bound_nvml']}", flush=True)
 
     for threads in [int(t) for t in a.threads.split(",")]:
         for place in ("cpu", "gpu"):
@@ -87,6 +150,7 @@ def main():
                         break
                     if steps == a.warmup:
                         torch.cuda.synchronize()
+                        nvml.start()
                         t0, c0, wait, n = time.perf_counter(), cpu_s(), 0.0, 0
                         w0 = t0
                     if t0 is not None:
@@ -101,12 +165,14 @@ def main():
             key = f"{place}_t{threads}"
             out[key] = {"img_s": round(rate, 1), "of_bound": round(rate / bound, 3),
                         "wait": round(wait / secs, 3),
-                        "cpu_ms_img": round(1000 * (cpu_s() - c0) / n, 2)}
-            print(f"{key}: {rate:.0f} img/s = {rate / bound:.1%} of the bound, "
-                  f"waiting {wait / secs:.1%}, {out[key]['cpu_ms_img']} ms CPU/img",
+                        "cpu_ms_img": round(1000 * (cpu_s() - c0) / n, 2),
+                        **nvml.stop(n)}
+            print(f"{name} {key}: {rate:.0f} img/s = {rate / bound:.1%} of the "
+                  f"bound, waiting {wait / secs:.1%}, {out[key]['cpu_ms_img']} "
+                  f"ms CPU/img {_gpu_figures(out[key])}",
                   flush=True)
             del dl
-    print("train: " + json.dumps(out), flush=True)
+    return out
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@
  * Exits 77 (skip) where the stage cannot start (no kernels in this build,
  * no CUDA runtime, nvJPEG or device: the reason printed), 1 when a sample
  * fails or differs by more than the decoders can explain (mean absolute
- * difference over 8 levels: a wrong box, flip or layout), 0 otherwise.
+ * difference over 8 levels: a wrong box, flip or layout) or when
+ * repeated passes do not reproduce the first byte for byte, 0 otherwise.
  * ctest runs it as gpu.check over the ImageNet sample (skipped here: no
  * GPU); bench/gpu/run runs it on the device machine. */
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,7 +140,7 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
     st->drain(st);
 
     int done = 0, refused = 0, failed = 0, bad = 0;
-    double sum_abs = 0, worst_mean = 0;
+    double sum_abs = 0, worst_mean = 0, sq = 0;
     long long exact = 0, within2 = 0, within8 = 0, values = 0;
     double max_abs = 0;
     char reasons[4][160] = {{0}};
@@ -189,6 +191,7 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
             }
             double d = a > b ? a - b : b - a;
             sa += d;
+            sq += d * d;
             exact += d < 1e-3;
             within2 += d <= 2.0 + 1e-3;
             within8 += d <= 8.0 + 1e-3;
@@ -207,6 +210,11 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         }
     }
 
+    /* The first pass's outputs, to check the timed passes reproduce them
+     * byte for byte (placement gpu is deterministic on one GPU). */
+    uint8_t *first = malloc(sb * (size_t)nfiles);
+    if (first)
+        memcpy(first, gpu, sb * (size_t)nfiles);
     /* The stage's own rate: every eligible photo, `passes` times. */
     int64_t t0 = sl__now_ns();
     long long sent = 0;
@@ -219,40 +227,51 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
             }
     st->drain(st);
     double secs = (double)(sl__now_ns() - t0) / 1e9;
+    int reproduced = first != NULL;
+    for (int i = 0; first && i < nfiles; i++)
+        if (res[i].status == SL__GPU_DONE &&
+            memcmp(first + (size_t)i * sb, gpu + (size_t)i * sb, sb))
+            reproduced = 0;
+    free(first);
     sl__cuda_stage_stats_t ss;
     sl__cuda_stage_stats(st, &ss);
     st->destroy(st);
 
     double mean_abs = values ? sum_abs / (double)values : 0;
-    printf("%s: %d images: %d on the GPU, %d refused, %d failed; |gpu - cpu "
-           "no-DCT| mean %.3f, worst image mean %.2f, max %.0f levels; exact "
-           "%.1f %%, within 2: %.2f %%, within 8: %.3f %%; stage rate %.0f "
-           "img/s (%lld in %.2f s, %lld groups, %.1f per group)\n",
-           label, nfiles, done, refused, failed, mean_abs, worst_mean, max_abs,
-           values ? 100.0 * exact / values : 0,
-           values ? 100.0 * within2 / values : 0,
-           values ? 100.0 * within8 / values : 0, secs > 0 ? sent / secs : 0,
-           sent, secs, ss.groups,
-           ss.groups ? (double)ss.samples / ss.groups : 0);
+    double mse = values ? sq / (double)values : 0;
+    double psnr = mse > 0 ? 10.0 * log10(255.0 * 255.0 / mse) : 99.0;
+    printf(
+        "%s: %d images: %d on the GPU, %d refused, %d failed; |gpu - cpu "
+        "no-DCT| mean %.3f, worst image mean %.2f, max %.0f levels, PSNR %.1f "
+        "dB; exact %.1f %%, within 2: %.2f %%, within 8: %.3f %%; "
+        "repeated passes %s; stage rate %.0f img/s (%lld in %.2f s, %lld "
+        "groups, %.1f per group)\n",
+        label, nfiles, done, refused, failed, mean_abs, worst_mean, max_abs,
+        psnr, values ? 100.0 * exact / values : 0,
+        values ? 100.0 * within2 / values : 0,
+        values ? 100.0 * within8 / values : 0,
+        reproduced ? "byte-identical" : "DIFFER", secs > 0 ? sent / secs : 0,
+        sent, secs, ss.groups, ss.groups ? (double)ss.samples / ss.groups : 0);
     for (int k = 0; k < 4 && reasons[k][0]; k++)
         printf("  refused %d: %s\n", rcount[k], reasons[k]);
     snprintf(json, jcap,
              "\"%s\": {\"images\": %d, \"gpu\": %d, \"refused\": %d, "
              "\"failed\": %d, \"mean_abs\": %.4f, \"worst_mean\": %.3f, "
-             "\"max_abs\": %.1f, \"exact_pct\": %.2f, \"within2_pct\": %.3f, "
-             "\"within8_pct\": %.4f, \"rate\": %.1f, \"groups\": %lld}",
+             "\"max_abs\": %.1f, \"psnr_db\": %.2f, \"exact_pct\": %.2f, "
+             "\"within2_pct\": %.3f, \"within8_pct\": %.4f, "
+             "\"reproduced\": %d, \"rate\": %.1f, \"groups\": %lld}",
              label, nfiles, done, refused, failed, mean_abs, worst_mean,
-             max_abs, values ? 100.0 * exact / values : 0,
+             max_abs, psnr, values ? 100.0 * exact / values : 0,
              values ? 100.0 * within2 / values : 0,
-             values ? 100.0 * within8 / values : 0, secs > 0 ? sent / secs : 0,
-             ss.groups);
+             values ? 100.0 * within8 / values : 0, reproduced,
+             secs > 0 ? sent / secs : 0, ss.groups);
     (void)eligible;
     free(jobs);
     free(res);
     free(gpu);
     free(cpu);
     sl__scratch_destroy(s);
-    return failed || bad || done == 0;
+    return failed || bad || done == 0 || !reproduced;
 }
 
 int main(int argc, char **argv)
