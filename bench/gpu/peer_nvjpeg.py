@@ -28,9 +28,8 @@ def main():
     # go in too (decode_jpeg converts with mode RGB).
     out = {"torchvision": torchvision.__version__, "photos": len(data),
            "batch": a.batch}
-    batches = [(data * ((a.batch // len(data)) + 1))[i:i + a.batch]
-               for i in range(0, a.batch * 4, a.batch)]
-    batches = [b[:a.batch] for b in batches]
+    pool = data * (4 * a.batch // len(data) + 1)
+    batches = [pool[i * a.batch:(i + 1) * a.batch] for i in range(4)]
     for b in batches[:2]:  # warm-up: nvJPEG handles, allocations
         decode_jpeg(b, device="cuda", mode=torchvision.io.ImageReadMode.RGB)
     torch.cuda.synchronize()
