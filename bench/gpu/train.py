@@ -84,6 +84,9 @@ def main():
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--threads", default="2,4")
     ap.add_argument("--models", default="resnet50")
+    ap.add_argument("--cases", default="cpu,gpu",
+                    help="cpu, gpu, gpu-default (nvJPEG's own allocations: "
+                         "SL_GPU_NVJPEG_ALLOC=default)")
     a = ap.parse_args()
     nvml = Nvml()
     res = {}
@@ -130,10 +133,14 @@ def run_model(a, name, nvml):
           f"{out['bound_nvml']}", flush=True)
 
     for threads in [int(t) for t in a.threads.split(",")]:
-        for place in ("cpu", "gpu"):
+        for case in a.cases.split(","):
+            place = case.split("-")[0]
+            if case == "gpu-default":
+                os.environ["SL_GPU_NVJPEG_ALLOC"] = "default"
             dl = st.DataLoader(a.photos, batch_size=a.batch, num_workers=threads,
                                device="cuda", pin_memory=True, drop_last=True,
                                placement=place, max_threads=threads + 1)
+            os.environ.pop("SL_GPU_NVJPEG_ALLOC", None)
             n = wait = 0.0
             t0 = c0 = None
             steps = 0
@@ -162,7 +169,7 @@ def run_model(a, name, nvml):
             torch.cuda.synchronize()
             secs = time.perf_counter() - t0
             rate = n / secs
-            key = f"{place}_t{threads}"
+            key = f"{case}_t{threads}"
             out[key] = {"img_s": round(rate, 1), "of_bound": round(rate / bound, 3),
                         "wait": round(wait / secs, 3),
                         "cpu_ms_img": round(1000 * (cpu_s() - c0) / n, 2),

@@ -50,6 +50,118 @@ const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
     return NULL;
 }
 
+/* nvJPEG's own device and pinned allocations, through a cache that keeps
+ * freed blocks for reuse while any stage lives: cudaFree and cudaFreeHost
+ * synchronise the whole device, the training stream included, and nvJPEG
+ * reallocates when a group is larger than the last (its batched init).
+ * SL_GPU_NVJPEG_ALLOC=default leaves nvJPEG to CUDA (for measuring the
+ * difference: bench/gpu/run). Process-wide: nvJPEG's allocator has no
+ * context pointer. */
+typedef struct blk {
+    void *p;
+    size_t n;
+    int used;
+} blk_t;
+
+typedef struct bcache {
+    blk_t *b;
+    int nb, cap, pinned;
+} bcache_t;
+
+static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static bcache_t g_dev = {NULL, 0, 0, 0}, g_pin = {NULL, 0, 0, 1};
+static int g_stages; /* stages alive (under g_cache_mu) */
+
+static int cache_get(bcache_t *c, void **p, size_t n)
+{
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    if (!rt)
+        return 1;
+    pthread_mutex_lock(&g_cache_mu);
+    int best = -1;
+    for (int i = 0; i < c->nb; i++)
+        if (!c->b[i].used && c->b[i].n >= n && c->b[i].n <= 2 * n + 4096 &&
+            (best < 0 || c->b[i].n < c->b[best].n))
+            best = i;
+    if (best >= 0) {
+        c->b[best].used = 1;
+        *p = c->b[best].p;
+        pthread_mutex_unlock(&g_cache_mu);
+        return 0;
+    }
+    if (c->nb == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        blk_t *nb = realloc(c->b, (size_t)cap * sizeof *nb);
+        if (!nb) {
+            pthread_mutex_unlock(&g_cache_mu);
+            return 2; /* cudaErrorMemoryAllocation */
+        }
+        c->b = nb;
+        c->cap = cap;
+    }
+    sl__cuda_err_t e = c->pinned ? rt->host_malloc(p, n) : rt->dev_malloc(p, n);
+    if (!e)
+        c->b[c->nb++] = (blk_t){*p, n, 1};
+    pthread_mutex_unlock(&g_cache_mu);
+    return e;
+}
+
+static int cache_put(bcache_t *c, void *p)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    for (int i = 0; i < c->nb; i++)
+        if (c->b[i].p == p) {
+            c->b[i].used = 0;
+            pthread_mutex_unlock(&g_cache_mu);
+            return 0;
+        }
+    pthread_mutex_unlock(&g_cache_mu);
+    return 1; /* not ours: cudaErrorInvalidValue */
+}
+
+/* Under g_cache_mu, with no stage left: the unused blocks back to CUDA. */
+static void cache_trim(bcache_t *c, const sl__gpu_rt_t *rt)
+{
+    int k = 0;
+    for (int i = 0; i < c->nb; i++) {
+        if (c->b[i].used)
+            c->b[k++] = c->b[i];
+        else if (c->pinned)
+            rt->host_free(c->b[i].p);
+        else
+            rt->dev_free(c->b[i].p);
+    }
+    c->nb = k;
+}
+
+static int nv_dev_malloc(void **p, size_t n)
+{
+    return cache_get(&g_dev, p, n);
+}
+static int nv_dev_free(void *p)
+{
+    return cache_put(&g_dev, p);
+}
+static int nv_pin_malloc(void **p, size_t n, unsigned flags)
+{
+    (void)flags; /* cudaMallocHost's portable pinned memory serves all */
+    return cache_get(&g_pin, p, n);
+}
+static int nv_pin_free(void *p)
+{
+    return cache_put(&g_pin, p);
+}
+
+/* nvjpegDevAllocator_t and nvjpegPinnedAllocator_t. */
+static struct {
+    int (*m)(void **, size_t);
+    int (*f)(void *);
+} nv_dev_alloc = {nv_dev_malloc, nv_dev_free};
+static struct {
+    int (*m)(void **, size_t, unsigned);
+    int (*f)(void *);
+} nv_pin_alloc = {nv_pin_malloc, nv_pin_free};
+
 /* One queued job. */
 typedef struct node {
     sl__gpu_job_t *job;
@@ -96,6 +208,7 @@ typedef struct cstage {
     sl__cuda_stage_stats_t stats;
     pthread_t feeder, completer;
     int threads;
+    int counted; /* in g_stages */
 } cstage_t;
 
 #define ALIGN(n) (((n) + 255) & ~(size_t)255)
@@ -435,6 +548,14 @@ static void release(cstage_t *s)
     }
     if (s->jh)
         rt->nvjpeg_destroy(s->jh);
+    pthread_mutex_lock(&g_cache_mu);
+    if (s->counted)
+        g_stages--;
+    if (!g_stages) {
+        cache_trim(&g_dev, rt);
+        cache_trim(&g_pin, rt);
+    }
+    pthread_mutex_unlock(&g_cache_mu);
     if (s->lib)
         rt->library_unload(s->lib);
     sl__scratch_destroy(s->scratch);
@@ -573,9 +694,17 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         release(s);
         return NULL;
     }
-    int je = rt->nvjpeg_create_ex(gs.hw_backend ? SL__NVJPEG_BACKEND_HARDWARE
-                                                : SL__NVJPEG_BACKEND_DEFAULT,
-                                  NULL, NULL, 0, &s->jh);
+    const char *alloc = getenv("SL_GPU_NVJPEG_ALLOC");
+    int cached = !alloc || strcmp(alloc, "default") != 0;
+    pthread_mutex_lock(&g_cache_mu);
+    g_stages++;
+    s->counted = 1;
+    pthread_mutex_unlock(&g_cache_mu);
+    int je =
+        rt->nvjpeg_create_ex(gs.hw_backend ? SL__NVJPEG_BACKEND_HARDWARE
+                                           : SL__NVJPEG_BACKEND_DEFAULT,
+                             cached ? (void *)&nv_dev_alloc : NULL,
+                             cached ? (void *)&nv_pin_alloc : NULL, 0, &s->jh);
     for (int k = 0; k < 2 && !je; k++)
         je = rt->nvjpeg_state_create(s->jh, &s->slot[k].jstate);
     if (je) {
