@@ -2,7 +2,7 @@
 torch.profiler (CUPTI: every kernel and CUDA call of the process, sluice's
 and nvJPEG's too) over a few steps of ResNet-18 fed with placement="gpu".
 
-    python3 bench/gpu/profile.py PHOTOS [--threads 2] [--steps 20]
+    python3 bench/gpu/gpu_profile.py PHOTOS [--threads 2] [--steps 20]
 
 Prints the kernels by GPU time and the CUDA calls that synchronise or
 allocate (cudaFree, cudaFreeHost, cudaMalloc*, *Synchronize) by count."""
