@@ -191,7 +191,7 @@ static void test_photos(void **state)
     sl__bytes_t pix = {0};
     int files = 0, vfirst = 0;
     struct dirent *e;
-    while ((e = readdir(d)) && files < 24) {
+    while ((e = readdir(d)) && files < 12) {
         if (e->d_name[0] == '.')
             continue;
         char sub[4096];
@@ -200,7 +200,7 @@ static void test_photos(void **state)
         if (!d2)
             continue;
         struct dirent *f;
-        while ((f = readdir(d2)) && files < 24) {
+        while ((f = readdir(d2)) && files < 12) {
             if (f->d_name[0] == '.')
                 continue;
             char path[8192];
