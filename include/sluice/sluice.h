@@ -225,12 +225,19 @@ typedef struct sl_options {
      *  (docs/DESIGN.md, "GPU stage") [SL_PLACEMENT_AUTO]. SL_PLACEMENT_GPU
      *  when the GPU stage is unavailable (not built, no CUDA runtime or
      *  nvJPEG, no device) fails sl_loader_create with the reason; AUTO
-     *  then runs on the CPU and says why (telemetry's placement.why). */
+     *  then runs on the CPU and says why (telemetry's placement.why).
+     *  AUTO uses the GPU only when gpu_share is given (no policy sets the
+     *  share yet), and only then starts CUDA. */
     int placement;
     /** The share of each batch's samples the GPU stage takes, per mille
-     *  (0..1000; SL_PARAM_GPU_SHARE while running) [0 / SL_AUTOTUNE: the
-     *  scheduler's, from 0]. Changes speed, never the stream. Only with
-     *  the GPU stage in use; otherwise it must be 0 / SL_AUTOTUNE. */
+     *  (0..1000; SL_PARAM_GPU_SHARE while running) [0 / SL_AUTOTUNE:
+     *  1000 with SL_PLACEMENT_GPU, 0 with AUTO]. Which slots go to the GPU
+     *  is a function of (batch size, share) only. The GPU decodes with
+     *  nvJPEG: its samples equal the CPU path's without DCT scaling
+     *  (no_dct_scale) in crop, flip, resize weights and order, and differ
+     *  only by the decoders' IDCT and chroma upsampling (docs/DESIGN.md,
+     *  "GPU stage"). Only with the GPU stage in use; otherwise it must be
+     *  0 / SL_AUTOTUNE. */
     int gpu_share;
     /** Coalesced reads (docs/DESIGN.md, "Coalesced reads"): with reads in
      *  flight from URLs, records of one remote file that the reader is

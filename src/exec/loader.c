@@ -224,6 +224,8 @@ void sl_loader_destroy(sl_loader_t *l)
     }
     sl__workers_destroy(l->readers);
     sl__workers_destroy(l->decoders);
+    if (l->stage && l->stage_owned)
+        l->stage->destroy(l->stage); /* drained by the stop */
     sl__queue_destroy(l->free_items);
     sl__queue_destroy(l->decode_q);
     for (int i = 0; l->items && i < l->nitems; i++) {
@@ -719,7 +721,10 @@ int sl__testing_gpu_stage_set(sl_loader_t *l, struct sl__gpu_stage *st)
     pthread_mutex_lock(&l->mu);
     int rc = l->running ? SL_ESTATE : 0;
     if (!rc) {
+        if (l->stage && l->stage_owned)
+            l->stage->destroy(l->stage);
         l->stage = st;
+        l->stage_owned = 0;
         l->place.gpu = 1;
         l->place.why[0] = '\0';
         l->lim.max_gpu_share = SL__GPU_SHARE_MAX;

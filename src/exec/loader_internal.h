@@ -149,6 +149,7 @@ struct sl_loader {
      * the simulated one here), samples it did, samples it handed back to
      * the CPU path, and the last reason it gave (under mu). */
     sl__gpu_stage_t *stage;
+    int stage_owned; /* 1: the loader made it (sl__loader_gpu_open) */
     atomic_llong gpu_items, gpu_refused;
     char gpu_refused_why[128];
     atomic_int io_depth, readers_now;
@@ -226,6 +227,10 @@ void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
  * the user gave them; sets l->lim and the start knobs in l->opt. */
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                        size_t errlen);
+/* The real GPU stage when placement chose the GPU (gpu/cuda_stage.h):
+ * gpu fails naming why it cannot be made, auto falls back to the CPU
+ * with the reason in place.why. */
+int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen);
 /* The scheduler, when the policy has knobs to tune: the policy object and
  * the collector's on_tick hook in *co. */
 int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
