@@ -584,6 +584,14 @@ static void cs_destroy(sl__gpu_stage_t *st)
     release(s);
 }
 
+int sl__cuda_stage_count(void)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    int n = g_stages;
+    pthread_mutex_unlock(&g_cache_mu);
+    return n;
+}
+
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
 {
     cstage_t *s = (cstage_t *)st;

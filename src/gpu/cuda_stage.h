@@ -41,6 +41,9 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
  * reason, or NULL when it would. Pure: tested without a GPU. */
 const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f);
 
+/* Stages alive in the process (tests: none outlives its loader). */
+int sl__cuda_stage_count(void);
+
 /* The stage's counters since creation. */
 typedef struct sl__cuda_stage_stats {
     long long groups, samples, refused;
