@@ -129,13 +129,17 @@ static void cpu_no_dct(const sl__xform_t *x, int i, uint8_t *out)
     sl__scratch_destroy(s);
 }
 
-/* Every image through the stage equals the CPU path without DCT scaling;
- * a PNG and a progressive JPEG are refused with the reason, and counted. */
-static void test_equals_cpu_no_dct(void **state)
+/* Every image through the stage equals the CPU path without DCT scaling,
+ * with the bitstreams copied to pinned memory (the default) or read where
+ * they are (SL_GPU_PAGEABLE_BITS=1); a PNG and a progressive JPEG are
+ * refused with the reason, and counted. */
+static void equals_cpu_no_dct(int pageable)
 {
-    (void)state;
     sl__xform_t x = train_x();
+    if (pageable)
+        setenv("SL_GPU_PAGEABLE_BITS", "1", 1);
     sl__gpu_stage_t *st = make_stage(&x, 0);
+    unsetenv("SL_GPU_PAGEABLE_BITS");
     size_t sb = (size_t)OUT * OUT * 3;
     uint8_t *out = calloc(NIMG + 2, sb), *want = malloc(sb);
     sl__gpu_job_t jobs[NIMG + 2];
@@ -187,6 +191,13 @@ static void test_equals_cpu_no_dct(void **state)
     free(prog);
     free(out);
     free(want);
+}
+
+static void test_equals_cpu_no_dct(void **state)
+{
+    (void)state;
+    equals_cpu_no_dct(0);
+    equals_cpu_no_dct(1);
 }
 
 /* The hardware decoder's rule, from the header alone. */
