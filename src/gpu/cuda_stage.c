@@ -245,6 +245,19 @@ static void refuse_group(cstage_t *s, slot_t *sl, const char *why)
     sl->n = 0;
 }
 
+void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
+                           const sl__xform_t *x, int width)
+{
+    p->pitch = width * 3;
+    p->ox = ip->ox, p->oy = ip->oy;
+    p->out_w = ip->out_w, p->out_h = ip->out_h;
+    p->hk = ip->hk, p->vk = ip->vk;
+    p->hn = ip->hn, p->vn = ip->vn;
+    p->vfirst = ip->vfirst, p->flip = ip->flip;
+    p->f32 = x->dtype == SL_DTYPE_FLOAT32;
+    p->chw = x->layout == SL_LAYOUT_CHW;
+}
+
 /* A group's fill of a slot: bytes used of each area. */
 typedef struct cursor {
     size_t coef, arena, bits;
@@ -297,20 +310,8 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
                         .vb = (const int32_t *)(dc + hb + hk),
                         .vkk = (const int32_t *)(dc + hb + hk + vb),
                         .lut =
-                            (const float *)(sl->d + s->coef_off + s->coef_cap),
-                        .pitch = f->w * 3,
-                        .ox = ip.ox,
-                        .oy = ip.oy,
-                        .out_w = ip.out_w,
-                        .out_h = ip.out_h,
-                        .hk = ip.hk,
-                        .vk = ip.vk,
-                        .hn = ip.hn,
-                        .vn = ip.vn,
-                        .vfirst = ip.vfirst,
-                        .flip = ip.flip,
-                        .f32 = s->x.dtype == SL_DTYPE_FLOAT32,
-                        .chw = s->x.layout == SL_LAYOUT_CHW};
+                            (const float *)(sl->d + s->coef_off + s->coef_cap)};
+    sl__gpu_plan_geometry(&p, &ip, &s->x, f->w);
     memcpy(sl->h + s->plans_off + (size_t)i * sizeof p, &p, sizeof p);
     sl->img[i] = (sl__nvjpeg_image_t){{src, NULL, NULL, NULL},
                                       {(size_t)f->w * 3, 0, 0, 0}};
