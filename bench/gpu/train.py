@@ -86,7 +86,9 @@ def main():
     ap.add_argument("--models", default="resnet50")
     ap.add_argument("--cases", default="cpu,gpu",
                     help="cpu, gpu, gpu-default (nvJPEG's own allocations: "
-                         "SL_GPU_NVJPEG_ALLOC=default)")
+                         "SL_GPU_NVJPEG_ALLOC=default), gpu-pageable (the "
+                         "bitstreams not copied to pinned memory: "
+                         "SL_GPU_PAGEABLE_BITS=1)")
     a = ap.parse_args()
     nvml = Nvml()
     res = {}
@@ -137,10 +139,13 @@ def run_model(a, name, nvml):
             place = case.split("-")[0]
             if case == "gpu-default":
                 os.environ["SL_GPU_NVJPEG_ALLOC"] = "default"
+            if case == "gpu-pageable":
+                os.environ["SL_GPU_PAGEABLE_BITS"] = "1"
             dl = st.DataLoader(a.photos, batch_size=a.batch, num_workers=threads,
                                device="cuda", pin_memory=True, drop_last=True,
                                placement=place, max_threads=threads + 1)
             os.environ.pop("SL_GPU_NVJPEG_ALLOC", None)
+            os.environ.pop("SL_GPU_PAGEABLE_BITS", None)
             n = wait = 0.0
             t0 = c0 = None
             steps = 0

@@ -24,6 +24,8 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
  * source, the skip list); passes rc back. */
 static int create_undo(sl_loader_t *l, int rc)
 {
+    if (l->stage && l->stage_owned)
+        l->stage->destroy(l->stage); /* made by sl__loader_budgets */
     sl__sampler_free(&l->smp);
     sl__source_close(l->src);
     sl__msglog_free(&l->skips);

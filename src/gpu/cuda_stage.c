@@ -54,9 +54,10 @@ const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
  * freed blocks for reuse while any stage lives: cudaFree and cudaFreeHost
  * synchronise the whole device, the training stream included, and nvJPEG
  * reallocates when a group is larger than the last (its batched init).
- * SL_GPU_NVJPEG_ALLOC=default leaves nvJPEG to CUDA (for measuring the
- * difference: bench/gpu/run). Process-wide: nvJPEG's allocator has no
- * context pointer. */
+ * SL_GPU_NVJPEG_ALLOC=default leaves nvJPEG to CUDA, and
+ * SL_GPU_PAGEABLE_BITS=1 hands it the bitstreams where they are (both for
+ * measuring the difference: bench/gpu/train.py's cases). Process-wide: nvJPEG's
+ * allocator has no context pointer. */
 typedef struct blk {
     void *p;
     size_t n;
@@ -193,6 +194,8 @@ typedef struct cstage {
     int device, gmax;
     size_t plans_off, coef_off, out_off, arena_off; /* in each slot */
     size_t coef_cap, arena_cap, slot_bytes;
+    size_t bits_off, bits_cap; /* the pinned bitstreams (host side only) */
+    int pageable_bits;         /* SL_GPU_PAGEABLE_BITS=1: not copied */
     float lut[3][256];
     sl__nvjpeg_t jh;
     sl__cuda_library_t lib;
@@ -242,10 +245,31 @@ static void refuse_group(cstage_t *s, slot_t *sl, const char *why)
     sl->n = 0;
 }
 
-/* The plan of one job into the slot's host memory at the group's cursor;
- * *dec / *tmp: arena bytes it needs. 0, or a refusal reason in why. */
+void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
+                           const sl__xform_t *x, int width)
+{
+    p->pitch = width * 3;
+    p->ox = ip->ox, p->oy = ip->oy;
+    p->out_w = ip->out_w, p->out_h = ip->out_h;
+    p->hk = ip->hk, p->vk = ip->vk;
+    p->hn = ip->hn, p->vn = ip->vn;
+    p->vfirst = ip->vfirst, p->flip = ip->flip;
+    p->f32 = x->dtype == SL_DTYPE_FLOAT32;
+    p->chw = x->layout == SL_LAYOUT_CHW;
+}
+
+/* A group's fill of a slot: bytes used of each area. */
+typedef struct cursor {
+    size_t coef, arena, bits;
+} cursor_t;
+
+/* The plan of one job into the slot's host memory at the group's cursor,
+ * its bitstream copied into the slot's pinned area (nvJPEG then copies it
+ * to the device asynchronously; from pageable memory each copy is
+ * synchronous: bench/RESULTS.md, the H200 profile). 0; 1 when the group
+ * is full; -1 with a refusal reason in why. */
 static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
-                    size_t *coef_at, size_t *arena_at, char *why, size_t wl)
+                    cursor_t *at, char *why, size_t wl)
 {
     sl__gpu_job_t *j = sl->jobs[i]->job;
     sl__image_plan_t ip;
@@ -266,15 +290,18 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
                  (s->arena_cap + s->coef_cap) >> 20);
         return -1;
     }
-    if (*coef_at + cneed > s->coef_cap || *arena_at + dec + tmp > s->arena_cap)
+    /* A bitstream larger than the pinned area is read from where it is. */
+    size_t bneed = s->pageable_bits || j->n > s->bits_cap ? 0 : ALIGN(j->n);
+    if (at->coef + cneed > s->coef_cap ||
+        at->arena + dec + tmp > s->arena_cap || at->bits + bneed > s->bits_cap)
         return 1; /* the group is full: next group */
-    uint8_t *hc = sl->h + s->coef_off + *coef_at;
-    uint8_t *dc = sl->d + s->coef_off + *coef_at;
+    uint8_t *hc = sl->h + s->coef_off + at->coef;
+    uint8_t *dc = sl->d + s->coef_off + at->coef;
     memcpy(hc, ip.hb, hb);
     memcpy(hc + hb, ip.hkk, hk);
     memcpy(hc + hb + hk, ip.vb, vb);
     memcpy(hc + hb + hk + vb, ip.vkk, vk);
-    uint8_t *src = sl->d + s->arena_off + *arena_at;
+    uint8_t *src = sl->d + s->arena_off + at->arena;
     sl__gpu_plan_t p = {.src = src,
                         .tmp = src + dec,
                         .out = sl->d + s->out_off + (size_t)i * s->sample_bytes,
@@ -283,27 +310,22 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
                         .vb = (const int32_t *)(dc + hb + hk),
                         .vkk = (const int32_t *)(dc + hb + hk + vb),
                         .lut =
-                            (const float *)(sl->d + s->coef_off + s->coef_cap),
-                        .pitch = f->w * 3,
-                        .ox = ip.ox,
-                        .oy = ip.oy,
-                        .out_w = ip.out_w,
-                        .out_h = ip.out_h,
-                        .hk = ip.hk,
-                        .vk = ip.vk,
-                        .hn = ip.hn,
-                        .vn = ip.vn,
-                        .vfirst = ip.vfirst,
-                        .flip = ip.flip,
-                        .f32 = s->x.dtype == SL_DTYPE_FLOAT32,
-                        .chw = s->x.layout == SL_LAYOUT_CHW};
+                            (const float *)(sl->d + s->coef_off + s->coef_cap)};
+    sl__gpu_plan_geometry(&p, &ip, &s->x, f->w);
     memcpy(sl->h + s->plans_off + (size_t)i * sizeof p, &p, sizeof p);
     sl->img[i] = (sl__nvjpeg_image_t){{src, NULL, NULL, NULL},
                                       {(size_t)f->w * 3, 0, 0, 0}};
-    sl->data[i] = j->bytes;
+    if (bneed) {
+        uint8_t *b = sl->h + s->bits_off + at->bits;
+        memcpy(b, j->bytes, j->n);
+        sl->data[i] = b;
+    } else {
+        sl->data[i] = j->bytes;
+    }
     sl->lens[i] = j->n;
-    *coef_at += cneed;
-    *arena_at += dec + tmp;
+    at->coef += cneed;
+    at->arena += dec + tmp;
+    at->bits += bneed;
     return 0;
 }
 
@@ -384,7 +406,7 @@ static void *feeder_main(void *arg)
         slot_t *sl = &s->slot[s->launched % 2];
         pthread_mutex_unlock(&s->mu);
 
-        size_t coef_at = 0, arena_at = 0;
+        cursor_t at = {0, 0, 0};
         sl->n = 0;
         for (;;) {
             node_t *nd = carry;
@@ -416,8 +438,7 @@ static void *feeder_main(void *arg)
                 continue;
             }
             sl->jobs[sl->n] = nd;
-            int rc = plan_job(s, sl, sl->n, &f, &coef_at, &arena_at, why,
-                              sizeof why);
+            int rc = plan_job(s, sl, sl->n, &f, &at, why, sizeof why);
             if (rc < 0) {
                 finish(s, nd, SL__GPU_REFUSED, why);
                 continue;
@@ -432,7 +453,7 @@ static void *feeder_main(void *arg)
         if (!sl->n)
             continue;
         char why[256];
-        if (launch(s, sl, coef_at, why, sizeof why)) {
+        if (launch(s, sl, at.coef, why, sizeof why)) {
             refuse_group(s, sl, why);
             continue;
         }
@@ -584,6 +605,14 @@ static void cs_destroy(sl__gpu_stage_t *st)
     release(s);
 }
 
+int sl__cuda_stage_count(void)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    int n = g_stages;
+    pthread_mutex_unlock(&g_cache_mu);
+    return n;
+}
+
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
 {
     cstage_t *s = (cstage_t *)st;
@@ -612,6 +641,10 @@ static int size_slots(cstage_t *s, size_t budget, char *err, size_t errlen)
                         budget >> 20, s->sample_bytes);
     s->arena_cap = half - s->arena_off;
     s->slot_bytes = half;
+    /* Host side: where the device has its arena, the group's bitstreams
+     * (32 MiB: ~300 ImageNet photos; more waits for the next group). */
+    s->bits_off = s->arena_off;
+    s->bits_cap = (size_t)32 << 20;
     return 0;
 }
 
@@ -670,7 +703,7 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
     for (int k = 0; k < 2 && !e; k++) {
         slot_t *sl = &s->slot[k];
         what = "allocating its memory";
-        e = rt->host_malloc((void **)&sl->h, s->arena_off);
+        e = rt->host_malloc((void **)&sl->h, s->bits_off + s->bits_cap);
         if (!e)
             e = rt->dev_malloc((void **)&sl->d, s->slot_bytes);
         if (!e) {
@@ -694,6 +727,8 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         release(s);
         return NULL;
     }
+    const char *pg = getenv("SL_GPU_PAGEABLE_BITS");
+    s->pageable_bits = pg && !strcmp(pg, "1");
     const char *alloc = getenv("SL_GPU_NVJPEG_ALLOC");
     int cached = !alloc || strcmp(alloc, "default") != 0;
     pthread_mutex_lock(&g_cache_mu);

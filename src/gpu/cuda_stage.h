@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "gpu/resample.h"
 #include "gpu/stage.h"
 #include "ops/image.h"
 
@@ -40,6 +41,16 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
 /* Why the hardware decoder would not take a JPEG with this frame: a
  * reason, or NULL when it would. Pure: tested without a GPU. */
 const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f);
+
+/* A sample's plan for the kernels (gpu/resample.h) from the CPU's
+ * planner (sl__image_plan) for an image `width` pixels wide decoded to
+ * interleaved RGB: everything but the pointers, which are the caller's
+ * (device memory for the stage, host memory in tests). */
+void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
+                           const sl__xform_t *x, int width);
+
+/* Stages alive in the process (tests: none outlives its loader). */
+int sl__cuda_stage_count(void);
 
 /* The stage's counters since creation. */
 typedef struct sl__cuda_stage_stats {

@@ -90,9 +90,8 @@ static void on_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 static sl__gpu_stage_t *make_stage(const sl__xform_t *x, size_t budget)
 {
     char err[512];
-    sl__gpu_stage_t *st =
-        sl__cuda_stage_create(x, (size_t)OUT * OUT * 3, 0, budget, err,
-                              sizeof err);
+    sl__gpu_stage_t *st = sl__cuda_stage_create(x, (size_t)OUT * OUT * 3, 0,
+                                                budget, err, sizeof err);
     if (!st)
         fail_msg("the stage over the simulated CUDA: %s", err);
     return st;
@@ -106,8 +105,8 @@ static void job_for(const sl__xform_t *x, int i, sl__gpu_job_t *j, void *out)
     sl__rng_init(&f, 5, 0, (uint64_t)i, SL_RNG_FLIP);
     memset(j, 0, sizeof *j);
     char err[128];
-    assert_int_equal(sl__image_geometry(imgs[i].b, imgs[i].n, x, &c, &f,
-                                        j->box, &j->flip, err, sizeof err),
+    assert_int_equal(sl__image_geometry(imgs[i].b, imgs[i].n, x, &c, &f, j->box,
+                                        &j->flip, err, sizeof err),
                      0);
     j->bytes = imgs[i].b;
     j->n = imgs[i].n;
@@ -130,13 +129,17 @@ static void cpu_no_dct(const sl__xform_t *x, int i, uint8_t *out)
     sl__scratch_destroy(s);
 }
 
-/* Every image through the stage equals the CPU path without DCT scaling;
- * a PNG and a progressive JPEG are refused with the reason, and counted. */
-static void test_equals_cpu_no_dct(void **state)
+/* Every image through the stage equals the CPU path without DCT scaling,
+ * with the bitstreams copied to pinned memory (the default) or read where
+ * they are (SL_GPU_PAGEABLE_BITS=1); a PNG and a progressive JPEG are
+ * refused with the reason, and counted. */
+static void equals_cpu_no_dct(int pageable)
 {
-    (void)state;
     sl__xform_t x = train_x();
+    if (pageable)
+        setenv("SL_GPU_PAGEABLE_BITS", "1", 1);
     sl__gpu_stage_t *st = make_stage(&x, 0);
+    unsetenv("SL_GPU_PAGEABLE_BITS");
     size_t sb = (size_t)OUT * OUT * 3;
     uint8_t *out = calloc(NIMG + 2, sb), *want = malloc(sb);
     sl__gpu_job_t jobs[NIMG + 2];
@@ -190,13 +193,26 @@ static void test_equals_cpu_no_dct(void **state)
     free(want);
 }
 
+static void test_equals_cpu_no_dct(void **state)
+{
+    (void)state;
+    equals_cpu_no_dct(0);
+    equals_cpu_no_dct(1);
+}
+
 /* The hardware decoder's rule, from the header alone. */
 static void test_refusal_rule(void **state)
 {
     (void)state;
-    sl__jpeg_frame_t f = {.sof = 0xC0, .precision = 8, .w = 10, .h = 10,
-                          .ncomp = 3, .hs = {2, 1, 1}, .vs = {2, 1, 1},
-                          .adobe = -1, .scan_comps = 3};
+    sl__jpeg_frame_t f = {.sof = 0xC0,
+                          .precision = 8,
+                          .w = 10,
+                          .h = 10,
+                          .ncomp = 3,
+                          .hs = {2, 1, 1},
+                          .vs = {2, 1, 1},
+                          .adobe = -1,
+                          .scan_comps = 3};
     assert_null(sl__gpu_jpeg_refusal(&f)); /* 4:2:0 baseline */
     sl__jpeg_frame_t g = f;
     g.ncomp = 1;
@@ -353,6 +369,16 @@ static void test_loader_placement_gpu(void **state)
     assert_int_equal(g, 1);
     assert_int_equal(digest(root, SL_PLACEMENT_AUTO, 500, 1, &g), want);
     assert_int_equal(g, 1);
+    /* a share out of range after the stage was made: refused, and the
+     * stage goes with the loader */
+    sl_options_t o;
+    sl_options_init(&o);
+    o.placement = SL_PLACEMENT_GPU;
+    o.gpu_share = 2000;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_null(l);
+    assert_int_equal(sl__cuda_stage_count(), 0);
     tu_rmtree(root);
     free(root);
 }

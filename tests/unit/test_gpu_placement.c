@@ -10,6 +10,8 @@
 #include "gpu/placement.h"
 #include "sluice/telemetry.h"
 #include "sluice/testing.h"
+#include "sluice/version.h" /* SL_HAVE_PROMETHEUS */
+#include "telemetry/collector.h"
 #include "testutil.h"
 
 static sl__gpu_status_t status(int available, const char *reason)
@@ -203,6 +205,15 @@ static void test_loader_without_a_stage(void **state)
         sl_snapshot_parse(json, strlen(json), &back, perr, sizeof perr), 0);
     assert_string_equal(back.placement_why, s.placement_why);
     assert_int_equal(back.placement_present, 1);
+#if SL_HAVE_PROMETHEUS
+    /* and the metrics endpoint's text carries the share and counters */
+    static char prom[65536];
+    s.placement_gpu = 1, s.gpu_share = 250, s.gpu_samples_total = 7;
+    assert_true(sl__prom_format(&s, NULL, prom, sizeof prom) > 0);
+    assert_non_null(strstr(prom, "\nsluice_gpu_stage_share 0.25"));
+    assert_non_null(strstr(prom, "\nsluice_gpu_stage_samples_total 7\n"));
+    assert_non_null(strstr(prom, "\nsluice_gpu_stage_refused_total 0\n"));
+#endif
     sl_loader_destroy(l);
 
     /* cpu: no reason */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include "gpu/cuda_stage.h"
 #include "gpu/resample.h"
 #include "ops/image.h"
 #include "ops/ops_internal.h"
@@ -51,20 +52,8 @@ static int gpu_way(const uint8_t *rgb, int w, int h, const sl__xform_t *x,
                         .hkk = ip.hkk,
                         .vb = ip.vb,
                         .vkk = ip.vkk,
-                        .lut = &lut[0][0],
-                        .pitch = w * 3,
-                        .ox = ip.ox,
-                        .oy = ip.oy,
-                        .out_w = ip.out_w,
-                        .out_h = ip.out_h,
-                        .hk = ip.hk,
-                        .vk = ip.vk,
-                        .hn = ip.hn,
-                        .vn = ip.vn,
-                        .vfirst = ip.vfirst,
-                        .flip = ip.flip,
-                        .f32 = x->dtype == SL_DTYPE_FLOAT32,
-                        .chw = x->layout == SL_LAYOUT_CHW};
+                        .lut = &lut[0][0]};
+    sl__gpu_plan_geometry(&p, &ip, x, w);
     for (int e = 0, n = sl__gpu_pass1_count(&p); e < n; e++)
         sl__gpu_pass1(&p, e);
     for (int e = 0, n = sl__gpu_pass2_count(&p); e < n; e++)
