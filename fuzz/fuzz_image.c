@@ -1,4 +1,5 @@
-/* libFuzzer target for ops/image: header probe, then decode + transform in
+/* libFuzzer target for ops/image: header probe (and the JPEG frame walk
+ * the GPU stage reads), then decode + transform in
  * BOX, RRC and CENTER modes, with and without DCT scaling, into a small
  * output. Must never crash, hang or leak on any bytes. Images over 4096 px
  * a side are only probed (their decode cost is real, not a bug). */
@@ -16,6 +17,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[256];
     if (sl__image_info(data, size, &w, &h, err, sizeof err) != 0)
         w = h = 0;
+    sl__jpeg_frame_t f;
+    if (sl__jpeg_frame(data, size, &f, err, sizeof err) == 0 &&
+        (f.w != w || f.h != h))
+        __builtin_trap(); /* the frame walk and the probe disagree */
     if (w > 4096 || h > 4096)
         return 0;
     static float out[32 * 32 * 3];

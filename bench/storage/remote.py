@@ -66,6 +66,45 @@ def tar_pattern(folder):
     return tars, "shard-{%06d..%06d}.tar" % (0, len(tars) - 1)
 
 
+def link_up(ns, tmp, www, a):
+    """The emulated link: network namespace ns whose loopback a token bucket
+    caps at a.bw_mbs MB/s, nginx in it serving www on 127.0.0.1:8080 with
+    every request held a.rtt_ms (echo_sleep), logging
+    '$request $status $http_range $bytes_sent' to tmp/access.log. Also
+    used by bench/storage/coalesce.py."""
+    sh("ip", "netns", "add", ns)
+    sh("ip", "-n", ns, "link", "set", "lo", "up")
+    # the link: lo's egress carries both directions inside the namespace
+    sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
+       "rate", f"{int(a.bw_mbs * 8)}mbit", "burst", "1mb", "latency", "100ms")
+    conf = os.path.join(tmp, "nginx.conf")
+    user = "user root;" if os.geteuid() == 0 else ""
+    with open(conf, "w") as f:
+        f.write(f"""load_module {ECHO};
+{user} worker_processes 2; daemon on; pid {tmp}/nginx.pid; error_log {tmp}/nginx.err;
+events {{ worker_connections 256; }}
+http {{ log_format f '$request $status $http_range $bytes_sent';
+  access_log {tmp}/access.log f; sendfile on;
+  server {{ listen 127.0.0.1:8080; root {www};
+    location / {{ echo_sleep {a.rtt_ms / 1000:.3f}; echo_exec @file; }}
+    location @file {{ }} }} }}
+""")
+    sh("chmod", "-R", "o+rX", tmp)
+    sh("ip", "netns", "exec", ns, "nginx", "-c", conf, "-p", tmp)
+    for _ in range(50):
+        if os.path.exists(os.path.join(tmp, "nginx.pid")):
+            break
+        time.sleep(0.1)
+
+
+def link_down(ns, tmp):
+    pid = os.path.join(tmp, "nginx.pid")
+    if os.path.exists(pid):
+        subprocess.run(["kill", open(pid).read().strip()])
+    subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
+    shutil.rmtree(tmp, ignore_errors=True) if not os.environ.get("SL_KEEP") else print(tmp)
+
+
 def outer(a):
     need(os.geteuid() == 0, "needs root (a network namespace and tc)")
     for t in ("ip", "tc", "nginx"):
@@ -84,29 +123,7 @@ def outer(a):
         os.makedirs(os.path.join(www, "bare"))  # the tars alone: no sidecars
         for t in tars:
             os.link(os.path.join(www, "wds", t), os.path.join(www, "bare", t))
-        sh("ip", "netns", "add", ns)
-        sh("ip", "-n", ns, "link", "set", "lo", "up")
-        # the link: lo's egress carries both directions inside the namespace
-        sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
-           "rate", f"{int(a.bw_mbs * 8)}mbit", "burst", "1mb", "latency", "100ms")
-        conf = os.path.join(tmp, "nginx.conf")
-        user = "user root;" if os.geteuid() == 0 else ""
-        with open(conf, "w") as f:
-            f.write(f"""load_module {ECHO};
-{user} worker_processes 2; daemon on; pid {tmp}/nginx.pid; error_log {tmp}/nginx.err;
-events {{ worker_connections 256; }}
-http {{ log_format f '$request $status $http_range $bytes_sent';
-  access_log {tmp}/access.log f; sendfile on;
-  server {{ listen 127.0.0.1:8080; root {www};
-    location / {{ echo_sleep {a.rtt_ms / 1000:.3f}; echo_exec @file; }}
-    location @file {{ }} }} }}
-""")
-        sh("chmod", "-R", "o+rX", tmp)
-        sh("ip", "netns", "exec", ns, "nginx", "-c", conf, "-p", tmp)
-        for _ in range(50):
-            if os.path.exists(os.path.join(tmp, "nginx.pid")):
-                break
-            time.sleep(0.1)
+        link_up(ns, tmp, www, a)
         url = "http://127.0.0.1:8080/wds/" + pat
         local = os.path.join(www, "wds", pat)
         out = a.json_out or os.path.join(tmp, "peers.json")
@@ -122,11 +139,7 @@ http {{ log_format f '$request $status $http_range $bytes_sent';
         sh(*cmd)
         report(json.load(open(out)), size, a)
     finally:
-        pid = os.path.join(tmp, "nginx.pid")
-        if os.path.exists(pid):
-            subprocess.run(["kill", open(pid).read().strip()])
-        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL)
-        shutil.rmtree(tmp, ignore_errors=True) if not os.environ.get("SL_KEEP") else print(tmp)
+        link_down(ns, tmp)
 
 
 def inner(a):

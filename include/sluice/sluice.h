@@ -85,6 +85,10 @@ SL_API const char *sl_strerror(int code);
 /** sl_options_t.io_depth: no asynchronous reads (one blocking read per
  *  read thread). */
 #define SL_IO_DEPTH_OFF (-2)
+/** sl_options_t.coalesce_bytes left at 0: the most bytes one coalesced
+ *  request fetches (about a 100 MB/s link's bytes in one 10 ms round
+ *  trip). */
+#define SL_COALESCE_DEFAULT (1 << 20)
 
 typedef enum sl_dtype {
     SL_DTYPE_UINT8 = 0,  /**< 0..255 pixels, as PILToTensor gives */
@@ -221,13 +225,28 @@ typedef struct sl_options {
      *  (docs/DESIGN.md, "GPU stage") [SL_PLACEMENT_AUTO]. SL_PLACEMENT_GPU
      *  when the GPU stage is unavailable (not built, no CUDA runtime or
      *  nvJPEG, no device) fails sl_loader_create with the reason; AUTO
-     *  then runs on the CPU and says why (telemetry's placement.why). */
+     *  then runs on the CPU and says why (telemetry's placement.why).
+     *  AUTO uses the GPU only when gpu_share is given (no policy sets the
+     *  share yet), and only then starts CUDA. */
     int placement;
     /** The share of each batch's samples the GPU stage takes, per mille
-     *  (0..1000; SL_PARAM_GPU_SHARE while running) [0 / SL_AUTOTUNE: the
-     *  scheduler's, from 0]. Changes speed, never the stream. Only with
-     *  the GPU stage in use; otherwise it must be 0 / SL_AUTOTUNE. */
+     *  (0..1000; SL_PARAM_GPU_SHARE while running) [0 / SL_AUTOTUNE:
+     *  1000 with SL_PLACEMENT_GPU, 0 with AUTO]. Which slots go to the GPU
+     *  is a function of (batch size, share) only. The GPU decodes with
+     *  nvJPEG: its samples equal the CPU path's without DCT scaling
+     *  (no_dct_scale) in crop, flip, resize weights and order, and differ
+     *  only by the decoders' IDCT and chroma upsampling (docs/DESIGN.md,
+     *  "GPU stage"). Only with the GPU stage in use; otherwise it must be
+     *  0 / SL_AUTOTUNE. */
     int gpu_share;
+    /** Coalesced reads (docs/DESIGN.md, "Coalesced reads"): with reads in
+     *  flight from URLs, records of one remote file that the reader is
+     *  about to read and that lie next to each other (gaps of at most
+     *  16 KiB) are fetched with one HTTP range request of at most this
+     *  many bytes and split; a failed one is read again record by record.
+     *  Changes requests, never the stream [0: 1 MiB (SL_COALESCE_DEFAULT);
+     *  < 0: off, one request per record]. */
+    int64_t coalesce_bytes;
 } sl_options_t;
 
 /** sl_options_t.placement. */
@@ -335,6 +354,13 @@ typedef struct sl_stats {
     int64_t cache_codec;     /**< sl_cache_codec_t new entries get now (auto:
                                   the one it chose) */
     int64_t cache_codec_choices; /**< run-time codec changes so far */
+    /* remote reads (after the second layout) */
+    int64_t requests;          /**< ranged requests the loader's reads made
+                                    for samples (retries not counted) */
+    int64_t request_records;   /**< samples those requests fetched: records
+                                    per request = this / requests */
+    int64_t request_fallbacks; /**< coalesced requests that failed, their
+                                    records read again one by one */
 } sl_stats_t;
 
 /** Zeroes *st and sets st->size. */

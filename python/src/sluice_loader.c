@@ -627,15 +627,24 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
         Py_DECREF(tel);
         return NULL;
     }
+    PyObject *reqs =
+        Py_BuildValue("{s:L,s:L,s:L}", "count", (long long)st.requests,
+                      "records", (long long)st.request_records, "fallbacks",
+                      (long long)st.request_fallbacks);
+    if (!reqs) {
+        Py_DECREF(tel);
+        Py_DECREF(cache);
+        return NULL;
+    }
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:N,s:N}", "samples",
+        "{s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L,s:L,s:L,s:i,s:N,s:N,s:N}", "samples",
         (long long)st.samples, "batches", (long long)st.batches,
         "errors_skipped", (long long)st.errors_skipped, "bytes_read",
         (long long)st.bytes_read, "wait_s", (double)st.wait_ns / 1e9, "threads",
         (long long)th, "read_threads", (long long)rt, "prefetch", (long long)pf,
         "epoch", (long long)(self->pos_g / self->nb), "batch",
         (long long)(self->pos_g % self->nb), "batches_held", self->core->held,
-        "telemetry", tel, "cache", cache);
+        "telemetry", tel, "cache", cache, "requests", reqs);
 }
 
 static PyObject *loader_skipped(LoaderObject *self, PyObject *unused)
@@ -815,49 +824,45 @@ static int opt_io_depth(PyObject *v, int *out)
     return slpy_parse_int(v, "io_depth", 1, 65536, out);
 }
 
+/* coalesce: None (1 MiB), bytes in 1..2**30, or 'off', as `sluice run
+ * --coalesce`. */
+static int opt_coalesce(PyObject *v, int64_t *out)
+{
+    if (v == Py_None)
+        return 0;
+    if (PyUnicode_Check(v)) {
+        const char *s = PyUnicode_AsUTF8(v);
+        if (s && !strcmp(s, "off")) {
+            *out = -1;
+            return 0;
+        }
+        PyErr_Format(PyExc_ValueError,
+                     "coalesce must be bytes in 1..2**30 or 'off', not %R", v);
+        return -1;
+    }
+    int n = 0;
+    if (slpy_parse_int(v, "coalesce", 1, 1 << 30, &n))
+        return -1;
+    *out = n;
+    return 0;
+}
+
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",
-                             "batch_size",
-                             "image_size",
-                             "mode",
-                             "dtype",
-                             "layout",
-                             "shuffle",
-                             "seed",
-                             "drop_last",
-                             "rank",
-                             "world_size",
-                             "epochs",
-                             "unordered",
-                             "on_error",
-                             "threads",
-                             "read_threads",
-                             "prefetch",
-                             "dct_scale",
-                             "mean",
-                             "std",
-                             "telemetry_ms",
-                             "telemetry_path",
-                             "metrics_port",
-                             "flip",
-                             "scale",
-                             "ratio",
-                             "resize_size",
-                             "host_alloc",
-                             "policy",
-                             "max_memory",
-                             "shuffle_buffer",
-                             "cache_bytes",
-                             "cache_policy",
-                             "cache_decoded",
-                             "cache_codec",
-                             "io_depth",
-                             "max_threads",
-                             "policy_file",
-                             "placement",
-                             "gpu_share",
-                             NULL};
+    static char *kwlist[] = {"source",         "batch_size",   "image_size",
+                             "mode",           "dtype",        "layout",
+                             "shuffle",        "seed",         "drop_last",
+                             "rank",           "world_size",   "epochs",
+                             "unordered",      "on_error",     "threads",
+                             "read_threads",   "prefetch",     "dct_scale",
+                             "mean",           "std",          "telemetry_ms",
+                             "telemetry_path", "metrics_port", "flip",
+                             "scale",          "ratio",        "resize_size",
+                             "host_alloc",     "policy",       "max_memory",
+                             "shuffle_buffer", "cache_bytes",  "cache_policy",
+                             "cache_decoded",  "cache_codec",  "io_depth",
+                             "max_threads",    "policy_file",  "placement",
+                             "gpu_share",      "coalesce",     NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -872,17 +877,19 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *io_depth = Py_None, *max_threads = Py_None;
     PyObject *policy_file = Py_None;
     PyObject *placement = Py_None, *gpu_share = Py_None;
+    PyObject *coalesce = Py_None;
     int cache_decoded = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOO:Loader",
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOO:Loader",
             kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
             &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
             &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
             &dct, &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
-            &io_depth, &max_threads, &policy_file, &placement, &gpu_share))
+            &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
+            &coalesce))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -933,6 +940,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_parse_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
         opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy) ||
         opt_io_depth(io_depth, &o->io_depth) ||
+        opt_coalesce(coalesce, &o->coalesce_bytes) ||
         slpy_parse_int(max_threads, "max_threads", 2, 256, &o->max_threads) ||
         opt_placement(placement, &o->placement) ||
         slpy_parse_int(gpu_share, "gpu_share", 0, 1000, &o->gpu_share))
@@ -1284,7 +1292,8 @@ PyDoc_STRVAR(
     "resize_size=None, host_alloc=None, policy=None, max_memory=None, "
     "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
     "cache_decoded=False, cache_codec='auto', io_depth=None, "
-    "max_threads=None, policy_file=None)\n--\n\n"
+    "max_threads=None, policy_file=None, placement=None, gpu_share=None, "
+    "coalesce=None)\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
     "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
@@ -1306,7 +1315,11 @@ PyDoc_STRVAR(
     "time);\nstats()['cache'] counts hits and misses. io_depth: reads in "
     "flight (int, or 'off'\nfor one blocking read per read thread); "
     "max_threads: the CPU thread budget\n(decode threads + 1); "
-    "policy_file: policy='rl' weights (as sluice run's\n--policy-file).");
+    "policy_file: policy='rl' weights (as sluice run's\n--policy-file). "
+    "coalesce: the most bytes one range request fetches for\nneighbouring "
+    "remote records (None: 1 MiB; 'off': one request a record);\n"
+    "stats()['requests'] counts requests, the records they fetched and "
+    "the\ncoalesced ones that failed (read again one by one).");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

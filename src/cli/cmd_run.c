@@ -46,6 +46,16 @@ static int io_depth(const char *s, void *out)
     return 0;
 }
 
+/* --coalesce SIZE | off */
+static int coalesce(const char *s, void *out)
+{
+    long long v = strcmp(s, "off") ? sl__parse_size(s) : -1;
+    if (v == 0 || v > (1LL << 30) || (v < 0 && strcmp(s, "off")))
+        return -1;
+    *(int64_t *)out = v;
+    return 0;
+}
+
 static int latency(const char *s, void *us)
 {
     return sl__parse_latency_ms(s, us);
@@ -81,6 +91,10 @@ static const sl__opt_t run_opts[] = {
      "reads in flight, shared by the read threads (io_uring); off: one "
      "blocking read per read thread",
      "heuristic: tuned; else one per read thread", .parse = io_depth},
+    {"coalesce", 0, SL__OPT_CALL, F(opt.coalesce_bytes), 0, 0, "SIZE",
+     "reads in flight from URLs: neighbouring records in one range "
+     "request of at most SIZE (up to 1G); off: one request per record",
+     "1M", .parse = coalesce},
     {"prefetch", 0, SL__OPT_INT, F(opt.prefetch), 1, 4096, "N",
      "batch buffers in flight", "2 x threads"},
     {"step-ms", 0, SL__OPT_DOUBLE, F(step_ms), 0, HUGE_VAL, "T",
@@ -338,6 +352,26 @@ int sl__cmd_run(int argc, char **argv)
     sl_stats_t st;
     sl_stats_init(&st);
     sl_loader_stats(l, &st);
+    if (st.requests > 0) {
+        size_t k = strlen(r.json_shape);
+        snprintf(
+            r.json_shape + k, sizeof r.json_shape - k,
+            ", \"requests\": {\"count\": %lld, \"records\": %lld, "
+            "\"fallbacks\": %lld, \"coalesce_bytes\": %lld}",
+            (long long)st.requests, (long long)st.request_records,
+            (long long)st.request_fallbacks,
+            (long long)(used.coalesce_bytes > 0 ? used.coalesce_bytes : 0));
+        if (!a.c.json || c.show)
+            fprintf(stderr,
+                    "sluice %s: remote reads: %lld requests for %lld samples "
+                    "(%.2f a request; coalescing %s), %lld coalesced requests "
+                    "failed and were read record by record\n",
+                    argv[0], (long long)st.requests,
+                    (long long)st.request_records,
+                    (double)st.request_records / (double)st.requests,
+                    used.coalesce_bytes > 0 ? "on" : "off",
+                    (long long)st.request_fallbacks);
+    }
     const char *codec = st.cache_codec >= 0 && st.cache_codec <= 5
                             ? cache_codecs[st.cache_codec]
                             : "?";

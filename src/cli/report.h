@@ -44,11 +44,11 @@ int sl__state_read(const char *path, const char *magic, sl__state_t *s,
 
 /** The figures of one run. */
 typedef struct sl__report {
-    const char *noun;     /* human line: "samples" | "sequences" */
-    const char *unit;     /* human line: rate unit, "img/s" | "seq/s" */
-    char rate_extra[64];  /* human line: after the rate, e.g. ", 9 tokens/s" */
-    char json_rates[128]; /* JSON: after "samples_per_s", e.g. tokens */
-    char json_shape[512]; /* JSON: after "batch", e.g. "size" */
+    const char *noun;      /* human line: "samples" | "sequences" */
+    const char *unit;      /* human line: rate unit, "img/s" | "seq/s" */
+    char rate_extra[64];   /* human line: after the rate, e.g. ", 9 tokens/s" */
+    char json_rates[128];  /* JSON: after "samples_per_s", e.g. tokens */
+    char json_shape[1024]; /* JSON: after "batch", e.g. "size" */
     int64_t samples, batches, epochs;
     double seconds, cpu_seconds;
     sl__waits_t *waits; /* sorted by sl__report_print */

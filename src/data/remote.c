@@ -111,6 +111,25 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
+/* len bytes (that fit in x->len) to the pieces, in order. */
+static void scatter(xfer_t *x, const char *p, size_t len)
+{
+    x->got += len;
+    while (len && x->si < x->nseg) {
+        const sl__rseg_t *g = &x->seg[x->si];
+        size_t k = g->len - x->so < len ? g->len - x->so : len;
+        if (g->buf)
+            memcpy((uint8_t *)g->buf + x->so, p, k);
+        p += k;
+        len -= k;
+        x->so += k;
+        if (x->so == g->len) {
+            x->si++;
+            x->so = 0;
+        }
+    }
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     xfer_t *x = arg;
@@ -141,6 +160,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     if (len > x->len - x->got) {
         x->overflow = 1;
         return 0;
+    }
+    if (x->seg) {
+        scatter(x, p, len);
+        return len;
     }
     memcpy(x->buf + x->got, p, len);
     x->got += len;

@@ -24,6 +24,14 @@
 
 typedef struct sl__remote sl__remote_t;
 
+/* One piece of a scattered read (sl__rmulti_readv): len bytes of the range
+ * go to buf, or, with buf NULL, are received and dropped (a gap between
+ * two records read with one request). */
+typedef struct sl__rseg {
+    void *buf;
+    size_t len;
+} sl__rseg_t;
+
 /* Opens url (its size from HEAD, or from a one-byte ranged GET when HEAD
  * gives none). @return 0 and *out, *size; or SL_ENOTFOUND / SL_EIO /
  * SL_EUNSUPPORTED (no libcurl, an unknown scheme) with the message. */

@@ -21,6 +21,9 @@ typedef struct req {
     uint64_t off;
     size_t len;
     uint8_t *buf;
+    const sl__rseg_t *seg; /* scattered (readv), nseg pieces */
+    int nseg;
+    int retries; /* at most this many */
     void *user;
     char *err;
     size_t errlen;
@@ -124,6 +127,8 @@ static void launch(sl__rmulti_t *m, req_t *q)
         return;
     }
     q->x = (sl__xfer_t){.buf = q->buf,
+                        .seg = q->seg,
+                        .nseg = q->nseg,
                         .len = q->len,
                         .whole = q->off == 0 && q->len == q->r->size};
     q->h = h;
@@ -143,22 +148,48 @@ static void launch(sl__rmulti_t *m, req_t *q)
     }
 }
 
-int sl__rmulti_read(sl__rmulti_t *m, sl__remote_t *r, uint64_t off, void *buf,
-                    size_t len, void *user, char *err, size_t errlen)
+static int start(sl__rmulti_t *m, const req_t *as)
 {
     req_t *q = calloc(1, sizeof *q);
     if (!q)
         return SL_ENOMEM;
-    *q = (req_t){.r = r,
-                 .off = off,
-                 .len = len,
-                 .buf = buf,
-                 .user = user,
-                 .err = err,
-                 .errlen = errlen};
+    *q = *as;
     m->pending++;
     launch(m, q);
     return 0;
+}
+
+int sl__rmulti_read(sl__rmulti_t *m, sl__remote_t *r, uint64_t off, void *buf,
+                    size_t len, void *user, char *err, size_t errlen)
+{
+    return start(m, &(req_t){.r = r,
+                             .off = off,
+                             .len = len,
+                             .buf = buf,
+                             .retries = sl__remote_retries(),
+                             .user = user,
+                             .err = err,
+                             .errlen = errlen});
+}
+
+int sl__rmulti_readv(sl__rmulti_t *m, sl__remote_t *r, uint64_t off,
+                     const sl__rseg_t *seg, int nseg, int retries, void *user,
+                     char *err, size_t errlen)
+{
+    size_t len = 0;
+    for (int i = 0; i < nseg; i++)
+        len += seg[i].len;
+    int most = sl__remote_retries();
+    return start(
+        m, &(req_t){.r = r,
+                    .off = off,
+                    .len = len,
+                    .seg = seg,
+                    .nseg = nseg,
+                    .retries = retries >= 0 && retries < most ? retries : most,
+                    .user = user,
+                    .err = err,
+                    .errlen = errlen});
 }
 
 /* An attempt ended: done, failed, or waiting for its retry. */
@@ -170,7 +201,7 @@ static void ended(sl__rmulti_t *m, req_t *q, CURLcode cc)
     release(m, q, 1);
     if (v == SL__RQ_DONE) {
         finish(m, q, 0);
-    } else if (v == SL__RQ_FAIL || q->k >= sl__remote_retries()) {
+    } else if (v == SL__RQ_FAIL || q->k >= q->retries) {
         finish(m, q, code);
     } else {
         q->due = sl__now_ns() + sl__remote_backoff_ms(q->k) * 1000000LL;

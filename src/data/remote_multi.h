@@ -33,6 +33,14 @@ void sl__rmulti_close(sl__rmulti_t *m);
  * read was not started). */
 int sl__rmulti_read(sl__rmulti_t *m, sl__remote_t *r, uint64_t off, void *buf,
                     size_t len, void *user, char *err, size_t errlen);
+/* The same for the range [off, off + the pieces' lengths) scattered over
+ * seg[0..nseg) in order (a piece with buf NULL is received and dropped),
+ * retried at most `retries` times (< 0: as a single read; more than the
+ * single read's retries: those). A retried attempt starts again from the
+ * first piece. seg must outlive the read. */
+int sl__rmulti_readv(sl__rmulti_t *m, sl__remote_t *r, uint64_t off,
+                     const sl__rseg_t *seg, int nseg, int retries, void *user,
+                     char *err, size_t errlen);
 /* Reads started and not yet handed back. */
 int sl__rmulti_pending(const sl__rmulti_t *m);
 /* Runs the transfers until one read is over or timeout_ns has passed

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
+#include "remote.h"
 #include "s3.h"
 
 #define SL__REMOTE_ERRBODY 1024 /* of an error response, kept for messages */
@@ -27,7 +28,11 @@ struct sl__remote {
 
 /* What one attempt receives. */
 typedef struct sl__xfer {
-    uint8_t *buf;      /* a ranged read: exactly len bytes here */
+    uint8_t *buf;          /* a ranged read: exactly len bytes here, */
+    const sl__rseg_t *seg; /* or, when set, scattered over nseg pieces */
+    int nseg;
+    int si;            /* the piece the next byte goes to */
+    size_t so;         /* and its place in it */
     size_t len;        /* (and the whole object when whole) */
     int whole;         /* the range is the whole object: a 200 will do */
     sl__bytes_t *grow; /* a whole GET: appended, at most max */

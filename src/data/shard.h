@@ -77,6 +77,8 @@ uint64_t sl__shard_count(const sl__shard_t *s);
 const char *sl__shard_path(const sl__shard_t *s);
 /* 1 when the shard is at a URL: its records are ranged requests. */
 int sl__shard_is_remote(const sl__shard_t *s);
+/* The object a remote shard's records are read from (NULL: not remote). */
+struct sl__remote *sl__shard_remote(const sl__shard_t *s);
 /* Bytes of the shard file (or memory) as opened. */
 uint64_t sl__shard_size(const sl__shard_t *s);
 /* The header checksum (checked at open): it covers the record count and

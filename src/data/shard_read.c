@@ -409,6 +409,11 @@ int sl__shard_is_remote(const sl__shard_t *s)
     return s->src != NULL;
 }
 
+struct sl__remote *sl__shard_remote(const sl__shard_t *s)
+{
+    return s->src ? sl__bytesrc_remote(s->src) : NULL;
+}
+
 int sl__shard_label_check(const sl__shard_t *s, uint64_t i, int64_t classes,
                           char *err, size_t errlen)
 {

@@ -501,6 +501,32 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
                               stored, err, errlen);
 }
 
+int sl__source_where(const sl__source_t *s, int64_t i, const void **obj,
+                     uint64_t *off, uint64_t *len)
+{
+    if (i < 0 || i >= sl__source_count(s) || s->folder)
+        return 0;
+    if (s->set) {
+        int64_t k = 0;
+        const sl__recfile_t *f = sl__recset_locate(s->set, i, &k);
+        if (!f || sl__recfile_bad(f, k) || !sl__bytesrc_remote(f->src))
+            return 0;
+        *obj = sl__bytesrc_remote(f->src);
+        *off = f->recs[k].off;
+        *len = f->recs[k].len;
+        return *len > 0;
+    }
+    uint64_t k;
+    int sh = find_shard(s, i, &k);
+    if (!sl__shard_remote(s->shards[sh]))
+        return 0;
+    const sl__shard_entry_t *e = sl__shard_entry(s->shards[sh], k);
+    *obj = sl__shard_remote(s->shards[sh]);
+    *off = e->offset;
+    *len = e->stored_size;
+    return *len > 0;
+}
+
 int sl__source_reads_remote(const sl__source_t *s)
 {
     if (s->set) {

@@ -102,6 +102,15 @@ const int64_t *sl__source_groups(const sl__source_t *s, int *n);
  * flight from one thread. */
 int sl__source_reads_remote(const sl__source_t *s);
 
+/* Where sample i's read goes when it is one ranged request of a remote
+ * object (what sl__source_read_begin would hand out in rd.remote, rd.off,
+ * rd.len, without opening, charging or allocating anything): 1 with
+ * *obj, *off, *len; 0 for anything else (a local file, a record in
+ * memory, an empty or bad one). For a reader deciding what to fetch
+ * together (exec/coalesce); any thread. */
+int sl__source_where(const sl__source_t *s, int64_t i, const void **obj,
+                     uint64_t *off, uint64_t *len);
+
 /* "imagefolder", "sluice shards", "webdataset" or "tfrecord". */
 const char *sl__source_format(const sl__source_t *s);
 

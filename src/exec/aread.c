@@ -2,6 +2,7 @@
 #include "exec/aread.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,9 +119,17 @@ static void start_remote(sl__aread_t *a, sl__areq_t *r)
         a->no_multi = sl__rmulti_open(&a->multi, why, sizeof why) != 0;
     }
     r->phase = AR_KERNEL;
-    if (a->multi && !sl__rmulti_read(a->multi, r->remote, r->off, r->buf,
-                                     r->len, r, r->why, r->whylen)) {
+    if (a->multi &&
+        !(r->seg ? sl__rmulti_readv(a->multi, r->remote, r->off, r->seg,
+                                    r->nseg, r->retries, r, r->why, r->whylen)
+                 : sl__rmulti_read(a->multi, r->remote, r->off, r->buf, r->len,
+                                   r, r->why, r->whylen))) {
         a->in_curl++;
+        return;
+    }
+    if (r->seg) { /* no engine: its pieces are the caller's to read */
+        snprintf(r->why, r->whylen, "no curl multi engine");
+        read_done(a, r, SL_EUNSUPPORTED);
         return;
     }
     int rc =

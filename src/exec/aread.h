@@ -42,6 +42,12 @@ typedef struct sl__areq {
     size_t len; /* 0: nothing to read (the emulated storage still applies) */
     uint64_t off;
     int64_t t0; /* issued (sl__now_ns) */
+    /* remote only: with seg set, the range [off, off + len) is scattered
+     * over seg[0..nseg) (sl__rmulti_readv; len their sum) and retried at
+     * most `retries` times; without a multi engine it fails at once
+     * (SL_EUNSUPPORTED), a caller reads its pieces one by one instead */
+    const sl__rseg_t *seg;
+    int nseg, retries;
     void *user;
     /* the result: bytes read (possibly short), or -errno; remote: len, or
      * the SL_E* code (< 0) with the message in why */

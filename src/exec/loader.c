@@ -24,6 +24,8 @@ int sl_loader_create(const char *source, const sl_options_t *opt,
  * source, the skip list); passes rc back. */
 static int create_undo(sl_loader_t *l, int rc)
 {
+    if (l->stage && l->stage_owned)
+        l->stage->destroy(l->stage); /* made by sl__loader_budgets */
     sl__sampler_free(&l->smp);
     sl__source_close(l->src);
     sl__msglog_free(&l->skips);
@@ -224,6 +226,8 @@ void sl_loader_destroy(sl_loader_t *l)
     }
     sl__workers_destroy(l->readers);
     sl__workers_destroy(l->decoders);
+    if (l->stage && l->stage_owned)
+        l->stage->destroy(l->stage); /* drained by the stop */
     sl__queue_destroy(l->free_items);
     sl__queue_destroy(l->decode_q);
     for (int i = 0; l->items && i < l->nitems; i++) {
@@ -719,7 +723,10 @@ int sl__testing_gpu_stage_set(sl_loader_t *l, struct sl__gpu_stage *st)
     pthread_mutex_lock(&l->mu);
     int rc = l->running ? SL_ESTATE : 0;
     if (!rc) {
+        if (l->stage && l->stage_owned)
+            l->stage->destroy(l->stage);
         l->stage = st;
+        l->stage_owned = 0;
         l->place.gpu = 1;
         l->place.why[0] = '\0';
         l->lim.max_gpu_share = SL__GPU_SHARE_MAX;
@@ -769,6 +776,9 @@ int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
     int knob = atomic_load(&m->cache_codec);
     s.cache_codec = knob ? knob : atomic_load(&m->cache_pick) + 1;
     s.cache_codec_choices = atomic_load(&m->cache_choices);
+    s.requests = atomic_load(&m->req_n);
+    s.request_records = atomic_load(&m->req_records);
+    s.request_fallbacks = atomic_load(&m->req_fallbacks);
     return sl__abi_out(st, &s, sizeof s, SL__STATS_V1_SIZE);
 }
 

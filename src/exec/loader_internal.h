@@ -149,10 +149,16 @@ struct sl_loader {
      * the simulated one here), samples it did, samples it handed back to
      * the CPU path, and the last reason it gave (under mu). */
     sl__gpu_stage_t *stage;
+    int stage_owned; /* 1: the loader made it (sl__loader_gpu_open) */
     atomic_llong gpu_items, gpu_refused;
     char gpu_refused_why[128];
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
+    /* Coalesced reads (loader_aread.c): the most bytes one request spans
+     * (0: off), and the requests made for samples, the samples they
+     * fetched, the coalesced ones that failed (read again one by one). */
+    uint64_t coalesce_max;
+    atomic_llong req_n, req_records, req_fallbacks;
     atomic_int halt; /* the pipeline stops (l->stopping, read bare) */
     sl__aread_t *aread[SL_WORKERS_MAX]; /* per reader, made by its thread */
     sl__scratch_t *dscratch[SL_WORKERS_MAX];
@@ -221,6 +227,10 @@ void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
  * the user gave them; sets l->lim and the start knobs in l->opt. */
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                        size_t errlen);
+/* The real GPU stage when placement chose the GPU (gpu/cuda_stage.h):
+ * gpu fails naming why it cannot be made, auto falls back to the CPU
+ * with the reason in place.why. */
+int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen);
 /* The scheduler, when the policy has knobs to tune: the policy object and
  * the collector's on_tick hook in *co. */
 int sl__loader_sched_init(sl_loader_t *l, struct sl__collector_opts *co,
@@ -236,6 +246,10 @@ int sl__loader_io_depth(const sl_loader_t *l); /* in force (follows) */
 #define SL__CLAIM_LATER 2
 int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb, int *slot,
                      int64_t *sample);
+/* The sample the next claim would get, when it is in the batch being
+ * handed out (1 and *sample; 0: a new batch would come first, or none).
+ * Another reader may claim it first. */
+int sl__loader_peek(sl_loader_t *l, int64_t *sample);
 typedef struct charge {
     sl__membudget_t *bud;
     const char *what;

@@ -77,6 +77,14 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
                         "io_depth %d: 1..65536, 0 / SL_AUTOTUNE or "
                         "SL_IO_DEPTH_OFF",
                         o->io_depth);
+    if (o->coalesce_bytes == 0)
+        o->coalesce_bytes = SL_COALESCE_DEFAULT;
+    else if (o->coalesce_bytes < 0)
+        o->coalesce_bytes = -1; /* off */
+    else if (o->coalesce_bytes > (1LL << 30))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "coalesce_bytes %lld: at most 1 GiB (< 0: off)",
+                        (long long)o->coalesce_bytes);
     if (o->cache_bytes < 0 ||
         (o->cache_policy != SL_CACHE_MINIO && o->cache_policy != SL_CACHE_LRU))
         return sl__fail(err, errlen, SL_EINVAL,

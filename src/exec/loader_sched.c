@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu/cuda_stage.h"
 #include "loader_internal.h"
 
 _Static_assert(SL_WORKERS_MAX == SL_KNOB_MAX_THREADS,
@@ -29,11 +30,24 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"
                    : remote ? ""
                             : why;
-    rc = sl__placement_resolve(given->placement, &l->place, err, errlen);
+    /* Coalesced reads: only for records at URLs read in flight. */
+    l->coalesce_max = l->async && remote && l->opt.coalesce_bytes > 0
+                          ? (uint64_t)l->opt.coalesce_bytes
+                          : 0;
+    int share_asked = given->gpu_share != SL_AUTOTUNE && given->gpu_share != 0;
+    rc = sl__placement_resolve(given->placement, share_asked, &l->place, err,
+                               errlen);
+    if (!rc)
+        rc = sl__loader_gpu_open(l, err, errlen);
     if (rc)
         return rc;
     l->lim.max_gpu_share = l->place.gpu ? SL__GPU_SHARE_MAX : 0;
-    int share = given->gpu_share == SL_AUTOTUNE ? 0 : given->gpu_share;
+    /* Unset (0 or SL_AUTOTUNE): placement gpu puts every sample there,
+     * auto none. */
+    int share = share_asked ? given->gpu_share
+                : l->place.gpu && given->placement == SL_PLACEMENT_GPU
+                    ? SL__GPU_SHARE_MAX
+                    : 0;
     if (share < 0 || share > l->lim.max_gpu_share)
         return sl__fail(err, errlen, SL_EINVAL,
                         "gpu_share %d: 0..%d per mille%s%s", given->gpu_share,
@@ -50,6 +64,25 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     l->opt.read_threads = k.read_threads;
     l->opt.decode_threads = k.decode_threads;
     l->opt.prefetch = k.prefetch;
+    return 0;
+}
+
+int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen)
+{
+    if (!l->place.gpu || l->stage)
+        return 0;
+    char why[sizeof l->place.why - 64];
+    l->stage =
+        sl__cuda_stage_create(&l->xf, l->sample_bytes, 0, 0, why, sizeof why);
+    if (l->stage) {
+        l->stage_owned = 1;
+        return 0;
+    }
+    if (l->place.asked == SL_PLACEMENT_GPU)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "placement gpu: no GPU stage: %s", why);
+    l->place.gpu = 0;
+    snprintf(l->place.why, sizeof l->place.why, "%s", why);
     return 0;
 }
 

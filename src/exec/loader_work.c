@@ -74,6 +74,16 @@ int sl__loader_in_flight(const sl_loader_t *l)
 /* Next (batch, slot) to read; waits for a free batch buffer when the
  * prefetch depth is reached (block = 0: returns SL__CLAIM_LATER instead).
  * Returns 0, or 1 when the pipeline stops. */
+int sl__loader_peek(sl_loader_t *l, int64_t *sample)
+{
+    pthread_mutex_lock(&l->mu);
+    int ok = !l->stopping && l->cur;
+    if (ok)
+        *sample = l->cur->pub.indices[l->cur_slot];
+    pthread_mutex_unlock(&l->mu);
+    return ok;
+}
+
 int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb_out, int *slot,
                      int64_t *sample)
 {

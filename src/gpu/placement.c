@@ -7,9 +7,9 @@
 
 #include "base/base.h"
 
-/* The GPU stage's kernels and nvJPEG decode path (issue 19 item 1) are
- * compiled in only by the CUDA build option, which this build does not
- * have yet; until then a GPU is never used, and placement gpu says so. */
+/* The GPU stage's kernels are compiled in where nvcc was found
+ * (cmake/GpuKernels.cmake); without them a GPU is never used, and
+ * placement gpu says so. */
 #ifndef SL_HAVE_GPU_STAGE
 #define SL_HAVE_GPU_STAGE 0
 #endif
@@ -58,9 +58,17 @@ int sl__placement_decide(int asked, int stage_built, const sl__gpu_status_t *st,
     return 0;
 }
 
-int sl__placement_resolve(int asked, sl__placement_t *p, char *err,
-                          size_t errlen)
+int sl__placement_resolve(int asked, int share_asked, sl__placement_t *p,
+                          char *err, size_t errlen)
 {
+    if (asked == SL_PLACEMENT_AUTO && !share_asked) {
+        memset(p, 0, sizeof *p);
+        p->asked = asked;
+        snprintf(p->why, sizeof p->why,
+                 "auto without a gpu_share: the CPU (no policy places "
+                 "samples on the GPU yet)");
+        return 0;
+    }
     sl__gpu_status_t st;
     const sl__gpu_status_t *stp = NULL;
     /* auto probes only when the stage could run; gpu always, so its

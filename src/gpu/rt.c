@@ -37,6 +37,14 @@ static const struct {
     E(LIB_CUDART, "cudaEventQuery", event_query),
     E(LIB_CUDART, "cudaEventDestroy", event_destroy),
     E(LIB_CUDART, "cudaLaunchHostFunc", launch_host_func),
+    E(LIB_CUDART, "cudaEventSynchronize", event_synchronize),
+    E(LIB_CUDART, "cudaStreamSynchronize", stream_synchronize),
+    E(LIB_CUDART, "cudaMallocHost", host_malloc),
+    E(LIB_CUDART, "cudaFreeHost", host_free),
+    E(LIB_CUDART, "cudaLibraryLoadData", library_load_data),
+    E(LIB_CUDART, "cudaLibraryGetKernel", library_get_kernel),
+    E(LIB_CUDART, "cudaLibraryUnload", library_unload),
+    E(LIB_CUDART, "cudaLaunchKernel", launch_kernel),
     E(LIB_NVJPEG, "nvjpegCreateEx", nvjpeg_create_ex),
     E(LIB_NVJPEG, "nvjpegDestroy", nvjpeg_destroy),
     E(LIB_NVJPEG, "nvjpegJpegStateCreate", nvjpeg_state_create),
@@ -47,9 +55,11 @@ static const struct {
 };
 #undef E
 
-/* The wheels' folders under one Python prefix's site-packages. */
+/* The wheels' folders under one Python prefix's site-packages: CUDA
+ * 12's one per library, CUDA 13's shared one. */
 static const char *const wheel_sub[] = {"nvidia/cuda_runtime/lib",
-                                        "nvidia/nvjpeg/lib"};
+                                        "nvidia/nvjpeg/lib", "nvidia/cu13/lib"};
+#define NSUB (sizeof wheel_sub / sizeof *wheel_sub)
 
 /* The default search after the soname: the wheels' folders under
  * $VIRTUAL_ENV and the usual prefixes, for the Python versions CUDA 12's
@@ -60,14 +70,15 @@ static void default_dirs(char *out, size_t cap)
     sl__sbuf_t b = {out, cap, 0, 0};
     out[0] = '\0';
     const char *venv = getenv("VIRTUAL_ENV");
-    const char *prefixes[] = {venv, "/usr/local", "/usr", "/opt/conda"};
+    const char *py = getenv("SL_PYTHON_PREFIX");
+    const char *prefixes[] = {venv, py, "/usr/local", "/usr", "/opt/conda"};
     const char *pkgs[] = {"site-packages", "dist-packages"};
     for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
         if (!prefixes[p] || !prefixes[p][0])
             continue;
         for (int minor = 8; minor <= 14; minor++)
             for (size_t k = 0; k < 2; k++)
-                for (size_t w = 0; w < 2; w++)
+                for (size_t w = 0; w < NSUB; w++)
                     sl__sbuf_printf(&b, "%s%s/lib/python3.%d/%s/%s",
                                     b.len ? ":" : "", prefixes[p], minor,
                                     pkgs[k], wheel_sub[w]);
@@ -137,7 +148,7 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
     memset(rt, 0, sizeof *rt);
     memset(st, 0, sizeof *st);
     int system = 0;
-    char defaults[8192];
+    char defaults[16384];
     const char *label = "";
     if (!search && (search = getenv("SL_CUDA_LIB_PATH")) != NULL)
         label = " (SL_CUDA_LIB_PATH)";
@@ -147,21 +158,36 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         search = defaults;
     }
 
-    const char *sonames[2] = {SL__CUDART_SONAME, SL__NVJPEG_SONAME};
+    /* Each major's pair in turn; the reasons of those not found kept. */
+    static const int majors[] = SL__CUDA_MAJORS;
     char *paths[2] = {st->cudart, st->nvjpeg};
     void **handles[2] = {&rt->cudart, &rt->nvjpeg};
-    for (int i = 0; i < 2; i++) {
-        char tried[768];
-        sl__sbuf_t t = {tried, sizeof tried, 0, 0};
-        tried[0] = '\0';
-        *handles[i] = open_lib(sonames[i], system, search, paths[i],
-                               sizeof st->cudart, &t);
-        if (!*handles[i]) {
-            snprintf(st->reason, sizeof st->reason, "no %s found in %s%s",
-                     sonames[i], tried[0] ? tried : "(no folders)", label);
-            return unavailable(rt, st);
+    char sonames[2][32];
+    sl__sbuf_t why = {st->reason, sizeof st->reason, 0, 0};
+    int found = 0;
+    for (size_t m = 0; m < sizeof majors / sizeof *majors && !found; m++) {
+        snprintf(sonames[0], sizeof sonames[0], "libcudart.so.%d", majors[m]);
+        snprintf(sonames[1], sizeof sonames[1], "libnvjpeg.so.%d", majors[m]);
+        found = 1;
+        for (int i = 0; i < 2 && found; i++) {
+            char tried[768];
+            sl__sbuf_t t = {tried, sizeof tried, 0, 0};
+            tried[0] = '\0';
+            *handles[i] = open_lib(sonames[i], system, search, paths[i],
+                                   sizeof st->cudart, &t);
+            if (!*handles[i]) {
+                sl__sbuf_printf(&why, "%sno %s found in %s%s",
+                                why.len ? "; " : "", sonames[i],
+                                tried[0] ? tried : "(no folders)", label);
+                sl__gpu_rt_unload(rt);
+                paths[0][0] = paths[1][0] = '\0';
+                found = 0;
+            }
         }
     }
+    if (!found)
+        return unavailable(rt, st);
+    st->reason[0] = '\0';
     for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
         void *h = entries[i].lib == LIB_CUDART ? rt->cudart : rt->nvjpeg;
         void *fn = dlsym(h, entries[i].sym);

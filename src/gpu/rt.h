@@ -10,15 +10,20 @@
  * directories of SL_CUDA_LIB_PATH (colon-separated) when it is set, only
  * those; otherwise the system's search (the soname alone), then the PyPI
  * wheels' folders, site-packages/nvidia/{cuda_runtime,nvjpeg}/lib, under
- * $VIRTUAL_ENV and the usual Python prefixes. */
+ * (CUDA 12) or site-packages/nvidia/cu13/lib (CUDA 13), under
+ * $VIRTUAL_ENV, the running Python's prefix (SL_PYTHON_PREFIX, set by
+ * the Python package) and the usual Python prefixes. */
 #ifndef SL_GPU_RT_H
 #define SL_GPU_RT_H
 
 #include <stddef.h>
 
-/* The sonames the stage is built against (CUDA 12). */
-#define SL__CUDART_SONAME "libcudart.so.12"
-#define SL__NVJPEG_SONAME "libnvjpeg.so.12"
+/* The CUDA major versions tried, newest first: libcudart.so.M and
+ * libnvjpeg.so.M of one M (the entries used are the same in both). */
+#define SL__CUDA_MAJORS                                                        \
+    {                                                                          \
+        13, 12                                                                 \
+    }
 
 typedef int sl__cuda_err_t;   /* cudaError_t: cudaSuccess = 0 */
 typedef int sl__nvjpeg_err_t; /* nvjpegStatus_t: NVJPEG_STATUS_SUCCESS = 0 */
@@ -26,6 +31,21 @@ typedef void *sl__cuda_stream_t;
 typedef void *sl__cuda_event_t;
 typedef void *sl__nvjpeg_t;       /* nvjpegHandle_t */
 typedef void *sl__nvjpeg_state_t; /* nvjpegJpegState_t */
+typedef void *sl__cuda_library_t; /* cudaLibrary_t */
+typedef void *sl__cuda_kernel_t;  /* cudaKernel_t */
+typedef struct sl__dim3 {
+    unsigned x, y, z;
+} sl__dim3_t; /* dim3, passed by value */
+
+/* cudaMemcpyKind values. */
+enum { SL__H2D = 1, SL__D2H = 2 };
+/* nvjpegOutputFormat_t: interleaved RGB. */
+enum { SL__NVJPEG_OUTPUT_RGBI = 5 };
+/* nvjpegImage_t: planes (only channel[0] for RGBI). */
+typedef struct sl__nvjpeg_image {
+    unsigned char *channel[4];
+    size_t pitch[4];
+} sl__nvjpeg_image_t;
 
 /* nvjpegBackend_t values the probe uses. */
 enum { SL__NVJPEG_BACKEND_DEFAULT = 0, SL__NVJPEG_BACKEND_HARDWARE = 3 };
@@ -51,6 +71,23 @@ typedef struct sl__gpu_rt {
     sl__cuda_err_t (*event_destroy)(sl__cuda_event_t e);
     sl__cuda_err_t (*launch_host_func)(sl__cuda_stream_t s, void (*fn)(void *),
                                        void *arg);
+    sl__cuda_err_t (*event_synchronize)(sl__cuda_event_t e);
+    sl__cuda_err_t (*stream_synchronize)(sl__cuda_stream_t s);
+    sl__cuda_err_t (*host_malloc)(void **p, size_t bytes); /* pinned */
+    sl__cuda_err_t (*host_free)(void *p);
+    /* the kernels: a fatbin loaded as a library, launched by handle */
+    sl__cuda_err_t (*library_load_data)(sl__cuda_library_t *lib,
+                                        const void *code, void *jit_opts,
+                                        void **jit_vals, unsigned njit,
+                                        void *lib_opts, void **lib_vals,
+                                        unsigned nlib);
+    sl__cuda_err_t (*library_get_kernel)(sl__cuda_kernel_t *k,
+                                         sl__cuda_library_t lib,
+                                         const char *name);
+    sl__cuda_err_t (*library_unload)(sl__cuda_library_t lib);
+    sl__cuda_err_t (*launch_kernel)(const void *fn, sl__dim3_t grid,
+                                    sl__dim3_t block, void **args, size_t shmem,
+                                    sl__cuda_stream_t s);
     /* libnvjpeg */
     sl__nvjpeg_err_t (*nvjpeg_create_ex)(int backend, void *dev_alloc,
                                          void *pinned_alloc, unsigned flags,

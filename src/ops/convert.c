@@ -6,14 +6,19 @@
 
 #include "ops/ops_internal.h"
 
+void sl__norm_lut(const float mean[3], const float std[3], float lut[3][256])
+{
+    for (int c = 0; c < 3; c++)
+        for (int v = 0; v < 256; v++)
+            lut[c][v] = ((float)v / 255.0f - mean[c]) / std[c];
+}
+
 static void lut_prepare(sl__scratch_t *s, const sl__xform_t *x)
 {
     if (s->lut_ok && !memcmp(s->lut_mean, x->mean, sizeof s->lut_mean) &&
         !memcmp(s->lut_std, x->std, sizeof s->lut_std))
         return;
-    for (int c = 0; c < 3; c++)
-        for (int v = 0; v < 256; v++)
-            s->lut[c][v] = ((float)v / 255.0f - x->mean[c]) / x->std[c];
+    sl__norm_lut(x->mean, x->std, s->lut);
     memcpy(s->lut_mean, x->mean, sizeof s->lut_mean);
     memcpy(s->lut_std, x->std, sizeof s->lut_std);
     s->lut_ok = 1;

@@ -64,3 +64,48 @@ int sl__image_process_rgb(const uint8_t *rgb, int W, int H,
     sl__scratch_trim(s, SL__SCRATCH_KEEP);
     return 0;
 }
+
+int sl__image_plan(const sl__xform_t *x, int W, int H, const double box[4],
+                   int flip, sl__scratch_t *s, sl__image_plan_t *p, char *err,
+                   size_t errlen)
+{
+    if (!x || !box || !s || !p)
+        return sl__fail(err, errlen, SL_EINVAL, "NULL argument");
+    sl__xform_t xb = *x;
+    if (x->mode != SL_XF_CENTER) {
+        /* The drawn box, replayed: box mode crops exactly it. */
+        for (int i = 0; i < 4; i++)
+            if (box[i] != (double)(int)box[i])
+                return sl__fail(err, errlen, SL_EINVAL,
+                                "crop box not in whole pixels");
+        xb.mode = SL_XF_BOX;
+        xb.box =
+            (sl__crop_t){(int)box[0], (int)box[1], (int)box[2] - (int)box[0],
+                         (int)box[3] - (int)box[1]};
+        xb.flip = flip;
+        if (xb.box.w <= 0 || xb.box.h <= 0)
+            return sl__fail(err, errlen, SL_ERANGE, "empty crop box");
+    }
+    sl__geom_t g;
+    sl__rs_t rs;
+    int cx0, cy0, vfirst;
+    int rc = sl__plan_full(&xb, W, H, NULL, NULL, s, &g, &rs, &cx0, &cy0,
+                           &vfirst, err, errlen);
+    if (rc)
+        return rc;
+    *p = (sl__image_plan_t){.ox = cx0 + rs.h.lo,
+                            .oy = cy0 + rs.v.lo,
+                            .out_w = rs.h.out,
+                            .out_h = rs.v.out,
+                            .hk = rs.h.ksize,
+                            .vk = rs.v.ksize,
+                            .hn = rs.h.hi - rs.h.lo,
+                            .vn = rs.v.hi - rs.v.lo,
+                            .vfirst = vfirst,
+                            .flip = g.flip,
+                            .hb = rs.h.bounds,
+                            .hkk = rs.h.kk,
+                            .vb = rs.v.bounds,
+                            .vkk = rs.v.kk};
+    return 0;
+}

@@ -88,6 +88,24 @@ int sl__image_process_rgb(const uint8_t *rgb, int w, int h,
 int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
                    size_t errlen);
 
+/* What a JPEG's header says up to its first scan, from a walk of its
+ * markers (no decoder): what a GPU decoder must know to take it. */
+typedef struct sl__jpeg_frame {
+    int sof;       /* the SOF marker's low byte: 0xC0 baseline, 0xC1
+                      extended, 0xC2 progressive, 0xC3 lossless, 0xC9..
+                      arithmetic */
+    int precision; /* bits per sample */
+    int w, h, ncomp;
+    int hs[4], vs[4]; /* sampling factors of the first four components */
+    int adobe;        /* APP14 Adobe transform (0: RGB or CMYK, 1: YCbCr,
+                         2: YCCK), -1 without the marker */
+    int scan_comps;   /* components in the first scan (0: none reached) */
+} sl__jpeg_frame_t;
+/* Returns 0, or the error sl__image_info would give; a header that ends
+ * after the frame is not an error (scan_comps 0). */
+int sl__jpeg_frame(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
+                   size_t errlen);
+
 /* The geometry sl__image_process would use for these bytes, from the
  * header only: the box in source pixels (x0, y0, x1, y1; whole pixels in
  * train and box modes, fractional in eval's Resize+CenterCrop) and the
@@ -98,6 +116,28 @@ int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
 int sl__image_geometry(const uint8_t *bytes, size_t n, const sl__xform_t *x,
                        sl__rng_t *crop_rng, sl__rng_t *flip_rng, double box[4],
                        int *flip, char *err, size_t errlen);
+
+/* The resample of sl__image_process_rgb as data, for a stage that runs it
+ * elsewhere (the GPU stage: gpu/resample.h applies it): the crop, resize
+ * and flip of a W x H image for `box` and `flip` as sl__image_geometry
+ * gave them (train and box modes: the box in whole pixels; eval's centre
+ * crop is recomputed from x, needing no draws). ox, oy: the source pixel
+ * of local (0, 0); hb/vb: (first, count) per output of each axis, relative
+ * to it; hkk/vkk: hk or vk int32 weights per output (SL__RS_BITS fixed
+ * point); hn, vn: the local extents; vfirst: the pass order. The arrays
+ * live in s until its next use. Returns 0 or SL_EINVAL / SL_ERANGE /
+ * SL_ENOMEM with a message. */
+typedef struct sl__image_plan {
+    int ox, oy, out_w, out_h, hk, vk, hn, vn, vfirst, flip;
+    const int32_t *hb, *hkk, *vb, *vkk;
+} sl__image_plan_t;
+int sl__image_plan(const sl__xform_t *x, int W, int H, const double box[4],
+                   int flip, sl__scratch_t *s, sl__image_plan_t *p, char *err,
+                   size_t errlen);
+
+/* The float32 output's table: lut[c][v] = (v / 255 - mean[c]) / std[c] in
+ * float32, as ToTensor + Normalize compute it. */
+void sl__norm_lut(const float mean[3], const float std[3], float lut[3][256]);
 
 /* Encodes RGB pixels as a baseline JPEG (make-dataset, tests). */
 int sl__jpeg_encode(const uint8_t *rgb, int w, int h, int quality,

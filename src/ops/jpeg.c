@@ -312,12 +312,16 @@ int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
     return rc;
 }
 
-/* Header walk to the first SOF marker: no libjpeg state needed. */
-int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
-                  size_t errlen)
+/* Header walk to the first SOF marker (and, for the frame, on to the
+ * first SOS): no libjpeg state needed. */
+static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f,
+                     int to_scan, char *err, size_t errlen)
 {
     if (n < 4 || p[0] != 0xFF || p[1] != 0xD8)
         return sl__fail(err, errlen, SL_EDECODE, "not a JPEG");
+    memset(f, 0, sizeof *f);
+    f->adobe = -1;
+    int have_sof = 0;
     size_t i = 2;
     for (;;) {
         while (i < n && p[i] != 0xFF)
@@ -329,26 +333,68 @@ int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
         uint8_t m = p[i++];
         if (m == 0x01 || (m >= 0xD0 && m <= 0xD8))
             continue; /* standalone markers */
-        if (m == 0xD9 || m == 0xDA)
+        if (m == 0xD9 || (m == 0xDA && !have_sof))
             return sl__fail(err, errlen, SL_ECORRUPT, "JPEG without a frame");
         if (i + 2 > n)
             break;
         size_t len = (size_t)(p[i] << 8 | p[i + 1]);
         if (len < 2)
             return sl__fail(err, errlen, SL_ECORRUPT, "bad JPEG marker length");
-        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+        if (m == 0xDA) { /* the first scan: its component count */
+            if (i + 2 < n)
+                f->scan_comps = p[i + 2];
+            return 0;
+        }
+        if (m == 0xEE && len >= 14 && i + 13 < n &&
+            !memcmp(p + i + 2, "Adobe", 5))
+            f->adobe = p[i + 13];
+        if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC &&
+            !have_sof) {
             if (len < 8 || i + 7 > n)
                 break;
-            *h = p[i + 3] << 8 | p[i + 4];
-            *w = p[i + 5] << 8 | p[i + 6];
-            if (*w == 0 || *h == 0)
+            f->sof = m;
+            f->precision = p[i + 2];
+            f->h = p[i + 3] << 8 | p[i + 4];
+            f->w = p[i + 5] << 8 | p[i + 6];
+            f->ncomp = p[i + 7];
+            for (int c = 0; c < f->ncomp && c < 4; c++) {
+                size_t at = i + 8 + 3 * (size_t)c + 1;
+                if (at < n && 8 + 3 * (size_t)c + 2 <= len) {
+                    f->hs[c] = p[at] >> 4;
+                    f->vs[c] = p[at] & 15;
+                }
+            }
+            if (f->w == 0 || f->h == 0)
                 return sl__fail(err, errlen, SL_EUNSUPPORTED,
                                 "JPEG with zero/DNL dimensions");
-            return sl__check_dims(*w, *h, err, errlen);
+            int rc = sl__check_dims(f->w, f->h, err, errlen);
+            if (rc || !to_scan)
+                return rc;
+            have_sof = 1;
         }
         i += len;
     }
+    if (have_sof)
+        return 0; /* no scan reached: scan_comps stays 0 */
     return sl__fail(err, errlen, SL_ECORRUPT, "truncated JPEG header");
+}
+
+int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
+                  size_t errlen)
+{
+    sl__jpeg_frame_t f;
+    int rc = jpeg_walk(p, n, &f, 0, err, errlen);
+    if (!rc)
+        *w = f.w, *h = f.h;
+    return rc;
+}
+
+int sl__jpeg_frame(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
+                   size_t errlen)
+{
+    if (!p || !f)
+        return sl__fail(err, errlen, SL_EINVAL, "NULL argument");
+    return jpeg_walk(p, n, f, 1, err, errlen);
 }
 
 /* The whole image at scale 1 into out (W x H x 3 RGB, rows packed, plus

@@ -27,6 +27,7 @@ enum {
     SL__PC_K_DECODE,
     SL__PC_K_PREFETCH,
     SL__PC_CACHE_HIT, /* the sample cache's hit rate (NaN: no lookups) */
+    SL__PC_GPU_SHARE, /* the GPU stage's share, 0..1 (NaN: no stage) */
     /* what the smoothing reads */
     SL__PC_INTERVAL,
     SL__PC_BATCHES,

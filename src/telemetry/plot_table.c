@@ -34,6 +34,7 @@ static const char *const col_names[SL__PC_N] = {
     "knobs.decode_threads",
     "knobs.prefetch",
     "cache.hit_rate",
+    "placement.gpu_share",
     "interval_s",
     "batches_total",
     "samples_per_s.smoothed",
@@ -62,6 +63,8 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_K_DECODE] = s->decode.workers;
     v[SL__PC_K_PREFETCH] = s->prefetch;
     v[SL__PC_CACHE_HIT] = s->cache_hit_rate;
+    v[SL__PC_GPU_SHARE] =
+        s->placement_present && s->placement_gpu ? s->gpu_share / 1000.0 : NAN;
     v[SL__PC_INTERVAL] = s->interval_s;
     v[SL__PC_BATCHES] = (double)s->batches_total;
     for (int i = 0; i < SL__PC_N; i++)

@@ -255,6 +255,16 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
         metric_opt(&o, "gpu_memory_used_bytes", "GPU 0 memory used.",
                    (double)s->gpu_mem_used_bytes);
     }
+    if (s->placement_present) {
+        metric(&o, "gpu_stage_share", "gauge",
+               "Share of each batch placed on the GPU stage (0..1).",
+               s->placement_gpu ? s->gpu_share / 1000.0 : 0.0);
+        metric(&o, "gpu_stage_samples_total", "counter",
+               "Samples the GPU stage decoded.", (double)s->gpu_samples_total);
+        metric(&o, "gpu_stage_refused_total", "counter",
+               "Samples the GPU stage handed back to the CPU path.",
+               (double)s->gpu_refused_total);
+    }
     if (s->energy_j >= 0)
         metric(&o, "energy_joules_total", "counter",
                "Energy since the loader started (RAPL + NVML).", s->energy_j);

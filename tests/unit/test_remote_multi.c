@@ -68,6 +68,19 @@ static int send_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+/* The shard's record offsets (set up with it), for /lone.sls: a range
+ * that holds the start of more than one record always answers 500. */
+static uint64_t g_rec_off[128];
+static int g_nrec;
+
+static int records_in(unsigned long long a, unsigned long long b)
+{
+    int k = 0;
+    for (int i = 0; i < g_nrec; i++)
+        k += g_rec_off[i] >= a && g_rec_off[i] <= b;
+    return k;
+}
+
 static void *conn_main(void *arg)
 {
     int fd = (int)(intptr_t)arg;
@@ -86,7 +99,8 @@ static void *conn_main(void *arg)
         req[used - 1] = 0;
         char method[8] = "", path[256] = "", hdr[256];
         sscanf(req, "%7s %255s", method, path);
-        int file = !strcmp(path, "/shard.sls");
+        int lone = !strcmp(path, "/lone.sls");
+        int file = !strcmp(path, "/shard.sls") || lone;
         unsigned long long size = file ? g_file_n : OBJ;
         unsigned long long a = 0, b = size - 1;
         const char *r = strstr(req, "Range: bytes=");
@@ -96,7 +110,8 @@ static void *conn_main(void *arg)
         int head = !strcmp(method, "HEAD"), fail = 0;
         if (!head) {
             atomic_fetch_add(&g_gets, 1);
-            fail = !strcmp(path, "/gone") ||
+            fail = (lone && ranged && records_in(a, b) > 1) ||
+                   !strcmp(path, "/gone") ||
                    (!strcmp(path, "/data") && ranged && a < OBJ && a % 3 == 0 &&
                     !atomic_exchange(&g_seen[a], 1)) ||
                    (file && ranged && a < OBJ && a % 3 == 0 &&
@@ -196,6 +211,13 @@ static int setup(void **state)
     if (sl__shard_writer_finish(w, NULL, 0) ||
         !(g_file = tu_read_file(g_shard, &g_file_n)) || g_file_n >= OBJ)
         return -1;
+    sl__shard_t *sh;
+    if (sl__shard_open(g_shard, &sh, NULL, 0))
+        return -1;
+    g_nrec = (int)sl__shard_count(sh);
+    for (int i = 0; i < g_nrec && i < 128; i++)
+        g_rec_off[i] = sl__shard_entry(sh, (uint64_t)i)->offset;
+    sl__shard_close(sh);
     pthread_t t;
     if (pthread_create(&t, NULL, accept_main, NULL))
         return -1;
@@ -369,6 +391,61 @@ static void test_cancel(void **state)
     sl__remote_close(r);
 }
 
+/* A scattered read: pieces in order, gaps dropped; a failed one with
+ * retries 0 is not retried, with -1 as a single read is. */
+static void test_readv(void **state)
+{
+    (void)state;
+    uint64_t size;
+    sl__remote_t *r = open_url("/data", &size);
+    sl__rmulti_t *m;
+    char err[256], e[256];
+    assert_int_equal(sl__rmulti_open(&m, err, sizeof err), 0);
+    uint8_t p0[100], p1[7], p2[3000];
+    const sl__rseg_t seg[5] = {{p0, sizeof p0},
+                               {NULL, 50},
+                               {p1, sizeof p1},
+                               {NULL, 1},
+                               {p2, sizeof p2}};
+    uint64_t off = 30001; /* not divisible by 3: no 500 */
+    assert_int_equal(sl__rmulti_readv(m, r, off, seg, 5, 0, p0, e, sizeof e),
+                     0);
+    void *user = NULL;
+    int rc = -1;
+    while (!sl__rmulti_complete(m, &user, &rc, 1000000000))
+        ;
+    assert_ptr_equal(user, p0);
+    assert_int_equal(rc, 0);
+    for (size_t i = 0; i < sizeof p0; i++)
+        assert_int_equal(p0[i], byte_at(off + i));
+    for (size_t i = 0; i < sizeof p1; i++)
+        assert_int_equal(p1[i], byte_at(off + 150 + i));
+    for (size_t i = 0; i < sizeof p2; i++)
+        assert_int_equal(p2[i], byte_at(off + 158 + i));
+    /* an offset divisible by 3, asked the first time: a 500 */
+    int fails0 = atomic_load(&g_fails);
+    off = 60000;
+    assert_int_equal(sl__rmulti_readv(m, r, off, seg, 5, 0, p0, e, sizeof e),
+                     0);
+    while (!sl__rmulti_complete(m, &user, &rc, 1000000000))
+        ;
+    printf("# tried once: %s\n", e);
+    assert_int_equal(rc, SL_EIO);
+    assert_int_equal(atomic_load(&g_fails) - fails0, 1);
+    assert_null(strstr(e, "retr"));
+    off = 60003; /* the same with the usual retries: the second try works */
+    assert_int_equal(sl__rmulti_readv(m, r, off, seg, 5, -1, p0, e, sizeof e),
+                     0);
+    while (!sl__rmulti_complete(m, &user, &rc, 1000000000))
+        ;
+    assert_int_equal(rc, 0);
+    assert_int_equal(atomic_load(&g_fails) - fails0, 2);
+    for (size_t i = 0; i < sizeof p2; i++)
+        assert_int_equal(p2[i], byte_at(off + 158 + i));
+    sl__rmulti_close(m);
+    sl__remote_close(r);
+}
+
 static sl_loader_t *loader(const char *src, int threads, int depth)
 {
     sl_options_t o;
@@ -390,6 +467,68 @@ static sl_loader_t *loader(const char *src, int threads, int depth)
 static void shard_url(char *url, size_t n)
 {
     snprintf(url, n, "http://127.0.0.1:%d/shard.sls", g_port);
+}
+
+/* Coalescing (in stored order, so neighbours are read together): fewer
+ * requests, each sample fetched once, the stream of coalescing off; and
+ * from /lone.sls, where every range of two records or more fails, each
+ * coalesced request falls back to its records one by one: the same
+ * stream again, no sample lost. */
+static void test_loader_coalesce(void **state)
+{
+    (void)state;
+    tu_watchdog(240, 0, "remote loader, coalescing: hung");
+    char url[128], lone[128];
+    shard_url(url, sizeof url);
+    snprintf(lone, sizeof lone, "http://127.0.0.1:%d/lone.sls", g_port);
+    int64_t coal[3] = {-1, 0, 4096};
+    const char *src[3] = {url, url, lone};
+    uint64_t ref = 0;
+    int64_t n0 = 0, reqs_off = 0;
+    for (int i = 0; i < 3; i++) {
+        sl_options_t o;
+        sl_options_init(&o);
+        o.batch_size = 5;
+        o.image_size = 16;
+        o.telemetry_ms = -1;
+        o.policy = SL_POLICY_STATIC;
+        o.read_threads = 2;
+        o.decode_threads = 2;
+        o.io_depth = 16;
+        o.no_shuffle = 1;
+        o.epochs = 2;
+        o.coalesce_bytes = coal[i];
+        sl_loader_t *l;
+        assert_int_equal(sl_loader_create(src[i], &o, &l), 0);
+        int64_t n;
+        uint64_t d = tu_stream_digest(l, &n);
+        sl_stats_t st;
+        sl_stats_init(&st);
+        sl_loader_stats(l, &st);
+        printf("# %s, coalesce %lld: %lld requests for %lld samples, %lld "
+               "fallbacks, %016llx\n",
+               src[i], (long long)coal[i], (long long)st.requests,
+               (long long)st.request_records, (long long)st.request_fallbacks,
+               (unsigned long long)d);
+        if (i == 0) {
+            ref = d, n0 = n, reqs_off = st.requests;
+            assert_int_equal(st.requests, n);
+            assert_int_equal(st.request_fallbacks, 0);
+        } else {
+            assert_int_equal(d, ref);
+            assert_int_equal(n, n0);
+        }
+        if (i == 1) {
+            assert_true(st.requests * 2 < reqs_off);
+            assert_int_equal(st.request_records, n);
+        }
+        if (i == 2) { /* each coalesced one failed, then one by one */
+            assert_true(st.request_fallbacks > 0);
+            assert_true(st.request_records - n >= 2 * st.request_fallbacks);
+        }
+        sl_loader_destroy(l);
+    }
+    tu_watchdog(0, 0, NULL);
 }
 
 static void test_loader_stream_same(void **state)
@@ -491,6 +630,8 @@ int main(void)
         cmocka_unit_test(test_many_threads),
         cmocka_unit_test(test_failure_message),
         cmocka_unit_test(test_cancel),
+        cmocka_unit_test(test_readv),
+        cmocka_unit_test(test_loader_coalesce),
         cmocka_unit_test(test_loader_stream_same),
         cmocka_unit_test(test_loader_flip),
     };

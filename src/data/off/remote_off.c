@@ -77,6 +77,20 @@ int sl__rmulti_read(sl__rmulti_t *m, sl__remote_t *r, uint64_t off_, void *buf,
     return off("remote", err, errlen);
 }
 
+int sl__rmulti_readv(sl__rmulti_t *m, sl__remote_t *r, uint64_t off_,
+                     const sl__rseg_t *seg, int nseg, int retries, void *user,
+                     char *err, size_t errlen)
+{
+    (void)m;
+    (void)r;
+    (void)off_;
+    (void)seg;
+    (void)nseg;
+    (void)retries;
+    (void)user;
+    return off("remote", err, errlen);
+}
+
 int sl__rmulti_pending(const sl__rmulti_t *m)
 {
     (void)m;

@@ -1,0 +1,762 @@
+/* gpu/cuda_stage: the real GPU stage (see cuda_stage.h). */
+#include "gpu/cuda_stage.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "gpu/resample.h"
+#include "gpu/rt.h"
+
+#ifndef SL_HAVE_GPU_STAGE
+#define SL_HAVE_GPU_STAGE 0
+#endif
+#if SL_HAVE_GPU_STAGE
+extern const unsigned char sl__gpu_fatbin_bytes[];
+extern const size_t sl__gpu_fatbin_len;
+#endif
+
+int sl__cuda_stage_built(void)
+{
+    return SL_HAVE_GPU_STAGE;
+}
+
+const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
+{
+    if (f->sof != 0xC0 && f->sof != 0xC1)
+        return f->sof == 0xC2 || f->sof == 0xC6 || f->sof == 0xCA ||
+                       f->sof == 0xCE
+                   ? "progressive JPEG (the hardware decoder takes baseline)"
+                   : "not a baseline Huffman JPEG (lossless, arithmetic or "
+                     "hierarchical)";
+    if (f->precision != 8)
+        return "a JPEG of more than 8 bits per sample";
+    if (f->ncomp == 1)
+        return "grayscale JPEG";
+    if (f->ncomp != 3)
+        return "a JPEG of 4 components (CMYK or YCCK)";
+    if (f->adobe == 0)
+        return "an Adobe RGB JPEG (no YCbCr transform)";
+    if (f->scan_comps != 3)
+        return "a JPEG whose first scan is not interleaved";
+    /* Chroma at one sampling; luma 1x1, 2x1, 1x2 or 2x2 of it (4:4:4,
+     * 4:2:2, 4:4:0, 4:2:0). 4:1:1 and 4:1:0 the hardware refuses. */
+    if (f->hs[1] != 1 || f->vs[1] != 1 || f->hs[2] != 1 || f->vs[2] != 1 ||
+        f->hs[0] < 1 || f->hs[0] > 2 || f->vs[0] < 1 || f->vs[0] > 2)
+        return "a chroma subsampling the hardware decoder does not take";
+    return NULL;
+}
+
+/* nvJPEG's own device and pinned allocations, through a cache that keeps
+ * freed blocks for reuse while any stage lives: cudaFree and cudaFreeHost
+ * synchronise the whole device, the training stream included, and nvJPEG
+ * reallocates when a group is larger than the last (its batched init).
+ * SL_GPU_NVJPEG_ALLOC=default leaves nvJPEG to CUDA, and
+ * SL_GPU_PAGEABLE_BITS=1 hands it the bitstreams where they are (both for
+ * measuring the difference: bench/gpu/train.py's cases). Process-wide: nvJPEG's
+ * allocator has no context pointer. */
+typedef struct blk {
+    void *p;
+    size_t n;
+    int used;
+} blk_t;
+
+typedef struct bcache {
+    blk_t *b;
+    int nb, cap, pinned;
+} bcache_t;
+
+static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static bcache_t g_dev = {NULL, 0, 0, 0}, g_pin = {NULL, 0, 0, 1};
+static int g_stages; /* stages alive (under g_cache_mu) */
+
+static int cache_get(bcache_t *c, void **p, size_t n)
+{
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    if (!rt)
+        return 1;
+    pthread_mutex_lock(&g_cache_mu);
+    int best = -1;
+    for (int i = 0; i < c->nb; i++)
+        if (!c->b[i].used && c->b[i].n >= n && c->b[i].n <= 2 * n + 4096 &&
+            (best < 0 || c->b[i].n < c->b[best].n))
+            best = i;
+    if (best >= 0) {
+        c->b[best].used = 1;
+        *p = c->b[best].p;
+        pthread_mutex_unlock(&g_cache_mu);
+        return 0;
+    }
+    if (c->nb == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        blk_t *nb = realloc(c->b, (size_t)cap * sizeof *nb);
+        if (!nb) {
+            pthread_mutex_unlock(&g_cache_mu);
+            return 2; /* cudaErrorMemoryAllocation */
+        }
+        c->b = nb;
+        c->cap = cap;
+    }
+    sl__cuda_err_t e = c->pinned ? rt->host_malloc(p, n) : rt->dev_malloc(p, n);
+    if (!e)
+        c->b[c->nb++] = (blk_t){*p, n, 1};
+    pthread_mutex_unlock(&g_cache_mu);
+    return e;
+}
+
+static int cache_put(bcache_t *c, void *p)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    for (int i = 0; i < c->nb; i++)
+        if (c->b[i].p == p) {
+            c->b[i].used = 0;
+            pthread_mutex_unlock(&g_cache_mu);
+            return 0;
+        }
+    pthread_mutex_unlock(&g_cache_mu);
+    return 1; /* not ours: cudaErrorInvalidValue */
+}
+
+/* Under g_cache_mu, with no stage left: the unused blocks back to CUDA. */
+static void cache_trim(bcache_t *c, const sl__gpu_rt_t *rt)
+{
+    int k = 0;
+    for (int i = 0; i < c->nb; i++) {
+        if (c->b[i].used)
+            c->b[k++] = c->b[i];
+        else if (c->pinned)
+            rt->host_free(c->b[i].p);
+        else
+            rt->dev_free(c->b[i].p);
+    }
+    c->nb = k;
+}
+
+static int nv_dev_malloc(void **p, size_t n)
+{
+    return cache_get(&g_dev, p, n);
+}
+static int nv_dev_free(void *p)
+{
+    return cache_put(&g_dev, p);
+}
+static int nv_pin_malloc(void **p, size_t n, unsigned flags)
+{
+    (void)flags; /* cudaMallocHost's portable pinned memory serves all */
+    return cache_get(&g_pin, p, n);
+}
+static int nv_pin_free(void *p)
+{
+    return cache_put(&g_pin, p);
+}
+
+/* nvjpegDevAllocator_t and nvjpegPinnedAllocator_t. */
+static struct {
+    int (*m)(void **, size_t);
+    int (*f)(void *);
+} nv_dev_alloc = {nv_dev_malloc, nv_dev_free};
+static struct {
+    int (*m)(void **, size_t, unsigned);
+    int (*f)(void *);
+} nv_pin_alloc = {nv_pin_malloc, nv_pin_free};
+
+/* One queued job. */
+typedef struct node {
+    sl__gpu_job_t *job;
+    sl__gpu_done_fn done;
+    void *ctx;
+    struct node *next;
+} node_t;
+
+/* A group in flight: its memory, stream, decoder state and jobs. */
+typedef struct slot {
+    uint8_t *h; /* pinned: plans, coefficients, outputs */
+    uint8_t *d; /* device: the same three, then the arena */
+    sl__cuda_stream_t stream;
+    sl__cuda_event_t done_ev;
+    sl__nvjpeg_state_t jstate;
+    int init_n; /* the batch size nvJPEG was initialised for */
+    int n;      /* jobs in the group (0: free) */
+    node_t *jobs[SL__GPU_GROUP_MAX];
+    const unsigned char *data[SL__GPU_GROUP_MAX];
+    size_t lens[SL__GPU_GROUP_MAX];
+    sl__nvjpeg_image_t img[SL__GPU_GROUP_MAX];
+} slot_t;
+
+typedef struct cstage {
+    sl__gpu_stage_t ops; /* first: the stage pointer is this */
+    const sl__gpu_rt_t *rt;
+    sl__xform_t x;
+    size_t sample_bytes;
+    int device, gmax;
+    size_t plans_off, coef_off, out_off, arena_off; /* in each slot */
+    size_t coef_cap, arena_cap, slot_bytes;
+    size_t bits_off, bits_cap; /* the pinned bitstreams (host side only) */
+    int pageable_bits;         /* SL_GPU_PAGEABLE_BITS=1: not copied */
+    float lut[3][256];
+    sl__nvjpeg_t jh;
+    sl__cuda_library_t lib;
+    sl__cuda_kernel_t k1, k2;
+    slot_t slot[2];
+    sl__scratch_t *scratch; /* the feeder's planner */
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_slot, cv_idle;
+    node_t *head, *tail;
+    int stop, launched, completed; /* groups: slot = index % 2 */
+    long long submitted, finished;
+    sl__cuda_stage_stats_t stats;
+    pthread_t feeder, completer;
+    int threads;
+    int counted; /* in g_stages */
+} cstage_t;
+
+#define ALIGN(n) (((n) + 255) & ~(size_t)255)
+
+static void finish(cstage_t *s, node_t *nd, int status, const char *why)
+{
+    nd->done(nd->ctx, nd->job, status, why);
+    free(nd);
+    pthread_mutex_lock(&s->mu);
+    s->finished++;
+    if (status == SL__GPU_REFUSED)
+        s->stats.refused++;
+    else
+        s->stats.samples++;
+    if (s->finished == s->submitted)
+        pthread_cond_broadcast(&s->cv_idle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static const char *cuda_why(cstage_t *s, sl__cuda_err_t e)
+{
+    const char *m = s->rt->get_error_string(e);
+    return m ? m : "unknown CUDA error";
+}
+
+/* Refuses every job of a group that could not run. */
+static void refuse_group(cstage_t *s, slot_t *sl, const char *why)
+{
+    for (int i = 0; i < sl->n; i++)
+        finish(s, sl->jobs[i], SL__GPU_REFUSED, why);
+    sl->n = 0;
+}
+
+void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
+                           const sl__xform_t *x, int width)
+{
+    p->pitch = width * 3;
+    p->ox = ip->ox, p->oy = ip->oy;
+    p->out_w = ip->out_w, p->out_h = ip->out_h;
+    p->hk = ip->hk, p->vk = ip->vk;
+    p->hn = ip->hn, p->vn = ip->vn;
+    p->vfirst = ip->vfirst, p->flip = ip->flip;
+    p->f32 = x->dtype == SL_DTYPE_FLOAT32;
+    p->chw = x->layout == SL_LAYOUT_CHW;
+}
+
+/* A group's fill of a slot: bytes used of each area. */
+typedef struct cursor {
+    size_t coef, arena, bits;
+} cursor_t;
+
+/* The plan of one job into the slot's host memory at the group's cursor,
+ * its bitstream copied into the slot's pinned area (nvJPEG then copies it
+ * to the device asynchronously; from pageable memory each copy is
+ * synchronous: bench/RESULTS.md, the H200 profile). 0; 1 when the group
+ * is full; -1 with a refusal reason in why. */
+static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
+                    cursor_t *at, char *why, size_t wl)
+{
+    sl__gpu_job_t *j = sl->jobs[i]->job;
+    sl__image_plan_t ip;
+    if (sl__image_plan(&s->x, f->w, f->h, j->box, j->flip, s->scratch, &ip, why,
+                       wl))
+        return -1;
+    size_t hb = (size_t)ip.out_w * 2 * 4, hk = (size_t)ip.out_w * ip.hk * 4;
+    size_t vb = (size_t)ip.out_h * 2 * 4, vk = (size_t)ip.out_h * ip.vk * 4;
+    size_t cneed = ALIGN(hb + hk + vb + vk);
+    size_t dec = ALIGN((size_t)f->w * f->h * 3);
+    size_t tmp =
+        ALIGN((size_t)(ip.vfirst ? ip.out_h * ip.hn : ip.vn * ip.out_w) * 3);
+    if (cneed > s->coef_cap || dec + tmp > s->arena_cap) {
+        snprintf(why, wl,
+                 "a %dx%d image needs %zu MiB of GPU memory; the stage's "
+                 "slot holds %zu MiB",
+                 f->w, f->h, (dec + tmp + cneed) >> 20,
+                 (s->arena_cap + s->coef_cap) >> 20);
+        return -1;
+    }
+    /* A bitstream larger than the pinned area is read from where it is. */
+    size_t bneed = s->pageable_bits || j->n > s->bits_cap ? 0 : ALIGN(j->n);
+    if (at->coef + cneed > s->coef_cap ||
+        at->arena + dec + tmp > s->arena_cap || at->bits + bneed > s->bits_cap)
+        return 1; /* the group is full: next group */
+    uint8_t *hc = sl->h + s->coef_off + at->coef;
+    uint8_t *dc = sl->d + s->coef_off + at->coef;
+    memcpy(hc, ip.hb, hb);
+    memcpy(hc + hb, ip.hkk, hk);
+    memcpy(hc + hb + hk, ip.vb, vb);
+    memcpy(hc + hb + hk + vb, ip.vkk, vk);
+    uint8_t *src = sl->d + s->arena_off + at->arena;
+    sl__gpu_plan_t p = {.src = src,
+                        .tmp = src + dec,
+                        .out = sl->d + s->out_off + (size_t)i * s->sample_bytes,
+                        .hb = (const int32_t *)dc,
+                        .hkk = (const int32_t *)(dc + hb),
+                        .vb = (const int32_t *)(dc + hb + hk),
+                        .vkk = (const int32_t *)(dc + hb + hk + vb),
+                        .lut =
+                            (const float *)(sl->d + s->coef_off + s->coef_cap)};
+    sl__gpu_plan_geometry(&p, &ip, &s->x, f->w);
+    memcpy(sl->h + s->plans_off + (size_t)i * sizeof p, &p, sizeof p);
+    sl->img[i] = (sl__nvjpeg_image_t){{src, NULL, NULL, NULL},
+                                      {(size_t)f->w * 3, 0, 0, 0}};
+    if (bneed) {
+        uint8_t *b = sl->h + s->bits_off + at->bits;
+        memcpy(b, j->bytes, j->n);
+        sl->data[i] = b;
+    } else {
+        sl->data[i] = j->bytes;
+    }
+    sl->lens[i] = j->n;
+    at->coef += cneed;
+    at->arena += dec + tmp;
+    at->bits += bneed;
+    return 0;
+}
+
+/* Queues the group's work on its stream; 0, or refuses it (why). */
+static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
+                  size_t wl)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    int n = sl->n;
+    sl__cuda_err_t e = rt->memcpy_async(
+        sl->d + s->plans_off, sl->h + s->plans_off,
+        s->coef_off - s->plans_off + coef_bytes, SL__H2D, sl->stream);
+    if (e) {
+        snprintf(why, wl, "GPU stage: copy to the GPU: %s", cuda_why(s, e));
+        return -1;
+    }
+    if (sl->init_n != n) {
+        int je = rt->nvjpeg_batched_init(s->jh, sl->jstate, n, 1,
+                                         SL__NVJPEG_OUTPUT_RGBI);
+        if (je) {
+            snprintf(why, wl, "nvJPEG: batched init of %d: status %d", n, je);
+            sl->init_n = 0;
+            return -1;
+        }
+        sl->init_n = n;
+    }
+    int je = rt->nvjpeg_decode_batched(s->jh, sl->jstate, sl->data, sl->lens,
+                                       sl->img, sl->stream);
+    if (je) {
+        snprintf(why, wl, "nvJPEG: batched decode of %d images: status %d%s", n,
+                 je,
+                 je == 3   ? " (bad JPEG)"
+                 : je == 4 ? " (not supported)"
+                           : "");
+        return -1;
+    }
+    /* Enough blocks per sample to cover a 224 x 224 output in one go;
+     * larger ones grid-stride. */
+    int bx = 49 * 4;
+    void *args[] = {NULL};
+    void *plans = sl->d + s->plans_off;
+    args[0] = &plans;
+    sl__dim3_t grid = {(unsigned)bx, (unsigned)n, 1}, block = {256, 1, 1};
+    e = rt->launch_kernel(s->k1, grid, block, args, 0, sl->stream);
+    if (!e)
+        e = rt->launch_kernel(s->k2, grid, block, args, 0, sl->stream);
+    if (!e)
+        e = rt->memcpy_async(sl->h + s->out_off, sl->d + s->out_off,
+                             (size_t)n * s->sample_bytes, SL__D2H, sl->stream);
+    if (!e)
+        e = rt->event_record(sl->done_ev, sl->stream);
+    if (e) {
+        snprintf(why, wl, "GPU stage: kernels: %s", cuda_why(s, e));
+        /* What was queued may still run on the buffers: wait it out. */
+        rt->stream_synchronize(sl->stream);
+        return -1;
+    }
+    return 0;
+}
+
+static void *feeder_main(void *arg)
+{
+    cstage_t *s = arg;
+    const sl__gpu_rt_t *rt = s->rt;
+    rt->set_device(s->device);
+    node_t *carry = NULL; /* a job that did not fit the last group */
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (!carry && !s->head && !s->stop)
+            pthread_cond_wait(&s->cv_work, &s->mu);
+        if (!carry && !s->head) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        /* The next slot, once its last group is copied out. */
+        while (s->launched - s->completed >= 2)
+            pthread_cond_wait(&s->cv_slot, &s->mu);
+        slot_t *sl = &s->slot[s->launched % 2];
+        pthread_mutex_unlock(&s->mu);
+
+        cursor_t at = {0, 0, 0};
+        sl->n = 0;
+        for (;;) {
+            node_t *nd = carry;
+            carry = NULL;
+            if (!nd) {
+                pthread_mutex_lock(&s->mu);
+                nd = s->head;
+                if (nd) {
+                    s->head = nd->next;
+                    if (!s->head)
+                        s->tail = NULL;
+                }
+                pthread_mutex_unlock(&s->mu);
+            }
+            if (!nd)
+                break;
+            sl__gpu_job_t *j = nd->job;
+            sl__jpeg_frame_t f;
+            char why[256];
+            const char *no = NULL;
+            if (j->n >= 4 && !memcmp(j->bytes, "\x89PNG", 4))
+                no = "PNG (nvJPEG decodes JPEG only)";
+            else if (sl__jpeg_frame(j->bytes, j->n, &f, why, sizeof why))
+                no = why;
+            else
+                no = sl__gpu_jpeg_refusal(&f);
+            if (no) {
+                finish(s, nd, SL__GPU_REFUSED, no);
+                continue;
+            }
+            sl->jobs[sl->n] = nd;
+            int rc = plan_job(s, sl, sl->n, &f, &at, why, sizeof why);
+            if (rc < 0) {
+                finish(s, nd, SL__GPU_REFUSED, why);
+                continue;
+            }
+            if (rc > 0) {
+                carry = nd;
+                break;
+            }
+            if (++sl->n == s->gmax)
+                break;
+        }
+        if (!sl->n)
+            continue;
+        char why[256];
+        if (launch(s, sl, at.coef, why, sizeof why)) {
+            refuse_group(s, sl, why);
+            continue;
+        }
+        pthread_mutex_lock(&s->mu);
+        s->launched++;
+        s->stats.groups++;
+        pthread_cond_broadcast(&s->cv_slot);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return NULL;
+}
+
+static void *completer_main(void *arg)
+{
+    cstage_t *s = arg;
+    const sl__gpu_rt_t *rt = s->rt;
+    rt->set_device(s->device);
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        while (s->completed == s->launched && !s->stop)
+            pthread_cond_wait(&s->cv_slot, &s->mu);
+        if (s->completed == s->launched) {
+            pthread_mutex_unlock(&s->mu);
+            break;
+        }
+        slot_t *sl = &s->slot[s->completed % 2];
+        pthread_mutex_unlock(&s->mu);
+        sl__cuda_err_t e = rt->event_synchronize(sl->done_ev);
+        if (e) {
+            char why[256];
+            snprintf(why, sizeof why, "GPU stage: %s", cuda_why(s, e));
+            refuse_group(s, sl, why);
+        } else {
+            for (int i = 0; i < sl->n; i++) {
+                node_t *nd = sl->jobs[i];
+                memcpy(nd->job->out,
+                       sl->h + s->out_off + (size_t)i * s->sample_bytes,
+                       s->sample_bytes);
+                finish(s, nd, SL__GPU_DONE, "");
+            }
+            sl->n = 0;
+        }
+        pthread_mutex_lock(&s->mu);
+        s->completed++;
+        pthread_cond_broadcast(&s->cv_slot);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return NULL;
+}
+
+static int cs_submit(sl__gpu_stage_t *st, sl__gpu_job_t *const *jobs, int n,
+                     sl__gpu_done_fn done, void *ctx)
+{
+    cstage_t *s = (cstage_t *)st;
+    node_t *first = NULL, *last = NULL;
+    for (int i = 0; i < n; i++) {
+        node_t *nd = malloc(sizeof *nd);
+        if (!nd) {
+            while (first) {
+                node_t *nx = first->next;
+                free(first);
+                first = nx;
+            }
+            return SL_ENOMEM;
+        }
+        *nd = (node_t){jobs[i], done, ctx, NULL};
+        if (last)
+            last->next = nd;
+        else
+            first = nd;
+        last = nd;
+    }
+    if (!first)
+        return 0;
+    pthread_mutex_lock(&s->mu);
+    if (s->tail)
+        s->tail->next = first;
+    else
+        s->head = first;
+    s->tail = last;
+    s->submitted += n;
+    pthread_cond_signal(&s->cv_work);
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+static void cs_drain(sl__gpu_stage_t *st)
+{
+    cstage_t *s = (cstage_t *)st;
+    pthread_mutex_lock(&s->mu);
+    while (s->finished < s->submitted)
+        pthread_cond_wait(&s->cv_idle, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void release(cstage_t *s)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    for (int k = 0; k < 2; k++) {
+        slot_t *sl = &s->slot[k];
+        if (sl->stream)
+            rt->stream_synchronize(sl->stream);
+        if (sl->jstate)
+            rt->nvjpeg_state_destroy(sl->jstate);
+        if (sl->done_ev)
+            rt->event_destroy(sl->done_ev);
+        if (sl->stream)
+            rt->stream_destroy(sl->stream);
+        if (sl->h)
+            rt->host_free(sl->h);
+        if (sl->d)
+            rt->dev_free(sl->d);
+    }
+    if (s->jh)
+        rt->nvjpeg_destroy(s->jh);
+    pthread_mutex_lock(&g_cache_mu);
+    if (s->counted)
+        g_stages--;
+    if (!g_stages) {
+        cache_trim(&g_dev, rt);
+        cache_trim(&g_pin, rt);
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+    if (s->lib)
+        rt->library_unload(s->lib);
+    sl__scratch_destroy(s->scratch);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv_work);
+    pthread_cond_destroy(&s->cv_slot);
+    pthread_cond_destroy(&s->cv_idle);
+    free(s);
+}
+
+static void cs_destroy(sl__gpu_stage_t *st)
+{
+    cstage_t *s = (cstage_t *)st;
+    if (!s)
+        return;
+    cs_drain(st);
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cv_work);
+    pthread_cond_broadcast(&s->cv_slot);
+    pthread_mutex_unlock(&s->mu);
+    if (s->threads > 0)
+        pthread_join(s->feeder, NULL);
+    if (s->threads > 1)
+        pthread_join(s->completer, NULL);
+    release(s);
+}
+
+int sl__cuda_stage_count(void)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    int n = g_stages;
+    pthread_mutex_unlock(&g_cache_mu);
+    return n;
+}
+
+void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
+{
+    cstage_t *s = (cstage_t *)st;
+    pthread_mutex_lock(&s->mu);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The slots' sizes within the budget: per slot, plans and outputs for
+ * gmax samples, 8 MiB of coefficients (+ the table), the rest arena. */
+static int size_slots(cstage_t *s, size_t budget, char *err, size_t errlen)
+{
+    size_t half = budget / 2;
+    s->gmax = SL__GPU_GROUP_MAX;
+    while (s->gmax > 1 && (size_t)s->gmax * s->sample_bytes > half / 4)
+        s->gmax /= 2;
+    s->coef_cap = (size_t)8 << 20;
+    s->plans_off = 0;
+    s->coef_off = ALIGN((size_t)s->gmax * sizeof(sl__gpu_plan_t));
+    s->out_off = ALIGN(s->coef_off + s->coef_cap + sizeof s->lut);
+    s->arena_off = ALIGN(s->out_off + (size_t)s->gmax * s->sample_bytes);
+    if (s->arena_off + ((size_t)32 << 20) > half)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "GPU stage: a budget of %zu MiB leaves no room to "
+                        "decode (samples of %zu bytes)",
+                        budget >> 20, s->sample_bytes);
+    s->arena_cap = half - s->arena_off;
+    s->slot_bytes = half;
+    /* Host side: where the device has its arena, the group's bitstreams
+     * (32 MiB: ~300 ImageNet photos; more waits for the next group). */
+    s->bits_off = s->arena_off;
+    s->bits_cap = (size_t)32 << 20;
+    return 0;
+}
+
+sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
+                                       size_t sample_bytes, int device,
+                                       size_t budget, char *err, size_t errlen)
+{
+#if !SL_HAVE_GPU_STAGE
+    (void)x, (void)sample_bytes, (void)device, (void)budget;
+    sl__fail(err, errlen, SL_EUNSUPPORTED,
+             "the GPU stage is not in this build (no CUDA kernels compiled)");
+    return NULL;
+#else
+    sl__gpu_status_t gs;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(&gs);
+    if (!rt) {
+        sl__fail(err, errlen, SL_EUNSUPPORTED, "GPU stage: %s", gs.reason);
+        return NULL;
+    }
+    cstage_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");
+        return NULL;
+    }
+    s->ops = (sl__gpu_stage_t){cs_submit, cs_drain, cs_destroy};
+    s->rt = rt;
+    s->x = *x;
+    s->sample_bytes = sample_bytes;
+    s->device = device;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv_work, NULL);
+    pthread_cond_init(&s->cv_slot, NULL);
+    pthread_cond_init(&s->cv_idle, NULL);
+    sl__norm_lut(x->mean, x->std, s->lut);
+    s->scratch = sl__scratch_create();
+    if (!s->scratch) {
+        sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");
+        release(s);
+        return NULL;
+    }
+    if (size_slots(s, budget ? budget : SL__GPU_BUDGET_DEFAULT, err, errlen)) {
+        release(s);
+        return NULL;
+    }
+    sl__cuda_err_t e = rt->set_device(device);
+    const char *what = "cudaSetDevice";
+    if (!e) {
+        what = "loading the kernels";
+        e = rt->library_load_data(&s->lib, sl__gpu_fatbin_bytes, NULL, NULL, 0,
+                                  NULL, NULL, 0);
+    }
+    if (!e)
+        e = rt->library_get_kernel(&s->k1, s->lib, "sl_gpu_pass1");
+    if (!e)
+        e = rt->library_get_kernel(&s->k2, s->lib, "sl_gpu_pass2");
+    for (int k = 0; k < 2 && !e; k++) {
+        slot_t *sl = &s->slot[k];
+        what = "allocating its memory";
+        e = rt->host_malloc((void **)&sl->h, s->bits_off + s->bits_cap);
+        if (!e)
+            e = rt->dev_malloc((void **)&sl->d, s->slot_bytes);
+        if (!e) {
+            what = "a stream";
+            e = rt->stream_create(&sl->stream, 1 /* non-blocking */);
+        }
+        if (!e)
+            e = rt->event_create(&sl->done_ev, 3 /* blocking, no timing */);
+        if (!e) /* the table once per slot, from its own pinned copy */
+            memcpy(sl->h + s->coef_off + s->coef_cap, s->lut, sizeof s->lut);
+        if (!e)
+            e = rt->memcpy_async(sl->d + s->coef_off + s->coef_cap,
+                                 sl->h + s->coef_off + s->coef_cap,
+                                 sizeof s->lut, SL__H2D, sl->stream);
+        if (!e)
+            e = rt->stream_synchronize(sl->stream);
+    }
+    if (e) {
+        sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: %s: %s", what,
+                 cuda_why(s, e));
+        release(s);
+        return NULL;
+    }
+    const char *pg = getenv("SL_GPU_PAGEABLE_BITS");
+    s->pageable_bits = pg && !strcmp(pg, "1");
+    const char *alloc = getenv("SL_GPU_NVJPEG_ALLOC");
+    int cached = !alloc || strcmp(alloc, "default") != 0;
+    pthread_mutex_lock(&g_cache_mu);
+    g_stages++;
+    s->counted = 1;
+    pthread_mutex_unlock(&g_cache_mu);
+    int je =
+        rt->nvjpeg_create_ex(gs.hw_backend ? SL__NVJPEG_BACKEND_HARDWARE
+                                           : SL__NVJPEG_BACKEND_DEFAULT,
+                             cached ? (void *)&nv_dev_alloc : NULL,
+                             cached ? (void *)&nv_pin_alloc : NULL, 0, &s->jh);
+    for (int k = 0; k < 2 && !je; k++)
+        je = rt->nvjpeg_state_create(s->jh, &s->slot[k].jstate);
+    if (je) {
+        sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: nvJPEG: status %d", je);
+        release(s);
+        return NULL;
+    }
+    if (pthread_create(&s->feeder, NULL, feeder_main, s) == 0)
+        s->threads = 1;
+    if (s->threads == 1 &&
+        pthread_create(&s->completer, NULL, completer_main, s) == 0)
+        s->threads = 2;
+    if (s->threads < 2) {
+        sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: cannot start threads");
+        cs_destroy(&s->ops);
+        return NULL;
+    }
+    return &s->ops;
+#endif
+}

@@ -1,0 +1,62 @@
+/* gpu/cuda_stage: the real GPU stage (gpu/stage.h) — nvJPEG batched
+ * decode (the hardware JPEG engines where the GPU has them), then the
+ * crop + resize + flip + convert kernels (gpu/kernels.cu, the math of
+ * gpu/resample.h), on streams of its own, into each sample's slot.
+ *
+ * Submitted jobs queue; a feeder thread takes what is queued (up to a
+ * group's limits) and launches the group on one of two slots (pinned host
+ * + device memory, a stream, an nvJPEG state each), so one group decodes
+ * while the previous one resamples and copies back; a completion thread
+ * waits on each slot's event (never a device-wide sync, never the default
+ * stream), copies the outputs into the slots and calls done. What the
+ * hardware decoder does not take (not baseline Huffman, not 3 components
+ * of 8 bits, Adobe RGB, 4:1:1 / 4:1:0, PNG, a group nvJPEG refuses) comes
+ * back SL__GPU_REFUSED naming why. GPU memory: two slots within `budget`
+ * bytes, a sample that cannot fit refused. */
+#ifndef SL_GPU_CUDA_STAGE_H
+#define SL_GPU_CUDA_STAGE_H
+
+#include <stddef.h>
+
+#include "gpu/resample.h"
+#include "gpu/stage.h"
+#include "ops/image.h"
+
+/* The GPU memory the stage may hold when not told (both slots). */
+#define SL__GPU_BUDGET_DEFAULT ((size_t)1 << 30)
+/* Samples per group at most (one nvJPEG batch). */
+#define SL__GPU_GROUP_MAX 128
+
+/* 1 when this build has the kernels (cmake/GpuKernels.cmake). */
+int sl__cuda_stage_built(void);
+
+/* Makes the stage for transform x (copied) writing sample_bytes per
+ * slot, on CUDA device `device`, within `budget` bytes of GPU memory
+ * (0: the default). NULL with a message naming the cause (no kernels in
+ * this build, the runtime's status, an allocation or load failure). */
+sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
+                                       size_t sample_bytes, int device,
+                                       size_t budget, char *err, size_t errlen);
+
+/* Why the hardware decoder would not take a JPEG with this frame: a
+ * reason, or NULL when it would. Pure: tested without a GPU. */
+const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f);
+
+/* A sample's plan for the kernels (gpu/resample.h) from the CPU's
+ * planner (sl__image_plan) for an image `width` pixels wide decoded to
+ * interleaved RGB: everything but the pointers, which are the caller's
+ * (device memory for the stage, host memory in tests). */
+void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
+                           const sl__xform_t *x, int width);
+
+/* Stages alive in the process (tests: none outlives its loader). */
+int sl__cuda_stage_count(void);
+
+/* The stage's counters since creation. */
+typedef struct sl__cuda_stage_stats {
+    long long groups, samples, refused;
+    double decode_ms, kernel_ms; /* summed over groups (events) */
+} sl__cuda_stage_stats_t;
+void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out);
+
+#endif

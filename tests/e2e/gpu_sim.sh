@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# End-to-end test of `--placement gpu` through the real GPU stage over the
+# CUDA runtime and nvJPEG simulated on the CPU (tests/unit/sim_cuda/, in
+# the build tree; SL_SIM_CUDA names its folder): the stream equals
+# `--placement cpu --no-dct` digest for digest (the simulated decoder is
+# libjpeg-turbo's), every sample counted on the GPU in telemetry, a share
+# changed mid-run keeps the stream (the CPU's part without DCT scaling
+# too), and `sluice plot` draws the share.
+# Skips where the build has no GPU stage (no nvcc) or no simulated runtime.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh" gpu_sim
+SIM=${SL_SIM_CUDA:-}
+if [ -z "$SIM" ] || [ ! -e "$SIM/libcudart.so.13" ]; then
+  echo "SKIP: no simulated CUDA runtime (SL_SIM_CUDA=$SIM)"; exit 77
+fi
+mkdir -p "$T"
+"$S" make-dataset --synthetic "$T/ds" --images 60 --classes 3 --seed 2 >/dev/null 2>&1 \
+  || { echo "make-dataset failed"; exit 1; }
+common=(--batch 8 --size 40 --seed 9 --threads 2 --epochs 2 --json --digest)
+cpu=$("$S" run "$T/ds" "${common[@]}" --placement cpu --no-dct 2>/dev/null)
+gpu=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
+        --telemetry "$T/gpu.jsonl" --telemetry-ms 5 2>"$T/gpu.err")
+rc=$?
+if [ $rc -ne 0 ] && grep -q "not in this build" "$T/gpu.err"; then
+  echo "SKIP: the GPU stage is not in this build"; exit 77
+fi
+check "placement gpu runs over the simulated CUDA" test $rc -eq 0
+d=$(jget digest <<<"$cpu")
+check "the stream is placement cpu's without DCT scaling" \
+  test -n "$d" -a "$(jget digest <<<"$gpu")" = "$d"
+n=$(grep -o '"gpu_samples_total": [0-9]*' "$T/gpu.jsonl" | tail -1 | grep -o '[0-9]*$')
+check "telemetry counts the GPU's samples (120)" test "${n:-0}" -eq 120
+SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
+  >/dev/null 2>"$T/say.err"
+check "stderr says where" grep -q "placement: GPU stage and CPU" "$T/say.err"
+half=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
+         --no-dct --set 4:gpu-share=500 --telemetry "$T/half.jsonl" --telemetry-ms 5 2>/dev/null)
+check "a share changed mid-run keeps the stream" test "$(jget digest <<<"$half")" = "$d"
+check "telemetry shows the new share" grep -q '"gpu_share": 500' "$T/half.jsonl"
+if command -v gnuplot >/dev/null; then
+  "$S" plot "$T/half.jsonl" -o "$T/half.svg" >/dev/null 2>&1
+  check "sluice plot draws the GPU share" grep -q "GPU share" "$T/half.svg"
+fi
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,156 @@
+/* A CUDA runtime simulated on the CPU, built as libcudart.so.13 in the test
+ * tree (tests/CMakeLists.txt), so the real GPU stage (gpu/cuda_stage.c) —
+ * its threads, slots, grouping, refusals and budget — runs in tests on a
+ * machine without a GPU, under TSan too (test_gpu_cuda_sim). Memory is
+ * host memory, every operation runs when it is called (streams and events
+ * are then trivially complete), and the two kernels the stage loads run
+ * as loops over gpu/resample.h's per-element functions — the same code
+ * the CUDA kernels run. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/resample.h"
+
+int cudaGetDeviceCount(int *n)
+{
+    *n = 1;
+    return 0;
+}
+const char *cudaGetErrorString(int e)
+{
+    return e == 2 ? "out of memory (simulated)" : "simulated CUDA error";
+}
+int cudaRuntimeGetVersion(int *v)
+{
+    *v = 13000;
+    return 0;
+}
+int cudaSetDevice(int d)
+{
+    return d == 0 ? 0 : 101;
+}
+int cudaMemGetInfo(size_t *f, size_t *t)
+{
+    *f = *t = (size_t)8 << 30;
+    return 0;
+}
+int cudaMalloc(void **p, size_t n)
+{
+    *p = malloc(n ? n : 1);
+    return *p ? 0 : 2;
+}
+int cudaFree(void *p)
+{
+    free(p);
+    return 0;
+}
+int cudaMallocHost(void **p, size_t n)
+{
+    return cudaMalloc(p, n);
+}
+int cudaFreeHost(void *p)
+{
+    free(p);
+    return 0;
+}
+int cudaMemcpyAsync(void *d, const void *s, size_t n, int k, void *st)
+{
+    (void)k, (void)st;
+    memcpy(d, s, n);
+    return 0;
+}
+int cudaStreamCreateWithFlags(void **s, unsigned f)
+{
+    (void)f;
+    *s = malloc(1);
+    return 0;
+}
+int cudaStreamDestroy(void *s)
+{
+    free(s);
+    return 0;
+}
+int cudaStreamSynchronize(void *s)
+{
+    (void)s;
+    return 0;
+}
+int cudaEventCreateWithFlags(void **e, unsigned f)
+{
+    (void)f;
+    *e = malloc(1);
+    return 0;
+}
+int cudaEventRecord(void *e, void *s)
+{
+    (void)e, (void)s;
+    return 0;
+}
+int cudaEventQuery(void *e)
+{
+    (void)e;
+    return 0;
+}
+int cudaEventSynchronize(void *e)
+{
+    (void)e;
+    return 0;
+}
+int cudaEventDestroy(void *e)
+{
+    free(e);
+    return 0;
+}
+int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *arg)
+{
+    (void)s;
+    fn(arg);
+    return 0;
+}
+
+static char lib_token;
+int cudaLibraryLoadData(void **lib, const void *code, void *a, void **b,
+                        unsigned c, void *d, void **e, unsigned f)
+{
+    (void)a, (void)b, (void)c, (void)d, (void)e, (void)f;
+    *lib = code ? &lib_token : NULL;
+    return code ? 0 : 200;
+}
+int cudaLibraryUnload(void *lib)
+{
+    (void)lib;
+    return 0;
+}
+int cudaLibraryGetKernel(void **k, void *lib, const char *name)
+{
+    (void)lib;
+    if (!strcmp(name, "sl_gpu_pass1"))
+        *k = (void *)1;
+    else if (!strcmp(name, "sl_gpu_pass2"))
+        *k = (void *)2;
+    else
+        return 98; /* cudaErrorInvalidDeviceFunction */
+    return 0;
+}
+typedef struct {
+    unsigned x, y, z;
+} sim_dim3;
+int cudaLaunchKernel(const void *fn, sim_dim3 g, sim_dim3 b, void **args,
+                     size_t shmem, void *s)
+{
+    (void)b, (void)shmem, (void)s;
+    const sl__gpu_plan_t *plans = *(const sl__gpu_plan_t **)args[0];
+    for (unsigned y = 0; y < g.y; y++) {
+        const sl__gpu_plan_t *p = &plans[y];
+        if (fn == (void *)1)
+            for (int e = 0, n = sl__gpu_pass1_count(p); e < n; e++)
+                sl__gpu_pass1(p, e);
+        else if (fn == (void *)2)
+            for (int e = 0, n = sl__gpu_pass2_count(p); e < n; e++)
+                sl__gpu_pass2(p, e);
+        else
+            return 98;
+    }
+    return 0;
+}

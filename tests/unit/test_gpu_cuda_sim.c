@@ -1,0 +1,400 @@
+/* The real GPU stage (gpu/cuda_stage.c) on a machine without a GPU: over
+ * the CUDA runtime and nvJPEG simulated on the CPU (tests/unit/sim_cuda/:
+ * host memory, libjpeg-turbo's full decode, gpu/resample.h's loops as the
+ * kernels), found through SL_CUDA_LIB_PATH (set by ctest). Since the
+ * simulated decoder is the CPU's, the stage must write exactly the CPU
+ * path's bytes without DCT scaling: a check of its grouping, planning,
+ * slots, threads and copies, not of nvJPEG (tests/gpu/gpu_check.c does that
+ * on a GPU). Also: the host-side refusals, the memory budget, concurrent
+ * submitters (in the TSan set), and a loader with placement gpu streaming
+ * placement cpu's digest. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "gpu/cuda_stage.h"
+#include "ops/image.h"
+#include "sluice/testing.h"
+#include "testutil.h"
+
+#define OUT 48
+#define NIMG 24
+
+typedef struct sample {
+    uint8_t *b;
+    size_t n;
+} sample_t;
+
+static sample_t imgs[NIMG];
+
+static sl__xform_t train_x(void)
+{
+    sl__xform_t x = {0};
+    x.mode = SL_XF_RRC;
+    x.scale[0] = 0.08, x.scale[1] = 1;
+    x.ratio[0] = 3.0 / 4, x.ratio[1] = 4.0 / 3;
+    x.flip = 1;
+    x.out_w = x.out_h = OUT;
+    x.dtype = SL_DTYPE_UINT8;
+    x.layout = SL_LAYOUT_CHW;
+    for (int c = 0; c < 3; c++)
+        x.mean[c] = 0.5f, x.std[c] = 0.25f;
+    return x;
+}
+
+/* Synthetic JPEGs of varied sizes (both pass orders occur). */
+static int setup(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NIMG; i++) {
+        int w = 40 + 37 * (i % 7), h = 30 + 53 * (i % 5);
+        uint8_t *rgb = malloc((size_t)w * h * 3);
+        for (int k = 0; k < w * h * 3; k++)
+            rgb[k] = (uint8_t)(k * 7 + i * 13 + (k / (w * 3)) * 5);
+        sl__bytes_t out = {0};
+        char err[128];
+        if (sl__jpeg_encode(rgb, w, h, 85, &out, err, sizeof err))
+            return 1;
+        imgs[i].b = out.p;
+        imgs[i].n = out.n;
+        free(rgb);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < NIMG; i++)
+        free(imgs[i].b);
+    return 0;
+}
+
+typedef struct rec {
+    atomic_int calls;
+    int status;
+    char why[160];
+} rec_t;
+
+static void on_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
+{
+    rec_t *r = (rec_t *)ctx + (intptr_t)job->tag;
+    r->status = status;
+    snprintf(r->why, sizeof r->why, "%s", why);
+    atomic_fetch_add(&r->calls, 1);
+}
+
+static sl__gpu_stage_t *make_stage(const sl__xform_t *x, size_t budget)
+{
+    char err[512];
+    sl__gpu_stage_t *st = sl__cuda_stage_create(x, (size_t)OUT * OUT * 3, 0,
+                                                budget, err, sizeof err);
+    if (!st)
+        fail_msg("the stage over the simulated CUDA: %s", err);
+    return st;
+}
+
+/* A job for image i with the CPU path's draws at (seed 5, sample i). */
+static void job_for(const sl__xform_t *x, int i, sl__gpu_job_t *j, void *out)
+{
+    sl__rng_t c, f;
+    sl__rng_init(&c, 5, 0, (uint64_t)i, SL_RNG_CROP);
+    sl__rng_init(&f, 5, 0, (uint64_t)i, SL_RNG_FLIP);
+    memset(j, 0, sizeof *j);
+    char err[128];
+    assert_int_equal(sl__image_geometry(imgs[i].b, imgs[i].n, x, &c, &f, j->box,
+                                        &j->flip, err, sizeof err),
+                     0);
+    j->bytes = imgs[i].b;
+    j->n = imgs[i].n;
+    j->out = out;
+    j->tag = (void *)(intptr_t)i;
+}
+
+static void cpu_no_dct(const sl__xform_t *x, int i, uint8_t *out)
+{
+    sl__rng_t c, f;
+    sl__rng_init(&c, 5, 0, (uint64_t)i, SL_RNG_CROP);
+    sl__rng_init(&f, 5, 0, (uint64_t)i, SL_RNG_FLIP);
+    sl__xform_t xc = *x;
+    xc.dct_scale = 0;
+    sl__scratch_t *s = sl__scratch_create();
+    char err[128];
+    assert_int_equal(sl__image_process(imgs[i].b, imgs[i].n, &xc, &c, &f, s,
+                                       out, err, sizeof err),
+                     0);
+    sl__scratch_destroy(s);
+}
+
+/* Every image through the stage equals the CPU path without DCT scaling,
+ * with the bitstreams copied to pinned memory (the default) or read where
+ * they are (SL_GPU_PAGEABLE_BITS=1); a PNG and a progressive JPEG are
+ * refused with the reason, and counted. */
+static void equals_cpu_no_dct(int pageable)
+{
+    sl__xform_t x = train_x();
+    if (pageable)
+        setenv("SL_GPU_PAGEABLE_BITS", "1", 1);
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    unsetenv("SL_GPU_PAGEABLE_BITS");
+    size_t sb = (size_t)OUT * OUT * 3;
+    uint8_t *out = calloc(NIMG + 2, sb), *want = malloc(sb);
+    sl__gpu_job_t jobs[NIMG + 2];
+    rec_t rec[NIMG + 2];
+    memset(rec, 0, sizeof rec);
+    for (int i = 0; i < NIMG; i++) {
+        job_for(&x, i, &jobs[i], out + (size_t)i * sb);
+        sl__gpu_job_t *jp = &jobs[i];
+        assert_int_equal(st->submit(st, &jp, 1, on_done, rec), 0);
+    }
+    /* A PNG's signature; a baseline JPEG relabelled progressive (SOF2). */
+    static const uint8_t png[16] = {0x89, 'P', 'N', 'G', 13, 10, 26, 10};
+    uint8_t *prog = malloc(imgs[0].n);
+    memcpy(prog, imgs[0].b, imgs[0].n);
+    for (size_t k = 2; k + 1 < imgs[0].n; k++)
+        if (prog[k] == 0xFF && prog[k + 1] == 0xC0) {
+            prog[k + 1] = 0xC2;
+            break;
+        }
+    sl__gpu_job_t *odd[2] = {&jobs[NIMG], &jobs[NIMG + 1]};
+    jobs[NIMG] = jobs[0];
+    jobs[NIMG].bytes = png, jobs[NIMG].n = sizeof png;
+    jobs[NIMG].tag = (void *)(intptr_t)NIMG;
+    jobs[NIMG + 1] = jobs[0];
+    jobs[NIMG + 1].bytes = prog;
+    jobs[NIMG + 1].tag = (void *)(intptr_t)(NIMG + 1);
+    assert_int_equal(st->submit(st, odd, 2, on_done, rec), 0);
+    st->drain(st);
+    for (int i = 0; i < NIMG; i++) {
+        assert_int_equal(atomic_load(&rec[i].calls), 1);
+        if (rec[i].status != SL__GPU_DONE)
+            fail_msg("image %d: status %d: %s", i, rec[i].status, rec[i].why);
+        cpu_no_dct(&x, i, want);
+        if (memcmp(want, out + (size_t)i * sb, sb))
+            fail_msg("image %d: the stage's pixels differ from the CPU path "
+                     "without DCT scaling",
+                     i);
+    }
+    assert_int_equal(rec[NIMG].status, SL__GPU_REFUSED);
+    assert_non_null(strstr(rec[NIMG].why, "PNG"));
+    assert_int_equal(rec[NIMG + 1].status, SL__GPU_REFUSED);
+    assert_non_null(strstr(rec[NIMG + 1].why, "progressive"));
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    assert_int_equal(ss.samples, NIMG);
+    assert_int_equal(ss.refused, 2);
+    assert_true(ss.groups >= 1);
+    st->destroy(st);
+    free(prog);
+    free(out);
+    free(want);
+}
+
+static void test_equals_cpu_no_dct(void **state)
+{
+    (void)state;
+    equals_cpu_no_dct(0);
+    equals_cpu_no_dct(1);
+}
+
+/* The hardware decoder's rule, from the header alone. */
+static void test_refusal_rule(void **state)
+{
+    (void)state;
+    sl__jpeg_frame_t f = {.sof = 0xC0,
+                          .precision = 8,
+                          .w = 10,
+                          .h = 10,
+                          .ncomp = 3,
+                          .hs = {2, 1, 1},
+                          .vs = {2, 1, 1},
+                          .adobe = -1,
+                          .scan_comps = 3};
+    assert_null(sl__gpu_jpeg_refusal(&f)); /* 4:2:0 baseline */
+    sl__jpeg_frame_t g = f;
+    g.ncomp = 1;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "grayscale"));
+    g = f, g.ncomp = 4;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "CMYK"));
+    g = f, g.sof = 0xC2;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "progressive"));
+    g = f, g.sof = 0xC9;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "arithmetic"));
+    g = f, g.precision = 12;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "8 bits"));
+    g = f, g.adobe = 0;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "Adobe RGB"));
+    g = f, g.scan_comps = 1;
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "interleaved"));
+    g = f, g.hs[0] = 4, g.vs[0] = 1; /* 4:1:1 */
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "subsampling"));
+    /* and the header walk reads a real file's frame */
+    sl__jpeg_frame_t r;
+    char err[128];
+    assert_int_equal(sl__jpeg_frame(imgs[3].b, imgs[3].n, &r, err, sizeof err),
+                     0);
+    assert_int_equal(r.sof, 0xC0);
+    assert_int_equal(r.ncomp, 3);
+    assert_int_equal(r.scan_comps, 3);
+    assert_null(sl__gpu_jpeg_refusal(&r));
+}
+
+/* A stage whose slot cannot hold an image refuses it naming the size; a
+ * budget too small for any decode is an error at create. */
+static void test_budget(void **state)
+{
+    (void)state;
+    sl__xform_t x = train_x();
+    char err[512];
+    assert_null(sl__cuda_stage_create(&x, (size_t)OUT * OUT * 3, 0,
+                                      (size_t)16 << 20, err, sizeof err));
+    assert_non_null(strstr(err, "leaves no room to decode"));
+    sl__gpu_stage_t *st = make_stage(&x, (size_t)84 << 20);
+    int w = 3600, h = 3400; /* 36.7 MB decoded: over the ~34 MiB arena */
+    uint8_t *rgb = calloc((size_t)w * h, 3);
+    sl__bytes_t big = {0};
+    assert_int_equal(sl__jpeg_encode(rgb, w, h, 50, &big, err, sizeof err), 0);
+    free(rgb);
+    sl__gpu_job_t j = {.bytes = big.p, .n = big.n, .box = {0, 0, 100, 100}};
+    uint8_t *out = malloc((size_t)OUT * OUT * 3);
+    j.out = out;
+    rec_t rec[1];
+    memset(rec, 0, sizeof rec);
+    sl__gpu_job_t *jp = &j;
+    assert_int_equal(st->submit(st, &jp, 1, on_done, rec), 0);
+    st->drain(st);
+    assert_int_equal(rec[0].status, SL__GPU_REFUSED);
+    assert_non_null(strstr(rec[0].why, "MiB of GPU memory"));
+    st->destroy(st);
+    sl__bytes_free(&big);
+    free(out);
+}
+
+typedef struct sub_arg {
+    sl__gpu_stage_t *st;
+    const sl__xform_t *x;
+    int who;
+    uint8_t *out;
+    rec_t *rec;
+    sl__gpu_job_t *jobs;
+} sub_arg_t;
+
+#define ROUNDS 6
+
+static void *submitter(void *p)
+{
+    sub_arg_t *a = p;
+    size_t sb = (size_t)OUT * OUT * 3;
+    for (int r = 0; r < ROUNDS; r++)
+        for (int i = a->who; i < NIMG; i += 4) {
+            int k = r * NIMG + i;
+            job_for(a->x, i, &a->jobs[k], a->out + (size_t)k * sb);
+            a->jobs[k].tag = (void *)(intptr_t)k;
+            sl__gpu_job_t *jp = &a->jobs[k];
+            assert_int_equal(a->st->submit(a->st, &jp, 1, on_done, a->rec), 0);
+        }
+    return NULL;
+}
+
+/* Four threads submitting at once (the loader's decoders do): each job
+ * done exactly once, with the CPU path's bytes. */
+static void test_concurrent_submitters(void **state)
+{
+    (void)state;
+    sl__xform_t x = train_x();
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    size_t sb = (size_t)OUT * OUT * 3;
+    int n = ROUNDS * NIMG;
+    uint8_t *out = calloc((size_t)n, sb), *want = malloc(sb);
+    rec_t *rec = calloc((size_t)n, sizeof *rec);
+    sl__gpu_job_t *jobs = calloc((size_t)n, sizeof *jobs);
+    pthread_t t[4];
+    sub_arg_t args[4];
+    for (int k = 0; k < 4; k++) {
+        args[k] = (sub_arg_t){st, &x, k, out, rec, jobs};
+        pthread_create(&t[k], NULL, submitter, &args[k]);
+    }
+    for (int k = 0; k < 4; k++)
+        pthread_join(t[k], NULL);
+    st->drain(st);
+    for (int k = 0; k < n; k++) {
+        assert_int_equal(atomic_load(&rec[k].calls), 1);
+        assert_int_equal(rec[k].status, SL__GPU_DONE);
+        cpu_no_dct(&x, k % NIMG, want);
+        assert_memory_equal(want, out + (size_t)k * sb, sb);
+    }
+    st->destroy(st);
+    free(out);
+    free(want);
+    free(rec);
+    free(jobs);
+}
+
+static uint64_t digest(const char *root, int placement, int share, int no_dct,
+                       int *on_gpu)
+{
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 6;
+    o.image_size = OUT;
+    o.seed = 3;
+    o.epochs = 2;
+    o.decode_threads = 2;
+    o.placement = placement;
+    o.gpu_share = share;
+    o.no_dct_scale = no_dct;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    *on_gpu = sl__testing_placement(l, NULL);
+    int64_t n = 0;
+    uint64_t d = tu_stream_digest(l, &n);
+    assert_int_equal(n, 2 * 20);
+    sl_loader_destroy(l);
+    return d;
+}
+
+/* The loader with placement gpu over the simulated stage streams placement
+ * cpu's digest without DCT scaling, every sample or half of each batch. */
+static void test_loader_placement_gpu(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim", 2, 10, 90, 70);
+    int g = -1;
+    uint64_t want = digest(root, SL_PLACEMENT_CPU, 0, 1, &g);
+    assert_int_equal(g, 0);
+    assert_int_equal(digest(root, SL_PLACEMENT_GPU, 0, 0, &g), want);
+    assert_int_equal(g, 1);
+    assert_int_equal(digest(root, SL_PLACEMENT_AUTO, 500, 1, &g), want);
+    assert_int_equal(g, 1);
+    /* a share out of range after the stage was made: refused, and the
+     * stage goes with the loader */
+    sl_options_t o;
+    sl_options_init(&o);
+    o.placement = SL_PLACEMENT_GPU;
+    o.gpu_share = 2000;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_null(l);
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
+int main(void)
+{
+    if (!sl__cuda_stage_built()) {
+        printf("SKIP: the GPU stage is not in this build (no nvcc)\n");
+        return 77;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_equals_cpu_no_dct),
+        cmocka_unit_test(test_refusal_rule),
+        cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_concurrent_submitters),
+        cmocka_unit_test(test_loader_placement_gpu),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
