@@ -72,4 +72,5 @@ def test_every_system_delivers_the_epoch(tmp_path_factory, tmp_path):
         m = res["model"]["1"]
         assert m["bound"] in ("preparers", "cores", "trainer")
         assert 0 < m["remote"] <= m["in_process"] * 1.001  # remote costs more per image
-        assert res["transfer"]["s"] > 0 and res["transfer"]["bytes"] == BATCH * (3 * 64 * 64 + 8)
+        # The actor's CPU over 3 small transfers can be 0 in 10 ms ticks.
+        assert res["transfer"]["s"] >= 0 and res["transfer"]["bytes"] == BATCH * (3 * 64 * 64 + 8)
