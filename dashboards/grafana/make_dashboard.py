@@ -197,6 +197,18 @@ PANELS = [
                    ("sluice_gpu_power_watts" + sel(), "{{instance}} GPU 0"),
                    ("rate(sluice_energy_joules_total" + sel() + RI + ")",
                     "{{instance}} RAPL + NVML")], w=8),
+    timeseries("GPU stage share", "The share of each batch placed on the "
+               "GPU stage (placement gpu, or auto with a gpu_share).",
+               "percentunit", [("sluice_gpu_stage_share" + sel(),
+                                "{{instance}} share")], vmax=1, step=True,
+               w=12),
+    timeseries("GPU stage samples", "Samples the GPU stage decoded, and "
+               "those it handed back to the CPU path (grayscale, CMYK, "
+               "progressive, PNG), per second.", "ops", [
+                   ("rate(sluice_gpu_stage_samples_total" + sel() + RI + ")",
+                    "{{instance}} on the GPU"),
+                   ("rate(sluice_gpu_stage_refused_total" + sel() + RI + ")",
+                    "{{instance}} refused")], w=12),
     row("Sample cache (where on)"),
     timeseries("Cache hits and misses", "Samples served from the cache and "
                "read from storage, per second.", "ops", [
