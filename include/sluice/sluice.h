@@ -247,6 +247,10 @@ typedef struct sl_options {
      *  Changes requests, never the stream [0: 1 MiB (SL_COALESCE_DEFAULT);
      *  < 0: off, one request per record]. */
     int64_t coalesce_bytes;
+    /** The CUDA device the GPU stage runs on (0..count-1, as the CUDA
+     *  runtime numbers them under CUDA_VISIBLE_DEVICES) [0]. One loader
+     *  per rank in data-parallel training: the rank's own GPU. */
+    int gpu_device;
 } sl_options_t;
 
 /** sl_options_t.placement. */

@@ -140,7 +140,9 @@ class DataLoader(_Position):
     pin_memory=True copies each batch into page-locked memory when CUDA is
     available (a copy; a no-op without CUDA); device="cuda" moves batches
     with non_blocking=True; rank / world_size default to torch.distributed's
-    when it is initialised; other keyword options go to sluice.Loader
+    when it is initialised; placement="gpu" decodes on the GPU with nvJPEG,
+    on device's GPU (cuda:N, else the current device) unless gpu_device=
+    says otherwise; other keyword options go to sluice.Loader
     (mode='eval', layout='hwc', on_error='skip', prefetch=..., mean=...,
     std=..., telemetry_ms=..., ...).
 
@@ -200,6 +202,14 @@ class DataLoader(_Position):
             # The engine allocates its batch buffers page-locked, so
             # pinning costs no copy (torch's DataLoader copies each batch).
             options["host_alloc"] = _cuda_host_alloc()
+        if (options.get("placement") not in (None, "cpu")
+                and "gpu_device" not in options and self.device is not None
+                and self.device.type == "cuda"):
+            # The GPU stage decodes on the trainer's GPU: device="cuda:N",
+            # or the current device (torch.cuda.set_device(rank) in DDP).
+            options["gpu_device"] = (self.device.index
+                                     if self.device.index is not None
+                                     else torch.cuda.current_device())
         self._loader = _sluice.Loader(
             source, self.batch_size, image_size, shuffle=self.shuffle,
             seed=self.seed, drop_last=self.drop_last, rank=self.rank,

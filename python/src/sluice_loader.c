@@ -849,20 +849,49 @@ static int opt_coalesce(PyObject *v, int64_t *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",         "batch_size",   "image_size",
-                             "mode",           "dtype",        "layout",
-                             "shuffle",        "seed",         "drop_last",
-                             "rank",           "world_size",   "epochs",
-                             "unordered",      "on_error",     "threads",
-                             "read_threads",   "prefetch",     "dct_scale",
-                             "mean",           "std",          "telemetry_ms",
-                             "telemetry_path", "metrics_port", "flip",
-                             "scale",          "ratio",        "resize_size",
-                             "host_alloc",     "policy",       "max_memory",
-                             "shuffle_buffer", "cache_bytes",  "cache_policy",
-                             "cache_decoded",  "cache_codec",  "io_depth",
-                             "max_threads",    "policy_file",  "placement",
-                             "gpu_share",      "coalesce",     NULL};
+    static char *kwlist[] = {"source",
+                             "batch_size",
+                             "image_size",
+                             "mode",
+                             "dtype",
+                             "layout",
+                             "shuffle",
+                             "seed",
+                             "drop_last",
+                             "rank",
+                             "world_size",
+                             "epochs",
+                             "unordered",
+                             "on_error",
+                             "threads",
+                             "read_threads",
+                             "prefetch",
+                             "dct_scale",
+                             "mean",
+                             "std",
+                             "telemetry_ms",
+                             "telemetry_path",
+                             "metrics_port",
+                             "flip",
+                             "scale",
+                             "ratio",
+                             "resize_size",
+                             "host_alloc",
+                             "policy",
+                             "max_memory",
+                             "shuffle_buffer",
+                             "cache_bytes",
+                             "cache_policy",
+                             "cache_decoded",
+                             "cache_codec",
+                             "io_depth",
+                             "max_threads",
+                             "policy_file",
+                             "placement",
+                             "gpu_share",
+                             "coalesce",
+                             "gpu_device",
+                             NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -877,11 +906,11 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *io_depth = Py_None, *max_threads = Py_None;
     PyObject *policy_file = Py_None;
     PyObject *placement = Py_None, *gpu_share = Py_None;
-    PyObject *coalesce = Py_None;
+    PyObject *coalesce = Py_None, *gpu_device = Py_None;
     int cache_decoded = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOO:Loader",
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOO:Loader",
             kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
             &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
             &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
@@ -889,7 +918,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
             &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
-            &coalesce))
+            &coalesce, &gpu_device))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -943,7 +972,8 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         opt_coalesce(coalesce, &o->coalesce_bytes) ||
         slpy_parse_int(max_threads, "max_threads", 2, 256, &o->max_threads) ||
         opt_placement(placement, &o->placement) ||
-        slpy_parse_int(gpu_share, "gpu_share", 0, 1000, &o->gpu_share))
+        slpy_parse_int(gpu_share, "gpu_share", 0, 1000, &o->gpu_share) ||
+        slpy_parse_int(gpu_device, "gpu_device", 0, 1023, &o->gpu_device))
         goto fail;
     if (policy_file != Py_None &&
         !PyUnicode_FSConverter(policy_file, &self->policy_file))
@@ -1080,7 +1110,7 @@ static PyObject *get_options(LoaderObject *self, void *c)
             ? &used
             : &self->opt;
     return Py_BuildValue(
-        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i}",
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i,s:i}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
@@ -1096,7 +1126,7 @@ static PyObject *get_options(LoaderObject *self, void *c)
         o->placement == SL_PLACEMENT_CPU   ? "cpu"
         : o->placement == SL_PLACEMENT_GPU ? "gpu"
                                            : "auto",
-        "gpu_share", o->gpu_share);
+        "gpu_share", o->gpu_share, "gpu_device", o->gpu_device);
 }
 
 #define INT_GETTER(fname, expr)                                                \

@@ -158,6 +158,8 @@ static const sl__opt_t run_opts[] = {
     {"gpu-share", 0, SL__OPT_INT, F(opt.gpu_share), 0, 1000, "N",
      "per mille of each batch on the GPU stage (needs it in use)",
      "the scheduler's"},
+    {"gpu-device", 0, SL__OPT_INT, F(opt.gpu_device), 0, 1023, "N",
+     "the CUDA device the GPU stage runs on", "0"},
     {"read-latency-ms", 0, SL__OPT_CALL, F(storage[SL_TESTING_READ_LATENCY_US]),
      0, 0, "T",
      "emulated slow storage: each read takes at least T ms (<= 60000)", "0",

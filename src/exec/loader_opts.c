@@ -77,6 +77,9 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
                         "io_depth %d: 1..65536, 0 / SL_AUTOTUNE or "
                         "SL_IO_DEPTH_OFF",
                         o->io_depth);
+    if (o->gpu_device < 0)
+        return sl__fail(err, errlen, SL_EINVAL, "gpu_device %d < 0",
+                        o->gpu_device);
     if (o->coalesce_bytes == 0)
         o->coalesce_bytes = SL_COALESCE_DEFAULT;
     else if (o->coalesce_bytes < 0)

@@ -72,8 +72,8 @@ int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen)
     if (!l->place.gpu || l->stage)
         return 0;
     char why[sizeof l->place.why - 64];
-    l->stage =
-        sl__cuda_stage_create(&l->xf, l->sample_bytes, 0, 0, why, sizeof why);
+    l->stage = sl__cuda_stage_create(&l->xf, l->sample_bytes, l->opt.gpu_device,
+                                     0, why, sizeof why);
     if (l->stage) {
         l->stage_owned = 1;
         return 0;

@@ -664,6 +664,13 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         sl__fail(err, errlen, SL_EUNSUPPORTED, "GPU stage: %s", gs.reason);
         return NULL;
     }
+    if (device < 0 || device >= gs.device_count) {
+        sl__fail(err, errlen, SL_EINVAL,
+                 "GPU stage: gpu_device %d: this machine has %d CUDA "
+                 "device%s",
+                 device, gs.device_count, gs.device_count == 1 ? "" : "s");
+        return NULL;
+    }
     cstage_t *s = calloc(1, sizeof *s);
     if (!s) {
         sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");

@@ -63,3 +63,10 @@ def test_share_needs_the_stage(ds):
             sluice.Loader(ds, 8, 32, placement=bad if bad != "gpu" else "tpu")
     with pytest.raises(ValueError, match="gpu_share"):
         sluice.Loader(ds, 8, 32, gpu_share=1001)
+
+
+def test_gpu_device_is_checked(ds):
+    with pytest.raises(Exception, match="gpu_device"):
+        sluice.Loader(ds, 8, 32, placement="cpu", gpu_device=-1)
+    a = sluice.Loader(ds, 8, 32, placement="cpu", gpu_device=3)
+    assert a.options["gpu_device"] == 3  # used only by a GPU stage

@@ -379,6 +379,15 @@ static void test_loader_placement_gpu(void **state)
     assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
     assert_null(l);
     assert_int_equal(sl__cuda_stage_count(), 0);
+    /* a device this machine does not have: refused, naming it */
+    o.gpu_share = 0;
+    o.gpu_device = 1;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EUNSUPPORTED);
+    assert_non_null(strstr(sl_loader_last_error(NULL),
+                           "gpu_device 1: this machine has 1 CUDA device"));
+    o.gpu_device = -1;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "gpu_device -1"));
     tu_rmtree(root);
     free(root);
 }
