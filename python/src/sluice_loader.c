@@ -805,43 +805,40 @@ static int opt_placement(PyObject *v, int *out)
     return choice3(v, "placement", names, vals, out);
 }
 
-/* io_depth: None (the policy's), an int >= 1, or 'off' (blocking reads),
- * as `sluice run --io-depth`. */
-static int opt_io_depth(PyObject *v, int *out)
+/* An int in lo..hi or 'off' (giving `off`); None leaves *out. The shape
+ * of io_depth and coalesce, as `sluice run --io-depth` / `--coalesce`. */
+static int int_or_off(PyObject *v, const char *name, int lo, int hi, int off,
+                      int *out)
 {
     if (v == Py_None)
         return 0;
     if (PyUnicode_Check(v)) {
         const char *s = PyUnicode_AsUTF8(v);
         if (s && !strcmp(s, "off")) {
-            *out = SL_IO_DEPTH_OFF;
+            *out = off;
             return 0;
         }
         PyErr_Format(PyExc_ValueError,
-                     "io_depth must be an int >= 1 or 'off', not %R", v);
+                     "%s must be an int in %d..%d or 'off', not %R", name, lo,
+                     hi, v);
         return -1;
     }
-    return slpy_parse_int(v, "io_depth", 1, 65536, out);
+    return slpy_parse_int(v, name, lo, hi, out);
 }
 
-/* coalesce: None (1 MiB), bytes in 1..2**30, or 'off', as `sluice run
- * --coalesce`. */
+/* io_depth: None (the policy's), an int >= 1, or 'off' (blocking reads). */
+static int opt_io_depth(PyObject *v, int *out)
+{
+    return int_or_off(v, "io_depth", 1, 65536, SL_IO_DEPTH_OFF, out);
+}
+
+/* coalesce: None (1 MiB), bytes in 1..2**30, or 'off'. */
 static int opt_coalesce(PyObject *v, int64_t *out)
 {
+    int n = (int)*out;
     if (v == Py_None)
         return 0;
-    if (PyUnicode_Check(v)) {
-        const char *s = PyUnicode_AsUTF8(v);
-        if (s && !strcmp(s, "off")) {
-            *out = -1;
-            return 0;
-        }
-        PyErr_Format(PyExc_ValueError,
-                     "coalesce must be bytes in 1..2**30 or 'off', not %R", v);
-        return -1;
-    }
-    int n = 0;
-    if (slpy_parse_int(v, "coalesce", 1, 1 << 30, &n))
+    if (int_or_off(v, "coalesce", 1, 1 << 30, -1, &n))
         return -1;
     *out = n;
     return 0;
