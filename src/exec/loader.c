@@ -90,6 +90,7 @@ static int create(const char *source, const sl_options_t *opt,
     l->decode_threads = l->opt.decode_threads;
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->ctl_mu, NULL);
+    sl__busy_init(&l->gpu_busy);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     sl__throttle_init(&l->thr, 0, 0); /* off: sl__testing_storage_set */
@@ -254,6 +255,7 @@ void sl_loader_destroy(sl_loader_t *l)
     sl__membudget_destroy(&l->dbud);
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->ctl_mu);
+    sl__busy_destroy(&l->gpu_busy);
     pthread_cond_destroy(&l->cv_work);
     pthread_cond_destroy(&l->cv_ready);
     sl__throttle_destroy(&l->thr);

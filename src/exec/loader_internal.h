@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "base/busy.h"
 #include "base/membudget.h"
 #include "cache/cache.h"
 #include "cache/pick.h"
@@ -152,6 +153,7 @@ struct sl_loader {
     int stage_owned; /* 1: the loader made it (sl__loader_gpu_open) */
     atomic_llong gpu_items, gpu_refused;
     char gpu_refused_why[128];
+    sl__busy_t gpu_busy; /* the stage's busy time (samples in it) */
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
     /* Coalesced reads (loader_aread.c): the most bytes one request spans

@@ -9,6 +9,7 @@
 
 #include "gpu/cuda_stage.h"
 #include "loader_internal.h"
+#include "telemetry/machine.h"
 
 _Static_assert(SL_WORKERS_MAX == SL_KNOB_MAX_THREADS,
                "the budget rule's worker limit is the engine's");
@@ -35,13 +36,25 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                           ? (uint64_t)l->opt.coalesce_bytes
                           : 0;
     int share_asked = given->gpu_share != SL_AUTOTUNE && given->gpu_share != 0;
-    rc = sl__placement_resolve(given->placement, share_asked, &l->place, err,
+    /* auto without a share: the scheduler places (sched/place.h) where a
+     * policy tunes and the driver sees a GPU. */
+    int places = given->policy != SL_POLICY_STATIC && !share_asked &&
+                 given->placement == SL_PLACEMENT_AUTO;
+    rc = sl__placement_resolve(given->placement, share_asked, places,
+                               places ? sl__gpu_count() : 0, &l->place, err,
                                errlen);
     if (!rc)
         rc = sl__loader_gpu_open(l, err, errlen);
     if (rc)
         return rc;
+    /* With the GPU stage in use the CPU path decodes without DCT scaling:
+     * the nearest it comes to the GPU's pixels, so which path a sample
+     * took moves it only by the decoders' rounding (docs/DESIGN.md "GPU
+     * stage": the contract of placement auto). */
+    if (l->place.gpu)
+        l->xf.dct_scale = 0;
     l->lim.max_gpu_share = l->place.gpu ? SL__GPU_SHARE_MAX : 0;
+    l->lim.tune_gpu_share = l->place.gpu && places;
     /* Unset (0 or SL_AUTOTUNE): placement gpu puts every sample there,
      * auto none. */
     int share = share_asked ? given->gpu_share
@@ -91,6 +104,7 @@ static sl_param_t knob_param(const sl_loader_t *l, int knob)
     return knob == SL_KNOB_READ && l->lim.read_depth ? SL_PARAM_IO_DEPTH
            : knob == SL_KNOB_READ                    ? SL_PARAM_READ_THREADS
            : knob == SL_KNOB_DECODE                  ? SL_PARAM_DECODE_THREADS
+           : knob == SL_KNOB_GPU_SHARE               ? SL_PARAM_GPU_SHARE
                                                      : SL_PARAM_PREFETCH;
 }
 
@@ -99,7 +113,8 @@ static int knobs(void *self, sl__knobs_t *cur)
 {
     sl_loader_t *l = self;
     int reads = l->lim.read_depth ? sl__loader_io_depth(l) : l->read_threads;
-    *cur = (sl__knobs_t){reads, l->decode_threads, l->prefetch};
+    *cur = (sl__knobs_t){reads, l->decode_threads, l->prefetch,
+                         atomic_load(&l->gpu_share)};
     return l->running && !l->stopping;
 }
 

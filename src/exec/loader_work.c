@@ -312,6 +312,7 @@ static void gpu_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 {
     sl_loader_t *l = ctx;
     item_t *it = job->tag;
+    sl__busy_leave(&l->gpu_busy, 1, sl__now_ns());
     if (status == SL__GPU_REFUSED) {
         atomic_fetch_add(&l->gpu_refused, 1);
         pthread_mutex_lock(&l->mu);
@@ -360,7 +361,11 @@ static int to_gpu(sl_loader_t *l, item_t *it)
     j->out = (uint8_t *)bb->pub.data + (size_t)it->slot * l->sample_bytes;
     j->tag = it;
     it->jobp = j;
-    return l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0;
+    sl__busy_enter(&l->gpu_busy, 1, sl__now_ns());
+    if (l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0)
+        return 1;
+    sl__busy_leave(&l->gpu_busy, 1, sl__now_ns());
+    return 0;
 }
 
 void sl__loader_decoder_main(void *arg, int id)

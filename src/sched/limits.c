@@ -22,9 +22,10 @@ const char *sl__knob_label(int knob, int read_depth)
 
 int *sl__knob_ref(sl__knobs_t *k, int knob)
 {
-    return knob == SL_KNOB_READ     ? &k->read_threads
-           : knob == SL_KNOB_DECODE ? &k->decode_threads
-                                    : &k->prefetch;
+    return knob == SL_KNOB_READ        ? &k->read_threads
+           : knob == SL_KNOB_DECODE    ? &k->decode_threads
+           : knob == SL_KNOB_GPU_SHARE ? &k->gpu_share
+                                       : &k->prefetch;
 }
 
 int sl__knob_get(const sl__knobs_t *k, int knob)

@@ -41,7 +41,7 @@ def test_auto_and_cpu_run_on_the_cpu(ds):
     assert sum(int(x.shape[0]) for x, _ in a) == 48
     p = a.stats()["telemetry"]["placement"]
     assert p["asked"] == "auto" and p["gpu"] == 0 and p["gpu_share"] == 0
-    assert "auto without a gpu_share" in p["why"]
+    assert "auto: no GPU seen" in p["why"]
     c = sluice.Loader(ds, 8, 32, placement="cpu", telemetry_ms=1, epochs=2)
     assert c.options["placement"] == "cpu"
     assert sum(int(x.shape[0]) for x, _ in c) == 48
