@@ -14,6 +14,34 @@
 _Static_assert(SL_WORKERS_MAX == SL_KNOB_MAX_THREADS,
                "the budget rule's worker limit is the engine's");
 
+/* A memory budget pays for the GPU stage's pinned host memory: it comes
+ * off the batch buffers' share (sl__limits_charge). Where no batch is
+ * left beside it, placement gpu fails and auto decodes on the CPU, each
+ * naming the sizes. */
+static int charge_stage(sl_loader_t *l, const sl_options_t *given,
+                        sl__knobs_t *k, char *err, size_t errlen)
+{
+    if (!l->stage || !l->stage_owned || given->max_memory_bytes <= 0)
+        return 0;
+    sl__cuda_stage_stats_t st;
+    sl__cuda_stage_stats(l->stage, &st);
+    if (!sl__limits_charge(&l->lim, (int64_t)st.host_bytes, l->batch_bytes, k))
+        return 0;
+    char why[200];
+    snprintf(why, sizeof why,
+             "the memory budget (%lld B) holds no batch of %zu B beside the "
+             "GPU stage's %zu B of pinned memory",
+             (long long)given->max_memory_bytes, l->batch_bytes, st.host_bytes);
+    if (l->place.asked == SL_PLACEMENT_GPU)
+        return sl__fail(err, errlen, SL_ERANGE, "placement gpu: %s", why);
+    l->stage->destroy(l->stage);
+    l->stage = NULL;
+    l->stage_owned = 0;
+    l->place.gpu = 0;
+    snprintf(l->place.why, sizeof l->place.why, "auto: %s", why);
+    return 0;
+}
+
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                        size_t errlen)
 {
@@ -45,6 +73,8 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                                errlen);
     if (!rc)
         rc = sl__loader_gpu_open(l, err, errlen);
+    if (!rc)
+        rc = charge_stage(l, given, &k, err, errlen);
     if (rc)
         return rc;
     /* With the GPU stage in use the CPU path decodes without DCT scaling:

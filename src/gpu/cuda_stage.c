@@ -711,8 +711,12 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         slot_t *sl = &s->slot[k];
         what = "allocating its memory";
         e = rt->host_malloc((void **)&sl->h, s->bits_off + s->bits_cap);
-        if (!e)
+        if (!e) {
+            s->stats.host_bytes += s->bits_off + s->bits_cap;
             e = rt->dev_malloc((void **)&sl->d, s->slot_bytes);
+        }
+        if (!e)
+            s->stats.dev_bytes += s->slot_bytes;
         if (!e) {
             what = "a stream";
             e = rt->stream_create(&sl->stream, 1 /* non-blocking */);

@@ -45,6 +45,9 @@ typedef struct sl__limits {
      * (SL_KNOB_CACHE's range): with a memory budget, the share carved out
      * of it for the cache at create; without, no bound. */
     int64_t mem_cache, max_cache;
+    /* With a memory budget: the bytes the batch buffers may hold (what is
+     * left of it after working memory and the cache); 0 without one. */
+    int64_t mem_batches;
     /* The GPU stage's share of each batch, per mille (SL_KNOB_GPU_SHARE):
      * the most anyone may set, 1000 when the loader uses the GPU stage
      * (sl_options_t.placement), 0 when it runs on the CPU. */

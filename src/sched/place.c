@@ -68,10 +68,9 @@ static int judge(sl__place_t *p, const meas_t *m, const sl__knobs_t *cur,
         p->interference = p->before_work > 0 && m->work > 0
                               ? m->work / p->before_work - 1
                               : 0;
-        int paid =
-            m->rate >= p->before_rate * (1 + SL_PLACE_GAIN) ||
-            (m->stall <= 0.7 * p->before_stall &&
-             m->rate >= 0.97 * p->before_rate);
+        int paid = m->rate >= p->before_rate * (1 + SL_PLACE_GAIN) ||
+                   (m->stall <= 0.7 * p->before_stall &&
+                    m->rate >= 0.97 * p->before_rate);
         if (paid) {
             p->raise_backoff = 0;
             return 0;
@@ -86,11 +85,12 @@ static int judge(sl__place_t *p, const meas_t *m, const sl__knobs_t *cur,
         snprintf(reason, len,
                  "placement: raise did not pay (%.0f -> %.0f/s, stall %.0f -> "
                  "%.0f %%%s): gpu_share %d -> %d",
-                 p->before_rate, m->rate, 100 * p->before_stall,
-                 100 * m->stall, step, cur->gpu_share, p->from);
+                 p->before_rate, m->rate, 100 * p->before_stall, 100 * m->stall,
+                 step, cur->gpu_share, p->from);
         return 1;
     }
-    double worse = p->before_stall + 0.01 > 0.02 ? p->before_stall + 0.01 : 0.02;
+    double worse =
+        p->before_stall + 0.01 > 0.02 ? p->before_stall + 0.01 : 0.02;
     if (m->stall <= worse && m->rate >= 0.97 * p->before_rate) {
         p->shed_backoff = 0;
         return 0;
@@ -135,14 +135,13 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
      * NVML says the JPEG decoders are full already (the GPU is the
      * bound). */
     int cpu_short = !(e.cpu_prep > 0) || !(e.cpu_prep_max > 1.10 * e.cpu_prep);
-    int jpg_full = win[n - 1].gpu_present &&
-                   win[n - 1].gpu_jpg_util >= SL_PLACE_JPG_FULL;
+    int jpg_full =
+        win[n - 1].gpu_present && win[n - 1].gpu_jpg_util >= SL_PLACE_JPG_FULL;
     if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&
         !jpg_full) {
         double bal = g > 0 ? g / (g + cpu) : 1;
-        double want = e.demand > 0
-                          ? 1 - cpu / (e.demand * SL_EST_DECODE_HEADROOM)
-                          : bal;
+        double want =
+            e.demand > 0 ? 1 - cpu / (e.demand * SL_EST_DECODE_HEADROOM) : bal;
         if (!(g > 0) && want > 0.5)
             want = 0.5; /* its capacity unknown: at most half, then measure */
         if (want > bal)
@@ -170,8 +169,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     }
 
     /* Shed: calm, and the CPU could carry more of each batch. */
-    if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed &&
-        e.cpu_prep_max > 0) {
+    if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed && e.cpu_prep_max > 0) {
         double d = e.demand > 0 ? e.demand : m.rate;
         double keep = d > 0 ? 1 - 0.8 * e.cpu_prep_max / d : 1;
         int to = keep > 0 ? (int)ceil(keep * SL__PLACE_MILLE) : 0;

@@ -392,6 +392,50 @@ static void test_loader_placement_gpu(void **state)
     free(root);
 }
 
+/* A memory budget pays for the stage's pinned memory: fewer batch
+ * buffers fit beside it than on the CPU, and a budget that holds none
+ * beside it fails placement gpu and sends auto to the CPU, naming it. */
+static void test_memory_budget_pays_for_pinned_memory(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_mem", 2, 10, 90, 70);
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 64;
+    o.image_size = 224; /* 9.6 MB a batch; the stage pins ~115 MB */
+    o.max_memory_bytes = (int64_t)256 << 20;
+    int64_t lo = 0, hi_cpu = 0, hi_gpu = 0;
+    sl_loader_t *l = NULL;
+    o.placement = SL_PLACEMENT_CPU;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_param_range(l, SL_PARAM_PREFETCH, &lo, &hi_cpu),
+                     0);
+    sl_loader_destroy(l);
+    o.placement = SL_PLACEMENT_GPU;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_param_range(l, SL_PARAM_PREFETCH, &lo, &hi_gpu),
+                     0);
+    sl_loader_destroy(l);
+    assert_true(hi_gpu >= 1 && hi_gpu < hi_cpu);
+    /* 160 MB: working memory takes 40 MB, the rest is 12 batches on the
+     * CPU but not one beside the stage's pinned slots */
+    o.max_memory_bytes = (int64_t)160 << 20;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_ERANGE);
+    assert_non_null(
+        strstr(sl_loader_last_error(NULL), "placement gpu: the memory budget"));
+    assert_non_null(strstr(sl_loader_last_error(NULL), "pinned memory"));
+    /* auto, the share the scheduler's (the simulated NVML shows a GPU) */
+    o.placement = SL_PLACEMENT_AUTO;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    const char *why = NULL;
+    assert_int_equal(sl__testing_placement(l, &why), 0);
+    assert_non_null(strstr(why, "beside the GPU stage's"));
+    sl_loader_destroy(l);
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     if (!sl__cuda_stage_built()) {
@@ -404,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
+        cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

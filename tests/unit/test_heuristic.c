@@ -24,7 +24,7 @@ static void window(double stall, double rate, double dbusy, double rbusy,
 
 static sl__limits_t limits(void)
 {
-    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     return l;
 }
 

@@ -19,8 +19,8 @@ static sl_snapshot_t w[N];
  * waited `stall` of the time; `dec` decoders (busy `dbusy`) made `cpu`
  * samples/s; the GPU stage at `share` made `gpu` samples/s, busy `gbusy`
  * of the time (< 0: no stage). 8 cores, none taken by others. */
-static void window(double rate, double stall, int dec, double dbusy,
-                   double cpu, int share, double gpu, double gbusy)
+static void window(double rate, double stall, int dec, double dbusy, double cpu,
+                   int share, double gpu, double gbusy)
 {
     memset(w, 0, sizeof w);
     for (int i = 0; i < N; i++) {
@@ -66,9 +66,8 @@ static void test_cpu_short_and_waiting_raises_the_share(void **state)
     /* One decoder, busy, 300/s; the trainer waits half the time: it
      * would take 600/s. The GPU is not measured yet: at most half. */
     window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_int_equal(share, 500);
     assert_non_null(strstr(why, "CPU short"));
     assert_non_null(strstr(why, "gpu_share 0 -> 500"));
@@ -78,12 +77,11 @@ static void test_cpu_short_and_waiting_raises_the_share(void **state)
      * demand asks, never past the balance 550 / (550 + 275) = 0.667. */
     cur.gpu_share = share;
     window(550, 0.1, 1, 1.0, 275, 500, 275, 0.5);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     0); /* the verdict: kept */
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+        0); /* the verdict: kept */
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_true(share >= 550 && share <= 667);
     assert_non_null(strstr(why, "GPU 550/s"));
     assert_int_equal(p.raises, 2);
@@ -99,17 +97,15 @@ static void test_a_raise_that_slows_the_trainer_is_undone(void **state)
     char why[SL_SCHED_REASON];
     int share;
     window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     cur.gpu_share = share;
     /* The GPU work slowed the training step: the trainer got less and
      * spent longer per sample outside next(). Undone, with the step's
      * slowdown named. */
     window(280, 0.4, 1, 1.0, 140, share, 140, 0.3);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_int_equal(share, 0);
     assert_non_null(strstr(why, "did not pay"));
     assert_non_null(strstr(why, "step +"));
@@ -118,12 +114,10 @@ static void test_a_raise_that_slows_the_trainer_is_undone(void **state)
     cur.gpu_share = 0;
     window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
     for (int i = 0; i < 2; i++)
-        assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                        sizeof why),
-                         0);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_int_equal(p.undone, 1);
 }
 
@@ -137,16 +131,14 @@ static void test_cpu_with_room_is_the_decoders_job(void **state)
     char why[SL_SCHED_REASON];
     int share;
     window(600, 0.5, 2, 1.0, 600, 0, 0, 0);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
     assert_int_equal(share, 0);
     /* Others take 7 of the 8 cores: now the CPU is short. */
     for (int i = 0; i < N; i++)
         w[i].cpu_other = 7.0 / 8;
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_true(share > 0);
 }
 
@@ -163,25 +155,23 @@ static void test_calm_sheds_and_a_shed_that_brings_waits_is_undone(void **state)
      * 160/s at 40 % busy (5 ms each): four could make 800/s. */
     window(400, 0, 2, 0.4, 160, 600, 240, 0.3);
     for (int i = 0; i < SL_PLACE_CALM - 1; i++)
-        assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                        sizeof why),
-                         0);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_int_equal(share, 300); /* at most halved */
     assert_non_null(strstr(why, "calm"));
     cur.gpu_share = share;
     /* Waits came back: undone. */
     window(350, 0.2, 2, 1.0, 245, 300, 105, 0.2);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_int_equal(share, 600);
     assert_non_null(strstr(why, "shed brought waits"));
 }
 
-static void test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state)
+static void
+test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state)
 {
     (void)state;
     sl__place_t p;
@@ -195,15 +185,13 @@ static void test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state
         w[i].gpu_present = 1;
         w[i].gpu_jpg_util = 0.97;
     }
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
     assert_int_equal(share, 300);
     for (int i = 0; i < N; i++)
         w[i].gpu_jpg_util = 0.5; /* room again: the raise comes */
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
     assert_true(share > 300);
 }
 
@@ -218,9 +206,8 @@ static void test_nothing_without_the_scheduler_placing(void **state)
     char why[SL_SCHED_REASON];
     int share = -1;
     window(300, 0.9, 1, 1.0, 300, 0, 0, -1);
-    assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share, why,
-                                    sizeof why),
-                     0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
     assert_int_equal(share, 0);
 }
 
