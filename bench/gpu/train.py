@@ -117,7 +117,9 @@ def main():
     ap.add_argument("--threads", default="2,4")
     ap.add_argument("--models", default="resnet50")
     ap.add_argument("--cases", default="cpu,gpu",
-                    help="cpu, gpu, auto (the scheduler places: "
+                    help="cpu, gpu, gpu-dev (gpu with device_batches: CUDA "
+                         "tensors over the stage's memory, no copy), auto "
+                         "(the scheduler places: "
                          "sched/place.h; its last share and decisions "
                          "reported), gpu-default (nvJPEG's own allocations: "
                          "SL_GPU_NVJPEG_ALLOC=default), gpu-pageable (the "
@@ -179,7 +181,7 @@ def run_model(a, name, nvml):
                 os.environ["SL_GPU_NVJPEG_ALLOC"] = "default"
             if case == "gpu-pageable":
                 os.environ["SL_GPU_PAGEABLE_BITS"] = "1"
-            extra = {}
+            extra = {"device_batches": True} if case == "gpu-dev" else {}
             if a.telemetry:
                 os.makedirs(a.telemetry, exist_ok=True)
                 extra["telemetry_path"] = os.path.join(

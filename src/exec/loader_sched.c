@@ -77,6 +77,14 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
         rc = charge_stage(l, given, &k, err, errlen);
     if (rc)
         return rc;
+    /* Device batches: only in the GPU stage's memory. */
+    l->devb = given->device_batches && l->stage && l->stage->dev_alloc;
+    if (given->device_batches && !l->devb)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "device_batches: the GPU stage is not in use: %s",
+                        l->stage          ? "it has no device memory"
+                        : l->place.why[0] ? l->place.why
+                                          : "placement cpu");
     /* With the GPU stage in use the CPU path decodes without DCT scaling:
      * the nearest it comes to the GPU's pixels, so which path a sample
      * took moves it only by the decoders' rounding (docs/DESIGN.md "GPU

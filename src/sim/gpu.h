@@ -21,12 +21,12 @@
 #include "sim/sim.h"
 
 typedef struct sl__sim_gpu {
-    int on;              /* the profile has a GPU stage (gpu_ms > 0) */
-    int *q, head, len;   /* samples waiting for it: a ring of item ids */
-    int cur;             /* the sample in service, -1: idle */
-    double end;          /* when it finishes */
-    double slow;         /* the step's pace while it works: 1/(1+gpu_slow) */
-    double busy;         /* seconds it worked this period */
+    int on;               /* the profile has a GPU stage (gpu_ms > 0) */
+    int *q, head, len;    /* samples waiting for it: a ring of item ids */
+    int cur;              /* the sample in service, -1: idle */
+    double end;           /* when it finishes */
+    double slow;          /* the step's pace while it works: 1/(1+gpu_slow) */
+    double busy;          /* seconds it worked this period */
     int64_t items, total; /* samples done this period / in all */
 } sl__sim_gpu_t;
 

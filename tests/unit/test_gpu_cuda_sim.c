@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "base/rng.h"
 #include "gpu/cuda_stage.h"
@@ -392,6 +393,99 @@ static void test_loader_placement_gpu(void **state)
     free(root);
 }
 
+/* A stream's digest with device batches (on_error skip), each batch's
+ * data checked to be device memory of device 0 (the simulated runtime's
+ * is host memory: readable here). */
+static uint64_t digest_dev(const char *root, int placement, int share,
+                           int64_t *n)
+{
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 6;
+    o.image_size = OUT;
+    o.seed = 3;
+    o.epochs = 2;
+    o.decode_threads = 2;
+    o.no_dct_scale = 1;
+    o.on_error = SL_ON_ERROR_SKIP;
+    o.placement = placement;
+    o.gpu_share = share;
+    o.device_batches = 1;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    *n = 0;
+    while (sl_loader_next(l, &b) == 0) {
+        assert_int_equal(b->device, 0);
+        XXH3_64bits_update(h, b->data, (size_t)b->n * b->sample_bytes);
+        XXH3_64bits_update(h, b->labels, (size_t)b->n * sizeof(int64_t));
+        XXH3_64bits_update(h, b->indices, (size_t)b->n * sizeof(int64_t));
+        *n += b->n;
+        sl_loader_release(l, b);
+    }
+    uint64_t d = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    sl_loader_destroy(l);
+    return d;
+}
+
+/* Device batches: the stream of host batches whatever the share (the
+ * GPU's samples written in place, the CPU's copied in when the batch is
+ * complete), a skipped sample compacted on the device, host batches say
+ * device -1, and without the stage they are refused naming why. */
+static void test_device_batches(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_dev", 2, 10, 90, 70);
+    char bad[4096];
+    snprintf(bad, sizeof bad, "%s/c0/zz_bad.jpg", root);
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    fputs("\xff\xd8 not a jpeg", f);
+    fclose(f);
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 6;
+    o.image_size = OUT;
+    o.seed = 3;
+    o.epochs = 2;
+    o.decode_threads = 2;
+    o.no_dct_scale = 1;
+    o.on_error = SL_ON_ERROR_SKIP;
+    o.placement = SL_PLACEMENT_CPU;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    int64_t want_n = 0;
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    assert_int_equal(sl_loader_next(l, &b), 0);
+    assert_int_equal(b->device, -1); /* host batches say so */
+    sl_loader_release(l, b);
+    sl_loader_destroy(l);
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    uint64_t want = tu_stream_digest(l, &want_n);
+    sl_loader_destroy(l);
+    assert_int_equal(want_n, 2 * 20); /* 21 files, the bad one skipped */
+    int64_t n = 0;
+    assert_int_equal(digest_dev(root, SL_PLACEMENT_GPU, 0, &n), want);
+    assert_int_equal(n, want_n);
+    assert_int_equal(digest_dev(root, SL_PLACEMENT_GPU, 500, &n), want);
+    assert_int_equal(digest_dev(root, SL_PLACEMENT_AUTO, 0, &n), want);
+    /* placement cpu: no device memory to put them in */
+    o.device_batches = 1;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EUNSUPPORTED);
+    assert_non_null(strstr(sl_loader_last_error(NULL),
+                           "device_batches: the GPU stage is not in use"));
+    o.device_batches = 2;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
 /* A memory budget pays for the stage's pinned memory: fewer batch
  * buffers fit beside it than on the CPU, and a budget that holds none
  * beside it fails placement gpu and sends auto to the CPU, naming it. */
@@ -449,6 +543,7 @@ int main(void)
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
+        cmocka_unit_test(test_device_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
