@@ -334,8 +334,8 @@ static void test_concurrent_submitters(void **state)
     free(jobs);
 }
 
-static uint64_t digest(const char *root, int placement, int share, int no_dct,
-                       int *on_gpu)
+/* The loader tests' options: 2 epochs of batches of 6, seed 3. */
+static sl_options_t opts(int placement, int share, int no_dct)
 {
     sl_options_t o;
     sl_options_init(&o);
@@ -347,6 +347,13 @@ static uint64_t digest(const char *root, int placement, int share, int no_dct,
     o.placement = placement;
     o.gpu_share = share;
     o.no_dct_scale = no_dct;
+    return o;
+}
+
+static uint64_t digest(const char *root, int placement, int share, int no_dct,
+                       int *on_gpu)
+{
+    sl_options_t o = opts(placement, share, no_dct);
     sl_loader_t *l = NULL;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     *on_gpu = sl__testing_placement(l, NULL);
@@ -399,17 +406,8 @@ static void test_loader_placement_gpu(void **state)
 static uint64_t digest_dev(const char *root, int placement, int share,
                            int64_t *n)
 {
-    sl_options_t o;
-    sl_options_init(&o);
-    o.batch_size = 6;
-    o.image_size = OUT;
-    o.seed = 3;
-    o.epochs = 2;
-    o.decode_threads = 2;
-    o.no_dct_scale = 1;
+    sl_options_t o = opts(placement, share, 1);
     o.on_error = SL_ON_ERROR_SKIP;
-    o.placement = placement;
-    o.gpu_share = share;
     o.device_batches = 1;
     sl_loader_t *l = NULL;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
@@ -446,16 +444,8 @@ static void test_device_batches(void **state)
     assert_non_null(f);
     fputs("\xff\xd8 not a jpeg", f);
     fclose(f);
-    sl_options_t o;
-    sl_options_init(&o);
-    o.batch_size = 6;
-    o.image_size = OUT;
-    o.seed = 3;
-    o.epochs = 2;
-    o.decode_threads = 2;
-    o.no_dct_scale = 1;
+    sl_options_t o = opts(SL_PLACEMENT_CPU, 0, 1);
     o.on_error = SL_ON_ERROR_SKIP;
-    o.placement = SL_PLACEMENT_CPU;
     sl_loader_t *l = NULL;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     int64_t want_n = 0;
