@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             prep = p.events[i].value;
     if (prep * p.remote.threads > 1024)
         return 0;
-    sl__knobs_t k = {2, 2, 2};
+    sl__knobs_t k = {2, 2, 2, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 1);
     if (!s)
         return 0;

@@ -76,11 +76,17 @@ typedef struct sl__sim_profile {
     double consumer_cpu;         /* 0..1: share of a core the consumer computes
                                     during its step (0: sleeps, 1: a CPU trainer) */
     double batch_bytes;          /* output bytes of one batch buffer */
-    double base_rss;         /* bytes the process holds besides the buffers */
-    double mem_total;        /* machine memory, bytes */
-    int read_ahead;          /* encoded items read ahead (the decode queue); 0:
-                                the engine's rule, sl__read_ahead_items */
-    double interfere;        /* cores' worth of foreign busy threads at t = 0 */
+    double base_rss;  /* bytes the process holds besides the buffers */
+    double mem_total; /* machine memory, bytes */
+    int read_ahead;   /* encoded items read ahead (the decode queue); 0:
+                         the engine's rule, sl__read_ahead_items */
+    double interfere; /* cores' worth of foreign busy threads at t = 0 */
+    /* The GPU stage (sim/gpu.h; 0 gpu_ms: none): a sample routed to it by
+     * the share knob (gpu/placement.h's rule) leaves the decode queue for
+     * the stage, a FIFO server taking gpu_ms of GPU time per sample and
+     * no CPU; while it works the consumer's step runs 1 / (1 + gpu_slow)
+     * as fast (the stage's work slowing training on the same GPU). */
+    double gpu_ms, gpu_slow;
     sl__sim_remote_t remote; /* remote preparers (sim/remote.h); off when
                                 remote.preparers is 0 */
     int n_events;
