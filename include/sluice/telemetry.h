@@ -107,6 +107,19 @@ typedef struct sl_snapshot {
                                     path (grayscale, CMYK, progressive,
                                     PNG, refused by the decoder) */
     char gpu_refused_why[128]; /**< the last reason it gave */
+    /* ranged requests for samples from URLs (after the fourth layout;
+     * sl_stats_t.requests, docs/DESIGN.md "Coalesced reads"): all 0 for
+     * local sources and blocking reads */
+    int64_t requests_total;          /**< requests made (retries not
+                                          counted) */
+    int64_t request_records_total;   /**< samples those requests fetched */
+    int64_t request_fallbacks_total; /**< coalesced requests that failed,
+                                          their records read again one by
+                                          one */
+    double requests_per_s;           /**< requests made this interval */
+    double records_per_request;      /**< this interval's records / requests:
+                                          > 1 when coalescing; < 0 without
+                                          requests */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

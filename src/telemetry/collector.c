@@ -248,6 +248,15 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->gpu_samples_total = q->gpu_samples;
     s->gpu_refused_total = q->gpu_refused;
     memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
+    s->requests_total = q->requests;
+    s->request_records_total = q->request_records;
+    s->request_fallbacks_total = q->request_fallbacks;
+    int64_t nreq = q->requests - p->requests;
+    s->requests_per_s = secs > 0 ? (double)nreq / secs : 0;
+    s->records_per_request =
+        nreq > 0
+            ? (double)(q->request_records - p->request_records) / (double)nreq
+            : -1;
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
     stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,

@@ -45,6 +45,8 @@ typedef struct sl__pipe_sample {
     char placement_why[256];
     int64_t gpu_samples, gpu_refused;
     char gpu_refused_why[128];
+    /* ranged requests for samples (the image loader's; 0 otherwise) */
+    int64_t requests, request_records, request_fallbacks;
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

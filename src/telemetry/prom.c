@@ -224,6 +224,18 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
            s->io_depth);
     metric(&o, "reads_in_flight", "gauge", "Reads issued and not yet done.",
            s->reads_in_flight);
+    metric(&o, "requests_total", "counter",
+           "Ranged requests made for samples from URLs (retries not "
+           "counted).",
+           (double)s->requests_total);
+    metric(&o, "request_records_total", "counter",
+           "Samples those requests fetched (records per request: its rate "
+           "over sluice_requests_total's).",
+           (double)s->request_records_total);
+    metric(&o, "request_fallbacks_total", "counter",
+           "Coalesced requests that failed, their records read again one "
+           "by one.",
+           (double)s->request_fallbacks_total);
     metric(&o, "decisions_total", "counter", "Knob changes the scheduler made.",
            (double)s->decisions_total);
     stage_metrics(&o, s);
