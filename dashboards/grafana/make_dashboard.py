@@ -237,6 +237,23 @@ PANELS = [
                    ("sluice_cache_limit_bytes" + sel(), "{{instance}} limit"),
                    ("sluice_cache_entries" + sel(), "{{instance}} entries")],
                w=12),
+    timeseries("Cache disk tier", "The disk tier (--cache-dir): samples "
+               "it served and samples neither tier held, per second, and "
+               "its failed writes and reads (a failed write, the disk full, "
+               "stops it admitting).", "ops", [
+                   ("rate(sluice_cache_disk_hits_total" + sel() + RI + ")",
+                    "{{instance}} disk hits"),
+                   ("rate(sluice_cache_disk_misses_total" + sel() + RI + ")",
+                    "{{instance}} misses"),
+                   ("rate(sluice_cache_disk_errors_total" + sel() + RI + ")",
+                    "{{instance}} errors")], w=12),
+    timeseries("Cache disk bytes", "Bytes of the disk tier's file, its "
+               "budget, and entries.", "bytes", [
+                   ("sluice_cache_disk_bytes" + sel(), "{{instance}} held"),
+                   ("sluice_cache_disk_limit_bytes" + sel(),
+                    "{{instance}} limit"),
+                   ("sluice_cache_disk_entries" + sel(),
+                    "{{instance}} entries")], w=12),
 ]
 
 

@@ -3,6 +3,7 @@
 #include "consume.h"
 
 #include <math.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,7 +119,10 @@ static void print_skips(const sl__stream_t *s, int64_t *shown)
             *shown = n;
             break;
         }
-        fprintf(stderr, "skipped: %s\n", m);
+        /* Warnings (a stale sidecar, the cache's disk full) are listed
+         * with the skips but lost nothing. */
+        fprintf(stderr, "%s%s\n", strncmp(m, "warning: ", 9) ? "skipped: " : "",
+                m);
     }
 }
 
