@@ -107,7 +107,17 @@ typedef struct sl_snapshot {
                                     path (grayscale, CMYK, progressive,
                                     PNG, refused by the decoder) */
     char gpu_refused_why[128]; /**< the last reason it gave */
-    /* ranged requests for samples from URLs (after the fourth layout;
+    /* the GPU stage's load and the JPEG engines' (after the fourth layout),
+     * what the scheduler places samples by (docs/DESIGN.md "GPU stage") */
+    double gpu_samples_per_s; /**< samples the GPU stage finished per second
+                                   (0 without a stage) */
+    double gpu_stage_busy;    /**< 0..1: share of the interval the stage had
+                                   samples in it (submitted, not yet done);
+                                   < 0 without a stage */
+    double gpu_jpg_util;      /**< 0..1: NVML's JPEG-decoder use of GPU 0
+                                   (nvmlDeviceGetJpgUtilization); < 0 where
+                                   NVML cannot tell */
+    /* ranged requests for samples from URLs (after the fifth layout;
      * sl_stats_t.requests, docs/DESIGN.md "Coalesced reads"): all 0 for
      * local sources and blocking reads */
     int64_t requests_total;          /**< requests made (retries not
@@ -120,7 +130,7 @@ typedef struct sl_snapshot {
     double records_per_request;      /**< this interval's records / requests:
                                           > 1 when coalescing; < 0 without
                                           requests */
-    /* the cache's disk tier (after the fifth layout;
+    /* the cache's disk tier (after the sixth layout;
      * sl_options_t.cache_dir) */
     int cache_disk_present;          /**< 1: the cache_disk_* fields are set */
     int cache_disk_admitting;        /**< 0 once a write failed (disk full) */

@@ -77,8 +77,11 @@ static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
     npy_intp d[4] = {b->n, b->channels, b->height, b->width};
     if (b->layout == SL_LAYOUT_HWC)
         d[1] = b->height, d[2] = b->width, d[3] = b->channels;
-    PyObject *img = slpy_batch_view(
-        o, b->dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32, 4, d, b->data);
+    int u8 = b->dtype == SL_DTYPE_UINT8;
+    PyObject *img =
+        b->device >= 0
+            ? slpy_batch_cuda(o, u8 ? "|u1" : "<f4", 4, d, b->data, b->device)
+            : slpy_batch_view(o, u8 ? NPY_UINT8 : NPY_FLOAT32, 4, d, b->data);
     npy_intp n = b->n;
     PyObject *lab =
         img ? slpy_batch_view(o, NPY_INT64, 1, &n, b->labels) : NULL;
@@ -906,6 +909,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                              "gpu_share",
                              "coalesce",
                              "gpu_device",
+                             "device_batches",
                              "cache_dir",
                              "cache_disk_bytes",
                              NULL};
@@ -925,10 +929,10 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *placement = Py_None, *gpu_share = Py_None;
     PyObject *coalesce = Py_None, *gpu_device = Py_None;
     PyObject *cache_dir = Py_None, *cache_disk = Py_None;
-    int cache_decoded = 0;
+    int cache_decoded = 0, device_batches = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOOO:Loader",
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOO:Loader",
             kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
             &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
             &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
@@ -936,7 +940,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
             &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
-            &coalesce, &gpu_device, &cache_dir, &cache_disk))
+            &coalesce, &gpu_device, &device_batches, &cache_dir, &cache_disk))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -956,6 +960,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     o->unordered = unordered;
     o->no_dct_scale = !dct;
     o->no_flip = !flip;
+    o->device_batches = device_batches;
     self->epochs = epochs;
     if (batch < 1 || size < 1 || world < 1 || rank < 0 || rank >= world ||
         epochs < 1) {
@@ -1141,7 +1146,8 @@ static PyObject *get_options(LoaderObject *self, void *c)
             ? &used
             : &self->opt;
     return Py_BuildValue(
-        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i,s:i}",
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i,s:i,"
+        "s:O}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
@@ -1157,7 +1163,8 @@ static PyObject *get_options(LoaderObject *self, void *c)
         o->placement == SL_PLACEMENT_CPU   ? "cpu"
         : o->placement == SL_PLACEMENT_GPU ? "gpu"
                                            : "auto",
-        "gpu_share", o->gpu_share, "gpu_device", o->gpu_device);
+        "gpu_share", o->gpu_share, "gpu_device", o->gpu_device,
+        "device_batches", o->device_batches ? Py_True : Py_False);
 }
 
 #define INT_GETTER(fname, expr)                                                \
@@ -1354,7 +1361,8 @@ PyDoc_STRVAR(
     "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
     "cache_decoded=False, cache_codec='auto', io_depth=None, "
     "max_threads=None, policy_file=None, placement=None, gpu_share=None, "
-    "coalesce=None, gpu_device=None, cache_dir=None, cache_disk_bytes=None)"
+    "coalesce=None, gpu_device=None, device_batches=False, cache_dir=None, "
+    "cache_disk_bytes=None)"
     "\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
