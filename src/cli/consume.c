@@ -3,7 +3,6 @@
 #include "consume.h"
 
 #include <math.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,10 +118,7 @@ static void print_skips(const sl__stream_t *s, int64_t *shown)
             *shown = n;
             break;
         }
-        /* Warnings (a stale sidecar, the cache's disk full) are listed
-         * with the skips but lost nothing. */
-        fprintf(stderr, "%s%s\n", strncmp(m, "warning: ", 9) ? "skipped: " : "",
-                m);
+        fprintf(stderr, "skipped: %s\n", m);
     }
 }
 
