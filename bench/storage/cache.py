@@ -7,6 +7,10 @@ remote storage (10 ms a read, 100 MB/s), 3 epochs, batches of 64:
   lru-50        LRU, the same size
   minio-100     MinIO holding the whole encoded set
   decoded-100   the decoded tier holding the whole set (implies --no-dct)
+  minio-25+disk-25  MinIO, 25 % in memory and 25 % in the disk tier
+                (--cache-dir: a directory of the bench's own under
+                --cache-dir, default the system's temp directory)
+  disk-100      no memory tier, the disk tier holding the whole set
 
 and, in the same rounds, the 2-core decode ceiling (bench/decode_ceiling:
 2 x libjpeg-turbo's full-size decode rate on one core, files in memory).
@@ -27,6 +31,7 @@ codec auto ended with.
 
     bench/storage/cache.py [--sluice build/sluice] [--rounds 3] [--data DIR]
                            [--codecs [--codec-budget 400M]] [--only A,B]
+                           [--cache-dir DIR]
 """
 import argparse
 import json
@@ -89,6 +94,8 @@ def main():
     ap.add_argument("--codec-budget", default="400M")
     ap.add_argument("--only", default="",
                     help="comma-separated configurations to run (all)")
+    ap.add_argument("--cache-dir", default=tempfile.gettempdir(),
+                    help="where the disk tier configurations keep it")
     a = ap.parse_args()
     if not os.path.isdir(a.data):
         print(f"skip: {a.data} not found (the ImageNet sample)")
@@ -103,6 +110,10 @@ def main():
         "lru-50": ["--cache", str(size // 2), "--cache-policy", "lru"],
         "minio-100": ["--cache", str(size + n * 80 + (1 << 20))],
         "decoded-100": ["--cache", "800M", "--cache-decoded"],
+        "minio-25+disk-25": ["--cache", str(size // 4), "--cache-dir",
+                             a.cache_dir, "--cache-disk", str(size // 4)],
+        "disk-100": ["--cache-dir", a.cache_dir, "--cache-disk",
+                     str(size + (1 << 20))],
     }
     if a.codecs:
         configs = {c: ["--cache", a.codec_budget, "--cache-decoded",
@@ -124,6 +135,10 @@ def main():
                 later = later_epochs_rate(tele, n)
                 fetched = (res["bytes_read"] - size) / 2 / size
                 c = res.get("cache", {})
+                # Both tiers: memory hits and disk hits over the lookups.
+                looked = c.get("hits", 0) + c.get("misses", 0)
+                hits = c.get("hits", 0) + c.get("disk", {}).get("hits", 0)
+                c["hit_rate"] = hits / looked if looked else 0.0
                 rows[name].append({"img_s": res["samples_per_s"],
                                    "later_img_s": later,
                                    "fetched": fetched,

@@ -209,6 +209,21 @@ PANELS = [
                     "{{instance}} on the GPU"),
                    ("rate(sluice_gpu_stage_refused_total" + sel() + RI + ")",
                     "{{instance}} refused")], w=12),
+    row("Remote reads (URLs)"),
+    timeseries("Requests", "Ranged requests the loader made for samples "
+               "from URLs per second (retries not counted), and coalesced "
+               "requests that failed and were read again record by record.",
+               "reqps", [
+                   ("rate(sluice_requests_total" + sel() + RI + ")",
+                    "{{instance}} requests/s"),
+                   ("rate(sluice_request_fallbacks_total" + sel() + RI + ")",
+                    "{{instance}} fallbacks/s")], w=12),
+    timeseries("Records per request", "Samples each request fetched over "
+               "the window: above 1 when neighbouring records are coalesced "
+               "into one range request (--coalesce).", "short", [
+                   ("rate(sluice_request_records_total" + sel() + RI +
+                    ") / rate(sluice_requests_total" + sel() + RI + ")",
+                    "{{instance}} records/request")], w=12),
     row("Sample cache (where on)"),
     timeseries("Cache hits and misses", "Samples served from the cache and "
                "read from storage, per second.", "ops", [
@@ -222,6 +237,23 @@ PANELS = [
                    ("sluice_cache_limit_bytes" + sel(), "{{instance}} limit"),
                    ("sluice_cache_entries" + sel(), "{{instance}} entries")],
                w=12),
+    timeseries("Cache disk tier", "The disk tier (--cache-dir): samples "
+               "it served and samples neither tier held, per second, and "
+               "its failed writes and reads (a failed write, the disk full, "
+               "stops it admitting).", "ops", [
+                   ("rate(sluice_cache_disk_hits_total" + sel() + RI + ")",
+                    "{{instance}} disk hits"),
+                   ("rate(sluice_cache_disk_misses_total" + sel() + RI + ")",
+                    "{{instance}} misses"),
+                   ("rate(sluice_cache_disk_errors_total" + sel() + RI + ")",
+                    "{{instance}} errors")], w=12),
+    timeseries("Cache disk bytes", "Bytes of the disk tier's file, its "
+               "budget, and entries.", "bytes", [
+                   ("sluice_cache_disk_bytes" + sel(), "{{instance}} held"),
+                   ("sluice_cache_disk_limit_bytes" + sel(),
+                    "{{instance}} limit"),
+                   ("sluice_cache_disk_entries" + sel(),
+                    "{{instance}} entries")], w=12),
 ]
 
 

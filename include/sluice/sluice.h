@@ -258,6 +258,22 @@ typedef struct sl_options {
      *  stage in use (placement gpu, or auto where it runs); else
      *  sl_loader_create fails saying why [0: host batches]. */
     int device_batches;
+    /** The cache's disk tier (docs/DESIGN.md, "Sample cache"): a local
+     *  directory on fast disk that keeps, within cache_disk_bytes, the
+     *  encoded samples the memory tier (cache_bytes, which may be 0) has
+     *  no room for, under the MinIO rule (admitted while they fit, never
+     *  evicted within the job); a hit there reads the local file instead
+     *  of the source. Its file is the loader's own, in a fresh
+     *  subdirectory (DIR/sluice-cache-XXXXXX) made by sl_loader_create and
+     *  removed by sl_loader_destroy. A directory that cannot be used fails
+     *  sl_loader_create naming it; a write that fails later (the disk
+     *  full) stops the tier admitting, counted and listed as a warning
+     *  with the skips, and never loses a sample. Read only by
+     *  sl_loader_create. Not with cache_decoded or SL_CACHE_LRU [NULL: no
+     *  disk tier]. */
+    const char *cache_dir;
+    /** The disk tier's bytes (> 0 with cache_dir, 0 without) [0]. */
+    int64_t cache_disk_bytes;
 } sl_options_t;
 
 /** sl_options_t.placement. */
@@ -375,6 +391,16 @@ typedef struct sl_stats {
                                     per request = this / requests */
     int64_t request_fallbacks; /**< coalesced requests that failed, their
                                     records read again one by one */
+    /* the cache's disk tier, sl_options_t.cache_dir (after the third
+     * layout): all 0 without one */
+    int64_t cache_disk_hits;    /**< samples the memory tier missed and the
+                                     disk tier served */
+    int64_t cache_disk_misses;  /**< samples neither held (read from
+                                     storage) */
+    int64_t cache_disk_bytes;   /**< bytes of its file */
+    int64_t cache_disk_entries; /**< samples it holds */
+    int64_t cache_disk_errors;  /**< its writes and reads that failed (a
+                                     failed write stops it admitting) */
 } sl_stats_t;
 
 /** Zeroes *st and sets st->size. */

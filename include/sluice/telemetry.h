@@ -117,6 +117,29 @@ typedef struct sl_snapshot {
     double gpu_jpg_util;      /**< 0..1: NVML's JPEG-decoder use of GPU 0
                                    (nvmlDeviceGetJpgUtilization); < 0 where
                                    NVML cannot tell */
+    /* ranged requests for samples from URLs (after the fifth layout;
+     * sl_stats_t.requests, docs/DESIGN.md "Coalesced reads"): all 0 for
+     * local sources and blocking reads */
+    int64_t requests_total;          /**< requests made (retries not
+                                          counted) */
+    int64_t request_records_total;   /**< samples those requests fetched */
+    int64_t request_fallbacks_total; /**< coalesced requests that failed,
+                                          their records read again one by
+                                          one */
+    double requests_per_s;           /**< requests made this interval */
+    double records_per_request;      /**< this interval's records / requests:
+                                          > 1 when coalescing; < 0 without
+                                          requests */
+    /* the cache's disk tier (after the sixth layout;
+     * sl_options_t.cache_dir) */
+    int cache_disk_present;          /**< 1: the cache_disk_* fields are set */
+    int cache_disk_admitting;        /**< 0 once a write failed (disk full) */
+    int64_t cache_disk_hits_total;   /**< samples it served */
+    int64_t cache_disk_misses_total; /**< samples neither tier held */
+    int64_t cache_disk_bytes;        /**< bytes of its file */
+    int64_t cache_disk_entries;      /**< samples it holds */
+    int64_t cache_disk_limit_bytes;  /**< its budget (cache_disk_bytes) */
+    int64_t cache_disk_errors_total; /**< writes and reads that failed */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -172,12 +172,13 @@ int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out)
         PyErr_Format(PyExc_TypeError, "%s must be an int, not %R", name, o);
         return -1;
     }
-    long v = PyLong_AsLong(o);
+    int over = 0;
+    long v = PyLong_AsLongAndOverflow(o, &over);
     if (v == -1 && PyErr_Occurred())
         return -1;
-    if (v < min || v > max) {
-        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %ld", name,
-                     min, max, v);
+    if (over || v < min || v > max) { /* beyond a C long: out of range too */
+        PyErr_Format(PyExc_ValueError, "%s must be in %ld..%ld, not %R", name,
+                     min, max, o);
         return -1;
     }
     *out = (int)v;

@@ -99,6 +99,7 @@ typedef struct {
     PyObject *source;               /* bytes (file-system encoding) */
     PyObject *telemetry_path;       /* bytes or NULL */
     PyObject *policy_file;          /* bytes or NULL */
+    PyObject *cache_dir;            /* bytes or NULL */
     PyObject *classes;              /* tuple of str, made on first use */
     sl_options_t opt;               /* as given; knobs re-read on re-create */
     int64_t epochs;                 /* per iteration */
@@ -134,6 +135,7 @@ static CoreObject *core_create(LoaderObject *self)
         self->telemetry_path ? PyBytes_AS_STRING(self->telemetry_path) : NULL;
     o.policy_file =
         self->policy_file ? PyBytes_AS_STRING(self->policy_file) : NULL;
+    o.cache_dir = self->cache_dir ? PyBytes_AS_STRING(self->cache_dir) : NULL;
     o.epochs = o.unordered ? self->epochs : SLPY_EPOCHS_AHEAD;
     const char *src = PyBytes_AS_STRING(self->source);
     sl_loader_t *l = NULL;
@@ -630,6 +632,21 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
         Py_DECREF(tel);
         return NULL;
     }
+    if (st.cache_disk_bytes > 0 || self->opt.cache_disk_bytes > 0) {
+        PyObject *disk = Py_BuildValue(
+            "{s:L,s:L,s:L,s:L,s:L}", "hits", (long long)st.cache_disk_hits,
+            "misses", (long long)st.cache_disk_misses, "bytes",
+            (long long)st.cache_disk_bytes, "entries",
+            (long long)st.cache_disk_entries, "errors",
+            (long long)st.cache_disk_errors);
+        if (!disk || PyDict_SetItemString(cache, "disk", disk)) {
+            Py_XDECREF(disk);
+            Py_DECREF(tel);
+            Py_DECREF(cache);
+            return NULL;
+        }
+        Py_DECREF(disk);
+    }
     PyObject *reqs =
         Py_BuildValue("{s:L,s:L,s:L}", "count", (long long)st.requests,
                       "records", (long long)st.request_records, "fallbacks",
@@ -683,6 +700,7 @@ static void loader_dealloc(LoaderObject *self)
     Py_CLEAR(self->source);
     Py_CLEAR(self->telemetry_path);
     Py_CLEAR(self->policy_file);
+    Py_CLEAR(self->cache_dir);
     Py_CLEAR(self->classes);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -849,18 +867,52 @@ static int opt_coalesce(PyObject *v, int64_t *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {
-        "source",       "batch_size",     "image_size",     "mode",
-        "dtype",        "layout",         "shuffle",        "seed",
-        "drop_last",    "rank",           "world_size",     "epochs",
-        "unordered",    "on_error",       "threads",        "read_threads",
-        "prefetch",     "dct_scale",      "mean",           "std",
-        "telemetry_ms", "telemetry_path", "metrics_port",   "flip",
-        "scale",        "ratio",          "resize_size",    "host_alloc",
-        "policy",       "max_memory",     "shuffle_buffer", "cache_bytes",
-        "cache_policy", "cache_decoded",  "cache_codec",    "io_depth",
-        "max_threads",  "policy_file",    "placement",      "gpu_share",
-        "coalesce",     "gpu_device",     "device_batches", NULL};
+    static char *kwlist[] = {"source",
+                             "batch_size",
+                             "image_size",
+                             "mode",
+                             "dtype",
+                             "layout",
+                             "shuffle",
+                             "seed",
+                             "drop_last",
+                             "rank",
+                             "world_size",
+                             "epochs",
+                             "unordered",
+                             "on_error",
+                             "threads",
+                             "read_threads",
+                             "prefetch",
+                             "dct_scale",
+                             "mean",
+                             "std",
+                             "telemetry_ms",
+                             "telemetry_path",
+                             "metrics_port",
+                             "flip",
+                             "scale",
+                             "ratio",
+                             "resize_size",
+                             "host_alloc",
+                             "policy",
+                             "max_memory",
+                             "shuffle_buffer",
+                             "cache_bytes",
+                             "cache_policy",
+                             "cache_decoded",
+                             "cache_codec",
+                             "io_depth",
+                             "max_threads",
+                             "policy_file",
+                             "placement",
+                             "gpu_share",
+                             "coalesce",
+                             "gpu_device",
+                             "device_batches",
+                             "cache_dir",
+                             "cache_disk_bytes",
+                             NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -876,10 +928,11 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *policy_file = Py_None;
     PyObject *placement = Py_None, *gpu_share = Py_None;
     PyObject *coalesce = Py_None, *gpu_device = Py_None;
+    PyObject *cache_dir = Py_None, *cache_disk = Py_None;
     int cache_decoded = 0, device_batches = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOp:Loader",
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOO:Loader",
             kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
             &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
             &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
@@ -887,7 +940,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
             &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
-            &coalesce, &gpu_device, &device_batches))
+            &coalesce, &gpu_device, &device_batches, &cache_dir, &cache_disk))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -967,6 +1020,19 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         }
     }
     o->cache_decoded = cache_decoded;
+    if (cache_disk != Py_None) {
+        o->cache_disk_bytes = PyLong_AsLongLong(cache_disk);
+        if (PyErr_Occurred())
+            goto fail;
+        if (o->cache_disk_bytes < 1) {
+            PyErr_SetString(PyExc_ValueError,
+                            "cache_disk_bytes must be >= 1 (with cache_dir)");
+            goto fail;
+        }
+    }
+    if (cache_dir != Py_None &&
+        !PyUnicode_FSConverter(cache_dir, &self->cache_dir))
+        goto fail;
     if (cache_codec != Py_None) {
         const char *cs =
             PyUnicode_Check(cache_codec) ? PyUnicode_AsUTF8(cache_codec) : NULL;
@@ -1295,7 +1361,9 @@ PyDoc_STRVAR(
     "shuffle_buffer=0, cache_bytes=None, cache_policy='minio', "
     "cache_decoded=False, cache_codec='auto', io_depth=None, "
     "max_threads=None, policy_file=None, placement=None, gpu_share=None, "
-    "coalesce=None)\n--\n\n"
+    "coalesce=None, gpu_device=None, device_batches=False, cache_dir=None, "
+    "cache_disk_bytes=None)"
+    "\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
     "a brace pattern,\n'shard-{000..009}.tar'). shuffle_buffer=N: "
@@ -1321,7 +1389,11 @@ PyDoc_STRVAR(
     "coalesce: the most bytes one range request fetches for\nneighbouring "
     "remote records (None: 1 MiB; 'off': one request a record);\n"
     "stats()['requests'] counts requests, the records they fetched and "
-    "the\ncoalesced ones that failed (read again one by one).");
+    "the\ncoalesced ones that failed (read again one by one). cache_dir, "
+    "cache_disk_bytes:\nthe cache's disk tier: samples the memory tier "
+    "has no room for kept in a\nfresh subdirectory of cache_dir (removed "
+    "when the loader closes), within\ncache_disk_bytes; "
+    "stats()['cache']['disk'] counts its hits, misses, bytes and\nerrors.");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

@@ -206,6 +206,14 @@ static int have_index(sl__cache_t *c)
     return 1;
 }
 
+int sl__cache_holds(sl__cache_t *c, int64_t key)
+{
+    pthread_mutex_lock(&c->mu);
+    int yes = c->index && key >= 0 && key < c->nkeys && c->index[key];
+    pthread_mutex_unlock(&c->mu);
+    return yes;
+}
+
 int sl__cache_wants(sl__cache_t *c, size_t n)
 {
     pthread_mutex_lock(&c->mu);

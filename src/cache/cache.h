@@ -77,6 +77,8 @@ int sl__cache_copy(const sl__cache_ref_t *ref, void *dst, char *err,
                    size_t errlen);
 void sl__cache_unpin(sl__cache_t *c, sl__cache_ref_t *ref);
 
+/* 1 when key is held now (not counted as a find, nothing pinned). */
+int sl__cache_holds(sl__cache_t *c, int64_t key);
 /* Would an entry of about n raw bytes be admitted now? (MinIO: it fits;
  * LRU: always, within the limit.) A hint: a put may still refuse. */
 int sl__cache_wants(sl__cache_t *c, size_t n);

@@ -151,6 +151,11 @@ static const sl__opt_t run_opts[] = {
      "how cache entries are stored; auto: chosen at run time from "
      "measured ratios, codec time and what a miss costs",
      "auto", cache_codecs, cache_codec_v},
+    {"cache-dir", 0, SL__OPT_STR, F(opt.cache_dir), 0, 0, "DIR",
+     "the cache's disk tier: samples --cache has no room for are kept in a "
+     "fresh subdirectory of DIR (removed at exit), within --cache-disk"},
+    {"cache-disk", 0, SL__OPT_SIZE, F(opt.cache_disk_bytes), 1, HUGE_VAL,
+     "SIZE", "bytes of the disk tier (with --cache-dir), e.g. 2G"},
     {"placement", 0, SL__OPT_CHOICE, F(opt.placement), 0, 0, NULL,
      "where samples are decoded: gpu fails when the GPU stage is "
      "unavailable, auto falls back to the CPU and says why",
@@ -377,7 +382,7 @@ int sl__cmd_run(int argc, char **argv)
     const char *codec = st.cache_codec >= 0 && st.cache_codec <= 5
                             ? cache_codecs[st.cache_codec]
                             : "?";
-    if (used.cache_bytes > 0) {
+    if (used.cache_bytes > 0 || used.cache_disk_bytes > 0) {
         size_t k = strlen(r.json_shape);
         int64_t finds = st.cache_hits + st.cache_misses;
         snprintf(r.json_shape + k, sizeof r.json_shape - k,
@@ -393,6 +398,18 @@ int sl__cmd_run(int argc, char **argv)
                  (long long)st.cache_bytes, (long long)st.cache_entries,
                  (long long)st.cache_raw_bytes, codec,
                  (long long)st.cache_codec_choices);
+        if (used.cache_disk_bytes > 0) { /* inside "cache" */
+            k = strlen(r.json_shape) - 1;
+            snprintf(
+                r.json_shape + k, sizeof r.json_shape - k,
+                ", \"disk\": {\"limit_bytes\": %lld, \"hits\": %lld, "
+                "\"misses\": %lld, \"bytes\": %lld, \"entries\": %lld, "
+                "\"errors\": %lld}}",
+                (long long)used.cache_disk_bytes, (long long)st.cache_disk_hits,
+                (long long)st.cache_disk_misses, (long long)st.cache_disk_bytes,
+                (long long)st.cache_disk_entries,
+                (long long)st.cache_disk_errors);
+        }
         if (!a.c.json || c.show)
             fprintf(
                 stderr,
@@ -408,6 +425,16 @@ int sl__cmd_run(int argc, char **argv)
                 (long long)st.cache_entries, (double)st.cache_bytes / 1e6,
                 (double)st.cache_raw_bytes / 1e6, codec,
                 (long long)st.cache_codec_choices, (double)st.bytes_read / 1e6);
+        if (used.cache_disk_bytes > 0 && (!a.c.json || c.show))
+            fprintf(stderr,
+                    "sluice %s: cache disk tier (%.1f MB): %lld hits, %lld "
+                    "misses, holds %lld samples in %.1f MB, %lld errors\n",
+                    argv[0], (double)used.cache_disk_bytes / 1e6,
+                    (long long)st.cache_disk_hits,
+                    (long long)st.cache_disk_misses,
+                    (long long)st.cache_disk_entries,
+                    (double)st.cache_disk_bytes / 1e6,
+                    (long long)st.cache_disk_errors);
     }
     sl__consume_report(&c, &r);
     sl_loader_destroy(l);

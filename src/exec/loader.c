@@ -80,9 +80,9 @@ static int create(const char *source, const sl_options_t *opt,
     rc = sl__loader_budgets(l, &given, err, errlen);
     if (rc)
         return create_undo(l, rc);
-    if (sl__loader_cache_open(l))
-        return create_undo(l,
-                           sl__fail(err, errlen, SL_ENOMEM, "out of memory"));
+    rc = sl__loader_cache_open(l, err, errlen);
+    if (rc)
+        return create_undo(l, rc);
     sl__membudget_init(&l->rbud, l->lim.mem_read);
     sl__membudget_init(&l->dbud, l->lim.mem_decode);
     l->prefetch = l->opt.prefetch;
@@ -787,6 +787,15 @@ int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
     s.requests = atomic_load(&m->req_n);
     s.request_records = atomic_load(&m->req_records);
     s.request_fallbacks = atomic_load(&m->req_fallbacks);
+    if (m->disk) {
+        sl__dtier_stats_t ds;
+        sl__dtier_get_stats(m->disk, &ds);
+        s.cache_disk_hits = ds.hits;
+        s.cache_disk_misses = ds.misses;
+        s.cache_disk_bytes = ds.bytes;
+        s.cache_disk_entries = ds.entries;
+        s.cache_disk_errors = ds.errors;
+    }
     return sl__abi_out(st, &s, sizeof s, SL__STATS_V1_SIZE);
 }
 

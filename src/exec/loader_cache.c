@@ -19,14 +19,25 @@
 #define PROBE_ENTRIES 4
 #define REPICK_EVERY 32
 
-int sl__loader_cache_open(sl_loader_t *l)
+int sl__loader_cache_open(sl_loader_t *l, char *err, size_t errlen)
 {
-    l->cache = sl__cache_create(sl__source_count(l->src), l->lim.mem_cache,
-                                l->opt.cache_policy);
+    int64_t n = sl__source_count(l->src);
+    if (l->opt.cache_dir && l->opt.cache_dir[0]) {
+        int rc = sl__dtier_create(l->opt.cache_dir, n, l->opt.cache_disk_bytes,
+                                  &l->disk, err, errlen);
+        if (rc)
+            return rc;
+    }
+    l->cache = sl__cache_create(n, l->lim.mem_cache, l->opt.cache_policy);
+    if (!l->cache) {
+        sl__dtier_destroy(l->disk);
+        l->disk = NULL;
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
     atomic_store(&l->cache_limit, l->lim.mem_cache);
     atomic_store(&l->cache_codec, l->opt.cache_codec);
     pthread_mutex_init(&l->pick_mu, NULL);
-    return l->cache ? 0 : SL_ENOMEM;
+    return 0;
 }
 
 void sl__loader_cache_close(sl_loader_t *l)
@@ -37,6 +48,14 @@ void sl__loader_cache_close(sl_loader_t *l)
         pthread_mutex_destroy(&l->pick_mu);
     sl__cache_destroy(l->cache);
     l->cache = NULL;
+    sl__dtier_destroy(l->disk); /* its file and directory removed */
+    l->disk = NULL;
+}
+
+/* Lookups and fills happen: a memory tier of some bytes, or a disk tier. */
+static int cache_on(sl_loader_t *l)
+{
+    return atomic_load(&l->cache_limit) > 0 || l->disk;
 }
 
 /* What a miss costs now, per sample: the decoder's time on misses plus
@@ -86,27 +105,73 @@ static int auto_pick(sl_loader_t *l, const void *p, size_t n)
     return atomic_load(&l->cache_pick);
 }
 
+/* Offers an encoded sample the memory tier did not keep to the disk
+ * tier; the first failed write is said once, as a warning with the
+ * skips (the tier stops admitting; the sample itself is not lost). */
+static void disk_offer(sl_loader_t *l, int64_t key, const void *p, size_t n)
+{
+    if (!sl__dtier_wants(l->disk, n) || sl__dtier_put(l->disk, key, p, n) >= 0)
+        return;
+    char why[640];
+    sl__dtier_error(l->disk, why, sizeof why);
+    sl__msglog_add(&l->skips, "warning: %s", why);
+}
+
 /* Offers n bytes for key with the codec in force (auto: chosen here),
- * when the cache would keep an entry of about their stored size. */
+ * when the memory tier would keep an entry of about their stored size;
+ * what it does not keep goes to the disk tier (encoded samples only: the
+ * disk tier is refused with the decoded one). */
 static void offer(sl_loader_t *l, int64_t key, const void *p, size_t n,
                   int64_t aux)
 {
     int knob = atomic_load(&l->cache_codec);
     int c = knob ? knob - 1 : atomic_load(&l->cache_pick);
-    if (!sl__cache_wants(l->cache, n / 8))
-        return; /* full even at the strongest ratio we could hope for */
-    if (!knob)
-        c = auto_pick(l, p, n);
-    const sl__pick_codec_t *k = &sl__pick_codecs[c];
-    sl__cache_put(l->cache, key, p, n, aux, k->codec, k->level);
+    /* Not wanted: full even at the strongest ratio we could hope for. */
+    if (atomic_load(&l->cache_limit) > 0 && sl__cache_wants(l->cache, n / 8)) {
+        if (!knob)
+            c = auto_pick(l, p, n);
+        const sl__pick_codec_t *k = &sl__pick_codecs[c];
+        if (sl__cache_put(l->cache, key, p, n, aux, k->codec, k->level))
+            return;
+    }
+    /* Not a second copy of a sample the memory tier holds (offered twice
+     * when the next epoch asked for it before its first read filled). */
+    if (l->disk && !sl__cache_holds(l->cache, key))
+        disk_offer(l, key, p, n);
+}
+
+/* The memory tier missed: the sample from the disk tier into the item's
+ * buffer, as a read would leave it there (charged through adm first).
+ * 1: it->data holds it; 0: read the source (not held, larger than the
+ * read budget allows, or the tier's read failed: counted there);
+ * SL__MEMBUDGET_LATER. */
+static int disk_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm)
+{
+    size_t n = 0;
+    if (!sl__dtier_find(l->disk, it->sample, &n))
+        return 0;
+    char err[SL_MSG];
+    int rc = sl__admit(adm, (int64_t)n, err, sizeof err);
+    if (rc == SL__MEMBUDGET_LATER)
+        return rc; /* found again when retried */
+    if (rc || sl__bytes_reserve(&it->data, n ? n : 1)) {
+        sl__dtier_count_miss(l->disk); /* the source read says why */
+        return 0;
+    }
+    if (sl__dtier_read(l->disk, it->sample, it->data.p, n, err, sizeof err))
+        return 0; /* counted a miss; the charge is given back with the
+                     read's when the sample is decoded */
+    it->data.n = n;
+    return 1;
 }
 
 int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm)
 {
     it->hit = (sl__cache_ref_t){0};
-    if (atomic_load(&l->cache_limit) <= 0 ||
-        !sl__cache_find(l->cache, it->sample, &it->hit))
+    if (!cache_on(l))
         return 0;
+    if (!sl__cache_find(l->cache, it->sample, &it->hit))
+        return l->disk ? disk_hit(l, it, adm) : 0;
     if (!sl__cache_view(&it->hit)) {
         /* A compressed entry is copied out by the decoder: those bytes are
          * this sample's, as a read's would be. */
@@ -122,7 +187,7 @@ int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm)
 
 void sl__loader_cache_fill(sl_loader_t *l, const item_t *it)
 {
-    if (it->rc || l->opt.cache_decoded || atomic_load(&l->cache_limit) <= 0)
+    if (it->rc || l->opt.cache_decoded || !cache_on(l))
         return;
     offer(l, it->sample, it->data.p, it->data.n, 0);
 }
@@ -219,6 +284,18 @@ void sl__loader_cache_sample(sl_loader_t *l, sl__pipe_sample_t *o)
     snprintf(o->cache_codec, sizeof o->cache_codec, "%s",
              st.limit > 0 ? sl__pick_codecs[c].name : "");
     o->cache_codec_choices = atomic_load(&l->cache_choices);
+    if (l->disk) {
+        sl__dtier_stats_t ds;
+        sl__dtier_get_stats(l->disk, &ds);
+        o->cache_disk_present = 1;
+        o->cache_disk_admitting = ds.admitting;
+        o->cache_disk_hits = ds.hits;
+        o->cache_disk_misses = ds.misses;
+        o->cache_disk_bytes = ds.bytes;
+        o->cache_disk_entries = ds.entries;
+        o->cache_disk_limit = ds.limit;
+        o->cache_disk_errors = ds.errors;
+    }
 }
 
 /* ------------------------------------------------------------------------
@@ -253,9 +330,24 @@ int sl_loader_read_sample(sl_loader_t *l, int64_t sample, int fill, void **data,
     *n = 0;
     if (hit)
         *hit = 0;
-    int cached = atomic_load(&l->cache_limit) > 0 && !l->opt.cache_decoded;
+    int cached = cache_on(l) && !l->opt.cache_decoded;
     sl__cache_ref_t ref = {0};
-    if (cached && sl__cache_find(l->cache, sample, &ref)) {
+    size_t dn = 0;
+    if (cached && !sl__cache_find(l->cache, sample, &ref) && l->disk &&
+        sl__dtier_find(l->disk, sample, &dn)) {
+        void *p = malloc(dn ? dn : 1);
+        if (p && !sl__dtier_read(l->disk, sample, p, dn, err, errlen)) {
+            *data = p;
+            *n = dn;
+            if (hit)
+                *hit = 1;
+            return 0;
+        }
+        if (!p)
+            sl__dtier_count_miss(l->disk);
+        free(p); /* a failed read: the source's bytes instead */
+    }
+    if (ref.e) {
         int rc = 0;
         void *p = malloc(ref.raw_n ? ref.raw_n : 1);
         if (!p)

@@ -22,6 +22,7 @@
 #include "base/busy.h"
 #include "base/membudget.h"
 #include "cache/cache.h"
+#include "cache/disk_tier.h"
 #include "cache/pick.h"
 #include "core/bufpool.h"
 #include "core/msglog.h"
@@ -182,6 +183,7 @@ struct sl_loader {
      * decoded tier). */
     sl__cache_t *cache;
     atomic_llong cache_limit;
+    sl__dtier_t *disk; /* the disk tier (cache_dir), or NULL */
     sl__bytes_t dpix[SL_WORKERS_MAX];
     /* The cache's codec (cache/pick.h): the knob (0 auto, k: candidate
      * k - 1), the candidate in force, the probe (under pick_mu), offers
@@ -269,13 +271,16 @@ typedef struct charge {
 int sl__loader_admit_charge(void *ctx, int64_t bytes, char *err, size_t errlen);
 void sl__loader_decoder_main(void *arg, int id);
 
-/* The sample cache (loader_cache.c). hit: before a read, the sample from
+/* The sample cache (loader_cache.c). open: the tiers (the disk tier's
+ * directory refused with a message). hit: before a read, the sample from
  * the cache (1: it->hit pinned, nothing to read; a compressed entry's
  * bytes charged through adm first, SL__MEMBUDGET_LATER when they do not
- * fit now), 0: read it. fill: after a good read, the encoded tier keeps
- * its bytes. process: the decoder's transform of an item, through the
- * cache (a hit's bytes or pixels; the decoded tier's fill); unpins. */
-int sl__loader_cache_open(sl_loader_t *l);
+ * fit now; from the disk tier, it->hit empty and it->data filled as a
+ * read fills it), 0: read it. fill: after a good read, the encoded tier
+ * keeps its bytes (memory first, then disk). process: the decoder's
+ * transform of an item, through the cache (a hit's bytes or pixels; the
+ * decoded tier's fill); unpins. */
+int sl__loader_cache_open(sl_loader_t *l, char *err, size_t errlen);
 void sl__loader_cache_close(sl_loader_t *l);
 int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm);
 void sl__loader_cache_fill(sl_loader_t *l, const item_t *it);

@@ -100,6 +100,20 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
         o->cache_codec > SL_CACHE_CODEC_ZSTD19)
         return sl__fail(err, errlen, SL_EINVAL, "unknown cache_codec %d",
                         o->cache_codec);
+    int dir = o->cache_dir && o->cache_dir[0];
+    if (o->cache_disk_bytes < 0 || dir != (o->cache_disk_bytes > 0))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "cache_dir %s with cache_disk_bytes %lld: the disk "
+                        "tier needs both (a directory and bytes > 0)",
+                        dir ? o->cache_dir : "(none)",
+                        (long long)o->cache_disk_bytes);
+    if (dir && (o->cache_decoded || o->cache_policy != SL_CACHE_MINIO))
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "cache_dir %s: the disk tier holds encoded samples "
+                        "under the MinIO policy: not with %s",
+                        o->cache_dir,
+                        o->cache_decoded ? "cache_decoded"
+                                         : "cache_policy lru");
     /* The decoded tier's pixels are the full-size decode: every sample,
      * hit or not, takes the no-DCT-scale path (ops/decoded.c). */
     if (o->cache_decoded)

@@ -53,6 +53,9 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->read_items = atomic_load(&l->read_items);
     o->decode_busy_ns = atomic_load(&l->decode_busy_ns);
     o->decode_items = atomic_load(&l->decode_items);
+    o->requests = atomic_load(&l->req_n);
+    o->request_records = atomic_load(&l->req_records);
+    o->request_fallbacks = atomic_load(&l->req_fallbacks);
     sl__loader_cache_sample(l, o);
 }
 

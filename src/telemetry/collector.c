@@ -255,6 +255,23 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
             ? (double)(q->gpu_busy_ns - p->gpu_busy_ns) / 1e9 / secs
             : -1;
     memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
+    s->requests_total = q->requests;
+    s->request_records_total = q->request_records;
+    s->request_fallbacks_total = q->request_fallbacks;
+    int64_t nreq = q->requests - p->requests;
+    s->requests_per_s = secs > 0 ? (double)nreq / secs : 0;
+    s->records_per_request =
+        nreq > 0
+            ? (double)(q->request_records - p->request_records) / (double)nreq
+            : -1;
+    s->cache_disk_present = q->cache_disk_present;
+    s->cache_disk_admitting = q->cache_disk_admitting;
+    s->cache_disk_hits_total = q->cache_disk_hits;
+    s->cache_disk_misses_total = q->cache_disk_misses;
+    s->cache_disk_bytes = q->cache_disk_bytes;
+    s->cache_disk_entries = q->cache_disk_entries;
+    s->cache_disk_limit_bytes = q->cache_disk_limit;
+    s->cache_disk_errors_total = q->cache_disk_errors;
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;
     stage(&s->decode, q->decode_workers, p->decode_busy_ns, q->decode_busy_ns,

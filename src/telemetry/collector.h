@@ -49,6 +49,12 @@ typedef struct sl__pipe_sample {
      * in it (submitted, not yet done), summed */
     int gpu_stage;
     int64_t gpu_busy_ns;
+    /* ranged requests for samples (the image loader's; 0 otherwise) */
+    int64_t requests, request_records, request_fallbacks;
+    /* the cache's disk tier (cache_disk_present 0: none) */
+    int cache_disk_present, cache_disk_admitting;
+    int64_t cache_disk_hits, cache_disk_misses, cache_disk_bytes;
+    int64_t cache_disk_entries, cache_disk_limit, cache_disk_errors;
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

@@ -19,6 +19,8 @@ enum {
     SL__PC_CPU_TOTAL,
     SL__PC_READ_IPS,
     SL__PC_DECODE_IPS,
+    SL__PC_REQ_PS, /* ranged requests for samples per second (URLs) */
+    SL__PC_REC_PS, /* the records they fetched per second */
     /* instantaneous values */
     SL__PC_Q_READ,
     SL__PC_Q_DECODE,
@@ -39,9 +41,13 @@ enum {
     SL__PC_CPU_TOTAL_S,
     SL__PC_READ_IPS_S,
     SL__PC_DECODE_IPS_S,
+    SL__PC_REQ_PS_S,
+    SL__PC_REC_PS_S,
+    /* records per request over the window: REC_PS_S / REQ_PS_S */
+    SL__PC_REC_PER_REQ_S,
     SL__PC_N
 };
-#define SL__PC_NRATES (SL__PC_DECODE_IPS - SL__PC_SPS + 1)
+#define SL__PC_NRATES (SL__PC_REC_PS - SL__PC_SPS + 1)
 /* The smoothed column of raw rate column c. */
 #define SL__PC_SMOOTHED(c) (SL__PC_SPS_S + (c)-SL__PC_SPS)
 

@@ -1,6 +1,7 @@
 /* plot: the gnuplot script that draws the table (plot_table.c) as five
- * stacked panels over t, rates smoothed (the raw points on request), and
- * the scheduler's decisions marked on the knob panel and listed under it. */
+ * stacked panels over t (six when the run made ranged requests: remote
+ * sources), rates smoothed (the raw points on request), and the
+ * scheduler's decisions marked on the knob panel and listed under it. */
 #include <math.h>
 #include <string.h>
 
@@ -31,6 +32,13 @@ typedef struct {
     const char *color;
 } series_t;
 
+/* Records per request, against the right-hand axis (a few, beside
+ * requests/s in the hundreds). */
+static int on_y2(const series_t *se)
+{
+    return se->col == SL__PC_REC_PER_REQ_S;
+}
+
 typedef struct {
     const char *ylabel;
     int percent; /* values are 0..1 shares, drawn as % */
@@ -43,7 +51,10 @@ typedef struct {
 /* Colours: Okabe-Ito, readable for colour-blind readers and in grey. Rates
  * and shares are drawn smoothed (plot_smooth.c); queue depths and knobs
  * are instantaneous. */
-static const panel_t panels[5] = {
+#define NPANELS 6
+#define REQ_PANEL 4 /* drawn only when the run made requests */
+
+static const panel_t panels[NPANELS] = {
     {"samples/s (1 s mean)",
      0,
      3,
@@ -77,6 +88,14 @@ static const panel_t panels[5] = {
       {SL__PC_Q_DECODE, -1, "decode", NULL, "lines lw 1.5", "#CC79A7"},
       {SL__PC_Q_BATCHES, -1, "batches ready", NULL, "lines lw 1.5",
        "#0072B2"}}},
+    /* Remote sources: requests per second, and the records each fetched
+     * (above 1 when neighbouring records are coalesced), right axis. */
+    {"requests/s (1 s mean)",
+     0,
+     2,
+     {{SMOOTH(SL__PC_REQ_PS), "requests/s", NULL, "lines lw 1.5", "#0072B2"},
+      {SL__PC_REC_PER_REQ_S, -1, "records per request (right)", NULL,
+       "lines lw 1 dt 2", "#D55E00"}}},
     /* Knobs often hold equal values: widths shrink from the first drawn to
      * the last so a step under another stays visible. */
     {"knob value",
@@ -156,14 +175,20 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
         x0 -= 1;
         x1 += 1;
     }
+    /* The request panel only for runs that made requests. */
+    int show[NPANELS], n = 0;
+    for (int p = 0; p < NPANELS; p++)
+        if (p != REQ_PANEL || tb->max[SL__PC_REQ_PS] > 0)
+            show[n++] = p;
     /* The decision list takes a strip under the panels. */
-    int list = listed_lines(tb), h = 1150 + LIST_PX * list;
-    double bottom = (0.06 * 1150 + LIST_PX * list) / h;
+    int base = 230 * n;
+    int list = listed_lines(tb), h = base + LIST_PX * list;
+    double bottom = (0.06 * base + LIST_PX * list) / h;
     fprintf(f, "set terminal %s noenhanced size 1000,%d font 'Sans,11'\n",
             png ? "pngcairo" : "svg", h);
     fprintf(f, "set output ");
     put_quoted(f, out);
-    fprintf(f, "\nset multiplot layout 5,1 title ");
+    fprintf(f, "\nset multiplot layout %d,1 title ", n);
     put_quoted(f, title);
     /* Fixed margins: every panel's plot area lines up whatever the width of
      * its tic labels, and the right strip holds the legends. */
@@ -174,12 +199,12 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
             "set key outside right top Left reverse samplen 2.5\n"
             "set border lw 0.8\n"
             "set ytics nomirror\n",
-            bottom, 1 - 0.06 * 1150 / h, 0.018 * 1150 / h, x0, x1);
+            bottom, 1 - 0.06 * base / h, 0.018 * base / h, x0, x1);
     int dots = tb->st.points <= 100;
-    for (int p = 0; p < 5; p++) {
-        const panel_t *pn = &panels[p];
-        int last = p == 4;
-        fprintf(f, "\n# panel %d\n", p + 1);
+    for (int k = 0; k < n; k++) {
+        const panel_t *pn = &panels[show[k]];
+        int last = k == n - 1;
+        fprintf(f, "\n# panel %d\n", k + 1);
         fprintf(f, "set ylabel ");
         put_quoted(f, pn->ylabel);
         fprintf(f, "\n");
@@ -191,13 +216,20 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
          * a line at 0 or at the top must not hide under the border, a
          * constant must not blow up to a band around itself, and shares
          * near 100 % read best on a 0..100 scale. */
-        double top = -INFINITY;
+        double top = -INFINITY, top2 = -INFINITY;
         for (int i = 0; i < pn->nseries; i++) {
             const series_t *se = &pn->s[i];
-            if (tb->max[se->col] > top)
-                top = tb->max[se->col];
-            if (raw && se->raw >= 0 && tb->max[se->raw] > top)
-                top = tb->max[se->raw];
+            double *t = on_y2(se) ? &top2 : &top;
+            if (tb->max[se->col] > *t)
+                *t = tb->max[se->col];
+            if (raw && se->raw >= 0 && tb->max[se->raw] > *t)
+                *t = tb->max[se->raw];
+        }
+        if (isfinite(top2)) {
+            if (!(top2 > 0))
+                top2 = 1;
+            fprintf(f, "set y2range [%.6g:%.6g]\nset y2tics autofreq\n",
+                    -0.04 * top2, 1.08 * top2);
         }
         if (pn->percent)
             top *= 100;
@@ -238,6 +270,8 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
             put_quoted(f, data);
             fprintf(f, " using 1:");
             fprintf(f, se->expr ? se->expr : "%d", se->col + 1);
+            if (on_y2(se))
+                fprintf(f, " axes x1y2");
             /* A value between two nulls is no segment: with few points,
              * mark each one so that lone values still show. */
             if (dots && !strncmp(se->style, "lines ", 6))
@@ -254,6 +288,8 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
                        "plot -1 notitle\n"
                        "unset label 1");
         fprintf(f, "\n");
+        if (isfinite(top2))
+            fprintf(f, "unset y2tics\n");
         if (last && tb->ndec)
             fprintf(f, "unset arrow\nunset label\n");
     }

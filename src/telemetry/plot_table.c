@@ -27,6 +27,8 @@ static const char *const col_names[SL__PC_N] = {
     "cpu_total",
     "stages.read.items_per_s",
     "stages.decode.items_per_s",
+    "io.requests_per_s",
+    "io.request_records_per_s",
     "queue_depth.read",
     "queue_depth.decode",
     "queue_depth.batches",
@@ -44,6 +46,9 @@ static const char *const col_names[SL__PC_N] = {
     "cpu_total.smoothed",
     "stages.read.items_per_s.smoothed",
     "stages.decode.items_per_s.smoothed",
+    "io.requests_per_s.smoothed",
+    "io.request_records_per_s.smoothed",
+    "io.records_per_request.smoothed",
 };
 
 static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
@@ -56,6 +61,14 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_CPU_TOTAL] = s->cpu_total;
     v[SL__PC_READ_IPS] = s->read.items_per_s;
     v[SL__PC_DECODE_IPS] = s->decode.items_per_s;
+    /* Records/s from the interval's requests/s and records per request
+     * (none without requests), so that the window's ratio of the two
+     * smoothed rates is its records per request. */
+    v[SL__PC_REQ_PS] = s->requests_per_s;
+    v[SL__PC_REC_PS] = s->requests_per_s == 0 ? 0
+                       : s->requests_per_s > 0 && s->records_per_request >= 0
+                           ? s->requests_per_s * s->records_per_request
+                           : NAN;
     v[SL__PC_Q_READ] = s->read.queue_depth;
     v[SL__PC_Q_DECODE] = s->decode.queue_depth;
     v[SL__PC_Q_BATCHES] = s->batches_ready;
@@ -101,6 +114,9 @@ static void smooth(sl__plot_smooth_t *sm, double v[SL__PC_N], double *prev_t,
     *prev_t = t;
     *prev_b = b;
     sl__plot_smooth_add(sm, dt, nb, &v[SL__PC_SPS], &v[SL__PC_SPS_S]);
+    double req = v[SL__PC_REQ_PS_S];
+    v[SL__PC_REC_PER_REQ_S] =
+        isfinite(req) && req > 0 ? v[SL__PC_REC_PS_S] / req : NAN;
 }
 
 /* The next line of f without its '\n' in *buf (grown as needed, up to

@@ -199,6 +199,25 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
            (double)s->cache_entries);
     metric(&o, "cache_limit_bytes", "gauge", "The sample cache's limit.",
            (double)s->cache_limit_bytes);
+    /* The disk tier's: 0 without one (so a dashboard's queries always
+     * find them). */
+    metric(&o, "cache_disk_hits_total", "counter",
+           "Samples the memory tier missed and the disk tier served.",
+           (double)s->cache_disk_hits_total);
+    metric(&o, "cache_disk_misses_total", "counter",
+           "Samples neither cache tier held (with a disk tier).",
+           (double)s->cache_disk_misses_total);
+    metric(&o, "cache_disk_bytes", "gauge",
+           "Bytes of the cache's disk tier file.", (double)s->cache_disk_bytes);
+    metric(&o, "cache_disk_entries", "gauge",
+           "Samples the cache's disk tier holds.",
+           (double)s->cache_disk_entries);
+    metric(&o, "cache_disk_limit_bytes", "gauge",
+           "The cache's disk tier budget.", (double)s->cache_disk_limit_bytes);
+    metric(&o, "cache_disk_errors_total", "counter",
+           "Writes and reads of the disk tier that failed (a failed write "
+           "stops it admitting).",
+           (double)s->cache_disk_errors_total);
     metric(&o, "samples_per_second", "gauge",
            "Samples per second, last "
            "interval.",
@@ -224,6 +243,18 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
            s->io_depth);
     metric(&o, "reads_in_flight", "gauge", "Reads issued and not yet done.",
            s->reads_in_flight);
+    metric(&o, "requests_total", "counter",
+           "Ranged requests made for samples from URLs (retries not "
+           "counted).",
+           (double)s->requests_total);
+    metric(&o, "request_records_total", "counter",
+           "Samples those requests fetched (records per request: its rate "
+           "over sluice_requests_total's).",
+           (double)s->request_records_total);
+    metric(&o, "request_fallbacks_total", "counter",
+           "Coalesced requests that failed, their records read again one "
+           "by one.",
+           (double)s->request_fallbacks_total);
     metric(&o, "decisions_total", "counter", "Knob changes the scheduler made.",
            (double)s->decisions_total);
     stage_metrics(&o, s);

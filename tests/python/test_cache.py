@@ -5,6 +5,7 @@ tier gives the dct_scale=False stream; the knob 'cache_bytes' is set live;
 bad arguments are refused."""
 import hashlib
 import os
+import re
 import sys
 
 import pytest
@@ -82,3 +83,32 @@ def test_codec(ds):
     assert digest(auto) == ref
     assert auto.stats()["cache"]["codec"] in ("none", "lz4", "zstd-1",
                                               "zstd-3", "zstd-19")
+
+
+def test_disk_tier(ds, tmp_path):
+    """cache_dir= / cache_disk_bytes=: the disk tier takes what the memory
+    tier has no room for; the batches are unchanged; its subdirectory is
+    removed when the loader closes; bad values are refused naming them."""
+    ref = digest(loader(ds))
+    for mem in (None, 1 << 16):
+        ld = loader(ds, cache_bytes=mem, cache_dir=str(tmp_path),
+                    cache_disk_bytes=64 << 20)
+        assert digest(ld) == ref
+        assert len(os.listdir(tmp_path)) == 1  # its own subdirectory
+        c = ld.stats()["cache"]
+        d = c["disk"]
+        assert c["entries"] + d["entries"] == 120
+        assert d["hits"] >= 2 * d["entries"] - 48
+        assert d["errors"] == 0 and d["bytes"] > 0
+        ld.close()
+        assert os.listdir(tmp_path) == []
+    assert "disk" not in loader(ds, cache_bytes=1 << 20).stats()["cache"]
+    with pytest.raises(ValueError, match="cache_disk_bytes"):
+        loader(ds, cache_dir=str(tmp_path), cache_disk_bytes=0)
+    with pytest.raises(Exception, match="needs both"):
+        loader(ds, cache_dir=str(tmp_path))
+    with pytest.raises(Exception, match=re.escape(str(tmp_path / "nope"))):
+        loader(ds, cache_dir=str(tmp_path / "nope"), cache_disk_bytes=1 << 20)
+    with pytest.raises(Exception, match="cache_decoded"):
+        loader(ds, cache_bytes=1 << 20, cache_decoded=True,
+               cache_dir=str(tmp_path), cache_disk_bytes=1 << 20)

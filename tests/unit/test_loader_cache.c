@@ -6,11 +6,14 @@
  * is carved out of the memory budget, and its knob changes (with read
  * threads and the I/O depth) while fills and hits run neither hang nor
  * change the stream (TSan in make check). */
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -47,7 +50,9 @@ typedef struct cfg {
     int policy, decoded, no_dct, codec;
 } cfg_t;
 
-static sl_loader_t *loader(const char *src, cfg_t c)
+/* With a disk tier of `disk` bytes in dir (NULL: none). */
+static sl_loader_t *loader_disk(const char *src, cfg_t c, const char *dir,
+                                int64_t disk)
 {
     sl_options_t o;
     sl_options_init(&o);
@@ -66,9 +71,16 @@ static sl_loader_t *loader(const char *src, cfg_t c)
     o.cache_decoded = c.decoded;
     o.no_dct_scale = c.no_dct;
     o.cache_codec = c.codec;
+    o.cache_dir = dir;
+    o.cache_disk_bytes = disk;
     sl_loader_t *l;
     assert_int_equal(sl_loader_create(src, &o, &l), 0);
     return l;
+}
+
+static sl_loader_t *loader(const char *src, cfg_t c)
+{
+    return loader_disk(src, c, NULL, 0);
 }
 
 static sl_stats_t stats(sl_loader_t *l)
@@ -438,6 +450,166 @@ static void test_lent_samples(void **state)
     tu_watchdog(0, 0, NULL);
 }
 
+/* Subdirectories of dir (the disk tiers made there). */
+static int subdirs(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int k = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        k += !strncmp(e->d_name, "sluice-cache-", 13);
+    closedir(d);
+    return k;
+}
+
+/* The disk tier: the stream is the same with it (memory tier a quarter,
+ * none; folder and shard; blocking and in-flight reads; 1 and 3
+ * threads); with room for what the memory tier lacks, storage is read
+ * about once over 3 epochs, the rest served from disk; a tier of half the
+ * set under MinIO halves what later epochs read; its directory is made
+ * per loader and removed with it. */
+static void test_disk_tier_stream(void **state)
+{
+    (void)state;
+    tu_watchdog(300, 0, "disk tier: the loader hung");
+    char *dir = tu_tmpdir("lcache-disk");
+    const char *srcs[2] = {root, shard};
+    for (int s = 0; s < 2; s++) {
+        int64_t n0, n;
+        cfg_t plain = {1, SL_IO_DEPTH_OFF, 0, 0, 0, 0, 0, 0};
+        sl_loader_t *l = loader(srcs[s], plain);
+        uint64_t ref = tu_stream_digest(l, &n0);
+        int64_t once = stats(l).bytes_read / EPOCHS;
+        sl_loader_destroy(l);
+        int64_t all = whole(srcs[s], 0);
+        const int64_t mem[2] = {all / 4, 0};
+        for (int m = 0; m < 2; m++)
+            for (int t = 1; t <= 3; t += 2)
+                for (int async = 0; async < 2; async++) {
+                    cfg_t c = {
+                        t, async ? 8 : SL_IO_DEPTH_OFF, 0, mem[m], 0, 0, 0, 0};
+                    l = loader_disk(srcs[s], c, dir, 4 * all);
+                    assert_int_equal(subdirs(dir), 1);
+                    uint64_t d = tu_stream_digest(l, &n);
+                    sl_stats_t st = stats(l);
+                    printf("# %s: memory %lld B + disk, %d threads, depth %d: "
+                           "memory %lld hits, disk %lld hits %lld misses "
+                           "(%lld held), read %lld B of %lld an epoch\n",
+                           s ? "shard" : "folder", (long long)mem[m], t,
+                           c.depth, (long long)st.cache_hits,
+                           (long long)st.cache_disk_hits,
+                           (long long)st.cache_disk_misses,
+                           (long long)st.cache_disk_entries,
+                           (long long)st.bytes_read, (long long)once);
+                    assert_int_equal(n, n0);
+                    assert_int_equal(d, ref);
+                    assert_int_equal(st.cache_hits + st.cache_disk_hits +
+                                         st.cache_disk_misses,
+                                     EPOCHS * NS);
+                    assert_int_equal(st.cache_entries + st.cache_disk_entries,
+                                     NS);
+                    assert_true(st.cache_disk_hits >=
+                                2 * (NS - st.cache_entries) - SLACK);
+                    assert_true(st.cache_disk_misses - NS <= SLACK);
+                    assert_true(st.bytes_read <= once + once * SLACK / NS * 2);
+                    assert_int_equal(st.cache_disk_errors, 0);
+                    sl_loader_destroy(l);
+                    assert_int_equal(subdirs(dir), 0);
+                }
+        /* Half the set on disk, none in memory: later epochs read about
+         * the other half (MinIO). */
+        cfg_t half = {2, 8, 0, 0, 0, 0, 0, 0};
+        l = loader_disk(srcs[s], half, dir, all / 2);
+        assert_int_equal(tu_stream_digest(l, &n), ref);
+        sl_stats_t st = stats(l);
+        printf("# %s: disk half: %lld held, read %lld B of %lld an epoch\n",
+               s ? "shard" : "folder", (long long)st.cache_disk_entries,
+               (long long)st.bytes_read, (long long)once);
+        assert_true(st.cache_disk_entries >= NS / 3 &&
+                    st.cache_disk_entries < NS);
+        assert_true(st.bytes_read < once * 2.5); /* without: 3 epochs */
+        sl_loader_destroy(l);
+    }
+    tu_rmtree(dir);
+    free(dir);
+    tu_watchdog(0, 0, NULL);
+}
+
+/* Refused at create, naming what is wrong: a directory that cannot be
+ * used, the tier's options apart, with the decoded tier or LRU. And the
+ * disk full mid-run (the file size limit standing in for it): the stream
+ * unchanged, nothing skipped, the tier stops admitting, counted and
+ * listed as a warning. */
+static void test_disk_tier_refusals_and_full(void **state)
+{
+    (void)state;
+    tu_watchdog(300, 0, "disk tier full: the loader hung");
+    char *dir = tu_tmpdir("lcache-diskfull");
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 7;
+    o.image_size = 16;
+    o.telemetry_ms = -1;
+    sl_loader_t *l = NULL;
+    o.cache_dir = "/nonexistent/cache";
+    o.cache_disk_bytes = 1 << 20;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EIO);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "/nonexistent/cache"));
+    o.cache_dir = dir;
+    o.cache_disk_bytes = 0;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "needs both"));
+    o.cache_dir = NULL;
+    o.cache_disk_bytes = 1 << 20;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    o.cache_dir = dir;
+    o.cache_policy = SL_CACHE_LRU;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "lru"));
+    o.cache_policy = SL_CACHE_MINIO;
+    o.cache_decoded = 1;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "cache_decoded"));
+    assert_int_equal(subdirs(dir), 0);
+
+    int64_t n0, n;
+    cfg_t plain = {2, 8, 0, 0, 0, 0, 0, 0};
+    l = loader(root, plain);
+    uint64_t ref = tu_stream_digest(l, &n0);
+    int64_t all = whole(root, 0);
+    sl_loader_destroy(l);
+    l = loader_disk(root, plain, dir, 4 * all);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)(all / 3);
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    uint64_t d = tu_stream_digest(l, &n);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    assert_int_equal(d, ref);
+    assert_int_equal(n, n0);
+    sl_stats_t st = stats(l);
+    printf("# disk full at %lld B: %lld held, %lld errors, %lld hits\n",
+           (long long)lim.rlim_cur, (long long)st.cache_disk_entries,
+           (long long)st.cache_disk_errors, (long long)st.cache_disk_hits);
+    assert_int_equal(st.errors_skipped, 0);
+    assert_int_equal(st.cache_disk_errors, 1);
+    assert_true(st.cache_disk_entries > 0 && st.cache_disk_entries < NS);
+    assert_true(st.cache_disk_hits > 0);
+    assert_int_equal(sl_loader_skipped_count(l), 1);
+    const char *m = sl_loader_skipped_message(l, 0);
+    printf("# %s\n", m);
+    assert_non_null(strstr(m, "warning: cache "));
+    assert_non_null(strstr(m, "stops admitting"));
+    sl_loader_destroy(l);
+    assert_int_equal(subdirs(dir), 0);
+    tu_rmtree(dir);
+    free(dir);
+    tu_watchdog(0, 0, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +619,8 @@ int main(void)
         cmocka_unit_test(test_budget_and_knob),
         cmocka_unit_test(test_stress_knobs),
         cmocka_unit_test(test_lent_samples),
+        cmocka_unit_test(test_disk_tier_stream),
+        cmocka_unit_test(test_disk_tier_refusals_and_full),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -168,9 +168,60 @@ static void test_window_rule(void **state)
         SL__PLOT_WINDOW_ROWS);
 }
 
+/* A remote run's file: 50 requests/s of 4 records each (records per
+ * request over the window 4), and the script's request panel; a file
+ * without requests has none. */
+static void test_request_panel(void **state)
+{
+    (void)state;
+    for (int remote = 0; remote < 2; remote++) {
+        char *in = NULL;
+        size_t len;
+        FILE *f = open_memstream(&in, &len);
+        for (int i = 1; i <= 30; i++)
+            fprintf(f,
+                    "{\"t\": %.1f, \"interval_s\": 0.1, \"io\": "
+                    "{\"requests_total\": %d, \"requests_per_s\": %d, "
+                    "\"records_per_request\": %s}}\n",
+                    0.1 * i, remote * 5 * i, remote * 50,
+                    remote ? (i % 2 ? "3" : "5") : "null");
+        fclose(f);
+        FILE *fi = fmemopen(in, len, "r");
+        char *out = NULL, *script = NULL;
+        size_t olen, slen;
+        FILE *fo = open_memstream(&out, &olen);
+        static sl__plot_table_t tb;
+        assert_int_equal(sl__plot_table_write(fi, fo, &tb), 0);
+        fclose(fi);
+        fclose(fo);
+        FILE *fs = open_memstream(&script, &slen);
+        sl__plot_script_write(fs, "t.dat", "o.svg", 0, 0, "title", &tb);
+        fclose(fs);
+        double lo, hi;
+        int c = column(out, "io.records_per_request.smoothed");
+        assert_true(c >= 0);
+        spread(out, c, 1.5, &lo, &hi);
+        if (remote) {
+            if (!(lo > 3.9 && hi < 4.1))
+                fail_msg("records per request spreads %g..%g", lo, hi);
+            assert_non_null(strstr(script, "layout 6,1"));
+            assert_non_null(strstr(script, "'requests/s'"));
+            assert_non_null(strstr(script, "axes x1y2"));
+        } else {
+            assert_true(lo == INFINITY); /* no value at all */
+            assert_non_null(strstr(script, "layout 5,1"));
+            assert_null(strstr(script, "requests/s"));
+        }
+        free(in);
+        free(out);
+        free(script);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_request_panel),
         cmocka_unit_test(test_steady_rate_is_steady),
         cmocka_unit_test(test_window_rule),
     };

@@ -63,6 +63,19 @@ static void full_snapshot(sl_snapshot_t *s)
              "stall 12%% \"quoted\" \\ and\ttab, caf\xc3\xa9");
     s->decision_from = 5;
     s->decision_to = 6;
+    s->requests_total = 123;
+    s->request_records_total = 984;
+    s->request_fallbacks_total = 2;
+    s->requests_per_s = 40.5;
+    s->records_per_request = 7.75;
+    s->cache_disk_present = 1;
+    s->cache_disk_admitting = 1;
+    s->cache_disk_hits_total = 70;
+    s->cache_disk_misses_total = 30;
+    s->cache_disk_bytes = 123456789012LL;
+    s->cache_disk_entries = 70;
+    s->cache_disk_limit_bytes = 200000000000LL;
+    s->cache_disk_errors_total = 1;
 }
 
 /* json(s) -> parse -> json gives the same text; returns the parsed one. */
@@ -102,6 +115,15 @@ static void test_round_trip_every_field(void **state)
     assert_string_equal(p.decision_knob, "decode_threads");
     assert_string_equal(p.decision_reason, s.decision_reason);
     assert_int_equal(p.decision_to, 6);
+    assert_true(p.requests_total == 123 && p.request_records_total == 984);
+    assert_true(p.request_fallbacks_total == 2);
+    assert_true(p.requests_per_s == 40.5 && p.records_per_request == 7.75);
+    assert_int_equal(p.cache_disk_present, 1);
+    assert_int_equal(p.cache_disk_admitting, 1);
+    assert_true(p.cache_disk_bytes == 123456789012LL);
+    assert_true(p.cache_disk_limit_bytes == 200000000000LL);
+    assert_true(p.cache_disk_hits_total == 70 &&
+                p.cache_disk_errors_total == 1);
 }
 
 static void test_round_trip_unreadable(void **state)
@@ -114,7 +136,9 @@ static void test_round_trip_unreadable(void **state)
     s.psi_io_full = -1;
     s.mem_available_bytes = -1;
     s.energy_j = -1;
-    s.ncpu = 300; /* more cores than the array holds */
+    s.records_per_request = -1; /* no requests this interval: null */
+    s.cache_disk_present = 0;   /* written as "disk": null */
+    s.ncpu = 300;               /* more cores than the array holds */
     for (int i = 0; i < SL_SNAPSHOT_MAX_CORES; i++)
         s.cpu_core[i] = (float)(i % 8) / 8;
     sl_snapshot_t p = round_trip(&s);
@@ -122,6 +146,9 @@ static void test_round_trip_unreadable(void **state)
     assert_true(p.gpu_util < 0 && p.gpu_mem_used_bytes < 0);
     assert_int_equal(p.decision_new, 0);
     assert_true(p.psi_io_full < 0 && p.energy_j < 0);
+    assert_true(p.records_per_request < 0);
+    assert_int_equal(p.cache_disk_present, 0);
+    assert_true(p.cache_disk_hits_total < 0);
     assert_true(p.mem_available_bytes == -1);
     assert_int_equal(p.ncpu, 300);
     assert_true(p.cpu_core[255] == 7.0f / 8);
