@@ -60,7 +60,7 @@ typedef struct span {
 static span_t run_span(const sl__sim_profile_t *p, uint64_t seed, double t0,
                        double t1)
 {
-    sl__knobs_t k = {1, 1, 2};
+    sl__knobs_t k = {1, 1, 2, 0};
     sl__sim_t *s = sl__sim_create(p, &k, seed);
     assert_non_null(s);
     sl_snapshot_t sn;
@@ -130,8 +130,10 @@ static void test_scales_until_the_link_binds(void **state)
             assert_true(r.link_busy > 0.97);
             near(r.rx, bw, 0.03, "net_rx_bytes_per_s at the link's bound");
         }
-        assert_true(r.rate <= link * 1.005); /* never above the link */
-        assert_true(r.rate >= prev * 0.99);  /* never falls with more */
+        /* never above the link: within the window's edges (transfers
+         * under way at its start finish inside it: 8 preparers, 0.5 %) */
+        assert_true(r.rate <= link * 1.01);
+        assert_true(r.rate >= prev * 0.99); /* never falls with more */
         prev = r.rate;
     }
     /* The bound follows the bandwidth: twice the link, twice the rate. */
@@ -234,7 +236,7 @@ static void test_deterministic_for_a_seed(void **state)
                                           "6:link_bw=1e8,9:remote_preparers=2",
                                           &p),
                      0);
-    sl__knobs_t k = {1, 1, 2};
+    sl__knobs_t k = {1, 1, 2, 0};
     sl__sim_t *a = sl__sim_create(&p, &k, 42), *b = sl__sim_create(&p, &k, 42),
               *c = sl__sim_create(&p, &k, 43);
     assert_non_null(a);
@@ -269,7 +271,7 @@ static void test_off_by_default(void **state)
     sl__sim_profile_t p;
     sl__sim_profile_default(&p);
     assert_int_equal(p.remote.preparers, 0);
-    sl__knobs_t k = {1, 2, 2};
+    sl__knobs_t k = {1, 2, 2, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 1);
     sl_snapshot_t sn;
     for (int i = 0; i < 20; i++)
