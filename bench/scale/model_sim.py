@@ -164,8 +164,9 @@ def main():
             rows.append(r / m["rate"])
             print(ratio_line([f"{gbit} Gb/s", str(n), f"{m['rate']:,.0f}", m["bound"],
                               f"{r:,.0f}", f"{r / m['rate']:.3f}"]), flush=True)
-        mk = knee(p, tc, B, nbytes, bw)
         mt = min(bw * B / nbytes, B / tc["t"])  # what the plateau is
+        # the knee: where N preparers reach the plateau, whichever binds it
+        mk = knee(p, tc, B, nbytes, bw) * mt / (bw * B / nbytes)
         sk = plateau / one
         out["knee"].append({"gbit": gbit, "model_knee": mk, "model_plateau": mt,
                             "sim_knee": sk, "sim_plateau": plateau})
@@ -192,7 +193,15 @@ def main():
             return seen[n] >= 0.98 * demand
         lo, hi = 0, 128  # ok(hi) assumed; ok(0) false
         if not ok(hi):
+            # not monotonic: past the link's knee more preparers share the
+            # link with the batch the trainer waits for; the first that is
+            # enough, then bisect below it
             hi = None
+            for n in (8, 16, 32, 64):
+                if ok(n):
+                    hi = n
+                    break
+                lo = n
         while hi and hi - lo > 1:
             mid = (lo + hi) // 2
             if ok(mid):
@@ -203,7 +212,10 @@ def main():
                              "rate": seen.get(hi), "fewer": seen.get(lo)})
         print(ratio_line([f"{demand:,}", f"{gbit} Gb/s",
                           f"{need:.1f} ({math.ceil(need / 16)})",
-                          f"{hi} ({math.ceil(hi / 16)})" if hi else "> 128",
+                          f"{hi} ({math.ceil(hi / 16)})" if hi else
+                          "none up to 128 (best %s img/s with %d)" % (
+                              f"{max(seen.values()):,.0f}",
+                              max(seen, key=seen.get)),
                           f"{hi / need:.3f}" if hi else "-",
                           f"{seen.get(hi, 0):,.0f} / " +
                           (f"{seen[lo]:,.0f}" if lo in seen else "-")]), flush=True)
