@@ -32,6 +32,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * (items per period ~ ncpu x dt / decode_ms). */
     if (p.decode_ms < 0.1 || p.batch_size > 4096 || p.read_ahead > 1024)
         return 0;
+    /* Remote preparers: every decode thread starts an item at once. */
+    double prep = p.remote.preparers;
+    for (int i = 0; i < p.n_events; i++)
+        if (p.events[i].kind == SL_SIM_EV_REMOTE_PREPARERS &&
+            p.events[i].value > prep)
+            prep = p.events[i].value;
+    if (prep * p.remote.threads > 1024)
+        return 0;
     sl__knobs_t k = {2, 2, 2, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 1);
     if (!s)

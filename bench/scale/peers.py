@@ -45,7 +45,6 @@ transfer bound) or B / t.
 """
 import argparse
 import json
-import math
 import os
 import sys
 import tempfile
@@ -57,6 +56,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "peers"))
 sys.path.insert(0, os.path.join(HERE, "..", "peers", "loaders"))
 from stats import median  # noqa: E402
+from scale_model import knee, model, per_image  # noqa: E402
 
 SYSTEMS = ["sluice", "sluice-ray", "raydata", "tfdata-service"]
 NEEDS = {"sluice-ray": ("ray", "torch"), "raydata": ("ray", "ray.data", "torchvision"),
@@ -135,19 +135,6 @@ def transfer_cost(batch, size, reps):
                 "bytes": batch * (3 * size * size + 8)}
     finally:
         ray.shutdown()
-
-
-def model(p, tc, batch, n, cores):
-    """The issue's model: predicted img/s of sluice in-process (n threads)
-    and of n remote preparers on `cores` cores, and which bound binds."""
-    s, t, r = tc["s"] / batch, tc["t"] / batch, tc["r"] / batch
-    local = min(n, cores) / p
-    bounds = {"preparers": n / (p + s), "cores": cores / (p + s + t + r),
-              "trainer": 1 / t if t > 0 else math.inf}
-    which = min(bounds, key=bounds.get)
-    return {"in_process": local, "remote": bounds[which], "bound": which,
-            "bounds": bounds, "remote_over_in_process": bounds[which] / local,
-            "remote_cpu_s_per_img": p + s + t + r}
 
 
 def main():
@@ -252,12 +239,13 @@ def main():
             print(f"     CPU per image remote predicted {m['remote_cpu_s_per_img'] * 1e3:.2f} ms "
                   f"(p + (s + t + r)/B), measured "
                   + (f"{mc * 1e3:.2f}" if mc else "n/a"))
-        per_img = p + tc["s"] / a.batch
         for gbit in (10, 25, 100):
             link = gbit * 1e9 / 8 / (tc["bytes"] / a.batch)
+            cores = knee(p, tc, a.batch, tc["bytes"], gbit * 1e9 / 8)
             print(f"  across nodes, {gbit} Gb/s link: transfer-bound at {link:,.0f} img/s "
                   f"(trainer receive bound {a.batch / tc['t']:,.0f}); reaching it takes "
-                  f"{link * per_img:.1f} preparer cores ({link * per_img / 16:.1f} nodes of 16)")
+                  f"{cores:.1f} preparer cores ({cores / 16:.1f} nodes of 16; "
+                  f"{per_image(p, tc['s'], a.batch) * 1e3:.2f} ms per image each)")
     if a.json_out:
         with open(a.json_out, "w") as f:
             json.dump({"args": vars(a), "load": [load0, load1], "summary": summary,

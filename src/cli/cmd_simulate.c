@@ -67,7 +67,8 @@ static const sl__opt_t simulate_opts[] = {
      "profile's"},
     {"events", 0, SL__OPT_STR, F(events), 0, 0, "LIST",
      "t:kind=value,... kinds: interfere, storage_bw, step_ms, consumer_cpu, "
-     "storage_latency_ms (e.g. 20:interfere=1)"},
+     "storage_latency_ms, remote_preparers, link_bw, link_latency_ms (e.g. "
+     "20:interfere=1; remote preparers: docs/SIMULATOR.md)"},
     {"seed", 0, SL__OPT_U64, F(seed), 0, 0, "S", "random seed", "1"},
     {"telemetry", 0, SL__OPT_STR, F(telemetry), 0, 0, "FILE",
      "write simulated snapshots as JSON Lines"},
@@ -119,7 +120,8 @@ static int load_profile(const args_t *a, sl__sim_profile_t *p)
         fprintf(stderr,
                 "sluice simulate: bad --events '%s' (t:kind=value,... at "
                 "most %d; kinds interfere, storage_bw, step_ms, "
-                "consumer_cpu, storage_latency_ms)\n",
+                "consumer_cpu, storage_latency_ms, remote_preparers, "
+                "link_bw, link_latency_ms)\n",
                 a->events, SL_SIM_MAX_EVENTS);
         return 2;
     }

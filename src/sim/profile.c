@@ -39,6 +39,7 @@ void sl__sim_profile_default(sl__sim_profile_t *p)
     p->read_ahead = 0; /* the engine's rule (sl__read_ahead_items) */
     p->interfere = 0;
     p->gpu_ms = p->gpu_slow = 0; /* no GPU stage */
+    sl__sim_remote_default(&p->remote);
     p->n_events = 0;
 }
 
@@ -134,13 +135,19 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
 
 /* ---------------------------------------------------------------- JSON */
 
-static const char *const kind_names[] = {NULL,           "interfere",
-                                         "storage_bw",   "step_ms",
-                                         "consumer_cpu", "storage_latency_ms"};
+static const char *const kind_names[] = {NULL,
+                                         "interfere",
+                                         "storage_bw",
+                                         "step_ms",
+                                         "consumer_cpu",
+                                         "storage_latency_ms",
+                                         "remote_preparers",
+                                         "link_bw",
+                                         "link_latency_ms"};
 
 int sl__sim_event_kind(const char *name)
 {
-    for (int j = 1; j <= SL_SIM_EV_STORAGE_LATENCY_MS; j++)
+    for (int j = 1; j <= SL_SIM_EV_LAST; j++)
         if (!strcmp(name, kind_names[j]))
             return j;
     return 0;
@@ -148,8 +155,7 @@ int sl__sim_event_kind(const char *name)
 
 const char *sl__sim_event_name(int kind)
 {
-    return kind >= 1 && kind <= SL_SIM_EV_STORAGE_LATENCY_MS ? kind_names[kind]
-                                                             : "unknown";
+    return kind >= 1 && kind <= SL_SIM_EV_LAST ? kind_names[kind] : "unknown";
 }
 
 typedef struct field {
@@ -166,6 +172,11 @@ typedef struct field {
 #define F_I(name, lo, hi)                                                      \
     {                                                                          \
 #name, 1, offsetof(sl__sim_profile_t, name), lo, hi                    \
+    }
+
+#define F_R(key, is_int, name, lo, hi)                                         \
+    {                                                                          \
+        key, is_int, offsetof(sl__sim_profile_t, remote.name), lo, hi          \
     }
 
 static const field_t fields[] = {
@@ -187,13 +198,25 @@ static const field_t fields[] = {
     F_D(interfere, 0, 4096),
     F_D(gpu_ms, 0, 1e6),
     F_D(gpu_slow, 0, 100),
+    /* remote preparers (sim/remote.h) */
+    F_R("remote_preparers", 1, preparers, 0, 4096),
+    F_R("remote_threads", 1, threads, 1, 256),
+    F_R("remote_local", 1, local, 0, 4096),
+    F_R("remote_per_node", 1, per_node, 1, 4096),
+    F_R("remote_node_cores", 1, node_cores, 1, SL_SNAPSHOT_MAX_CORES),
+    F_R("remote_chunk", 1, chunk, 1, 1024),
+    F_R("remote_depth", 1, depth, 1, 1024),
+    F_R("serialize_ms", 0, serialize_ms, 0, 1e6),
+    F_R("store_ms", 0, store_ms, 0, 1e6),
+    F_R("receive_ms", 0, receive_ms, 0, 1e6),
+    F_R("link_bw", 0, link_bw, 0, 1e15),
+    F_R("link_latency_ms", 0, link_latency_ms, 0, 1e6),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 int sl__sim_event_check(const sl__sim_event_t *e)
 {
-    if (!(e->t >= 0 && e->t <= 1e9) || e->kind < 1 ||
-        e->kind > SL_SIM_EV_STORAGE_LATENCY_MS)
+    if (!(e->t >= 0 && e->t <= 1e9) || e->kind < 1 || e->kind > SL_SIM_EV_LAST)
         return -1;
     /* each kind sets the profile key of the same name: same range */
     for (size_t j = 0; j < NFIELDS; j++)
@@ -250,7 +273,9 @@ static int parse_events(json_t *arr, sl__sim_profile_t *p, char *err,
                     return sl__fail(err, len, SL_EINVAL,
                                     "profile key 'events[%zu].kind': unknown "
                                     "kind '%.40s' (interfere, storage_bw, "
-                                    "step_ms, consumer_cpu)",
+                                    "step_ms, consumer_cpu, "
+                                    "storage_latency_ms, remote_preparers, "
+                                    "link_bw, link_latency_ms)",
                                     i, s);
             } else {
                 return sl__fail(err, len, SL_EINVAL,
@@ -265,7 +290,9 @@ static int parse_events(json_t *arr, sl__sim_profile_t *p, char *err,
                             "kind and a value within the range of the profile "
                             "key of that name (interfere 0..4096, storage_bw "
                             "0..1e15, step_ms 0..1e7, consumer_cpu 0..1, "
-                            "storage_latency_ms 0..1e6)",
+                            "storage_latency_ms 0..1e6, remote_preparers "
+                            "0..4096, link_bw 0..1e15, link_latency_ms "
+                            "0..1e6)",
                             i);
         p->events[p->n_events++] = e;
     }
@@ -396,9 +423,7 @@ static json_t *profile_json(const sl__sim_profile_t *p, const char *note)
     json_t *ev = json_array();
     for (int i = 0; i < p->n_events && i < SL_SIM_MAX_EVENTS; i++) {
         const sl__sim_event_t *e = &p->events[i];
-        int k = e->kind >= 1 && e->kind <= SL_SIM_EV_STORAGE_LATENCY_MS
-                    ? e->kind
-                    : 1;
+        int k = e->kind >= 1 && e->kind <= SL_SIM_EV_LAST ? e->kind : 1;
         json_array_append_new(ev,
                               json_pack("{s:f, s:s, s:f}", "t", e->t, "kind",
                                         kind_names[k], "value", e->value));

@@ -9,6 +9,7 @@
 
 #include "gpu/placement.h"
 #include "sched/limits.h"
+#include "sim/remote.h"
 #include "sim/sim_internal.h"
 
 /* ------------------------------------------------------------- public */
@@ -51,6 +52,7 @@ sl__sim_t *sl__sim_create(const sl__sim_profile_t *p, const sl__knobs_t *k,
     for (int i = 0; i < n; i++)
         s->free_stack[i] = n - 1 - i;
     s->nfree = n;
+    s->cpu_cap = n;
     s->seed = seed;
     sl__sim_rng_stream(s);
     sl__sim_set_lognormal(s, 0, s->p.read_ms, s->p.read_cv);
@@ -67,6 +69,10 @@ sl__sim_t *sl__sim_create(const sl__sim_profile_t *p, const sl__knobs_t *k,
     s->psi = 0;
     s->k.read_threads = s->k.decode_threads = s->k.prefetch = 1;
     sl__sim_set_knobs(s, k);
+    if (sl__sim_remote_wanted(s) && sl__sim_remote_create(s)) {
+        sl__sim_destroy(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -82,6 +88,7 @@ void sl__sim_destroy(sl__sim_t *s)
     free(s->io.a);
     free(s->bufs);
     sl__sim_gpu_free(s);
+    sl__sim_remote_destroy(s);
     free(s);
 }
 
@@ -206,4 +213,6 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
         out->batches_ready += s->bufs[i].state == BUF_READY;
         out->batches_filling += s->bufs[i].state == BUF_FILLING;
     }
+    if (s->rm)
+        sl__sim_remote_snapshot(s, dt, out);
 }

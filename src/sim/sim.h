@@ -7,7 +7,10 @@
  * processor sharing among every runnable thread (ours, the consumer's when
  * it computes, and interfering processes'), storage bandwidth and latency,
  * and a consumer that takes `step_ms` per batch. Events change the world
- * mid-run (interference, storage throttling, consumer speed).
+ * mid-run (interference, storage throttling, consumer speed). With remote
+ * preparers (sim/remote.h) sluice.ray's trainer is fed by preparer
+ * processes on its node or others through a link, in place of the local
+ * pipeline.
  *
  * Each call to sl__sim_step advances simulated time by one telemetry period
  * and fills an sl_snapshot_t the way src/telemetry's collector would over
@@ -32,6 +35,7 @@
 #include <stdint.h>
 
 #include "sched/knobs.h"
+#include "sim/remote.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 
@@ -41,7 +45,11 @@ enum {
     SL_SIM_EV_STORAGE_BW,    /* value: storage bytes/s (0: unlimited) */
     SL_SIM_EV_STEP_MS,       /* value: consumer step time per batch, ms */
     SL_SIM_EV_CONSUMER_CPU,  /* value: 0..1, the consumer's CPU demand */
-    SL_SIM_EV_STORAGE_LATENCY_MS /* value: per-read latency, ms */
+    SL_SIM_EV_STORAGE_LATENCY_MS, /* value: per-read latency, ms */
+    SL_SIM_EV_REMOTE_PREPARERS,   /* value: live remote preparers */
+    SL_SIM_EV_LINK_BW,            /* value: link bytes/s (0: unlimited) */
+    SL_SIM_EV_LINK_LATENCY_MS,    /* value: per-transfer latency, ms */
+    SL_SIM_EV_LAST = SL_SIM_EV_LINK_LATENCY_MS
 };
 
 #define SL_SIM_MAX_EVENTS 16
@@ -79,6 +87,8 @@ typedef struct sl__sim_profile {
      * no CPU; while it works the consumer's step runs 1 / (1 + gpu_slow)
      * as fast (the stage's work slowing training on the same GPU). */
     double gpu_ms, gpu_slow;
+    sl__sim_remote_t remote; /* remote preparers (sim/remote.h); off when
+                                remote.preparers is 0 */
     int n_events;
     sl__sim_event_t events[SL_SIM_MAX_EVENTS]; /* sorted by t */
 } sl__sim_profile_t;
@@ -126,7 +136,8 @@ void sl__sim_on_batch(sl__sim_t *s, void (*fn)(void *, double, double),
                       void *ctx);
 
 /* Parses an event kind name ("interfere", "storage_bw", "step_ms",
- * "consumer_cpu"); 0 when unknown. */
+ * "consumer_cpu", "storage_latency_ms", "remote_preparers", "link_bw",
+ * "link_latency_ms"); 0 when unknown. */
 int sl__sim_event_kind(const char *name);
 const char *sl__sim_event_name(int kind);
 /* 0 when t is in 0..1e9 and value within the range of the profile key

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/remote.h"
 #include "sim/sim_internal.h"
 
 /* ------------------------------------------------------------ random */
@@ -115,6 +116,36 @@ static int heap_pop(heap_t *h)
     if (h->n > 0)
         h->a[i] = last;
     return id;
+}
+
+/* The remote preparers' (sim/remote.c) way to the above. */
+double sl__sim_draw_work(sl__sim_t *s, int stage, double mean_ms)
+{
+    return draw_work(s, stage, mean_ms);
+}
+
+void sl__sim_heap_push(heap_t *h, double key, int id)
+{
+    heap_push(h, key, id);
+}
+
+int sl__sim_heap_pop(heap_t *h)
+{
+    return heap_pop(h);
+}
+
+int sl__sim_cpu_push(sl__sim_t *s, double work_s, int id)
+{
+    if (s->cpu.n == s->cpu_cap) {
+        int cap = s->cpu_cap * 2 + 16;
+        hent_t *a = realloc(s->cpu.a, (size_t)cap * sizeof *a);
+        if (!a)
+            return SL_ENOMEM;
+        s->cpu.a = a;
+        s->cpu_cap = cap;
+    }
+    heap_push(&s->cpu, s->V + work_s, id);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- CPU */
@@ -344,6 +375,18 @@ static void decode_done(sl__sim_t *s, int id)
         s->d_alive--;
 }
 
+void sl__sim_consumer_got(sl__sim_t *s)
+{
+    s->next_g++;
+    s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
+    if (s->on_batch)
+        s->on_batch(s->on_batch_ctx, s->now, s->now - s->t_wait0);
+    s->samples += s->p.batch_size;
+    s->batches++;
+    s->cons = CONS_STEP;
+    s->step_rem = s->step_ms / 1000.0;
+}
+
 /* The consumer takes batch next_g when it is ready (ordered mode). */
 static int consumer_take(sl__sim_t *s)
 {
@@ -352,15 +395,8 @@ static int consumer_take(sl__sim_t *s)
         if (bb->state == BUF_READY && bb->g == s->next_g) {
             bb->state = BUF_HELD;
             s->nready--;
-            s->next_g++;
-            s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
-            if (s->on_batch)
-                s->on_batch(s->on_batch_ctx, s->now, s->now - s->t_wait0);
-            s->samples += s->p.batch_size;
-            s->batches++;
             s->held = i;
-            s->cons = CONS_STEP;
-            s->step_rem = s->step_ms / 1000.0;
+            sl__sim_consumer_got(s);
             return 1;
         }
     }
@@ -369,6 +405,10 @@ static int consumer_take(sl__sim_t *s)
 
 static void dispatch(sl__sim_t *s)
 {
+    if (s->rm) { /* remote preparers in place of the local pipeline */
+        sl__sim_remote_dispatch(s);
+        return;
+    }
     int again = 1;
     while (again) {
         again = 0;
@@ -410,6 +450,9 @@ static void world_event(sl__sim_t *s, const sl__sim_event_t *e)
     case SL_SIM_EV_STORAGE_LATENCY_MS: /* reads issued from now on */
         s->p.storage_latency_ms = e->value > 0 ? e->value : 0;
         break;
+    default:
+        sl__sim_remote_world(s, e);
+        break;
     }
 }
 
@@ -447,6 +490,11 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
         }
         if (s->gpu.cur >= 0 && s->gpu.end < tn)
             tn = s->gpu.end, what = EV_GPU;
+        if (s->rm) {
+            double t = sl__sim_remote_next(s);
+            if (t < tn)
+                tn = t, what = EV_REMOTE;
+        }
         if (s->next_ev < s->p.n_events && s->p.events[s->next_ev].t < tn) {
             tn = s->p.events[s->next_ev].t;
             what = EV_WORLD;
@@ -461,6 +509,8 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
                 s->step_rem -= pace * dt;
             if (s->gpu.cur >= 0)
                 s->gpu.busy += dt;
+            if (s->rm)
+                sl__sim_remote_advance(s, dt);
             s->acc.cpu_self += rt.self_cpu * dt;
             s->acc.cpu_other += rt.other * dt;
             if (rt.waiting)
@@ -472,7 +522,9 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
             return;
         case EV_CPU: {
             int id = heap_pop(&s->cpu);
-            if (s->items[id].state == IT_RCPU)
+            if (id >= SL_SIM_REMOTE_ID0)
+                sl__sim_remote_cpu_done(s, id - SL_SIM_REMOTE_ID0);
+            else if (s->items[id].state == IT_RCPU)
                 read_done(s, id);
             else
                 decode_done(s, id);
@@ -492,7 +544,8 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
             s->step_rem = 0;
             s->cons = CONS_WAIT;
             s->t_wait0 = s->now;
-            buf_put(s, s->held);
+            if (s->held >= 0)
+                buf_put(s, s->held);
             s->held = -1;
             break;
         case EV_WORLD:
@@ -500,6 +553,9 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
             break;
         case EV_GPU:
             sl__sim_gpu_done(s);
+            break;
+        case EV_REMOTE:
+            sl__sim_remote_fire(s);
             break;
         }
         dispatch(s);

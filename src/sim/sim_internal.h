@@ -18,7 +18,16 @@
 enum { IT_FREE = 0, IT_LAT, IT_IO, IT_RCPU, IT_QUEUED, IT_DCPU, IT_GPU };
 enum { BUF_NONE = 0, BUF_FREE, BUF_FILLING, BUF_READY, BUF_HELD };
 enum { CONS_WAIT = 0, CONS_STEP };
-enum { EV_END = 0, EV_CPU, EV_IO, EV_LAT, EV_STEP, EV_WORLD, EV_GPU };
+enum {
+    EV_END = 0,
+    EV_CPU,
+    EV_IO,
+    EV_LAT,
+    EV_STEP,
+    EV_WORLD,
+    EV_GPU,
+    EV_REMOTE
+};
 
 typedef struct hent {
     double key;
@@ -72,6 +81,7 @@ struct sl__sim {
     int *dq, dq_head, dq_len; /* decode queue: ring of item ids */
     int *lq, lq_head, lq_len; /* items in latency: ring, FIFO */
     heap_t cpu, io;
+    int cpu_cap; /* entries cpu.a holds (remote jobs grow it) */
     double V, B;
 
     int r_alive, r_busy, d_alive, d_busy;
@@ -94,6 +104,7 @@ struct sl__sim {
     acc_t acc;
     void (*on_batch)(void *, double, double);
     void *on_batch_ctx;
+    struct sl__sim_rem *rm; /* remote preparers (sim/remote.c); NULL: off */
 };
 
 typedef struct rates {
@@ -114,6 +125,17 @@ void sl__sim_cpu_rates(const sl__sim_t *s, rates_t *o);
 /* Item id's slot is filled (its decode, or the GPU stage, is done): the
  * item is free again, its batch one sample closer to ready. */
 void sl__sim_slot_done(sl__sim_t *s, int id);
+/* Min-heaps of (key, id): the CPU and storage heaps, and the remote
+ * preparers' (sim/remote.c). h->a must have room for one more. */
+void sl__sim_heap_push(heap_t *h, double key, int id);
+int sl__sim_heap_pop(heap_t *h);
+/* A service time (seconds) of stage 0 (read) or 1 (decode), mean_ms. */
+double sl__sim_draw_work(sl__sim_t *s, int stage, double mean_ms);
+/* A job of work_s CPU seconds on the machine's cores (a whole thread's
+ * demand), growing the heap. @return 0 or SL_ENOMEM. */
+int sl__sim_cpu_push(sl__sim_t *s, double work_s, int id);
+/* The consumer takes batch next_g now: its wait ends, its step starts. */
+void sl__sim_consumer_got(sl__sim_t *s);
 /* Runs events until simulated time t_end. */
 void sl__sim_run_until(sl__sim_t *s, double t_end);
 
