@@ -49,8 +49,9 @@ int main(int argc, char **argv)
         win[i].mem_total_bytes = 8LL << 30;
         win[i].mem_available_bytes = 4LL << 30;
     }
-    sl__limits_t lim = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__limits_t lim = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0, 0,  0, 0};
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     sl__rl_sched_t s;
     if (sl__rl_sched_init(&s, &pol, 0, 1))
         return 1;

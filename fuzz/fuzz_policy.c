@@ -27,8 +27,9 @@ static void parse_and_use(const uint8_t *data, size_t size)
     double raw[SL_RL_NOBS];
     for (int i = 0; i < SL_RL_NOBS; i++)
         raw[i] = 0.5;
-    sl__limits_t lim = {1, 1, 1, 4, 3, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-    sl__knobs_t cur = {1, 3, 8}, next;
+    sl__limits_t lim = {1, 1, 1, 4, 3, 2, 8, 0, 0, 0,
+                        0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl__knobs_t cur = {1, 3, 8, 0}, next;
     sl__rl_decision_t d;
     sl__rl_decide(&p, raw, &lim, &cur, NULL, &d, &next);
     /* The budgets: CPU threads = decode + 1 (the read stage), read threads

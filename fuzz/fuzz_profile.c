@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * (items per period ~ ncpu x dt / decode_ms). */
     if (p.decode_ms < 0.1 || p.batch_size > 4096 || p.read_ahead > 1024)
         return 0;
-    sl__knobs_t k = {2, 2, 2};
+    sl__knobs_t k = {2, 2, 2, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 1);
     if (!s)
         return 0;

@@ -3,7 +3,14 @@ stage (issue 19), against the GPU-bound rate (synthetic batches already on
 the GPU). Run by bench/gpu/run on a GPU machine:
 
     python3 bench/gpu/train.py PHOTOS [--batch 64] [--steps 30]
-        [--threads 2,4] [--models resnet50,resnet18]
+        [--threads 2,4] [--models resnet50,resnet18] [--cases cpu,gpu,auto]
+        [--hog-cores N --hog-at STEP] [--telemetry DIR]
+
+--hog-cores starts N busy processes at timed step --hog-at (a CPU hog
+taking cores mid-run: the issue's `auto` target) and stops them after the
+case; the rate is then also reported over the steps after the hog began.
+--telemetry DIR keeps each case's sluice telemetry (JSON Lines) there for
+`sluice plot`.
 
 Prints one line per case and a JSON line ("train: {...}"): img/s, the
 share of the bound, the fraction of wall time spent waiting for the
@@ -21,6 +28,31 @@ import torch
 import torchvision
 
 import sluice.torch as st
+
+
+def _spin():
+    while True:
+        pass
+
+
+class Hog:
+    """N busy processes, started and stopped on demand."""
+
+    def __init__(self, n):
+        self.n, self.procs = n, []
+
+    def start(self):
+        import multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        self.procs = [ctx.Process(target=_spin, daemon=True) for _ in range(self.n)]
+        for p in self.procs:
+            p.start()
+
+    def stop(self):
+        for p in self.procs:
+            p.terminate()
+            p.join()
+        self.procs = []
 
 
 def cpu_s():
@@ -85,10 +117,18 @@ def main():
     ap.add_argument("--threads", default="2,4")
     ap.add_argument("--models", default="resnet50")
     ap.add_argument("--cases", default="cpu,gpu",
-                    help="cpu, gpu, gpu-default (nvJPEG's own allocations: "
+                    help="cpu, gpu, gpu-dev (gpu with device_batches: CUDA "
+                         "tensors over the stage's memory, no copy), auto "
+                         "(the scheduler places: "
+                         "sched/place.h; its last share and decisions "
+                         "reported), gpu-default (nvJPEG's own allocations: "
                          "SL_GPU_NVJPEG_ALLOC=default), gpu-pageable (the "
                          "bitstreams not copied to pinned memory: "
                          "SL_GPU_PAGEABLE_BITS=1)")
+    ap.add_argument("--hog-cores", type=int, default=0)
+    ap.add_argument("--hog-at", type=int, default=0,
+                    help="timed step at which the hog starts")
+    ap.add_argument("--telemetry", help="folder for each case's telemetry")
     a = ap.parse_args()
     nvml = Nvml()
     res = {}
@@ -141,9 +181,16 @@ def run_model(a, name, nvml):
                 os.environ["SL_GPU_NVJPEG_ALLOC"] = "default"
             if case == "gpu-pageable":
                 os.environ["SL_GPU_PAGEABLE_BITS"] = "1"
+            extra = {"device_batches": True} if case == "gpu-dev" else {}
+            if a.telemetry:
+                os.makedirs(a.telemetry, exist_ok=True)
+                extra["telemetry_path"] = os.path.join(
+                    a.telemetry, f"{name}_{case}_t{threads}.jsonl")
             dl = st.DataLoader(a.photos, batch_size=a.batch, num_workers=threads,
                                device="cuda", pin_memory=True, drop_last=True,
-                               placement=place, max_threads=threads + 1)
+                               placement=place, max_threads=threads + 1, **extra)
+            hog = Hog(a.hog_cores) if a.hog_cores else None
+            th = nh = None
             os.environ.pop("SL_GPU_NVJPEG_ALLOC", None)
             os.environ.pop("SL_GPU_PAGEABLE_BITS", None)
             n = wait = 0.0
@@ -167,6 +214,10 @@ def run_model(a, name, nvml):
                         w0 = t0
                     if t0 is not None:
                         wait += time.perf_counter() - w0
+                    if hog and steps == a.warmup + a.hog_at:
+                        torch.cuda.synchronize()
+                        hog.start()
+                        th, nh = time.perf_counter(), n
                     step(xb, yb.to(dev, non_blocking=True))
                     steps += 1
                     if t0 is not None:
@@ -179,6 +230,20 @@ def run_model(a, name, nvml):
                         "wait": round(wait / secs, 3),
                         "cpu_ms_img": round(1000 * (cpu_s() - c0) / n, 2),
                         **nvml.stop(n)}
+            if hog:
+                hog.stop()
+                if th is not None and n > nh:
+                    r = (n - nh) / (time.perf_counter() - th)
+                    out[key]["hog"] = {"cores": a.hog_cores, "at_step": a.hog_at,
+                                       "img_s_after": round(r, 1),
+                                       "of_bound_after": round(r / bound, 3)}
+            if place == "auto":
+                # where the scheduler left the share, and its decisions
+                tel = (dl.stats() or {}).get("telemetry") or {}
+                pl = tel.get("placement") or {}
+                out[key]["gpu_share"] = pl.get("gpu_share")
+                out[key]["placement_why"] = pl.get("why")
+                out[key]["decisions"] = tel.get("decisions_total")
             print(f"{name} {key}: {rate:.0f} img/s = {rate / bound:.1%} of the "
                   f"bound, waiting {wait / secs:.1%}, {out[key]['cpu_ms_img']} "
                   f"ms CPU/img {_gpu_figures(out[key])}",

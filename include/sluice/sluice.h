@@ -251,6 +251,13 @@ typedef struct sl_options {
      *  runtime numbers them under CUDA_VISIBLE_DEVICES) [0]. One loader
      *  per rank in data-parallel training: the rank's own GPU. */
     int gpu_device;
+    /** 1: batches are left in the GPU stage's device memory — no copy back
+     *  to the host and up again: GPU-decoded samples are written there, the
+     *  CPU's copied in when the batch is complete — and sl_batch_t.data is
+     *  a device pointer on gpu_device (sl_batch_t.device). Needs the GPU
+     *  stage in use (placement gpu, or auto where it runs); else
+     *  sl_loader_create fails saying why [0: host batches]. */
+    int device_batches;
 } sl_options_t;
 
 /** sl_options_t.placement. */
@@ -308,6 +315,9 @@ typedef struct sl_batch {
     size_t sample_bytes; /**< bytes of one sample in data */
     int64_t epoch;       /**< epoch this batch belongs to */
     int64_t index;       /**< batch index within the epoch (this rank) */
+    int device;          /**< -1: data is host memory; N: data is memory of CUDA
+                              device N (sl_options_t.device_batches), complete when
+                              sl_loader_next returns it, on any stream */
 } sl_batch_t;
 
 /** Runtime knobs; each may change while batches flow. The text loader

@@ -107,6 +107,16 @@ typedef struct sl_snapshot {
                                     path (grayscale, CMYK, progressive,
                                     PNG, refused by the decoder) */
     char gpu_refused_why[128]; /**< the last reason it gave */
+    /* the GPU stage's load and the JPEG engines' (after the fourth layout),
+     * what the scheduler places samples by (docs/DESIGN.md "GPU stage") */
+    double gpu_samples_per_s; /**< samples the GPU stage finished per second
+                                   (0 without a stage) */
+    double gpu_stage_busy;    /**< 0..1: share of the interval the stage had
+                                   samples in it (submitted, not yet done);
+                                   < 0 without a stage */
+    double gpu_jpg_util;      /**< 0..1: NVML's JPEG-decoder use of GPU 0
+                                   (nvmlDeviceGetJpgUtilization); < 0 where
+                                   NVML cannot tell */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -142,7 +142,9 @@ class DataLoader(_Position):
     with non_blocking=True; rank / world_size default to torch.distributed's
     when it is initialised; placement="gpu" decodes on the GPU with nvJPEG,
     on device's GPU (cuda:N, else the current device) unless gpu_device=
-    says otherwise; other keyword options go to sluice.Loader
+    says otherwise, and with device_batches=True its batches stay in GPU
+    memory and come out as CUDA tensors without a copy (not yet measured
+    on a GPU: opt-in); other keyword options go to sluice.Loader
     (mode='eval', layout='hwc', on_error='skip', prefetch=..., mean=...,
     std=..., telemetry_ms=..., ...).
 
@@ -314,6 +316,17 @@ class DataLoader(_Position):
             for images, labels in self._loader:
                 if self._run != run:  # superseded by a newer iteration
                     return
+                if hasattr(images, "__cuda_array_interface__"):
+                    # A device batch (device_batches=True): a CUDA tensor
+                    # over the GPU stage's memory, no copy; it keeps the
+                    # batch out of the pool while it lives.
+                    x = self._torch.as_tensor(
+                        images, device=f"cuda:{images.device}")
+                    y = from_numpy(labels)
+                    if move:
+                        y = self._move(y)
+                    yield x, y
+                    continue
                 x, y = from_numpy(images), from_numpy(labels)
                 if move:
                     x, y = self._move(x), self._move(y)

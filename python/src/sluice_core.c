@@ -13,6 +13,7 @@
  */
 #include "sluice_py.h"
 
+#include <stdint.h>
 #include <string.h>
 
 static void core_dealloc(slpy_core_t *c)
@@ -101,6 +102,42 @@ PyObject *slpy_batch_view(slpy_batch_t *owner, int type, int nd, npy_intp *dims,
         return NULL;
     }
     return a;
+}
+
+PyObject *slpy_batch_cuda(slpy_batch_t *owner, const char *typestr, int nd,
+                          npy_intp *dims, void *data, int device)
+{
+    static PyObject *ns_type; /* types.SimpleNamespace, found once */
+    if (!ns_type) {
+        PyObject *types = PyImport_ImportModule("types");
+        ns_type =
+            types ? PyObject_GetAttrString(types, "SimpleNamespace") : NULL;
+        Py_XDECREF(types);
+        if (!ns_type)
+            return NULL;
+    }
+    PyObject *shape = PyTuple_New(nd);
+    for (int i = 0; shape && i < nd; i++)
+        PyTuple_SET_ITEM(shape, i, PyLong_FromLongLong((long long)dims[i]));
+    PyObject *iface =
+        shape
+            ? Py_BuildValue("{s:O,s:s,s:(K,O),s:O,s:i,s:O}", "shape", shape,
+                            "typestr", typestr, "data",
+                            (unsigned long long)(uintptr_t)data, Py_False,
+                            "strides", Py_None, "version", 3, "stream", Py_None)
+            : NULL;
+    Py_XDECREF(shape);
+    PyObject *kw =
+        iface
+            ? Py_BuildValue("{s:O,s:O,s:i}", "__cuda_array_interface__", iface,
+                            "_batch", (PyObject *)owner, "device", device)
+            : NULL;
+    Py_XDECREF(iface);
+    PyObject *args = kw ? PyTuple_New(0) : NULL;
+    PyObject *o = args ? PyObject_Call(ns_type, args, kw) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    return o;
 }
 
 int slpy_closed(const slpy_core_t *c, const char *what)

@@ -77,8 +77,11 @@ static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
     npy_intp d[4] = {b->n, b->channels, b->height, b->width};
     if (b->layout == SL_LAYOUT_HWC)
         d[1] = b->height, d[2] = b->width, d[3] = b->channels;
-    PyObject *img = slpy_batch_view(
-        o, b->dtype == SL_DTYPE_UINT8 ? NPY_UINT8 : NPY_FLOAT32, 4, d, b->data);
+    int u8 = b->dtype == SL_DTYPE_UINT8;
+    PyObject *img =
+        b->device >= 0
+            ? slpy_batch_cuda(o, u8 ? "|u1" : "<f4", 4, d, b->data, b->device)
+            : slpy_batch_view(o, u8 ? NPY_UINT8 : NPY_FLOAT32, 4, d, b->data);
     npy_intp n = b->n;
     PyObject *lab =
         img ? slpy_batch_view(o, NPY_INT64, 1, &n, b->labels) : NULL;
@@ -846,49 +849,18 @@ static int opt_coalesce(PyObject *v, int64_t *out)
 
 static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"source",
-                             "batch_size",
-                             "image_size",
-                             "mode",
-                             "dtype",
-                             "layout",
-                             "shuffle",
-                             "seed",
-                             "drop_last",
-                             "rank",
-                             "world_size",
-                             "epochs",
-                             "unordered",
-                             "on_error",
-                             "threads",
-                             "read_threads",
-                             "prefetch",
-                             "dct_scale",
-                             "mean",
-                             "std",
-                             "telemetry_ms",
-                             "telemetry_path",
-                             "metrics_port",
-                             "flip",
-                             "scale",
-                             "ratio",
-                             "resize_size",
-                             "host_alloc",
-                             "policy",
-                             "max_memory",
-                             "shuffle_buffer",
-                             "cache_bytes",
-                             "cache_policy",
-                             "cache_decoded",
-                             "cache_codec",
-                             "io_depth",
-                             "max_threads",
-                             "policy_file",
-                             "placement",
-                             "gpu_share",
-                             "coalesce",
-                             "gpu_device",
-                             NULL};
+    static char *kwlist[] = {
+        "source",       "batch_size",     "image_size",     "mode",
+        "dtype",        "layout",         "shuffle",        "seed",
+        "drop_last",    "rank",           "world_size",     "epochs",
+        "unordered",    "on_error",       "threads",        "read_threads",
+        "prefetch",     "dct_scale",      "mean",           "std",
+        "telemetry_ms", "telemetry_path", "metrics_port",   "flip",
+        "scale",        "ratio",          "resize_size",    "host_alloc",
+        "policy",       "max_memory",     "shuffle_buffer", "cache_bytes",
+        "cache_policy", "cache_decoded",  "cache_codec",    "io_depth",
+        "max_threads",  "policy_file",    "placement",      "gpu_share",
+        "coalesce",     "gpu_device",     "device_batches", NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
     PyObject *threads = Py_None, *read_threads = Py_None;
@@ -904,10 +876,10 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *policy_file = Py_None;
     PyObject *placement = Py_None, *gpu_share = Py_None;
     PyObject *coalesce = Py_None, *gpu_device = Py_None;
-    int cache_decoded = 0;
+    int cache_decoded = 0, device_batches = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOO:Loader",
+            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOp:Loader",
             kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
             &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
             &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
@@ -915,7 +887,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
             &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
-            &coalesce, &gpu_device))
+            &coalesce, &gpu_device, &device_batches))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -935,6 +907,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     o->unordered = unordered;
     o->no_dct_scale = !dct;
     o->no_flip = !flip;
+    o->device_batches = device_batches;
     self->epochs = epochs;
     if (batch < 1 || size < 1 || world < 1 || rank < 0 || rank >= world ||
         epochs < 1) {
@@ -1107,7 +1080,8 @@ static PyObject *get_options(LoaderObject *self, void *c)
             ? &used
             : &self->opt;
     return Py_BuildValue(
-        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i,s:i}",
+        "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i,s:i,"
+        "s:O}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
@@ -1123,7 +1097,8 @@ static PyObject *get_options(LoaderObject *self, void *c)
         o->placement == SL_PLACEMENT_CPU   ? "cpu"
         : o->placement == SL_PLACEMENT_GPU ? "gpu"
                                            : "auto",
-        "gpu_share", o->gpu_share, "gpu_device", o->gpu_device);
+        "gpu_share", o->gpu_share, "gpu_device", o->gpu_device,
+        "device_batches", o->device_batches ? Py_True : Py_False);
 }
 
 #define INT_GETTER(fname, expr)                                                \

@@ -88,6 +88,13 @@ void slpy_core_release(slpy_core_t *c, const void *b);
 slpy_batch_t *slpy_batch_new(slpy_core_t *c, const void *b);
 /** A C-contiguous array of `type` over `data` whose base is `owner`.
  *  @return a new reference, or NULL with an exception set. */
+/* A device batch's images: an object with __cuda_array_interface__ (v3,
+ * no stream: the batch is complete when handed out) over `data` on CUDA
+ * device `device`, keeping `owner` (the batch out of the pool) while it
+ * lives, as torch.as_tensor(obj, device=...) expects; NULL with a Python
+ * error set. */
+PyObject *slpy_batch_cuda(slpy_batch_t *owner, const char *typestr, int nd,
+                          npy_intp *dims, void *data, int device);
 PyObject *slpy_batch_view(slpy_batch_t *owner, int type, int nd, npy_intp *dims,
                           void *data);
 /** @return 0 when c is there, else 1 with "operation on a closed <what>"

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "opts.h"
 #include "sched/limits.h"
+#include "sim/gpu.h"
 #include "sim/run.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
@@ -19,6 +20,7 @@ typedef struct args {
     const char *profile, *telemetry, *events, *policy_file;
     int policy, json;
     int decode, read, prefetch, max_threads, ncpu; /* 0: not given */
+    int gpu_share;                                 /* -1: not given */
     double duration, step_ms, consumer_cpu, interfere, storage_bw,
         storage_latency_ms; /* -1: not given */
     int64_t samples;        /* 0: no limit */
@@ -41,6 +43,10 @@ static const sl__opt_t simulate_opts[] = {
      "who sets the knobs not given", "heuristic", policies, policy_v},
     {"policy-file", 0, SL__OPT_STR, F(policy_file), 0, 0, "FILE", "rl weights",
      "the built-in default"},
+    {"gpu-share", 0, SL__OPT_INT, F(gpu_share), 0, 1000, "N",
+     "per mille of each batch on the GPU stage (a profile with gpu_ms), "
+     "fixed",
+     "the scheduler's"},
     {"max-threads", 0, SL__OPT_INT, F(max_threads), 1, 4096, "N",
      "budget: decode threads + 1", "2 x cores"},
     {"duration", 0, SL__OPT_DOUBLE, F(duration), SL__OPT_POS, 1e7, "S",
@@ -75,7 +81,7 @@ static const sl__opts_t simulate_usage = {
 
 static int parse_args(int argc, char **argv, args_t *a)
 {
-    *a = (args_t){.policy = SL_POLICY_HEURISTIC, .seed = 1};
+    *a = (args_t){.policy = SL_POLICY_HEURISTIC, .seed = 1, .gpu_share = -1};
     a->duration = a->step_ms = a->consumer_cpu = a->interfere = a->storage_bw =
         a->storage_latency_ms = -1;
     int rc = sl__opts_parse(&simulate_usage, a, NULL, argc, argv);
@@ -144,6 +150,18 @@ int sl__cmd_simulate(int argc, char **argv)
                         sizeof err)) {
         fprintf(stderr, "sluice simulate: %s\n", err);
         return 2;
+    }
+    sl__sim_gpu_limits(&p, o.policy, &lim);
+    if (a.gpu_share >= 0) { /* given: fixed, as sl_options_t.gpu_share */
+        if (a.gpu_share > lim.max_gpu_share) {
+            fprintf(stderr,
+                    "sluice simulate: --gpu-share %d: the profile "
+                    "has no GPU stage (gpu_ms 0)\n",
+                    a.gpu_share);
+            return 2;
+        }
+        k.gpu_share = a.gpu_share;
+        lim.tune_gpu_share = 0;
     }
     o.policy_file = a.policy_file;
     o.seed = a.seed;

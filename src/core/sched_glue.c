@@ -47,7 +47,7 @@ void sl__sched_glue_tick(sl__sched_glue_t *g, struct sl__collector *c)
     sl__sched_decision_t d;
     if (!sl__sched_tick(&g->sched, win, n, g->lim, &cur, &d))
         return;
-    int applied[3] = {0};
+    int applied[sizeof d.ch / sizeof d.ch[0]] = {0};
     for (int i = 0; i < d.n; i++)
         applied[i] = g->set(g->self, d.ch[i].knob, d.ch[i].to) == 0;
     pthread_mutex_lock(g->mu);

@@ -7,6 +7,16 @@
 #include "base/alloc.h"
 #include "crc32c.h"
 #include "recidx.h"
+#include "tar_walk.h"
+
+/* A tar block: a member's header. */
+#define TAR_BLOCK 512
+
+/* Record r is read with the tar header before its image (and checked). */
+static int with_header(const sl__recfile_t *f, const sl__rec_t *r)
+{
+    return f->fmt == SL__FMT_WDS && f->from_sidecar && r->off >= TAR_BLOCK;
+}
 
 int sl__recfile_add(sl__recfile_t *f, const sl__rec_t *r, int code,
                     const char *msg)
@@ -201,21 +211,29 @@ int sl__recfile_read_begin(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
         return sl__fail(err, errlen, r->label, "%s", why);
     char msg[256];
     int rc;
+    /* A tar member indexed by a sidecar is read with its header, checked
+     * at the end: the file may have changed since the sidecar was made
+     * (one of the same size passes the sidecar's own checks). A walked
+     * file was read at open. */
+    uint64_t off = r->off, len = r->len;
+    if (with_header(f, r))
+        off -= TAR_BLOCK, len += TAR_BLOCK;
     /* One byte more than the data, as for image files (source.c). */
-    if ((rc = sl__admit(admit, (int64_t)r->len + 1, msg, sizeof msg)))
+    if ((rc = sl__admit(admit, (int64_t)len + 1, msg, sizeof msg)))
         return sl__fail(err, errlen, rc, "%s: %s", sl__bytesrc_name(f->src),
                         msg);
-    if (sl__bytes_reserve(out, (size_t)r->len + 1))
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory (%u bytes)",
-                        sl__bytesrc_name(f->src), r->len);
+    if (sl__bytes_reserve(out, (size_t)len + 1))
+        return sl__fail(err, errlen, SL_ENOMEM,
+                        "%s: out of memory (%llu bytes)",
+                        sl__bytesrc_name(f->src), (unsigned long long)len);
     io->dst = out->p;
-    io->off = r->off;
-    io->len = r->len;
+    io->off = off;
+    io->len = (size_t)len;
     io->remote = sl__bytesrc_remote(f->src);
     if (io->remote) /* the caller's: a ranged request */
         return 0;
     io->len = 0;
-    return sl__bytesrc_read(f->src, r->off, out->p, r->len, err, errlen);
+    return sl__bytesrc_read(f->src, off, out->p, (size_t)len, err, errlen);
 }
 
 int sl__recfile_read_end(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
@@ -227,6 +245,22 @@ int sl__recfile_read_end(const sl__recfile_t *f, int64_t k, sl__bytes_t *out,
         *stored = 0;
     if (res < 0) /* the ranged request's own message names the URL */
         return sl__fail(err, errlen, (int)res, "%s", why ? why : "");
+    if (with_header(f, r)) {
+        if (stored)
+            *stored = r->len + TAR_BLOCK;
+        if (!sl__tar_member_at(out->p, r->img_len))
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: sample %lld (key %s): no tar header of its "
+                            "%u-byte image at byte %llu: the file changed "
+                            "since it was indexed",
+                            sl__bytesrc_name(f->src), (long long)k,
+                            sl__wds_key(f, r->hdr, (char[128]){0}, 128),
+                            r->img_len,
+                            (unsigned long long)(r->off - TAR_BLOCK));
+        memmove(out->p, out->p + TAR_BLOCK, r->img_len);
+        out->n = r->img_len;
+        return 0;
+    }
     if (stored)
         *stored = r->len;
     if (f->fmt == SL__FMT_TFRECORD) {

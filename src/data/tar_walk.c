@@ -104,6 +104,14 @@ static int checksum_ok(const uint8_t *h)
     return want == u || (int64_t)want == s;
 }
 
+int sl__tar_member_at(const uint8_t *h, uint64_t size)
+{
+    uint64_t v;
+    char type = (char)h[H_TYPE];
+    return checksum_ok(h) && !num(h + H_SIZE, 12, &v) && v == size &&
+           (type == '0' || type == 0 || type == '7');
+}
+
 /* A NUL-terminated copy of a fixed field (not terminated when full). */
 static size_t field(char *dst, const uint8_t *p, size_t len)
 {

@@ -48,4 +48,10 @@ typedef int (*sl__tar_fn)(void *ctx, const sl__tar_member_t *m, char *err,
 int sl__tar_walk(const sl__bytesrc_t *src, uint64_t from, sl__tar_fn fn,
                  void *ctx, uint64_t *stop_at, char *err, size_t errlen);
 
+/* 1 when h (512 bytes) is a regular member's header — its checksum right —
+ * whose data is `size` bytes: what lies just before a member's data as an
+ * index recorded it, so a reader can tell the file changed since (a
+ * sidecar made for another file of the same size). */
+int sl__tar_member_at(const uint8_t *h, uint64_t size);
+
 #endif

@@ -90,6 +90,7 @@ static int create(const char *source, const sl_options_t *opt,
     l->decode_threads = l->opt.decode_threads;
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->ctl_mu, NULL);
+    sl__busy_init(&l->gpu_busy);
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     sl__throttle_init(&l->thr, 0, 0); /* off: sl__testing_storage_set */
@@ -201,7 +202,10 @@ static void stop_pipeline(sl_loader_t *l)
 
 static void buf_free(const sl_loader_t *l, bbuf_t *bb)
 {
-    sl__free_block(&l->alloc, bb->pub.data);
+    sl__free_block(&l->alloc, bb->host);
+    if (bb->dev)
+        l->stage->dev_free(l->stage, bb->dev);
+    free(bb->on_dev);
     free(bb->pub.labels);
     free(bb->pub.indices);
     free(bb->bad);
@@ -226,6 +230,12 @@ void sl_loader_destroy(sl_loader_t *l)
     }
     sl__workers_destroy(l->readers);
     sl__workers_destroy(l->decoders);
+    /* The buffers before the stage: device batches are its memory. */
+    for (int i = 0; i < l->nbufs; i++)
+        buf_free(l, l->bufs[i]);
+    free(l->bufs);
+    l->bufs = NULL;
+    l->nbufs = 0;
     if (l->stage && l->stage_owned)
         l->stage->destroy(l->stage); /* drained by the stop */
     sl__queue_destroy(l->free_items);
@@ -240,9 +250,6 @@ void sl_loader_destroy(sl_loader_t *l)
         sl__bytes_free(&l->rscratch[i]);
         sl__scratch_destroy(l->dscratch[i]);
     }
-    for (int i = 0; i < l->nbufs; i++)
-        buf_free(l, l->bufs[i]);
-    free(l->bufs);
     sl__msglog_free(&l->skips);
     free(l->perm[0]);
     free(l->perm[1]);
@@ -254,6 +261,7 @@ void sl_loader_destroy(sl_loader_t *l)
     sl__membudget_destroy(&l->dbud);
     pthread_mutex_destroy(&l->mu);
     pthread_mutex_destroy(&l->ctl_mu);
+    sl__busy_destroy(&l->gpu_busy);
     pthread_cond_destroy(&l->cv_work);
     pthread_cond_destroy(&l->cv_ready);
     sl__throttle_destroy(&l->thr);

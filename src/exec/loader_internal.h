@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "base/busy.h"
 #include "base/membudget.h"
 #include "cache/cache.h"
 #include "cache/pick.h"
@@ -58,6 +59,12 @@ typedef struct bbuf {
     uint8_t *bad; /* per slot: 1 = skipped */
     int rc;       /* first failure under SL_ON_ERROR_FAIL */
     char err[SL_MSG];
+    /* Where samples are written: host memory (the CPU path; pub.data too
+     * for host batches), and with device batches the device memory that
+     * pub.data then is, with per slot 1 when the GPU stage wrote it there
+     * (the rest are copied in from host when the batch completes). */
+    uint8_t *host;
+    uint8_t *dev, *on_dev;
 } bbuf_t;
 
 /* A plan (sl_loader_start_plan): run position k (0..n-1, what claim_g and
@@ -150,8 +157,10 @@ struct sl_loader {
      * the CPU path, and the last reason it gave (under mu). */
     sl__gpu_stage_t *stage;
     int stage_owned; /* 1: the loader made it (sl__loader_gpu_open) */
+    int devb;        /* device batches (sl_options_t.device_batches) */
     atomic_llong gpu_items, gpu_refused;
     char gpu_refused_why[128];
+    sl__busy_t gpu_busy; /* the stage's busy time (samples in it) */
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
     /* Coalesced reads (loader_aread.c): the most bytes one request spans

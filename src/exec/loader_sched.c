@@ -9,9 +9,38 @@
 
 #include "gpu/cuda_stage.h"
 #include "loader_internal.h"
+#include "telemetry/machine.h"
 
 _Static_assert(SL_WORKERS_MAX == SL_KNOB_MAX_THREADS,
                "the budget rule's worker limit is the engine's");
+
+/* A memory budget pays for the GPU stage's pinned host memory: it comes
+ * off the batch buffers' share (sl__limits_charge). Where no batch is
+ * left beside it, placement gpu fails and auto decodes on the CPU, each
+ * naming the sizes. */
+static int charge_stage(sl_loader_t *l, const sl_options_t *given,
+                        sl__knobs_t *k, char *err, size_t errlen)
+{
+    if (!l->stage || !l->stage_owned || given->max_memory_bytes <= 0)
+        return 0;
+    sl__cuda_stage_stats_t st;
+    sl__cuda_stage_stats(l->stage, &st);
+    if (!sl__limits_charge(&l->lim, (int64_t)st.host_bytes, l->batch_bytes, k))
+        return 0;
+    char why[200];
+    snprintf(why, sizeof why,
+             "the memory budget (%lld B) holds no batch of %zu B beside the "
+             "GPU stage's %zu B of pinned memory",
+             (long long)given->max_memory_bytes, l->batch_bytes, st.host_bytes);
+    if (l->place.asked == SL_PLACEMENT_GPU)
+        return sl__fail(err, errlen, SL_ERANGE, "placement gpu: %s", why);
+    l->stage->destroy(l->stage);
+    l->stage = NULL;
+    l->stage_owned = 0;
+    l->place.gpu = 0;
+    snprintf(l->place.why, sizeof l->place.why, "auto: %s", why);
+    return 0;
+}
 
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                        size_t errlen)
@@ -35,13 +64,35 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                           ? (uint64_t)l->opt.coalesce_bytes
                           : 0;
     int share_asked = given->gpu_share != SL_AUTOTUNE && given->gpu_share != 0;
-    rc = sl__placement_resolve(given->placement, share_asked, &l->place, err,
+    /* auto without a share: the scheduler places (sched/place.h) where a
+     * policy tunes and the driver sees a GPU. */
+    int places = given->policy != SL_POLICY_STATIC && !share_asked &&
+                 given->placement == SL_PLACEMENT_AUTO;
+    rc = sl__placement_resolve(given->placement, share_asked, places,
+                               places ? sl__gpu_count() : 0, &l->place, err,
                                errlen);
     if (!rc)
         rc = sl__loader_gpu_open(l, err, errlen);
+    if (!rc)
+        rc = charge_stage(l, given, &k, err, errlen);
     if (rc)
         return rc;
+    /* Device batches: only in the GPU stage's memory. */
+    l->devb = given->device_batches && l->stage && l->stage->dev_alloc;
+    if (given->device_batches && !l->devb)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "device_batches: the GPU stage is not in use: %s",
+                        l->stage          ? "it has no device memory"
+                        : l->place.why[0] ? l->place.why
+                                          : "placement cpu");
+    /* With the GPU stage in use the CPU path decodes without DCT scaling:
+     * the nearest it comes to the GPU's pixels, so which path a sample
+     * took moves it only by the decoders' rounding (docs/DESIGN.md "GPU
+     * stage": the contract of placement auto). */
+    if (l->place.gpu)
+        l->xf.dct_scale = 0;
     l->lim.max_gpu_share = l->place.gpu ? SL__GPU_SHARE_MAX : 0;
+    l->lim.tune_gpu_share = l->place.gpu && places;
     /* Unset (0 or SL_AUTOTUNE): placement gpu puts every sample there,
      * auto none. */
     int share = share_asked ? given->gpu_share
@@ -91,6 +142,7 @@ static sl_param_t knob_param(const sl_loader_t *l, int knob)
     return knob == SL_KNOB_READ && l->lim.read_depth ? SL_PARAM_IO_DEPTH
            : knob == SL_KNOB_READ                    ? SL_PARAM_READ_THREADS
            : knob == SL_KNOB_DECODE                  ? SL_PARAM_DECODE_THREADS
+           : knob == SL_KNOB_GPU_SHARE               ? SL_PARAM_GPU_SHARE
                                                      : SL_PARAM_PREFETCH;
 }
 
@@ -99,7 +151,8 @@ static int knobs(void *self, sl__knobs_t *cur)
 {
     sl_loader_t *l = self;
     int reads = l->lim.read_depth ? sl__loader_io_depth(l) : l->read_threads;
-    *cur = (sl__knobs_t){reads, l->decode_threads, l->prefetch};
+    *cur = (sl__knobs_t){reads, l->decode_threads, l->prefetch,
+                         atomic_load(&l->gpu_share)};
     return l->running && !l->stopping;
 }
 

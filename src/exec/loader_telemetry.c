@@ -42,6 +42,8 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->gpu_share = atomic_load(&l->gpu_share);
     o->gpu_samples = atomic_load(&l->gpu_items);
     o->gpu_refused = atomic_load(&l->gpu_refused);
+    o->gpu_stage = l->stage != NULL;
+    o->gpu_busy_ns = sl__busy_ns(&l->gpu_busy, sl__now_ns());
     /* the reason, cut to the snapshot's field */
     snprintf(o->placement_why, sizeof o->placement_why, "%.*s",
              (int)sizeof o->placement_why - 1, l->place.why);

@@ -28,22 +28,23 @@ static bbuf_t *buf_make(const sl_loader_t *l)
     size_t bytes = l->batch_bytes;
     int B = l->opt.batch_size;
     if (bb) {
-        bb->pub.data = sl__alloc_block(&l->alloc, bytes);
+        bb->host = sl__alloc_block(&l->alloc, bytes);
         bb->pub.labels = malloc((size_t)B * sizeof(int64_t));
         bb->pub.indices = malloc((size_t)B * sizeof(int64_t));
         bb->bad = malloc((size_t)B);
-    }
-    if (!bb || !bb->pub.data || !bb->pub.labels || !bb->pub.indices ||
-        !bb->bad) {
-        if (bb) {
-            sl__free_block(&l->alloc, bb->pub.data);
-            free(bb->pub.labels);
-            free(bb->pub.indices);
-            free(bb->bad);
-            free(bb);
+        if (l->devb) {
+            bb->dev = l->stage->dev_alloc(l->stage, bytes);
+            bb->on_dev = calloc((size_t)B, 1);
         }
+    }
+    if (!bb || !bb->host || !bb->pub.labels || !bb->pub.indices || !bb->bad ||
+        (l->devb && (!bb->dev || !bb->on_dev))) {
+        if (bb)
+            sl__buf_destroy(l, bb);
         return NULL;
     }
+    bb->pub.data = l->devb ? (void *)bb->dev : (void *)bb->host;
+    bb->pub.device = l->devb ? l->opt.gpu_device : -1;
     bb->state = BB_FREE;
     return bb;
 }
@@ -139,6 +140,8 @@ int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb_out, int *slot,
                     bb->pub.labels[i] =
                         sl__source_label(l->src, bb->pub.indices[i]);
                 memset(bb->bad, 0, (size_t)bb->count);
+                if (bb->on_dev)
+                    memset(bb->on_dev, 0, (size_t)bb->count);
                 bb->pending = bb->count;
                 bb->nfailed = 0;
                 bb->rc = 0;
@@ -233,24 +236,59 @@ void sl__loader_reader_sync(sl_loader_t *l, int id)
     }
 }
 
-/* Moves the good samples of a batch with skipped slots to its front. Only
- * the thread that finished the batch's last slot owns it here. */
-static void compact(sl_loader_t *l, bbuf_t *bb)
+/* A device batch complete: the slots the CPU path wrote (in host memory)
+ * copied into the device's, run by run. Only the thread that finished the
+ * batch's last slot owns it here. 0, or SL_ESYSTEM with the cause. */
+static int upload(sl_loader_t *l, bbuf_t *bb, char *why, size_t wl)
+{
+    size_t sb = l->sample_bytes;
+    for (int i = 0; i < bb->count;) {
+        if (bb->bad[i] || bb->on_dev[i]) {
+            i++;
+            continue;
+        }
+        int j = i;
+        while (j < bb->count && !bb->bad[j] && !bb->on_dev[j])
+            j++;
+        int rc = l->stage->copy(l->stage, bb->dev + (size_t)i * sb,
+                                bb->host + (size_t)i * sb, (size_t)(j - i) * sb,
+                                SL__GPU_COPY_H2D, why, wl);
+        if (rc)
+            return rc;
+        i = j;
+    }
+    return 0;
+}
+
+/* Moves the good samples of a batch with skipped slots to its front (in
+ * device memory for a device batch). Only the thread that finished the
+ * batch's last slot owns it here. 0, or the device copy's failure. */
+static int compact(sl_loader_t *l, bbuf_t *bb, char *why, size_t wl)
 {
     int n = 0;
-    uint8_t *data = bb->pub.data;
+    size_t sb = l->sample_bytes;
     for (int i = 0; i < bb->count; i++) {
         if (bb->bad[i])
             continue;
         if (n != i) {
-            memmove(data + (size_t)n * l->sample_bytes,
-                    data + (size_t)i * l->sample_bytes, l->sample_bytes);
+            /* slots n < i: the two never overlap */
+            if (bb->dev) {
+                int rc = l->stage->copy(l->stage, bb->dev + (size_t)n * sb,
+                                        bb->dev + (size_t)i * sb, sb,
+                                        SL__GPU_COPY_D2D, why, wl);
+                if (rc)
+                    return rc;
+            } else {
+                memmove(bb->host + (size_t)n * sb, bb->host + (size_t)i * sb,
+                        sb);
+            }
             bb->pub.labels[n] = bb->pub.labels[i];
             bb->pub.indices[n] = bb->pub.indices[i];
         }
         n++;
     }
     bb->pub.n = n;
+    return 0;
 }
 
 static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
@@ -276,9 +314,17 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
     if (!last)
         return;
     bb->pub.n = bb->count;
-    if (bb->nfailed && !bb->rc)
-        compact(l, bb);
+    char why[SL_MSG] = "";
+    int drc = 0;
+    if (bb->dev && !bb->rc)
+        drc = upload(l, bb, why, sizeof why);
+    if (!drc && bb->nfailed && !bb->rc)
+        drc = compact(l, bb, why, sizeof why);
     pthread_mutex_lock(&l->mu);
+    if (drc && !bb->rc) { /* the device's failure fails the batch */
+        bb->rc = drc;
+        snprintf(bb->err, sizeof bb->err, "%s", why);
+    }
     bb->state = BB_READY;
     l->lat_sum_ns += sl__now_ns() - bb->t_claim;
     l->lat_count++;
@@ -312,6 +358,7 @@ static void gpu_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 {
     sl_loader_t *l = ctx;
     item_t *it = job->tag;
+    sl__busy_leave(&l->gpu_busy, 1, sl__now_ns());
     if (status == SL__GPU_REFUSED) {
         atomic_fetch_add(&l->gpu_refused, 1);
         pthread_mutex_lock(&l->mu);
@@ -329,6 +376,8 @@ static void gpu_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
                  (int)(SL_MSG / 2 - 24), why);
     }
     atomic_fetch_add(&l->gpu_items, 1);
+    if (status == SL__GPU_DONE && job->out_dev)
+        it->bb->on_dev[it->slot] = 1; /* its slot's owner: no lock */
     item_done(l, it, status == SL__GPU_DONE ? 0 : SL_EDECODE, msg);
 }
 
@@ -357,10 +406,16 @@ static int to_gpu(sl_loader_t *l, item_t *it)
         return 0;
     j->bytes = it->data.p;
     j->n = it->data.n;
-    j->out = (uint8_t *)bb->pub.data + (size_t)it->slot * l->sample_bytes;
+    j->out_dev = bb->dev != NULL;
+    j->out =
+        (bb->dev ? bb->dev : bb->host) + (size_t)it->slot * l->sample_bytes;
     j->tag = it;
     it->jobp = j;
-    return l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0;
+    sl__busy_enter(&l->gpu_busy, 1, sl__now_ns());
+    if (l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0)
+        return 1;
+    sl__busy_leave(&l->gpu_busy, 1, sl__now_ns());
+    return 0;
 }
 
 void sl__loader_decoder_main(void *arg, int id)
@@ -400,8 +455,7 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
             sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
             sl__rng_init(&flip, l->opt.seed, e, s, SL_RNG_FLIP);
             char cause[SL_MSG / 2];
-            void *out = (uint8_t *)it->bb->pub.data +
-                        (size_t)it->slot * l->sample_bytes;
+            void *out = it->bb->host + (size_t)it->slot * l->sample_bytes;
             rc = sl__loader_cache_process(l, id, it, &crop, &flip, out, cause,
                                           sizeof cause);
             sl__membudget_release(&l->dbud, ch->bytes);

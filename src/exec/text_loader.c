@@ -490,7 +490,7 @@ static void text_pipe_sample(void *arg, sl__pipe_sample_t *o)
 static int text_knobs(void *self, sl__knobs_t *cur)
 {
     sl_text_loader_t *l = self;
-    *cur = (sl__knobs_t){1, l->threads, l->nslots};
+    *cur = (sl__knobs_t){1, l->threads, l->nslots, 0};
     return l->running && !l->stopping;
 }
 

@@ -202,6 +202,9 @@ typedef struct cstage {
     sl__cuda_kernel_t k1, k2;
     slot_t slot[2];
     sl__scratch_t *scratch; /* the feeder's planner */
+    /* Copies into device batches (cs_copy): one stream, one at a time. */
+    pthread_mutex_t xfer_mu;
+    sl__cuda_stream_t xfer;
 
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_slot, cv_idle;
@@ -302,9 +305,13 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
     memcpy(hc + hb + hk, ip.vb, vb);
     memcpy(hc + hb + hk + vb, ip.vkk, vk);
     uint8_t *src = sl->d + s->arena_off + at->arena;
+    /* A device batch's slot is written where it is; a host one through
+     * the slot's output area, copied back. */
+    uint8_t *out =
+        j->out_dev ? j->out : sl->d + s->out_off + (size_t)i * s->sample_bytes;
     sl__gpu_plan_t p = {.src = src,
                         .tmp = src + dec,
-                        .out = sl->d + s->out_off + (size_t)i * s->sample_bytes,
+                        .out = out,
                         .hb = (const int32_t *)dc,
                         .hkk = (const int32_t *)(dc + hb),
                         .vb = (const int32_t *)(dc + hb + hk),
@@ -372,7 +379,10 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     e = rt->launch_kernel(s->k1, grid, block, args, 0, sl->stream);
     if (!e)
         e = rt->launch_kernel(s->k2, grid, block, args, 0, sl->stream);
-    if (!e)
+    int back = 0; /* samples going to host batches: copied back */
+    for (int i = 0; i < n; i++)
+        back += !sl->jobs[i]->job->out_dev;
+    if (!e && back)
         e = rt->memcpy_async(sl->h + s->out_off, sl->d + s->out_off,
                              (size_t)n * s->sample_bytes, SL__D2H, sl->stream);
     if (!e)
@@ -489,9 +499,10 @@ static void *completer_main(void *arg)
         } else {
             for (int i = 0; i < sl->n; i++) {
                 node_t *nd = sl->jobs[i];
-                memcpy(nd->job->out,
-                       sl->h + s->out_off + (size_t)i * s->sample_bytes,
-                       s->sample_bytes);
+                if (!nd->job->out_dev)
+                    memcpy(nd->job->out,
+                           sl->h + s->out_off + (size_t)i * s->sample_bytes,
+                           s->sample_bytes);
                 finish(s, nd, SL__GPU_DONE, "");
             }
             sl->n = 0;
@@ -549,9 +560,47 @@ static void cs_drain(sl__gpu_stage_t *st)
     pthread_mutex_unlock(&s->mu);
 }
 
+static void *cs_dev_alloc(sl__gpu_stage_t *st, size_t bytes)
+{
+    cstage_t *s = (cstage_t *)st;
+    void *p = NULL;
+    if (s->rt->set_device(s->device) || s->rt->dev_malloc(&p, bytes))
+        return NULL;
+    return p;
+}
+
+static void cs_dev_free(sl__gpu_stage_t *st, void *p)
+{
+    cstage_t *s = (cstage_t *)st;
+    if (p)
+        s->rt->dev_free(p);
+}
+
+static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
+                   int kind, char *why, size_t wl)
+{
+    cstage_t *s = (cstage_t *)st;
+    const sl__gpu_rt_t *rt = s->rt;
+    pthread_mutex_lock(&s->xfer_mu);
+    sl__cuda_err_t e = rt->set_device(s->device);
+    if (!e)
+        e = rt->memcpy_async(dst, src, n, kind, s->xfer);
+    if (!e)
+        e = rt->stream_synchronize(s->xfer);
+    pthread_mutex_unlock(&s->xfer_mu);
+    if (!e)
+        return 0;
+    snprintf(why, wl, "GPU stage: copying %zu bytes %s: %s", n,
+             kind == SL__GPU_COPY_H2D ? "to the GPU" : "on the GPU",
+             cuda_why(s, e));
+    return SL_ESYSTEM;
+}
+
 static void release(cstage_t *s)
 {
     const sl__gpu_rt_t *rt = s->rt;
+    if (s->xfer)
+        rt->stream_destroy(s->xfer);
     for (int k = 0; k < 2; k++) {
         slot_t *sl = &s->slot[k];
         if (sl->stream)
@@ -581,6 +630,7 @@ static void release(cstage_t *s)
         rt->library_unload(s->lib);
     sl__scratch_destroy(s->scratch);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->xfer_mu);
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_slot);
     pthread_cond_destroy(&s->cv_idle);
@@ -676,12 +726,14 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");
         return NULL;
     }
-    s->ops = (sl__gpu_stage_t){cs_submit, cs_drain, cs_destroy};
+    s->ops = (sl__gpu_stage_t){cs_submit,    cs_drain,    cs_destroy,
+                               cs_dev_alloc, cs_dev_free, cs_copy};
     s->rt = rt;
     s->x = *x;
     s->sample_bytes = sample_bytes;
     s->device = device;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->xfer_mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_slot, NULL);
     pthread_cond_init(&s->cv_idle, NULL);
@@ -711,14 +763,22 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         slot_t *sl = &s->slot[k];
         what = "allocating its memory";
         e = rt->host_malloc((void **)&sl->h, s->bits_off + s->bits_cap);
-        if (!e)
+        if (!e) {
+            s->stats.host_bytes += s->bits_off + s->bits_cap;
             e = rt->dev_malloc((void **)&sl->d, s->slot_bytes);
+        }
+        if (!e)
+            s->stats.dev_bytes += s->slot_bytes;
         if (!e) {
             what = "a stream";
             e = rt->stream_create(&sl->stream, 1 /* non-blocking */);
         }
         if (!e)
             e = rt->event_create(&sl->done_ev, 3 /* blocking, no timing */);
+        if (!e && k == 1) {
+            what = "a stream";
+            e = rt->stream_create(&s->xfer, 1 /* non-blocking */);
+        }
         if (!e) /* the table once per slot, from its own pinned copy */
             memcpy(sl->h + s->coef_off + s->coef_cap, s->lut, sizeof s->lut);
         if (!e)

@@ -56,6 +56,11 @@ int sl__cuda_stage_count(void);
 typedef struct sl__cuda_stage_stats {
     long long groups, samples, refused;
     double decode_ms, kernel_ms; /* summed over groups (events) */
+    /* What its two slots hold from creation on (nvJPEG's own buffers,
+     * through the allocator cache, not counted): pinned host bytes, which
+     * a loader's memory budget pays for, and device bytes, within the
+     * stage's GPU budget. */
+    size_t host_bytes, dev_bytes;
 } sl__cuda_stage_stats_t;
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out);
 

@@ -58,15 +58,16 @@ int sl__placement_decide(int asked, int stage_built, const sl__gpu_status_t *st,
     return 0;
 }
 
-int sl__placement_resolve(int asked, int share_asked, sl__placement_t *p,
-                          char *err, size_t errlen)
+int sl__placement_resolve(int asked, int share_asked, int places, int gpus,
+                          sl__placement_t *p, char *err, size_t errlen)
 {
-    if (asked == SL_PLACEMENT_AUTO && !share_asked) {
+    if (asked == SL_PLACEMENT_AUTO && !share_asked && !(places && gpus > 0)) {
         memset(p, 0, sizeof *p);
         p->asked = asked;
-        snprintf(p->why, sizeof p->why,
-                 "auto without a gpu_share: the CPU (no policy places "
-                 "samples on the GPU yet)");
+        snprintf(p->why, sizeof p->why, "%s",
+                 places ? "auto: no GPU seen (NVML)"
+                        : "auto without a gpu_share under the static "
+                          "policy: the CPU (no policy places samples)");
         return 0;
     }
     sl__gpu_status_t st;

@@ -36,11 +36,14 @@ int sl__placement_decide(int asked, int stage_built, const sl__gpu_status_t *st,
 
 /* sl__placement_decide with this build's stage and the process's runtime
  * (sl__gpu_rt_get, probed only when the answer depends on it). auto
- * without a share asked (`share_asked` 0) is the CPU without a probe: no
- * policy places samples on the GPU yet, and starting CUDA for nothing
+ * without a share asked (`share_asked` 0) uses the GPU only where the
+ * scheduler will place samples (`places`: a policy that tunes, which then
+ * owns the share, sched/place.h) and a GPU is seen (`gpus`: the driver's
+ * count, telemetry/machine.h sl__gpu_count, which starts no CUDA);
+ * otherwise it is the CPU without a probe: starting CUDA for nothing
  * costs GPU memory and breaks a process that forks afterwards. */
-int sl__placement_resolve(int asked, int share_asked, sl__placement_t *p,
-                          char *err, size_t errlen);
+int sl__placement_resolve(int asked, int share_asked, int places, int gpus,
+                          sl__placement_t *p, char *err, size_t errlen);
 
 /* 1 when slot `slot` of a batch of n goes to the GPU at share `share`
  * (per mille): the first round(n x share / 1000) slots, so a batch's GPU

@@ -23,10 +23,15 @@ typedef struct sl__gpu_job {
     size_t n;
     double box[4]; /* x0, y0, x1, y1 in source pixels (sl__image_geometry) */
     int flip;      /* 1: mirror horizontally */
-    void *out;     /* the slot: the sample's output (device memory for the
-                      real stage), the loader's transform's layout */
+    void *out;     /* the slot: the sample's output in the loader's
+                      transform's layout: host memory, or (out_dev) device
+                      memory from the stage's dev_alloc */
+    int out_dev;   /* 1: out is device memory: written there, no copy back */
     void *tag;     /* the caller's (its item) */
 } sl__gpu_job_t;
+
+/* Copies of sl__gpu_stage_t.copy. */
+enum { SL__GPU_COPY_H2D = 1, SL__GPU_COPY_D2D = 3 };
 
 enum {
     SL__GPU_DONE = 0,    /* the slot holds the sample */
@@ -50,6 +55,16 @@ struct sl__gpu_stage {
     void (*drain)(sl__gpu_stage_t *st);
     /* Drains, then frees. */
     void (*destroy)(sl__gpu_stage_t *st);
+    /* Device memory on the stage's GPU for batches a caller keeps there
+     * (sl_options_t.device_batches), and copies into it (kind
+     * SL__GPU_COPY_*) on a stream of the stage's own, returning when done;
+     * any thread. NULL where the stage has no device memory (tests' CPU
+     * stage): no device batches. alloc: NULL when out of memory; copy: 0
+     * or SL_ESYSTEM with the cause in why. */
+    void *(*dev_alloc)(sl__gpu_stage_t *st, size_t bytes);
+    void (*dev_free)(sl__gpu_stage_t *st, void *p);
+    int (*copy)(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
+                int kind, char *why, size_t wl);
 };
 
 #endif

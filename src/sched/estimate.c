@@ -5,10 +5,6 @@
 
 #include "analysis/analysis.h"
 
-/* Less than this share of the window spent working: the consumer takes
- * whatever comes, and its demand cannot be measured. */
-#define CONSUMER_WORKS 0.05
-
 static int ceil_clamp(double x, int lo, int hi)
 {
     if (!(x > lo))
@@ -17,6 +13,26 @@ static int ceil_clamp(double x, int lo, int hi)
         return hi;
     int v = (int)ceil(x - 1e-9);
     return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The share's unit (per mille, gpu/placement.h), and the least part of a
+ * batch the CPU path is taken to make (a share of 1000 still hands it the
+ * samples the GPU refuses). */
+#define GPU_ALL 1000.0
+#define CPU_FRAC_MIN 0.02
+
+/* The whole batch's samples/s when the CPU path makes cpu samples/s of
+ * its cpu_frac part, and the GPU stage (when measured) its rate of the
+ * rest. */
+static double batch_rate(const sl__estimate_t *e, double cpu)
+{
+    double r = cpu / e->cpu_frac;
+    if (e->cpu_frac < 1 && e->gpu_rate > 0) {
+        double g = e->gpu_rate / (1 - e->cpu_frac);
+        if (g < r)
+            r = g;
+    }
+    return r;
 }
 
 static int need_read(double target, double read_s, const sl__limits_t *lim)
@@ -30,7 +46,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     memset(e, 0, sizeof *e);
     e->bound = "";
     double t = 0, rbusy = 0, ritems = 0, rbytes = 0, dbusy = 0, ditems = 0;
-    double waited = 0, samples = 0, other = 0;
+    double waited = 0, samples = 0, other = 0, gitems = 0, gbusy = 0;
     int ncpu = 0;
     for (int i = 0; i < n; i++) {
         const sl_snapshot_t *s = &win[i];
@@ -48,11 +64,24 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
         samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
         other += (s->cpu_other > 0 ? s->cpu_other : 0) * dt;
+        gitems += (s->gpu_samples_per_s > 0 ? s->gpu_samples_per_s : 0) * dt;
+        gbusy += (s->gpu_stage_busy > 0 ? s->gpu_stage_busy : 0) * dt;
         if (s->ncpu > ncpu)
             ncpu = s->ncpu;
     }
+    e->cpu_frac = 1;
     if (!(t > 0))
         return;
+    const sl_snapshot_t *last = &win[n - 1];
+    if (last->placement_gpu && last->gpu_share > 0)
+        e->cpu_frac = last->gpu_share >= GPU_ALL
+                          ? CPU_FRAC_MIN
+                          : 1 - last->gpu_share / GPU_ALL;
+    if (e->cpu_frac < CPU_FRAC_MIN)
+        e->cpu_frac = CPU_FRAC_MIN;
+    /* Enough of the stage seen to call it a capacity. */
+    if (gitems >= 8 && gbusy > 0.02 * t)
+        e->gpu_rate = gitems / gbusy;
     if (ritems >= 1 && rbusy > 0) {
         e->read_s = rbusy / ritems;
         e->bytes = rbytes / ritems;
@@ -60,7 +89,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     }
     if (ditems >= 1 && dbusy > 0) {
         e->decode_s = dbusy / ditems;
-        e->prep = cur->decode_threads / e->decode_s;
+        e->cpu_prep = cur->decode_threads / e->decode_s;
         /* Decoders beyond the cores others leave only time-slice. */
         e->cores_free = ncpu > 0 ? ncpu * (1 - other / t) : 0;
         double dmax = lim->max_decode;
@@ -70,12 +99,14 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
             dmax = cur->decode_threads;
         if (e->cores_free > 0 && e->cores_free < dmax)
             dmax = e->cores_free > 1 ? e->cores_free : 1;
-        e->prep_max = dmax / e->decode_s;
-        if (e->prep > e->prep_max)
-            e->prep_max = e->prep;
+        e->cpu_prep_max = dmax / e->decode_s;
+        if (e->cpu_prep > e->cpu_prep_max)
+            e->cpu_prep_max = e->cpu_prep;
+        e->prep = batch_rate(e, e->cpu_prep);
+        e->prep_max = batch_rate(e, e->cpu_prep_max);
     }
     double works = t - waited;
-    if (works > CONSUMER_WORKS * t && samples > 0)
+    if (works > SL_EST_CONSUMER_WORKS * t && samples > 0)
         e->demand = samples / works;
     else if (samples > 0 || waited > 0)
         e->demand = -1; /* takes whatever comes */
@@ -89,10 +120,10 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                                                                     : e->target;
     if (e->demand > 0 && e->demand < feed)
         feed = e->demand;
-    e->need_decode = ceil_clamp(feed * e->decode_s * SL_EST_DECODE_HEADROOM, 1,
-                                lim->max_decode < lim->max_threads - 1
-                                    ? lim->max_decode
-                                    : lim->max_threads - 1);
+    e->need_decode = ceil_clamp(
+        feed * e->cpu_frac * e->decode_s * SL_EST_DECODE_HEADROOM, 1,
+        lim->max_decode < lim->max_threads - 1 ? lim->max_decode
+                                               : lim->max_threads - 1);
     /* The bound, by the stall model's rule. */
     double demand = e->demand > 0 ? e->demand : 1e30;
     double fetch = e->fetch > 0 ? e->fetch : 1e30;

@@ -18,7 +18,8 @@
  * The target rate is min(demand, prep at the most decoders the CPU and the
  * budget allow); the knobs that reach it with headroom are
  *   need_read   = ceil(target x read_s x READ_HEADROOM)
- *   need_decode = ceil(min(demand, fetch) x decode_s x DECODE_HEADROOM),
+ *   need_decode = ceil(min(demand, fetch) x cpu_frac x decode_s x
+ *                      DECODE_HEADROOM),
  * within the limits (need_read against a floor on read_s under a link's
  * cap: sl__estimate_read_floor). Fields it cannot measure in this window are 0
  * (unknown); a policy then falls back to stepping. Pure functions. */
@@ -30,6 +31,9 @@
 
 #define SL_EST_READ_HEADROOM 1.25
 #define SL_EST_DECODE_HEADROOM 1.15
+/* Less than this share of the window spent working: the consumer takes
+ * whatever comes, and its demand (or its step) cannot be measured. */
+#define SL_EST_CONSUMER_WORKS 0.05
 
 typedef struct sl__estimate {
     double read_s, decode_s; /* per item; 0 unknown */
@@ -37,8 +41,18 @@ typedef struct sl__estimate {
     double demand;           /* samples/s; 0 unknown; < 0: takes all */
     double fetch, prep;      /* samples/s at the current knobs; 0 unknown */
     double prep_max;         /* at the most decoders allowed */
-    double cores_free;       /* cores not used by other processes */
-    double target;           /* samples/s the knobs should reach; 0 unknown */
+    /* With a GPU share (the last snapshot's gpu_share, placement_gpu) the
+     * CPU path makes cpu_frac = 1 - share of each batch: prep and prep_max
+     * are the whole batch's rates, cpu_prep / cpu_frac, at most what the
+     * GPU stage makes of its part (gpu_rate / (1 - cpu_frac)), and
+     * need_decode asks decoders for the CPU's part only. */
+    double cpu_frac;               /* 1 without a share */
+    double cpu_prep, cpu_prep_max; /* the CPU path's samples/s */
+    double gpu_rate;   /* the GPU stage's samples per second it had samples
+                          in it (gpu_samples_per_s / gpu_stage_busy); 0
+                          unknown */
+    double cores_free; /* cores not used by other processes */
+    double target;     /* samples/s the knobs should reach; 0 unknown */
     int need_read, need_decode; /* 0: unknown */
     const char *bound;          /* "consumer" | "prep" | "fetch" | "" */
 } sl__estimate_t;

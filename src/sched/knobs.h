@@ -12,6 +12,7 @@
 
 typedef struct sl__knobs {
     int read_threads, decode_threads, prefetch;
+    int gpu_share; /* per mille of a batch on the GPU stage (sched/place.h) */
 } sl__knobs_t;
 
 /* Budgets. CPU threads: decode threads + 1 (the read stage's CPU counts as
@@ -44,10 +45,16 @@ typedef struct sl__limits {
      * (SL_KNOB_CACHE's range): with a memory budget, the share carved out
      * of it for the cache at create; without, no bound. */
     int64_t mem_cache, max_cache;
+    /* With a memory budget: the bytes the batch buffers may hold (what is
+     * left of it after working memory and the cache); 0 without one. */
+    int64_t mem_batches;
     /* The GPU stage's share of each batch, per mille (SL_KNOB_GPU_SHARE):
      * the most anyone may set, 1000 when the loader uses the GPU stage
      * (sl_options_t.placement), 0 when it runs on the CPU. */
     int max_gpu_share;
+    /* 1: the scheduler places samples (sched/place.h): the loader has a
+     * GPU stage, placement auto, no gpu_share given, a policy that tunes. */
+    int tune_gpu_share;
 } sl__limits_t;
 
 /* SL_KNOB_DEPTH is not one of the scheduler's three knobs: it names the
@@ -75,7 +82,8 @@ const char *sl__knob_name(int knob);
 /* The name a decision on `knob` reports: "io_depth" for SL_KNOB_READ when
  * read_depth (the read knob is the I/O depth), else sl__knob_name. */
 const char *sl__knob_label(int knob, int read_depth);
-/* The knob's value in k (SL_KNOB_READ..PREFETCH), or its address. */
+/* The knob's value in k (SL_KNOB_READ..PREFETCH, SL_KNOB_GPU_SHARE), or
+ * its address. */
 int sl__knob_get(const sl__knobs_t *k, int knob);
 int *sl__knob_ref(sl__knobs_t *k, int knob);
 

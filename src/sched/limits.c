@@ -22,9 +22,10 @@ const char *sl__knob_label(int knob, int read_depth)
 
 int *sl__knob_ref(sl__knobs_t *k, int knob)
 {
-    return knob == SL_KNOB_READ     ? &k->read_threads
-           : knob == SL_KNOB_DECODE ? &k->decode_threads
-                                    : &k->prefetch;
+    return knob == SL_KNOB_READ        ? &k->read_threads
+           : knob == SL_KNOB_DECODE    ? &k->decode_threads
+           : knob == SL_KNOB_GPU_SHARE ? &k->gpu_share
+                                       : &k->prefetch;
 }
 
 int sl__knob_get(const sl__knobs_t *k, int knob)
@@ -62,6 +63,7 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     lim->tune_decode = tuned && o->decode_threads <= 0;
     lim->tune_prefetch = tuned && o->prefetch <= 0;
     sl__knobs_t *k = start;
+    k->gpu_share = 0; /* the loader's placement sets it (loader_sched.c) */
     k->read_threads = o->read_threads > 0
                           ? o->read_threads
                           : sl__limits_knob_default(SL_KNOB_READ, ncpu, 0);
@@ -102,6 +104,7 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
          * split as without a cache. */
         lim->max_cache = lim->mem_cache;
         int64_t room = o->max_memory_bytes - work - lim->mem_cache;
+        lim->mem_batches = room > 0 ? room : 0;
         int64_t fit = room <= 0     ? 0
                       : batch_bytes ? room / (int64_t)batch_bytes
                                     : INT32_MAX;
@@ -129,6 +132,25 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     /* Calm sheds stop at the default: never below the static default. */
     lim->min_decode = lim->tune_decode ? k->decode_threads : 0;
     lim->max_depth = SL_IO_DEPTH_MAX;
+    return 0;
+}
+
+int sl__limits_charge(sl__limits_t *lim, int64_t bytes, size_t batch_bytes,
+                      sl__knobs_t *start)
+{
+    if (lim->mem_batches <= 0 || bytes <= 0)
+        return 0;
+    int64_t room = lim->mem_batches - bytes;
+    int64_t fit = room <= 0     ? 0
+                  : batch_bytes ? room / (int64_t)batch_bytes
+                                : INT32_MAX;
+    if (fit < 1)
+        return SL_ERANGE;
+    lim->mem_batches = room;
+    if (fit < lim->max_prefetch)
+        lim->max_prefetch = (int)fit;
+    if (start->prefetch > lim->max_prefetch)
+        start->prefetch = lim->max_prefetch;
     return 0;
 }
 

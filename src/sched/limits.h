@@ -72,6 +72,14 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
                     sl__limits_t *lim, sl__knobs_t *start, char *err,
                     size_t errlen);
 
+/* After sl__limits_make: `bytes` the loader holds beside its batches (the
+ * GPU stage's pinned memory) come off the batch buffers' share of a
+ * memory budget: lim->max_prefetch and start->prefetch lowered to what is
+ * left. Nothing without a budget. @return 0, or SL_ERANGE when no batch
+ * of batch_bytes is left beside them. */
+int sl__limits_charge(sl__limits_t *lim, int64_t bytes, size_t batch_bytes,
+                      sl__knobs_t *start);
+
 /* Asynchronous reads, after sl__limits_make: the I/O depth's budget
  * (lim->max_depth: mem_read / SL_IO_DEPTH_BYTES, at most SL_IO_DEPTH_MAX,
  * at least max_read, or the user's io_depth if more) and its start.

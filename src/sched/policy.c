@@ -125,7 +125,8 @@ int sl__policy_for(const sl_options_t *o, const sl__limits_t *lim,
                    sl__policy_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!(lim->tune_read || lim->tune_decode || lim->tune_prefetch))
+    if (!(lim->tune_read || lim->tune_decode || lim->tune_prefetch ||
+          lim->tune_gpu_share))
         return 0; /* a static policy tunes nothing (sched/limits.h) */
     return sl__policy_create(o->policy, o->policy_file, o->learn, o->seed, out,
                              err, errlen);
@@ -143,6 +144,7 @@ void sl__sched_init(sl__sched_t *s, sl__policy_t *pol)
 {
     memset(s, 0, sizeof *s);
     s->pol = pol;
+    sl__place_init(&s->place);
 }
 
 void sl__sched_free(sl__sched_t *s)
@@ -166,6 +168,14 @@ int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
                                  SL_KNOB_PREFETCH};
     memset(d, 0, sizeof *d);
     d->read_depth = lim->read_depth;
+    int share;
+    if (sl__place_step(&s->place, win, n, lim, cur, &share, d->reason,
+                       sizeof d->reason)) {
+        d->ch[d->n++] =
+            (sl__sched_change_t){SL_KNOB_GPU_SHARE, cur->gpu_share, share};
+        return d->n;
+    }
+    d->reason[0] = '\0';
     sl__knobs_t next = *cur;
     int mask = s->pol->step(s->pol, win, n, lim, cur, &next, d->reason,
                             sizeof d->reason);

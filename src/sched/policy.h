@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "sched/knobs.h"
+#include "sched/place.h"
 #include "sched/rl.h"
 #include "sluice/sluice.h"
 
@@ -78,7 +79,7 @@ typedef struct sl__sched_change {
 /* One decision's outcome: changes in the order to apply them. */
 typedef struct sl__sched_decision {
     int n;
-    sl__sched_change_t ch[3];
+    sl__sched_change_t ch[4];
     int read_depth; /* SL_KNOB_READ is the I/O depth (lim->read_depth) */
     char reason[SL_SCHED_REASON];
 } sl__sched_decision_t;
@@ -86,6 +87,7 @@ typedef struct sl__sched_decision {
 typedef struct sl__sched {
     sl__policy_t *pol; /* owned */
     int64_t periods;   /* telemetry periods seen */
+    sl__place_t place; /* the GPU share's rule (sched/place.h) */
 } sl__sched_t;
 
 /* Takes ownership of pol. */
@@ -97,7 +99,11 @@ void sl__sched_free(sl__sched_t *s);
 int sl__sched_due(sl__sched_t *s);
 
 /* One decision over win[0..n) with the knobs in force: fills *d (d->n = 0:
- * nothing to change). @return d->n. */
+ * nothing to change). Where the scheduler places samples
+ * (lim->tune_gpu_share) the placement rule (sched/place.h) goes first;
+ * when it moves the share that is the decision, and the policy steps next
+ * time (one change at a time, so each is judged on its own window).
+ * @return d->n. */
 int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
                    const sl__limits_t *lim, const sl__knobs_t *cur,
                    sl__sched_decision_t *d);

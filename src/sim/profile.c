@@ -38,6 +38,7 @@ void sl__sim_profile_default(sl__sim_profile_t *p)
     p->mem_total = 25.3e9;
     p->read_ahead = 0; /* the engine's rule (sl__read_ahead_items) */
     p->interfere = 0;
+    p->gpu_ms = p->gpu_slow = 0; /* no GPU stage */
     p->n_events = 0;
 }
 
@@ -184,6 +185,8 @@ static const field_t fields[] = {
     F_D(mem_total, 0, 1e18),
     F_I(read_ahead, 0, 4096),
     F_D(interfere, 0, 4096),
+    F_D(gpu_ms, 0, 1e6),
+    F_D(gpu_slow, 0, 100),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -80,7 +80,7 @@ static void decide(sl__sched_t *sc, sl__sim_t *s, const sl_snapshot_t *win,
     sl__sched_decision_t d;
     if (!sl__sched_tick(sc, win, n, lim, k, &d))
         return;
-    int applied[3] = {0};
+    int applied[sizeof d.ch / sizeof d.ch[0]] = {0};
     for (int i = 0; i < d.n; i++) {
         *sl__knob_ref(k, d.ch[i].knob) = d.ch[i].to;
         applied[i] = 1;

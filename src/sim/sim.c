@@ -3,9 +3,11 @@
 #include "sim/sim.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpu/placement.h"
 #include "sched/limits.h"
 #include "sim/sim_internal.h"
 
@@ -42,7 +44,7 @@ sl__sim_t *sl__sim_create(const sl__sim_profile_t *p, const sl__knobs_t *k,
     s->cap_bufs = 8;
     s->bufs = calloc((size_t)s->cap_bufs, sizeof *s->bufs);
     if (!s->items || !s->free_stack || !s->dq || !s->lq || !s->cpu.a ||
-        !s->io.a || !s->bufs) {
+        !s->io.a || !s->bufs || sl__sim_gpu_init(s, n)) {
         sl__sim_destroy(s);
         return NULL;
     }
@@ -79,6 +81,7 @@ void sl__sim_destroy(sl__sim_t *s)
     free(s->cpu.a);
     free(s->io.a);
     free(s->bufs);
+    sl__sim_gpu_free(s);
     free(s);
 }
 
@@ -94,6 +97,7 @@ void sl__sim_set_knobs(sl__sim_t *s, const sl__knobs_t *k)
     s->k.read_threads = clampi(k->read_threads, 1, 4096);
     s->k.decode_threads = clampi(k->decode_threads, 1, 4096);
     s->k.prefetch = clampi(k->prefetch, 1, 4096);
+    s->k.gpu_share = s->gpu.on ? clampi(k->gpu_share, 0, SL__GPU_SHARE_MAX) : 0;
     /* Pools grow at once; they shrink by parking idle threads now and busy
      * ones after their item (read_done / decode_done). */
     int r = s->k.read_threads, d = s->k.decode_threads;
@@ -123,6 +127,8 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
 {
     int64_t samples0 = s->samples, batches0 = s->batches, bytes0 = s->bytes;
     memset(&s->acc, 0, sizeof s->acc);
+    s->gpu.busy = 0;
+    s->gpu.items = 0;
     sl__sim_run_until(s, s->now + (dt > 0 ? dt : 0));
     if (s->cons == CONS_WAIT) { /* a wait in progress, up to now */
         s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
@@ -167,6 +173,17 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     out->gpu_mem_used_bytes = out->gpu_mem_total_bytes = -1;
     out->gpu_pcie_rx_bytes_per_s = out->gpu_pcie_tx_bytes_per_s = -1;
     out->energy_j = -1;
+    out->gpu_jpg_util = -1;
+    out->gpu_stage_busy = -1;
+    if (s->gpu.on) { /* as the loader's collector reports its stage */
+        out->placement_present = 1;
+        snprintf(out->placement, sizeof out->placement, "auto");
+        out->placement_gpu = 1;
+        out->gpu_share = s->k.gpu_share;
+        out->gpu_samples_total = s->gpu.total;
+        out->gpu_samples_per_s = dt > 0 ? (double)s->gpu.items / dt : 0;
+        out->gpu_stage_busy = dt > 0 ? fmin(1.0, s->gpu.busy / dt) : 0;
+    }
     int64_t nb = s->batches - batches0;
     out->samples_per_s = dt > 0 ? (double)(s->samples - samples0) / dt : 0;
     out->stall_fraction = dt > 0 ? fmin(1.0, a->wait / dt) : 0;

@@ -73,6 +73,12 @@ typedef struct sl__sim_profile {
     int read_ahead;   /* encoded items read ahead (the decode queue); 0:
                          the engine's rule, sl__read_ahead_items */
     double interfere; /* cores' worth of foreign busy threads at t = 0 */
+    /* The GPU stage (sim/gpu.h; 0 gpu_ms: none): a sample routed to it by
+     * the share knob (gpu/placement.h's rule) leaves the decode queue for
+     * the stage, a FIFO server taking gpu_ms of GPU time per sample and
+     * no CPU; while it works the consumer's step runs 1 / (1 + gpu_slow)
+     * as fast (the stage's work slowing training on the same GPU). */
+    double gpu_ms, gpu_slow;
     int n_events;
     sl__sim_event_t events[SL_SIM_MAX_EVENTS]; /* sorted by t */
 } sl__sim_profile_t;

@@ -233,8 +233,8 @@ static void buf_put(sl__sim_t *s, int b)
 }
 
 /* The next (batch, slot), as the engine's claim(); -1 when every buffer
- * is in use. */
-static int claim(sl__sim_t *s)
+ * is in use. *slot: the slot's index in its batch. */
+static int claim(sl__sim_t *s, int *slot)
 {
     if (s->cur < 0) {
         int b = buf_get(s);
@@ -249,6 +249,7 @@ static int claim(sl__sim_t *s)
         s->cur_slot = 0;
     }
     int b = s->cur;
+    *slot = s->cur_slot;
     if (++s->cur_slot == s->p.batch_size)
         s->cur = -1;
     return b;
@@ -272,11 +273,12 @@ static void start_io(sl__sim_t *s, int id)
     }
 }
 
-static void start_read(sl__sim_t *s, int b)
+static void start_read(sl__sim_t *s, int b, int slot)
 {
     int id = s->free_stack[--s->nfree];
     item_t *it = &s->items[id];
     it->buf = b;
+    it->slot = slot;
     it->t0 = s->now;
     s->r_busy++;
     if (s->p.storage_latency_ms > 0) {
@@ -307,6 +309,8 @@ static void start_decode(sl__sim_t *s)
     int id = s->dq[s->dq_head];
     s->dq_head = (s->dq_head + 1) % s->nitems;
     s->dq_len--;
+    if (sl__sim_gpu_take(s, id))
+        return; /* handed to the GPU stage: the decoder goes on */
     item_t *it = &s->items[id];
     it->state = IT_DCPU;
     it->t0 = s->now;
@@ -314,12 +318,9 @@ static void start_decode(sl__sim_t *s)
     heap_push(&s->cpu, s->V + draw_work(s, 1, s->p.decode_ms), id);
 }
 
-static void decode_done(sl__sim_t *s, int id)
+void sl__sim_slot_done(sl__sim_t *s, int id)
 {
     item_t *it = &s->items[id];
-    s->acc.decode_busy += s->now - it->t0;
-    s->acc.decode_items++;
-    s->decode_items++;
     it->state = IT_FREE;
     s->free_stack[s->nfree++] = id;
     bbuf_t *bb = &s->bufs[it->buf];
@@ -329,6 +330,15 @@ static void decode_done(sl__sim_t *s, int id)
         s->acc.lat_sum += s->now - bb->t_claim;
         s->acc.lat_count++;
     }
+}
+
+static void decode_done(sl__sim_t *s, int id)
+{
+    item_t *it = &s->items[id];
+    s->acc.decode_busy += s->now - it->t0;
+    s->acc.decode_items++;
+    s->decode_items++;
+    sl__sim_slot_done(s, id);
     s->d_busy--;
     if (s->d_alive > s->k.decode_threads)
         s->d_alive--;
@@ -369,10 +379,11 @@ static void dispatch(sl__sim_t *s)
             again = 1;
         }
         while (s->r_busy < s->r_alive && s->nfree > 0) {
-            int b = claim(s);
+            int slot;
+            int b = claim(s, &slot);
             if (b < 0)
                 break;
-            start_read(s, b);
+            start_read(s, b, slot);
             again = 1;
         }
     }
@@ -428,11 +439,14 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
             if (t < tn)
                 tn = t, what = EV_LAT;
         }
+        double pace = rt.cons * sl__sim_gpu_pace(s); /* the consumer's */
         if (s->cons == CONS_STEP) {
-            double t = s->now + s->step_rem / rt.cons;
+            double t = s->now + s->step_rem / pace;
             if (t < tn)
                 tn = t, what = EV_STEP;
         }
+        if (s->gpu.cur >= 0 && s->gpu.end < tn)
+            tn = s->gpu.end, what = EV_GPU;
         if (s->next_ev < s->p.n_events && s->p.events[s->next_ev].t < tn) {
             tn = s->p.events[s->next_ev].t;
             what = EV_WORLD;
@@ -444,7 +458,9 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
             s->V += rt.r * dt;
             s->B += io_rate * dt;
             if (s->cons == CONS_STEP)
-                s->step_rem -= rt.cons * dt;
+                s->step_rem -= pace * dt;
+            if (s->gpu.cur >= 0)
+                s->gpu.busy += dt;
             s->acc.cpu_self += rt.self_cpu * dt;
             s->acc.cpu_other += rt.other * dt;
             if (rt.waiting)
@@ -481,6 +497,9 @@ void sl__sim_run_until(sl__sim_t *s, double t_end)
             break;
         case EV_WORLD:
             world_event(s, &s->p.events[s->next_ev++]);
+            break;
+        case EV_GPU:
+            sl__sim_gpu_done(s);
             break;
         }
         dispatch(s);

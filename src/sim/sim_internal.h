@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/rng.h"
+#include "sim/gpu.h"
 #include "sim/sim.h"
 
 /* A Philox purpose of the simulator's own (the loader uses 1..3). Each
@@ -14,10 +15,10 @@
 #define SIM_RNG_PURPOSE 0x53u
 #define SIM_RNG_WORDS (1u << 24)
 
-enum { IT_FREE = 0, IT_LAT, IT_IO, IT_RCPU, IT_QUEUED, IT_DCPU };
+enum { IT_FREE = 0, IT_LAT, IT_IO, IT_RCPU, IT_QUEUED, IT_DCPU, IT_GPU };
 enum { BUF_NONE = 0, BUF_FREE, BUF_FILLING, BUF_READY, BUF_HELD };
 enum { CONS_WAIT = 0, CONS_STEP };
-enum { EV_END = 0, EV_CPU, EV_IO, EV_LAT, EV_STEP, EV_WORLD };
+enum { EV_END = 0, EV_CPU, EV_IO, EV_LAT, EV_STEP, EV_WORLD, EV_GPU };
 
 typedef struct hent {
     double key;
@@ -32,6 +33,7 @@ typedef struct heap {
 typedef struct item {
     int state;
     int buf;      /* batch buffer of its slot */
+    int slot;     /* its slot in that batch (the GPU share routes by it) */
     double t0;    /* start of the current stage (busy time) */
     double t_lat; /* end of the latency phase */
 } item_t;
@@ -85,6 +87,8 @@ struct sl__sim {
     double step_rem, t_wait0;
     double t_credit; /* the consumer's wait is in acc.wait up to here */
 
+    sl__sim_gpu_t gpu; /* the GPU stage (sim/gpu.h) */
+
     int64_t samples, batches, bytes, read_items, decode_items;
     double psi;
     acc_t acc;
@@ -107,6 +111,9 @@ void sl__sim_rng_stream(sl__sim_t *s);
 void sl__sim_set_lognormal(sl__sim_t *s, int stage, double mean_ms, double cv);
 /* The CPU shares in force now. */
 void sl__sim_cpu_rates(const sl__sim_t *s, rates_t *o);
+/* Item id's slot is filled (its decode, or the GPU stage, is done): the
+ * item is free again, its batch one sample closer to ready. */
+void sl__sim_slot_done(sl__sim_t *s, int id);
 /* Runs events until simulated time t_end. */
 void sl__sim_run_until(sl__sim_t *s, double t_end);
 

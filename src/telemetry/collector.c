@@ -185,13 +185,14 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     if (g.valid) {
         s->gpu_count = g.count;
         s->gpu_util = g.util;
+        s->gpu_jpg_util = g.jpg_util;
         s->gpu_power_w = g.power_w;
         s->gpu_mem_used_bytes = (int64_t)g.mem_used;
         s->gpu_mem_total_bytes = (int64_t)g.mem_total;
         s->gpu_pcie_rx_bytes_per_s = g.pcie_rx_bytes_per_s;
         s->gpu_pcie_tx_bytes_per_s = g.pcie_tx_bytes_per_s;
     } else {
-        s->gpu_util = s->gpu_power_w = -1;
+        s->gpu_util = s->gpu_jpg_util = s->gpu_power_w = -1;
         s->gpu_mem_used_bytes = s->gpu_mem_total_bytes = -1;
         s->gpu_pcie_rx_bytes_per_s = s->gpu_pcie_tx_bytes_per_s = -1;
     }
@@ -247,6 +248,12 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     memcpy(s->placement_why, q->placement_why, sizeof s->placement_why);
     s->gpu_samples_total = q->gpu_samples;
     s->gpu_refused_total = q->gpu_refused;
+    s->gpu_samples_per_s =
+        rate((uint64_t)p->gpu_samples, (uint64_t)q->gpu_samples, secs);
+    s->gpu_stage_busy =
+        q->gpu_stage && secs > 0
+            ? (double)(q->gpu_busy_ns - p->gpu_busy_ns) / 1e9 / secs
+            : -1;
     memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
     s->read.queue_depth = q->read_inflight;
     s->read.queue_capacity = q->read_capacity;

@@ -45,6 +45,10 @@ typedef struct sl__pipe_sample {
     char placement_why[256];
     int64_t gpu_samples, gpu_refused;
     char gpu_refused_why[128];
+    /* the GPU stage: 1 when there is one, and the time it has had samples
+     * in it (submitted, not yet done), summed */
+    int gpu_stage;
+    int64_t gpu_busy_ns;
 } sl__pipe_sample_t;
 
 typedef void (*sl__pipe_fn)(void *arg, sl__pipe_sample_t *out);

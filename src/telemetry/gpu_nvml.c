@@ -4,6 +4,8 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "telemetry/machine.h"
@@ -31,12 +33,32 @@ static struct {
     nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);        /* mW */
     nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned int *);    /* KB/s */
     nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *); /* mJ */
+    nvmlReturn_t (*jpg)(nvmlDevice_t, unsigned int *, unsigned int *);
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
+/* SL_CUDA_LIB_PATH's directories first (a driver kept beside the CUDA
+ * libraries, or the tests' simulated one), then the system's search. */
+static void *nv_open(void)
+{
+    const char *dirs = getenv("SL_CUDA_LIB_PATH");
+    while (dirs && *dirs) {
+        size_t n = strcspn(dirs, ":");
+        char path[PATH_MAX];
+        if (n > 0 && n < sizeof path - 32) {
+            snprintf(path, sizeof path, "%.*s/libnvidia-ml.so.1", (int)n, dirs);
+            void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (lib)
+                return lib;
+        }
+        dirs += n + (dirs[n] == ':');
+    }
+    return dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+}
+
 static void nv_load(void)
 {
-    void *lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    void *lib = nv_open();
     if (!lib)
         return;
     nvmlReturn_t (*init)(void) =
@@ -56,6 +78,9 @@ static void nv_load(void)
         lib, "nvmlDeviceGetPcieThroughput");
     nv.energy = (nvmlReturn_t(*)(nvmlDevice_t, unsigned long long *))dlsym(
         lib, "nvmlDeviceGetTotalEnergyConsumption");
+    nv.jpg =
+        (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, unsigned int *))dlsym(
+            lib, "nvmlDeviceGetJpgUtilization");
     if (!init || !nv.count || !nv.handle || init() != NVML_SUCCESS) {
         memset(&nv, 0, sizeof nv);
         dlclose(lib);
@@ -71,7 +96,7 @@ void sl__gpu_read(sl__gpu_t *g)
     if (!g)
         return;
     memset(g, 0, sizeof *g);
-    g->util = g->power_w = -1;
+    g->util = g->jpg_util = g->power_w = -1;
     g->pcie_rx_bytes_per_s = g->pcie_tx_bytes_per_s = -1;
     g->energy_j = -1;
     pthread_once(&nv_once, nv_load);
@@ -93,6 +118,9 @@ void sl__gpu_read(sl__gpu_t *g)
         g->mem_used = m.used;
         g->mem_total = m.total;
     }
+    unsigned int jpg, period_us;
+    if (nv.jpg && nv.jpg(d, &jpg, &period_us) == NVML_SUCCESS && jpg <= 100)
+        g->jpg_util = jpg / 100.0;
     unsigned int mw, kbs;
     if (nv.power && nv.power(d, &mw) == NVML_SUCCESS)
         g->power_w = mw / 1000.0;
@@ -103,4 +131,13 @@ void sl__gpu_read(sl__gpu_t *g)
     unsigned long long mj;
     if (nv.energy && nv.energy(d, &mj) == NVML_SUCCESS)
         g->energy_j = mj / 1000.0;
+}
+
+int sl__gpu_count(void)
+{
+    pthread_once(&nv_once, nv_load);
+    unsigned int count = 0;
+    if (!nv.ok || nv.count(&count) != NVML_SUCCESS)
+        return 0;
+    return count > INT_MAX ? INT_MAX : (int)count;
 }

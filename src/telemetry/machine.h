@@ -48,12 +48,13 @@ typedef struct sl__net {
 } sl__net_t;
 
 /* A GPU as NVML reports it; valid = 0 when there is none. With valid = 1 a
- * query that failed on its own leaves its field "absent": util, power_w,
- * the pcie rates and energy_j < 0; mem_used = mem_total = 0. */
+ * query that failed on its own leaves its field "absent": util, jpg_util,
+ * power_w, the pcie rates and energy_j < 0; mem_used = mem_total = 0. */
 typedef struct sl__gpu {
     int valid;
     int count;
-    double util; /* 0..1, GPU 0 */
+    double util;     /* 0..1, GPU 0 */
+    double jpg_util; /* 0..1: its JPEG decoders (NVML >= 11), or < 0 */
     uint64_t mem_used, mem_total;
     double power_w;
     double pcie_rx_bytes_per_s, pcie_tx_bytes_per_s;
@@ -118,11 +119,17 @@ typedef struct sl__rapl {
  * where energy_uj is 0400): the value is never invented. */
 double sl__rapl_read(sl__rapl_t *r, const char *root);
 
-/* NVML loaded with dlopen("libnvidia-ml.so.1") on first use; no GPU, no
- * library, or any NVML error = g->valid 0. Thread-safe. Reports GPU 0 (and
- * the count); the PCIe query samples for ~20 ms per direction inside NVML,
+/* NVML loaded with dlopen("libnvidia-ml.so.1") on first use (from the
+ * directories of SL_CUDA_LIB_PATH first when it is set, as gpu/rt.h looks
+ * for the CUDA libraries, then the system's search); no GPU, no library,
+ * or any NVML error = g->valid 0. Thread-safe. Reports GPU 0 (and the
+ * count); the PCIe query samples for ~20 ms per direction inside NVML,
  * so a call may take ~40 ms: sample from a telemetry thread, not a hot
  * path. The library stays loaded and initialised until exit. */
 void sl__gpu_read(sl__gpu_t *g);
+/* How many GPUs NVML sees (0: none, or no NVML), cheaply. NVML is the
+ * driver's own library: asking it starts no CUDA context, so a process
+ * may ask before deciding whether to start CUDA at all. */
+int sl__gpu_count(void);
 
 #endif

@@ -252,6 +252,8 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
         metric(&o, "gpu_utilization", "gauge", "GPU 0 utilisation (0..1).",
                s->gpu_util);
         metric_opt(&o, "gpu_power_watts", "GPU 0 power.", s->gpu_power_w);
+        metric_opt(&o, "gpu_jpeg_utilization",
+                   "GPU 0 JPEG decoders' utilisation (0..1).", s->gpu_jpg_util);
         metric_opt(&o, "gpu_memory_used_bytes", "GPU 0 memory used.",
                    (double)s->gpu_mem_used_bytes);
     }
@@ -264,6 +266,10 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
         metric(&o, "gpu_stage_refused_total", "counter",
                "Samples the GPU stage handed back to the CPU path.",
                (double)s->gpu_refused_total);
+        metric_opt(&o, "gpu_stage_busy",
+                   "Share of the period the GPU stage had samples in it "
+                   "(0..1).",
+                   s->gpu_stage_busy);
     }
     if (s->energy_j >= 0)
         metric(&o, "energy_joules_total", "counter",

@@ -54,6 +54,7 @@ static const sl__schema_field_t schema[] = {
     F("gpu.power_w", NUM, gpu_power_w),
     F("gpu.pcie_rx_bytes_per_s", NUM, gpu_pcie_rx_bytes_per_s),
     F("gpu.pcie_tx_bytes_per_s", NUM, gpu_pcie_tx_bytes_per_s),
+    F("gpu.jpg_util", NUM, gpu_jpg_util),
     F("energy_j", NUM, energy_j),
     F("samples_per_s", F2, samples_per_s),
     F("stall_fraction", F4, stall_fraction),
@@ -101,6 +102,8 @@ static const sl__schema_field_t schema[] = {
     F("placement.gpu_samples_total", I64, gpu_samples_total),
     F("placement.gpu_refused_total", I64, gpu_refused_total),
     S("placement.gpu_refused_why", gpu_refused_why),
+    F("placement.gpu_samples_per_s", F2, gpu_samples_per_s),
+    F("placement.gpu_stage_busy", NUM, gpu_stage_busy),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)

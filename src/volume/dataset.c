@@ -404,13 +404,17 @@ static int part_stream(const sl_volume_dataset_t *d, int64_t i, unsigned k,
     unsigned count = 0;
     uint8_t hdr[SL__NIFTI2_HDR];
     size_t hlen = 0;
-    uint64_t dlen = 0;
+    uint64_t dlen = 0, skip = 0;
     rc = sl__volrec_seek(&src, sl__shard_entry(sh, c->record)->raw_size, where,
-                         k, &count, hdr, &hlen, &dlen, err, errlen);
+                         k, &count, hdr, &hlen, &dlen, &skip, err, errlen);
     if (!rc && count != 1u + (unsigned)c->has_label)
         rc = sl__fail(err, errlen, SL_ECORRUPT,
                       "%s: %u volumes, its index says %d", where, count,
                       1 + c->has_label);
+    /* version 2: the data before this volume's is passed over when (if)
+     * its data is read */
+    if (!rc && sl__volrec_skipping(&src, skip))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     if (rc) {
         sl__shard_stream_close(st);
         return rc;

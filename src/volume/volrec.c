@@ -2,6 +2,7 @@
 #include "volrec.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -35,6 +36,28 @@ static int add_part(const char *path, int role, int64_t max_bytes,
     return 0;
 }
 
+/* [entry0 hdr0 data0][entry1 hdr1 data1] as add_part leaves them, made
+ * version 2's [entry0 entry1][hdr0 hdr1][data0 data1] in place: the
+ * small pieces saved, data0 moved up past entry1 + hdr1; data1 stays. */
+static void headers_first(sl__bytes_t *rec)
+{
+    uint8_t *b = rec->p + SL__VOLREC_HEAD, e0[SL__VOLREC_PART],
+            e1[SL__VOLREC_PART], h0[SL__NIFTI2_HDR], h1[SL__NIFTI2_HDR];
+    memcpy(e0, b, sizeof e0);
+    size_t hl0 = sl__get_u32(e0 + 4), dl0 = (size_t)sl__get_u64(e0 + 8);
+    memcpy(h0, b + SL__VOLREC_PART, hl0);
+    uint8_t *p1 = b + SL__VOLREC_PART + hl0 + dl0;
+    memcpy(e1, p1, sizeof e1);
+    size_t hl1 = sl__get_u32(e1 + 4);
+    memcpy(h1, p1 + SL__VOLREC_PART, hl1);
+    memmove(b + 2 * SL__VOLREC_PART + hl0 + hl1, b + SL__VOLREC_PART + hl0,
+            dl0);
+    memcpy(b, e0, sizeof e0);
+    memcpy(b + SL__VOLREC_PART, e1, sizeof e1);
+    memcpy(b + 2 * SL__VOLREC_PART, h0, hl0);
+    memcpy(b + 2 * SL__VOLREC_PART + hl0, h1, hl1);
+}
+
 int sl__volrec_build(const char *image, const char *label, int64_t max_bytes,
                      sl__bytes_t *rec, char *err, size_t errlen)
 {
@@ -49,30 +72,34 @@ int sl__volrec_build(const char *image, const char *label, int64_t max_bytes,
     int rc = add_part(image, SL__VOLREC_IMAGE, max_bytes, rec, err, errlen);
     if (!rc && label)
         rc = add_part(label, SL__VOLREC_LABEL, max_bytes, rec, err, errlen);
+    if (!rc && label)
+        headers_first(rec);
     return rc;
 }
 
-/* The record's head (SL__VOLREC_HEAD bytes of n): magic, version, count. */
-static int check_head(const uint8_t *b, size_t n, unsigned *count, char *err,
-                      size_t errlen)
+/* The record's head (SL__VOLREC_HEAD bytes of n): magic, version (1 or
+ * 2, *version), count. */
+static int check_head(const uint8_t *b, size_t n, unsigned *version,
+                      unsigned *count, char *err, size_t errlen)
 {
     if (n < SL__VOLREC_HEAD || memcmp(b, SL__VOLREC_MAGIC, 8))
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "not a volume record (no \\x89SLV magic): a pack of "
                         "images or text, not of volumes?");
-    unsigned version = sl__get_u16(b + 8);
+    *version = sl__get_u16(b + 8);
     *count = sl__get_u16(b + 10);
-    if (version != SL__VOLREC_VERSION)
+    if (*version < 1 || *version > SL__VOLREC_VERSION)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "volume record version %u (this sluice reads %d)",
-                        version, SL__VOLREC_VERSION);
+                        "volume record version %u (this sluice reads 1 to %d)",
+                        *version, SL__VOLREC_VERSION);
     if (*count < 1 || *count > 2)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "volume record of %u volumes (1 or 2)", *count);
     return 0;
 }
 
-/* Volume i's entry q, with `left` record bytes after it. */
+/* Volume i's entry q, with `left` record bytes after it (version 2: after
+ * the entries, for this volume's header and data and those after it). */
 static int check_part(const uint8_t *q, unsigned i, uint64_t left,
                       uint32_t *hlen, uint64_t *dlen, char *err, size_t errlen)
 {
@@ -97,15 +124,54 @@ static int check_part(const uint8_t *q, unsigned i, uint64_t left,
     return 0;
 }
 
+/* Version 2: the entries, then the headers, then the data. */
+static int parse_v2(const uint8_t *b, size_t n, unsigned count, sl__volrec_t *r,
+                    char *err, size_t errlen)
+{
+    size_t at = SL__VOLREC_HEAD + (size_t)count * SL__VOLREC_PART;
+    if (n < at)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "volume record cut short in its entries");
+    uint64_t left = n - at;
+    for (unsigned i = 0; i < count; i++) {
+        const uint8_t *q = b + SL__VOLREC_HEAD + (size_t)i * SL__VOLREC_PART;
+        uint32_t hlen;
+        uint64_t dlen;
+        int rc = check_part(q, i, left, &hlen, &dlen, err, errlen);
+        if (rc)
+            return rc;
+        left -= hlen + dlen;
+        r->part[i].role = q[0];
+        r->part[i].hlen = hlen;
+        r->part[i].dlen = dlen;
+    }
+    if (left)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%" PRIu64 " bytes after the record's last volume",
+                        left);
+    for (unsigned i = 0; i < count; i++) {
+        r->part[i].hdr = b + at;
+        at += r->part[i].hlen;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        r->part[i].data = b + at;
+        at += (size_t)r->part[i].dlen;
+    }
+    r->count = (int)count;
+    return 0;
+}
+
 int sl__volrec_parse(const void *p, size_t n, sl__volrec_t *r, char *err,
                      size_t errlen)
 {
     const uint8_t *b = p;
     memset(r, 0, sizeof *r);
-    unsigned count = 0;
-    int rc = check_head(b, n, &count, err, errlen);
+    unsigned version = 0, count = 0;
+    int rc = check_head(b, n, &version, &count, err, errlen);
     if (rc)
         return rc;
+    if (version >= 2)
+        return parse_v2(b, n, count, r, err, errlen);
     size_t at = SL__VOLREC_HEAD;
     for (unsigned i = 0; i < count; i++) {
         if (n - at < SL__VOLREC_PART)
@@ -169,27 +235,130 @@ static int seek_part(const sl__vol_src_t *src, uint64_t n, unsigned k,
     }
 }
 
+/* Version 2 in order: the entries and the headers (volume k's kept), not
+ * the data: *skip is what lies before volume k's data. */
+static int seek_v2(const sl__vol_src_t *src, uint64_t n, unsigned k,
+                   unsigned count, uint8_t *hdr, size_t *hlen, uint64_t *dlen,
+                   uint64_t *skip, int *src_failed, char *why, size_t whylen,
+                   char *err, size_t errlen)
+{
+    uint8_t q[2][SL__VOLREC_PART];
+    uint32_t hl[2];
+    uint64_t dl[2];
+    uint64_t at = SL__VOLREC_HEAD + (uint64_t)count * SL__VOLREC_PART;
+    if (n < at)
+        return sl__fail(why, whylen, SL_ECORRUPT,
+                        "volume record cut short in its entries");
+    int rc =
+        src->read(src->ctx, q, (size_t)count * SL__VOLREC_PART, err, errlen);
+    if (rc)
+        return *src_failed = 1, rc;
+    uint64_t left = n - at;
+    for (unsigned i = 0; i < count; i++) {
+        if ((rc = check_part(q[i], i, left, &hl[i], &dl[i], why, whylen)))
+            return rc;
+        left -= hl[i] + dl[i];
+    }
+    if (left)
+        return sl__fail(why, whylen, SL_ECORRUPT,
+                        "%" PRIu64 " bytes after the record's last volume",
+                        left);
+    *src_failed = 1;
+    *skip = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if ((rc = src->read(src->ctx, i == k ? hdr : NULL, hl[i], err, errlen)))
+            return rc;
+        if (i < k)
+            *skip += dl[i];
+    }
+    *hlen = hl[k];
+    *dlen = dl[k];
+    return 0;
+}
+
 int sl__volrec_seek(const sl__vol_src_t *src, uint64_t n, const char *name,
                     unsigned k, unsigned *count, uint8_t hdr[SL__NIFTI2_HDR],
-                    size_t *hlen, uint64_t *dlen, char *err, size_t errlen)
+                    size_t *hlen, uint64_t *dlen, uint64_t *skip, char *err,
+                    size_t errlen)
 {
     uint8_t b[SL__VOLREC_HEAD];
     char why[512];
     int src_failed = 0, rc = 0;
+    unsigned version = 0;
     *count = 0;
+    *skip = 0;
     if (n >= SL__VOLREC_HEAD &&
         (rc = src->read(src->ctx, b, sizeof b, err, errlen)))
         return rc;
-    rc = check_head(b, n < SL__VOLREC_HEAD ? 0 : SL__VOLREC_HEAD, count, why,
-                    sizeof why);
+    rc = check_head(b, n < SL__VOLREC_HEAD ? 0 : SL__VOLREC_HEAD, &version,
+                    count, why, sizeof why);
     if (!rc && k >= *count)
         rc =
             sl__fail(why, sizeof why, SL_ECORRUPT,
                      "volume record of %u volumes, volume %u asked", *count, k);
-    if (!rc)
+    if (!rc && version >= 2)
+        rc = seek_v2(src, n, k, *count, hdr, hlen, dlen, skip, &src_failed, why,
+                     sizeof why, err, errlen);
+    else if (!rc)
         rc = seek_part(src, n, k, *count, hdr, hlen, dlen, &src_failed, why,
                        sizeof why, err, errlen);
     if (rc && !src_failed)
         sl__fail(err, errlen, rc, "%s: %s", name, why);
     return rc;
+}
+
+/* A source that passes over `skip` bytes before its first read (or its
+ * finish): volume k's data in a version-2 record, the volumes' data
+ * before it read only when k's is. */
+typedef struct skip_src {
+    sl__vol_src_t in;
+    uint64_t skip;
+} skip_src_t;
+
+static int pass_over(skip_src_t *s, char *err, size_t errlen)
+{
+    while (s->skip) {
+        size_t step =
+            s->skip > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)s->skip;
+        int rc = s->in.read(s->in.ctx, NULL, step, err, errlen);
+        if (rc)
+            return rc;
+        s->skip -= step;
+    }
+    return 0;
+}
+
+static int skip_read(void *ctx, void *dst, size_t n, char *err, size_t errlen)
+{
+    skip_src_t *s = ctx;
+    int rc = pass_over(s, err, errlen);
+    return rc ? rc : s->in.read(s->in.ctx, dst, n, err, errlen);
+}
+
+static int skip_finish(void *ctx, char *err, size_t errlen)
+{
+    skip_src_t *s = ctx;
+    int rc = pass_over(s, err, errlen);
+    return rc ? rc : s->in.finish(s->in.ctx, err, errlen);
+}
+
+static void skip_close(void *ctx)
+{
+    skip_src_t *s = ctx;
+    if (s->in.close)
+        s->in.close(s->in.ctx);
+    free(s);
+}
+
+int sl__volrec_skipping(sl__vol_src_t *src, uint64_t skip)
+{
+    if (!skip)
+        return 0;
+    skip_src_t *s = malloc(sizeof *s);
+    if (!s)
+        return SL_ENOMEM;
+    s->in = *src;
+    s->skip = skip;
+    *src = (sl__vol_src_t){skip_read, skip_finish, skip_close, s};
+    return 0;
 }

@@ -14,7 +14,9 @@
 #include "vol_internal.h"
 
 #define SL__VOLREC_MAGIC "\x89SLV\r\n\x1a\n"
-#define SL__VOLREC_VERSION 1
+/* Written: 2 (the entries and headers first, then the data: a label's
+ * header is read without the image's data). Read: 1 and 2. */
+#define SL__VOLREC_VERSION 2
 #define SL__VOLREC_HEAD 16 /* magic, version u16, count u16, reserved u32 */
 #define SL__VOLREC_PART 16 /* role u8, 3 reserved, header u32, data u64 */
 
@@ -47,13 +49,21 @@ int sl__volrec_parse(const void *p, size_t n, sl__volrec_t *r, char *err,
                      size_t errlen);
 
 /* The same layout read in order from src (a pack's record streamed, of n
- * bytes) up to volume k's data: the head, the volumes before k passed
- * over (their entries checked), volume k's entry and NIfTI header (into
- * hdr: *hlen bytes; *dlen: its data's). The last volume must end the
- * record. *count: the record's volumes. The same checks as
- * sl__volrec_parse, "NAME: cause"; src's own errors as it gives them. */
+ * bytes) up to volume k's NIfTI header (into hdr: *hlen bytes; *dlen: its
+ * data's): version 1 reads the volumes before k (passed over, their
+ * entries checked) and stops at k's data (*skip 0); version 2 reads the
+ * entries and the headers only and stops before the data, *skip bytes
+ * before k's (sl__volrec_skipping passes over them when the data is
+ * read, so a header costs no data). *count: the record's volumes. The
+ * same checks as sl__volrec_parse, "NAME: cause"; src's own errors as it
+ * gives them. */
 int sl__volrec_seek(const sl__vol_src_t *src, uint64_t n, const char *name,
                     unsigned k, unsigned *count, uint8_t hdr[SL__NIFTI2_HDR],
-                    size_t *hlen, uint64_t *dlen, char *err, size_t errlen);
+                    size_t *hlen, uint64_t *dlen, uint64_t *skip, char *err,
+                    size_t errlen);
+
+/* Makes *src pass over `skip` bytes before its first read or its finish
+ * (nothing for 0). @return 0 or SL_ENOMEM (*src then unchanged). */
+int sl__volrec_skipping(sl__vol_src_t *src, uint64_t skip);
 
 #endif

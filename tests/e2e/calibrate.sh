@@ -75,6 +75,26 @@ v=$(jget batch_size <"$T/back.out");     check "batch_size back ($v)" test "$v" 
 v=$(jget item_bytes <"$T/back.out");     check "item_bytes back ($v)" near "$v" 50000 1
 v=$(jget foreign_demand <"$T/back.out"); check "foreign_demand back ($v vs 1)" near "$v" 1 0.2
 
+# A profile with a GPU stage (gpu_ms): a fixed share sends part of each
+# batch there (twice the CPU's rate at half), the heuristic places by itself
+# (a gpu_share decision in telemetry), and a share without a stage is
+# refused naming why.
+cat >"$T/gpu.json" <<'JSON'
+{"ncpu": 2, "batch_size": 64, "read_ms": 0.1, "decode_ms": 4.0, "decode_cv": 0.3,
+ "gpu_ms": 0.1}
+JSON
+r0=$("$S" simulate --profile "$T/gpu.json" --policy static --threads 2 --duration 10 \
+       --gpu-share 0 --json 2>/dev/null | tail -1 | jget samples_per_s)
+r5=$("$S" simulate --profile "$T/gpu.json" --policy static --threads 2 --duration 10 \
+       --gpu-share 500 --json 2>/dev/null | tail -1 | jget samples_per_s)
+check "gpu share 500 ($r5/s) about twice share 0 ($r0/s)" within "$r5" "$(awk -v r="$r0" 'BEGIN{print 2*r}')" 1.15
+"$S" simulate --profile "$T/gpu.json" --duration 10 --telemetry "$T/gpu.jsonl" >/dev/null 2>&1
+check "the heuristic places samples on the simulated GPU" \
+  grep -q '"knob": "gpu_share", "from": 0' "$T/gpu.jsonl"
+"$S" simulate --profile "$T/known.json" --gpu-share 10 >"$T/nogpu.out" 2>&1
+check "a share without a stage: exit 2" test $? -eq 2
+check "a share without a stage: says why" grep -q "no GPU stage (gpu_ms 0)" "$T/nogpu.out"
+
 # Errors name the problem.
 echo '{"ncpu": 2, "decode_msec": 3}' >"$T/bad.json"
 "$S" simulate --profile "$T/bad.json" >"$T/bad.out" 2>&1

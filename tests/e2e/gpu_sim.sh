@@ -5,7 +5,8 @@
 # `--placement cpu --no-dct` digest for digest (the simulated decoder is
 # libjpeg-turbo's), every sample counted on the GPU in telemetry, a share
 # changed mid-run keeps the stream (the CPU's part without DCT scaling
-# too), and `sluice plot` draws the share.
+# too), placement auto lets the scheduler raise the share where the CPU is
+# short, and `sluice plot` draws the share.
 # Skips where the build has no GPU stage (no nvcc) or no simulated runtime.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" gpu_sim
@@ -37,6 +38,31 @@ half=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
          --no-dct --set 4:gpu-share=500 --telemetry "$T/half.jsonl" --telemetry-ms 5 2>/dev/null)
 check "a share changed mid-run keeps the stream" test "$(jget digest <<<"$half")" = "$d"
 check "telemetry shows the new share" grep -q '"gpu_share": 500' "$T/half.jsonl"
+# placement auto (the default) where the driver (the simulated NVML in the
+# same folder) sees a GPU: the stage is made, the share starts at 0 and the
+# scheduler owns it; one decoder (--max-threads 2) and a consumer that takes
+# all it gets: the CPU is short and the trainer waits, so it raises the
+# share, and the stream stays the CPU's without DCT scaling whatever the
+# share did (the simulated decoder is libjpeg-turbo's).
+auto=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --seed 9 \
+         --max-threads 2 --epochs 40 --json --digest \
+         --telemetry "$T/auto.jsonl" --telemetry-ms 10 2>"$T/auto.err")
+check "placement auto runs over the simulated GPU" test $? -eq 0
+long=$("$S" run "$T/ds" --batch 8 --size 40 --seed 9 --epochs 40 --json \
+         --digest --placement cpu --no-dct 2>/dev/null)
+check "auto's stream is the CPU's without DCT scaling" \
+  test -n "$(jget digest <<<"$long")" -a "$(jget digest <<<"$auto")" = "$(jget digest <<<"$long")"
+check "the scheduler raised the GPU share (a placement decision)" \
+  grep -q '"knob": "gpu_share", "from": 0' "$T/auto.jsonl"
+check "the decision says why (CPU short)" grep -q 'placement: CPU short' "$T/auto.jsonl"
+check "the GPU stage did samples" \
+  grep -Eq '"gpu_samples_total": [1-9]' "$T/auto.jsonl"
+check "telemetry has the stage's busy share" grep -q '"gpu_stage_busy": 0\.[0-9]*[1-9]' "$T/auto.jsonl"
+check "telemetry has the JPEG decoders' use from NVML" grep -q '"jpg_util": 0.25' "$T/auto.jsonl"
+static=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --policy static \
+           --json --telemetry "$T/static.jsonl" 2>/dev/null)
+check "under the static policy auto stays on the CPU" \
+  grep -q 'auto without a gpu_share under the static policy' "$T/static.jsonl"
 if command -v gnuplot >/dev/null; then
   "$S" plot "$T/half.jsonl" -o "$T/half.svg" >/dev/null 2>&1
   check "sluice plot draws the GPU share" grep -q "GPU share" "$T/half.svg"

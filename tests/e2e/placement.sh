@@ -23,10 +23,10 @@ check "--placement gpu: names why" \
 auto=$("$S" run "$T/ds" "${common[@]}" --telemetry "$T/auto.jsonl" --telemetry-ms 5 2>/dev/null)
 check "auto: runs" test -n "$auto"
 check "auto: telemetry's placement says why" \
-  grep -q '"placement": {"asked": "auto", "gpu": 0, "gpu_share": 0, "why": "auto without a gpu_share: the CPU' "$T/auto.jsonl"
+  grep -q '"placement": {"asked": "auto", "gpu": 0, "gpu_share": 0, "why": "auto: no GPU seen (NVML)' "$T/auto.jsonl"
 "$S" run "$T/ds" --batch 8 --size 32 >/dev/null 2>"$T/auto.err"
 check "auto: says it runs on the CPU and why" \
-  grep -q "placement: CPU (auto without a gpu_share" "$T/auto.err"
+  grep -q "placement: CPU (auto: no GPU seen" "$T/auto.err"
 cpu=$("$S" run "$T/ds" "${common[@]}" --placement cpu 2>/dev/null)
 "$S" run "$T/ds" --batch 8 --size 32 --placement cpu >/dev/null 2>"$T/cpu.err"
 check "cpu: no reason given" grep -q "placement: CPU$" "$T/cpu.err"

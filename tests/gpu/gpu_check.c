@@ -23,6 +23,7 @@
 #include "base/base.h"
 #include "base/rng.h"
 #include "gpu/cuda_stage.h"
+#include "gpu/rt.h"
 #include "ops/image.h"
 
 typedef struct file {
@@ -274,6 +275,51 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
     return failed || bad || done == 0 || !reproduced;
 }
 
+/* One epoch's stream digest through a loader over root: placement gpu,
+ * host batches or device batches (each copied back through the CUDA
+ * runtime to be hashed). 0 on failure, printing why. */
+static uint64_t loader_digest(const char *root, int device_batches, int *n)
+{
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 64;
+    o.image_size = 224;
+    o.seed = 11;
+    o.placement = SL_PLACEMENT_GPU;
+    o.on_error = SL_ON_ERROR_SKIP;
+    o.device_batches = device_batches;
+    sl_loader_t *l = NULL;
+    if (sl_loader_create(root, &o, &l) || sl_loader_start(l, NULL)) {
+        printf("device batches: %s\n", sl_loader_last_error(l));
+        sl_loader_destroy(l);
+        return 0;
+    }
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    uint8_t *host = malloc((size_t)64 * 224 * 224 * 3);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over every byte */
+    const sl_batch_t *b;
+    *n = 0;
+    while (host && sl_loader_next(l, &b) == 0) {
+        size_t bytes = (size_t)b->n * b->sample_bytes;
+        const uint8_t *p = b->data;
+        if (b->device >= 0) {
+            if (rt->memcpy_async(host, b->data, bytes, SL__D2H, NULL) ||
+                rt->stream_synchronize(NULL)) {
+                printf("device batches: copying a batch back failed\n");
+                break;
+            }
+            p = host;
+        }
+        for (size_t i = 0; i < bytes; i++)
+            h = (h ^ p[i]) * 1099511628211ull;
+        *n += b->n;
+        sl_loader_release(l, b);
+    }
+    free(host);
+    sl_loader_destroy(l);
+    return h;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -314,6 +360,17 @@ int main(int argc, char **argv)
     e.dtype = SL_DTYPE_FLOAT32;
     e.layout = SL_LAYOUT_HWC;
     int rc2 = run_variant("eval_f32_hwc", &e, 1, j2, sizeof j2);
-    printf("gpu_check: {%s, %s}\n", j1, j2);
-    return rc || rc2;
+    /* Device batches (sl_options_t.device_batches) hold the host batches'
+     * bytes: the same stream, left on the GPU. */
+    int nh = 0, nd = 0;
+    uint64_t dh = loader_digest(argv[1], 0, &nh);
+    uint64_t dd = loader_digest(argv[1], 1, &nd);
+    int rc3 = !dh || dh != dd || nh != nd;
+    printf("device batches: %d samples, digest %016llx; host batches: %d, "
+           "%016llx: %s\n",
+           nd, (unsigned long long)dd, nh, (unsigned long long)dh,
+           rc3 ? "FAIL" : "equal");
+    printf("gpu_check: {%s, %s, \"device_batches_equal\": %s}\n", j1, j2,
+           rc3 ? "false" : "true");
+    return rc || rc2 || rc3;
 }

@@ -41,7 +41,7 @@ def test_auto_and_cpu_run_on_the_cpu(ds):
     assert sum(int(x.shape[0]) for x, _ in a) == 48
     p = a.stats()["telemetry"]["placement"]
     assert p["asked"] == "auto" and p["gpu"] == 0 and p["gpu_share"] == 0
-    assert "auto without a gpu_share" in p["why"]
+    assert "auto: no GPU seen" in p["why"]
     c = sluice.Loader(ds, 8, 32, placement="cpu", telemetry_ms=1, epochs=2)
     assert c.options["placement"] == "cpu"
     assert sum(int(x.shape[0]) for x, _ in c) == 48
@@ -70,3 +70,56 @@ def test_gpu_device_is_checked(ds):
         sluice.Loader(ds, 8, 32, placement="cpu", gpu_device=-1)
     a = sluice.Loader(ds, 8, 32, placement="cpu", gpu_device=3)
     assert a.options["gpu_device"] == 3  # used only by a GPU stage
+
+
+_DEVICE_RUN = r"""
+import ctypes, sys
+import numpy as np
+import sluice
+src = sys.argv[1]
+dev = sluice.Loader(src, 8, 40, placement="gpu", device_batches=True,
+                    dct_scale=False, seed=3, epochs=2)
+cpu = sluice.Loader(src, 8, 40, placement="cpu", dct_scale=False, seed=3,
+                    epochs=2)
+assert dev.options["device_batches"] is True
+n = 0
+for (a, la), (b, lb) in zip(dev, cpu):
+    assert not hasattr(b, "__cuda_array_interface__")
+    ia = a.__cuda_array_interface__
+    assert ia["version"] == 3 and ia["typestr"] == "|u1" and ia["stream"] is None
+    assert ia["shape"] == b.shape and a.device == 0
+    size = int(np.prod(ia["shape"]))
+    # the simulated runtime's device memory is host memory: read it back
+    x = np.frombuffer((ctypes.c_uint8 * size).from_address(ia["data"][0]),
+                      dtype=np.uint8).reshape(ia["shape"])
+    assert (x == b).all() and (la == lb).all()
+    n += len(la)
+print("device batches", n)
+"""
+
+
+def test_device_batches_over_the_simulated_runtime(ds):
+    """device_batches=True: the images are an object with
+    __cuda_array_interface__ (v3, the batch complete: no stream) over the
+    GPU stage's memory, the same pixels as the CPU path without DCT
+    scaling, labels on the host. Run over the CUDA runtime simulated on
+    the CPU (tests/unit/sim_cuda; its device memory is host memory, so the
+    test reads it back), in a child with SL_CUDA_LIB_PATH pointing there."""
+    import subprocess
+    sim = os.environ.get("SL_SIM_CUDA", "")
+    if not sim or not os.path.exists(os.path.join(sim, "libcudart.so.13")):
+        pytest.skip(f"no simulated CUDA runtime (SL_SIM_CUDA={sim!r})")
+    env = dict(os.environ, SL_CUDA_LIB_PATH=sim,
+               PYTHONPATH=os.pathsep.join(p for p in (PYDIR, os.environ.get("PYTHONPATH")) if p))
+    p = subprocess.run([sys.executable, "-c", _DEVICE_RUN, str(ds)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode and "not in this build" in p.stderr:
+        pytest.skip("the GPU stage is not in this build (no nvcc)")
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "device batches 48" in p.stdout
+
+
+def test_device_batches_need_the_stage(ds):
+    with pytest.raises(Exception) as e:
+        sluice.Loader(ds, 8, 32, placement="cpu", device_batches=True)
+    assert "device_batches: the GPU stage is not in use" in str(e.value)

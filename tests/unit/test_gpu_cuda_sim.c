@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "base/rng.h"
 #include "gpu/cuda_stage.h"
@@ -333,8 +334,8 @@ static void test_concurrent_submitters(void **state)
     free(jobs);
 }
 
-static uint64_t digest(const char *root, int placement, int share, int no_dct,
-                       int *on_gpu)
+/* The loader tests' options: 2 epochs of batches of 6, seed 3. */
+static sl_options_t opts(int placement, int share, int no_dct)
 {
     sl_options_t o;
     sl_options_init(&o);
@@ -346,6 +347,13 @@ static uint64_t digest(const char *root, int placement, int share, int no_dct,
     o.placement = placement;
     o.gpu_share = share;
     o.no_dct_scale = no_dct;
+    return o;
+}
+
+static uint64_t digest(const char *root, int placement, int share, int no_dct,
+                       int *on_gpu)
+{
+    sl_options_t o = opts(placement, share, no_dct);
     sl_loader_t *l = NULL;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     *on_gpu = sl__testing_placement(l, NULL);
@@ -392,6 +400,126 @@ static void test_loader_placement_gpu(void **state)
     free(root);
 }
 
+/* A stream's digest with device batches (on_error skip), each batch's
+ * data checked to be device memory of device 0 (the simulated runtime's
+ * is host memory: readable here). */
+static uint64_t digest_dev(const char *root, int placement, int share,
+                           int64_t *n)
+{
+    sl_options_t o = opts(placement, share, 1);
+    o.on_error = SL_ON_ERROR_SKIP;
+    o.device_batches = 1;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    *n = 0;
+    while (sl_loader_next(l, &b) == 0) {
+        assert_int_equal(b->device, 0);
+        XXH3_64bits_update(h, b->data, (size_t)b->n * b->sample_bytes);
+        XXH3_64bits_update(h, b->labels, (size_t)b->n * sizeof(int64_t));
+        XXH3_64bits_update(h, b->indices, (size_t)b->n * sizeof(int64_t));
+        *n += b->n;
+        sl_loader_release(l, b);
+    }
+    uint64_t d = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    sl_loader_destroy(l);
+    return d;
+}
+
+/* Device batches: the stream of host batches whatever the share (the
+ * GPU's samples written in place, the CPU's copied in when the batch is
+ * complete), a skipped sample compacted on the device, host batches say
+ * device -1, and without the stage they are refused naming why. */
+static void test_device_batches(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_dev", 2, 10, 90, 70);
+    char bad[4096];
+    snprintf(bad, sizeof bad, "%s/c0/zz_bad.jpg", root);
+    FILE *f = fopen(bad, "wb");
+    assert_non_null(f);
+    fputs("\xff\xd8 not a jpeg", f);
+    fclose(f);
+    sl_options_t o = opts(SL_PLACEMENT_CPU, 0, 1);
+    o.on_error = SL_ON_ERROR_SKIP;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    int64_t want_n = 0;
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    assert_int_equal(sl_loader_next(l, &b), 0);
+    assert_int_equal(b->device, -1); /* host batches say so */
+    sl_loader_release(l, b);
+    sl_loader_destroy(l);
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    uint64_t want = tu_stream_digest(l, &want_n);
+    sl_loader_destroy(l);
+    assert_int_equal(want_n, 2 * 20); /* 21 files, the bad one skipped */
+    int64_t n = 0;
+    assert_int_equal(digest_dev(root, SL_PLACEMENT_GPU, 0, &n), want);
+    assert_int_equal(n, want_n);
+    assert_int_equal(digest_dev(root, SL_PLACEMENT_GPU, 500, &n), want);
+    assert_int_equal(digest_dev(root, SL_PLACEMENT_AUTO, 0, &n), want);
+    /* placement cpu: no device memory to put them in */
+    o.device_batches = 1;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EUNSUPPORTED);
+    assert_non_null(strstr(sl_loader_last_error(NULL),
+                           "device_batches: the GPU stage is not in use"));
+    o.device_batches = 2;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
+/* A memory budget pays for the stage's pinned memory: fewer batch
+ * buffers fit beside it than on the CPU, and a budget that holds none
+ * beside it fails placement gpu and sends auto to the CPU, naming it. */
+static void test_memory_budget_pays_for_pinned_memory(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_mem", 2, 10, 90, 70);
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 64;
+    o.image_size = 224; /* 9.6 MB a batch; the stage pins ~115 MB */
+    o.max_memory_bytes = (int64_t)256 << 20;
+    int64_t lo = 0, hi_cpu = 0, hi_gpu = 0;
+    sl_loader_t *l = NULL;
+    o.placement = SL_PLACEMENT_CPU;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_param_range(l, SL_PARAM_PREFETCH, &lo, &hi_cpu),
+                     0);
+    sl_loader_destroy(l);
+    o.placement = SL_PLACEMENT_GPU;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_param_range(l, SL_PARAM_PREFETCH, &lo, &hi_gpu),
+                     0);
+    sl_loader_destroy(l);
+    assert_true(hi_gpu >= 1 && hi_gpu < hi_cpu);
+    /* 160 MB: working memory takes 40 MB, the rest is 12 batches on the
+     * CPU but not one beside the stage's pinned slots */
+    o.max_memory_bytes = (int64_t)160 << 20;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_ERANGE);
+    assert_non_null(
+        strstr(sl_loader_last_error(NULL), "placement gpu: the memory budget"));
+    assert_non_null(strstr(sl_loader_last_error(NULL), "pinned memory"));
+    /* auto, the share the scheduler's (the simulated NVML shows a GPU) */
+    o.placement = SL_PLACEMENT_AUTO;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    const char *why = NULL;
+    assert_int_equal(sl__testing_placement(l, &why), 0);
+    assert_non_null(strstr(why, "beside the GPU stage's"));
+    sl_loader_destroy(l);
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     if (!sl__cuda_stage_built()) {
@@ -404,6 +532,8 @@ int main(void)
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
+        cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
+        cmocka_unit_test(test_device_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -155,7 +155,7 @@ static void test_loader_without_a_stage(void **state)
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     const char *why = NULL;
     assert_int_equal(sl__testing_placement(l, &why), 0);
-    assert_non_null(strstr(why, "auto without a gpu_share"));
+    assert_non_null(strstr(why, "auto: no GPU seen"));
     int64_t lo = -1, hi = -1, v = -1;
     assert_int_equal(sl_loader_param_range(l, SL_PARAM_GPU_SHARE, &lo, &hi), 0);
     assert_int_equal(lo, 0);
@@ -192,12 +192,12 @@ static void test_loader_without_a_stage(void **state)
     assert_int_equal(s.placement_present, 1);
     assert_string_equal(s.placement, "auto");
     assert_int_equal(s.placement_gpu, 0);
-    assert_non_null(strstr(s.placement_why, "auto without a gpu_share"));
+    assert_non_null(strstr(s.placement_why, "auto: no GPU seen"));
     char json[16384];
     assert_true(sl_snapshot_json(&s, json, sizeof json) > 0);
     assert_non_null(strstr(json, "\"placement\": {\"asked\": \"auto\", "
                                  "\"gpu\": 0, \"gpu_share\": 0, \"why\": "
-                                 "\"auto without a gpu_share"));
+                                 "\"auto: no GPU seen"));
     sl_snapshot_t back;
     sl_snapshot_init(&back);
     char perr[256];

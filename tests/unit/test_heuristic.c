@@ -24,7 +24,7 @@ static void window(double stall, double rate, double dbusy, double rbusy,
 
 static sl__limits_t limits(void)
 {
-    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     return l;
 }
 
@@ -34,7 +34,7 @@ static void test_stall_with_busy_decoders_adds_a_decoder(void **state)
     sl__heur_t h;
     sl__heur_init(&h);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[160];
     window(0.4, 500, 0.95, 0.1, 0);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),
@@ -56,7 +56,7 @@ static void test_useless_step_is_undone_with_backoff(void **state)
     sl__heur_t h;
     sl__heur_init(&h);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {1, 1, 4}, next;
+    sl__knobs_t cur = {1, 1, 4, 0}, next;
     char why[160];
     window(0.4, 500, 0.95, 0.1, 0);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),
@@ -85,7 +85,7 @@ static void test_user_fixed_knobs_are_left_alone(void **state)
     lim.tune_decode = 0;
     lim.tune_read = 0;
     lim.tune_prefetch = 0;
-    sl__knobs_t cur = {1, 1, 4}, next;
+    sl__knobs_t cur = {1, 1, 4, 0}, next;
     char why[160];
     window(0.6, 300, 0.99, 0.99, 0);
     for (int i = 0; i < 10; i++)
@@ -101,7 +101,7 @@ static void test_bursty_stall_raises_prefetch_within_budget(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_prefetch = 5; /* the memory budget's cap */
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[160];
     double rate = 500;
     for (int i = 0; i < 12; i++) {
@@ -122,7 +122,7 @@ static void test_saturated_decoders_do_not_grow_prefetch(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_decode = 2;
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[160];
     window(0.5, 400, 0.97, 0.1, 0);
     for (int i = 0; i < 10; i++) {
@@ -139,7 +139,7 @@ static void test_calm_sheds_an_idle_decoder(void **state)
     sl__heur_t h;
     sl__heur_init(&h);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {1, 3, 4}, next;
+    sl__knobs_t cur = {1, 3, 4, 0}, next;
     char why[160];
     window(0.0, 400, 0.3, 0.05, 4);
     int k = SL_KNOB_NONE;
@@ -168,7 +168,7 @@ static void test_io_bound_reads_grow_outside_the_thread_budget(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 8;
-    sl__knobs_t cur = {1, 3, 4}, next;
+    sl__knobs_t cur = {1, 3, 4, 0}, next;
     char why[160];
     double rate = 200;
     for (int i = 0; i < 40; i++) {
@@ -218,7 +218,7 @@ static void test_estimate_reads_the_stall_model_from_telemetry(void **state)
     (void)state;
     sl__limits_t lim = limits();
     lim.max_read = 64;
-    sl__knobs_t cur = {1, 2, 4};
+    sl__knobs_t cur = {1, 2, 4, 0};
     storage_window(1, 10, 0.87, 100);
     sl__estimate_t e;
     sl__estimate(snaps, 5, &lim, &cur, &e);
@@ -253,7 +253,7 @@ static void test_storage_bound_jumps_to_the_model_and_stays(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 64;
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[256];
     storage_window(1, 10, 0.87, 100);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
@@ -282,7 +282,7 @@ static void test_capped_jump_holds_at_the_cap(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 64;
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[256];
     storage_window(1, 10, 0.87, 100);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
@@ -301,7 +301,7 @@ static void test_capped_jump_holds_at_the_cap(void **state)
     assert_int_equal(cur.read_threads, 10);
     /* Bought nothing: undone. */
     sl__heur_init(&h);
-    cur = (sl__knobs_t){1, 2, 4};
+    cur = (sl__knobs_t){1, 2, 4, 0};
     storage_window(1, 10, 0.87, 100);
     sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
     cur = next;
@@ -325,7 +325,7 @@ static void test_link_cap_does_not_run_the_depth_away(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 1024;
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[256];
     int most = 0;
     for (int i = 0; i < 400; i++) {
@@ -355,7 +355,7 @@ static void test_consumer_bound_buffer_covers_a_change(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 64;
-    sl__knobs_t cur = {4, 2, 4}, next;
+    sl__knobs_t cur = {4, 2, 4, 0}, next;
     char why[256];
     storage_window(4, 10, 0.0, 300);
     for (int i = 0; i < 5; i++)
@@ -372,13 +372,13 @@ static void test_consumer_bound_buffer_covers_a_change(void **state)
     /* A memory budget that holds 5 batches. */
     sl__heur_init(&h);
     lim.max_prefetch = 5;
-    cur = (sl__knobs_t){4, 2, 4};
+    cur = (sl__knobs_t){4, 2, 4, 0};
     sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
     assert_int_equal(next.prefetch, 5);
     /* Prefetch the user fixed. */
     sl__heur_init(&h);
     lim.tune_prefetch = 0;
-    cur = (sl__knobs_t){4, 2, 4};
+    cur = (sl__knobs_t){4, 2, 4, 0};
     sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
     assert_int_equal(next.prefetch, 4);
 }
@@ -417,7 +417,7 @@ static void test_draining_buffer_acts_before_the_wait(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 64;
-    sl__knobs_t cur = {14, 2, 8}, next;
+    sl__knobs_t cur = {14, 2, 8, 0}, next;
     char why[256];
     drain_window(2);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256),
@@ -440,7 +440,7 @@ static void test_regime_change_rejumps(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.max_read = 64;
-    sl__knobs_t cur = {10, 2, 4}, next;
+    sl__knobs_t cur = {10, 2, 4, 0}, next;
     char why[256];
     storage_window(10, 10, 0.0, 700);
     sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
@@ -461,7 +461,7 @@ static void test_cpu_starved_readers_are_not_io_depth(void **state)
     sl__heur_t h;
     sl__heur_init(&h);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {1, 3, 4}, next;
+    sl__knobs_t cur = {1, 3, 4, 0}, next;
     char why[160];
     for (int i = 0; i < 10; i++) {
         window(0.4, 400, 0.97, 0.95, 0);
@@ -484,7 +484,7 @@ static void test_mild_bursty_waits_grow_prefetch(void **state)
     sl__heur_t h;
     sl__heur_init(&h);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[160];
     window(0, 400, 0.5, 0.1, 1);
     snaps[1].stall_fraction = 0.06;
@@ -516,7 +516,7 @@ static void test_calm_sheds_stop_at_min_decode(void **state)
     sl__heur_init(&h);
     sl__limits_t lim = limits();
     lim.min_decode = 2;
-    sl__knobs_t cur = {1, 3, 4}, next;
+    sl__knobs_t cur = {1, 3, 4, 0}, next;
     char why[160];
     window(0.0, 400, 0.2, 0.05, 4);
     for (int i = 0; i < 40; i++) {
@@ -535,7 +535,7 @@ static void test_step_is_kept_when_the_world_gets_worse(void **state)
     sl__heur_t h;
     sl__heur_init(&h);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {1, 2, 4}, next;
+    sl__knobs_t cur = {1, 2, 4, 0}, next;
     char why[160];
     window(0.06, 600, 0.99, 0.05, 0);
     assert_int_equal(sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 160),

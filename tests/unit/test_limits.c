@@ -105,6 +105,32 @@ static void test_memory_budget_caps_prefetch(void **state)
     assert_int_equal(k.prefetch, 3);
 }
 
+/* Memory held beside the batches (the GPU stage's pinned slots) comes off
+ * their share: fewer batch buffers fit; none left is an error; without a
+ * budget nothing changes. */
+static void test_memory_charged_beside_the_batches(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    o.max_memory_bytes = SL_LIMITS_MEM_RESERVE + 3 * (int64_t)BATCH + 100;
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_int_equal(lim.max_prefetch, 3);
+    assert_int_equal(sl__limits_charge(&lim, BATCH, BATCH, &k), 0);
+    assert_int_equal(lim.max_prefetch, 2);
+    assert_int_equal(k.prefetch, 2);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 3), SL_ERANGE);
+    assert_int_equal(sl__limits_charge(&lim, 2 * (int64_t)BATCH, BATCH, &k),
+                     SL_ERANGE);
+    assert_int_equal(lim.max_prefetch, 2); /* a refused charge leaves it */
+    o.max_memory_bytes = 0;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    int before = lim.max_prefetch;
+    assert_int_equal(sl__limits_charge(&lim, (int64_t)1 << 40, BATCH, &k), 0);
+    assert_int_equal(lim.max_prefetch, before);
+}
+
 static void test_memory_budget_without_room_is_an_error(void **state)
 {
     (void)state;
@@ -275,6 +301,7 @@ int main(void)
         cmocka_unit_test(test_memory_budget_caps_prefetch),
         cmocka_unit_test(test_memory_budget_without_room_is_an_error),
         cmocka_unit_test(test_memory_budget_split),
+        cmocka_unit_test(test_memory_charged_beside_the_batches),
         cmocka_unit_test(test_thread_budget),
         cmocka_unit_test(test_many_cores_stay_within_the_worker_limit),
         cmocka_unit_test(test_check_ranges),

@@ -66,7 +66,7 @@ static void test_static_never_changes(void **state)
     assert_non_null(s.pol);
     assert_string_equal(s.pol->name, "static");
     sl__limits_t lim = limits();
-    sl__knobs_t k = {1, 4, 8};
+    sl__knobs_t k = {1, 4, 8, 0};
     for (int w = 0; w < 40; w++) {
         sl_snapshot_t win[SL_SCHED_PERIODS];
         window(w, &k, win);
@@ -86,7 +86,7 @@ static void test_heuristic_through_the_interface_equals_direct(void **state)
     sl__sched_t s;
     sl__sched_init(&s, sl__policy_heuristic());
     sl__limits_t lim = limits();
-    sl__knobs_t a = {1, 4, 8}, b = a;
+    sl__knobs_t a = {1, 4, 8, 0}, b = a;
     int changes = 0;
     for (int w = 0; w < 60; w++) {
         sl_snapshot_t win[SL_SCHED_PERIODS];
@@ -126,7 +126,7 @@ static void test_rl_through_the_interface_equals_direct(void **state)
     assert_non_null(s.pol);
     assert_string_equal(s.pol->name, "rl");
     sl__limits_t lim = limits();
-    sl__knobs_t a = {1, 4, 8}, b = a;
+    sl__knobs_t a = {1, 4, 8, 0}, b = a;
     int changes = 0;
     for (int w = 0; w < 40; w++) {
         sl_snapshot_t win[SL_SCHED_PERIODS];
@@ -178,8 +178,8 @@ static void test_tick_orders_decreases_first(void **state)
     sl__sched_t s;
     sl__sched_init(&s, p);
     sl__limits_t lim = limits();
-    sl__knobs_t cur = {2, 4, 8};
-    fixed_next = (sl__knobs_t){3, 3, 6};
+    sl__knobs_t cur = {2, 4, 8, 0};
+    fixed_next = (sl__knobs_t){3, 3, 6, 0};
     sl_snapshot_t win[SL_SCHED_PERIODS];
     window(0, &cur, win);
     sl__sched_decision_t d;

@@ -488,6 +488,67 @@ static void test_recidx(void **state)
     free(t.p);
 }
 
+/* A tar rewritten with the same size, its sidecar made for the old one:
+ * the sizes agree, so the sidecar is used; each sample is read with the
+ * tar header before its image, and where that is not the header of an
+ * image of the indexed size the read fails naming the sample and why —
+ * never the wrong bytes. The unchanged file reads as before. */
+static void test_recidx_same_size_rewrite(void **state)
+{
+    (void)state;
+    tarbuf_t a = {0}, b = {0};
+    tb_file(&a, "x/a.jpg", "AAAAAAAA", 8); /* 8 + 3 bytes */
+    tb_file(&a, "x/a.cls", "1", 1);
+    tb_file(&a, "x/b.jpg", "BBB", 3);
+    tb_file(&a, "x/b.cls", "2", 1);
+    tb_end(&a);
+    /* the same members, the samples in the other order: same size */
+    tb_file(&b, "x/b.jpg", "BBB", 3);
+    tb_file(&b, "x/b.cls", "2", 1);
+    tb_file(&b, "x/a.jpg", "AAAAAAAA", 8);
+    tb_file(&b, "x/a.cls", "1", 1);
+    tb_end(&b);
+    assert_int_equal(a.n, b.n);
+    char err[1024];
+    int rc;
+    sl__recfile_t *w =
+        open_mem(a.p, a.n, "s.tar", SL__FMT_WDS, 0, &rc, err, sizeof err);
+    assert_int_equal(rc, 0);
+    sl__bytes_t side = {0};
+    assert_int_equal(sl__recidx_encode(w, &side), 0);
+    sl__bytes_t out = {0};
+    uint64_t stored = 0;
+    /* the file it was made for */
+    sl__recfile_t *f = decoded(a.p, a.n, "http://h/s.tar", SL__FMT_WDS, &side,
+                               &rc, err, sizeof err);
+    assert_int_equal(rc, 0);
+    f->from_sidecar = 1;
+    assert_int_equal(
+        sl__recfile_read(f, 0, &out, NULL, &stored, err, sizeof err), 0);
+    assert_int_equal(out.n, 8);
+    assert_memory_equal(out.p, "AAAAAAAA", 8);
+    assert_int_equal(stored, 8 + 512); /* its header came too */
+    sl__recfile_close(f);
+    /* the rewritten one */
+    f = decoded(b.p, b.n, "http://h/s.tar", SL__FMT_WDS, &side, &rc, err,
+                sizeof err);
+    assert_int_equal(rc, 0);
+    f->from_sidecar = 1;
+    assert_int_equal(sl__recfile_read(f, 0, &out, NULL, NULL, err, sizeof err),
+                     SL_ECORRUPT);
+    assert_non_null(strstr(err, "http://h/s.tar: sample 0"));
+    assert_non_null(strstr(err, "no tar header of its 8-byte image"));
+    assert_non_null(strstr(err, "the file changed since it was indexed"));
+    assert_int_equal(sl__recfile_read(f, 1, &out, NULL, NULL, err, sizeof err),
+                     SL_ECORRUPT);
+    sl__recfile_close(f);
+    sl__recfile_close(w);
+    sl__bytes_free(&side);
+    sl__bytes_free(&out);
+    free(a.p);
+    free(b.p);
+}
+
 /* ------------------------------------------------------------ TFRecord */
 
 static void add_record(tarbuf_t *t, const void *p, size_t n)
@@ -682,10 +743,14 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_brace),    cmocka_unit_test(test_crc32c),
-        cmocka_unit_test(test_tar_walk), cmocka_unit_test(test_wds),
-        cmocka_unit_test(test_tfrecord), cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_brace),
+        cmocka_unit_test(test_crc32c),
+        cmocka_unit_test(test_tar_walk),
+        cmocka_unit_test(test_wds),
+        cmocka_unit_test(test_tfrecord),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_recidx),
+        cmocka_unit_test(test_recidx_same_size_rewrite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

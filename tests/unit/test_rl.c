@@ -153,7 +153,7 @@ static void test_ppo_learns_a_contextual_bandit(void **state)
     sl__rng_t r;
     sl__rng_init(&r, 42, 0, 0, 9);
     sl__limits_t lim = LIMITS(64, 8, 32, 16);
-    sl__knobs_t cur = {4, 8, 4}, next;
+    sl__knobs_t cur = {4, 8, 4, 0}, next;
     double first = -1, last = 0;
     int passed_at = -1;
     for (int u = 0; u < 40 && passed_at < 0; u++) {
@@ -277,7 +277,7 @@ static void test_reason_carries_the_probabilities(void **state)
     sl__rl_policy_t pol;
     assert_int_equal(sl__rl_policy_init(&pol, 8, 1), 0);
     sl__limits_t lim = LIMITS(8, 4, 7, 16);
-    sl__knobs_t cur = {1, 4, 4}, next;
+    sl__knobs_t cur = {1, 4, 4, 0}, next;
     double raw[SL_RL_NOBS] = {0};
     sl__rl_decision_t d;
     sl__rl_decide(&pol, raw, &lim, &cur, NULL, &d, &next);
@@ -461,7 +461,7 @@ static void test_features_are_bounded_and_mean_what_they_say(void **state)
     sl_snapshot_t w[5];
     window(w, 0.5, 40, 0.25, 2);
     sl__limits_t lim = LIMITS(16, 8, 15, 16);
-    sl__knobs_t cur = {2, 6, 8};
+    sl__knobs_t cur = {2, 6, 8, 0};
     double o[SL_RL_NOBS];
     sl__rl_features(w, 5, &lim, &cur, o);
     for (int i = 0; i < SL_RL_NOBS; i++)
@@ -485,7 +485,7 @@ static void test_reward_prices_wait_idle_and_resources(void **state)
     (void)state;
     sl_snapshot_t w[5];
     sl__limits_t lim = LIMITS(16, 8, 15, 16);
-    sl__knobs_t small = {1, 3, 4}, big = {4, 12, 16};
+    sl__knobs_t small = {1, 3, 4, 0}, big = {4, 12, 16, 0};
     window(w, 0, 0, 0.5, 2);
     double calm_small = sl__rl_reward(w, 5, &lim, &small);
     double calm_big = sl__rl_reward(w, 5, &lim, &big);
@@ -538,7 +538,7 @@ static void test_sched_learns_online_and_falls_back(void **state)
     sl__rl_sched_t s;
     assert_int_equal(sl__rl_sched_init(&s, &pol, 1, 7), 0);
     sl__limits_t lim = LIMITS(64, 8, 63, 64);
-    sl__knobs_t cur = {1, 4, 4}, next;
+    sl__knobs_t cur = {1, 4, 4, 0}, next;
     sl_snapshot_t w[5];
     char why[160];
     int i;
@@ -559,7 +559,7 @@ static void test_sched_learns_online_and_falls_back(void **state)
     assert_non_null(strstr(why, "heuristic"));
     /* From now on the heuristic decides: a stall with busy decoders gets
      * a decoder if there is room. */
-    cur = (sl__knobs_t){1, 4, 4};
+    cur = (sl__knobs_t){1, 4, 4, 0};
     window(w, 0.4, 50, 0.95, 0);
     int mask = sl__rl_sched_step(&s, w, 5, &lim, &cur, &next, why, sizeof why);
     assert_int_equal(mask, 1 << SL_KNOB_DECODE);

@@ -58,7 +58,7 @@ static avg_t run_avg(sl__sim_t *s, double warm, double secs)
 static avg_t run_config(const sl__sim_profile_t *p, int r, int d, int pf,
                         double secs)
 {
-    sl__knobs_t k = {r, d, pf};
+    sl__knobs_t k = {r, d, pf, 0};
     sl__sim_t *s = sl__sim_create(p, &k, 1);
     assert_non_null(s);
     avg_t a = run_avg(s, 2.0, secs);
@@ -71,7 +71,7 @@ static void test_same_seed_same_snapshots(void **state)
     (void)state;
     sl__sim_profile_t p;
     sl__sim_profile_random(7, NULL, 30, &p);
-    sl__knobs_t k = {2, 3, 4};
+    sl__knobs_t k = {2, 3, 4, 0};
     sl__sim_t *a = sl__sim_create(&p, &k, 42), *b = sl__sim_create(&p, &k, 42),
               *c = sl__sim_create(&p, &k, 43);
     assert_non_null(a);
@@ -81,7 +81,7 @@ static void test_same_seed_same_snapshots(void **state)
     for (int i = 0; i < 300; i++) {
         sl_snapshot_t x, y, z;
         if (i == 100) {
-            sl__knobs_t k2 = {1, 5, 2};
+            sl__knobs_t k2 = {1, 5, 2, 0};
             sl__sim_set_knobs(a, &k2);
             sl__sim_set_knobs(b, &k2);
             sl__sim_set_knobs(c, &k2);
@@ -159,7 +159,7 @@ static void test_interference_event(void **state)
     p.n_events = 2;
     p.events[0] = (sl__sim_event_t){5.0, SL_SIM_EV_INTERFERE, 1.0};
     p.events[1] = (sl__sim_event_t){10.0, SL_SIM_EV_INTERFERE, 0.0};
-    sl__knobs_t k = {1, 2, 4};
+    sl__knobs_t k = {1, 2, 4, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 3);
     avg_t before = run_avg(s, 1, 4);   /* 0..5 s */
     avg_t during = run_avg(s, 0.5, 4); /* 5.5..9.5 */
@@ -233,7 +233,7 @@ static void test_storage_and_step_events(void **state)
     p.events[0] = (sl__sim_event_t){5.0, SL_SIM_EV_STORAGE_BW, 1e6};
     p.events[1] = (sl__sim_event_t){10.0, SL_SIM_EV_STORAGE_BW, 0};
     p.events[2] = (sl__sim_event_t){10.0, SL_SIM_EV_STEP_MS, 40};
-    sl__knobs_t k = {2, 2, 4};
+    sl__knobs_t k = {2, 2, 4, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 4);
     avg_t a = run_avg(s, 1, 4);
     avg_t b = run_avg(s, 1, 4);
@@ -257,7 +257,7 @@ static void test_consumer_cpu_event(void **state)
     p.step_ms = 50;
     p.n_events = 1;
     p.events[0] = (sl__sim_event_t){5.0, SL_SIM_EV_CONSUMER_CPU, 1.0};
-    sl__knobs_t k = {1, 1, 2};
+    sl__knobs_t k = {1, 1, 2, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 4);
     avg_t a = run_avg(s, 1, 4);
     avg_t b = run_avg(s, 1, 4);
@@ -273,7 +273,7 @@ static void test_fewer_threads_finish_their_items(void **state)
      * all started: the 4 items in hand still finish (no work dropped), and
      * from then on one decoder does 10 items/s. */
     sl__sim_profile_t p = plain(4, 100);
-    sl__knobs_t k = {1, 4, 4};
+    sl__knobs_t k = {1, 4, 4, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 4);
     sl_snapshot_t sn;
     sl__sim_step(s, 0.05, &sn);
@@ -298,7 +298,7 @@ static void test_memory_follows_the_buffers(void **state)
     p.base_rss = 10e6;
     p.batch_bytes = 1e6;
     p.read_ahead = 8;
-    sl__knobs_t k = {1, 2, 6};
+    sl__knobs_t k = {1, 2, 6, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 4);
     sl_snapshot_t sn;
     for (int i = 0; i < 30; i++) {
@@ -321,7 +321,7 @@ static void test_knob_change_takes_effect(void **state)
 {
     (void)state;
     sl__sim_profile_t p = plain(4, 10);
-    sl__knobs_t k = {1, 1, 4};
+    sl__knobs_t k = {1, 1, 4, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 9);
     avg_t a = run_avg(s, 1, 3);
     assert_float_equal(a.decode_items, 100, 3);
@@ -348,7 +348,7 @@ static void test_snapshot_fields(void **state)
     (void)state;
     sl__sim_profile_t p;
     sl__sim_profile_default(&p);
-    sl__knobs_t k = {1, 2, 3};
+    sl__knobs_t k = {1, 2, 3, 0};
     sl__sim_t *s = sl__sim_create(&p, &k, 5);
     sl_snapshot_t sn;
     double lat = 0;
@@ -393,7 +393,7 @@ static void test_random_profiles(void **state)
         for (int i = 1; i < p.n_events; i++)
             assert_true(p.events[i - 1].t <= p.events[i].t);
         if (seed < 20) {
-            sl__knobs_t k = {1, p.ncpu, 2};
+            sl__knobs_t k = {1, p.ncpu, 2, 0};
             sl__sim_t *s = sl__sim_create(&p, &k, seed);
             sl_snapshot_t sn;
             for (int i = 0; i < 100; i++)

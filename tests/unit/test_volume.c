@@ -669,6 +669,121 @@ static void test_pack_threads(void **state)
     free(root), free(out);
 }
 
+/* A record's bytes read in order, counting what was read. */
+typedef struct msrc {
+    const uint8_t *p;
+    size_t n, at;
+} msrc_t;
+
+static int ms_read(void *ctx, void *dst, size_t n, char *err, size_t errlen)
+{
+    msrc_t *m = ctx;
+    if (n > m->n - m->at)
+        return sl__fail(err, errlen, SL_ECORRUPT, "past the end");
+    if (dst)
+        memcpy(dst, m->p + m->at, n);
+    m->at += n;
+    return 0;
+}
+
+static int ms_finish(void *ctx, char *err, size_t errlen)
+{
+    msrc_t *m = ctx;
+    return ms_read(m, NULL, m->n - m->at, err, errlen);
+}
+
+/* Version 2 records (the entries and headers first): the label's header is
+ * read without the image's data, the data then passed over lazily; the
+ * parse and the in-order read agree; a version-1 record (the image's data
+ * before the label's header) is still read, to the same volumes. */
+static void test_volrec_layout(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *b = nii1(9, 8, 7, 1.5f, &n);
+    char *img, *lbl;
+    assert_true(asprintf(&img, "%s/vr_img.nii", dir) > 0);
+    assert_true(asprintf(&lbl, "%s/vr_lbl.nii", dir) > 0);
+    assert_int_equal(tu_write_file(img, b, n), 0);
+    assert_int_equal(tu_write_file(lbl, b, n), 0);
+    free(b);
+    sl__bytes_t rec = {0};
+    char err[512];
+    assert_int_equal(sl__volrec_build(img, lbl, 0, &rec, err, sizeof err), 0);
+    assert_int_equal(sl__get_u16(rec.p + 8), 2);
+    sl__volrec_t r;
+    assert_int_equal(sl__volrec_parse(rec.p, rec.n, &r, err, sizeof err), 0);
+    assert_int_equal(r.count, 2);
+    assert_true(r.part[1].hdr < r.part[0].data); /* headers first */
+    assert_true(r.part[0].data + r.part[0].dlen == r.part[1].data);
+    for (unsigned k = 0; k < 2; k++) {
+        msrc_t m = {rec.p, rec.n, 0};
+        sl__vol_src_t src = {ms_read, ms_finish, NULL, &m};
+        unsigned count;
+        uint8_t hdr[SL__NIFTI2_HDR];
+        size_t hlen;
+        uint64_t dlen, skip;
+        assert_int_equal(sl__volrec_seek(&src, rec.n, "t", k, &count, hdr,
+                                         &hlen, &dlen, &skip, err, sizeof err),
+                         0);
+        /* the head, two entries, two headers: no data read */
+        assert_int_equal(m.at, 16 + 2 * 16 + r.part[0].hlen + r.part[1].hlen);
+        assert_int_equal(skip, k ? r.part[0].dlen : 0);
+        assert_memory_equal(hdr, r.part[k].hdr, hlen);
+        assert_int_equal(sl__volrec_skipping(&src, skip), 0);
+        uint8_t *d = malloc((size_t)dlen);
+        assert_int_equal(src.read(src.ctx, d, (size_t)dlen, err, sizeof err),
+                         0);
+        assert_memory_equal(d, r.part[k].data, (size_t)dlen);
+        assert_int_equal(src.finish(src.ctx, err, sizeof err), 0);
+        assert_int_equal(m.at, rec.n);
+        if (src.close)
+            src.close(src.ctx);
+        free(d);
+    }
+    /* the same case as a version-1 record: [entry hdr data] per volume */
+    sl__bytes_t v1 = {0};
+    assert_int_equal(sl__bytes_reserve(&v1, rec.n), 0);
+    memcpy(v1.p, rec.p, 16);
+    sl__put_u16(v1.p + 8, 1);
+    size_t at = 16;
+    for (int k = 0; k < 2; k++) {
+        memcpy(v1.p + at, rec.p + 16 + 16 * k, 16);
+        memcpy(v1.p + at + 16, r.part[k].hdr, r.part[k].hlen);
+        memcpy(v1.p + at + 16 + r.part[k].hlen, r.part[k].data,
+               (size_t)r.part[k].dlen);
+        at += 16 + r.part[k].hlen + (size_t)r.part[k].dlen;
+    }
+    v1.n = at;
+    assert_int_equal(at, rec.n);
+    sl__volrec_t r1;
+    assert_int_equal(sl__volrec_parse(v1.p, v1.n, &r1, err, sizeof err), 0);
+    for (int k = 0; k < 2; k++) {
+        assert_memory_equal(r1.part[k].hdr, r.part[k].hdr, r.part[k].hlen);
+        assert_memory_equal(r1.part[k].data, r.part[k].data,
+                            (size_t)r.part[k].dlen);
+    }
+    msrc_t m = {v1.p, v1.n, 0};
+    sl__vol_src_t src = {ms_read, ms_finish, NULL, &m};
+    unsigned count;
+    uint8_t hdr[SL__NIFTI2_HDR];
+    size_t hlen;
+    uint64_t dlen, skip;
+    assert_int_equal(sl__volrec_seek(&src, v1.n, "t", 1, &count, hdr, &hlen,
+                                     &dlen, &skip, err, sizeof err),
+                     0);
+    assert_int_equal(skip, 0); /* version 1: the image's data read past */
+    assert_true(v1.p + m.at == r1.part[1].data);
+    /* a version from the future is refused as such */
+    sl__put_u16(v1.p + 8, 3);
+    assert_int_equal(sl__volrec_parse(v1.p, v1.n, &r1, err, sizeof err),
+                     SL_EUNSUPPORTED);
+    assert_non_null(strstr(err, "version 3"));
+    sl__bytes_free(&v1);
+    sl__bytes_free(&rec);
+    free(img), free(lbl);
+}
+
 int main(void)
 {
     if (!SL_HAVE_NIFTI) {
@@ -687,6 +802,7 @@ int main(void)
         cmocka_unit_test(test_reader),
         cmocka_unit_test(test_dataset),
         cmocka_unit_test(test_pack_threads),
+        cmocka_unit_test(test_volrec_layout),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(dir);

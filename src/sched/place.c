@@ -1,0 +1,190 @@
+/* sched/place: the GPU share's rule (see place.h). */
+#include "sched/place.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/estimate.h"
+
+void sl__place_init(sl__place_t *p)
+{
+    memset(p, 0, sizeof *p);
+}
+
+/* What the window says of the trainer beyond the estimate: the rate it
+ * got, its stall, and its time per sample outside next() (its step). */
+typedef struct meas {
+    double t, rate, stall, work;
+} meas_t;
+
+static void measure(const sl_snapshot_t *win, int n, meas_t *m)
+{
+    double t = 0, samples = 0, waited = 0;
+    for (int i = 0; i < n; i++) {
+        const sl_snapshot_t *s = &win[i];
+        double dt = s->interval_s > 0 ? s->interval_s : 0;
+        t += dt;
+        samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
+        waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
+    }
+    memset(m, 0, sizeof *m);
+    if (!(t > 0))
+        return;
+    m->t = t;
+    m->rate = samples / t;
+    m->stall = waited / t;
+    /* A consumer that (nearly) always waits has no step to measure. */
+    m->work = samples > 0 && t - waited > SL_EST_CONSUMER_WORKS * t
+                  ? (t - waited) / samples
+                  : 0;
+}
+
+static int backoff(int *b)
+{
+    *b = *b < 2 ? 2 : *b * 2;
+    if (*b > SL_PLACE_BACKOFF_MAX)
+        *b = SL_PLACE_BACKOFF_MAX;
+    return *b;
+}
+
+static int start_trial(sl__place_t *p, int dir, int from, const meas_t *m)
+{
+    p->trial = dir;
+    p->from = from;
+    p->before_rate = m->rate;
+    p->before_stall = m->stall;
+    p->before_work = m->work;
+    return 1;
+}
+
+/* The trial's verdict: 1 with *share (undone) and a reason, else 0. */
+static int judge(sl__place_t *p, const meas_t *m, const sl__knobs_t *cur,
+                 int *share, char *reason, size_t len)
+{
+    int dir = p->trial;
+    p->trial = 0;
+    if (dir > 0) {
+        p->interference = p->before_work > 0 && m->work > 0
+                              ? m->work / p->before_work - 1
+                              : 0;
+        int paid = m->rate >= p->before_rate * (1 + SL_PLACE_GAIN) ||
+                   (m->stall <= 0.7 * p->before_stall &&
+                    m->rate >= 0.97 * p->before_rate);
+        if (paid) {
+            p->raise_backoff = 0;
+            return 0;
+        }
+        p->raise_hold = backoff(&p->raise_backoff);
+        p->undone++;
+        *share = p->from;
+        char step[32] = "";
+        if (p->before_work > 0 && m->work > 0)
+            snprintf(step, sizeof step, ", step %+.0f %%",
+                     100 * p->interference);
+        snprintf(reason, len,
+                 "placement: raise did not pay (%.0f -> %.0f/s, stall %.0f -> "
+                 "%.0f %%%s): gpu_share %d -> %d",
+                 p->before_rate, m->rate, 100 * p->before_stall, 100 * m->stall,
+                 step, cur->gpu_share, p->from);
+        return 1;
+    }
+    double worse =
+        p->before_stall + 0.01 > 0.02 ? p->before_stall + 0.01 : 0.02;
+    if (m->stall <= worse && m->rate >= 0.97 * p->before_rate) {
+        p->shed_backoff = 0;
+        return 0;
+    }
+    p->shed_hold = backoff(&p->shed_backoff);
+    p->undone++;
+    *share = p->from;
+    snprintf(reason, len,
+             "placement: shed brought waits (%.0f -> %.0f/s, stall %.0f -> "
+             "%.0f %%): gpu_share %d -> %d",
+             p->before_rate, m->rate, 100 * p->before_stall, 100 * m->stall,
+             cur->gpu_share, p->from);
+    return 1;
+}
+
+int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
+                   const sl__limits_t *lim, const sl__knobs_t *cur, int *share,
+                   char *reason, size_t len)
+{
+    *share = cur->gpu_share;
+    if (!lim->tune_gpu_share || lim->max_gpu_share <= 0 || n <= 0)
+        return 0;
+    meas_t m;
+    measure(win, n, &m);
+    if (!(m.t > 0))
+        return 0;
+    sl__estimate_t e;
+    sl__estimate(win, n, lim, cur, &e);
+    if (e.gpu_rate > 0)
+        p->gpu_rate = e.gpu_rate; /* kept while the stage idles */
+    if (p->trial)
+        return judge(p, &m, cur, share, reason, len);
+    int may_raise = !p->raise_hold, may_shed = !p->shed_hold;
+    p->raise_hold -= p->raise_hold > 0;
+    p->shed_hold -= p->shed_hold > 0;
+    p->calm = m.stall < 0.01 ? p->calm + 1 : 0;
+    int s = cur->gpu_share, max = lim->max_gpu_share;
+    double cpu = e.cpu_prep > 0 ? e.cpu_prep : 0; /* the CPU path's */
+    double g = p->gpu_rate;
+
+    /* Raise: the trainer waits and the CPU cannot give more — unless
+     * NVML says the JPEG decoders are full already (the GPU is the
+     * bound). */
+    int cpu_short = !(e.cpu_prep > 0) || !(e.cpu_prep_max > 1.10 * e.cpu_prep);
+    int jpg_full =
+        win[n - 1].gpu_present && win[n - 1].gpu_jpg_util >= SL_PLACE_JPG_FULL;
+    if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&
+        !jpg_full) {
+        double bal = g > 0 ? g / (g + cpu) : 1;
+        double want =
+            e.demand > 0 ? 1 - cpu / (e.demand * SL_EST_DECODE_HEADROOM) : bal;
+        if (!(g > 0) && want > 0.5)
+            want = 0.5; /* its capacity unknown: at most half, then measure */
+        if (want > bal)
+            want = bal;
+        if (want * SL__PLACE_MILLE > s + SL_PLACE_STEP / 2) {
+            int to = (int)ceil(want * SL__PLACE_MILLE);
+            if (to < s + SL_PLACE_STEP)
+                to = s + SL_PLACE_STEP;
+            if (to > max)
+                to = max;
+            *share = to;
+            p->raises++;
+            char gs[32] = "not measured";
+            if (g > 0)
+                snprintf(gs, sizeof gs, "%.0f/s", g);
+            char ds[32] = "all it gets";
+            if (e.demand > 0)
+                snprintf(ds, sizeof ds, "%.0f/s", e.demand);
+            snprintf(reason, len,
+                     "placement: CPU short (%.0f of %.0f/s), waits %.0f %%, "
+                     "demand %s, GPU %s: gpu_share %d -> %d",
+                     cpu, e.cpu_prep_max, 100 * m.stall, ds, gs, s, to);
+            return start_trial(p, +1, s, &m);
+        }
+    }
+
+    /* Shed: calm, and the CPU could carry more of each batch. */
+    if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed && e.cpu_prep_max > 0) {
+        double d = e.demand > 0 ? e.demand : m.rate;
+        double keep = d > 0 ? 1 - 0.8 * e.cpu_prep_max / d : 1;
+        int to = keep > 0 ? (int)ceil(keep * SL__PLACE_MILLE) : 0;
+        if (to < s / 2)
+            to = s / 2;
+        if (to <= s - SL_PLACE_STEP) {
+            *share = to;
+            p->sheds++;
+            p->calm = 0;
+            snprintf(reason, len,
+                     "placement: calm, the CPU can make %.0f/s of %.0f/s: "
+                     "gpu_share %d -> %d",
+                     0.8 * e.cpu_prep_max, d, s, to);
+            return start_trial(p, -1, s, &m);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,75 @@
+/* sched/place: where samples are decoded — the rule that sets the GPU
+ * stage's share of each batch (SL_KNOB_GPU_SHARE, per mille) from
+ * telemetry, for every policy that tunes (heuristic and rl run it first
+ * in the tick, sched/policy.h; static never). docs/DESIGN.md "GPU stage".
+ *
+ * It reads a window as the stall model does (sched/estimate.h): the CPU
+ * path's rate at the decoders it has (prep) and at the most it may have
+ * (prep_max), the consumer's demand, and the GPU stage's capacity — the
+ * samples it finished per second it had samples in it (the snapshot's
+ * gpu_samples_per_s over gpu_stage_busy).
+ *   - raise: the consumer waits (stall >= 3 %), the CPU cannot give
+ *     more (prep_max within 10 % of prep: the decoders are at their
+ *     budget or the cores are taken) and NVML does not report the JPEG
+ *     decoders full (>= 95 %): the share jumps to what the model
+ *     asks — the CPU keeps what it makes, the GPU takes the rest of the
+ *     demand (1 - prep / demand; a consumer that takes all it gets: the
+ *     balance G / (G + prep), where both paths finish a batch together),
+ *     never past that balance (beyond it the GPU is the bound), at least
+ *     one step (50) above the share in force. Before the GPU's capacity
+ *     is measured the jump is the demand's share alone, at most half;
+ *   - judged the next window by what the trainer got: a raise that did
+ *     not lift the delivered rate by 5 % (or cut the stall by 30 % at
+ *     the same rate) is undone, and the next raise waits 2, 4 .. 32
+ *     windows. The consumer's own time per sample before and after (its
+ *     step: the GPU work it shares the device with) is reported as the
+ *     interference the raise cost — a raise that slows the training step
+ *     more than it feeds it lowers the rate and is undone;
+ *   - shed: no wait for 4 windows and the CPU could carry more of the
+ *     batch within 80 % of prep_max: the share falls (at most halved, to
+ *     what that CPU capacity allows), giving the GPU back to the trainer;
+ *     a shed that brings a wait (stall up by a point, rate down 3 %) is
+ *     undone, and the next shed waits 2, 4 .. 32 windows.
+ * One change per decision, with its reason. Pure: tests feed windows. */
+#ifndef SL_SCHED_PLACE_H
+#define SL_SCHED_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sched/knobs.h"
+#include "sluice/telemetry.h"
+
+#define SL__PLACE_MILLE 1000.0  /* the share's unit (gpu/placement.h) */
+#define SL_PLACE_STEP 50        /* per mille: the least move */
+#define SL_PLACE_STALL 0.03     /* a wait worth placing for */
+#define SL_PLACE_GAIN 0.05      /* a raise must buy this much rate */
+#define SL_PLACE_CALM 4         /* windows without a wait before a shed */
+#define SL_PLACE_BACKOFF_MAX 32 /* windows */
+#define SL_PLACE_JPG_FULL 0.95  /* NVML's JPEG-decoder use: no room */
+
+typedef struct sl__place {
+    int trial; /* +1: a raise under trial, -1: a shed, 0: none */
+    int from;  /* the share before it */
+    double before_rate, before_stall, before_work;
+    int raise_hold, raise_backoff; /* windows before the next raise */
+    int shed_hold, shed_backoff;
+    int calm;            /* windows without a wait */
+    double gpu_rate;     /* the stage's samples per busy second (0: not
+                            measured yet) */
+    double interference; /* the last judged raise: the consumer's time per
+                            sample after / before - 1 (0: none) */
+    int64_t raises, sheds, undone;
+} sl__place_t;
+
+void sl__place_init(sl__place_t *p);
+
+/* One decision over win[0..n) (oldest first) with the knobs in force
+ * (cur->gpu_share the share): 1 with *share and a reason when the share
+ * changes, else 0. Nothing when lim does not let the scheduler place
+ * (lim->tune_gpu_share 0). */
+int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
+                   const sl__limits_t *lim, const sl__knobs_t *cur, int *share,
+                   char *reason, size_t len);
+
+#endif

@@ -1,0 +1,73 @@
+/* sim/gpu: the GPU stage's model (see gpu.h). */
+#include "sim/gpu.h"
+
+#include <stdlib.h>
+
+#include "base/base.h"
+#include "gpu/placement.h"
+#include "sim/sim_internal.h"
+
+void sl__sim_gpu_limits(const sl__sim_profile_t *p, int policy,
+                        sl__limits_t *lim)
+{
+    int on = p->gpu_ms > 0;
+    lim->max_gpu_share = on ? SL__GPU_SHARE_MAX : 0;
+    lim->tune_gpu_share = on && policy != SL_POLICY_STATIC;
+}
+
+int sl__sim_gpu_init(sl__sim_t *s, int nitems)
+{
+    sl__sim_gpu_t *g = &s->gpu;
+    g->on = s->p.gpu_ms > 0;
+    g->cur = -1;
+    g->slow = 1.0 / (1.0 + (s->p.gpu_slow > 0 ? s->p.gpu_slow : 0));
+    if (!g->on)
+        return 0;
+    g->q = malloc((size_t)nitems * sizeof(int));
+    return g->q ? 0 : SL_ENOMEM;
+}
+
+void sl__sim_gpu_free(sl__sim_t *s)
+{
+    free(s->gpu.q);
+    s->gpu.q = NULL;
+}
+
+static void start(sl__sim_t *s)
+{
+    sl__sim_gpu_t *g = &s->gpu;
+    if (g->cur >= 0 || g->len == 0)
+        return;
+    g->cur = g->q[g->head];
+    g->head = (g->head + 1) % s->nitems;
+    g->len--;
+    g->end = s->now + s->p.gpu_ms / 1000.0;
+}
+
+int sl__sim_gpu_take(sl__sim_t *s, int id)
+{
+    sl__sim_gpu_t *g = &s->gpu;
+    if (!g->on ||
+        !sl__gpu_route(s->items[id].slot, s->p.batch_size, s->k.gpu_share))
+        return 0;
+    s->items[id].state = IT_GPU;
+    g->q[(g->head + g->len++) % s->nitems] = id;
+    start(s);
+    return 1;
+}
+
+void sl__sim_gpu_done(sl__sim_t *s)
+{
+    sl__sim_gpu_t *g = &s->gpu;
+    int id = g->cur;
+    g->cur = -1;
+    g->items++;
+    g->total++;
+    sl__sim_slot_done(s, id);
+    start(s);
+}
+
+double sl__sim_gpu_pace(const sl__sim_t *s)
+{
+    return s->gpu.cur >= 0 ? s->gpu.slow : 1.0;
+}

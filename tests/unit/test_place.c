@@ -1,0 +1,271 @@
+/* The GPU share's rule (sched/place.h) as a pure function of telemetry
+ * windows: it raises the share only when the trainer waits and the CPU
+ * cannot give more, to what the model asks and never past the balance
+ * with the GPU's measured capacity; it undoes a raise that did not pay
+ * (a slowed training step included), sheds the share when calm, undoes a
+ * shed that brings waits; the tick runs it first; the estimate asks
+ * decoders for the CPU's part only. */
+#include <string.h>
+
+#include "sched/estimate.h"
+#include "sched/place.h"
+#include "sched/policy.h"
+#include "testutil.h"
+
+#define N 5
+static sl_snapshot_t w[N];
+
+/* A window of N periods of 0.1 s: the trainer got `rate` samples/s and
+ * waited `stall` of the time; `dec` decoders (busy `dbusy`) made `cpu`
+ * samples/s; the GPU stage at `share` made `gpu` samples/s, busy `gbusy`
+ * of the time (< 0: no stage). 8 cores, none taken by others. */
+static void window(double rate, double stall, int dec, double dbusy, double cpu,
+                   int share, double gpu, double gbusy)
+{
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < N; i++) {
+        w[i].interval_s = 0.1;
+        w[i].ncpu = 8;
+        w[i].samples_per_s = rate;
+        w[i].stall_fraction = stall;
+        w[i].decode.workers = dec;
+        w[i].decode.busy = dbusy;
+        w[i].decode.items_per_s = cpu;
+        w[i].placement_present = 1;
+        w[i].placement_gpu = gbusy >= 0;
+        w[i].gpu_share = share;
+        w[i].gpu_samples_per_s = gpu;
+        w[i].gpu_stage_busy = gbusy;
+    }
+}
+
+/* The scheduler places; decoders capped at `max_dec` (a thread budget). */
+static sl__limits_t limits(int max_dec)
+{
+    sl__limits_t l;
+    memset(&l, 0, sizeof l);
+    l.tune_decode = l.tune_read = l.tune_prefetch = 1;
+    l.max_threads = max_dec + 1;
+    l.max_decode = max_dec;
+    l.max_read = 16;
+    l.max_prefetch = 8;
+    l.max_gpu_share = 1000;
+    l.tune_gpu_share = 1;
+    return l;
+}
+
+static void test_cpu_short_and_waiting_raises_the_share(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(1);
+    sl__knobs_t cur = {1, 1, 4, 0};
+    char why[SL_SCHED_REASON];
+    int share;
+    /* One decoder, busy, 300/s; the trainer waits half the time: it
+     * would take 600/s. The GPU is not measured yet: at most half. */
+    window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(share, 500);
+    assert_non_null(strstr(why, "CPU short"));
+    assert_non_null(strstr(why, "gpu_share 0 -> 500"));
+
+    /* It paid (300 -> 550/s), and the GPU made 275/s busy half the time:
+     * 550/s of capacity. Still waiting: the share rises toward what the
+     * demand asks, never past the balance 550 / (550 + 275) = 0.667. */
+    cur.gpu_share = share;
+    window(550, 0.1, 1, 1.0, 275, 500, 275, 0.5);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+        0); /* the verdict: kept */
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_true(share >= 550 && share <= 667);
+    assert_non_null(strstr(why, "GPU 550/s"));
+    assert_int_equal(p.raises, 2);
+}
+
+static void test_a_raise_that_slows_the_trainer_is_undone(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(1);
+    sl__knobs_t cur = {1, 1, 4, 0};
+    char why[SL_SCHED_REASON];
+    int share;
+    window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    cur.gpu_share = share;
+    /* The GPU work slowed the training step: the trainer got less and
+     * spent longer per sample outside next(). Undone, with the step's
+     * slowdown named. */
+    window(280, 0.4, 1, 1.0, 140, share, 140, 0.3);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(share, 0);
+    assert_non_null(strstr(why, "did not pay"));
+    assert_non_null(strstr(why, "step +"));
+    assert_true(p.interference > 0.1);
+    /* Held: the next raise waits (2 windows), though the trainer waits. */
+    cur.gpu_share = 0;
+    window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(p.undone, 1);
+}
+
+static void test_cpu_with_room_is_the_decoders_job(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(7); /* 8 cores free, budget 7 decoders */
+    sl__knobs_t cur = {1, 2, 4, 0};
+    char why[SL_SCHED_REASON];
+    int share;
+    window(600, 0.5, 2, 1.0, 600, 0, 0, 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(share, 0);
+    /* Others take 7 of the 8 cores: now the CPU is short. */
+    for (int i = 0; i < N; i++)
+        w[i].cpu_other = 7.0 / 8;
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_true(share > 0);
+}
+
+static void test_calm_sheds_and_a_shed_that_brings_waits_is_undone(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(4);
+    sl__knobs_t cur = {1, 2, 4, 600};
+    char why[SL_SCHED_REASON];
+    int share;
+    /* The trainer takes 400/s and never waits; two decoders make their
+     * 160/s at 40 % busy (5 ms each): four could make 800/s. */
+    window(400, 0, 2, 0.4, 160, 600, 240, 0.3);
+    for (int i = 0; i < SL_PLACE_CALM - 1; i++)
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(share, 300); /* at most halved */
+    assert_non_null(strstr(why, "calm"));
+    cur.gpu_share = share;
+    /* Waits came back: undone. */
+    window(350, 0.2, 2, 1.0, 245, 300, 105, 0.2);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(share, 600);
+    assert_non_null(strstr(why, "shed brought waits"));
+}
+
+static void
+test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(1);
+    sl__knobs_t cur = {1, 1, 4, 300};
+    char why[SL_SCHED_REASON];
+    int share;
+    window(600, 0.3, 1, 1.0, 420, 300, 180, 0.3);
+    for (int i = 0; i < N; i++) {
+        w[i].gpu_present = 1;
+        w[i].gpu_jpg_util = 0.97;
+    }
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(share, 300);
+    for (int i = 0; i < N; i++)
+        w[i].gpu_jpg_util = 0.5; /* room again: the raise comes */
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_true(share > 300);
+}
+
+static void test_nothing_without_the_scheduler_placing(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(1);
+    lim.tune_gpu_share = 0; /* static, a share given, or no stage */
+    sl__knobs_t cur = {1, 1, 4, 0};
+    char why[SL_SCHED_REASON];
+    int share = -1;
+    window(300, 0.9, 1, 1.0, 300, 0, 0, -1);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(share, 0);
+}
+
+static void test_the_tick_places_first_and_alone(void **state)
+{
+    (void)state;
+    sl__sched_t s;
+    sl__sched_init(&s, sl__policy_heuristic());
+    sl__limits_t lim = limits(1);
+    sl__knobs_t cur = {1, 1, 4, 0};
+    sl__sched_decision_t d;
+    window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
+    assert_int_equal(sl__sched_tick(&s, w, N, &lim, &cur, &d), 1);
+    assert_int_equal(d.ch[0].knob, SL_KNOB_GPU_SHARE);
+    assert_int_equal(d.ch[0].from, 0);
+    assert_int_equal(d.ch[0].to, 500);
+    assert_non_null(strstr(d.reason, "placement"));
+    sl__sched_free(&s);
+}
+
+static void test_the_estimate_asks_decoders_for_the_cpus_part(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits(16);
+    sl__knobs_t cur = {1, 2, 4, 0};
+    sl__estimate_t a, b;
+    /* 2 decoders at 10 ms a sample, the trainer wants 800/s. */
+    window(200, 0.75, 2, 1.0, 200, 0, 0, -1);
+    sl__estimate(w, N, &lim, &cur, &a);
+    /* Half of each batch on the GPU: the same decoders make the other
+     * half, the trainer gets 400/s and still wants 800/s. */
+    cur.gpu_share = 500;
+    window(400, 0.5, 2, 1.0, 200, 500, 200, 0.2);
+    sl__estimate(w, N, &lim, &cur, &b);
+    assert_true(a.cpu_frac == 1.0);
+    assert_true(b.cpu_frac > 0.49 && b.cpu_frac < 0.51);
+    assert_int_equal(a.need_decode, 10);
+    assert_int_equal(b.need_decode, 5);
+    /* The whole batch's rate: the CPU's 200/s is half of it, and the GPU
+     * (1000/s busy) is not the bound. */
+    assert_true(b.cpu_prep > 199 && b.cpu_prep < 201);
+    assert_true(b.prep > 399 && b.prep < 401);
+    assert_true(b.gpu_rate > 999 && b.gpu_rate < 1001);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cpu_short_and_waiting_raises_the_share),
+        cmocka_unit_test(test_a_raise_that_slows_the_trainer_is_undone),
+        cmocka_unit_test(test_cpu_with_room_is_the_decoders_job),
+        cmocka_unit_test(
+            test_calm_sheds_and_a_shed_that_brings_waits_is_undone),
+        cmocka_unit_test(
+            test_no_raise_when_nvml_says_the_jpeg_decoders_are_full),
+        cmocka_unit_test(test_nothing_without_the_scheduler_placing),
+        cmocka_unit_test(test_the_tick_places_first_and_alone),
+        cmocka_unit_test(test_the_estimate_asks_decoders_for_the_cpus_part),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
