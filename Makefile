@@ -12,7 +12,7 @@ PY_FLAGS = $$(test -x .venv/bin/python && echo -DPython3_EXECUTABLE=$(CURDIR)/.v
 DEMO_DIR ?= $(BUILD)/demo-data
 DEMO_IMAGES ?= 1000
 
-.PHONY: all deps demo check check-fast test asan tsan fuzz-build fuzz bench clean format format-check
+.PHONY: all deps demo check check-deps check-format check-build check-test check-asan check-tsan check-fuzz test fuzz-build fuzz bench clean format format-check
 
 # Quiet: cmake's progress lines, not its "Built target" list.
 all:
@@ -29,26 +29,57 @@ demo: deps all
 	@test -d $(DEMO_DIR) || $(BUILD)/sluice make-dataset --synthetic $(DEMO_DIR) --images $(DEMO_IMAGES) --classes 10
 	@scripts/demo.sh $(BUILD) $(DEMO_DIR)
 
-# Every test: the layout (clang-format), then warnings as errors and every
-# ctest (the install tests included: the installed library, an images-only
-# build, the exported symbols; one ctest per Python test file, so that -j
-# balances them with the C tests), then unit tests under ASan+UBSan (and the
-# Python binding's thread test with the extension built under ASan), the
-# concurrency tests under TSan, then the libFuzzer targets built and run
-# briefly on their corpora (clang), FUZZ_JOBS (= JOBS) of them at once.
+# Every test, in stages, each its own target (`make check-asan` runs one):
+#   deps    the Debian packages and the project venv (scripts/install-deps);
+#   format  the layout (clang-format);
+#   build   warnings as errors, everything;
+#   test    every ctest (the install tests included: the installed library,
+#           an images-only build, the exported symbols; one ctest per Python
+#           test file, so that -j balances them with the C tests), TEST_JOBS
+#           at once: one more than the cores, as many tests wait (servers,
+#           Ray, throttled reads, subprocesses) and a core would idle;
+#   asan    the unit tests under ASan+UBSan (-O1: the numeric tests at -O0
+#           took minutes; ASan's own advice), and the Python binding's
+#           thread test with the extension built under ASan;
+#   tsan    the concurrency tests under TSan (only they are built);
+#   fuzz    the libFuzzer targets built with clang and run on their corpora
+#           (the corpus replay is the regression guard; ctest also replays
+#           each corpus in the plain and ASan builds) and CHECK_FUZZ_SECONDS
+#           of exploration each, FUZZ_JOBS (= JOBS) of them at once.
+# check prints each stage's wall and CPU seconds as it ends, and all of them
+# at the end (what the 20-minute budget of CI is checked against).
+CHECK_STAGES = deps format build test asan tsan fuzz
+TEST_JOBS ?= $(shell echo $$(($(JOBS) + 1)))
+CHECK_FUZZ_SECONDS ?= 5
 check:
+	@start=$$(date +%s); tf=$$(mktemp); trap 'rm -f "$$tf" "$$tf.n"' EXIT; report=; \
+	cpu() { times >"$$tf"; awk 'NR == 2 {split($$1, u, /[ms]/); split($$2, s, /[ms]/); \
+	  printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2]}' "$$tf"; }; \
+	for s in $(CHECK_STAGES); do \
+	  t0=$$(date +%s); cpu >"$$tf.n"; c0=$$(<"$$tf.n"); \
+	  $(MAKE) check-$$s || { echo "check: stage $$s FAILED"; exit 1; }; \
+	  cpu >"$$tf.n"; line="$$s $$(($$(date +%s) - t0)) s (CPU $$(($$(<"$$tf.n") - c0)) s)"; \
+	  echo "check: $$line"; report="$$report, $$line"; \
+	done; \
+	echo "check: passed in $$(($$(date +%s) - start)) s: $${report#, }"
+check-deps:
 	@scripts/install-deps --python
-	$(MAKE) format-check
+check-format: format-check
+check-build:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON $(PY_FLAGS) >/dev/null
 	cmake --build build-check -j $(JOBS)
-	cd build-check && ctest --output-on-failure -j $(JOBS)
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSL_WERROR=ON -DSL_SANITIZE=address,undefined $(PY_FLAGS) >/dev/null
+check-test:
+	cd build-check && ctest --output-on-failure -j $(TEST_JOBS)
+check-asan:
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DSL_WERROR=ON -DSL_SANITIZE=address,undefined $(PY_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L '^(unit|asan)$$'
+check-tsan:
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON -DSL_SANITIZE=thread >/dev/null
-	cmake --build build-tsan -j $(JOBS)
+	cmake --build build-tsan -j $(JOBS) --target concurrency_tests
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L concurrency
-	$(MAKE) fuzz FUZZ_SECONDS=20
+check-fuzz:
+	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus,
 # FUZZ_JOBS of them at once (each fuzzer is one process, one core).

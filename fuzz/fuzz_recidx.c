@@ -1,7 +1,8 @@
 /* Fuzz target: any bytes as a sidecar index (data/recidx) of a WebDataset
  * tar and of a TFRecord file whose size is the one the bytes claim (up to
- * 16 MiB; zeros). A decoded index must agree with the file: every good
- * sample inside it; then every sample is read and described, as a loader
+ * 16 MiB; zeros). A decoded index must agree with the file: every sample
+ * keeps the rule of data/recidx (sl__recidx_check: inside it, its image in
+ * place); then every sample is read and described, as a loader
  * would. Each input runs as is and resealed (its checksum made right,
  * so that mutations reach the checks behind it). Nothing may crash, leak, read
  * out of bounds or allocate from an unchecked count. Seeds
@@ -39,10 +40,8 @@ static void one(const uint8_t *p, size_t n, int fmt)
     if (!sl__recidx_decode(f, p, n, err, sizeof err)) {
         sl__bytes_t out = {0};
         for (int64_t k = 0; k < f->n; k++) {
-            const sl__rec_t *r = &f->recs[k];
-            if (r->label >= 0 && (r->img_off > r->len || r->img_len > r->len ||
-                                  r->off > size || r->len > size - r->off))
-                abort();
+            if (sl__recidx_check(&f->recs[k], fmt, size))
+                abort();  /* decoded, so it must keep the library's rule */
             if (k < 64) { /* reads of zeros: enough to exercise them */
                 (void)sl__recfile_read(f, k, &out, NULL, NULL, err, sizeof err);
                 (void)sl__recfile_describe(f, k, d, sizeof d);

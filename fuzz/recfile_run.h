@@ -1,7 +1,9 @@
 /* The run shared by the record-file fuzz targets (fuzz_wds, fuzz_tfrecord):
  * the bytes indexed as fmt (strictly, or with skip), every sample read and
- * described, and one read past the end. The index must agree with itself:
- * a good sample's bytes lie inside the input, its image inside them. */
+ * described, and one read past the end. Every sample the walk finds must
+ * keep the rule a sidecar's samples are held to (sl__recidx_check: its
+ * bytes inside the input, its image in its format's place): a sidecar
+ * holds exactly what the walk finds. */
 #ifndef SL_FUZZ_RECFILE_RUN_H
 #define SL_FUZZ_RECFILE_RUN_H
 #include <stddef.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 
 #include "data/recfile.h"
+#include "data/recidx.h"
 
 static void fuzz_recfile_run(const uint8_t *data, size_t size, int fmt,
                              const char *name, int skip)
@@ -22,9 +25,7 @@ static void fuzz_recfile_run(const uint8_t *data, size_t size, int fmt,
         return;
     sl__bytes_t out = {0};
     for (int64_t k = 0; k < f->n; k++) {
-        const sl__rec_t *r = &f->recs[k];
-        if (r->label >= 0 && (r->img_off > r->len || r->img_len > r->len ||
-                              r->off > size || r->len > size - r->off))
+        if (sl__recidx_check(&f->recs[k], fmt, size))
             abort();
         (void)sl__recfile_read(f, k, &out, NULL, NULL, err, sizeof err);
         (void)sl__recfile_describe(f, k, d, sizeof d);

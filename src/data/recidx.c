@@ -76,8 +76,7 @@ int sl__recidx_encode(const sl__recfile_t *f, sl__bytes_t *out)
     return 0;
 }
 
-/* One sample's fields against the file (size fsize) and the format. */
-static const char *rec_check(const sl__rec_t *r, int fmt, uint64_t fsize)
+const char *sl__recidx_check(const sl__rec_t *r, int fmt, uint64_t fsize)
 {
     if (r->hdr >= fsize)
         return "a header offset past the end of the file";
@@ -160,7 +159,7 @@ int sl__recidx_decode(sl__recfile_t *f, const uint8_t *p, size_t n, char *err,
                        .img_off = sl__get_u32(q + 20),
                        .img_len = sl__get_u32(q + 24),
                        .label = (int32_t)sl__get_u32(q + 28)};
-        const char *w = rec_check(&r, f->fmt, fsize);
+        const char *w = sl__recidx_check(&r, f->fmt, fsize);
         if (!w && (r.label < 0) != (k == nextbad))
             w = "bad samples and their messages disagree";
         if (w) {

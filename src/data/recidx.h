@@ -33,6 +33,11 @@
 #define SL__RECIDX_SUFFIX ".slidx"
 #define SL__RECIDX_MSG_MAX 4096 /* longest stored message */
 
+/* Why sample r cannot stand in a file of fsize bytes of format fmt (its
+ * header or bytes past the end, its image out of its format's place, a
+ * label out of range, a bad sample's code not a data error), or NULL: the
+ * rule sl__recidx_decode holds every sample to. */
+const char *sl__recidx_check(const sl__rec_t *r, int fmt, uint64_t fsize);
 /* f's index (f->recs, bad samples, damage) as sidecar bytes into out
  * (out->n set). @return 0 or SL_ENOMEM. */
 int sl__recidx_encode(const sl__recfile_t *f, sl__bytes_t *out);

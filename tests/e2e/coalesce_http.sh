@@ -20,20 +20,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" coalesce_http
 
-if "$S" run http://127.0.0.1:1/x.tar --batch 1 2>&1 | grep -q "built without libcurl"; then
-  echo "skip: sluice was built without libcurl (SL_CURL=OFF)"; exit 77
-fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "skip: nginx not installed (scripts/install-deps)"; exit 77; }
-PY=$(command -v python3) || { echo "skip: no python3"; exit 77; }
-
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib_http.sh"
 
 "$S" make-dataset --synthetic "$T/www/ds" --images 96 --classes 4 >/dev/null 2>&1 ||
   { echo "FAIL make-dataset"; exit 1; }
@@ -46,23 +33,7 @@ SLS="sls/shard-{00000..$(printf '%05d' $((ns - 1)))}.sls"
 WDS="wds/shard-{000000..$(printf '%06d' $((nw - 1)))}.tar"
 TFR="tfr/data-{00000..$(printf '%05d' $((nt - 1)))}.tfrecord"
 
-chmod -R o+rX "$T"
-nginx_user=""; [ "$(id -u)" = 0 ] && nginx_user="user root;"
-for try in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 20000))
-  cat >"$T/nginx.conf" <<CONF
-$nginx_user worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/nginx.err;
-events { worker_connections 128; }
-http { log_format r '\$request_method \$uri \$status \$bytes_sent';
-  access_log $T/access.log r;
-  server { listen 127.0.0.1:$port; root $T/www; } }
-CONF
-  "$NGINX" -c "$T/nginx.conf" -p "$T" 2>>"$T/nginx.err" &&
-    for i in $(seq 50); do [ -s "$T/nginx.pid" ] && break 2; sleep 0.1; done
-  port=
-done
-[ -n "$port" ] || { cat "$T/nginx.err"; echo "FAIL nginx did not start"; exit 1; }
-N=http://127.0.0.1:$port
+nginx_start '$request_method $uri $status $bytes_sent'
 
 run() { "$S" run "$@" --batch 8 --size 32 --seed 5 --epochs 1 --io-depth 8 --digest --json --quiet 2>&1; }
 local_of() { if [ "$1" = SLS ]; then echo "$T/www/sls"; else echo "$T/www/${!1}"; fi; }
@@ -115,10 +86,8 @@ done
 # Records that always fail: coalesced requests fall back to single ones,
 # which name the record's range; the skip list of coalescing off.
 export SL_HTTP_BACKOFF_MS=10 SL_HTTP_RETRIES=2
-"$PY" "$(dirname "$0")/faulty_http.py" "$T/www" "$T/port" 2>/dev/null &
-pids+=($!)
-for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
-G=http://127.0.0.1:$(cat "$T/port")
+faulty_start "$T/port" /dev/null
+G=$furl
 mkdir -p "$T/www/badrec"
 cp "$T/www/sls/shard-00000.sls" "$T/www/badrec/shard.sls"
 cp "$T/www/wds/shard-000000.tar" "$T/www/badrec/shard.tar"

@@ -25,20 +25,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" remote_http
 
-if "$S" run http://127.0.0.1:1/x.tar --batch 1 2>&1 | grep -q "built without libcurl"; then
-  echo "skip: sluice was built without libcurl (SL_CURL=OFF)"; exit 77
-fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "skip: nginx not installed (scripts/install-deps)"; exit 77; }
-PY=$(command -v python3) || { echo "skip: no python3"; exit 77; }
-
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  [ -f "$T/nginx.pid" ] && kill "$(cat "$T/nginx.pid")" 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib_http.sh"
 
 "$S" make-dataset --synthetic "$T/www/ds" --images 48 --classes 4 >/dev/null 2>&1 ||
   { echo "FAIL make-dataset"; exit 1; }
@@ -51,25 +38,7 @@ SLS="sls/shard-{00000..$(printf '%05d' $((ns - 1)))}.sls"
 WDS="wds/shard-{000000..$(printf '%06d' $((nw - 1)))}.tar"
 TFR="tfr/data-{00000..$(printf '%05d' $((nt - 1)))}.tfrecord"
 
-chmod -R o+rX "$T" # nginx's workers run as another user...
-# ...who may still not reach $T (a clone under a 0700 mktemp folder, as
-# CI's): as root, the workers run as root too.
-nginx_user=""; [ "$(id -u)" = 0 ] && nginx_user="user root;"
-# nginx on a free port (retried a few times if one is taken meanwhile).
-for try in 1 2 3 4 5; do
-  port=$((20000 + RANDOM % 20000))
-  cat >"$T/nginx.conf" <<CONF
-$nginx_user worker_processes 1; daemon on; pid $T/nginx.pid; error_log $T/nginx.err;
-events { worker_connections 128; }
-http { log_format b '\$bytes_sent'; access_log $T/access.log b;
-  server { listen 127.0.0.1:$port; root $T/www; } }
-CONF
-  "$NGINX" -c "$T/nginx.conf" -p "$T" 2>>"$T/nginx.err" &&
-    for i in $(seq 50); do [ -s "$T/nginx.pid" ] && break 2; sleep 0.1; done
-  port=
-done
-[ -n "$port" ] || { cat "$T/nginx.err"; echo "FAIL nginx did not start"; exit 1; }
-N=http://127.0.0.1:$port
+nginx_start '$bytes_sent'
 
 run() { "$S" run "$@" --batch 8 --size 32 --seed 5 --epochs 2 --read-threads 2 --digest --json --quiet 2>&1; }
 # Local sluice shards are read as their pack folder (same shards, order).
@@ -169,14 +138,7 @@ export SL_HTTP_STALL_S=1 SL_HTTP_BACKOFF_MS=10 SL_HTTP_RETRIES=6
 # faulty NAME ARGS...: a faulty_http.py started afresh (its faults are for
 # the first requests of each file), its URL in $F; unfaulty stops it and
 # leaves what it served in $served.
-fpid=
-faulty() {
-  rm -f "$T/port"
-  "$PY" "$(dirname "$0")/faulty_http.py" "$T/www" "$T/port" "$@" 2>"$T/faulty.log" &
-  fpid=$!; pids+=($fpid)
-  for i in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
-  F=http://127.0.0.1:$(cat "$T/port")
-}
+faulty() { faulty_start "$T/port" "$T/faulty.log" "$@"; F=$furl; }
 unfaulty() { kill "$fpid"; wait "$fpid" 2>/dev/null; served=$(tail -1 "$T/faulty.log"); }
 # Sluice shards on both paths (blocking; multi at depth 8), WebDataset.
 for v in "SLS off" "SLS 8" "WDS 8"; do
@@ -204,10 +166,8 @@ echo "delay: io_depth first, most: $depths; img/s at depth 1: $(jget samples_per
 check "delay: the heuristic raises io_depth (first, most: $depths)" test "${depths#* }" -ge 8 -a "${depths#* }" -gt "${depths% *}"
 check "delay: many requests at once at the server ($served)" grep -qE "concurrent=([4-9]|[1-9][0-9])" <<<"$served"
 
-"$PY" "$(dirname "$0")/faulty_http.py" "$T/www" "$T/port2" 2>/dev/null &
-pids+=($!)
-for i in $(seq 50); do [ -s "$T/port2" ] && break; sleep 0.1; done
-G=http://127.0.0.1:$(cat "$T/port2")
+faulty_start "$T/port2" /dev/null
+G=$furl
 export SL_HTTP_RETRIES=2
 out=$("$S" run "$G/{sls/shard-00000.sls,always500/shard.sls}" --batch 8 --size 32 2>&1)
 check "permanent 500: fails naming the URL" grep -q "always500/shard.sls.*HTTP 500 (after 2 retries)" <<<"$out"

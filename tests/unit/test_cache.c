@@ -5,7 +5,6 @@
  * limit evicts. And the decoded tier's contract (ops/decoded.c): the
  * transform from the full decode writes the bytes the crop path writes
  * without DCT scaling, on every ImageNet sample image. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,84 +157,55 @@ static void test_codecs_round_trip(void **state)
 /* The decoded tier's contract on real photos (4:4:4, 4:2:0, 4:2:2,
  * grayscale): process_rgb(decode_full(f)) == process(f) without DCT
  * scaling, for a random crop and an eval crop, uint8 and float. */
+static void decoded_equals_no_dct(void *ctx, const tu_photo_t *p)
+{
+    sl__scratch_t *s = ctx;
+    char err[256];
+    assert_int_equal(p->rgb_n, (size_t)p->w * p->h * 3 + SL__IMAGE_SLACK);
+    for (int mode = 0; mode < 2; mode++) {
+        sl__xform_t x = {0};
+        x.mode = mode ? SL_XF_CENTER : SL_XF_RRC;
+        x.scale[0] = 0.08, x.scale[1] = 1;
+        x.ratio[0] = 3.0 / 4, x.ratio[1] = 4.0 / 3;
+        x.resize_size = 256;
+        x.flip = 1;
+        x.out_w = x.out_h = 224;
+        x.dtype = mode ? SL_DTYPE_FLOAT32 : SL_DTYPE_UINT8;
+        x.layout = SL_LAYOUT_CHW;
+        for (int c = 0; c < 3; c++)
+            x.mean[c] = 0.5f, x.std[c] = 0.25f;
+        x.dct_scale = 0;
+        size_t ob = 224 * 224 * 3 * (mode ? 4 : 1);
+        uint8_t *o1 = malloc(ob), *o2 = malloc(ob);
+        sl__rng_t c1, f1, c2, f2;
+        sl__rng_init(&c1, 3, 0, (uint64_t)p->i, SL_RNG_CROP);
+        sl__rng_init(&f1, 3, 0, (uint64_t)p->i, SL_RNG_FLIP);
+        c2 = c1, f2 = f1;
+        assert_int_equal(sl__image_process(p->bytes, p->n, &x, &c1, &f1, s, o1,
+                                           err, sizeof err),
+                         0);
+        assert_int_equal(sl__image_process_rgb(p->rgb, p->w, p->h, &x, &c2, &f2,
+                                               s, o2, err, sizeof err),
+                         0);
+        if (memcmp(o1, o2, ob))
+            fail_msg("%s (%dx%d, mode %d): the decoded tier's pixels "
+                     "differ from the no-DCT path",
+                     p->path, p->w, p->h, mode);
+        free(o1);
+        free(o2);
+    }
+}
+
 static void test_decoded_equals_no_dct(void **state)
 {
     (void)state;
-    char *root = tu_shared_data("imagenet-sample");
-    if (!root)
-        skip();
-    DIR *d = opendir(root);
-    assert_non_null(d);
     sl__scratch_t *s = sl__scratch_create();
-    sl__bytes_t pix = {0};
-    int files = 0, limit = getenv("SL_CACHE_ALL") ? 1 << 30 : 250;
-    struct dirent *e;
-    while ((e = readdir(d)) && files < limit) {
-        if (e->d_name[0] == '.')
-            continue;
-        char sub[4096];
-        snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
-        DIR *d2 = opendir(sub);
-        if (!d2)
-            continue;
-        struct dirent *f;
-        while ((f = readdir(d2))) {
-            if (f->d_name[0] == '.')
-                continue;
-            char path[8192];
-            snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
-            size_t n;
-            uint8_t *b = tu_read_file(path, &n);
-            assert_non_null(b);
-            int w, h;
-            char err[256];
-            assert_int_equal(sl__image_decode_full(b, n, 0, s, &pix, &w, &h,
-                                                   err, sizeof err),
-                             0);
-            assert_int_equal(pix.n, (size_t)w * h * 3 + SL__IMAGE_SLACK);
-            for (int mode = 0; mode < 2; mode++) {
-                sl__xform_t x = {0};
-                x.mode = mode ? SL_XF_CENTER : SL_XF_RRC;
-                x.scale[0] = 0.08, x.scale[1] = 1;
-                x.ratio[0] = 3.0 / 4, x.ratio[1] = 4.0 / 3;
-                x.resize_size = 256;
-                x.flip = 1;
-                x.out_w = x.out_h = 224;
-                x.dtype = mode ? SL_DTYPE_FLOAT32 : SL_DTYPE_UINT8;
-                x.layout = SL_LAYOUT_CHW;
-                for (int c = 0; c < 3; c++)
-                    x.mean[c] = 0.5f, x.std[c] = 0.25f;
-                x.dct_scale = 0;
-                size_t ob = 224 * 224 * 3 * (mode ? 4 : 1);
-                uint8_t *o1 = malloc(ob), *o2 = malloc(ob);
-                sl__rng_t c1, f1, c2, f2;
-                sl__rng_init(&c1, 3, 0, (uint64_t)files, SL_RNG_CROP);
-                sl__rng_init(&f1, 3, 0, (uint64_t)files, SL_RNG_FLIP);
-                c2 = c1, f2 = f1;
-                assert_int_equal(sl__image_process(b, n, &x, &c1, &f1, s, o1,
-                                                   err, sizeof err),
-                                 0);
-                assert_int_equal(sl__image_process_rgb(pix.p, w, h, &x, &c2,
-                                                       &f2, s, o2, err,
-                                                       sizeof err),
-                                 0);
-                if (memcmp(o1, o2, ob))
-                    fail_msg("%s (%dx%d, mode %d): the decoded tier's pixels "
-                             "differ from the no-DCT path",
-                             path, w, h, mode);
-                free(o1);
-                free(o2);
-            }
-            free(b);
-            files++;
-        }
-        closedir(d2);
-    }
-    closedir(d);
-    printf("# %d images: decoded tier == no-DCT path\n", files);
-    sl__bytes_free(&pix);
+    int files = tu_photos(getenv("SL_CACHE_ALL") ? 1 << 30 : 250, 0,
+                          decoded_equals_no_dct, s);
     sl__scratch_destroy(s);
-    free(root);
+    if (files < 0)
+        skip();
+    printf("# %d images: decoded tier == no-DCT path\n", files);
 }
 
 /* The run-time codec rule on numbers: everything fits uncompressed ->

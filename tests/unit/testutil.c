@@ -1,5 +1,6 @@
 #include "testutil.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,55 @@ char *tu_shared_data(const char *sub)
         return NULL;
     }
     return path;
+}
+
+int tu_photos(int limit, int per_class,
+              void (*fn)(void *ctx, const tu_photo_t *p), void *ctx)
+{
+    char *root = tu_shared_data("imagenet-sample");
+    if (!root)
+        return -1;
+    DIR *d = opendir(root);
+    assert_non_null(d);
+    sl__scratch_t *s = sl__scratch_create();
+    sl__bytes_t pix = {0};
+    int files = 0;
+    struct dirent *e;
+    while (files < limit && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char sub[4096];
+        snprintf(sub, sizeof sub, "%s/%s", root, e->d_name);
+        DIR *d2 = opendir(sub);
+        if (!d2)
+            continue;
+        struct dirent *f;
+        int in_class = 0;
+        while (files < limit && (!per_class || in_class < per_class) &&
+               (f = readdir(d2))) {
+            if (f->d_name[0] == '.')
+                continue;
+            char path[8192];
+            snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
+            tu_photo_t p = {.path = path, .i = files};
+            uint8_t *b = tu_read_file(path, &p.n);
+            assert_non_null(b);
+            char err[256];
+            if (sl__image_decode_full(b, p.n, 0, s, &pix, &p.w, &p.h, err,
+                                      sizeof err))
+                fail_msg("%s: %s", path, err);
+            p.bytes = b, p.rgb = pix.p, p.rgb_n = pix.n;
+            fn(ctx, &p);
+            free(b);
+            files++, in_class++;
+        }
+        closedir(d2);
+    }
+    closedir(d);
+    sl__bytes_free(&pix);
+    sl__scratch_destroy(s);
+    free(root);
+    return files;
 }
 
 void tu_rmtree(const char *path)

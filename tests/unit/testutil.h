@@ -38,6 +38,24 @@ void tu_tree_shard_remove(char *root, char *shard);
 /* Starts l at the beginning and reads it to the end: a digest of the
  * stream (pixels, labels and indices, in order); *samples the samples. */
 uint64_t tu_stream_digest(sl_loader_t *l, int64_t *samples);
+/* A photo of the ImageNet sample as tu_photos gives it: its path, the
+ * file's bytes, its pixels decoded at full size by libjpeg-turbo
+ * (sl__image_decode_full: RGB, w x h; rgb_n bytes, SL__IMAGE_SLACK past
+ * them) and its number among those visited (0..). */
+typedef struct tu_photo {
+    const char *path;
+    const uint8_t *bytes;
+    size_t n;
+    const uint8_t *rgb;
+    size_t rgb_n;
+    int w, h, i;
+} tu_photo_t;
+/* Walks ../shared/data/imagenet-sample/CLASS/FILE (directory order), each
+ * photo read and decoded (asserted to succeed) and given to fn: at most
+ * `limit` photos, at most `per_class` of a class (0: no such limit). The
+ * number visited, or -1 (printing why) when the sample is absent. */
+int tu_photos(int limit, int per_class,
+              void (*fn)(void *ctx, const tu_photo_t *p), void *ctx);
 /* rm -rf */
 void tu_rmtree(const char *path);
 /* A watchdog that turns a hang (or a quadratic blow-up) into a failure:
