@@ -8,9 +8,10 @@
 #include <stddef.h>
 
 #include "gpu/rt.h"
+#include "sched/knobs.h"
 
 /* The share knob's unit: per mille of a batch's samples. */
-#define SL__GPU_SHARE_MAX 1000
+#define SL__GPU_SHARE_MAX SL_KNOB_SHARE_UNIT
 
 typedef struct sl__placement {
     int asked;      /* sl_placement_t as given (SL_PLACEMENT_AUTO for 0) */

@@ -15,10 +15,8 @@ static int ceil_clamp(double x, int lo, int hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* The share's unit (per mille, gpu/placement.h), and the least part of a
- * batch the CPU path is taken to make (a share of 1000 still hands it the
- * samples the GPU refuses). */
-#define GPU_ALL 1000.0
+/* The least part of a batch the CPU path is taken to make (a whole share
+ * still hands it the samples the GPU refuses). */
 #define CPU_FRAC_MIN 0.02
 
 /* The whole batch's samples/s when the CPU path makes cpu samples/s of
@@ -74,9 +72,9 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         return;
     const sl_snapshot_t *last = &win[n - 1];
     if (last->placement_gpu && last->gpu_share > 0)
-        e->cpu_frac = last->gpu_share >= GPU_ALL
+        e->cpu_frac = last->gpu_share >= SL_KNOB_SHARE_UNIT
                           ? CPU_FRAC_MIN
-                          : 1 - last->gpu_share / GPU_ALL;
+                          : 1 - last->gpu_share / (double)SL_KNOB_SHARE_UNIT;
     if (e->cpu_frac < CPU_FRAC_MIN)
         e->cpu_frac = CPU_FRAC_MIN;
     /* Enough of the stage seen to call it a capacity. */

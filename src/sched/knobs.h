@@ -71,6 +71,10 @@ enum {
     SL_KNOB_GPU_SHARE    /* per mille of a batch on the GPU stage */
 };
 
+/* SL_KNOB_GPU_SHARE's unit: per mille of a batch's samples (the share's
+ * whole range is 0..SL_KNOB_SHARE_UNIT). */
+#define SL_KNOB_SHARE_UNIT 1000
+
 /* The engine's worker limit per stage (exec/workers.h SL_WORKERS_MAX,
  * checked there) and the most batch buffers anyone may ask for. */
 #define SL_KNOB_MAX_THREADS 256

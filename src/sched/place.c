@@ -146,8 +146,8 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             want = 0.5; /* its capacity unknown: at most half, then measure */
         if (want > bal)
             want = bal;
-        if (want * SL__PLACE_MILLE > s + SL_PLACE_STEP / 2) {
-            int to = (int)ceil(want * SL__PLACE_MILLE);
+        if (want * (double)SL_KNOB_SHARE_UNIT > s + SL_PLACE_STEP / 2) {
+            int to = (int)ceil(want * (double)SL_KNOB_SHARE_UNIT);
             if (to < s + SL_PLACE_STEP)
                 to = s + SL_PLACE_STEP;
             if (to > max)
@@ -172,7 +172,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed && e.cpu_prep_max > 0) {
         double d = e.demand > 0 ? e.demand : m.rate;
         double keep = d > 0 ? 1 - 0.8 * e.cpu_prep_max / d : 1;
-        int to = keep > 0 ? (int)ceil(keep * SL__PLACE_MILLE) : 0;
+        int to = keep > 0 ? (int)ceil(keep * (double)SL_KNOB_SHARE_UNIT) : 0;
         if (to < s / 2)
             to = s / 2;
         if (to <= s - SL_PLACE_STEP) {

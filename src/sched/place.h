@@ -40,7 +40,6 @@
 #include "sched/knobs.h"
 #include "sluice/telemetry.h"
 
-#define SL__PLACE_MILLE 1000.0  /* the share's unit (gpu/placement.h) */
 #define SL_PLACE_STEP 50        /* per mille: the least move */
 #define SL_PLACE_STALL 0.03     /* a wait worth placing for */
 #define SL_PLACE_GAIN 0.05      /* a raise must buy this much rate */
