@@ -98,7 +98,7 @@ _alpha = st.one_of(
 
 
 @pytest.mark.parametrize("name", ENCODINGS)
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=100, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(alphabet=_alpha, max_size=60))
 def test_random_unicode(name, text):
