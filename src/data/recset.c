@@ -1,5 +1,7 @@
 #include "recset.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +142,77 @@ static int note(sl__recset_t *r, const char *msg, const char *what)
     return add_line(&r->notes, &r->nnotes, msg, what);
 }
 
+/* Files at URLs are opened by up to OPEN_PAR threads at once: an open is
+ * a few round trips (the file's size; its sidecar's size and bytes), so 7
+ * shards over a 10 ms link took 0.24 s one after another, a sixth of the
+ * first epoch. The results are taken in file order, so what the set holds
+ * and which error it reports do not depend on the threads. Local files are
+ * opened in order (a walk of each: parallel walks would make a disk seek). */
+enum { OPEN_PAR = 16 };
+
+typedef struct {
+    char **names;
+    int n, fmt, skip_bad;
+    atomic_int next;
+    sl__recfile_t **f;
+    int *rc;
+    char **msg; /* a failed open's message (NULL: none could be kept) */
+} opener_t;
+
+static void open_one(opener_t *o, int i)
+{
+    char err[1024] = "";
+    o->rc[i] = sl__recfile_open(o->names[i], o->fmt, o->skip_bad, &o->f[i], err,
+                                sizeof err);
+    if (o->rc[i])
+        o->msg[i] = strdup(err);
+}
+
+static void *opener(void *arg)
+{
+    opener_t *o = arg;
+    for (int i; (i = atomic_fetch_add(&o->next, 1)) < o->n;)
+        open_one(o, i);
+    return NULL;
+}
+
+/* Opens names[0..n) into o (allocated here; 0, or SL_ENOMEM). */
+static int open_all(char **names, int n, int fmt, int skip_bad, opener_t *o)
+{
+    *o = (opener_t){.names = names, .n = n, .fmt = fmt, .skip_bad = skip_bad};
+    atomic_init(&o->next, 0);
+    o->f = calloc((size_t)n + 1, sizeof *o->f);
+    o->rc = calloc((size_t)n + 1, sizeof *o->rc);
+    o->msg = calloc((size_t)n + 1, sizeof *o->msg);
+    if (!o->f || !o->rc || !o->msg)
+        return SL_ENOMEM;
+    int par = n > 1 && sl__remote_is_url(names[0]) ? n : 1;
+    if (par > OPEN_PAR)
+        par = OPEN_PAR;
+    pthread_t th[OPEN_PAR];
+    int started = 0;
+    while (started < par - 1 && !pthread_create(&th[started], NULL, opener, o))
+        started++;
+    opener(o); /* this thread too; alone where no thread could start */
+    for (int t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+    return 0;
+}
+
+/* What was not taken: files the set does not hold, messages. */
+static void open_free(opener_t *o)
+{
+    for (int i = 0; i < o->n; i++) {
+        if (o->f)
+            sl__recfile_close(o->f[i]);
+        if (o->msg)
+            free(o->msg[i]);
+    }
+    free(o->f);
+    free(o->rc);
+    free(o->msg);
+}
+
 int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
                     char *err, size_t errlen)
 {
@@ -177,10 +250,16 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
         if (!r->files || !r->first)
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
+    opener_t op = {0};
+    if (!rc && open_all(names, n, fmt, skip_bad, &op))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     int64_t total = 0;
     for (int i = 0; i < n && !rc; i++) {
-        sl__recfile_t *f;
-        rc = sl__recfile_open(names[i], fmt, skip_bad, &f, err, errlen);
+        sl__recfile_t *f = op.f[i];
+        op.f[i] = NULL;
+        if ((rc = op.rc[i]))
+            sl__fail(err, errlen, rc, "%s",
+                     op.msg[i] ? op.msg[i] : "out of memory");
         if (rc && skip_bad && sl__err_is_data(rc) && rc != SL_ENOMEM) {
             rc = note(r, err, " (whole file left out)") ? SL_ENOMEM : 0;
             continue;
@@ -200,6 +279,7 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
             if (f->recs[k].label > r->max_label)
                 r->max_label = f->recs[k].label;
     }
+    open_free(&op);
     if (r->first)
         r->first[r->nfiles] = total;
     if (rc == SL_ENOMEM)

@@ -50,7 +50,10 @@ typedef struct sl__recset {
 /* Expands and indexes every file of spec. With skip_bad a file that cannot
  * be opened or is damaged is noted (its samples, or those after the
  * damage, are lost) and bad samples fail when read; without, the first
- * fails the open. No readable sample at all is SL_ENOTFOUND. */
+ * fails the open. No readable sample at all is SL_ENOTFOUND. Files at
+ * URLs are opened by up to 16 threads at once (each open is round trips);
+ * what the set holds, its notes and which error fails it are those of
+ * opening them in order. */
 int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
                     char *err, size_t errlen);
 void sl__recset_close(sl__recset_t *r);

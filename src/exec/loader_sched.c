@@ -109,7 +109,7 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                                           : "placement cpu");
     atomic_store(&l->gpu_share, share);
     l->opt.gpu_share = share;
-    int depth = sl__limits_io_depth(given, l->async, &k, &l->lim);
+    int depth = sl__limits_io_depth(given, l->async, remote, &k, &l->lim);
     atomic_store(&l->io_depth, depth);
     l->opt.io_depth = depth;
     l->opt.read_threads = k.read_threads;

@@ -154,7 +154,10 @@ int sl__limits_charge(sl__limits_t *lim, int64_t bytes, size_t batch_bytes,
     return 0;
 }
 
-int sl__limits_io_depth(const sl_options_t *o, int async,
+_Static_assert(SL_IO_DEPTH_REMOTE_START <= SL_IO_DEPTH_MIN,
+               "the remote start is within every depth budget");
+
+int sl__limits_io_depth(const sl_options_t *o, int async, int remote,
                         const sl__knobs_t *start, sl__limits_t *lim)
 {
     int64_t fit = lim->mem_read / SL_IO_DEPTH_BYTES;
@@ -175,7 +178,10 @@ int sl__limits_io_depth(const sl_options_t *o, int async,
         o->policy == SL_POLICY_HEURISTIC) {
         lim->read_depth = 1; /* the heuristic's read knob: the depth */
         lim->max_read = d;
-        return start->read_threads;
+        /* d >= SL_IO_DEPTH_MIN > SL_IO_DEPTH_REMOTE_START: within it. */
+        return remote && start->read_threads < SL_IO_DEPTH_REMOTE_START
+                   ? SL_IO_DEPTH_REMOTE_START
+                   : start->read_threads;
     }
     return 0; /* follows the read threads */
 }

@@ -53,6 +53,13 @@
  * average 110 KB), at most SL_IO_DEPTH_MAX and at least max_read. */
 #define SL_IO_DEPTH_MAX 1024
 #define SL_IO_DEPTH_BYTES (256 << 10)
+/* The depth reads at URLs start at. Each waits a round trip (10 ms on the
+ * issue-15 link, more on object stores): at depth 1 the heuristic's first
+ * window (~0.2 s, before it has measured the latency) would read 1/RTT
+ * samples a second, a fifth of the first epoch on a 1,000-sample set; 16
+ * in flight carry 1,600 samples/s at 10 ms, and the heuristic sets the
+ * depth from measured latency at its first decision. */
+#define SL_IO_DEPTH_REMOTE_START 16
 
 /* Read-ahead items a loader keeps (the simulator too): one per
  * outstanding read, plus SL_ITEMS_QUEUED read and waiting for a decoder. */
@@ -89,12 +96,13 @@ int sl__limits_charge(sl__limits_t *lim, int64_t bytes, size_t batch_bytes,
  *     them would not add reads in flight);
  *   - io_depth and read_threads left to the heuristic: its read knob is
  *     the depth (lim->read_depth = 1, lim->max_read = max_depth),
- *     starting at the read threads' start; the threads stay there;
+ *     starting at the read threads' start — or, remote (the reads go to
+ *     URLs), at SL_IO_DEPTH_REMOTE_START; the threads stay there;
  *   - otherwise (rl, whose policy was trained on read threads; static;
  *     read_threads given) the depth follows the read threads: one read in
  *     flight each, as without asynchronous reads.
  * @return the depth to start with, 0 for "follows the read threads". */
-int sl__limits_io_depth(const sl_options_t *o, int async,
+int sl__limits_io_depth(const sl_options_t *o, int async, int remote,
                         const sl__knobs_t *start, sl__limits_t *lim);
 
 /* The values anyone may set `knob` to under lim, [*min, *max]: the

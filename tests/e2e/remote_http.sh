@@ -14,7 +14,7 @@
 #     and 8; faults are survived and unreachable records fail or are
 #     skipped the same way on both paths (the same error, the same list);
 #   - with latency (faulty_http.py --delay-ms) the default heuristic
-#     raises io_depth above where it starts;
+#     starts at depth 16 at URLs and raises it (80 ms a request);
 #   - fetched once: WebDataset tars and TFRecord files with their sidecar
 #     indexes (NAME.slidx, which pack writes) cross the link once in an
 #     epoch (nginx's $bytes_sent <= 1.05x the files); without them the
@@ -152,18 +152,22 @@ for v in "SLS off" "SLS 8" "WDS 8"; do
   check "faults: $f --io-depth $d: 500, reset, stall injected" grep -qE "500=[1-9].*reset=[1-9].*stall=[1-9]" <<<"$served"
 done
 
-# Latency: 20 ms a request. The multi path keeps many in flight, and the
-# default policy (heuristic) raises io_depth from where it starts.
-faulty --delay-ms 20
-run "$F/$SLS" --io-depth 1 >"$T/d1.json"
+# Latency: 80 ms a request. The multi path keeps many in flight, and the
+# default policy (heuristic) sets io_depth from where it starts (16).
+# 80 ms: depth 16 then carries 200 samples/s, under any prep rate of
+# these small images, so the heuristic must raise it.
+faulty --delay-ms 80
 out=$("$S" run "$F/$SLS" --batch 8 --size 32 --seed 5 --epochs 2 --digest --json --quiet \
   --telemetry "$T/tel.jsonl" 2>&1)
 unfaulty
-echo "delay 20 ms: $served"
+echo "delay 80 ms: $served"
 check "delay: heuristic run digest = clean" test "$(jget digest <<<"$out")" = "$(run "$(local_of SLS)" | jget digest)"
-depths=$("$PY" -c 'import json,sys; d=[json.loads(l)["knobs"]["io_depth"] for l in open(sys.argv[1])]; print(d[0], max(d))' "$T/tel.jsonl")
-echo "delay: io_depth first, most: $depths; img/s at depth 1: $(jget samples_per_s <"$T/d1.json"), heuristic: $(jget samples_per_s <<<"$out")"
-check "delay: the heuristic raises io_depth (first, most: $depths)" test "${depths#* }" -ge 8 -a "${depths#* }" -gt "${depths% *}"
+depths=$("$PY" -c 'import json,sys; d=[json.loads(l)["knobs"]["io_depth"] for l in open(sys.argv[1])]; print(d[0], min(d), max(d))' "$T/tel.jsonl")
+read -r d_first d_min d_most <<<"$depths"
+echo "delay: io_depth first, least, most: $depths; img/s: $(jget samples_per_s <<<"$out")"
+check "delay: a source at URLs starts at depth 16 (SL_IO_DEPTH_REMOTE_START)" test "$d_first" = 16
+check "delay: the heuristic raises io_depth from the latency (first, most: $d_first, $d_most)" \
+  test "$d_most" -gt "$d_first"
 check "delay: many requests at once at the server ($served)" grep -qE "concurrent=([4-9]|[1-9][0-9])" <<<"$served"
 
 faulty_start "$T/port2" /dev/null

@@ -45,3 +45,32 @@ def test_missing_url_names_it(served):
     _, url = served
     with pytest.raises(Exception, match="nothere.tar.*404"):
         sluice.Loader(f"{url}/wds/nothere.tar", batch_size=4)
+
+
+def test_missing_shards_first_named_rest_kept(served):
+    """Shards at URLs are opened by several threads at once (recset.c):
+    which error is reported, and what a skip keeps, stay those of the
+    file order. Two of the shards are missing: the loader names the first
+    every time; under skip both are listed in order and the other shards'
+    batches are those of the same files read locally."""
+    root, url = served
+    tars = sorted(f for f in os.listdir(root / "wds") if f.endswith(".tar"))
+    assert len(tars) >= 4
+    names = [t[:-4] for t in tars]
+    names[1], names[3] = "gone-a", "gone-b"
+    remote = f"{url}/wds/{{{','.join(names)}}}.tar"  # a brace list
+    for _ in range(5):
+        with pytest.raises(Exception, match=r"gone-a\.tar.*404") as e:
+            sluice.Loader(remote, batch_size=4)
+        assert "gone-b" not in str(e.value)
+    kept = [t for t in names if not t.startswith("gone")]
+    local = str(root / "wds" / f"{{{','.join(kept)}}}.tar")
+    with sluice.Loader(remote, batch_size=4, seed=7, on_error="skip") as L:
+        got = [(np.array(b[0]).copy(), np.array(b[1]).copy()) for b in L]
+        skipped = L.skipped()
+    assert [m for m in skipped if "gone" in m] and \
+        "gone-a" in skipped[0] and "gone-b" in skipped[1], skipped
+    want = batches(local)
+    assert len(got) == len(want)
+    for (a, la), (b, lb) in zip(want, got):
+        assert np.array_equal(a, b) and np.array_equal(la, lb)

@@ -246,7 +246,7 @@ static void test_io_depth_with_async_reads(void **state)
     sl__knobs_t k;
     /* Heuristic, both left: the read knob is the depth, on one thread. */
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 1);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 0, &k, &lim), 1);
     assert_int_equal(lim.read_depth, 1);
     assert_true(lim.tune_read);
     assert_int_equal(lim.max_depth, SL_IO_DEPTH_MAX); /* 2 GB / 256 KiB */
@@ -256,38 +256,49 @@ static void test_io_depth_with_async_reads(void **state)
     assert_int_equal(hi, SL_IO_DEPTH_MAX);
     assert_string_equal(sl__knob_label(SL_KNOB_READ, lim.read_depth),
                         "io_depth");
+    /* Reads at URLs start at SL_IO_DEPTH_REMOTE_START (a round trip each:
+     * depth 1 reads 1/RTT a second until the first decision). */
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 1, &k, &lim),
+                     SL_IO_DEPTH_REMOTE_START);
+    assert_int_equal(lim.read_depth, 1);
+    /* rl and static on a remote source: the depth still follows. */
+    o.policy = SL_POLICY_STATIC;
+    assert_int_equal(make(&o, 2, &lim, &k), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 1, &k, &lim), 0);
+    o.policy = SL_POLICY_HEURISTIC;
     /* No asynchronous reads: nothing changes, the depth follows. */
     assert_int_equal(make(&o, 2, &lim, &k), 0);
     int max_read = lim.max_read;
-    assert_int_equal(sl__limits_io_depth(&o, 0, &k, &lim), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 0, 0, &k, &lim), 0);
     assert_int_equal(lim.read_depth, 0);
     assert_int_equal(lim.max_read, max_read);
     assert_string_equal(sl__knob_label(SL_KNOB_READ, 0), "read_threads");
     /* rl and static: read threads stay the read knob, depth follows. */
     o.policy = SL_POLICY_RL;
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 0, &k, &lim), 0);
     assert_int_equal(lim.read_depth, 0);
     assert_true(lim.tune_read);
     o.policy = SL_POLICY_STATIC;
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 0);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 0, &k, &lim), 0);
     /* Given: fixed, and so are the read threads. */
     o.policy = SL_POLICY_HEURISTIC;
     o.io_depth = 24;
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 24);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 0, &k, &lim), 24);
     assert_false(lim.tune_read);
     assert_int_equal(lim.read_depth, 0);
     o.io_depth = 5000; /* above the budget: what the user set */
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    assert_int_equal(sl__limits_io_depth(&o, 1, &k, &lim), 5000);
+    assert_int_equal(sl__limits_io_depth(&o, 1, 0, &k, &lim), 5000);
     assert_int_equal(lim.max_depth, 5000);
     /* A memory budget bounds the depth by the read share's bytes. */
     o = opts();
     o.max_memory_bytes = (int64_t)1 << 30; /* work 256 MB, read 64 MB */
     assert_int_equal(make(&o, 2, &lim, &k), 0);
-    sl__limits_io_depth(&o, 1, &k, &lim);
+    sl__limits_io_depth(&o, 1, 0, &k, &lim);
     assert_int_equal(lim.max_depth, (int)(lim.mem_read / SL_IO_DEPTH_BYTES));
     assert_int_equal(lim.max_depth, 256);
 }

@@ -14,7 +14,12 @@
  *     each offset divisible by 3 a 500): the stream of the local shard at
  *     io_depth off, 1, 8 and 64 (read path "curl multi"), and again while
  *     another thread flips io_depth and read threads across restarts,
- *     2 ms a request (stops cancel reads in flight; TSan).
+ *     2 ms a request (stops cancel reads in flight; TSan);
+ *   - WebDataset tars with sidecars served at /wds/NAME (404 when absent):
+ *     a brace list of them opens (several threads at once, data/recset)
+ *     to the index of the same files on disk; with two missing, the first
+ *     in the list is the error every time, and under skip both are noted
+ *     in order and the rest kept; four threads opening at once (TSan).
  * Skips without libcurl (SL_CURL=OFF). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,6 +34,9 @@
 
 #include "base/base.h"
 #include "codec/codec.h"
+#include "data/ext_out.h"
+#include "data/recfile.h"
+#include "data/recset.h"
 #include "data/remote.h"
 #include "data/remote_multi.h"
 #include "data/shard.h"
@@ -45,6 +53,7 @@ static int g_port, g_lfd;
 static atomic_int g_gets, g_fails, g_conns;
 static atomic_char g_seen[OBJ]; /* a range from here was asked before */
 static char *g_root, *g_shard;  /* images, and the same in one shard */
+static char *g_wds;             /* ... and as WebDataset tars, at /wds/ */
 static uint8_t *g_file;         /* the shard's bytes, served at /shard.sls */
 static size_t g_file_n;
 static atomic_char g_fseen[OBJ];
@@ -71,7 +80,7 @@ static int send_all(int fd, const void *p, size_t n)
 /* The shard's record offsets (set up with it), for /lone.sls: a range
  * that holds the start of more than one record always answers 500. */
 static uint64_t g_rec_off[128];
-static int g_nrec;
+static int g_nrec, g_ntars;
 
 static int records_in(unsigned long long a, unsigned long long b)
 {
@@ -101,7 +110,24 @@ static void *conn_main(void *arg)
         sscanf(req, "%7s %255s", method, path);
         int lone = !strcmp(path, "/lone.sls");
         int file = !strcmp(path, "/shard.sls") || lone;
-        unsigned long long size = file ? g_file_n : OBJ;
+        uint8_t *tar = NULL; /* a file of g_wds, read for this request */
+        size_t tar_n = 0;
+        if (!strncmp(path, "/wds/", 5)) {
+            char fp[4096];
+            snprintf(fp, sizeof fp, "%s/%s", g_wds, path + 5);
+            if (!(tar = tu_read_file(fp, &tar_n)) || tar_n >= OBJ) {
+                free(tar);
+                memmove(req, req + used, have - used);
+                have -= used;
+                int n = snprintf(hdr, sizeof hdr,
+                                 "HTTP/1.1 404 Not Found\r\n"
+                                 "Content-Length: 0\r\n\r\n");
+                if (send_all(fd, hdr, (size_t)n))
+                    goto out;
+                continue;
+            }
+        }
+        unsigned long long size = tar ? tar_n : file ? g_file_n : OBJ;
         unsigned long long a = 0, b = size - 1;
         const char *r = strstr(req, "Range: bytes=");
         int ranged = r && sscanf(r, "Range: bytes=%llu-%llu", &a, &b) == 2;
@@ -142,7 +168,8 @@ static void *conn_main(void *arg)
                            "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\n\r\n",
                            size);
         for (size_t i = 0; i < n; i++)
-            body[i] = file ? g_file[a + i] : byte_at(a + i);
+            body[i] = tar ? tar[a + i] : file ? g_file[a + i] : byte_at(a + i);
+        free(tar);
         if (send_all(fd, hdr, (size_t)hn) || send_all(fd, body, n))
             goto out;
     }
@@ -218,6 +245,24 @@ static int setup(void **state)
     for (int i = 0; i < g_nrec && i < 128; i++)
         g_rec_off[i] = sl__shard_entry(sh, (uint64_t)i)->offset;
     sl__shard_close(sh);
+    /* The same images as WebDataset tars with sidecars, a few per tar. */
+    snprintf(p, sizeof p, "%s-wds", g_root);
+    g_wds = strdup(p);
+    sl__ext_out_t o = {.dir = g_wds, .fmt = SL__FMT_WDS, .shard_size = 12000};
+    if (sl__ext_out_begin(&o, NULL, 0))
+        return -1;
+    for (int c = 0; c < 3; c++)
+        for (int i = 0; i < 24; i++) {
+            snprintf(p, sizeof p, "%s/c%d/i%02d.jpg", g_root, c, i);
+            size_t n;
+            uint8_t *b = tu_read_file(p, &n);
+            if (!b || sl__ext_out_add(&o, b, n, c, p, NULL, 0))
+                return -1;
+            free(b);
+        }
+    if (sl__ext_out_commit(&o, NULL, 0) || o.files < 6)
+        return -1;
+    g_ntars = (int)o.files;
     pthread_t t;
     if (pthread_create(&t, NULL, accept_main, NULL))
         return -1;
@@ -613,11 +658,112 @@ static void test_loader_flip(void **state)
     tu_watchdog(0, 0, NULL);
 }
 
+/* "BASE/{shard-000000,gone-a,...}.tar": the tars in order, names[k] (k in
+ * gone) replaced by "gone-K". BASE: the server's /wds or the folder. */
+static void tar_list(char *out, size_t n, const char *base, int gone_a,
+                     int gone_b)
+{
+    int w = snprintf(out, n, "%s/{", base);
+    for (int k = 0; k < g_ntars; k++)
+        w +=
+            k == gone_a || k == gone_b
+                ? snprintf(out + w, n - (size_t)w, "%sgone-%d", k ? "," : "", k)
+                : snprintf(out + w, n - (size_t)w, "%sshard-%06d", k ? "," : "",
+                           k);
+    snprintf(out + w, n - (size_t)w, "}.tar");
+}
+
+static void same_index(const sl__recset_t *a, const sl__recset_t *b)
+{
+    assert_int_equal(a->nfiles, b->nfiles);
+    assert_int_equal(sl__recset_count(a), sl__recset_count(b));
+    for (int f = 0; f < a->nfiles; f++) {
+        assert_int_equal(a->first[f], b->first[f]);
+        assert_int_equal(a->files[f]->n, b->files[f]->n);
+        for (int64_t k = 0; k < a->files[f]->n; k++) {
+            assert_int_equal(a->files[f]->recs[k].off,
+                             b->files[f]->recs[k].off);
+            assert_int_equal(a->files[f]->recs[k].len,
+                             b->files[f]->recs[k].len);
+            assert_int_equal(a->files[f]->recs[k].label,
+                             b->files[f]->recs[k].label);
+        }
+    }
+}
+
+static void *open_tars(void *arg)
+{
+    (void)arg;
+    char spec[1024], err[512];
+    tar_list(spec, sizeof spec, "", -1, -1);
+    char url[1200];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/wds%s", g_port, spec);
+    sl__recset_t *r = NULL;
+    int rc = sl__recset_open(url, 0, &r, err, sizeof err);
+    intptr_t n = rc ? -1 : (intptr_t)sl__recset_count(r);
+    sl__recset_close(r);
+    return (void *)n;
+}
+
+/* Tars at URLs, opened several at once (data/recset): the index of the
+ * same files on disk; errors and skips in list order. */
+static void test_recset_open(void **state)
+{
+    (void)state;
+    tu_watchdog(120, 0, "recset over HTTP: hung");
+    char url[64], spec[1024], err[512];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/wds", g_port);
+    sl__recset_t *loc, *rem;
+    tar_list(spec, sizeof spec, g_wds, -1, -1);
+    assert_int_equal(sl__recset_open(spec, 0, &loc, err, sizeof err), 0);
+    tar_list(spec, sizeof spec, url, -1, -1);
+    int rc = sl__recset_open(spec, 0, &rem, err, sizeof err);
+    if (rc)
+        printf("# %s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(sl__recset_count(rem), 72);
+    assert_int_equal(rem->nwarns, 0); /* every sidecar used */
+    same_index(loc, rem);
+    sl__recset_close(loc);
+    sl__recset_close(rem);
+    /* Two missing: the first in the list fails the open, every time. */
+    tar_list(spec, sizeof spec, url, 1, 4);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(sl__recset_open(spec, 0, &rem, err, sizeof err),
+                         SL_ENOTFOUND);
+        assert_null(rem);
+        assert_non_null(strstr(err, "gone-1.tar"));
+        assert_null(strstr(err, "gone-4"));
+    }
+    /* Under skip: both noted, in order; the rest as on disk. */
+    assert_int_equal(sl__recset_open(spec, 1, &rem, err, sizeof err), 0);
+    assert_int_equal(rem->nnotes, 2);
+    assert_non_null(strstr(rem->notes[0], "gone-1.tar"));
+    assert_non_null(strstr(rem->notes[1], "gone-4.tar"));
+    tar_list(spec, sizeof spec, g_wds, 1, 4);
+    assert_int_equal(sl__recset_open(spec, 1, &loc, err, sizeof err), 0);
+    same_index(loc, rem);
+    sl__recset_close(loc);
+    sl__recset_close(rem);
+    /* Four threads opening at once (TSan: the openers, libcurl). */
+    pthread_t th[4];
+    for (int t = 0; t < 4; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, open_tars, NULL), 0);
+    for (int t = 0; t < 4; t++) {
+        void *n;
+        pthread_join(th[t], &n);
+        assert_int_equal((intptr_t)n, 72);
+    }
+    tu_watchdog(0, 0, NULL);
+}
+
 static int teardown(void **state)
 {
     (void)state;
     tu_rmtree(g_root);
     unlink(g_shard);
+    tu_rmtree(g_wds);
+    free(g_wds);
     free(g_root);
     free(g_shard);
     free(g_file);
@@ -634,6 +780,7 @@ int main(void)
         cmocka_unit_test(test_loader_coalesce),
         cmocka_unit_test(test_loader_stream_same),
         cmocka_unit_test(test_loader_flip),
+        cmocka_unit_test(test_recset_open),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
