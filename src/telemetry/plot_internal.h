@@ -28,8 +28,10 @@ enum {
     SL__PC_K_READ,
     SL__PC_K_DECODE,
     SL__PC_K_PREFETCH,
-    SL__PC_CACHE_HIT, /* the sample cache's hit rate (NaN: no lookups) */
-    SL__PC_GPU_SHARE, /* the GPU stage's share, 0..1 (NaN: no stage) */
+    SL__PC_CACHE_HIT,    /* the sample cache's hit rate (NaN: no lookups) */
+    SL__PC_GPU_SHARE,    /* the GPU stage's share, 0..1 (NaN: no stage) */
+    SL__PC_CACHE_STORED, /* the cache's bytes held / before its codec */
+    SL__PC_DISK_HIT,     /* the disk tier's hits / lookups in the interval */
     /* what the smoothing reads */
     SL__PC_INTERVAL,
     SL__PC_BATCHES,
@@ -86,12 +88,15 @@ void sl__plot_smooth_add(sl__plot_smooth_t *s, double dt, double nb,
                          const double v[SL__PC_NRATES],
                          double out[SL__PC_NRATES]);
 
-/* The scheduler's knob changes the file records (decision_new lines). */
+/* The scheduler's knob changes the file records (decision_new lines), and
+ * the cache's run-time codec choices (a change of cache.codec between two
+ * lines: knob "cache_codec", from_s / to_s the codecs' names). */
 #define SL__PLOT_MAX_DECISIONS 64
 typedef struct sl__plot_decision {
     double t;
     char knob[24];
     int from, to;
+    char from_s[16], to_s[16]; /* set: the values are these names */
     char reason[160];
 } sl__plot_decision_t;
 

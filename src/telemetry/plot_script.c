@@ -1,7 +1,8 @@
 /* plot: the gnuplot script that draws the table (plot_table.c) as five
  * stacked panels over t (six when the run made ranged requests: remote
  * sources), rates smoothed (the raw points on request), and the
- * scheduler's decisions marked on the knob panel and listed under it. */
+ * scheduler's decisions (and the cache's codec choices) marked on the knob
+ * panel and listed under it. */
 #include <math.h>
 #include <string.h>
 
@@ -43,7 +44,7 @@ typedef struct {
     const char *ylabel;
     int percent; /* values are 0..1 shares, drawn as % */
     int nseries;
-    series_t s[3];
+    series_t s[5];
 } panel_t;
 
 #define SMOOTH(c) SL__PC_SMOOTHED(c), c
@@ -63,13 +64,17 @@ static const panel_t panels[NPANELS] = {
        "#009E73"},
       {SMOOTH(SL__PC_DECODE_IPS), "decode items/s", NULL, "lines lw 1 dt 3",
        "#CC79A7"}}},
-    {"stall, cache hits, GPU share (%)",
+    {"stall, cache, GPU share (%)",
      1,
-     3,
+     5,
      {{SMOOTH(SL__PC_STALL), "stall_fraction", "($%d*100)", "lines lw 1.5",
        "#D55E00"},
       {SL__PC_CACHE_HIT, -1, "cache hit rate", "($%d*100)", "lines lw 1 dt 2",
        "#009E73"},
+      {SL__PC_DISK_HIT, -1, "disk tier hit rate", "($%d*100)",
+       "lines lw 1 dt 3", "#56B4E9"},
+      {SL__PC_CACHE_STORED, -1, "cache stored / raw bytes", "($%d*100)",
+       "steps lw 1 dt 4", "#CC79A7"},
       {SL__PC_GPU_SHARE, -1, "GPU share (placement)", "($%d*100)",
        "steps lw 1.5", "#000000"}}},
     {"CPU (% of machine)",
@@ -138,16 +143,20 @@ static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
                 100 + k, k + 1, d->t);
     }
     char text[320];
-    snprintf(text, sizeof text, "scheduler decisions (%ld):", tb->ndec_all);
+    snprintf(text, sizeof text, "decisions (%ld):", tb->ndec_all);
     fprintf(f, "set label 98 ");
     put_quoted(f, text);
     fprintf(f, " at screen 0.02, screen %.6f font ',9'\n", y0);
     int n = tb->ndec < LISTED ? tb->ndec : LISTED;
     for (int k = 0; k < n; k++) {
         const sl__plot_decision_t *d = &tb->dec[k];
-        snprintf(text, sizeof text, "%d  t %.2f s  %s %d -> %d: %s", k + 1,
-                 d->t, d->knob[0] ? d->knob : "?", d->from, d->to,
-                 d->reason[0] ? d->reason : "(no reason recorded)");
+        const char *why = d->reason[0] ? d->reason : "(no reason recorded)";
+        if (d->from_s[0] || d->to_s[0])
+            snprintf(text, sizeof text, "%d  t %.2f s  %s %s -> %s: %s", k + 1,
+                     d->t, d->knob, d->from_s, d->to_s, why);
+        else
+            snprintf(text, sizeof text, "%d  t %.2f s  %s %d -> %d: %s", k + 1,
+                     d->t, d->knob[0] ? d->knob : "?", d->from, d->to, why);
         fprintf(f, "set label %d ", 200 + k);
         put_quoted(f, text);
         fprintf(f, " at screen 0.03, screen %.6f font ',9'\n",

@@ -37,6 +37,8 @@ static const char *const col_names[SL__PC_N] = {
     "knobs.prefetch",
     "cache.hit_rate",
     "placement.gpu_share",
+    "cache.stored_share",
+    "cache.disk.hit_rate",
     "interval_s",
     "batches_total",
     "samples_per_s.smoothed",
@@ -78,6 +80,10 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_CACHE_HIT] = s->cache_hit_rate;
     v[SL__PC_GPU_SHARE] =
         s->placement_present && s->placement_gpu ? s->gpu_share / 1000.0 : NAN;
+    v[SL__PC_CACHE_STORED] = s->cache_raw_bytes > 0 && s->cache_bytes >= 0
+                                 ? (double)s->cache_bytes / s->cache_raw_bytes
+                                 : NAN;
+    v[SL__PC_DISK_HIT] = NAN; /* from two lines: disk_hits() */
     v[SL__PC_INTERVAL] = s->interval_s;
     v[SL__PC_BATCHES] = (double)s->batches_total;
     for (int i = 0; i < SL__PC_N; i++)
@@ -87,19 +93,72 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
         v[i] = NAN; /* smooth() fills them */
 }
 
+/* What the table keeps from the line before. */
+typedef struct {
+    double t, b;          /* t, batches_total (smoothing) */
+    char codec[16];       /* cache.codec ("": none yet) */
+    int64_t dhits, dmiss; /* the disk tier's totals (-1: none yet) */
+} before_t;
+
+static sl__plot_decision_t *new_decision(sl__plot_table_t *tb)
+{
+    tb->ndec_all++;
+    if (tb->ndec >= SL__PLOT_MAX_DECISIONS)
+        return NULL;
+    sl__plot_decision_t *d = &tb->dec[tb->ndec++];
+    memset(d, 0, sizeof *d);
+    return d;
+}
+
 static void add_decision(const sl_snapshot_t *s, sl__plot_table_t *tb)
 {
     if (!s->decision_new)
         return;
-    if (tb->ndec < SL__PLOT_MAX_DECISIONS) {
-        sl__plot_decision_t *d = &tb->dec[tb->ndec++];
+    sl__plot_decision_t *d = new_decision(tb);
+    if (d) {
         d->t = s->t;
         snprintf(d->knob, sizeof d->knob, "%s", s->decision_knob);
         d->from = s->decision_from;
         d->to = s->decision_to;
         snprintf(d->reason, sizeof d->reason, "%s", s->decision_reason);
     }
-    tb->ndec_all++;
+}
+
+/* The cache's codec changed since the line before: listed with the
+ * decisions (issue 15: each run-time choice visible in the plot). */
+static void codec_change(const sl_snapshot_t *s, sl__plot_table_t *tb,
+                         before_t *p)
+{
+    if (!s->cache_codec[0])
+        return;
+    if (p->codec[0] && strcmp(p->codec, s->cache_codec)) {
+        sl__plot_decision_t *d = new_decision(tb);
+        if (d) {
+            d->t = s->t;
+            snprintf(d->knob, sizeof d->knob, "cache_codec");
+            snprintf(d->from_s, sizeof d->from_s, "%s", p->codec);
+            snprintf(d->to_s, sizeof d->to_s, "%s", s->cache_codec);
+            snprintf(d->reason, sizeof d->reason,
+                     "the cache's run-time codec choice (%lld so far)",
+                     (long long)s->cache_codec_choices);
+        }
+    }
+    snprintf(p->codec, sizeof p->codec, "%s", s->cache_codec);
+}
+
+/* The disk tier's hit rate over the interval since the line before (NaN:
+ * no tier, no lookup, or counters that went back: another run's file). */
+static double disk_hits(const sl_snapshot_t *s, before_t *p)
+{
+    if (!s->cache_disk_present || s->cache_disk_hits_total < 0 ||
+        s->cache_disk_misses_total < 0)
+        return NAN;
+    int64_t h = s->cache_disk_hits_total - p->dhits,
+            m = s->cache_disk_misses_total - p->dmiss;
+    int first = p->dhits < 0;
+    p->dhits = s->cache_disk_hits_total;
+    p->dmiss = s->cache_disk_misses_total;
+    return first || h < 0 || m < 0 || h + m == 0 ? NAN : (double)h / (h + m);
 }
 
 /* Fills row v's smoothed columns: its interval is its interval_s (else
@@ -198,7 +257,7 @@ int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
         return -1;
     }
     sl__plot_smooth_init(sm);
-    double prev_t = NAN, prev_b = NAN;
+    before_t prev = {.t = NAN, .b = NAN, .dhits = -1, .dmiss = -1};
     fprintf(out, "#");
     for (int i = 0; i < SL__PC_N; i++)
         fprintf(out, " %s", col_names[i]);
@@ -216,8 +275,10 @@ int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
         }
         double v[SL__PC_N];
         columns(&s, v);
-        smooth(sm, v, &prev_t, &prev_b);
+        v[SL__PC_DISK_HIT] = disk_hits(&s, &prev);
+        smooth(sm, v, &prev.t, &prev.b);
         add_decision(&s, tb);
+        codec_change(&s, tb, &prev);
         add_row(out, v, tb);
     }
     int rc = ferror(in) ? -1 : 0;

@@ -73,13 +73,29 @@ cat > "$T/dec.jsonl" <<'JL'
 JL
 "$S" plot "$T/dec.jsonl" -o "$T/dec.svg" >/dev/null 2>"$T/dec.err"
 check "decisions: exit 0" test $? -eq 0
-check "decisions: listed" grep -q "scheduler decisions (1):" "$T/dec.svg"
+check "decisions: listed" grep -q "decisions (1):" "$T/dec.svg"
 check "decisions: the reason shown" grep -q "consumer waits 55 pct of the time: decode_threads plus one" "$T/dec.svg"
 check "smoothed by default: no raw points" eval '! grep -q "samples_per_s (raw)" "$T/dec.svg"'
 "$S" plot "$T/dec.jsonl" -o "$T/raw.svg" --raw >/dev/null 2>&1
 check "--raw: raw points drawn too" grep -q "samples_per_s (raw)" "$T/raw.svg"
 check "--raw: well-formed XML" is_svg "$T/raw.svg"
 check "temp files removed after the decision plots" test -z "$(ls -A "$TMPDIR")"
+
+# The cache: the codec's run-time changes listed with the decisions, the
+# disk tier's hit rate per interval and the stored / raw share drawn (a
+# series with no value is left out of the legend, so its name says it is).
+cat > "$T/cache.jsonl" <<'JL'
+{"t": 0.1, "interval_s": 0.1, "samples_per_s": 500, "stall_fraction": 0.5, "knobs": {"read_threads": 1, "decode_threads": 2, "prefetch": 4}, "cache": {"hits_total": 0, "misses_total": 50, "hit_rate": 0, "bytes": 1000, "raw_bytes": 1000, "entries": 4, "limit_bytes": 5000, "codec": "none", "codec_choices": 0, "disk": {"hits_total": 0, "misses_total": 50, "bytes": 0, "entries": 0, "limit_bytes": 9000, "errors_total": 0, "admitting": 1}}}
+{"t": 0.2, "interval_s": 0.1, "samples_per_s": 500, "stall_fraction": 0.5, "knobs": {"read_threads": 1, "decode_threads": 2, "prefetch": 4}, "cache": {"hits_total": 0, "misses_total": 100, "hit_rate": 0, "bytes": 1800, "raw_bytes": 2000, "entries": 8, "limit_bytes": 5000, "codec": "lz4", "codec_choices": 1, "disk": {"hits_total": 10, "misses_total": 90, "bytes": 0, "entries": 0, "limit_bytes": 9000, "errors_total": 0, "admitting": 1}}}
+{"t": 0.3, "interval_s": 0.1, "samples_per_s": 500, "stall_fraction": 0.5, "knobs": {"read_threads": 1, "decode_threads": 2, "prefetch": 4}, "cache": {"hits_total": 20, "misses_total": 130, "hit_rate": 0.4, "bytes": 2600, "raw_bytes": 3000, "entries": 12, "limit_bytes": 5000, "codec": "lz4", "codec_choices": 1, "disk": {"hits_total": 40, "misses_total": 90, "bytes": 0, "entries": 0, "limit_bytes": 9000, "errors_total": 0, "admitting": 1}}}
+JL
+"$S" plot "$T/cache.jsonl" -o "$T/cache.svg" >/dev/null 2>"$T/cache.err"
+check "cache: exit 0" test $? -eq 0
+check "cache: the codec change listed" grep -qF "cache_codec none -> lz4: the cache's run-time codec choice (1 so far)" "$T/cache.svg"
+check "cache: the change counted with the decisions" grep -q "decisions (1):" "$T/cache.svg"
+check "cache: disk tier hit rate drawn" grep -q "disk tier hit rate" "$T/cache.svg"
+check "cache: stored / raw drawn" grep -q "cache stored / raw bytes" "$T/cache.svg"
+check "cache: well-formed XML" is_svg "$T/cache.svg"
 
 # Errors: non-zero exit, a message naming the cause, no picture left behind.
 err() { # err NAME WANT_RC PATTERN -- ARGS...
