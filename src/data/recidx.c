@@ -9,6 +9,8 @@
 #include <xxhash.h>
 
 #include "base/alloc.h"
+#include "data/remote.h"
+#include "data/remote_parse.h"
 #include "data/shard.h"
 #include "data/tfrecord.h"
 
@@ -254,19 +256,36 @@ int sl__recidx_load(sl__recfile_t *f, char *err, size_t errlen)
     if (asprintf(&path, "%s%s", sl__bytesrc_name(f->src), SL__RECIDX_SUFFIX) <
         0)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    /* No honest index is larger than 48 bytes a sample (the smallest
+     * sample: one tar header, or a TFRecord's 16 bytes of framing) plus
+     * room for messages. */
+    uint64_t fsize = sl__bytesrc_size(f->src);
+    uint64_t most =
+        (fsize / (f->fmt == SL__FMT_WDS ? 512 : 16) + 1) * 48 + (16u << 20);
+    sl__bytes_t b = {0};
+    int rc;
+    if (sl__remote_is_url(path)) {
+        /* One GET, at most `most` bytes: no HEAD first (a round trip of
+         * each file's open). */
+        rc = sl__remote_get(path, (size_t)most, &b, err, errlen);
+        if (rc == SL_ERANGE)
+            sl__fail(err, errlen, SL_ECORRUPT,
+                     "%s: more than %llu bytes, more than an index of this "
+                     "file needs",
+                     path, (unsigned long long)most);
+        else if (!rc && (rc = sl__recidx_decode(f, b.p, b.n, why, sizeof why)))
+            sl__fail(err, errlen, rc, "%s: %s", path, why);
+        sl__bytes_free(&b);
+        free(path);
+        return rc == SL_ERANGE ? SL_ECORRUPT : rc;
+    }
     sl__bytesrc_t *s;
-    int rc = sl__bytesrc_open_file(path, &s, err, errlen);
+    rc = sl__bytesrc_open_file(path, &s, err, errlen);
     if (rc) {
         free(path);
         return rc;
     }
-    /* No honest index is larger than 48 bytes a sample (the smallest
-     * sample: one tar header, or a TFRecord's 16 bytes of framing) plus
-     * room for messages. */
-    uint64_t fsize = sl__bytesrc_size(f->src), size = sl__bytesrc_size(s);
-    uint64_t most =
-        (fsize / (f->fmt == SL__FMT_WDS ? 512 : 16) + 1) * 48 + (16u << 20);
-    sl__bytes_t b = {0};
+    uint64_t size = sl__bytesrc_size(s);
     if (size > most) {
         rc = sl__fail(err, errlen, SL_ECORRUPT,
                       "%s: %llu bytes, more than an index of this file needs",

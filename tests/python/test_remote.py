@@ -74,3 +74,25 @@ def test_missing_shards_first_named_rest_kept(served):
     assert len(got) == len(want)
     for (a, la), (b, lb) in zip(want, got):
         assert np.array_equal(a, b) and np.array_equal(la, lb)
+
+
+def test_oversized_sidecar_walked_with_a_warning(served):
+    """A sidecar at a URL is fetched with one GET capped at what an index
+    of its file could need (48 bytes a possible sample + 16 MiB): a larger
+    one is not read whole, the tar is walked instead, and the warning
+    names the sidecar and why; the batches are those of the tar."""
+    import shutil
+    root, url = served
+    big = root / "big"
+    big.mkdir(exist_ok=True)
+    shutil.copy(root / "wds" / "shard-000000.tar", big / "shard-000000.tar")
+    with open(big / "shard-000000.tar.slidx", "wb") as f:
+        f.write(b"\0" * (17 << 20))
+    with sluice.Loader(f"{url}/big/shard-000000.tar", batch_size=4, seed=7) as L:
+        got = [(np.array(b[0]).copy(), np.array(b[1]).copy()) for b in L]
+        warns = [m for m in L.skipped() if "slidx" in m]
+    assert len(warns) == 1 and "more than an index of this file needs" in warns[0], warns
+    want = batches(str(root / "wds" / "shard-000000.tar"))
+    assert len(got) == len(want) > 0
+    for (a, la), (b, lb) in zip(want, got):
+        assert np.array_equal(a, b) and np.array_equal(la, lb)
