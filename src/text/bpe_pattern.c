@@ -13,12 +13,13 @@
  *
  * Spelling every class out as ranges is exact but slow: PCRE2 10.42 tries
  * a class's ranges one by one, and \p{Lu} alone is 651 of them. So once
- * per process we ask the linked PCRE2 which code points each \p{X} holds,
- * and each bracket becomes PCRE2's own \p{..} items (a table lookup) plus
- * the ranges tiktoken has and PCRE2 lacks, minus (as a guard) those PCRE2
- * has and tiktoken lacks. \s is always spelled out (ten ranges). If that
- * probe cannot run, every class is spelled out in full: slower, still
- * exact. */
+ * per process, the first time a pattern names \p{X}, we ask the linked
+ * PCRE2 which code points it holds (~4 ms a class: cl100k_base names
+ * two, o200k_base eight), and each bracket becomes PCRE2's own \p{..}
+ * items (a table lookup) plus the ranges tiktoken has and PCRE2 lacks,
+ * minus (as a guard) those PCRE2 has and tiktoken lacks. \s is always
+ * spelled out (ten ranges). A class whose probe cannot run is spelled out
+ * in full: slower, still exact. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <pthread.h>
@@ -153,13 +154,16 @@ static void sb_ranges(strbuf_t *b, ranges_t *rs)
     }
 }
 
-/* ---- what the linked PCRE2 holds in each \p{X} (once per process) ---- */
+/* ---- what the linked PCRE2 holds in each \p{X} ---- */
 
 #define NCLASS (sizeof BPEU_CLASSES / sizeof BPEU_CLASSES[0])
 
-static pthread_once_t native_once = PTHREAD_ONCE_INIT;
+/* Probed when a pattern first names the class, under native_mu; a probe
+ * that fails leaves it empty, so that class is spelled out in full. Never
+ * changed after, and read only by a thread that took native_mu since. */
+static pthread_mutex_t native_mu = PTHREAD_MUTEX_INITIALIZER;
 static ranges_t native[NCLASS]; /* normalized; empty for "s" */
-static int native_ok;
+static int native_probed[NCLASS];
 
 static uint32_t utf8_at(const uint8_t *p)
 {
@@ -239,21 +243,27 @@ done:
     return rc;
 }
 
-static void probe_native(void)
+/* Probes each class in mask not probed yet. */
+static void probe_native(unsigned mask)
 {
-    size_t n;
-    uint8_t *all = all_code_points(&n);
-    int ok = all != NULL;
-    for (size_t i = 0; ok && i < NCLASS; i++)
-        if (strcmp(BPEU_CLASSES[i].name, "s"))
-            ok = !probe_class(BPEU_CLASSES[i].name, all, n, &native[i]);
-    free(all);
-    if (!ok)
-        for (size_t i = 0; i < NCLASS; i++) {
+    pthread_mutex_lock(&native_mu);
+    uint8_t *all = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < NCLASS; i++) {
+        if (!(mask & 1u << i) || native_probed[i])
+            continue;
+        native_probed[i] = 1;
+        if (!strcmp(BPEU_CLASSES[i].name, "s"))
+            continue;
+        if (!all && !(all = all_code_points(&n)))
+            continue;
+        if (probe_class(BPEU_CLASSES[i].name, all, n, &native[i])) {
             free(native[i].r);
             native[i] = (ranges_t){0};
         }
-    native_ok = ok;
+    }
+    free(all);
+    pthread_mutex_unlock(&native_mu);
 }
 
 /* ---- the rewrite ---- */
@@ -292,12 +302,13 @@ static int escape_class(const char *p, size_t *len, int *bad)
 
 /* One bracket (or one bare \p{X}, \s, \S): its literal items as written in
  * lit, the classes it names in the mask. X = the union of those classes as
- * tiktoken has them, P = as PCRE2 has them (with native_ok; the props are
+ * tiktoken has them, P = as PCRE2 has them (probed; the props are
  * then written as \p{..}). Writes
- *   [lit props X-P]                      P within X, not negated
- *   (?:(?![P-X])[lit props X-P])         otherwise
+ *   (?:[lit props]|[X-P])                P within X, not negated
+ *   (?:(?![P-X])(?:[lit props]|[X-P]))   otherwise
  *   [^lit props X-P]                     P within X, negated
  *   (?:[P-X]|[^lit props X-P])           otherwise
+ * ([lit props X-P] when there are no props or no X-P.)
  * P-X holds no literal item (\r, \n, '/'): those are never letters, marks
  * or numbers. */
 static int emit_bracket(strbuf_t *b, int neg, const char *lit, size_t litn,
@@ -320,7 +331,16 @@ static int emit_bracket(strbuf_t *b, int neg, const char *lit, size_t litn,
         sb_ranges(b, &minus);
         sb_add(b, neg ? "]|" : "])", 2);
     }
-    sb_add(b, neg ? "[^" : "[", neg ? 2 : 1);
+    int props = 0;
+    for (size_t i = 0; i < NCLASS; i++)
+        props |= mask & 1u << i && native[i].n;
+    /* A class with a \p{..} in it makes PCRE2 walk its whole item list for
+     * a character it does not hold, ASCII too; a class of ranges only
+     * settles a character under 256 with its bitmap. So a positive class
+     * is [lit props] or [X-P], and X-P costs nothing where it cannot match
+     * (o200k's [\p{Lu}..]* meets every lowercase letter). */
+    int split = !neg && props && plus.n;
+    sb_add(b, split ? "(?:[" : neg ? "[^" : "[", split ? 4 : neg ? 2 : 1);
     sb_add(b, lit, litn);
     for (size_t i = 0; i < NCLASS; i++)
         if (mask & 1u << i && native[i].n) {
@@ -328,8 +348,10 @@ static int emit_bracket(strbuf_t *b, int neg, const char *lit, size_t litn,
             sb_add(b, BPEU_CLASSES[i].name, strlen(BPEU_CLASSES[i].name));
             sb_add(b, "}", 1);
         }
+    if (split)
+        sb_add(b, "]|[", 3);
     sb_ranges(b, &plus);
-    sb_add(b, "]", 1);
+    sb_add(b, split ? "])" : "]", split ? 2 : 1);
     if (minus.n)
         sb_add(b, ")", 1);
     rc = 0;
@@ -343,7 +365,16 @@ done:
 
 int sl__bpe_pattern_for_pcre2(const char *pat, char **out)
 {
-    pthread_once(&native_once, probe_native);
+    unsigned used = 0;
+    for (const char *p = pat; *p; p++)
+        if (p[0] == '\\' && p[1]) {
+            size_t len = 2;
+            int bad = 0, c = escape_class(p, &len, &bad);
+            if (c >= 0)
+                used |= 1u << c;
+            p++;
+        }
+    probe_native(used);
     strbuf_t b = {0};
     char lit[64];
     size_t litn = 0;
