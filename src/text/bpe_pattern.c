@@ -102,6 +102,8 @@ static int cmp_size_desc(const void *a, const void *b)
 /* Sorts and merges overlapping and adjacent ranges. */
 static void rs_norm(ranges_t *rs)
 {
+    if (!rs->n)
+        return; /* r may be NULL, which qsort must not get */
     qsort(rs->r, rs->n, sizeof *rs->r, cmp_range);
     size_t m = 0;
     for (size_t i = 0; i < rs->n;) {
@@ -144,6 +146,8 @@ static int rs_sub(const ranges_t *a, const ranges_t *b, ranges_t *out)
  * after a few compares. Sorts rs in place. */
 static void sb_ranges(strbuf_t *b, ranges_t *rs)
 {
+    if (!rs->n)
+        return;
     qsort(rs->r, rs->n, sizeof *rs->r, cmp_size_desc);
     for (size_t i = 0; i < rs->n; i++) {
         uint32_t lo = rs->r[i][0], hi = rs->r[i][1];
