@@ -107,7 +107,7 @@ bench: all
 	.venv/bin/python bench/compare_torch.py
 
 # The C files clang-format owns: every tracked .c/.h but the generated table.
-FORMAT_FILES = $$(git ls-files "*.c" "*.h" | grep -v wp_unicode_compat.h)
+FORMAT_FILES = $$(git ls-files "*.c" "*.h" | grep -v "wp_unicode_compat.h\|bpe_uclass.h")
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -104,7 +104,8 @@ message(STATUS "sluice: components: text=${SL_TEXT} prometheus=${SL_PROMETHEUS} 
 # utf8proc.h, microhttpd.h, nifti2_io.h, zlib.h, protobuf-c.h, liburing.h,
 # curl.h or libxml2's headers belongs in these lists.
 set(SL_TEXT_SOURCES text/bert_basic.c text/bpe.c text/bpe_gpt2.c text/bpe_map.c
-    text/bpe_load.c text/bpe_merge.c text/wordpiece.c text/wp_unicode.c)
+    text/bpe_load.c text/bpe_merge.c text/bpe_pattern.c text/wordpiece.c
+    text/wp_unicode.c)
 set(SL_TEXT_STUB text/off/tok_off.c)
 set(SL_PROMETHEUS_SOURCES telemetry/prom.c)
 set(SL_PROMETHEUS_STUB telemetry/off/prom_off.c)

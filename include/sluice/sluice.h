@@ -399,8 +399,11 @@ typedef struct sl_stats {
                                      storage) */
     int64_t cache_disk_bytes;   /**< bytes of its file */
     int64_t cache_disk_entries; /**< samples it holds */
-    int64_t cache_disk_errors;  /**< its writes and reads that failed (a
-                                     failed write stops it admitting) */
+    int64_t cache_disk_errors;  /**< its reads that failed, plus the
+                                     write failure that stopped it
+                                     admitting (at most one: other
+                                     threads' writes failing with it are
+                                     the same event) */
 } sl_stats_t;
 
 /** Zeroes *st and sets st->size. */

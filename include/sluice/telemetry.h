@@ -139,7 +139,8 @@ typedef struct sl_snapshot {
     int64_t cache_disk_bytes;        /**< bytes of its file */
     int64_t cache_disk_entries;      /**< samples it holds */
     int64_t cache_disk_limit_bytes;  /**< its budget (cache_disk_bytes) */
-    int64_t cache_disk_errors_total; /**< writes and reads that failed */
+    int64_t cache_disk_errors_total; /**< as sl_stats_t's
+                                          cache_disk_errors */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

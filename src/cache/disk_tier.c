@@ -239,10 +239,18 @@ int sl__dtier_put(sl__dtier_t *d, int64_t key, const void *p, size_t n)
         d->st.inserts++;
     } else {
         d->index[key].state = ABSENT;
-        d->st.errors++;
         d->st.rejects++;
+        /* Only the failure that stops admitting is an error: a write that
+         * was already under way then (another decode thread's, into the
+         * same full disk) and fails too is that same event, counted in
+         * late_write_errors. So errors does not depend on how many threads
+         * were writing when the disk filled. */
         first = d->st.admitting;
         d->st.admitting = 0;
+        if (first)
+            d->st.errors++;
+        else
+            d->st.late_write_errors++;
         if (first)
             snprintf(d->why, sizeof d->why,
                      "cache %s: writing %zu bytes at %lld: %s: the disk tier "

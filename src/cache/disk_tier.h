@@ -18,9 +18,13 @@
  * Failures never lose a sample: what the tier does not give, the source
  * does. A write that fails (ENOSPC, EFBIG, EIO, a short write) stops the
  * tier admitting for the rest of the job (what it holds stays in use), is
- * counted in errors, and its message is kept (sl__dtier_error); a read
- * that fails or comes short is counted too, the entry dropped, and the
- * caller reads the source instead.
+ * counted in errors, and its message is kept (sl__dtier_error); writes
+ * that were already under way then (other threads', into the same full
+ * disk) and fail too are the same event: they count in late_write_errors,
+ * not errors, so a job's errors hold at most one write failure however
+ * many threads wrote at that moment. A read that fails or comes short is
+ * counted in errors too, the entry dropped, and the caller reads the
+ * source instead.
  *
  * Thread safety: any function but create / destroy from any thread; one
  * mutex guards the index and the counters, the file I/O runs outside it.
@@ -40,10 +44,13 @@ typedef struct sl__dtier_stats {
     int64_t entries, bytes; /* held now; bytes: of the file reserved so
                                far (a failed write's included) */
     int64_t limit;
-    int64_t inserts, rejects; /* puts kept / not kept (no room, held
-                                 already, not admitting) */
-    int64_t errors;           /* writes and reads that failed */
-    int admitting;            /* 0 once a write failed */
+    int64_t inserts, rejects;  /* puts kept / not kept (no room, held
+                                  already, not admitting) */
+    int64_t errors;            /* reads that failed, plus the one write failure
+                                  that stopped admitting (0 or 1 of them) */
+    int64_t late_write_errors; /* writes under way when admitting stopped
+                                  that failed too (not in errors) */
+    int admitting;             /* 0 once a write failed */
 } sl__dtier_stats_t;
 
 /* A tier for keys 0..nkeys-1 of at most `limit` bytes (> 0) in a new

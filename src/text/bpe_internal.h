@@ -108,6 +108,12 @@ static inline int sl__bpe_encode_piece(const struct sl__bpe *b,
                : 0;
 }
 
+/* The tiktoken pattern pat as PCRE2 should compile it: \p{X}, \s and \S
+ * spelled out as code-point ranges from bpe_uclass.h (tiktoken's Unicode
+ * tables, not PCRE2's). 0 and a malloc'd *out, or SL_ENOMEM, or
+ * SL_EUNSUPPORTED for a class the table lacks. See bpe_pattern.c. */
+int sl__bpe_pattern_for_pcre2(const char *pat, char **out);
+
 /* Reads a whole file (NUL-terminated for convenience). */
 int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
                       size_t errlen);

@@ -10,10 +10,11 @@
 #include "text/bpe_internal.h"
 
 /* The patterns, verbatim from tiktoken_ext/openai_public.py (tiktoken
- * 0.14). tiktoken runs them with Rust's fancy-regex, where \s is Unicode
- * White_Space and $ is the end of the text only; PCRE2's \s also matches
- * U+180E, so pattern_for_pcre2() spells \s and \S out as White_Space
- * classes, and we compile with PCRE2_DOLLAR_ENDONLY. */
+ * 0.14). tiktoken runs them with Rust's fancy-regex, where $ is the end of
+ * the text only, so we compile with PCRE2_DOLLAR_ENDONLY; its \p{..} and \s
+ * are of the Unicode tables tiktoken was built with, so
+ * sl__bpe_pattern_for_pcre2() (bpe_pattern.c) spells them out from
+ * bpe_uclass.h instead of leaving them to PCRE2's own tables. */
 static const char PAT_R50K[] =
     "'(?:[sdmt]|ll|ve|re)| ?\\p{L}++| ?\\p{N}++| ?[^\\s\\p{L}\\p{N}]++|\\s++$|"
     "\\s+(?!\\S)|\\s";
@@ -56,61 +57,6 @@ static const enc_def_t ENCODINGS[] = {
      {"<|endoftext|>", "<|endofprompt|>"},
      {199999, 200018}},
 };
-
-/* Unicode White_Space (Unicode 16), as Rust's regex \s. */
-#define WS_CLASS                                                               \
-    "\\t-\\r\\x20\\x{85}\\x{a0}\\x{1680}\\x{2000}-\\x{200a}\\x{2028}\\x{2029}" \
-    "\\x{202f}\\x{205f}\\x{3000}"
-
-/* \s -> [WS] (or WS inside a class), \S -> [^WS]. Returns malloc'd. */
-static char *pattern_for_pcre2(const char *pat)
-{
-    size_t cap = strlen(pat) * 8 + 256, n = 0;
-    char *o = malloc(cap);
-    if (!o)
-        return NULL;
-    int in_class = 0;
-    for (const char *p = pat; *p; p++) {
-        const char *add = NULL;
-        char tmp[3] = {0};
-        if (p[0] == '\\' && p[1]) {
-            if (p[1] == 's')
-                add = in_class ? WS_CLASS : "[" WS_CLASS "]";
-            else if (p[1] == 'S' && !in_class)
-                add = "[^" WS_CLASS "]";
-            else {
-                tmp[0] = p[0];
-                tmp[1] = p[1];
-                add = tmp;
-            }
-            p++;
-        } else {
-            if (p[0] == '[' && !in_class) {
-                in_class = 1;
-                if (p[1] == '^') {
-                    tmp[0] = '[';
-                    tmp[1] = '^';
-                    p++;
-                    add = tmp;
-                }
-            } else if (p[0] == ']' && in_class)
-                in_class = 0;
-            if (!add) {
-                tmp[0] = p[0];
-                add = tmp;
-            }
-        }
-        size_t k = strlen(add);
-        if (n + k + 1 > cap) {
-            free(o);
-            return NULL;
-        }
-        memcpy(o + n, add, k);
-        n += k;
-    }
-    o[n] = 0;
-    return o;
-}
 
 int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
                       size_t errlen)
@@ -250,9 +196,12 @@ int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
             bpe->n_vocab = (size_t)def->sp_id[i] + 1;
     }
 
-    char *pat = pattern_for_pcre2(def->pat);
-    if (!pat) {
-        rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    char *pat;
+    rc = sl__bpe_pattern_for_pcre2(def->pat, &pat);
+    if (rc) {
+        rc = sl__fail(err, errlen, rc, "%s: pattern of %s: %s", name, encoding,
+                      rc == SL_ENOMEM ? "out of memory"
+                                      : "a class bpe_uclass.h lacks");
         goto fail;
     }
     int ec;

@@ -89,6 +89,104 @@ def test_invalid_utf8_is_replaced(name):
     assert sluice_text(name, None, raw=raw) == want
 
 
+# '\U00013460:A' split as '\U00013460:' + 'A' (sluice) and as '\U00013460' +
+# ':A' (tiktoken): U+13460 is a letter since Unicode 16, which tiktoken's
+# regex tables have and Debian's PCRE2 (Unicode 14) had not. sluice now
+# takes every \p{..} and \s of the patterns from src/text/bpe_uclass.h
+# (generated from tiktoken by gen_bpe_uclass.py), not from PCRE2.
+def test_unicode16_letter_cl100k():
+    e = enc("cl100k_base")
+    text = "\U00013460:A"
+    assert e.encode_ordinary(text) == [172, 241, 239, 254, 56748]
+    assert sluice_text("cl100k_base", text) == [172, 241, 239, 254, 56748]
+
+
+def _tiktoken_pattern(name):
+    """The pattern of encoding name as the installed tiktoken has it,
+    without its rank file (which may need the network)."""
+    from tiktoken_ext import openai_public as op
+    if name == "gpt2":
+        return op.r50k_pat_str
+    real = op.load_tiktoken_bpe
+    op.load_tiktoken_bpe = lambda *a, **k: {}
+    try:
+        return getattr(op, name)()["pat_str"]
+    finally:
+        op.load_tiktoken_bpe = real
+
+
+# A rank file that shows the pre-tokenizer's pieces in the ids: the 256
+# bytes (rank = byte, so "\n" alone is id 10), and every pair of a byte
+# that can end a UTF-8 character with one that can start one. No token
+# joins the bytes of one character, so merges happen only between two
+# characters of the same piece: where the two split a text differently,
+# the ids differ.
+def _piece_ranks():
+    import base64
+    ends = list(range(0x80)) + list(range(0x80, 0xC0))
+    starts = list(range(0x80)) + list(range(0xC2, 0xF5))
+    ranks = {bytes([b]): b for b in range(256)}
+    for a in ends:
+        for b in starts:
+            ranks[bytes([a, b])] = len(ranks)
+    return ranks
+
+
+# Each line tests one code point c against the classes: c+":A" (a letter or
+# number takes no ':' before it), " a"+c (letters), " "+c+"123" (numbers),
+# " A"+c+"b" and " a"+c+"B" (o200k's upper/lower/other-letter/mark split),
+# " "+c+c (whitespace and punctuation runs). Lines start and end with "z",
+# so each "\n" is a piece of its own (id 10) in all three patterns.
+def _sweep_line(c):
+    return f"z {c}:A a{c} {c}123 A{c}b a{c}B {c}{c} z\n"
+
+
+# sluice's name for the pattern, tiktoken's function that has it
+SWEEP = [("r50k_base", "gpt2"), ("cl100k_base", "cl100k_base"),
+         ("o200k_base", "o200k_base")]
+
+
+# Every code point of planes 0-3 and the first 4096 of plane 14 (all that
+# Unicode assigns outside private use, in any version so far: the 9392 that
+# changed class after Unicode 14, PCRE2 10.42's tables, included) through
+# each pattern, sluice against tiktoken.
+@pytest.mark.parametrize("name,tk_name", SWEEP, ids=[s[0] for s in SWEEP])
+def test_pretokenizer_every_code_point(name, tk_name, tmp_path):
+    ranks = _piece_ranks()
+    e = tiktoken.Encoding("sweep_" + name, pat_str=_tiktoken_pattern(tk_name),
+                          mergeable_ranks=ranks, special_tokens={})
+    vocab = tmp_path / "pieces.tiktoken"
+    import base64
+    vocab.write_text("".join(f"{base64.b64encode(t).decode()} {r}\n"
+                             for t, r in ranks.items()))
+    cps = [c for c in list(range(0x40000)) + list(range(0xE0000, 0xE1000))
+           if not 0xD800 <= c < 0xE000 and c != 0x0A]
+    text = "".join(_sweep_line(chr(c)) for c in cps)
+    path = tmp_path / "sweep.txt"
+    path.write_bytes(text.encode("utf-8"))
+    out = subprocess.run([SLUICE, "tokenize", "--tokenizer", name, "--vocab",
+                          str(vocab), str(path)],
+                         check=True, capture_output=True).stdout
+    got = [int(x) for x in out.split()]
+    want = e.encode_ordinary(text)
+    if got == want:
+        return
+
+    def lines(ids):
+        out, cur = [], []
+        for i in ids:
+            cur.append(i)
+            if i == 10:
+                out.append(cur)
+                cur = []
+        return out + [cur]
+    g, w = lines(got), lines(want)
+    bad = [f"U+{cps[i]:04X}" for i in range(min(len(g), len(w), len(cps)))
+           if g[i] != w[i]]
+    pytest.fail(f"{name}: {len(bad)} code points split differently from "
+                f"tiktoken, e.g. {bad[:20]} (lines {len(g)} vs {len(w)})")
+
+
 # Any code point but surrogates (which UTF-8 cannot carry); weighted towards
 # the characters the patterns treat specially.
 _alpha = st.one_of(
