@@ -15,9 +15,12 @@ alternating, medians of patches/s:
   sluice     sluice.volumes.DataLoader (threads = cores), offline stage
              cached in epoch 0, which is excluded
 
-Each measures --epochs epochs after one warm-up epoch.
+Each measures --epochs epochs after one warm-up epoch. --largest N adds N
+cases of the issue's largest size class (600 x 512^2; balance.make_data)
+to the set, in their own folder by default.
 
     PYTHONPATH=build/python .venv/bin/python bench/volumes/peers.py [--runs 3] [--json]
+        [--largest 1]
 """
 import argparse
 import json
@@ -109,14 +112,19 @@ def run_sluice(data, threads, epochs):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--data", default="/tmp/sluice-kits-bench")
+    ap.add_argument("--data", default=None,
+                    help="the set's folder (/tmp/sluice-kits-bench, -xl with --largest)")
     ap.add_argument("--cases", type=int, default=12)
+    ap.add_argument("--largest", type=int, default=0,
+                    help="cases of the largest size class (600 x 512^2) added")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--max-workers", type=int, default=os.cpu_count())
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    data = balance.make_data(a.data, a.cases)
+    if a.data is None:
+        a.data = "/tmp/sluice-kits-bench" + ("-xl" if a.largest else "")
+    data = balance.make_data(a.data, a.cases, largest=a.largest)
     vols = preprocessed(data)
     cores = os.cpu_count()
     res = {}
