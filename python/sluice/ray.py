@@ -69,6 +69,7 @@ class _Preparer:
         if storage:
             self._loader._testing_storage(*storage)
         self._reads = {}  # epoch -> storage reads (samples)
+        self._renewed = 0  # plans that found batches still held
 
     def info(self):
         L = self._loader
@@ -78,14 +79,22 @@ class _Preparer:
     def pid(self):
         return os.getpid()
 
+    def engines_renewed(self):
+        """Plans started while an earlier task's batches were still held,
+        so the Loader made a new engine (threads, buffers, cache): 0 when
+        Ray let go of each task's return values once stored."""
+        return self._renewed
+
     def prepare(self, batches):
         """The planned (epoch, batch) pairs' (images, labels), one return
         value each; None for a batch whose samples were all skipped
         (on_error='skip'), which the local loader leaves out too. Storage
         reads are counted against the first batch's epoch."""
         cached = self._loader.get("cache_bytes") > 0
-        before = self._loader.stats()["cache"]["misses"]
-        out = self._prepare(batches)
+        st = self._loader.stats()
+        before = st["cache"]["misses"]
+        self._renewed += st["batches_held"] > 0
+        out = self._prepare(batches, views=True)
         if cached:  # a plan may start a new engine (batches held): from 0
             after = self._loader.stats()["cache"]["misses"]
             n = after - before if after >= before else after
@@ -96,17 +105,20 @@ class _Preparer:
         self._reads[e] = self._reads.get(e, 0) + n
         return out
 
-    def _prepare(self, batches):
-        # Copies: the loader's own arrays are released before the next
-        # plan starts, which then keeps its engine (a Loader starts a new
-        # one, with an empty cache, under batches still held; Ray may hold
-        # a task's return values a while).
+    def _prepare(self, batches, views=False):
+        """views=True returns the engine's own buffers, for a task's return
+        values: Ray copies them into its object store as the task ends and
+        lets go (engines_renewed counts the times it did not), so the next
+        plan keeps this engine; one copy of each batch instead of two.
+        Otherwise copies: a Loader starts a new engine, with an empty
+        cache, when a plan starts under batches still held (the calls
+        below, and sluice.ray_cache's per-epoch calls, start several)."""
         import sluice
         L = self._loader
         L.start_plan(batches)
-        out = [(x.copy(), y.copy()) for x, y in L]
+        out = [(x, y) if views else (x.copy(), y.copy()) for x, y in L]
         if len(out) != len(batches):  # some batch was empty: find which
-            out = []
+            out = []  # nothing held: the plans below keep the engine
             for b in batches:
                 try:
                     L.start_plan([b])
