@@ -427,11 +427,17 @@ class DataLoader:
         """Completed chunks leave the actors' queues; a chunk that failed
         because its actor died re-hands that actor's batches."""
         ray = self._ray
+        last = [c[0] for a in self._actors for c in a.chunks]
+        if not last:
+            return
+        # One ray.wait for every actor's chunks: it is most of what a
+        # take costs the trainer beside the batch's own get.
+        done = set(ray.wait(last, num_returns=len(last), timeout=0)[0])
+        if not done:
+            return
         for a in list(self._actors):
-            if not a.chunks:
+            if not any(c[0] in done for c in a.chunks):
                 continue
-            done = set(ray.wait([c[0] for c in a.chunks], num_returns=len(a.chunks),
-                                timeout=0)[0])
             for c in a.chunks:
                 if c[0] in done:
                     try:
@@ -490,9 +496,13 @@ class DataLoader:
             refs = list(self._ref.values())
             ready = len(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
             self._policy.ahead(max(0, ready - 1))
+        first = True
         while True:
-            self._hand_out()
             ref = self._ref.get(g)
+            if ref is None or not first:  # else handed after the last take
+                self._hand_out()
+                ref = self._ref.get(g)
+            first = False
             # Not handed yet: the actors' queues are full of an earlier
             # iteration's work; wait for any of it.
             waits = [ref] if ref is not None else \

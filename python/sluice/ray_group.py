@@ -28,9 +28,8 @@ object store that every job fetches (zero-copy on the same node).
   A batch is released once every attached job is past it or left. A job
   asks the group for batch objects once per half window (when fewer than
   half the window's are known ahead), not per batch, so the group hears
-  a position up to half a window late; a job that stops taking batches
-  (a pause, the end of an iteration) tells its position within
-  0.25 s.
+  a position up to half a window late; a job tells its position at the
+  end of an iteration, and within half a second when it pauses.
 - **Late join: the next epoch.** A job attaching while the group is inside
   epoch e starts at epoch e + 1's first batch (at e's first batch when the
   group is exactly there, or with join="now" at the slowest job's batch):
