@@ -271,12 +271,15 @@ class _Group:
 
     async def ping(self, job, g=None):
         """The job is alive; g: its position, when it stopped taking
-        batches since it last asked (the pace and join="now" go by it)."""
+        batches since it last asked (the pace and join="now" go by it).
+        Forward only: a ping read before a later want may arrive after it,
+        and a position moved back under released batches would have them
+        prepared again."""
         j = self.jobs.get(job)
         if j is None:
             return
         j[1] = time.monotonic()
-        if g is not None and j[0] is not None and g != j[0]:
+        if g is not None and j[0] is not None and g > j[0]:
             j[0] = g
             self.hand_out()
 
@@ -446,7 +449,10 @@ class SharedLoader(DataLoader):
             # behind the job are released now, not at its next ask.
             if self._run == 0 and not self._left and self._told is not None \
                     and self._next_g > self._told:
-                self._tell(self._next_g)
+                try:
+                    self._tell(self._next_g)
+                except Exception:  # Ray shut down (a generator collected late)
+                    pass
 
     # The work layer: the group does it; this job asks for its batches.
 
