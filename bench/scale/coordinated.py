@@ -27,7 +27,6 @@ import argparse
 import hashlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -35,11 +34,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from stats import median  # noqa: E402
-
-
-def cpu_self():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+from session_cpu import by_name as cpu_by_name, cpu_self, session_cpu  # noqa: E402
 
 
 def job(spec):
@@ -86,31 +81,6 @@ def job(spec):
         dl.close()
 
 
-def session_cpu(exclude):
-    """CPU seconds so far of this process's descendants (the Ray session's
-    processes: raylet, GCS, workers), the job processes excluded; from
-    /proc/PID/stat (utime, stime)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    procs = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                name, f_ = f.read().split("(", 1)[1].rsplit(")", 1)
-                f_ = f_.split()
-        except OSError:
-            continue
-        procs[int(d)] = (int(f_[1]), (int(f_[11]) + int(f_[12])) / tick, name)
-    mine, todo = set(), [os.getpid()]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, (pp, _, _) in procs.items() if pp == p]
-        mine.update(kids)
-        todo.extend(kids)
-    return {p: procs[p][1:] for p in mine if p not in exclude}
-
-
 def run(kind, njobs, a, address, epoch, tmp):
     d = tempfile.mkdtemp(dir=tmp)
     share = f"bench-{kind}-{epoch}-{time.time_ns()}"
@@ -138,9 +108,7 @@ def run(kind, njobs, a, address, epoch, tmp):
         open(specs[0]["finish"], "w").close()
         for p in procs:
             p.wait(timeout=120)
-    by_name = {}
-    for pid, (v, name) in c1.items():
-        by_name[name] = by_name.get(name, 0.0) + v - c0.get(pid, (0.0,))[0]
+    by_name = cpu_by_name(c0, c1)
     other = sum(by_name.values())
     batches = sum(o["batches"] for o in outs)
     cpu = sum(o["cpu_s"] for o in outs) + other

@@ -10,7 +10,12 @@ Configurations, each one epoch of `--data` per round, rounds alternating
 Every epoch's digest is checked against the local loader's (the stream is
 the same whatever the actors). The trainer does nothing but take batches
 (a consumer-free ceiling; the trainer's own process is one more user of
-the cores).
+the cores). CPU seconds per batch: the trainer process's (its decode
+threads for local-T) less its digest hashing, plus every process of the
+Ray session (actors, raylet, GCS: /proc) over the epoch, once every
+loader is idle (each prepares the next epoch's first batches ahead: in
+the epoch, for the next one, as much as before it, for this one); less
+noisy than img/s on a shared machine.
 
     PYTHONPATH=build/python .venv/bin/python bench/scale/ray_actors.py \\
         --data ../shared/data/imagenet-sample --rounds 3
@@ -24,15 +29,24 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from stats import median  # noqa: E402
+from session_cpu import by_name, cpu_self, session_cpu, settle  # noqa: E402
 
 
 def epoch(loader):
-    h, n, t0 = hashlib.sha1(), 0, time.perf_counter()
+    """(img/s, digest, CPU s per batch, {process name: CPU s})."""
+    h, n, b, hs = hashlib.sha1(), 0, 0, 0.0
+    s0, c0, t0 = session_cpu(), cpu_self(), time.perf_counter()
     for x, y in loader:
+        t = time.thread_time()
         h.update(x.numpy().tobytes())
         h.update(y.numpy().tobytes())
+        hs += time.thread_time() - t
         n += len(y)
-    return n / (time.perf_counter() - t0), h.hexdigest()
+        b += 1
+    dt = time.perf_counter() - t0
+    mine, other = cpu_self() - c0 - hs, by_name(s0, session_cpu())
+    return (n / dt, h.hexdigest(), (mine + sum(other.values())) / b,
+            dict(trainer=mine, **other))
 
 
 def main():
@@ -67,23 +81,33 @@ def main():
                 actor_options={"num_cpus": 0.01}, **common)
     refs = {}  # round -> the first configuration's digest
     rates = {c: [] for c in loaders}
+    cpus = {c: [] for c in loaders}
     for r in range(a.rounds):
         for c, L in loaders.items():
             L.set_epoch(r)
-            rate, d = epoch(L)
+            settle()
+            rate, d, cpu, procs = epoch(L)
             if refs.setdefault(r, d) != d:
                 sys.exit(f"{c}: epoch {r} digest {d} != {refs[r]}")
             rates[c].append(rate)
-            print(f"round {r} {c}: {rate:.1f} img/s", flush=True)
-    out = {c: {"median_img_s": median(v), "runs": v} for c, v in rates.items()}
+            cpus[c].append(cpu)
+            procs = {k: round(v, 2) for k, v in procs.items() if v >= 0.05}
+            print(f"round {r} {c}: {rate:.1f} img/s, CPU {cpu:.4f} s/batch "
+                  f"(by process {procs}), load {os.getloadavg()[0]:.1f}", flush=True)
+    out = {c: {"median_img_s": median(v), "runs": v,
+               "median_cpu_per_batch": median(cpus[c]), "cpu_runs": cpus[c]}
+           for c, v in rates.items()}
     for c, v in out.items():
-        print(f"{c:10s} median {v['median_img_s']:.1f} img/s")
+        print(f"{c:10s} median {v['median_img_s']:.1f} img/s, "
+              f"CPU {v['median_cpu_per_batch']:.4f} s/batch")
     for c in out:
         if c.startswith("ray-"):
             n, t = map(int, c[4:].split("x"))
             base = f"local-{n * t}"
             if base in out:
-                print(f"{c} / {base}: {out[c]['median_img_s'] / out[base]['median_img_s']:.2f}")
+                print(f"{c} / {base}: {out[c]['median_img_s'] / out[base]['median_img_s']:.2f} "
+                      f"img/s, CPU per batch "
+                      f"{out[c]['median_cpu_per_batch'] / out[base]['median_cpu_per_batch']:.2f}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -69,6 +69,7 @@ class _Preparer:
         if storage:
             self._loader._testing_storage(*storage)
         self._reads = {}  # epoch -> storage reads (samples)
+        self._renewed = 0  # plans that found batches still held
 
     def info(self):
         L = self._loader
@@ -78,14 +79,22 @@ class _Preparer:
     def pid(self):
         return os.getpid()
 
+    def engines_renewed(self):
+        """Plans started while an earlier task's batches were still held,
+        so the Loader made a new engine (threads, buffers, cache): 0 when
+        Ray let go of each task's return values once stored."""
+        return self._renewed
+
     def prepare(self, batches):
         """The planned (epoch, batch) pairs' (images, labels), one return
         value each; None for a batch whose samples were all skipped
         (on_error='skip'), which the local loader leaves out too. Storage
         reads are counted against the first batch's epoch."""
         cached = self._loader.get("cache_bytes") > 0
-        before = self._loader.stats()["cache"]["misses"]
-        out = self._prepare(batches)
+        st = self._loader.stats()
+        before = st["cache"]["misses"]
+        self._renewed += st["batches_held"] > 0
+        out = self._prepare(batches, views=True)
         if cached:  # a plan may start a new engine (batches held): from 0
             after = self._loader.stats()["cache"]["misses"]
             n = after - before if after >= before else after
@@ -96,17 +105,20 @@ class _Preparer:
         self._reads[e] = self._reads.get(e, 0) + n
         return out
 
-    def _prepare(self, batches):
-        # Copies: the loader's own arrays are released before the next
-        # plan starts, which then keeps its engine (a Loader starts a new
-        # one, with an empty cache, under batches still held; Ray may hold
-        # a task's return values a while).
+    def _prepare(self, batches, views=False):
+        """views=True returns the engine's own buffers, for a task's return
+        values: Ray copies them into its object store as the task ends and
+        lets go (engines_renewed counts the times it did not), so the next
+        plan keeps this engine; one copy of each batch instead of two.
+        Otherwise copies: a Loader starts a new engine, with an empty
+        cache, when a plan starts under batches still held (the calls
+        below, and sluice.ray_cache's per-epoch calls, start several)."""
         import sluice
         L = self._loader
         L.start_plan(batches)
-        out = [(x.copy(), y.copy()) for x, y in L]
+        out = [(x, y) if views else (x.copy(), y.copy()) for x, y in L]
         if len(out) != len(batches):  # some batch was empty: find which
-            out = []
+            out = []  # nothing held: the plans below keep the engine
             for b in batches:
                 try:
                     L.start_plan([b])
@@ -415,11 +427,17 @@ class DataLoader:
         """Completed chunks leave the actors' queues; a chunk that failed
         because its actor died re-hands that actor's batches."""
         ray = self._ray
+        last = [c[0] for a in self._actors for c in a.chunks]
+        if not last:
+            return
+        # One ray.wait for every actor's chunks: it is most of what a
+        # take costs the trainer beside the batch's own get.
+        done = set(ray.wait(last, num_returns=len(last), timeout=0)[0])
+        if not done:
+            return
         for a in list(self._actors):
-            if not a.chunks:
+            if not any(c[0] in done for c in a.chunks):
                 continue
-            done = set(ray.wait([c[0] for c in a.chunks], num_returns=len(a.chunks),
-                                timeout=0)[0])
             for c in a.chunks:
                 if c[0] in done:
                     try:
@@ -478,9 +496,13 @@ class DataLoader:
             refs = list(self._ref.values())
             ready = len(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
             self._policy.ahead(max(0, ready - 1))
+        first = True
         while True:
-            self._hand_out()
             ref = self._ref.get(g)
+            if ref is None or not first:  # else handed after the last take
+                self._hand_out()
+                ref = self._ref.get(g)
+            first = False
             # Not handed yet: the actors' queues are full of an earlier
             # iteration's work; wait for any of it.
             waits = [ref] if ref is not None else \

@@ -25,7 +25,11 @@ object store that every job fetches (zero-copy on the same node).
 - **Pace.** The group prepares within a window of `window` batches past
   the slowest attached job's position (CoorDL's rule): the jobs move
   together, a faster one waits for the slowest at most `window` ahead.
-  A batch is released once every attached job is past it or left.
+  A batch is released once every attached job is past it or left. A job
+  asks the group for batch objects once per half window (when fewer than
+  half the window's are known ahead), not per batch, so the group hears
+  a position up to half a window late; a job tells its position at the
+  end of an iteration, and within half a second when it pauses.
 - **Late join: the next epoch.** A job attaching while the group is inside
   epoch e starts at epoch e + 1's first batch (at e's first batch when the
   group is exactly there, or with join="now" at the slowest job's batch):
@@ -58,6 +62,9 @@ __all__ = ["SharedLoader"]
 NAMESPACE = "sluice"
 # Options that change speed, not the stream: not in the group's key.
 _SPEED_ONLY = ("threads",)
+# A job that took no batch for this long tells the group its position
+# (SharedLoader._heartbeat).
+_STALL_S = 0.25
 
 
 class _GroupPreparer(_Preparer):
@@ -104,7 +111,8 @@ class _Group:
         self.nb = None
         self.closed = False
         self.counts = {"prepared": 0, "reprepared": 0, "preparers_failed": 0,
-                       "jobs_attached": 0, "jobs_left": 0, "jobs_dropped": 0}
+                       "jobs_attached": 0, "jobs_left": 0, "jobs_dropped": 0,
+                       "wants": 0}
         self.per_epoch = {}     # epoch -> batches prepared
         self.events = []        # (time, what)
         self.changed = None
@@ -228,11 +236,14 @@ class _Group:
     async def want(self, job, g, n, known, wait_s):
         """job's position is g; returns {batch: [object]} for the batches
         of [g, g + n) handed out and not in `known`, waiting up to wait_s
-        for g itself."""
+        for g itself, and the window now. A job asks about once per half
+        window (SharedLoader._hand_out), so this is per window, not per
+        batch."""
         j = self.jobs.get(job)
         if j is None:
             return {"detached": True}
         j[0], j[1] = g, time.monotonic()
+        self.counts["wants"] += 1
         lo = self.lo()
         # Behind the continuous hand-out and no longer held: again.
         again = [x for x in range(g, g + n)
@@ -255,11 +266,22 @@ class _Group:
                 break
         known = set(known)
         return {"refs": {x: [self.ref[x]] for x in range(g, g + n)
-                         if x in self.ref and x not in known}}
+                         if x in self.ref and x not in known},
+                "window": self.window}
 
-    async def ping(self, job):
-        if job in self.jobs:
-            self.jobs[job][1] = time.monotonic()
+    async def ping(self, job, g=None):
+        """The job is alive; g: its position, when it stopped taking
+        batches since it last asked (the pace and join="now" go by it).
+        Forward only: a ping read before a later want may arrive after it,
+        and a position moved back under released batches would have them
+        prepared again."""
+        j = self.jobs.get(job)
+        if j is None:
+            return
+        j[1] = time.monotonic()
+        if g is not None and j[0] is not None and g > j[0]:
+            j[0] = g
+            self.hand_out()
 
     async def leave(self, job, why="left"):
         if self.jobs.pop(job, None) is None:
@@ -381,6 +403,7 @@ class SharedLoader(DataLoader):
         if r["start"] is not None:  # joined a group under way
             self._start = self._saved = self._pos = divmod(r["start"], nb)
         self._cache, self._asked = {}, None
+        self._told = None  # the position the group last heard
         self._left = False
         self._beat = threading.Event()
         t = threading.Thread(target=self._heartbeat, daemon=True,
@@ -388,22 +411,68 @@ class SharedLoader(DataLoader):
         t.start()
 
     def _heartbeat(self):
-        while not self._beat.wait(self._lease / 4):
+        """Pings every lease / 4 (the group drops a silent job), and tells
+        the group the position of a job that stopped taking batches (a
+        pause, an evaluation): asking once per half window, its last ask
+        may be up to half a window behind, which would hold the others
+        back and start a join="now" job there."""
+        tick = min(self._lease / 4, _STALL_S)
+        last_ping = time.monotonic()
+        seen = None
+        while not self._beat.wait(tick):
+            g = self._next_g if self._run else None
+            stalled = g is not None and g == seen and self._told is not None \
+                and g > self._told
+            seen = g
+            now = time.monotonic()
+            if not stalled and now - last_ping < self._lease / 4:
+                continue
             try:
-                self._group.ping.remote(self._job)
+                if stalled:
+                    self._tell(g)
+                else:
+                    self._group.ping.remote(self._job)
             except Exception:
                 return
+            last_ping = now
+
+    def _tell(self, g):
+        """The group hears position g (no answer awaited)."""
+        self._told = g
+        self._group.ping.remote(self._job, g)
+
+    def _batches(self, run):
+        try:
+            yield from super()._batches(run)
+        finally:
+            # At an iteration's end (or when it is left): the batches
+            # behind the job are released now, not at its next ask.
+            if self._run == 0 and not self._left and self._told is not None \
+                    and self._next_g > self._told:
+                try:
+                    self._tell(self._next_g)
+                except Exception:  # Ray shut down (a generator collected late)
+                    pass
 
     # The work layer: the group does it; this job asks for its batches.
 
     def _hand_out(self):
-        """After each take (and at an iteration's start): tells the group
-        this job's position and asks for the batches ahead, not waiting."""
+        """After each take (and at an iteration's start): when fewer than
+        half the window's batches are known ahead, tells the group this
+        job's position and asks for the batches ahead, not waiting. One
+        call per half window rather than per batch: the group's work and
+        Ray's calls were most of what a delivery cost beside the batch
+        itself; the group then hears a position up to half a window late
+        (the window's other half keeps the preparers busy)."""
         if self._run and self._asked is None:
-            self._asked = self._ask(self._next_g, 0.0)
+            g = self._next_g
+            ahead = sum(1 for x in self._cache if x >= g)
+            if ahead < max(1, self._group_window // 2):
+                self._asked = self._ask(g, 0.0)
 
     def _ask(self, g, wait_s):
         known = [x for x in self._cache if x >= g]
+        self._told = g
         return self._group.want.remote(self._job, g, self._group_window, known, wait_s)
 
     def _merge(self, ref):
@@ -412,6 +481,7 @@ class SharedLoader(DataLoader):
             raise RuntimeError(f"sluice.ray: this job was dropped from share group "
                                f"{self._group_name!r} (silent for {self._lease} s)")
         self._cache.update({g: v[0] for g, v in r["refs"].items()})
+        self._group_window = r["window"]  # set_actors may have widened it
 
     def _get(self, g):
         ray = self._ray
@@ -471,7 +541,9 @@ class SharedLoader(DataLoader):
 
     def group_stats(self):
         """The group's counters: prepared (batches handed to preparers),
-        reprepared, prepared_per_epoch, jobs, positions, events."""
+        reprepared, prepared_per_epoch, wants (the jobs' asks for batch
+        objects, about 2 x batches / window per job), jobs, positions,
+        events."""
         return self._ray.get(self._group.stats.remote())
 
     def group_pids(self):

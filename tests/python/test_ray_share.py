@@ -106,6 +106,13 @@ def test_two_loaders_one_process(cluster, ds, local):
         g = a.group_stats()
         assert g["jobs"] == 2 and g["reprepared"] == 0
         assert g["prepared_per_epoch"][0] == NB and g["prepared_per_epoch"][1] == NB
+        # A job asks when fewer than half the window's batches are known
+        # ahead: about NB / (window / 2) calls an epoch (19 in all here,
+        # 4.75 a job-epoch), not NB (one per batch: 60 or more); the
+        # slack: the ask at an epoch's start, and asks while the other job,
+        # not heard yet, holds the hand-out back.
+        per_job_epoch = g["wants"] / (2 * 2)
+        assert per_job_epoch <= NB / (g["window"] // 2) + 3, g
         # Resume per job: b goes back to (1, 4) and gets the rest of epoch
         # 1 again (those batches were released: prepared again).
         a.close()
