@@ -243,7 +243,10 @@ def main():
             link = gbit * 1e9 / 8 / (tc["bytes"] / a.batch)
             cores = knee(p, tc, a.batch, tc["bytes"], gbit * 1e9 / 8)
             print(f"  across nodes, {gbit} Gb/s link: transfer-bound at {link:,.0f} img/s "
-                  f"(trainer receive bound {a.batch / tc['t']:,.0f}); reaching it takes "
+                  f"(trainer receive bound "
+                  + (f"{a.batch / tc['t']:,.0f}" if tc["t"] > 0 else
+                     "not measured: no CPU tick in the window")
+                  + "); reaching it takes "
                   f"{cores:.1f} preparer cores ({cores / 16:.1f} nodes of 16; "
                   f"{per_image(p, tc['s'], a.batch) * 1e3:.2f} ms per image each)")
     if a.json_out:

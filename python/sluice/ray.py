@@ -242,7 +242,13 @@ class DataLoader:
     and serves it to the others, which ask it before reading storage; the
     cluster holds num_actors x N (sluice.ray_cache; cache_stats()).
     partition="local" is the comparison: each actor caches what it reads
-    (N each), nothing shared."""
+    (N each), nothing shared.
+
+    telemetry_path="run.jsonl" writes a line every telemetry_ms (100) in
+    the engine's snapshot schema from the trainer's side: samples/s, the
+    share of time it waited, the actors' decode threads and each add /
+    remove with its reason, the partitioned cache's hits (remote ones
+    counted); `sluice plot run.jsonl` draws it (sluice.ray_telemetry)."""
 
     def __new__(cls, *args, share=None, **kw):
         if share is not None and share is not False and cls is DataLoader:
@@ -255,7 +261,8 @@ class DataLoader:
                  dtype=None, num_actors=2, actor_threads=1, chunk=2, depth=2,
                  actor_options=None, autoscale=False, min_actors=1,
                  max_actors=None, tensors=True, device=None, share=None,
-                 partition=False, storage=None, **options):
+                 partition=False, storage=None, telemetry_path=None,
+                 telemetry_ms=100, **options):
         self._ray = ray = _import_ray()
         self._torch = None
         if tensors:
@@ -316,7 +323,11 @@ class DataLoader:
         self._ref, self._owner, self._redo = {}, {}, []  # this iteration's
         self._next_g = self._hand_g = self._end_g = self._horizon = 0
         self._carry_from = None  # work handed for an iteration from there
+        self._telemetry = None
         self._start_work(num_actors)
+        if telemetry_path is not None:
+            from .ray_telemetry import RayTelemetry
+            self._telemetry = RayTelemetry(self, os.fspath(telemetry_path), telemetry_ms)
 
     def _start_work(self, num_actors):
         """Starts the actors; learns the epoch's size."""
@@ -660,8 +671,14 @@ class DataLoader:
                 pass
         return merge_stats(got)
 
+    def _stop_telemetry(self):
+        if getattr(self, "_telemetry", None) is not None:
+            self._telemetry.close()  # its last line while the actors live
+            self._telemetry = None
+
     def close(self):
-        """Kills the actors."""
+        """Kills the actors (and writes the telemetry's last line)."""
+        self._stop_telemetry()
         for a in self._actors:
             try:
                 self._ray.kill(a.handle)

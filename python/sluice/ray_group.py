@@ -558,6 +558,7 @@ class SharedLoader(DataLoader):
         """Leaves the group (the last job to leave ends it)."""
         if self._left:
             return
+        self._stop_telemetry()
         self._left = True
         self._beat.set()
         try:

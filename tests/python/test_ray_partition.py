@@ -130,3 +130,50 @@ def test_partitioned_holds_what_local_caches_cannot(cluster, ds, local, part_byt
             reads[mode] = ep[0]["storage_reads"] + ep[1]["storage_reads"] - N
     assert reads[True] == 0
     assert reads["local"] >= N // 4, reads
+
+
+def test_telemetry_lines_plotted(cluster, ds, local, part_bytes, tmp_path):
+    """telemetry_path=: JSON Lines in the engine's snapshot schema written
+    by the trainer process (sluice.ray_telemetry): samples and batches as
+    taken, the stall as the share of time waited, the actors' decode
+    threads and their decisions (the start: 0 -> 2), and the partitioned
+    cache's hits (remote ones counted); `sluice plot` draws the file and
+    lists the decision."""
+    import json
+    import os
+    import subprocess
+    import time
+    path = tmp_path / "ray.jsonl"
+    with make(ds, 2 * part_bytes, telemetry_path=str(path), telemetry_ms=50) as dl:
+        assert digests(dl) == local[0]
+        time.sleep(1.3)  # the cache's counters are asked once a second
+        assert digests(dl) == local[1]
+        time.sleep(2.5)  # asked again, answered, written
+        nb = dl.stats()["batches"]
+    lines = [json.loads(x) for x in open(path)]
+    assert len(lines) >= 20
+    ts = [x["t"] for x in lines]
+    assert ts == sorted(ts)
+    last = lines[-1]
+    assert last["samples_total"] == 2 * N and last["batches_total"] == nb
+    assert all(x["knobs"]["decode_threads"] == 2 and x["ray"]["actors"] == 2 for x in lines)
+    assert all(0.0 <= x["stall_fraction"] <= 1.0 for x in lines if x["stall_fraction"] is not None)
+    # the samples/s of the lines add up to what was taken
+    assert abs(sum(x["samples_per_s"] * x["interval_s"] for x in lines
+                   if x["samples_per_s"] is not None) - 2 * N) < 1
+    dec = [x["decision"] for x in lines if "decision" in x]
+    assert dec and dec[0]["knob"] == "actors" and (dec[0]["from"], dec[0]["to"]) == (0, 2)
+    assert lines[0]["decisions_total"] >= 1
+    c = last["cache"]
+    assert c["misses_total"] == N  # every sample read from storage once
+    # the second epoch all hits (and the third's first batches, prepared
+    # ahead), some of them from the other actor's part
+    assert c["hits_total"] >= N and c["remote_hits_total"] > 0
+    assert any(x.get("cache", {}).get("hit_rate") for x in lines)
+    sl = os.environ.get("SLUICE")
+    if sl and subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True).returncode == 0:
+        p = subprocess.run([sl, "plot", str(path), "-o", str(tmp_path / "ray.svg")],
+                           capture_output=True, text=True)
+        assert p.returncode == 0 and not p.stderr, p.stderr
+        svg = (tmp_path / "ray.svg").read_text()
+        assert "actors 0 -&gt; 2" in svg or "actors 0 -> 2" in svg
