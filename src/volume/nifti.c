@@ -285,6 +285,13 @@ static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
     return -1;
 }
 
+/* Whether the file starts with gzip's magic (else it is read plain). */
+static int is_gzip(int fd)
+{
+    unsigned char m[2] = {0, 0};
+    return pread(fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+}
+
 /* A gzip file's header against the most its bytes can inflate to. */
 static int gz_bound(const sl__volhdr_t *h, const char *name, int64_t file_size,
                     char *err, size_t errlen)
@@ -317,9 +324,7 @@ static int ns_open(int fd, const char *name, int64_t file_size, nstream_t *s,
                    char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    unsigned char magic[2] = {0, 0};
-    s->gzip =
-        pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    s->gzip = is_gzip(fd);
     int dfd = dup(fd); /* gzclose closes it; it shares fd's offset */
     if (dfd >= 0 && lseek(dfd, 0, SEEK_SET) != 0) {
         close(dfd);
@@ -588,10 +593,12 @@ static void gzsrc_close(void *ctx)
     free(s);
 }
 
-int sl__nifti_stream_gz(int fd, const char *name, int64_t file_size,
-                        const sl__gzindex_t *use, sl__gzindex_t *build,
-                        sl__nifti_stream_t **out, char *err, size_t errlen)
+int sl__nifti_stream_indexed(int fd, const char *name, int64_t file_size,
+                             const sl__gzindex_t *use, sl__gzindex_t *build,
+                             sl__nifti_stream_t **out, char *err, size_t errlen)
 {
+    if (!is_gzip(fd))
+        return sl__nifti_stream_file(fd, name, file_size, out, err, errlen);
     *out = NULL;
     gzsrc_t *s = calloc(1, sizeof *s);
     if (!s)

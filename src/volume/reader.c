@@ -81,13 +81,9 @@ int sl__volume_reader_indexed(const char *path, const sl__gzindex_t *use,
     int fd = sl__open_regular(path, &size, err, errlen);
     if (fd < 0)
         return fd;
-    unsigned char magic[2] = {0, 0};
-    int gz =
-        pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     sl__nifti_stream_t *n = NULL;
     int rc =
-        gz ? sl__nifti_stream_gz(fd, path, size, use, build, &n, err, errlen)
-           : sl__nifti_stream_file(fd, path, size, &n, err, errlen);
+        sl__nifti_stream_indexed(fd, path, size, use, build, &n, err, errlen);
     close(fd); /* the stream holds its own descriptor */
     if (rc)
         return rc;

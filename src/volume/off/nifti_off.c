@@ -57,9 +57,9 @@ int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
                     SL__NIFTI_OFF);
 }
 
-int sl__nifti_stream_gz(int fd, const char *name, int64_t file_size,
-                        const sl__gzindex_t *use, sl__gzindex_t *build,
-                        sl__nifti_stream_t **out, char *err, size_t errlen)
+int sl__nifti_stream_indexed(int fd, const char *name, int64_t file_size,
+                             const sl__gzindex_t *use, sl__gzindex_t *build,
+                             sl__nifti_stream_t **out, char *err, size_t errlen)
 {
     (void)fd, (void)file_size, (void)use, (void)build;
     *out = NULL;
