@@ -142,12 +142,14 @@ static int check_shape(const sl__voff_t *v, sl_volume_reader_t *ir,
 int64_t sl__voff_gz_span = SL__GZ_SPAN;
 
 /* Job parts of a volume: a plain one nslab; a gzip one nslab by its
- * index, else one whole read that builds an index when the case keeps
- * them (gzi) and the volume is a file (a pack's record is not gzip). */
+ * index (of the file as it is now), else one whole read that builds an
+ * index when the case keeps them (gzi) and the volume is a file (a pack's
+ * record is not gzip). */
 static int parts(sl__voff_t *v, int k, const sl_volume_reader_t *r,
                  const char *path)
 {
-    if (!sl_volume_reader_volume(r)->compressed || (v->gzi && v->gzi[k]))
+    if (!sl_volume_reader_volume(r)->compressed ||
+        (v->gzi && path && sl__gzindex_current(v->gzi[k], path)))
         return v->nslab;
     if (v->gzi && path)
         v->build[k] = sl__gzindex_new(sl__voff_gz_span); /* NULL: none */
@@ -305,6 +307,7 @@ int sl__voff_end(sl__voff_t *v, float **img, uint8_t **lbl, sl_vol_fg_t **fg,
     v->lbl = NULL;
     for (int k = 0; k < 2; k++) /* read whole: the index is complete */
         if (v->build[k]) {
+            sl__gzindex_free(v->gzi[k]); /* one of a file since changed */
             v->gzi[k] = v->build[k];
             v->build[k] = NULL;
         }

@@ -42,11 +42,12 @@ int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
  * order; the patch, C order) with up to `nslab` (1 .. rs[0]) slabs per
  * plain volume: the headers checked against raw, the outputs allocated.
  * gzi (NULL: gzip volumes are one job, no index kept) is the case's
- * indexes of its gzip image and label files: a volume with one is split
- * into nslab slabs like a plain one (each reads from the last point before
- * its first slice); one without is one job whose whole read builds one,
- * stored into gzi by sl__voff_end (gzi's owner frees them:
- * sl__gzindex_free). The stage only reads gzi until its end.
+ * indexes of its gzip image and label files: a volume with one (of its
+ * file as it is now) is split into nslab slabs like a plain one (each
+ * reads from the last point before its first slice); one without is one
+ * job whose whole read builds one, stored into gzi by sl__voff_end (in
+ * place of a stale one; gzi's owner frees them: sl__gzindex_free). The stage
+ * only reads gzi until its end.
  * @return 0 and *out, or SL_E* naming the file in err. */
 int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
                    const int64_t raw[3], const int64_t rs[3],

@@ -47,6 +47,20 @@ struct sl__gzr {
     unsigned char *in, *scratch;
 };
 
+/* Whether ix was built from the file as st describes it now. */
+static int same_file(const sl__gzindex_t *ix, const struct stat *st)
+{
+    return ix->n && ix->size == (int64_t)st->st_size &&
+           ix->mtime.tv_sec == st->st_mtim.tv_sec &&
+           ix->mtime.tv_nsec == st->st_mtim.tv_nsec;
+}
+
+int sl__gzindex_current(const sl__gzindex_t *ix, const char *path)
+{
+    struct stat st;
+    return ix && !stat(path, &st) && same_file(ix, &st);
+}
+
 sl__gzindex_t *sl__gzindex_new(int64_t span)
 {
     sl__gzindex_t *ix = calloc(1, sizeof *ix);
@@ -335,9 +349,7 @@ int sl__gzr_open(int fd, const char *name, const sl__gzindex_t *use,
         build->mtime = st.st_mtim;
     }
     /* an index of this file as it is now, or none */
-    if (use && use->n && use->size == (int64_t)st.st_size &&
-        use->mtime.tv_sec == st.st_mtim.tv_sec &&
-        use->mtime.tv_nsec == st.st_mtim.tv_nsec && !build)
+    if (use && !build && same_file(use, &st))
         r->use = use;
     *out = r;
     return 0;

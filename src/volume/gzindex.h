@@ -38,6 +38,9 @@ sl__gzindex_t *sl__gzindex_new(int64_t span);
 /* Bytes the index holds (the windows mostly); 0 for NULL. */
 int64_t sl__gzindex_bytes(const sl__gzindex_t *ix);
 int sl__gzindex_points(const sl__gzindex_t *ix);
+/* Whether ix (NULL: no) was built from the file at path as it is now
+ * (size and mtime; a reader ignores an index that is not). */
+int sl__gzindex_current(const sl__gzindex_t *ix, const char *path);
 void sl__gzindex_free(sl__gzindex_t *ix);
 
 /* A reader of the gzip file fd (fd stays the caller's; read by offset, so
