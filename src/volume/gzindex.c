@@ -42,6 +42,8 @@ struct sl__gzr {
     int64_t fpos; /* file offset just past the input buffer's bytes */
     int64_t out;  /* uncompressed offset of the next byte */
     int64_t last; /* out at the last point built */
+    int64_t skip; /* bytes passed over, not yet inflated or jumped */
+    int64_t made; /* bytes inflated (kept or not) */
     const sl__gzindex_t *use;
     sl__gzindex_t *build;
     unsigned char *in, *scratch;
@@ -225,6 +227,7 @@ static int64_t pump(sl__gzr_t *r, unsigned char *dst, size_t n, int *code,
             ret = Z_DATA_ERROR; /* input and room, and no progress */
         got += made;
         r->out += (int64_t)made;
+        r->made += (int64_t)made;
         if (ret == Z_NEED_DICT)
             ret = Z_DATA_ERROR;
         if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR) {
@@ -297,13 +300,28 @@ static int jump(sl__gzr_t *r, int64_t to, int *code, char *err, size_t errlen)
 int64_t sl__gzr_read(sl__gzr_t *r, void *dst, size_t n, int *code, char *err,
                      size_t errlen)
 {
-    if (dst || !r->use)
-        return pump(r, dst, n, code, err, errlen);
-    int64_t to = r->out + (int64_t)n, from = r->out;
-    if (jump(r, to, code, err, errlen))
-        return -1;
-    int64_t got = pump(r, NULL, (size_t)(to - r->out), code, err, errlen);
-    return got < 0 ? -1 : r->out - from;
+    /* Passing over is lazy: a volume's slab passes over the slices
+     * before it one at a time, and only their sum spans access points. */
+    if (!dst) {
+        r->skip += (int64_t)n;
+        return (int64_t)n;
+    }
+    if (r->skip) {
+        int64_t to = r->out + r->skip;
+        r->skip = 0;
+        if (r->use && jump(r, to, code, err, errlen))
+            return -1;
+        int64_t left = to - r->out,
+                got = pump(r, NULL, (size_t)left, code, err, errlen);
+        if (got < left) /* -1, or the data ended inside */
+            return got < 0 ? -1 : 0;
+    }
+    return pump(r, dst, n, code, err, errlen);
+}
+
+int64_t sl__gzr_inflated(const sl__gzr_t *r)
+{
+    return r->made;
 }
 
 void sl__gzr_close(sl__gzr_t *r)

@@ -55,12 +55,18 @@ int sl__gzr_open(int fd, const char *name, const sl__gzindex_t *use,
                  sl__gzindex_t *build, sl__gzr_t **out, char *err,
                  size_t errlen);
 
-/* Up to n more uncompressed bytes into dst (NULL: passed over, by the
- * index where it has a point ahead). @return the bytes (fewer than n only
- * at the end of the file's data), or -1 with *code and "NAME: cause" in
- * err (a truncated or damaged stream: SL_ECORRUPT). */
+/* Up to n more uncompressed bytes into dst. @return the bytes (fewer than
+ * n only at the end of the file's data), or -1 with *code and "NAME:
+ * cause" in err (a truncated or damaged stream: SL_ECORRUPT). dst NULL
+ * passes over n bytes (@return n) lazily: the next read gets there, by
+ * the index where it has a point ahead, and returns 0 when the data ends
+ * on the way (or fails as a read would). */
 int64_t sl__gzr_read(sl__gzr_t *r, void *dst, size_t n, int *code, char *err,
                      size_t errlen);
+
+/* Bytes the reader has inflated, kept or passed over (what its index
+ * saved: tests). */
+int64_t sl__gzr_inflated(const sl__gzr_t *r);
 
 void sl__gzr_close(sl__gzr_t *r);
 
