@@ -59,10 +59,12 @@ typedef struct sl_vloader_options {
      *  outputs, the components, slices and read buffers: the stage streams
      *  a volume a slice at a time, so a case needs about 5.3 bytes per
      *  padded voxel, never the stored volume whole; a pack's case
-     *  streams its record: about 37 MB more; docs/DESIGN.md). The
-     *  cache gives back what
-     *  nobody uses to make room; a stage waits for others to finish; a
-     *  case that cannot fit alone fails, naming the case and the sizes. */
+     *  streams its record: about 37 MB more; docs/DESIGN.md), and the
+     *  access points kept into large cases' .nii.gz files (about 0.8 % of
+     *  their uncompressed bytes: what lets their stages split). The cache gives
+     *  back what nobody uses to make room, then those access points; a
+     *  stage waits for others to finish; a case that cannot fit alone
+     *  fails, naming the case and the sizes. */
     int64_t memory_bytes;
     /** 1: image patches as bfloat16 (sl_vbatch_t.image_bf16; image NULL),
      *  rounded to nearest even from the float32 patch (sl_vol_to_bf16)
@@ -97,8 +99,9 @@ typedef struct sl_vloader_stats {
     int64_t latency_p50_ns; /**< batch-ready latency (window entry to
                                  ready), over the last 256 batches */
     int64_t latency_p99_ns;
-    int64_t memory_bytes;   /**< held now: buffers, cache, stages in flight
-                                 (counted with or without a budget) */
+    int64_t memory_bytes;   /**< held now: buffers, cache, stages in flight,
+                                 gzip access points (counted with or
+                                 without a budget) */
     int64_t memory_peak;    /**< the most held since create */
     int64_t offline_ahead;  /**< offline stages an idle thread ran ahead of
                                  their batch (look-ahead, balanced) */

@@ -16,6 +16,7 @@
 #include "base/abi.h"
 #include "base/base.h"
 #include "vloader_internal.h"
+#include "volume/gzindex.h"
 
 void sl_vloader_options_init(sl_vloader_options_t *o)
 {
@@ -523,6 +524,8 @@ void sl_vloader_destroy(sl_vloader_t *l)
         free(l->cases[c].img);
         free(l->cases[c].lbl);
         free(l->cases[c].fg);
+        sl__gzindex_free(l->cases[c].gzi[0]);
+        sl__gzindex_free(l->cases[c].gzi[1]);
     }
     free(l->bufs);
     free(l->scratch);

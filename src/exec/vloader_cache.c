@@ -11,6 +11,7 @@
 #include "base/rng.h"
 #include "vloader_internal.h"
 #include "vloader_offline.h"
+#include "volume/gzindex.h"
 
 /* Epoch e's case order and its inverse (under mu). */
 const struct eperm *sl__vl_eperm(sl_vloader_t *l, int64_t e)
@@ -68,9 +69,43 @@ static int over(const sl_vloader_t *l, int64_t need)
            (l->mem_limit && l->mem_used + need > l->mem_limit);
 }
 
+/* Case k's gzip indexes given back (not while its stage runs: its jobs
+ * read them unlocked). */
+static void drop_index(sl_vloader_t *l, vcase_t *k)
+{
+    for (int i = 0; i < 2; i++) {
+        sl__gzindex_free(k->gzi[i]);
+        k->gzi[i] = NULL;
+    }
+    l->mem_used -= k->gz_bytes;
+    k->gz_bytes = 0;
+}
+
+/* Over the memory budget with no cached case to give back: the gzip
+ * indexes of cases not being made, the one used again last first (such a
+ * case is read whole once more, and indexed again). */
+static void drop_indexes(sl_vloader_t *l, int64_t need)
+{
+    while (l->mem_limit && l->mem_used + need > l->mem_limit) {
+        vcase_t *old = NULL;
+        int64_t ou = -1;
+        for (int64_t c = 0; c < l->ncases; c++) {
+            vcase_t *k = &l->cases[c];
+            int64_t u;
+            if (k->gz_bytes && !k->staging && (u = next_use(l, c)) > ou) {
+                old = k;
+                ou = u;
+            }
+        }
+        if (!old)
+            return;
+        drop_index(l, old);
+    }
+}
+
 /* Gives back cached cases nobody uses, the one used again last first,
- * until the cache fits its bound and `need` more bytes the memory budget.
- * Under mu. */
+ * until the cache fits its bound and `need` more bytes the memory budget
+ * (then gzip indexes). Under mu. */
 void sl__vl_evict(sl_vloader_t *l, int64_t need)
 {
     while (over(l, need)) {
@@ -86,8 +121,10 @@ void sl__vl_evict(sl_vloader_t *l, int64_t need)
                 ou = u;
             }
         }
-        if (!old)
+        if (!old) {
+            drop_indexes(l, need);
             return;
+        }
         drop(l, old);
     }
 }
@@ -147,16 +184,24 @@ static int64_t case_bytes(const sl_vloader_t *l, int64_t c, int nslab)
                           nslab);
 }
 
+/* Whether case c's stage is split when it is waited for: balanced, the
+ * case large, and files (a pack's slab would decompress the case's record
+ * from its start again: a zstd stream cannot seek, and has no index as
+ * gzip has). */
+static int splittable(const sl_vloader_t *l, int64_t c)
+{
+    return !l->o.no_balance && l->o.threads >= 2 &&
+           l->cases[c].raw_vox >= l->split_min_vox &&
+           sl_volume_dataset_image(l->ds, c);
+}
+
 /* How many slabs case c's stage is made in: one per thread when balanced
  * and the case is large, fewer when more would not fit the memory budget
  * (whether a case fits never depends on the split). */
 static int case_slabs(const sl_vloader_t *l, int64_t c)
 {
     const vcase_t *k = &l->cases[c];
-    /* A pack's slab would decompress the case's record from its start
-     * again (a zstd stream cannot seek, as gzip cannot). */
-    if (l->o.no_balance || l->o.threads < 2 || k->raw_vox < l->split_min_vox ||
-        !sl_volume_dataset_image(l->ds, c))
+    if (!splittable(l, c))
         return 1;
     int n = l->o.threads < k->rs[0] ? l->o.threads : (int)k->rs[0];
     while (n > 1 && l->mem_limit &&
@@ -211,12 +256,18 @@ static int stage_run(sl_vloader_t *l, int64_t c, int64_t g, int nslab,
 {
     vcase_t *k = &l->cases[c];
     vsplit_t sp = {.conc = nslab, .g = g};
+    k->staging = 1;
     pthread_mutex_unlock(&l->mu);
-    int rc = sl__voff_begin(l->ds, c, k->raw, k->rs, k->dims, l->pdims, nslab,
-                            &sp.v, err, errlen);
+    /* a case worth splitting keeps its gzip files' indexes (any stage,
+     * a look-ahead's too, builds them) */
+    int rc =
+        sl__voff_begin(l->ds, c, k->raw, k->rs, k->dims, l->pdims, nslab,
+                       splittable(l, c) ? k->gzi : NULL, &sp.v, err, errlen);
     pthread_mutex_lock(&l->mu);
-    if (rc)
+    if (rc) {
+        k->staging = 0;
         return rc;
+    }
     sp.njobs = sl__voff_jobs(sp.v);
     if (nslab > 1) {
         k->split = &sp;
@@ -241,6 +292,7 @@ static int stage_run(sl_vloader_t *l, int64_t c, int64_t g, int nslab,
         rc = sl__voff_end(sp.v, img, lbl, fg, err, errlen);
     sl__voff_free(sp.v);
     pthread_mutex_lock(&l->mu);
+    k->staging = 0;
     return rc;
 }
 
@@ -258,6 +310,15 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t g, int64_t need,
     int rc = stage_run(l, c, g, nslab, &img, &lbl, &fg, err, errlen);
     int64_t t1 = sl__now_ns();
     l->mem_used -= need;
+    /* Indexes the stage built are held from now on, kept when they fit
+     * the memory budget (then given back before cached cases are). */
+    int64_t gz = sl__gzindex_bytes(k->gzi[0]) + sl__gzindex_bytes(k->gzi[1]);
+    l->mem_used -= k->gz_bytes;
+    k->gz_bytes = 0;
+    if (l->mem_limit && l->mem_used + gz > l->mem_limit)
+        drop_index(l, k);
+    else
+        sl__vl_mem_add(l, k->gz_bytes = gz);
     if (rc) {
         k->state = CASE_NONE;
     } else {

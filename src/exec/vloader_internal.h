@@ -39,6 +39,14 @@ typedef struct vcase {
     int state, users;
     int64_t bytes;
     vsplit_t *split; /* while LOADING in jobs, with jobs unclaimed */
+    /* Its gzip image's and label's access points (volume/gzindex.h),
+     * built by the first whole read of a case worth splitting and kept
+     * past the case's eviction (that is when its next stage needs them),
+     * gz_bytes of them charged to the memory budget. Written by the
+     * case's stage (one at a time) and read by its later ones. */
+    struct sl__gzindex *gzi[2];
+    int64_t gz_bytes;
+    int staging; /* its stage runs (its gzi is not given back) */
 } vcase_t;
 
 typedef struct task {

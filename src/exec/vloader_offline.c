@@ -7,6 +7,7 @@
 #include "data/shard.h"
 #include "ops/vol3d.h"
 #include "vloader_offline.h"
+#include "volume/gzindex.h"
 
 struct sl__voff {
     const sl_volume_dataset_t *ds;
@@ -15,7 +16,11 @@ struct sl__voff {
     int64_t raw[3], rd[3], pd[3], before[3], patch[3];
     int nslab, has_label;
     int nimg, nlbl; /* jobs: the image's parts, then the label's */
-    float *img;     /* the padded outputs being filled */
+    /* gzip volumes' access points (image, label): the case's, read by
+     * every slab (NULL: none); those being built by a whole read, given
+     * to the case's at the end */
+    sl__gzindex_t **gzi, *build[2];
+    float *img; /* the padded outputs being filled */
     uint8_t *lbl;
 };
 
@@ -134,10 +139,28 @@ static int check_shape(const sl__voff_t *v, sl_volume_reader_t *ir,
     return 0;
 }
 
+int64_t sl__voff_gz_span = SL__GZ_SPAN;
+
+/* Job parts of a volume: a plain one nslab; a gzip one nslab by its
+ * index (of the file as it is now), else one whole read that builds an
+ * index when the case keeps them (gzi) and the volume is a file (a pack's
+ * record is not gzip). */
+static int parts(sl__voff_t *v, int k, const sl_volume_reader_t *r,
+                 const char *path)
+{
+    if (!sl_volume_reader_volume(r)->compressed ||
+        (v->gzi && path && sl__gzindex_current(v->gzi[k], path)))
+        return v->nslab;
+    if (v->gzi && path)
+        v->build[k] = sl__gzindex_new(sl__voff_gz_span); /* NULL: none */
+    return 1;
+}
+
 int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
                    const int64_t raw[3], const int64_t rs[3],
                    const int64_t dims[3], const int64_t patch[3], int nslab,
-                   sl__voff_t **out, char *err, size_t errlen)
+                   sl__gzindex_t *gzi[2], sl__voff_t **out, char *err,
+                   size_t errlen)
 {
     *out = NULL;
     sl__voff_t *v = calloc(1, sizeof *v);
@@ -163,16 +186,17 @@ int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
                         name, nslab, (long long)rs[0]);
     }
     v->nslab = nslab;
-    /* The headers, checked once; a gzip volume is one job (a later part
-     * would inflate the slices before it again), a plain one `nslab`. */
+    v->gzi = gzi;
+    /* The headers, checked once; a gzip volume without an index is one
+     * job (a later part would inflate the slices before it again). */
     sl_volume_reader_t *ir = NULL, *lr = NULL;
     int rc = sl_volume_dataset_readers(ds, c, NULL, &ir,
                                        v->has_label ? &lr : NULL, err, errlen);
     if (!rc)
         rc = check_shape(v, ir, lr, err, errlen);
     if (!rc) {
-        v->nimg = sl_volume_reader_volume(ir)->compressed ? 1 : nslab;
-        v->nlbl = lr && sl_volume_reader_volume(lr)->compressed ? 1 : nslab;
+        v->nimg = parts(v, 0, ir, sl_volume_dataset_image(ds, c));
+        v->nlbl = lr ? parts(v, 1, lr, sl_volume_dataset_label(ds, c)) : nslab;
     }
     sl_volume_reader_close(ir);
     sl_volume_reader_close(lr);
@@ -196,6 +220,27 @@ int sl__voff_jobs(const sl__voff_t *v)
     return v->nimg + v->nlbl;
 }
 
+/* Job's reader of the image or the label: through the volume's index
+ * when it has one or builds one. */
+static int open_reader(const sl__voff_t *v, int label, sl_volume_reader_t **r,
+                       char *err, size_t errlen)
+{
+    const char *path = label ? sl_volume_dataset_label(v->ds, v->c)
+                             : sl_volume_dataset_image(v->ds, v->c);
+    const sl__gzindex_t *use = v->gzi ? v->gzi[label] : NULL;
+    if (path && (use || v->build[label]))
+        return sl__volume_reader_indexed(path, use, v->build[label], r, err,
+                                         errlen);
+    sl_volume_reader_t *ir = NULL;
+    int rc = sl_volume_dataset_readers(v->ds, v->c, NULL, &ir, label ? r : NULL,
+                                       err, errlen);
+    if (label)
+        sl_volume_reader_close(ir);
+    else
+        *r = ir;
+    return rc;
+}
+
 int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
 {
     if (k < 0 || k >= v->nimg + v->nlbl)
@@ -204,7 +249,7 @@ int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
     int part = label ? k - v->nimg : k;
     int64_t q0 = v->rd[0] * part / n, q1 = v->rd[0] * (part + 1) / n;
     int through = part == n - 1;
-    sl_volume_reader_t *ir = NULL, *lr = NULL;
+    sl_volume_reader_t *r = NULL;
     ostream_t s = {.v = v, .err = err, .errlen = errlen};
     if (label && !v->has_label) { /* an all-zero label */
         size_t plane = (size_t)(v->pd[1] * v->pd[2]);
@@ -212,8 +257,7 @@ int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
                (size_t)(q1 - q0) * plane);
         return 0;
     }
-    int rc = sl_volume_dataset_readers(v->ds, v->c, NULL, &ir,
-                                       label ? &lr : NULL, err, errlen);
+    int rc = open_reader(v, label, &r, err, errlen);
     if (!rc && label &&
         !(s.fslice =
               malloc((size_t)(v->raw[1] * v->raw[2]) * sizeof *s.fslice)))
@@ -222,13 +266,13 @@ int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
         goto out;
     err[0] = 0;
     if (!label) {
-        s.r = ir;
+        s.r = r;
         s.out = v->img;
         s.esize = sizeof *v->img;
         rc = sl__vol_resample_linear_range(v->raw, v->rd, q0, q1, through, 1,
                                            pull_image, push_image, &s);
     } else {
-        s.r = lr;
+        s.r = r;
         s.out = v->lbl;
         s.esize = 1;
         rc = sl__vol_resample_nearest_range(v->raw, v->rd, q0, q1, through, 1,
@@ -237,8 +281,7 @@ int sl__voff_slab(sl__voff_t *v, int k, char *err, size_t errlen)
     if (rc && !err[0])
         sl__fail(err, errlen, rc, "%s: resampling failed", v->name);
 out:
-    sl_volume_reader_close(ir);
-    sl_volume_reader_close(lr);
+    sl_volume_reader_close(r);
     free(s.fslice);
     return rc;
 }
@@ -262,6 +305,12 @@ int sl__voff_end(sl__voff_t *v, float **img, uint8_t **lbl, sl_vol_fg_t **fg,
     *fg = f;
     v->img = NULL;
     v->lbl = NULL;
+    for (int k = 0; k < 2; k++) /* read whole: the index is complete */
+        if (v->build[k]) {
+            sl__gzindex_free(v->gzi[k]); /* one of a file since changed */
+            v->gzi[k] = v->build[k];
+            v->build[k] = NULL;
+        }
     return 0;
 }
 
@@ -271,6 +320,8 @@ void sl__voff_free(sl__voff_t *v)
         return;
     free(v->img);
     free(v->lbl);
+    sl__gzindex_free(v->build[0]);
+    sl__gzindex_free(v->build[1]);
     free(v);
 }
 
@@ -280,8 +331,8 @@ int sl__voff_run(const sl_volume_dataset_t *ds, int64_t c, const int64_t raw[3],
                  sl_vol_fg_t **fg, char *err, size_t errlen)
 {
     sl__voff_t *v = NULL;
-    int rc =
-        sl__voff_begin(ds, c, raw, rs, dims, patch, nslab, &v, err, errlen);
+    int rc = sl__voff_begin(ds, c, raw, rs, dims, patch, nslab, NULL, &v, err,
+                            errlen);
     for (int k = 0; !rc && k < sl__voff_jobs(v); k++)
         rc = sl__voff_slab(v, k, err, errlen);
     if (!rc)

@@ -7,12 +7,14 @@
  * A stage is split into jobs any thread can make (sl__voff_begin, then
  * every job, sl__voff_slab, in any order, on any threads, at once, then
  * sl__voff_end), so one huge case does not hold a batch back behind one
- * thread: the image and the label are separate jobs, and a plain (not
- * gzip) volume is split further into slabs of output slices along axis 0
- * (the slowest), each reading its own slices (a gzip stream cannot seek:
- * its slabs would inflate the slices before them again, so it stays one
- * job).  * The result is the same bytes for any number of slabs. Depends on
- * volume (public API) and ops (volops, ops/vol3d.h). */
+ * thread: the image and the label are separate jobs, and each volume is
+ * split further into slabs of output slices along axis 0 (the slowest),
+ * each reading its own slices. A gzip stream cannot seek: a gzip volume is
+ * split only by an index of access points into it (volume/gzindex.h),
+ * which its first whole read builds and the case keeps; without one its
+ * slabs would inflate the slices before them again, so it stays one job.
+ * The result is the same bytes for any number of slabs. Depends on volume
+ * (public API, gzindex.h) and ops (volops, ops/vol3d.h). */
 #ifndef SL_VLOADER_OFFLINE_H
 #define SL_VLOADER_OFFLINE_H
 
@@ -23,6 +25,7 @@
 #include "sluice/volume.h"
 
 typedef struct sl__voff sl__voff_t;
+struct sl__gzindex;
 
 /* The most bytes a stage of `nslab` slabs holds at once for a case of
  * stored dims raw, resampled rs and padded dims (C order): the padded
@@ -38,14 +41,27 @@ int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
 /* A stage of case c of ds (stored dims raw, resampled rs, padded dims: C
  * order; the patch, C order) with up to `nslab` (1 .. rs[0]) slabs per
  * plain volume: the headers checked against raw, the outputs allocated.
+ * gzi (NULL: gzip volumes are one job, no index kept) is the case's
+ * indexes of its gzip image and label files: a volume with one (of its
+ * file as it is now) is split into nslab slabs like a plain one (each
+ * reads from the last point before its first slice); one without is one
+ * job whose whole read builds one, stored into gzi by sl__voff_end (in
+ * place of a stale one; gzi's owner frees them: sl__gzindex_free). The stage
+ * only reads gzi until its end.
  * @return 0 and *out, or SL_E* naming the file in err. */
 int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
                    const int64_t raw[3], const int64_t rs[3],
                    const int64_t dims[3], const int64_t patch[3], int nslab,
-                   sl__voff_t **out, char *err, size_t errlen);
+                   struct sl__gzindex *gzi[2], sl__voff_t **out, char *err,
+                   size_t errlen);
 
-/* The stage's jobs: the image's parts (1, or nslab when plain), then the
- * label's (the same rule; an absent label's zero slices). */
+/* Output bytes between a gzip index's access points (SL__GZ_SPAN):
+ * settable by tests, so small volumes get several. */
+extern int64_t sl__voff_gz_span;
+
+/* The stage's jobs: the image's parts (nslab, or 1 for a gzip volume
+ * without an index), then the label's (the same rule; an absent label's
+ * zero slices). */
 int sl__voff_jobs(const sl__voff_t *v);
 
 /* Job k: its volume's output slices [p rs[0] / n, (p + 1) rs[0] / n) for

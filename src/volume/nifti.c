@@ -21,6 +21,7 @@
 #include <zlib.h>
 
 #include "base/base.h"
+#include "gzindex.h"
 #include "vol_internal.h"
 
 #define PIECE (1 << 20) /* bytes of stored data read at a time */
@@ -284,6 +285,30 @@ static int64_t gz_read(gzFile gz, void *p, size_t n, const char *name,
     return -1;
 }
 
+/* Whether the file starts with gzip's magic (else it is read plain). */
+static int is_gzip(int fd)
+{
+    unsigned char m[2] = {0, 0};
+    return pread(fd, m, 2, 0) == 2 && m[0] == 0x1f && m[1] == 0x8b;
+}
+
+/* A gzip file's header against the most its bytes can inflate to. */
+static int gz_bound(const sl__volhdr_t *h, const char *name, int64_t file_size,
+                    char *err, size_t errlen)
+{
+    int64_t need = h->vox_offset + h->nbytes; /* each < 2^62 */
+    if (need / SL__GZ_MAX_RATIO > file_size)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: a header that lies: its %" PRId64 " x %" PRId64
+                        " x %" PRId64 " x %" PRId64 " %s values need %" PRId64
+                        " bytes, more than a gzip file of %" PRId64
+                        " bytes can hold (%d:1 at most)",
+                        name, h->dim[0], h->dim[1], h->dim[2], h->dim[3],
+                        sl_volume_dtype_name(h->dtype), need, file_size,
+                        SL__GZ_MAX_RATIO);
+    return 0;
+}
+
 /* An open NIfTI file: the header read, decoded and checked against the
  * file's size (and the gzip bound); the stream stands just past the
  * header. */
@@ -299,9 +324,7 @@ static int ns_open(int fd, const char *name, int64_t file_size, nstream_t *s,
                    char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    unsigned char magic[2] = {0, 0};
-    s->gzip =
-        pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    s->gzip = is_gzip(fd);
     int dfd = dup(fd); /* gzclose closes it; it shares fd's offset */
     if (dfd >= 0 && lseek(dfd, 0, SEEK_SET) != 0) {
         close(dfd);
@@ -336,16 +359,7 @@ static int ns_open(int fd, const char *name, int64_t file_size, nstream_t *s,
                         name, h->dim[0], h->dim[1], h->dim[2], h->dim[3],
                         sl_volume_dtype_name(h->dtype), h->nbytes,
                         h->vox_offset, file_size);
-    if (s->gzip && need / SL__GZ_MAX_RATIO > file_size)
-        return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: a header that lies: its %" PRId64 " x %" PRId64
-                        " x %" PRId64 " x %" PRId64 " %s values need %" PRId64
-                        " bytes, more than a gzip file of %" PRId64
-                        " bytes can hold (%d:1 at most)",
-                        name, h->dim[0], h->dim[1], h->dim[2], h->dim[3],
-                        sl_volume_dtype_name(h->dtype), need, file_size,
-                        SL__GZ_MAX_RATIO);
-    return 0;
+    return s->gzip ? gz_bound(h, name, file_size, err, errlen) : 0;
 }
 
 static void ns_close(nstream_t *s)
@@ -539,6 +553,98 @@ void sl__nifti_stream_close(sl__nifti_stream_t *n)
         n->src.close(n->src.ctx);
     free(n->piece);
     free(n);
+}
+
+/* A gzip file's data through a gzr (volume/gzindex): exactly n bytes
+ * (dst NULL: passed over, by its index), then, after the last, on to the
+ * member's end so its CRC-32 is checked (when inflated from its start). */
+typedef struct gzsrc {
+    sl__gzr_t *g;
+    const char *name;
+} gzsrc_t;
+
+static int gzsrc_read(void *ctx, void *dst, size_t n, char *err, size_t errlen)
+{
+    gzsrc_t *s = ctx;
+    int code = 0;
+    int64_t got = sl__gzr_read(s->g, dst, n, &code, err, errlen);
+    if (got < 0)
+        return code;
+    if ((size_t)got < n)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: truncated: the gzip data ends before the "
+                        "volume's",
+                        s->name);
+    return 0;
+}
+
+static int gzsrc_finish(void *ctx, char *err, size_t errlen)
+{
+    gzsrc_t *s = ctx;
+    unsigned char one;
+    int code = 0;
+    return sl__gzr_read(s->g, &one, 1, &code, err, errlen) < 0 ? code : 0;
+}
+
+static void gzsrc_close(void *ctx)
+{
+    gzsrc_t *s = ctx;
+    sl__gzr_close(s->g);
+    free(s);
+}
+
+int sl__nifti_stream_indexed(int fd, const char *name, int64_t file_size,
+                             const sl__gzindex_t *use, sl__gzindex_t *build,
+                             sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    if (!is_gzip(fd))
+        return sl__nifti_stream_file(fd, name, file_size, out, err, errlen);
+    *out = NULL;
+    gzsrc_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+    s->name = name;
+    int code = sl__gzr_open(fd, name, use, build, &s->g, err, errlen);
+    if (code) {
+        free(s);
+        return code;
+    }
+    sl__vol_src_t src = {gzsrc_read, gzsrc_finish, gzsrc_close, s};
+    /* The header: NIfTI-1's bytes, NIfTI-2's when its size says 540 (in
+     * either byte order); the data starts past it (sl__nifti_header). */
+    unsigned char hb[SL__NIFTI2_HDR];
+    int64_t got = sl__gzr_read(s->g, hb, SL__NIFTI1_HDR, &code, err, errlen);
+    uint32_t sz = 0;
+    if (got == SL__NIFTI1_HDR)
+        memcpy(&sz, hb, 4);
+    if (sz == 540 || sz == 0x1c020000u) {
+        int64_t more =
+            sl__gzr_read(s->g, hb + got, SL__NIFTI2_HDR - SL__NIFTI1_HDR, &code,
+                         err, errlen);
+        got = more < 0 ? more : got + more;
+    }
+    sl__volhdr_t h;
+    char why[512];
+    if (got >= 0 &&
+        (code = sl__nifti_header(hb, (size_t)got, &h, why, sizeof why)))
+        sl__fail(err, errlen, code, "%s: %s", name, why);
+    if (!code)
+        code = gz_bound(&h, name, file_size, err, errlen);
+    if (!code)
+        code = gzsrc_read(s, NULL, (size_t)(h.vox_offset - got), err, errlen);
+    if (code) {
+        gzsrc_close(s);
+        return code;
+    }
+    size_t hlen = h.version == 1 ? SL__NIFTI1_HDR : SL__NIFTI2_HDR;
+    /* the stream names the file in its messages; s->name points there */
+    code = sl__nifti_stream_src(hb, hlen, (uint64_t)h.nbytes, name, &src, out,
+                                err, errlen);
+    if (!code) {
+        s->name = (*out)->name;
+        (*out)->s.gzip = 1;
+    }
+    return code;
 }
 
 /* Up to `want` more data bytes into p. @return bytes (0: the data ended

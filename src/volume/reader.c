@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "gzindex.h"
 #include "vol_internal.h"
 
 struct sl_volume_reader {
@@ -63,6 +64,26 @@ int sl_volume_reader_open(const char *path, const sl_volume_options_t *opt,
         return fd;
     sl__nifti_stream_t *n = NULL;
     int rc = sl__nifti_stream_file(fd, path, size, &n, err, errlen);
+    close(fd); /* the stream holds its own descriptor */
+    if (rc)
+        return rc;
+    return sl__volume_reader_make(n, path, &o, out, err, errlen);
+}
+
+int sl__volume_reader_indexed(const char *path, const sl__gzindex_t *use,
+                              sl__gzindex_t *build, sl_volume_reader_t **out,
+                              char *err, size_t errlen)
+{
+    *out = NULL;
+    sl_volume_options_t o;
+    sl_volume_options_init(&o);
+    int64_t size = 0;
+    int fd = sl__open_regular(path, &size, err, errlen);
+    if (fd < 0)
+        return fd;
+    sl__nifti_stream_t *n = NULL;
+    int rc =
+        sl__nifti_stream_indexed(fd, path, size, use, build, &n, err, errlen);
     close(fd); /* the stream holds its own descriptor */
     if (rc)
         return rc;

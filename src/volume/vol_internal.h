@@ -111,6 +111,15 @@ int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
 int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
                          size_t dlen, const char *name,
                          sl__nifti_stream_t **out, char *err, size_t errlen);
+/* sl__nifti_stream_file, but a gzip file's data is read through a gzr
+ * (volume/gzindex.h): its passes over data jump by `use`, and it records
+ * access points into `build` (either NULL); the same checks. */
+struct sl__gzindex;
+int sl__nifti_stream_indexed(int fd, const char *name, int64_t file_size,
+                             const struct sl__gzindex *use,
+                             struct sl__gzindex *build,
+                             sl__nifti_stream_t **out, char *err,
+                             size_t errlen);
 /* A volume's stored data from elsewhere, in order (a pack's record
  * streamed: volume/dataset): read gives exactly n bytes (dst NULL: passes
  * over them), finish is called once after the data's last byte (the

@@ -5,19 +5,23 @@
  * loader while its threads are busy neither hangs nor leaks (TSan, ASan);
  * a label whose shape differs from its image is an error naming the case.
  * The equality with the reference pipeline is tests/python/test_vloader.py. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "exec/vloader_internal.h"
 #include "exec/vloader_offline.h"
 #include "sluice/version.h"
 #include "sluice/vloader.h"
 #include "testutil.h"
+#include "volume/gzindex.h"
 
-static char *root;
+static char *root, *root_gz; /* the same cases, root_gz's gzip'd */
 
 /* A NIfTI-1 .nii of nx x ny x nz values (dt 2: uint8, 4: int16) with voxel
  * sizes sp and no transform codes. */
@@ -67,6 +71,53 @@ static void make_case(int c, int nx, int ny, int nz, int lbl_nx)
     write_nii(f, nx, ny, nz, 4, sp, (uint32_t)c);
     snprintf(f, sizeof f, "%s/segmentation.nii", d);
     write_nii(f, lbl_nx, ny, nz, 2, sp, 0);
+}
+
+/* src gzip'd to dst in two members, a deflate block ended every 500 bytes
+ * (Z_BLOCK: boundaries off byte edges), so a small span gives an index of
+ * several points, some of them at a member's start. */
+static void gzip_file(const char *src, const char *dst)
+{
+    size_t n;
+    uint8_t *d = tu_read_file(src, &n);
+    assert_non_null(d);
+    size_t cap = 2 * n + 4096, at = 0;
+    uint8_t *o = malloc(cap);
+    assert_non_null(o);
+    for (int m = 0; m < 2; m++) {
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        assert_int_equal(
+            deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        z.next_out = o + at;
+        z.avail_out = (unsigned)(cap - at);
+        for (size_t p = n * (size_t)m / 2; p < n * (size_t)(m + 1) / 2;
+             p += 500) {
+            size_t e = n * (size_t)(m + 1) / 2;
+            z.next_in = d + p;
+            z.avail_in = (unsigned)(e - p < 500 ? e - p : 500);
+            assert_int_equal(deflate(&z, Z_BLOCK), Z_OK);
+        }
+        assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+        at = cap - z.avail_out;
+        deflateEnd(&z);
+    }
+    assert_int_equal(tu_write_file(dst, o, at), 0);
+    free(o);
+    free(d);
+}
+
+static void make_gz_case(int c)
+{
+    char d[1024], f[1100], g[1100];
+    snprintf(d, sizeof d, "%s/case_%05d", root_gz, c);
+    mkdir(d, 0755);
+    const char *names[2] = {"imaging", "segmentation"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(f, sizeof f, "%s/case_%05d/%s.nii", root, c, names[k]);
+        snprintf(g, sizeof g, "%s/%s.nii.gz", d, names[k]);
+        gzip_file(f, g);
+    }
 }
 
 static uint64_t stream_digest_mem(int threads, int no_balance, int64_t cache,
@@ -203,16 +254,56 @@ static void test_look_ahead(void **state)
     assert_int_equal(stream_digest(2, 0, 0, 9), ref);
 }
 
+/* A case's single-thread stage, to compare slabs with. */
+typedef struct slabs {
+    int64_t c;
+    const int64_t *raw, *rs, *dims, *patch;
+    const float *img;
+    const uint8_t *lbl;
+    const sl_vol_fg_t *fg;
+    size_t n;
+} slabs_t;
+
+/* Case b->c's stage of ds in ns slabs (gzi: sl__voff_begin's), `jobs`
+ * jobs made last first, is the single-thread stage byte for byte. */
+static void same_slabs(const sl_volume_dataset_t *ds, const slabs_t *b, int ns,
+                       sl__gzindex_t *gzi[2], int jobs)
+{
+    char err[512];
+    sl__voff_t *st;
+    int rc = sl__voff_begin(ds, b->c, b->raw, b->rs, b->dims, b->patch, ns, gzi,
+                            &st, err, sizeof err);
+    if (rc)
+        fail_msg("begin: %s", err);
+    assert_int_equal(sl__voff_jobs(st), jobs);
+    for (int k = jobs - 1; k >= 0; k--) /* last first */
+        if (sl__voff_slab(st, k, err, sizeof err))
+            fail_msg("slab %d of %d: %s", k, jobs, err);
+    float *img;
+    uint8_t *lbl;
+    sl_vol_fg_t *fg;
+    assert_int_equal(sl__voff_end(st, &img, &lbl, &fg, err, sizeof err), 0);
+    sl__voff_free(st);
+    assert_memory_equal(img, b->img, b->n * sizeof *img);
+    assert_memory_equal(lbl, b->lbl, b->n);
+    assert_memory_equal(fg, b->fg, sizeof *fg);
+    free(img);
+    free(lbl);
+    free(fg);
+}
+
 /* One case's offline stage in jobs (the image's and the label's slabs, any
  * count, made in any order) is the single-thread stage byte for byte:
- * image, label and components. */
+ * image, label and components; gzip files too, through their index. */
 static void test_slabs_same_bytes(void **state)
 {
     (void)state;
-    sl_volume_dataset_t *ds;
+    sl_volume_dataset_t *ds, *dz;
     char err[512];
     assert_int_equal(sl_volume_dataset_open(root, NULL, &ds, err, sizeof err),
                      0);
+    assert_int_equal(
+        sl_volume_dataset_open(root_gz, NULL, &dz, err, sizeof err), 0);
     const int64_t patch[3] = {12, 10, 8};
     const double tgt[3] = {1.6, 1.2, 1.2};
     for (int64_t c = 0; c < 7; c++) {
@@ -241,38 +332,42 @@ static void test_slabs_same_bytes(void **state)
                                       &lbl1, &fg1, err, sizeof err),
                          0);
         const int counts[3] = {2, 3, (int)rs[0]};
-        for (int t = 0; t < 3; t++) {
-            sl__voff_t *st;
-            int ns = counts[t];
-            assert_int_equal(sl__voff_begin(ds, c, raw, rs, dims, patch, ns,
-                                            &st, err, sizeof err),
-                             0);
-            /* plain files: the image's and the label's slabs */
-            assert_int_equal(sl__voff_jobs(st), 2 * ns);
-            for (int k = 2 * ns - 1; k >= 0; k--) /* last first */
-                assert_int_equal(sl__voff_slab(st, k, err, sizeof err), 0);
-            float *img;
-            uint8_t *lbl;
-            sl_vol_fg_t *fg;
-            assert_int_equal(sl__voff_end(st, &img, &lbl, &fg, err, sizeof err),
-                             0);
-            sl__voff_free(st);
-            assert_memory_equal(img, img1, n * sizeof *img);
-            assert_memory_equal(lbl, lbl1, n);
-            assert_memory_equal(fg, fg1, sizeof *fg);
-            free(img);
-            free(lbl);
-            free(fg);
-        }
+        const slabs_t sb = {c, raw, rs, dims, patch, img1, lbl1, fg1, n};
+        for (int t = 0; t < 3; t++) /* plain files: every volume in slabs */
+            same_slabs(ds, &sb, counts[t], NULL, 2 * counts[t]);
+        /* The same case gzip'd: each volume one job that builds its index
+         * (its whole read), then slabs through it, the same bytes. */
+        int64_t keep = sl__voff_gz_span;
+        sl__voff_gz_span = 1000;
+        sl__gzindex_t *gzi[2] = {NULL, NULL};
+        same_slabs(dz, &sb, 3, gzi, 2);
+        assert_true(sl__gzindex_points(gzi[0]) > 2);
+        assert_true(sl__gzindex_points(gzi[1]) > 1);
+        for (int t = 0; t < 3; t++)
+            same_slabs(dz, &sb, counts[t], gzi, 2 * counts[t]);
+        same_slabs(dz, &sb, 2, NULL, 2); /* no index kept: one job each */
+        /* the image file changed since (its mtime): its index is not
+         * used but built again by one whole read, the label's still is */
+        char f[1100];
+        snprintf(f, sizeof f, "%s/case_%05d/imaging.nii.gz", root_gz, (int)c);
+        struct timespec ts[2] = {{0, UTIME_OMIT}, {1000 + c, 0}};
+        assert_int_equal(utimensat(AT_FDCWD, f, ts, 0), 0);
+        same_slabs(dz, &sb, 3, gzi, 1 + 3);
+        same_slabs(dz, &sb, 3, gzi, 2 * 3);
+        sl__gzindex_free(gzi[0]);
+        sl__gzindex_free(gzi[1]);
+        sl__voff_gz_span = keep;
         sl__voff_t *st;
         assert_int_equal(sl__voff_begin(ds, c, raw, rs, dims, patch,
-                                        (int)rs[0] + 1, &st, err, sizeof err),
+                                        (int)rs[0] + 1, NULL, &st, err,
+                                        sizeof err),
                          SL_EINVAL); /* more slabs than slices */
         free(img1);
         free(lbl1);
         free(fg1);
     }
     sl_volume_dataset_destroy(ds);
+    sl_volume_dataset_destroy(dz);
 }
 
 /* Every case split over the threads (the size floor lowered to 0): the
@@ -293,6 +388,17 @@ static void test_split_stream(void **state)
     int64_t budget = one.memory_peak + 2 * 3 * (12 * 10 * 8) * 5;
     assert_int_equal(stream_digest_mem(4, 0, 1, 9, budget, 0, &st), ref);
     assert_true(st.memory_peak <= budget);
+    /* the cases gzip'd, nothing cached: each epoch after a case's first
+     * splits it through the index its first stage built */
+    int64_t span = sl__voff_gz_span;
+    sl__voff_gz_span = 1000;
+    char *plain = root;
+    root = root_gz;
+    assert_int_equal(stream_digest_mem(4, 0, 1, 9, 0, 0, &st), ref);
+    assert_int_equal(stream_digest_mem(4, 0, 1, 9, budget, 0, &st), ref);
+    assert_true(st.memory_peak <= budget); /* indexes given back to fit */
+    root = plain;
+    sl__voff_gz_span = span;
     sl__vl_split_min_vox = keep;
 }
 
@@ -349,8 +455,11 @@ int main(void)
     }
     tu_watchdog(240, 0, "volume loader");
     root = tu_tmpdir("vloader");
-    for (int c = 0; c < 7; c++)
+    root_gz = tu_tmpdir("vloader_gz");
+    for (int c = 0; c < 7; c++) {
         make_case(c, 16 + 2 * c, 12 + c, 10 + (c % 3), 16 + 2 * c);
+        make_gz_case(c);
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_stream_any_threads),
         cmocka_unit_test(test_memory_budget),
@@ -363,5 +472,7 @@ int main(void)
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tu_rmtree(root);
     free(root);
+    tu_rmtree(root_gz);
+    free(root_gz);
     return rc;
 }

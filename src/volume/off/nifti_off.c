@@ -3,6 +3,7 @@
  * NIfTI library nor zlib: every load fails with SL_EUNSUPPORTED. The
  * dataset listing and the rest of the module still work. */
 #include "base/base.h"
+#include "volume/gzindex.h"
 #include "volume/vol_internal.h"
 
 #define SL__NIFTI_OFF                                                          \
@@ -54,6 +55,76 @@ int sl__nifti_stream_file(int fd, const char *name, int64_t file_size,
     *out = NULL;
     return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
                     SL__NIFTI_OFF);
+}
+
+int sl__nifti_stream_indexed(int fd, const char *name, int64_t file_size,
+                             const sl__gzindex_t *use, sl__gzindex_t *build,
+                             sl__nifti_stream_t **out, char *err, size_t errlen)
+{
+    (void)fd, (void)file_size, (void)use, (void)build;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}
+
+/* volume/gzindex without zlib: no index is ever built. */
+sl__gzindex_t *sl__gzindex_new(int64_t span)
+{
+    (void)span;
+    return NULL;
+}
+
+int64_t sl__gzindex_bytes(const sl__gzindex_t *ix)
+{
+    (void)ix;
+    return 0;
+}
+
+int sl__gzindex_points(const sl__gzindex_t *ix)
+{
+    (void)ix;
+    return 0;
+}
+
+int sl__gzindex_current(const sl__gzindex_t *ix, const char *path)
+{
+    (void)ix, (void)path;
+    return 0;
+}
+
+void sl__gzindex_free(sl__gzindex_t *ix)
+{
+    (void)ix;
+}
+
+int sl__gzr_open(int fd, const char *name, const sl__gzindex_t *use,
+                 sl__gzindex_t *build, sl__gzr_t **out, char *err,
+                 size_t errlen)
+{
+    (void)fd, (void)use, (void)build;
+    *out = NULL;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: %s", name,
+                    SL__NIFTI_OFF);
+}
+
+int64_t sl__gzr_read(sl__gzr_t *r, void *dst, size_t n, int *code, char *err,
+                     size_t errlen)
+{
+    (void)r, (void)dst, (void)n;
+    *code = SL_EUNSUPPORTED;
+    sl__fail(err, errlen, SL_EUNSUPPORTED, SL__NIFTI_OFF);
+    return -1;
+}
+
+int64_t sl__gzr_inflated(const sl__gzr_t *r)
+{
+    (void)r;
+    return 0;
+}
+
+void sl__gzr_close(sl__gzr_t *r)
+{
+    (void)r;
 }
 
 int sl__nifti_stream_mem(const void *hdr, size_t hlen, const void *data,
