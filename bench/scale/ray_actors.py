@@ -6,6 +6,7 @@ Configurations, each one epoch of `--data` per round, rounds alternating
 
     local-T    sluice.torch.DataLoader, T decode threads (in-process)
     ray-AxT    sluice.ray.DataLoader, A actors of T decode threads each
+               (ray-AxTcCdD: chunk C batches per task, depth D tasks queued)
 
 Every epoch's digest is checked against the local loader's (the stream is
 the same whatever the actors). The trainer does nothing but take batches
@@ -24,6 +25,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 
@@ -74,11 +76,15 @@ def main():
         if kind == "local":
             loaders[c] = sluice.torch.DataLoader(source=a.data, num_workers=int(spec),
                                                  **common)
-        else:
-            n, t = map(int, spec.split("x"))
+        else:  # ray-AxT, optionally cC (batches per task) and dD (tasks queued)
+            m = re.fullmatch(r"(\d+)x(\d+)(?:c(\d+))?(?:d(\d+))?", spec)
+            if not m:
+                sys.exit(f"{c}: not ray-AxT[cC][dD]")
+            n, t = int(m[1]), int(m[2])
+            kw = {k: int(v) for k, v in (("chunk", m[3]), ("depth", m[4])) if v}
             loaders[c] = sluice.ray.DataLoader(
                 a.data, actor_threads=t, num_actors=n,
-                actor_options={"num_cpus": 0.01}, **common)
+                actor_options={"num_cpus": 0.01}, **kw, **common)
     refs = {}  # round -> the first configuration's digest
     rates = {c: [] for c in loaders}
     cpus = {c: [] for c in loaders}
