@@ -48,7 +48,7 @@ def epoch(loader):
     dt = time.perf_counter() - t0
     mine, other = cpu_self() - c0 - hs, by_name(s0, session_cpu())
     return (n / dt, h.hexdigest(), (mine + sum(other.values())) / b,
-            dict(trainer=mine, **other))
+            dict(trainer=mine, **other), (n, b, dt))
 
 
 def main():
@@ -57,6 +57,10 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="epochs per configuration per round, timed together (the "
+                         "work a loader hands out before its first epoch's timer "
+                         "starts weighs 1/E as much)")
     ap.add_argument("--configs", default="local-1,ray-1x1,local-2,ray-2x1")
     ap.add_argument("--json", help="write the results here")
     a = ap.parse_args()
@@ -90,11 +94,19 @@ def main():
     cpus = {c: [] for c in loaders}
     for r in range(a.rounds):
         for c, L in loaders.items():
-            L.set_epoch(r)
             settle()
-            rate, d, cpu, procs = epoch(L)
-            if refs.setdefault(r, d) != d:
-                sys.exit(f"{c}: epoch {r} digest {d} != {refs[r]}")
+            n = b = dt = cpu_s = 0.0
+            procs = {}
+            for k in range(a.epochs):
+                e = r * a.epochs + k
+                L.set_epoch(e)
+                rate_k, d, cpu_k, procs_k, (n_k, b_k, dt_k) = epoch(L)
+                if refs.setdefault(e, d) != d:
+                    sys.exit(f"{c}: epoch {e} digest {d} != {refs[e]}")
+                n, b, dt, cpu_s = n + n_k, b + b_k, dt + dt_k, cpu_s + cpu_k * b_k
+                for p_, v in procs_k.items():
+                    procs[p_] = procs.get(p_, 0.0) + v
+            rate, cpu = n / dt, cpu_s / b
             rates[c].append(rate)
             cpus[c].append(cpu)
             procs = {k: round(v, 2) for k, v in procs.items() if v >= 0.05}
@@ -108,8 +120,8 @@ def main():
               f"CPU {v['median_cpu_per_batch']:.4f} s/batch")
     for c in out:
         if c.startswith("ray-"):
-            n, t = map(int, c[4:].split("x"))
-            base = f"local-{n * t}"
+            m = re.match(r"(\d+)x(\d+)", c[4:])
+            base = f"local-{int(m[1]) * int(m[2])}"
             if base in out:
                 print(f"{c} / {base}: {out[c]['median_img_s'] / out[base]['median_img_s']:.2f} "
                       f"img/s, CPU per batch "
