@@ -1,7 +1,8 @@
 """Coordinated prep: J jobs (separate processes) consuming the same stream.
 
 Configurations, alternating in each round, one Ray cluster on this machine
-(ray.init(address="local")), one epoch of `--data` per job per round:
+(ray.init(address="local")), --epochs E (1) epochs of `--data` per job per
+round, timed together:
 
     lone       1 job,  sluice.ray.DataLoader(share=...), A actors x 1 thread
     shared     J jobs, the same group (each batch prepared once)
@@ -51,27 +52,30 @@ def job(spec):
                                    num_actors=spec["actors"],
                                    actor_options={"num_cpus": 0.01},
                                    chunk=spec["chunk"], share=spec["share"])
-    dl.set_epoch(spec["epoch"])
+    epochs = range(spec["epoch"], spec["epoch"] + spec["epochs"])
+    dl.set_epoch(epochs[0])
     open(spec["ready"], "w").close()
     while not os.path.exists(spec["go"]):
         time.sleep(0.01)
     h, n, b, hs = hashlib.sha1(), 0, 0, 0.0
     c0, t0 = cpu_self(), time.perf_counter()
-    for x, y in dl:
-        t = time.thread_time()
-        # Every 97th byte (the full batch when --full-digest): the stream
-        # check must not be the consumer's main work.
-        h.update(x.numpy().reshape(-1)[::spec["stride"]].tobytes())
-        h.update(y.numpy().tobytes())
-        hs += time.thread_time() - t
-        n += len(y)
-        b += 1
+    for e in epochs:
+        dl.set_epoch(e)
+        for x, y in dl:
+            t = time.thread_time()
+            # Every 97th byte (the full batch when --full-digest): the
+            # stream check must not be the consumer's main work.
+            h.update(x.numpy().reshape(-1)[::spec["stride"]].tobytes())
+            h.update(y.numpy().tobytes())
+            hs += time.thread_time() - t
+            n += len(y)
+            b += 1
     dt, cpu = time.perf_counter() - t0, cpu_self() - c0 - hs
     out = {"img_s": n / dt, "batches": b, "cpu_s": cpu, "digest": h.hexdigest(),
            "pid": os.getpid()}
     if spec["kind"] == "shared":
         g = dl.group_stats()
-        out["prepared"] = g["prepared_per_epoch"].get(spec["epoch"])
+        out["prepared"] = sum(g["prepared_per_epoch"].get(e) or 0 for e in epochs)
         out["handed"] = g["prepared"]  # with the next epoch's, ahead
     with open(spec["out"], "w") as f:
         json.dump(out, f)
@@ -85,7 +89,8 @@ def run(kind, njobs, a, address, epoch, tmp):
     d = tempfile.mkdtemp(dir=tmp)
     share = f"bench-{kind}-{epoch}-{time.time_ns()}"
     specs = [dict(kind=kind, data=a.data, batch=a.batch_size, size=a.image_size,
-                  actors=a.actors, chunk=a.chunk, share=share, address=address, epoch=epoch,
+                  actors=a.actors, chunk=a.chunk, share=share, address=address,
+                  epoch=epoch * a.epochs, epochs=a.epochs,
                   stride=1 if a.full_digest else 97, ready=f"{d}/{i}.ready", go=f"{d}/go", out=f"{d}/{i}.json",
                   finish=f"{d}/finish") for i in range(njobs)]
     procs = [subprocess.Popen([sys.executable, __file__, "--job", json.dumps(s)])
@@ -134,6 +139,9 @@ def main():
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--chunk", type=int, default=2, help="batches per preparer task")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=1,
+                    help="epochs per job per round, timed together (the next epoch's "
+                         "batches a group prepares ahead weigh 1/E as much)")
     ap.add_argument("--configs", default="lone,shared,indep")
     ap.add_argument("--full-digest", action="store_true")
     ap.add_argument("--json", help="write the results here")
