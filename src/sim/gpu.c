@@ -44,16 +44,18 @@ static void start(sl__sim_t *s)
     g->end = s->now + s->p.gpu_ms / 1000.0;
 }
 
-int sl__sim_gpu_take(sl__sim_t *s, int id)
+int sl__sim_gpu_routes(const sl__sim_t *s, int id)
+{
+    return s->gpu.on &&
+           sl__gpu_route(s->items[id].slot, s->p.batch_size, s->k.gpu_share);
+}
+
+void sl__sim_gpu_give(sl__sim_t *s, int id)
 {
     sl__sim_gpu_t *g = &s->gpu;
-    if (!g->on ||
-        !sl__gpu_route(s->items[id].slot, s->p.batch_size, s->k.gpu_share))
-        return 0;
     s->items[id].state = IT_GPU;
     g->q[(g->head + g->len++) % s->nitems] = id;
     start(s);
-    return 1;
 }
 
 void sl__sim_gpu_done(sl__sim_t *s)

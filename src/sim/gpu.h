@@ -4,9 +4,10 @@
  * The model, from what the real stage does (docs/DESIGN.md "GPU stage"):
  * a decoder that pops a sample whose slot the share routes to the GPU
  * (gpu/placement.h: the first round(n x share / 1000) slots of a batch)
- * hands it over at once and goes on; the stage serves samples in order,
- * gpu_ms of GPU time each (its capacity 1000 / gpu_ms samples/s), with no
- * CPU; a finished sample fills its slot as a decode would. While the
+ * spends gpu_cpu_ms of its CPU handing it over (the real stage's parse
+ * and copy of the bitstream; 0: at once) and goes on; the stage serves
+ * samples in order, gpu_ms of GPU time each (its capacity 1000 / gpu_ms
+ * samples/s); a finished sample fills its slot as a decode would. While the
  * stage works, the consumer's step advances 1 / (1 + gpu_slow) as fast:
  * the interference of decode kernels with training on the same GPU. The
  * snapshot reports what the real collector does: placement (gpu 1, the
@@ -41,8 +42,10 @@ void sl__sim_gpu_limits(const sl__sim_profile_t *p, int policy,
 int sl__sim_gpu_init(sl__sim_t *s, int nitems);
 void sl__sim_gpu_free(sl__sim_t *s);
 /* Item id (its slot set) was popped by a decoder: 1 when the share routes
- * it to the stage, which now has it; 0: the CPU decodes it. */
-int sl__sim_gpu_take(sl__sim_t *s, int id);
+ * it to the stage; 0: the CPU decodes it. */
+int sl__sim_gpu_routes(const sl__sim_t *s, int id);
+/* The stage takes item id (after its decoder's gpu_cpu_ms, if any). */
+void sl__sim_gpu_give(sl__sim_t *s, int id);
 /* The sample in service finished at s->now: its slot is filled. */
 void sl__sim_gpu_done(sl__sim_t *s);
 /* The consumer's pace now (1 when the stage is idle or absent). */

@@ -38,7 +38,7 @@ void sl__sim_profile_default(sl__sim_profile_t *p)
     p->mem_total = 25.3e9;
     p->read_ahead = 0; /* the engine's rule (sl__read_ahead_items) */
     p->interfere = 0;
-    p->gpu_ms = p->gpu_slow = 0; /* no GPU stage */
+    p->gpu_ms = p->gpu_slow = p->gpu_cpu_ms = 0; /* no GPU stage */
     sl__sim_remote_default(&p->remote);
     p->n_events = 0;
 }
@@ -198,6 +198,7 @@ static const field_t fields[] = {
     F_D(interfere, 0, 4096),
     F_D(gpu_ms, 0, 1e6),
     F_D(gpu_slow, 0, 100),
+    F_D(gpu_cpu_ms, 0, 1e6),
     /* remote preparers (sim/remote.h) */
     F_R("remote_preparers", 1, preparers, 0, 4096),
     F_R("remote_threads", 1, threads, 1, 256),

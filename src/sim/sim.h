@@ -83,10 +83,12 @@ typedef struct sl__sim_profile {
     double interfere; /* cores' worth of foreign busy threads at t = 0 */
     /* The GPU stage (sim/gpu.h; 0 gpu_ms: none): a sample routed to it by
      * the share knob (gpu/placement.h's rule) leaves the decode queue for
-     * the stage, a FIFO server taking gpu_ms of GPU time per sample and
-     * no CPU; while it works the consumer's step runs 1 / (1 + gpu_slow)
-     * as fast (the stage's work slowing training on the same GPU). */
-    double gpu_ms, gpu_slow;
+     * the stage, a FIFO server taking gpu_ms of GPU time per sample, after
+     * gpu_cpu_ms of its decoder's CPU (handing it over: the bitstream's
+     * parse and copy; 0: none); while it works the consumer's step runs
+     * 1 / (1 + gpu_slow) as fast (the stage's work slowing training on
+     * the same GPU). */
+    double gpu_ms, gpu_slow, gpu_cpu_ms;
     sl__sim_remote_t remote; /* remote preparers (sim/remote.h); off when
                                 remote.preparers is 0 */
     int n_events;

@@ -340,13 +340,20 @@ static void start_decode(sl__sim_t *s)
     int id = s->dq[s->dq_head];
     s->dq_head = (s->dq_head + 1) % s->nitems;
     s->dq_len--;
-    if (sl__sim_gpu_take(s, id))
-        return; /* handed to the GPU stage: the decoder goes on */
+    int gpu = sl__sim_gpu_routes(s, id);
+    if (gpu && s->p.gpu_cpu_ms <= 0) {
+        sl__sim_gpu_give(s, id); /* at once: the decoder goes on */
+        return;
+    }
     item_t *it = &s->items[id];
-    it->state = IT_DCPU;
+    it->state = gpu ? IT_GCPU : IT_DCPU;
     it->t0 = s->now;
     s->d_busy++;
-    heap_push(&s->cpu, s->V + draw_work(s, 1, s->p.decode_ms), id);
+    /* The hand-over's CPU is the mean, without the decode's spread. */
+    heap_push(&s->cpu,
+              s->V + (gpu ? s->p.gpu_cpu_ms / 1000.0
+                          : draw_work(s, 1, s->p.decode_ms)),
+              id);
 }
 
 void sl__sim_slot_done(sl__sim_t *s, int id)
@@ -367,12 +374,16 @@ static void decode_done(sl__sim_t *s, int id)
 {
     item_t *it = &s->items[id];
     s->acc.decode_busy += s->now - it->t0;
-    s->acc.decode_items++;
-    s->decode_items++;
-    sl__sim_slot_done(s, id);
     s->d_busy--;
     if (s->d_alive > s->k.decode_threads)
         s->d_alive--;
+    if (it->state == IT_GCPU) { /* handed over: the stage decodes it */
+        sl__sim_gpu_give(s, id);
+        return;
+    }
+    s->acc.decode_items++;
+    s->decode_items++;
+    sl__sim_slot_done(s, id);
 }
 
 void sl__sim_consumer_got(sl__sim_t *s)

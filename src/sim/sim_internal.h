@@ -15,7 +15,17 @@
 #define SIM_RNG_PURPOSE 0x53u
 #define SIM_RNG_WORDS (1u << 24)
 
-enum { IT_FREE = 0, IT_LAT, IT_IO, IT_RCPU, IT_QUEUED, IT_DCPU, IT_GPU };
+/* IT_GCPU: a decoder handing a sample to the GPU stage (gpu_cpu_ms). */
+enum {
+    IT_FREE = 0,
+    IT_LAT,
+    IT_IO,
+    IT_RCPU,
+    IT_QUEUED,
+    IT_DCPU,
+    IT_GCPU,
+    IT_GPU
+};
 enum { BUF_NONE = 0, BUF_FREE, BUF_FILLING, BUF_READY, BUF_HELD };
 enum { CONS_WAIT = 0, CONS_STEP };
 enum {

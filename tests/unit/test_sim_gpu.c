@@ -5,6 +5,7 @@
  * the heuristic's tick) raises the share where the CPU is short and backs
  * off where the stage's interference costs more than it feeds; runs are
  * deterministic; a profile without a stage has none. */
+#include <stdio.h>
 #include <string.h>
 
 #include "sched/limits.h"
@@ -101,6 +102,45 @@ static void test_the_share_routes_samples_to_the_stage(void **state)
     assert_true(f > 0.45 && f < 0.55);
 }
 
+/* Handing a sample over costs its decoder gpu_cpu_ms: with every sample
+ * on the stage the CPU's 2 cores bound the rate at 2 / gpu_cpu_ms, the
+ * decoders are busy for it, and the stage still decodes them all. */
+static void test_the_hand_over_costs_cpu(void **state)
+{
+    (void)state;
+    sl__sim_profile_t p;
+    profile(&p, 0, 0);
+    p.gpu_ms = 0.1; /* the stage: 10,000/s */
+    seen_t v;
+    double free_of_it = run(&p, SL_POLICY_STATIC, 1000, &v).samples_per_s;
+    p.gpu_cpu_ms = 1; /* 2 cores: 2,000/s */
+    sl__sim_result_t r = run(&p, SL_POLICY_STATIC, 1000, &v);
+    printf("# share 1000, gpu_ms 0.1: %.0f img/s; with gpu_cpu_ms 1: %.0f\n",
+           free_of_it, r.samples_per_s);
+    assert_true(free_of_it > 5000);
+    assert_true(r.samples_per_s > 1700 && r.samples_per_s < 2100);
+    /* all on the stage (it is ahead of the consumer by the batches held) */
+    assert_true(v.gpu_total >= v.samples_total &&
+                v.gpu_total < v.samples_total + 8 * p.batch_size);
+    /* the profile key: parsed, and out of range named */
+    char err[128];
+    const char *js = "{\"gpu_ms\": 0.2, \"gpu_cpu_ms\": 0.15}";
+    assert_int_equal(sl__sim_profile_parse(js, strlen(js), &p, err, sizeof err),
+                     0);
+    assert_true(p.gpu_cpu_ms == 0.15 && p.gpu_ms == 0.2);
+    js = "{\"gpu_cpu_ms\": -1}";
+    assert_int_not_equal(
+        sl__sim_profile_parse(js, strlen(js), &p, err, sizeof err), 0);
+    assert_non_null(strstr(err, "'gpu_cpu_ms'"));
+    profile(&p, 0, 0); /* a parse starts from the defaults */
+    p.gpu_ms = 0.1;
+    p.gpu_cpu_ms = 1;
+    /* half the batch on the CPU (4 ms) and half handed over (1 ms): 2
+     * cores over (0.5 x 4 + 0.5 x 1) ms a sample: ~800/s */
+    double half = run(&p, SL_POLICY_STATIC, 500, &v).samples_per_s;
+    assert_true(half > 700 && half < 900);
+}
+
 static void test_the_stages_work_slows_the_step(void **state)
 {
     (void)state;
@@ -182,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_the_stages_work_slows_the_step),
         cmocka_unit_test(test_the_scheduler_places_where_the_cpu_is_short),
         cmocka_unit_test(test_interference_keeps_the_share_moderate),
+        cmocka_unit_test(test_the_hand_over_costs_cpu),
         cmocka_unit_test(test_no_stage_without_gpu_ms),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
