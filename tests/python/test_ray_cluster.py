@@ -4,7 +4,8 @@ separate raylets on this machine): SPREAD places the actors on both nodes,
 the stream equals the local loader's digest for digest, and when the
 worker node is removed mid-epoch (cluster.remove_node: its raylet and its
 actors' processes gone) its unfinished batches are prepared on the head
-node, nothing lost or duplicated. An actor's node is read from its process:
+node, nothing lost or duplicated; partition=True across the two nodes:
+each caches its part and serves the other. An actor's node is read from its process:
 a Ray worker process is its node's raylet's child. Skips with the reason
 when Ray (or torch) is not importable or the cluster cannot start."""
 import pytest
@@ -46,6 +47,28 @@ def _nodes_of(c, dl):
     return [raylets.get(_ppid(p), f"?{p}") for p in pids]
 
 
+def test_partitioned_cache_across_nodes(cluster, ds, local):
+    """partition=True with the actors on two nodes (SPREAD): each caches
+    its part and serves it to the other across the nodes' object stores;
+    the second epoch reads nothing from storage, half its samples remote
+    hits from the other node; the stream is the local loader's."""
+    c, _ = cluster  # before the test that removes the worker node
+    L = sluice.Loader(ds, B, S)
+    part = sum(len(L.read_sample(i, False)[0]) for i in range(0, 120, 2))
+    with sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2, actor_options=SPREAD,
+                               partition=True, cache_bytes=2 * part,
+                               cache_codec="none") as dl:
+        assert sorted(_nodes_of(c, dl)) == ["head", "worker"]
+        assert digests(dl) == local[0]
+        assert digests(dl) == local[1]
+        st = dl.cache_stats()
+        ep = st["by_epoch"]
+        assert ep[0]["storage_reads"] + ep[1]["storage_reads"] == 120, ep
+        assert ep[1]["remote_hits"] > 0 and ep[1]["remote_bytes"] > 0
+        assert ep[1]["fallback_reads"] == 0
+        assert sorted(a["part"] for a in st["per_actor"]) == [0, 1]
+
+
 def test_actors_on_both_nodes_and_node_lost(cluster, ds, local):
     c, worker = cluster
     with sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2,
@@ -69,3 +92,4 @@ def test_actors_on_both_nodes_and_node_lost(cluster, ds, local):
         assert _nodes_of(c, dl) == ["head", "head"]
         dl.set_epoch(0)
         assert digests(dl) == local[0]
+
