@@ -87,6 +87,7 @@ class _PartPreparer(_Preparer):
         self.part, self.parts, self.solo = part, parts, solo
         self._pool = ThreadPoolExecutor(max(1, int(options.get("read_threads") or 4)))
         self._mu = threading.RLock()  # the counters (serve reads them)
+        self._reading = {}  # sample -> Event: its read from storage under way
         self._by_epoch = {}
         self._served = {"served": 0, "served_hits": 0, "served_bytes": 0}
 
@@ -97,8 +98,22 @@ class _PartPreparer(_Preparer):
 
     def _read(self, i):
         """(bytes, hit) from this actor's cache, reading storage and
-        filling the cache on a miss."""
-        return self._store.read_sample(i, True)
+        filling the cache on a miss. One read of a sample at a time: a
+        second asker (another actor's serve beside this one's own batch,
+        at an epoch's turn) waits for the first and then finds it cached,
+        rather than reading it from storage again."""
+        with self._mu:
+            first = self._reading.get(i)
+            if first is None:
+                self._reading[i] = threading.Event()
+        if first is not None:
+            first.wait()
+            return self._store.read_sample(i, True)  # a hit if it was kept
+        try:
+            return self._store.read_sample(i, True)
+        finally:
+            with self._mu:
+                self._reading.pop(i).set()
 
     def serve(self, samples):
         """The owner's side: each sample's (bytes, hit)."""
