@@ -3,7 +3,13 @@ benchmarks that count CPU per delivered batch (coordinated.py,
 ray_actors.py)."""
 import os
 import resource
+import sys
 import time
+
+# The process tree walk of bench/peers (its workers' CPU and memory).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers",
+                                "loaders"))
+from _common import _TICK, tree_pids  # noqa: E402
 
 
 def cpu_self():
@@ -16,25 +22,18 @@ def session_cpu(exclude=()):
     """{pid: (CPU seconds so far, name)} of this process's descendants
     (the Ray session it started: raylet, GCS, workers), those in exclude
     left out; from /proc/PID/stat (utime, stime)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    procs = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
+    out = {}
+    for p in tree_pids(os.getpid())[1:]:
+        if p in exclude:
             continue
         try:
-            with open(f"/proc/{d}/stat") as f:
-                name, f_ = f.read().split("(", 1)[1].rsplit(")", 1)
-                f_ = f_.split()
-        except OSError:
-            continue
-        procs[int(d)] = (int(f_[1]), (int(f_[11]) + int(f_[12])) / tick, name)
-    mine, todo = set(), [os.getpid()]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, (pp, _, _) in procs.items() if pp == p]
-        mine.update(kids)
-        todo.extend(kids)
-    return {p: procs[p][1:] for p in mine if p not in exclude}
+            with open(f"/proc/{p}/stat") as f:
+                name, rest = f.read().split("(", 1)[1].rsplit(")", 1)
+            f_ = rest.split()
+        except (OSError, ValueError):
+            continue  # gone meanwhile
+        out[p] = ((int(f_[11]) + int(f_[12])) / _TICK, name)
+    return out
 
 
 def by_name(c0, c1):

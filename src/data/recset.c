@@ -143,7 +143,7 @@ static int note(sl__recset_t *r, const char *msg, const char *what)
 }
 
 /* Files at URLs are opened by up to OPEN_PAR threads at once: an open is
- * a few round trips (the file's size; its sidecar's size and bytes), so 7
+ * a few round trips (the file's size; its sidecar), so 7
  * shards over a 10 ms link took 0.24 s one after another, a sixth of the
  * first epoch. The results are taken in file order, so what the set holds
  * and which error it reports do not depend on the threads. Local files are

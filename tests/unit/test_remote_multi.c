@@ -225,26 +225,6 @@ static int setup(void **state)
     sl__shard_writer_t *w;
     if (sl__shard_writer_open(g_shard, SL_CODEC_ZSTD, &w, NULL, 0))
         return -1;
-    for (int c = 0; c < 3; c++)
-        for (int i = 0; i < 24; i++) {
-            snprintf(p, sizeof p, "%s/c%d/i%02d.jpg", g_root, c, i);
-            size_t n;
-            uint8_t *b = tu_read_file(p, &n);
-            if (!b || sl__shard_writer_add(w, b, n, c, p + strlen(g_root) + 1,
-                                           NULL, 0))
-                return -1;
-            free(b);
-        }
-    if (sl__shard_writer_finish(w, NULL, 0) ||
-        !(g_file = tu_read_file(g_shard, &g_file_n)) || g_file_n >= OBJ)
-        return -1;
-    sl__shard_t *sh;
-    if (sl__shard_open(g_shard, &sh, NULL, 0))
-        return -1;
-    g_nrec = (int)sl__shard_count(sh);
-    for (int i = 0; i < g_nrec && i < 128; i++)
-        g_rec_off[i] = sl__shard_entry(sh, (uint64_t)i)->offset;
-    sl__shard_close(sh);
     /* The same images as WebDataset tars with sidecars, a few per tar. */
     snprintf(p, sizeof p, "%s-wds", g_root);
     g_wds = strdup(p);
@@ -256,13 +236,26 @@ static int setup(void **state)
             snprintf(p, sizeof p, "%s/c%d/i%02d.jpg", g_root, c, i);
             size_t n;
             uint8_t *b = tu_read_file(p, &n);
-            if (!b || sl__ext_out_add(&o, b, n, c, p, NULL, 0))
+            if (!b ||
+                sl__shard_writer_add(w, b, n, c, p + strlen(g_root) + 1, NULL,
+                                     0) ||
+                sl__ext_out_add(&o, b, n, c, p, NULL, 0))
                 return -1;
             free(b);
         }
     if (sl__ext_out_commit(&o, NULL, 0) || o.files < 6)
         return -1;
     g_ntars = (int)o.files;
+    if (sl__shard_writer_finish(w, NULL, 0) ||
+        !(g_file = tu_read_file(g_shard, &g_file_n)) || g_file_n >= OBJ)
+        return -1;
+    sl__shard_t *sh;
+    if (sl__shard_open(g_shard, &sh, NULL, 0))
+        return -1;
+    g_nrec = (int)sl__shard_count(sh);
+    for (int i = 0; i < g_nrec && i < 128; i++)
+        g_rec_off[i] = sl__shard_entry(sh, (uint64_t)i)->offset;
+    sl__shard_close(sh);
     pthread_t t;
     if (pthread_create(&t, NULL, accept_main, NULL))
         return -1;
