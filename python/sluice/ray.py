@@ -34,6 +34,7 @@ reason, is in stats()["decisions"] and logged on the "sluice.ray" logger.
 The sluice package must be importable in the actors' processes (installed
 on every node, or on PYTHONPATH when Ray starts).
 """
+import concurrent.futures
 import logging
 import os
 import time
@@ -86,10 +87,13 @@ class _Preparer:
         return self._renewed
 
     def prepare(self, batches):
-        """The planned (epoch, batch) pairs' (images, labels), one return
-        value each; None for a batch whose samples were all skipped
-        (on_error='skip'), which the local loader leaves out too. Storage
-        reads are counted against the first batch's epoch."""
+        """The planned (epoch, batch) pairs' (images, labels), a list: one
+        return value, one object in the store per chunk (Ray's work per
+        object, in the trainer and the raylet, was most of what a remote
+        batch cost beside its preparation); None for a batch whose samples
+        were all skipped (on_error='skip'), which the local loader leaves
+        out too. Storage reads are counted against the first batch's
+        epoch."""
         cached = self._loader.get("cache_bytes") > 0
         st = self._loader.stats()
         before = st["cache"]["misses"]
@@ -99,8 +103,7 @@ class _Preparer:
             after = self._loader.stats()["cache"]["misses"]
             n = after - before if after >= before else after
         else:  # every sample prepared was read
-            got = out if len(batches) > 1 else (out,)
-            n = sum(len(v[1]) for v in got if v is not None)
+            n = sum(len(v[1]) for v in out if v is not None)
         e = batches[0][0]
         self._reads[e] = self._reads.get(e, 0) + n
         return out
@@ -128,7 +131,7 @@ class _Preparer:
                         raise
                     got = []
                 out.append(got[0] if got else None)
-        return out[0] if len(out) == 1 else tuple(out)
+        return out
 
     def cache_stats(self):
         """Storage reads per epoch and the cache's size now (the
@@ -140,13 +143,30 @@ class _Preparer:
                              for e, n in self._reads.items()}}
 
 
+class _Chunk:
+    """One task: batches gs, its one return value (ref), and a future that
+    Ray completes with the value (fetched, zero-copy on this node) or the
+    error, from its own thread: the trainer sees a chunk done without a
+    call into Ray (ray.wait is a request to the raylet; polled at every
+    take it was most of what the trainer and the raylet spent per batch)."""
+
+    __slots__ = ("ref", "gs", "fut")
+
+    def __init__(self, ref, gs):
+        self.ref, self.gs, self.fut = ref, gs, ref.future()
+
+    def value(self, timeout=None):
+        """The chunk's batches; raises the task's error."""
+        return self.fut.result(timeout)
+
+
 class _Actor:
     """The trainer's view of one actor: handle, queued chunks, counters."""
 
     def __init__(self, handle, ident):
         self.handle, self.id = handle, ident
         self.part = None    # the cache part it owns (partition=True)
-        self.chunks = []    # (last ref, [g...]) handed, not yet complete
+        self.chunks = []    # _Chunk handed, not yet complete
         self.retiring = False
         self.batches = 0    # batches it completed
         self.started = time.monotonic()
@@ -320,7 +340,10 @@ class DataLoader:
         self._start = (0, 0)
         self._saved = (0, 0)
         self._pos = (0, 0)
-        self._ref, self._owner, self._redo = {}, {}, []  # this iteration's
+        # This iteration's work: g -> its chunk (object, [g...]),
+        # g -> the actor preparing it, batches to hand again, and g -> the
+        # value of a fetched chunk's batch not yet taken.
+        self._ref, self._owner, self._redo, self._got = {}, {}, [], {}
         self._next_g = self._hand_g = self._end_g = self._horizon = 0
         self._carry_from = None  # work handed for an iteration from there
         self._telemetry = None
@@ -400,7 +423,7 @@ class DataLoader:
         trainer."""
         for a in list(self._actors):
             if a.retiring and not any(self._owner.get(g) is a for g in self._pending()):
-                if not a.chunks or all(_ready(self._ray, c[0]) for c in a.chunks):
+                if all(c.fut.done() for c in a.chunks):
                     self._actors.remove(a)
                     try:
                         self._ray.kill(a.handle)
@@ -414,7 +437,8 @@ class DataLoader:
             return
         self._actors.remove(a)
         self._failed += 1
-        lost = sorted(g for g in self._pending() if self._owner.get(g) is a)
+        lost = sorted(g for g in self._pending()
+                      if self._owner.get(g) is a and g not in self._got)
         for g in lost:
             del self._ref[g]
             del self._owner[g]
@@ -435,32 +459,31 @@ class DataLoader:
         return list(self._ref)
 
     def _collect(self):
-        """Completed chunks leave the actors' queues; a chunk that failed
-        because its actor died re-hands that actor's batches."""
+        """Completed chunks leave the actors' queues, their batches fetched
+        (zero-copy on this node; pulled here from another); a chunk that
+        failed because its actor died re-hands that actor's batches."""
         ray = self._ray
-        last = [c[0] for a in self._actors for c in a.chunks]
-        if not last:
-            return
-        # One ray.wait for every actor's chunks: it is most of what a
-        # take costs the trainer beside the batch's own get.
-        done = set(ray.wait(last, num_returns=len(last), timeout=0)[0])
-        if not done:
-            return
         for a in list(self._actors):
-            if not any(c[0] in done for c in a.chunks):
-                continue
-            for c in a.chunks:
-                if c[0] in done:
-                    try:
-                        ray.get(c[0], timeout=0)  # zero-copy: cheap
-                    except _lost(ray) as e:
-                        self._failed_actor(a, e)
-                        break
-                    except Exception:  # the task's own error: at its get
-                        pass
-                    a.batches += len(c[1])
-                    self._completed += len(c[1])
-            a.chunks = [c for c in a.chunks if c[0] not in done]
+            for c in [c for c in a.chunks if c.fut.done()]:
+                try:
+                    values = c.value()
+                except _lost(ray) as e:
+                    self._failed_actor(a, e)
+                    break
+                except Exception:  # the task's own error: at its get
+                    values = None
+                self._completed_chunk(a, c, values)
+
+    def _completed_chunk(self, a, chunk, values):
+        """chunk left a's queue; its batches (values: None when the task
+        failed, raised again at the batch's get) wait in the trainer for
+        their take, those still wanted (not taken, not re-handed)."""
+        a.chunks = [c for c in a.chunks if c is not chunk]
+        a.batches += len(chunk.gs)
+        self._completed += len(chunk.gs)
+        for g, v in zip(chunk.gs, values or ()):
+            if self._ref.get(g) is chunk:
+                self._got[g] = v
 
     def _send(self, a, gs):
         nb = self.batches_per_epoch
@@ -471,13 +494,11 @@ class DataLoader:
                 if b.part is not None:
                     owners[b.part] = b.handle
             args.append(owners)
-        refs = a.handle.prepare.options(num_returns=len(gs)).remote(*args)
-        if len(gs) == 1:
-            refs = [refs]
-        for g, r in zip(gs, refs):
-            self._ref[g] = r
+        chunk = _Chunk(a.handle.prepare.remote(*args), gs)
+        for g in gs:
+            self._ref[g] = chunk
             self._owner[g] = a
-        a.chunks.append((refs[-1], gs))
+        a.chunks.append(chunk)
 
     def _hand_out(self):
         """Queues chunks on live actors, up to depth each, within the
@@ -504,30 +525,40 @@ class DataLoader:
         died. Policy ticks while waiting."""
         ray = self._ray
         if self._policy and self._ref:  # ready beyond g, as the trainer asks
-            refs = list(self._ref.values())
-            ready = len(ray.wait(refs, num_returns=len(refs), timeout=0)[0])
+            ready = sum(1 for x, c in self._ref.items()
+                        if x in self._got or c.fut.done())
             self._policy.ahead(max(0, ready - 1))
+            self._autoscale(time.monotonic())  # per take, waiting or not
         first = True
         while True:
-            ref = self._ref.get(g)
-            if ref is None or not first:  # else handed after the last take
+            if g in self._got:
+                return self._got[g]
+            chunk = self._ref.get(g)
+            if chunk is None or not first:  # else handed after the last take
                 self._hand_out()
-                ref = self._ref.get(g)
+                if g in self._got:
+                    return self._got[g]
+                chunk = self._ref.get(g)
             first = False
             # Not handed yet: the actors' queues are full of an earlier
             # iteration's work; wait for any of it.
-            waits = [ref] if ref is not None else \
-                [c[0] for a in self._actors for c in a.chunks]
+            waits = [chunk.fut] if chunk is not None else \
+                [c.fut for a in self._actors for c in a.chunks]
             t0 = time.monotonic()
-            ready, _ = ray.wait(waits, num_returns=1, timeout=0.25) if waits \
-                else ([], [])
+            ready = concurrent.futures.wait(
+                waits, timeout=0.25,
+                return_when=concurrent.futures.FIRST_COMPLETED)[0] if waits else ()
             self._wait_s += time.monotonic() - t0
             if self._policy:
                 self._autoscale(time.monotonic())
-            if not ready or ref is None:
+            if not ready or chunk is None:
                 continue
             try:
-                return ray.get(ref)
+                values = chunk.value()
+                a = self._owner[g]
+                if any(c is chunk for c in a.chunks):
+                    self._completed_chunk(a, chunk, values)
+                return values[chunk.gs.index(g)]
             except _lost(ray) as e:
                 self._failed_actor(self._owner[g], e)
             except ray.exceptions.RayTaskError as e:
@@ -575,6 +606,7 @@ class DataLoader:
                     return
                 self._ref.pop(g, None)
                 self._owner.pop(g, None)
+                self._got.pop(g, None)
                 self._next_g = g + 1
                 self._pos = (self._next_g // nb, self._next_g % nb) \
                     if self._next_g < self._end_g else (g // nb + 1, 0)
@@ -595,12 +627,12 @@ class DataLoader:
                     self._drop_work()
 
     def _drop_work(self):
-        for r in self._ref.values():
-            try:
-                self._ray.cancel(r)
-            except Exception:
-                pass
-        self._ref, self._owner, self._redo = {}, {}, []
+        """Forgets this iteration's work. Chunks queued on the actors are
+        not cancelled: ray.cancel of a queued actor task can leave the
+        actor's next tasks unsent (seen here: the trainer waited forever
+        for an idle actor; ray-project/ray#60850); they run out, and leave
+        the actors' queues as they complete (depth counts them)."""
+        self._ref, self._owner, self._redo, self._got = {}, {}, [], {}
         self._carry_from = None
 
     def _tensors(self, v):
@@ -698,9 +730,6 @@ def _lost(ray):
     x = ray.exceptions
     return (x.RayActorError, x.ObjectLostError, x.WorkerCrashedError)
 
-
-def _ready(ray, ref):
-    return bool(ray.wait([ref], timeout=0)[0])
 
 
 def _dist_defaults(torch, rank, world_size):

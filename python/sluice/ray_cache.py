@@ -155,8 +155,8 @@ class _PartPreparer(_Preparer):
                 got = self._prepare(group)
             finally:
                 self._loader.cache_lend_clear()
-            out.extend([got] if len(group) == 1 else got)
-        return out[0] if len(out) == 1 else tuple(out)
+            out.extend(got)
+        return out
 
     def _lend(self, batches, owners):
         import ray

@@ -68,13 +68,12 @@ _STALL_S = 0.25
 
 
 class _GroupPreparer(_Preparer):
-    """sluice.ray's preparer; prepare_marked adds a small last return value
-    the group awaits (never the batches themselves, which would pull them
-    into the group's process)."""
+    """sluice.ray's preparer; prepare_marked adds a small second return
+    value the group awaits (never the chunk itself, which would pull its
+    batches into the group's process)."""
 
     def prepare_marked(self, batches):
-        out = self.prepare(batches)
-        return (*(out if len(batches) > 1 else (out,)), len(batches))
+        return self.prepare(batches), len(batches)
 
 
 class _Prep:
@@ -105,7 +104,7 @@ class _Group:
         # id -> [position (None until it first asks, unless it joined a
         # group under way), last heard (monotonic)]
         self.jobs = {}
-        self.ref, self.owner = {}, {}  # g -> batch object, its preparer
+        self.ref, self.owner = {}, {}  # g -> (its chunk's object, [g...]), preparer
         self.redo = []          # batches to prepare (again) first
         self.hand_g = 0         # next batch of the continuous hand-out
         self.nb = None
@@ -133,14 +132,14 @@ class _Group:
 
     def send(self, p, gs):
         nb = self.nb
-        refs = p.handle.prepare_marked.options(num_returns=len(gs) + 1).remote(
+        chunk, marker = p.handle.prepare_marked.options(num_returns=2).remote(
             [(g // nb, g % nb) for g in gs])
-        for g, r in zip(gs, refs):
-            self.ref[g], self.owner[g] = r, p
+        for g in gs:
+            self.ref[g], self.owner[g] = (chunk, gs), p
             self.counts["prepared"] += 1
             self.per_epoch[g // nb] = self.per_epoch.get(g // nb, 0) + 1
         p.busy += 1
-        asyncio.get_event_loop().create_task(self.watch(p, gs, refs[-1]))
+        asyncio.get_event_loop().create_task(self.watch(p, gs, marker))
 
     async def watch(self, p, gs, marker):
         try:
@@ -234,8 +233,9 @@ class _Group:
                 "window": self.window}
 
     async def want(self, job, g, n, known, wait_s):
-        """job's position is g; returns {batch: [object]} for the batches
-        of [g, g + n) handed out and not in `known`, waiting up to wait_s
+        """job's position is g; returns {batch: [its chunk's object,
+        the chunk's batches]} for the batches of [g, g + n) handed out and
+        not in `known`, waiting up to wait_s
         for g itself, and the window now. A job asks about once per half
         window (SharedLoader._hand_out), so this is per window, not per
         batch."""
@@ -265,7 +265,7 @@ class _Group:
             except asyncio.TimeoutError:
                 break
         known = set(known)
-        return {"refs": {x: [self.ref[x]] for x in range(g, g + n)
+        return {"refs": {x: list(self.ref[x]) for x in range(g, g + n)
                          if x in self.ref and x not in known},
                 "window": self.window}
 
@@ -402,7 +402,7 @@ class SharedLoader(DataLoader):
         self._group_window = r["window"]
         if r["start"] is not None:  # joined a group under way
             self._start = self._saved = self._pos = divmod(r["start"], nb)
-        self._cache, self._asked = {}, None
+        self._cache, self._asked = {}, None  # g -> (chunk ref, [g...], future)
         self._told = None  # the position the group last heard
         self._left = False
         self._beat = threading.Event()
@@ -480,26 +480,44 @@ class SharedLoader(DataLoader):
         if r.get("detached"):
             raise RuntimeError(f"sluice.ray: this job was dropped from share group "
                                f"{self._group_name!r} (silent for {self._lease} s)")
-        self._cache.update({g: v[0] for g, v in r["refs"].items()})
+        chunks = {}  # one future per chunk: fetched as it is ready
+        for g, (ref, gs) in r["refs"].items():
+            c = chunks.get(ref)
+            if c is None:
+                c = chunks[ref] = (ref, gs, ref.future())
+            self._cache[g] = c
         self._group_window = r["window"]  # set_actors may have widened it
 
     def _get(self, g):
+        """Batch g: fetched with its chunk (by Ray's thread, as soon as it
+        is ready: the chunk's future); the chunk's other batches wait in
+        self._got for their take."""
         ray = self._ray
         for k in [k for k in self._cache if k < g]:
             del self._cache[k]
+        for k in [k for k in self._got if k < g]:
+            del self._got[k]
         tries = 0
         while True:
             t0 = time.monotonic()
             if self._asked is not None:
                 self._merge(self._asked)
                 self._asked = None
-            ref = self._cache.get(g)
-            if ref is None:
+            if g in self._got:
+                self._cache.pop(g, None)
+                return self._got[g]
+            chunk = self._cache.get(g)
+            if chunk is None:
                 self._merge(self._ask(g, 0.5))
                 self._wait_s += time.monotonic() - t0
                 continue
+            ref, gs, fut = chunk
             try:
-                v = ray.get(ref)
+                values = fut.result()
+                for x, v in zip(gs, values):
+                    if x > g and self._cache.get(x) is chunk:
+                        self._got[x] = v
+                v = values[gs.index(g)]
             except _lost(ray):  # its preparer died: the group re-hands it
                 self._cache.clear()
                 tries += 1
@@ -518,7 +536,7 @@ class SharedLoader(DataLoader):
         pass
 
     def _drop_work(self):
-        self._cache, self._asked = {}, None
+        self._cache, self._asked, self._got = {}, None, {}
         self._carry_from = None
 
     def _live(self):

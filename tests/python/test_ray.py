@@ -64,6 +64,20 @@ def test_stream_equals_local(cluster, ds, local, n):
         assert first + digests(dl) == local[0][1]
 
 
+def test_work_dropped_at_set_epoch_elsewhere(cluster, ds, local):
+    """A whole epoch hands the next one's first chunks out ahead; set_epoch
+    elsewhere drops them. The actor must go on with the new iteration's
+    work at once (ray.cancel of its queued tasks left the next ones unsent:
+    the trainer waited for an idle actor until Ray declared it dead)."""
+    with make(ds, 1, chunk=1, depth=1) as dl:
+        for i in range(6):
+            dl.set_epoch(i // 2 % 2)  # 0 0 1 1 0 0: three drops
+            t0 = time.monotonic()
+            assert digests(dl) == local[0][i // 2 % 2]
+            assert time.monotonic() - t0 < 5, f"iteration {i} stalled"
+        assert dl.stats()["actors_failed"] == 0
+
+
 def test_rank_sharding_and_tensors(cluster, ds, local):
     with make(ds, 2, rank=1, world_size=2, dtype=torch.float32) as dl:
         x, y = next(iter(dl))
