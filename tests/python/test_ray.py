@@ -78,6 +78,21 @@ def test_work_dropped_at_set_epoch_elsewhere(cluster, ds, local):
         assert dl.stats()["actors_failed"] == 0
 
 
+def test_task_error_reaches_the_trainer(cluster, ds, tmp_path):
+    """A batch whose preparation fails in the actor (a corrupt image,
+    on_error='fail') raises the engine's error, naming the file, at that
+    batch's take, not a Ray wrapper and not a hang."""
+    import shutil
+    bad = tmp_path / "bad"
+    shutil.copytree(ds, bad)
+    victim = sorted(p for p in bad.rglob("*") if p.is_file())[0]
+    victim.write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
+    with make(bad, 1, on_error="fail") as dl:
+        with pytest.raises(sluice.Error, match=victim.name):
+            for _ in dl:
+                pass
+
+
 def test_rank_sharding_and_tensors(cluster, ds, local):
     with make(ds, 2, rank=1, world_size=2, dtype=torch.float32) as dl:
         x, y = next(iter(dl))
