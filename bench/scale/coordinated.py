@@ -51,7 +51,8 @@ def job(spec):
         dl = sluice.ray.DataLoader(spec["data"], spec["batch"], spec["size"], seed=0,
                                    num_actors=spec["actors"],
                                    actor_options={"num_cpus": 0.01},
-                                   chunk=spec["chunk"], share=spec["share"])
+                                   share=spec["share"],
+                                   **({"chunk": spec["chunk"]} if spec["chunk"] else {}))
     epochs = range(spec["epoch"], spec["epoch"] + spec["epochs"])
     dl.set_epoch(epochs[0])
     open(spec["ready"], "w").close()
@@ -137,7 +138,8 @@ def main():
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--actors", type=int, default=2)
     ap.add_argument("--jobs", type=int, default=4)
-    ap.add_argument("--chunk", type=int, default=2, help="batches per preparer task")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="batches per preparer task (default: sluice.ray's)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=1,
                     help="epochs per job per round, timed together (the next epoch's "

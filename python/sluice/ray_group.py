@@ -19,7 +19,7 @@ found by the share name; its key (data path, batch and image size, seed,
 shuffle, rank / world, dtype, transforms: every option that changes the
 stream) must match, else attaching raises ValueError naming what differs.
 It owns the preparer actors (sluice.ray's, each a sluice.Loader running
-plans) and hands them chunks of batches; each batch is one object in Ray's
+plans) and hands them chunks of batches; each chunk is one object in Ray's
 object store that every job fetches (zero-copy on the same node).
 
 - **Pace.** The group prepares within a window of `window` batches past

@@ -26,8 +26,11 @@ def digest(x, y):
 def main():
     spec = json.loads(sys.argv[1])
     ray.init(address=spec["address"], log_to_driver=False)
+    # chunk 2: the group's window (2 x 2 x 2 batches) is smaller than an
+    # epoch, so a slow or dead job holds the others (what the tests see).
     dl = sluice.ray.DataLoader(spec["source"], 8, 32, seed=11, num_actors=2,
-                               actor_options={"num_cpus": 0.5}, share=spec["share"],
+                               chunk=2, actor_options={"num_cpus": 0.5},
+                               share=spec["share"],
                                join=spec.get("join", "epoch"),
                                lease=spec.get("lease", 30.0))
     st = dl.state_dict()

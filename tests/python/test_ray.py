@@ -125,7 +125,9 @@ def test_actors_added_and_removed_mid_epoch(cluster, ds, local):
 
 
 def _kill_test(ds, local, kill):
-    with make(ds, 2) as dl:
+    # chunk 2: 2 actors x depth 2 x 2 batches ahead, less than the epoch,
+    # so the victim dies with batches not yet prepared
+    with make(ds, 2, chunk=2) as dl:
         out = []
         victim = None
         for i, b in enumerate(dl):

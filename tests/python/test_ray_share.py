@@ -91,7 +91,7 @@ def test_two_loaders_one_process(cluster, ds, local):
     """Two jobs in one process, taking turns: the same streams as a lone
     loader, each batch prepared once; a second group name with other
     options is refused with what differs."""
-    kw = dict(seed=SEED, num_actors=2, actor_options=SMALL, share="inproc")
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL, share="inproc")
     a = sluice.ray.DataLoader(ds, B, S, **kw)
     b = sluice.ray.DataLoader(ds, B, S, **kw)
     try:
