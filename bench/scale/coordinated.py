@@ -11,10 +11,11 @@ round, timed together:
 Per configuration: each job's img/s over its epoch (jobs start together
 after all attached), and CPU seconds per delivered batch: the jobs' own CPU
 during their epoch (getrusage) plus every other process of the Ray session
-(raylet, GCS, the group, its preparers: /proc, between the start and the
-end of the epochs), over the batches all jobs took ("prorated": the
-preparers' CPU times this epoch's batches / all they were handed, which
-include up to a window of the next epoch's); the jobs' digest
+(raylet, GCS, the group, its preparers: /proc, from the start until the
+session is idle after the epochs), over the batches all jobs took
+("prorated": the preparers' CPU times these epochs' batches / all they
+were handed, which include up to a window of the next epoch's, all
+prepared by then: exact); the jobs' digest
 hashing (their main thread's CPU time around it) is left out. Every job's
 digest (every 97th byte of the images and the labels; --full-digest: all)
 is checked against the other configurations' for the same epoch. Targets (issue 16): shared
@@ -35,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from stats import median  # noqa: E402
-from session_cpu import by_name as cpu_by_name, cpu_self, session_cpu  # noqa: E402
+from session_cpu import by_name as cpu_by_name, cpu_self, session_cpu, settle  # noqa: E402
 
 
 def job(spec):
@@ -77,11 +78,13 @@ def job(spec):
     if spec["kind"] == "shared":
         g = dl.group_stats()
         out["prepared"] = sum(g["prepared_per_epoch"].get(e) or 0 for e in epochs)
-        out["handed"] = g["prepared"]  # with the next epoch's, ahead
     with open(spec["out"], "w") as f:
         json.dump(out, f)
     while not os.path.exists(spec["finish"]):  # the group lives until measured
         time.sleep(0.01)
+    if spec["kind"] == "shared":  # handed, all prepared now (idle)
+        with open(spec["out"] + ".end", "w") as f:
+            json.dump({"handed": dl.group_stats()["prepared"]}, f)
     if hasattr(dl, "close"):
         dl.close()
 
@@ -108,19 +111,25 @@ def run(kind, njobs, a, address, epoch, tmp):
             if any(p.poll() not in (None, 0) for p in procs):
                 sys.exit(f"{kind}: a job failed")
             time.sleep(0.05)
+        # The group prepares ahead up to a window of the next epoch's
+        # batches: measured once it is done (idle), prorated below.
+        settle()
         c1 = session_cpu(jobs)
         outs = [json.load(open(s["out"])) for s in specs]
     finally:
         open(specs[0]["finish"], "w").close()
         for p in procs:
             p.wait(timeout=120)
+    if kind == "shared":
+        outs[0]["handed"] = json.load(open(specs[0]["out"] + ".end"))["handed"]
     by_name = cpu_by_name(c0, c1)
     other = sum(by_name.values())
     batches = sum(o["batches"] for o in outs)
     cpu = sum(o["cpu_s"] for o in outs) + other
     # The group also prepared up to a window of the next epoch's batches
-    # (work a longer run would use): preparer CPU prorated to this epoch's.
-    handed = max(o.get("handed") or 0 for o in outs)
+    # (work a longer run would use): preparer CPU prorated to these
+    # epochs' (every batch handed was prepared by c1: settled).
+    handed = outs[0].get("handed") or 0
     prep = sum(v for k, v in by_name.items() if "Prep" in k)
     cpu_pro = cpu - prep * (1 - outs[0]["prepared"] / handed) if handed else cpu
     return {"rates": [o["img_s"] for o in outs], "digests": [o["digest"] for o in outs],

@@ -237,7 +237,7 @@ class _Autoscale:
 class DataLoader:
     """DataLoader(source, batch_size=64, image_size=224, *, shuffle=True,
     seed=None, drop_last=False, rank=None, world_size=None, dtype=None,
-    num_actors=2, actor_threads=1, chunk=4, depth=2, actor_options=None,
+    num_actors=2, actor_threads=1, chunk=8, depth=2, actor_options=None,
     autoscale=False, min_actors=1, max_actors=None, tensors=True,
     device=None, partition=False, **options)
 
@@ -246,9 +246,11 @@ class DataLoader:
     actor_options go to the actor class's .options() (num_cpus defaults to
     actor_threads; resources=, scheduling_strategy=, ...). chunk: batches
     per task, returned as one object (Ray's work per task and per object,
-    in the actor, the trainer and the raylet, is shared by chunk batches:
-    2 -> 4 took remote actors from 0.86 to 0.94 of the in-process rate on
-    2 cores, bench/RESULTS.md); depth: tasks queued per actor. tensors=False yields the numpy
+    in the actor, the trainer, the raylet and a share group, is shared by
+    chunk batches: bench/RESULTS.md has chunks 2, 4 and 8 on 2 cores);
+    depth: tasks queued per actor. Up to num_actors x depth x chunk
+    batches are in the object store ahead of the trainer (the first after
+    one chunk's preparation). tensors=False yields the numpy
     arrays (read-only views of the object store) instead of torch tensors;
     device= moves the tensors there (non_blocking).
     ray.init() is the caller's (the loader uses the cluster it finds, or
@@ -281,7 +283,7 @@ class DataLoader:
 
     def __init__(self, source, batch_size=64, image_size=224, *, shuffle=True,
                  seed=None, drop_last=False, rank=None, world_size=None,
-                 dtype=None, num_actors=2, actor_threads=1, chunk=4, depth=2,
+                 dtype=None, num_actors=2, actor_threads=1, chunk=8, depth=2,
                  actor_options=None, autoscale=False, min_actors=1,
                  max_actors=None, tensors=True, device=None, share=None,
                  partition=False, storage=None, telemetry_path=None,

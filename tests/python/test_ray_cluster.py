@@ -71,7 +71,9 @@ def test_partitioned_cache_across_nodes(cluster, ds, local):
 
 def test_actors_on_both_nodes_and_node_lost(cluster, ds, local):
     c, worker = cluster
-    with sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2,
+    # chunk 2: less than an epoch ahead, so the lost node takes batches
+    # not yet prepared (fetched ones are the trainer's already)
+    with sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2, chunk=2,
                                actor_options=SPREAD) as dl:
         assert sorted(_nodes_of(c, dl)) == ["head", "worker"]
         assert digests(dl) == local[0]
