@@ -1,6 +1,6 @@
 """sluice.ray against the in-process loader, same total decode threads.
 
-Configurations, each one epoch of `--data` per round, rounds alternating
+Configurations, each 1 + E epochs of `--data` per round, rounds alternating
 (median img/s over the rounds), one Ray cluster on this machine
 (ray.init(address="local")), actors started before timing:
 
@@ -13,10 +13,13 @@ the same whatever the actors). The trainer does nothing but take batches
 (a consumer-free ceiling; the trainer's own process is one more user of
 the cores). CPU seconds per batch: the trainer process's (its decode
 threads for local-T) less its digest hashing, plus every process of the
-Ray session (actors, raylet, GCS: /proc) over the epoch, once every
-loader is idle (each prepares the next epoch's first batches ahead: in
-the epoch, for the next one, as much as before it, for this one); less
-noisy than img/s on a shared machine.
+Ray session (actors, raylet, GCS: /proc) over the timed epochs, which
+start once every loader is idle. Each round times E epochs after an untimed one: it
+starts on the first batches its loader prepared ahead in the untimed
+epoch and ends preparing as many of the next (up to a window, actors x
+depth x chunk batches), as every epoch of a long run does; rounds are an
+epoch apart, so none starts on work handed out in the last round. CPU is
+less noisy than img/s on a shared machine.
 
     PYTHONPATH=build/python .venv/bin/python bench/scale/ray_actors.py \\
         --data ../shared/data/imagenet-sample --rounds 3
@@ -58,9 +61,9 @@ def main():
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--epochs", type=int, default=1,
-                    help="epochs per configuration per round, timed together (the "
-                         "work a loader hands out before its first epoch's timer "
-                         "starts weighs 1/E as much)")
+                    help="timed epochs per configuration per round, after an "
+                         "untimed one (the next epoch's window, prepared at the "
+                         "end and not consumed, weighs 1/E as much)")
     ap.add_argument("--configs", default="local-1,ray-1x1,local-2,ray-2x1")
     ap.add_argument("--json", help="write the results here")
     a = ap.parse_args()
@@ -97,12 +100,21 @@ def main():
             settle()
             n = b = dt = cpu_s = 0.0
             procs = {}
-            for k in range(a.epochs):
-                e = r * a.epochs + k
+            # Steady state: one untimed epoch, then E timed ones. The
+            # timed ones start on the work handed out ahead in the
+            # untimed one (up to a window, actors x depth x chunk batches)
+            # and end handing out as much for the next: what a long run
+            # does at every epoch. An epoch gap between rounds: no round
+            # starts on work handed out in the last one (done meanwhile,
+            # while other configurations ran, or settled).
+            for k in range(-1, a.epochs):
+                e = r * (a.epochs + 2) + 1 + k
                 L.set_epoch(e)
                 rate_k, d, cpu_k, procs_k, (n_k, b_k, dt_k) = epoch(L)
                 if refs.setdefault(e, d) != d:
                     sys.exit(f"{c}: epoch {e} digest {d} != {refs[e]}")
+                if k < 0:
+                    continue
                 n, b, dt, cpu_s = n + n_k, b + b_k, dt + dt_k, cpu_s + cpu_k * b_k
                 for p_, v in procs_k.items():
                     procs[p_] = procs.get(p_, 0.0) + v
