@@ -345,6 +345,7 @@ class DataLoader:
         self._taken = 0        # batches yielded
         self._samples = 0
         self._completed = 0    # batches the actors completed
+        self._tasks = self._handed = 0  # tasks sent, batches in them
         self._run = 0
         self._runs = 0
         self._start = (0, 0)
@@ -505,6 +506,8 @@ class DataLoader:
                     owners[b.part] = b.handle
             args.append(owners)
         chunk = _Chunk(a.handle.prepare.remote(*args), gs)
+        self._tasks += 1
+        self._handed += len(gs)
         for g in gs:
             self._ref[g] = chunk
             self._owner[g] = a
@@ -525,7 +528,11 @@ class DataLoader:
         for a in sorted(live, key=lambda a: len(a.chunks)):
             while len(a.chunks) < self.depth:
                 hi = min(self._horizon, self._next_g + window, self._hand_g + self.chunk)
-                if hi <= self._hand_g:
+                # Whole chunks only (but at the horizon): a free slot
+                # filled with what the window allowed at that take made
+                # chunks of 1-3 batches, each paying a whole task.
+                if hi <= self._hand_g or (hi - self._hand_g < self.chunk
+                                          and hi < self._horizon):
                     return
                 self._send(a, list(range(self._hand_g, hi)))
                 self._hand_g = hi
@@ -694,6 +701,7 @@ class DataLoader:
                 "actors_started": self._next_id, "actors_failed": self._failed,
                 "rehanded_batches": self._rehanded,
                 "batches_completed": self._completed,
+                "tasks": self._tasks, "batches_handed": self._handed,
                 "per_actor": {a.id: a.batches for a in self._actors},
                 "decisions": list(self._decisions)}
 

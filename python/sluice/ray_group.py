@@ -184,7 +184,7 @@ class _Group:
         for p in sorted(self.preps, key=lambda p: p.busy):
             while p.busy < self.depth:
                 hi = min(lo + self.window, self.hand_g + self.chunk)
-                if hi <= self.hand_g:
+                if hi - self.hand_g < self.chunk:  # whole chunks only
                     break
                 self.send(p, list(range(self.hand_g, hi)))
                 self.hand_g = hi
