@@ -237,7 +237,7 @@ class _Autoscale:
 class DataLoader:
     """DataLoader(source, batch_size=64, image_size=224, *, shuffle=True,
     seed=None, drop_last=False, rank=None, world_size=None, dtype=None,
-    num_actors=2, actor_threads=1, chunk=None, depth=2, actor_options=None,
+    num_actors=2, actor_threads=1, chunk=8, depth=2, actor_options=None,
     autoscale=False, min_actors=1, max_actors=None, tensors=True,
     device=None, partition=False, **options)
 
@@ -247,9 +247,9 @@ class DataLoader:
     actor_threads; resources=, scheduling_strategy=, ...). chunk: batches
     per task, returned as one object (Ray's work per task and per object,
     in the actor, the trainer, the raylet and a share group, is shared by
-    chunk batches); default 4, 8 for a share group (where each chunk's
-    costs are paid for every job): the best of 2, 4 and 8 measured on 2
-    cores (bench/RESULTS.md). depth: tasks queued per actor. Up to num_actors x depth x chunk
+    chunk batches): 8, the best of 2, 4 and 8 measured on 2 cores for
+    remote actors and for a share group (bench/RESULTS.md). depth: tasks
+    queued per actor. Up to num_actors x depth x chunk
     batches are in the object store ahead of the trainer (the first after
     one chunk's preparation). tensors=False yields the numpy
     arrays (read-only views of the object store) instead of torch tensors;
@@ -276,8 +276,6 @@ class DataLoader:
     remove with its reason, the partitioned cache's hits (remote ones
     counted); `sluice plot run.jsonl` draws it (sluice.ray_telemetry)."""
 
-    _DEFAULT_CHUNK = 4
-
     def __new__(cls, *args, share=None, **kw):
         if share is not None and share is not False and cls is DataLoader:
             from .ray_group import SharedLoader
@@ -286,7 +284,7 @@ class DataLoader:
 
     def __init__(self, source, batch_size=64, image_size=224, *, shuffle=True,
                  seed=None, drop_last=False, rank=None, world_size=None,
-                 dtype=None, num_actors=2, actor_threads=1, chunk=None, depth=2,
+                 dtype=None, num_actors=2, actor_threads=1, chunk=8, depth=2,
                  actor_options=None, autoscale=False, min_actors=1,
                  max_actors=None, tensors=True, device=None, share=None,
                  partition=False, storage=None, telemetry_path=None,
@@ -300,8 +298,6 @@ class DataLoader:
         if rank is None or world_size is None:
             r, w = _dist_defaults(self._torch, rank, world_size)
             rank, world_size = r, w
-        if chunk is None:
-            chunk = self._DEFAULT_CHUNK
         if num_actors < 1 or chunk < 1 or depth < 1 or actor_threads < 1:
             raise ValueError("num_actors, chunk, depth and actor_threads must be >= 1")
         self.source, self.batch_size, self.image_size = source, batch_size, image_size

@@ -355,11 +355,7 @@ class SharedLoader(DataLoader):
     module's doc). num_actors, actor_threads, actor_options, chunk and
     depth are the group's, taken from the job that creates it. window:
     batches the group prepares past its slowest job (default num_actors x
-    depth x chunk). autoscale is not offered here. chunk defaults to 8:
-    a chunk's Ray work (its task, its object lent to every job) is paid
-    once per job, so bigger chunks save more here than for one trainer."""
-
-    _DEFAULT_CHUNK = 8
+    depth x chunk). autoscale is not offered here."""
 
     def __init__(self, *args, share=True, join="epoch", window=None,
                  lease=30.0, **kw):
