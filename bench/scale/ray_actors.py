@@ -135,8 +135,13 @@ def main():
             m = re.match(r"(\d+)x(\d+)", c[4:])
             base = f"local-{int(m[1]) * int(m[2])}"
             if base in out:
+                # Rounds alternate the configurations: each round's ratio
+                # pairs runs made under the same load.
+                paired = [x / y for x, y in zip(rates[c], rates[base])]
+                out[c]["paired_ratios"] = paired
                 print(f"{c} / {base}: {out[c]['median_img_s'] / out[base]['median_img_s']:.2f} "
-                      f"img/s, CPU per batch "
+                      f"img/s (median of the rounds' ratios {median(paired):.2f}: "
+                      f"{', '.join(f'{x:.2f}' for x in paired)}), CPU per batch "
                       f"{out[c]['median_cpu_per_batch'] / out[base]['median_cpu_per_batch']:.2f}")
     if a.json:
         with open(a.json, "w") as f:
