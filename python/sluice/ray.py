@@ -362,7 +362,13 @@ class DataLoader:
     def _start_work(self, num_actors):
         """Starts the actors; learns the epoch's size."""
         self._spawn(num_actors, "start")
-        info = self._ray.get(self._actors[0].handle.info.remote())
+        try:
+            info = self._ray.get(self._actors[0].handle.info.remote())
+        except self._ray.exceptions.RayActorError as e:
+            if not e.actor_init_failed:
+                raise
+            self.close()
+            raise _init_error(e) from e
         self.batches_per_epoch = info["batches_per_epoch"]
         self.num_samples = info["num_samples"]
 
@@ -737,6 +743,22 @@ class DataLoader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _init_error(e):
+    """The error a preparer's constructor raised (a bad option, a source
+    it cannot open), as the local loader would raise it: Ray reports it
+    as ActorDiedError, its message ending in the original exception's
+    last traceback line ("ValueError: ...")."""
+    import re
+    import sluice
+    kinds = {"ValueError": ValueError, "TypeError": TypeError,
+             "FileNotFoundError": FileNotFoundError, "Error": sluice.Error}
+    for line in reversed(str(e).splitlines()):
+        m = re.match(r"\s*(?:[\w.]+\.)?(\w+): (.+)", line)
+        if m and m[1] in kinds:
+            return kinds[m[1]](f"sluice.ray: a preparer could not start: {m[2]}")
+    return RuntimeError(f"sluice.ray: a preparer could not start: {e}")
 
 
 def _lost(ray):

@@ -104,6 +104,17 @@ def test_task_error_reaches_the_trainer(cluster, ds, tmp_path):
                 pass
 
 
+def test_bad_option_raises_its_error(cluster, ds, tmp_path):
+    """An option the engine refuses (or a source it cannot open) fails in
+    the actors' constructor; the trainer raises that error, as the local
+    loader would, not Ray's ActorDiedError."""
+    with pytest.raises(ValueError, match="on_error must be"):
+        make(ds, 1, on_error="raise")
+    with pytest.raises((sluice.Error, FileNotFoundError, ValueError),
+                       match="could not start"):
+        make(tmp_path / "missing", 1)
+
+
 def test_rank_sharding_and_tensors(cluster, ds, local):
     with make(ds, 2, rank=1, world_size=2, dtype=torch.float32) as dl:
         x, y = next(iter(dl))
