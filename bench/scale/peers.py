@@ -85,13 +85,14 @@ def tree_cpu():
     return out
 
 
-def transfer_cost(batch, size, reps):
+def transfer_cost(batch, size, reps, per_task=8):
     """CPU s per batch of sluice.ray's delivery path without the decode: a
-    Ray actor returns a chunk of 2 (images, labels) copies (sluice.ray's
-    _Preparer copies the engine's arrays, Ray serializes the return values
-    into the object store); the trainer ray.get()s each and wraps it as
-    torch tensors. s: the actor process, t: this process, r: Ray's other
-    processes (raylet, GCS), per batch; wall: s per batch, one at a time."""
+    Ray actor returns a chunk of `per_task` (images, labels) as one value
+    (sluice.ray's _Preparer hands Ray the engine's own arrays, which Ray
+    serializes into the object store: one copy); the trainer takes it
+    through the ref's future and wraps each batch as torch tensors. s: the
+    actor process, t: this process, r: Ray's other processes (raylet,
+    GCS), per batch; wall: s per batch, one chunk at a time."""
     import _common as C
     import numpy as np
     import torch
@@ -101,32 +102,32 @@ def transfer_cost(batch, size, reps):
         class Source:
             def __init__(self):
                 rng = np.random.default_rng(0)
-                self.x = rng.integers(0, 255, (batch, 3, size, size), dtype=np.uint8)
-                self.y = np.arange(batch, dtype=np.int64)
+                x = rng.integers(0, 255, (batch, 3, size, size), dtype=np.uint8)
+                y = np.arange(batch, dtype=np.int64)
+                # distinct arrays: the same one twice would be stored once
+                self.batches = [(x.copy(), y.copy()) for _ in range(per_task)]
 
             def pid(self):
                 return os.getpid()
 
-            @ray.method(num_returns=2)
             def chunk(self):
-                return ((self.x.copy(), self.y.copy()), (self.x.copy(), self.y.copy()))
+                return self.batches
 
         src = Source.remote()
         apid = ray.get(src.pid.remote())
 
         def take(n):
             for _ in range(n):
-                for ref in src.chunk.remote():
-                    x, y = ray.get(ref)
+                for x, y in src.chunk.remote().future().result():
                     torch.from_numpy(x), torch.from_numpy(y)
-                    del x, y
+                del x, y
 
         take(3)
         c0, t0 = tree_cpu(), time.perf_counter()
         take(reps)
         wall = time.perf_counter() - t0
         c1 = tree_cpu()
-        n = 2 * reps
+        n = per_task * reps
         d = {p: v - c0.get(p, 0.0) for p, v in c1.items()}
         s = d.pop(apid, 0.0) / n
         t = d.pop(os.getpid(), 0.0) / n
@@ -149,7 +150,8 @@ def main():
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--step-ms", type=float, default=0.0)
     ap.add_argument("--cores", type=int, default=os.cpu_count(), help="C of the model")
-    ap.add_argument("--transfer-reps", type=int, default=40, help="chunks of 2 batches")
+    ap.add_argument("--transfer-reps", type=int, default=10,
+                    help="chunks of 8 batches (sluice.ray's default chunk)")
     ap.add_argument("--sluice-build", default=os.path.join(REPO, "build"))
     ap.add_argument("--timeout", type=float, default=600, help="per system run, s")
     ap.add_argument("--json-out", help="write every run and the summary here")
