@@ -27,13 +27,16 @@ def main():
     def build():
         return sluice.ray.DataLoader(a.data, a.batch, a.size, shuffle=True, seed=a.seed,
                                      dtype=dtype, num_actors=a.threads, actor_threads=t)
+    import inspect  # the configuration as built: chunk and depth are sluice.ray's defaults
+    params = inspect.signature(sluice.ray.DataLoader.__init__).parameters
+    chunk, depth = params["chunk"].default, params["depth"].default
 
     def epoch(L, e):
         L.set_epoch(e)
         return L
 
     cfg = (f"sluice.ray.DataLoader(DIR, batch_size={a.batch}, image_size={a.size}, shuffle=True, "
-           f"dtype={dtype}, num_actors={a.threads}, actor_threads={t}, chunk=2, depth=2): torch "
+           f"dtype={dtype}, num_actors={a.threads}, actor_threads={t}, chunk={chunk}, depth={depth}): torch "
            f"tensors from Ray's object store; ray.init(num_cpus={a.threads * t})")
     C.measure_ray(a, build, epoch, C.torch_batch, close=lambda L: L.close(),
               version=f"sluice {getattr(sluice, '__version__', None) or '0.1.0'}, ray {ray.__version__}",
