@@ -188,7 +188,8 @@ def main():
     print(f"\nscale-out, batch {a.batch}, {a.size}², {a.epochs} epochs, {a.rounds} rounds "
           f"(medians); load {load0[0]:.2f} at the start, {load1[0]:.2f} at the end")
     print(f"{'N':>2} {'system':15s} {'img/s':>7} {'last ep':>7} {'/sluice':>7} {'/s-ray':>7} "
-          f"{'CPU ms/img':>10} {'peak PSS MB':>11}  correct")
+          f"{'CPU ms/img':>10} {'peak PSS MB':>11}  correct  {'whole run: img/s':>16} "
+          f"{'CPU ms/img':>10}")
     for n, res in results.items():
         lo = res["loaders"]
         summary[n] = {}
@@ -200,8 +201,17 @@ def main():
                 continue
             runs = [r for r in res["runs"][name][e["variant"]] if "error" not in r]
             cpu = [r["cpu_s_per_img"] for r in runs if r.get("cpu_s_per_img")]
+            # Whole runs, start-up included: a loader that prepares far
+            # ahead (sluice.ray's window) does much of a short run's work
+            # before its first batch, which the after-first-batch figures
+            # leave out.
+            whole = [r["img_s_total"] for r in runs if r.get("img_s_total")]
+            cpu_whole = [r["cpu_s_per_img_total"] for r in runs
+                         if r.get("cpu_s_per_img_total")]
             summary[n][name] = {
                 "img_s": e["img_s_median"], "img_s_runs": e["img_s_runs"],
+                "img_s_whole": median(whole) if whole else None,
+                "cpu_s_per_img_whole": median(cpu_whole) if cpu_whole else None,
                 "last_epoch_img_s": e["epoch_img_s"][-1] if e.get("epoch_img_s") else None,
                 "cpu_s_per_img": median(cpu) if cpu else None,
                 "peak_pss_mb": e["peak_pss_mb"], "correct": e["correct"],
@@ -215,8 +225,12 @@ def main():
             v["over"] = ratio
             fr = ["n/a" if x is None else f"{x:.2f}" for x in ratio.values()]
             cpu = "n/a" if v["cpu_s_per_img"] is None else f"{v['cpu_s_per_img'] * 1e3:.2f}"
+            w = "n/a" if v["img_s_whole"] is None else f"{v['img_s_whole']:.0f}"
+            cw = ("n/a" if v["cpu_s_per_img_whole"] is None
+                  else f"{v['cpu_s_per_img_whole'] * 1e3:.2f}")
             print(f"{n:>2} {name:15s} {v['img_s']:7.0f} {v['last_epoch_img_s'] or 0:7.0f} "
-                  f"{fr[0]:>7} {fr[1]:>7} {cpu:>10} {v['peak_pss_mb']:11.0f}  {v['correct']}")
+                  f"{fr[0]:>7} {fr[1]:>7} {cpu:>10} {v['peak_pss_mb']:11.0f}  "
+                  f"{str(v['correct']):7s}  {w:>16} {cw:>10}")
     pred = {}
     base = summary.get(1, {}).get("sluice", {})
     if tc and base.get("cpu_s_per_img"):

@@ -68,6 +68,7 @@ def test_every_system_delivers_the_epoch(tmp_path_factory, tmp_path):
         assert e["batches"] == [-(-IMAGES // BATCH)], (name, e["batches"])
         assert e["img_s"] > 0 and e["peak_pss_mb"] > 0
         assert e["cpu_s_per_img"] is None or e["cpu_s_per_img"] > 0, name
+        assert e["img_s_whole"] > 0 and e["cpu_s_per_img_whole"] > 0, name
     if "sluice-ray" in want:
         m = res["model"]["1"]
         assert m["bound"] in ("preparers", "cores", "trainer")
