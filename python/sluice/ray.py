@@ -488,9 +488,12 @@ class DataLoader:
                 self._completed_chunk(a, c, values)
 
     def _completed_chunk(self, a, chunk, values):
-        """chunk left a's queue; its batches (values: None when the task
-        failed, raised again at the batch's get) wait in the trainer for
-        their take, those still wanted (not taken, not re-handed)."""
+        """chunk left a's queue (once; a no-op after); its batches
+        (values: None when the task failed, raised again at the batch's
+        get) wait in the trainer for their take, those still wanted (not
+        taken, not re-handed)."""
+        if not any(c is chunk for c in a.chunks):
+            return
         a.chunks = [c for c in a.chunks if c is not chunk]
         a.batches += len(chunk.gs)
         self._completed += len(chunk.gs)
@@ -541,7 +544,7 @@ class DataLoader:
 
     def _get(self, g):
         """Batch g's value, waiting for it; re-hands it when its actor
-        died. Policy ticks while waiting."""
+        died. The policy ticks at each take and while waiting."""
         ray = self._ray
         if self._policy and self._ref:  # ready beyond g, as the trainer asks
             ready = sum(1 for x, c in self._ref.items()
@@ -573,11 +576,8 @@ class DataLoader:
             if not ready or chunk is None:
                 continue
             try:
-                values = chunk.value()
-                a = self._owner[g]
-                if any(c is chunk for c in a.chunks):
-                    self._completed_chunk(a, chunk, values)
-                return values[chunk.gs.index(g)]
+                self._completed_chunk(self._owner[g], chunk, chunk.value())
+                return self._got[g]
             except _lost(ray) as e:
                 self._failed_actor(self._owner[g], e)
             except ray.exceptions.RayTaskError as e:
@@ -765,7 +765,6 @@ def _lost(ray):
     """The errors of a task whose actor (process, node) is gone."""
     x = ray.exceptions
     return (x.RayActorError, x.ObjectLostError, x.WorkerCrashedError)
-
 
 
 def _dist_defaults(torch, rank, world_size):

@@ -26,7 +26,7 @@ object store that every job fetches (zero-copy on the same node).
   the slowest attached job's position (CoorDL's rule): the jobs move
   together, a faster one waits for the slowest at most `window` ahead.
   A batch is released once every attached job is past it or left. A job
-  asks the group for batch objects once per half window (when fewer than
+  asks the group for chunk objects once per half window (when fewer than
   half the window's are known ahead), not per batch, so the group hears
   a position up to half a window late; a job tells its position at the
   end of an iteration, and within half a second when it pauses.
@@ -44,7 +44,7 @@ object store that every job fetches (zero-copy on the same node).
   batches (set_epoch / load_state_dict backwards) has them prepared again
   (counted as reprepared) and holds the others within `window` of it.
 - **Failures**: a preparer that dies has its unreleased batches prepared
-  by the others (a replacement is started); a job whose batch object was
+  by the others (a replacement is started); a job whose chunk object was
   lost asks again and gets the new one.
 """
 import asyncio
@@ -55,7 +55,7 @@ import threading
 import time
 import uuid
 
-from .ray import DataLoader, _lost, _Preparer
+from .ray import DataLoader, _Chunk, _lost, _Preparer
 
 __all__ = ["SharedLoader"]
 
@@ -86,7 +86,7 @@ class _Prep:
 
 class _Group:
     """The preparer group: a detached async Ray actor. Jobs call attach,
-    want (their position and the batch objects they lack), ping, leave."""
+    want (their position and the chunk objects they lack), ping, leave."""
 
     def __init__(self, name, key, fields, source, batch_size, image_size,
                  options, actor_options, num_actors, chunk, depth, window,
@@ -233,10 +233,9 @@ class _Group:
                 "window": self.window}
 
     async def want(self, job, g, n, known, wait_s):
-        """job's position is g; returns {batch: [its chunk's object,
-        the chunk's batches]} for the batches of [g, g + n) handed out and
-        not in `known`, waiting up to wait_s
-        for g itself, and the window now. A job asks about once per half
+        """job's position is g; returns {batch: [its chunk's object, the
+        chunk's batches]} for the batches of [g, g + n) handed out and not
+        in `known`, waiting up to wait_s for g itself, and the window now. A job asks about once per half
         window (SharedLoader._hand_out), so this is per window, not per
         batch."""
         j = self.jobs.get(job)
@@ -402,7 +401,7 @@ class SharedLoader(DataLoader):
         self._group_window = r["window"]
         if r["start"] is not None:  # joined a group under way
             self._start = self._saved = self._pos = divmod(r["start"], nb)
-        self._cache, self._asked = {}, None  # g -> (chunk ref, [g...], future)
+        self._cache, self._asked = {}, None  # g -> its _Chunk, known ahead
         self._told = None  # the position the group last heard
         self._left = False
         self._beat = threading.Event()
@@ -480,12 +479,11 @@ class SharedLoader(DataLoader):
         if r.get("detached"):
             raise RuntimeError(f"sluice.ray: this job was dropped from share group "
                                f"{self._group_name!r} (silent for {self._lease} s)")
-        chunks = {}  # one future per chunk: fetched as it is ready
+        chunks = {}  # one _Chunk (one future) per chunk: fetched when ready
         for g, (ref, gs) in r["refs"].items():
-            c = chunks.get(ref)
-            if c is None:
-                c = chunks[ref] = (ref, gs, ref.future())
-            self._cache[g] = c
+            if ref not in chunks:
+                chunks[ref] = _Chunk(ref, gs)
+            self._cache[g] = chunks[ref]
         self._group_window = r["window"]  # set_actors may have widened it
 
     def _get(self, g):
@@ -511,13 +509,12 @@ class SharedLoader(DataLoader):
                 self._merge(self._ask(g, 0.5))
                 self._wait_s += time.monotonic() - t0
                 continue
-            ref, gs, fut = chunk
             try:
-                values = fut.result()
-                for x, v in zip(gs, values):
+                values = chunk.value()
+                for x, v in zip(chunk.gs, values):
                     if x > g and self._cache.get(x) is chunk:
                         self._got[x] = v
-                v = values[gs.index(g)]
+                v = values[chunk.gs.index(g)]
             except _lost(ray):  # its preparer died: the group re-hands it
                 self._cache.clear()
                 tries += 1
