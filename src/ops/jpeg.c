@@ -350,7 +350,7 @@ static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f,
             f->adobe = p[i + 13];
         if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC &&
             !have_sof) {
-            if (len < 8 || i + 7 > n)
+            if (len < 8 || i + 8 > n) /* through p[i + 7], ncomp */
                 break;
             f->sof = m;
             f->precision = p[i + 2];
