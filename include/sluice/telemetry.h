@@ -141,6 +141,15 @@ typedef struct sl_snapshot {
     int64_t cache_disk_limit_bytes;  /**< its budget (cache_disk_bytes) */
     int64_t cache_disk_errors_total; /**< as sl_stats_t's
                                           cache_disk_errors */
+    /* the GPU stage's ROI decode (after the seventh layout; docs/DESIGN.md
+     * "GPU stage") */
+    int gpu_roi;             /**< 1: the stage decodes each image only to the
+                                  region its crop reads (nvJPEG's ROI
+                                  decode); 0: whole images; -1 without a
+                                  stage, or a stage that cannot tell */
+    double gpu_decoded_frac; /**< pixels the stage decoded over the pixels of
+                                  its images, since the start (1 without ROI
+                                  decode); < 0 before its first group */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

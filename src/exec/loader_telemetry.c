@@ -5,6 +5,7 @@
 
 #include "base/abi.h"
 #include "core/options.h"
+#include "gpu/cuda_stage.h"
 #include "loader_internal.h"
 #include "sluice/telemetry.h"
 
@@ -44,6 +45,14 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->gpu_refused = atomic_load(&l->gpu_refused);
     o->gpu_stage = l->stage != NULL;
     o->gpu_busy_ns = sl__busy_ns(&l->gpu_busy, sl__now_ns());
+    o->gpu_roi = -1; /* a stage the loader did not make (tests') */
+    if (l->stage && l->stage_owned) {
+        sl__cuda_stage_stats_t cs;
+        sl__cuda_stage_stats(l->stage, &cs);
+        o->gpu_roi = cs.roi;
+        o->gpu_px_images = cs.px_images;
+        o->gpu_px_decoded = cs.px_decoded;
+    }
     /* the reason, cut to the snapshot's field */
     snprintf(o->placement_why, sizeof o->placement_why, "%.*s",
              (int)sizeof o->placement_why - 1, l->place.why);

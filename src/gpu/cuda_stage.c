@@ -184,6 +184,7 @@ typedef struct slot {
     const unsigned char *data[SL__GPU_GROUP_MAX];
     size_t lens[SL__GPU_GROUP_MAX];
     sl__nvjpeg_image_t img[SL__GPU_GROUP_MAX];
+    sl__nvjpeg_params_t params[SL__GPU_GROUP_MAX]; /* ROI: one per image */
 } slot_t;
 
 typedef struct cstage {
@@ -196,6 +197,8 @@ typedef struct cstage {
     size_t coef_cap, arena_cap, slot_bytes;
     size_t bits_off, bits_cap; /* the pinned bitstreams (host side only) */
     int pageable_bits;         /* SL_GPU_PAGEABLE_BITS=1: not copied */
+    int roi; /* 1: each image decoded to the region its plan reads (the
+                feeder's; stats.roi its copy under mu) */
     float lut[3][256];
     sl__nvjpeg_t jh;
     sl__cuda_library_t lib;
@@ -261,18 +264,33 @@ void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
     p->chw = x->layout == SL_LAYOUT_CHW;
 }
 
-/* A group's fill of a slot: bytes used of each area. */
+/* A group's fill of a slot: bytes used of each area, and the pixels its
+ * images have and those decoded. */
 typedef struct cursor {
     size_t coef, arena, bits;
+    double px_img, px_dec;
 } cursor_t;
+
+void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
+                 int *rx, int *ry, int *rw, int *rh)
+{
+    int x1 = (x0 + n + mw - 1) / mw * mw, y1 = (y0 + m + mh - 1) / mh * mh;
+    *rx = x0 / mw * mw;
+    *ry = y0 / mh * mh;
+    *rw = (x1 < w ? x1 : w) - *rx;
+    *rh = (y1 < h ? y1 : h) - *ry;
+}
 
 /* The plan of one job into the slot's host memory at the group's cursor,
  * its bitstream copied into the slot's pinned area (nvJPEG then copies it
  * to the device asynchronously; from pageable memory each copy is
- * synchronous: bench/RESULTS.md, the H200 profile). 0; 1 when the group
- * is full; -1 with a refusal reason in why. */
+ * synchronous: bench/RESULTS.md, the H200 profile). With s->roi the image
+ * is decoded to the region its plan reads (sl__gpu_roi), through the
+ * image's decode parameters. 0; 1 when the group is full; -1 with a
+ * refusal reason in why; 2 when nvJPEG refused the region (status in
+ * *je). */
 static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
-                    cursor_t *at, char *why, size_t wl)
+                    cursor_t *at, int *je, char *why, size_t wl)
 {
     sl__gpu_job_t *j = sl->jobs[i]->job;
     sl__image_plan_t ip;
@@ -282,6 +300,9 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
     size_t hb = (size_t)ip.out_w * 2 * 4, hk = (size_t)ip.out_w * ip.hk * 4;
     size_t vb = (size_t)ip.out_h * 2 * 4, vk = (size_t)ip.out_h * ip.vk * 4;
     size_t cneed = ALIGN(hb + hk + vb + vk);
+    /* The whole image's room even for a region: a decoder that ignored
+     * the region would write the whole image, and must not write past
+     * the sample's area (tests/gpu/gpu_check.c checks it on each GPU). */
     size_t dec = ALIGN((size_t)f->w * f->h * 3);
     size_t tmp =
         ALIGN((size_t)(ip.vfirst ? ip.out_h * ip.hn : ip.vn * ip.out_w) * 3);
@@ -298,6 +319,14 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
     if (at->coef + cneed > s->coef_cap ||
         at->arena + dec + tmp > s->arena_cap || at->bits + bneed > s->bits_cap)
         return 1; /* the group is full: next group */
+    int rx = 0, ry = 0, rw = f->w, rh = f->h;
+    if (s->roi) {
+        sl__gpu_roi(f->w, f->h, 8 * f->hs[0], 8 * f->vs[0], ip.ox, ip.oy, ip.hn,
+                    ip.vn, &rx, &ry, &rw, &rh);
+        *je = s->rt->nvjpeg_params_set_roi(sl->params[i], rx, ry, rw, rh);
+        if (*je)
+            return 2;
+    }
     uint8_t *hc = sl->h + s->coef_off + at->coef;
     uint8_t *dc = sl->d + s->coef_off + at->coef;
     memcpy(hc, ip.hb, hb);
@@ -318,10 +347,11 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
                         .vkk = (const int32_t *)(dc + hb + hk + vb),
                         .lut =
                             (const float *)(sl->d + s->coef_off + s->coef_cap)};
-    sl__gpu_plan_geometry(&p, &ip, &s->x, f->w);
+    sl__gpu_plan_geometry(&p, &ip, &s->x, rw);
+    p.ox -= rx, p.oy -= ry; /* within the region */
     memcpy(sl->h + s->plans_off + (size_t)i * sizeof p, &p, sizeof p);
     sl->img[i] = (sl__nvjpeg_image_t){{src, NULL, NULL, NULL},
-                                      {(size_t)f->w * 3, 0, 0, 0}};
+                                      {(size_t)rw * 3, 0, 0, 0}};
     if (bneed) {
         uint8_t *b = sl->h + s->bits_off + at->bits;
         memcpy(b, j->bytes, j->n);
@@ -333,10 +363,15 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
     at->coef += cneed;
     at->arena += dec + tmp;
     at->bits += bneed;
+    at->px_img += (double)f->w * f->h;
+    at->px_dec += (double)rw * rh;
     return 0;
 }
 
-/* Queues the group's work on its stream; 0, or refuses it (why). */
+/* Queues the group's work on its stream; 0, or -1 to refuse it (why),
+ * or the nvJPEG status with which the ROI decode was refused (> 0: the
+ * group is to be planned again without regions; nothing is left queued
+ * on its buffers). */
 static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
                   size_t wl)
 {
@@ -359,8 +394,15 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
         }
         sl->init_n = n;
     }
-    int je = rt->nvjpeg_decode_batched(s->jh, sl->jstate, sl->data, sl->lens,
-                                       sl->img, sl->stream);
+    int je = s->roi ? rt->nvjpeg_decode_batched_ex(s->jh, sl->jstate, sl->data,
+                                                   sl->lens, sl->img,
+                                                   sl->params, sl->stream)
+                    : rt->nvjpeg_decode_batched(s->jh, sl->jstate, sl->data,
+                                                sl->lens, sl->img, sl->stream);
+    if (je && s->roi && je != SL__NVJPEG_BAD_JPEG) {
+        rt->stream_synchronize(sl->stream); /* the plans' copy */
+        return je;
+    }
     if (je) {
         snprintf(why, wl, "nvJPEG: batched decode of %d images: status %d%s", n,
                  je,
@@ -396,6 +438,29 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     return 0;
 }
 
+/* nvJPEG refused the ROI decode (status je): the stage decodes whole
+ * images from now on, and the group's jobs (then `carry`, the one that
+ * did not fit) go back to the head of the queue in their order, to be
+ * planned again, so no sample's pixels depend on when this happened. */
+static void roi_off(cstage_t *s, slot_t *sl, node_t *carry, int je)
+{
+    s->roi = 0;
+    pthread_mutex_lock(&s->mu);
+    s->stats.roi = 0;
+    s->stats.roi_off = je;
+    for (int k = sl->n; k >= 0; k--) {
+        node_t *nd = k == sl->n ? carry : sl->jobs[k];
+        if (!nd)
+            continue;
+        nd->next = s->head;
+        s->head = nd;
+        if (!s->tail)
+            s->tail = nd;
+    }
+    pthread_mutex_unlock(&s->mu);
+    sl->n = 0;
+}
+
 static void *feeder_main(void *arg)
 {
     cstage_t *s = arg;
@@ -416,7 +481,7 @@ static void *feeder_main(void *arg)
         slot_t *sl = &s->slot[s->launched % 2];
         pthread_mutex_unlock(&s->mu);
 
-        cursor_t at = {0, 0, 0};
+        cursor_t at = {0, 0, 0, 0, 0};
         sl->n = 0;
         for (;;) {
             node_t *nd = carry;
@@ -448,7 +513,14 @@ static void *feeder_main(void *arg)
                 continue;
             }
             sl->jobs[sl->n] = nd;
-            int rc = plan_job(s, sl, sl->n, &f, &at, why, sizeof why);
+            int je = 0;
+            int rc = plan_job(s, sl, sl->n, &f, &at, &je, why, sizeof why);
+            if (rc == 2) { /* the region refused: this job is redone too */
+                sl->n++;
+                roi_off(s, sl, NULL, je);
+                at = (cursor_t){0, 0, 0, 0, 0};
+                continue;
+            }
             if (rc < 0) {
                 finish(s, nd, SL__GPU_REFUSED, why);
                 continue;
@@ -463,13 +535,23 @@ static void *feeder_main(void *arg)
         if (!sl->n)
             continue;
         char why[256];
-        if (launch(s, sl, at.coef, why, sizeof why)) {
+        int rc = launch(s, sl, at.coef, why, sizeof why);
+        if (rc > 0) {
+            roi_off(s, sl, carry, rc);
+            carry = NULL;
+            continue;
+        }
+        if (rc) {
             refuse_group(s, sl, why);
             continue;
         }
         pthread_mutex_lock(&s->mu);
         s->launched++;
         s->stats.groups++;
+        s->stats.px_images += at.px_img;
+        s->stats.px_decoded += at.px_dec;
+        if (s->roi)
+            s->stats.roi_samples += sl->n;
         pthread_cond_broadcast(&s->cv_slot);
         pthread_mutex_unlock(&s->mu);
     }
@@ -605,6 +687,9 @@ static void release(cstage_t *s)
         slot_t *sl = &s->slot[k];
         if (sl->stream)
             rt->stream_synchronize(sl->stream);
+        for (int i = 0; i < SL__GPU_GROUP_MAX; i++)
+            if (sl->params[i])
+                rt->nvjpeg_params_destroy(sl->params[i]);
         if (sl->jstate)
             rt->nvjpeg_state_destroy(sl->jstate);
         if (sl->done_ev)
@@ -809,6 +894,21 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                              cached ? (void *)&nv_pin_alloc : NULL, 0, &s->jh);
     for (int k = 0; k < 2 && !je; k++)
         je = rt->nvjpeg_state_create(s->jh, &s->slot[k].jstate);
+    /* ROI decode: the hardware backend's batched decode with a region per
+     * image, where the library has it; SL_GPU_ROI=0 decodes whole images
+     * (for measuring the difference: bench/gpu). Its parameter sets are
+     * made here, the regions set per group. */
+    const char *roi = getenv("SL_GPU_ROI");
+    s->roi = !je && gs.hw_backend && sl__gpu_rt_roi(rt) &&
+             !(roi && !strcmp(roi, "0"));
+    for (int k = 0; k < 2 && s->roi && !je; k++)
+        for (int i = 0; i < s->gmax && !je; i++) {
+            je = rt->nvjpeg_params_create(s->jh, &s->slot[k].params[i]);
+            if (!je)
+                je = rt->nvjpeg_params_set_format(s->slot[k].params[i],
+                                                  SL__NVJPEG_OUTPUT_RGBI);
+        }
+    s->stats.roi = s->roi;
     if (je) {
         sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: nvJPEG: status %d", je);
         release(s);

@@ -11,8 +11,11 @@
  * stream), copies the outputs into the slots and calls done. What the
  * hardware decoder does not take (not baseline Huffman, not 3 components
  * of 8 bits, Adobe RGB, 4:1:1 / 4:1:0, PNG, a group nvJPEG refuses) comes
- * back SL__GPU_REFUSED naming why. GPU memory: two slots within `budget`
- * bytes, a sample that cannot fit refused. */
+ * back SL__GPU_REFUSED naming why. Where the hardware backend takes it,
+ * each image is decoded only to the region (whole MCUs) its crop reads:
+ * nvJPEG's ROI decode; a refusal of it turns it off, the group planned
+ * again whole. GPU memory: two slots within `budget` bytes, a sample that
+ * cannot fit refused. */
 #ifndef SL_GPU_CUDA_STAGE_H
 #define SL_GPU_CUDA_STAGE_H
 
@@ -49,6 +52,13 @@ const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f);
 void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
                            const sl__xform_t *x, int width);
 
+/* The region of a w x h image (MCUs of mw x mh pixels) that a plan
+ * reading columns [x0, x0 + n) and rows [y0, y0 + m) needs, out to whole
+ * MCUs (the decoder's unit) within the image: the ROI the stage asks
+ * nvJPEG to decode. */
+void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
+                 int *rx, int *ry, int *rw, int *rh);
+
 /* Stages alive in the process (tests: none outlives its loader). */
 int sl__cuda_stage_count(void);
 
@@ -61,6 +71,14 @@ typedef struct sl__cuda_stage_stats {
      * a loader's memory budget pays for, and device bytes, within the
      * stage's GPU budget. */
     size_t host_bytes, dev_bytes;
+    /* ROI decode (docs/DESIGN.md, "GPU stage"): roi 1 while each image is
+     * decoded to the region its crop reads; roi_off the nvJPEG status that
+     * turned it off mid-run (0: never refused); roi_samples decoded so;
+     * px_images / px_decoded the pixels of the images launched and those
+     * decoded (equal without ROI). */
+    int roi, roi_off;
+    long long roi_samples;
+    double px_images, px_decoded;
 } sl__cuda_stage_stats_t;
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out);
 

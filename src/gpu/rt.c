@@ -15,12 +15,17 @@ enum { LIB_CUDART, LIB_NVJPEG };
  * checked against. */
 #define E(lib, sym, member)                                                    \
     {                                                                          \
-        lib, sym, offsetof(sl__gpu_rt_t, member)                               \
+        lib, sym, offsetof(sl__gpu_rt_t, member), 0                            \
+    }
+#define OPT(lib, sym, member)                                                  \
+    {                                                                          \
+        lib, sym, offsetof(sl__gpu_rt_t, member), 1                            \
     }
 static const struct {
     int lib;
     const char *sym;
     size_t off;
+    int optional; /* 1: NULL when missing */
 } entries[] = {
     E(LIB_CUDART, "cudaGetDeviceCount", get_device_count),
     E(LIB_CUDART, "cudaGetErrorString", get_error_string),
@@ -52,8 +57,15 @@ static const struct {
     E(LIB_NVJPEG, "nvjpegGetImageInfo", nvjpeg_get_image_info),
     E(LIB_NVJPEG, "nvjpegDecodeBatchedInitialize", nvjpeg_batched_init),
     E(LIB_NVJPEG, "nvjpegDecodeBatched", nvjpeg_decode_batched),
+    OPT(LIB_NVJPEG, "nvjpegDecodeParamsCreate", nvjpeg_params_create),
+    OPT(LIB_NVJPEG, "nvjpegDecodeParamsDestroy", nvjpeg_params_destroy),
+    OPT(LIB_NVJPEG, "nvjpegDecodeParamsSetOutputFormat",
+        nvjpeg_params_set_format),
+    OPT(LIB_NVJPEG, "nvjpegDecodeParamsSetROI", nvjpeg_params_set_roi),
+    OPT(LIB_NVJPEG, "nvjpegDecodeBatchedEx", nvjpeg_decode_batched_ex),
 };
 #undef E
+#undef OPT
 
 /* The wheels' folders under one Python prefix's site-packages: CUDA
  * 12's one per library, CUDA 13's shared one. */
@@ -191,6 +203,8 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
     for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
         void *h = entries[i].lib == LIB_CUDART ? rt->cudart : rt->nvjpeg;
         void *fn = dlsym(h, entries[i].sym);
+        if (!fn && entries[i].optional)
+            continue;
         if (!fn) {
             snprintf(st->reason, sizeof st->reason, "%s (%s) lacks %s",
                      sonames[entries[i].lib], paths[entries[i].lib],
@@ -237,6 +251,13 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
     rt->nvjpeg_destroy(h);
     st->available = 1;
     return 1;
+}
+
+int sl__gpu_rt_roi(const sl__gpu_rt_t *rt)
+{
+    return rt && rt->nvjpeg_params_create && rt->nvjpeg_params_destroy &&
+           rt->nvjpeg_params_set_format && rt->nvjpeg_params_set_roi &&
+           rt->nvjpeg_decode_batched_ex;
 }
 
 void sl__gpu_rt_unload(sl__gpu_rt_t *rt)

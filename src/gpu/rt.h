@@ -29,10 +29,11 @@ typedef int sl__cuda_err_t;   /* cudaError_t: cudaSuccess = 0 */
 typedef int sl__nvjpeg_err_t; /* nvjpegStatus_t: NVJPEG_STATUS_SUCCESS = 0 */
 typedef void *sl__cuda_stream_t;
 typedef void *sl__cuda_event_t;
-typedef void *sl__nvjpeg_t;       /* nvjpegHandle_t */
-typedef void *sl__nvjpeg_state_t; /* nvjpegJpegState_t */
-typedef void *sl__cuda_library_t; /* cudaLibrary_t */
-typedef void *sl__cuda_kernel_t;  /* cudaKernel_t */
+typedef void *sl__nvjpeg_t;        /* nvjpegHandle_t */
+typedef void *sl__nvjpeg_state_t;  /* nvjpegJpegState_t */
+typedef void *sl__cuda_library_t;  /* cudaLibrary_t */
+typedef void *sl__cuda_kernel_t;   /* cudaKernel_t */
+typedef void *sl__nvjpeg_params_t; /* nvjpegDecodeParams_t */
 typedef struct sl__dim3 {
     unsigned x, y, z;
 } sl__dim3_t; /* dim3, passed by value */
@@ -49,9 +50,12 @@ typedef struct sl__nvjpeg_image {
 
 /* nvjpegBackend_t values the probe uses. */
 enum { SL__NVJPEG_BACKEND_DEFAULT = 0, SL__NVJPEG_BACKEND_HARDWARE = 3 };
+/* nvjpegStatus_t values the stage tells apart. */
+enum { SL__NVJPEG_BAD_JPEG = 3, SL__NVJPEG_NOT_SUPPORTED = 9 };
 
-/* Every entry the GPU stage calls. Each is required: a library without
- * one is unusable (sl__gpu_rt_load names the first missing). */
+/* Every entry the GPU stage calls. Each is required, a library without
+ * one unusable (sl__gpu_rt_load names the first missing), except the
+ * optional ones at the end (NULL where the library lacks them). */
 typedef struct sl__gpu_rt {
     /* libcudart */
     sl__cuda_err_t (*get_device_count)(int *n);
@@ -109,6 +113,20 @@ typedef struct sl__gpu_rt {
                                               const unsigned char *const *d,
                                               const size_t *lens, void *outputs,
                                               sl__cuda_stream_t s);
+    /* optional: a batch decoded to regions (ROI), one parameter set per
+     * image; nvJPEG has it from 11.6 on, for the hardware backend only
+     * (sl__gpu_rt_roi) */
+    sl__nvjpeg_err_t (*nvjpeg_params_create)(sl__nvjpeg_t h,
+                                             sl__nvjpeg_params_t *p);
+    sl__nvjpeg_err_t (*nvjpeg_params_destroy)(sl__nvjpeg_params_t p);
+    sl__nvjpeg_err_t (*nvjpeg_params_set_format)(sl__nvjpeg_params_t p,
+                                                 int out_format);
+    sl__nvjpeg_err_t (*nvjpeg_params_set_roi)(sl__nvjpeg_params_t p, int x,
+                                              int y, int w, int h);
+    sl__nvjpeg_err_t (*nvjpeg_decode_batched_ex)(
+        sl__nvjpeg_t h, sl__nvjpeg_state_t st, const unsigned char *const *d,
+        const size_t *lens, void *outputs, sl__nvjpeg_params_t *params,
+        sl__cuda_stream_t s);
 
     void *cudart, *nvjpeg; /* dlopen handles */
 } sl__gpu_rt_t;
@@ -131,6 +149,10 @@ typedef struct sl__gpu_status {
  * when available (rt then holds both libraries: sl__gpu_rt_unload), 0
  * when not (rt zeroed, nothing left loaded). Never fails otherwise. */
 int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st);
+
+/* 1 when rt has every optional entry of the ROI decode. Whether the
+ * backend takes it is learnt from the first call (the stage's). */
+int sl__gpu_rt_roi(const sl__gpu_rt_t *rt);
 
 /* Closes what sl__gpu_rt_load opened and zeroes *rt; NULL is a no-op. */
 void sl__gpu_rt_unload(sl__gpu_rt_t *rt);

@@ -255,6 +255,10 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
             ? (double)(q->gpu_busy_ns - p->gpu_busy_ns) / 1e9 / secs
             : -1;
     memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
+    s->gpu_roi = q->gpu_stage ? q->gpu_roi : -1;
+    s->gpu_decoded_frac = q->gpu_stage && q->gpu_px_images > 0
+                              ? q->gpu_px_decoded / q->gpu_px_images
+                              : -1;
     s->requests_total = q->requests;
     s->request_records_total = q->request_records;
     s->request_fallbacks_total = q->request_fallbacks;

@@ -49,6 +49,9 @@ typedef struct sl__pipe_sample {
      * in it (submitted, not yet done), summed */
     int gpu_stage;
     int64_t gpu_busy_ns;
+    /* its ROI decode (-1: cannot tell), pixels of its images and decoded */
+    int gpu_roi;
+    double gpu_px_images, gpu_px_decoded;
     /* ranged requests for samples (the image loader's; 0 otherwise) */
     int64_t requests, request_records, request_fallbacks;
     /* the cache's disk tier (cache_disk_present 0: none) */

@@ -31,6 +31,18 @@ check "the stream is placement cpu's without DCT scaling" \
   test -n "$d" -a "$(jget digest <<<"$gpu")" = "$d"
 n=$(grep -o '"gpu_samples_total": [0-9]*' "$T/gpu.jsonl" | tail -1 | grep -o '[0-9]*$')
 check "telemetry counts the GPU's samples (120)" test "${n:-0}" -eq 120
+# ROI decode over the simulated hardware backend: each image decoded only
+# to its crop's region, so fewer pixels than the images have; with
+# SL_GPU_ROI=0 whole images, the same stream.
+check "telemetry says the stage decodes regions" grep -q '"gpu_roi": 1' "$T/gpu.jsonl"
+f=$(grep -o '"gpu_decoded_frac": [0-9.e-]*' "$T/gpu.jsonl" | tail -1 | grep -o '[0-9.e-]*$')
+check "regions are less than the images ($f)" \
+  awk -v f="${f:-1}" 'BEGIN { exit !(f > 0.05 && f < 0.9) }'
+whole=$(SL_GPU_ROI=0 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
+          --telemetry "$T/whole.jsonl" --telemetry-ms 5 2>/dev/null)
+check "whole images (SL_GPU_ROI=0): the same stream" test "$(jget digest <<<"$whole")" = "$d"
+check "... and telemetry says so" grep -q '"gpu_roi": 0' "$T/whole.jsonl"
+check "... every pixel decoded" grep -q '"gpu_decoded_frac": 1[,}]' "$T/whole.jsonl"
 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
   >/dev/null 2>"$T/say.err"
 check "stderr says where" grep -q "placement: GPU stage and CPU" "$T/say.err"

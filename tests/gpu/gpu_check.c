@@ -11,6 +11,12 @@
  * fails or differs by more than the decoders can explain (mean absolute
  * difference over 8 levels: a wrong box, flip or layout) or when
  * repeated passes do not reproduce the first byte for byte, 0 otherwise.
+ * The training variant runs twice, with nvJPEG's ROI decode (each image
+ * decoded to its crop's region, where the hardware backend has it) and
+ * with whole images (SL_GPU_ROI=0): their pixels compared ("roi_vs_whole")
+ * and their rates side by side. SL_GPU_CHECK_EXACT=1 (over the simulated
+ * runtime, whose decoder is the CPU's: tests' gpu.check_sim) fails on any
+ * difference at all, against the CPU path and between ROI and whole.
  * ctest runs it as gpu.check over the ImageNet sample (skipped here: no
  * GPU); bench/gpu/run runs it on the device machine. */
 #include <dirent.h>
@@ -102,9 +108,11 @@ static void on_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 }
 
 /* One transform variant: correctness against the CPU path, then the rate
- * over `passes` submissions of every photo. 0, or 1 on a failure. */
+ * over `passes` submissions of every photo. 0, or 1 on a failure. With
+ * keep, *keep gets the first pass's outputs (sample i at i x its size;
+ * the caller frees) and done[i] 1 where sample i was done on the GPU. */
 static int run_variant(const char *label, const sl__xform_t *x, int passes,
-                       char *json, size_t jcap)
+                       char *json, size_t jcap, uint8_t **keep, int *done_i)
 {
     size_t esz = x->dtype == SL_DTYPE_FLOAT32 ? 4 : 1;
     size_t sb = (size_t)x->out_w * x->out_h * 3 * esz;
@@ -233,7 +241,12 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         if (res[i].status == SL__GPU_DONE &&
             memcmp(first + (size_t)i * sb, gpu + (size_t)i * sb, sb))
             reproduced = 0;
-    free(first);
+    for (int i = 0; done_i && i < nfiles; i++)
+        done_i[i] = res[i].status == SL__GPU_DONE;
+    if (keep)
+        *keep = first;
+    else
+        free(first);
     sl__cuda_stage_stats_t ss;
     sl__cuda_stage_stats(st, &ss);
     st->destroy(st);
@@ -246,13 +259,20 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         "no-DCT| mean %.3f, worst image mean %.2f, max %.0f levels, PSNR %.1f "
         "dB; exact %.1f %%, within 2: %.2f %%, within 8: %.3f %%; "
         "repeated passes %s; stage rate %.0f img/s (%lld in %.2f s, %lld "
-        "groups, %.1f per group)\n",
+        "groups, %.1f per group); ROI decode %s, %.1f %% of the pixels "
+        "decoded\n",
         label, nfiles, done, refused, failed, mean_abs, worst_mean, max_abs,
         psnr, values ? 100.0 * exact / values : 0,
         values ? 100.0 * within2 / values : 0,
         values ? 100.0 * within8 / values : 0,
         reproduced ? "byte-identical" : "DIFFER", secs > 0 ? sent / secs : 0,
-        sent, secs, ss.groups, ss.groups ? (double)ss.samples / ss.groups : 0);
+        sent, secs, ss.groups, ss.groups ? (double)ss.samples / ss.groups : 0,
+        ss.roi       ? "on"
+        : ss.roi_off ? "refused by nvJPEG"
+                     : "off",
+        ss.px_images > 0 ? 100.0 * ss.px_decoded / ss.px_images : 0);
+    if (ss.roi_off)
+        printf("  ROI decode turned off: nvJPEG status %d\n", ss.roi_off);
     for (int k = 0; k < 4 && reasons[k][0]; k++)
         printf("  refused %d: %s\n", rcount[k], reasons[k]);
     snprintf(json, jcap,
@@ -260,19 +280,25 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
              "\"failed\": %d, \"mean_abs\": %.4f, \"worst_mean\": %.3f, "
              "\"max_abs\": %.1f, \"psnr_db\": %.2f, \"exact_pct\": %.2f, "
              "\"within2_pct\": %.3f, \"within8_pct\": %.4f, "
-             "\"reproduced\": %d, \"rate\": %.1f, \"groups\": %lld}",
+             "\"reproduced\": %d, \"rate\": %.1f, \"groups\": %lld, "
+             "\"roi\": %d, \"roi_off\": %d, \"decoded_frac\": %.4f}",
              label, nfiles, done, refused, failed, mean_abs, worst_mean,
              max_abs, psnr, values ? 100.0 * exact / values : 0,
              values ? 100.0 * within2 / values : 0,
              values ? 100.0 * within8 / values : 0, reproduced,
-             secs > 0 ? sent / secs : 0, ss.groups);
+             secs > 0 ? sent / secs : 0, ss.groups, ss.roi, ss.roi_off,
+             ss.px_images > 0 ? ss.px_decoded / ss.px_images : 0);
     (void)eligible;
     free(jobs);
     free(res);
     free(gpu);
     free(cpu);
     sl__scratch_destroy(s);
-    return failed || bad || done == 0 || !reproduced;
+    const char *ex = getenv("SL_GPU_CHECK_EXACT");
+    int inexact = ex && !strcmp(ex, "1") && exact != values;
+    if (inexact)
+        printf("FAIL %s: not exact (SL_GPU_CHECK_EXACT=1)\n", label);
+    return failed || bad || done == 0 || !reproduced || inexact;
 }
 
 /* One epoch's stream digest through a loader over root: placement gpu,
@@ -349,17 +375,57 @@ int main(int argc, char **argv)
                 std[3] = {0.229f, 0.224f, 0.225f};
     memcpy(x.mean, mean, sizeof mean);
     memcpy(x.std, std, sizeof std);
-    char j1[1024], j2[1024];
-    int rc = run_variant("train_u8_chw", &x, passes, j1, sizeof j1);
+    char j1[1024], j2[1024], jw[1024], jr[256];
+    uint8_t *with_roi = NULL, *whole = NULL;
+    int *done_roi = calloc((size_t)nfiles, sizeof(int));
+    int *done_whole = calloc((size_t)nfiles, sizeof(int));
+    int rc = run_variant("train_u8_chw", &x, passes, j1, sizeof j1, &with_roi,
+                         done_roi);
     if (rc == 77)
         return 77;
+    /* The same with whole images: ROI's pixels against whole decodes'. */
+    setenv("SL_GPU_ROI", "0", 1);
+    int rcw = run_variant("train_u8_chw_whole", &x, passes, jw, sizeof jw,
+                          &whole, done_whole);
+    unsetenv("SL_GPU_ROI");
+    size_t sb = (size_t)x.out_w * x.out_h * 3;
+    long long nv = 0, same = 0;
+    int ni = 0, max_d = 0;
+    for (int i = 0; with_roi && whole && i < nfiles; i++) {
+        if (!done_roi[i] || !done_whole[i])
+            continue;
+        ni++;
+        for (size_t k = 0; k < sb; k++) {
+            int d = abs((int)with_roi[(size_t)i * sb + k] -
+                        (int)whole[(size_t)i * sb + k]);
+            same += d == 0;
+            max_d = d > max_d ? d : max_d;
+        }
+        nv += (long long)sb;
+    }
+    printf("ROI against whole images: %d images, %.3f %% of the values "
+           "equal, max |difference| %d levels\n",
+           ni, nv ? 100.0 * same / nv : 0, max_d);
+    const char *ex = getenv("SL_GPU_CHECK_EXACT");
+    if (ex && !strcmp(ex, "1") && (same != nv || ni == 0)) {
+        printf("FAIL: ROI and whole decodes differ (SL_GPU_CHECK_EXACT=1)\n");
+        rcw = 1;
+    }
+    snprintf(jr, sizeof jr,
+             "\"roi_vs_whole\": {\"images\": %d, \"equal_pct\": %.4f, "
+             "\"max_abs\": %d}",
+             ni, nv ? 100.0 * same / nv : 0, max_d);
+    free(with_roi);
+    free(whole);
+    free(done_roi);
+    free(done_whole);
     sl__xform_t e = x;
     e.mode = SL_XF_CENTER;
     e.resize_size = 256;
     e.flip = 0;
     e.dtype = SL_DTYPE_FLOAT32;
     e.layout = SL_LAYOUT_HWC;
-    int rc2 = run_variant("eval_f32_hwc", &e, 1, j2, sizeof j2);
+    int rc2 = run_variant("eval_f32_hwc", &e, 1, j2, sizeof j2, NULL, NULL);
     /* Device batches (sl_options_t.device_batches) hold the host batches'
      * bytes: the same stream, left on the GPU. */
     int nh = 0, nd = 0;
@@ -370,7 +436,7 @@ int main(int argc, char **argv)
            "%016llx: %s\n",
            nd, (unsigned long long)dd, nh, (unsigned long long)dh,
            rc3 ? "FAIL" : "equal");
-    printf("gpu_check: {%s, %s, \"device_batches_equal\": %s}\n", j1, j2,
-           rc3 ? "false" : "true");
-    return rc || rc2 || rc3;
+    printf("gpu_check: {%s, %s, %s, %s, \"device_batches_equal\": %s}\n", j1,
+           jw, jr, j2, rc3 ? "false" : "true");
+    return rc || rcw || rc2 || rc3;
 }

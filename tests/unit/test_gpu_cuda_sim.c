@@ -130,17 +130,27 @@ static void cpu_no_dct(const sl__xform_t *x, int i, uint8_t *out)
     sl__scratch_destroy(s);
 }
 
+/* A stage's setting (an environment variable, set from before the stage
+ * is made until it is destroyed) and what its ROI counters must end at. */
+typedef struct variant {
+    const char *env, *val;
+    int roi, roi_off; /* sl__cuda_stage_stats_t's */
+} variant_t;
+
 /* Every image through the stage equals the CPU path without DCT scaling,
- * with the bitstreams copied to pinned memory (the default) or read where
- * they are (SL_GPU_PAGEABLE_BITS=1); a PNG and a progressive JPEG are
- * refused with the reason, and counted. */
-static void equals_cpu_no_dct(int pageable)
+ * in every variant: the bitstreams copied to pinned memory (the default)
+ * or read where they are (SL_GPU_PAGEABLE_BITS=1); each image decoded to
+ * its crop's region (the default over the simulated hardware backend) or
+ * whole (SL_GPU_ROI=0), or with nvJPEG refusing the region in the decode
+ * or in its parameters (the stage then decodes whole images, the refused
+ * group planned again). A PNG and a progressive JPEG are refused with the
+ * reason, and counted. */
+static void equals_cpu_no_dct(variant_t v)
 {
     sl__xform_t x = train_x();
-    if (pageable)
-        setenv("SL_GPU_PAGEABLE_BITS", "1", 1);
+    if (v.env)
+        setenv(v.env, v.val, 1);
     sl__gpu_stage_t *st = make_stage(&x, 0);
-    unsetenv("SL_GPU_PAGEABLE_BITS");
     size_t sb = (size_t)OUT * OUT * 3;
     uint8_t *out = calloc(NIMG + 2, sb), *want = malloc(sb);
     sl__gpu_job_t jobs[NIMG + 2];
@@ -188,7 +198,17 @@ static void equals_cpu_no_dct(int pageable)
     assert_int_equal(ss.samples, NIMG);
     assert_int_equal(ss.refused, 2);
     assert_true(ss.groups >= 1);
+    assert_int_equal(ss.roi, v.roi);
+    assert_int_equal(ss.roi_off, v.roi_off);
+    assert_int_equal(ss.roi_samples, v.roi ? NIMG : 0);
+    /* Random crops of 8-100 % of each image: its regions are less. */
+    if (v.roi)
+        assert_true(ss.px_decoded < 0.9 * ss.px_images);
+    else
+        assert_true(ss.px_decoded == ss.px_images);
     st->destroy(st);
+    if (v.env)
+        unsetenv(v.env);
     free(prog);
     free(out);
     free(want);
@@ -197,8 +217,41 @@ static void equals_cpu_no_dct(int pageable)
 static void test_equals_cpu_no_dct(void **state)
 {
     (void)state;
-    equals_cpu_no_dct(0);
-    equals_cpu_no_dct(1);
+    equals_cpu_no_dct((variant_t){NULL, NULL, 1, 0});
+    equals_cpu_no_dct((variant_t){"SL_GPU_PAGEABLE_BITS", "1", 1, 0});
+    equals_cpu_no_dct((variant_t){"SL_GPU_ROI", "0", 0, 0});
+    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "1", 0, 9});
+    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "set", 0, 2});
+}
+
+/* The region a crop needs, out to whole MCUs within the image. */
+static void test_roi_region(void **state)
+{
+    (void)state;
+    int rx, ry, rw, rh;
+    /* 4:2:0 (16 x 16 MCUs): columns 21..120, rows 3..52 of 500 x 375 */
+    sl__gpu_roi(500, 375, 16, 16, 21, 3, 100, 50, &rx, &ry, &rw, &rh);
+    assert_int_equal(rx, 16);
+    assert_int_equal(ry, 0);
+    assert_int_equal(rw, 112); /* 16..127 */
+    assert_int_equal(rh, 64);  /* 0..63 */
+    /* aligned already: itself */
+    sl__gpu_roi(500, 375, 16, 8, 32, 16, 64, 40, &rx, &ry, &rw, &rh);
+    assert_int_equal(rx, 32);
+    assert_int_equal(ry, 16);
+    assert_int_equal(rw, 64);
+    assert_int_equal(rh, 40);
+    /* at the far edges: cut to the image, not past it */
+    sl__gpu_roi(500, 375, 16, 16, 450, 300, 50, 75, &rx, &ry, &rw, &rh);
+    assert_int_equal(rx, 448);
+    assert_int_equal(ry, 288);
+    assert_int_equal(rw, 52);
+    assert_int_equal(rh, 87);
+    /* the whole image */
+    sl__gpu_roi(500, 375, 8, 8, 0, 0, 500, 375, &rx, &ry, &rw, &rh);
+    assert_int_equal(rx, 0);
+    assert_int_equal(rw, 500);
+    assert_int_equal(rh, 375);
 }
 
 /* The hardware decoder's rule, from the header alone. */
@@ -528,6 +581,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_cpu_no_dct),
+        cmocka_unit_test(test_roi_region),
         cmocka_unit_test(test_refusal_rule),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_concurrent_submitters),

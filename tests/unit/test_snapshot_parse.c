@@ -76,6 +76,18 @@ static void full_snapshot(sl_snapshot_t *s)
     s->cache_disk_entries = 70;
     s->cache_disk_limit_bytes = 200000000000LL;
     s->cache_disk_errors_total = 1;
+    s->placement_present = 1;
+    snprintf(s->placement, sizeof s->placement, "auto");
+    s->placement_gpu = 1;
+    s->gpu_share = 550;
+    s->gpu_samples_total = 4400;
+    s->gpu_refused_total = 3;
+    snprintf(s->gpu_refused_why, sizeof s->gpu_refused_why,
+             "progressive JPEG");
+    s->gpu_samples_per_s = 812.5;
+    s->gpu_stage_busy = 0.625;
+    s->gpu_roi = 1;
+    s->gpu_decoded_frac = 0.4375;
 }
 
 /* json(s) -> parse -> json gives the same text; returns the parsed one. */
@@ -124,6 +136,11 @@ static void test_round_trip_every_field(void **state)
     assert_true(p.cache_disk_limit_bytes == 200000000000LL);
     assert_true(p.cache_disk_hits_total == 70 &&
                 p.cache_disk_errors_total == 1);
+    assert_string_equal(p.placement, "auto");
+    assert_int_equal(p.gpu_share, 550);
+    assert_true(p.gpu_stage_busy == 0.625);
+    assert_int_equal(p.gpu_roi, 1);
+    assert_true(p.gpu_decoded_frac == 0.4375);
 }
 
 static void test_round_trip_unreadable(void **state)

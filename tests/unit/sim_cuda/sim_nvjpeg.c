@@ -2,7 +2,14 @@
  * sim_cudart.c): the batched decode is libjpeg-turbo's full decode to
  * interleaved RGB with its defaults (islow IDCT, fancy upsampling) — the
  * CPU path's pixels — into each image's channel[0]. A JPEG libjpeg fails
- * on fails the whole batch with NVJPEG_STATUS_BAD_JPEG, as nvJPEG does. */
+ * on fails the whole batch with NVJPEG_STATUS_BAD_JPEG, as nvJPEG does.
+ *
+ * The ROI decode (nvjpegDecodeBatchedEx with per-image parameters) writes
+ * each image's region of that full decode at its pitch; as in nvJPEG it is
+ * the hardware backend's only (another handle gets
+ * NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED); SIM_NVJPEG_NO_ROI=1 makes
+ * the decode unsupported everywhere (a library or GPU without it), =set
+ * makes setting a region fail (NVJPEG_STATUS_INVALID_PARAMETER). */
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -16,21 +23,63 @@ typedef struct {
     size_t pitch[4];
 } sim_image;
 
-static char handle_token;
+typedef struct {
+    int backend;
+} sim_handle;
 
 typedef struct {
     int n; /* the batch size initialised */
 } sim_state;
 
+typedef struct {
+    int x, y, w, h; /* w < 0: the whole image */
+    int fmt;
+} sim_params;
+
 int nvjpegCreateEx(int backend, void *da, void *pa, unsigned f, void **h)
 {
-    (void)backend, (void)da, (void)pa, (void)f;
-    *h = &handle_token;
+    (void)da, (void)pa, (void)f;
+    sim_handle *sh = calloc(1, sizeof *sh);
+    if (!sh)
+        return 5;
+    sh->backend = backend;
+    *h = sh;
     return 0;
 }
 int nvjpegDestroy(void *h)
 {
+    free(h);
+    return 0;
+}
+int nvjpegDecodeParamsCreate(void *h, void **p)
+{
     (void)h;
+    sim_params *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return 5;
+    sp->w = sp->h = -1;
+    sp->fmt = 5;
+    *p = sp;
+    return 0;
+}
+int nvjpegDecodeParamsDestroy(void *p)
+{
+    free(p);
+    return 0;
+}
+int nvjpegDecodeParamsSetOutputFormat(void *p, int fmt)
+{
+    ((sim_params *)p)->fmt = fmt;
+    return 0;
+}
+int nvjpegDecodeParamsSetROI(void *p, int x, int y, int w, int h)
+{
+    const char *no = getenv("SIM_NVJPEG_NO_ROI");
+    if (x < 0 || (no && !strcmp(no, "set")) || y < 0 || (w != -1 && w <= 0) ||
+        (h != -1 && h <= 0))
+        return 2;
+    sim_params *sp = p;
+    sp->x = x, sp->y = y, sp->w = w, sp->h = h;
     return 0;
 }
 int nvjpegJpegStateCreate(void *h, void **st)
@@ -70,7 +119,10 @@ static void on_error(j_common_ptr c)
     longjmp(((err_t *)c->err)->jb, 1);
 }
 
-static int decode(const unsigned char *p, size_t n, sim_image *out)
+/* The whole image into out, or with roi its region (decoded whole, then
+ * copied: the CPU's pixels of that region). */
+static int decode(const unsigned char *p, size_t n, sim_image *out,
+                  const sim_params *roi)
 {
     struct jpeg_decompress_struct d;
     err_t e;
@@ -85,10 +137,27 @@ static int decode(const unsigned char *p, size_t n, sim_image *out)
     jpeg_read_header(&d, TRUE);
     d.out_color_space = JCS_EXT_RGB;
     jpeg_start_decompress(&d);
-    while (d.output_scanline < d.output_height) {
-        JSAMPROW row = out->channel[0] + out->pitch[0] * d.output_scanline;
-        jpeg_read_scanlines(&d, &row, 1);
+    int W = (int)d.output_width, H = (int)d.output_height;
+    int whole = !roi || roi->w < 0;
+    if (!whole &&
+        (roi->x + roi->w > W || roi->y + roi->h > H || roi->fmt != 5)) {
+        jpeg_destroy_decompress(&d);
+        return 2; /* a region outside the image */
     }
+    unsigned char *row = whole ? NULL : malloc((size_t)W * 3);
+    if (!whole && !row) {
+        jpeg_destroy_decompress(&d);
+        return 5;
+    }
+    while (d.output_scanline < d.output_height) {
+        int y = (int)d.output_scanline;
+        JSAMPROW r = whole ? out->channel[0] + out->pitch[0] * y : row;
+        jpeg_read_scanlines(&d, &r, 1);
+        if (!whole && y >= roi->y && y < roi->y + roi->h)
+            memcpy(out->channel[0] + out->pitch[0] * (y - roi->y),
+                   row + (size_t)roi->x * 3, (size_t)roi->w * 3);
+    }
+    free(row);
     jpeg_finish_decompress(&d);
     jpeg_destroy_decompress(&d);
     return 0;
@@ -100,7 +169,24 @@ int nvjpegDecodeBatched(void *h, void *st, const unsigned char *const *d,
     (void)h, (void)stream;
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
-        int rc = decode(d[i], lens[i], &img[i]);
+        int rc = decode(d[i], lens[i], &img[i], NULL);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int nvjpegDecodeBatchedEx(void *h, void *st, const unsigned char *const *d,
+                          const size_t *lens, void *outputs, void **params,
+                          void *stream)
+{
+    (void)stream;
+    const char *no = getenv("SIM_NVJPEG_NO_ROI");
+    if (((sim_handle *)h)->backend != 3 || (no && !strcmp(no, "1")))
+        return 9; /* NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED */
+    sim_image *img = outputs;
+    for (int i = 0; i < ((sim_state *)st)->n; i++) {
+        int rc = decode(d[i], lens[i], &img[i], params[i]);
         if (rc)
             return rc;
     }
