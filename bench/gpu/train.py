@@ -124,7 +124,8 @@ def main():
                          "reported), gpu-default (nvJPEG's own allocations: "
                          "SL_GPU_NVJPEG_ALLOC=default), gpu-pageable (the "
                          "bitstreams not copied to pinned memory: "
-                         "SL_GPU_PAGEABLE_BITS=1)")
+                         "SL_GPU_PAGEABLE_BITS=1), gpu-whole (whole images "
+                         "decoded, no ROI decode: SL_GPU_ROI=0)")
     ap.add_argument("--hog-cores", type=int, default=0)
     ap.add_argument("--hog-at", type=int, default=0,
                     help="timed step at which the hog starts")
@@ -181,6 +182,8 @@ def run_model(a, name, nvml):
                 os.environ["SL_GPU_NVJPEG_ALLOC"] = "default"
             if case == "gpu-pageable":
                 os.environ["SL_GPU_PAGEABLE_BITS"] = "1"
+            if case == "gpu-whole":
+                os.environ["SL_GPU_ROI"] = "0"
             extra = {"device_batches": True} if case == "gpu-dev" else {}
             if a.telemetry:
                 os.makedirs(a.telemetry, exist_ok=True)
@@ -193,6 +196,7 @@ def run_model(a, name, nvml):
             th = nh = None
             os.environ.pop("SL_GPU_NVJPEG_ALLOC", None)
             os.environ.pop("SL_GPU_PAGEABLE_BITS", None)
+            os.environ.pop("SL_GPU_ROI", None)
             n = wait = 0.0
             t0 = c0 = None
             steps = 0
