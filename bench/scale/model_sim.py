@@ -12,8 +12,9 @@ Per-batch costs: bench/RESULTS.md's measurement on this machine
 Ray's processes), or those of a bench/scale/peers.py --json-out file
 (--peers-json). The simulator gets the same costs: decode_ms = p (one
 draw per image, CV --cv), serialize_ms = s, receive_ms = t, store_ms = r,
-batch_bytes = the batch's bytes, one decode thread per preparer, chunk 2
-and depth 2 (sluice.ray's defaults) unless a sweep says otherwise.
+batch_bytes = the batch's bytes, one decode thread per preparer, chunk 8
+and depth 2 (sluice.ray's defaults; --chunk, --depth) unless a sweep says
+otherwise.
 
 Sweeps (ratios are simulator / model):
   1. one node, the measured set-up: N preparers on the trainer's node of
@@ -71,8 +72,8 @@ class Sim:
                      "read_ms": 0, "read_cv": 0, "decode_ms": p * 1e3,
                      "decode_cv": a.cv, "step_ms": 0, "consumer_cpu": 0,
                      "remote_threads": 1, "remote_per_node": 16,
-                     "remote_node_cores": 16, "remote_chunk": 2,
-                     "remote_depth": 2, "serialize_ms": tc["s"] * 1e3,
+                     "remote_node_cores": 16, "remote_chunk": a.chunk,
+                     "remote_depth": a.depth, "serialize_ms": tc["s"] * 1e3,
                      "store_ms": tc["r"] * 1e3, "receive_ms": tc["t"] * 1e3,
                      "link_latency_ms": 0.1}
 
@@ -113,6 +114,8 @@ def main():
     ap.add_argument("--t-ms", type=float, default=2.2, help="receive, ms per batch")
     ap.add_argument("--r-ms", type=float, default=2.8, help="object store, ms per batch")
     ap.add_argument("--cv", type=float, default=1.0, help="CV of an image's prepare time")
+    ap.add_argument("--chunk", type=int, default=8, help="batches per task (sluice.ray's)")
+    ap.add_argument("--depth", type=int, default=2, help="tasks queued per preparer")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--json", help="write every figure here")
@@ -227,7 +230,7 @@ def main():
     bw = 10 * GBIT
     m = cross_node(p, tc, B, nbytes, 16, 16, 16, bw)
     for lat in (0.1, 10, 50, 200):
-        for chunk, depth in ((2, 2), (1, 1), (1, 2)):
+        for chunk, depth in ((a.chunk, a.depth), (1, 1), (1, 2)):
             r = sim.rate(remote_preparers=16, remote_local=0, link_bw=bw,
                          link_latency_ms=lat, remote_chunk=chunk, remote_depth=depth)
             out["latency"].append({"latency_ms": lat, "chunk": chunk, "depth": depth,

@@ -263,7 +263,9 @@ static int send_chunk(sl__sim_t *s, int slot, int64_t g0, int n)
 }
 
 /* ray.py's _hand_out: the live preparers with the fewest chunks first, up
- * to depth chunks each, within the window ahead of the trainer. */
+ * to depth chunks each, within the window ahead of the trainer, whole
+ * chunks only (the simulated stream has no horizon, where ray.py sends
+ * the last short one): a slot waits until the window has room for one. */
 static void hand_out(sl__sim_t *s)
 {
     rem_t *R = s->rm;
@@ -286,11 +288,8 @@ static void hand_out(sl__sim_t *s)
     for (int i = 0; i < n; i++) {
         int slot = R->order[i];
         while (R->prep[slot].nch < R->p.depth) {
-            int64_t hi = R->hand_g + R->p.chunk;
-            if (hi > lim)
-                hi = lim;
-            if (hi <= R->hand_g ||
-                send_chunk(s, slot, R->hand_g, (int)(hi - R->hand_g)))
+            if (R->hand_g + R->p.chunk > lim ||
+                send_chunk(s, slot, R->hand_g, R->p.chunk))
                 return;
         }
     }

@@ -25,8 +25,9 @@
  *     the trainer's node (ray.wait with fetch_local).
  *   - The trainer hands out work as ray.py's _hand_out: chunks to the live
  *     preparers with the fewest chunks first, at most `depth` not-done
- *     chunks each, within a window of live x depth x chunk batches ahead
- *     of the batch it consumes next (capped at SL_SIM_REMOTE_MAX_AHEAD). It
+ *     chunks each, whole chunks only, within a window of live x depth x
+ *     chunk batches ahead of the batch it consumes next (capped at
+ *     SL_SIM_REMOTE_MAX_AHEAD). It
  *     hands out at once whenever a chunk is done or it takes a batch (ray.py
  *     does at each batch it asks for, and every 0.25 s while waiting).
  *   - The trainer takes batches in order: once batch g is on its node it

@@ -264,6 +264,37 @@ static void test_deterministic_for_a_seed(void **state)
     sl__sim_destroy(c);
 }
 
+/* Whole chunks, as ray.py hands them out: with chunk 4, every task holds
+ * 4 batches (the old hand-out filled a free slot with what the window
+ * allowed at that moment, down to 1 batch), with preparers joining and
+ * leaving mid-run too. */
+static void test_whole_chunks(void **state)
+{
+    (void)state;
+    sl__sim_profile_t p = prof(3, 0);
+    p.remote.chunk = 4;
+    p.remote.per_node = 3;
+    p.remote.node_cores = 4;
+    p.step_ms = 5;
+    assert_int_equal(
+        sl__sim_events_parse("4:remote_preparers=5,8:remote_preparers=2", &p),
+        0);
+    sl__knobs_t k = {1, 1, 2, 0};
+    sl__sim_t *s = sl__sim_create(&p, &k, 7);
+    assert_non_null(s);
+    sl_snapshot_t sn;
+    for (int i = 0; i < 120; i++)
+        sl__sim_step(s, 0.1, &sn);
+    sl__sim_remote_stats_t st;
+    sl__sim_remote_stats(s, &st);
+    assert_true(st.chunks > 20);
+    if (st.handed != 4 * st.chunks)
+        fail_msg("%lld batches in %lld tasks: not whole chunks of 4",
+                 (long long)st.handed, (long long)st.chunks);
+    assert_true(sn.samples_total > 0);
+    sl__sim_destroy(s);
+}
+
 /* Off: the local pipeline as before, no remote state. */
 static void test_off_by_default(void **state)
 {
@@ -402,6 +433,7 @@ int main(void)
         cmocka_unit_test(test_preparers_added_and_removed),
         cmocka_unit_test(test_link_events),
         cmocka_unit_test(test_deterministic_for_a_seed),
+        cmocka_unit_test(test_whole_chunks),
         cmocka_unit_test(test_off_by_default),
         cmocka_unit_test(test_simulated_run),
         cmocka_unit_test(test_profile_keys),
