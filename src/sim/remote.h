@@ -22,14 +22,13 @@
  *     one made elsewhere crosses the trainer's link: `link_latency_ms`,
  *     then `batch_bytes` at `link_bw` shared equally by the transfers in
  *     flight (0: unlimited). A chunk is done when all its batches are on
- *     the trainer's node (ray.wait with fetch_local).
+ *     the trainer's node (ray.py: the chunk's future completes).
  *   - The trainer hands out work as ray.py's _hand_out: chunks to the live
  *     preparers with the fewest chunks first, at most `depth` not-done
  *     chunks each, whole chunks only, within a window of live x depth x
  *     chunk batches ahead of the batch it consumes next (capped at
- *     SL_SIM_REMOTE_MAX_AHEAD). It
- *     hands out at once whenever a chunk is done or it takes a batch (ray.py
- *     does at each batch it asks for, and every 0.25 s while waiting).
+ *     SL_SIM_REMOTE_MAX_AHEAD). It hands out at once whenever a chunk is
+ *     done or it takes a batch (ray.py does at each batch it asks for).
  *   - The trainer takes batches in order: once batch g is on its node it
  *     spends `receive_ms` of CPU on it (ray.get + tensors, one thread of
  *     the trainer's node), then steps `step_ms` as the local consumer.
