@@ -170,13 +170,20 @@ def main():
         mt = min(bw * B / nbytes, B / tc["t"])  # what the plateau is
         # the knee: where N preparers reach the plateau, whichever binds it
         mk = knee(p, tc, B, nbytes, bw) * mt / (bw * B / nbytes)
+        what = 'link' if bw * B / nbytes < B / tc['t'] else 'trainer'
+        if mk > ns[-1]:  # the sweep never reaches the plateau: no knee to compare
+            out["knee"].append({"gbit": gbit, "model_knee": mk, "model_plateau": mt,
+                                "sim_knee": None, "sim_plateau": None})
+            print(f"   knee at {gbit} Gb/s: model N* = {mk:.1f} (plateau {mt:,.0f} img/s, "
+                  f"{what}), beyond the sweep's {ns[-1]} preparers: not compared",
+                  flush=True)
+            continue
         sk = plateau / one
         out["knee"].append({"gbit": gbit, "model_knee": mk, "model_plateau": mt,
                             "sim_knee": sk, "sim_plateau": plateau})
         print(f"   knee at {gbit} Gb/s: model N* = {mk:.1f} (plateau {mt:,.0f} img/s, "
-              f"{'link' if bw * B / nbytes < B / tc['t'] else 'trainer'}); simulator "
-              f"{sk:.1f} (plateau {plateau:,.0f}, one preparer {one:,.0f}): "
-              f"{sk / mk:.3f}, plateau {plateau / mt:.3f}", flush=True)
+              f"{what}); simulator {sk:.1f} (plateau {plateau:,.0f}, one preparer "
+              f"{one:,.0f}): {sk / mk:.3f}, plateau {plateau / mt:.3f}", flush=True)
 
     print("\n3. preparers (nodes of 16) a trainer consuming D img/s needs")
     print(ratio_line(["D img/s", "link", "model preparers (nodes)",
