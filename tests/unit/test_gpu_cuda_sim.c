@@ -354,11 +354,14 @@ static void *submitter(void *p)
 }
 
 /* Four threads submitting at once (the loader's decoders do): each job
- * done exactly once, with the CPU path's bytes. */
-static void test_concurrent_submitters(void **state)
+ * done exactly once, with the CPU path's bytes; with ROI decode, and with
+ * nvJPEG refusing it (the first group's jobs then go back to the queue's
+ * head while the submitters append). */
+static void concurrent_submitters(const char *no_roi)
 {
-    (void)state;
     sl__xform_t x = train_x();
+    if (no_roi)
+        setenv("SIM_NVJPEG_NO_ROI", no_roi, 1);
     sl__gpu_stage_t *st = make_stage(&x, 0);
     size_t sb = (size_t)OUT * OUT * 3;
     int n = ROUNDS * NIMG;
@@ -380,11 +383,24 @@ static void test_concurrent_submitters(void **state)
         cpu_no_dct(&x, k % NIMG, want);
         assert_memory_equal(want, out + (size_t)k * sb, sb);
     }
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    assert_int_equal(ss.samples, n);
+    assert_int_equal(ss.roi_off, no_roi ? 9 : 0);
     st->destroy(st);
+    if (no_roi)
+        unsetenv("SIM_NVJPEG_NO_ROI");
     free(out);
     free(want);
     free(rec);
     free(jobs);
+}
+
+static void test_concurrent_submitters(void **state)
+{
+    (void)state;
+    concurrent_submitters(NULL);
+    concurrent_submitters("1");
 }
 
 /* The loader tests' options: 2 epochs of batches of 6, seed 3. */
