@@ -82,8 +82,7 @@ static void full_snapshot(sl_snapshot_t *s)
     s->gpu_share = 550;
     s->gpu_samples_total = 4400;
     s->gpu_refused_total = 3;
-    snprintf(s->gpu_refused_why, sizeof s->gpu_refused_why,
-             "progressive JPEG");
+    snprintf(s->gpu_refused_why, sizeof s->gpu_refused_why, "progressive JPEG");
     s->gpu_samples_per_s = 812.5;
     s->gpu_stage_busy = 0.625;
     s->gpu_roi = 1;
