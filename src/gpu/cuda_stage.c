@@ -274,9 +274,11 @@ typedef struct cursor {
 void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
                  int *rx, int *ry, int *rw, int *rh)
 {
-    int x1 = (x0 + n + mw - 1) / mw * mw, y1 = (y0 + m + mh - 1) / mh * mh;
-    *rx = x0 / mw * mw;
-    *ry = y0 / mh * mh;
+    int ax = x0 / mw * mw - mw, ay = y0 / mh * mh - mh;
+    int x1 = (x0 + n + mw - 1) / mw * mw + mw;
+    int y1 = (y0 + m + mh - 1) / mh * mh + mh;
+    *rx = ax > 0 ? ax : 0;
+    *ry = ay > 0 ? ay : 0;
     *rw = (x1 < w ? x1 : w) - *rx;
     *rh = (y1 < h ? y1 : h) - *ry;
 }
@@ -399,7 +401,13 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
                                                    sl->params, sl->stream)
                     : rt->nvjpeg_decode_batched(s->jh, sl->jstate, sl->data,
                                                 sl->lens, sl->img, sl->stream);
-    if (je && s->roi && je != SL__NVJPEG_BAD_JPEG) {
+    if (je) /* nvJPEG's guide: after a failed batch, initialise again */
+        sl->init_n = 0;
+    /* The region refused as such (not an image's fault): whole images from
+     * now on. Other statuses (a bad or unsupported image, memory) refuse
+     * this group only, as without regions. */
+    if (s->roi && (je == SL__NVJPEG_INVALID_PARAMETER ||
+                   je == SL__NVJPEG_NOT_SUPPORTED)) {
         rt->stream_synchronize(sl->stream); /* the plans' copy */
         return je;
     }
@@ -901,13 +909,18 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
     const char *roi = getenv("SL_GPU_ROI");
     s->roi = !je && gs.hw_backend && sl__gpu_rt_roi(rt) &&
              !(roi && !strcmp(roi, "0"));
-    for (int k = 0; k < 2 && s->roi && !je; k++)
-        for (int i = 0; i < s->gmax && !je; i++) {
-            je = rt->nvjpeg_params_create(s->jh, &s->slot[k].params[i]);
-            if (!je)
-                je = rt->nvjpeg_params_set_format(s->slot[k].params[i],
+    int pe = 0; /* a failure here only turns the option off */
+    for (int k = 0; k < 2 && s->roi && !pe; k++)
+        for (int i = 0; i < s->gmax && !pe; i++) {
+            pe = rt->nvjpeg_params_create(s->jh, &s->slot[k].params[i]);
+            if (!pe)
+                pe = rt->nvjpeg_params_set_format(s->slot[k].params[i],
                                                   SL__NVJPEG_OUTPUT_RGBI);
         }
+    if (pe) {
+        s->roi = 0;
+        s->stats.roi_off = pe;
+    }
     s->stats.roi = s->roi;
     if (je) {
         sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: nvJPEG: status %d", je);

@@ -53,9 +53,12 @@ void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
                            const sl__xform_t *x, int width);
 
 /* The region of a w x h image (MCUs of mw x mh pixels) that a plan
- * reading columns [x0, x0 + n) and rows [y0, y0 + m) needs, out to whole
- * MCUs (the decoder's unit) within the image: the ROI the stage asks
- * nvJPEG to decode. */
+ * reading columns [x0, x0 + n) and rows [y0, y0 + m) needs: out to whole
+ * MCUs (the decoder's unit), then one MCU more on each side, within the
+ * image: the ROI the stage asks nvJPEG to decode. The extra MCU keeps
+ * the pixels read away from the region's edge, where a decoder's chroma
+ * upsampling would lack the neighbouring MCU's samples (the CPU's crop
+ * decode keeps such a margin too). */
 void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
                  int *rx, int *ry, int *rw, int *rh);
 

@@ -51,7 +51,11 @@ typedef struct sl__nvjpeg_image {
 /* nvjpegBackend_t values the probe uses. */
 enum { SL__NVJPEG_BACKEND_DEFAULT = 0, SL__NVJPEG_BACKEND_HARDWARE = 3 };
 /* nvjpegStatus_t values the stage tells apart. */
-enum { SL__NVJPEG_BAD_JPEG = 3, SL__NVJPEG_NOT_SUPPORTED = 9 };
+enum {
+    SL__NVJPEG_INVALID_PARAMETER = 2,
+    SL__NVJPEG_BAD_JPEG = 3,
+    SL__NVJPEG_NOT_SUPPORTED = 9 /* IMPLEMENTATION_NOT_SUPPORTED */
+};
 
 /* Every entry the GPU stage calls. Each is required, a library without
  * one unusable (sl__gpu_rt_load names the first missing), except the

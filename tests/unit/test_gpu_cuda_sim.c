@@ -222,6 +222,42 @@ static void test_equals_cpu_no_dct(void **state)
     equals_cpu_no_dct((variant_t){"SL_GPU_ROI", "0", 0, 0});
     equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "1", 0, 9});
     equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "set", 0, 2});
+    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "create", 0, 9});
+}
+
+/* A decode that fails for the images' sake (NVJPEG_STATUS_JPEG_NOT_SUPPORTED)
+ * refuses the group, for the CPU path, naming the status, and leaves ROI
+ * decode on: only a refusal of the region itself turns it off. */
+static void test_failed_group_keeps_roi(void **state)
+{
+    (void)state;
+    sl__xform_t x = train_x();
+    setenv("SIM_NVJPEG_FAIL", "4", 1);
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    size_t sb = (size_t)OUT * OUT * 3;
+    uint8_t *out = calloc(NIMG, sb);
+    sl__gpu_job_t jobs[NIMG];
+    rec_t rec[NIMG];
+    memset(rec, 0, sizeof rec);
+    for (int i = 0; i < NIMG; i++) {
+        job_for(&x, i, &jobs[i], out + (size_t)i * sb);
+        sl__gpu_job_t *jp = &jobs[i];
+        assert_int_equal(st->submit(st, &jp, 1, on_done, rec), 0);
+    }
+    st->drain(st);
+    for (int i = 0; i < NIMG; i++) {
+        assert_int_equal(atomic_load(&rec[i].calls), 1);
+        assert_int_equal(rec[i].status, SL__GPU_REFUSED);
+        assert_non_null(strstr(rec[i].why, "status 4"));
+    }
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    assert_int_equal(ss.refused, NIMG);
+    assert_int_equal(ss.roi, 1);
+    assert_int_equal(ss.roi_off, 0);
+    st->destroy(st);
+    unsetenv("SIM_NVJPEG_FAIL");
+    free(out);
 }
 
 /* The region a crop needs, out to whole MCUs within the image. */
@@ -229,24 +265,25 @@ static void test_roi_region(void **state)
 {
     (void)state;
     int rx, ry, rw, rh;
-    /* 4:2:0 (16 x 16 MCUs): columns 21..120, rows 3..52 of 500 x 375 */
+    /* 4:2:0 (16 x 16 MCUs): columns 21..120, rows 3..52 of 500 x 375:
+     * MCUs 16..127 x 0..63, one more each side, cut at the image's start */
     sl__gpu_roi(500, 375, 16, 16, 21, 3, 100, 50, &rx, &ry, &rw, &rh);
-    assert_int_equal(rx, 16);
+    assert_int_equal(rx, 0);
     assert_int_equal(ry, 0);
-    assert_int_equal(rw, 112); /* 16..127 */
-    assert_int_equal(rh, 64);  /* 0..63 */
-    /* aligned already: itself */
+    assert_int_equal(rw, 144); /* 0..143 */
+    assert_int_equal(rh, 80);  /* 0..79 */
+    /* aligned already (4:2:2, 16 x 8): one MCU more on each side */
     sl__gpu_roi(500, 375, 16, 8, 32, 16, 64, 40, &rx, &ry, &rw, &rh);
-    assert_int_equal(rx, 32);
-    assert_int_equal(ry, 16);
-    assert_int_equal(rw, 64);
-    assert_int_equal(rh, 40);
+    assert_int_equal(rx, 16);
+    assert_int_equal(ry, 8);
+    assert_int_equal(rw, 96); /* 16..111 */
+    assert_int_equal(rh, 56); /* 8..63 */
     /* at the far edges: cut to the image, not past it */
     sl__gpu_roi(500, 375, 16, 16, 450, 300, 50, 75, &rx, &ry, &rw, &rh);
-    assert_int_equal(rx, 448);
-    assert_int_equal(ry, 288);
-    assert_int_equal(rw, 52);
-    assert_int_equal(rh, 87);
+    assert_int_equal(rx, 432);
+    assert_int_equal(ry, 272);
+    assert_int_equal(rw, 68);
+    assert_int_equal(rh, 103);
     /* the whole image */
     sl__gpu_roi(500, 375, 8, 8, 0, 0, 500, 375, &rx, &ry, &rw, &rh);
     assert_int_equal(rx, 0);
@@ -598,6 +635,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equals_cpu_no_dct),
         cmocka_unit_test(test_roi_region),
+        cmocka_unit_test(test_failed_group_keeps_roi),
         cmocka_unit_test(test_refusal_rule),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_concurrent_submitters),

@@ -9,7 +9,9 @@
  * the hardware backend's only (another handle gets
  * NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED); SIM_NVJPEG_NO_ROI=1 makes
  * the decode unsupported everywhere (a library or GPU without it), =set
- * makes setting a region fail (NVJPEG_STATUS_INVALID_PARAMETER). */
+ * makes setting a region fail (NVJPEG_STATUS_INVALID_PARAMETER), =create
+ * making a parameter set. SIM_NVJPEG_FAIL=N fails every batched decode
+ * with status N (an image nvJPEG does not support: 4). */
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -54,6 +56,9 @@ int nvjpegDestroy(void *h)
 int nvjpegDecodeParamsCreate(void *h, void **p)
 {
     (void)h;
+    const char *no = getenv("SIM_NVJPEG_NO_ROI");
+    if (no && !strcmp(no, "create"))
+        return 9;
     sim_params *sp = calloc(1, sizeof *sp);
     if (!sp)
         return 5;
@@ -163,10 +168,19 @@ static int decode(const unsigned char *p, size_t n, sim_image *out,
     return 0;
 }
 
+/* SIM_NVJPEG_FAIL's status, or 0. */
+static int forced_failure(void)
+{
+    const char *f = getenv("SIM_NVJPEG_FAIL");
+    return f ? atoi(f) : 0;
+}
+
 int nvjpegDecodeBatched(void *h, void *st, const unsigned char *const *d,
                         const size_t *lens, void *outputs, void *stream)
 {
     (void)h, (void)stream;
+    if (forced_failure())
+        return forced_failure();
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
         int rc = decode(d[i], lens[i], &img[i], NULL);
@@ -184,6 +198,8 @@ int nvjpegDecodeBatchedEx(void *h, void *st, const unsigned char *const *d,
     const char *no = getenv("SIM_NVJPEG_NO_ROI");
     if (((sim_handle *)h)->backend != 3 || (no && !strcmp(no, "1")))
         return 9; /* NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED */
+    if (forced_failure())
+        return forced_failure();
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
         int rc = decode(d[i], lens[i], &img[i], params[i]);
