@@ -226,8 +226,9 @@ typedef struct sl_options {
      *  when the GPU stage is unavailable (not built, no CUDA runtime or
      *  nvJPEG, no device) fails sl_loader_create with the reason; AUTO
      *  then runs on the CPU and says why (telemetry's placement.why).
-     *  AUTO uses the GPU only when gpu_share is given (no policy sets the
-     *  share yet), and only then starts CUDA. */
+     *  AUTO uses the GPU when gpu_share is given, or when a policy that
+     *  tunes runs and the driver (NVML) shows a GPU: the scheduler then
+     *  sets the share; only then does it start CUDA. */
     int placement;
     /** The share of each batch's samples the GPU stage takes, per mille
      *  (0..1000; SL_PARAM_GPU_SHARE while running) [0 / SL_AUTOTUNE:
@@ -274,6 +275,19 @@ typedef struct sl_options {
     const char *cache_dir;
     /** The disk tier's bytes (> 0 with cache_dir, 0 without) [0]. */
     int64_t cache_disk_bytes;
+    /** A hard budget of GPU memory on gpu_device for what the loader
+     *  allocates there (docs/DESIGN.md, "GPU stage"): the GPU stage's two
+     *  slots and, with device_batches, the device batch buffers. The stage
+     *  takes all of it, or with device batches half of it (at most its
+     *  1 GiB default); the device batches get the rest: prefetch at most
+     *  that over a batch's bytes, for everyone (as max_memory_bytes does
+     *  for host batches). A budget the stage cannot decode in, or that
+     *  holds no device batch beside it, fails placement gpu naming the
+     *  sizes, and sends auto to the CPU saying why. Not in it: nvJPEG's
+     *  own work buffers (held in a cache while a stage lives) and CUDA's
+     *  context [0: 1 GiB for the stage, and prefetch x a batch's bytes
+     *  for device batches, unbounded]. */
+    int64_t gpu_memory_bytes;
 } sl_options_t;
 
 /** sl_options_t.placement. */

@@ -912,6 +912,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                              "device_batches",
                              "cache_dir",
                              "cache_disk_bytes",
+                             "gpu_memory_bytes",
                              NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
@@ -929,18 +930,21 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *placement = Py_None, *gpu_share = Py_None;
     PyObject *coalesce = Py_None, *gpu_device = Py_None;
     PyObject *cache_dir = Py_None, *cache_disk = Py_None;
+    PyObject *gpu_memory = Py_None;
     int cache_decoded = 0, device_batches = 0;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOO:Loader",
-            kwlist, PyUnicode_FSConverter, &source, &batch, &size, &mode,
-            &dtype, &layout, &shuffle, &seed, &drop_last, &rank, &world,
-            &epochs, &unordered, &on_error, &threads, &read_threads, &prefetch,
-            &dct, &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
+            args, kw,
+            "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOOO:Loader", kwlist,
+            PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
+            &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
+            &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
+            &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
             &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
             &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
-            &coalesce, &gpu_device, &device_batches, &cache_dir, &cache_disk))
+            &coalesce, &gpu_device, &device_batches, &cache_dir, &cache_disk,
+            &gpu_memory))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -1033,6 +1037,16 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (cache_dir != Py_None &&
         !PyUnicode_FSConverter(cache_dir, &self->cache_dir))
         goto fail;
+    if (gpu_memory != Py_None) {
+        o->gpu_memory_bytes = PyLong_AsLongLong(gpu_memory);
+        if (PyErr_Occurred())
+            goto fail;
+        if (o->gpu_memory_bytes < 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "gpu_memory_bytes must be >= 0 (0: the default)");
+            goto fail;
+        }
+    }
     if (cache_codec != Py_None) {
         const char *cs =
             PyUnicode_Check(cache_codec) ? PyUnicode_AsUTF8(cache_codec) : NULL;
@@ -1147,7 +1161,7 @@ static PyObject *get_options(LoaderObject *self, void *c)
             : &self->opt;
     return Py_BuildValue(
         "{s:i,s:i,s:s,s:s,s:s,s:O,s:K,s:O,s:i,s:i,s:L,s:O,s:s,s:s,s:s,s:i,s:i,"
-        "s:O}",
+        "s:O,s:L}",
         "batch_size", o->batch_size, "image_size", o->image_size, "mode",
         o->mode ? "eval" : "train", "dtype", o->dtype ? "float32" : "uint8",
         "layout", o->layout ? "hwc" : "chw", "shuffle",
@@ -1164,7 +1178,8 @@ static PyObject *get_options(LoaderObject *self, void *c)
         : o->placement == SL_PLACEMENT_GPU ? "gpu"
                                            : "auto",
         "gpu_share", o->gpu_share, "gpu_device", o->gpu_device,
-        "device_batches", o->device_batches ? Py_True : Py_False);
+        "device_batches", o->device_batches ? Py_True : Py_False,
+        "gpu_memory_bytes", (long long)o->gpu_memory_bytes);
 }
 
 #define INT_GETTER(fname, expr)                                                \
@@ -1362,7 +1377,7 @@ PyDoc_STRVAR(
     "cache_decoded=False, cache_codec='auto', io_depth=None, "
     "max_threads=None, policy_file=None, placement=None, gpu_share=None, "
     "coalesce=None, gpu_device=None, device_batches=False, cache_dir=None, "
-    "cache_disk_bytes=None)"
+    "cache_disk_bytes=None, gpu_memory_bytes=None)"
     "\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "

@@ -165,6 +165,11 @@ static const sl__opt_t run_opts[] = {
      "the scheduler's"},
     {"gpu-device", 0, SL__OPT_INT, F(opt.gpu_device), 0, 1023, "N",
      "the CUDA device the GPU stage runs on", "0"},
+    {"gpu-memory", 0, SL__OPT_SIZE, F(opt.gpu_memory_bytes), 1, HUGE_VAL,
+     "SIZE",
+     "a hard budget of GPU memory for the GPU stage and device batches, "
+     "e.g. 512M",
+     "1 GiB for the stage"},
     {"read-latency-ms", 0, SL__OPT_CALL, F(storage[SL_TESTING_READ_LATENCY_US]),
      0, 0, "T",
      "emulated slow storage: each read takes at least T ms (<= 60000)", "0",

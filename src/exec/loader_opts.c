@@ -83,6 +83,10 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
     if (o->device_batches != 0 && o->device_batches != 1)
         return sl__fail(err, errlen, SL_EINVAL, "device_batches %d: 0 or 1",
                         o->device_batches);
+    if (o->gpu_memory_bytes < 0)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "gpu_memory_bytes %lld < 0 (0: the default)",
+                        (long long)o->gpu_memory_bytes);
     if (o->coalesce_bytes == 0)
         o->coalesce_bytes = SL_COALESCE_DEFAULT;
     else if (o->coalesce_bytes < 0)

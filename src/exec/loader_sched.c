@@ -14,10 +14,23 @@
 _Static_assert(SL_WORKERS_MAX == SL_KNOB_MAX_THREADS,
                "the budget rule's worker limit is the engine's");
 
+/* A budget that holds no batch beside the stage (why): placement gpu
+ * fails, auto gives the stage up and decodes on the CPU, saying why. */
+static int stage_unaffordable(sl_loader_t *l, const char *why, char *err,
+                              size_t errlen)
+{
+    if (l->place.asked == SL_PLACEMENT_GPU)
+        return sl__fail(err, errlen, SL_ERANGE, "placement gpu: %s", why);
+    l->stage->destroy(l->stage);
+    l->stage = NULL;
+    l->stage_owned = 0;
+    l->place.gpu = 0;
+    snprintf(l->place.why, sizeof l->place.why, "auto: %s", why);
+    return 0;
+}
+
 /* A memory budget pays for the GPU stage's pinned host memory: it comes
- * off the batch buffers' share (sl__limits_charge). Where no batch is
- * left beside it, placement gpu fails and auto decodes on the CPU, each
- * naming the sizes. */
+ * off the batch buffers' share (sl__limits_charge). */
 static int charge_stage(sl_loader_t *l, const sl_options_t *given,
                         sl__knobs_t *k, char *err, size_t errlen)
 {
@@ -32,14 +45,29 @@ static int charge_stage(sl_loader_t *l, const sl_options_t *given,
              "the memory budget (%lld B) holds no batch of %zu B beside the "
              "GPU stage's %zu B of pinned memory",
              (long long)given->max_memory_bytes, l->batch_bytes, st.host_bytes);
-    if (l->place.asked == SL_PLACEMENT_GPU)
-        return sl__fail(err, errlen, SL_ERANGE, "placement gpu: %s", why);
-    l->stage->destroy(l->stage);
-    l->stage = NULL;
-    l->stage_owned = 0;
-    l->place.gpu = 0;
-    snprintf(l->place.why, sizeof l->place.why, "auto: %s", why);
-    return 0;
+    return stage_unaffordable(l, why, err, errlen);
+}
+
+/* A GPU memory budget holds the device batches beside the stage: what
+ * the stage's slots leave (sl__limits_device). */
+static int charge_device(sl_loader_t *l, const sl_options_t *given,
+                         sl__knobs_t *k, char *err, size_t errlen)
+{
+    if (!l->stage || !l->stage_owned || !given->device_batches ||
+        given->gpu_memory_bytes <= 0)
+        return 0;
+    sl__cuda_stage_stats_t st;
+    sl__cuda_stage_stats(l->stage, &st);
+    if (!sl__limits_device(&l->lim,
+                           given->gpu_memory_bytes - (int64_t)st.dev_bytes,
+                           l->batch_bytes, k))
+        return 0;
+    char why[200];
+    snprintf(why, sizeof why,
+             "gpu_memory_bytes (%lld B) holds no device batch of %zu B "
+             "beside the GPU stage's %zu B",
+             (long long)given->gpu_memory_bytes, l->batch_bytes, st.dev_bytes);
+    return stage_unaffordable(l, why, err, errlen);
 }
 
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
@@ -75,6 +103,8 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
         rc = sl__loader_gpu_open(l, err, errlen);
     if (!rc)
         rc = charge_stage(l, given, &k, err, errlen);
+    if (!rc)
+        rc = charge_device(l, given, &k, err, errlen);
     if (rc)
         return rc;
     /* Device batches: only in the GPU stage's memory. */
@@ -118,13 +148,25 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     return 0;
 }
 
+/* The stage's part of gpu_memory_bytes: all of it, or with device
+ * batches half (at most the stage's default), the rest theirs; 0 (no
+ * budget): the stage's default. */
+static size_t stage_budget(const sl_options_t *o)
+{
+    int64_t g = o->gpu_memory_bytes;
+    if (g <= 0 || !o->device_batches)
+        return (size_t)(g > 0 ? g : 0);
+    return g / 2 < (int64_t)SL__GPU_BUDGET_DEFAULT ? (size_t)(g / 2)
+                                                   : SL__GPU_BUDGET_DEFAULT;
+}
+
 int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen)
 {
     if (!l->place.gpu || l->stage)
         return 0;
     char why[sizeof l->place.why - 64];
     l->stage = sl__cuda_stage_create(&l->xf, l->sample_bytes, l->opt.gpu_device,
-                                     0, why, sizeof why);
+                                     stage_budget(&l->opt), why, sizeof why);
     if (l->stage) {
         l->stage_owned = 1;
         return 0;

@@ -135,23 +135,42 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     return 0;
 }
 
+/* Batch buffers within `room` bytes: lim->max_prefetch and
+ * start->prefetch lowered to what fits; SL_ERANGE when not one does. */
+static int fit_batches(sl__limits_t *lim, int64_t room, size_t batch_bytes,
+                       sl__knobs_t *start)
+{
+    int64_t fit = room <= 0     ? 0
+                  : batch_bytes ? room / (int64_t)batch_bytes
+                                : INT32_MAX;
+    if (fit < 1)
+        return SL_ERANGE;
+    if (fit < lim->max_prefetch)
+        lim->max_prefetch = (int)fit;
+    if (start->prefetch > lim->max_prefetch)
+        start->prefetch = lim->max_prefetch;
+    return 0;
+}
+
 int sl__limits_charge(sl__limits_t *lim, int64_t bytes, size_t batch_bytes,
                       sl__knobs_t *start)
 {
     if (lim->mem_batches <= 0 || bytes <= 0)
         return 0;
     int64_t room = lim->mem_batches - bytes;
-    int64_t fit = room <= 0     ? 0
-                  : batch_bytes ? room / (int64_t)batch_bytes
-                                : INT32_MAX;
-    if (fit < 1)
-        return SL_ERANGE;
-    lim->mem_batches = room;
-    if (fit < lim->max_prefetch)
-        lim->max_prefetch = (int)fit;
-    if (start->prefetch > lim->max_prefetch)
-        start->prefetch = lim->max_prefetch;
-    return 0;
+    int rc = fit_batches(lim, room, batch_bytes, start);
+    if (!rc)
+        lim->mem_batches = room;
+    return rc;
+}
+
+int sl__limits_device(sl__limits_t *lim, int64_t room, size_t batch_bytes,
+                      sl__knobs_t *start)
+{
+    int rc = fit_batches(lim, room, batch_bytes, start);
+    if (!rc)
+        lim->hard_prefetch = 1;
+    return rc;
 }
 
 _Static_assert(SL_IO_DEPTH_REMOTE_START <= SL_IO_DEPTH_MIN,

@@ -24,6 +24,9 @@
  *     the start lowered to fit; a budget that holds no batch is an error;
  *     without a budget, mem_read and mem_decode are SL_LIMITS_READ_MAX and
  *     SL_LIMITS_DECODE_MAX;
+ *   - GPU memory (sl__limits_device, after create): device batches get
+ *     what the GPU stage leaves of gpu_memory_bytes, prefetch at most that
+ *     over a batch's bytes, for everyone;
  *   - calm sheds stop at the start's decode threads when decode is tuned.
  * Depends on knobs, base (errors) and the public options type. */
 #ifndef SL_LIMITS_H
@@ -85,6 +88,14 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
  * left. Nothing without a budget. @return 0, or SL_ERANGE when no batch
  * of batch_bytes is left beside them. */
 int sl__limits_charge(sl__limits_t *lim, int64_t bytes, size_t batch_bytes,
+                      sl__knobs_t *start);
+
+/* After sl__limits_make, with batches in GPU memory under a GPU memory
+ * budget (sl_options_t.gpu_memory_bytes): `room` bytes of it left beside
+ * the GPU stage hold the device batch buffers: lim->max_prefetch and
+ * start->prefetch lowered to what fits, for everyone (hard_prefetch).
+ * @return 0, or SL_ERANGE when no batch of batch_bytes fits. */
+int sl__limits_device(sl__limits_t *lim, int64_t room, size_t batch_bytes,
                       sl__knobs_t *start);
 
 /* Asynchronous reads, after sl__limits_make: the I/O depth's budget

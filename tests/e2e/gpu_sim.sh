@@ -43,6 +43,14 @@ whole=$(SL_GPU_ROI=0 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --pla
 check "whole images (SL_GPU_ROI=0): the same stream" test "$(jget digest <<<"$whole")" = "$d"
 check "... and telemetry says so" grep -q '"gpu_roi": 0' "$T/whole.jsonl"
 check "... every pixel decoded" grep -q '"gpu_decoded_frac": 1[,}]' "$T/whole.jsonl"
+# A GPU memory budget (--gpu-memory): the stage decodes within it, the
+# same stream; one it cannot decode in fails placement gpu naming why.
+small=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
+          --gpu-memory 100M 2>/dev/null)
+check "--gpu-memory 100M: the same stream" test "$(jget digest <<<"$small")" = "$d"
+SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
+  --gpu-memory 16M >/dev/null 2>"$T/gmem.err"
+check "--gpu-memory 16M: refused, saying why" grep -q "no room to decode" "$T/gmem.err"
 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
   >/dev/null 2>"$T/say.err"
 check "stderr says where" grep -q "placement: GPU stage and CPU" "$T/say.err"

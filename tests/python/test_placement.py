@@ -78,7 +78,8 @@ import numpy as np
 import sluice
 src = sys.argv[1]
 dev = sluice.Loader(src, 8, 40, placement="gpu", device_batches=True,
-                    dct_scale=False, seed=3, epochs=2)
+                    dct_scale=False, seed=3, epochs=2,
+                    gpu_memory_bytes=256 << 20)
 cpu = sluice.Loader(src, 8, 40, placement="cpu", dct_scale=False, seed=3,
                     epochs=2)
 assert dev.options["device_batches"] is True
@@ -117,6 +118,13 @@ def test_device_batches_over_the_simulated_runtime(ds):
         pytest.skip("the GPU stage is not in this build (no nvcc)")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "device batches 48" in p.stdout
+
+
+def test_gpu_memory_bytes_is_checked(ds):
+    with pytest.raises(ValueError, match="gpu_memory_bytes"):
+        sluice.Loader(ds, 8, 32, gpu_memory_bytes=-1)
+    a = sluice.Loader(ds, 8, 32, placement="cpu", gpu_memory_bytes=1 << 28)
+    assert a.options["gpu_memory_bytes"] == 1 << 28  # a GPU stage's only
 
 
 def test_device_batches_need_the_stage(ds):

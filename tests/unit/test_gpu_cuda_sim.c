@@ -626,6 +626,78 @@ static void test_memory_budget_pays_for_pinned_memory(void **state)
     free(root);
 }
 
+/* gpu_memory_bytes: the stage's slots within it (all of it, or half with
+ * device batches), the device batches in the rest (prefetch capped for
+ * everyone); a budget the stage cannot decode in, or with no room for a
+ * device batch beside it, fails placement gpu naming the sizes and sends
+ * auto to the CPU saying why. */
+static void test_gpu_memory_budget(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_gmem", 2, 10, 90, 70);
+    sl_options_t o;
+    sl_options_init(&o);
+    o.batch_size = 64;
+    o.image_size = 224; /* 9.6 MB a batch */
+    o.decode_threads = 2;
+    o.placement = SL_PLACEMENT_GPU;
+    o.device_batches = 1;
+    sl_loader_t *l = NULL;
+    int64_t lo = 0, hi = 0, hi0 = 0;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_param_range(l, SL_PARAM_PREFETCH, &lo, &hi0), 0);
+    sl_loader_destroy(l);
+    /* 250 MiB: the stage 125, the rest 13 device batches */
+    o.gpu_memory_bytes = (int64_t)250 << 20;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_param_range(l, SL_PARAM_PREFETCH, &lo, &hi), 0);
+    int64_t batch = 64LL * 224 * 224 * 3;
+    assert_int_equal(hi, (((int64_t)125 << 20)) / batch);
+    assert_true(hi < hi0);
+    assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, hi + 1), SL_ERANGE);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b = NULL;
+    assert_int_equal(sl_loader_next(l, &b), 0);
+    assert_int_equal(b->device, 0);
+    sl_loader_release(l, b);
+    sl_loader_destroy(l);
+    /* 100 MiB: without device batches the stage decodes in all of it; with
+     * them its 50 MiB leave no room to decode */
+    o.gpu_memory_bytes = (int64_t)100 << 20;
+    o.device_batches = 0;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    sl_loader_destroy(l);
+    o.device_batches = 1;
+    assert_int_not_equal(sl_loader_create(root, &o, &l), 0);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "no room to decode"));
+    /* Batches of 1,500 (226 MB; the set's 20 images make one short one):
+     * 400 MiB leave the stage 200 and the batches 200 (210 MB): none fits.
+     * gpu fails; auto goes to the CPU (and device batches cannot be had) */
+    o.image_size = 224;
+    o.batch_size = 1500;
+    o.gpu_memory_bytes = (int64_t)400 << 20;
+    int rc = sl_loader_create(root, &o, &l);
+    if (rc != SL_ERANGE)
+        fail_msg("%d: %s", rc, sl_loader_last_error(NULL));
+    assert_non_null(
+        strstr(sl_loader_last_error(NULL), "placement gpu: gpu_memory_bytes"));
+    assert_non_null(strstr(sl_loader_last_error(NULL), "no device batch"));
+    o.placement = SL_PLACEMENT_AUTO;
+    o.device_batches = 0;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    sl_loader_destroy(l); /* no device batches asked: the stage stays */
+    o.device_batches = 1;
+    assert_int_not_equal(sl_loader_create(root, &o, &l), 0);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "device_batches"));
+    assert_non_null(strstr(sl_loader_last_error(NULL), "no device batch"));
+    o.gpu_memory_bytes = -1;
+    assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "gpu_memory_bytes"));
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
 int main(void)
 {
     if (!sl__cuda_stage_built()) {
@@ -642,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
         cmocka_unit_test(test_device_batches),
+        cmocka_unit_test(test_gpu_memory_budget),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -131,6 +131,29 @@ static void test_memory_charged_beside_the_batches(void **state)
     assert_int_equal(lim.max_prefetch, before);
 }
 
+/* Device batches under a GPU memory budget: what the stage leaves holds
+ * the buffers, for the user too; a room without one batch is refused and
+ * changes nothing. */
+static void test_device_batches_fit_the_gpu_budget(void **state)
+{
+    (void)state;
+    sl_options_t o = opts();
+    sl__limits_t lim;
+    sl__knobs_t k;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_true(lim.max_prefetch > 5 && k.prefetch > 5);
+    assert_int_equal(lim.hard_prefetch, 0);
+    assert_int_equal(sl__limits_device(&lim, BATCH - 1, BATCH, &k), SL_ERANGE);
+    assert_true(lim.max_prefetch > 5 && lim.hard_prefetch == 0);
+    assert_int_equal(sl__limits_device(&lim, 5 * (int64_t)BATCH + 7, BATCH, &k),
+                     0);
+    assert_int_equal(lim.max_prefetch, 5);
+    assert_int_equal(k.prefetch, 5);
+    assert_int_equal(lim.hard_prefetch, 1);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 6), SL_ERANGE);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 5), 0);
+}
+
 static void test_memory_budget_without_room_is_an_error(void **state)
 {
     (void)state;
@@ -310,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_io_depth_budget),
         cmocka_unit_test(test_static_policy_tunes_nothing),
         cmocka_unit_test(test_memory_budget_caps_prefetch),
+        cmocka_unit_test(test_device_batches_fit_the_gpu_budget),
         cmocka_unit_test(test_memory_budget_without_room_is_an_error),
         cmocka_unit_test(test_memory_budget_split),
         cmocka_unit_test(test_memory_charged_beside_the_batches),
