@@ -73,9 +73,12 @@ n_rl=$(grep -c '"reason": "rl: read' "$T/t.jsonl" || true)
 echo "     decisions: $n_dec, with rl reasons: $n_rl"
 check "decisions carry rl reasons" test "$n_dec" -eq "$n_rl"
 # Knobs within the thread budget at every tick: decode + 1 (the read stage)
-# CPU threads; read threads are I/O depth, within 4 x cores (>= 4).
+# CPU threads; read threads are I/O depth, within the engine's budget
+# (sched/limits.h sl__io_depth_budget: 4 x cores, at least 64, at most 256).
+io=$(( 4 * $(nproc) )); [ $io -lt 64 ] && io=64; [ $io -gt 256 ] && io=256
 over=$(sed -n 's/.*"knobs": {"read_threads": \([0-9]*\), "decode_threads": \([0-9]*\).*/\1 \2/p' "$T/t.jsonl" \
-  | awk -v io="$(( 4 * $(nproc) > 4 ? 4 * $(nproc) : 4 ))" '$2 + 1 > 3 || $1 > io' | wc -l)
+  | awk -v io="$io" '$2 + 1 > 3 || $1 > io' | wc -l)
+[ "$over" -eq 0 ] || grep -o '"knobs": {[^}]*}' "$T/t.jsonl" | sort | uniq -c | head -5
 check "decode + 1 <= --max-threads 3 and read <= I/O depth throughout" test "$over" -eq 0
 
 "$S" run "$T/ds" "${run[@]}" --policy rl >"$T/def.out" 2>"$T/def.err"
