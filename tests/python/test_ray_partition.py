@@ -44,6 +44,13 @@ def part_bytes(ds):
 
 def make(ds, cache_bytes, **kw):
     kw.setdefault("partition", True)
+    # chunk 2: 2 actors x depth 2 x 2 batches handed out ahead, less than
+    # the 15-batch epoch, so epoch 1 is prepared after the parts hold what
+    # epoch 0 put in them. At sluice.ray's chunk 8 the window (32 batches)
+    # covers both epochs from the start, and whether epoch 1's asks find
+    # the other part's entries yet is a race (a loaded CI run lost it:
+    # no remote hit counted in epoch 1).
+    kw.setdefault("chunk", 2)
     return sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=2,
                                  actor_options=SMALL, cache_bytes=cache_bytes,
                                  cache_codec="none", **kw)
