@@ -143,13 +143,19 @@ typedef struct sl_snapshot {
                                           cache_disk_errors */
     /* the GPU stage's ROI decode (after the seventh layout; docs/DESIGN.md
      * "GPU stage") */
-    int gpu_roi;             /**< 1: the stage decodes each image only to the
-                                  region its crop reads (nvJPEG's ROI
-                                  decode); 0: whole images; -1 without a
-                                  stage, or a stage that cannot tell */
-    double gpu_decoded_frac; /**< pixels the stage decoded over the pixels of
-                                  its images, since the start (1 without ROI
-                                  decode); < 0 before its first group */
+    int gpu_roi;              /**< 1: the stage decodes each image only to the
+                                   region its crop reads (nvJPEG's ROI
+                                   decode); 0: whole images; -1 without a
+                                   stage, or a stage that cannot tell */
+    double gpu_decoded_frac;  /**< pixels the stage decoded over the pixels of
+                                   its images, since the start (1 without ROI
+                                   decode); < 0 before its first group */
+    int64_t gpu_bytes;        /**< GPU memory the loader holds now within
+                                   gpu_memory_bytes: the stage's slots and
+                                   the device batch buffers; < 0 without a
+                                   stage the loader made */
+    int64_t gpu_nvjpeg_bytes; /**< and nvJPEG's own work buffers (the
+                                   process's cache, outside the budget) */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

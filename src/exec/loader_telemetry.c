@@ -46,12 +46,17 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->gpu_stage = l->stage != NULL;
     o->gpu_busy_ns = sl__busy_ns(&l->gpu_busy, sl__now_ns());
     o->gpu_roi = -1; /* a stage the loader did not make (tests') */
+    o->gpu_bytes = o->gpu_nvjpeg_bytes = -1;
     if (l->stage && l->stage_owned) {
         sl__cuda_stage_stats_t cs;
         sl__cuda_stage_stats(l->stage, &cs);
         o->gpu_roi = cs.roi;
         o->gpu_px_images = cs.px_images;
         o->gpu_px_decoded = cs.px_decoded;
+        o->gpu_bytes = (int64_t)cs.dev_bytes;
+        for (int i = 0; i < l->nbufs; i++)
+            o->gpu_bytes += l->bufs[i]->dev ? (int64_t)l->batch_bytes : 0;
+        o->gpu_nvjpeg_bytes = (int64_t)sl__cuda_stage_nvjpeg_bytes();
     }
     /* the reason, cut to the snapshot's field */
     snprintf(o->placement_why, sizeof o->placement_why, "%.*s",

@@ -756,6 +756,16 @@ int sl__cuda_stage_count(void)
     return n;
 }
 
+size_t sl__cuda_stage_nvjpeg_bytes(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&g_cache_mu);
+    for (int i = 0; i < g_dev.nb; i++)
+        n += g_dev.b[i].n;
+    pthread_mutex_unlock(&g_cache_mu);
+    return n;
+}
+
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
 {
     cstage_t *s = (cstage_t *)st;

@@ -65,6 +65,10 @@ void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
 /* Stages alive in the process (tests: none outlives its loader). */
 int sl__cuda_stage_count(void);
 
+/* Device bytes nvJPEG's own allocations hold in the process-wide cache
+ * (kept for reuse while any stage lives; not in a stage's budget). */
+size_t sl__cuda_stage_nvjpeg_bytes(void);
+
 /* The stage's counters since creation. */
 typedef struct sl__cuda_stage_stats {
     long long groups, samples, refused;

@@ -256,6 +256,8 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
             : -1;
     memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
     s->gpu_roi = q->gpu_stage ? q->gpu_roi : -1;
+    s->gpu_bytes = q->gpu_stage ? q->gpu_bytes : -1;
+    s->gpu_nvjpeg_bytes = q->gpu_stage ? q->gpu_nvjpeg_bytes : -1;
     s->gpu_decoded_frac = q->gpu_stage && q->gpu_px_images > 0
                               ? q->gpu_px_decoded / q->gpu_px_images
                               : -1;

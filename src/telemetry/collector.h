@@ -52,6 +52,8 @@ typedef struct sl__pipe_sample {
     /* its ROI decode (-1: cannot tell), pixels of its images and decoded */
     int gpu_roi;
     double gpu_px_images, gpu_px_decoded;
+    /* GPU memory: within the budget, nvJPEG's (-1: no stage made) */
+    int64_t gpu_bytes, gpu_nvjpeg_bytes;
     /* ranged requests for samples (the image loader's; 0 otherwise) */
     int64_t requests, request_records, request_fallbacks;
     /* the cache's disk tier (cache_disk_present 0: none) */

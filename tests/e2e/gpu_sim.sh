@@ -46,8 +46,12 @@ check "... every pixel decoded" grep -q '"gpu_decoded_frac": 1[,}]' "$T/whole.js
 # A GPU memory budget (--gpu-memory): the stage decodes within it, the
 # same stream; one it cannot decode in fails placement gpu naming why.
 small=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
-          --gpu-memory 100M 2>/dev/null)
+          --gpu-memory 100M --telemetry "$T/small.jsonl" --telemetry-ms 5 2>/dev/null)
 check "--gpu-memory 100M: the same stream" test "$(jget digest <<<"$small")" = "$d"
+gb=$(grep -o '"gpu_bytes": [0-9]*' "$T/small.jsonl" | tail -1 | grep -o '[0-9]*$')
+check "... the GPU memory held within it ($gb B)" \
+  test "${gb:-0}" -gt 0 -a "${gb:-0}" -le $((100 << 20))
+check "... nvJPEG's own reported beside" grep -q '"gpu_nvjpeg_bytes": [0-9]' "$T/small.jsonl"
 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
   --gpu-memory 16M >/dev/null 2>"$T/gmem.err"
 check "--gpu-memory 16M: refused, saying why" grep -q "no room to decode" "$T/gmem.err"

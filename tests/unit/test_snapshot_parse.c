@@ -87,6 +87,8 @@ static void full_snapshot(sl_snapshot_t *s)
     s->gpu_stage_busy = 0.625;
     s->gpu_roi = 1;
     s->gpu_decoded_frac = 0.4375;
+    s->gpu_bytes = 268435456;
+    s->gpu_nvjpeg_bytes = 12582912;
 }
 
 /* json(s) -> parse -> json gives the same text; returns the parsed one. */
@@ -140,6 +142,7 @@ static void test_round_trip_every_field(void **state)
     assert_true(p.gpu_stage_busy == 0.625);
     assert_int_equal(p.gpu_roi, 1);
     assert_true(p.gpu_decoded_frac == 0.4375);
+    assert_true(p.gpu_bytes == 268435456 && p.gpu_nvjpeg_bytes == 12582912);
 }
 
 static void test_round_trip_unreadable(void **state)
