@@ -105,7 +105,8 @@ class Nvml:
 
 
 def _gpu_figures(d):
-    return {k: d[k] for k in ("sm_util", "jpg_util", "j_per_img") if k in d}
+    return {k: d[k] for k in ("sm_util", "jpg_util", "j_per_img", "gpu_bytes",
+                              "gpu_nvjpeg_bytes", "gpu_roi") if k in d}
 
 
 def main():
@@ -241,10 +242,16 @@ def run_model(a, name, nvml):
                     out[key]["hog"] = {"cores": a.hog_cores, "at_step": a.hog_at,
                                        "img_s_after": round(r, 1),
                                        "of_bound_after": round(r / bound, 3)}
+            tel = (dl.stats() or {}).get("telemetry") or {}
+            pl = tel.get("placement") or {}
+            if place != "cpu":
+                # the stage's GPU memory (within gpu_memory_bytes, and
+                # nvJPEG's own beside it) and its ROI decode
+                for k in ("gpu_bytes", "gpu_nvjpeg_bytes", "gpu_roi",
+                          "gpu_decoded_frac"):
+                    out[key][k] = pl.get(k)
             if place == "auto":
                 # where the scheduler left the share, and its decisions
-                tel = (dl.stats() or {}).get("telemetry") or {}
-                pl = tel.get("placement") or {}
                 out[key]["gpu_share"] = pl.get("gpu_share")
                 out[key]["placement_why"] = pl.get("why")
                 out[key]["decisions"] = tel.get("decisions_total")
