@@ -251,6 +251,8 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         free(first);
     sl__cuda_stage_stats_t ss;
     sl__cuda_stage_stats(st, &ss);
+    size_t nvj = sl__cuda_stage_nvjpeg_bytes(); /* before the last stage
+                                                   goes: then it is freed */
     st->destroy(st);
     last_roi = ss.roi;
 
@@ -263,7 +265,8 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         "dB; exact %.1f %%, within 2: %.2f %%, within 8: %.3f %%; "
         "repeated passes %s; stage rate %.0f img/s (%lld in %.2f s, %lld "
         "groups, %.1f per group); ROI decode %s, %.1f %% of the pixels "
-        "decoded\n",
+        "decoded; GPU memory: the stage's slots %.0f MiB (its budget %.0f), "
+        "nvJPEG's own %.0f MiB\n",
         label, nfiles, done, refused, failed, mean_abs, worst_mean, max_abs,
         psnr, values ? 100.0 * exact / values : 0,
         values ? 100.0 * within2 / values : 0,
@@ -273,7 +276,9 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         ss.roi       ? "on"
         : ss.roi_off ? "refused by nvJPEG"
                      : "off",
-        ss.px_images > 0 ? 100.0 * ss.px_decoded / ss.px_images : 0);
+        ss.px_images > 0 ? 100.0 * ss.px_decoded / ss.px_images : 0,
+        ss.dev_bytes / 1048576.0, SL__GPU_BUDGET_DEFAULT / 1048576.0,
+        nvj / 1048576.0);
     if (ss.roi_off)
         printf("  ROI decode turned off: nvJPEG status %d\n", ss.roi_off);
     for (int k = 0; k < 4 && reasons[k][0]; k++)
@@ -284,13 +289,15 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
              "\"max_abs\": %.1f, \"psnr_db\": %.2f, \"exact_pct\": %.2f, "
              "\"within2_pct\": %.3f, \"within8_pct\": %.4f, "
              "\"reproduced\": %d, \"rate\": %.1f, \"groups\": %lld, "
-             "\"roi\": %d, \"roi_off\": %d, \"decoded_frac\": %.4f}",
+             "\"roi\": %d, \"roi_off\": %d, \"decoded_frac\": %.4f, "
+             "\"dev_bytes\": %zu, \"nvjpeg_bytes\": %zu}",
              label, nfiles, done, refused, failed, mean_abs, worst_mean,
              max_abs, psnr, values ? 100.0 * exact / values : 0,
              values ? 100.0 * within2 / values : 0,
              values ? 100.0 * within8 / values : 0, reproduced,
              secs > 0 ? sent / secs : 0, ss.groups, ss.roi, ss.roi_off,
-             ss.px_images > 0 ? ss.px_decoded / ss.px_images : 0);
+             ss.px_images > 0 ? ss.px_decoded / ss.px_images : 0, ss.dev_bytes,
+             nvj);
     (void)eligible;
     free(jobs);
     free(res);
