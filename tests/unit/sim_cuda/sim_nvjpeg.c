@@ -179,8 +179,9 @@ int nvjpegDecodeBatched(void *h, void *st, const unsigned char *const *d,
                         const size_t *lens, void *outputs, void *stream)
 {
     (void)h, (void)stream;
-    if (forced_failure())
-        return forced_failure();
+    int forced = forced_failure();
+    if (forced)
+        return forced;
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
         int rc = decode(d[i], lens[i], &img[i], NULL);
@@ -198,8 +199,9 @@ int nvjpegDecodeBatchedEx(void *h, void *st, const unsigned char *const *d,
     const char *no = getenv("SIM_NVJPEG_NO_ROI");
     if (((sim_handle *)h)->backend != 3 || (no && !strcmp(no, "1")))
         return 9; /* NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED */
-    if (forced_failure())
-        return forced_failure();
+    int forced = forced_failure();
+    if (forced)
+        return forced;
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
         int rc = decode(d[i], lens[i], &img[i], params[i]);
