@@ -44,7 +44,8 @@ typedef struct sl_snapshot {
     double disk_busy;             /**< its I/O time share 0..1, < 0 unknown */
     double self_read_bytes_per_s; /**< this process, /proc/self/io */
     double net_rx_bytes_per_s, net_tx_bytes_per_s;
-    /* GPU 0 through NVML, when present */
+    /* a GPU through NVML, when present: the GPU stage's, else GPU 0
+     * (gpu_index) */
     int gpu_present; /**< 0: no driver/GPU; the gpu_* fields are < 0 */
     int gpu_count;
     double gpu_util, gpu_power_w;
@@ -114,7 +115,7 @@ typedef struct sl_snapshot {
     double gpu_stage_busy;    /**< 0..1: share of the interval the stage had
                                    samples in it (submitted, not yet done);
                                    < 0 without a stage */
-    double gpu_jpg_util;      /**< 0..1: NVML's JPEG-decoder use of GPU 0
+    double gpu_jpg_util;      /**< 0..1: NVML's JPEG-decoder use of the GPU
                                    (nvmlDeviceGetJpgUtilization); < 0 where
                                    NVML cannot tell */
     /* ranged requests for samples from URLs (after the fifth layout;
@@ -156,6 +157,10 @@ typedef struct sl_snapshot {
                                    stage the loader made */
     int64_t gpu_nvjpeg_bytes; /**< and nvJPEG's own work buffers (the
                                    process's cache, outside the budget) */
+    /* which GPU the gpu_* fields describe (after the eighth layout) */
+    int gpu_index; /**< NVML's index of it: the GPU stage's GPU (found by
+                        its PCI bus id), else GPU 0; < 0 without NVML or
+                        where NVML cannot tell */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

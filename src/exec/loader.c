@@ -121,7 +121,8 @@ static int create(const char *source, const sl_options_t *opt,
     if (l->opt.telemetry_ms >= 0) {
         sl__collector_opts_t co = {
             l->opt.telemetry_ms, source, l->opt.telemetry_path,
-            l->opt.metrics_port, 600,    NULL};
+            l->opt.metrics_port, 600,    NULL,
+            l->gpu_bus};
         rc = sl__loader_sched_init(l, &co, err, errlen);
         if (!rc)
             rc = sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll,

@@ -169,6 +169,9 @@ int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen)
                                      stage_budget(&l->opt), why, sizeof why);
     if (l->stage) {
         l->stage_owned = 1;
+        sl__cuda_stage_stats_t cs; /* telemetry reads its GPU through NVML */
+        sl__cuda_stage_stats(l->stage, &cs);
+        memcpy(l->gpu_bus, cs.pci_bus_id, sizeof l->gpu_bus);
         return 0;
     }
     if (l->place.asked == SL_PLACEMENT_GPU)

@@ -181,6 +181,7 @@ static int create(const char *const *sources, int nsources,
                                    l->opt.telemetry_path,
                                    0,
                                    600,
+                                   NULL,
                                    NULL};
         sl_options_t shape; /* what the policy reads: its id and seed */
         sl_options_init(&shape);

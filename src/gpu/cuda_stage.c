@@ -853,6 +853,10 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
     }
     sl__cuda_err_t e = rt->set_device(device);
     const char *what = "cudaSetDevice";
+    if (!e && rt->device_pci_bus_id &&
+        rt->device_pci_bus_id(s->stats.pci_bus_id,
+                              (int)sizeof s->stats.pci_bus_id, device))
+        s->stats.pci_bus_id[0] = 0; /* telemetry reads GPU 0 */
     if (!e) {
         what = "loading the kernels";
         e = rt->library_load_data(&s->lib, sl__gpu_fatbin_bytes, NULL, NULL, 0,

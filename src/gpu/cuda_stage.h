@@ -86,6 +86,9 @@ typedef struct sl__cuda_stage_stats {
     int roi, roi_off;
     long long roi_samples;
     double px_images, px_decoded;
+    /* its GPU as the driver names it (cudaDeviceGetPCIBusId), for NVML's
+     * telemetry of the same GPU; "" where the runtime cannot tell */
+    char pci_bus_id[32];
 } sl__cuda_stage_stats_t;
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out);
 

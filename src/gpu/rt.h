@@ -117,6 +117,9 @@ typedef struct sl__gpu_rt {
                                               const unsigned char *const *d,
                                               const size_t *lens, void *outputs,
                                               sl__cuda_stream_t s);
+    /* optional: the device's PCI bus id ("0000:3b:00.0"), by which NVML
+     * finds the same GPU (its indices need not be CUDA's) */
+    sl__cuda_err_t (*device_pci_bus_id)(char *buf, int len, int dev);
     /* optional: a batch decoded to regions (ROI), one parameter set per
      * image; nvJPEG has it from 11.6 on, for the hardware backend only
      * (sl__gpu_rt_roi) */

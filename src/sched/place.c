@@ -40,6 +40,22 @@ static void measure(const sl_snapshot_t *win, int n, meas_t *m)
                   : 0;
 }
 
+/* NVML's mean use over the window (0..1), of the JPEG decoders (jpg) or
+ * of the GPU (kernels running); < 0 where it cannot tell. */
+static double nvml_use(const sl_snapshot_t *win, int n, int jpg)
+{
+    double sum = 0, t = 0;
+    for (int i = 0; i < n; i++) {
+        double u = jpg ? win[i].gpu_jpg_util : win[i].gpu_util;
+        double dt = win[i].interval_s > 0 ? win[i].interval_s : 0;
+        if (win[i].gpu_present && u >= 0) {
+            sum += u * dt;
+            t += dt;
+        }
+    }
+    return t > 0 ? sum / t : -1;
+}
+
 static int backoff(int *b)
 {
     *b = *b < 2 ? 2 : *b * 2;
@@ -132,13 +148,15 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     double g = p->gpu_rate;
 
     /* Raise: the trainer waits and the CPU cannot give more — unless
-     * NVML says the JPEG decoders are full already (the GPU is the
-     * bound). */
+     * NVML says the GPU has no room: its JPEG decoders full, or kernels
+     * running all the time (then the trainer's wait is not the GPU's idle
+     * time — it queued work ahead, or another job fills it — and more
+     * work there would slow the step). */
     int cpu_short = !(e.cpu_prep > 0) || !(e.cpu_prep_max > 1.10 * e.cpu_prep);
-    int jpg_full =
-        win[n - 1].gpu_present && win[n - 1].gpu_jpg_util >= SL_PLACE_JPG_FULL;
+    int gpu_full = nvml_use(win, n, 1) >= SL_PLACE_JPG_FULL ||
+                   nvml_use(win, n, 0) >= SL_PLACE_GPU_FULL;
     if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&
-        !jpg_full) {
+        !gpu_full) {
         double bal = g > 0 ? g / (g + cpu) : 1;
         double want =
             e.demand > 0 ? 1 - cpu / (e.demand * SL_EST_DECODE_HEADROOM) : bal;

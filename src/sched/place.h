@@ -10,14 +10,18 @@
  * gpu_samples_per_s over gpu_stage_busy).
  *   - raise: the consumer waits (stall >= 3 %), the CPU cannot give
  *     more (prep_max within 10 % of prep: the decoders are at their
- *     budget or the cores are taken) and NVML does not report the JPEG
- *     decoders full (>= 95 %): the share jumps to what the model
- *     asks — the CPU keeps what it makes, the GPU takes the rest of the
- *     demand (1 - prep / demand; a consumer that takes all it gets: the
- *     balance G / (G + prep), where both paths finish a batch together),
- *     never past that balance (beyond it the GPU is the bound), at least
- *     one step (50) above the share in force. Before the GPU's capacity
- *     is measured the jump is the demand's share alone, at most half;
+ *     budget or the cores are taken) and NVML does not report the GPU
+ *     full over the window (its JPEG decoders, or its kernels running,
+ *     >= 95 % of the time: a trainer that waits while the GPU never
+ *     idles queued its work ahead, or shares the GPU with another job,
+ *     and more GPU work would slow its step): the share jumps to what
+ *     the model asks — the CPU keeps what it makes, the GPU takes the
+ *     rest of the demand (1 - prep / demand; a consumer that takes all
+ *     it gets: the balance G / (G + prep), where both paths finish a
+ *     batch together), never past that balance (beyond it the GPU is the
+ *     bound), at least one step (50) above the share in force. Before
+ *     the GPU's capacity is measured the jump is the demand's share
+ *     alone, at most half;
  *   - judged the next window by what the trainer got: a raise that did
  *     not lift the delivered rate by 5 % (or cut the stall by 30 % at
  *     the same rate) is undone, and the next raise waits 2, 4 .. 32
@@ -46,6 +50,7 @@
 #define SL_PLACE_CALM 4         /* windows without a wait before a shed */
 #define SL_PLACE_BACKOFF_MAX 32 /* windows */
 #define SL_PLACE_JPG_FULL 0.95  /* NVML's JPEG-decoder use: no room */
+#define SL_PLACE_GPU_FULL 0.95  /* NVML's GPU use (kernels running) */
 
 typedef struct sl__place {
     int trial; /* +1: a raise under trial, -1: a shed, 0: none */

@@ -181,6 +181,7 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     out->gpu_pcie_rx_bytes_per_s = out->gpu_pcie_tx_bytes_per_s = -1;
     out->energy_j = -1;
     out->gpu_jpg_util = -1;
+    out->gpu_index = -1;
     out->gpu_stage_busy = -1;
     if (s->gpu.on) { /* as the loader's collector reports its stage */
         out->placement_present = 1;

@@ -38,6 +38,7 @@ struct sl__collector {
     reading_t prev, cur;
     sl__rapl_t rapl;
     double rapl_j0, gpu_j0;
+    char gpu_bus[32]; /* the GPU NVML reports ("": GPU 0) */
     FILE *jsonl;
     sl__prom_t *prom;
 
@@ -180,8 +181,9 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     /* GPU and energy: read, never invented. */
     sl__gpu_t g;
     memset(&g, 0, sizeof g);
-    sl__gpu_read(&g);
+    sl__gpu_read(&g, c->gpu_bus);
     s->gpu_present = g.valid;
+    s->gpu_index = g.valid ? g.index : -1;
     if (g.valid) {
         s->gpu_count = g.count;
         s->gpu_util = g.util;
@@ -393,6 +395,9 @@ int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
     if (!c)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     c->o = *o;
+    snprintf(c->gpu_bus, sizeof c->gpu_bus, "%s",
+             o->gpu_bus_id ? o->gpu_bus_id : "");
+    c->o.gpu_bus_id = NULL; /* the copy is read */
     if (c->o.ring < 1)
         c->o.ring = 600;
     if (c->o.period_ms < 1)
@@ -431,7 +436,7 @@ int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
     c->rapl_j0 = sl__rapl_read(&c->rapl, "/");
     sl__gpu_t g;
     memset(&g, 0, sizeof g);
-    sl__gpu_read(&g);
+    sl__gpu_read(&g, c->gpu_bus);
     c->gpu_j0 = g.valid ? g.energy_j : -1;
     if (!rc && o->metrics_port)
         rc = sl__prom_start(o->metrics_port, c, &c->prom, err, errlen);

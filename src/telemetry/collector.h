@@ -95,6 +95,9 @@ typedef struct sl__collector_opts {
     /* Called on the collector thread after each periodic snapshot (the
      * scheduler's hook); may be NULL. */
     void (*on_tick)(void *arg, struct sl__collector *c);
+    /* The GPU NVML reports (cudaDeviceGetPCIBusId's form; copied): the
+     * GPU stage's. NULL or "": GPU 0. */
+    const char *gpu_bus_id;
 } sl__collector_opts_t;
 
 typedef struct sl__collector sl__collector_t;

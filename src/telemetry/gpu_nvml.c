@@ -1,4 +1,4 @@
-/* telemetry/gpu_nvml: GPU 0 through NVML, loaded at run time so that the
+/* telemetry/gpu_nvml: a GPU through NVML, loaded at run time so that the
  * library builds and runs on machines without the NVIDIA driver. Only the
  * few NVML types used are declared here (from nvml.h's stable v2 ABI). */
 #include <dlfcn.h>
@@ -34,6 +34,8 @@ static struct {
     nvmlReturn_t (*pcie)(nvmlDevice_t, int, unsigned int *);    /* KB/s */
     nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *); /* mJ */
     nvmlReturn_t (*jpg)(nvmlDevice_t, unsigned int *, unsigned int *);
+    nvmlReturn_t (*by_bus)(const char *, nvmlDevice_t *);
+    nvmlReturn_t (*index)(nvmlDevice_t, unsigned int *);
 } nv;
 static pthread_once_t nv_once = PTHREAD_ONCE_INIT;
 
@@ -81,6 +83,10 @@ static void nv_load(void)
     nv.jpg =
         (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *, unsigned int *))dlsym(
             lib, "nvmlDeviceGetJpgUtilization");
+    nv.by_bus = (nvmlReturn_t(*)(const char *, nvmlDevice_t *))dlsym(
+        lib, "nvmlDeviceGetHandleByPciBusId_v2");
+    nv.index = (nvmlReturn_t(*)(nvmlDevice_t, unsigned int *))dlsym(
+        lib, "nvmlDeviceGetIndex");
     if (!init || !nv.count || !nv.handle || init() != NVML_SUCCESS) {
         memset(&nv, 0, sizeof nv);
         dlclose(lib);
@@ -91,7 +97,7 @@ static void nv_load(void)
     nv.ok = 1;
 }
 
-void sl__gpu_read(sl__gpu_t *g)
+void sl__gpu_read(sl__gpu_t *g, const char *pci_bus_id)
 {
     if (!g)
         return;
@@ -102,13 +108,21 @@ void sl__gpu_read(sl__gpu_t *g)
     pthread_once(&nv_once, nv_load);
     if (!nv.ok)
         return;
-    unsigned int count = 0;
+    unsigned int count = 0, index = 0;
     nvmlDevice_t d;
-    if (nv.count(&count) != NVML_SUCCESS || count == 0 ||
-        nv.handle(0, &d) != NVML_SUCCESS)
+    if (nv.count(&count) != NVML_SUCCESS || count == 0)
+        return;
+    int by_bus = pci_bus_id && *pci_bus_id && nv.by_bus &&
+                 nv.by_bus(pci_bus_id, &d) == NVML_SUCCESS;
+    if (!by_bus && nv.handle(0, &d) != NVML_SUCCESS)
         return;
     g->valid = 1;
     g->count = count > INT_MAX ? INT_MAX : (int)count;
+    g->index =
+        !by_bus ? 0
+        : nv.index && nv.index(d, &index) == NVML_SUCCESS && index <= INT_MAX
+            ? (int)index
+            : -1;
 
     nvmlUtilization_t u;
     if (nv.util && nv.util(d, &u) == NVML_SUCCESS && u.gpu <= 100)

@@ -53,7 +53,8 @@ typedef struct sl__net {
 typedef struct sl__gpu {
     int valid;
     int count;
-    double util;     /* 0..1, GPU 0 */
+    int index;       /* NVML's index of the GPU read; < 0 unknown */
+    double util;     /* 0..1 */
     double jpg_util; /* 0..1: its JPEG decoders (NVML >= 11), or < 0 */
     uint64_t mem_used, mem_total;
     double power_w;
@@ -122,11 +123,14 @@ double sl__rapl_read(sl__rapl_t *r, const char *root);
 /* NVML loaded with dlopen("libnvidia-ml.so.1") on first use (from the
  * directories of SL_CUDA_LIB_PATH first when it is set, as gpu/rt.h looks
  * for the CUDA libraries, then the system's search); no GPU, no library,
- * or any NVML error = g->valid 0. Thread-safe. Reports GPU 0 (and the
- * count); the PCIe query samples for ~20 ms per direction inside NVML,
- * so a call may take ~40 ms: sample from a telemetry thread, not a hot
- * path. The library stays loaded and initialised until exit. */
-void sl__gpu_read(sl__gpu_t *g);
+ * or any NVML error = g->valid 0. Thread-safe. Reports the GPU with the
+ * PCI bus id given (cudaDeviceGetPCIBusId's "0000:3b:00.0": the GPU
+ * stage's, as NVML's indices need not be CUDA's), else GPU 0 — also
+ * where NVML cannot find that id — and the count. The PCIe query
+ * samples for ~20 ms per direction inside NVML, so a call may take
+ * ~40 ms: sample from a telemetry thread, not a hot path. The library
+ * stays loaded and initialised until exit. */
+void sl__gpu_read(sl__gpu_t *g, const char *pci_bus_id);
 /* How many GPUs NVML sees (0: none, or no NVML), cheaply. NVML is the
  * driver's own library: asking it starts no CUDA context, so a process
  * may ask before deciding whether to start CUDA at all. */

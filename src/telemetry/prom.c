@@ -279,13 +279,16 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
                s->psi_io_some);
     metric_opt(&o, "psi_memory_some", "Memory pressure, some, avg10 (%).",
                s->psi_mem_some);
-    if (s->gpu_present) {
-        metric(&o, "gpu_utilization", "gauge", "GPU 0 utilisation (0..1).",
-               s->gpu_util);
-        metric_opt(&o, "gpu_power_watts", "GPU 0 power.", s->gpu_power_w);
+    if (s->gpu_present) { /* the GPU stage's GPU, else GPU 0 */
+        metric(&o, "gpu_utilization", "gauge",
+               "The loader's GPU: utilisation (0..1).", s->gpu_util);
+        metric_opt(&o, "gpu_power_watts", "The loader's GPU: power.",
+                   s->gpu_power_w);
         metric_opt(&o, "gpu_jpeg_utilization",
-                   "GPU 0 JPEG decoders' utilisation (0..1).", s->gpu_jpg_util);
-        metric_opt(&o, "gpu_memory_used_bytes", "GPU 0 memory used.",
+                   "The loader's GPU: JPEG decoders' utilisation (0..1).",
+                   s->gpu_jpg_util);
+        metric_opt(&o, "gpu_memory_used_bytes",
+                   "The loader's GPU: memory used.",
                    (double)s->gpu_mem_used_bytes);
     }
     if (s->placement_present) {

@@ -48,6 +48,7 @@ static const sl__schema_field_t schema[] = {
     F("net_tx_bytes_per_s", NUM, net_tx_bytes_per_s),
     F("gpu", OBJ_IF, gpu_present),
     F("gpu.count", INT, gpu_count),
+    F("gpu.index", INT, gpu_index),
     F("gpu.util", NUM, gpu_util),
     F("gpu.mem_used_bytes", NUM_I64, gpu_mem_used_bytes),
     F("gpu.mem_total_bytes", NUM_I64, gpu_mem_total_bytes),

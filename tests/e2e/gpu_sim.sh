@@ -83,10 +83,36 @@ check "the GPU stage did samples" \
   grep -Eq '"gpu_samples_total": [1-9]' "$T/auto.jsonl"
 check "telemetry has the stage's busy share" grep -q '"gpu_stage_busy": 0\.[0-9]*[1-9]' "$T/auto.jsonl"
 check "telemetry has the JPEG decoders' use from NVML" grep -q '"jpg_util": 0.25' "$T/auto.jsonl"
+# The same run with NVML saying the GPU never idles (kernels running 99 %
+# of the time): the trainer's wait is not the GPU's idle time, so the
+# share is not raised.
+SIM_NVML_GPU_UTIL=99 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 \
+  --seed 9 --max-threads 2 --epochs 40 --json --telemetry "$T/full.jsonl" \
+  --telemetry-ms 10 >/dev/null 2>&1
+check "telemetry has NVML's GPU use (0.99)" \
+  grep -q '"util": 0.99' "$T/full.jsonl"
+check "a GPU that never idles gets no share (no placement decision)" \
+  bash -c "! grep -q '\"knob\": \"gpu_share\"' '$T/full.jsonl'"
 static=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --policy static \
            --json --telemetry "$T/static.jsonl" 2>/dev/null)
 check "under the static policy auto stays on the CPU" \
   grep -q 'auto without a gpu_share under the static policy' "$T/static.jsonl"
+# Telemetry's GPU is the stage's: NVML finds it by its PCI bus id, as
+# NVML's indices need not be CUDA's (the simulated NVML numbers two devices
+# the other way round, and reports use 10 % + its index).
+check "one GPU: telemetry reads NVML's GPU 0" grep -q '"index": 0, "util": 0.1[,}]' "$T/gpu.jsonl"
+for dev in 0 1; do
+  SIM_CUDA_DEVICES=2 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" \
+    --placement gpu --gpu-device $dev --telemetry "$T/dev$dev.jsonl" \
+    --telemetry-ms 5 >/dev/null 2>&1
+done
+check "CUDA's GPU 0 is NVML's 1 (the stage's GPU read)" \
+  grep -q '"count": 2, "index": 1, "util": 0.11' "$T/dev0.jsonl"
+check "CUDA's GPU 1 is NVML's 0" \
+  grep -q '"count": 2, "index": 0, "util": 0.1[,}]' "$T/dev1.jsonl"
+SIM_CUDA_DEVICES=2 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" \
+  --placement cpu --telemetry "$T/devcpu.jsonl" --telemetry-ms 5 >/dev/null 2>&1
+check "without a stage: GPU 0" grep -q '"count": 2, "index": 0,' "$T/devcpu.jsonl"
 if command -v gnuplot >/dev/null; then
   "$S" plot "$T/half.jsonl" -o "$T/half.svg" >/dev/null 2>&1
   check "sluice plot draws the GPU share" grep -q "GPU share" "$T/half.svg"

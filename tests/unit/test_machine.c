@@ -562,8 +562,9 @@ static void test_gpu(void **state)
 {
     (void)state;
     sl__gpu_t g;
-    sl__gpu_read(&g);
-    sl__gpu_read(&g); /* the once-only load, twice */
+    sl__gpu_read(&g, NULL);
+    sl__gpu_read(&g, "0000:ff:1f.7"); /* the once-only load, twice; an id
+                                         no GPU has: GPU 0, if any */
     print_message("NVML: %s\n", g.valid ? "GPU found" : "no GPU");
     if (!g.valid) {
         assert_int_equal(g.count, 0);
@@ -571,6 +572,7 @@ static void test_gpu(void **state)
         return;
     }
     assert_true(g.count >= 1);
+    assert_int_equal(g.index, 0);
     assert_true(g.util < 0 || (g.util >= 0 && g.util <= 1));
     assert_true(g.mem_used <= g.mem_total);
 }

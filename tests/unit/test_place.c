@@ -195,6 +195,43 @@ test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state)
     assert_true(share > 300);
 }
 
+static void test_no_raise_when_nvml_says_the_gpu_never_idles(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(1);
+    sl__knobs_t cur = {1, 1, 4, 300};
+    char why[SL_SCHED_REASON];
+    int share;
+    /* The trainer waits 30 %, the CPU is short, but kernels ran all the
+     * window: its wait is not the GPU's idle time. */
+    window(600, 0.3, 1, 1.0, 420, 300, 180, 0.3);
+    for (int i = 0; i < N; i++) {
+        w[i].gpu_present = 1;
+        w[i].gpu_util = 0.97;
+        w[i].gpu_jpg_util = 0.2;
+    }
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(share, 300);
+    /* The window's mean decides, not one reading: one busy period of five
+     * leaves room (mean 0.69). */
+    for (int i = 0; i < N; i++)
+        w[i].gpu_util = i == N - 1 ? 0.97 : 0.62;
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_true(share > 300);
+    /* Without NVML (gpu_present 0) its fields are not read. */
+    sl__place_init(&p);
+    for (int i = 0; i < N; i++) {
+        w[i].gpu_present = 0;
+        w[i].gpu_util = w[i].gpu_jpg_util = 0.99;
+    }
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+}
+
 static void test_nothing_without_the_scheduler_placing(void **state)
 {
     (void)state;
@@ -263,6 +300,7 @@ int main(void)
             test_calm_sheds_and_a_shed_that_brings_waits_is_undone),
         cmocka_unit_test(
             test_no_raise_when_nvml_says_the_jpeg_decoders_are_full),
+        cmocka_unit_test(test_no_raise_when_nvml_says_the_gpu_never_idles),
         cmocka_unit_test(test_nothing_without_the_scheduler_placing),
         cmocka_unit_test(test_the_tick_places_first_and_alone),
         cmocka_unit_test(test_the_estimate_asks_decoders_for_the_cpus_part),

@@ -36,6 +36,7 @@ static void full_snapshot(sl_snapshot_t *s)
     s->net_tx_bytes_per_s = 2000;
     s->gpu_present = 1;
     s->gpu_count = 2;
+    s->gpu_index = 1;
     s->gpu_util = 0.9;
     s->gpu_mem_used_bytes = 4000000000LL;
     s->gpu_mem_total_bytes = 80000000000LL;
@@ -119,6 +120,7 @@ static void test_round_trip_every_field(void **state)
     assert_true(p.cpu_core[4] == -1.0f); /* beyond the array: unreadable */
     assert_int_equal(p.gpu_present, 1);
     assert_int_equal(p.gpu_count, 2);
+    assert_int_equal(p.gpu_index, 1);
     assert_true(p.gpu_mem_total_bytes == 80000000000LL);
     assert_true(p.samples_total == 9007199254740993LL); /* integers exact */
     assert_int_equal(p.read.queue_capacity, 32);
@@ -163,6 +165,7 @@ static void test_round_trip_unreadable(void **state)
     sl_snapshot_t p = round_trip(&s);
     assert_int_equal(p.gpu_present, 0);
     assert_true(p.gpu_util < 0 && p.gpu_mem_used_bytes < 0);
+    assert_int_equal(p.gpu_index, -1);
     assert_int_equal(p.decision_new, 0);
     assert_true(p.psi_io_full < 0 && p.energy_j < 0);
     assert_true(p.records_per_request < 0);

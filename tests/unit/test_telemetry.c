@@ -41,7 +41,7 @@ static void fake_pipe(void *arg, sl__pipe_sample_t *o)
 static void test_hog_shows_as_other_cpu(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {100, "/", NULL, 0, 100, NULL};
+    sl__collector_opts_t o = {100, "/", NULL, 0, 100, NULL, NULL};
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
@@ -75,8 +75,8 @@ static void test_hog_shows_as_other_cpu(void **state)
 static void test_ring_order_and_pipeline_rates(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {1000000, "/", NULL,
-                              0,       4,   NULL}; /* manual ticks */
+    sl__collector_opts_t o = {1000000, "/",  NULL, 0,
+                              4,       NULL, NULL}; /* manual ticks */
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
@@ -102,7 +102,7 @@ static void test_ring_order_and_pipeline_rates(void **state)
 static void test_json_has_every_documented_key(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {1000000, "/", NULL, 0, 4, NULL};
+    sl__collector_opts_t o = {1000000, "/", NULL, 0, 4, NULL, NULL};
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
@@ -177,7 +177,7 @@ static int http_get(int port, const char *path, char *buf, size_t cap)
 static void test_prometheus_over_loopback(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {50, "/", NULL, 0, 16, NULL};
+    sl__collector_opts_t o = {50, "/", NULL, 0, 16, NULL, NULL};
     sl__collector_t *c = NULL;
     char err[256];
     int port = 0, rc = -1;

@@ -7,14 +7,30 @@
  * as loops over gpu/resample.h's per-element functions — the same code
  * the CUDA kernels run. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpu/resample.h"
 
+/* SIM_CUDA_DEVICES=N: N devices (default 1), sharing the host's memory;
+ * device d on PCI bus 0x10 + d (sim_nvml.c finds it by that id). */
+static int devices(void)
+{
+    const char *e = getenv("SIM_CUDA_DEVICES");
+    int n = e ? atoi(e) : 1;
+    return n > 0 ? n : 1;
+}
 int cudaGetDeviceCount(int *n)
 {
-    *n = 1;
+    *n = devices();
+    return 0;
+}
+int cudaDeviceGetPCIBusId(char *buf, int len, int d)
+{
+    if (d < 0 || d >= devices())
+        return 101; /* cudaErrorInvalidDevice */
+    snprintf(buf, (size_t)len, "00000000:%02X:00.0", 0x10 + d);
     return 0;
 }
 const char *cudaGetErrorString(int e)
@@ -28,7 +44,7 @@ int cudaRuntimeGetVersion(int *v)
 }
 int cudaSetDevice(int d)
 {
-    return d == 0 ? 0 : 101;
+    return d >= 0 && d < devices() ? 0 : 101;
 }
 int cudaMemGetInfo(size_t *f, size_t *t)
 {
