@@ -556,6 +556,8 @@ static void *feeder_main(void *arg)
         pthread_mutex_lock(&s->mu);
         s->launched++;
         s->stats.groups++;
+        if (sl->n > s->stats.largest_group)
+            s->stats.largest_group = sl->n;
         s->stats.px_images += at.px_img;
         s->stats.px_decoded += at.px_dec;
         if (s->roi)
@@ -779,9 +781,14 @@ void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
 static int size_slots(cstage_t *s, size_t budget, char *err, size_t errlen)
 {
     size_t half = budget / 2;
-    s->gmax = SL__GPU_GROUP_MAX;
+    /* SL_GPU_GROUP=N: groups of at most N samples (for measuring what
+     * the group's size does to the training step: bench/gpu) */
+    const char *g = getenv("SL_GPU_GROUP");
+    int want = g ? atoi(g) : 0;
+    s->gmax = want >= 1 && want < SL__GPU_GROUP_MAX ? want : SL__GPU_GROUP_MAX;
     while (s->gmax > 1 && (size_t)s->gmax * s->sample_bytes > half / 4)
         s->gmax /= 2;
+    s->stats.group_max = s->gmax;
     s->coef_cap = (size_t)8 << 20;
     s->plans_off = 0;
     s->coef_off = ALIGN((size_t)s->gmax * sizeof(sl__gpu_plan_t));
@@ -909,11 +916,16 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
     g_stages++;
     s->counted = 1;
     pthread_mutex_unlock(&g_cache_mu);
-    int je =
-        rt->nvjpeg_create_ex(gs.hw_backend ? SL__NVJPEG_BACKEND_HARDWARE
-                                           : SL__NVJPEG_BACKEND_DEFAULT,
-                             cached ? (void *)&nv_dev_alloc : NULL,
-                             cached ? (void *)&nv_pin_alloc : NULL, 0, &s->jh);
+    /* SL_GPU_BACKEND=default: nvJPEG's default (GPU / hybrid) backend
+     * where the hardware one is there too (for measuring which of them
+     * slows the training step: bench/gpu) */
+    const char *be = getenv("SL_GPU_BACKEND");
+    int hw = gs.hw_backend && !(be && !strcmp(be, "default"));
+    s->stats.hw_backend = hw;
+    int je = rt->nvjpeg_create_ex(
+        hw ? SL__NVJPEG_BACKEND_HARDWARE : SL__NVJPEG_BACKEND_DEFAULT,
+        cached ? (void *)&nv_dev_alloc : NULL,
+        cached ? (void *)&nv_pin_alloc : NULL, 0, &s->jh);
     for (int k = 0; k < 2 && !je; k++)
         je = rt->nvjpeg_state_create(s->jh, &s->slot[k].jstate);
     /* ROI decode: the hardware backend's batched decode with a region per
@@ -921,8 +933,7 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
      * (for measuring the difference: bench/gpu). Its parameter sets are
      * made here, the regions set per group. */
     const char *roi = getenv("SL_GPU_ROI");
-    s->roi = !je && gs.hw_backend && sl__gpu_rt_roi(rt) &&
-             !(roi && !strcmp(roi, "0"));
+    s->roi = !je && hw && sl__gpu_rt_roi(rt) && !(roi && !strcmp(roi, "0"));
     int pe = 0; /* a failure here only turns the option off */
     for (int k = 0; k < 2 && s->roi && !pe; k++)
         for (int i = 0; i < s->gmax && !pe; i++) {

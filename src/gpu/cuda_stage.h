@@ -89,6 +89,9 @@ typedef struct sl__cuda_stage_stats {
     /* its GPU as the driver names it (cudaDeviceGetPCIBusId), for NVML's
      * telemetry of the same GPU; "" where the runtime cannot tell */
     char pci_bus_id[32];
+    int hw_backend;          /* 1: nvJPEG's hardware backend; 0: its default */
+    int group_max;           /* the most samples a group takes */
+    long long largest_group; /* the most a group had */
 } sl__cuda_stage_stats_t;
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out);
 

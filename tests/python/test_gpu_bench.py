@@ -33,7 +33,7 @@ def test_every_case_trains_and_reports(folder):
     if not (built / "sluice").is_dir():
         pytest.skip("sluice module not built")
     env = dict(os.environ, PYTHONPATH=str(built), SL_CUDA_LIB_PATH=SIM)
-    cases = "cpu,gpu,gpu-whole,gpu-dev,auto,torch,tv-gpu"
+    cases = "cpu,gpu,gpu-whole,gpu-dev,auto,torch,tv-gpu,gpu-hybrid,gpu-g32,cpu"
     p = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "gpu" / "train.py"), folder,
          "--device", "cpu", "--batch", "8", "--steps", "2", "--warmup", "1",
@@ -62,6 +62,12 @@ def test_every_case_trains_and_reports(folder):
     assert r["gpu-whole_t1"]["gpu_decoded_frac"] == 1
     assert r["gpu_t1"]["gpu_bytes"] > 0
     assert r["auto_t1"]["gpu_share"] is not None
+    # the interference variants (bench/gpu/run step 8), and a case run
+    # again has its own key
+    for case in ("gpu-hybrid", "gpu-g32"):
+        assert r[f"{case}_t1"]["gpu_samples"] >= 24, (case, r[f"{case}_t1"])
+    assert r["gpu-hybrid_t1"]["gpu_roi"] == 0  # ROI is the hardware's
+    assert r["cpu_t1_2"]["img_s"] > 0 and r["cpu_t1_2"]["gpu_samples"] == 0
     # the peers have no sluice telemetry
     assert "gpu_samples" not in r["torch_t1"]
     # the variant's environment does not leak into the next case

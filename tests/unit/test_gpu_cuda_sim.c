@@ -135,6 +135,7 @@ static void cpu_no_dct(const sl__xform_t *x, int i, uint8_t *out)
 typedef struct variant {
     const char *env, *val;
     int roi, roi_off; /* sl__cuda_stage_stats_t's */
+    int hw, gmax;     /* its backend; groups of at most gmax (0: 128) */
 } variant_t;
 
 /* Every image through the stage equals the CPU path without DCT scaling,
@@ -198,6 +199,9 @@ static void equals_cpu_no_dct(variant_t v)
     assert_int_equal(ss.samples, NIMG);
     assert_int_equal(ss.refused, 2);
     assert_true(ss.groups >= 1);
+    assert_int_equal(ss.group_max, v.gmax ? v.gmax : SL__GPU_GROUP_MAX);
+    assert_true(ss.largest_group >= 1 && ss.largest_group <= ss.group_max);
+    assert_int_equal(ss.hw_backend, v.hw);
     assert_int_equal(ss.roi, v.roi);
     assert_int_equal(ss.roi_off, v.roi_off);
     assert_int_equal(ss.roi_samples, v.roi ? NIMG : 0);
@@ -217,12 +221,16 @@ static void equals_cpu_no_dct(variant_t v)
 static void test_equals_cpu_no_dct(void **state)
 {
     (void)state;
-    equals_cpu_no_dct((variant_t){NULL, NULL, 1, 0});
-    equals_cpu_no_dct((variant_t){"SL_GPU_PAGEABLE_BITS", "1", 1, 0});
-    equals_cpu_no_dct((variant_t){"SL_GPU_ROI", "0", 0, 0});
-    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "1", 0, 9});
-    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "set", 0, 2});
-    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "create", 0, 9});
+    equals_cpu_no_dct((variant_t){NULL, NULL, 1, 0, 1, 0});
+    equals_cpu_no_dct((variant_t){"SL_GPU_PAGEABLE_BITS", "1", 1, 0, 1, 0});
+    equals_cpu_no_dct((variant_t){"SL_GPU_ROI", "0", 0, 0, 1, 0});
+    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "1", 0, 9, 1, 0});
+    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "set", 0, 2, 1, 0});
+    equals_cpu_no_dct((variant_t){"SIM_NVJPEG_NO_ROI", "create", 0, 9, 1, 0});
+    /* nvJPEG's default backend (no ROI there), and groups of at most 4:
+     * bench/gpu's variants for measuring the interference */
+    equals_cpu_no_dct((variant_t){"SL_GPU_BACKEND", "default", 0, 0, 0, 0});
+    equals_cpu_no_dct((variant_t){"SL_GPU_GROUP", "4", 1, 0, 1, 4});
 }
 
 /* A decode that fails for the images' sake (NVJPEG_STATUS_JPEG_NOT_SUPPORTED)
