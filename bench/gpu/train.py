@@ -79,9 +79,20 @@ class Nvml:
             import pynvml
             pynvml.nvmlInit()
             self.nv = pynvml
-            self.h = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.h = self._handle(pynvml)
         except Exception:  # no NVML: the figures stay None
             self.nv = None
+
+    @staticmethod
+    def _handle(nv):
+        """torch's GPU in NVML, by its PCI bus id (NVML's indices need not
+        be CUDA's, e.g. under CUDA_VISIBLE_DEVICES); else NVML's GPU 0."""
+        try:
+            p = torch.cuda.get_device_properties(torch.cuda.current_device())
+            return nv.nvmlDeviceGetHandleByPciBusId(
+                f"{p.pci_domain_id:08x}:{p.pci_bus_id:02x}:{p.pci_device_id:02x}.0")
+        except Exception:
+            return nv.nvmlDeviceGetHandleByIndex(0)
 
     def start(self):
         self.samples, self.run = [], True

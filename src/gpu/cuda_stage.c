@@ -864,6 +864,7 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         rt->device_pci_bus_id(s->stats.pci_bus_id,
                               (int)sizeof s->stats.pci_bus_id, device))
         s->stats.pci_bus_id[0] = 0; /* telemetry reads GPU 0 */
+    s->stats.pci_bus_id[sizeof s->stats.pci_bus_id - 1] = 0;
     if (!e) {
         what = "loading the kernels";
         e = rt->library_load_data(&s->lib, sl__gpu_fatbin_bytes, NULL, NULL, 0,

@@ -112,9 +112,16 @@ void sl__gpu_read(sl__gpu_t *g, const char *pci_bus_id)
     nvmlDevice_t d;
     if (nv.count(&count) != NVML_SUCCESS || count == 0)
         return;
-    int by_bus = pci_bus_id && *pci_bus_id && nv.by_bus &&
-                 nv.by_bus(pci_bus_id, &d) == NVML_SUCCESS;
-    if (!by_bus && nv.handle(0, &d) != NVML_SUCCESS)
+    int asked = pci_bus_id && *pci_bus_id;
+    char id[32]; /* CUDA's "0000:3b:00.0" in NVML's own form */
+    unsigned dom, bus, dev, fn;
+    if (asked && sscanf(pci_bus_id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+        snprintf(id, sizeof id, "%08X:%02X:%02X.%X", dom, bus, dev, fn);
+    else
+        snprintf(id, sizeof id, "%s", asked ? pci_bus_id : "");
+    int by_bus = asked && nv.by_bus && nv.by_bus(id, &d) == NVML_SUCCESS;
+    /* A GPU NVML cannot find is not guessed among several: nothing read. */
+    if (!by_bus && ((asked && count > 1) || nv.handle(0, &d) != NVML_SUCCESS))
         return;
     g->valid = 1;
     g->count = count > INT_MAX ? INT_MAX : (int)count;

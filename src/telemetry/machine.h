@@ -125,8 +125,9 @@ double sl__rapl_read(sl__rapl_t *r, const char *root);
  * for the CUDA libraries, then the system's search); no GPU, no library,
  * or any NVML error = g->valid 0. Thread-safe. Reports the GPU with the
  * PCI bus id given (cudaDeviceGetPCIBusId's "0000:3b:00.0": the GPU
- * stage's, as NVML's indices need not be CUDA's), else GPU 0 — also
- * where NVML cannot find that id — and the count. The PCIe query
+ * stage's, as NVML's indices need not be CUDA's), else GPU 0 (where
+ * NVML cannot find that id: GPU 0 if it is the only one, else valid 0),
+ * and the count. The PCIe query
  * samples for ~20 ms per direction inside NVML, so a call may take
  * ~40 ms: sample from a telemetry thread, not a hot path. The library
  * stays loaded and initialised until exit. */

@@ -123,6 +123,12 @@ int sl_snapshot_json(const sl_snapshot_t *s, char *buf, size_t len)
 {
     if (!s || s->size < SL__SNAPSHOT_V1_SIZE)
         return SL_EINVAL;
+    sl_snapshot_t whole; /* a smaller layout: the rest unknown */
+    if (s->size < sizeof whole) {
+        sl__snapshot_unknown(&whole);
+        memcpy(&whole, s, s->size);
+        s = &whole;
+    }
     jw_t w = {buf, len, 0, 0};
     if (buf && len)
         buf[0] = 0;

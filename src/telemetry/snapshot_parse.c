@@ -149,25 +149,6 @@ static int text(const ctx_t *c, json_t *v, const char *path, char *dst,
     return 0;
 }
 
-/* Every field "cannot be read": numbers -1, flags 0, strings "". */
-static void unreadable(sl_snapshot_t *s)
-{
-    sl__abi_init(s, sizeof *s);
-    size_t nf;
-    const sl__schema_field_t *f = sl__snapshot_schema(&nf);
-    for (size_t i = 0; i < nf; i++) {
-        void *at = (char *)s + f[i].off;
-        if (f[i].kind == SL__SK_INT)
-            *(int *)at = -1;
-        else if (f[i].kind == SL__SK_I64 || f[i].kind == SL__SK_NUM_I64)
-            *(int64_t *)at = -1;
-        else if (f[i].kind <= SL__SK_NUM) /* a double */
-            *(double *)at = -1;
-    }
-    for (int i = 0; i < SL_SNAPSHOT_MAX_CORES; i++)
-        s->cpu_core[i] = -1;
-}
-
 /* One member of the schema, when present and not null. */
 static int set_field(const ctx_t *c, json_t *root, const sl__schema_field_t *f,
                      sl_snapshot_t *s)
@@ -226,7 +207,7 @@ int sl_snapshot_parse(const char *json, size_t len, sl_snapshot_t *out,
     if (!root)
         return BAD(&c, "not JSON: %s (column %d)", je.text, je.column);
     sl_snapshot_t s; /* out stays untouched on failure */
-    unreadable(&s);
+    sl__snapshot_unknown(&s);
     int rc = parse_root(&c, root, &s);
     if (rc == 0)
         sl__abi_out(out, &s, sizeof s, SL__SNAPSHOT_V1_SIZE);

@@ -1,6 +1,7 @@
 /* The snapshot's JSON schema as a table: see snapshot_schema.h. */
 #include "telemetry/snapshot_schema.h"
 
+#include "base/abi.h"
 #include "sluice/sluice.h"
 #include "sluice/telemetry.h"
 
@@ -128,4 +129,21 @@ const sl__schema_field_t *sl__snapshot_schema(size_t *n)
 {
     *n = sizeof schema / sizeof *schema;
     return schema;
+}
+
+void sl__snapshot_unknown(sl_snapshot_t *s)
+{
+    sl__abi_init(s, sizeof *s);
+    for (size_t i = 0; i < sizeof schema / sizeof *schema; i++) {
+        void *at = (char *)s + schema[i].off;
+        if (schema[i].kind == SL__SK_INT)
+            *(int *)at = -1;
+        else if (schema[i].kind == SL__SK_I64 ||
+                 schema[i].kind == SL__SK_NUM_I64)
+            *(int64_t *)at = -1;
+        else if (schema[i].kind <= SL__SK_NUM) /* a double */
+            *(double *)at = -1;
+    }
+    for (int i = 0; i < SL_SNAPSHOT_MAX_CORES; i++)
+        s->cpu_core[i] = -1;
 }

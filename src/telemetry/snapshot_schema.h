@@ -35,4 +35,10 @@ typedef struct sl__schema_field {
  * last one present). */
 const sl__schema_field_t *sl__snapshot_schema(size_t *n);
 
+struct sl_snapshot;
+/* Every field of *s "cannot be read" (size set to the whole layout):
+ * numbers -1, flags 0, strings "" — what the parser starts from, and what
+ * sl_snapshot_json writes for the fields past a caller's smaller layout. */
+void sl__snapshot_unknown(struct sl_snapshot *s);
+
 #endif

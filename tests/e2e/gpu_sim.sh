@@ -88,7 +88,10 @@ check "telemetry has the JPEG decoders' use from NVML" grep -q '"jpg_util": 0.25
 # share is not raised.
 SIM_NVML_GPU_UTIL=99 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 \
   --seed 9 --max-threads 2 --epochs 40 --json --telemetry "$T/full.jsonl" \
-  --telemetry-ms 10 >/dev/null 2>&1
+  --telemetry-ms 10 >/dev/null 2>"$T/full.err"
+check "a GPU that never idles: the run completes" test $? -eq 0
+check "  and the trainer waited (stall >= 3 %: a raise was otherwise due)" \
+  grep -Eq '"stall_fraction": (0\.(0[3-9]|[1-9])|1\.)' "$T/full.jsonl"
 check "telemetry has NVML's GPU use (0.99)" \
   grep -q '"util": 0.99' "$T/full.jsonl"
 check "a GPU that never idles gets no share (no placement decision)" \
@@ -113,6 +116,13 @@ check "CUDA's GPU 1 is NVML's 0" \
 SIM_CUDA_DEVICES=2 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" \
   --placement cpu --telemetry "$T/devcpu.jsonl" --telemetry-ms 5 >/dev/null 2>&1
 check "without a stage: GPU 0" grep -q '"count": 2, "index": 0,' "$T/devcpu.jsonl"
+# CUDA's GPU 2 is one NVML does not list (it sees 2 of 3): among several,
+# telemetry reads none rather than guess.
+SIM_CUDA_DEVICES=3 SIM_NVML_DEVICES=2 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" \
+  "${common[@]}" --placement gpu --gpu-device 2 --telemetry "$T/dev2.jsonl" \
+  --telemetry-ms 5 >/dev/null 2>&1
+check "a GPU NVML cannot find: gpu null, not another's" \
+  bash -c "grep -q '\"gpu\": null' '$T/dev2.jsonl' && ! grep -q '\"gpu\": {\"count' '$T/dev2.jsonl'"
 if command -v gnuplot >/dev/null; then
   "$S" plot "$T/half.jsonl" -o "$T/half.svg" >/dev/null 2>&1
   check "sluice plot draws the GPU share" grep -q "GPU share" "$T/half.svg"

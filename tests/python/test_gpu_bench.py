@@ -52,8 +52,7 @@ def test_every_case_trains_and_reports(folder):
         for k in ("img_s", "step_ms", "cpu_ms_img", "cpu_util"):
             assert c[k] > 0, (case, k, c)
         assert 0 <= c["wait"] <= 1 and c["wait_ms"] >= 0, (case, c)
-        # 3 steps of 8: the last 2 timed; the step time is the wall time's
-        assert abs(c["img_s"] * c["step_ms"] / 1000 - 8) < 0.1, (case, c)
+        assert c["wait_ms"] <= c["step_ms"], (case, c)
     # sluice's cases: the stage did what the case names
     assert r["cpu_t1"]["gpu_samples"] == 0
     assert r["gpu_t1"]["gpu_samples"] >= 24  # 3 batches, and what it prefetched
@@ -68,10 +67,12 @@ def test_every_case_trains_and_reports(folder):
         assert r[f"{case}_t1"]["gpu_samples"] >= 24, (case, r[f"{case}_t1"])
     assert r["gpu-hybrid_t1"]["gpu_roi"] == 0  # ROI is the hardware's
     assert r["cpu_t1_2"]["img_s"] > 0 and r["cpu_t1_2"]["gpu_samples"] == 0
+    # a variant's environment does not leak into the next case: auto after
+    # gpu-whole, gpu-g32 after gpu-hybrid decode regions again
+    assert r["auto_t1"]["gpu_roi"] == 1
+    assert r["gpu-g32_t1"]["gpu_roi"] == 1
     # the peers have no sluice telemetry
     assert "gpu_samples" not in r["torch_t1"]
-    # the variant's environment does not leak into the next case
-    assert "SL_GPU_ROI" not in os.environ
 
 
 def _spin():
@@ -90,10 +91,12 @@ def test_tree_cpu_counts_children_and_leaves_out_the_excluded():
     try:
         time.sleep(0.5)
         a, ax = C.tree_cpu(), C.tree_cpu(exclude={p.pid})
-        time.sleep(1.5)
+        time.sleep(3)
         b, bx = C.tree_cpu(), C.tree_cpu(exclude={p.pid})
     finally:
         p.terminate()
         p.join()
-    assert b - a > 0.5, (a, b)        # the spinning child is counted
-    assert bx - ax < 0.3, (ax, bx)    # unless excluded
+    # the spinning child is counted (a third of a core at least, on a
+    # loaded 2-core machine), unless excluded (this process sleeps)
+    assert b - a > 1.0, (a, b)
+    assert bx - ax < 0.3, (ax, bx)

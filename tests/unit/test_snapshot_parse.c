@@ -1,7 +1,9 @@
 /* sl_snapshot_parse: the inverse of sl_snapshot_json (round trips with every
  * field set and with the nulls), absent members, and bad lines refused with
  * a message that names the member. */
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sluice/sluice.h"
@@ -210,6 +212,39 @@ static void test_absent_and_null_members(void **state)
     assert_int_equal(p.ncpu, -1);
 }
 
+/* A caller built against the first layout: sl_snapshot_json reads its
+ * s->size bytes only (an allocation of exactly that size: ASan sees any
+ * read past it) and writes the later fields as unknown. */
+static void test_json_of_a_smaller_layout(void **state)
+{
+    (void)state;
+    sl_snapshot_t s;
+    full_snapshot(&s);
+    size_t v1 = offsetof(sl_snapshot_t, decision_reason) + 160;
+    unsigned char *small = malloc(v1);
+    assert_non_null(small);
+    s.size = v1; /* the caller's layout */
+    memcpy(small, &s, v1);
+    s.size = sizeof s;
+    char whole[16384], part[16384];
+    assert_true(sl_snapshot_json(&s, whole, sizeof whole) > 0);
+    assert_true(sl_snapshot_json((const sl_snapshot_t *)(void *)small, part,
+                                 sizeof part) > 0);
+    /* the first layout's fields as written, the later ones unknown */
+    assert_non_null(strstr(part, "\"samples_per_s\": "));
+    assert_non_null(strstr(whole, "\"placement\": {"));
+    assert_non_null(strstr(part, "\"placement\": null"));
+    assert_null(strstr(part, "\"gpu_roi\""));
+    sl_snapshot_t back;
+    sl_snapshot_init(&back);
+    char err[256];
+    assert_int_equal(
+        sl_snapshot_parse(part, strlen(part), &back, err, sizeof err), 0);
+    assert_true(back.samples_per_s == s.samples_per_s);
+    assert_int_equal(back.placement_present, 0);
+    free(small);
+}
+
 static void test_bad_lines_name_the_cause(void **state)
 {
     (void)state;
@@ -271,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_round_trip_every_field),
         cmocka_unit_test(test_round_trip_unreadable),
         cmocka_unit_test(test_absent_and_null_members),
+        cmocka_unit_test(test_json_of_a_smaller_layout),
         cmocka_unit_test(test_bad_lines_name_the_cause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

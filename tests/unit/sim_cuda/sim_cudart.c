@@ -30,7 +30,7 @@ int cudaDeviceGetPCIBusId(char *buf, int len, int d)
 {
     if (d < 0 || d >= devices())
         return 101; /* cudaErrorInvalidDevice */
-    snprintf(buf, (size_t)len, "00000000:%02X:00.0", 0x10 + d);
+    snprintf(buf, (size_t)len, "0000:%02x:00.0", 0x10 + d); /* CUDA's form */
     return 0;
 }
 const char *cudaGetErrorString(int e)

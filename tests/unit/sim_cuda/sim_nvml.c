@@ -8,6 +8,8 @@
  *                       i is CUDA's N-1-i: the same PCI bus id,
  *                       sim_cudart.c's cudaDeviceGetPCIBusId), as a driver
  *                       may, so a test sees which one telemetry reads;
+ *   SIM_NVML_DEVICES=M  NVML sees M of them (default N): CUDA's device
+ *                       M..N-1 it cannot find;
  *   SIM_NVML_GPU_UTIL=P the GPU's use (kernels running) P % (default 10)
  *                       on NVML's device 0, P + i on device i. */
 #include <stdint.h>
@@ -24,7 +26,9 @@ typedef struct {
 
 static unsigned count(void)
 {
-    const char *e = getenv("SIM_CUDA_DEVICES");
+    const char *e = getenv("SIM_NVML_DEVICES");
+    if (!e)
+        e = getenv("SIM_CUDA_DEVICES");
     int n = e ? atoi(e) : 1;
     return n > 0 ? (unsigned)n : 1;
 }
@@ -53,13 +57,14 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d)
     return 0;
 }
 
-/* "domain:bus:device.function" in hex; CUDA's device c sits on bus
- * 0x10 + c. */
+/* NVML's own form, "00000000:11:00.0" (8 hex digits of domain; what
+ * telemetry/gpu_nvml.c hands it); CUDA's device c sits on bus 0x10 + c. */
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *id, nvmlDevice_t *d)
 {
     unsigned dom, bus, dev, fn;
-    if (sscanf(id, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4 || bus < 0x10 ||
-        bus - 0x10 >= count() || dev || fn)
+    int at = 0;
+    if (sscanf(id, "%8x:%2x:%2x.%1x%n", &dom, &bus, &dev, &fn, &at) != 4 ||
+        at != 16 || bus < 0x10 || bus - 0x10 >= count() || dom || dev || fn)
         return 6; /* NVML_ERROR_NOT_FOUND */
     return nvmlDeviceGetHandleByIndex_v2(count() - 1 - (bus - 0x10), d);
 }
