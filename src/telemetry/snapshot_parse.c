@@ -77,7 +77,7 @@ static int whole(const ctx_t *c, const char *path, json_t *v, double max,
         *out = (int64_t)i;
         return 0;
     }
-    double d;
+    double d = -1;
     int rc = number(c, path, v, &d);
     if (rc)
         return rc;
@@ -93,8 +93,8 @@ static int whole(const ctx_t *c, const char *path, json_t *v, double max,
 static int set_number(const ctx_t *c, json_t *v, const sl__schema_field_t *f,
                       void *at)
 {
-    double d;
-    int64_t i;
+    double d = -1; /* set on success; GCC -O2 cannot see that */
+    int64_t i = -1;
     int rc;
     switch (f->kind) {
     case SL__SK_INT:
