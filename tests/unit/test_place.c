@@ -170,10 +170,12 @@ static void test_calm_sheds_and_a_shed_that_brings_waits_is_undone(void **state)
     assert_non_null(strstr(why, "shed brought waits"));
 }
 
-static void
-test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state)
+/* A fresh rule on a window where the trainer waits 30 % and the CPU is
+ * short (a raise is due), with NVML reporting the GPU's use `util` and its
+ * JPEG decoders' `jpg` in each period (present 0: no NVML): 1 when it
+ * raises the share. */
+static int raises_with(int present, const double util[N], const double jpg[N])
 {
-    (void)state;
     sl__place_t p;
     sl__place_init(&p);
     sl__limits_t lim = limits(1);
@@ -182,54 +184,32 @@ test_no_raise_when_nvml_says_the_jpeg_decoders_are_full(void **state)
     int share;
     window(600, 0.3, 1, 1.0, 420, 300, 180, 0.3);
     for (int i = 0; i < N; i++) {
-        w[i].gpu_present = 1;
-        w[i].gpu_jpg_util = 0.97;
+        w[i].gpu_present = present;
+        w[i].gpu_util = util[i];
+        w[i].gpu_jpg_util = jpg[i];
     }
-    assert_int_equal(
-        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
-    assert_int_equal(share, 300);
-    for (int i = 0; i < N; i++)
-        w[i].gpu_jpg_util = 0.5; /* room again: the raise comes */
-    assert_int_equal(
-        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
-    assert_true(share > 300);
+    int r = sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+    assert_true(r ? share > 300 : share == 300);
+    return r;
 }
 
-static void test_no_raise_when_nvml_says_the_gpu_never_idles(void **state)
+static void test_no_raise_when_nvml_says_the_gpu_is_full(void **state)
 {
     (void)state;
-    sl__place_t p;
-    sl__place_init(&p);
-    sl__limits_t lim = limits(1);
-    sl__knobs_t cur = {1, 1, 4, 300};
-    char why[SL_SCHED_REASON];
-    int share;
-    /* The trainer waits 30 %, the CPU is short, but kernels ran all the
-     * window: its wait is not the GPU's idle time. */
-    window(600, 0.3, 1, 1.0, 420, 300, 180, 0.3);
-    for (int i = 0; i < N; i++) {
-        w[i].gpu_present = 1;
-        w[i].gpu_util = 0.97;
-        w[i].gpu_jpg_util = 0.2;
-    }
-    assert_int_equal(
-        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
-    assert_int_equal(share, 300);
-    /* The window's mean decides, not one reading: one busy period of five
-     * leaves room (mean 0.69). */
-    for (int i = 0; i < N; i++)
-        w[i].gpu_util = i == N - 1 ? 0.97 : 0.62;
-    assert_int_equal(
-        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
-    assert_true(share > 300);
-    /* Without NVML (gpu_present 0) its fields are not read. */
-    sl__place_init(&p);
-    for (int i = 0; i < N; i++) {
-        w[i].gpu_present = 0;
-        w[i].gpu_util = w[i].gpu_jpg_util = 0.99;
-    }
-    assert_int_equal(
-        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    const double low[N] = {0.2, 0.2, 0.2, 0.2, 0.2};
+    const double full[N] = {0.97, 0.97, 0.97, 0.97, 0.97};
+    const double one[N] = {0.62, 0.62, 0.62, 0.62, 0.97}; /* mean 0.69 */
+    assert_int_equal(raises_with(1, low, low), 1);
+    /* the JPEG decoders full: the engines are the bound */
+    assert_int_equal(raises_with(1, low, full), 0);
+    /* kernels running all the window: the trainer's wait is not the
+     * GPU's idle time */
+    assert_int_equal(raises_with(1, full, low), 0);
+    /* the window's mean decides, not one reading */
+    assert_int_equal(raises_with(1, one, low), 1);
+    assert_int_equal(raises_with(1, low, one), 1);
+    /* without NVML its fields are not read */
+    assert_int_equal(raises_with(0, full, full), 1);
 }
 
 static void test_nothing_without_the_scheduler_placing(void **state)
@@ -298,9 +278,7 @@ int main(void)
         cmocka_unit_test(test_cpu_with_room_is_the_decoders_job),
         cmocka_unit_test(
             test_calm_sheds_and_a_shed_that_brings_waits_is_undone),
-        cmocka_unit_test(
-            test_no_raise_when_nvml_says_the_jpeg_decoders_are_full),
-        cmocka_unit_test(test_no_raise_when_nvml_says_the_gpu_never_idles),
+        cmocka_unit_test(test_no_raise_when_nvml_says_the_gpu_is_full),
         cmocka_unit_test(test_nothing_without_the_scheduler_placing),
         cmocka_unit_test(test_the_tick_places_first_and_alone),
         cmocka_unit_test(test_the_estimate_asks_decoders_for_the_cpus_part),
