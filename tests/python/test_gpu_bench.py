@@ -49,10 +49,11 @@ def test_every_case_trains_and_reports(folder):
     assert "gpu-dev_t1" not in r and "gpu-dev_t1: skipped" in p.stdout
     for case in ("cpu", "gpu", "gpu-whole", "auto", "torch", "tv-gpu"):
         c = r[f"{case}_t1"]
-        for k in ("img_s", "step_ms", "cpu_ms_img", "cpu_util"):
+        for k in ("img_s", "step_ms", "work_ms", "cpu_ms_img", "cpu_util"):
             assert c[k] > 0, (case, k, c)
         assert 0 <= c["wait"] <= 1 and c["wait_ms"] >= 0, (case, c)
         assert c["wait_ms"] <= c["step_ms"], (case, c)
+        assert isinstance(c["step_over_bound"], float), (case, c)
     # sluice's cases: the stage did what the case names
     assert r["cpu_t1"]["gpu_samples"] == 0
     assert r["gpu_t1"]["gpu_samples"] >= 24  # 3 batches, and what it prefetched
