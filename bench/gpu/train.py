@@ -114,6 +114,13 @@ class Nvml:
             self.samples.append((u, j))
             time.sleep(0.05)
 
+    def abort(self):
+        """A case that failed: its sampling thread stopped, no figures."""
+        self.run = False
+        t = getattr(self, "t", None)
+        if t is not None and t.is_alive():
+            t.join()
+
     def stop(self, images):
         self.run = False
         if not self.nv:
@@ -296,41 +303,57 @@ def run_model(a, name, nvml):
 
     for threads in [int(t) for t in a.threads.split(",")]:
         for case in a.cases.split(","):
-            place, env = CASES[case]
             if case == "gpu-dev" and dev.type != "cuda":
                 print(f"{name} {case}_t{threads}: skipped (device batches are "
                       "CUDA tensors: --device cuda only)", flush=True)
                 continue
-            if place == "peer":
-                dl = Peer(a, case, threads, dev)
-            else:
-                extra = {"device_batches": True} if case == "gpu-dev" else {}
-                if a.telemetry:
-                    os.makedirs(a.telemetry, exist_ok=True)
-                    extra["telemetry_path"] = os.path.join(
-                        a.telemetry, f"{name}_{case}_t{threads}.jsonl")
-                os.environ.update(env)  # read when the stage is made
-                dl = st.DataLoader(a.photos, batch_size=a.batch, num_workers=threads,
-                                   device=a.device, pin_memory=dev.type == "cuda",
-                                   drop_last=True, placement=place,
-                                   max_threads=threads + 1, **extra)
-                for k in env:
-                    os.environ.pop(k, None)
             key = f"{case}_t{threads}"
             for k in range(2, 100):  # a case run again: its own key
                 if key not in out:
                     break
                 key = f"{case}_t{threads}_{k}"
-            r = out[key] = run_case(a, dl, step, dev, sync, nvml, bound, place)
+            try:
+                r = out[key] = one_case(a, name, case, threads, dev, step,
+                                        sync, nvml, bound)
+            except Exception as e:  # one case failing loses no other
+                nvml.abort()
+                out[key] = {"error": f"{type(e).__name__}: {e}"}
+                print(f"{name} {key}: failed: {out[key]['error']}", flush=True)
+                continue
             print(f"{name} {key}: {r['img_s']:.0f} img/s = "
                   f"{r['of_bound']:.1%} of the bound, step {r['step_ms']} ms, "
                   f"waiting {r['wait']:.1%} ({r['wait_ms']} ms a step), "
                   f"own step {r['step_over_bound']:+.1%} on the synthetic one, "
                   f"{r['cpu_ms_img']} ms CPU/img {_gpu_figures(r)}", flush=True)
-            if place == "peer":
-                dl.close()
-            del dl
     return out
+
+
+def one_case(a, name, case, threads, dev, step, sync, nvml, bound):
+    """Makes the case's loader, trains on it (run_case), closes it."""
+    place, env = CASES[case]
+    if place == "peer":
+        dl = Peer(a, case, threads, dev)
+    else:
+        extra = {"device_batches": True} if case == "gpu-dev" else {}
+        if a.telemetry:
+            os.makedirs(a.telemetry, exist_ok=True)
+            extra["telemetry_path"] = os.path.join(
+                a.telemetry, f"{name}_{case}_t{threads}.jsonl")
+        os.environ.update(env)  # read when the stage is made
+        try:
+            dl = st.DataLoader(a.photos, batch_size=a.batch, num_workers=threads,
+                               device=a.device, pin_memory=dev.type == "cuda",
+                               drop_last=True, placement=place,
+                               max_threads=threads + 1, **extra)
+        finally:
+            for k in env:
+                os.environ.pop(k, None)
+    try:
+        return run_case(a, dl, step, dev, sync, nvml, bound, place)
+    finally:
+        if place == "peer":
+            dl.close()
+        del dl
 
 
 def run_case(a, dl, step, dev, sync, nvml, bound, place):
@@ -342,32 +365,37 @@ def run_case(a, dl, step, dev, sync, nvml, bound, place):
     n = wait = 0.0
     t0 = c0 = None
     steps = epoch = 0
-    while steps < a.warmup + a.steps:
-        dl.set_epoch(epoch)
-        epoch += 1
-        it = iter(dl)
+    try:
         while steps < a.warmup + a.steps:
-            w0 = time.perf_counter()
-            try:
-                xb, yb = next(it)
-            except StopIteration:
-                break
-            if steps == a.warmup:
-                sync()
-                nvml.start()
-                t0, c0, wait, n = time.perf_counter(), C.tree_cpu(), 0.0, 0
-                w0 = t0
-            if t0 is not None:
-                wait += time.perf_counter() - w0
-            if hog and steps == a.warmup + a.hog_at:
-                sync()
-                hog.start()
-                hogs = {p.pid for p in hog.procs}
-                th, nh = time.perf_counter(), n
-            step(xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True))
-            steps += 1
-            if t0 is not None:
-                n += xb.shape[0]
+            dl.set_epoch(epoch)
+            epoch += 1
+            it = iter(dl)
+            while steps < a.warmup + a.steps:
+                w0 = time.perf_counter()
+                try:
+                    xb, yb = next(it)
+                except StopIteration:
+                    break
+                if steps == a.warmup:
+                    sync()
+                    nvml.start()
+                    t0, c0, wait, n = time.perf_counter(), C.tree_cpu(), 0.0, 0
+                    w0 = t0
+                if t0 is not None:
+                    wait += time.perf_counter() - w0
+                if hog and steps == a.warmup + a.hog_at:
+                    sync()
+                    hog.start()
+                    hogs = {p.pid for p in hog.procs}
+                    th, nh = time.perf_counter(), n
+                step(xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True))
+                steps += 1
+                if t0 is not None:
+                    n += xb.shape[0]
+    except BaseException:
+        if hog:  # spinning processes must not outlive a failed case
+            hog.stop()
+        raise
     sync()
     secs = time.perf_counter() - t0
     cpu = C.tree_cpu(exclude=hogs) - c0  # the loader's and the trainer's

@@ -101,3 +101,37 @@ def test_tree_cpu_counts_children_and_leaves_out_the_excluded():
     # loaded 2-core machine), unless excluded (this process sleeps)
     assert b - a > 1.0, (a, b)
     assert bx - ax < 0.3, (ax, bx)
+
+
+_FAILING = r"""
+import sys
+sys.argv = ["train.py"] + sys.argv[1:]
+sys.path.insert(0, sys.argv.pop(1))
+import train
+def broken(self):
+    raise RuntimeError("decoder gone")
+    yield
+train.Peer.__iter__ = broken
+train.main()
+"""
+
+
+def test_a_failing_case_loses_no_other(folder):
+    """A lease is short: a case that raises is reported and the rest run
+    (here tv-gpu's decode made to fail, between two cpu cases)."""
+    built = Path(os.environ["SLUICE"]).parent / "python"
+    if not (built / "sluice").is_dir():
+        pytest.skip("sluice module not built")
+    env = dict(os.environ, PYTHONPATH=str(built))
+    p = subprocess.run(
+        [sys.executable, "-c", _FAILING, str(ROOT / "bench" / "gpu"), folder,
+         "--device", "cpu", "--batch", "8", "--steps", "2", "--warmup", "1",
+         "--threads", "1", "--models", "mobilenet_v3_small",
+         "--cases", "cpu,tv-gpu,cpu"],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "tv-gpu_t1: failed: RuntimeError: decoder gone" in p.stdout
+    line = [x for x in p.stdout.splitlines() if x.startswith("train: ")][-1]
+    r = json.loads(line[len("train: "):])["mobilenet_v3_small"]
+    assert r["tv-gpu_t1"] == {"error": "RuntimeError: decoder gone"}
+    assert r["cpu_t1"]["img_s"] > 0 and r["cpu_t1_2"]["img_s"] > 0
