@@ -161,6 +161,10 @@ typedef struct sl_snapshot {
     int gpu_index; /**< NVML's index of it: the GPU stage's GPU (found by
                         its PCI bus id), else GPU 0; < 0 without NVML or
                         where NVML cannot tell */
+    char placement_held[96]; /**< why the scheduler's last decision left
+                                  the GPU share where it was although the
+                                  trainer waited ("" when it did not wait
+                                  or the share moved; sched/place.h) */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

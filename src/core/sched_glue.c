@@ -45,7 +45,11 @@ void sl__sched_glue_tick(sl__sched_glue_t *g, struct sl__collector *c)
     if (!running)
         return;
     sl__sched_decision_t d;
-    if (!sl__sched_tick(&g->sched, win, n, g->lim, &cur, &d))
+    int changes = sl__sched_tick(&g->sched, win, n, g->lim, &cur, &d);
+    pthread_mutex_lock(g->mu);
+    memcpy(g->place_held, g->sched.place.held, sizeof g->place_held);
+    pthread_mutex_unlock(g->mu);
+    if (!changes)
         return;
     int applied[sizeof d.ch / sizeof d.ch[0]] = {0};
     for (int i = 0; i < d.n; i++)
@@ -64,4 +68,5 @@ void sl__sched_glue_sample(const sl__sched_glue_t *g, sl__pipe_sample_t *o)
     o->decision_from = g->from;
     o->decision_to = g->to;
     memcpy(o->decision_reason, g->reason, sizeof o->decision_reason);
+    memcpy(o->placement_held, g->place_held, sizeof o->placement_held);
 }

@@ -33,6 +33,7 @@ typedef struct sl__sched_glue {
     char knob[24];
     int from, to;
     char reason[SL_SCHED_REASON];
+    char place_held[96]; /* the last decision's (sched/place.h), under mu */
 } sl__sched_glue_t;
 
 /* The policy for options o under lim: none (inactive) when nothing is

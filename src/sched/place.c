@@ -56,6 +56,30 @@ static double nvml_use(const sl_snapshot_t *win, int n, int jpg)
     return t > 0 ? sum / t : -1;
 }
 
+/* Why a trainer that waits gets no raise, first reason first. */
+static void held(sl__place_t *p, int s, int max, int may_raise, int cpu_short,
+                 double jpg, double kern, const sl__estimate_t *e)
+{
+    if (s >= max)
+        snprintf(p->held, sizeof p->held, "the share is at its most (%d)", max);
+    else if (!may_raise)
+        snprintf(p->held, sizeof p->held,
+                 "a raise that did not pay: the next in %d windows",
+                 p->raise_hold + 1);
+    else if (!cpu_short)
+        snprintf(p->held, sizeof p->held,
+                 "the CPU can give more (%.0f of %.0f/s): decoders first",
+                 e->cpu_prep, e->cpu_prep_max);
+    else if (jpg >= SL_PLACE_JPG_FULL)
+        snprintf(p->held, sizeof p->held,
+                 "NVML: the JPEG decoders busy %.0f %% of the time", 100 * jpg);
+    else if (kern >= SL_PLACE_GPU_FULL)
+        snprintf(p->held, sizeof p->held,
+                 "NVML: the GPU ran kernels %.0f %% of the time", 100 * kern);
+    else
+        p->held[0] = '\0';
+}
+
 static int backoff(int *b)
 {
     *b = *b < 2 ? 2 : *b * 2;
@@ -127,6 +151,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
                    char *reason, size_t len)
 {
     *share = cur->gpu_share;
+    p->held[0] = '\0';
     if (!lim->tune_gpu_share || lim->max_gpu_share <= 0 || n <= 0)
         return 0;
     meas_t m;
@@ -153,8 +178,10 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
      * time — it queued work ahead, or another job fills it — and more
      * work there would slow the step). */
     int cpu_short = !(e.cpu_prep > 0) || !(e.cpu_prep_max > 1.10 * e.cpu_prep);
-    int gpu_full = nvml_use(win, n, 1) >= SL_PLACE_JPG_FULL ||
-                   nvml_use(win, n, 0) >= SL_PLACE_GPU_FULL;
+    double jpg = nvml_use(win, n, 1), kern = nvml_use(win, n, 0);
+    int gpu_full = jpg >= SL_PLACE_JPG_FULL || kern >= SL_PLACE_GPU_FULL;
+    if (m.stall >= SL_PLACE_STALL) /* why not, unless a raise follows */
+        held(p, s, max, may_raise, cpu_short, jpg, kern, &e);
     if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&
         !gpu_full) {
         double bal = g > 0 ? g / (g + cpu) : 1;
@@ -182,8 +209,12 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
                      "placement: CPU short (%.0f of %.0f/s), waits %.0f %%, "
                      "demand %s, GPU %s: gpu_share %d -> %d",
                      cpu, e.cpu_prep_max, 100 * m.stall, ds, gs, s, to);
+            p->held[0] = '\0';
             return start_trial(p, +1, s, &m);
         }
+        snprintf(p->held, sizeof p->held,
+                 "at the balance with the GPU's capacity (%s)",
+                 g > 0 ? "measured" : "not measured: at most half");
     }
 
     /* Shed: calm, and the CPU could carry more of each batch. */

@@ -34,7 +34,9 @@
  *     what that CPU capacity allows), giving the GPU back to the trainer;
  *     a shed that brings a wait (stall up by a point, rate down 3 %) is
  *     undone, and the next shed waits 2, 4 .. 32 windows.
- * One change per decision, with its reason. Pure: tests feed windows. */
+ * One change per decision, with its reason; a decision that leaves the
+ * share where it is while the trainer waits says why in held. Pure: tests
+ * feed windows. */
 #ifndef SL_SCHED_PLACE_H
 #define SL_SCHED_PLACE_H
 
@@ -63,6 +65,9 @@ typedef struct sl__place {
                             measured yet) */
     double interference; /* the last judged raise: the consumer's time per
                             sample after / before - 1 (0: none) */
+    char held[96];       /* the last decision's: why the share was not raised
+                            although the trainer waited ("" when it did not
+                            wait, a raise was made, or one was under trial) */
     int64_t raises, sheds, undone;
 } sl__place_t;
 

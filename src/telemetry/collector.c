@@ -248,6 +248,7 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->placement_gpu = q->placement_gpu;
     s->gpu_share = q->gpu_share;
     memcpy(s->placement_why, q->placement_why, sizeof s->placement_why);
+    memcpy(s->placement_held, q->placement_held, sizeof s->placement_held);
     s->gpu_samples_total = q->gpu_samples;
     s->gpu_refused_total = q->gpu_refused;
     s->gpu_samples_per_s =

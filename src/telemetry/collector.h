@@ -43,6 +43,7 @@ typedef struct sl__pipe_sample {
     int placement_present, placement_gpu, gpu_share;
     char placement[8];
     char placement_why[256];
+    char placement_held[96]; /* sched/place.h's held */
     int64_t gpu_samples, gpu_refused;
     char gpu_refused_why[128];
     /* the GPU stage: 1 when there is one, and the time it has had samples

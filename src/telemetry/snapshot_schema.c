@@ -123,6 +123,7 @@ static const sl__schema_field_t schema[] = {
     F("placement.gpu_decoded_frac", NUM, gpu_decoded_frac),
     F("placement.gpu_bytes", I64, gpu_bytes),
     F("placement.gpu_nvjpeg_bytes", I64, gpu_nvjpeg_bytes),
+    S("placement.held", placement_held),
 };
 
 const sl__schema_field_t *sl__snapshot_schema(size_t *n)

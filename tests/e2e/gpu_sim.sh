@@ -94,6 +94,8 @@ check "  and the trainer waited (stall >= 3 %: a raise was otherwise due)" \
   grep -Eq '"stall_fraction": (0\.(0[3-9]|[1-9])|1\.)' "$T/full.jsonl"
 check "telemetry has NVML's GPU use (0.99)" \
   grep -q '"util": 0.99' "$T/full.jsonl"
+check "  telemetry says why the share stays (placement.held)" \
+  grep -q '"held": "NVML: the GPU ran kernels 99 % of the time"' "$T/full.jsonl"
 check "a GPU that never idles gets no share (no placement decision)" \
   bash -c "! grep -q '\"knob\": \"gpu_share\"' '$T/full.jsonl'"
 static=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --policy static \

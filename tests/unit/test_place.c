@@ -173,7 +173,8 @@ static void test_calm_sheds_and_a_shed_that_brings_waits_is_undone(void **state)
 /* A fresh rule on a window where the trainer waits 30 % and the CPU is
  * short (a raise is due), with NVML reporting the GPU's use `util` and its
  * JPEG decoders' `jpg` in each period (present 0: no NVML): 1 when it
- * raises the share. */
+ * raises the share; else 0, and why is in `held`. */
+static char held[96];
 static int raises_with(int present, const double util[N], const double jpg[N])
 {
     sl__place_t p;
@@ -190,6 +191,8 @@ static int raises_with(int present, const double util[N], const double jpg[N])
     }
     int r = sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
     assert_true(r ? share > 300 : share == 300);
+    assert_true(r ? p.held[0] == 0 : p.held[0] != 0);
+    memcpy(held, p.held, sizeof held);
     return r;
 }
 
@@ -202,9 +205,11 @@ static void test_no_raise_when_nvml_says_the_gpu_is_full(void **state)
     assert_int_equal(raises_with(1, low, low), 1);
     /* the JPEG decoders full: the engines are the bound */
     assert_int_equal(raises_with(1, low, full), 0);
+    assert_string_equal(held, "NVML: the JPEG decoders busy 97 % of the time");
     /* kernels running all the window: the trainer's wait is not the
      * GPU's idle time */
     assert_int_equal(raises_with(1, full, low), 0);
+    assert_string_equal(held, "NVML: the GPU ran kernels 97 % of the time");
     /* the window's mean decides, not one reading */
     assert_int_equal(raises_with(1, one, low), 1);
     assert_int_equal(raises_with(1, low, one), 1);

@@ -39,6 +39,8 @@ static void full_snapshot(sl_snapshot_t *s)
     s->gpu_present = 1;
     s->gpu_count = 2;
     s->gpu_index = 1;
+    snprintf(s->placement_held, sizeof s->placement_held,
+             "NVML: the GPU ran kernels 97 %% of the time");
     s->gpu_util = 0.9;
     s->gpu_mem_used_bytes = 4000000000LL;
     s->gpu_mem_total_bytes = 80000000000LL;
@@ -123,6 +125,8 @@ static void test_round_trip_every_field(void **state)
     assert_int_equal(p.gpu_present, 1);
     assert_int_equal(p.gpu_count, 2);
     assert_int_equal(p.gpu_index, 1);
+    assert_string_equal(p.placement_held,
+                        "NVML: the GPU ran kernels 97 % of the time");
     assert_true(p.gpu_mem_total_bytes == 80000000000LL);
     assert_true(p.samples_total == 9007199254740993LL); /* integers exact */
     assert_int_equal(p.read.queue_capacity, 32);
