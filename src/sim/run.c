@@ -56,11 +56,13 @@ typedef struct record {
     int pending; /* a decision to report in the next snapshot */
     char knob[24], reason[SL_SCHED_REASON];
     int from, to;
+    char held[96]; /* the last decision's (sched/place.h) */
 } record_t;
 
 static void report(record_t *rec, sl_snapshot_t *sn)
 {
     sn->decisions_total = rec->decisions;
+    memcpy(sn->placement_held, rec->held, sizeof sn->placement_held);
     if (!rec->pending)
         return;
     sn->decision_new = 1;
@@ -78,7 +80,9 @@ static void decide(sl__sched_t *sc, sl__sim_t *s, const sl_snapshot_t *win,
                    record_t *rec)
 {
     sl__sched_decision_t d;
-    if (!sl__sched_tick(sc, win, n, lim, k, &d))
+    int changes = sl__sched_tick(sc, win, n, lim, k, &d);
+    memcpy(rec->held, sc->place.held, sizeof rec->held);
+    if (!changes)
         return;
     int applied[sizeof d.ch / sizeof d.ch[0]] = {0};
     for (int i = 0; i < d.n; i++) {
