@@ -103,8 +103,10 @@ def main():
                 print(f"{model:9} {threads:7} {slow:8} | "
                       + " | ".join(f"{row[p]:13.1%} " for p in PLACES)
                       + f" | {row['auto_vs_best']:.3f}", flush=True)
-    # The hog: 16 threads, 8 cores taken by others from t = 20 s of 40 (the
-    # issue's "CPU hog taking half the cores mid-run"), the rate after it.
+    # The hog: 16 threads, 8 cores' worth of busy threads of others sharing
+    # the CPU from half the run on (the issue's "CPU hog taking half the
+    # cores mid-run"), the rate after it.
+    half = a.duration / 2
     hog = []
     for slow in [float(x) for x in a.slow.split(",")]:
         for model, step in STEP_MS.items():
@@ -116,15 +118,17 @@ def main():
                     with tempfile.NamedTemporaryFile(suffix=".jsonl") as t:
                         simulate(a.sluice, dict(BASE, step_ms=step,
                                                 gpu_slow=slow),
-                                 16, place, s, 40, events="20:interfere=8",
+                                 16, place, s, a.duration,
+                                 events=f"{half:g}:interfere=8",
                                  telemetry=t.name)
-                        r, sh = rate_after(t.name, 20)
+                        r, sh = rate_after(t.name, half)
                     rates.append(r)
                     shares.append(sh if sh is not None else 0)
                 row[place] = round(statistics.median(rates) / bound, 3)
                 row[place + "_share"] = statistics.median(shares)
             hog.append(row)
-            print(f"hog ({model}, 16 threads, 8 cores taken at 20 s of 40), "
+            print(f"hog ({model}, 16 threads, 8 busy threads from "
+                  f"{half:g} s of {a.duration:g}), "
                   f"gpu_slow {slow}: after it cpu {row['cpu']:.1%}, auto "
                   f"{row['auto']:.1%} of the bound (auto's last share "
                   f"{row['auto_share']})", flush=True)

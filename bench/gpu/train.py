@@ -350,52 +350,55 @@ def one_case(a, name, case, threads, dev, step, sync, nvml, bound):
                 os.environ.pop(k, None)
     try:
         return run_case(a, dl, step, dev, sync, nvml, bound, place)
-    finally:
-        if place == "peer":
-            dl.close()
+    finally:  # its threads or worker processes gone before the next case
+        dl.close()
         del dl
 
 
 def run_case(a, dl, step, dev, sync, nvml, bound, place):
     """Trains a.warmup + a.steps steps on dl's batches: the timed steps'
-    figures (and the hog's, with --hog-cores)."""
+    figures (and the hog's, with --hog-cores). The hog's processes end with
+    the case, whatever happens in it."""
     hog = Hog(a.hog_cores) if a.hog_cores else None
+    try:
+        return _train(a, dl, step, dev, sync, nvml, bound, place, hog)
+    finally:
+        if hog:
+            hog.stop()
+
+
+def _train(a, dl, step, dev, sync, nvml, bound, place, hog):
     hogs = ()
     th = nh = None
     n = wait = 0.0
     t0 = c0 = None
     steps = epoch = 0
-    try:
+    while steps < a.warmup + a.steps:
+        dl.set_epoch(epoch)
+        epoch += 1
+        it = iter(dl)
         while steps < a.warmup + a.steps:
-            dl.set_epoch(epoch)
-            epoch += 1
-            it = iter(dl)
-            while steps < a.warmup + a.steps:
-                w0 = time.perf_counter()
-                try:
-                    xb, yb = next(it)
-                except StopIteration:
-                    break
-                if steps == a.warmup:
-                    sync()
-                    nvml.start()
-                    t0, c0, wait, n = time.perf_counter(), C.tree_cpu(), 0.0, 0
-                    w0 = t0
-                if t0 is not None:
-                    wait += time.perf_counter() - w0
-                if hog and steps == a.warmup + a.hog_at:
-                    sync()
-                    hog.start()
-                    hogs = {p.pid for p in hog.procs}
-                    th, nh = time.perf_counter(), n
-                step(xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True))
-                steps += 1
-                if t0 is not None:
-                    n += xb.shape[0]
-    except BaseException:
-        if hog:  # spinning processes must not outlive a failed case
-            hog.stop()
-        raise
+            w0 = time.perf_counter()
+            try:
+                xb, yb = next(it)
+            except StopIteration:
+                break
+            if steps == a.warmup:
+                sync()
+                nvml.start()
+                t0, c0, wait, n = time.perf_counter(), C.tree_cpu(), 0.0, 0
+                w0 = t0
+            if t0 is not None:
+                wait += time.perf_counter() - w0
+            if hog and steps == a.warmup + a.hog_at:
+                sync()
+                hog.start()
+                hogs = {p.pid for p in hog.procs}
+                th, nh = time.perf_counter(), n
+            step(xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True))
+            steps += 1
+            if t0 is not None:
+                n += xb.shape[0]
     sync()
     secs = time.perf_counter() - t0
     cpu = C.tree_cpu(exclude=hogs) - c0  # the loader's and the trainer's

@@ -41,6 +41,8 @@ void sl__sched_glue_tick(sl__sched_glue_t *g, struct sl__collector *c)
     sl__knobs_t cur;
     pthread_mutex_lock(g->mu);
     int running = g->knobs(g->self, &cur);
+    if (!running)
+        g->place_held[0] = '\0'; /* no decision: no reason */
     pthread_mutex_unlock(g->mu);
     if (!running)
         return;

@@ -187,10 +187,15 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         double bal = g > 0 ? g / (g + cpu) : 1;
         double want =
             e.demand > 0 ? 1 - cpu / (e.demand * SL_EST_DECODE_HEADROOM) : bal;
-        if (!(g > 0) && want > 0.5)
+        const char *bound = "what the demand asks of the GPU";
+        if (!(g > 0) && want > 0.5) {
             want = 0.5; /* its capacity unknown: at most half, then measure */
-        if (want > bal)
+            bound = "at most half before the GPU's capacity is measured";
+        }
+        if (want > bal) {
             want = bal;
+            bound = "the balance with the GPU's measured capacity";
+        }
         if (want * (double)SL_KNOB_SHARE_UNIT > s + SL_PLACE_STEP / 2) {
             int to = (int)ceil(want * (double)SL_KNOB_SHARE_UNIT);
             if (to < s + SL_PLACE_STEP)
@@ -212,9 +217,8 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             p->held[0] = '\0';
             return start_trial(p, +1, s, &m);
         }
-        snprintf(p->held, sizeof p->held,
-                 "at the balance with the GPU's capacity (%s)",
-                 g > 0 ? "measured" : "not measured: at most half");
+        snprintf(p->held, sizeof p->held, "the share is %s (%.0f)", bound,
+                 want > 0 ? want * (double)SL_KNOB_SHARE_UNIT : 0.0);
     }
 
     /* Shed: calm, and the CPU could carry more of each batch. */
