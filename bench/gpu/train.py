@@ -69,14 +69,10 @@ class Nvml:
     """Mean GPU and JPEG-engine utilisation (sampled every 50 ms) and the
     energy used between start() and stop(); None values without pynvml."""
 
-    @classmethod
-    def none(cls):
-        """Without NVML (a dry run on the CPU): no figures."""
-        n = cls.__new__(cls)
-        n.nv = None
-        return n
-
-    def __init__(self):
+    def __init__(self, on=True):
+        self.nv = None  # off (a dry run on the CPU) or no NVML: no figures
+        if not on:
+            return
         try:
             import pynvml
             pynvml.nvmlInit()
@@ -176,7 +172,7 @@ def main():
     for c in a.cases.split(","):
         if c not in CASES:
             ap.error(f"--cases: no case {c!r} (one of {', '.join(CASES)})")
-    nvml = Nvml() if a.device == "cuda" else Nvml.none()
+    nvml = Nvml(on=a.device == "cuda")
     res = {}
     for m in a.models.split(","):
         res[m] = run_model(a, m, nvml)

@@ -6,6 +6,7 @@
 #include "base/abi.h"
 #include "base/lasterr.h"
 #include "core/options.h"
+#include "gpu/cuda_stage.h"
 #include "loader_internal.h"
 #include "sluice/testing.h"
 
@@ -119,10 +120,13 @@ static int create(const char *source, const sl_options_t *opt,
     for (int i = 0; i < l->nitems; i++)
         sl__queue_push(l->free_items, &l->items[i]);
     if (l->opt.telemetry_ms >= 0) {
+        sl__cuda_stage_stats_t cs = {0}; /* NVML reads the stage's GPU */
+        if (l->stage && l->stage_owned)
+            sl__cuda_stage_stats(l->stage, &cs);
         sl__collector_opts_t co = {
             l->opt.telemetry_ms, source, l->opt.telemetry_path,
             l->opt.metrics_port, 600,    NULL,
-            l->gpu_bus};
+            cs.pci_bus_id};
         rc = sl__loader_sched_init(l, &co, err, errlen);
         if (!rc)
             rc = sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll,

@@ -157,9 +157,8 @@ struct sl_loader {
      * the simulated one here), samples it did, samples it handed back to
      * the CPU path, and the last reason it gave (under mu). */
     sl__gpu_stage_t *stage;
-    int stage_owned;  /* 1: the loader made it (sl__loader_gpu_open) */
-    char gpu_bus[32]; /* its GPU's PCI bus id, for NVML ("": GPU 0) */
-    int devb;         /* device batches (sl_options_t.device_batches) */
+    int stage_owned; /* 1: the loader made it (sl__loader_gpu_open) */
+    int devb;        /* device batches (sl_options_t.device_batches) */
     atomic_llong gpu_items, gpu_refused;
     char gpu_refused_why[128];
     sl__busy_t gpu_busy; /* the stage's busy time (samples in it) */

@@ -24,7 +24,6 @@ static int stage_unaffordable(sl_loader_t *l, const char *why, char *err,
     l->stage->destroy(l->stage);
     l->stage = NULL;
     l->stage_owned = 0;
-    l->gpu_bus[0] = 0; /* telemetry: GPU 0 */
     l->place.gpu = 0;
     snprintf(l->place.why, sizeof l->place.why, "auto: %s", why);
     return 0;
@@ -170,9 +169,6 @@ int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen)
                                      stage_budget(&l->opt), why, sizeof why);
     if (l->stage) {
         l->stage_owned = 1;
-        sl__cuda_stage_stats_t cs; /* telemetry reads its GPU through NVML */
-        sl__cuda_stage_stats(l->stage, &cs);
-        snprintf(l->gpu_bus, sizeof l->gpu_bus, "%s", cs.pci_bus_id);
         return 0;
     }
     if (l->place.asked == SL_PLACEMENT_GPU)

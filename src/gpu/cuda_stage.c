@@ -14,9 +14,13 @@
 #ifndef SL_HAVE_GPU_STAGE
 #define SL_HAVE_GPU_STAGE 0
 #endif
+/* The kernels (cmake/GpuKernels.cmake). Without them the stage is still
+ * compiled, so a build without nvcc checks it too, and create says why
+ * it cannot make one. */
 #if SL_HAVE_GPU_STAGE
 extern const unsigned char sl__gpu_fatbin_bytes[];
-extern const size_t sl__gpu_fatbin_len;
+#else
+static const unsigned char sl__gpu_fatbin_bytes[1];
 #endif
 
 int sl__cuda_stage_built(void)
@@ -776,6 +780,14 @@ void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* 1 when the environment sets name to value (the stage's switches for
+ * measuring: bench/gpu/README.md). */
+static int env_is(const char *name, const char *value)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, value);
+}
+
 /* The slots' sizes within the budget: per slot, plans and outputs for
  * gmax samples, 8 MiB of coefficients (+ the table), the rest arena. */
 static int size_slots(cstage_t *s, size_t budget, char *err, size_t errlen)
@@ -812,12 +824,12 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                                        size_t sample_bytes, int device,
                                        size_t budget, char *err, size_t errlen)
 {
-#if !SL_HAVE_GPU_STAGE
-    (void)x, (void)sample_bytes, (void)device, (void)budget;
-    sl__fail(err, errlen, SL_EUNSUPPORTED,
-             "the GPU stage is not in this build (no CUDA kernels compiled)");
-    return NULL;
-#else
+    if (!SL_HAVE_GPU_STAGE) {
+        sl__fail(err, errlen, SL_EUNSUPPORTED,
+                 "the GPU stage is not in this build (no CUDA kernels "
+                 "compiled)");
+        return NULL;
+    }
     sl__gpu_status_t gs;
     const sl__gpu_rt_t *rt = sl__gpu_rt_get(&gs);
     if (!rt) {
@@ -909,10 +921,8 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         release(s);
         return NULL;
     }
-    const char *pg = getenv("SL_GPU_PAGEABLE_BITS");
-    s->pageable_bits = pg && !strcmp(pg, "1");
-    const char *alloc = getenv("SL_GPU_NVJPEG_ALLOC");
-    int cached = !alloc || strcmp(alloc, "default") != 0;
+    s->pageable_bits = env_is("SL_GPU_PAGEABLE_BITS", "1");
+    int cached = !env_is("SL_GPU_NVJPEG_ALLOC", "default");
     pthread_mutex_lock(&g_cache_mu);
     g_stages++;
     s->counted = 1;
@@ -920,8 +930,7 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
     /* SL_GPU_BACKEND=default: nvJPEG's default (GPU / hybrid) backend
      * where the hardware one is there too (for measuring which of them
      * slows the training step: bench/gpu) */
-    const char *be = getenv("SL_GPU_BACKEND");
-    int hw = gs.hw_backend && !(be && !strcmp(be, "default"));
+    int hw = gs.hw_backend && !env_is("SL_GPU_BACKEND", "default");
     s->stats.hw_backend = hw;
     int je = rt->nvjpeg_create_ex(
         hw ? SL__NVJPEG_BACKEND_HARDWARE : SL__NVJPEG_BACKEND_DEFAULT,
@@ -933,8 +942,7 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
      * image, where the library has it; SL_GPU_ROI=0 decodes whole images
      * (for measuring the difference: bench/gpu). Its parameter sets are
      * made here, the regions set per group. */
-    const char *roi = getenv("SL_GPU_ROI");
-    s->roi = !je && hw && sl__gpu_rt_roi(rt) && !(roi && !strcmp(roi, "0"));
+    s->roi = !je && hw && sl__gpu_rt_roi(rt) && !env_is("SL_GPU_ROI", "0");
     int pe = 0; /* a failure here only turns the option off */
     for (int k = 0; k < 2 && s->roi && !pe; k++)
         for (int i = 0; i < s->gmax && !pe; i++) {
@@ -964,5 +972,4 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
         return NULL;
     }
     return &s->ops;
-#endif
 }

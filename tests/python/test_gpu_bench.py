@@ -39,7 +39,8 @@ def test_every_case_trains_and_reports(folder):
          "--device", "cpu", "--batch", "8", "--steps", "2", "--warmup", "1",
          "--threads", "1", "--models", "mobilenet_v3_small", "--cases", cases],
         env=env, capture_output=True, text=True, timeout=600)
-    if p.returncode and "not in this build" in p.stderr:
+    # a case that fails is reported in stdout, and the run goes on
+    if "not in this build" in p.stdout + p.stderr:
         pytest.skip("the GPU stage is not in this build (no nvcc)")
     assert p.returncode == 0, p.stderr[-3000:]
     line = [x for x in p.stdout.splitlines() if x.startswith("train: ")][-1]
