@@ -27,7 +27,7 @@ int main(int argc, char **argv)
                  ? sl__rl_policy_load(argv[1], &pol, err, sizeof err)
                  : sl__rl_policy_default(&pol, err, sizeof err);
     if (rc == SL_ENOTFOUND && argc < 2)
-        rc = sl__rl_policy_init(&pol, 64, 1);
+        rc = sl__rl_policy_init(&pol, 64, 0, 1);
     if (rc) {
         fprintf(stderr, "policy_speed: %s\n", err);
         return 1;
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
         sink += sl__rl_sched_step(&s, win, 5, &lim, &cur, &next, why, 160);
     }
     int64_t t1 = sl__now_ns(), c1 = cpu_ns();
-    double x[SL_RL_NOBS] = {0}, z[SL_MLP_LOGITS], v;
+    double x[SL_RL_NOBS] = {0}, z[SL_MLP_MAX_LOGITS], v;
     for (int i = 0; i < n; i++) {
         x[0] = i & 7;
         sl__mlp_forward(&s.pol.net, x, NULL, z, &v);

@@ -30,14 +30,18 @@ static void parse_and_use(const uint8_t *data, size_t size)
     sl__limits_t lim = {1, 1, 1, 4, 3, 2, 8, 0, 0, 0,
                         0, 0, 0, 0, 0, 0, 0, 0, 0};
     sl__knobs_t cur = {1, 3, 8, 0}, next;
+    lim.max_gpu_share = 1000; /* a GPU stage: a policy's share head steps */
+    lim.tune_gpu_share = 1;
+    cur.gpu_share = 950;
     sl__rl_decision_t d;
-    sl__rl_decide(&p, raw, &lim, &cur, NULL, &d, &next);
+    sl__rl_decide(&p, raw, &lim, &cur, 0, NULL, &d, &next);
     /* The budgets: CPU threads = decode + 1 (the read stage), read threads
      * are I/O depth with their own cap (docs/POLICY.md). */
     if (next.decode_threads + 1 > lim.max_threads ||
         next.decode_threads > lim.max_decode ||
         next.read_threads > lim.max_read || next.prefetch > lim.max_prefetch ||
-        next.read_threads < 1 || next.decode_threads < 1 || next.prefetch < 1)
+        next.read_threads < 1 || next.decode_threads < 1 || next.prefetch < 1 ||
+        next.gpu_share < 0 || next.gpu_share > lim.max_gpu_share)
         abort();
     /* Round trip: the bytes it would write parse to the same weights. */
     size_t n = sl__rl_policy_serialize(&p, NULL, 0);

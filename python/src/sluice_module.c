@@ -231,10 +231,11 @@ static PyObject *image_info(PyObject *self, PyObject *arg)
  * exported from libsluice.so; the extension links the static library, so
  * it is declared here (src/sched/ppo.h has the contract). */
 double sl__ppo_test_loss(const double *params, size_t n_params, int n_in,
-                         int n_hid, const double *obs, const uint8_t *act,
-                         const uint8_t *mask, const double *logp_old,
-                         const double *adv, const double *ret, int n,
-                         const double *hp3, double *grad);
+                         int n_hid, int n_knobs, const double *obs,
+                         const uint8_t *act, const uint8_t *mask,
+                         const double *logp_old, const double *adv,
+                         const double *ret, int n, const double *hp3,
+                         double *grad);
 
 static PyObject *ppo_test_loss(PyObject *self, PyObject *args)
 {
@@ -247,14 +248,16 @@ static PyObject *ppo_test_loss(PyObject *self, PyObject *args)
                           &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &hp3[0],
                           &hp3[1], &hp3[2]))
         return NULL;
-    /* params, obs (n x n_in), act (n x 3), mask (n x 9), logp_old, adv,
-     * ret (n each): sizes checked against n = len(adv). */
+    /* params, obs (n x n_in), act (n x knobs), mask (n x 3 knobs),
+     * logp_old, adv, ret (n each): sizes checked against n = len(adv);
+     * knobs = len(act) / n. */
     size_t n = (size_t)b[5].len / sizeof(double);
     size_t np_ = (size_t)b[0].len / sizeof(double);
+    size_t nk = n ? (size_t)b[2].len / n : 0;
     PyObject *out = NULL;
-    if (n_in < 1 || n < 1 || n > INT32_MAX ||
+    if (n_in < 1 || n < 1 || n > INT32_MAX || nk < 1 || nk > 4 ||
         (size_t)b[1].len != n * (size_t)n_in * sizeof(double) ||
-        (size_t)b[2].len != n * 3 || (size_t)b[3].len != n * 9 ||
+        (size_t)b[2].len != n * nk || (size_t)b[3].len != n * nk * 3 ||
         (size_t)b[4].len != n * sizeof(double) ||
         (size_t)b[6].len != n * sizeof(double)) {
         PyErr_SetString(PyExc_ValueError, "_ppo_test_loss: bad sizes");
@@ -264,9 +267,10 @@ static PyObject *ppo_test_loss(PyObject *self, PyObject *args)
     PyObject *grad = PyArray_ZEROS(1, &dim, NPY_FLOAT64, 0);
     if (!grad)
         goto done;
-    double loss = sl__ppo_test_loss(
-        b[0].buf, np_, n_in, n_hid, b[1].buf, b[2].buf, b[3].buf, b[4].buf,
-        b[5].buf, b[6].buf, (int)n, hp3, PyArray_DATA((PyArrayObject *)grad));
+    double loss =
+        sl__ppo_test_loss(b[0].buf, np_, n_in, n_hid, (int)nk, b[1].buf,
+                          b[2].buf, b[3].buf, b[4].buf, b[5].buf, b[6].buf,
+                          (int)n, hp3, PyArray_DATA((PyArrayObject *)grad));
     out = Py_BuildValue("(dN)", loss, grad);
 done:
     for (int i = 0; i < 7; i++)

@@ -44,6 +44,9 @@ static const sl__opt_t train_opts[] = {
      "Adam step size", "1e-3"},
     {"init", 0, SL__OPT_STR, F(init), 0, 0, "FILE",
      "start from these weights (fine-tuning)"},
+    {"gpu", 0, SL__OPT_FLAG, F(o.gpu), 0, 0, NULL,
+     "a policy that also places: 4 profiles in 5 get a GPU stage, the "
+     "network a share head (an --init of the CPU knobs is widened)"},
     {"eval", 0, SL__OPT_INT, F(eval), 0, INT_MAX, "N",
      "held-out profiles for the final comparison (0: none)", "16"},
     {"detail", 0, SL__OPT_FLAG, F(detail), 0, 0, NULL,
@@ -102,19 +105,30 @@ static int evaluate(const targs_t *a, const sl__rl_policy_t *pol)
            "(seeds %#llx + %llu x 7919 + i)\n",
            a->eval, a->o.episode_s, SL_EVAL_SEED_BASE,
            (unsigned long long)a->o.seed);
-    printf("%-10s %12s %8s %10s %12s %8s %8s %9s\n", "policy", "wait ms/bat",
-           "stall", "CPU cores", "samples/s", "threads", "prefetch", "reward");
-    for (int w = 0; w < SL_EVAL_NPOL; w++)
-        printf("%-10s %12.2f %8.3f %10.2f %12.0f %8.1f %8.1f %9.4f\n", name[w],
+    printf("%-10s %12s %8s %10s %12s %8s %8s %9s%s\n", "policy", "wait ms/bat",
+           "stall", "CPU cores", "samples/s", "threads", "prefetch", "reward",
+           a->o.gpu ? "  gpu_share" : "");
+    for (int w = 0; w < SL_EVAL_NPOL; w++) {
+        printf("%-10s %12.2f %8.3f %10.2f %12.0f %8.1f %8.1f %9.4f", name[w],
                m[w].wait_ms, m[w].stall, m[w].cores, m[w].rate, m[w].threads,
                m[w].prefetch, m[w].reward);
+        if (a->o.gpu)
+            printf("  %9.0f", m[w].share);
+        putchar('\n');
+    }
+    if (a->o.gpu)
+        printf("(rl %s; heuristic: the placement rule sets the share; "
+               "static: none)\n",
+               sl__rl_places(pol) ? "places with its share head"
+                                  : "has no share head: the rule places");
     return 0;
 }
 
-/* Standardisation (a fresh policy only) and PPO, with progress lines. */
-static int train(const targs_t *a, sl__rl_policy_t *pol)
+/* Standardisation (a fresh policy; a widened one's GPU features) and
+ * PPO, with progress lines. */
+static int train(const targs_t *a, sl__rl_policy_t *pol, int from)
 {
-    int rc = a->init ? 0 : sl__train_normalise(&a->o, pol);
+    int rc = from < pol->net.n_in ? sl__train_normalise(&a->o, pol, from) : 0;
     if (rc)
         return rc;
     progress_t pg = {isatty(2), sl__now_ns()};
@@ -149,13 +163,26 @@ int sl__cmd_train_policy(int argc, char **argv)
     }
     sl__rl_policy_t pol;
     rc = a.init ? sl__rl_policy_load(a.init, &pol, err, sizeof err)
-                : sl__rl_policy_init(&pol, a.hidden, a.o.seed);
+                : sl__rl_policy_init(&pol, a.hidden, a.o.gpu, a.o.seed);
     if (rc) {
         fprintf(stderr, "sluice train-policy: %s\n",
                 a.init ? err : sl_strerror(rc));
         return 1;
     }
-    rc = train(&a, &pol);
+    /* Features to standardise: all of a fresh policy's, none of a loaded
+     * one's but those a widening adds. */
+    int from = a.init ? pol.net.n_in : 0;
+    if (a.o.gpu && !sl__rl_places(&pol)) {
+        sl__rl_policy_t wide;
+        rc = sl__rl_policy_widen(&wide, &pol);
+        sl__rl_policy_free(&pol);
+        if (rc) {
+            fprintf(stderr, "sluice train-policy: %s\n", sl_strerror(rc));
+            return 1;
+        }
+        pol = wide;
+    }
+    rc = train(&a, &pol, from);
     if (!rc)
         rc = sl__rl_policy_save(a.out, &pol, err, sizeof err);
     else

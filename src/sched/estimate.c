@@ -38,13 +38,29 @@ static int need_read(double target, double read_s, const sl__limits_t *lim)
     return ceil_clamp(target * read_s * SL_EST_READ_HEADROOM, 1, lim->max_read);
 }
 
+double sl__estimate_demand(const sl_snapshot_t *win, int n)
+{
+    double t = 0, waited = 0, samples = 0;
+    for (int i = 0; i < n; i++) {
+        const sl_snapshot_t *s = &win[i];
+        double dt = s->interval_s > 0 ? s->interval_s : 0;
+        t += dt;
+        waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
+        samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
+    }
+    double works = t - waited;
+    if (works > SL_EST_CONSUMER_WORKS * t && samples > 0)
+        return samples / works;
+    return samples > 0 || waited > 0 ? -1 : 0; /* -1: takes whatever comes */
+}
+
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                   const sl__knobs_t *cur, sl__estimate_t *e)
 {
     memset(e, 0, sizeof *e);
     e->bound = "";
     double t = 0, rbusy = 0, ritems = 0, rbytes = 0, dbusy = 0, ditems = 0;
-    double waited = 0, samples = 0, other = 0, gitems = 0, gbusy = 0;
+    double other = 0, gitems = 0, gbusy = 0;
     int ncpu = 0;
     for (int i = 0; i < n; i++) {
         const sl_snapshot_t *s = &win[i];
@@ -59,8 +75,6 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         dbusy +=
             (s->decode.busy > 0 ? s->decode.busy : 0) * s->decode.workers * dt;
         ditems += (s->decode.items_per_s > 0 ? s->decode.items_per_s : 0) * dt;
-        waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
-        samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
         other += (s->cpu_other > 0 ? s->cpu_other : 0) * dt;
         gitems += (s->gpu_samples_per_s > 0 ? s->gpu_samples_per_s : 0) * dt;
         gbusy += (s->gpu_stage_busy > 0 ? s->gpu_stage_busy : 0) * dt;
@@ -103,11 +117,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         e->prep = batch_rate(e, e->cpu_prep);
         e->prep_max = batch_rate(e, e->cpu_prep_max);
     }
-    double works = t - waited;
-    if (works > SL_EST_CONSUMER_WORKS * t && samples > 0)
-        e->demand = samples / works;
-    else if (samples > 0 || waited > 0)
-        e->demand = -1; /* takes whatever comes */
+    e->demand = sl__estimate_demand(win, n);
     if (!(e->prep_max > 0))
         return;
     e->target =

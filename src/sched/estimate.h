@@ -57,6 +57,11 @@ typedef struct sl__estimate {
     const char *bound;          /* "consumer" | "prep" | "fetch" | "" */
 } sl__estimate_t;
 
+/* The consumer's demand over win[0..n): samples / (wall - time blocked in
+ * next()), its time per sample the inverse; -1 when it (nearly) always
+ * waits (takes whatever comes), 0 for an empty window. */
+double sl__estimate_demand(const sl_snapshot_t *win, int n);
+
 /* The estimate over win[0..n) (oldest first) for knobs cur under lim. */
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                   const sl__knobs_t *cur, sl__estimate_t *e);

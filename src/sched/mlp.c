@@ -13,33 +13,35 @@ typedef struct offs {
     size_t w1, b1, w2, b2, wp, bp, wv, bv, end;
 } offs_t;
 
-static offs_t offsets(int n_in, int n_hid)
+static offs_t offsets(int n_in, int n_hid, int n_knobs)
 {
     offs_t o;
-    size_t i = (size_t)n_in, h = (size_t)n_hid;
+    size_t i = (size_t)n_in, h = (size_t)n_hid,
+           nl = (size_t)n_knobs * SL_MLP_ACTS;
     o.w1 = 0;
     o.b1 = o.w1 + h * i;
     o.w2 = o.b1 + h;
     o.b2 = o.w2 + h * h;
     o.wp = o.b2 + h;
-    o.bp = o.wp + SL_MLP_LOGITS * h;
-    o.wv = o.bp + SL_MLP_LOGITS;
+    o.bp = o.wp + nl * h;
+    o.wv = o.bp + nl;
     o.bv = o.wv + h;
     o.end = o.bv + 1;
     return o;
 }
 
-size_t sl__mlp_count(int n_in, int n_hid)
+size_t sl__mlp_count(int n_in, int n_hid, int n_knobs)
 {
-    if (n_in < 1 || n_in > SL_MLP_MAX_IN || n_hid < 1 || n_hid > SL_MLP_MAX_HID)
+    if (n_in < 1 || n_in > SL_MLP_MAX_IN || n_hid < 1 ||
+        n_hid > SL_MLP_MAX_HID || n_knobs < 1 || n_knobs > SL_MLP_MAX_KNOBS)
         return 0;
-    return offsets(n_in, n_hid).end;
+    return offsets(n_in, n_hid, n_knobs).end;
 }
 
-int sl__mlp_init(sl__mlp_t *m, int n_in, int n_hid)
+int sl__mlp_init(sl__mlp_t *m, int n_in, int n_hid, int n_knobs)
 {
     memset(m, 0, sizeof *m);
-    size_t n = sl__mlp_count(n_in, n_hid);
+    size_t n = sl__mlp_count(n_in, n_hid, n_knobs);
     if (!n)
         return SL_EINVAL;
     m->w = calloc(n, sizeof *m->w);
@@ -47,6 +49,7 @@ int sl__mlp_init(sl__mlp_t *m, int n_in, int n_hid)
         return SL_ENOMEM;
     m->n_in = n_in;
     m->n_hid = n_hid;
+    m->n_knobs = n_knobs;
     m->n_params = n;
     return 0;
 }
@@ -59,7 +62,7 @@ void sl__mlp_free(sl__mlp_t *m)
 
 int sl__mlp_clone(sl__mlp_t *dst, const sl__mlp_t *src)
 {
-    int rc = sl__mlp_init(dst, src->n_in, src->n_hid);
+    int rc = sl__mlp_init(dst, src->n_in, src->n_hid, src->n_knobs);
     if (!rc)
         memcpy(dst->w, src->w, src->n_params * sizeof *src->w);
     return rc;
@@ -75,7 +78,7 @@ void sl__mlp_randomize(sl__mlp_t *m, uint64_t seed)
 {
     sl__rng_t r;
     sl__rng_init(&r, seed, 0, 0, 0x6d6c70); /* "mlp" */
-    offs_t o = offsets(m->n_in, m->n_hid);
+    offs_t o = offsets(m->n_in, m->n_hid, m->n_knobs);
     memset(m->w, 0, m->n_params * sizeof *m->w);
     /* uniform(-b, b) has variance b^2 / 3: b = sqrt(3 / fan_in) gives
      * variance 1 / fan_in. */
@@ -106,7 +109,7 @@ void sl__mlp_forward(const sl__mlp_t *m, const double *x, sl__mlp_cache_t *c,
     if (!c)
         c = &local;
     const double *w = m->w;
-    offs_t o = offsets(m->n_in, m->n_hid);
+    offs_t o = offsets(m->n_in, m->n_hid, m->n_knobs);
     int h = m->n_hid;
     affine(w + o.w1, w + o.b1, x, h, m->n_in, c->h1);
     for (int j = 0; j < h; j++)
@@ -114,7 +117,7 @@ void sl__mlp_forward(const sl__mlp_t *m, const double *x, sl__mlp_cache_t *c,
     affine(w + o.w2, w + o.b2, c->h1, h, h, c->h2);
     for (int j = 0; j < h; j++)
         c->h2[j] = tanh(c->h2[j]);
-    affine(w + o.wp, w + o.bp, c->h2, SL_MLP_LOGITS, h, logits);
+    affine(w + o.wp, w + o.bp, c->h2, m->n_knobs * SL_MLP_ACTS, h, logits);
     affine(w + o.wv, w + o.bv, c->h2, 1, h, value);
 }
 
@@ -144,12 +147,12 @@ void sl__mlp_backward(const sl__mlp_t *m, const double *x,
                       double dvalue, double *grad)
 {
     const double *w = m->w;
-    offs_t o = offsets(m->n_in, m->n_hid);
+    offs_t o = offsets(m->n_in, m->n_hid, m->n_knobs);
     int h = m->n_hid;
     double dh2[SL_MLP_MAX_HID], dv2[SL_MLP_MAX_HID], dh1[SL_MLP_MAX_HID];
     /* Heads: both read h2; their input gradients add up. */
-    affine_back(w + o.wp, c->h2, dlogits, SL_MLP_LOGITS, h, grad + o.wp,
-                grad + o.bp, dh2);
+    affine_back(w + o.wp, c->h2, dlogits, m->n_knobs * SL_MLP_ACTS, h,
+                grad + o.wp, grad + o.bp, dh2);
     affine_back(w + o.wv, c->h2, &dvalue, 1, h, grad + o.wv, grad + o.bv, dv2);
     for (int j = 0; j < h; j++) /* tanh' = 1 - tanh^2 */
         dh2[j] = (dh2[j] + dv2[j]) * (1 - c->h2[j] * c->h2[j]);

@@ -1,34 +1,35 @@
 /* sched/mlp: the scheduler's small neural network, by hand.
  *
  *   x[n_in] -> tanh(W1 x + b1)[n_hid] -> tanh(W2 h1 + b2)[n_hid] -+-> logits
- *                                                                 |   [3 x 3]
+ *                                                                 | [knobs x 3]
  *                                                                 +-> value
  *
  * A shared trunk with two linear heads: the policy head gives one
- * categorical over {-1, 0, +1} per knob (read_threads, decode_threads,
- * prefetch: SL_MLP_KNOBS x SL_MLP_ACTS logits), the value head one number
- * (the critic of PPO). With n_in = 24 and n_hid = 64 that is 6410
- * parameters.
+ * categorical over {-1, 0, +1} per knob (n_knobs x SL_MLP_ACTS logits:
+ * read_threads, decode_threads, prefetch, and for a policy that places,
+ * the GPU share — sched/rl.h), the value head one number (the critic of
+ * PPO). With n_in = 24, n_hid = 64 and 3 knobs that is 6410 parameters.
  *
  * Parameters live in one flat array of doubles (the optimiser and the
  * gradient check see a vector), in this order: W1 (row-major, n_hid x
- * n_in), b1, W2 (n_hid x n_hid), b2, Wp (9 x n_hid), bp (9), wv (n_hid),
- * bv (1). Double precision so that finite differences check every
- * gradient; the weights file stores float32. Depends on base (rng). */
+ * n_in), b1, W2 (n_hid x n_hid), b2, Wp (3 n_knobs x n_hid), bp (3
+ * n_knobs), wv (n_hid), bv (1). Double precision so that finite differences
+ * check every gradient; the weights file stores float32. Depends on base (rng).
+ */
 #ifndef SL_MLP_H
 #define SL_MLP_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define SL_MLP_KNOBS 3 /* read_threads, decode_threads, prefetch */
-#define SL_MLP_ACTS 3  /* -1, 0, +1 */
-#define SL_MLP_LOGITS (SL_MLP_KNOBS * SL_MLP_ACTS)
+#define SL_MLP_MAX_KNOBS 4 /* read, decode, prefetch (, GPU share) */
+#define SL_MLP_ACTS 3      /* -1, 0, +1 */
+#define SL_MLP_MAX_LOGITS (SL_MLP_MAX_KNOBS * SL_MLP_ACTS)
 #define SL_MLP_MAX_IN 256
 #define SL_MLP_MAX_HID 256
 
 typedef struct sl__mlp {
-    int n_in, n_hid;
+    int n_in, n_hid, n_knobs;
     size_t n_params;
     double *w; /* n_params, owned */
 } sl__mlp_t;
@@ -39,11 +40,11 @@ typedef struct sl__mlp_cache {
 } sl__mlp_cache_t;
 
 /* @return parameters of a network of these sizes (0 if out of range). */
-size_t sl__mlp_count(int n_in, int n_hid);
+size_t sl__mlp_count(int n_in, int n_hid, int n_knobs);
 
-/* Allocates zero weights. @return 0, SL_EINVAL (sizes out of 1..256) or
- * SL_ENOMEM. */
-int sl__mlp_init(sl__mlp_t *m, int n_in, int n_hid);
+/* Allocates zero weights. @return 0, SL_EINVAL (sizes out of 1..256,
+ * knobs out of 1..SL_MLP_MAX_KNOBS) or SL_ENOMEM. */
+int sl__mlp_init(sl__mlp_t *m, int n_in, int n_hid, int n_knobs);
 void sl__mlp_free(sl__mlp_t *m);
 /* Deep copy into an uninitialised *dst. @return 0 or SL_ENOMEM. */
 int sl__mlp_clone(sl__mlp_t *dst, const sl__mlp_t *src);
@@ -53,7 +54,7 @@ int sl__mlp_clone(sl__mlp_t *dst, const sl__mlp_t *src);
  * close to uniform, as PPO implementations do). */
 void sl__mlp_randomize(sl__mlp_t *m, uint64_t seed);
 
-/* Forward pass: logits[SL_MLP_LOGITS] and *value. `c` may be NULL when no
+/* Forward pass: logits[3 n_knobs] and *value. `c` may be NULL when no
  * backward pass follows. */
 void sl__mlp_forward(const sl__mlp_t *m, const double *x, sl__mlp_cache_t *c,
                      double *logits, double *value);

@@ -35,9 +35,8 @@ static void measure(const sl_snapshot_t *win, int n, meas_t *m)
     m->rate = samples / t;
     m->stall = waited / t;
     /* A consumer that (nearly) always waits has no step to measure. */
-    m->work = samples > 0 && t - waited > SL_EST_CONSUMER_WORKS * t
-                  ? (t - waited) / samples
-                  : 0;
+    double d = sl__estimate_demand(win, n);
+    m->work = d > 0 ? 1 / d : 0;
 }
 
 /* NVML's mean use over the window (0..1), of the JPEG decoders (jpg) or
@@ -54,6 +53,17 @@ static double nvml_use(const sl_snapshot_t *win, int n, int jpg)
         }
     }
     return t > 0 ? sum / t : -1;
+}
+
+int sl__place_gpu_full(const sl_snapshot_t *win, int n, double *jpg,
+                       double *kern)
+{
+    double j = nvml_use(win, n, 1), k = nvml_use(win, n, 0);
+    if (jpg)
+        *jpg = j;
+    if (kern)
+        *kern = k;
+    return j >= SL_PLACE_JPG_FULL || k >= SL_PLACE_GPU_FULL;
 }
 
 /* Why a trainer that waits gets no raise, first reason first. */
@@ -178,8 +188,8 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
      * time — it queued work ahead, or another job fills it — and more
      * work there would slow the step). */
     int cpu_short = !(e.cpu_prep > 0) || !(e.cpu_prep_max > 1.10 * e.cpu_prep);
-    double jpg = nvml_use(win, n, 1), kern = nvml_use(win, n, 0);
-    int gpu_full = jpg >= SL_PLACE_JPG_FULL || kern >= SL_PLACE_GPU_FULL;
+    double jpg, kern;
+    int gpu_full = sl__place_gpu_full(win, n, &jpg, &kern);
     if (m.stall >= SL_PLACE_STALL) /* why not, unless a raise follows */
         held(p, s, max, may_raise, cpu_short, jpg, kern, &e);
     if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&

@@ -73,6 +73,14 @@ typedef struct sl__place {
 
 void sl__place_init(sl__place_t *p);
 
+/* 1 when NVML says the GPU has no room over win[0..n) (window means): its
+ * JPEG decoders busy >= SL_PLACE_JPG_FULL of the time, or its kernels
+ * running >= SL_PLACE_GPU_FULL. *jpg and *kern (either may be NULL) get
+ * the means, < 0 where NVML cannot tell. The rule's gate on a raise, and
+ * the rl share head's mask (sched/rl.h). */
+int sl__place_gpu_full(const sl_snapshot_t *win, int n, double *jpg,
+                       double *kern);
+
 /* One decision over win[0..n) (oldest first) with the knobs in force
  * (cur->gpu_share the share): 1 with *share and a reason when the share
  * changes, else 0. Nothing when lim does not let the scheduler place

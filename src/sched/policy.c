@@ -96,6 +96,7 @@ sl__policy_t *sl__policy_rl(sl__rl_policy_t *pol, int learn, uint64_t seed)
         free(rp);
         return NULL;
     }
+    rp->base.places = sl__rl_places(&rp->rs.pol);
     return &rp->base;
 }
 
@@ -163,14 +164,14 @@ int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
                    const sl__limits_t *lim, const sl__knobs_t *cur,
                    sl__sched_decision_t *d)
 {
-    /* Apply order within a pass: decode, read, prefetch. */
-    static const int order[3] = {SL_KNOB_DECODE, SL_KNOB_READ,
-                                 SL_KNOB_PREFETCH};
+    /* Apply order within a pass: decode, read, prefetch, the share. */
+    static const int order[4] = {SL_KNOB_DECODE, SL_KNOB_READ, SL_KNOB_PREFETCH,
+                                 SL_KNOB_GPU_SHARE};
     memset(d, 0, sizeof *d);
     d->read_depth = lim->read_depth;
     int share;
-    if (sl__place_step(&s->place, win, n, lim, cur, &share, d->reason,
-                       sizeof d->reason)) {
+    if (!s->pol->places && sl__place_step(&s->place, win, n, lim, cur, &share,
+                                          d->reason, sizeof d->reason)) {
         d->ch[d->n++] =
             (sl__sched_change_t){SL_KNOB_GPU_SHARE, cur->gpu_share, share};
         return d->n;
@@ -180,7 +181,7 @@ int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
     int mask = s->pol->step(s->pol, win, n, lim, cur, &next, d->reason,
                             sizeof d->reason);
     for (int pass = 0; pass < 2 && mask; pass++)
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             int k = order[i];
             int from = sl__knob_get(cur, k), to = sl__knob_get(&next, k);
             if ((mask & 1 << k) && (pass == 0 ? to < from : to > from))

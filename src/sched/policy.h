@@ -45,6 +45,8 @@ typedef int sl__policy_step_fn(SL__POLICY_STEP_ARGS);
 
 struct sl__policy {
     const char *name; /* "static", "heuristic", "rl" */
+    int places;       /* 1: its step sets gpu_share (an rl policy with the
+                         share head); else the placement rule does */
     sl__policy_step_fn *step;
     void (*destroy)(sl__policy_t *p); /* frees the object */
 };

@@ -21,10 +21,10 @@ void sl__ppo_hp_default(sl__ppo_hp_t *hp)
     hp->minibatch = 256;
 }
 
-void sl__ppo_probs(const double *logits, const uint8_t *mask, double *p,
-                   double *logp)
+void sl__ppo_probs(const double *logits, const uint8_t *mask, int n_knobs,
+                   double *p, double *logp)
 {
-    for (int k = 0; k < SL_MLP_KNOBS; k++) {
+    for (int k = 0; k < n_knobs; k++) {
         const double *z = logits + k * SL_MLP_ACTS;
         const uint8_t *ok = mask + k * SL_MLP_ACTS;
         double mx = -INFINITY;
@@ -46,17 +46,18 @@ void sl__ppo_probs(const double *logits, const uint8_t *mask, double *p,
 
 /* ------------------------------------------------------------ buffer */
 
-int sl__ppo_buf_init(sl__ppo_buf_t *b, int cap, int n_in)
+int sl__ppo_buf_init(sl__ppo_buf_t *b, int cap, int n_in, int n_knobs)
 {
     memset(b, 0, sizeof *b);
-    size_t c = (size_t)cap;
+    size_t c = (size_t)cap, nk = (size_t)n_knobs;
     b->cap = cap;
     b->n_in = n_in;
+    b->n_knobs = n_knobs;
     /* One zeroed block; obs first, so free(b->obs) frees it. */
     const sl__part_t parts[] = {
         {&b->obs, c * (size_t)n_in * sizeof *b->obs},
-        {&b->act, c * SL_MLP_KNOBS},
-        {&b->mask, c * SL_MLP_LOGITS},
+        {&b->act, c * nk},
+        {&b->mask, c * nk * SL_MLP_ACTS},
         {&b->logp, c * sizeof *b->logp},
         {&b->value, c * sizeof *b->value},
         {&b->reward, c * sizeof *b->reward},
@@ -81,8 +82,9 @@ int sl__ppo_buf_add(sl__ppo_buf_t *b, const double *obs, const uint8_t *act,
         return -1;
     int i = b->n++;
     memcpy(b->obs + (size_t)i * b->n_in, obs, (size_t)b->n_in * sizeof *obs);
-    memcpy(b->act + (size_t)i * SL_MLP_KNOBS, act, SL_MLP_KNOBS);
-    memcpy(b->mask + (size_t)i * SL_MLP_LOGITS, mask, SL_MLP_LOGITS);
+    size_t nk = (size_t)b->n_knobs, nl = nk * SL_MLP_ACTS;
+    memcpy(b->act + (size_t)i * nk, act, nk);
+    memcpy(b->mask + (size_t)i * nl, mask, nl);
     b->logp[i] = logp;
     b->value[i] = value;
     b->reward[i] = 0;
@@ -136,16 +138,18 @@ double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
     if (n <= 0)
         return 0;
     double inv = 1.0 / n;
+    int nk = m->n_knobs;
     for (int i = 0; i < n; i++) {
         const double *x = obs + (size_t)i * m->n_in;
-        const uint8_t *a = act + (size_t)i * SL_MLP_KNOBS;
-        const uint8_t *mk = mask + (size_t)i * SL_MLP_LOGITS;
+        const uint8_t *a = act + (size_t)i * nk;
+        const uint8_t *mk = mask + (size_t)i * nk * SL_MLP_ACTS;
         sl__mlp_cache_t c;
-        double z[SL_MLP_LOGITS], v, p[SL_MLP_LOGITS], lp[SL_MLP_LOGITS];
+        double z[SL_MLP_MAX_LOGITS], v, p[SL_MLP_MAX_LOGITS],
+            lp[SL_MLP_MAX_LOGITS];
         sl__mlp_forward(m, x, &c, z, &v);
-        sl__ppo_probs(z, mk, p, lp);
-        double logp = 0, ent[SL_MLP_KNOBS];
-        for (int k = 0; k < SL_MLP_KNOBS; k++) {
+        sl__ppo_probs(z, mk, nk, p, lp);
+        double logp = 0, ent[SL_MLP_MAX_KNOBS];
+        for (int k = 0; k < nk; k++) {
             logp += lp[k * SL_MLP_ACTS + a[k]];
             ent[k] = 0;
             for (int j = 0; j < SL_MLP_ACTS; j++) {
@@ -172,8 +176,8 @@ double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
         if (!grad)
             continue;
         double dlogp = clipped ? 0 : -adv[i] * r * inv;
-        double dz[SL_MLP_LOGITS];
-        for (int k = 0; k < SL_MLP_KNOBS; k++)
+        double dz[SL_MLP_MAX_LOGITS];
+        for (int k = 0; k < nk; k++)
             for (int j = 0; j < SL_MLP_ACTS; j++) {
                 int q = k * SL_MLP_ACTS + j;
                 if (!mk[q]) {
@@ -195,13 +199,14 @@ double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
 }
 
 double sl__ppo_test_loss(const double *params, size_t n_params, int n_in,
-                         int n_hid, const double *obs, const uint8_t *act,
-                         const uint8_t *mask, const double *logp_old,
-                         const double *adv, const double *ret, int n,
-                         const double *hp3, double *grad)
+                         int n_hid, int n_knobs, const double *obs,
+                         const uint8_t *act, const uint8_t *mask,
+                         const double *logp_old, const double *adv,
+                         const double *ret, int n, const double *hp3,
+                         double *grad)
 {
     sl__mlp_t m;
-    if (sl__mlp_init(&m, n_in, n_hid))
+    if (sl__mlp_init(&m, n_in, n_hid, n_knobs))
         return NAN;
     if (m.n_params != n_params) {
         sl__mlp_free(&m);
@@ -228,7 +233,7 @@ int sl__ppo_init(sl__ppo_t *p, const sl__ppo_hp_t *hp, const sl__mlp_t *m)
     p->n_params = m->n_params;
     int c = hp->minibatch > 0 ? hp->minibatch : 1;
     p->cap = c;
-    size_t np = (size_t)m->n_params, nc = (size_t)c;
+    size_t np = (size_t)m->n_params, nc = (size_t)c, nk = (size_t)m->n_knobs;
     /* One zeroed block; m1 first, so free(p->m1) frees it. */
     const sl__part_t parts[] = {
         {&p->m1, np * sizeof *p->m1},
@@ -238,8 +243,8 @@ int sl__ppo_init(sl__ppo_t *p, const sl__ppo_hp_t *hp, const sl__mlp_t *m)
         {&p->logp, nc * sizeof *p->logp},
         {&p->adv, nc * sizeof *p->adv},
         {&p->ret, nc * sizeof *p->ret},
-        {&p->act, nc * SL_MLP_KNOBS},
-        {&p->mask, nc * SL_MLP_LOGITS},
+        {&p->act, nc * nk},
+        {&p->mask, nc * nk * SL_MLP_ACTS},
     };
     return sl__parts_alloc(parts, (int)(sizeof parts / sizeof *parts));
 }
@@ -281,6 +286,7 @@ int sl__ppo_update(sl__ppo_t *p, sl__mlp_t *m, sl__ppo_buf_t *b, sl__rng_t *rng,
         *st = sum;
     if (b->n == 0)
         return 0;
+    size_t nk = (size_t)m->n_knobs, nl = nk * SL_MLP_ACTS;
     if (p->perm_cap < b->n) {
         int *np = realloc(p->perm, (size_t)b->n * sizeof *np);
         if (!np)
@@ -309,10 +315,8 @@ int sl__ppo_update(sl__ppo_t *p, sl__mlp_t *m, sl__ppo_buf_t *b, sl__rng_t *rng,
                 memcpy(p->obs + (size_t)i * m->n_in,
                        b->obs + (size_t)s * m->n_in,
                        (size_t)m->n_in * sizeof(double));
-                memcpy(p->act + (size_t)i * SL_MLP_KNOBS,
-                       b->act + (size_t)s * SL_MLP_KNOBS, SL_MLP_KNOBS);
-                memcpy(p->mask + (size_t)i * SL_MLP_LOGITS,
-                       b->mask + (size_t)s * SL_MLP_LOGITS, SL_MLP_LOGITS);
+                memcpy(p->act + (size_t)i * nk, b->act + (size_t)s * nk, nk);
+                memcpy(p->mask + (size_t)i * nl, b->mask + (size_t)s * nl, nl);
                 p->logp[i] = b->logp[s];
                 p->adv[i] = b->adv[s];
                 p->ret[i] = b->ret[s];

@@ -39,22 +39,22 @@ void sl__ppo_hp_default(sl__ppo_hp_t *hp);
 /* Probabilities (and their logs) of each knob's categorical under its
  * mask (1 = allowed; a knob needs at least one allowed action). Masked
  * entries get p = 0, logp = -inf. */
-void sl__ppo_probs(const double *logits, const uint8_t *mask, double *p,
-                   double *logp);
+void sl__ppo_probs(const double *logits, const uint8_t *mask, int n_knobs,
+                   double *p, double *logp);
 
 /* Stored transitions of one rollout (several episodes back to back). */
 typedef struct sl__ppo_buf {
-    int cap, n, n_in;
+    int cap, n, n_in, n_knobs;
     double *obs;   /* n x n_in, as fed to the network (normalised) */
-    uint8_t *act;  /* n x SL_MLP_KNOBS, action index 0..2 (= step + 1) */
-    uint8_t *mask; /* n x SL_MLP_LOGITS */
+    uint8_t *act;  /* n x n_knobs, action index 0..2 (= step + 1) */
+    uint8_t *mask; /* n x n_knobs x SL_MLP_ACTS */
     double *logp, *value, *reward;
     uint8_t *last; /* 1: the episode ends after this step */
     double *boot;  /* at a last step: V(next state) (truncation), or 0 */
     double *adv, *ret;
 } sl__ppo_buf_t;
 
-int sl__ppo_buf_init(sl__ppo_buf_t *b, int cap, int n_in);
+int sl__ppo_buf_init(sl__ppo_buf_t *b, int cap, int n_in, int n_knobs);
 void sl__ppo_buf_free(sl__ppo_buf_t *b);
 /* Appends one step; the reward is filled in later by sl__ppo_buf_reward
  * (it is only known after the next window). @return the step's index, or
@@ -74,7 +74,8 @@ typedef struct sl__ppo_stats {
 } sl__ppo_stats_t;
 
 /* Loss L of n samples and (if grad) dL/dparams written to grad. obs is
- * n x n_in, act n x 3, mask n x 9; adv must already be normalised. */
+ * n x n_in, act n x m->n_knobs, mask n x 3 m->n_knobs; adv must already
+ * be normalised. */
 double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
                     const double *obs, const uint8_t *act, const uint8_t *mask,
                     const double *logp_old, const double *adv,
@@ -85,13 +86,15 @@ double sl__ppo_loss(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
  * tests/python/test_rl_autograd.py, which compares them with PyTorch
  * autograd through the extension's private _sluice._ppo_test_loss (not
  * exported from libsluice.so). params: n_params weights of an n_in ->
- * n_hid network; hp3 = {clip, vf_coef, ent_coef}; grad: n_params.
+ * n_hid network with n_knobs heads; hp3 = {clip, vf_coef, ent_coef}; grad:
+ * n_params.
  * @return the loss; NAN on bad sizes or out of memory. */
 double sl__ppo_test_loss(const double *params, size_t n_params, int n_in,
-                         int n_hid, const double *obs, const uint8_t *act,
-                         const uint8_t *mask, const double *logp_old,
-                         const double *adv, const double *ret, int n,
-                         const double *hp3, double *grad);
+                         int n_hid, int n_knobs, const double *obs,
+                         const uint8_t *act, const uint8_t *mask,
+                         const double *logp_old, const double *adv,
+                         const double *ret, int n, const double *hp3,
+                         double *grad);
 
 /* Adam state and minibatch scratch for one network. */
 typedef struct sl__ppo {

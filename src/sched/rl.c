@@ -6,17 +6,58 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sched/estimate.h"
+#include "sched/place.h"
+
 /* ------------------------------------------------------------- policy */
 
-int sl__rl_policy_init(sl__rl_policy_t *p, int n_hid, uint64_t seed)
+int sl__rl_policy_init(sl__rl_policy_t *p, int n_hid, int places, uint64_t seed)
 {
     memset(p, 0, sizeof *p);
-    int rc = sl__mlp_init(&p->net, SL_RL_NOBS, n_hid);
+    int rc =
+        places ? sl__mlp_init(&p->net, SL_RL_NOBS, n_hid, SL_RL_KNOBS_PLACE)
+               : sl__mlp_init(&p->net, SL_RL_NOBS_CPU, n_hid, SL_RL_KNOBS_CPU);
     if (rc)
         return rc;
     sl__mlp_randomize(&p->net, seed);
     for (int i = 0; i < SL_RL_NOBS; i++)
         p->sd[i] = 1;
+    return 0;
+}
+
+int sl__rl_places(const sl__rl_policy_t *p)
+{
+    return p->net.n_knobs == SL_RL_KNOBS_PLACE;
+}
+
+int sl__rl_policy_widen(sl__rl_policy_t *dst, const sl__rl_policy_t *src)
+{
+    if (sl__rl_places(src))
+        return sl__rl_policy_clone(dst, src);
+    *dst = *src;
+    int h = src->net.n_hid, ni = src->net.n_in;
+    int rc = sl__mlp_init(&dst->net, SL_RL_NOBS, h, SL_RL_KNOBS_PLACE);
+    if (rc)
+        return rc;
+    for (int i = ni; i < SL_RL_NOBS; i++) {
+        dst->mean[i] = 0;
+        dst->sd[i] = 1;
+    }
+    /* Blocks in mlp.h's order; the wider W1's rows and Wp's extra rows
+     * (the share head) stay zero. */
+    const double *a = src->net.w;
+    double *b = dst->net.w;
+    for (int r = 0; r < h; r++, a += ni, b += SL_RL_NOBS)
+        memcpy(b, a, (size_t)ni * sizeof *a);
+    size_t trunk = (size_t)h + (size_t)h * h + h; /* b1, W2, b2 */
+    memcpy(b, a, trunk * sizeof *a);
+    a += trunk, b += trunk;
+    size_t wp = (size_t)SL_RL_KNOBS_CPU * SL_MLP_ACTS * h;
+    memcpy(b, a, wp * sizeof *a);
+    a += wp, b += (size_t)SL_RL_KNOBS_PLACE * SL_MLP_ACTS * h;
+    memcpy(b, a, SL_RL_KNOBS_CPU * SL_MLP_ACTS * sizeof *a); /* bp */
+    a += SL_RL_KNOBS_CPU * SL_MLP_ACTS, b += SL_RL_KNOBS_PLACE * SL_MLP_ACTS;
+    memcpy(b, a, ((size_t)h + 1) * sizeof *a); /* wv, bv */
     return 0;
 }
 
@@ -46,7 +87,7 @@ static double pos(double v) /* unreadable (< 0) fields count as 0 */
 /* Window means of the noisy per-interval fields. */
 typedef struct wmean {
     double cpu_self, cpu_other, psi, io, rbusy, dbusy, rfill, dfill, ofill,
-        stall, wait, lat, rate, rrate, drate;
+        stall, wait, lat, rate, rrate, drate, gbusy, grate;
 } wmean_t;
 
 static wmean_t wmean(const sl_snapshot_t *w, int n)
@@ -79,6 +120,8 @@ static wmean_t wmean(const sl_snapshot_t *w, int n)
         m.rate += pos(s->samples_per_s) / n;
         m.rrate += pos(s->read.items_per_s) / n;
         m.drate += pos(s->decode.items_per_s) / n;
+        m.gbusy += pos(s->gpu_stage_busy) / n;
+        m.grate += pos(s->gpu_samples_per_s) / n;
     }
     /* No batch at all in the window: the consumer waited all of it. */
     m.wait = wsum > 0 ? m.wait / wsum : m.stall * span_ms;
@@ -93,6 +136,14 @@ static double headroom(double items_per_s, double busy, double rate)
         return 0;
     double cap = items_per_s / (busy > 0.05 ? busy : 0.05);
     return clampd(log2(cap / (rate > 1 ? rate : 1)) / 4, -1, 1);
+}
+
+/* The trainer's seconds per sample while it is not waiting on us (the
+ * stall model's demand, inverted); 0 where it cannot be measured. */
+static double consumer_work(const sl_snapshot_t *win, int n)
+{
+    double d = sl__estimate_demand(win, n);
+    return d > 0 ? 1 / d : 0;
 }
 
 void sl__rl_features(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
@@ -138,16 +189,26 @@ void sl__rl_features(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     o[21] = clampd((double)threads / ncpu / 4, 0, 1);
     o[22] = headroom(m.drate, m.dbusy, m.rate);
     o[23] = headroom(m.rrate, m.rbusy, m.rate);
+    /* The GPU stage's, for a policy that places. */
+    o[24] = (double)cur->gpu_share / SL_KNOB_SHARE_UNIT;
+    o[25] = clampd(m.gbusy, 0, 1);
+    o[26] = headroom(m.grate, m.gbusy, m.rate);
+    /* The trainer's time per sample outside next() (its step, which GPU
+     * work can slow), and how it moved over the window. */
+    double w = consumer_work(win, n), wa = consumer_work(win, h),
+           wb = consumer_work(win + n - h, h);
+    o[27] = w > 0 ? clampd(log10(1 + w * 1e6) / 4, 0, 1) : 0;
+    o[28] = w > 0 && wa > 0 && wb > 0 ? clampd((wb - wa) / w, -1, 1) : 0;
 }
 
 void sl__rl_normalise(const sl__rl_policy_t *p, const double *raw, double *x)
 {
-    for (int i = 0; i < SL_RL_NOBS; i++)
+    for (int i = 0; i < p->net.n_in; i++)
         x[i] = clampd((raw[i] - p->mean[i]) / p->sd[i], -5, 5);
 }
 
 double sl__rl_reward(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
-                     const sl__knobs_t *cur)
+                     const sl__knobs_t *cur, double *work_ref)
 {
     if (n < 1)
         return 0;
@@ -161,7 +222,17 @@ double sl__rl_reward(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     double q =
         lim->max_prefetch > 0 ? (double)cur->prefetch / lim->max_prefetch : 0;
     double U = 0.5 * (t + q);
-    return -W - SL_RL_LAMBDA * S - SL_RL_MU * U;
+    double r = -W - SL_RL_LAMBDA * S - SL_RL_MU * U;
+    if (lim->max_gpu_share <= 0)
+        return r;
+    double G = (double)cur->gpu_share / SL_KNOB_SHARE_UNIT, I = 0;
+    double w = consumer_work(win, n);
+    if (work_ref && w > 0) {
+        if (!(*work_ref > 0) || w < *work_ref)
+            *work_ref = w;
+        I = log(w / *work_ref);
+    }
+    return r - SL_RL_NU * G - SL_RL_KAPPA * I;
 }
 
 /* ----------------------------------------------------------- decision */
@@ -198,9 +269,12 @@ static void knob_mask(uint8_t *mk, int tuned, int v, int hi)
 
 void sl__rl_decide(const sl__rl_policy_t *p, const double *raw,
                    const sl__limits_t *lim, const sl__knobs_t *cur,
-                   sl__rng_t *rng, sl__rl_decision_t *d, sl__knobs_t *next)
+                   int gpu_full, sl__rng_t *rng, sl__rl_decision_t *d,
+                   sl__knobs_t *next)
 {
-    double z[SL_MLP_LOGITS], lp[SL_MLP_LOGITS];
+    int nk = p->net.n_knobs;
+    double z[SL_MLP_MAX_LOGITS], lp[SL_MLP_MAX_LOGITS];
+    d->n_knobs = nk;
     sl__rl_normalise(p, raw, d->x);
     sl__mlp_forward(&p->net, d->x, NULL, z, &d->value);
     *next = *cur;
@@ -220,28 +294,46 @@ void sl__rl_decide(const sl__rl_policy_t *p, const double *raw,
               lim->max_read > cur->read_threads ? lim->max_read
                                                 : cur->read_threads);
     knob_mask(mp, lim->tune_prefetch, cur->prefetch, lim->max_prefetch);
-    sl__ppo_probs(z, mk, d->prob, lp);
-    int ad = pick(d->prob + SL_RL_K_DECODE * SL_MLP_ACTS, md, rng);
-    int ar = pick(d->prob + SL_RL_K_READ * SL_MLP_ACTS, mr, rng);
-    int ap = pick(d->prob + SL_RL_K_PREFETCH * SL_MLP_ACTS, mp, rng);
-    d->act[SL_RL_K_READ] = (uint8_t)ar;
-    d->act[SL_RL_K_DECODE] = (uint8_t)ad;
-    d->act[SL_RL_K_PREFETCH] = (uint8_t)ap;
-    d->logp = lp[SL_RL_K_READ * SL_MLP_ACTS + ar] +
-              lp[SL_RL_K_DECODE * SL_MLP_ACTS + ad] +
-              lp[SL_RL_K_PREFETCH * SL_MLP_ACTS + ap];
-    next->read_threads += ar - 1;
-    next->decode_threads += ad - 1;
-    next->prefetch += ap - 1;
+    if (nk > SL_RL_K_SHARE) {
+        /* The share: 0..max in steps (the last one short), never up while
+         * NVML says the GPU has no room. */
+        uint8_t *ms = mk + SL_RL_K_SHARE * SL_MLP_ACTS;
+        int tuned = lim->tune_gpu_share && lim->max_gpu_share > 0;
+        ms[0] = tuned && cur->gpu_share > 0;
+        ms[1] = 1;
+        ms[2] = tuned && !gpu_full && cur->gpu_share < lim->max_gpu_share;
+    }
+    sl__ppo_probs(z, mk, nk, d->prob, lp);
+    /* Sampling order (training draws from rng in it): decode, read,
+     * prefetch, the share. */
+    static const int order[SL_MLP_MAX_KNOBS] = {
+        SL_RL_K_DECODE, SL_RL_K_READ, SL_RL_K_PREFETCH, SL_RL_K_SHARE};
+    d->logp = 0;
+    for (int i = 0; i < nk; i++) {
+        int k = order[i];
+        int a = pick(d->prob + k * SL_MLP_ACTS, mk + k * SL_MLP_ACTS, rng);
+        d->act[k] = (uint8_t)a;
+        d->logp += lp[k * SL_MLP_ACTS + a];
+    }
+    next->read_threads += d->act[SL_RL_K_READ] - 1;
+    next->decode_threads += d->act[SL_RL_K_DECODE] - 1;
+    next->prefetch += d->act[SL_RL_K_PREFETCH] - 1;
+    if (nk > SL_RL_K_SHARE) {
+        int s = cur->gpu_share + (d->act[SL_RL_K_SHARE] - 1) * SL_RL_SHARE_STEP;
+        next->gpu_share = s < 0                    ? 0
+                          : s > lim->max_gpu_share ? lim->max_gpu_share
+                                                   : s;
+    }
 }
 
 void sl__rl_reason(const sl__rl_decision_t *d, char *buf, size_t len)
 {
-    static const char *name[SL_MLP_KNOBS] = {"read", "decode", "prefetch"};
+    static const char *name[SL_MLP_MAX_KNOBS] = {"read", "decode", "prefetch",
+                                                 "gpu_share"};
     static const char *step[SL_MLP_ACTS] = {"-1", "0", "+1"};
     size_t at = 0;
     int w = snprintf(buf, len, "rl:");
-    for (int k = 0; k < SL_MLP_KNOBS && w >= 0; k++) {
+    for (int k = 0; k < d->n_knobs && w >= 0; k++) {
         at += (size_t)w;
         if (at >= len)
             return;
@@ -306,7 +398,8 @@ int sl__rl_sched_init(sl__rl_sched_t *s, sl__rl_policy_t *pol, int learn,
     hp.lr = 1e-4; /* fine-tuning: small steps */
     hp.minibatch = 32;
     if (sl__ppo_init(&s->ppo, &hp, &s->pol.net) ||
-        sl__ppo_buf_init(&s->buf, LEARN_BATCH, SL_RL_NOBS)) {
+        sl__ppo_buf_init(&s->buf, LEARN_BATCH, s->pol.net.n_in,
+                         s->pol.net.n_knobs)) {
         sl__rl_sched_free(s);
         return SL_ENOMEM;
     }
@@ -327,7 +420,8 @@ static int changed(const sl__knobs_t *a, const sl__knobs_t *b)
 {
     return (a->read_threads != b->read_threads) << SL_KNOB_READ |
            (a->decode_threads != b->decode_threads) << SL_KNOB_DECODE |
-           (a->prefetch != b->prefetch) << SL_KNOB_PREFETCH;
+           (a->prefetch != b->prefetch) << SL_KNOB_PREFETCH |
+           (a->gpu_share != b->gpu_share) << SL_KNOB_GPU_SHARE;
 }
 
 int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
@@ -358,7 +452,7 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
     sl__rl_decision_t d;
     if (s->learn) {
         /* This window is the outcome of the previous decision. */
-        double r = sl__rl_reward(win, n, lim, cur);
+        double r = sl__rl_reward(win, n, lim, cur, &s->work_ref);
         sl__ppo_buf_reward(&s->buf, s->pending, r);
         if (sl__rl_guard_feed(&s->guard, r)) {
             s->fallback = 1;
@@ -369,7 +463,7 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
             return 0;
         }
         if (s->buf.n == s->buf.cap) {
-            double z[SL_MLP_LOGITS], v, x[SL_RL_NOBS];
+            double z[SL_MLP_MAX_LOGITS], v, x[SL_RL_NOBS];
             sl__rl_normalise(&s->pol, raw, x);
             sl__mlp_forward(&s->pol.net, x, NULL, z, &v);
             sl__ppo_buf_end(&s->buf, v);
@@ -378,7 +472,9 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
             s->updates++;
         }
     }
-    sl__rl_decide(&s->pol, raw, lim, cur, s->learn ? &s->rng : NULL, &d, next);
+    sl__rl_decide(&s->pol, raw, lim, cur,
+                  sl__place_gpu_full(win, n, NULL, NULL),
+                  s->learn ? &s->rng : NULL, &d, next);
     if (s->learn)
         s->pending =
             sl__ppo_buf_add(&s->buf, d.x, d.act, d.mask, d.logp, d.value);

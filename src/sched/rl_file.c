@@ -2,9 +2,9 @@
  *
  *   0   8  magic "SLPOLICY"
  *   8   4  version (1)
- *   12  4  n_obs    (SL_RL_NOBS: the feature set this build computes)
+ *   12  4  n_obs    (24 with 3 knobs, 29 with 4: sched/rl.h's two kinds)
  *   16  4  n_hidden (1..256)
- *   20  4  knobs    (3)
+ *   20  4  knobs    (3: read, decode, prefetch; 4: and the GPU share)
  *   24  4  actions per knob (3)
  *   28  4  n_params (must match the sizes above)
  *   32     float32 mean[n_obs], float32 sd[n_obs], float32 w[n_params]
@@ -47,20 +47,21 @@ static double get_f32(const uint8_t *p)
 size_t sl__rl_policy_serialize(const sl__rl_policy_t *p, uint8_t *out,
                                size_t cap)
 {
-    size_t n = HEAD + 8u * SL_RL_NOBS + 4 * p->net.n_params + 8;
+    int ni = p->net.n_in;
+    size_t n = HEAD + 8u * (size_t)ni + 4 * p->net.n_params + 8;
     if (!out || cap < n)
         return n;
     memcpy(out, MAGIC, 8);
     sl__put_u32(out + 8, VERSION);
-    sl__put_u32(out + 12, SL_RL_NOBS);
+    sl__put_u32(out + 12, (uint32_t)ni);
     sl__put_u32(out + 16, (uint32_t)p->net.n_hid);
-    sl__put_u32(out + 20, SL_MLP_KNOBS);
+    sl__put_u32(out + 20, (uint32_t)p->net.n_knobs);
     sl__put_u32(out + 24, SL_MLP_ACTS);
     sl__put_u32(out + 28, (uint32_t)p->net.n_params);
     uint8_t *q = out + HEAD;
-    for (int i = 0; i < SL_RL_NOBS; i++, q += 4)
+    for (int i = 0; i < ni; i++, q += 4)
         put_f32(q, p->mean[i]);
-    for (int i = 0; i < SL_RL_NOBS; i++, q += 4)
+    for (int i = 0; i < ni; i++, q += 4)
         put_f32(q, p->sd[i]);
     for (size_t i = 0; i < p->net.n_params; i++, q += 4)
         put_f32(q, p->net.w[i]);
@@ -82,18 +83,22 @@ int sl__rl_policy_parse(const uint8_t *buf, size_t len, sl__rl_policy_t *p,
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "policy format version %u (this build reads %u)", ver,
                         VERSION);
-    if (n_obs != SL_RL_NOBS || knobs != SL_MLP_KNOBS || acts != SL_MLP_ACTS)
+    int cpu = n_obs == SL_RL_NOBS_CPU && knobs == SL_RL_KNOBS_CPU,
+        places = n_obs == SL_RL_NOBS && knobs == SL_RL_KNOBS_PLACE;
+    if (!(cpu || places) || acts != SL_MLP_ACTS)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "policy for %u features, %u knobs x %u actions (this "
-                        "build: %d, %d x %d)",
-                        n_obs, knobs, acts, SL_RL_NOBS, SL_MLP_KNOBS,
+                        "build: %d, %d x %d, or %d, %d x %d)",
+                        n_obs, knobs, acts, SL_RL_NOBS_CPU, SL_RL_KNOBS_CPU,
+                        SL_MLP_ACTS, SL_RL_NOBS, SL_RL_KNOBS_PLACE,
                         SL_MLP_ACTS);
-    size_t want = sl__mlp_count(SL_RL_NOBS, n_hid > 0xffff ? 0 : (int)n_hid);
+    int ni = (int)n_obs, nk = (int)knobs;
+    size_t want = sl__mlp_count(ni, n_hid > 0xffff ? 0 : (int)n_hid, nk);
     if (!want || n_params != want)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%u hidden units and %u parameters do not fit", n_hid,
                         n_params);
-    size_t size = HEAD + 8u * SL_RL_NOBS + 4 * want + 8;
+    size_t size = HEAD + 8u * (size_t)ni + 4 * want + 8;
     if (len != size)
         return sl__fail(err, errlen, SL_ECORRUPT,
                         "%zu bytes where the header says %zu (%s)", len, size,
@@ -102,24 +107,26 @@ int sl__rl_policy_parse(const uint8_t *buf, size_t len, sl__rl_policy_t *p,
     if (sum != sl__get_u64(buf + len - 8))
         return sl__fail(err, errlen, SL_ECHECKSUM,
                         "checksum mismatch (file altered or truncated)");
-    int rc = sl__mlp_init(&p->net, SL_RL_NOBS, (int)n_hid);
+    int rc = sl__mlp_init(&p->net, ni, (int)n_hid, nk);
     if (rc)
         return sl__fail(err, errlen, rc, "out of memory");
     const uint8_t *q = buf + HEAD;
-    for (int i = 0; i < SL_RL_NOBS; i++, q += 4)
+    for (int i = 0; i < ni; i++, q += 4)
         p->mean[i] = get_f32(q);
-    for (int i = 0; i < SL_RL_NOBS; i++, q += 4)
+    for (int i = 0; i < ni; i++, q += 4)
         p->sd[i] = get_f32(q);
+    for (int i = ni; i < SL_RL_NOBS; i++)
+        p->sd[i] = 1; /* features the policy does not read */
     for (size_t i = 0; i < want; i++, q += 4)
         p->net.w[i] = get_f32(q);
-    for (int i = 0; i < SL_RL_NOBS; i++)
+    for (int i = 0; i < ni; i++)
         if (!isfinite(p->mean[i]) || !(p->sd[i] > 0) || !isfinite(p->sd[i])) {
             sl__rl_policy_free(p);
             return sl__fail(err, errlen, SL_ECORRUPT,
                             "feature %d: mean %g, sd %g (sd must be finite "
                             "and > 0)",
                             i, get_f32(buf + HEAD + 4 * i),
-                            get_f32(buf + HEAD + 4 * (SL_RL_NOBS + i)));
+                            get_f32(buf + HEAD + 4 * (ni + i)));
         }
     for (size_t i = 0; i < want; i++)
         if (!isfinite(p->net.w[i])) {

@@ -38,6 +38,13 @@ typedef struct sl__sim_gpu {
 void sl__sim_gpu_limits(const sl__sim_profile_t *p, int policy,
                         sl__limits_t *lim);
 
+/* Gives random profile p a GPU stage, for training and judging a policy
+ * that places (sim/train.h): its capacity 0.5-16x the CPU path's with all
+ * cores (log-uniform), 3-12 % of a decode's CPU to hand a sample over,
+ * gpu_slow 0 (40 %) or 0..1, and half the time a trainer that asks 1-4x
+ * what the CPU path can make. Deterministic in seed. */
+void sl__sim_gpu_random(uint64_t seed, sl__sim_profile_t *p);
+
 /* At create (nitems: the ring's size). @return 0 or SL_ENOMEM. */
 int sl__sim_gpu_init(sl__sim_t *s, int nitems);
 void sl__sim_gpu_free(sl__sim_t *s);

@@ -6,14 +6,28 @@
 #include "base/base.h"
 #include "sched/heuristic.h"
 #include "sched/limits.h"
+#include "sim/gpu.h"
 #include "sim/run.h"
 
 #define TICKS SL_SCHED_PERIODS
 
+/* Profile i of training (the episode's seed) or evaluation: random
+ * around the base, with a GPU stage in four of five under o->gpu. */
+static void profile(const sl__train_opts_t *o, uint64_t seed,
+                    sl__sim_profile_t *p)
+{
+    sl__sim_profile_random(seed, o->base, o->episode_s, p);
+    sl__rng_t r;
+    sl__rng_init(&r, seed, 0, 0, 0x6770); /* "gp" */
+    if (o->gpu && sl__rng_double(&r) < 0.8)
+        sl__sim_gpu_random(seed, p);
+}
+
 /* The loader's budgets for a simulated machine with every knob left to
  * the scheduler (sched/limits.h), sometimes capped by a random memory
- * budget so the policy meets small max_prefetch too. */
-static void sim_limits(const sl__sim_profile_t *p, sl__rng_t *r,
+ * budget so the policy meets small max_prefetch too; the share's as
+ * placement auto sets them under `policy`. */
+static void sim_limits(const sl__sim_profile_t *p, int policy, sl__rng_t *r,
                        sl__limits_t *lim)
 {
     sl_options_t o;
@@ -24,6 +38,7 @@ static void sim_limits(const sl__sim_profile_t *p, sl__rng_t *r,
     /* No budget given: the rule cannot fail. */
     sl__limits_make(&o, p->ncpu, (size_t)p->batch_bytes, lim, &k, err,
                     sizeof err);
+    sl__sim_gpu_limits(p, policy, lim);
     if (r && sl__rng_double(r) < 0.3) {
         lim->max_prefetch = 2 + (int)sl__rng_below(r, 7);
         lim->hard_prefetch = 1;
@@ -31,7 +46,8 @@ static void sim_limits(const sl__sim_profile_t *p, sl__rng_t *r,
 }
 
 /* Where a loader with every knob on autotune starts: read 1, decode =
- * cores, prefetch 2 x decode. Training also starts from random knobs. */
+ * cores, prefetch 2 x decode, no GPU share. Training also starts from
+ * random knobs (and a random share where there is a GPU stage). */
 static void start_knobs(const sl__sim_profile_t *p, const sl__limits_t *lim,
                         sl__rng_t *r, sl__knobs_t *k)
 {
@@ -44,6 +60,11 @@ static void start_knobs(const sl__sim_profile_t *p, const sl__limits_t *lim,
         k->decode_threads =
             1 + (int)sl__rng_below(r, (uint64_t)lim->max_threads - 1);
         k->prefetch = 1 + (int)sl__rng_below(r, (uint64_t)lim->max_prefetch);
+        if (lim->max_gpu_share > 0)
+            k->gpu_share =
+                SL_RL_SHARE_STEP *
+                (int)sl__rng_below(
+                    r, (uint64_t)lim->max_gpu_share / SL_RL_SHARE_STEP + 1);
     }
 }
 
@@ -62,7 +83,8 @@ typedef struct episode {
     sl__knobs_t k;
     sl__sim_t *sim;
     sl_snapshot_t win[TICKS];
-    int t, len; /* decisions taken, per episode */
+    int t, len;      /* decisions taken, per episode */
+    double work_ref; /* the reward's: the trainer's least time per sample */
     /* The stall model's jump, which runs before the learned policy at run
      * time (sched/rl.c), runs before it here too: the policy learns the
      * windows it will meet, not the ones the jump leaves behind. */
@@ -72,14 +94,15 @@ typedef struct episode {
 static int episode_start(episode_t *e, const sl__train_opts_t *o, uint64_t n,
                          sl__rng_t *r)
 {
-    sl__sim_profile_random(o->seed * 1000003ull + n, o->base, o->episode_s,
-                           &e->prof);
-    sim_limits(&e->prof, r, &e->lim);
+    profile(o, o->seed * 1000003ull + n, &e->prof);
+    sim_limits(&e->prof, SL_POLICY_RL, r, &e->lim);
+    memset(&e->k, 0, sizeof e->k);
     start_knobs(&e->prof, &e->lim, r, &e->k);
     e->sim = sl__sim_create(&e->prof, &e->k, o->seed ^ (n << 20));
     if (!e->sim)
         return SL_ENOMEM;
     e->t = 0;
+    e->work_ref = 0;
     e->len = (int)(o->episode_s / (SL_SIM_PERIOD_S * TICKS));
     sl__heur_init(&e->model);
     advance(e->sim, e->win);
@@ -100,7 +123,8 @@ static int model_window(episode_t *e)
     return 1;
 }
 
-int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol)
+int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol,
+                        int from)
 {
     sl__rng_t r;
     sl__rng_init(&r, o->seed, 0, 0, 0x6e6f); /* "no" */
@@ -122,14 +146,14 @@ int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol)
             n++;
             sl__rl_decision_t d;
             sl__knobs_t next;
-            sl__rl_decide(pol, raw, &e.lim, &e.k, &r, &d, &next);
+            sl__rl_decide(pol, raw, &e.lim, &e.k, 0, &r, &d, &next);
             e.k = next;
             sl__sim_set_knobs(e.sim, &e.k);
             advance(e.sim, e.win);
         }
         sl__sim_destroy(e.sim);
     }
-    for (int i = 0; i < SL_RL_NOBS; i++) {
+    for (int i = from; i < pol->net.n_in; i++) {
         pol->mean[i] = s1[i] / n;
         double var = s2[i] / n - pol->mean[i] * pol->mean[i];
         /* A feature that hardly moves keeps unit scale. */
@@ -142,7 +166,7 @@ int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol)
 static void bootstrap_end(const sl__rl_policy_t *pol, sl__ppo_buf_t *buf,
                           const episode_t *e)
 {
-    double nraw[SL_RL_NOBS], x[SL_RL_NOBS], z[SL_MLP_LOGITS], v;
+    double nraw[SL_RL_NOBS], x[SL_RL_NOBS], z[SL_MLP_MAX_LOGITS], v;
     sl__rl_features(e->win, TICKS, &e->lim, &e->k, nraw);
     sl__rl_normalise(pol, nraw, x);
     sl__mlp_forward(&pol->net, x, NULL, z, &v);
@@ -185,12 +209,12 @@ static int rollout(const sl__train_opts_t *o, sl__rl_policy_t *pol,
         sl__rl_features(e->win, TICKS, &e->lim, &e->k, raw);
         sl__rl_decision_t d;
         sl__knobs_t next;
-        sl__rl_decide(pol, raw, &e->lim, &e->k, r, &d, &next);
+        sl__rl_decide(pol, raw, &e->lim, &e->k, 0, r, &d, &next);
         int i = sl__ppo_buf_add(buf, d.x, d.act, d.mask, d.logp, d.value);
         e->k = next;
         sl__sim_set_knobs(e->sim, &e->k);
         advance(e->sim, e->win);
-        double rew = sl__rl_reward(e->win, TICKS, &e->lim, &e->k);
+        double rew = sl__rl_reward(e->win, TICKS, &e->lim, &e->k, &e->work_ref);
         sl__ppo_buf_reward(buf, i, rew);
         *rsum += rew;
         int over = ++e->t >= e->len;
@@ -217,7 +241,7 @@ int sl__train_ppo(const sl__train_opts_t *o, sl__rl_policy_t *pol)
     sl__ppo_buf_t buf;
     if (sl__ppo_init(&ppo, &hp, &pol->net))
         return SL_ENOMEM;
-    if (sl__ppo_buf_init(&buf, o->rollout, SL_RL_NOBS)) {
+    if (sl__ppo_buf_init(&buf, o->rollout, pol->net.n_in, pol->net.n_knobs)) {
         sl__ppo_free(&ppo);
         return SL_ENOMEM;
     }
@@ -254,8 +278,7 @@ void sl__train_eval_profile(const sl__train_opts_t *o, uint64_t i,
                             sl__sim_profile_t *p)
 {
     /* Seeds training never draws. */
-    sl__sim_profile_random(SL_EVAL_SEED_BASE + o->seed * 7919 + i, o->base,
-                           o->episode_s, p);
+    profile(o, SL_EVAL_SEED_BASE + o->seed * 7919 + i, p);
 }
 
 static sl__policy_t *eval_policy(const sl__rl_policy_t *pol, int which,
@@ -277,8 +300,10 @@ int sl__train_eval_one(const sl__train_opts_t *o, const sl__rl_policy_t *pol,
     sl__sim_profile_t prof;
     sl__train_eval_profile(o, i, &prof);
     sl__limits_t lim;
-    sim_limits(&prof, NULL, &lim);
+    sim_limits(&prof, which == SL_EVAL_STATIC ? SL_POLICY_STATIC : SL_POLICY_RL,
+               NULL, &lim);
     sl__knobs_t k;
+    memset(&k, 0, sizeof k);
     start_knobs(&prof, &lim, NULL, &k);
     if (which == SL_EVAL_STATIC) {
         k.read_threads = 1;
@@ -296,6 +321,7 @@ int sl__train_eval_one(const sl__train_opts_t *o, const sl__rl_policy_t *pol,
     memset(sc, 0, sizeof *sc);
     int len = (int)(o->episode_s / (SL_SIM_PERIOD_S * TICKS));
     double wait_s = 0, batches = 0, stall = 0, cpu = 0, samples = 0;
+    double work_ref = 0;
     sl_snapshot_t win[TICKS];
     for (int t = 0; t < len; t++) {
         advance(sim, win);
@@ -308,7 +334,8 @@ int sl__train_eval_one(const sl__train_opts_t *o, const sl__rl_policy_t *pol,
             cpu += win[j].cpu_self * prof.ncpu / (len * TICKS);
             samples += win[j].samples_per_s * SL_SIM_PERIOD_S;
         }
-        sc->reward += sl__rl_reward(win, TICKS, &lim, &k) / len;
+        sc->reward += sl__rl_reward(win, TICKS, &lim, &k, &work_ref) / len;
+        sc->share += (double)k.gpu_share / len;
         sc->threads += (double)(k.read_threads + k.decode_threads) / len;
         sc->prefetch += (double)k.prefetch / len;
         sl__sched_decision_t d;
@@ -349,6 +376,7 @@ int sl__train_evaluate(const sl__train_opts_t *o, const sl__rl_policy_t *pol,
             mean[w].reward += s->reward / n;
             mean[w].threads += s->threads / n;
             mean[w].prefetch += s->prefetch / n;
+            mean[w].share += s->share / n;
         }
         if (on_row) {
             sl__sim_profile_t p;

@@ -36,13 +36,17 @@ typedef struct sl__train_opts {
     int rollout;                   /* decisions per PPO update */
     double lr;                     /* Adam step size (0: the default) */
     const sl__sim_profile_t *base; /* randomise around it (NULL: default) */
+    int gpu; /* 1: four profiles in five get a GPU stage to place on
+                (sl__sim_gpu_random), in training and evaluation */
     void (*on_update)(void *ctx, const sl__train_progress_t *p);
     void *ctx;
 } sl__train_opts_t;
 
-/* Fits pol's input standardisation (mean, sd of each feature) under pol
- * itself over 2,000 decisions. @return 0 or SL_ENOMEM. */
-int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol);
+/* Fits pol's input standardisation (mean, sd of features from..n_in)
+ * under pol itself over 2,000 decisions (from > 0: a widened policy keeps
+ * the CPU features' constants). @return 0 or SL_ENOMEM. */
+int sl__train_normalise(const sl__train_opts_t *o, sl__rl_policy_t *pol,
+                        int from);
 
 /* o->steps decisions of PPO on pol's network (in place).
  * @return 0 or SL_ENOMEM. */
@@ -60,6 +64,7 @@ typedef struct sl__eval_score {
     double reward;   /* mean per decision */
     double threads;  /* read + decode, mean */
     double prefetch; /* mean */
+    double share;    /* gpu_share, per mille, mean */
 } sl__eval_score_t;
 
 /* The seeds of held-out profile i: sl__train_eval_profile draws it. */

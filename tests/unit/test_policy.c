@@ -117,7 +117,7 @@ static void test_rl_through_the_interface_equals_direct(void **state)
 {
     (void)state;
     sl__rl_policy_t p1, p2;
-    assert_int_equal(sl__rl_policy_init(&p1, 16, 42), 0);
+    assert_int_equal(sl__rl_policy_init(&p1, 16, 0, 42), 0);
     assert_int_equal(sl__rl_policy_clone(&p2, &p1), 0);
     sl__rl_sched_t rs;
     assert_int_equal(sl__rl_sched_init(&rs, &p1, 0, 7), 0);
@@ -271,6 +271,55 @@ static void test_policy_only_where_there_is_a_knob_to_tune(void **state)
     assert_null(p);
 }
 
+/* An rl policy with the share head sets gpu_share itself, through the
+ * tick, and the placement rule does not run; one of the CPU knobs leaves
+ * the share to the rule. */
+static void test_rl_with_the_share_head_places_instead_of_the_rule(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits();
+    lim.max_gpu_share = 1000;
+    lim.tune_gpu_share = 1;
+    for (int places = 0; places < 2; places++) {
+        sl__rl_policy_t p;
+        assert_int_equal(sl__rl_policy_init(&p, 16, places, 42), 0);
+        if (places) /* the share head's +1: bp[3 x 3 + 2] */
+            p.net.w[p.net.n_params - (size_t)p.net.n_hid - 2] = 20;
+        sl__sched_t s;
+        sl__sched_init(&s, sl__policy_rl(&p, 0, 7));
+        assert_int_equal(s.pol->places, places);
+        sl__knobs_t k = {1, 4, 8, 0};
+        int rl_moves = 0;
+        for (int w = 0; w < 24; w++) {
+            sl_snapshot_t win[SL_SCHED_PERIODS];
+            window(w, &k, win);
+            for (int i = 0; i < SL_SCHED_PERIODS; i++) {
+                win[i].placement_gpu = 1;
+                win[i].gpu_share = k.gpu_share;
+            }
+            sl__sched_decision_t d;
+            int n = sl__sched_tick(&s, win, SL_SCHED_PERIODS, &lim, &k, &d);
+            for (int c = 0; c < n; c++)
+                if (d.ch[c].knob == SL_KNOB_GPU_SHARE) {
+                    int by_rl = !strncmp(d.reason, "rl:", 3);
+                    assert_int_equal(by_rl, places);
+                    if (by_rl) {
+                        assert_int_equal(d.ch[c].to - d.ch[c].from, 100);
+                        assert_non_null(strstr(d.reason, "gpu_share +1"));
+                    }
+                    rl_moves += by_rl;
+                }
+            apply(&d, &k);
+        }
+        if (places) {
+            assert_true(rl_moves >= 9); /* 0 -> 1000 in steps of 100 */
+            assert_int_equal(k.gpu_share, 1000);
+            assert_int_equal(s.place.raises + s.place.sheds, 0);
+        }
+        sl__sched_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +330,8 @@ int main(void)
         cmocka_unit_test(test_due_every_period_count),
         cmocka_unit_test(test_create_by_id),
         cmocka_unit_test(test_policy_only_where_there_is_a_knob_to_tune),
+        cmocka_unit_test(
+            test_rl_with_the_share_head_places_instead_of_the_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

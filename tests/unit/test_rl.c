@@ -27,7 +27,7 @@
 typedef struct batch {
     int n;
     double obs[8 * SL_RL_NOBS], logp_old[8], adv[8], ret[8];
-    uint8_t act[8 * SL_MLP_KNOBS], mask[8 * SL_MLP_LOGITS];
+    uint8_t act[8 * SL_MLP_MAX_KNOBS], mask[8 * SL_MLP_MAX_LOGITS];
 } batch_t;
 
 static double normal(sl__rng_t *r)
@@ -42,13 +42,14 @@ static void make_batch(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
     sl__rng_t r;
     sl__rng_init(&r, seed, 1, 2, 3);
     b->n = 8;
+    int nk = m->n_knobs;
     for (int i = 0; i < b->n; i++) {
-        double *x = b->obs + i * SL_RL_NOBS;
-        for (int j = 0; j < SL_RL_NOBS; j++)
+        double *x = b->obs + i * m->n_in;
+        for (int j = 0; j < m->n_in; j++)
             x[j] = normal(&r);
-        uint8_t *mk = b->mask + i * SL_MLP_LOGITS;
-        uint8_t *a = b->act + i * SL_MLP_KNOBS;
-        for (int k = 0; k < SL_MLP_KNOBS; k++) {
+        uint8_t *mk = b->mask + i * nk * 3;
+        uint8_t *a = b->act + i * nk;
+        for (int k = 0; k < nk; k++) {
             mk[k * 3 + 0] = sl__rng_double(&r) < 0.7;
             mk[k * 3 + 1] = 1;
             mk[k * 3 + 2] = sl__rng_double(&r) < 0.7;
@@ -56,10 +57,13 @@ static void make_batch(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
                 a[k] = (uint8_t)sl__rng_below(&r, 3);
             while (!mk[k * 3 + a[k]]);
         }
-        double z[SL_MLP_LOGITS], v, p[SL_MLP_LOGITS], lp[SL_MLP_LOGITS];
+        double z[SL_MLP_MAX_LOGITS], v, p[SL_MLP_MAX_LOGITS],
+            lp[SL_MLP_MAX_LOGITS];
         sl__mlp_forward(m, x, NULL, z, &v);
-        sl__ppo_probs(z, mk, p, lp);
-        double logp = lp[a[0]] + lp[3 + a[1]] + lp[6 + a[2]];
+        sl__ppo_probs(z, mk, nk, p, lp);
+        double logp = 0;
+        for (int k = 0; k < nk; k++)
+            logp += lp[3 * k + a[k]];
         /* ratio r = exp(logp - old): spread over [0.6, 1.5], away from the
          * kinks at 1 +- clip. */
         double ratio;
@@ -73,15 +77,16 @@ static void make_batch(const sl__mlp_t *m, const sl__ppo_hp_t *hp,
     }
 }
 
-static void test_gradient_matches_finite_differences(void **state)
+/* Both kinds of policy: the CPU knobs' (24 inputs, 3 heads) and one that
+ * places (29 inputs, 4 heads). */
+static void gradient_check(int n_in, int n_knobs)
 {
-    (void)state;
     sl__mlp_t m;
-    assert_int_equal(sl__mlp_init(&m, SL_RL_NOBS, 64), 0);
+    assert_int_equal(sl__mlp_init(&m, n_in, 64, n_knobs), 0);
     sl__mlp_randomize(&m, 7);
     /* A livelier policy head than the 0.01-gain start, so that the
      * probabilities differ and every gradient term is exercised. */
-    for (size_t i = m.n_params - 1 - 64 - SL_MLP_LOGITS * 65;
+    for (size_t i = m.n_params - 1 - 64 - (size_t)n_knobs * 3 * 65;
          i < m.n_params - 65; i++)
         m.w[i] *= 100;
     sl__ppo_hp_t hp;
@@ -126,6 +131,13 @@ static void test_gradient_matches_finite_differences(void **state)
     sl__mlp_free(&m);
 }
 
+static void test_gradient_matches_finite_differences(void **state)
+{
+    (void)state;
+    gradient_check(SL_RL_NOBS_CPU, SL_RL_KNOBS_CPU);
+    gradient_check(SL_RL_NOBS, SL_RL_KNOBS_PLACE);
+}
+
 /* A contextual bandit whose best action is known: knob 0 should step +1
  * when x[0] > 0 and -1 otherwise, knob 1 stay, knob 2 step +1 when
  * x[1] > 0 and stay otherwise. Reward: the share of knobs right. A
@@ -140,7 +152,7 @@ static void test_ppo_learns_a_contextual_bandit(void **state)
 {
     (void)state;
     sl__rl_policy_t pol;
-    assert_int_equal(sl__rl_policy_init(&pol, 32, 5), 0);
+    assert_int_equal(sl__rl_policy_init(&pol, 32, 0, 5), 0);
     sl__ppo_hp_t hp;
     sl__ppo_hp_default(&hp);
     hp.lr = 3e-3;
@@ -149,7 +161,8 @@ static void test_ppo_learns_a_contextual_bandit(void **state)
     sl__ppo_t ppo;
     sl__ppo_buf_t buf;
     assert_int_equal(sl__ppo_init(&ppo, &hp, &pol.net), 0);
-    assert_int_equal(sl__ppo_buf_init(&buf, 256, SL_RL_NOBS), 0);
+    assert_int_equal(sl__ppo_buf_init(&buf, 256, pol.net.n_in, pol.net.n_knobs),
+                     0);
     sl__rng_t r;
     sl__rng_init(&r, 42, 0, 0, 9);
     sl__limits_t lim = LIMITS(64, 8, 32, 16);
@@ -164,7 +177,7 @@ static void test_ppo_learns_a_contextual_bandit(void **state)
             for (int j = 0; j < SL_RL_NOBS; j++)
                 raw[j] = normal(&r);
             sl__rl_decision_t d;
-            sl__rl_decide(&pol, raw, &lim, &cur, &r, &d, &next);
+            sl__rl_decide(&pol, raw, &lim, &cur, 0, &r, &d, &next);
             double rew = bandit_reward(raw, d.act);
             sum += rew;
             int at = sl__ppo_buf_add(&buf, d.x, d.act, d.mask, d.logp, d.value);
@@ -193,7 +206,7 @@ static void test_gae_matches_a_hand_computation(void **state)
 {
     (void)state;
     sl__ppo_buf_t b;
-    assert_int_equal(sl__ppo_buf_init(&b, 4, 1), 0);
+    assert_int_equal(sl__ppo_buf_init(&b, 4, 1, 3), 0);
     double x = 0;
     uint8_t a[3] = {1, 1, 1}, mk[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     double v[4] = {0.5, 1.0, -0.5, 2.0}, rw[4] = {1, 0, 2, -1};
@@ -217,18 +230,27 @@ static void test_gae_matches_a_hand_computation(void **state)
 }
 
 /* Whatever the weights and the knobs, decisions stay within the limits,
- * fixed knobs stay put, and probabilities of masked steps are 0. */
+ * fixed knobs stay put, and probabilities of masked steps are 0; for a
+ * policy that places, the share stays within 0..max, put when not tuned,
+ * and never rises while NVML says the GPU is full. */
 static void test_decisions_never_cross_the_budgets(void **state)
 {
     (void)state;
     sl__rng_t r;
     sl__rng_init(&r, 3, 0, 0, 1);
-    for (int trial = 0; trial < 2000; trial++) {
+    int share_moves = 0;
+    for (int trial = 0; trial < 3000; trial++) {
         sl__rl_policy_t pol;
-        assert_int_equal(sl__rl_policy_init(&pol, 16, (uint64_t)trial), 0);
+        int places = trial % 3 == 0;
+        assert_int_equal(sl__rl_policy_init(&pol, 16, places, (uint64_t)trial),
+                         0);
         for (size_t i = 0; i < pol.net.n_params; i++)
             pol.net.w[i] *= 30; /* confident, extreme policies */
         sl__limits_t lim;
+        memset(&lim, 0, sizeof lim);
+        lim.max_gpu_share = sl__rng_double(&r) < 0.7 ? 1000 : 0;
+        lim.tune_gpu_share = lim.max_gpu_share && sl__rng_double(&r) < 0.8;
+        int gpu_full = sl__rng_double(&r) < 0.3;
         lim.tune_read = sl__rng_double(&r) < 0.8;
         lim.tune_decode = sl__rng_double(&r) < 0.8;
         lim.tune_prefetch = sl__rng_double(&r) < 0.8;
@@ -237,6 +259,8 @@ static void test_decisions_never_cross_the_budgets(void **state)
         lim.max_decode = lim.max_threads - 1;
         lim.max_prefetch = 1 + (int)sl__rng_below(&r, 16);
         sl__knobs_t cur;
+        memset(&cur, 0, sizeof cur);
+        cur.gpu_share = lim.max_gpu_share ? 50 * (int)sl__rng_below(&r, 21) : 0;
         cur.read_threads = 1 + (int)sl__rng_below(&r, lim.max_read);
         cur.decode_threads = 1 + (int)sl__rng_below(&r, lim.max_decode);
         cur.prefetch = 1 + (int)sl__rng_below(&r, lim.max_prefetch);
@@ -245,7 +269,8 @@ static void test_decisions_never_cross_the_budgets(void **state)
             raw[j] = normal(&r);
         sl__rl_decision_t d;
         sl__knobs_t next;
-        sl__rl_decide(&pol, raw, &lim, &cur, trial % 2 ? &r : NULL, &d, &next);
+        sl__rl_decide(&pol, raw, &lim, &cur, gpu_full, trial % 2 ? &r : NULL,
+                      &d, &next);
         assert_true(next.read_threads >= 1 &&
                     next.read_threads <= lim.max_read);
         assert_true(next.decode_threads >= 1 &&
@@ -260,35 +285,48 @@ static void test_decisions_never_cross_the_budgets(void **state)
             assert_int_equal(next.decode_threads, cur.decode_threads);
         if (!lim.tune_prefetch)
             assert_int_equal(next.prefetch, cur.prefetch);
-        for (int q = 0; q < SL_MLP_LOGITS; q++)
+        assert_true(next.gpu_share >= 0 && next.gpu_share <= lim.max_gpu_share);
+        if (!places || !lim.tune_gpu_share)
+            assert_int_equal(next.gpu_share, cur.gpu_share);
+        if (gpu_full)
+            assert_true(next.gpu_share <= cur.gpu_share);
+        share_moves += next.gpu_share != cur.gpu_share;
+        assert_int_equal(d.n_knobs, places ? 4 : 3);
+        for (int q = 0; q < 3 * d.n_knobs; q++)
             if (!d.mask[q])
                 assert_true(d.prob[q] == 0);
         double s = 0;
-        for (int q = 0; q < SL_MLP_LOGITS; q++)
+        for (int q = 0; q < 3 * d.n_knobs; q++)
             s += d.prob[q];
-        assert_float_equal(s, 3.0, 1e-9);
+        assert_float_equal(s, d.n_knobs, 1e-9);
         sl__rl_policy_free(&pol);
     }
+    assert_true(share_moves > 100); /* the share head does move it */
 }
 
 static void test_reason_carries_the_probabilities(void **state)
 {
     (void)state;
     sl__rl_policy_t pol;
-    assert_int_equal(sl__rl_policy_init(&pol, 8, 1), 0);
-    sl__limits_t lim = LIMITS(8, 4, 7, 16);
-    sl__knobs_t cur = {1, 4, 4, 0}, next;
-    double raw[SL_RL_NOBS] = {0};
-    sl__rl_decision_t d;
-    sl__rl_decide(&pol, raw, &lim, &cur, NULL, &d, &next);
-    char why[160];
-    sl__rl_reason(&d, why, sizeof why);
-    assert_non_null(strstr(why, "rl: read "));
-    assert_non_null(strstr(why, "decode "));
-    assert_non_null(strstr(why, "prefetch "));
-    assert_non_null(strstr(why, "(p 0.")); /* near-uniform start */
-    assert_true(strlen(why) < sizeof why - 1);
-    sl__rl_policy_free(&pol);
+    for (int places = 0; places < 2; places++) {
+        assert_int_equal(sl__rl_policy_init(&pol, 8, places, 1), 0);
+        sl__limits_t lim = LIMITS(8, 4, 7, 16);
+        lim.max_gpu_share = 1000;
+        lim.tune_gpu_share = 1;
+        sl__knobs_t cur = {1, 4, 4, 0}, next;
+        double raw[SL_RL_NOBS] = {0};
+        sl__rl_decision_t d;
+        sl__rl_decide(&pol, raw, &lim, &cur, 0, NULL, &d, &next);
+        char why[200];
+        sl__rl_reason(&d, why, sizeof why);
+        assert_non_null(strstr(why, "rl: read "));
+        assert_non_null(strstr(why, "decode "));
+        assert_non_null(strstr(why, "prefetch "));
+        assert_true(!strstr(why, "gpu_share ") == !places);
+        assert_non_null(strstr(why, "(p 0.")); /* near-uniform start */
+        assert_true(strlen(why) < sizeof why - 1);
+        sl__rl_policy_free(&pol);
+    }
 }
 
 /* ------------------------------------------------------- weights file */
@@ -297,7 +335,7 @@ static void test_weights_file_round_trip_and_errors(void **state)
 {
     (void)state;
     sl__rl_policy_t p, q;
-    assert_int_equal(sl__rl_policy_init(&p, 64, 9), 0);
+    assert_int_equal(sl__rl_policy_init(&p, 64, 0, 9), 0);
     for (int i = 0; i < SL_RL_NOBS; i++) {
         p.mean[i] = 0.1 * i;
         p.sd[i] = 0.5 + 0.01 * i;
@@ -311,14 +349,16 @@ static void test_weights_file_round_trip_and_errors(void **state)
     assert_int_equal(q.net.n_hid, 64);
     for (size_t i = 0; i < p.net.n_params; i++)
         assert_true(q.net.w[i] == (double)(float)p.net.w[i]);
-    for (int i = 0; i < SL_RL_NOBS; i++)
+    for (int i = 0; i < SL_RL_NOBS_CPU; i++)
         assert_true(q.sd[i] == (double)(float)p.sd[i]);
+    for (int i = SL_RL_NOBS_CPU; i < SL_RL_NOBS; i++)
+        assert_true(q.sd[i] == 1); /* features it does not read */
     sl__rl_policy_free(&q);
 
     size_t n;
     uint8_t *bytes = tu_read_file(path, &n);
     assert_non_null(bytes);
-    assert_int_equal(n, 32 + 8 * SL_RL_NOBS + 4 * p.net.n_params + 8);
+    assert_int_equal(n, 32 + 8 * SL_RL_NOBS_CPU + 4 * p.net.n_params + 8);
     /* One flipped weight bit: the checksum. */
     bytes[200] ^= 1;
     tu_write_file(path, bytes, n);
@@ -340,10 +380,15 @@ static void test_weights_file_round_trip_and_errors(void **state)
                      SL_EUNSUPPORTED);
     assert_non_null(strstr(err, "version 2"));
     memcpy(c, bytes, n);
-    c[12] = SL_RL_NOBS + 1;
+    c[12] = SL_RL_NOBS_CPU + 1;
     assert_int_equal(sl__rl_policy_parse(c, n, &q, err, sizeof err),
                      SL_EUNSUPPORTED);
     assert_non_null(strstr(err, "features"));
+    /* The CPU knobs' features with the share head: not a kind. */
+    memcpy(c, bytes, n);
+    c[20] = SL_RL_KNOBS_PLACE;
+    assert_int_equal(sl__rl_policy_parse(c, n, &q, err, sizeof err),
+                     SL_EUNSUPPORTED);
     memcpy(c, bytes, n);
     c[0] = 'X';
     assert_int_equal(sl__rl_policy_parse(c, n, &q, err, sizeof err),
@@ -367,7 +412,7 @@ static void test_weights_file_refuses_bad_constants(void **state)
 {
     (void)state;
     sl__rl_policy_t p, q;
-    assert_int_equal(sl__rl_policy_init(&p, 4, 1), 0);
+    assert_int_equal(sl__rl_policy_init(&p, 4, 0, 1), 0);
     p.sd[3] = 0;
     size_t n = sl__rl_policy_serialize(&p, NULL, 0);
     uint8_t *b = malloc(n);
@@ -392,7 +437,7 @@ static void test_default_policy_parses_when_built_in(void **state)
         return;
     }
     assert_int_equal(rc, 0);
-    assert_int_equal(p.net.n_in, SL_RL_NOBS);
+    assert_int_equal(p.net.n_in, SL_RL_NOBS_CPU);
     sl__rl_policy_free(&p);
 }
 
@@ -404,22 +449,24 @@ static void test_gen_corpus(void **state)
     const char *out = getenv("SL_GEN_CORPUS");
     if (!out || !*out)
         return;
-    for (int h = 1; h <= 4; h += 3) {
+    for (int h = 1; h <= 7; h += 3) {
         sl__rl_policy_t p;
-        assert_int_equal(sl__rl_policy_init(&p, h, (uint64_t)h), 0);
+        int places = h == 7; /* a policy with the share head */
+        assert_int_equal(sl__rl_policy_init(&p, h, places, (uint64_t)h), 0);
         size_t n = sl__rl_policy_serialize(&p, NULL, 0);
         uint8_t *b = malloc(n);
         sl__rl_policy_serialize(&p, b, n);
         char name[64];
-        snprintf(name, sizeof name, "valid_h%d.bin", h);
+        const char *kind = places ? "_place" : "";
+        snprintf(name, sizeof name, "valid_h%d%s.bin", h, kind);
         tu_write_at(out, name, b, n);
-        snprintf(name, sizeof name, "truncated_h%d.bin", h);
+        snprintf(name, sizeof name, "truncated_h%d%s.bin", h, kind);
         tu_write_at(out, name, b, n / 2);
         b[40] ^= 0x80;
-        snprintf(name, sizeof name, "badsum_h%d.bin", h);
+        snprintf(name, sizeof name, "badsum_h%d%s.bin", h, kind);
         tu_write_at(out, name, b, n);
         b[16] = 200; /* hidden size that does not fit the length */
-        snprintf(name, sizeof name, "badsize_h%d.bin", h);
+        snprintf(name, sizeof name, "badsize_h%d%s.bin", h, kind);
         tu_write_at(out, name, b, n);
         free(b);
         sl__rl_policy_free(&p);
@@ -487,14 +534,123 @@ static void test_reward_prices_wait_idle_and_resources(void **state)
     sl__limits_t lim = LIMITS(16, 8, 15, 16);
     sl__knobs_t small = {1, 3, 4, 0}, big = {4, 12, 16, 0};
     window(w, 0, 0, 0.5, 2);
-    double calm_small = sl__rl_reward(w, 5, &lim, &small);
-    double calm_big = sl__rl_reward(w, 5, &lim, &big);
+    double calm_small = sl__rl_reward(w, 5, &lim, &small, NULL);
+    double calm_big = sl__rl_reward(w, 5, &lim, &big, NULL);
     assert_true(calm_small > calm_big); /* idle resources cost */
     /* 0.25 + 0.25 of the budgets held: U = 0.25. */
     assert_float_equal(calm_small, -SL_RL_MU * 0.25 * 1.0, 1e-12);
     window(w, 0.3, 50, 0.5, 0);
-    double stalled = sl__rl_reward(w, 5, &lim, &small);
+    double stalled = sl__rl_reward(w, 5, &lim, &small, NULL);
     assert_float_equal(stalled, calm_small - 0.5 - SL_RL_LAMBDA * 0.3, 1e-12);
+}
+
+/* The GPU stage's features and the reward's GPU terms. */
+static void test_gpu_features_and_reward(void **state)
+{
+    (void)state;
+    sl_snapshot_t w[5];
+    window(w, 0, 0, 0.5, 2);
+    for (int i = 0; i < 5; i++) {
+        w[i].gpu_stage_busy = 0.25;
+        w[i].gpu_samples_per_s = 500; /* 2000/s busy: 2x the rate */
+    }
+    sl__limits_t lim = LIMITS(16, 8, 15, 16);
+    sl__knobs_t cur = {1, 3, 4, 300};
+    double o[SL_RL_NOBS];
+    sl__rl_features(w, 5, &lim, &cur, o);
+    assert_float_equal(o[24], 0.3, 1e-12); /* the share */
+    assert_float_equal(o[25], 0.25, 1e-12);
+    assert_float_equal(o[26], 0.25, 1e-9); /* log2 2 / 4 */
+    /* 1000 samples/s, never waiting: 1 ms = 1000 us a sample. */
+    assert_float_equal(o[27], log10(1001) / 4, 1e-9);
+    assert_true(o[28] < 0); /* the rate rises: each sample takes less */
+
+    /* No GPU to place on: the reward is the CPU knobs' alone. */
+    double ref = 0;
+    double cpu = sl__rl_reward(w, 5, &lim, &cur, &ref);
+    assert_true(ref == 0);
+    lim.max_gpu_share = 1000;
+    lim.tune_gpu_share = 1;
+    double r1 = sl__rl_reward(w, 5, &lim, &cur, &ref);
+    assert_float_equal(ref, 1e-3, 1e-12); /* the reference: 1 ms */
+    assert_float_equal(r1, cpu - SL_RL_NU * 0.3, 1e-12);
+    /* The trainer slowed by a quarter (the GPU work beside its step), at
+     * no wait: charged ln 1.25. */
+    for (int i = 0; i < 5; i++)
+        w[i].samples_per_s = 800 + 80 * (i - 2);
+    double r2 = sl__rl_reward(w, 5, &lim, &cur, &ref);
+    assert_float_equal(r2, r1 - SL_RL_KAPPA * log(1.25), 1e-9);
+    assert_float_equal(ref, 1e-3, 1e-12); /* kept: the least seen */
+    /* Faster again: a new reference, nothing charged. */
+    for (int i = 0; i < 5; i++)
+        w[i].samples_per_s = 2000;
+    assert_float_equal(sl__rl_reward(w, 5, &lim, &cur, &ref), r1, 1e-12);
+    assert_float_equal(ref, 0.5e-3, 1e-12);
+}
+
+/* Widening a policy of the CPU knobs keeps every decision it made: the
+ * same probabilities on the three knobs whatever the GPU features say,
+ * and a uniform share head to start from. */
+static void test_widen_keeps_the_cpu_decisions(void **state)
+{
+    (void)state;
+    sl__rng_t r;
+    sl__rng_init(&r, 8, 0, 0, 2);
+    sl__rl_policy_t a, b;
+    assert_int_equal(sl__rl_policy_init(&a, 16, 0, 4), 0);
+    for (size_t i = 0; i < a.net.n_params; i++)
+        a.net.w[i] *= 30;
+    for (int i = 0; i < SL_RL_NOBS_CPU; i++) {
+        a.mean[i] = 0.1 * i;
+        a.sd[i] = 0.5 + 0.05 * i;
+    }
+    assert_int_equal(sl__rl_policy_widen(&b, &a), 0);
+    assert_true(sl__rl_places(&b) && !sl__rl_places(&a));
+    assert_int_equal(b.net.n_in, SL_RL_NOBS);
+    sl__limits_t lim = LIMITS(16, 8, 15, 16);
+    lim.max_gpu_share = 1000;
+    lim.tune_gpu_share = 1;
+    sl__knobs_t cur = {2, 6, 8, 500}, na, nb;
+    for (int t = 0; t < 200; t++) {
+        double raw[SL_RL_NOBS];
+        for (int j = 0; j < SL_RL_NOBS; j++)
+            raw[j] = normal(&r);
+        sl__rl_decision_t da, db;
+        sl__rl_decide(&a, raw, &lim, &cur, 0, NULL, &da, &na);
+        sl__rl_decide(&b, raw, &lim, &cur, 0, NULL, &db, &nb);
+        for (int q = 0; q < 9; q++)
+            assert_float_equal(da.prob[q], db.prob[q], 1e-12);
+        for (int q = 9; q < 12; q++)
+            assert_float_equal(db.prob[q], 1.0 / 3, 1e-12);
+        assert_int_equal(na.read_threads, nb.read_threads);
+        assert_int_equal(na.decode_threads, nb.decode_threads);
+        assert_int_equal(na.prefetch, nb.prefetch);
+        assert_float_equal(da.value, db.value, 1e-12);
+    }
+    sl__rl_policy_free(&a);
+    sl__rl_policy_free(&b);
+}
+
+/* Training a policy that places: a GPU stage in most profiles, its share
+ * moved by the policy; held-out, the heuristic's rule and the policy
+ * place (share > 0) where static does not. */
+static void test_training_with_a_gpu_stage(void **state)
+{
+    (void)state;
+    sl__rl_policy_t pol;
+    assert_int_equal(sl__rl_policy_init(&pol, 16, 1, 3), 0);
+    sl__train_opts_t o = {
+        .seed = 5, .steps = 1024, .episode_s = 20, .rollout = 512, .gpu = 1};
+    assert_int_equal(sl__train_normalise(&o, &pol, 0), 0);
+    assert_true(pol.sd[24] > 0.05); /* the share did move */
+    assert_int_equal(sl__train_ppo(&o, &pol), 0);
+    sl__eval_score_t m[SL_EVAL_NPOL];
+    assert_int_equal(sl__train_evaluate(&o, &pol, 4, m, NULL, NULL), 0);
+    assert_true(m[SL_EVAL_STATIC].share == 0);
+    assert_true(m[SL_EVAL_RL].share > 0);
+    print_message("held-out share: rl %.0f, heuristic %.0f per mille\n",
+                  m[SL_EVAL_RL].share, m[SL_EVAL_HEURISTIC].share);
+    sl__rl_policy_free(&pol);
 }
 
 /* --------------------------------------------------------------- guard */
@@ -534,7 +690,7 @@ static void test_sched_learns_online_and_falls_back(void **state)
 {
     (void)state;
     sl__rl_policy_t pol;
-    assert_int_equal(sl__rl_policy_init(&pol, 16, 3), 0);
+    assert_int_equal(sl__rl_policy_init(&pol, 16, 0, 3), 0);
     sl__rl_sched_t s;
     assert_int_equal(sl__rl_sched_init(&s, &pol, 1, 7), 0);
     sl__limits_t lim = LIMITS(64, 8, 63, 64);
@@ -582,7 +738,7 @@ static void test_training_runs_the_model_jump_first(void **state)
 {
     (void)state;
     sl__rl_policy_t pol;
-    assert_int_equal(sl__rl_policy_init(&pol, 16, 3), 0);
+    assert_int_equal(sl__rl_policy_init(&pol, 16, 0, 3), 0);
     long m[2] = {0, 0};
     sl__train_opts_t o = {.seed = 5,
                           .steps = 2048,
@@ -590,7 +746,7 @@ static void test_training_runs_the_model_jump_first(void **state)
                           .rollout = 512,
                           .on_update = count_model,
                           .ctx = m};
-    assert_int_equal(sl__train_normalise(&o, &pol), 0);
+    assert_int_equal(sl__train_normalise(&o, &pol, 0), 0);
     assert_int_equal(sl__train_ppo(&o, &pol), 0);
     assert_int_equal(m[1], 2048); /* the policy's own decisions only */
     assert_true(m[0] > 0);
@@ -612,6 +768,9 @@ int main(void)
         cmocka_unit_test(test_gen_corpus),
         cmocka_unit_test(test_features_are_bounded_and_mean_what_they_say),
         cmocka_unit_test(test_reward_prices_wait_idle_and_resources),
+        cmocka_unit_test(test_gpu_features_and_reward),
+        cmocka_unit_test(test_widen_keeps_the_cpu_decisions),
+        cmocka_unit_test(test_training_with_a_gpu_stage),
         cmocka_unit_test(test_guard_trips_only_on_lasting_degradation),
         cmocka_unit_test(test_sched_learns_online_and_falls_back),
         cmocka_unit_test(test_training_runs_the_model_jump_first),

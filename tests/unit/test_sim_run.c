@@ -97,7 +97,7 @@ static void test_rl_runs_within_the_budgets(void **state)
     sl__knobs_t k;
     setup(SL_POLICY_RL, &p, &lim, &k);
     sl__rl_policy_t w;
-    assert_int_equal(sl__rl_policy_init(&w, 16, 5), 0);
+    assert_int_equal(sl__rl_policy_init(&w, 16, 0, 5), 0);
     sl__policy_t *pol = sl__policy_rl(&w, 0, 1);
     assert_non_null(pol);
     seen_t v = {0};
@@ -194,8 +194,8 @@ static void test_training_is_deterministic(void **state)
     size_t n[2];
     for (int i = 0; i < 2; i++) {
         sl__rl_policy_t pol;
-        assert_int_equal(sl__rl_policy_init(&pol, 8, o.seed), 0);
-        assert_int_equal(sl__train_normalise(&o, &pol), 0);
+        assert_int_equal(sl__rl_policy_init(&pol, 8, 0, o.seed), 0);
+        assert_int_equal(sl__train_normalise(&o, &pol, 0), 0);
         updates = 0;
         assert_int_equal(sl__train_ppo(&o, &pol), 0);
         assert_int_equal(updates, 2);
