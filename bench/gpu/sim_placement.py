@@ -12,9 +12,12 @@ auto finds the GPU's share, keeps off it when the stage slows the step,
 and reacts to the hog), so a lease measures the real thing against them.
 
     python3 bench/gpu/sim_placement.py [--sluice build/sluice]
-        [--seeds 1,2,3] [--slow 0,0.3,1] [--duration 40] [--json]
+        [--seeds 1,2,3] [--slow 0,0.3,1] [--duration 40] [--rl FILE] [--json]
 
-Prints one row per case (medians over seeds) and, with --json, a line
+With --rl, a column `rl`: placement auto under `--policy rl --policy-file
+FILE`, a policy that places with its own share head (docs/POLICY.md,
+"Placement"; `sluice train-policy --gpu`) in place of the rule. Prints one
+row per case (medians over seeds) and, with --json, a line
 "sim_placement: {...}"."""
 import argparse
 import json
@@ -36,6 +39,7 @@ BASE = {"ncpu": 16, "batch_size": 64, "read_ms": 0.05, "read_cv": 0.3,
 STEP_MS = {"resnet50": 25.6, "resnet18": 10.0}
 PLACES = {"cpu": ["--gpu-share", "0"], "gpu": ["--gpu-share", "1000"],
           "auto": []}
+RL_FILE = [None]  # --rl: the policy file of the `rl` column
 
 
 def simulate(sluice, profile, threads, place, seed, duration, events=None,
@@ -50,6 +54,8 @@ def simulate(sluice, profile, threads, place, seed, duration, events=None,
             cmd += ["--events", events]
         if telemetry:
             cmd += ["--telemetry", telemetry]
+        if place == "rl":
+            cmd += ["--policy", "rl", "--policy-file", RL_FILE[0]]
         p = subprocess.run(cmd, capture_output=True, text=True, check=True)
         return json.loads(p.stdout.strip().splitlines()[-1])
     finally:
@@ -79,8 +85,13 @@ def main():
                     help="gpu_slow values: the step runs 1/(1+x) as fast "
                          "while the stage works")
     ap.add_argument("--duration", type=float, default=40)
+    ap.add_argument("--rl", metavar="FILE",
+                    help="also placement auto under this rl policy")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
+    if a.rl:
+        RL_FILE[0] = a.rl
+        PLACES["rl"] = []
     seeds = [int(s) for s in a.seeds.split(",")]
     out = {"profile": BASE, "step_ms": STEP_MS, "seeds": seeds, "cases": []}
     print(f"{'model':9} {'threads':>7} {'gpu_slow':>8} | "
@@ -99,10 +110,14 @@ def main():
                         x["samples_per_s"] for x in r) / bound, 3)
                 best = max(row["cpu"], row["gpu"])
                 row["auto_vs_best"] = round(row["auto"] / best, 3)
+                if a.rl:
+                    row["rl_vs_best"] = round(row["rl"] / best, 3)
                 out["cases"].append(row)
                 print(f"{model:9} {threads:7} {slow:8} | "
                       + " | ".join(f"{row[p]:13.1%} " for p in PLACES)
-                      + f" | {row['auto_vs_best']:.3f}", flush=True)
+                      + f" | {row['auto_vs_best']:.3f}"
+                      + (f" rl {row['rl_vs_best']:.3f}" if a.rl else ""),
+                      flush=True)
     # The hog: 16 threads, 8 cores' worth of busy threads of others sharing
     # the CPU from half the run on (the issue's "CPU hog taking half the
     # cores mid-run"), the rate after it.
@@ -112,7 +127,7 @@ def main():
         for model, step in STEP_MS.items():
             bound = BASE["batch_size"] / step * 1000
             row = {"model": model, "gpu_slow": slow}
-            for place in ("cpu", "auto"):
+            for place in ("cpu", "auto") + (("rl",) if a.rl else ()):
                 rates, shares = [], []
                 for s in seeds:
                     with tempfile.NamedTemporaryFile(suffix=".jsonl") as t:
@@ -131,7 +146,9 @@ def main():
                   f"{half:g} s of {a.duration:g}), "
                   f"gpu_slow {slow}: after it cpu {row['cpu']:.1%}, auto "
                   f"{row['auto']:.1%} of the bound (auto's last share "
-                  f"{row['auto_share']})", flush=True)
+                  f"{row['auto_share']})"
+                  + (f", rl {row['rl']:.1%} (share {row['rl_share']})"
+                     if a.rl else ""), flush=True)
     out["hog"] = hog
     if a.json:
         print("sim_placement: " + json.dumps(out))

@@ -1,7 +1,9 @@
 /* sched/place: where samples are decoded — the rule that sets the GPU
  * stage's share of each batch (SL_KNOB_GPU_SHARE, per mille) from
- * telemetry, for every policy that tunes (heuristic and rl run it first
- * in the tick, sched/policy.h; static never). docs/DESIGN.md "GPU stage".
+ * telemetry, for every policy that tunes but does not place itself
+ * (heuristic, and rl without the share head, run it first in the tick,
+ * sched/policy.h; static never; sched/rl.h for an rl policy that places).
+ * docs/DESIGN.md "GPU stage".
  *
  * It reads a window as the stall model does (sched/estimate.h): the CPU
  * path's rate at the decoders it has (prep) and at the most it may have

@@ -102,9 +102,11 @@ int sl__sched_due(sl__sched_t *s);
 
 /* One decision over win[0..n) with the knobs in force: fills *d (d->n = 0:
  * nothing to change). Where the scheduler places samples
- * (lim->tune_gpu_share) the placement rule (sched/place.h) goes first;
- * when it moves the share that is the decision, and the policy steps next
- * time (one change at a time, so each is judged on its own window).
+ * (lim->tune_gpu_share) and the policy does not place itself (an rl
+ * policy with the share head does, pol->places), the placement rule
+ * (sched/place.h) goes first; when it moves the share that is the
+ * decision, and the policy steps next time (one change at a time, so each
+ * is judged on its own window).
  * @return d->n. */
 int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
                    const sl__limits_t *lim, const sl__knobs_t *cur,

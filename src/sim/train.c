@@ -68,6 +68,24 @@ static void start_knobs(const sl__sim_profile_t *p, const sl__limits_t *lim,
     }
 }
 
+/* The reward in the simulator: sl__rl_reward with the trainer's slowdown
+ * known rather than estimated — the consumer's step runs 1 / (1 +
+ * gpu_slow) as fast while the stage works (sim/gpu.h), so the charge is
+ * ln(1 + gpu_slow x the stage's busy share). Run time (--learn) estimates
+ * it against the least time per sample seen, which a policy that never
+ * sheds never sees; training charges it whatever the policy visits. */
+static double sim_reward(const sl__sim_profile_t *p, const sl_snapshot_t *win,
+                         const sl__limits_t *lim, const sl__knobs_t *k)
+{
+    double r = sl__rl_reward(win, TICKS, lim, k, NULL);
+    if (lim->max_gpu_share <= 0 || !(p->gpu_slow > 0))
+        return r;
+    double busy = 0;
+    for (int i = 0; i < TICKS; i++)
+        busy += (win[i].gpu_stage_busy > 0 ? win[i].gpu_stage_busy : 0) / TICKS;
+    return r - SL_RL_KAPPA * log(1 + p->gpu_slow * busy);
+}
+
 /* One decision period of simulated time: fills win[TICKS]. */
 static void advance(sl__sim_t *sim, sl_snapshot_t *win)
 {
@@ -83,8 +101,7 @@ typedef struct episode {
     sl__knobs_t k;
     sl__sim_t *sim;
     sl_snapshot_t win[TICKS];
-    int t, len;      /* decisions taken, per episode */
-    double work_ref; /* the reward's: the trainer's least time per sample */
+    int t, len; /* decisions taken, per episode */
     /* The stall model's jump, which runs before the learned policy at run
      * time (sched/rl.c), runs before it here too: the policy learns the
      * windows it will meet, not the ones the jump leaves behind. */
@@ -102,7 +119,6 @@ static int episode_start(episode_t *e, const sl__train_opts_t *o, uint64_t n,
     if (!e->sim)
         return SL_ENOMEM;
     e->t = 0;
-    e->work_ref = 0;
     e->len = (int)(o->episode_s / (SL_SIM_PERIOD_S * TICKS));
     sl__heur_init(&e->model);
     advance(e->sim, e->win);
@@ -214,7 +230,7 @@ static int rollout(const sl__train_opts_t *o, sl__rl_policy_t *pol,
         e->k = next;
         sl__sim_set_knobs(e->sim, &e->k);
         advance(e->sim, e->win);
-        double rew = sl__rl_reward(e->win, TICKS, &e->lim, &e->k, &e->work_ref);
+        double rew = sim_reward(&e->prof, e->win, &e->lim, &e->k);
         sl__ppo_buf_reward(buf, i, rew);
         *rsum += rew;
         int over = ++e->t >= e->len;
@@ -321,7 +337,6 @@ int sl__train_eval_one(const sl__train_opts_t *o, const sl__rl_policy_t *pol,
     memset(sc, 0, sizeof *sc);
     int len = (int)(o->episode_s / (SL_SIM_PERIOD_S * TICKS));
     double wait_s = 0, batches = 0, stall = 0, cpu = 0, samples = 0;
-    double work_ref = 0;
     sl_snapshot_t win[TICKS];
     for (int t = 0; t < len; t++) {
         advance(sim, win);
@@ -334,7 +349,7 @@ int sl__train_eval_one(const sl__train_opts_t *o, const sl__rl_policy_t *pol,
             cpu += win[j].cpu_self * prof.ncpu / (len * TICKS);
             samples += win[j].samples_per_s * SL_SIM_PERIOD_S;
         }
-        sc->reward += sl__rl_reward(win, TICKS, &lim, &k, &work_ref) / len;
+        sc->reward += sim_reward(&prof, win, &lim, &k) / len;
         sc->share += (double)k.gpu_share / len;
         sc->threads += (double)(k.read_threads + k.decode_threads) / len;
         sc->prefetch += (double)k.prefetch / len;
