@@ -263,6 +263,15 @@ static PyObject *ppo_test_loss(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "_ppo_test_loss: bad sizes");
         goto done;
     }
+    /* Each action one of 3 and allowed by its mask (else the loss reads
+     * past its logits, or takes the log of 0). */
+    const uint8_t *act = b[2].buf, *mask = b[3].buf;
+    for (size_t i = 0; i < n * nk; i++)
+        if (act[i] > 2 || !mask[i * 3 + act[i]]) {
+            PyErr_SetString(PyExc_ValueError,
+                            "_ppo_test_loss: an action out of 0..2 or masked");
+            goto done;
+        }
     npy_intp dim = (npy_intp)np_;
     PyObject *grad = PyArray_ZEROS(1, &dim, NPY_FLOAT64, 0);
     if (!grad)

@@ -117,10 +117,8 @@ static int evaluate(const targs_t *a, const sl__rl_policy_t *pol)
         putchar('\n');
     }
     if (a->o.gpu)
-        printf("(rl %s; heuristic: the placement rule sets the share; "
-               "static: none)\n",
-               sl__rl_places(pol) ? "places with its share head"
-                                  : "has no share head: the rule places");
+        printf("(rl places with its share head; heuristic: the placement "
+               "rule sets the share; static: none)\n");
     return 0;
 }
 

@@ -34,9 +34,11 @@ static void measure(const sl_snapshot_t *win, int n, meas_t *m)
     m->t = t;
     m->rate = samples / t;
     m->stall = waited / t;
-    /* A consumer that (nearly) always waits has no step to measure. */
-    double d = sl__estimate_demand(win, n);
-    m->work = d > 0 ? 1 / d : 0;
+    /* A consumer that (nearly) always waits has no step to measure (the
+     * rule of sl__estimate_demand, whose inverse this is). */
+    m->work = samples > 0 && t - waited > SL_EST_CONSUMER_WORKS * t
+                  ? (t - waited) / samples
+                  : 0;
 }
 
 /* NVML's mean use over the window (0..1), of the JPEG decoders (jpg) or

@@ -74,8 +74,11 @@ typedef struct rl_policy {
 
 static int rl_step(SL__POLICY_STEP_ARGS)
 {
-    return sl__rl_sched_step(&((rl_policy_t *)p)->rs, win, n, lim, cur, next,
-                             reason, len);
+    rl_policy_t *rp = (rl_policy_t *)p;
+    int mask = sl__rl_sched_step(&rp->rs, win, n, lim, cur, next, reason, len);
+    /* Once its guard hands the knobs to the heuristic, the rule places. */
+    p->places = sl__rl_places(&rp->rs.pol) && !rp->rs.fallback;
+    return mask;
 }
 
 static void rl_destroy(sl__policy_t *p)

@@ -208,7 +208,7 @@ void sl__rl_normalise(const sl__rl_policy_t *p, const double *raw, double *x)
 }
 
 double sl__rl_reward(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
-                     const sl__knobs_t *cur, double *work_ref)
+                     const sl__knobs_t *cur, int gpu, double *work_ref)
 {
     if (n < 1)
         return 0;
@@ -223,13 +223,13 @@ double sl__rl_reward(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         lim->max_prefetch > 0 ? (double)cur->prefetch / lim->max_prefetch : 0;
     double U = 0.5 * (t + q);
     double r = -W - SL_RL_LAMBDA * S - SL_RL_MU * U;
-    if (lim->max_gpu_share <= 0)
+    if (!gpu)
         return r;
     double G = (double)cur->gpu_share / SL_KNOB_SHARE_UNIT, I = 0;
     double w = consumer_work(win, n);
     if (work_ref && w > 0) {
-        if (!(*work_ref > 0) || w < *work_ref)
-            *work_ref = w;
+        double ref = *work_ref * 1.01; /* lets a fast glitch fade */
+        *work_ref = ref > 0 && ref < w ? ref : w;
         I = log(w / *work_ref);
     }
     return r - SL_RL_NU * G - SL_RL_KAPPA * I;
@@ -452,7 +452,9 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
     sl__rl_decision_t d;
     if (s->learn) {
         /* This window is the outcome of the previous decision. */
-        double r = sl__rl_reward(win, n, lim, cur, &s->work_ref);
+        double r = sl__rl_reward(win, n, lim, cur,
+                                 sl__rl_places(&s->pol) && lim->tune_gpu_share,
+                                 &s->work_ref);
         sl__ppo_buf_reward(&s->buf, s->pending, r);
         if (sl__rl_guard_feed(&s->guard, r)) {
             s->fallback = 1;

@@ -20,17 +20,19 @@
  * 100 ms, capped at 10,
  * S: stall fraction (the consumer's idle share), U: resources held,
  * (threads / max_threads + prefetch / max_prefetch) / 2; where there is
- * a GPU stage to place on, also G: the share held (0..1) and I: the
- * trainer's slowdown, ln(its fastest time per sample seen so far / this
- * window's), the interference of GPU work with its step.
+ * a GPU stage a policy places on, also G: the share held (0..1) and I:
+ * the trainer's slowdown, the interference of GPU work with its step —
+ * ln(this window's time per sample / the least seen lately) at run time,
+ * as the simulator knows it in training (sim/train.c).
  *
  * sl__rl_sched_t is the scheduler the loader calls every decision period:
  * the policy (argmax at deployment), optionally online PPO fine-tuning
  * (`learn`) guarded by sl__rl_guard_t, which hands the knobs to the
  * heuristic for good when the reward degrades.
  *
- * Depends on mlp, ppo, knobs (types), heuristic (the fallback) and
- * the public snapshot type. */
+ * Depends on mlp, ppo, knobs (types), heuristic (the fallback),
+ * estimate (the trainer's demand), place (NVML's gate) and the public
+ * snapshot type. */
 #ifndef SL_RL_H
 #define SL_RL_H
 
@@ -100,12 +102,13 @@ void sl__rl_features(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                      const sl__knobs_t *cur, double *obs);
 /* Standardised network input (p's n_in of them, clamped to +-5). */
 void sl__rl_normalise(const sl__rl_policy_t *p, const double *raw, double *x);
-/* The reward of a window. With a GPU stage to place on
- * (lim->max_gpu_share > 0) it adds the share held and, when work_ref is
- * given, the trainer's slowdown against *work_ref, its least time per
- * sample seen (updated here; 0 to start). */
+/* The reward of a window. With gpu (a policy that places the share it is
+ * judged on) it adds the share held and, when work_ref is given, the
+ * trainer's slowdown against *work_ref: the least time per sample seen,
+ * let rise 1 % a window so that one fast glitch fades (updated here; 0 to
+ * start). */
 double sl__rl_reward(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
-                     const sl__knobs_t *cur, double *work_ref);
+                     const sl__knobs_t *cur, int gpu, double *work_ref);
 
 /* ------------------------------------------------------------ decision */
 

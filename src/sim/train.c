@@ -77,7 +77,9 @@ static void start_knobs(const sl__sim_profile_t *p, const sl__limits_t *lim,
 static double sim_reward(const sl__sim_profile_t *p, const sl_snapshot_t *win,
                          const sl__limits_t *lim, const sl__knobs_t *k)
 {
-    double r = sl__rl_reward(win, TICKS, lim, k, NULL);
+    /* Every policy judged alike where there is a share to place (the
+     * rule's, too). */
+    double r = sl__rl_reward(win, TICKS, lim, k, lim->max_gpu_share > 0, NULL);
     if (lim->max_gpu_share <= 0 || !(p->gpu_slow > 0))
         return r;
     double busy = 0;

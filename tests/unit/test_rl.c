@@ -534,13 +534,13 @@ static void test_reward_prices_wait_idle_and_resources(void **state)
     sl__limits_t lim = LIMITS(16, 8, 15, 16);
     sl__knobs_t small = {1, 3, 4, 0}, big = {4, 12, 16, 0};
     window(w, 0, 0, 0.5, 2);
-    double calm_small = sl__rl_reward(w, 5, &lim, &small, NULL);
-    double calm_big = sl__rl_reward(w, 5, &lim, &big, NULL);
+    double calm_small = sl__rl_reward(w, 5, &lim, &small, 0, NULL);
+    double calm_big = sl__rl_reward(w, 5, &lim, &big, 0, NULL);
     assert_true(calm_small > calm_big); /* idle resources cost */
     /* 0.25 + 0.25 of the budgets held: U = 0.25. */
     assert_float_equal(calm_small, -SL_RL_MU * 0.25 * 1.0, 1e-12);
     window(w, 0.3, 50, 0.5, 0);
-    double stalled = sl__rl_reward(w, 5, &lim, &small, NULL);
+    double stalled = sl__rl_reward(w, 5, &lim, &small, 0, NULL);
     assert_float_equal(stalled, calm_small - 0.5 - SL_RL_LAMBDA * 0.3, 1e-12);
 }
 
@@ -565,27 +565,36 @@ static void test_gpu_features_and_reward(void **state)
     assert_float_equal(o[27], log10(1001) / 4, 1e-9);
     assert_true(o[28] < 0); /* the rate rises: each sample takes less */
 
-    /* No GPU to place on: the reward is the CPU knobs' alone. */
+    /* A policy that does not place: the CPU knobs' reward alone. */
     double ref = 0;
-    double cpu = sl__rl_reward(w, 5, &lim, &cur, &ref);
-    assert_true(ref == 0);
     lim.max_gpu_share = 1000;
     lim.tune_gpu_share = 1;
-    double r1 = sl__rl_reward(w, 5, &lim, &cur, &ref);
-    assert_float_equal(ref, 1e-3, 1e-12); /* the reference: 1 ms */
+    double cpu = sl__rl_reward(w, 5, &lim, &cur, 0, &ref);
+    assert_true(ref == 0);
+    double r1 = sl__rl_reward(w, 5, &lim, &cur, 1, &ref);
+    assert_float_equal(ref, 1e-3, 1e-15); /* the reference: 1 ms */
     assert_float_equal(r1, cpu - SL_RL_NU * 0.3, 1e-12);
     /* The trainer slowed by a quarter (the GPU work beside its step), at
-     * no wait: charged ln 1.25. */
+     * no wait: charged against the reference let rise 1 %. */
     for (int i = 0; i < 5; i++)
         w[i].samples_per_s = 800 + 80 * (i - 2);
-    double r2 = sl__rl_reward(w, 5, &lim, &cur, &ref);
-    assert_float_equal(r2, r1 - SL_RL_KAPPA * log(1.25), 1e-9);
-    assert_float_equal(ref, 1e-3, 1e-12); /* kept: the least seen */
-    /* Faster again: a new reference, nothing charged. */
+    double r2 = sl__rl_reward(w, 5, &lim, &cur, 1, &ref);
+    assert_float_equal(ref, 1.01e-3, 1e-15);
+    assert_float_equal(r2, r1 - SL_RL_KAPPA * log(1.25 / 1.01), 1e-9);
+    /* Faster: a new reference, nothing charged. */
     for (int i = 0; i < 5; i++)
         w[i].samples_per_s = 2000;
-    assert_float_equal(sl__rl_reward(w, 5, &lim, &cur, &ref), r1, 1e-12);
-    assert_float_equal(ref, 0.5e-3, 1e-12);
+    assert_float_equal(sl__rl_reward(w, 5, &lim, &cur, 1, &ref), r1, 1e-12);
+    assert_float_equal(ref, 0.5e-3, 1e-15);
+    /* Back at 1 ms: the fast window's reference fades within 70 windows
+     * (1.01^70 > 2), and then nothing is charged. */
+    for (int i = 0; i < 5; i++)
+        w[i].samples_per_s = 1000;
+    double r = 0;
+    for (int t = 0; t < 80; t++)
+        r = sl__rl_reward(w, 5, &lim, &cur, 1, &ref);
+    assert_float_equal(ref, 1e-3, 1e-15);
+    assert_float_equal(r, r1, 1e-12);
 }
 
 /* Widening a policy of the CPU knobs keeps every decision it made: the
@@ -723,6 +732,42 @@ static void test_sched_learns_online_and_falls_back(void **state)
     sl__rl_sched_free(&s);
 }
 
+/* A policy that places, learning online, whose guard trips: the
+ * heuristic takes the CPU knobs and the placement rule the share (the
+ * policy no longer says it places, so the tick runs the rule). */
+static void test_a_placing_policy_that_falls_back_leaves_the_share(void **state)
+{
+    (void)state;
+    sl__rl_policy_t pol;
+    assert_int_equal(sl__rl_policy_init(&pol, 16, 1, 3), 0);
+    /* The share head keeps the share (bp[3 x 3 + 1]): a calm run's reward
+     * stays level. */
+    pol.net.w[pol.net.n_params - (size_t)pol.net.n_hid - 3] = 20;
+    sl__policy_t *p = sl__policy_rl(&pol, 1, 7);
+    assert_non_null(p);
+    assert_int_equal(p->places, 1);
+    sl__limits_t lim = LIMITS(64, 8, 63, 64);
+    lim.max_gpu_share = 1000;
+    lim.tune_gpu_share = 1;
+    sl__knobs_t cur = {1, 4, 4, 0}, next;
+    sl_snapshot_t w[5];
+    char why[200];
+    for (int i = 0; i < 25; i++) { /* past the guard's 20 to start */
+        window(w, 0.0, 0, 0.5, 2);
+        p->step(p, w, 5, &lim, &cur, &next, why, sizeof why);
+        cur = next;
+    }
+    assert_int_equal(p->places, 1);
+    for (int i = 0; i < 100 && p->places; i++) {
+        window(w, 0.8, 300, 1.0, 0);
+        p->step(p, w, 5, &lim, &cur, &next, why, sizeof why);
+        cur = next;
+    }
+    assert_int_equal(p->places, 0);
+    assert_non_null(strstr(why, "heuristic"));
+    sl__policy_destroy(p);
+}
+
 static void count_model(void *ctx, const sl__train_progress_t *p)
 {
     long *m = ctx;
@@ -773,6 +818,8 @@ int main(void)
         cmocka_unit_test(test_training_with_a_gpu_stage),
         cmocka_unit_test(test_guard_trips_only_on_lasting_degradation),
         cmocka_unit_test(test_sched_learns_online_and_falls_back),
+        cmocka_unit_test(
+            test_a_placing_policy_that_falls_back_leaves_the_share),
         cmocka_unit_test(test_training_runs_the_model_jump_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
