@@ -40,3 +40,59 @@ def test_auto_tracks_the_better_placement():
             assert h["auto"] >= h["cpu"] + 0.05 and h["auto_share"] > 0, h
         else:  # ResNet-50 at batch 64 needs ~5 of the 8 cores left
             assert h["auto"] >= 0.95, h
+
+
+def _placing_policy(path, hidden=4):
+    """A weights file of the kind that places (docs/POLICY.md, "Weights
+    file": 29 features, 4 knobs), every weight zero but the share head's +1
+    bias: the CPU heads' argmax stays, the share rises 100 a decision."""
+    import struct
+    import numpy as np
+    xxhash = pytest.importorskip("xxhash")
+    n_obs, knobs, h = 29, 4, hidden
+    n_params = n_obs * h + h + h * h + h + 3 * knobs * h + 3 * knobs + h + 1
+    w = np.zeros(n_params, np.float32)
+    bp = n_params - (h + 1) - 3 * knobs  # the heads' biases
+    w[bp + 3 * 3 + 2] = 20.0             # the share head's +1
+    body = (b"SLPOLICY" + struct.pack("<6I", 1, n_obs, h, knobs, 3, n_params)
+            + np.zeros(n_obs, np.float32).tobytes()
+            + np.ones(n_obs, np.float32).tobytes() + w.tobytes())
+    with open(path, "wb") as f:
+        f.write(body + struct.pack("<Q", xxhash.xxh3_64_intdigest(body)))
+
+
+def test_a_policy_that_places_sets_the_share_through_the_cli(tmp_path):
+    """`sluice simulate --policy rl --policy-file F` with a policy that
+    places: its share head moves the share (reasons "rl: ... gpu_share
+    +1"), up to the most, and the placement rule never runs; the shipped
+    rl policy, of the CPU kind, leaves the share to the rule."""
+    sluice = os.environ.get("SLUICE")
+    if not sluice:
+        pytest.skip("SLUICE not set")
+    pol = tmp_path / "place.bin"
+    _placing_policy(pol)
+    prof = tmp_path / "p.json"
+    sys.path.insert(0, str(ROOT / "bench" / "gpu"))
+    import sim_placement
+    prof.write_text(json.dumps(dict(sim_placement.BASE, step_ms=10.0,
+                                    gpu_slow=0.0)))
+    reasons = {}
+    for name, extra in (("place", ["--policy-file", str(pol)]), ("cpu", [])):
+        tel = tmp_path / f"{name}.jsonl"
+        subprocess.run([sluice, "simulate", "--profile", str(prof),
+                        "--max-threads", "3", "--duration", "12", "--seed",
+                        "1", "--policy", "rl", "--telemetry", str(tel)]
+                       + extra, check=True, capture_output=True, timeout=120)
+        rows = [json.loads(x) for x in tel.read_text().splitlines()]
+        reasons[name] = [r["decision"]["reason"] for r in rows
+                         if (r.get("decision") or {}).get("knob")
+                         == "gpu_share"]
+        reasons[name + "_share"] = rows[-1]["placement"]["gpu_share"]
+    assert len(reasons["place"]) >= 9, reasons["place"]
+    assert all(r.startswith("rl:") and "gpu_share +1" in r
+               for r in reasons["place"]), reasons["place"]
+    assert reasons["place_share"] == 1000
+    # the shipped policy: the share moves, by the rule only
+    assert reasons["cpu"], "the rule raised nothing where the CPU is short"
+    assert all(r.startswith("placement:") for r in reasons["cpu"]), \
+        reasons["cpu"]
