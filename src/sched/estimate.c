@@ -38,20 +38,31 @@ static int need_read(double target, double read_s, const sl__limits_t *lim)
     return ceil_clamp(target * read_s * SL_EST_READ_HEADROOM, 1, lim->max_read);
 }
 
-double sl__estimate_demand(const sl_snapshot_t *win, int n)
+sl__consumer_t sl__estimate_consumer(const sl_snapshot_t *win, int n)
 {
-    double t = 0, waited = 0, samples = 0;
+    sl__consumer_t c = {0, 0, 0};
     for (int i = 0; i < n; i++) {
         const sl_snapshot_t *s = &win[i];
         double dt = s->interval_s > 0 ? s->interval_s : 0;
-        t += dt;
-        waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
-        samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
+        c.t += dt;
+        c.samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
+        c.waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
     }
-    double works = t - waited;
-    if (works > SL_EST_CONSUMER_WORKS * t && samples > 0)
-        return samples / works;
-    return samples > 0 || waited > 0 ? -1 : 0; /* -1: takes whatever comes */
+    return c;
+}
+
+int sl__consumer_works(const sl__consumer_t *c)
+{
+    return c->samples > 0 && c->t - c->waited > SL_EST_CONSUMER_WORKS * c->t;
+}
+
+double sl__estimate_demand(const sl_snapshot_t *win, int n)
+{
+    sl__consumer_t c = sl__estimate_consumer(win, n);
+    if (sl__consumer_works(&c))
+        return c.samples / (c.t - c.waited);
+    /* -1: takes whatever comes */
+    return c.samples > 0 || c.waited > 0 ? -1 : 0;
 }
 
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,

@@ -57,9 +57,18 @@ typedef struct sl__estimate {
     const char *bound;          /* "consumer" | "prep" | "fetch" | "" */
 } sl__estimate_t;
 
+/* The consumer over win[0..n): seconds of the window, of them blocked in
+ * next(), and samples it got. */
+typedef struct sl__consumer {
+    double t, waited, samples;
+} sl__consumer_t;
+sl__consumer_t sl__estimate_consumer(const sl_snapshot_t *win, int n);
+/* 1 when it worked enough of the window (SL_EST_CONSUMER_WORKS) to have a
+ * measurable demand, or time per sample ((t - waited) / samples). */
+int sl__consumer_works(const sl__consumer_t *c);
 /* The consumer's demand over win[0..n): samples / (wall - time blocked in
- * next()), its time per sample the inverse; -1 when it (nearly) always
- * waits (takes whatever comes), 0 for an empty window. */
+ * next()); -1 when it (nearly) always waits (takes whatever comes), 0 for
+ * an empty window. */
 double sl__estimate_demand(const sl_snapshot_t *win, int n);
 
 /* The estimate over win[0..n) (oldest first) for knobs cur under lim. */

@@ -20,25 +20,15 @@ typedef struct meas {
 
 static void measure(const sl_snapshot_t *win, int n, meas_t *m)
 {
-    double t = 0, samples = 0, waited = 0;
-    for (int i = 0; i < n; i++) {
-        const sl_snapshot_t *s = &win[i];
-        double dt = s->interval_s > 0 ? s->interval_s : 0;
-        t += dt;
-        samples += (s->samples_per_s > 0 ? s->samples_per_s : 0) * dt;
-        waited += (s->stall_fraction > 0 ? s->stall_fraction : 0) * dt;
-    }
+    sl__consumer_t c = sl__estimate_consumer(win, n);
     memset(m, 0, sizeof *m);
-    if (!(t > 0))
+    if (!(c.t > 0))
         return;
-    m->t = t;
-    m->rate = samples / t;
-    m->stall = waited / t;
-    /* A consumer that (nearly) always waits has no step to measure (the
-     * rule of sl__estimate_demand, whose inverse this is). */
-    m->work = samples > 0 && t - waited > SL_EST_CONSUMER_WORKS * t
-                  ? (t - waited) / samples
-                  : 0;
+    m->t = c.t;
+    m->rate = c.samples / c.t;
+    m->stall = c.waited / c.t;
+    /* A consumer that (nearly) always waits has no step to measure. */
+    m->work = sl__consumer_works(&c) ? (c.t - c.waited) / c.samples : 0;
 }
 
 /* NVML's mean use over the window (0..1), of the JPEG decoders (jpg) or
