@@ -1,5 +1,7 @@
 #include "rng.h"
 
+#include <math.h>
+
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
 #define PHILOX_W0 0x9E3779B9u
@@ -62,6 +64,11 @@ double sl__rng_double(sl__rng_t *r)
 double sl__rng_uniform(sl__rng_t *r, double a, double b)
 {
     return a + (b - a) * sl__rng_double(r);
+}
+
+double sl__rng_log_uniform(sl__rng_t *r, double lo, double hi)
+{
+    return exp(sl__rng_uniform(r, log(lo), log(hi)));
 }
 
 uint64_t sl__rng_below(sl__rng_t *r, uint64_t n)

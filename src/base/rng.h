@@ -58,6 +58,9 @@ uint64_t sl__rng_u64(sl__rng_t *r);
 double sl__rng_double(sl__rng_t *r);
 /* Uniform in [a, b). */
 double sl__rng_uniform(sl__rng_t *r, double a, double b);
+/* Log-uniform in [lo, hi) (lo > 0): as many between lo and 2 lo as
+ * between hi / 2 and hi. */
+double sl__rng_log_uniform(sl__rng_t *r, double lo, double hi);
 /* Uniform integer in [0, n), unbiased (Lemire); n > 0. */
 uint64_t sl__rng_below(sl__rng_t *r, uint64_t n);
 

@@ -474,9 +474,10 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
             s->updates++;
         }
     }
-    sl__rl_decide(&s->pol, raw, lim, cur,
-                  sl__place_gpu_full(win, n, NULL, NULL),
-                  s->learn ? &s->rng : NULL, &d, next);
+    int gpu_full =
+        sl__rl_places(&s->pol) && sl__place_gpu_full(win, n, NULL, NULL);
+    sl__rl_decide(&s->pol, raw, lim, cur, gpu_full, s->learn ? &s->rng : NULL,
+                  &d, next);
     if (s->learn)
         s->pending =
             sl__ppo_buf_add(&s->buf, d.x, d.act, d.mask, d.logp, d.value);

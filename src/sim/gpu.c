@@ -1,7 +1,6 @@
 /* sim/gpu: the GPU stage's model (see gpu.h). */
 #include "sim/gpu.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 #include "base/base.h"
@@ -16,21 +15,17 @@ void sl__sim_gpu_limits(const sl__sim_profile_t *p, int policy,
     lim->tune_gpu_share = on && policy != SL_POLICY_STATIC;
 }
 
-static double log_uniform(sl__rng_t *r, double lo, double hi)
-{
-    return exp(sl__rng_uniform(r, log(lo), log(hi)));
-}
-
 void sl__sim_gpu_random(uint64_t seed, sl__sim_profile_t *p)
 {
     sl__rng_t r;
     sl__rng_init(&r, seed, 0, 0, 0x677075);       /* "gpu" */
     double cap = p->ncpu * 1000.0 / p->decode_ms; /* the CPU path's */
-    p->gpu_ms = 1000.0 / (cap * log_uniform(&r, 0.5, 16));
+    p->gpu_ms = 1000.0 / (cap * sl__rng_log_uniform(&r, 0.5, 16));
     p->gpu_cpu_ms = p->decode_ms * sl__rng_uniform(&r, 0.03, 0.12);
     p->gpu_slow = sl__rng_double(&r) < 0.4 ? 0 : sl__rng_uniform(&r, 0, 1);
     if (sl__rng_double(&r) < 0.5)
-        p->step_ms = 1000.0 * p->batch_size / (cap * log_uniform(&r, 1, 4));
+        p->step_ms =
+            1000.0 * p->batch_size / (cap * sl__rng_log_uniform(&r, 1, 4));
 }
 
 int sl__sim_gpu_init(sl__sim_t *s, int nitems)

@@ -47,11 +47,6 @@ void sl__sim_profile_default(sl__sim_profile_t *p)
 
 #define SIM_RNG_PROFILE 0x50u /* 'P': Philox purpose of profile draws */
 
-static double log_uniform(sl__rng_t *r, double lo, double hi)
-{
-    return exp(sl__rng_uniform(r, log(lo), log(hi)));
-}
-
 static int cmp_event(const void *a, const void *b)
 {
     const sl__sim_event_t *x = a, *y = b;
@@ -70,35 +65,35 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
     sl__rng_t r;
     sl__rng_init(&r, seed, 0, 0, SIM_RNG_PROFILE);
     /* Cores 2..64, log-uniform (as many 2..8 as 8..64). */
-    p.ncpu = (int)floor(log_uniform(&r, 2, 65));
+    p.ncpu = (int)floor(sl__rng_log_uniform(&r, 2, 65));
     if (p.ncpu > 64)
         p.ncpu = 64;
     double dm = base->decode_ms > 0 ? base->decode_ms : 1.37;
-    p.decode_ms = dm * log_uniform(&r, 1.0 / 3, 3);
+    p.decode_ms = dm * sl__rng_log_uniform(&r, 1.0 / 3, 3);
     p.decode_cv = sl__rng_uniform(&r, 0.1, 1.0);
     double rm = base->read_ms > 0 ? base->read_ms : 0.058;
-    p.read_ms = rm * log_uniform(&r, 0.3, 30);
+    p.read_ms = rm * sl__rng_log_uniform(&r, 0.3, 30);
     p.read_cv = sl__rng_uniform(&r, 0.1, 1.5);
     double ib = base->item_bytes > 0 ? base->item_bytes : 110e3;
-    p.item_bytes = ib * log_uniform(&r, 0.5, 2);
+    p.item_bytes = ib * sl__rng_log_uniform(&r, 0.5, 2);
     /* Items per second the decoders could make with every core. */
     double cap = p.ncpu * 1000.0 / p.decode_ms;
     if (sl__rng_double(&r) < 0.5) {
         p.storage_bw = 0; /* page cache */
         p.storage_latency_ms = 0;
     } else {
-        p.storage_bw = p.item_bytes * cap * log_uniform(&r, 0.3, 3);
+        p.storage_bw = p.item_bytes * cap * sl__rng_log_uniform(&r, 0.3, 3);
         /* Local disks to object stores: 50 us to 50 ms a read. */
-        p.storage_latency_ms = log_uniform(&r, 0.05, 50);
+        p.storage_latency_ms = sl__rng_log_uniform(&r, 0.05, 50);
     }
     /* Consumer demand from 40 % to 150 % of that capacity. */
-    double demand = cap * log_uniform(&r, 0.4, 1.5);
+    double demand = cap * sl__rng_log_uniform(&r, 0.4, 1.5);
     p.step_ms = 1000.0 * p.batch_size / demand;
     p.consumer_cpu =
         sl__rng_double(&r) < 0.5 ? 0 : sl__rng_uniform(&r, 0.2, 1.0);
     p.interfere =
         sl__rng_double(&r) < 0.3 ? sl__rng_uniform(&r, 0, p.ncpu * 0.5) : 0;
-    double mem = log_uniform(&r, 4e9, 512e9);
+    double mem = sl__rng_log_uniform(&r, 4e9, 512e9);
     p.mem_total = mem;
     /* A schedule of up to 6 changes over the run. */
     int n = duration_s > 0 ? (int)sl__rng_below(&r, 7) : 0;
@@ -114,15 +109,18 @@ void sl__sim_profile_random(uint64_t seed, const sl__sim_profile_t *base,
                            : sl__rng_uniform(&r, 0, p.ncpu * 0.75);
             break;
         case SL_SIM_EV_STORAGE_BW:
-            e->value = sl__rng_double(&r) < 0.3
-                           ? 0
-                           : p.item_bytes * cap * log_uniform(&r, 0.1, 2);
+            e->value =
+                sl__rng_double(&r) < 0.3
+                    ? 0
+                    : p.item_bytes * cap * sl__rng_log_uniform(&r, 0.1, 2);
             break;
         case SL_SIM_EV_STEP_MS:
-            e->value = p.step_ms * log_uniform(&r, 0.5, 2);
+            e->value = p.step_ms * sl__rng_log_uniform(&r, 0.5, 2);
             break;
         case SL_SIM_EV_STORAGE_LATENCY_MS:
-            e->value = sl__rng_double(&r) < 0.3 ? 0 : log_uniform(&r, 0.05, 50);
+            e->value = sl__rng_double(&r) < 0.3
+                           ? 0
+                           : sl__rng_log_uniform(&r, 0.05, 50);
             break;
         default:
             e->value = sl__rng_double(&r) < 0.4 ? 0 : sl__rng_double(&r);
