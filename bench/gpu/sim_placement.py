@@ -1,6 +1,8 @@
 """Issue 19's training cases in the simulator (docs/SIMULATOR.md "GPU
 stage"): placement cpu, gpu and auto (the scheduler's rule, sched/place.h)
-for ResNet-50 and ResNet-18 fed with 2, 4 and 16 CPU threads, and the CPU
+for ResNet-50 and ResNet-18 fed with 2, 4 and 16 CPU threads, the loader
+alone (a consumer that takes all it gets: the issue's "auto with 16 CPU
+threads >= 0.9x the sum of the CPU-only and GPU-only rates"), and the CPU
 hog taking half the cores mid-run, on a profile of the H200 machine built
 from what was measured there (bench/RESULTS.md, "The GPU stage on an
 H200"). The interference of the stage with the training step (`gpu_slow`)
@@ -118,6 +120,24 @@ def main():
                       + f" | {row['auto_vs_best']:.3f}"
                       + (f" rl {row['rl_vs_best']:.3f}" if a.rl else ""),
                       flush=True)
+    # The loader alone: no step, no trainer's CPU.
+    alone = []
+    for threads in (2, 4, 16):
+        row = {"threads": threads}
+        for place in PLACES:
+            r = [simulate(a.sluice, dict(BASE, step_ms=0, consumer_cpu=0),
+                          threads, place, s, a.duration) for s in seeds]
+            row[place] = round(statistics.median(
+                x["samples_per_s"] for x in r))
+        best = max(row["cpu"], row["gpu"])
+        row["auto_vs_best"] = round(row["auto"] / best, 3)
+        row["auto_vs_sum"] = round(row["auto"] / (row["cpu"] + row["gpu"]), 3)
+        alone.append(row)
+        print(f"loader alone, {threads:2} threads: "
+              + ", ".join(f"{p} {row[p]:,}/s" for p in PLACES)
+              + f"; auto / best {row['auto_vs_best']:.3f}, auto / (cpu + "
+              f"gpu) {row['auto_vs_sum']:.3f}", flush=True)
+    out["alone"] = alone
     # The hog: 16 threads, 8 cores' worth of busy threads of others sharing
     # the CPU from half the run on (the issue's "CPU hog taking half the
     # cores mid-run"), the rate after it.

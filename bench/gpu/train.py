@@ -429,6 +429,11 @@ def _train(a, dl, step, dev, sync, nvml, bound, place, hog):
         for k in ("gpu_bytes", "gpu_nvjpeg_bytes", "gpu_roi",
                   "gpu_decoded_frac"):
             r[k] = pl.get(k)
+        # what a GPU sample cost the CPU (hand-over and the stage's
+        # threads): the placement rule's k is this over a CPU decode's ms
+        c, g = pl.get("gpu_cpu_total_s"), pl.get("gpu_samples_total")
+        r["gpu_cpu_ms"] = (round(1000 * c / g, 3) if c is not None and g
+                           else None)
     if place == "auto":
         # where the scheduler left the share, and its decisions
         r["gpu_share"] = pl.get("gpu_share")

@@ -165,6 +165,18 @@ typedef struct sl_snapshot {
                                   the GPU share where it was although the
                                   trainer waited ("" when it did not wait
                                   or the share moved; sched/place.h) */
+    /* the CPU the GPU path costs (after the ninth layout) */
+    double gpu_cpu_busy;    /**< cores' worth of CPU the GPU path used this
+                                 interval: decoders handing samples to the
+                                 stage and the stage's own threads (header
+                                 parse, bitstream copies, nvJPEG's host
+                                 work, copies back); < 0 without a stage.
+                                 Over gpu_samples_per_s: CPU seconds a GPU
+                                 sample costs, which the placement rule
+                                 weighs against a CPU decode's */
+    double gpu_cpu_total_s; /**< the same since the start, CPU seconds
+                                 (over gpu_samples_total: a GPU sample's);
+                                 < 0 without a stage */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -17,7 +17,8 @@ typedef struct plot_args {
 
 static const sl__opt_t plot_opts[] = {
     {"output", 'o', SL__OPT_STR, offsetof(plot_args_t, out), 0, 0, "F",
-     ".svg or .png: five panels over t: samples/s, stall %, CPU % (self, "
+     ".svg or .png: panels over t: samples/s (delivered, read, decoded on "
+     "the CPU, by the GPU stage), stall % and the GPU share, CPU % (self, "
      "other, total), queue depths, knob values"},
     {"title", 't', SL__OPT_STR, offsetof(plot_args_t, title), 0, 0, "T",
      "title", "the telemetry file's name"},

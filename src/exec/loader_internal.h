@@ -161,7 +161,8 @@ struct sl_loader {
     int devb;        /* device batches (sl_options_t.device_batches) */
     atomic_llong gpu_items, gpu_refused;
     char gpu_refused_why[128];
-    sl__busy_t gpu_busy; /* the stage's busy time (samples in it) */
+    sl__busy_t gpu_busy;         /* the stage's busy time (samples in it) */
+    atomic_llong gpu_handoff_ns; /* decoders' time handing samples over */
     atomic_int io_depth, readers_now;
     atomic_int reads_in_flight;
     /* Coalesced reads (loader_aread.c): the most bytes one request spans

@@ -45,12 +45,14 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->gpu_refused = atomic_load(&l->gpu_refused);
     o->gpu_stage = l->stage != NULL;
     o->gpu_busy_ns = sl__busy_ns(&l->gpu_busy, sl__now_ns());
+    o->gpu_cpu_ns = atomic_load(&l->gpu_handoff_ns);
     o->gpu_roi = -1; /* a stage the loader did not make (tests') */
     o->gpu_bytes = o->gpu_nvjpeg_bytes = -1;
     if (l->stage && l->stage_owned) {
         sl__cuda_stage_stats_t cs;
         sl__cuda_stage_stats(l->stage, &cs);
         o->gpu_roi = cs.roi;
+        o->gpu_cpu_ns += (int64_t)(cs.cpu_s * 1e9);
         o->gpu_px_images = cs.px_images;
         o->gpu_px_decoded = cs.px_decoded;
         o->gpu_bytes = (int64_t)cs.dev_bytes;

@@ -394,6 +394,7 @@ static int to_gpu(sl_loader_t *l, item_t *it)
         atomic_load(&l->cache_limit) > 0 ||
         !sl__gpu_route(it->slot, bb->count, atomic_load(&l->gpu_share)))
         return 0;
+    int64_t t0 = sl__now_ns();
     sl__rng_t crop, flip;
     uint64_t e = (uint64_t)bb->pub.epoch, s = (uint64_t)it->sample;
     sl__rng_init(&crop, l->opt.seed, e, s, SL_RNG_CROP);
@@ -412,8 +413,10 @@ static int to_gpu(sl_loader_t *l, item_t *it)
     j->tag = it;
     it->jobp = j;
     sl__busy_enter(&l->gpu_busy, 1, sl__now_ns());
-    if (l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0)
+    if (l->stage->submit(l->stage, &it->jobp, 1, gpu_done, l) == 0) {
+        atomic_fetch_add(&l->gpu_handoff_ns, sl__now_ns() - t0);
         return 1;
+    }
     sl__busy_leave(&l->gpu_busy, 1, sl__now_ns());
     return 0;
 }

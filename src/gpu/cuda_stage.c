@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "gpu/resample.h"
@@ -772,12 +773,24 @@ size_t sl__cuda_stage_nvjpeg_bytes(void)
     return n;
 }
 
+/* CPU seconds thread t has used (its CPU clock); 0 where it cannot tell. */
+static double thread_cpu_s(pthread_t t)
+{
+    clockid_t c;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &c) || clock_gettime(c, &ts))
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out)
 {
     cstage_t *s = (cstage_t *)st;
     pthread_mutex_lock(&s->mu);
     *out = s->stats;
     pthread_mutex_unlock(&s->mu);
+    /* Both threads live from create to destroy (its caller's stage). */
+    out->cpu_s = thread_cpu_s(s->feeder) + thread_cpu_s(s->completer);
 }
 
 /* 1 when the environment sets name to value (the stage's switches for

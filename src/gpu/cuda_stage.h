@@ -92,6 +92,10 @@ typedef struct sl__cuda_stage_stats {
     int hw_backend;          /* 1: nvJPEG's hardware backend; 0: its default */
     int group_max;           /* the most samples a group takes */
     long long largest_group; /* the most a group had */
+    /* CPU seconds its own threads have used (the feeder: headers,
+     * bitstream copies, nvJPEG's host work; the completer: copies back);
+     * 0 where the clock cannot tell */
+    double cpu_s;
 } sl__cuda_stage_stats_t;
 void sl__cuda_stage_stats(sl__gpu_stage_t *st, sl__cuda_stage_stats_t *out);
 

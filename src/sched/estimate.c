@@ -19,12 +19,20 @@ static int ceil_clamp(double x, int lo, int hi)
  * still hands it the samples the GPU refuses). */
 #define CPU_FRAC_MIN 0.02
 
-/* The whole batch's samples/s when the CPU path makes cpu samples/s of
- * its cpu_frac part, and the GPU stage (when measured) its rate of the
- * rest. */
+/* CPU decodes' worth of CPU per batch sample: cpu_frac of them decoded
+ * there, the rest handed to the GPU stage at gpu_cpu_k each. */
+static double cpu_per_sample(const sl__estimate_t *e)
+{
+    return e->cpu_frac + (1 - e->cpu_frac) * e->gpu_cpu_k;
+}
+
+/* The whole batch's samples/s when the CPU path could make cpu samples/s
+ * of CPU decodes and spends its time on its cpu_frac part and the
+ * hand-overs of the rest, and the GPU stage (when measured) makes its
+ * rate of the rest. */
 static double batch_rate(const sl__estimate_t *e, double cpu)
 {
-    double r = cpu / e->cpu_frac;
+    double r = cpu / cpu_per_sample(e);
     if (e->cpu_frac < 1 && e->gpu_rate > 0) {
         double g = e->gpu_rate / (1 - e->cpu_frac);
         if (g < r)
@@ -71,7 +79,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     memset(e, 0, sizeof *e);
     e->bound = "";
     double t = 0, rbusy = 0, ritems = 0, rbytes = 0, dbusy = 0, ditems = 0;
-    double other = 0, gitems = 0, gbusy = 0;
+    double other = 0, gitems = 0, gbusy = 0, gcpu = 0;
     int ncpu = 0;
     for (int i = 0; i < n; i++) {
         const sl_snapshot_t *s = &win[i];
@@ -89,6 +97,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         other += (s->cpu_other > 0 ? s->cpu_other : 0) * dt;
         gitems += (s->gpu_samples_per_s > 0 ? s->gpu_samples_per_s : 0) * dt;
         gbusy += (s->gpu_stage_busy > 0 ? s->gpu_stage_busy : 0) * dt;
+        gcpu += (s->gpu_cpu_busy > 0 ? s->gpu_cpu_busy : 0) * dt;
         if (s->ncpu > ncpu)
             ncpu = s->ncpu;
     }
@@ -113,6 +122,10 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     if (ditems >= 1 && dbusy > 0) {
         e->decode_s = dbusy / ditems;
         e->cpu_prep = cur->decode_threads / e->decode_s;
+        if (gitems >= 8 && gcpu > 0) {
+            double k = gcpu / gitems / e->decode_s;
+            e->gpu_cpu_k = k < SL_EST_GPU_CPU_K_MAX ? k : SL_EST_GPU_CPU_K_MAX;
+        }
         /* Decoders beyond the cores others leave only time-slice. */
         e->cores_free = ncpu > 0 ? ncpu * (1 - other / t) : 0;
         double dmax = lim->max_decode;
@@ -140,7 +153,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     if (e->demand > 0 && e->demand < feed)
         feed = e->demand;
     e->need_decode = ceil_clamp(
-        feed * e->cpu_frac * e->decode_s * SL_EST_DECODE_HEADROOM, 1,
+        feed * cpu_per_sample(e) * e->decode_s * SL_EST_DECODE_HEADROOM, 1,
         lim->max_decode < lim->max_threads - 1 ? lim->max_decode
                                                : lim->max_threads - 1);
     /* The bound, by the stall model's rule. */

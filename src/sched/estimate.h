@@ -18,8 +18,8 @@
  * The target rate is min(demand, prep at the most decoders the CPU and the
  * budget allow); the knobs that reach it with headroom are
  *   need_read   = ceil(target x read_s x READ_HEADROOM)
- *   need_decode = ceil(min(demand, fetch) x cpu_frac x decode_s x
- *                      DECODE_HEADROOM),
+ *   need_decode = ceil(min(demand, fetch) x (cpu_frac + (1 - cpu_frac) x
+ *                      gpu_cpu_k) x decode_s x DECODE_HEADROOM),
  * within the limits (need_read against a floor on read_s under a link's
  * cap: sl__estimate_read_floor). Fields it cannot measure in this window are 0
  * (unknown); a policy then falls back to stepping. Pure functions. */
@@ -34,6 +34,10 @@
 /* Less than this share of the window spent working: the consumer takes
  * whatever comes, and its demand (or its step) cannot be measured. */
 #define SL_EST_CONSUMER_WORKS 0.05
+/* The most gpu_cpu_k is taken to be: a GPU path that costs about as much
+ * CPU as the CPU path saves none (the placement rule then has no CPU to
+ * win by placing). */
+#define SL_EST_GPU_CPU_K_MAX 0.95
 
 typedef struct sl__estimate {
     double read_s, decode_s; /* per item; 0 unknown */
@@ -51,6 +55,12 @@ typedef struct sl__estimate {
     double gpu_rate;   /* the GPU stage's samples per second it had samples
                           in it (gpu_samples_per_s / gpu_stage_busy); 0
                           unknown */
+    double gpu_cpu_k;  /* CPU a GPU sample costs (the snapshot's
+                          gpu_cpu_busy over its samples) over a CPU decode's
+                          (decode_s), 0..SL_EST_GPU_CPU_K_MAX; 0 unknown.
+                          The CPU path then makes a batch sample for
+                          cpu_frac + (1 - cpu_frac) x gpu_cpu_k decodes'
+                          worth of CPU */
     double cores_free; /* cores not used by other processes */
     double target;     /* samples/s the knobs should reach; 0 unknown */
     int need_read, need_decode; /* 0: unknown */

@@ -58,6 +58,27 @@ int sl__place_gpu_full(const sl_snapshot_t *win, int n, double *jpg,
     return j >= SL_PLACE_JPG_FULL || k >= SL_PLACE_GPU_FULL;
 }
 
+/* The placement model (place.h): with the CPU path able to make cpu
+ * samples/s of CPU decodes, a GPU sample costing k of a decode's CPU and
+ * the stage g samples/s (0: not measured), the whole batch's rate at
+ * share s (0..1). */
+static double model_rate(double s, double cpu, double k, double g)
+{
+    double c = 1 - s + s * k; /* decodes' worth of CPU a batch sample */
+    double r = c > 0 ? cpu / c : INFINITY;
+    if (g > 0 && s > 0 && g / s < r)
+        r = g / s;
+    return r;
+}
+
+/* The least share at which that CPU path keeps up with rate (0 when it
+ * does with none): 1 - s + s k <= cpu / rate. */
+static double share_for(double rate, double cpu, double k)
+{
+    double s = rate > 0 ? (1 - cpu / rate) / (1 - k) : 0;
+    return s > 0 ? s : 0;
+}
+
 /* Why a trainer that waits gets no raise, first reason first. */
 static void held(sl__place_t *p, int s, int max, int may_raise, int cpu_short,
                  double jpg, double kern, const sl__estimate_t *e)
@@ -172,7 +193,8 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     p->calm = m.stall < 0.01 ? p->calm + 1 : 0;
     int s = cur->gpu_share, max = lim->max_gpu_share;
     double cpu = e.cpu_prep > 0 ? e.cpu_prep : 0; /* the CPU path's */
-    double g = p->gpu_rate;
+    double g = p->gpu_rate, k = e.gpu_cpu_k;
+    const double unit = SL_KNOB_SHARE_UNIT;
 
     /* Raise: the trainer waits and the CPU cannot give more — unless
      * NVML says the GPU has no room: its JPEG decoders full, or kernels
@@ -186,10 +208,18 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         held(p, s, max, may_raise, cpu_short, jpg, kern, &e);
     if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&
         !gpu_full) {
-        double bal = g > 0 ? g / (g + cpu) : 1;
-        double want =
-            e.demand > 0 ? 1 - cpu / (e.demand * SL_EST_DECODE_HEADROOM) : bal;
-        const char *bound = "what the demand asks of the GPU";
+        /* The balance, where both paths finish a batch together: the
+         * GPU's part takes s / g seconds a batch sample, the CPU's (1 - s
+         * + s k) / cpu; equal at s = g / (cpu + g (1 - k)). */
+        double bal = g > 0 ? g / (cpu + g * (1 - k)) : 1;
+        if (bal > 1)
+            bal = 1;
+        double want = e.demand > 0
+                          ? share_for(e.demand * SL_EST_DECODE_HEADROOM, cpu, k)
+                          : bal;
+        const char *bound =
+            e.demand > 0 ? "what the demand asks of the GPU"
+                         : "the balance with the GPU's measured capacity";
         if (!(g > 0) && want > 0.5) {
             want = 0.5; /* its capacity unknown: at most half, then measure */
             bound = "at most half before the GPU's capacity is measured";
@@ -198,10 +228,21 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             want = bal;
             bound = "the balance with the GPU's measured capacity";
         }
-        if (want * (double)SL_KNOB_SHARE_UNIT > s + SL_PLACE_STEP / 2) {
-            int to = (int)ceil(want * (double)SL_KNOB_SHARE_UNIT);
-            if (to < s + SL_PLACE_STEP)
-                to = s + SL_PLACE_STEP;
+        /* Worth a trial: half a step or more, or less where the model
+         * says it buys a raise's gain (near the balance a few per mille
+         * are many samples/s). */
+        double d = e.demand > 0 ? e.demand : INFINITY;
+        double now = fmin(d, model_rate(s / unit, cpu, k, g));
+        double then = fmin(d, model_rate(want, cpu, k, g));
+        if (want * unit > s + SL_PLACE_STEP / 2 ||
+            (want * unit > s && then >= now * (1 + SL_PLACE_GAIN))) {
+            int to = (int)ceil(want * unit);
+            /* At least a step, but never past the balance. */
+            int lo = s + SL_PLACE_STEP, cap = (int)ceil(bal * unit);
+            if (lo > cap)
+                lo = cap;
+            if (to < lo)
+                to = lo;
             if (to > max)
                 to = max;
             *share = to;
@@ -220,14 +261,14 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             return start_trial(p, +1, s, &m);
         }
         snprintf(p->held, sizeof p->held, "the share is %s (%.0f)", bound,
-                 want > 0 ? want * (double)SL_KNOB_SHARE_UNIT : 0.0);
+                 want > 0 ? want * unit : 0.0);
     }
 
     /* Shed: calm, and the CPU could carry more of each batch. */
     if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed && e.cpu_prep_max > 0) {
         double d = e.demand > 0 ? e.demand : m.rate;
-        double keep = d > 0 ? 1 - 0.8 * e.cpu_prep_max / d : 1;
-        int to = keep > 0 ? (int)ceil(keep * (double)SL_KNOB_SHARE_UNIT) : 0;
+        double keep = d > 0 ? share_for(d, 0.8 * e.cpu_prep_max, k) : 1;
+        int to = keep > 0 ? (int)ceil(keep * unit) : 0;
         if (to < s / 2)
             to = s / 2;
         if (to <= s - SL_PLACE_STEP) {

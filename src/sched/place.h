@@ -7,9 +7,12 @@
  *
  * It reads a window as the stall model does (sched/estimate.h): the CPU
  * path's rate at the decoders it has (prep) and at the most it may have
- * (prep_max), the consumer's demand, and the GPU stage's capacity — the
+ * (prep_max), the consumer's demand, the GPU stage's capacity — the
  * samples it finished per second it had samples in it (the snapshot's
- * gpu_samples_per_s over gpu_stage_busy).
+ * gpu_samples_per_s over gpu_stage_busy) — and the CPU a GPU sample
+ * costs over a CPU decode's, k (gpu_cpu_busy: the hand-over and the
+ * stage's threads): at share s the CPU path makes prep / (1 - s + s k)
+ * batch samples/s.
  *   - raise: the consumer waits (stall >= 3 %), the CPU cannot give
  *     more (prep_max within 10 % of prep: the decoders are at their
  *     budget or the cores are taken) and NVML does not report the GPU
@@ -18,10 +21,12 @@
  *     idles queued its work ahead, or shares the GPU with another job,
  *     and more GPU work would slow its step): the share jumps to what
  *     the model asks — the CPU keeps what it makes, the GPU takes the
- *     rest of the demand (1 - prep / demand; a consumer that takes all
- *     it gets: the balance G / (G + prep), where both paths finish a
- *     batch together), never past that balance (beyond it the GPU is the
- *     bound), at least one step (50) above the share in force. Before
+ *     rest of the demand ((1 - prep / demand) / (1 - k); a consumer that
+ *     takes all it gets: the balance G / (prep + G (1 - k)), where both
+ *     paths finish a batch together), never past that balance (beyond it
+ *     the GPU is the bound), at least one step (50) above the share in
+ *     force where that is not past it. A raise of less than half a step
+ *     is made only where the model says it buys SL_PLACE_GAIN. Before
  *     the GPU's capacity is measured the jump is the demand's share
  *     alone, at most half;
  *   - judged the next window by what the trainer got: a raise that did
@@ -33,7 +38,8 @@
  *     more than it feeds it lowers the rate and is undone;
  *   - shed: no wait for 4 windows and the CPU could carry more of the
  *     batch within 80 % of prep_max: the share falls (at most halved, to
- *     what that CPU capacity allows), giving the GPU back to the trainer;
+ *     what that CPU capacity allows, hand-overs counted), giving the GPU
+ *     back to the trainer;
  *     a shed that brings a wait (stall up by a point, rate down 3 %) is
  *     undone, and the next shed waits 2, 4 .. 32 windows.
  * One change per decision, with its reason; a decision that leaves the

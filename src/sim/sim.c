@@ -182,7 +182,7 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     out->energy_j = -1;
     out->gpu_jpg_util = -1;
     out->gpu_index = -1;
-    out->gpu_stage_busy = -1;
+    out->gpu_stage_busy = out->gpu_cpu_busy = out->gpu_cpu_total_s = -1;
     if (s->gpu.on) { /* as the loader's collector reports its stage */
         out->placement_present = 1;
         snprintf(out->placement, sizeof out->placement, "auto");
@@ -191,6 +191,8 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
         out->gpu_samples_total = s->gpu.total;
         out->gpu_samples_per_s = dt > 0 ? (double)s->gpu.items / dt : 0;
         out->gpu_stage_busy = dt > 0 ? fmin(1.0, s->gpu.busy / dt) : 0;
+        out->gpu_cpu_busy = dt > 0 ? a->gpu_cpu / dt : 0;
+        out->gpu_cpu_total_s = s->gpu_cpu_total;
     }
     int64_t nb = s->batches - batches0;
     out->samples_per_s = dt > 0 ? (double)(s->samples - samples0) / dt : 0;

@@ -373,14 +373,16 @@ void sl__sim_slot_done(sl__sim_t *s, int id)
 static void decode_done(sl__sim_t *s, int id)
 {
     item_t *it = &s->items[id];
-    s->acc.decode_busy += s->now - it->t0;
     s->d_busy--;
     if (s->d_alive > s->k.decode_threads)
         s->d_alive--;
     if (it->state == IT_GCPU) { /* handed over: the stage decodes it */
+        s->acc.gpu_cpu += s->now - it->t0; /* as the loader counts it */
+        s->gpu_cpu_total += s->now - it->t0;
         sl__sim_gpu_give(s, id);
         return;
     }
+    s->acc.decode_busy += s->now - it->t0;
     s->acc.decode_items++;
     s->decode_items++;
     sl__sim_slot_done(s, id);

@@ -19,8 +19,9 @@ enum {
     SL__PC_CPU_TOTAL,
     SL__PC_READ_IPS,
     SL__PC_DECODE_IPS,
-    SL__PC_REQ_PS, /* ranged requests for samples per second (URLs) */
-    SL__PC_REC_PS, /* the records they fetched per second */
+    SL__PC_GPU_IPS, /* the GPU stage's samples per second (NaN: no stage) */
+    SL__PC_REQ_PS,  /* ranged requests for samples per second (URLs) */
+    SL__PC_REC_PS,  /* the records they fetched per second */
     /* instantaneous values */
     SL__PC_Q_READ,
     SL__PC_Q_DECODE,
@@ -43,6 +44,7 @@ enum {
     SL__PC_CPU_TOTAL_S,
     SL__PC_READ_IPS_S,
     SL__PC_DECODE_IPS_S,
+    SL__PC_GPU_IPS_S,
     SL__PC_REQ_PS_S,
     SL__PC_REC_PS_S,
     /* records per request over the window: REC_PS_S / REQ_PS_S */

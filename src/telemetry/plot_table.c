@@ -27,6 +27,7 @@ static const char *const col_names[SL__PC_N] = {
     "cpu_total",
     "stages.read.items_per_s",
     "stages.decode.items_per_s",
+    "placement.gpu_samples_per_s",
     "io.requests_per_s",
     "io.request_records_per_s",
     "queue_depth.read",
@@ -48,6 +49,7 @@ static const char *const col_names[SL__PC_N] = {
     "cpu_total.smoothed",
     "stages.read.items_per_s.smoothed",
     "stages.decode.items_per_s.smoothed",
+    "placement.gpu_samples_per_s.smoothed",
     "io.requests_per_s.smoothed",
     "io.request_records_per_s.smoothed",
     "io.records_per_request.smoothed",
@@ -63,6 +65,8 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_CPU_TOTAL] = s->cpu_total;
     v[SL__PC_READ_IPS] = s->read.items_per_s;
     v[SL__PC_DECODE_IPS] = s->decode.items_per_s;
+    v[SL__PC_GPU_IPS] =
+        s->placement_present && s->placement_gpu ? s->gpu_samples_per_s : NAN;
     /* Records/s from the interval's requests/s and records per request
      * (none without requests), so that the window's ratio of the two
      * smoothed rates is its records per request. */

@@ -304,6 +304,10 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
                    "Share of the period the GPU stage had samples in it "
                    "(0..1).",
                    s->gpu_stage_busy);
+        metric_opt(&o, "gpu_stage_cpu_cores",
+                   "Cores' worth of CPU the GPU path used: hand-overs and "
+                   "the stage's threads.",
+                   s->gpu_cpu_busy);
     }
     if (s->energy_j >= 0)
         metric(&o, "energy_joules_total", "counter",

@@ -82,6 +82,7 @@ check "the decision says why (CPU short)" grep -q 'placement: CPU short' "$T/aut
 check "the GPU stage did samples" \
   grep -Eq '"gpu_samples_total": [1-9]' "$T/auto.jsonl"
 check "telemetry has the stage's busy share" grep -q '"gpu_stage_busy": 0\.[0-9]*[1-9]' "$T/auto.jsonl"
+check "telemetry has the GPU path's CPU" grep -q '"gpu_cpu_busy": [0-9]*\.[0-9]*[1-9]' "$T/auto.jsonl"
 check "telemetry has the JPEG decoders' use from NVML" grep -q '"jpg_util": 0.25' "$T/auto.jsonl"
 # The same run with NVML saying the GPU never idles (kernels running 99 %
 # of the time): the trainer's wait is not the GPU's idle time, so the
@@ -128,6 +129,8 @@ check "a GPU NVML cannot find: gpu null, not another's" \
 if command -v gnuplot >/dev/null; then
   "$S" plot "$T/half.jsonl" -o "$T/half.svg" >/dev/null 2>&1
   check "sluice plot draws the GPU share" grep -q "GPU share" "$T/half.svg"
+  check "sluice plot draws the GPU stage's samples/s" \
+    grep -q "GPU stage samples/s" "$T/half.svg"
 fi
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -62,6 +62,10 @@ def test_every_case_trains_and_reports(folder):
     assert r["gpu-whole_t1"]["gpu_roi"] == 0
     assert r["gpu-whole_t1"]["gpu_decoded_frac"] == 1
     assert r["gpu_t1"]["gpu_bytes"] > 0
+    # what a GPU sample cost the CPU (the simulated nvJPEG decodes on the
+    # stage's thread: far more than a real one)
+    assert r["gpu_t1"]["gpu_cpu_ms"] > 0
+    assert r["cpu_t1"].get("gpu_cpu_ms") is None
     assert r["auto_t1"]["gpu_share"] is not None
     # the interference variants (bench/gpu/run step 8), and a case run
     # again has its own key

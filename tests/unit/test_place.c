@@ -275,6 +275,94 @@ static void test_the_estimate_asks_decoders_for_the_cpus_part(void **state)
     assert_true(b.gpu_rate > 999 && b.gpu_rate < 1001);
 }
 
+/* The CPU a GPU sample costs (gpu_cpu_busy over the stage's samples) is
+ * counted: 1 ms against a 10 ms decode is k = 0.1, so at share 500 the
+ * same decoders make 200 / (0.5 + 0.5 x 0.1) batch samples/s, and they
+ * are asked for the hand-overs too. */
+static void test_the_estimate_counts_the_hand_over(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits(16);
+    sl__knobs_t cur = {1, 2, 4, 500};
+    sl__estimate_t a, b;
+    window(400, 0.5, 2, 1.0, 200, 500, 200, 0.2);
+    for (int i = 0; i < N; i++)
+        w[i].gpu_cpu_busy = -1; /* a snapshot without it */
+    sl__estimate(w, N, &lim, &cur, &a);
+    for (int i = 0; i < N; i++)
+        w[i].gpu_cpu_busy = 0.2; /* 200/s at 1 ms */
+    sl__estimate(w, N, &lim, &cur, &b);
+    assert_true(a.gpu_cpu_k == 0);
+    assert_int_equal(a.need_decode, 5); /* 800 x 0.5 x 10 ms x 1.15 */
+    assert_true(b.gpu_cpu_k > 0.099 && b.gpu_cpu_k < 0.101);
+    assert_true(b.prep > 363 && b.prep < 364);
+    assert_int_equal(b.need_decode, 6); /* 800 x 0.55 x 10 ms x 1.15 */
+    /* A GPU path that costs more than a decode is taken at the most. */
+    for (int i = 0; i < N; i++)
+        w[i].gpu_cpu_busy = 4;
+    sl__estimate(w, N, &lim, &cur, &b);
+    assert_true(b.gpu_cpu_k == SL_EST_GPU_CPU_K_MAX);
+}
+
+/* A window of the loader alone (the trainer takes all it gets) with
+ * `dec` decoders at 2.2 ms a decode making `cpu`/s at share `share`, the
+ * stage 14,000/s of capacity making `gpu`/s, each of its samples 0.15 ms
+ * of CPU. */
+static void alone(int dec, double cpu, int share, double gpu)
+{
+    window(cpu + gpu, 0.99, dec, cpu * 0.0022 / dec, cpu, share, gpu,
+           gpu / 14000);
+    for (int i = 0; i < N; i++)
+        w[i].gpu_cpu_busy = gpu * 0.00015;
+}
+
+/* With 2 decoders the hand-overs alone take the cores: the balance that
+ * counts them is the whole batch on the GPU (without them: 934). */
+static void test_the_balance_counts_the_hand_over(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(2);
+    sl__knobs_t cur = {1, 2, 4, 500};
+    char why[SL_SCHED_REASON];
+    int share;
+    alone(2, 450, 500, 450);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(share, 1000);
+    assert_non_null(strstr(why, "gpu_share 500 -> 1000"));
+}
+
+/* Near the balance a raise of less than half a step is made where the
+ * model says it buys 5 %, and goes no further than the balance. 16
+ * decoders make 7,273 decodes/s, k = 0.068: the balance is 689; from
+ * 665, 24 per mille short, it is +6 %. From 675 (+3 %) the share stays,
+ * saying why. */
+static void test_a_small_raise_near_the_balance(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(16);
+    sl__knobs_t cur = {1, 16, 4, 665};
+    char why[SL_SCHED_REASON];
+    int share;
+    alone(16, 6000, 665, 12000);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_true(share >= 689 && share <= 690);
+    assert_non_null(strstr(why, "gpu_share 665 -> 6"));
+
+    sl__place_init(&p);
+    cur.gpu_share = 675;
+    alone(16, 6000, 675, 12000);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+    assert_int_equal(share, 675);
+    assert_non_null(strstr(p.held, "the balance with the GPU's measured"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +375,9 @@ int main(void)
         cmocka_unit_test(test_nothing_without_the_scheduler_placing),
         cmocka_unit_test(test_the_tick_places_first_and_alone),
         cmocka_unit_test(test_the_estimate_asks_decoders_for_the_cpus_part),
+        cmocka_unit_test(test_the_estimate_counts_the_hand_over),
+        cmocka_unit_test(test_the_balance_counts_the_hand_over),
+        cmocka_unit_test(test_a_small_raise_near_the_balance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,8 @@ typedef struct seen {
     int n, stage_ok, raised, placed_reasons;
     double last_share;
     int64_t gpu_total, samples_total;
+    double gpu_cpu, decode_items; /* the last gpu_cpu_busy; decodes, summed */
+    double gpu_cpu_total;         /* the last gpu_cpu_total_s */
 } seen_t;
 
 static void on_snapshot(void *ctx, const sl_snapshot_t *s)
@@ -48,6 +50,9 @@ static void on_snapshot(void *ctx, const sl_snapshot_t *s)
     v->last_share = s->gpu_share;
     v->gpu_total = s->gpu_samples_total;
     v->samples_total = s->samples_total;
+    v->gpu_cpu = s->gpu_cpu_busy;
+    v->gpu_cpu_total = s->gpu_cpu_total_s;
+    v->decode_items += s->decode.items_per_s * s->interval_s;
 }
 
 /* One run: `policy`, the share fixed at `share` (>= 0) or the
@@ -104,7 +109,9 @@ static void test_the_share_routes_samples_to_the_stage(void **state)
 
 /* Handing a sample over costs its decoder gpu_cpu_ms: with every sample
  * on the stage the CPU's 2 cores bound the rate at 2 / gpu_cpu_ms, the
- * decoders are busy for it, and the stage still decodes them all. */
+ * decoders are busy for it, and the stage still decodes them all. The
+ * snapshot reports that CPU as the loader does: gpu_cpu_busy, not
+ * decodes. */
 static void test_the_hand_over_costs_cpu(void **state)
 {
     (void)state;
@@ -119,6 +126,13 @@ static void test_the_hand_over_costs_cpu(void **state)
            free_of_it, r.samples_per_s);
     assert_true(free_of_it > 5000);
     assert_true(r.samples_per_s > 1700 && r.samples_per_s < 2100);
+    assert_true(v.gpu_cpu > 1.7 && v.gpu_cpu <= 2.05);
+    assert_true(v.decode_items == 0);
+    /* 1 ms of CPU each, counted as the decoder's time (the read thread
+     * shares the 2 cores: ~1.1 ms) */
+    double per = v.gpu_cpu_total / (double)v.gpu_total;
+    printf("# CPU per GPU sample: %.3f ms\n", 1000 * per);
+    assert_true(per > 0.001 && per < 0.0012);
     /* all on the stage (it is ahead of the consumer by the batches held) */
     assert_true(v.gpu_total >= v.samples_total &&
                 v.gpu_total < v.samples_total + 8 * p.batch_size);
