@@ -79,6 +79,10 @@ static void rates(const sl__prom_set_t *prev, const sl__prom_set_t *cur,
         double nb = f->batches_total - b0;
         f->wait_ms = nb > 0 ? (w1 - w0) * 1e3 / nb : -1;
     }
+    double g0 = get(prev, M("gpu_stage_samples_total"));
+    double g1 = get(cur, M("gpu_stage_samples_total"));
+    if (g0 >= 0 && g1 >= g0)
+        f->gpu_samples_per_s = (g1 - g0) / dt;
     for (int k = 0; k < f->nstages; k++) {
         sl__top_stage_t *g = &f->stage[k];
         double a = get_stage(prev, M("stage_busy_seconds_total"), g->name);
@@ -153,6 +157,10 @@ void sl__top_frame_make(const sl__prom_set_t *prev, const sl__prom_set_t *cur,
     f->mem_available_bytes = get(cur, M("mem_available_bytes"));
     f->disk_read_bytes_per_s = get(cur, M("disk_read_bytes_per_second"));
     f->gpu_util = get(cur, M("gpu_utilization"));
+    f->gpu_share = get(cur, M("gpu_stage_share"));
+    f->gpu_busy = get(cur, M("gpu_stage_busy"));
+    f->gpu_cpu_cores = get(cur, M("gpu_stage_cpu_cores"));
+    f->gpu_samples_per_s = -1;
     f->decisions_total = get(cur, M("decisions_total"));
     if (prev && prev->n)
         rates(prev, cur, f);

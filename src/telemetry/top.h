@@ -47,6 +47,10 @@ typedef struct sl__top_frame {
     int prefetch, batches_ready;
     double cpu_self, cpu_other, cpu_total, run_queue;
     double rss_bytes, mem_available_bytes, disk_read_bytes_per_s, gpu_util;
+    /* the GPU stage (placement): its share of each batch, samples/s (over
+     * the scrapes), busy share and the CPU it costs in cores; all < 0
+     * without one */
+    double gpu_share, gpu_samples_per_s, gpu_busy, gpu_cpu_cores;
     double decisions_total;
     int ndec; /* oldest first */
     sl__top_decision_t dec[SL__TOP_DECISIONS];

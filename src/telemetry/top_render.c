@@ -179,6 +179,13 @@ int sl__top_render(const sl__top_frame_t *f, const char *source, int width,
          bytes(c, sizeof c, f->disk_read_bytes_per_s));
     if (f->gpu_util >= 0)
         line(&s, "gpu        %s busy", pct(a, sizeof a, f->gpu_util));
+    if (f->gpu_share >= 0)
+        line(&s,
+             "placement  GPU share %s   stage %s/s, busy %s   its CPU %s cores",
+             pct(a, sizeof a, f->gpu_share),
+             num(b, sizeof b, "%.0f", f->gpu_samples_per_s),
+             pct(c, sizeof c, f->gpu_busy),
+             num(d, sizeof d, "%.2f", f->gpu_cpu_cores));
     line(&s, "%s", "");
     line(&s, "decisions  %s knob change%s%s",
          num(a, sizeof a, "%.0f", f->decisions_total),

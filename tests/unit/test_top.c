@@ -123,7 +123,8 @@ static const char scrape0[] =
     "sluice_stage_busy_seconds_total{stage=\"decode\"} 20\n"
     "sluice_samples_total 10000\nsluice_batches_total 160\n"
     "sluice_samples_per_second 999\nsluice_stall_fraction 0.9\n"
-    "sluice_workers{stage=\"read\"} 2\nsluice_workers{stage=\"decode\"} 4\n";
+    "sluice_workers{stage=\"read\"} 2\nsluice_workers{stage=\"decode\"} 4\n"
+    "sluice_gpu_stage_samples_total 4000\n";
 static const char scrape1[] =
     "sluice_uptime_seconds 11\n"
     "sluice_consumer_wait_seconds_total 2.25\n"
@@ -143,7 +144,9 @@ static const char scrape1[] =
     "sluice_queue_capacity{stage=\"decode\"} 32\n"
     "sluice_cpu_self 0.75\nsluice_cpu_other 0.05\nsluice_cpu_total 0.8\n"
     "sluice_run_queue 3\nsluice_rss_bytes 536870912\n"
-    "sluice_mem_available_bytes 21474836480\n";
+    "sluice_mem_available_bytes 21474836480\n"
+    "sluice_gpu_stage_share 0.674\nsluice_gpu_stage_samples_total 4860\n"
+    "sluice_gpu_stage_busy 0.97\nsluice_gpu_stage_cpu_cores 2.25\n";
 static const char decisions[] =
     "# TYPE sluice_decision gauge\n"
     "sluice_decision{seq=\"8\",knob=\"decode_threads\",from=\"3\",to=\"4\","
@@ -193,6 +196,10 @@ static void test_frame_rates_from_counters(void **state)
     assert_int_equal(f.dec[1].to, 6);
     assert_true(f.dec[1].t == 8.25);
     assert_int_equal(f.dec[1].seq, 9);
+    /* the GPU stage: its samples/s from the counter */
+    assert_true(fabs(f.gpu_samples_per_s - 860) < 1e-9);
+    assert_true(f.gpu_share == 0.674 && f.gpu_busy == 0.97);
+    assert_true(f.gpu_cpu_cores == 2.25);
     /* The first frame, and a job whose counters went back (a restarted
      * loader on the port): the job's own last-interval gauges. */
     sl__top_frame_make(NULL, &b, NULL, &f);
@@ -205,6 +212,7 @@ static void test_frame_rates_from_counters(void **state)
     sl__prom_set_t empty = {0};
     sl__top_frame_make(NULL, &empty, NULL, &f);
     assert_true(f.samples_per_s < 0 && f.cpu_self < 0 && f.rss_bytes < 0);
+    assert_true(f.gpu_share < 0 && f.gpu_samples_per_s < 0);
     assert_int_equal(f.nstages, 0);
     free3(&a, &b, &d);
 }
@@ -241,6 +249,8 @@ static void test_render_fits_and_shows(void **state)
     assert_non_null(strstr(buf, "7/32"));
     assert_non_null(strstr(buf, "rss 512.0 MiB"));
     assert_non_null(strstr(buf, "available 20.0 GiB"));
+    assert_non_null(strstr(buf, "placement  GPU share 67.4 %   stage 860/s, "
+                                "busy 97.0 %   its CPU 2.25 cores"));
     /* Newest decision first. */
     char *p1 = strstr(buf, "prefetch 4 -> 6: waits come in bursts");
     char *p2 = strstr(buf, "decode_threads 3 -> 4: decoders busy 97%");
