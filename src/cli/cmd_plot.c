@@ -19,7 +19,7 @@ static const sl__opt_t plot_opts[] = {
     {"output", 'o', SL__OPT_STR, offsetof(plot_args_t, out), 0, 0, "F",
      ".svg or .png: panels over t: samples/s (delivered, read, decoded on "
      "the CPU, by the GPU stage), stall % and the GPU share, CPU % (self, "
-     "other, total), queue depths, knob values"},
+     "other, total), queue depths, knob values; for URLs requests/s"},
     {"title", 't', SL__OPT_STR, offsetof(plot_args_t, title), 0, 0, "T",
      "title", "the telemetry file's name"},
     {"raw", 0, SL__OPT_FLAG, offsetof(plot_args_t, raw), 0, 0, NULL,

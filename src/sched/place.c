@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "gpu/placement.h"
 #include "sched/estimate.h"
 
 void sl__place_init(sl__place_t *p)
@@ -77,6 +78,42 @@ static double share_for(double rate, double cpu, double k)
 {
     double s = rate > 0 ? (1 - cpu / rate) / (1 - k) : 0;
     return s > 0 ? s : 0;
+}
+
+/* The batch size the window's loader makes (its samples over its
+ * batches so far); 0 when it cannot tell. */
+static int batch_size(const sl_snapshot_t *win, int n)
+{
+    const sl_snapshot_t *l = &win[n - 1];
+    if (l->batches_total <= 0 || l->samples_total <= 0)
+        return 0;
+    double b = (double)l->samples_total / (double)l->batches_total;
+    return b < 1e6 ? (int)lround(b) : 0;
+}
+
+/* The share a raise from s toward want goes to: want, at least a step
+ * but never past the balance bal, at most max, and (batches of nb, when
+ * known) at least one more of a batch's slots — the loader routes whole
+ * slots (gpu/placement.h), so a share that moves none would be no
+ * trial. */
+static int raise_to(int s, double want, double bal, int max, int nb)
+{
+    const double unit = SL_KNOB_SHARE_UNIT;
+    int to = (int)ceil(want * unit);
+    int lo = s + SL_PLACE_STEP, cap = (int)ceil(bal * unit);
+    if (lo > cap)
+        lo = cap;
+    if (to < lo)
+        to = lo;
+    int c = nb > 0 ? sl__gpu_route_count(nb, s) : 0;
+    if (nb > 0 && c >= nb)
+        return s; /* every slot is the GPU's already */
+    if (nb > 0 && sl__gpu_route_count(nb, to) <= c) {
+        /* the least share that routes c + 1 slots: round(nb x / 1000) */
+        long long x = (1000LL * (2 * c + 1) + 2LL * nb - 1) / (2LL * nb);
+        to = x < SL_KNOB_SHARE_UNIT ? (int)x : SL_KNOB_SHARE_UNIT;
+    }
+    return to > max ? max : to;
 }
 
 /* Why a trainer that waits gets no raise, first reason first. */
@@ -228,23 +265,15 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             want = bal;
             bound = "the balance with the GPU's measured capacity";
         }
+        int to = raise_to(s, want, bal, max, batch_size(win, n));
         /* Worth a trial: half a step or more, or less where the model
          * says it buys a raise's gain (near the balance a few per mille
          * are many samples/s). */
         double d = e.demand > 0 ? e.demand : INFINITY;
         double now = fmin(d, model_rate(s / unit, cpu, k, g));
-        double then = fmin(d, model_rate(want, cpu, k, g));
-        if (want * unit > s + SL_PLACE_STEP / 2 ||
-            (want * unit > s && then >= now * (1 + SL_PLACE_GAIN))) {
-            int to = (int)ceil(want * unit);
-            /* At least a step, but never past the balance. */
-            int lo = s + SL_PLACE_STEP, cap = (int)ceil(bal * unit);
-            if (lo > cap)
-                lo = cap;
-            if (to < lo)
-                to = lo;
-            if (to > max)
-                to = max;
+        double then = fmin(d, model_rate(to / unit, cpu, k, g));
+        if (to > s && (want * unit > s + SL_PLACE_STEP / 2 ||
+                       (now > 0 && then >= now * (1 + SL_PLACE_GAIN)))) {
             *share = to;
             p->raises++;
             char gs[32] = "not measured";

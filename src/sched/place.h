@@ -25,8 +25,10 @@
  *     takes all it gets: the balance G / (prep + G (1 - k)), where both
  *     paths finish a batch together), never past that balance (beyond it
  *     the GPU is the bound), at least one step (50) above the share in
- *     force where that is not past it. A raise of less than half a step
- *     is made only where the model says it buys SL_PLACE_GAIN. Before
+ *     force where that is not past it, and at least one more of a
+ *     batch's slots (the loader routes whole slots; the batch size from
+ *     the window's totals). A raise of less than half a step is made only
+ *     where the model says it buys SL_PLACE_GAIN. Before
  *     the GPU's capacity is measured the jump is the demand's share
  *     alone, at most half;
  *   - judged the next window by what the trainer got: a raise that did

@@ -363,6 +363,53 @@ static void test_a_small_raise_near_the_balance(void **state)
     assert_non_null(strstr(p.held, "the balance with the GPU's measured"));
 }
 
+/* The loader routes whole slots (gpu/placement.h): a raise moves at
+ * least one of a batch's (its size from the window's totals), and one
+ * that cannot without passing the balance for less than the gain is not
+ * made. A window without decodes (cpu 0) makes no model raise. */
+static void test_a_raise_moves_a_slot(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__limits_t lim = limits(1);
+    sl__knobs_t cur = {1, 1, 4, 0};
+    char why[SL_SCHED_REASON];
+    int share;
+    /* Batches of 2: the demand asks 182 per mille, which routes no slot;
+     * 250 routes one. */
+    sl__place_init(&p);
+    window(300, 0.06, 1, 1.0, 300, 0, 0, 0);
+    for (int i = 0; i < N; i++) {
+        w[i].samples_total = 2000;
+        w[i].batches_total = 1000;
+    }
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+    assert_int_equal(share, 250);
+    /* Batches of 16 near the balance (689): from 665 (11 slots) the next
+     * slot is at 719, past it, for less than 5 %: held. Batches of 64:
+     * 690 routes one more (44 of 64), raised. */
+    lim = limits(16);
+    cur = (sl__knobs_t){1, 16, 4, 665};
+    for (int b = 16; b <= 64; b += 48) {
+        sl__place_init(&p);
+        alone(16, 6000, 665, 12000);
+        for (int i = 0; i < N; i++) {
+            w[i].samples_total = 1000 * b;
+            w[i].batches_total = 1000;
+        }
+        int r = sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+        assert_int_equal(r, b == 64);
+        assert_int_equal(share, b == 64 ? 690 : 665);
+    }
+    /* No decodes in the window: nothing to weigh a raise by. */
+    sl__place_init(&p);
+    cur.gpu_share = 980;
+    alone(16, 0, 980, 12000);
+    assert_int_equal(
+        sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +425,7 @@ int main(void)
         cmocka_unit_test(test_the_estimate_counts_the_hand_over),
         cmocka_unit_test(test_the_balance_counts_the_hand_over),
         cmocka_unit_test(test_a_small_raise_near_the_balance),
+        cmocka_unit_test(test_a_raise_moves_a_slot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
