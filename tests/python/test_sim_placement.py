@@ -3,9 +3,10 @@ on a profile of the H200 machine as measured there. The placement rule
 (sched/place.h) in closed loop must stay within 5 % of the better fixed
 placement (cpu or gpu) in every case — finding the GPU's share where the
 CPU is short, staying on the CPU where the stage would slow the step —
-and, when a hog takes half the cores from ResNet-18's 16 threads, keep it
-well above placement cpu. Model predictions, not GPU figures: what this
-guards is the rule's behaviour."""
+and, when a hog takes the cores from ResNet-18's 16 threads, keep it
+well above placement cpu, and never below it in any hog case. Model
+predictions, not GPU figures: what this guards is the rule's
+behaviour."""
 import json
 import os
 import subprocess
@@ -34,11 +35,17 @@ def test_auto_tracks_the_better_placement():
         if c["threads"] == 2:
             assert c["gpu"] > c["cpu"], c
         assert c["auto_vs_best"] >= 0.95, c
+    assert {(h["model"], h["batch"], h["hog_threads"]) for h in r["hog"]} == {
+        (m, b, t) for m, b in (("resnet50", 64), ("resnet18", 64),
+                               ("resnet50", 256)) for t in (8, 17)}
     for h in r["hog"]:
+        # never worse than placement cpu
+        assert h["auto"] >= h["cpu"] - 0.01, h
         if h["model"] == "resnet18":  # the hog leaves the CPU short
             assert h["cpu"] < 0.9, h
             assert h["auto"] >= h["cpu"] + 0.05 and h["auto_share"] > 0, h
-        else:  # ResNet-50 at batch 64 needs ~5 of the 8 cores left
+        elif h["batch"] == 64 and h["hog_threads"] == 8:
+            # ResNet-50 at batch 64 needs ~5 of the 8 cores left
             assert h["auto"] >= 0.95, h
 
 
