@@ -77,7 +77,7 @@ int sl__png_process(const uint8_t *p, size_t n, const sl__xform_t *x,
                     sl__rng_t *crop_rng, sl__rng_t *flip_rng, sl__scratch_t *s,
                     void *out, char *err, size_t errlen)
 {
-    int W, H, ps;
+    int W = 0, H = 0, ps = 3; /* set by png_open (GCC -O2 cannot tell) */
     png_image img;
     int rc = png_open(p, n, &img, &W, &H, &ps, err, errlen);
     if (rc)
@@ -119,7 +119,7 @@ int sl__png_decode_full(const uint8_t *p, size_t n, sl__scratch_t *s,
                         sl__bytes_t *out, int *w, int *h, char *err,
                         size_t errlen)
 {
-    int W, H, ps;
+    int W = 0, H = 0, ps = 3; /* set by png_open (GCC -O2 cannot tell) */
     png_image img;
     int rc = png_open(p, n, &img, &W, &H, &ps, err, errlen);
     if (rc)

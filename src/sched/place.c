@@ -266,14 +266,17 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             bound = "the balance with the GPU's measured capacity";
         }
         int to = raise_to(s, want, bal, max, batch_size(win, n));
-        /* Worth a trial: half a step or more, or less where the model
-         * says it buys a raise's gain (near the balance a few per mille
-         * are many samples/s). */
+        /* Worth a trial: half a step or more where the model sees a gain
+         * at all (none where a GPU sample costs about what a decode
+         * does), or less where it says it buys a raise's gain (near the
+         * balance a few per mille are many samples/s). */
         double d = e.demand > 0 ? e.demand : INFINITY;
         double now = fmin(d, model_rate(s / unit, cpu, k, g));
         double then = fmin(d, model_rate(to / unit, cpu, k, g));
-        if (to > s && (want * unit > s + SL_PLACE_STEP / 2 ||
-                       (now > 0 && then >= now * (1 + SL_PLACE_GAIN)))) {
+        int gains = !(now > 0) || then >= now * (1 + SL_PLACE_MIN_GAIN);
+        if (to > s && gains &&
+            (want * unit > s + SL_PLACE_STEP / 2 ||
+             (now > 0 && then >= now * (1 + SL_PLACE_GAIN)))) {
             *share = to;
             p->raises++;
             char gs[32] = "not measured";
@@ -289,8 +292,14 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             p->held[0] = '\0';
             return start_trial(p, +1, s, &m);
         }
-        snprintf(p->held, sizeof p->held, "the share is %s (%.0f)", bound,
-                 want > 0 ? want * unit : 0.0);
+        if (to > s && !gains)
+            snprintf(p->held, sizeof p->held,
+                     "a GPU sample costs %.0f %% of a decode's CPU: the "
+                     "model sees no gain",
+                     100 * k);
+        else
+            snprintf(p->held, sizeof p->held, "the share is %s (%.0f)", bound,
+                     want > 0 ? want * unit : 0.0);
     }
 
     /* Shed: calm, and the CPU could carry more of each batch. */

@@ -28,7 +28,9 @@
  *     force where that is not past it, and at least one more of a
  *     batch's slots (the loader routes whole slots; the batch size from
  *     the window's totals). A raise of less than half a step is made only
- *     where the model says it buys SL_PLACE_GAIN. Before
+ *     where the model says it buys SL_PLACE_GAIN, and none where it
+ *     says the raise buys less than SL_PLACE_MIN_GAIN (a GPU path that
+ *     costs about as much CPU as a decode: held says so). Before
  *     the GPU's capacity is measured the jump is the demand's share
  *     alone, at most half;
  *   - judged the next window by what the trainer got: a raise that did
@@ -59,6 +61,7 @@
 #define SL_PLACE_STEP 50        /* per mille: the least move */
 #define SL_PLACE_STALL 0.03     /* a wait worth placing for */
 #define SL_PLACE_GAIN 0.05      /* a raise must buy this much rate */
+#define SL_PLACE_MIN_GAIN 0.01  /* a raise the model says buys less: none */
 #define SL_PLACE_CALM 4         /* windows without a wait before a shed */
 #define SL_PLACE_BACKOFF_MAX 32 /* windows */
 #define SL_PLACE_JPG_FULL 0.95  /* NVML's JPEG-decoder use: no room */

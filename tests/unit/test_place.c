@@ -410,6 +410,32 @@ static void test_a_raise_moves_a_slot(void **state)
         sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
 }
 
+/* A GPU path that costs about what a decode does saves the CPU nothing:
+ * the model sees no gain in a raise (held says why), where the same
+ * window with cheap hand-overs raises. 2 decoders at 2.2 ms (909/s), a
+ * slow stage (300/s) at share 147. */
+static void test_no_raise_where_the_gpu_path_saves_no_cpu(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits(2);
+    sl__knobs_t cur = {1, 2, 4, 147};
+    char why[SL_SCHED_REASON];
+    int share;
+    for (int cheap = 0; cheap <= 1; cheap++) {
+        sl__place_t p;
+        sl__place_init(&p);
+        window(894, 0.99, 2, 850 * 0.0022 / 2, 850, 147, 44, 44.0 / 300);
+        for (int i = 0; i < N; i++)
+            w[i].gpu_cpu_busy = 44 * (cheap ? 0.00015 : 0.0021);
+        int r = sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+        assert_int_equal(r, cheap);
+        if (!cheap) {
+            assert_int_equal(share, 147);
+            assert_non_null(strstr(p.held, "of a decode's CPU"));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -426,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_the_balance_counts_the_hand_over),
         cmocka_unit_test(test_a_small_raise_near_the_balance),
         cmocka_unit_test(test_a_raise_moves_a_slot),
+        cmocka_unit_test(test_no_raise_where_the_gpu_path_saves_no_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
