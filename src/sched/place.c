@@ -222,6 +222,8 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     sl__estimate(win, n, lim, cur, &e);
     if (e.gpu_rate > 0)
         p->gpu_rate = e.gpu_rate; /* kept while the stage idles */
+    if (e.gpu_cpu_k > 0)
+        p->gpu_cpu_k = e.gpu_cpu_k; /* likewise */
     if (p->trial)
         return judge(p, &m, cur, share, reason, len);
     int may_raise = !p->raise_hold, may_shed = !p->shed_hold;
@@ -230,7 +232,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     p->calm = m.stall < 0.01 ? p->calm + 1 : 0;
     int s = cur->gpu_share, max = lim->max_gpu_share;
     double cpu = e.cpu_prep > 0 ? e.cpu_prep : 0; /* the CPU path's */
-    double g = p->gpu_rate, k = e.gpu_cpu_k;
+    double g = p->gpu_rate, k = p->gpu_cpu_k;
     const double unit = SL_KNOB_SHARE_UNIT;
 
     /* Raise: the trainer waits and the CPU cannot give more — unless

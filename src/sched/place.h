@@ -76,6 +76,8 @@ typedef struct sl__place {
     int calm;            /* windows without a wait */
     double gpu_rate;     /* the stage's samples per busy second (0: not
                             measured yet) */
+    double gpu_cpu_k;    /* the CPU a GPU sample costs over a decode's
+                            (sched/estimate.h; 0: not measured yet) */
     double interference; /* the last judged raise: the consumer's time per
                             sample after / before - 1 (0: none) */
     char held[96];       /* the last decision's: why the share was not raised

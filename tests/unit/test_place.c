@@ -432,6 +432,12 @@ static void test_no_raise_where_the_gpu_path_saves_no_cpu(void **state)
         if (!cheap) {
             assert_int_equal(share, 147);
             assert_non_null(strstr(p.held, "of a decode's CPU"));
+            /* What a GPU sample costs is kept, as the stage's capacity is,
+             * through windows where the stage did nothing. */
+            window(850, 0.99, 2, 850 * 0.0022 / 2, 850, 147, 0, 0);
+            assert_int_equal(
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+                0);
         }
     }
 }
