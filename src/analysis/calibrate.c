@@ -78,6 +78,11 @@ int sl__calib_period_of(const sl_snapshot_t *s, sl__calib_period_t *p)
     p->decode_busy = s->decode.busy;
     p->decode_items_per_s = s->decode.items_per_s;
     p->prefetch = count(s->prefetch);
+    int stage =
+        s->placement_present && s->placement_gpu && s->gpu_stage_busy >= 0;
+    p->gpu_samples_per_s = stage ? s->gpu_samples_per_s : -1;
+    p->gpu_stage_busy = stage ? s->gpu_stage_busy : -1;
+    p->gpu_cpu_busy = stage ? s->gpu_cpu_busy : -1;
     return p->interval_s > 0 && p->ncpu > 0 ? 0 : SL_ECORRUPT;
 }
 
@@ -123,6 +128,8 @@ static void make_profile(const sl_calibrate_options_t *o, sl__calibration_t *c)
         p->base_rss = 0;
     if (fit->mem_total > 0)
         p->mem_total = fit->mem_total;
+    p->gpu_ms = fit->gpu_ms;
+    p->gpu_cpu_ms = fit->gpu_ms > 0 ? fit->gpu_cpu_ms : 0;
     p->interfere = 0;
     /* Foreign load as the simulator's `interfere`: under processor sharing
      * each foreign thread got the share ours got, so the cores' worth of
@@ -227,13 +234,15 @@ char *sl__calibration_fit_json(const sl__calibration_t *c)
         ", \"samples_per_s\": %.2f, \"stall_fraction\": %.4f"
         ", \"storage_latency_ms\": %.3f, \"storage_bw\": %.0f"
         ", \"storage_fitted\": %s, \"storage_periods\": %d"
-        ", \"storage_saturated_periods\": %d}",
+        ", \"storage_saturated_periods\": %d"
+        ", \"gpu_ms\": %.4f, \"gpu_cpu_ms\": %.4f, \"gpu_periods\": %d}",
         f->periods, f->used, f->core_share, p->decode_ms, p->decode_cv,
         p->read_ms, p->read_cv, p->item_bytes, p->step_ms, p->batch_size,
         p->ncpu, c->foreign_cores, c->foreign_demand, f->samples_per_s,
         f->stall, p->storage_latency_ms, p->storage_bw,
         f->storage_periods || f->storage_saturated ? "true" : "false",
-        f->storage_periods, f->storage_saturated);
+        f->storage_periods, f->storage_saturated, p->gpu_ms, p->gpu_cpu_ms,
+        f->gpu_periods);
     return n < 0 ? NULL : s;
 }
 

@@ -18,7 +18,13 @@
  *     them, at least 3 such periods); the others give the latency (median
  *     wall time per read, less SL_CALIB_READ_CPU_MS, the read's own CPU,
  *     which is then the profile's read_ms);
- *   - ncpu, memory, RSS besides the batch buffers from the snapshots.
+ *   - ncpu, memory, RSS besides the batch buffers from the snapshots;
+ *   - the GPU stage, where it did samples: gpu_ms = its busy seconds per
+ *     sample (the placement rule's capacity measure, exact where the
+ *     stage was the bound, slower than the stage where it idled between
+ *     groups), gpu_cpu_ms = gpu_cpu_busy per sample x the core share;
+ *     gpu_slow is not fitted (the step with and without the stage would
+ *     be needed).
  * Foreign load (cpu_other) is the environment, not the machine: it is
  * reported (foreign_demand, the simulator's `interfere` for a replay), not
  * put into the profile.
@@ -46,6 +52,9 @@ typedef struct sl__calib_period {
     int ncpu, read_workers, decode_workers, prefetch;
     double mem_total, rss; /* bytes */
     long long samples_total, batches_total;
+    /* the GPU stage (< 0: none): samples/s it finished, the share of the
+     * period it had samples in it, the cores its CPU took */
+    double gpu_samples_per_s, gpu_stage_busy, gpu_cpu_busy;
 } sl__calib_period_t;
 
 /* The period of one snapshot (a line of the file read by sl_snapshot_parse):
@@ -65,6 +74,12 @@ typedef struct sl__calib_fit {
      * seen (latency), not reached (bandwidth). */
     double storage_latency_ms, storage_bw;
     int storage_periods, storage_saturated; /* periods behind each */
+    /* The GPU stage, where the run had one that did samples: its busy
+     * seconds per sample (the placement rule's measure, 1 / capacity where
+     * the stage was the bound) and the CPU a sample cost it (x core_share,
+     * as a decode's); 0: none. */
+    double gpu_ms, gpu_cpu_ms;
+    int gpu_periods;
 } sl__calib_fit_t;
 
 /* Wall ms per read above which a read waits on storage. */

@@ -154,9 +154,17 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
         goto out;
     }
     /* The first period fills the pipeline, the last two see it drain. */
+    double gitems = 0, gbusy = 0, gcpu = 0;
     for (int i = 1; i + 2 < n; i++) {
         const sl__calib_period_t *r = &p[i];
         long long period_batches = r->batches_total - p[i - 1].batches_total;
+        if (r->t >= o->skip_s && r->gpu_samples_per_s > 0 &&
+            r->gpu_stage_busy > 0) {
+            gitems += r->gpu_samples_per_s * r->interval_s;
+            gbusy += r->gpu_stage_busy * r->interval_s;
+            gcpu += (r->gpu_cpu_busy > 0 ? r->gpu_cpu_busy : 0) * r->interval_s;
+            f->gpu_periods++;
+        }
         if (r->t < o->skip_s || r->decode_items_per_s <= 0)
             continue;
         double dt = r->interval_s;
@@ -171,7 +179,10 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
         read_wall += rwall;
         read_items += ritems;
         self_cpu += self;
-        busy_cpu += dwall + rcpu;
+        /* the GPU path's CPU (hand-overs, the stage's threads) is ours
+         * too: in cpu_self, so in what the busy threads are set against */
+        double gwork = r->gpu_cpu_busy > 0 ? r->gpu_cpu_busy * dt : 0;
+        busy_cpu += dwall + rcpu + gwork;
         other_cpu += r->cpu_other * dt;
         bytes += r->read_bytes_per_s * dt;
         span += dt;
@@ -183,7 +194,8 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
         samples += r->samples_per_s * dt;
         /* Per-period CPU ms per item, each with its own core share, for
          * the spread (foreign load changes from period to period). */
-        double share = dwall + rcpu > 0 ? self / (dwall + rcpu) : 1;
+        double share =
+            dwall + rcpu + gwork > 0 ? self / (dwall + rcpu + gwork) : 1;
         share = share > 1 ? 1 : share;
         if (ditems >= 3)
             spread_add(&decode, dwall * 1000 / ditems * share, ditems);
@@ -219,6 +231,10 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
     f->samples_per_s = samples / span;
     f->stall = waited / span > 1 ? 1 : waited / span;
     f->mem_total = last->mem_total > 0 ? last->mem_total : 0;
+    if (gitems >= 8) { /* enough samples to call it the stage's */
+        f->gpu_ms = gbusy * 1000 / gitems;
+        f->gpu_cpu_ms = gcpu * 1000 / gitems * f->core_share;
+    }
 out:
     free(read.ms_per_item);
     free(read.items);

@@ -83,6 +83,15 @@ check "the GPU stage did samples" \
   grep -Eq '"gpu_samples_total": [1-9]' "$T/auto.jsonl"
 check "telemetry has the stage's busy share" grep -q '"gpu_stage_busy": 0\.[0-9]*[1-9]' "$T/auto.jsonl"
 check "telemetry has the GPU path's CPU" grep -q '"gpu_cpu_busy": [0-9]*\.[0-9]*[1-9]' "$T/auto.jsonl"
+# sluice calibrate fits the stage from that run: its busy ms a sample and
+# the CPU a sample cost it (the simulated nvJPEG decodes on the CPU: about
+# a decode's).
+"$S" calibrate "$T/auto.jsonl" -o "$T/auto_profile.json" --skip 0.05 --json \
+  >"$T/cal.out" 2>&1
+check "calibrate fits the GPU stage (gpu_ms, gpu_cpu_ms)" \
+  grep -Eq '"gpu_ms": [0-9.]*[1-9].*"gpu_cpu_ms": [0-9.]*[1-9]' "$T/cal.out"
+check "the fitted profile has the stage" \
+  grep -Eq '"gpu_ms": [0-9.]*[1-9]' "$T/auto_profile.json"
 check "telemetry has the JPEG decoders' use from NVML" grep -q '"jpg_util": 0.25' "$T/auto.jsonl"
 # The same run with NVML saying the GPU never idles (kernels running 99 %
 # of the time): the trainer's wait is not the GPU's idle time, so the

@@ -329,6 +329,49 @@ static void test_fit_recovers(void **state)
     free(json);
 }
 
+/* A run with a GPU stage: 500 samples/s finished, busy half of each
+ * period (1 ms a sample), 0.1 cores of CPU for it (0.2 ms a sample) —
+ * counted in cpu_self like the decoders' — gives the profile's gpu_ms and
+ * gpu_cpu_ms, and leaves the decode fit as it was; a CPU run gives no
+ * stage. */
+static void test_fit_gpu_stage(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    sl__calib_period_t p[N];
+    make_periods(p, N, 2.5, 1.0, 0, 0);
+    for (int i = 0; i < N; i++) {
+        sl__calib_period_t *r = &p[i];
+        r->gpu_samples_per_s = 500;
+        r->gpu_stage_busy = 0.5;
+        r->gpu_cpu_busy = 0.1;
+        r->cpu_self += 0.1 / r->ncpu;
+    }
+    sl_calibrate_options_t o;
+    sl_calibrate_options_init(&o);
+    sl__calibration_t c;
+    char err[512];
+    assert_int_equal(
+        sl__calibrate_periods(p, N, &o, "synthetic", &c, err, sizeof err), 0);
+    assert_true(fabs(c.fit.core_share - 1) < 1e-12);
+    assert_true(fabs(c.profile.decode_ms - 2.5) < 1e-9);
+    assert_true(fabs(c.profile.gpu_ms - 1) < 1e-9);
+    assert_true(fabs(c.profile.gpu_cpu_ms - 0.2) < 1e-9);
+    assert_int_equal(c.fit.gpu_periods, N - 9 - 2);
+    char *json = sl__calibration_fit_json(&c);
+    assert_non_null(json);
+    assert_non_null(strstr(json, "\"gpu_ms\": 1.0000"));
+    assert_non_null(strstr(json, "\"gpu_cpu_ms\": 0.2000"));
+    free(json);
+    /* Without a stage (the snapshots' -1): none in the profile. */
+    make_periods(p, N, 2.5, 1.0, 0, 0);
+    for (int i = 0; i < N; i++)
+        p[i].gpu_samples_per_s = p[i].gpu_stage_busy = p[i].gpu_cpu_busy = -1;
+    assert_int_equal(
+        sl__calibrate_periods(p, N, &o, "synthetic", &c, err, sizeof err), 0);
+    assert_true(c.profile.gpu_ms == 0 && c.profile.gpu_cpu_ms == 0);
+}
+
 static void test_fit_share_and_spread(void **state)
 {
     (void)state;
@@ -515,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_options),
         cmocka_unit_test(test_dataset_files),
         cmocka_unit_test(test_fit_recovers),
+        cmocka_unit_test(test_fit_gpu_stage),
         cmocka_unit_test(test_fit_share_and_spread),
         cmocka_unit_test(test_fit_too_few),
         cmocka_unit_test(test_storage_fit),
