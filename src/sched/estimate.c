@@ -26,19 +26,23 @@ static double cpu_per_sample(const sl__estimate_t *e)
     return e->cpu_frac + (1 - e->cpu_frac) * e->gpu_cpu_k;
 }
 
-/* The whole batch's samples/s when the CPU path could make cpu samples/s
- * of CPU decodes and spends its time on its cpu_frac part and the
- * hand-overs of the rest, and the GPU stage (when measured) makes its
- * rate of the rest. */
-static double batch_rate(const sl__estimate_t *e, double cpu)
+double sl__estimate_mix_rate(double cpu_frac, double cpu, double k, double gpu)
 {
-    double r = cpu / cpu_per_sample(e);
-    if (e->cpu_frac < 1 && e->gpu_rate > 0) {
-        double g = e->gpu_rate / (1 - e->cpu_frac);
+    double c = cpu_frac + (1 - cpu_frac) * k; /* decodes' worth a sample */
+    double r = c > 0 ? cpu / c : INFINITY;
+    if (cpu_frac < 1 && gpu > 0) {
+        double g = gpu / (1 - cpu_frac);
         if (g < r)
             r = g;
     }
     return r;
+}
+
+/* The whole batch's samples/s when the CPU path could make cpu decodes/s
+ * (sl__estimate_mix_rate at the window's share). */
+static double batch_rate(const sl__estimate_t *e, double cpu)
+{
+    return sl__estimate_mix_rate(e->cpu_frac, cpu, e->gpu_cpu_k, e->gpu_rate);
 }
 
 static int need_read(double target, double read_s, const sl__limits_t *lim)

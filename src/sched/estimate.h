@@ -81,6 +81,14 @@ int sl__consumer_works(const sl__consumer_t *c);
  * an empty window. */
 double sl__estimate_demand(const sl_snapshot_t *win, int n);
 
+/* The whole batch's samples/s when the CPU path decodes the part
+ * cpu_frac (0..1) of each batch, could make cpu decodes/s and spends k of
+ * a decode's CPU handing each of the rest to the GPU stage, and the stage
+ * makes gpu samples/s of the rest (0: not measured, no cap):
+ * min(cpu / (cpu_frac + (1 - cpu_frac) k), gpu / (1 - cpu_frac)). The
+ * estimate's prep and the placement rule's model (sched/place.h). */
+double sl__estimate_mix_rate(double cpu_frac, double cpu, double k, double gpu);
+
 /* The estimate over win[0..n) (oldest first) for knobs cur under lim. */
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                   const sl__knobs_t *cur, sl__estimate_t *e);

@@ -59,17 +59,13 @@ int sl__place_gpu_full(const sl_snapshot_t *win, int n, double *jpg,
     return j >= SL_PLACE_JPG_FULL || k >= SL_PLACE_GPU_FULL;
 }
 
-/* The placement model (place.h): with the CPU path able to make cpu
- * samples/s of CPU decodes, a GPU sample costing k of a decode's CPU and
- * the stage g samples/s (0: not measured), the whole batch's rate at
- * share s (0..1). */
+/* The placement model (place.h): the whole batch's rate at share s
+ * (0..1) with the CPU path able to make cpu decodes/s, a GPU sample
+ * costing k of a decode's CPU and the stage g samples/s (0: not
+ * measured). */
 static double model_rate(double s, double cpu, double k, double g)
 {
-    double c = 1 - s + s * k; /* decodes' worth of CPU a batch sample */
-    double r = c > 0 ? cpu / c : INFINITY;
-    if (g > 0 && s > 0 && g / s < r)
-        r = g / s;
-    return r;
+    return sl__estimate_mix_rate(1 - s, cpu, k, g);
 }
 
 /* The least share at which that CPU path keeps up with rate (0 when it
