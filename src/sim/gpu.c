@@ -63,9 +63,11 @@ int sl__sim_gpu_routes(const sl__sim_t *s, int id)
            sl__gpu_route(s->items[id].slot, s->p.batch_size, s->k.gpu_share);
 }
 
-void sl__sim_gpu_give(sl__sim_t *s, int id)
+void sl__sim_gpu_give(sl__sim_t *s, int id, double cpu)
 {
     sl__sim_gpu_t *g = &s->gpu;
+    g->cpu += cpu;
+    g->cpu_total += cpu;
     s->items[id].state = IT_GPU;
     g->q[(g->head + g->len++) % s->nitems] = id;
     start(s);

@@ -11,7 +11,8 @@
  * stage works, the consumer's step advances 1 / (1 + gpu_slow) as fast:
  * the interference of decode kernels with training on the same GPU. The
  * snapshot reports what the real collector does: placement (gpu 1, the
- * share), gpu_samples_per_s and gpu_stage_busy. Depends on sim_internal
+ * share), gpu_samples_per_s, gpu_stage_busy and the hand-overs' CPU
+ * (gpu_cpu_busy, gpu_cpu_total_s; not decodes). Depends on sim_internal
  * and gpu/placement. */
 #ifndef SL_SIM_GPU_H
 #define SL_SIM_GPU_H
@@ -22,13 +23,15 @@
 #include "sim/sim.h"
 
 typedef struct sl__sim_gpu {
-    int on;               /* the profile has a GPU stage (gpu_ms > 0) */
-    int *q, head, len;    /* samples waiting for it: a ring of item ids */
-    int cur;              /* the sample in service, -1: idle */
-    double end;           /* when it finishes */
-    double slow;          /* the step's pace while it works: 1/(1+gpu_slow) */
-    double busy;          /* seconds it worked this period */
-    int64_t items, total; /* samples done this period / in all */
+    int on;                /* the profile has a GPU stage (gpu_ms > 0) */
+    int *q, head, len;     /* samples waiting for it: a ring of item ids */
+    int cur;               /* the sample in service, -1: idle */
+    double end;            /* when it finishes */
+    double slow;           /* the step's pace while it works: 1/(1+gpu_slow) */
+    double busy;           /* seconds it worked this period */
+    int64_t items, total;  /* samples done this period / in all */
+    double cpu, cpu_total; /* decoders' seconds handing samples over: this
+                              period / in all (the snapshot's gpu_cpu_*) */
 } sl__sim_gpu_t;
 
 /* The share's budgets for profile p, as the loader's placement auto sets
@@ -51,8 +54,9 @@ void sl__sim_gpu_free(sl__sim_t *s);
 /* Item id (its slot set) was popped by a decoder: 1 when the share routes
  * it to the stage; 0: the CPU decodes it. */
 int sl__sim_gpu_routes(const sl__sim_t *s, int id);
-/* The stage takes item id (after its decoder's gpu_cpu_ms, if any). */
-void sl__sim_gpu_give(sl__sim_t *s, int id);
+/* The stage takes item id after its decoder spent cpu seconds handing it
+ * over (gpu_cpu_ms as the engine ran it; 0: at once). */
+void sl__sim_gpu_give(sl__sim_t *s, int id, double cpu);
 /* The sample in service finished at s->now: its slot is filled. */
 void sl__sim_gpu_done(sl__sim_t *s);
 /* The consumer's pace now (1 when the stage is idle or absent). */

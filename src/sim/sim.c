@@ -136,6 +136,7 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     memset(&s->acc, 0, sizeof s->acc);
     s->gpu.busy = 0;
     s->gpu.items = 0;
+    s->gpu.cpu = 0;
     sl__sim_run_until(s, s->now + (dt > 0 ? dt : 0));
     if (s->cons == CONS_WAIT) { /* a wait in progress, up to now */
         s->acc.wait += s->now - fmax(s->t_wait0, s->t_credit);
@@ -191,8 +192,8 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
         out->gpu_samples_total = s->gpu.total;
         out->gpu_samples_per_s = dt > 0 ? (double)s->gpu.items / dt : 0;
         out->gpu_stage_busy = dt > 0 ? fmin(1.0, s->gpu.busy / dt) : 0;
-        out->gpu_cpu_busy = dt > 0 ? a->gpu_cpu / dt : 0;
-        out->gpu_cpu_total_s = s->gpu_cpu_total;
+        out->gpu_cpu_busy = dt > 0 ? s->gpu.cpu / dt : 0;
+        out->gpu_cpu_total_s = s->gpu.cpu_total;
     }
     int64_t nb = s->batches - batches0;
     out->samples_per_s = dt > 0 ? (double)(s->samples - samples0) / dt : 0;

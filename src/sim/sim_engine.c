@@ -342,7 +342,7 @@ static void start_decode(sl__sim_t *s)
     s->dq_len--;
     int gpu = sl__sim_gpu_routes(s, id);
     if (gpu && s->p.gpu_cpu_ms <= 0) {
-        sl__sim_gpu_give(s, id); /* at once: the decoder goes on */
+        sl__sim_gpu_give(s, id, 0); /* at once: the decoder goes on */
         return;
     }
     item_t *it = &s->items[id];
@@ -377,9 +377,8 @@ static void decode_done(sl__sim_t *s, int id)
     if (s->d_alive > s->k.decode_threads)
         s->d_alive--;
     if (it->state == IT_GCPU) { /* handed over: the stage decodes it */
-        s->acc.gpu_cpu += s->now - it->t0; /* as the loader counts it */
-        s->gpu_cpu_total += s->now - it->t0;
-        sl__sim_gpu_give(s, id);
+        /* not a decode: as the loader counts it */
+        sl__sim_gpu_give(s, id, s->now - it->t0);
         return;
     }
     s->acc.decode_busy += s->now - it->t0;

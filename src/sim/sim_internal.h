@@ -67,7 +67,6 @@ typedef struct bbuf {
 /* Sums over one period, turned into rates by the snapshot. */
 typedef struct acc {
     double read_busy, decode_busy, wait, lat_sum;
-    double gpu_cpu; /* decoders' time handing samples to the GPU stage */
     int64_t read_items, decode_items, lat_count;
     double cpu_self, cpu_other, psi_wait;
 } acc_t;
@@ -111,7 +110,6 @@ struct sl__sim {
     sl__sim_gpu_t gpu; /* the GPU stage (sim/gpu.h) */
 
     int64_t samples, batches, bytes, read_items, decode_items;
-    double gpu_cpu_total; /* acc.gpu_cpu since the start */
     double psi;
     acc_t acc;
     void (*on_batch)(void *, double, double);
