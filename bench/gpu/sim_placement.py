@@ -68,19 +68,21 @@ def simulate(sluice, profile, threads, place, seed, duration, events=None,
         os.unlink(f.name)
 
 
-def rate_after(telemetry, t0):
-    """Samples per second over the snapshots from t0 on, and the last
-    GPU share."""
-    n = secs = 0.0
+def rate_after(telemetry, t0, t1):
+    """Samples per second over the snapshots from t0 on and from t1 on,
+    and the last GPU share."""
+    n = [0.0, 0.0]
+    secs = [0.0, 0.0]
     share = None
     with open(telemetry) as f:
         for line in f:
             s = json.loads(line)
             share = (s.get("placement") or {}).get("gpu_share", share)
-            if s["t"] >= t0:
-                n += s["samples_per_s"] * s["interval_s"]
-                secs += s["interval_s"]
-    return n / secs if secs else 0.0, share
+            for i, t in enumerate((t0, t1)):
+                if s["t"] >= t:
+                    n[i] += s["samples_per_s"] * s["interval_s"]
+                    secs[i] += s["interval_s"]
+    return [a / b if b else 0.0 for a, b in zip(n, secs)], share
 
 
 def main():
@@ -91,6 +93,9 @@ def main():
                     help="gpu_slow values: the step runs 1/(1+x) as fast "
                          "while the stage works")
     ap.add_argument("--duration", type=float, default=40)
+    ap.add_argument("--hog-duration", type=float, default=100,
+                    help="the hog's runs: the hog from 20 s, the steady "
+                         "rate over the last 30 s")
     ap.add_argument("--rl", metavar="FILE",
                     help="also placement auto under this rl policy")
     ap.add_argument("--json", action="store_true")
@@ -142,13 +147,15 @@ def main():
               + f"; auto / best {row['auto_vs_best']:.3f}, auto / (cpu + "
               f"gpu) {row['auto_vs_sum']:.3f}", flush=True)
     out["alone"] = alone
-    # The hog: 16 threads, busy threads of others sharing the CPU from half
-    # the run on (the issue's "CPU hog taking half the cores mid-run"), the
-    # rate after it. 8 busy threads take 8 / (8 + 17) of the cores under
-    # the kernel's fair share against the loader's 16 and the trainer; 17
-    # take half (bench/gpu/train.py's --hog-cores 8). ResNet-50 also at
-    # the issue's batch 256 (its bound 4,652 img/s there, 55 ms a step).
-    half = a.duration / 2
+    # The hog: 16 threads, busy threads of others sharing the CPU from 20 s
+    # on (the issue's "CPU hog taking half the cores mid-run"), the rate
+    # after it and in the steady state (the last 30 s: a deep batch buffer
+    # feeds the trainer for many seconds after the hog comes). 8 busy
+    # threads take 8 / (8 + 17) of the cores under the kernel's fair share
+    # against the loader's 16 and the trainer; 17 take half
+    # (bench/gpu/train.py's --hog-cores 8). ResNet-50 also at the issue's
+    # batch 256 (its bound 4,652 img/s there, 55 ms a step).
+    half, steady = 20.0, max(20.0, a.hog_duration - 30)
     hog = []
     for slow in [float(x) for x in a.slow.split(",")]:
         for threads_of_others in (8, 17):
@@ -160,25 +167,31 @@ def main():
                 row = {"model": model, "batch": batch, "gpu_slow": slow,
                        "hog_threads": threads_of_others}
                 for place in ("cpu", "auto") + (("rl",) if a.rl else ()):
-                    rates, shares = [], []
+                    after, rates, shares = [], [], []
                     for s in seeds:
                         with tempfile.NamedTemporaryFile(suffix=".jsonl") as t:
-                            simulate(a.sluice, prof, 16, place, s, a.duration,
+                            simulate(a.sluice, prof, 16, place, s,
+                                     a.hog_duration,
                                      events=f"{half:g}:interfere="
                                             f"{threads_of_others}",
                                      telemetry=t.name)
-                            r, sh = rate_after(t.name, half)
+                            (r0, r), sh = rate_after(t.name, half, steady)
+                        after.append(r0)
                         rates.append(r)
                         shares.append(sh if sh is not None else 0)
                     row[place] = round(statistics.median(rates) / bound, 3)
+                    row[place + "_after"] = round(
+                        statistics.median(after) / bound, 3)
                     row[place + "_share"] = statistics.median(shares)
                 hog.append(row)
                 print(f"hog ({model}, batch {batch}, 16 threads, "
                       f"{threads_of_others} busy threads from "
-                      f"{half:g} s of {a.duration:g}), "
-                      f"gpu_slow {slow}: after it cpu {row['cpu']:.1%}, auto "
-                      f"{row['auto']:.1%} of the bound (auto's last share "
-                      f"{row['auto_share']})"
+                      f"{half:g} s of {a.hog_duration:g}), "
+                      f"gpu_slow {slow}: steady (from {steady:g} s) cpu "
+                      f"{row['cpu']:.1%}, auto {row['auto']:.1%} of the "
+                      f"bound (auto's last share {row['auto_share']}); "
+                      f"from the hog on cpu {row['cpu_after']:.1%}, auto "
+                      f"{row['auto_after']:.1%}"
                       + (f", rl {row['rl']:.1%} (share {row['rl_share']})"
                          if a.rl else ""), flush=True)
     out["hog"] = hog

@@ -365,7 +365,8 @@ def run_case(a, dl, step, dev, sync, nvml, bound, place):
 
 def _train(a, dl, step, dev, sync, nvml, bound, place, hog):
     hogs = ()
-    th = nh = None
+    th = nh = tl = nl = None
+    late = a.warmup + a.hog_at + (a.steps - a.hog_at) // 2
     n = wait = 0.0
     t0 = c0 = None
     steps = epoch = 0
@@ -391,6 +392,8 @@ def _train(a, dl, step, dev, sync, nvml, bound, place, hog):
                 hog.start()
                 hogs = {p.pid for p in hog.procs}
                 th, nh = time.perf_counter(), n
+            if hog and steps == late:  # the second half after the hog
+                tl, nl = time.perf_counter(), n
             step(xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True))
             steps += 1
             if t0 is not None:
@@ -414,10 +417,16 @@ def _train(a, dl, step, dev, sync, nvml, bound, place, hog):
     if hog:
         hog.stop()
         if th is not None and n > nh:
-            h = (n - nh) / (time.perf_counter() - th)
+            h = (n - nh) / (t0 + secs - th)
             r["hog"] = {"cores": a.hog_cores, "at_step": a.hog_at,
                         "img_s_after": round(h, 1),
                         "of_bound_after": round(h / bound, 3)}
+            if tl is not None and n > nl:
+                # the steady state: a deep batch buffer feeds the trainer
+                # for seconds after the hog comes
+                h = (n - nl) / (t0 + secs - tl)
+                r["hog"].update({"img_s_late": round(h, 1),
+                                 "of_bound_late": round(h / bound, 3)})
     if place == "peer":
         return r
     tel = (dl.stats() or {}).get("telemetry") or {}

@@ -167,6 +167,21 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     e->bound = sl__bound_name(m.bound);
 }
 
+int sl__estimate_deficit(const sl__estimate_t *e)
+{
+    double supply = e->fetch > 0 && e->prep > 0
+                        ? (e->fetch < e->prep ? e->fetch : e->prep)
+                        : 0;
+    if (!(supply > 0))
+        return 0;
+    return e->demand < 0 || supply < 0.95 * e->demand;
+}
+
+int sl__estimate_draining(const sl__estimate_t *e, double ready, int prefetch)
+{
+    return e->demand > 0 && sl__estimate_deficit(e) && ready < 0.5 * prefetch;
+}
+
 void sl__estimate_read_floor(sl__estimate_t *e, double floor_s,
                              const sl__limits_t *lim)
 {

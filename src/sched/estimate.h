@@ -93,6 +93,17 @@ double sl__estimate_mix_rate(double cpu_frac, double cpu, double k, double gpu);
 void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
                   const sl__knobs_t *cur, sl__estimate_t *e);
 
+/* A steady deficit: the supply (min(fetch, prep)) short of the demand
+ * by 5 %, or a consumer that takes all it gets. Batch buffers absorb
+ * bursts, not that. 0 where the supply is unknown. */
+int sl__estimate_deficit(const sl__estimate_t *e);
+/* The buffer drains: a deficit against a measured demand while fewer
+ * than half of the prefetch batch buffers are ready (ready: the window's
+ * mean of batches_ready). The consumer does not wait yet; it will once
+ * they are gone, so a rule answers it as a wait (the heuristic's stages,
+ * the placement rule's share). */
+int sl__estimate_draining(const sl__estimate_t *e, double ready, int prefetch);
+
 /* Little's law under a link's cap: at a bandwidth limit every read in
  * flight shares the link, so the time per read grows with the reads in
  * flight and target x read_s asks for ever more of them (a runaway).

@@ -113,28 +113,6 @@ static void regime(sl__heur_t *h, const sl__estimate_t *e, double other,
     h->ref_other = other;
 }
 
-/* The model sees a steady deficit: supply short of demand (or a consumer
- * that takes all it gets). Buffers absorb bursts, not that. */
-static int deficit(const sl__estimate_t *e)
-{
-    double supply = e->fetch > 0 && e->prep > 0
-                        ? (e->fetch < e->prep ? e->fetch : e->prep)
-                        : 0;
-    if (!(supply > 0))
-        return 0;
-    return e->demand < 0 || supply < 0.95 * e->demand;
-}
-
-/* The buffer drains: the model's supply is short of the demand while
- * fewer than half the batch buffers are ready. The consumer does not
- * wait yet; it will once they are gone, so the stage is given more now,
- * as if it waited. */
-static int draining(const window_t *w, const sl__estimate_t *e,
-                    const sl__knobs_t *cur)
-{
-    return e->demand > 0 && deficit(e) && w->ready < 0.5 * cur->prefetch;
-}
-
 /* Batches that hold COVER_S of the demand when the consumer is the bound
  * (0: not consumer-bound or unknown), within max_prefetch. */
 static int cover(const sl_snapshot_t *snaps, int n, const sl__estimate_t *e,
@@ -395,7 +373,8 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         return SL_KNOB_NONE;
     }
 
-    int drain = w.stall <= STALL_HI && draining(&w, &e, cur);
+    int drain = w.stall <= STALL_HI &&
+                sl__estimate_draining(&e, w.ready, cur->prefetch);
     if (w.stall > STALL_LO || drain) {
         k = jump(h, &w, &e, lim, cur, next, reason, len);
         if (k != SL_KNOB_NONE)
@@ -416,7 +395,8 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
         else if (io_bound && can_raise(h, lim, cur, SL_KNOB_READ))
             which = SL_KNOB_READ;
         else if (w.dbusy < BUSY_HI && w.rbusy < BUSY_HI && w.ready < 0.5 &&
-                 !deficit(&e) && can_raise(h, lim, cur, SL_KNOB_PREFETCH))
+                 !sl__estimate_deficit(&e) &&
+                 can_raise(h, lim, cur, SL_KNOB_PREFETCH))
             /* Stages have slack yet the consumer waits: bursts. Deeper
              * prefetch absorbs them; it cannot help a saturated stage. */
             which = SL_KNOB_PREFETCH;

@@ -13,23 +13,104 @@ void sl__place_init(sl__place_t *p)
     memset(p, 0, sizeof *p);
 }
 
-/* What the window says of the trainer beyond the estimate: the rate it
- * got, its stall, and its time per sample outside next() (its step). */
+/* The batch size the window's loader makes (its samples over its
+ * batches so far); 0 when it cannot tell. */
+static int batch_size(const sl_snapshot_t *win, int n)
+{
+    const sl_snapshot_t *l = &win[n - 1];
+    if (l->batches_total <= 0 || l->samples_total <= 0)
+        return 0;
+    double b = (double)l->samples_total / (double)l->batches_total;
+    return b < 1e6 ? (int)lround(b) : 0;
+}
+
+/* What windows say of the trainer beyond the estimate: the rate it got,
+ * its stall and its time per sample outside next() (its step); and of the
+ * loader: the samples both paths made per second (what a raise must lift
+ * when the trainer does not wait yet) and the batches ready (mean). */
 typedef struct meas {
-    double t, rate, stall, work;
+    double t, rate, stall, work, made, ready;
+    double q; /* one batch over the windows, samples/s: the trainer takes
+                 whole batches, so its rate moves by q with no change */
 } meas_t;
 
-static void measure(const sl_snapshot_t *win, int n, meas_t *m)
+static void sums_add(sl__place_sums_t *a, const sl__place_sums_t *b)
+{
+    a->t += b->t, a->waited += b->waited, a->samples += b->samples;
+    a->made += b->made;
+}
+
+/* The window's sums (made: samples, the CPU path's and the GPU's) and
+ * its mean of batches ready. */
+static sl__place_sums_t window_sums(const sl_snapshot_t *win, int n,
+                                    double *ready)
 {
     sl__consumer_t c = sl__estimate_consumer(win, n);
+    sl__place_sums_t w = {c.t, c.waited, c.samples, 0};
+    double r = 0;
+    for (int i = 0; i < n; i++) {
+        const sl_snapshot_t *s = &win[i];
+        double dt = s->interval_s > 0 ? s->interval_s : 0;
+        r += s->batches_ready * dt;
+        w.made += (s->decode.items_per_s > 0 ? s->decode.items_per_s : 0) * dt;
+        w.made += (s->gpu_samples_per_s > 0 ? s->gpu_samples_per_s : 0) * dt;
+    }
+    *ready = c.t > 0 ? r / c.t : 0;
+    return w;
+}
+
+/* The measures of sums w, batches of nb samples (0: not known). */
+static void measure(const sl__place_sums_t *w, int nb, meas_t *m)
+{
     memset(m, 0, sizeof *m);
-    if (!(c.t > 0))
+    if (!(w->t > 0))
         return;
-    m->t = c.t;
-    m->rate = c.samples / c.t;
-    m->stall = c.waited / c.t;
+    sl__consumer_t c = {w->t, w->waited, w->samples};
+    m->t = w->t;
+    m->rate = w->samples / w->t;
+    m->stall = w->waited / w->t;
     /* A consumer that (nearly) always waits has no step to measure. */
-    m->work = sl__consumer_works(&c) ? (c.t - c.waited) / c.samples : 0;
+    m->work = sl__consumer_works(&c) ? (w->t - w->waited) / w->samples : 0;
+    m->made = w->made / w->t;
+    m->q = nb / w->t;
+}
+
+/* Enough of the trainer seen to call its rate: SL_PLACE_JUDGE_BATCHES
+ * batches (any, where the batch size is not known), or
+ * SL_PLACE_JUDGE_WINDOWS windows. */
+static int enough(const sl__place_sums_t *w, int windows, int nb)
+{
+    return nb <= 0 || w->samples >= (double)SL_PLACE_JUDGE_BATCHES * nb ||
+           windows >= SL_PLACE_JUDGE_WINDOWS;
+}
+
+/* The run of windows like the last (its kind: 1 asks for a raise, 2 is
+ * calm, 0 neither) since the share last moved, newest last, at most
+ * SL_PLACE_JUDGE_WINDOWS; a window of another kind starts a new run. */
+static void run_push(sl__place_t *p, const sl__place_sums_t *w, int kind)
+{
+    if (kind != p->run_kind)
+        p->nrun = 0, p->run_kind = kind;
+    if (p->nrun == SL_PLACE_JUDGE_WINDOWS) {
+        memmove(p->run, p->run + 1, (p->nrun - 1) * sizeof p->run[0]);
+        p->nrun--;
+    }
+    p->run[p->nrun++] = *w;
+}
+
+/* The run's newest windows, enough of them where it has them (*ok), or
+ * all of them (all: the trainer's pace, whose changes are a few per
+ * cent; ok when they are enough): a trial's before. */
+static sl__place_sums_t run_before(const sl__place_t *p, int nb, int all,
+                                   int *ok)
+{
+    sl__place_sums_t b = {0, 0, 0, 0};
+    *ok = 0;
+    for (int i = p->nrun - 1; i >= 0 && (all || !*ok); i--) {
+        sums_add(&b, &p->run[i]);
+        *ok = enough(&b, p->nrun - i, nb);
+    }
+    return b;
 }
 
 /* NVML's mean use over the window (0..1), of the JPEG decoders (jpg) or
@@ -74,17 +155,6 @@ static double share_for(double rate, double cpu, double k)
 {
     double s = rate > 0 ? (1 - cpu / rate) / (1 - k) : 0;
     return s > 0 ? s : 0;
-}
-
-/* The batch size the window's loader makes (its samples over its
- * batches so far); 0 when it cannot tell. */
-static int batch_size(const sl_snapshot_t *win, int n)
-{
-    const sl_snapshot_t *l = &win[n - 1];
-    if (l->batches_total <= 0 || l->samples_total <= 0)
-        return 0;
-    double b = (double)l->samples_total / (double)l->batches_total;
-    return b < 1e6 ? (int)lround(b) : 0;
 }
 
 /* The share a raise from s toward want goes to: want, at least a step
@@ -144,18 +214,73 @@ static int backoff(int *b)
     return *b;
 }
 
-static int start_trial(sl__place_t *p, int dir, int from, const meas_t *m)
+/* A trial of the share moved from `from`, judged against the run's
+ * windows that asked for it (enough batches of nb). */
+static int start_trial(sl__place_t *p, int dir, int from, int nb, int drain,
+                       double starved)
 {
+    int ok;
+    sl__place_sums_t b = run_before(p, nb, starved > 0, &ok);
+    meas_t m;
+    measure(&b, nb, &m);
     p->trial = dir;
     p->from = from;
-    p->before_rate = m->rate;
-    p->before_stall = m->stall;
-    p->before_work = m->work;
+    p->drain = drain;
+    p->starved = starved;
+    p->before_rate = m.rate;
+    p->before_stall = m.stall;
+    p->before_work = m.work;
+    p->before_made = m.made;
+    p->before_q = m.q;
+    p->after = (sl__place_sums_t){0, 0, 0, 0};
+    p->after_n = 0;
+    p->nrun = 0;
     return 1;
 }
 
-/* The trial's verdict: 1 with *share (undone) and a reason, else 0. */
-static int judge(sl__place_t *p, const meas_t *m, const sl__knobs_t *cur,
+/* Whether the trial paid (a shed: kept its rate without waits): 1 yes,
+ * 0 no, -1 not sure yet. The trainer takes whole batches, so its rate
+ * over the trial and over the before are each known within a batch (q):
+ * a verdict sure of that is given at once; else, once final (enough
+ * batches seen), a rate within that of the bar is given the benefit. */
+static int verdict(const sl__place_t *p, const meas_t *m, int final)
+{
+    double tol = m->q + p->before_q, b = p->before_rate;
+    int maybe_less = m->rate - tol < 0.97 * b;
+    int sure_less = m->rate + tol < 0.97 * b;
+    if (p->trial > 0 && p->starved > 0) {
+        /* Made for a starved trainer: paid when it got back a third of
+         * the speed it lost (a few per cent: over the most windows, the
+         * before over its whole calm run). */
+        double bar = b * (1 + (p->starved - 1) / 3);
+        if (m->rate - tol >= bar)
+            return 1;
+        return final ? m->rate >= bar : -1;
+    }
+    if (p->trial > 0) {
+        /* Paid: the trainer got more, or it waits less (made for a
+         * draining buffer, with no wait to cut yet: the paths make
+         * more, the trainer not waiting) and got no less. */
+        int helps = p->drain
+                        ? m->made >= p->before_made * (1 + SL_PLACE_GAIN) &&
+                              m->stall < SL_PLACE_STALL
+                        : m->stall <= 0.7 * p->before_stall;
+        if (m->rate - tol >= b * (1 + SL_PLACE_GAIN) || (helps && !maybe_less))
+            return 1;
+        if (!final)
+            return -1;
+        return m->rate >= b * (1 + SL_PLACE_GAIN) || (helps && !sure_less);
+    }
+    double worse =
+        p->before_stall + 0.01 > 0.02 ? p->before_stall + 0.01 : 0.02;
+    if (m->stall <= worse && !maybe_less)
+        return 1;
+    return final ? m->stall <= worse && !sure_less : -1;
+}
+
+/* The trial's verdict v (verdict's, 0 or 1): 1 with *share (undone) and a
+ * reason, else 0. */
+static int judge(sl__place_t *p, const meas_t *m, int v, const sl__knobs_t *cur,
                  int *share, char *reason, size_t len)
 {
     int dir = p->trial;
@@ -164,30 +289,33 @@ static int judge(sl__place_t *p, const meas_t *m, const sl__knobs_t *cur,
         p->interference = p->before_work > 0 && m->work > 0
                               ? m->work / p->before_work - 1
                               : 0;
-        int paid = m->rate >= p->before_rate * (1 + SL_PLACE_GAIN) ||
-                   (m->stall <= 0.7 * p->before_stall &&
-                    m->rate >= 0.97 * p->before_rate);
-        if (paid) {
+        if (v) {
             p->raise_backoff = 0;
+            if (p->starved > 0) /* kept while the cores stay contended */
+                p->starve_floor = cur->gpu_share;
             return 0;
         }
         p->raise_hold = backoff(&p->raise_backoff);
         p->undone++;
         *share = p->from;
+        if (p->starved > 0 && m->work > 0)
+            p->best_work = m->work; /* not ours to win back: its pace now */
         char step[32] = "";
         if (p->before_work > 0 && m->work > 0)
             snprintf(step, sizeof step, ", step %+.0f %%",
                      100 * p->interference);
+        char made[48] = "";
+        if (p->drain)
+            snprintf(made, sizeof made, ", made %.0f -> %.0f/s", p->before_made,
+                     m->made);
         snprintf(reason, len,
                  "placement: raise did not pay (%.0f -> %.0f/s, stall %.0f -> "
-                 "%.0f %%%s): gpu_share %d -> %d",
+                 "%.0f %%%s%s): gpu_share %d -> %d",
                  p->before_rate, m->rate, 100 * p->before_stall, 100 * m->stall,
-                 step, cur->gpu_share, p->from);
+                 made, step, cur->gpu_share, p->from);
         return 1;
     }
-    double worse =
-        p->before_stall + 0.01 > 0.02 ? p->before_stall + 0.01 : 0.02;
-    if (m->stall <= worse && m->rate >= 0.97 * p->before_rate) {
+    if (v) {
         p->shed_backoff = 0;
         return 0;
     }
@@ -210,8 +338,12 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     p->held[0] = '\0';
     if (!lim->tune_gpu_share || lim->max_gpu_share <= 0 || n <= 0)
         return 0;
+    double ready;
+    sl__place_sums_t w = window_sums(win, n, &ready);
+    int nb = batch_size(win, n);
     meas_t m;
-    measure(win, n, &m);
+    measure(&w, nb, &m);
+    m.ready = ready;
     if (!(m.t > 0))
         return 0;
     sl__estimate_t e;
@@ -220,29 +352,72 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         p->gpu_rate = e.gpu_rate; /* kept while the stage idles */
     if (e.gpu_cpu_k > 0)
         p->gpu_cpu_k = e.gpu_cpu_k; /* likewise */
-    if (p->trial)
-        return judge(p, &m, cur, share, reason, len);
+    if (p->trial) { /* judged once sure, or over enough of the trainer */
+        sums_add(&p->after, &w);
+        meas_t a;
+        measure(&p->after, nb, &a);
+        /* a starved trainer's gain is small: the most windows */
+        int fin = ++p->after_n >= SL_PLACE_JUDGE_WINDOWS ||
+                  (!(p->starved > 0) && enough(&p->after, p->after_n, nb));
+        int v = verdict(p, &a, fin);
+        return v < 0 ? 0 : judge(p, &a, v, cur, share, reason, len);
+    }
     int may_raise = !p->raise_hold, may_shed = !p->shed_hold;
     p->raise_hold -= p->raise_hold > 0;
     p->shed_hold -= p->shed_hold > 0;
-    p->calm = m.stall < 0.01 ? p->calm + 1 : 0;
+    int drain = m.stall < SL_PLACE_STALL &&
+                sl__estimate_draining(&e, m.ready, cur->prefetch);
+    p->calm = m.stall < 0.01 && !drain ? p->calm + 1 : 0;
+    int waits = m.stall >= SL_PLACE_STALL || drain;
+    run_push(p, &w, waits ? 1 : p->calm ? 2 : 0);
     int s = cur->gpu_share, max = lim->max_gpu_share;
     double cpu = e.cpu_prep > 0 ? e.cpu_prep : 0; /* the CPU path's */
     double g = p->gpu_rate, k = p->gpu_cpu_k;
     const double unit = SL_KNOB_SHARE_UNIT;
+    /* The trainer's pace while calm, over enough of it: its best, and
+     * how much slower it runs now (f) while more threads want the cores
+     * than there are (the CPU path's take its time: a fair share). */
+    double f = 0, rq = 0, ours = 0;
+    int ncpu = win[n - 1].ncpu;
+    if (p->run_kind == 2) {
+        int ok;
+        sl__place_sums_t rs = run_before(p, nb, 1, &ok);
+        meas_t r;
+        measure(&rs, nb, &r);
+        if (ok && r.work > 0) {
+            if (!(p->best_work > 0) || r.work < p->best_work)
+                p->best_work = r.work;
+            f = r.work / p->best_work;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double dt = win[i].interval_s > 0 ? win[i].interval_s : 0;
+        rq += win[i].run_queue * dt;
+        ours += win[i].decode.busy * win[i].decode.workers * dt;
+    }
+    rq /= m.t, ours /= m.t;
+    if (!(rq > ncpu))
+        p->starve_floor = 0; /* the cores are no longer contended */
+    /* ... with the batch buffers (nearly) full: the decoders then make
+     * only what the trainer takes, so a share that cuts their work frees
+     * cores at once (they refill a draining buffer at full speed
+     * whatever the share: that is the raise above). */
+    int starved = f >= 1 + SL_PLACE_GAIN && ncpu > 0 && rq > ncpu && ours > 0 &&
+                  m.ready >= SL_PLACE_FULL * cur->prefetch;
 
-    /* Raise: the trainer waits and the CPU cannot give more — unless
-     * NVML says the GPU has no room: its JPEG decoders full, or kernels
-     * running all the time (then the trainer's wait is not the GPU's idle
-     * time — it queued work ahead, or another job fills it — and more
-     * work there would slow the step). */
+    /* Raise: the trainer waits, or will (the buffer drains: the model's
+     * supply short of its demand, under half the batches ready), and the
+     * CPU cannot give more — unless NVML says the GPU has no room: its
+     * JPEG decoders full, or kernels running all the time (then the
+     * trainer's wait is not the GPU's idle time — it queued work ahead,
+     * or another job fills it — and more work there would slow the
+     * step). */
     int cpu_short = !(e.cpu_prep > 0) || !(e.cpu_prep_max > 1.10 * e.cpu_prep);
     double jpg, kern;
     int gpu_full = sl__place_gpu_full(win, n, &jpg, &kern);
-    if (m.stall >= SL_PLACE_STALL) /* why not, unless a raise follows */
+    if (waits) /* why not, unless a raise follows */
         held(p, s, max, may_raise, cpu_short, jpg, kern, &e);
-    if (m.stall >= SL_PLACE_STALL && s < max && may_raise && cpu_short &&
-        !gpu_full) {
+    if (waits && s < max && may_raise && cpu_short && !gpu_full) {
         /* The balance, where both paths finish a batch together: the
          * GPU's part takes s / g seconds a batch sample, the CPU's (1 - s
          * + s k) / cpu; equal at s = g / (cpu + g (1 - k)). */
@@ -263,13 +438,19 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             want = bal;
             bound = "the balance with the GPU's measured capacity";
         }
-        int to = raise_to(s, want, bal, max, batch_size(win, n));
+        int to = raise_to(s, want, bal, max, nb);
         /* Worth a trial: half a step or more where the model sees a gain
          * at all (none where a GPU sample costs about what a decode
          * does), or less where it says it buys a raise's gain (near the
          * balance a few per mille are many samples/s). */
         double d = e.demand > 0 ? e.demand : INFINITY;
-        double now = fmin(d, model_rate(s / unit, cpu, k, g));
+        /* now: the model's, and at least what the paths made (a model
+         * below it would see gains where the GPU is the bound already);
+         * without decodes measured there is no model to weigh by */
+        double now = model_rate(s / unit, cpu, k, g);
+        if (cpu > 0 && m.made > now)
+            now = m.made;
+        now = fmin(d, now);
         double then = fmin(d, model_rate(to / unit, cpu, k, g));
         int gains = !(now > 0) || then >= now * (1 + SL_PLACE_MIN_GAIN);
         if (to > s && gains &&
@@ -283,12 +464,18 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             char ds[32] = "all it gets";
             if (e.demand > 0)
                 snprintf(ds, sizeof ds, "%.0f/s", e.demand);
+            char ws[48];
+            if (drain)
+                snprintf(ws, sizeof ws, "buffer drains (%.1f of %d ready)",
+                         m.ready, cur->prefetch);
+            else
+                snprintf(ws, sizeof ws, "waits %.0f %%", 100 * m.stall);
             snprintf(reason, len,
-                     "placement: CPU short (%.0f of %.0f/s), waits %.0f %%, "
-                     "demand %s, GPU %s: gpu_share %d -> %d",
-                     cpu, e.cpu_prep_max, 100 * m.stall, ds, gs, s, to);
+                     "placement: CPU short (%.0f of %.0f/s), %s, demand %s, "
+                     "GPU %s: gpu_share %d -> %d",
+                     cpu, e.cpu_prep_max, ws, ds, gs, s, to);
             p->held[0] = '\0';
-            return start_trial(p, +1, s, &m);
+            return start_trial(p, +1, s, nb, drain, 0);
         }
         if (to > s && !gains)
             snprintf(p->held, sizeof p->held,
@@ -300,13 +487,42 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
                      want > 0 ? want * unit : 0.0);
     }
 
-    /* Shed: calm, and the CPU could carry more of each batch. */
-    if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed && e.cpu_prep_max > 0) {
+    /* Starved: the trainer does not wait, but its step runs f times its
+     * best while rq threads want ncpu cores. It needs f times the CPU
+     * share it gets: rq / f threads wanting them. The share rises to
+     * take rq (1 - 1 / f) of the CPU path's busy threads (ours) off the
+     * cores — its part of a batch's CPU times 1 - that / ours — never
+     * past the balance (beyond it the trainer would wait on the GPU),
+     * at most half before the GPU's capacity is measured. */
+    if (starved && s < max && may_raise && !gpu_full && cpu > 0) {
+        double bal = g > 0 ? fmin(1, g / (cpu + g * (1 - k))) : 0.5;
+        double c = 1 - s / unit + s / unit * k;
+        double cut = rq * (1 - 1 / f);
+        double c2 = cut < ours ? c * (1 - cut / ours) : k;
+        double want = c2 < 1 ? (1 - c2) / (1 - k) : 0;
+        int to = raise_to(s, fmin(want, bal), bal, max, nb);
+        if (to > s) {
+            *share = to;
+            p->raises++;
+            snprintf(reason, len,
+                     "placement: the trainer's step %+.0f %% over its best "
+                     "while %.0f threads want %d cores: gpu_share %d -> %d",
+                     100 * (f - 1), rq, ncpu, s, to);
+            return start_trial(p, +1, s, nb, 0, f);
+        }
+    }
+
+    /* Shed: calm, and the CPU could carry more of each batch (not while
+     * it starves the trainer). */
+    if (s > 0 && p->calm >= SL_PLACE_CALM && may_shed && !starved &&
+        e.cpu_prep_max > 0) {
         double d = e.demand > 0 ? e.demand : m.rate;
         double keep = d > 0 ? share_for(d, 0.8 * e.cpu_prep_max, k) : 1;
         int to = keep > 0 ? (int)ceil(keep * unit) : 0;
         if (to < s / 2)
             to = s / 2;
+        if (to < p->starve_floor) /* what a starved trainer was given */
+            to = p->starve_floor;
         if (to <= s - SL_PLACE_STEP) {
             *share = to;
             p->sheds++;
@@ -315,7 +531,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
                      "placement: calm, the CPU can make %.0f/s of %.0f/s: "
                      "gpu_share %d -> %d",
                      0.8 * e.cpu_prep_max, d, s, to);
-            return start_trial(p, -1, s, &m);
+            return start_trial(p, -1, s, nb, 0, 0);
         }
     }
     return 0;

@@ -13,7 +13,8 @@
  * costs over a CPU decode's, k (gpu_cpu_busy: the hand-over and the
  * stage's threads): at share s the CPU path makes prep / (1 - s + s k)
  * batch samples/s.
- *   - raise: the consumer waits (stall >= 3 %), the CPU cannot give
+ *   - raise: the consumer waits (stall >= 3 %), or will (the buffer
+ *     drains: sl__estimate_draining), the CPU cannot give
  *     more (prep_max within 10 % of prep: the decoders are at their
  *     budget or the cores are taken) and NVML does not report the GPU
  *     full over the window (its JPEG decoders, or its kernels running,
@@ -30,14 +31,28 @@
  *     the window's totals). A raise of less than half a step is made only
  *     where the model says it buys SL_PLACE_GAIN, and none where it
  *     says the raise buys less than SL_PLACE_MIN_GAIN (a GPU path that
- *     costs about as much CPU as a decode: held says so). Before
- *     the GPU's capacity is measured the jump is the demand's share
- *     alone, at most half;
- *   - judged the next window by what the trainer got: a raise that did
- *     not lift the delivered rate by 5 % (or cut the stall by 30 % at
- *     the same rate) is undone, and the next raise waits 2, 4 .. 32
- *     windows. The consumer's own time per sample before and after (its
- *     step: the GPU work it shares the device with) is reported as the
+ *     costs about as much CPU as a decode: held says so; the model's
+ *     rate at the share in force is at least what the paths made).
+ *     Before the GPU's capacity is measured the jump is the demand's
+ *     share alone, at most half;
+ *   - raise for a starved trainer: it does not wait, the batch buffers
+ *     are full (SL_PLACE_FULL), but its time per sample over the calm
+ *     run is f >= 1 + SL_PLACE_GAIN times its best while rq > ncpu
+ *     threads want the cores: the share rises to take rq (1 - 1 / f) of
+ *     the decoders' busy threads off them, never past the balance;
+ *   - judged by what the trainer got: a raise that did not lift the
+ *     delivered rate by 5 % (or cut the stall by 30 %; for a draining
+ *     buffer, make 5 % more — without the trainer getting less) is
+ *     undone, and the next raise waits 2, 4 .. 32 windows; one for a
+ *     starved trainer must win back a third of the speed it lost
+ *     (undone, its pace then is its best; paid, no shed goes below it
+ *     while rq > ncpu). The trainer takes whole batches: a verdict
+ *     beyond a batch's noise on the windows before and after is given
+ *     at once, else after SL_PLACE_JUDGE_BATCHES batches (at most
+ *     SL_PLACE_JUDGE_WINDOWS windows; for a starved trainer, the most),
+ *     against as many windows of the run before the raise. The
+ *     consumer's own time per sample before and after (its step: the
+ *     GPU work it shares the device with) is reported as the
  *     interference the raise cost — a raise that slows the training step
  *     more than it feeds it lowers the rate and is undone;
  *   - shed: no wait for 4 windows and the CPU could carry more of the
@@ -58,19 +73,41 @@
 #include "sched/knobs.h"
 #include "sluice/telemetry.h"
 
-#define SL_PLACE_STEP 50        /* per mille: the least move */
-#define SL_PLACE_STALL 0.03     /* a wait worth placing for */
-#define SL_PLACE_GAIN 0.05      /* a raise must buy this much rate */
-#define SL_PLACE_MIN_GAIN 0.01  /* a raise the model says buys less: none */
-#define SL_PLACE_CALM 4         /* windows without a wait before a shed */
-#define SL_PLACE_BACKOFF_MAX 32 /* windows */
-#define SL_PLACE_JPG_FULL 0.95  /* NVML's JPEG-decoder use: no room */
-#define SL_PLACE_GPU_FULL 0.95  /* NVML's GPU use (kernels running) */
+#define SL_PLACE_STEP 50          /* per mille: the least move */
+#define SL_PLACE_STALL 0.03       /* a wait worth placing for */
+#define SL_PLACE_GAIN 0.05        /* a raise must buy this much rate */
+#define SL_PLACE_MIN_GAIN 0.01    /* a raise the model says buys less: none */
+#define SL_PLACE_CALM 4           /* windows without a wait before a shed */
+#define SL_PLACE_BACKOFF_MAX 32   /* windows */
+#define SL_PLACE_JPG_FULL 0.95    /* NVML's JPEG-decoder use: no room */
+#define SL_PLACE_GPU_FULL 0.95    /* NVML's GPU use (kernels running) */
+#define SL_PLACE_FULL 0.9         /* batch buffers ready: the loader keeps up */
+#define SL_PLACE_JUDGE_BATCHES 32 /* a verdict's windows, and its before's */
+#define SL_PLACE_JUDGE_WINDOWS 8  /* ... or at most this many windows */
+
+/* Windows added up: seconds, of them the trainer blocked in next(),
+ * samples it got, samples both paths made. */
+typedef struct sl__place_sums {
+    double t, waited, samples, made;
+} sl__place_sums_t;
 
 typedef struct sl__place {
-    int trial; /* +1: a raise under trial, -1: a shed, 0: none */
-    int from;  /* the share before it */
-    double before_rate, before_stall, before_work;
+    int trial;        /* +1: a raise under trial, -1: a shed, 0: none */
+    int from;         /* the share before it */
+    int drain;        /* the raise was made for a draining buffer */
+    double starved;   /* ... for a starved trainer: its step over its best
+                         (0: not) */
+    double best_work; /* the trainer's least time per sample over a calm
+                         run of enough batches (0: not seen); after a
+                         raise for it that did not pay, its time then */
+    int starve_floor; /* the share such a raise paid at: no shed below it
+                         while more threads want the cores than there are */
+    double before_rate, before_stall, before_work, before_made, before_q;
+    sl__place_sums_t after; /* the trial's windows so far */
+    int after_n;
+    sl__place_sums_t run[SL_PLACE_JUDGE_WINDOWS]; /* windows like the last
+                                                     since the share moved */
+    int nrun, run_kind;
     int raise_hold, raise_backoff; /* windows before the next raise */
     int shed_hold, shed_backoff;
     int calm;            /* windows without a wait */

@@ -442,6 +442,189 @@ static void test_no_raise_where_the_gpu_path_saves_no_cpu(void **state)
     }
 }
 
+/* Sets every period's batch size (b samples, from the totals), batches
+ * ready and runnable threads (0: leaves it). */
+static void loader(int b, double ready, int runq)
+{
+    for (int i = 0; i < N; i++) {
+        if (b > 0) {
+            w[i].samples_total = 1000LL * b;
+            w[i].batches_total = 1000;
+        }
+        w[i].batches_ready = ready;
+        if (runq > 0)
+            w[i].run_queue = runq;
+        /* one reader, 1 ms a read: fetch 1,000/s, never the bound */
+        w[i].read.workers = 1;
+        w[i].read.busy = w[i].decode.items_per_s / 1000;
+        w[i].read.items_per_s = w[i].decode.items_per_s;
+    }
+}
+
+/* The trainer does not wait yet, but takes more than the CPU makes and
+ * the buffer runs down (1 of 4 batches ready): the share rises before
+ * the wait, and the raise is judged by what the paths make. */
+static void test_a_draining_buffer_raises_before_the_wait(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits(1);
+    char why[SL_SCHED_REASON];
+    int share;
+    for (int pays = 0; pays < 2; pays++) {
+        sl__place_t p;
+        sl__place_init(&p);
+        sl__knobs_t cur = {1, 1, 4, 0};
+        /* Half the batches ready: not draining yet. */
+        window(400, 0, 1, 1.0, 300, 0, 0, 0);
+        loader(0, 2, 0);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+        window(400, 0, 1, 1.0, 300, 0, 0, 0);
+        loader(0, 1, 0);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+        /* the demand with headroom, 460/s: the GPU takes 1 - 300 / 460 */
+        assert_int_equal(share, 348);
+        assert_non_null(strstr(why, "buffer drains (1.0 of 4 ready)"));
+        cur.gpu_share = share;
+        /* Made 400/s (+33 %): kept. Made 300/s: undone, saying so. */
+        if (pays)
+            window(400, 0, 1, 0.87, 260, share, 140, 0.1);
+        else
+            window(400, 0, 1, 0.67, 200, share, 100, 0.1);
+        loader(0, 1, 0);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+            !pays);
+        assert_int_equal(p.undone, !pays);
+        assert_int_equal(share, pays ? 348 : 0);
+        if (!pays)
+            assert_non_null(strstr(why, "made 300 -> 300/s"));
+    }
+}
+
+/* The trainer takes whole batches: over a window of 15 batches of 10 its
+ * rate is known within 20/s, before and after. A gain beyond that is
+ * judged at once; one within it waits for 32 batches (3 windows here). */
+static void test_a_verdict_waits_for_enough_batches(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits(1);
+    char why[SL_SCHED_REASON];
+    int share;
+    for (int sure = 0; sure < 2; sure++) {
+        for (int pays = 0; pays < 2; pays++) {
+            sl__place_t p;
+            sl__place_init(&p);
+            sl__knobs_t cur = {1, 1, 4, 0};
+            window(300, 0.5, 1, 1.0, 300, 0, 0, 0);
+            loader(10, 0, 0);
+            assert_int_equal(
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+                1);
+            assert_int_equal(share, 500);
+            cur.gpu_share = share;
+            /* +83 %, or +6 % (the bar 5 %) or nothing, the stall barely
+             * cut */
+            double r = sure ? 550 : pays ? 318 : 300;
+            window(r, 0.45, 1, 1.0, r / 2, 500, r / 2, 0.2);
+            loader(10, 0, 0);
+            int windows = sure ? 1 : 3;
+            for (int i = 1; i < windows; i++) {
+                assert_int_equal(sl__place_step(&p, w, N, &lim, &cur, &share,
+                                                why, sizeof why),
+                                 0);
+                assert_int_equal(p.trial, 1); /* not sure yet */
+            }
+            assert_int_equal(
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+                !(sure || pays));
+            assert_int_equal(p.trial, 0);
+            assert_int_equal(share, sure || pays ? 500 : 0);
+        }
+    }
+}
+
+/* 8 cores, 12 threads want them: the trainer does not wait, but its step
+ * runs 25 % slower than its best — the decoders take its time. The
+ * share rises to take 12 (1 - 1 / 1.11) of their 3.2 busy threads off
+ * the cores; paid, no shed goes under it while the cores stay contended.
+ * A raise that does not speed the trainer is undone, and its pace then
+ * is its best from now on. */
+static void test_a_starved_trainer_gets_cores_back(void **state)
+{
+    (void)state;
+    sl__limits_t lim = limits(7);
+    char why[SL_SCHED_REASON];
+    int share;
+    for (int pays = 0; pays < 2; pays++) {
+        sl__place_t p;
+        sl__place_init(&p);
+        sl__knobs_t cur = {1, 4, 4, 200};
+        /* Its best: 1,000/s, 6 threads on 8 cores, the buffer full. */
+        window(1000, 0, 4, 0.5, 800, 200, 200, 0.1);
+        loader(10, 4, 6);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 0);
+        assert_true(p.best_work > 0.00099 && p.best_work < 0.00101);
+        window(800, 0, 4, 0.8, 720, 200, 180, 0.09);
+        loader(10, 4, 12);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+        assert_true(share >= 495 && share <= 505); /* half the batch */
+        int raised = share;
+        assert_non_null(strstr(why, "the trainer's step +11 % over its best "
+                                    "while 12 threads want 8 cores"));
+        cur.gpu_share = share;
+        /* Judged over the most windows: the trainer back at 1,000/s, or
+         * still at 800/s. */
+        for (int i = 0; i < SL_PLACE_JUDGE_WINDOWS; i++) {
+            if (pays)
+                window(1000, 0, 4, 0.5, 500, 500, 500, 0.25);
+            else
+                window(800, 0, 4, 0.8, 400, 500, 400, 0.2);
+            loader(10, 4, 12);
+            int r =
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+            assert_int_equal(r, !pays && i == SL_PLACE_JUDGE_WINDOWS - 1);
+        }
+        if (!pays) {
+            assert_int_equal(share, 200);
+            assert_non_null(strstr(why, "did not pay"));
+            assert_true(p.best_work > 0.00124 && p.best_work < 0.00126);
+            /* its pace now is its best: no raise for it again (a shed
+             * may come: the CPU could carry it) */
+            cur.gpu_share = share;
+            for (int i = 0; i < 6; i++) {
+                window(800, 0, 4, 0.8, 720, 200, 180, 0.09);
+                loader(10, 4, 12);
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+                assert_true(share <= 200);
+            }
+            assert_int_equal(p.raises, 1);
+            continue;
+        }
+        assert_int_equal(share, raised);
+        assert_int_equal(p.starve_floor, raised);
+        /* Calm, and the CPU could carry it all (7 decoders at 4 ms):
+         * no shed while 12 threads want the 8 cores ... */
+        for (int i = 0; i < 2 * SL_PLACE_CALM; i++) {
+            window(1000, 0, 4, 0.5, 500, 500, 500, 0.25);
+            loader(10, 4, 12);
+            assert_int_equal(
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+                0);
+        }
+        /* ... and once they are not, the share is shed (at most halved). */
+        window(1000, 0, 4, 0.5, 500, 500, 500, 0.25);
+        loader(10, 4, 6);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+        assert_int_equal(share, raised / 2);
+        assert_non_null(strstr(why, "calm"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,6 +642,9 @@ int main(void)
         cmocka_unit_test(test_a_small_raise_near_the_balance),
         cmocka_unit_test(test_a_raise_moves_a_slot),
         cmocka_unit_test(test_no_raise_where_the_gpu_path_saves_no_cpu),
+        cmocka_unit_test(test_a_draining_buffer_raises_before_the_wait),
+        cmocka_unit_test(test_a_verdict_waits_for_enough_batches),
+        cmocka_unit_test(test_a_starved_trainer_gets_cores_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
