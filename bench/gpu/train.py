@@ -443,6 +443,10 @@ def _train(a, dl, step, dev, sync, nvml, bound, place, hog):
         c, g = pl.get("gpu_cpu_total_s"), pl.get("gpu_samples_total")
         r["gpu_cpu_ms"] = (round(1000 * c / g, 3) if c is not None and g
                            else None)
+        # of it the decoders' hand-overs (the rest: the stage's threads)
+        h = pl.get("gpu_handoff_total_s")
+        r["gpu_handoff_ms"] = (round(1000 * h / g, 3) if h is not None and g
+                               else None)
     if place == "auto":
         # where the scheduler left the share, and its decisions
         r["gpu_share"] = pl.get("gpu_share")

@@ -177,6 +177,14 @@ typedef struct sl_snapshot {
     double gpu_cpu_total_s; /**< the same since the start, CPU seconds
                                  (over gpu_samples_total: a GPU sample's);
                                  < 0 without a stage */
+    /* of it, the decoders' part (after the tenth layout) */
+    double gpu_handoff_busy;    /**< of gpu_cpu_busy, the decoders' wall time
+                                     handing samples to the stage (the rest
+                                     is the stage's own threads, which take
+                                     cores, not decoders); < 0 without a
+                                     stage */
+    double gpu_handoff_total_s; /**< the same since the start, seconds;
+                                     < 0 without a stage */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -45,7 +45,7 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     o->gpu_refused = atomic_load(&l->gpu_refused);
     o->gpu_stage = l->stage != NULL;
     o->gpu_busy_ns = sl__busy_ns(&l->gpu_busy, sl__now_ns());
-    o->gpu_cpu_ns = atomic_load(&l->gpu_handoff_ns);
+    o->gpu_cpu_ns = o->gpu_handoff_ns = atomic_load(&l->gpu_handoff_ns);
     o->gpu_roi = -1; /* a stage the loader did not make (tests') */
     o->gpu_bytes = o->gpu_nvjpeg_bytes = -1;
     if (l->stage && l->stage_owned) {

@@ -83,7 +83,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     memset(e, 0, sizeof *e);
     e->bound = "";
     double t = 0, rbusy = 0, ritems = 0, rbytes = 0, dbusy = 0, ditems = 0;
-    double other = 0, gitems = 0, gbusy = 0, gcpu = 0;
+    double other = 0, gitems = 0, gbusy = 0, gcpu = 0, ghand = 0, runq = 0;
     int ncpu = 0;
     for (int i = 0; i < n; i++) {
         const sl_snapshot_t *s = &win[i];
@@ -102,6 +102,8 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         gitems += (s->gpu_samples_per_s > 0 ? s->gpu_samples_per_s : 0) * dt;
         gbusy += (s->gpu_stage_busy > 0 ? s->gpu_stage_busy : 0) * dt;
         gcpu += (s->gpu_cpu_busy > 0 ? s->gpu_cpu_busy : 0) * dt;
+        ghand += (s->gpu_handoff_busy > 0 ? s->gpu_handoff_busy : 0) * dt;
+        runq += (s->run_queue > 0 ? s->run_queue : 0) * dt;
         if (s->ncpu > ncpu)
             ncpu = s->ncpu;
     }
@@ -127,6 +129,11 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         e->decode_s = dbusy / ditems;
         e->cpu_prep = cur->decode_threads / e->decode_s;
         if (gitems >= 8 && gcpu > 0) {
+            /* The stage's own threads take cores, not decoders: their
+             * part counts where the cores are contended (more threads
+             * want them than there are), else the hand-overs alone. */
+            if (ghand > 0 && ghand < gcpu && !(ncpu > 0 && runq / t > ncpu))
+                gcpu = ghand;
             double k = gcpu / gitems / e->decode_s;
             e->gpu_cpu_k = k < SL_EST_GPU_CPU_K_MAX ? k : SL_EST_GPU_CPU_K_MAX;
         }

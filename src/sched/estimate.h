@@ -58,6 +58,11 @@ typedef struct sl__estimate {
     double gpu_cpu_k;  /* CPU a GPU sample costs (the snapshot's
                           gpu_cpu_busy over its samples) over a CPU decode's
                           (decode_s), 0..SL_EST_GPU_CPU_K_MAX; 0 unknown.
+                          The stage's own threads' part (gpu_cpu_busy -
+                          gpu_handoff_busy) only where more threads want
+                          the cores than there are (run_queue > ncpu):
+                          else spare cores run them, and the decoders pay
+                          the hand-overs alone.
                           The CPU path then makes a batch sample for
                           cpu_frac + (1 - cpu_frac) x gpu_cpu_k decodes'
                           worth of CPU */

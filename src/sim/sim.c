@@ -184,6 +184,7 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     out->gpu_jpg_util = -1;
     out->gpu_index = -1;
     out->gpu_stage_busy = out->gpu_cpu_busy = out->gpu_cpu_total_s = -1;
+    out->gpu_handoff_busy = out->gpu_handoff_total_s = -1;
     if (s->gpu.on) { /* as the loader's collector reports its stage */
         out->placement_present = 1;
         snprintf(out->placement, sizeof out->placement, "auto");
@@ -194,6 +195,9 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
         out->gpu_stage_busy = dt > 0 ? fmin(1.0, s->gpu.busy / dt) : 0;
         out->gpu_cpu_busy = dt > 0 ? s->gpu.cpu / dt : 0;
         out->gpu_cpu_total_s = s->gpu.cpu_total;
+        /* the model's hand-over is all decoder time */
+        out->gpu_handoff_busy = out->gpu_cpu_busy;
+        out->gpu_handoff_total_s = out->gpu_cpu_total_s;
     }
     int64_t nb = s->batches - batches0;
     out->samples_per_s = dt > 0 ? (double)(s->samples - samples0) / dt : 0;

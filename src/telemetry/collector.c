@@ -261,6 +261,12 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
                           ? (double)(q->gpu_cpu_ns - p->gpu_cpu_ns) / 1e9 / secs
                           : -1;
     s->gpu_cpu_total_s = q->gpu_stage ? (double)q->gpu_cpu_ns / 1e9 : -1;
+    s->gpu_handoff_busy =
+        q->gpu_stage && secs > 0
+            ? (double)(q->gpu_handoff_ns - p->gpu_handoff_ns) / 1e9 / secs
+            : -1;
+    s->gpu_handoff_total_s =
+        q->gpu_stage ? (double)q->gpu_handoff_ns / 1e9 : -1;
     memcpy(s->gpu_refused_why, q->gpu_refused_why, sizeof s->gpu_refused_why);
     s->gpu_roi = q->gpu_stage ? q->gpu_roi : -1;
     s->gpu_bytes = q->gpu_stage ? q->gpu_bytes : -1;

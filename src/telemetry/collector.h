@@ -50,8 +50,9 @@ typedef struct sl__pipe_sample {
      * in it (submitted, not yet done), summed */
     int gpu_stage;
     int64_t gpu_busy_ns;
-    int64_t gpu_cpu_ns; /* CPU the GPU path used so far: hand-overs and the
-                           stage's threads */
+    int64_t gpu_cpu_ns;     /* CPU the GPU path used so far: hand-overs and the
+                               stage's threads */
+    int64_t gpu_handoff_ns; /* of it, the hand-overs (decoders' wall time) */
     /* its ROI decode (-1: cannot tell), pixels of its images and decoded */
     int gpu_roi;
     double gpu_px_images, gpu_px_decoded;

@@ -121,6 +121,8 @@ static const sl__schema_field_t schema[] = {
     F("placement.gpu_stage_busy", NUM, gpu_stage_busy),
     F("placement.gpu_cpu_busy", NUM, gpu_cpu_busy),
     F("placement.gpu_cpu_total_s", NUM, gpu_cpu_total_s),
+    F("placement.gpu_handoff_busy", NUM, gpu_handoff_busy),
+    F("placement.gpu_handoff_total_s", NUM, gpu_handoff_total_s),
     F("placement.gpu_roi", INT, gpu_roi),
     F("placement.gpu_decoded_frac", NUM, gpu_decoded_frac),
     F("placement.gpu_bytes", I64, gpu_bytes),

@@ -83,6 +83,14 @@ check "the GPU stage did samples" \
   grep -Eq '"gpu_samples_total": [1-9]' "$T/auto.jsonl"
 check "telemetry has the stage's busy share" grep -q '"gpu_stage_busy": 0\.[0-9]*[1-9]' "$T/auto.jsonl"
 check "telemetry has the GPU path's CPU" grep -q '"gpu_cpu_busy": [0-9]*\.[0-9]*[1-9]' "$T/auto.jsonl"
+# of it the decoders' hand-overs, a part: the simulated nvJPEG decodes on
+# the stage's own threads
+check "telemetry splits it: the hand-overs a part, the stage's threads the rest" \
+  python3 -c '
+import json, sys
+s = [json.loads(x)["placement"] for x in open(sys.argv[1])][-1]
+h, c = s["gpu_handoff_total_s"], s["gpu_cpu_total_s"]
+sys.exit(not (0 < h < c))' "$T/auto.jsonl"
 # sluice calibrate fits the stage from that run: its busy ms a sample and
 # the CPU a sample cost it (the simulated nvJPEG decodes on the CPU: about
 # a decode's).

@@ -66,6 +66,8 @@ def test_every_case_trains_and_reports(folder):
     # stage's thread: far more than a real one)
     assert r["gpu_t1"]["gpu_cpu_ms"] > 0
     assert r["cpu_t1"].get("gpu_cpu_ms") is None
+    # of it the decoders' hand-overs, a part
+    assert 0 < r["gpu_t1"]["gpu_handoff_ms"] < r["gpu_t1"]["gpu_cpu_ms"]
     assert r["auto_t1"]["gpu_share"] is not None
     # the interference variants (bench/gpu/run step 8), and a case run
     # again has its own key

@@ -302,6 +302,19 @@ static void test_the_estimate_counts_the_hand_over(void **state)
         w[i].gpu_cpu_busy = 4;
     sl__estimate(w, N, &lim, &cur, &b);
     assert_true(b.gpu_cpu_k == SL_EST_GPU_CPU_K_MAX);
+    /* A quarter of the 1 ms in the decoders' hand-overs, the rest the
+     * stage's threads: with spare cores (3 threads want the 8) only the
+     * hand-overs cost the decoders; with 12 wanting them, all of it. */
+    for (int rq = 3; rq <= 12; rq += 9) {
+        for (int i = 0; i < N; i++) {
+            w[i].gpu_cpu_busy = 0.2;
+            w[i].gpu_handoff_busy = 0.05;
+            w[i].run_queue = rq;
+        }
+        sl__estimate(w, N, &lim, &cur, &b);
+        double k = rq > 8 ? 0.1 : 0.025;
+        assert_true(b.gpu_cpu_k > 0.99 * k && b.gpu_cpu_k < 1.01 * k);
+    }
 }
 
 /* A window of the loader alone (the trainer takes all it gets) with

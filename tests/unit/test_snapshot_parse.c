@@ -92,6 +92,8 @@ static void full_snapshot(sl_snapshot_t *s)
     s->gpu_stage_busy = 0.625;
     s->gpu_cpu_busy = 1.25;
     s->gpu_cpu_total_s = 37.5;
+    s->gpu_handoff_busy = 0.5;
+    s->gpu_handoff_total_s = 12.25;
     s->gpu_roi = 1;
     s->gpu_decoded_frac = 0.4375;
     s->gpu_bytes = 268435456;
@@ -152,6 +154,8 @@ static void test_round_trip_every_field(void **state)
     assert_true(p.gpu_stage_busy == 0.625);
     assert_true(p.gpu_cpu_busy == 1.25);
     assert_true(p.gpu_cpu_total_s == 37.5);
+    assert_true(p.gpu_handoff_busy == 0.5);
+    assert_true(p.gpu_handoff_total_s == 12.25);
     assert_int_equal(p.gpu_roi, 1);
     assert_true(p.gpu_decoded_frac == 0.4375);
     assert_true(p.gpu_bytes == 268435456 && p.gpu_nvjpeg_bytes == 12582912);
