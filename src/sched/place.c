@@ -241,41 +241,57 @@ static int start_trial(sl__place_t *p, int dir, int from, int nb, int drain,
 /* Whether the trial paid (a shed: kept its rate without waits): 1 yes,
  * 0 no, -1 not sure yet. The trainer takes whole batches, so its rate
  * over the trial and over the before are each known within a batch (q):
- * a verdict sure of that is given at once; else, once final (enough
- * batches seen), a rate within that of the bar is given the benefit. */
-static int verdict(const sl__place_t *p, const meas_t *m, int final)
+ * a verdict sure of that either way is given at once (the stall, the
+ * paths' output and a drain are not quantized); else, once final
+ * (enough batches seen), a rate within that of the before is taken as no
+ * less — the gain bars count no tolerance. drain: this window's buffer
+ * drains. */
+static int verdict(const sl__place_t *p, const meas_t *m, int final, int drain)
 {
     double tol = m->q + p->before_q, b = p->before_rate;
+    if (p->trial > 0 && p->drain) {
+        /* Made for a draining buffer, whose trainer took more than the
+         * loader made: paid when the paths make 5 % more, the trainer
+         * getting no less than what they made before (it may wait now:
+         * the buffer ran out). */
+        double ok = fmin(b, p->before_made);
+        if (m->rate + tol < 0.97 * ok)
+            return 0;
+        if (m->made >= p->before_made * (1 + SL_PLACE_GAIN))
+            return m->rate - tol >= 0.97 * ok ? 1 : final ? 1 : -1;
+        return final ? 0 : -1;
+    }
     int maybe_less = m->rate - tol < 0.97 * b;
     int sure_less = m->rate + tol < 0.97 * b;
     if (p->trial > 0 && p->starved > 0) {
         /* Made for a starved trainer: paid when it got back a third of
-         * the speed it lost (a few per cent: over the most windows, the
-         * before over its whole calm run). */
+         * the speed it lost (a few per cent: over the most windows,
+         * against its whole contended run). */
         double bar = b * (1 + (p->starved - 1) / 3);
         if (m->rate - tol >= bar)
             return 1;
+        if (sure_less)
+            return 0;
         return final ? m->rate >= bar : -1;
     }
     if (p->trial > 0) {
-        /* Paid: the trainer got more, or it waits less (made for a
-         * draining buffer, with no wait to cut yet: the paths make
-         * more, the trainer not waiting) and got no less. */
-        int helps = p->drain
-                        ? m->made >= p->before_made * (1 + SL_PLACE_GAIN) &&
-                              m->stall < SL_PLACE_STALL
-                        : m->stall <= 0.7 * p->before_stall;
+        /* Paid: the trainer got more, or it waits less and got no less. */
+        int helps = m->stall <= 0.7 * p->before_stall;
         if (m->rate - tol >= b * (1 + SL_PLACE_GAIN) || (helps && !maybe_less))
             return 1;
+        if (sure_less)
+            return 0;
         if (!final)
             return -1;
         return m->rate >= b * (1 + SL_PLACE_GAIN) || (helps && !sure_less);
     }
     double worse =
         p->before_stall + 0.01 > 0.02 ? p->before_stall + 0.01 : 0.02;
-    if (m->stall <= worse && !maybe_less)
+    if (m->stall > worse || sure_less || drain)
+        return 0;
+    if (!maybe_less)
         return 1;
-    return final ? m->stall <= worse && !sure_less : -1;
+    return final ? 1 : -1;
 }
 
 /* The trial's verdict v (verdict's, 0 or 1): 1 with *share (undone) and a
@@ -291,15 +307,18 @@ static int judge(sl__place_t *p, const meas_t *m, int v, const sl__knobs_t *cur,
                               : 0;
         if (v) {
             p->raise_backoff = 0;
-            if (p->starved > 0) /* kept while the cores stay contended */
+            if (p->starved > 0) { /* kept while the cores stay contended */
                 p->starve_floor = cur->gpu_share;
+                p->floor_rq = 0; /* the contention it answers: next */
+            }
             return 0;
         }
         p->raise_hold = backoff(&p->raise_backoff);
         p->undone++;
         *share = p->from;
-        if (p->starved > 0 && m->work > 0)
-            p->best_work = m->work; /* not ours to win back: its pace now */
+        if (p->starved > 0) /* not ours to win back: its pace, as slow as
+                               it was at the share before or after */
+            p->best_work = fmax(m->work, p->before_work);
         char step[32] = "";
         if (p->before_work > 0 && m->work > 0)
             snprintf(step, sizeof step, ", step %+.0f %%",
@@ -352,6 +371,8 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         p->gpu_rate = e.gpu_rate; /* kept while the stage idles */
     if (e.gpu_cpu_k > 0)
         p->gpu_cpu_k = e.gpu_cpu_k; /* likewise */
+    int drain = m.stall < SL_PLACE_STALL &&
+                sl__estimate_draining(&e, m.ready, cur->prefetch);
     if (p->trial) { /* judged once sure, or over enough of the trainer */
         sums_add(&p->after, &w);
         meas_t a;
@@ -359,27 +380,39 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         /* a starved trainer's gain is small: the most windows */
         int fin = ++p->after_n >= SL_PLACE_JUDGE_WINDOWS ||
                   (!(p->starved > 0) && enough(&p->after, p->after_n, nb));
-        int v = verdict(p, &a, fin);
+        int v = verdict(p, &a, fin, drain);
         return v < 0 ? 0 : judge(p, &a, v, cur, share, reason, len);
     }
     int may_raise = !p->raise_hold, may_shed = !p->shed_hold;
     p->raise_hold -= p->raise_hold > 0;
     p->shed_hold -= p->shed_hold > 0;
-    int drain = m.stall < SL_PLACE_STALL &&
-                sl__estimate_draining(&e, m.ready, cur->prefetch);
+    /* More threads want the cores than there are (rq > ncpu): the
+     * decoders' busy threads (ours) then share them with the trainer. */
+    double rq = 0, ours = 0;
+    int ncpu = win[n - 1].ncpu;
+    for (int i = 0; i < n; i++) {
+        double dt = win[i].interval_s > 0 ? win[i].interval_s : 0;
+        rq += win[i].run_queue * dt;
+        ours += win[i].decode.busy * win[i].decode.workers * dt;
+    }
+    rq /= m.t, ours /= m.t;
+    int contended = ncpu > 0 && rq > ncpu;
+    if (p->starve_floor > 0 && !(p->floor_rq > 0))
+        p->floor_rq = rq;
+    if (!contended || rq < SL_PLACE_FLOOR_RQ * p->floor_rq)
+        p->starve_floor = 0; /* no longer contended, or much less */
     p->calm = m.stall < 0.01 && !drain ? p->calm + 1 : 0;
     int waits = m.stall >= SL_PLACE_STALL || drain;
-    run_push(p, &w, waits ? 1 : p->calm ? 2 : 0);
+    run_push(p, &w, waits ? 1 : !p->calm ? 0 : contended ? 3 : 2);
     int s = cur->gpu_share, max = lim->max_gpu_share;
     double cpu = e.cpu_prep > 0 ? e.cpu_prep : 0; /* the CPU path's */
     double g = p->gpu_rate, k = p->gpu_cpu_k;
     const double unit = SL_KNOB_SHARE_UNIT;
-    /* The trainer's pace while calm, over enough of it: its best, and
-     * how much slower it runs now (f) while more threads want the cores
-     * than there are (the CPU path's take its time: a fair share). */
-    double f = 0, rq = 0, ours = 0;
-    int ncpu = win[n - 1].ncpu;
-    if (p->run_kind == 2) {
+    /* The trainer's pace while calm, over its whole run of like windows
+     * (enough of them): its best, and, while the cores are contended, how
+     * much slower it runs now (f). */
+    double f = 0;
+    if (p->run_kind >= 2) {
         int ok;
         sl__place_sums_t rs = run_before(p, nb, 1, &ok);
         meas_t r;
@@ -387,22 +420,20 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         if (ok && r.work > 0) {
             if (!(p->best_work > 0) || r.work < p->best_work)
                 p->best_work = r.work;
-            f = r.work / p->best_work;
+            if (p->run_kind == 3)
+                f = r.work / p->best_work;
         }
     }
-    for (int i = 0; i < n; i++) {
-        double dt = win[i].interval_s > 0 ? win[i].interval_s : 0;
-        rq += win[i].run_queue * dt;
-        ours += win[i].decode.busy * win[i].decode.workers * dt;
-    }
-    rq /= m.t, ours /= m.t;
-    if (!(rq > ncpu))
-        p->starve_floor = 0; /* the cores are no longer contended */
-    /* ... with the batch buffers (nearly) full: the decoders then make
-     * only what the trainer takes, so a share that cuts their work frees
-     * cores at once (they refill a draining buffer at full speed
-     * whatever the share: that is the raise above). */
-    int starved = f >= 1 + SL_PLACE_GAIN && ncpu > 0 && rq > ncpu && ours > 0 &&
+    /* Starved: its step f times its best, as much as the contention can
+     * explain (a thread's share of the cores falls at most rq / ncpu
+     * times: a trainer that pauses, for an evaluation or a checkpoint,
+     * takes few samples for other reasons), with the batch buffers
+     * (nearly) full: the decoders then make only what the trainer takes,
+     * so a share that cuts their work frees cores at once (they refill a
+     * draining buffer at full speed whatever the share: that is the
+     * raise above). */
+    int starved = f >= 1 + SL_PLACE_GAIN && contended &&
+                  f <= SL_PLACE_STARVED_MAX * rq / ncpu && ours > 0 &&
                   m.ready >= SL_PLACE_FULL * cur->prefetch;
 
     /* Raise: the trainer waits, or will (the buffer drains: the model's

@@ -36,21 +36,26 @@
  *     Before the GPU's capacity is measured the jump is the demand's
  *     share alone, at most half;
  *   - raise for a starved trainer: it does not wait, the batch buffers
- *     are full (SL_PLACE_FULL), but its time per sample over the calm
- *     run is f >= 1 + SL_PLACE_GAIN times its best while rq > ncpu
- *     threads want the cores: the share rises to take rq (1 - 1 / f) of
- *     the decoders' busy threads off them, never past the balance;
+ *     are full (SL_PLACE_FULL), but its time per sample over the run of
+ *     calm windows with rq > ncpu threads wanting the cores is f >= 1 +
+ *     SL_PLACE_GAIN times its best, and no more than contention explains
+ *     (SL_PLACE_STARVED_MAX rq / ncpu: else it paused): the share rises
+ *     to take rq (1 - 1 / f) of the decoders' busy threads off the
+ *     cores, never past the balance;
  *   - judged by what the trainer got: a raise that did not lift the
- *     delivered rate by 5 % (or cut the stall by 30 %; for a draining
- *     buffer, make 5 % more — without the trainer getting less) is
- *     undone, and the next raise waits 2, 4 .. 32 windows; one for a
- *     starved trainer must win back a third of the speed it lost
- *     (undone, its pace then is its best; paid, no shed goes below it
- *     while rq > ncpu). The trainer takes whole batches: a verdict
- *     beyond a batch's noise on the windows before and after is given
- *     at once, else after SL_PLACE_JUDGE_BATCHES batches (at most
- *     SL_PLACE_JUDGE_WINDOWS windows; for a starved trainer, the most),
- *     against as many windows of the run before the raise. The
+ *     delivered rate by 5 % (or cut the stall by 30 %) without the
+ *     trainer getting less is undone, and the next raise waits 2, 4 ..
+ *     32 windows; one for a draining buffer must make 5 % more, the
+ *     trainer getting no less than was made before; one for a starved
+ *     trainer must win back a third of the speed it lost (undone, its
+ *     pace then, at the share before or after, is its best; paid, no
+ *     shed goes below it while the run queue stays above
+ *     SL_PLACE_FLOOR_RQ of what it was after). The trainer takes whole
+ *     batches: a verdict beyond a batch's noise either way on the windows
+ *     before and after is given at once, else after
+ *     SL_PLACE_JUDGE_BATCHES batches (at most SL_PLACE_JUDGE_WINDOWS
+ *     windows; for a starved trainer, the most), against as many windows
+ *     of the run before the raise. The
  *     consumer's own time per sample before and after (its step: the
  *     GPU work it shares the device with) is reported as the
  *     interference the raise cost — a raise that slows the training step
@@ -58,9 +63,10 @@
  *   - shed: no wait for 4 windows and the CPU could carry more of the
  *     batch within 80 % of prep_max: the share falls (at most halved, to
  *     what that CPU capacity allows, hand-overs counted), giving the GPU
- *     back to the trainer;
- *     a shed that brings a wait (stall up by a point, rate down 3 %) is
- *     undone, and the next shed waits 2, 4 .. 32 windows.
+ *     back to the trainer — not while it is starved, nor below a share
+ *     paid for it; a shed that brings a wait (stall up by a point, rate
+ *     down 3 %, or the buffer draining) is undone, and the next shed
+ *     waits 2, 4 .. 32 windows.
  * One change per decision, with its reason; a decision that leaves the
  * share where it is while the trainer waits says why in held. Pure: tests
  * feed windows. */
@@ -82,6 +88,8 @@
 #define SL_PLACE_JPG_FULL 0.95    /* NVML's JPEG-decoder use: no room */
 #define SL_PLACE_GPU_FULL 0.95    /* NVML's GPU use (kernels running) */
 #define SL_PLACE_FULL 0.9         /* batch buffers ready: the loader keeps up */
+#define SL_PLACE_STARVED_MAX 1.1  /* x rq / ncpu: the most contention slows */
+#define SL_PLACE_FLOOR_RQ 0.8     /* x the run queue a floor answers: gone */
 #define SL_PLACE_JUDGE_BATCHES 32 /* a verdict's windows, and its before's */
 #define SL_PLACE_JUDGE_WINDOWS 8  /* ... or at most this many windows */
 
@@ -101,7 +109,10 @@ typedef struct sl__place {
                          run of enough batches (0: not seen); after a
                          raise for it that did not pay, its time then */
     int starve_floor; /* the share such a raise paid at: no shed below it
-                         while more threads want the cores than there are */
+                         while more threads want the cores than there are,
+                         and not much fewer than then (floor_rq: the run
+                         queue it answers; SL_PLACE_FLOOR_RQ) */
+    double floor_rq;
     double before_rate, before_stall, before_work, before_made, before_q;
     sl__place_sums_t after; /* the trial's windows so far */
     int after_n;
@@ -118,8 +129,9 @@ typedef struct sl__place {
     double interference; /* the last judged raise: the consumer's time per
                             sample after / before - 1 (0: none) */
     char held[96];       /* the last decision's: why the share was not raised
-                            although the trainer waited ("" when it did not
-                            wait, a raise was made, or one was under trial) */
+                            although the trainer waited or its buffer drained
+                            ("" when neither, a raise was made, or one was
+                            under trial) */
     int64_t raises, sheds, undone;
 } sl__place_t;
 
