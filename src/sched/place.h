@@ -36,18 +36,18 @@
  *     Before the GPU's capacity is measured the jump is the demand's
  *     share alone, at most half;
  *   - raise for a starved trainer: it does not wait, the batch buffers
- *     are full (SL_PLACE_FULL), but its time per sample over the run of
- *     calm windows with rq > ncpu threads wanting the cores is f >= 1 +
- *     SL_PLACE_GAIN times its best, and no more than contention explains
- *     (SL_PLACE_STARVED_MAX rq / ncpu: else it paused): the share rises
- *     to take rq (1 - 1 / f) of the decoders' busy threads off the
- *     cores, never past the balance;
+ *     but the one it holds are full (SL_PLACE_FULL), but its time per
+ *     sample over the run of calm windows with rq > ncpu threads wanting
+ *     the cores is f >= 1 + SL_PLACE_GAIN times its best, and no more
+ *     than contention explains (SL_PLACE_STARVED_MAX rq / ncpu: else it
+ *     paused): the share rises to take rq (1 - 1 / f) of the decoders'
+ *     busy threads off the cores, never past the balance;
  *   - judged by what the trainer got: a raise that did not lift the
  *     delivered rate by 5 % (or cut the stall by 30 %) without the
  *     trainer getting less is undone, and the next raise waits 2, 4 ..
  *     32 windows; one for a draining buffer must make 5 % more, the
  *     trainer getting no less than was made before; one for a starved
- *     trainer must win back a third of the speed it lost (undone, its
+ *     trainer must win back a sixth of the speed it lost (undone, its
  *     pace then, at the share before or after, is its best; paid, no
  *     shed goes below it while the run queue stays above
  *     SL_PLACE_FLOOR_RQ of what it was after). The trainer takes whole
@@ -79,19 +79,21 @@
 #include "sched/knobs.h"
 #include "sluice/telemetry.h"
 
-#define SL_PLACE_STEP 50          /* per mille: the least move */
-#define SL_PLACE_STALL 0.03       /* a wait worth placing for */
-#define SL_PLACE_GAIN 0.05        /* a raise must buy this much rate */
-#define SL_PLACE_MIN_GAIN 0.01    /* a raise the model says buys less: none */
-#define SL_PLACE_CALM 4           /* windows without a wait before a shed */
-#define SL_PLACE_BACKOFF_MAX 32   /* windows */
-#define SL_PLACE_JPG_FULL 0.95    /* NVML's JPEG-decoder use: no room */
-#define SL_PLACE_GPU_FULL 0.95    /* NVML's GPU use (kernels running) */
-#define SL_PLACE_FULL 0.9         /* batch buffers ready: the loader keeps up */
+#define SL_PLACE_STEP 50        /* per mille: the least move */
+#define SL_PLACE_STALL 0.03     /* a wait worth placing for */
+#define SL_PLACE_GAIN 0.05      /* a raise must buy this much rate */
+#define SL_PLACE_MIN_GAIN 0.01  /* a raise the model says buys less: none */
+#define SL_PLACE_CALM 4         /* windows without a wait before a shed */
+#define SL_PLACE_BACKOFF_MAX 32 /* windows */
+#define SL_PLACE_JPG_FULL 0.95  /* NVML's JPEG-decoder use: no room */
+#define SL_PLACE_GPU_FULL 0.95  /* NVML's GPU use (kernels running) */
+#define SL_PLACE_FULL 0.9 /* of the batch buffers but the trainer's, ready */
 #define SL_PLACE_STARVED_MAX 1.1  /* x rq / ncpu: the most contention slows */
+#define SL_PLACE_STARVED_BACK 6   /* 1 / the lost speed a raise wins back */
 #define SL_PLACE_FLOOR_RQ 0.8     /* x the run queue a floor answers: gone */
 #define SL_PLACE_JUDGE_BATCHES 32 /* a verdict's windows, and its before's */
 #define SL_PLACE_JUDGE_WINDOWS 8  /* ... or at most this many windows */
+#define SL_PLACE_SETTLE 2 /* windows a starved trainer's trial waits first */
 
 /* Windows added up: seconds, of them the trainer blocked in next(),
  * samples it got, samples both paths made. */
