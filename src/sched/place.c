@@ -85,7 +85,8 @@ static int enough(const sl__place_sums_t *w, int windows, int nb)
 }
 
 /* The run of windows like the last (its kind: 1 asks for a raise, 2 is
- * calm, 0 neither) since the share last moved, newest last, at most
+ * calm with the cores uncontended, 3 calm with them contended, 0 none of
+ * those) since the share last moved, newest last, at most
  * SL_PLACE_JUDGE_WINDOWS; a window of another kind starts a new run. */
 static void run_push(sl__place_t *p, const sl__place_sums_t *w, int kind)
 {
@@ -441,6 +442,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
      * raise above). */
     int starved = f >= 1 + SL_PLACE_GAIN && contended &&
                   f <= SL_PLACE_STARVED_MAX * rq / ncpu && ours > 0 &&
+                  cur->prefetch >= 2 &&
                   m.ready >= SL_PLACE_FULL * (cur->prefetch - 1);
 
     /* Raise: the trainer waits, or will (the buffer drains: the model's
@@ -536,10 +538,14 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         double bal = g > 0 ? fmin(1, g / (cpu + g * (1 - k))) : 0.5;
         double c = 1 - s / unit + s / unit * k;
         double cut = rq * (1 - 1 / f);
-        double c2 = cut < ours ? c * (1 - cut / ours) : k;
+        double ask = cut < ours ? c * (1 - cut / ours) : 0; /* the CPU */
+        double c2 = fmax(k, ask); /* the least a share can leave */
         double want = c2 < 1 ? (1 - c2) / (1 - k) : 0;
         int to = raise_to(s, fmin(want, bal), bal, max, nb);
-        if (to > s) {
+        /* worth a trial only where it takes half the CPU asked off the
+         * cores (not where a GPU sample costs about a decode's) */
+        double cto = 1 - to / unit + to / unit * k;
+        if (to > s && cto <= c - 0.5 * (c - ask)) {
             *share = to;
             p->raises++;
             snprintf(reason, len,

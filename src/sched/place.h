@@ -10,9 +10,9 @@
  * (prep_max), the consumer's demand, the GPU stage's capacity — the
  * samples it finished per second it had samples in it (the snapshot's
  * gpu_samples_per_s over gpu_stage_busy) — and the CPU a GPU sample
- * costs over a CPU decode's, k (gpu_cpu_busy: the hand-over and the
- * stage's threads): at share s the CPU path makes prep / (1 - s + s k)
- * batch samples/s.
+ * costs over a CPU decode's, k (gpu_cpu_busy: the hand-over, and the
+ * stage's threads only while the run queue exceeds the cores): at share
+ * s the CPU path makes prep / (1 - s + s k) batch samples/s.
  *   - raise: the consumer waits (stall >= 3 %), or will (the buffer
  *     drains: sl__estimate_draining), the CPU cannot give
  *     more (prep_max within 10 % of prep: the decoders are at their
@@ -54,7 +54,8 @@
  *     batches: a verdict beyond a batch's noise either way on the windows
  *     before and after is given at once, else after
  *     SL_PLACE_JUDGE_BATCHES batches (at most SL_PLACE_JUDGE_WINDOWS
- *     windows; for a starved trainer, the most), against as many windows
+ *     windows; for a starved trainer, the most, after SL_PLACE_SETTLE
+ *     windows not counted), against as many windows
  *     of the run before the raise. The
  *     consumer's own time per sample before and after (its step: the
  *     GPU work it shares the device with) is reported as the
