@@ -110,6 +110,8 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     e->cpu_frac = 1;
     if (!(t > 0))
         return;
+    e->run_queue = runq / t;
+    e->contended = ncpu > 0 && e->run_queue > ncpu;
     const sl_snapshot_t *last = &win[n - 1];
     if (last->placement_gpu && last->gpu_share > 0)
         e->cpu_frac = last->gpu_share >= SL_KNOB_SHARE_UNIT
@@ -132,7 +134,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
             /* The stage's own threads take cores, not decoders: their
              * part counts where the cores are contended (more threads
              * want them than there are), else the hand-overs alone. */
-            if (ghand > 0 && ghand < gcpu && !(ncpu > 0 && runq / t > ncpu))
+            if (ghand > 0 && ghand < gcpu && !e->contended)
                 gcpu = ghand;
             double k = gcpu / gitems / e->decode_s;
             e->gpu_cpu_k = k < SL_EST_GPU_CPU_K_MAX ? k : SL_EST_GPU_CPU_K_MAX;

@@ -67,6 +67,8 @@ typedef struct sl__estimate {
                           cpu_frac + (1 - cpu_frac) x gpu_cpu_k decodes'
                           worth of CPU */
     double cores_free; /* cores not used by other processes */
+    double run_queue;  /* threads wanting the cores (mean of run_queue) */
+    int contended;     /* more of them than there are cores */
     double target;     /* samples/s the knobs should reach; 0 unknown */
     int need_read, need_decode; /* 0: unknown */
     const char *bound;          /* "consumer" | "prep" | "fetch" | "" */

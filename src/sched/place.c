@@ -394,17 +394,16 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     int may_raise = !p->raise_hold, may_shed = !p->shed_hold;
     p->raise_hold -= p->raise_hold > 0;
     p->shed_hold -= p->shed_hold > 0;
-    /* More threads want the cores than there are (rq > ncpu): the
-     * decoders' busy threads (ours) then share them with the trainer. */
-    double rq = 0, ours = 0;
-    int ncpu = win[n - 1].ncpu;
+    /* More threads want the cores than there are (the estimate's rq >
+     * ncpu): the decoders' busy threads (ours) then share them with the
+     * trainer. */
+    double rq = e.run_queue, ours = 0;
+    int ncpu = win[n - 1].ncpu, contended = e.contended;
     for (int i = 0; i < n; i++) {
         double dt = win[i].interval_s > 0 ? win[i].interval_s : 0;
-        rq += win[i].run_queue * dt;
         ours += win[i].decode.busy * win[i].decode.workers * dt;
     }
-    rq /= m.t, ours /= m.t;
-    int contended = ncpu > 0 && rq > ncpu;
+    ours /= m.t;
     if (p->starve_floor > 0 && !(p->floor_rq > 0))
         p->floor_rq = rq;
     if (!contended || rq < SL_PLACE_FLOOR_RQ * p->floor_rq)
