@@ -312,7 +312,7 @@ static int judge(sl__place_t *p, const meas_t *m, int v, const sl__knobs_t *cur,
             p->raise_backoff = 0;
             if (p->starved > 0) { /* kept while the cores stay contended */
                 p->starve_floor = cur->gpu_share;
-                p->floor_rq = 0; /* the contention it answers: next */
+                p->floor_others = 0; /* the crowd it answers: next */
             }
             return 0;
         }
@@ -404,10 +404,16 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         ours += win[i].decode.busy * win[i].decode.workers * dt;
     }
     ours /= m.t;
-    if (p->starve_floor > 0 && !(p->floor_rq > 0))
-        p->floor_rq = rq;
-    if (!contended || rq < SL_PLACE_FLOOR_RQ * p->floor_rq)
-        p->starve_floor = 0; /* no longer contended, or much less */
+    /* A paid starved raise's floor answers the others' threads (the run
+     * queue but the decoders' busy ones: those come and go with the
+     * buffer and the share itself); it lifts once they are fewer. */
+    double others = rq - ours;
+    if (p->starve_floor > 0 && p->floor_others == 0)
+        p->floor_others = others > 0 ? others : -1;
+    if (p->starve_floor > 0 &&
+        (p->floor_others < 0 ||
+         others < SL_PLACE_FLOOR_OTHERS * p->floor_others))
+        p->starve_floor = 0;
     p->calm = m.stall < 0.01 && !drain ? p->calm + 1 : 0;
     int waits = m.stall >= SL_PLACE_STALL || drain;
     run_push(p, &w, waits ? 1 : !p->calm ? 0 : contended ? 3 : 2);
@@ -562,11 +568,16 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         double d = e.demand > 0 ? e.demand : m.rate;
         double keep = d > 0 ? share_for(d, 0.8 * e.cpu_prep_max, k) : 1;
         int to = keep > 0 ? (int)ceil(keep * unit) : 0;
-        if (to < s / 2)
-            to = s / 2;
+        /* At most halved, by a step at least: where half is less than a
+         * step, a step; a share under one, all of it (else a few per mille
+         * would stay on the GPU for good). */
+        int least = s < SL_PLACE_STEP ? s : SL_PLACE_STEP;
+        int lo = s / 2 < s - least ? s / 2 : s - least;
+        if (to < lo)
+            to = lo;
         if (to < p->starve_floor) /* what a starved trainer was given */
             to = p->starve_floor;
-        if (to <= s - SL_PLACE_STEP) {
+        if (to <= s - least) {
             *share = to;
             p->sheds++;
             p->calm = 0;

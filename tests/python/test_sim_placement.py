@@ -5,7 +5,8 @@ placement (cpu or gpu) in every case — finding the GPU's share where the
 CPU is short, staying on the CPU where the stage would slow the step —
 and, when a hog takes the cores from ResNet-18's 16 threads, keep it
 well above placement cpu, and never below it in any hog case; with half
-the CPU taken, ResNet-50 at batch 256 at 95 % of its bound. Model
+the CPU taken, ResNet-50 at batch 256 at 95 % of its bound, and once
+the hog leaves, the share back at 0 and the rate placement cpu's. Model
 predictions, not GPU figures: what this guards is the rule's
 behaviour."""
 import json
@@ -54,6 +55,12 @@ def test_auto_tracks_the_better_placement():
             # rises for both (the rule without the starved trainer's
             # raise: 94.3 %)
             assert h["cpu"] < 0.9 and h["auto"] >= 0.95, h
+    # The hog gone, the CPU carries it all: the share goes back to 0 and
+    # auto runs as placement cpu, also where the stage slows the step (a
+    # few per mille left on the GPU cost 1 % at gpu_slow 1).
+    assert [g["gpu_slow"] for g in r["hog_gone"]] == [0, 0.3, 1]
+    for g in r["hog_gone"]:
+        assert g["auto_share"] == 0 and g["auto"] >= g["cpu"] - 0.002, g
 
 
 def _placing_policy(path, hidden=4):

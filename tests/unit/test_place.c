@@ -170,6 +170,32 @@ static void test_calm_sheds_and_a_shed_that_brings_waits_is_undone(void **state)
     assert_non_null(strstr(why, "shed brought waits"));
 }
 
+/* A share under two steps: halving it would move less than a step, so a
+ * calm shed takes a step (69 -> 19), and one under a step goes whole
+ * (19 -> 0): none stays on the GPU for good. Four decoders at half their
+ * time make 372/s; all busy they could make 744/s, the CPU all of it. */
+static void test_a_small_share_is_shed_to_none(void **state)
+{
+    (void)state;
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(4);
+    sl__knobs_t cur = {1, 4, 4, 69};
+    char why[SL_SCHED_REASON];
+    int share = -1;
+    const int to[2] = {19, 0};
+    for (int k = 0; k < 2; k++) {
+        window(400, 0, 4, 0.5, 372, cur.gpu_share, 28, 0.02);
+        int r = 0;
+        for (int i = 0; i < 2 * SL_PLACE_CALM && !r; i++)
+            r = sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+        assert_int_equal(r, 1);
+        assert_int_equal(share, to[k]);
+        cur.gpu_share = share;
+    }
+    assert_int_equal(p.sheds, 2);
+}
+
 /* A fresh rule on a window where the trainer waits 30 % and the CPU is
  * short (a raise is due), with NVML reporting the GPU's use `util` and its
  * JPEG decoders' `jpg` in each period (present 0: no NVML): 1 when it
@@ -621,9 +647,9 @@ static void test_a_verdict_waits_for_enough_batches(void **state)
 /* 8 cores, 12 threads want them: the trainer does not wait, but its step
  * runs 11 % slower than its best — the decoders take its time. The
  * share rises to take 12 (1 - 1 / 1.11) of their 3.2 busy threads off
- * the cores; paid, no shed goes under it while the cores stay contended
- * as much (a run queue over SL_PLACE_FLOOR_RQ of what it was once the
- * share rose). A raise that does not speed the
+ * the cores; paid, no shed goes under it while the others crowd them as
+ * much (over SL_PLACE_FLOOR_OTHERS of their threads once the share
+ * rose). A raise that does not speed the
  * trainer is undone, and its pace then is its best from now on. A
  * trainer far slower than contention can explain (it paused) is not
  * starved. The trainer holds one of the 4 batch buffers: 3 ready is
@@ -736,17 +762,26 @@ static void test_a_starved_trainer_gets_cores_back(void **state)
             assert_int_equal(
                 sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
                 0);
-        assert_true(p.floor_rq > 11.9 && p.floor_rq < 12.1);
-        /* ... but once fewer do (the others' share of them fell: 9 of 12,
-         * still over the 8 cores; or 6), it is shed (at most halved). */
-        for (int rq = 9; rq >= 6; rq -= 3) {
-            sl__place_t q = p;
-            loader(10, 3, rq);
+        assert_true(p.floor_others > 9.9 && p.floor_others < 10.1);
+        /* ... nor while the others stay: 8 want them with the decoders
+         * idle (the run queue falls with the decoders' work, the share
+         * itself cuts it, and it is noisy), or 7 others, of 10 ... */
+        for (int i = 0; i < 2 * SL_PLACE_CALM; i++) {
+            window(1000, 0, 4, i % 2 ? 0 : 0.5, i % 2 ? 0 : 500, raised, 500,
+                   0.25);
+            loader(10, 3, i % 2 ? 8 : 9);
             assert_int_equal(
-                sl__place_step(&q, w, N, &lim, &cur, &share, why, sizeof why),
-                1);
-            assert_int_equal(share, raised / 2);
+                sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why),
+                0);
+            assert_int_equal(p.starve_floor, raised);
         }
+        /* ... but once they are fewer than half (4 others: 6 want the
+         * cores), it is shed (at most halved). */
+        window(1000, 0, 4, 0.5, 500, raised, 500, 0.25);
+        loader(10, 3, 6);
+        assert_int_equal(
+            sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why), 1);
+        assert_int_equal(share, raised / 2);
         assert_non_null(strstr(why, "calm"));
     }
 }
@@ -784,6 +819,7 @@ int main(void)
         cmocka_unit_test(test_cpu_with_room_is_the_decoders_job),
         cmocka_unit_test(
             test_calm_sheds_and_a_shed_that_brings_waits_is_undone),
+        cmocka_unit_test(test_a_small_share_is_shed_to_none),
         cmocka_unit_test(test_no_raise_when_nvml_says_the_gpu_is_full),
         cmocka_unit_test(test_nothing_without_the_scheduler_placing),
         cmocka_unit_test(test_the_tick_places_first_and_alone),
