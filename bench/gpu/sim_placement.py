@@ -103,11 +103,11 @@ def hog_row(row, place, a, prof, seeds, bound, duration, events, t0, t1):
     row[place + "_share"] = statistics.median(shares)
 
 
-
 def rl_note(row):
     """The `rl` column of a hog row, where it was run."""
     return (f", rl {row['rl']:.1%} (share {row['rl_share']})"
             if "rl" in row else "")
+
 
 def main():
     ap = argparse.ArgumentParser()

@@ -37,16 +37,18 @@ typedef struct meas {
 static void sums_add(sl__place_sums_t *a, const sl__place_sums_t *b)
 {
     a->t += b->t, a->waited += b->waited, a->samples += b->samples;
-    a->made += b->made;
+    a->made += b->made, a->ours += b->ours, a->others += b->others;
 }
 
-/* The window's sums (made: samples, the CPU path's and the GPU's) and
- * its mean of batches ready. */
+/* The window's sums (made: samples, the CPU path's and the GPU's; the
+ * threads wanting the cores: the decoders' busy ones, and the others —
+ * the run queue but those and the GPU stage's own threads) and its mean
+ * of batches ready. */
 static sl__place_sums_t window_sums(const sl_snapshot_t *win, int n,
                                     double *ready)
 {
     sl__consumer_t c = sl__estimate_consumer(win, n);
-    sl__place_sums_t w = {c.t, c.waited, c.samples, 0};
+    sl__place_sums_t w = {c.t, c.waited, c.samples, 0, 0, 0};
     double r = 0;
     for (int i = 0; i < n; i++) {
         const sl_snapshot_t *s = &win[i];
@@ -54,6 +56,13 @@ static sl__place_sums_t window_sums(const sl_snapshot_t *win, int n,
         r += s->batches_ready * dt;
         w.made += (s->decode.items_per_s > 0 ? s->decode.items_per_s : 0) * dt;
         w.made += (s->gpu_samples_per_s > 0 ? s->gpu_samples_per_s : 0) * dt;
+        double ours =
+            s->decode.busy > 0 ? s->decode.busy * s->decode.workers : 0;
+        double stage = s->gpu_cpu_busy - s->gpu_handoff_busy;
+        w.ours += ours * dt;
+        w.others += ((s->run_queue > 0 ? s->run_queue : 0) - ours -
+                     (stage > 0 ? stage : 0)) *
+                    dt;
     }
     *ready = c.t > 0 ? r / c.t : 0;
     return w;
@@ -105,7 +114,7 @@ static void run_push(sl__place_t *p, const sl__place_sums_t *w, int kind)
 static sl__place_sums_t run_before(const sl__place_t *p, int nb, int all,
                                    int *ok)
 {
-    sl__place_sums_t b = {0, 0, 0, 0};
+    sl__place_sums_t b = {0, 0, 0, 0, 0, 0};
     *ok = 0;
     for (int i = p->nrun - 1; i >= 0 && (all || !*ok); i--) {
         sums_add(&b, &p->run[i]);
@@ -233,7 +242,7 @@ static int start_trial(sl__place_t *p, int dir, int from, int nb, int drain,
     p->before_work = m.work;
     p->before_made = m.made;
     p->before_q = m.q;
-    p->after = (sl__place_sums_t){0, 0, 0, 0};
+    p->after = (sl__place_sums_t){0, 0, 0, 0, 0, 0};
     p->after_n = 0;
     p->nrun = 0;
     return 1;
@@ -310,9 +319,19 @@ static int judge(sl__place_t *p, const meas_t *m, int v, const sl__knobs_t *cur,
                               : 0;
         if (v) {
             p->raise_backoff = 0;
-            if (p->starved > 0) { /* kept while the cores stay contended */
+            if (p->starved > 0 && p->after.others > 0) {
+                /* kept until the others' threads would not fill the
+                 * cores with the decoders back at the share before it:
+                 * as busy as over its windows times the CPU part of a
+                 * batch then over now (none where no others crowd
+                 * them) */
+                double k = p->gpu_cpu_k, u = SL_KNOB_SHARE_UNIT;
+                double c0 = 1 - p->from / u + p->from / u * k;
+                double c1 = 1 - cur->gpu_share / u + cur->gpu_share / u * k;
                 p->starve_floor = cur->gpu_share;
-                p->floor_others = 0; /* the crowd it answers: next */
+                p->floor_ours = c1 > 0 ? p->after.ours / p->after.t * c0 / c1
+                                       : p->after.ours / p->after.t;
+                p->floor_free = 0;
             }
             return 0;
         }
@@ -397,23 +416,19 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
     /* More threads want the cores than there are (the estimate's rq >
      * ncpu): the decoders' busy threads (ours) then share them with the
      * trainer. */
-    double rq = e.run_queue, ours = 0;
+    double rq = e.run_queue, ours = w.ours / m.t;
     int ncpu = win[n - 1].ncpu, contended = e.contended;
-    for (int i = 0; i < n; i++) {
-        double dt = win[i].interval_s > 0 ? win[i].interval_s : 0;
-        ours += win[i].decode.busy * win[i].decode.workers * dt;
+    /* A paid starved raise's floor answers the others' threads (not the
+     * run queue: the decoders' part comes and goes with the buffer and
+     * with the share itself): it lifts once, SL_PLACE_CALM windows in a
+     * row, they would leave the cores uncontended with the decoders back
+     * at the share before it. */
+    if (p->starve_floor > 0) {
+        double others = w.others / m.t;
+        p->floor_free = others + p->floor_ours <= ncpu ? p->floor_free + 1 : 0;
+        if (p->floor_free >= SL_PLACE_CALM)
+            p->starve_floor = 0;
     }
-    ours /= m.t;
-    /* A paid starved raise's floor answers the others' threads (the run
-     * queue but the decoders' busy ones: those come and go with the
-     * buffer and the share itself); it lifts once they are fewer. */
-    double others = rq - ours;
-    if (p->starve_floor > 0 && p->floor_others == 0)
-        p->floor_others = others > 0 ? others : -1;
-    if (p->starve_floor > 0 &&
-        (p->floor_others < 0 ||
-         others < SL_PLACE_FLOOR_OTHERS * p->floor_others))
-        p->starve_floor = 0;
     p->calm = m.stall < 0.01 && !drain ? p->calm + 1 : 0;
     int waits = m.stall >= SL_PLACE_STALL || drain;
     run_push(p, &w, waits ? 1 : !p->calm ? 0 : contended ? 3 : 2);

@@ -50,8 +50,10 @@
  *     trainer must win back a sixth of the speed it lost (undone, its
  *     pace then, at the share before or after, is its best; paid, no
  *     shed goes below it while the others' threads wanting the cores
- *     (the run queue but the decoders' busy threads) stay above
- *     SL_PLACE_FLOOR_OTHERS of what they were after). The trainer takes whole
+ *     (the run queue but the decoders' and the stage's) fill them: until,
+ *     SL_PLACE_CALM windows in a row, they would leave the cores
+ *     uncontended with the decoders back at the share before it). The
+ *     trainer takes whole
  *     batches: a verdict beyond a batch's noise either way on the windows
  *     before and after is given at once, else after
  *     SL_PLACE_JUDGE_BATCHES batches (at most SL_PLACE_JUDGE_WINDOWS
@@ -65,8 +67,8 @@
  *   - shed: no wait for 4 windows and the CPU could carry more of the
  *     batch within 80 % of prep_max: the share falls (at most halved,
  *     by a step at least — a step where half is less, all of a share
- *     under one — to what that CPU capacity allows, hand-overs
- *     counted), giving the GPU
+ *     under one where the CPU can carry all of the batch — to what
+ *     that CPU capacity allows, hand-overs counted), giving the GPU
  *     back to the trainer — not while it is starved, nor below a share
  *     paid for it; a shed that brings a wait (stall up by a point, rate
  *     down 3 %, or the buffer draining) is undone, and the next shed
@@ -94,15 +96,16 @@
 #define SL_PLACE_FULL 0.9 /* of the batch buffers but the trainer's, ready */
 #define SL_PLACE_STARVED_MAX 1.1  /* x rq / ncpu: the most contention slows */
 #define SL_PLACE_STARVED_BACK 6   /* 1 / the lost speed a raise wins back */
-#define SL_PLACE_FLOOR_OTHERS 0.5 /* x the others a floor answers: gone */
 #define SL_PLACE_JUDGE_BATCHES 32 /* a verdict's windows, and its before's */
 #define SL_PLACE_JUDGE_WINDOWS 8  /* ... or at most this many windows */
 #define SL_PLACE_SETTLE 2 /* windows a starved trainer's trial waits first */
 
 /* Windows added up: seconds, of them the trainer blocked in next(),
- * samples it got, samples both paths made. */
+ * samples it got, samples both paths made; thread-seconds of the
+ * decoders busy (ours) and of the others wanting the cores (the run
+ * queue but ours and the GPU stage's own threads). */
 typedef struct sl__place_sums {
-    double t, waited, samples, made;
+    double t, waited, samples, made, ours, others;
 } sl__place_sums_t;
 
 typedef struct sl__place {
@@ -115,11 +118,12 @@ typedef struct sl__place {
                          run of enough batches (0: not seen); after a
                          raise for it that did not pay, its time then */
     int starve_floor; /* the share such a raise paid at: no shed below it
-                         while the others' threads wanting the cores are
-                         not much fewer than then (floor_others: the run
-                         queue but the decoders' busy threads, on the
-                         first window after; -1: none; SL_PLACE_FLOOR_OTHERS) */
-    double floor_others;
+                         until, SL_PLACE_CALM windows in a row, the others'
+                         threads wanting the cores, with the decoders as
+                         busy as at the share before it (floor_ours: as
+                         over its windows, scaled), would not fill them */
+    double floor_ours;
+    int floor_free; /* windows in a row that would lift it */
     double before_rate, before_stall, before_work, before_made, before_q;
     sl__place_sums_t after; /* the trial's windows so far */
     int after_n;
