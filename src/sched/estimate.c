@@ -19,16 +19,14 @@ static int ceil_clamp(double x, int lo, int hi)
  * still hands it the samples the GPU refuses). */
 #define CPU_FRAC_MIN 0.02
 
-/* CPU decodes' worth of CPU per batch sample: cpu_frac of them decoded
- * there, the rest handed to the GPU stage at gpu_cpu_k each. */
-static double cpu_per_sample(const sl__estimate_t *e)
+double sl__estimate_cpu_part(double cpu_frac, double k)
 {
-    return e->cpu_frac + (1 - e->cpu_frac) * e->gpu_cpu_k;
+    return cpu_frac + (1 - cpu_frac) * k;
 }
 
 double sl__estimate_mix_rate(double cpu_frac, double cpu, double k, double gpu)
 {
-    double c = cpu_frac + (1 - cpu_frac) * k; /* decodes' worth a sample */
+    double c = sl__estimate_cpu_part(cpu_frac, k);
     double r = c > 0 ? cpu / c : INFINITY;
     if (cpu_frac < 1 && gpu > 0) {
         double g = gpu / (1 - cpu_frac);
@@ -166,7 +164,9 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     if (e->demand > 0 && e->demand < feed)
         feed = e->demand;
     e->need_decode = ceil_clamp(
-        feed * cpu_per_sample(e) * e->decode_s * SL_EST_DECODE_HEADROOM, 1,
+        feed * sl__estimate_cpu_part(e->cpu_frac, e->gpu_cpu_k) * e->decode_s *
+            SL_EST_DECODE_HEADROOM,
+        1,
         lim->max_decode < lim->max_threads - 1 ? lim->max_decode
                                                : lim->max_threads - 1);
     /* The bound, by the stall model's rule. */

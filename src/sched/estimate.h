@@ -88,6 +88,12 @@ int sl__consumer_works(const sl__consumer_t *c);
  * an empty window. */
 double sl__estimate_demand(const sl_snapshot_t *win, int n);
 
+/* CPU decodes' worth of CPU a batch sample costs the CPU path when it
+ * decodes the part cpu_frac (0..1) of each batch and hands each of the
+ * rest to the GPU stage at k of a decode's: cpu_frac + (1 - cpu_frac) k.
+ * The estimate's and the placement rule's. */
+double sl__estimate_cpu_part(double cpu_frac, double k);
+
 /* The whole batch's samples/s when the CPU path decodes the part
  * cpu_frac (0..1) of each batch, could make cpu decodes/s and spends k of
  * a decode's CPU handing each of the rest to the GPU stage, and the stage

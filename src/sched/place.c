@@ -159,6 +159,13 @@ static double model_rate(double s, double cpu, double k, double g)
     return sl__estimate_mix_rate(1 - s, cpu, k, g);
 }
 
+/* The CPU part of a batch at share s (per mille): decodes' worth a
+ * batch sample (sl__estimate_cpu_part). */
+static double cpu_part(int s, double k)
+{
+    return sl__estimate_cpu_part(1 - s / (double)SL_KNOB_SHARE_UNIT, k);
+}
+
 /* The least share at which that CPU path keeps up with rate (0 when it
  * does with none): 1 - s + s k <= cpu / rate. */
 static double share_for(double rate, double cpu, double k)
@@ -325,9 +332,8 @@ static int judge(sl__place_t *p, const meas_t *m, int v, const sl__knobs_t *cur,
                  * as busy as over its windows times the CPU part of a
                  * batch then over now (none where no others crowd
                  * them) */
-                double k = p->gpu_cpu_k, u = SL_KNOB_SHARE_UNIT;
-                double c0 = 1 - p->from / u + p->from / u * k;
-                double c1 = 1 - cur->gpu_share / u + cur->gpu_share / u * k;
+                double c0 = cpu_part(p->from, p->gpu_cpu_k);
+                double c1 = cpu_part(cur->gpu_share, p->gpu_cpu_k);
                 p->starve_floor = cur->gpu_share;
                 p->floor_ours = c1 > 0 ? p->after.ours / p->after.t * c0 / c1
                                        : p->after.ours / p->after.t;
@@ -556,7 +562,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
      * at most half before the GPU's capacity is measured. */
     if (starved && s < max && may_raise && !gpu_full && cpu > 0) {
         double bal = g > 0 ? fmin(1, g / (cpu + g * (1 - k))) : 0.5;
-        double c = 1 - s / unit + s / unit * k;
+        double c = cpu_part(s, k);
         double cut = rq * (1 - 1 / f);
         double ask = cut < ours ? c * (1 - cut / ours) : 0; /* the CPU */
         double c2 = fmax(k, ask); /* the least a share can leave */
@@ -564,7 +570,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         int to = raise_to(s, fmin(want, bal), bal, max, nb);
         /* worth a trial only where it takes half the CPU asked off the
          * cores (not where a GPU sample costs about a decode's) */
-        double cto = 1 - to / unit + to / unit * k;
+        double cto = cpu_part(to, k);
         if (to > s && cto <= c - 0.5 * (c - ask)) {
             *share = to;
             p->raises++;

@@ -49,21 +49,19 @@
  *     trainer getting no less than was made before; one for a starved
  *     trainer must win back a sixth of the speed it lost (undone, its
  *     pace then, at the share before or after, is its best; paid, no
- *     shed goes below it while the others' threads wanting the cores
- *     (the run queue but the decoders' and the stage's) fill them: until,
- *     SL_PLACE_CALM windows in a row, they would leave the cores
- *     uncontended with the decoders back at the share before it). The
- *     trainer takes whole
- *     batches: a verdict beyond a batch's noise either way on the windows
- *     before and after is given at once, else after
+ *     shed goes below it until, SL_PLACE_CALM windows in a row, the
+ *     others' threads wanting the cores (the run queue but the
+ *     decoders' and the stage's) would leave them uncontended with the
+ *     decoders back at the share before it). The trainer takes whole
+ *     batches: a verdict beyond a batch's noise either way on the
+ *     windows before and after is given at once, else after
  *     SL_PLACE_JUDGE_BATCHES batches (at most SL_PLACE_JUDGE_WINDOWS
  *     windows; for a starved trainer, the most, after SL_PLACE_SETTLE
- *     windows not counted), against as many windows
- *     of the run before the raise. The
- *     consumer's own time per sample before and after (its step: the
- *     GPU work it shares the device with) is reported as the
- *     interference the raise cost — a raise that slows the training step
- *     more than it feeds it lowers the rate and is undone;
+ *     windows not counted), against as many windows of the run before
+ *     the raise. The consumer's own time per sample before and after
+ *     (its step: the GPU work it shares the device with) is reported as
+ *     the interference the raise cost — a raise that slows the training
+ *     step more than it feeds it lowers the rate and is undone;
  *   - shed: no wait for 4 windows and the CPU could carry more of the
  *     batch within 80 % of prep_max: the share falls (at most halved,
  *     by a step at least — a step where half is less, all of a share

@@ -649,8 +649,8 @@ static void test_a_verdict_waits_for_enough_batches(void **state)
  * share rises to take 12 (1 - 1 / 1.11) of their 3.2 busy threads off
  * the cores; paid, no shed goes under it while the others' threads
  * would crowd them with the decoders back at the share before. A raise
- * that does not speed the
- * trainer is undone, and its pace then is its best from now on. A
+ * that does not speed the trainer is undone, and its pace then is its
+ * best from now on. A
  * trainer far slower than contention can explain (it paused) is not
  * starved. The trainer holds one of the 4 batch buffers: 3 ready is
  * full. */
