@@ -93,6 +93,18 @@ int sl__gpu_route_count(int n, int share)
                  (2 * SL__GPU_SHARE_MAX));
 }
 
+int sl__gpu_route_share(int n, int c)
+{
+    if (c <= 0 || n <= 0)
+        return 0;
+    if (c > n)
+        return SL__GPU_SHARE_MAX;
+    /* round(n x / 1000) >= c: x >= 1000 (2c - 1) / 2n, rounded up */
+    long long x =
+        ((long long)SL__GPU_SHARE_MAX * (2 * c - 1) + 2LL * n - 1) / (2LL * n);
+    return x < SL__GPU_SHARE_MAX ? (int)x : SL__GPU_SHARE_MAX;
+}
+
 int sl__gpu_route(int slot, int n, int share)
 {
     return slot >= 0 && slot < sl__gpu_route_count(n, share);

@@ -53,5 +53,8 @@ int sl__placement_resolve(int asked, int share_asked, int places, int gpus,
 int sl__gpu_route(int slot, int n, int share);
 /* How many of a batch's n slots go to the GPU at `share`. */
 int sl__gpu_route_count(int n, int share);
+/* The least share that routes at least c of a batch's n slots (0 for
+ * c <= 0, SL__GPU_SHARE_MAX for c > n). */
+int sl__gpu_route_share(int n, int c);
 
 #endif

@@ -191,11 +191,8 @@ static int raise_to(int s, double want, double bal, int max, int nb)
     int c = nb > 0 ? sl__gpu_route_count(nb, s) : 0;
     if (nb > 0 && c >= nb)
         return s; /* every slot is the GPU's already */
-    if (nb > 0 && sl__gpu_route_count(nb, to) <= c) {
-        /* the least share that routes c + 1 slots: round(nb x / 1000) */
-        long long x = (1000LL * (2 * c + 1) + 2LL * nb - 1) / (2LL * nb);
-        to = x < SL_KNOB_SHARE_UNIT ? (int)x : SL_KNOB_SHARE_UNIT;
-    }
+    if (nb > 0 && sl__gpu_route_count(nb, to) <= c)
+        to = sl__gpu_route_share(nb, c + 1);
     return to > max ? max : to;
 }
 
@@ -588,7 +585,7 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
         e.cpu_prep_max > 0) {
         double d = e.demand > 0 ? e.demand : m.rate;
         double keep = d > 0 ? share_for(d, 0.8 * e.cpu_prep_max, k) : 1;
-        int to = keep > 0 ? (int)ceil(keep * unit) : 0;
+        int need = keep > 0 ? (int)ceil(keep * unit) : 0, to = need;
         /* At most halved, by a step at least: where half is less than a
          * step, a step; a share under one, all of it (else a few per mille
          * would stay on the GPU for good). */
@@ -598,6 +595,16 @@ int sl__place_step(sl__place_t *p, const sl_snapshot_t *win, int n,
             to = lo;
         if (to < p->starve_floor) /* what a starved trainer was given */
             to = p->starve_floor;
+        /* The loader routes whole slots: a shed that moves none would be
+         * no trial. It goes on to the share one slot fewer takes where
+         * the CPU carries that and no floor stands in the way, else none;
+         * a share that routes no slot goes whole. */
+        int c = nb > 0 ? sl__gpu_route_count(nb, s) : -1;
+        if (c >= 0 && sl__gpu_route_count(nb, to) >= c) {
+            int fewer = c > 0 ? sl__gpu_route_share(nb, c) - 1 : 0;
+            to = c == 0 || (fewer >= need && fewer >= p->starve_floor) ? fewer
+                                                                       : s;
+        }
         if (to <= s - least) {
             *share = to;
             p->sheds++;

@@ -65,8 +65,9 @@
  *   - shed: no wait for 4 windows and the CPU could carry more of the
  *     batch within 80 % of prep_max: the share falls (at most halved,
  *     by a step at least — a step where half is less, all of a share
- *     under one where the CPU can carry all of the batch — to what
- *     that CPU capacity allows, hand-overs counted), giving the GPU
+ *     under one where the CPU can carry all of the batch — and by one
+ *     of a batch's slots at least, to what that CPU capacity allows,
+ *     hand-overs counted), giving the GPU
  *     back to the trainer — not while it is starved, nor below a share
  *     paid for it; a shed that brings a wait (stall up by a point, rate
  *     down 3 %, or the buffer draining) is undone, and the next shed

@@ -104,6 +104,18 @@ static void test_routing(void **state)
         }
     assert_int_equal(sl__gpu_route(-1, 10, 1000), 0);
     assert_int_equal(sl__gpu_route(10, 10, 1000), 0);
+    /* the least share that routes c slots: it does, one less does not */
+    for (int n = 1; n <= 300; n++)
+        for (int c = 1; c <= n; c++) {
+            int x = sl__gpu_route_share(n, c);
+            assert_true(x >= 1 && x <= 1000);
+            assert_true(sl__gpu_route_count(n, x) >= c);
+            assert_true(sl__gpu_route_count(n, x - 1) < c);
+        }
+    assert_int_equal(sl__gpu_route_share(8, 0), 0);
+    assert_int_equal(sl__gpu_route_share(8, 1), 63); /* 0.504 -> 1 */
+    assert_int_equal(sl__gpu_route_share(8, 9), 1000);
+    assert_int_equal(sl__gpu_route_share(0, 1), 0);
 }
 
 /* Why a machine without a usable stage has none: a build without the

@@ -196,6 +196,46 @@ static void test_a_small_share_is_shed_to_none(void **state)
     assert_int_equal(p.sheds, 2);
 }
 
+/* Calm windows at share s of batches of 8 whose four decoders, busy
+ * `dbusy`, make 372/s for a trainer taking 400/s: the share the rule's
+ * first decision sheds to, s where it sheds none. */
+static int shed_of_eight(int s, double dbusy)
+{
+    sl__place_t p;
+    sl__place_init(&p);
+    sl__limits_t lim = limits(4);
+    sl__knobs_t cur = {1, 4, 4, s};
+    char why[SL_SCHED_REASON];
+    int share = s, r = 0;
+    window(400, 0, 4, dbusy, 372, s, 28, 0.02);
+    for (int i = 0; i < N; i++) {
+        w[i].samples_total = 8000;
+        w[i].batches_total = 1000;
+    }
+    for (int i = 0; i < 2 * SL_PLACE_CALM && !r; i++)
+        r = sl__place_step(&p, w, N, &lim, &cur, &share, why, sizeof why);
+    assert_int_equal(r, share != s);
+    return share;
+}
+
+/* The loader routes whole slots: a shed moves at least one. At 130 one
+ * of 8 slots is the GPU's, and so it is at 80 (a step less) and at 65
+ * (halved): the shed goes on to 62, the share that routes none, where the
+ * CPU carries it (four decoders could make 744/s at half their time) —
+ * not where it carries no more than 70 per mille short of the demand
+ * (busy 0.8: they could make 465/s, 80 % of it 372 of 400/s), nor below
+ * 62 (routes no slot: goes whole). */
+static void test_a_shed_moves_a_slot(void **state)
+{
+    (void)state;
+    assert_int_equal(shed_of_eight(130, 0.5), 62);
+    assert_int_equal(shed_of_eight(62, 0.5), 0);
+    assert_int_equal(shed_of_eight(130, 0.8), 130);
+    assert_int_equal(shed_of_eight(62, 0.8), 0);
+    /* two slots at 200; 100, halved, routes one: no further */
+    assert_int_equal(shed_of_eight(200, 0.5), 100);
+}
+
 /* A fresh rule on a window where the trainer waits 30 % and the CPU is
  * short (a raise is due), with NVML reporting the GPU's use `util` and its
  * JPEG decoders' `jpg` in each period (present 0: no NVML): 1 when it
@@ -840,6 +880,7 @@ int main(void)
         cmocka_unit_test(
             test_calm_sheds_and_a_shed_that_brings_waits_is_undone),
         cmocka_unit_test(test_a_small_share_is_shed_to_none),
+        cmocka_unit_test(test_a_shed_moves_a_slot),
         cmocka_unit_test(test_no_raise_when_nvml_says_the_gpu_is_full),
         cmocka_unit_test(test_nothing_without_the_scheduler_placing),
         cmocka_unit_test(test_the_tick_places_first_and_alone),
