@@ -15,12 +15,15 @@ and reacts to the hog), so a lease measures the real thing against them.
 
     python3 bench/gpu/sim_placement.py [--sluice build/sluice]
         [--seeds 1,2,3] [--slow 0,0.3,1] [--duration 40] [--rl FILE] [--json]
+        [--plot FILE.png]
 
 With --rl, a column `rl`: placement auto under `--policy rl --policy-file
 FILE`, a policy that places with its own share head (docs/POLICY.md,
 "Placement"; `sluice train-policy --gpu`) in place of the rule. Prints one
 row per case (medians over seeds) and, with --json, a line
-"sim_placement: {...}"."""
+"sim_placement: {...}". With --plot, `sluice plot` draws the hog that
+leaves, placement cpu against auto over time, on the first seed and
+gpu_slow (docs/img/gpu/hog-sim.png is `--plot` of the defaults)."""
 import argparse
 import json
 import os
@@ -103,6 +106,20 @@ def hog_row(row, place, a, prof, seeds, bound, duration, events, t0, t1):
     row[place + "_share"] = statistics.median(shares)
 
 
+def plot_hog(a, prof, events, duration, title):
+    """`sluice plot` of placement cpu against auto (and rl where asked) on
+    the first seed with the hog's events, to a.plot."""
+    with tempfile.TemporaryDirectory() as d:
+        places = ("cpu", "auto") + (("rl",) if a.rl else ())
+        files = [os.path.join(d, f"{p}.jsonl") for p in places]
+        for place, f in zip(places, files):
+            simulate(a.sluice, prof, 16, place, int(a.seeds.split(",")[0]),
+                     duration, events=events, telemetry=f)
+        subprocess.run([a.sluice, "plot", *files, "-o", a.plot, "--labels",
+                        ",".join(f"placement {p}" for p in places),
+                        "--title", title], check=True)
+
+
 def rl_note(row):
     """The `rl` column of a hog row, where it was run."""
     return (f", rl {row['rl']:.1%} (share {row['rl_share']})"
@@ -122,6 +139,9 @@ def main():
                          "rate over the last 30 s")
     ap.add_argument("--rl", metavar="FILE",
                     help="also placement auto under this rl policy")
+    ap.add_argument("--plot", metavar="FILE.png|FILE.svg",
+                    help="also draw the hog that leaves (the first seed and "
+                         "gpu_slow): placement cpu against auto over time")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.rl:
@@ -227,6 +247,12 @@ def main():
                     half, gone_end - 30)
             del row[place + "_after"]
         gone.append(row)
+        if a.plot and not any(r["model"] == model for r in gone[:-1]):
+            plot_hog(a, prof, f"{half:g}:interfere=17,{gone_at:g}:"
+                     f"interfere=0", gone_end,
+                     f"simulated, not measured: {model} b{batch}, 16 "
+                     f"threads, a hog on half the CPU {half:g}-{gone_at:g}"
+                     f" s, gpu_slow {slow:g}")
         print(f"hog gone ({model}, batch {batch}, 17 busy threads from "
               f"{half:g} s to {gone_at:g} s of {gone_end:g}), gpu_slow "
               f"{slow}: last 30 s cpu {row['cpu']:.1%}, auto "

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -89,20 +90,22 @@ static FILE *temp_file(char *tmpl)
     return f;
 }
 
-/* The three temp files of one plot: the table, the script, gnuplot's
- * stderr. A path is set only once its file exists. */
+/* The temp files of one plot: the tables (one a run), the script,
+ * gnuplot's stderr. have_data counts the tables that exist; a path is set
+ * only once its file exists. */
 typedef struct {
-    char data[4096], script[4096], err[4096];
+    char data[SL__PLOT_MAX_RUNS][4096], script[4096], err[4096];
     int have_data, have_script, have_err;
 } temps_t;
 
 static void temps_remove(const sl__plot_opts_t *o, temps_t *t)
 {
     if (o->keep_temps && (t->have_data || t->have_script))
-        say(o, "kept %s and %s", t->have_data ? t->data : "-",
+        say(o, "kept %s%s and %s", t->have_data ? t->data[0] : "-",
+            t->have_data > 1 ? " (and the other runs' tables)" : "",
             t->have_script ? t->script : "-");
-    if (t->have_data && !o->keep_temps)
-        unlink(t->data);
+    for (int i = 0; i < t->have_data && !o->keep_temps; i++)
+        unlink(t->data[i]);
     if (t->have_script && !o->keep_temps)
         unlink(t->script);
     if (t->have_err)
@@ -124,35 +127,74 @@ static int no_temp(const char *tmpdir, char *err, size_t errlen)
                     tmpdir, strerror(errno));
 }
 
-/* The table of o->input at t->data. */
-static int make_table(const sl__plot_opts_t *o, const char *tmpdir, temps_t *t,
-                      sl__plot_table_t *tb, char *err, size_t errlen)
+/* The table of telemetry file `input` at t's next data path, checked: a
+ * warning for skipped lines, an error for none valid. */
+static int make_table(const sl__plot_opts_t *o, const char *input,
+                      const char *tmpdir, temps_t *t, sl__plot_table_t *tb,
+                      char *err, size_t errlen)
 {
-    FILE *in = fopen(o->input, "r");
+    char *path = t->data[t->have_data];
+    int n1 = snprintf(path, sizeof t->data[0], "%s/sluice-plot-XXXXXX", tmpdir);
+    if (n1 < 0 || (size_t)n1 >= sizeof t->data[0])
+        return sl__fail(err, errlen, SL_EINVAL, "TMPDIR too long");
+    FILE *in = fopen(input, "r");
     if (!in)
-        return sl__fail(err, errlen, SL_EIO, "cannot open %s: %s", o->input,
+        return sl__fail(err, errlen, SL_EIO, "cannot open %s: %s", input,
                         strerror(errno));
     struct stat st;
     if (fstat(fileno(in), &st) == 0 && S_ISDIR(st.st_mode)) {
         fclose(in);
-        return sl__fail(err, errlen, SL_EIO, "%s is a directory", o->input);
+        return sl__fail(err, errlen, SL_EIO, "%s is a directory", input);
     }
-    FILE *df = temp_file(t->data);
+    FILE *df = temp_file(path);
     if (!df) {
         int rc = no_temp(tmpdir, err, errlen);
         fclose(in);
         return rc;
     }
-    t->have_data = 1;
+    t->have_data++;
     int rerr = sl__plot_table_write(in, df, tb);
     int re = errno;
     fclose(in);
     if (rerr) {
         fclose(df);
-        return sl__fail(err, errlen, SL_EIO, "reading %s: %s", o->input,
+        return sl__fail(err, errlen, SL_EIO, "reading %s: %s", input,
                         strerror(re));
     }
-    return close_written(df, t->data, err, errlen);
+    int rc = close_written(df, path, err, errlen);
+    if (rc)
+        return rc;
+    if (tb->st.malformed)
+        say(o, "%s: skipped %ld malformed line%s (first: line %ld)", input,
+            tb->st.malformed, tb->st.malformed == 1 ? "" : "s",
+            tb->st.first_bad);
+    if (!tb->st.points)
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "%s: no valid telemetry lines (JSON objects with a "
+                        "numeric \"t\")",
+                        input);
+    return 0;
+}
+
+/* The script at t->script, written by write(f, arg). */
+static int make_script(const char *tmpdir, temps_t *t,
+                       void (*write)(FILE *, const void *), const void *arg,
+                       char *err, size_t errlen)
+{
+    FILE *sf = temp_file(t->script);
+    if (!sf)
+        return no_temp(tmpdir, err, errlen);
+    t->have_script = 1;
+    write(sf, arg);
+    int rc = close_written(sf, t->script, err, errlen);
+    if (rc)
+        return rc;
+    int efd = mkstemp(t->err);
+    if (efd < 0)
+        return no_temp(tmpdir, err, errlen);
+    close(efd);
+    t->have_err = 1;
+    return 0;
 }
 
 /* Runs gnuplot on t->script; checks that it drew o->output. */
@@ -178,61 +220,113 @@ static int draw(const sl__plot_opts_t *o, temps_t *t, char *err, size_t errlen)
                     o->output);
 }
 
+/* The name a file gets in a title or legend: its last path part. */
+static const char *base_name(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b && b[1] ? b + 1 : path;
+}
+
+typedef struct {
+    const sl__plot_opts_t *o;
+    const temps_t *t;
+    const sl__plot_table_t *tb;
+    const char *title;
+} one_t;
+
+static void write_one(FILE *f, const void *arg)
+{
+    const one_t *a = arg;
+    sl__plot_script_write(f, a->t->data[0], a->o->output, a->o->png, a->o->raw,
+                          a->title, a->tb);
+}
+
+typedef struct {
+    const sl__plot_opts_t *o;
+    const char *data[SL__PLOT_MAX_RUNS], *labels[SL__PLOT_MAX_RUNS];
+    const sl__plot_table_t *tb;
+    const char *title;
+} cmp_t;
+
+static void write_cmp(FILE *f, const void *arg)
+{
+    const cmp_t *a = arg;
+    sl__plot_compare_script_write(f, a->data, a->labels, a->tb, a->o->ninputs,
+                                  a->o->output, a->o->png, a->title);
+}
+
+/* Draws o: one run (tb[0]) or o->ninputs compared (tb[0..ninputs)). */
 static int plot(const sl__plot_opts_t *o, temps_t *t, sl__plot_table_t *tb,
                 char *err, size_t errlen)
 {
     const char *tmpdir = o->tmpdir && *o->tmpdir ? o->tmpdir : "/tmp";
-    int n1 = snprintf(t->data, sizeof t->data, "%s/sluice-plot-XXXXXX", tmpdir);
-    snprintf(t->script, sizeof t->script, "%s/sluice-plot-XXXXXX", tmpdir);
+    int n1 =
+        snprintf(t->script, sizeof t->script, "%s/sluice-plot-XXXXXX", tmpdir);
     snprintf(t->err, sizeof t->err, "%s/sluice-plot-XXXXXX", tmpdir);
-    if (n1 < 0 || (size_t)n1 >= sizeof t->data)
+    if (n1 < 0 || (size_t)n1 >= sizeof t->script)
         return sl__fail(err, errlen, SL_EINVAL, "TMPDIR too long");
-    int rc = make_table(o, tmpdir, t, tb, err, errlen);
-    if (rc)
-        return rc;
-    if (tb->st.malformed)
-        say(o, "%s: skipped %ld malformed line%s (first: line %ld)", o->input,
-            tb->st.malformed, tb->st.malformed == 1 ? "" : "s",
-            tb->st.first_bad);
-    if (!tb->st.points)
-        return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: no valid telemetry lines (JSON objects with a "
-                        "numeric \"t\")",
-                        o->input);
-
+    int runs = o->ninputs >= 2 ? o->ninputs : 1, rc;
+    if (runs > SL__PLOT_MAX_RUNS)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "%d files to compare: at most %d", runs,
+                        SL__PLOT_MAX_RUNS);
+    for (int i = 0; i < runs; i++)
+        if ((rc = make_table(o, runs > 1 ? o->inputs[i] : o->input, tmpdir, t,
+                             &tb[i], err, errlen)))
+            return rc;
     char deftitle[512];
-    const char *title = o->title;
-    if (!title) {
-        const char *base = strrchr(o->input, '/');
-        snprintf(deftitle, sizeof deftitle, "sluice telemetry: %s",
-                 base ? base + 1 : o->input);
-        title = deftitle;
+    if (runs == 1) {
+        one_t a = {o, t, tb, o->title};
+        if (!a.title) {
+            snprintf(deftitle, sizeof deftitle, "sluice telemetry: %s",
+                     base_name(o->input));
+            a.title = deftitle;
+        }
+        rc = make_script(tmpdir, t, write_one, &a, err, errlen);
+    } else {
+        cmp_t a = {o, {NULL}, {NULL}, tb, o->title};
+        size_t used = (size_t)snprintf(deftitle, sizeof deftitle,
+                                       "sluice telemetry compared:");
+        for (int i = 0; i < runs; i++) {
+            a.data[i] = t->data[i];
+            a.labels[i] = o->labels && o->labels[i] ? o->labels[i]
+                                                    : base_name(o->inputs[i]);
+            if (used < sizeof deftitle)
+                used +=
+                    (size_t)snprintf(deftitle + used, sizeof deftitle - used,
+                                     "%s %s", i ? "," : "", a.labels[i]);
+        }
+        if (!a.title)
+            a.title = deftitle;
+        rc = make_script(tmpdir, t, write_cmp, &a, err, errlen);
     }
-    FILE *sf = temp_file(t->script);
-    if (!sf)
-        return no_temp(tmpdir, err, errlen);
-    t->have_script = 1;
-    sl__plot_script_write(sf, t->data, o->output, o->png, o->raw, title, tb);
-    if ((rc = close_written(sf, t->script, err, errlen)))
-        return rc;
-    int efd = mkstemp(t->err);
-    if (efd < 0)
-        return no_temp(tmpdir, err, errlen);
-    close(efd);
-    t->have_err = 1;
-    return draw(o, t, err, errlen);
+    return rc ? rc : draw(o, t, err, errlen);
 }
 
 int sl__plot(const sl__plot_opts_t *o, sl__plot_stats_t *st, char *err,
              size_t errlen)
 {
-    temps_t t;
-    memset(&t, 0, sizeof t);
-    sl__plot_table_t tb;
-    memset(&tb, 0, sizeof tb);
-    int rc = plot(o, &t, &tb, err, errlen);
-    temps_remove(o, &t);
-    if (st)
-        *st = tb.st;
+    temps_t *t = calloc(1, sizeof *t);
+    sl__plot_table_t *tb = calloc(SL__PLOT_MAX_RUNS, sizeof *tb);
+    if (!t || !tb) {
+        free(t);
+        free(tb);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    int rc = plot(o, t, tb, err, errlen);
+    temps_remove(o, t);
+    if (st) {
+        *st = tb[0].st;
+        for (int i = 1; i < o->ninputs && i < SL__PLOT_MAX_RUNS; i++) {
+            st->points += tb[i].st.points;
+            st->malformed += tb[i].st.malformed;
+            st->samples += tb[i].st.samples;
+            st->seconds += tb[i].st.seconds;
+            st->tmin = fmin(st->tmin, tb[i].st.tmin);
+            st->tmax = fmax(st->tmax, tb[i].st.tmax);
+        }
+    }
+    free(t);
+    free(tb);
     return rc;
 }

@@ -120,4 +120,16 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
                            int raw, const char *title,
                            const sl__plot_table_t *tb);
 
+/* s as a gnuplot single-quoted string: no escapes there but '' for a
+ * quote; control characters (a title from the shell may hold a newline)
+ * become spaces. */
+void sl__plot_put_quoted(FILE *f, const char *s);
+
+/* The comparison's script (plot_compare.c): the tables data[0..n), their
+ * runs named labels[i], drawn over each other to out. */
+void sl__plot_compare_script_write(FILE *f, const char *const *data,
+                                   const char *const *labels,
+                                   const sl__plot_table_t *tb, int n,
+                                   const char *out, int png, const char *title);
+
 #endif

@@ -8,10 +8,7 @@
 
 #include "telemetry/plot_internal.h"
 
-/* s as a gnuplot single-quoted string: no escapes there but '' for a quote;
- * control characters (a title from the shell may hold a newline) become
- * spaces. */
-static void put_quoted(FILE *f, const char *s)
+void sl__plot_put_quoted(FILE *f, const char *s)
 {
     fputc('\'', f);
     for (; *s; s++) {
@@ -147,7 +144,7 @@ static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
     char text[320];
     snprintf(text, sizeof text, "decisions (%ld):", tb->ndec_all);
     fprintf(f, "set label 98 ");
-    put_quoted(f, text);
+    sl__plot_put_quoted(f, text);
     fprintf(f, " at screen 0.02, screen %.6f font ',9'\n", y0);
     int n = tb->ndec < LISTED ? tb->ndec : LISTED;
     for (int k = 0; k < n; k++) {
@@ -160,14 +157,14 @@ static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
             snprintf(text, sizeof text, "%d  t %.2f s  %s %d -> %d: %s", k + 1,
                      d->t, d->knob[0] ? d->knob : "?", d->from, d->to, why);
         fprintf(f, "set label %d ", 200 + k);
-        put_quoted(f, text);
+        sl__plot_put_quoted(f, text);
         fprintf(f, " at screen 0.03, screen %.6f font ',9'\n",
                 y0 - (k + 1) * line);
     }
     if (tb->ndec_all > n) {
         snprintf(text, sizeof text, "... and %ld more", tb->ndec_all - n);
         fprintf(f, "set label 99 ");
-        put_quoted(f, text);
+        sl__plot_put_quoted(f, text);
         fprintf(f, " at screen 0.03, screen %.6f font ',9'\n",
                 y0 - (n + 1) * line);
     }
@@ -198,9 +195,9 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
     fprintf(f, "set terminal %s noenhanced size 1000,%d font 'Sans,11'\n",
             png ? "pngcairo" : "svg", h);
     fprintf(f, "set output ");
-    put_quoted(f, out);
+    sl__plot_put_quoted(f, out);
     fprintf(f, "\nset multiplot layout %d,1 title ", n);
-    put_quoted(f, title);
+    sl__plot_put_quoted(f, title);
     /* Fixed margins: every panel's plot area lines up whatever the width of
      * its tic labels, and the right strip holds the legends. */
     fprintf(f,
@@ -217,7 +214,7 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
         int last = k == n - 1;
         fprintf(f, "\n# panel %d\n", k + 1);
         fprintf(f, "set ylabel ");
-        put_quoted(f, pn->ylabel);
+        sl__plot_put_quoted(f, pn->ylabel);
         fprintf(f, "\n");
         if (last)
             fprintf(f, "set format x '%%g'\nset xlabel 't (s)'\n");
@@ -268,17 +265,17 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
                 continue;
             fprintf(f, "%s", any ? ", \\\n     " : "plot ");
             if (raw && se->raw >= 0 && isfinite(tb->max[se->raw])) {
-                put_quoted(f, data);
+                sl__plot_put_quoted(f, data);
                 fprintf(f, " using 1:");
                 fprintf(f, se->expr ? se->expr : "%d", se->raw + 1);
                 fprintf(f, " with points pt 7 ps 0.3 lc rgb '%s' title ",
                         se->color);
                 char t[96];
                 snprintf(t, sizeof t, "%s (raw)", se->title);
-                put_quoted(f, t);
+                sl__plot_put_quoted(f, t);
                 fprintf(f, ", \\\n     ");
             }
-            put_quoted(f, data);
+            sl__plot_put_quoted(f, data);
             fprintf(f, " using 1:");
             fprintf(f, se->expr ? se->expr : "%d", se->col + 1);
             if (on_y2(se))
@@ -290,7 +287,7 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
             else
                 fprintf(f, " with %s", se->style);
             fprintf(f, " lc rgb '%s' title ", se->color);
-            put_quoted(f, se->title);
+            sl__plot_put_quoted(f, se->title);
             any = 1;
         }
         if (!any)

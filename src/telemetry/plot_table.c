@@ -242,6 +242,11 @@ static void add_row(FILE *out, const double v[SL__PC_N], sl__plot_table_t *tb)
         tb->st.tmin = v[SL__PC_T];
     if (v[SL__PC_T] > tb->st.tmax)
         tb->st.tmax = v[SL__PC_T];
+    double dt = v[SL__PC_INTERVAL], sps = v[SL__PC_SPS];
+    if (isfinite(dt) && dt > 0 && isfinite(sps)) {
+        tb->st.samples += sps * dt;
+        tb->st.seconds += dt;
+    }
     tb->st.points++;
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end tests of `sluice plot`: a hand-written telemetry file (null
 # values, a malformed line, a panel with no data), one from a real short
-# run and one with a scheduler decision (smoothed rates, --raw), each drawn to SVG and PNG; temp files removed; the errors (missing
-# file, empty file, bad extension, gnuplot absent) exit non-zero and say why.
+# run and one with a scheduler decision (smoothed rates, --raw), each drawn to SVG and PNG; runs compared (each run's mean,
+# labels, the GPU share panel where a run has a stage); temp files removed; the errors (missing
+# file, empty file, bad extension, --labels miscounted, gnuplot absent) exit non-zero and say why.
 set -uo pipefail
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "SKIP: gnuplot not installed"
@@ -97,6 +98,33 @@ check "cache: disk tier hit rate drawn" grep -q "disk tier hit rate" "$T/cache.s
 check "cache: stored / raw drawn" grep -q "cache stored / raw bytes" "$T/cache.svg"
 check "cache: well-formed XML" is_svg "$T/cache.svg"
 
+# Runs compared: two files over each other, each run's mean rate in its
+# legend (hand.jsonl has no interval: no mean), the GPU share panel only
+# where a run has a stage, labels from --labels or the files' names.
+cat > "$T/gpu.jsonl" <<'JL'
+{"t": 0.5, "interval_s": 0.5, "samples_per_s": 400, "stall_fraction": 0.2, "cpu_self": 0.5, "cpu_other": 0.4, "placement": {"gpu_share": 0}}
+{"t": 1.0, "interval_s": 0.5, "samples_per_s": 600, "stall_fraction": 0, "cpu_self": 0.3, "cpu_other": 0.4, "placement": {"gpu_share": 500}}
+JL
+"$S" plot "$T/dec.jsonl" "$T/gpu.jsonl" -o "$T/cmp.svg" --labels "before,after" >"$T/cmp.out" 2>"$T/cmp.err"
+check "compare: exit 0" test $? -eq 0
+check "compare: well-formed XML" is_svg "$T/cmp.svg"
+check "compare: says what it wrote" grep -q "wrote $T/cmp.svg" "$T/cmp.out"
+# dec.jsonl: 640 x 0.1 + 1280 x 0.1 + 640 x 0.1 over 0.3 s; gpu.jsonl: 500/s
+check "compare: each run's mean rate" grep -q "before (mean 853/s)" "$T/cmp.svg"
+check "compare: the other's" grep -q "after (mean 500/s)" "$T/cmp.svg"
+check "compare: the GPU share panel" grep -q "GPU share (%)" "$T/cmp.svg"
+check "compare: default title names the runs" grep -q "sluice telemetry compared: before, after" "$T/cmp.svg"
+"$S" plot "$T/dec.jsonl" "$T/hand.jsonl" -o "$T/cmp2.png" >/dev/null 2>"$T/cmp2.err"
+check "compare without a stage: exit 0" test $? -eq 0
+check "compare without a stage: PNG magic" is_png "$T/cmp2.png"
+check "compare: a file's malformed line named" grep -q "hand.jsonl: skipped 1 malformed line" "$T/cmp2.err"
+SLUICE_PLOT_KEEP=1 "$S" plot "$T/dec.jsonl" "$T/hand.jsonl" -o "$T/cmp3.svg" >/dev/null 2>&1
+check "compare: no GPU share panel without a stage" eval '! grep -q "GPU share" "$T/cmp3.svg"'
+check "compare: labels default to the files' names" grep -q "hand.jsonl" "$T/cmp3.svg"
+check "compare: a table a run kept" test "$(grep -l '^# t samples_per_s' "$TMPDIR"/* | wc -l)" -eq 2
+rm -f "$TMPDIR"/*
+check "temp files removed after the comparisons" test -z "$(ls -A "$TMPDIR")"
+
 # Errors: non-zero exit, a message naming the cause, no picture left behind.
 err() { # err NAME WANT_RC PATTERN -- ARGS...
   local name=$1 want=$2 pat=$3; shift 4
@@ -115,6 +143,12 @@ err "only junk" 1 "skipped 4 malformed lines" -- "$T/junk.jsonl" -o "$T/x.svg"
 err "bad extension" 2 "name it .svg or .png" -- "$T/run.jsonl" -o "$T/x.jpg"
 err "no extension" 2 "unknown output type" -- "$T/run.jsonl" -o "$T/x"
 err "no -o" 2 "no output given" -- "$T/run.jsonl"
+err "labels, too few" 2 "gives 1 name for 2 files" -- "$T/run.jsonl" "$T/dec.jsonl" -o "$T/x.svg" --labels a
+err "labels, one file" 2 "names files compared" -- "$T/run.jsonl" -o "$T/x.svg" --labels a
+err "raw compared" 2 "draws one file" -- "$T/run.jsonl" "$T/dec.jsonl" -o "$T/x.svg" --raw
+err "compared, one missing" 1 "cannot open $T/nope.jsonl" -- "$T/run.jsonl" "$T/nope.jsonl" -o "$T/x.svg"
+err "compared, one empty" 1 "empty.jsonl: no valid telemetry lines" -- "$T/run.jsonl" "$T/empty.jsonl" -o "$T/x.svg"
+err "nine compared" 2 "expected" -- "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" "$T/run.jsonl" -o "$T/x.svg"
 check "no picture left by the errors" test ! -e "$T/x.svg" -a ! -e "$T/x.jpg"
 PATH=/nonexistent "$S" plot "$T/run.jsonl" -o "$T/y.svg" >/dev/null 2>"$T/err.txt"
 check "gnuplot absent: exit 1" test $? -eq 1
