@@ -63,54 +63,22 @@ void sl__plot_compare_script_write(FILE *f, const char *const *data,
                                    const sl__plot_table_t *tb, int n,
                                    const char *out, int png, const char *title)
 {
-    double x0 = INFINITY, x1 = -INFINITY;
+    double tmin = INFINITY, tmax = -INFINITY, x0, x1;
     for (int i = 0; i < n; i++) {
-        x0 = fmin(x0, tb[i].st.tmin);
-        x1 = fmax(x1, tb[i].st.tmax);
+        tmin = fmin(tmin, tb[i].st.tmin);
+        tmax = fmax(tmax, tb[i].st.tmax);
     }
-    if (x0 > 0 && x0 < 0.05 * (x1 - x0))
-        x0 = 0;
-    if (!(x1 > x0)) {
-        x0 -= 1;
-        x1 += 1;
-    }
+    sl__plot_xrange(tmin, tmax, &x0, &x1);
     int show[NCPANELS], np = 0;
     for (int p = 0; p < NCPANELS; p++)
         if (p != SHARE_PANEL || isfinite(top_of(tb, n, cpanels[p].col)))
             show[np++] = p;
-    int h = 230 * np;
-    fprintf(f, "set terminal %s noenhanced size 1000,%d font 'Sans,11'\n",
-            png ? "pngcairo" : "svg", h);
-    fprintf(f, "set output ");
-    sl__plot_put_quoted(f, out);
-    fprintf(f, "\nset multiplot layout %d,1 title ", np);
-    sl__plot_put_quoted(f, title);
-    fprintf(f,
-            " font ',13' margins 0.09,0.72,0.06,0.94 spacing 0,0.018\n"
-            "set xrange [%.9g:%.9g]\n"
-            "set grid xtics ytics lc rgb '#dddddd'\n"
-            "set key outside right top Left reverse samplen 2.5\n"
-            "set border lw 0.8\n"
-            "set ytics nomirror\n",
-            x0, x1);
+    sl__plot_begin(f, out, png, 230 * np, np, title, 0.72, 0.06, 0.94, 0.018,
+                   x0, x1);
     for (int k = 0; k < np; k++) {
         const cpanel_t *pn = &cpanels[show[k]];
-        int last = k == np - 1;
-        fprintf(f, "\n# panel %d\nset ylabel ", k + 1);
-        sl__plot_put_quoted(f, pn->ylabel);
-        fprintf(f, "\n%s\n",
-                last ? "set format x '%g'\nset xlabel 't (s)'"
-                     : "set format x ''\nunset xlabel");
         double top = fmax(top_of(tb, n, pn->col), top_of(tb, n, pn->col2));
-        if (pn->percent)
-            top *= 100;
-        if (!(top > 0))
-            top = 1;
-        if (pn->percent && top >= 50)
-            top = 100;
-        fprintf(f, "set yrange [%.6g:%.6g]\n", -0.04 * top, 1.08 * top);
-        fprintf(f, pn->percent && top == 100 ? "set ytics 0, 20, 100\n"
-                                             : "set ytics autofreq\n");
+        sl__plot_panel(f, k, pn->ylabel, k == np - 1, top, pn->percent, 0);
         int any = 0;
         for (int i = 0; i < n; i++) {
             char t[256];
@@ -131,10 +99,7 @@ void sl__plot_compare_script_write(FILE *f, const char *const *data,
             }
         }
         if (!any)
-            fprintf(f, "set yrange [0:1]\n"
-                       "set label 1 'no data' at graph 0.5, 0.5 center\n"
-                       "plot -1 notitle\n"
-                       "unset label 1");
+            sl__plot_no_data(f);
         fprintf(f, "\n");
     }
     fprintf(f, "\nunset multiplot\nunset output\n");

@@ -125,6 +125,23 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
  * become spaces. */
 void sl__plot_put_quoted(FILE *f, const char *s);
 
+/* The rules both scripts draw by (plot_script.c). The x axis over
+ * [tmin, tmax]: from 0 unless the file is a late excerpt of a long run. */
+void sl__plot_xrange(double tmin, double tmax, double *x0, double *x1);
+/* The terminal (h pixels high), the output, `panels` stacked under the
+ * title with fixed margins (the legends right of `right`, the panels from
+ * `bottom` to `top` of the screen, `spacing` apart), the x range. */
+void sl__plot_begin(FILE *f, const char *out, int png, int h, int panels,
+                    const char *title, double right, double bottom, double top,
+                    double spacing, double x0, double x1);
+/* Panel k's label, its x tics (numbered on the last) and its y range for
+ * values up to top (0..1 shares drawn as %, where percent; whole: tics at
+ * each whole number up to 8, for knobs). */
+void sl__plot_panel(FILE *f, int k, const char *ylabel, int last, double top,
+                    int percent, int whole);
+/* A panel without a value: its frame and "no data". */
+void sl__plot_no_data(FILE *f);
+
 /* The comparison's script (plot_compare.c): the tables data[0..n), their
  * runs named labels[i], drawn over each other to out. */
 void sl__plot_compare_script_write(FILE *f, const char *const *data,

@@ -21,6 +21,78 @@ void sl__plot_put_quoted(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+void sl__plot_xrange(double tmin, double tmax, double *x0, double *x1)
+{
+    /* t counts from the loader's creation: start the axis at 0 unless the
+     * file is a late excerpt of a long run. */
+    *x0 = tmin, *x1 = tmax;
+    if (*x0 > 0 && *x0 < 0.05 * (*x1 - *x0))
+        *x0 = 0;
+    if (!(*x1 > *x0)) { /* one point: gnuplot refuses an empty range */
+        *x0 -= 1;
+        *x1 += 1;
+    }
+}
+
+void sl__plot_begin(FILE *f, const char *out, int png, int h, int panels,
+                    const char *title, double right, double bottom, double top,
+                    double spacing, double x0, double x1)
+{
+    fprintf(f, "set terminal %s noenhanced size 1000,%d font 'Sans,11'\n",
+            png ? "pngcairo" : "svg", h);
+    fprintf(f, "set output ");
+    sl__plot_put_quoted(f, out);
+    fprintf(f, "\nset multiplot layout %d,1 title ", panels);
+    sl__plot_put_quoted(f, title);
+    /* Fixed margins: every panel's plot area lines up whatever the width of
+     * its tic labels, and the right strip holds the legends. */
+    fprintf(f,
+            " font ',13' margins 0.09,%.6f,%.6f,%.6f spacing 0,%.6f\n"
+            "set xrange [%.9g:%.9g]\n"
+            "set grid xtics ytics lc rgb '#dddddd'\n"
+            "set key outside right top Left reverse samplen 2.5\n"
+            "set border lw 0.8\n"
+            "set ytics nomirror\n",
+            right, bottom, top, spacing, x0, x1);
+}
+
+void sl__plot_panel(FILE *f, int k, const char *ylabel, int last, double top,
+                    int percent, int whole)
+{
+    fprintf(f, "\n# panel %d\nset ylabel ", k + 1);
+    sl__plot_put_quoted(f, ylabel);
+    fprintf(f, "\n");
+    if (last)
+        fprintf(f, "set format x '%%g'\nset xlabel 't (s)'\n");
+    else
+        fprintf(f, "set format x ''\nunset xlabel\n");
+    /* y ranges are set here, not autoscaled: all these values are >= 0, a
+     * line at 0 or at the top must not hide under the border, a constant
+     * must not blow up to a band around itself, and shares near 100 % read
+     * best on a 0..100 scale. */
+    if (percent)
+        top *= 100;
+    if (!(top > 0))
+        top = 1;
+    if (percent && top >= 50)
+        top = 100;
+    fprintf(f, "set yrange [%.6g:%.6g]\n", -0.04 * top, 1.08 * top);
+    if (percent && top == 100)
+        fprintf(f, "set ytics 0, 20, 100\n");
+    else if (whole && top <= 8)
+        fprintf(f, "set ytics 0, 1\n");
+    else
+        fprintf(f, "set ytics autofreq\n");
+}
+
+void sl__plot_no_data(FILE *f)
+{
+    fprintf(f, "set yrange [0:1]\n"
+               "set label 1 'no data' at graph 0.5, 0.5 center\n"
+               "plot -1 notitle\n"
+               "unset label 1");
+}
+
 typedef struct {
     int col;           /* SL__PC_*: smoothed for a rate */
     int raw;           /* the raw column drawn as points with --raw; -1 none */
@@ -174,15 +246,8 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
                            int raw, const char *title,
                            const sl__plot_table_t *tb)
 {
-    /* t counts from the loader's creation: start the axis at 0 unless the
-     * file is a late excerpt of a long run. */
-    double x0 = tb->st.tmin, x1 = tb->st.tmax;
-    if (x0 > 0 && x0 < 0.05 * (x1 - x0))
-        x0 = 0;
-    if (!(x1 > x0)) { /* one point: gnuplot refuses an empty range */
-        x0 -= 1;
-        x1 += 1;
-    }
+    double x0, x1;
+    sl__plot_xrange(tb->st.tmin, tb->st.tmax, &x0, &x1);
     /* The request panel only for runs that made requests. */
     int show[NPANELS], n = 0;
     for (int p = 0; p < NPANELS; p++)
@@ -192,38 +257,12 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
     int base = 230 * n;
     int list = listed_lines(tb), h = base + LIST_PX * list;
     double bottom = (0.06 * base + LIST_PX * list) / h;
-    fprintf(f, "set terminal %s noenhanced size 1000,%d font 'Sans,11'\n",
-            png ? "pngcairo" : "svg", h);
-    fprintf(f, "set output ");
-    sl__plot_put_quoted(f, out);
-    fprintf(f, "\nset multiplot layout %d,1 title ", n);
-    sl__plot_put_quoted(f, title);
-    /* Fixed margins: every panel's plot area lines up whatever the width of
-     * its tic labels, and the right strip holds the legends. */
-    fprintf(f,
-            " font ',13' margins 0.09,0.78,%.6f,%.6f spacing 0,%.6f\n"
-            "set xrange [%.9g:%.9g]\n"
-            "set grid xtics ytics lc rgb '#dddddd'\n"
-            "set key outside right top Left reverse samplen 2.5\n"
-            "set border lw 0.8\n"
-            "set ytics nomirror\n",
-            bottom, 1 - 0.06 * base / h, 0.018 * base / h, x0, x1);
+    sl__plot_begin(f, out, png, h, n, title, 0.78, bottom, 1 - 0.06 * base / h,
+                   0.018 * base / h, x0, x1);
     int dots = tb->st.points <= 100;
     for (int k = 0; k < n; k++) {
         const panel_t *pn = &panels[show[k]];
         int last = k == n - 1;
-        fprintf(f, "\n# panel %d\n", k + 1);
-        fprintf(f, "set ylabel ");
-        sl__plot_put_quoted(f, pn->ylabel);
-        fprintf(f, "\n");
-        if (last)
-            fprintf(f, "set format x '%%g'\nset xlabel 't (s)'\n");
-        else
-            fprintf(f, "set format x ''\nunset xlabel\n");
-        /* y ranges are set here, not autoscaled: all these values are >= 0,
-         * a line at 0 or at the top must not hide under the border, a
-         * constant must not blow up to a band around itself, and shares
-         * near 100 % read best on a 0..100 scale. */
         double top = -INFINITY, top2 = -INFINITY;
         for (int i = 0; i < pn->nseries; i++) {
             const series_t *se = &pn->s[i];
@@ -239,19 +278,8 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
             fprintf(f, "set y2range [%.6g:%.6g]\nset y2tics autofreq\n",
                     -0.04 * top2, 1.08 * top2);
         }
-        if (pn->percent)
-            top *= 100;
-        if (!(top > 0))
-            top = 1;
-        if (pn->percent && top >= 50)
-            top = 100;
-        fprintf(f, "set yrange [%.6g:%.6g]\n", -0.04 * top, 1.08 * top);
-        if (pn->percent && top == 100)
-            fprintf(f, "set ytics 0, 20, 100\n");
-        else if (last && top <= 8)
-            fprintf(f, "set ytics 0, 1\n"); /* knobs are whole numbers */
-        else
-            fprintf(f, "set ytics autofreq\n");
+        /* knobs are whole numbers */
+        sl__plot_panel(f, k, pn->ylabel, last, top, pn->percent, last);
         /* gnuplot stops at a plot whose points are all undefined, so a
          * column with no value is left out; a panel with none keeps its
          * frame, a clipped constant and a note. */
@@ -291,10 +319,7 @@ void sl__plot_script_write(FILE *f, const char *data, const char *out, int png,
             any = 1;
         }
         if (!any)
-            fprintf(f, "set yrange [0:1]\n"
-                       "set label 1 'no data' at graph 0.5, 0.5 center\n"
-                       "plot -1 notitle\n"
-                       "unset label 1");
+            sl__plot_no_data(f);
         fprintf(f, "\n");
         if (isfinite(top2))
             fprintf(f, "unset y2tics\n");
