@@ -212,8 +212,10 @@ typedef struct sl_options {
     /** 1: the cache holds decoded images (full size, RGB), so a hit skips
      *  the read and the entropy decoding; crop, resize, flip and convert
      *  still run per epoch. Implies no_dct_scale: every sample, hit or
-     *  not, is the no_dct_scale stream's, byte for byte [0: encoded
-     *  bytes]. */
+     *  not, is the no_dct_scale stream's, byte for byte. Keeps the GPU
+     *  stage out (its pixels are the CPU's): placement GPU fails, AUTO
+     *  runs on the CPU saying why; the encoded tier works beside the
+     *  stage [0: encoded bytes]. */
     int cache_decoded;
     /** How new cache entries are stored: sl_cache_codec_t
      *  [SL_CACHE_CODEC_AUTO: chosen at run time from what is measured,

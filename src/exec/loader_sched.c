@@ -14,14 +14,16 @@
 _Static_assert(SL_WORKERS_MAX == SL_KNOB_MAX_THREADS,
                "the budget rule's worker limit is the engine's");
 
-/* A budget that holds no batch beside the stage (why): placement gpu
- * fails, auto gives the stage up and decodes on the CPU, saying why. */
-static int stage_unaffordable(sl_loader_t *l, const char *why, char *err,
-                              size_t errlen)
+/* No GPU stage after all, for `why`: placement gpu fails with `code`
+ * naming it; auto gives the stage up (where made) and decodes on the
+ * CPU, saying why (placement.why). */
+static int give_up_stage(sl_loader_t *l, int code, const char *why, char *err,
+                         size_t errlen)
 {
     if (l->place.asked == SL_PLACEMENT_GPU)
-        return sl__fail(err, errlen, SL_ERANGE, "placement gpu: %s", why);
-    l->stage->destroy(l->stage);
+        return sl__fail(err, errlen, code, "placement gpu: %s", why);
+    if (l->stage && l->stage_owned)
+        l->stage->destroy(l->stage);
     l->stage = NULL;
     l->stage_owned = 0;
     l->place.gpu = 0;
@@ -45,7 +47,7 @@ static int charge_stage(sl_loader_t *l, const sl_options_t *given,
              "the memory budget (%lld B) holds no batch of %zu B beside the "
              "GPU stage's %zu B of pinned memory",
              (long long)given->max_memory_bytes, l->batch_bytes, st.host_bytes);
-    return stage_unaffordable(l, why, err, errlen);
+    return give_up_stage(l, SL_ERANGE, why, err, errlen);
 }
 
 /* A GPU memory budget holds the device batches beside the stage: what
@@ -67,7 +69,7 @@ static int charge_device(sl_loader_t *l, const sl_options_t *given,
              "gpu_memory_bytes (%lld B) holds no device batch of %zu B "
              "beside the GPU stage's %zu B",
              (long long)given->gpu_memory_bytes, l->batch_bytes, st.dev_bytes);
-    return stage_unaffordable(l, why, err, errlen);
+    return give_up_stage(l, SL_ERANGE, why, err, errlen);
 }
 
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
@@ -99,6 +101,15 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     rc = sl__placement_resolve(given->placement, share_asked, places,
                                places ? sl__gpu_count() : 0, &l->place, err,
                                errlen);
+    /* The decoded tier of the sample cache holds the CPU path's pixels
+     * and fills from its decodes: with it every sample is the CPU's (a
+     * hit on the GPU's slots would change path with the timing). */
+    if (!rc && l->place.gpu && given->cache_decoded && given->cache_bytes > 0)
+        rc = give_up_stage(l, SL_EUNSUPPORTED,
+                           "no GPU stage: the decoded sample cache "
+                           "(cache_decoded) keeps every sample on the CPU "
+                           "path",
+                           err, errlen);
     if (!rc)
         rc = sl__loader_gpu_open(l, err, errlen);
     if (!rc)
@@ -164,19 +175,15 @@ int sl__loader_gpu_open(sl_loader_t *l, char *err, size_t errlen)
 {
     if (!l->place.gpu || l->stage)
         return 0;
-    char why[sizeof l->place.why - 64];
+    char why[sizeof l->place.why - 64], no[sizeof why + 16];
     l->stage = sl__cuda_stage_create(&l->xf, l->sample_bytes, l->opt.gpu_device,
                                      stage_budget(&l->opt), why, sizeof why);
     if (l->stage) {
         l->stage_owned = 1;
         return 0;
     }
-    if (l->place.asked == SL_PLACEMENT_GPU)
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "placement gpu: no GPU stage: %s", why);
-    l->place.gpu = 0;
-    snprintf(l->place.why, sizeof l->place.why, "%s", why);
-    return 0;
+    snprintf(no, sizeof no, "no GPU stage: %s", why);
+    return give_up_stage(l, SL_EUNSUPPORTED, no, err, errlen);
 }
 
 static sl_param_t knob_param(const sl_loader_t *l, int knob)

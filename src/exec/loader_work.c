@@ -384,16 +384,30 @@ static void gpu_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 /* Hands the sample to the GPU stage when its slot is in the stage's share
  * (gpu/placement.h); 1 when it did (the stage finishes it). Its box and
  * flip are the CPU path's (sl__image_geometry); a sample whose header
- * fails stays on the CPU, which names the error. */
+ * fails stays on the CPU, which names the error. A hit of the sample
+ * cache's encoded tier goes as a read would: its bytes in place (the
+ * entry pinned until the item is done) or copied out into the item's
+ * buffer, so whether it hit never moves its path (the decoded tier keeps
+ * the stage out: sl__loader_budgets). */
 static int to_gpu(sl_loader_t *l, item_t *it)
 {
     bbuf_t *bb = it->bb;
-    /* With the sample cache in use the CPU path keeps every sample (its
-     * hits and fills live there). */
-    if (!l->stage || it->cpu_only || it->hit.e ||
-        atomic_load(&l->cache_limit) > 0 ||
+    if (!l->stage || it->cpu_only ||
         !sl__gpu_route(it->slot, bb->count, atomic_load(&l->gpu_share)))
         return 0;
+    const uint8_t *bytes = it->data.p;
+    size_t nbytes = it->data.n;
+    if (it->hit.e) {
+        char cause[64];
+        bytes = sl__cache_view(&it->hit);
+        nbytes = it->hit.raw_n;
+        if (!bytes) {
+            if (sl__bytes_reserve(&it->data, nbytes) ||
+                sl__cache_copy(&it->hit, it->data.p, cause, sizeof cause))
+                return 0; /* the CPU path tries again and names it */
+            bytes = it->data.p;
+        }
+    }
     int64_t t0 = sl__now_ns();
     sl__rng_t crop, flip;
     uint64_t e = (uint64_t)bb->pub.epoch, s = (uint64_t)it->sample;
@@ -402,11 +416,11 @@ static int to_gpu(sl_loader_t *l, item_t *it)
     sl__gpu_job_t *j = &it->job;
     memset(j, 0, sizeof *j);
     char err[64];
-    if (sl__image_geometry(it->data.p, it->data.n, &l->xf, &crop, &flip, j->box,
+    if (sl__image_geometry(bytes, nbytes, &l->xf, &crop, &flip, j->box,
                            &j->flip, err, sizeof err))
         return 0;
-    j->bytes = it->data.p;
-    j->n = it->data.n;
+    j->bytes = bytes;
+    j->n = nbytes;
     j->out_dev = bb->dev != NULL;
     j->out =
         (bb->dev ? bb->dev : bb->host) + (size_t)it->slot * l->sample_bytes;

@@ -5,8 +5,9 @@
 # `--placement cpu --no-dct` digest for digest (the simulated decoder is
 # libjpeg-turbo's), every sample counted on the GPU in telemetry, a share
 # changed mid-run keeps the stream (the CPU's part without DCT scaling
-# too), placement auto lets the scheduler raise the share where the CPU is
-# short, and `sluice plot` draws the share.
+# too), the sample cache's hits take the same path, placement auto lets the
+# scheduler raise the share where the CPU is short, and `sluice plot` draws
+# the share.
 # Skips where the build has no GPU stage (no nvcc) or no simulated runtime.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" gpu_sim
@@ -62,6 +63,29 @@ half=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
          --no-dct --set 4:gpu-share=500 --telemetry "$T/half.jsonl" --telemetry-ms 5 2>/dev/null)
 check "a share changed mid-run keeps the stream" test "$(jget digest <<<"$half")" = "$d"
 check "telemetry shows the new share" grep -q '"gpu_share": 500' "$T/half.jsonl"
+# The sample cache's encoded tier: a hit goes to the GPU as a read does
+# (its bytes in place, or copied out of a compressed entry), so whether a
+# sample hit moves neither the stream nor the GPU's count (two epochs of
+# 60: the second hits). The decoded tier holds the CPU's pixels: placement
+# gpu is refused naming it, auto runs on the CPU saying why.
+for codec in none zstd-3; do
+  c=$(SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" "${common[@]}" --placement gpu \
+        --cache 64M --cache-codec $codec --telemetry "$T/cache_$codec.jsonl" \
+        --telemetry-ms 5 2>/dev/null)
+  check "cache ($codec): the same stream" test "$(jget digest <<<"$c")" = "$d"
+  n=$(grep -o '"gpu_samples_total": [0-9]*' "$T/cache_$codec.jsonl" | tail -1 | grep -o '[0-9]*$')
+  check "cache ($codec): every sample on the GPU, hits too (${n:-0} of 120)" test "${n:-0}" -eq 120
+  h=$(grep -o '"hits_total": [0-9]*' "$T/cache_$codec.jsonl" | tail -1 | grep -o '[0-9]*$')
+  check "cache ($codec): the second epoch hit (${h:-0} hits)" test "${h:-0}" -ge 30
+done
+SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
+  --cache 64M --cache-decoded >/dev/null 2>"$T/decoded.err"
+check "the decoded tier: placement gpu refused, naming it" \
+  grep -q "placement gpu: no GPU stage: the decoded sample cache" "$T/decoded.err"
+SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --cache 64M \
+  --cache-decoded --telemetry "$T/decoded.jsonl" >/dev/null 2>&1
+check "the decoded tier: auto on the CPU, saying why" \
+  grep -q '"gpu": 0, "gpu_share": 0, "why": "auto: no GPU stage: the decoded sample cache' "$T/decoded.jsonl"
 # placement auto (the default) where the driver (the simulated NVML in the
 # same folder) sees a GPU: the stage is made, the share starts at 0 and the
 # scheduler owns it; one decoder (--max-threads 2) and a consumer that takes

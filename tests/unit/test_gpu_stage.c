@@ -307,9 +307,11 @@ static void test_concurrent_submitters(void **state)
 /* The loader with the simulated stage under it: the stream (pixels,
  * labels, indices, order) is placement cpu's whatever the share, the
  * share's count of each batch went to the stage, refused samples were
- * done by the CPU and counted. */
-static uint64_t run_digest(const char *root, int share, sl__gpu_stage_t **stp,
-                           int64_t *gpu, int64_t *refused)
+ * done by the CPU and counted. codec > 0: with a sample cache of encoded
+ * samples stored so (sl_cache_codec_t), whose hits take the same path. */
+static uint64_t run_digest(const char *root, int share, int codec,
+                           sl__gpu_stage_t **stp, int64_t *gpu,
+                           int64_t *refused)
 {
     sl_options_t o;
     sl_options_init(&o);
@@ -320,6 +322,10 @@ static uint64_t run_digest(const char *root, int share, sl__gpu_stage_t **stp,
     o.decode_threads = 3;
     o.telemetry_ms = 1;
     o.placement = stp ? SL_PLACEMENT_AUTO : SL_PLACEMENT_CPU;
+    if (codec > 0) {
+        o.cache_bytes = 64 << 20;
+        o.cache_codec = codec;
+    }
     sl_loader_t *l;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     if (stp) {
@@ -365,6 +371,8 @@ static uint64_t run_digest(const char *root, int share, sl__gpu_stage_t **stp,
         *refused = s.gpu_refused_total;
         assert_int_equal(s.placement_gpu, 1);
         assert_int_equal(s.gpu_share, share);
+        if (codec > 0) /* the second epoch's samples were hits */
+            assert_true(s.cache_hits_total >= 24);
         if (*refused)
             assert_string_equal(s.gpu_refused_why, "odd-sized (simulated)");
     }
@@ -378,12 +386,16 @@ static void test_loader_stream_is_placement_cpus(void **state)
 {
     (void)state;
     char *root = tu_jpeg_tree("gpu_stage", 3, 16, 80, 60); /* 48 samples */
-    uint64_t want = run_digest(root, 0, NULL, NULL, NULL);
-    const int shares[] = {0, 500, 1000};
-    for (int i = 0; i < 3; i++) {
+    uint64_t want = run_digest(root, 0, 0, NULL, NULL, NULL);
+    /* shares, then a cache whose second epoch hits: plain entries
+     * (viewed in place) and compressed ones (copied out) */
+    const int shares[] = {0, 500, 1000, 500, 500};
+    const int codecs[] = {0, 0, 0, SL_CACHE_CODEC_NONE, SL_CACHE_CODEC_ZSTD3};
+    for (int i = 0; i < 5; i++) {
         sl__gpu_stage_t *st;
         int64_t gpu = -1, refused = -1;
-        uint64_t got = run_digest(root, shares[i], &st, &gpu, &refused);
+        uint64_t got =
+            run_digest(root, shares[i], codecs[i], &st, &gpu, &refused);
         assert_true(got == want);
         /* 6 batches of 8 per epoch, 2 epochs: the share's count of each */
         int64_t routed = (int64_t)sl__gpu_route_count(8, shares[i]) * 12;
