@@ -22,9 +22,24 @@ packs of volumes) loads cases.
 """
 import json
 import os
+import sys
 
-from . import _sluice
-from ._sluice import (Error, Loader, TextLoader, image_info, image_transform, load_volume,
+
+def _cuda_wheel_folders():
+    """The folders of sys.path that hold NVIDIA's wheels (nvidia/): the GPU
+    stage looks for the CUDA runtime and nvJPEG there first after the
+    system's search (SL_PYTHON_SITE, src/gpu/rt.h), so `pip install
+    nvidia-nvjpeg nvidia-cuda-runtime` is found in any Python: a venv,
+    pyenv, conda, --user."""
+    return [p for p in sys.path
+            if p and os.path.isdir(os.path.join(p, "nvidia"))]
+
+
+# Before the engine is loaded: it reads it when a GPU stage is first made.
+os.environ.setdefault("SL_PYTHON_SITE", os.pathsep.join(_cuda_wheel_folders()))
+
+from . import _sluice  # noqa: E402
+from ._sluice import (Error, Loader, TextLoader, image_info, image_transform, load_volume,  # noqa: E402
                       version, volume_dataset, volume_info)
 
 __all__ = ["Error", "Loader", "TextLoader", "VolumeDataset", "analyze", "calibrate",

@@ -126,6 +126,19 @@ class _Position:
         self._run = 0
 
 
+def _trainer_gpu(torch, device):
+    """The CUDA device the trainer runs on, for the GPU stage: device's
+    index (cuda:N), else the current device where CUDA is initialised
+    already (device="cuda", or no device while the training loop has set
+    one up); None when neither says (the stage's default, GPU 0). Never
+    starts CUDA here: a context costs GPU memory and breaks a fork."""
+    if device is not None and device.type == "cuda" and device.index is not None:
+        return device.index
+    if (device is None or device.type == "cuda") and torch.cuda.is_initialized():
+        return torch.cuda.current_device()
+    return None
+
+
 class DataLoader(_Position):
     """DataLoader(dataset=None, batch_size=None, shuffle=None, ...,
     source=None, image_size=224, seed=None, device=None, rank=None,
@@ -141,7 +154,8 @@ class DataLoader(_Position):
     available (a copy; a no-op without CUDA); device="cuda" moves batches
     with non_blocking=True; rank / world_size default to torch.distributed's
     when it is initialised; placement="gpu" decodes on the GPU with nvJPEG,
-    on device's GPU (cuda:N, else the current device) unless gpu_device=
+    on the trainer's GPU (device's cuda:N, else the current device, as
+    does auto, the default, where the driver sees a GPU) unless gpu_device=
     says otherwise, and with device_batches=True its batches stay in GPU
     memory and come out as CUDA tensors without a copy (not yet measured
     on a GPU: opt-in); other keyword options go to sluice.Loader
@@ -204,14 +218,14 @@ class DataLoader(_Position):
             # The engine allocates its batch buffers page-locked, so
             # pinning costs no copy (torch's DataLoader copies each batch).
             options["host_alloc"] = _cuda_host_alloc()
-        if (options.get("placement") not in (None, "cpu")
-                and "gpu_device" not in options and self.device is not None
-                and self.device.type == "cuda"):
-            # The GPU stage decodes on the trainer's GPU: device="cuda:N",
-            # or the current device (torch.cuda.set_device(rank) in DDP).
-            options["gpu_device"] = (self.device.index
-                                     if self.device.index is not None
-                                     else torch.cuda.current_device())
+        if options.get("placement") != "cpu" and "gpu_device" not in options:
+            # A GPU stage (placement gpu, or auto: the default) decodes on
+            # the trainer's GPU, so each DDP rank on its own:
+            # device="cuda:N", else the current device
+            # (torch.cuda.set_device(local_rank)) where CUDA is up.
+            gpu = _trainer_gpu(torch, self.device)
+            if gpu is not None:
+                options["gpu_device"] = gpu
         self._loader = _sluice.Loader(
             source, self.batch_size, image_size, shuffle=self.shuffle,
             seed=self.seed, drop_last=self.drop_last, rank=self.rank,

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,17 +75,23 @@ static const char *const wheel_sub[] = {"nvidia/cuda_runtime/lib",
                                         "nvidia/nvjpeg/lib", "nvidia/cu13/lib"};
 #define NSUB (sizeof wheel_sub / sizeof *wheel_sub)
 
-/* The default search after the soname: the wheels' folders under
- * $VIRTUAL_ENV and the usual prefixes, for the Python versions CUDA 12's
- * wheels ship for. Written as a colon-separated list like
- * SL_CUDA_LIB_PATH, so both take the same path below. */
-static void default_dirs(char *out, size_t cap)
+void sl__gpu_rt_default_dirs(char *out, size_t cap)
 {
     sl__sbuf_t b = {out, cap, 0, 0};
     out[0] = '\0';
+    /* the running Python's folders first: they are where its import of
+     * nvidia finds the wheels */
+    const char *site = getenv("SL_PYTHON_SITE");
+    for (const char *p = site; p && *p;) {
+        const char *end = strchr(p, ':');
+        int n = (int)(end ? end - p : (ptrdiff_t)strlen(p));
+        for (size_t w = 0; w < NSUB && n > 0; w++)
+            sl__sbuf_printf(&b, "%s%.*s/%s", b.len ? ":" : "", n, p,
+                            wheel_sub[w]);
+        p = end ? end + 1 : p + n;
+    }
     const char *venv = getenv("VIRTUAL_ENV");
-    const char *py = getenv("SL_PYTHON_PREFIX");
-    const char *prefixes[] = {venv, py, "/usr/local", "/usr", "/opt/conda"};
+    const char *prefixes[] = {venv, "/usr/local", "/usr", "/opt/conda"};
     const char *pkgs[] = {"site-packages", "dist-packages"};
     for (size_t p = 0; p < sizeof prefixes / sizeof *prefixes; p++) {
         if (!prefixes[p] || !prefixes[p][0])
@@ -167,7 +174,7 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         label = " (SL_CUDA_LIB_PATH)";
     if (!search) {
         system = 1;
-        default_dirs(defaults, sizeof defaults);
+        sl__gpu_rt_default_dirs(defaults, sizeof defaults);
         search = defaults;
     }
 

@@ -4,15 +4,13 @@
  * filled by dlopen / dlsym, so the library builds and runs where there is
  * no CUDA, no driver and no GPU, and says in words why the stage is
  * unavailable. Only the few CUDA / nvJPEG types the stage passes around
- * are declared (opaque handles, ints); their ABI is stable across 12.x.
+ * are declared (opaque handles, ints); their ABI is the same in CUDA 12
+ * and 13 (SL__CUDA_MAJORS).
  *
  * Where the libraries are looked for (docs/DESIGN.md, "GPU stage"): the
  * directories of SL_CUDA_LIB_PATH (colon-separated) when it is set, only
  * those; otherwise the system's search (the soname alone), then the PyPI
- * wheels' folders, site-packages/nvidia/{cuda_runtime,nvjpeg}/lib, under
- * (CUDA 12) or site-packages/nvidia/cu13/lib (CUDA 13), under
- * $VIRTUAL_ENV, the running Python's prefix (SL_PYTHON_PREFIX, set by
- * the Python package) and the usual Python prefixes. */
+ * wheels' folders (sl__gpu_rt_default_dirs). */
 #ifndef SL_GPU_RT_H
 #define SL_GPU_RT_H
 
@@ -148,6 +146,15 @@ typedef struct sl__gpu_status {
     char cudart[512];  /* the files loaded ("" when not found) */
     char nvjpeg[512];
 } sl__gpu_status_t;
+
+/* The wheels' folders the default search tries after the system's,
+ * colon-separated into out (cut at cap): nvidia/{cuda_runtime,nvjpeg}/lib
+ * (CUDA 12) and nvidia/cu13/lib (CUDA 13) under each folder of
+ * SL_PYTHON_SITE (colon-separated; the Python package sets it at import
+ * to the folders of its sys.path holding nvidia/: a pyenv, conda or
+ * `pip install --user` Python's too), then under lib/python3.x/
+ * {site,dist}-packages of $VIRTUAL_ENV, /usr/local, /usr and /opt/conda. */
+void sl__gpu_rt_default_dirs(char *out, size_t cap);
 
 /* Loads both libraries from `search` (colon-separated directories, only
  * those; NULL: SL_CUDA_LIB_PATH when set, else the default search above),

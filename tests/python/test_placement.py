@@ -65,6 +65,48 @@ def test_share_needs_the_stage(ds):
         sluice.Loader(ds, 8, 32, gpu_share=1001)
 
 
+def test_torch_passes_the_trainers_gpu(ds):
+    """sluice.torch.DataLoader gives the GPU stage the trainer's device
+    (so each DDP rank decodes on its own GPU) under auto, the default, as
+    under placement gpu; not under placement cpu, nor over the user's
+    gpu_device=; without a device and CUDA not started, none (GPU 0),
+    and it does not start CUDA to ask."""
+    torch = pytest.importorskip("torch")
+    import sluice.torch as st
+    got = lambda **kw: st.DataLoader(ds, batch_size=8, image_size=32, **kw)._loader.options["gpu_device"]
+    assert got(device="cuda:1") == 1
+    assert got(device=torch.device("cuda", 2)) == 2
+    assert got(device="cuda:1", placement="auto") == 1
+    assert got(device="cuda:1", gpu_device=3) == 3
+    assert got(device="cuda:1", placement="cpu") == 0
+    assert got(device="cpu") == 0
+    if not torch.cuda.is_initialized():
+        assert got() == 0 and got(device="cuda") == 0
+        assert not torch.cuda.is_initialized()
+
+
+def test_the_package_names_its_cuda_wheel_folders(tmp_path):
+    """At import the package tells the engine which of its sys.path
+    folders hold NVIDIA's wheels (SL_PYTHON_SITE), where the GPU stage
+    looks for the CUDA runtime and nvJPEG: a pyenv or conda Python's
+    site-packages is not among the fixed places. One the user set is
+    kept."""
+    import subprocess
+    (tmp_path / "nvidia" / "nvjpeg" / "lib").mkdir(parents=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([PYDIR, str(tmp_path)]))
+    env.pop("SL_PYTHON_SITE", None)
+    show = "import os, sluice; print(os.environ.get('SL_PYTHON_SITE'))"
+    p = subprocess.run([sys.executable, "-c", show], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert str(tmp_path) in p.stdout.strip().split(os.pathsep)
+    assert PYDIR not in p.stdout  # no nvidia/ there
+    env["SL_PYTHON_SITE"] = "/mine"
+    p = subprocess.run([sys.executable, "-c", show], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.strip() == "/mine"
+
+
 def test_gpu_device_is_checked(ds):
     with pytest.raises(Exception, match="gpu_device"):
         sluice.Loader(ds, 8, 32, placement="cpu", gpu_device=-1)

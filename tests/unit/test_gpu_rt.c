@@ -1,6 +1,7 @@
 /* gpu/rt: the CUDA runtime and nvJPEG loaded at run time, tested with
  * stand-in libraries built in the test tree (tests/CMakeLists.txt,
  * fake_cuda/): no CUDA, no GPU needed. Each case names its status. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,6 +100,45 @@ static void test_env_path_is_the_only_search(void **state)
     unsetenv("SL_CUDA_LIB_PATH");
 }
 
+/* The Python package's folders (SL_PYTHON_SITE) come first in the
+ * default search, each with the wheels' three folders; a pyenv or conda
+ * Python's wheels are found there. */
+static void test_the_python_folders_are_searched_first(void **state)
+{
+    (void)state;
+    char *site = tu_tmpdir("gpu_rt_site"), dirs[16384], want[1024];
+    setenv("SL_PYTHON_SITE", "/a:/b/c", 1);
+    unsetenv("VIRTUAL_ENV");
+    sl__gpu_rt_default_dirs(dirs, sizeof dirs);
+    assert_non_null(strstr(dirs, "/a/nvidia/cuda_runtime/lib:"
+                                 "/a/nvidia/nvjpeg/lib:/a/nvidia/cu13/lib:"
+                                 "/b/c/nvidia/cuda_runtime/lib:"));
+    assert_true(strncmp(dirs, "/a/nvidia/cuda_runtime/lib:", 27) == 0);
+    assert_non_null(strstr(dirs, "/usr/local/lib/python3.12/site-packages/"
+                                 "nvidia/cu13/lib"));
+    /* CUDA 12's wheels' layout in a folder of their own */
+    const char *sub[2][2] = {{"nvidia/cuda_runtime/lib", "libcudart.so.12"},
+                             {"nvidia/nvjpeg/lib", "libnvjpeg.so.12"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(want, sizeof want,
+                 "mkdir -p '%s/%s' && ln -sf '%s/%s' "
+                 "'%s/%s/%s'",
+                 site, sub[i][0], DIR("ok"), sub[i][1], site, sub[i][0],
+                 sub[i][1]);
+        assert_int_equal(system(want), 0);
+    }
+    setenv("SL_PYTHON_SITE", site, 1);
+    sl__gpu_rt_default_dirs(dirs, sizeof dirs);
+    sl__gpu_rt_t rt;
+    sl__gpu_status_t st;
+    assert_int_equal(sl__gpu_rt_load(dirs, &rt, &st), 1);
+    snprintf(want, sizeof want, "%s/nvidia/nvjpeg/lib/libnvjpeg.so.12", site);
+    assert_string_equal(st.nvjpeg, want);
+    sl__gpu_rt_unload(&rt);
+    unsetenv("SL_PYTHON_SITE");
+    free(site);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -108,6 +148,7 @@ int main(void)
         cmocka_unit_test(test_hybrid_backend_is_a_note),
         cmocka_unit_test(test_available_with_hardware_backend),
         cmocka_unit_test(test_env_path_is_the_only_search),
+        cmocka_unit_test(test_the_python_folders_are_searched_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
