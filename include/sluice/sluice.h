@@ -163,8 +163,13 @@ typedef struct sl_options {
                                    32 MB) is kept for reading and decoding,
                                    charged before allocating; the rest caps
                                    prefetch. A sample needing more than its
-                                   share fails, naming it and both sizes
-                                   [none: 2 GB read-ahead, 4 GB scratch] */
+                                   share fails, naming it and both sizes.
+                                   The GPU stage's pinned host memory comes
+                                   off the batch buffers' share: where no
+                                   batch fits beside it, placement GPU
+                                   fails and AUTO runs on the CPU, naming
+                                   the sizes [none: 2 GB read-ahead, 4 GB
+                                   scratch] */
     /** Allocator for batch data buffers [aligned_alloc / free]: e.g.
      *  page-locked host memory (cudaHostAlloc) so a GPU copy is a DMA with
      *  no staging copy. alloc returns NULL on failure (the batch then

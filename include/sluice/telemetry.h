@@ -69,7 +69,7 @@ typedef struct sl_snapshot {
     int decision_new;       /**< 1: decision_* describe a change made in
                                  this interval */
     char decision_knob[24]; /**< "decode_threads" | "read_threads" |
-                                 "prefetch" */
+                                 "prefetch" | "gpu_share" */
     int decision_from, decision_to;
     char decision_reason[160];
     /* reads in flight (after the first layout) */

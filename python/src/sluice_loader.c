@@ -1408,7 +1408,19 @@ PyDoc_STRVAR(
     "cache_disk_bytes:\nthe cache's disk tier: samples the memory tier "
     "has no room for kept in a\nfresh subdirectory of cache_dir (removed "
     "when the loader closes), within\ncache_disk_bytes; "
-    "stats()['cache']['disk'] counts its hits, misses, bytes and\nerrors.");
+    "stats()['cache']['disk'] counts its hits, misses, bytes and\nerrors.\n\n"
+    "placement: where samples are decoded: 'gpu' (nvJPEG and CUDA kernels "
+    "on the\nGPU stage; fails naming why where it cannot run), 'cpu', or "
+    "None / 'auto' (the\nstage where the driver sees a GPU and the "
+    "scheduler places, else the CPU,\nsaying why in "
+    "stats()['telemetry']['placement']['why']). gpu_share: per mille\nof "
+    "each batch on the stage (gpu: 1000; auto: the scheduler's, from 0; "
+    "also\nloader.set('gpu_share', v)). gpu_device: the CUDA device (0). "
+    "device_batches=True:\nbatches stay in the stage's GPU memory, the "
+    "images an object with\n__cuda_array_interface__ (sluice.torch makes "
+    "CUDA tensors of them without a\ncopy). gpu_memory_bytes: a hard "
+    "budget of GPU memory for the stage and device\nbatches (None: 1 GiB "
+    "for the stage).");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

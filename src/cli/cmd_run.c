@@ -162,7 +162,7 @@ static const sl__opt_t run_opts[] = {
      "auto", placements, placement_v},
     {"gpu-share", 0, SL__OPT_INT, F(opt.gpu_share), 0, 1000, "N",
      "per mille of each batch on the GPU stage (needs it in use)",
-     "the scheduler's"},
+     "1000 with --placement gpu; auto: the scheduler's"},
     {"gpu-device", 0, SL__OPT_INT, F(opt.gpu_device), 0, 1023, "N",
      "the CUDA device the GPU stage runs on", "0"},
     {"gpu-memory", 0, SL__OPT_SIZE, F(opt.gpu_memory_bytes), 1, HUGE_VAL,

@@ -72,7 +72,6 @@ size_t sl__cuda_stage_nvjpeg_bytes(void);
 /* The stage's counters since creation. */
 typedef struct sl__cuda_stage_stats {
     long long groups, samples, refused;
-    double decode_ms, kernel_ms; /* summed over groups (events) */
     /* What its two slots hold from creation on (nvJPEG's own buffers,
      * through the allocator cache, not counted): pinned host bytes, which
      * a loader's memory budget pays for, and device bytes, within the

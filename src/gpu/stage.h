@@ -5,12 +5,13 @@
  * it (sl__image_geometry: the same box and flip from the same (seed,
  * epoch, index) draws), so where a sample is decoded never changes what
  * goes in its slot. The stage reports each job through `done`, from any
- * thread (the real stage: a host callback after an event on its own
- * stream; never a device-wide or training-stream sync). A job it will
+ * thread (the CUDA stage: its completer thread, once the group's event on
+ * the stage's own stream has fired; never a device-wide or
+ * training-stream sync). A job it will
  * not take (grayscale, CMYK, progressive, PNG, anything nvJPEG refuses)
  * comes back SL__GPU_REFUSED with the reason, for the CPU path to do:
- * refused is never lost. Implementations: the CUDA stage (issue 19, not
- * built yet) and tests/unit/gpu_sim.c (the CPU decode behind this
+ * refused is never lost. Implementations: the CUDA stage
+ * (gpu/cuda_stage.h) and tests/unit/gpu_sim.c (the CPU decode behind this
  * interface, for tests). */
 #ifndef SL_GPU_STAGE_H
 #define SL_GPU_STAGE_H

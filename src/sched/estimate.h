@@ -47,9 +47,11 @@ typedef struct sl__estimate {
     double prep_max;         /* at the most decoders allowed */
     /* With a GPU share (the last snapshot's gpu_share, placement_gpu) the
      * CPU path makes cpu_frac = 1 - share of each batch: prep and prep_max
-     * are the whole batch's rates, cpu_prep / cpu_frac, at most what the
-     * GPU stage makes of its part (gpu_rate / (1 - cpu_frac)), and
-     * need_decode asks decoders for the CPU's part only. */
+     * are the whole batch's rates, cpu_prep over the CPU part of a batch
+     * sample (sl__estimate_cpu_part: cpu_frac + (1 - cpu_frac) k, the
+     * hand-overs counted), at most what the GPU stage makes of its part
+     * (gpu_rate / (1 - cpu_frac)), and need_decode asks decoders for that
+     * CPU part only. */
     double cpu_frac;               /* 1 without a share */
     double cpu_prep, cpu_prep_max; /* the CPU path's samples/s */
     double gpu_rate;   /* the GPU stage's samples per second it had samples

@@ -22,13 +22,14 @@
  *     idles queued its work ahead, or shares the GPU with another job,
  *     and more GPU work would slow its step): the share jumps to what
  *     the model asks — the CPU keeps what it makes, the GPU takes the
- *     rest of the demand ((1 - prep / demand) / (1 - k); a consumer that
+ *     rest of the demand ((1 - prep / (1.15 demand)) / (1 - k), the
+ *     decoders' headroom SL_EST_DECODE_HEADROOM; a consumer that
  *     takes all it gets: the balance G / (prep + G (1 - k)), where both
  *     paths finish a batch together), never past that balance (beyond it
- *     the GPU is the bound), at least one step (50) above the share in
- *     force where that is not past it, and at least one more of a
- *     batch's slots (the loader routes whole slots; the batch size from
- *     the window's totals). A raise of less than half a step is made only
+ *     the GPU is the bound) but by the one slot a raise must move, at least one
+ * step (50) above the share in force where that is not past it, and at least
+ * one more of a batch's slots (the loader routes whole slots; the batch size
+ * from the window's totals). A raise of less than half a step is made only
  *     where the model says it buys SL_PLACE_GAIN, and none where it
  *     says the raise buys less than SL_PLACE_MIN_GAIN (a GPU path that
  *     costs about as much CPU as a decode: held says so; the model's
