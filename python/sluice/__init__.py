@@ -26,17 +26,32 @@ import sys
 
 
 def _cuda_wheel_folders():
-    """The folders of sys.path that hold NVIDIA's wheels (nvidia/): the GPU
-    stage looks for the CUDA runtime and nvJPEG there first after the
-    system's search (SL_PYTHON_SITE, src/gpu/rt.h), so `pip install
-    nvidia-nvjpeg nvidia-cuda-runtime` is found in any Python: a venv,
-    pyenv, conda, --user."""
-    return [p for p in sys.path
-            if p and os.path.isdir(os.path.join(p, "nvidia"))]
+    """The folders of sys.path that hold NVIDIA's wheels (nvidia/), as
+    absolute paths: the GPU stage looks for the CUDA runtime and nvJPEG
+    there first after the system's search (SL_PYTHON_SITE, src/gpu/rt.h),
+    so `pip install nvidia-nvjpeg nvidia-cuda-runtime` is found in any
+    Python: a venv, pyenv, conda, --user. Entries that are not str paths,
+    or hold the separator, are left out."""
+    found = []
+    for p in sys.path:
+        if not isinstance(p, str) or not p or os.pathsep in p:
+            continue
+        p = os.path.abspath(p)
+        if os.path.isdir(os.path.join(p, "nvidia")) and p not in found:
+            found.append(p)
+    return found
+
+
+def _python_site():
+    """SL_PYTHON_SITE for this process: its own folders first, then those
+    it inherited (a parent's, or the user's) that are not among them."""
+    own = _cuda_wheel_folders()
+    inherited = os.environ.get("SL_PYTHON_SITE", "").split(os.pathsep)
+    return os.pathsep.join(own + [p for p in inherited if p and p not in own])
 
 
 # Before the engine is loaded: it reads it when a GPU stage is first made.
-os.environ.setdefault("SL_PYTHON_SITE", os.pathsep.join(_cuda_wheel_folders()))
+os.environ["SL_PYTHON_SITE"] = _python_site()
 
 from . import _sluice  # noqa: E402
 from ._sluice import (Error, Loader, TextLoader, image_info, image_transform, load_volume,  # noqa: E402

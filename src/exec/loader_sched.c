@@ -103,8 +103,9 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                                errlen);
     /* The decoded tier of the sample cache holds the CPU path's pixels
      * and fills from its decodes: with it every sample is the CPU's (a
-     * hit on the GPU's slots would change path with the timing). */
-    if (!rc && l->place.gpu && given->cache_decoded && given->cache_bytes > 0)
+     * hit on the GPU's slots would change path with the timing) — asked
+     * for, even of no bytes yet: cache_bytes may grow while it runs. */
+    if (!rc && l->place.gpu && given->cache_decoded)
         rc = give_up_stage(l, SL_EUNSUPPORTED,
                            "no GPU stage: the decoded sample cache "
                            "(cache_decoded) keeps every sample on the CPU "

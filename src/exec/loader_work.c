@@ -392,7 +392,7 @@ static void gpu_done(void *ctx, sl__gpu_job_t *job, int status, const char *why)
 static int to_gpu(sl_loader_t *l, item_t *it)
 {
     bbuf_t *bb = it->bb;
-    if (!l->stage || it->cpu_only ||
+    if (!l->stage || it->cpu_only || l->opt.cache_decoded ||
         !sl__gpu_route(it->slot, bb->count, atomic_load(&l->gpu_share)))
         return 0;
     const uint8_t *bytes = it->data.p;

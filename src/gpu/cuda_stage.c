@@ -657,12 +657,37 @@ static void cs_drain(sl__gpu_stage_t *st)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* A caller's thread (create, device batches' memory, their copies)
+ * works on the stage's GPU and gets its own device back after, so the
+ * trainer's thread keeps torch's: the device it had, where it had a
+ * context (the driver says; without the driver's word, where the device
+ * differs), else -1 (setting the default back would make a context on
+ * GPU 0 for nothing). */
+static int caller_device(const sl__gpu_rt_t *rt)
+{
+    int dev = -1;
+    void *ctx = NULL;
+    if (rt->get_device(&dev))
+        return -1;
+    if (rt->ctx_get_current && (rt->ctx_get_current(&ctx) || !ctx))
+        return -1;
+    return dev;
+}
+
+static void caller_device_back(const sl__gpu_rt_t *rt, int dev, int was)
+{
+    if (was >= 0 && was != dev)
+        rt->set_device(was);
+}
+
 static void *cs_dev_alloc(sl__gpu_stage_t *st, size_t bytes)
 {
     cstage_t *s = (cstage_t *)st;
     void *p = NULL;
+    int was = caller_device(s->rt);
     if (s->rt->set_device(s->device) || s->rt->dev_malloc(&p, bytes))
-        return NULL;
+        p = NULL;
+    caller_device_back(s->rt, s->device, was);
     return p;
 }
 
@@ -679,11 +704,13 @@ static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
     cstage_t *s = (cstage_t *)st;
     const sl__gpu_rt_t *rt = s->rt;
     pthread_mutex_lock(&s->xfer_mu);
+    int was = caller_device(rt);
     sl__cuda_err_t e = rt->set_device(s->device);
     if (!e)
         e = rt->memcpy_async(dst, src, n, kind, s->xfer);
     if (!e)
         e = rt->stream_synchronize(s->xfer);
+    caller_device_back(rt, s->device, was);
     pthread_mutex_unlock(&s->xfer_mu);
     if (!e)
         return 0;
@@ -833,6 +860,12 @@ static int size_slots(cstage_t *s, size_t budget, char *err, size_t errlen)
     return 0;
 }
 
+static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
+                                  const sl__gpu_status_t *gsp,
+                                  const sl__xform_t *x, size_t sample_bytes,
+                                  int device, size_t budget, char *err,
+                                  size_t errlen);
+
 sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                                        size_t sample_bytes, int device,
                                        size_t budget, char *err, size_t errlen)
@@ -856,6 +889,22 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                  device, gs.device_count, gs.device_count == 1 ? "" : "s");
         return NULL;
     }
+    int was = caller_device(rt);
+    sl__gpu_stage_t *st =
+        create_on(rt, &gs, x, sample_bytes, device, budget, err, errlen);
+    caller_device_back(rt, device, was);
+    return st;
+}
+
+/* The stage on `device` (the runtime checked), made on the caller's
+ * thread, whose device it sets. */
+static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
+                                  const sl__gpu_status_t *gsp,
+                                  const sl__xform_t *x, size_t sample_bytes,
+                                  int device, size_t budget, char *err,
+                                  size_t errlen)
+{
+    const sl__gpu_status_t gs = *gsp;
     cstage_t *s = calloc(1, sizeof *s);
     if (!s) {
         sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");

@@ -32,6 +32,7 @@ static const struct {
     E(LIB_CUDART, "cudaGetErrorString", get_error_string),
     E(LIB_CUDART, "cudaRuntimeGetVersion", runtime_version),
     E(LIB_CUDART, "cudaSetDevice", set_device),
+    E(LIB_CUDART, "cudaGetDevice", get_device),
     E(LIB_CUDART, "cudaMemGetInfo", mem_get_info),
     E(LIB_CUDART, "cudaMalloc", dev_malloc),
     E(LIB_CUDART, "cudaFree", dev_free),
@@ -233,6 +234,13 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         return unavailable(rt, st);
     }
     st->device_count = n;
+    /* The driver the runtime loaded, for the calling thread's context
+     * (optional: a runtime without it, as the tests' simulated one). */
+    rt->driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (rt->driver) {
+        void *fn = dlsym(rt->driver, "cuCtxGetCurrent");
+        memcpy(&rt->ctx_get_current, &fn, sizeof fn);
+    }
 
     /* The hardware JPEG engines (NVJPG: A100, H100, H200) where the GPU
      * has them; the default backend (GPU / hybrid) otherwise. */
@@ -272,6 +280,8 @@ void sl__gpu_rt_unload(sl__gpu_rt_t *rt)
 {
     if (!rt)
         return;
+    if (rt->driver)
+        dlclose(rt->driver);
     if (rt->nvjpeg)
         dlclose(rt->nvjpeg);
     if (rt->cudart)

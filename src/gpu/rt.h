@@ -64,6 +64,7 @@ typedef struct sl__gpu_rt {
     const char *(*get_error_string)(sl__cuda_err_t e);
     sl__cuda_err_t (*runtime_version)(int *v);
     sl__cuda_err_t (*set_device)(int dev);
+    sl__cuda_err_t (*get_device)(int *dev);
     sl__cuda_err_t (*mem_get_info)(size_t *free_b, size_t *total_b);
     sl__cuda_err_t (*dev_malloc)(void **p, size_t bytes);
     sl__cuda_err_t (*dev_free)(void *p);
@@ -132,8 +133,13 @@ typedef struct sl__gpu_rt {
         sl__nvjpeg_t h, sl__nvjpeg_state_t st, const unsigned char *const *d,
         const size_t *lens, void *outputs, sl__nvjpeg_params_t *params,
         sl__cuda_stream_t s);
+    /* optional, from the driver (libcuda.so.1, loaded by the runtime):
+     * the calling thread's current context (NULL: none), which tells a
+     * thread that uses a GPU from one whose device is only the default
+     * (the stage sets a caller's device back only for the former) */
+    int (*ctx_get_current)(void **ctx);
 
-    void *cudart, *nvjpeg; /* dlopen handles */
+    void *cudart, *nvjpeg, *driver; /* dlopen handles */
 } sl__gpu_rt_t;
 
 /* What the probe found, in words. */

@@ -82,6 +82,10 @@ SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
   --cache 64M --cache-decoded >/dev/null 2>"$T/decoded.err"
 check "the decoded tier: placement gpu refused, naming it" \
   grep -q "placement gpu: no GPU stage: the decoded sample cache" "$T/decoded.err"
+SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --placement gpu \
+  --cache-decoded >/dev/null 2>"$T/decoded0.err"
+check "... asked for with no bytes yet (they may grow while it runs): refused too" \
+  grep -q "placement gpu: no GPU stage: the decoded sample cache" "$T/decoded0.err"
 SL_CUDA_LIB_PATH=$SIM "$S" run "$T/ds" --batch 8 --size 40 --cache 64M \
   --cache-decoded --telemetry "$T/decoded.jsonl" >/dev/null 2>&1
 check "the decoded tier: auto on the CPU, saying why" \

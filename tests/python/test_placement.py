@@ -89,8 +89,9 @@ def test_the_package_names_its_cuda_wheel_folders(tmp_path):
     """At import the package tells the engine which of its sys.path
     folders hold NVIDIA's wheels (SL_PYTHON_SITE), where the GPU stage
     looks for the CUDA runtime and nvJPEG: a pyenv or conda Python's
-    site-packages is not among the fixed places. One the user set is
-    kept."""
+    site-packages is not among the fixed places. Its own come first,
+    then what it inherited; a relative entry is made absolute, one that
+    is not a str path is passed over."""
     import subprocess
     (tmp_path / "nvidia" / "nvjpeg" / "lib").mkdir(parents=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([PYDIR, str(tmp_path)]))
@@ -104,7 +105,17 @@ def test_the_package_names_its_cuda_wheel_folders(tmp_path):
     env["SL_PYTHON_SITE"] = "/mine"
     p = subprocess.run([sys.executable, "-c", show], env=env,
                        capture_output=True, text=True, timeout=60)
-    assert p.stdout.strip() == "/mine"
+    parts = p.stdout.strip().split(os.pathsep)
+    assert parts[0] == str(tmp_path) and parts[-1] == "/mine"
+    odd = ("import os, sys, pathlib; sys.path[:0] = [b'/x', pathlib.Path('/y'), "
+           "'rel']; os.chdir(sys.argv[1]); import sluice; "
+           "print(os.environ['SL_PYTHON_SITE'])")
+    (tmp_path / "rel" / "nvidia").mkdir(parents=True)
+    env.pop("SL_PYTHON_SITE")
+    p = subprocess.run([sys.executable, "-c", odd, str(tmp_path)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert str(tmp_path / "rel") in p.stdout.strip().split(os.pathsep)
 
 
 def test_gpu_device_is_checked(ds):

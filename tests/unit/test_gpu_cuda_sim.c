@@ -17,6 +17,7 @@
 
 #include "base/rng.h"
 #include "gpu/cuda_stage.h"
+#include "gpu/rt.h"
 #include "ops/image.h"
 #include "sluice/testing.h"
 #include "testutil.h"
@@ -372,6 +373,36 @@ static void test_budget(void **state)
     free(out);
 }
 
+/* The stage works on its GPU from the caller's thread (create, device
+ * batches' memory and copies) and gives the thread its own device back:
+ * a trainer's thread on GPU 1 stays there beside a stage on GPU 0. */
+static void test_the_callers_device_is_kept(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    setenv("SIM_CUDA_DEVICES", "2", 1);
+    assert_int_equal(rt->set_device(1), 0);
+    sl__xform_t x = train_x();
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    int dev = -1;
+    assert_int_equal(rt->get_device(&dev), 0);
+    assert_int_equal(dev, 1);
+    void *p = st->dev_alloc(st, 4096);
+    assert_non_null(p);
+    uint8_t host[64] = {1};
+    char why[128];
+    assert_int_equal(
+        st->copy(st, p, host, sizeof host, SL__GPU_COPY_H2D, why, sizeof why),
+        0);
+    assert_int_equal(rt->get_device(&dev), 0);
+    assert_int_equal(dev, 1);
+    st->dev_free(st, p);
+    st->destroy(st);
+    assert_int_equal(rt->set_device(0), 0);
+    unsetenv("SIM_CUDA_DEVICES");
+}
+
 typedef struct sub_arg {
     sl__gpu_stage_t *st;
     const sl__xform_t *x;
@@ -718,6 +749,7 @@ int main(void)
         cmocka_unit_test(test_failed_group_keeps_roi),
         cmocka_unit_test(test_refusal_rule),
         cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_the_callers_device_is_kept),
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),

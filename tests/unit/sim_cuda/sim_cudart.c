@@ -42,9 +42,20 @@ int cudaRuntimeGetVersion(int *v)
     *v = 13000;
     return 0;
 }
+/* The calling thread's device, as the runtime keeps it (0 until set). */
+static _Thread_local int current;
+
 int cudaSetDevice(int d)
 {
-    return d >= 0 && d < devices() ? 0 : 101;
+    if (!(d >= 0 && d < devices()))
+        return 101;
+    current = d;
+    return 0;
+}
+int cudaGetDevice(int *d)
+{
+    *d = current;
+    return 0;
 }
 int cudaMemGetInfo(size_t *f, size_t *t)
 {
