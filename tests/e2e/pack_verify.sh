@@ -69,7 +69,7 @@ for codec in none lz4 zstd; do
     out=$WORK/out-$codec
     run "$SLUICE" pack "$SRC" "$out" --codec "$codec" --shard-size 1M
     [ $RC -eq 0 ] || fail "pack --codec $codec: exit $RC: $OUT"
-    echo "$OUT" | grep -q "packed 22 records (3 classes)" ||
+    grep -q "packed 22 records (3 classes)" <<<"$OUT" ||
         fail "pack summary: $OUT"
     [ "$(cat "$out/classes.txt")" = "$(printf 'cat\ndog\neel')" ] ||
         fail "classes.txt: $(cat "$out/classes.txt")"
@@ -84,15 +84,15 @@ for codec in none lz4 zstd; do
     run "$SLUICE" inspect "$out/shard-00000.sls"
     [ $RC -eq 0 ] || fail "inspect: exit $RC: $OUT"
     # JPEG bytes rarely shrink: records that do not are kept raw ("none").
-    echo "$OUT" | grep -Eq "codecs: *(none|$codec) \(" ||
+    grep -Eq "codecs: *(none|$codec) \(" <<<"$OUT" ||
         fail "inspect codec: $OUT"
-    echo "$OUT" | grep -q "cat/" || fail "inspect names: $OUT"
+    grep -q "cat/" <<<"$OUT" || fail "inspect names: $OUT"
     run "$SLUICE" inspect --records "$out/shard-00000.sls"
     [ $RC -eq 0 ] || fail "inspect --records: exit $RC"
 
     run "$SLUICE" verify "$out"
     [ $RC -eq 0 ] || fail "verify clean $codec: exit $RC: $OUT"
-    echo "$OUT" | grep -q "verified 22 records in $nshards shards: 0 damaged" ||
+    grep -q "verified 22 records in $nshards shards: 0 damaged" <<<"$OUT" ||
         fail "verify summary: $OUT"
     run "$SLUICE" verify "$out/shard-00001.sls"
     [ $RC -eq 0 ] || fail "verify one shard: exit $RC: $OUT"
@@ -121,9 +121,9 @@ printf "$(printf '\\%03o' $((old ^ 0x55)))" |
     dd of="$shard" bs=1 seek="$pos" conv=notrunc status=none
 run "$SLUICE" verify "$out"
 [ $RC -eq 1 ] || fail "verify after a flipped byte: exit $RC: $OUT"
-echo "$OUT" | grep -q "shard-00000.sls: record 2 ($name): checksum mismatch" ||
+grep -q "shard-00000.sls: record 2 ($name): checksum mismatch" <<<"$OUT" ||
     fail "verify did not name record 2 ($name): $OUT"
-echo "$OUT" | grep -q "verified 22 records in 1 shards: 1 damaged" ||
+grep -q "verified 22 records in 1 shards: 1 damaged" <<<"$OUT" ||
     fail "verify summary after damage: $OUT"
 
 # ---- truncation: cut the end off a zstd shard
@@ -131,18 +131,18 @@ out=$WORK/out-zstd
 truncate -s -100 "$out/shard-00001.sls"
 run "$SLUICE" verify "$out"
 [ $RC -eq 1 ] || fail "verify after truncation: exit $RC: $OUT"
-echo "$OUT" | grep -q "shard-00001.sls: truncated" ||
+grep -q "shard-00001.sls: truncated" <<<"$OUT" ||
     fail "verify did not report the truncated shard: $OUT"
-echo "$OUT" | grep -q "unreadable shard" || fail "summary: $OUT"
+grep -q "unreadable shard" <<<"$OUT" || fail "summary: $OUT"
 
 # ---- an unreadable file: fail by default, skip on request
 ln -s "$WORK/nowhere.jpg" "$SRC/dog/broken.jpg"
 run "$SLUICE" pack "$SRC" "$WORK/out-broken"
 [ $RC -eq 1 ] || fail "pack with an unreadable file: exit $RC"
-echo "$OUT" | grep -q "dog/broken.jpg" || fail "unreadable file not named: $OUT"
+grep -q "dog/broken.jpg" <<<"$OUT" || fail "unreadable file not named: $OUT"
 run "$SLUICE" pack "$SRC" "$WORK/out-skip" --on-error skip --codec lz4
 [ $RC -eq 0 ] || fail "pack --on-error skip: exit $RC: $OUT"
-echo "$OUT" | grep -q "skipped 1 unreadable file" || fail "skip count: $OUT"
+grep -q "skipped 1 unreadable file" <<<"$OUT" || fail "skip count: $OUT"
 run "$SLUICE" verify "$WORK/out-skip"
 [ $RC -eq 0 ] || fail "verify of the skip pack: exit $RC: $OUT"
 
