@@ -193,8 +193,11 @@ static xmlDoc *parse(const char *xml, size_t n)
 {
     if (n > INT32_MAX)
         return NULL;
-    /* No network, no entity substitution, no DTD loading: outside bytes. */
-    return xmlReadMemory(xml, (int)n, "s3.xml", NULL,
+    /* No network, no entity substitution, no DTD loading: outside bytes.
+     * S3 sends UTF-8: told so, libxml2 neither guesses another encoding
+     * nor reports a failed conversion on the user's stderr (its global
+     * handler, which XML_PARSE_NOERROR does not silence). */
+    return xmlReadMemory(xml, (int)n, "s3.xml", "UTF-8",
                          XML_PARSE_NONET | XML_PARSE_NOERROR |
                              XML_PARSE_NOWARNING | XML_PARSE_NOBLANKS);
 }
