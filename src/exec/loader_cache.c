@@ -222,6 +222,18 @@ static int decoded_miss(sl_loader_t *l, int id, const item_t *it,
     return rc;
 }
 
+int sl__loader_cache_bytes(item_t *it, sl__bytes_t *buf, const uint8_t **p,
+                           char *cause, size_t len)
+{
+    *p = sl__cache_view(&it->hit);
+    if (*p)
+        return 0;
+    if (sl__bytes_reserve(buf, it->hit.raw_n))
+        return sl__fail(cause, len, SL_ENOMEM, "out of memory");
+    *p = buf->p;
+    return sl__cache_copy(&it->hit, buf->p, cause, len);
+}
+
 int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
                              sl__rng_t *crop, sl__rng_t *flip, void *out,
                              char *cause, size_t len)
@@ -239,15 +251,9 @@ int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
     } else {
         /* A hit: the entry's bytes in place, or copied out (compressed)
          * into the item's buffer / the decoder's pixels. */
-        const uint8_t *p = sl__cache_view(&it->hit);
         sl__bytes_t *buf = l->opt.cache_decoded ? &l->dpix[id] : &it->data;
-        rc = 0;
-        if (!p) {
-            rc = sl__bytes_reserve(buf, it->hit.raw_n)
-                     ? sl__fail(cause, len, SL_ENOMEM, "out of memory")
-                     : sl__cache_copy(&it->hit, buf->p, cause, len);
-            p = buf->p;
-        }
+        const uint8_t *p = NULL;
+        rc = sl__loader_cache_bytes(it, buf, &p, cause, len);
         if (!rc && l->opt.cache_decoded)
             rc = sl__image_process_rgb(p, (int)(it->hit.aux >> 32),
                                        (int)(uint32_t)it->hit.aux, &l->xf, crop,

@@ -286,6 +286,10 @@ void sl__loader_cache_close(sl_loader_t *l);
 int sl__loader_cache_hit(sl_loader_t *l, item_t *it, const sl__admit_t *adm);
 void sl__loader_cache_fill(sl_loader_t *l, const item_t *it);
 void sl__loader_cache_unpin(sl_loader_t *l, item_t *it);
+/* A hit's bytes (it->hit pinned) into *p: the entry's in place, or
+ * copied out of a compressed one into buf. 0, or SL_E* with the cause. */
+int sl__loader_cache_bytes(item_t *it, sl__bytes_t *buf, const uint8_t **p,
+                           char *cause, size_t len);
 int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
                              sl__rng_t *crop, sl__rng_t *flip, void *out,
                              char *cause, size_t len);

@@ -399,14 +399,9 @@ static int to_gpu(sl_loader_t *l, item_t *it)
     size_t nbytes = it->data.n;
     if (it->hit.e) {
         char cause[64];
-        bytes = sl__cache_view(&it->hit);
         nbytes = it->hit.raw_n;
-        if (!bytes) {
-            if (sl__bytes_reserve(&it->data, nbytes) ||
-                sl__cache_copy(&it->hit, it->data.p, cause, sizeof cause))
-                return 0; /* the CPU path tries again and names it */
-            bytes = it->data.p;
-        }
+        if (sl__loader_cache_bytes(it, &it->data, &bytes, cause, sizeof cause))
+            return 0; /* the CPU path tries again and names it */
     }
     int64_t t0 = sl__now_ns();
     sl__rng_t crop, flip;
