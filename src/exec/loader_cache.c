@@ -239,7 +239,7 @@ int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
                              char *cause, size_t len)
 {
     sl__scratch_t *s = l->dscratch[id];
-    int rc;
+    int rc = 0;
     if (!it->hit.e) {
         int64_t t0 = sl__now_ns();
         rc = l->opt.cache_decoded && atomic_load(&l->cache_limit) > 0
@@ -250,10 +250,14 @@ int sl__loader_cache_process(sl_loader_t *l, int id, item_t *it,
         atomic_fetch_add(&l->miss_n, 1);
     } else {
         /* A hit: the entry's bytes in place, or copied out (compressed)
-         * into the item's buffer / the decoder's pixels. */
+         * into the item's buffer / the decoder's pixels; a hit the GPU
+         * stage refused has its copy in the item's buffer already. */
         sl__bytes_t *buf = l->opt.cache_decoded ? &l->dpix[id] : &it->data;
         const uint8_t *p = NULL;
-        rc = sl__loader_cache_bytes(it, buf, &p, cause, len);
+        if (it->cpu_only && !sl__cache_view(&it->hit))
+            p = it->data.p;
+        else
+            rc = sl__loader_cache_bytes(it, buf, &p, cause, len);
         if (!rc && l->opt.cache_decoded)
             rc = sl__image_process_rgb(p, (int)(it->hit.aux >> 32),
                                        (int)(uint32_t)it->hit.aux, &l->xf, crop,

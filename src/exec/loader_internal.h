@@ -93,7 +93,8 @@ typedef struct item {
     char rwhy[SL_MSG];   /* a remote read's failure (rq.why) */
     sl__cache_ref_t hit; /* a cache hit, pinned until decoded (e: none) */
     /* On the GPU stage: its job (and the pointer submit takes); cpu_only:
-     * the stage handed it back, a decoder does it. */
+     * the stage handed it back, a decoder does it (a compressed cache
+     * hit's bytes are in data already: to_gpu copied them out). */
     sl__gpu_job_t job;
     sl__gpu_job_t *jobp;
     int cpu_only;

@@ -452,7 +452,6 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
             return;
         if (!it->rc && to_gpu(l, it))
             continue;
-        it->cpu_only = 0;
         int64_t t0 = sl__now_ns();
         int rc = it->rc;
         char msg[SL_MSG];
@@ -480,6 +479,7 @@ static void decode_loop(sl_loader_t *l, int id, charge_t *ch)
                 snprintf(msg, sizeof msg, "%s: %s", name, cause);
             }
         }
+        it->cpu_only = 0;
         item_done(l, it, rc, msg);
         atomic_fetch_add(&l->decode_busy_ns, sl__now_ns() - t0);
         atomic_fetch_add(&l->decode_items, 1);
