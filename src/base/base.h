@@ -49,6 +49,18 @@ typedef struct sl__sbuf {
 void sl__sbuf_printf(sl__sbuf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Names from outside (a file name, a record name in a shard) go into
+ * messages printed on a terminal; their control bytes (< 0x20 and 0x7F:
+ * ESC, CR, LF...) would act there, erase a line or forge one. These write
+ * each as the four characters \xNN; every other byte (UTF-8 included) is
+ * kept. Backslashes are kept too: the result is for reading, not for
+ * parsing back (src/base/msgesc.c).
+ * sl__msg_escape: in place, in buf of len bytes (terminated); what no
+ * longer fits is cut, never inside an escape.
+ * sl__msg_escape_dup: an escaped copy of s (malloc), or NULL. */
+void sl__msg_escape(char *buf, size_t len);
+char *sl__msg_escape_dup(const char *s);
+
 /* Little-endian load/store (the shard format is little-endian on disk). */
 static inline void sl__put_u16(uint8_t *p, uint16_t v)
 {

@@ -4,8 +4,11 @@
  * one small request instead of fetching it whole at open. Each file is
  * walked as a reader walks it. A local file's sidecar goes beside it; a
  * URL's into DIR (made if missing; then copied beside the file on the
- * server). Exit 0, 1
- * when a file could not be indexed, 2 usage. */
+ * server). A damaged file (bad samples, or cut short) still gets its
+ * sidecar: it records what a reader's own walk finds, damage included, so
+ * a reader skips or fails on the same samples with it or without it.
+ * Exit 0 clean, 1 when a file could not be indexed or is damaged (as
+ * `sluice verify` exits 1 on damage), 2 usage. */
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -36,7 +39,8 @@ static const sl__opts_t index_usage = {
     "  SPEC: WebDataset tars or TFRecord files: a path, a brace pattern\n"
     "        (shard-{000000..000099}.tar), URLs; as `run` takes them\n"
     "  writes NAME.slidx beside each file (or into DIR): what a reader of\n"
-    "  the file at a URL needs instead of fetching it whole at open\n",
+    "  the file at a URL needs instead of fetching it whole at open;\n"
+    "  exit 1 when a file is damaged (its sidecar is still written)\n",
     {index_opts},
     "one SPEC",
     1,
@@ -56,7 +60,7 @@ int sl__cmd_index(int argc, char **argv)
                             "name the format: webdataset:%s or tfrecord:%s",
                             spec, spec, spec);
     char err[2048], **names = NULL;
-    int n = 0, failed = 0;
+    int n = 0, failed = 0, damaged = 0;
     if (a.out && mkdir(a.out, 0777) && errno != EEXIST) {
         fprintf(stderr, "index: %s: %s\n", a.out, strerror(errno));
         return 1;
@@ -92,10 +96,16 @@ int sl__cmd_index(int argc, char **argv)
                    (long long)f->n, (long long)f->nbad,
                    f->damage ? ", damaged: " : "", f->damage ? f->damage : "",
                    dst, SL__RECIDX_SUFFIX);
+            damaged += f->nbad > 0 || f->damage;
         }
         sl__recfile_close(f);
         free(dst);
     }
     sl__strv_free(names, n);
-    return failed;
+    if (damaged)
+        fprintf(stderr,
+                "index: %d of %d files damaged (their sidecars written: a "
+                "reader finds the same damage)\n",
+                damaged, n);
+    return failed || damaged;
 }

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,24 @@ int sl__folder_is_image_name(const char *name)
            !strcasecmp(dot, ".png");
 }
 
+/* What torchvision's ImageFolder also lists (IMG_EXTENSIONS) that sluice
+ * does not decode: such files are left out, counted per extension, and
+ * named in one warning, so a count that differs from torchvision's says
+ * why. The other extensions are ignored, as torchvision ignores them. */
+static const char *const foreign_ext[] = {".bmp", ".pgm",  ".ppm",
+                                          ".tif", ".tiff", ".webp"};
+enum { NFOREIGN = sizeof foreign_ext / sizeof foreign_ext[0] };
+
+/* The foreign_ext index of name's extension (any case), or -1. */
+static int foreign_index(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    for (int k = 0; dot && k < NFOREIGN; k++)
+        if (!strcasecmp(dot, foreign_ext[k]))
+            return k;
+    return -1;
+}
+
 /* The folders walked so far, by (device, inode): each is walked once, so a
  * symlink loop or a second link to a folder adds nothing twice. Open
  * addressing; `rel` names the first path it was reached by. */
@@ -77,6 +97,8 @@ typedef struct scan {
     size_t lcap;
     sl__folder_note_t *notes;
     size_t nnotes, ncap;
+    int64_t foreign[NFOREIGN]; /* files per foreign_ext */
+    char *foreign_first;       /* the first by path, relative to root */
     seen_dir_t *seen;
     size_t nseen, seencap; /* seencap: a power of two */
     char *err;
@@ -128,6 +150,42 @@ static int seen_add(scan_t *sc, dev_t dev, ino_t ino, const char *rel,
     return 0;
 }
 
+/* Keeps msg (taken, freed on failure) as a note, its control bytes
+ * escaped: it names files, and is printed. */
+static int add_note(scan_t *sc, int lost, char *msg)
+{
+    char *esc = msg ? sl__msg_escape_dup(msg) : NULL;
+    free(msg);
+    if (!esc || sl__array_reserve(&sc->notes, &sc->ncap, sc->nnotes + 1,
+                                  sizeof *sc->notes, 16)) {
+        free(esc);
+        return SL_ENOMEM;
+    }
+    sc->notes[sc->nnotes++] = (sl__folder_note_t){esc, lost};
+    return 0;
+}
+
+/* Under fail, the scan's error naming rel: in a fixed buffer, so a path
+ * too long for it (a folder past PATH_MAX) loses its middle, not the
+ * cause at the end. */
+static int fail_entry(scan_t *sc, const char *rel, const char *cause)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", sc->root, rel) < 0)
+        return SL_ENOMEM;
+    size_t n = strlen(path), c = strlen(cause);
+    size_t room = sc->errlen > c + 100 ? sc->errlen - c - 3 : 0;
+    if (room && n >= room) {
+        size_t head = 40, tail = room - head - 4;
+        sl__fail(sc->err, sc->errlen, SL_EIO, "%.*s...%s: %s", (int)head, path,
+                 path + n - tail, cause);
+    } else {
+        sl__fail(sc->err, sc->errlen, SL_EIO, "%s: %s", path, cause);
+    }
+    free(path);
+    return SL_EIO;
+}
+
 /* A bad entry (lost = 1: samples left out) or a warning (lost = 0), kept
  * as "ROOT/REL: cause". Under fail a lost entry is the scan's error. */
 static int note(scan_t *sc, int lost, const char *rel, const char *fmt, ...)
@@ -140,22 +198,75 @@ static int note(scan_t *sc, int lost, const char *rel, const char *fmt, ...)
     vsnprintf(cause, sizeof cause, fmt, ap);
     va_end(ap);
     if (lost && !sc->skip_bad)
-        return sl__fail(sc->err, sc->errlen, SL_EIO, "%s/%s: %s", sc->root, rel,
-                        cause);
-    if (sl__array_reserve(&sc->notes, &sc->ncap, sc->nnotes + 1,
-                          sizeof *sc->notes, 16))
-        return SL_ENOMEM;
+        return fail_entry(sc, rel, cause);
     char *msg = NULL;
     if (asprintf(&msg, "%s/%s: %s", sc->root, rel, cause) < 0)
         return SL_ENOMEM;
-    sc->notes[sc->nnotes++] = (sl__folder_note_t){msg, lost};
+    return add_note(sc, lost, msg);
+}
+
+/* "N files in a format sluice does not decode (.webp 2, .bmp 1; JPEG and
+ * PNG only)" into b: nothing when there were none. */
+static void foreign_summary(const scan_t *sc, sl__sbuf_t *b)
+{
+    int64_t n = 0;
+    for (int k = 0; k < NFOREIGN; k++)
+        n += sc->foreign[k];
+    if (!n)
+        return;
+    sl__sbuf_printf(b, "%lld file%s in a format sluice does not decode (",
+                    (long long)n, n == 1 ? "" : "s");
+    const char *sep = "";
+    for (int k = 0; k < NFOREIGN; k++)
+        if (sc->foreign[k]) {
+            sl__sbuf_printf(b, "%s%s %lld", sep, foreign_ext[k],
+                            (long long)sc->foreign[k]);
+            sep = ", ";
+        }
+    sl__sbuf_printf(b, "; JPEG and PNG only)");
+}
+
+/* The files left out for their format, as one warning. */
+static int note_foreign(scan_t *sc)
+{
+    char what[512];
+    sl__sbuf_t b = {what, sizeof what, 0, 0};
+    what[0] = 0;
+    foreign_summary(sc, &b);
+    if (!what[0])
+        return 0;
+    char *msg = NULL;
+    if (asprintf(&msg, "%s left out, the first: %s/%s", what, sc->root,
+                 sc->foreign_first) < 0)
+        return SL_ENOMEM;
+    return add_note(sc, 0, msg);
+}
+
+/* Counts a file left out for its format (foreign_ext index k); the one
+ * named is the first by path, whatever order readdir gives. */
+static int add_foreign(scan_t *sc, int k, const char *rel, const char *name)
+{
+    char *p = join(rel, name);
+    if (!p)
+        return SL_ENOMEM;
+    if (!sc->foreign_first || strcmp(p, sc->foreign_first) < 0) {
+        free(sc->foreign_first);
+        sc->foreign_first = p;
+    } else {
+        free(p);
+    }
+    sc->foreign[k]++;
     return 0;
 }
 
 /* Sorted entries of folder rel: sub-folders into dirs, image files into
  * files (names only). Follows symlinks, as torchvision does. An entry named
  * like an image that is not a regular file (FIFO, device, socket) or cannot
- * be stat'ed (a dangling or looping link) is noted as lost. */
+ * be stat'ed (a dangling or looping link), or whose path is too long to
+ * open, is noted as lost; any other entry that cannot be stat'ed (it could
+ * be a folder) is a warning. Entries are stat'ed relative to the folder
+ * (fstatat), so a sub-folder whose path is PATH_MAX or longer is still
+ * seen as one, and noted when it cannot be opened. */
 static int list_dir(scan_t *sc, const char *rel, strvec_t *dirs,
                     strvec_t *files)
 {
@@ -165,6 +276,7 @@ static int list_dir(scan_t *sc, const char *rel, strvec_t *dirs,
     DIR *d = opendir(abs);
     if (!d) {
         int e = errno;
+        size_t alen = strlen(abs);
         free(abs);
         if (!rel) /* the root itself */
             return sl__fail(
@@ -176,6 +288,11 @@ static int list_dir(scan_t *sc, const char *rel, strvec_t *dirs,
             return sl__fail(sc->err, sc->errlen, SL_ESYSTEM,
                             "%s/%s: cannot open folder: %s", sc->root, rel,
                             strerror(e));
+        if (e == ENAMETOOLONG) /* PATH_MAX: it cannot be opened by path */
+            return note(sc, 1, rel,
+                        "cannot open folder: %s (a path of %zu bytes; left "
+                        "out)",
+                        strerror(e), alen);
         return note(sc, 1, rel, "cannot open folder: %s (left out)",
                     strerror(e));
     }
@@ -184,31 +301,49 @@ static int list_dir(scan_t *sc, const char *rel, strvec_t *dirs,
     while (!rc && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        char *full = join(abs, e->d_name);
-        if (!full) {
-            rc = SL_ENOMEM;
-            break;
-        }
         struct stat st;
-        int ok = stat(full, &st) == 0, err = errno;
-        free(full);
+        int ok = fstatat(dirfd(d), e->d_name, &st, 0) == 0, err = errno;
         int image = files && sl__folder_is_image_name(e->d_name);
+        size_t plen = strlen(abs) + 1 + strlen(e->d_name);
         if (ok && S_ISDIR(st.st_mode)) {
             if (dirs)
                 rc = strvec_push(dirs, strdup(e->d_name));
-        } else if (image && ok && S_ISREG(st.st_mode)) {
-            rc = strvec_push(files, strdup(e->d_name));
-        } else if (image) {
-            char *sub = join(rel, e->d_name);
-            if (!sub) {
-                rc = SL_ENOMEM;
-                break;
-            }
-            rc = ok ? note(sc, 1, sub, "not a regular file (%s)",
-                           sl__file_type_name((unsigned)st.st_mode))
-                    : note(sc, 1, sub, "cannot open: %s", strerror(err));
-            free(sub);
+            continue;
         }
+        int k =
+            files && ok && S_ISREG(st.st_mode) ? foreign_index(e->d_name) : -1;
+        if (k >= 0) {
+            rc = add_foreign(sc, k, rel, e->d_name);
+            continue;
+        }
+        if (image && ok && S_ISREG(st.st_mode) && plen < PATH_MAX) {
+            rc = strvec_push(files, strdup(e->d_name));
+            continue;
+        }
+        if (!image && ok) /* not a sample */
+            continue;
+        char *sub = rel ? join(rel, e->d_name) : strdup(e->d_name);
+        if (!sub) {
+            rc = SL_ENOMEM;
+            break;
+        }
+        if (e->d_type == DT_DIR) /* a folder, by readdir: its samples */
+            rc = note(sc, 1, sub, "cannot open folder: %s (left out)",
+                      strerror(err));
+        else if (!image)
+            rc = note(sc, 0, sub,
+                      "cannot stat: %s (not listed; a folder there is not "
+                      "walked)",
+                      strerror(err));
+        else if (!ok)
+            rc = note(sc, 1, sub, "cannot open: %s", strerror(err));
+        else if (!S_ISREG(st.st_mode))
+            rc = note(sc, 1, sub, "not a regular file (%s)",
+                      sl__file_type_name((unsigned)st.st_mode));
+        else
+            rc = note(sc, 1, sub, "cannot open: %s (a path of %zu bytes)",
+                      strerror(ENAMETOOLONG), plen);
+        free(sub);
     }
     closedir(d);
     free(abs);
@@ -280,6 +415,7 @@ static void scan_free(scan_t *sc)
     for (size_t i = 0; i < sc->nnotes; i++)
         free(sc->notes[i].msg);
     free(sc->notes);
+    free(sc->foreign_first);
     for (size_t i = 0; i < sc->seencap; i++)
         free(sc->seen[i].rel);
     free(sc->seen);
@@ -312,9 +448,17 @@ int sl__folder_scan(const char *root, int skip_bad, sl__folder_t **out,
         if (!dup[c])
             rc = walk(&sc, classes.v[c], (int64_t)c);
     free(dup);
-    if (!rc && sc.paths.n == 0)
+    if (!rc && sc.paths.n == 0) {
+        char what[512];
+        sl__sbuf_t b = {what, sizeof what, 0, 0};
+        what[0] = 0;
+        foreign_summary(&sc, &b);
         rc = sl__fail(err, errlen, SL_ENOTFOUND,
-                      "%s: no .jpg/.jpeg/.png files in any class folder", root);
+                      "%s: no .jpg/.jpeg/.png files in any class folder%s%s",
+                      root, what[0] ? "; " : "", what);
+    }
+    if (!rc)
+        rc = note_foreign(&sc);
     sl__folder_t *f = rc ? NULL : calloc(1, sizeof *f);
     if (!rc && (!f || !(f->root = strdup(root)))) {
         free(f);
@@ -326,6 +470,7 @@ int sl__folder_scan(const char *root, int skip_bad, sl__folder_t **out,
         scan_free(&sc);
         if (rc == SL_ENOMEM)
             sl__fail(err, errlen, rc, "%s: out of memory", root);
+        sl__msg_escape(err, errlen); /* it may name a file */
         return rc;
     }
     f->nclasses = (int)classes.n;

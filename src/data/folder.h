@@ -1,11 +1,17 @@
 /* data/folder: an ImageFolder tree (root/<class>/.../<file>), scanned the way
  * torchvision does it: classes = sorted sub-folder names (index = position),
  * files = .jpg/.jpeg/.png (any case) found by a sorted recursive walk of each
- * class folder; other files are ignored. Only regular files are samples:
- * an entry named like an image that is a FIFO, device, socket, or a link
- * that does not resolve, is a bad entry. Each folder (device, inode) is
- * walked once: a symlink loop, or a second link to a folder already
- * walked, is a warning and is not followed. Depends on base. */
+ * class folder. Files torchvision would also list (.bmp .pgm .ppm .tif
+ * .tiff .webp: its IMG_EXTENSIONS) are in formats sluice does not decode:
+ * left out, counted in one warning that names the first; other files are
+ * ignored. Only regular files are samples: an entry named like an image
+ * that is a FIFO, device, socket, a link that does not resolve, or a file
+ * whose path is PATH_MAX or longer, is a bad entry, and so is a folder
+ * that cannot be opened (a path that long, no permission); any other
+ * entry that cannot be stat'ed is a warning. Each folder (device, inode)
+ * is walked once: a symlink loop, or a second link to a folder already
+ * walked, is a warning and is not followed. Notes and errors have the
+ * control bytes of names escaped (sl__msg_escape). Depends on base. */
 #ifndef SL_FOLDER_H
 #define SL_FOLDER_H
 

@@ -131,7 +131,12 @@ static int add_line(char ***v, int *n, const char *msg, const char *what)
     if (!w)
         return SL_ENOMEM;
     *v = w;
-    if (asprintf(&w[*n], "%s%s", msg, what) < 0)
+    char *raw = NULL;
+    if (asprintf(&raw, "%s%s", msg, what) < 0)
+        return SL_ENOMEM;
+    w[*n] = sl__msg_escape_dup(raw); /* it names a file, and is printed */
+    free(raw);
+    if (!w[*n])
         return SL_ENOMEM;
     (*n)++;
     return 0;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,12 @@ static int add_bad(sl__source_t *s, const char *msg, const char *what)
     if (!v)
         return SL_ENOMEM;
     s->bad = v;
-    if (asprintf(&s->bad[s->nbad], "%s%s", msg, what) < 0)
+    char *raw = NULL;
+    if (asprintf(&raw, "%s%s", msg, what) < 0)
+        return SL_ENOMEM;
+    s->bad[s->nbad] = sl__msg_escape_dup(raw); /* it names a file */
+    free(raw);
+    if (!s->bad[s->nbad])
         return SL_ENOMEM;
     s->nbad++;
     return 0;
@@ -226,6 +232,7 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
     }
     if (rc) {
         sl__source_close(s);
+        sl__msg_escape(err, errlen); /* it may name a file */
         return rc;
     }
     *out = s;
@@ -313,6 +320,7 @@ const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
                  sl__shard_path(s->shards[sh]), (unsigned long long)k,
                  e->name ? e->name : "");
     }
+    sl__msg_escape(buf, len); /* names from outside go to a terminal */
     return buf;
 }
 
@@ -343,8 +351,11 @@ static int file_begin(const char *root, const char *rel, sl__bytes_t *out,
                       const sl__admit_t *admit, sl__source_rd_t *rd, char *err,
                       size_t errlen)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", root, rel);
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", root, rel);
+    if (n < 0 || (size_t)n >= sizeof path) /* never a cut path's file */
+        return sl__fail(err, errlen, SL_EIO, "%s/%s: cannot open: %s", root,
+                        rel, strerror(ENAMETOOLONG));
     /* The scan took regular files only, but the file may have been swapped
      * since (for a FIFO, a folder, a device): refused, never waited on. */
     int64_t size = 0;
@@ -435,9 +446,9 @@ int sl__source_read_admit(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     return sl__source_read_end(s, &rd, res, out, scratch, stored, err, errlen);
 }
 
-int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
-                          sl__bytes_t *scratch, const sl__admit_t *admit,
-                          sl__source_rd_t *rd, char *err, size_t errlen)
+static int read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                      sl__bytes_t *scratch, const sl__admit_t *admit,
+                      sl__source_rd_t *rd, char *err, size_t errlen)
 {
     memset(rd, 0, sizeof *rd);
     rd->fd = -1;
@@ -478,9 +489,9 @@ int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
     return 0;
 }
 
-int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
-                        sl__bytes_t *out, sl__bytes_t *scratch,
-                        uint64_t *stored, char *err, size_t errlen)
+static int read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
+                    sl__bytes_t *out, sl__bytes_t *scratch, uint64_t *stored,
+                    char *err, size_t errlen)
 {
     int64_t i = rd->i;
     if (s->set) {
@@ -499,6 +510,27 @@ int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
     return sl__shard_read_end(s->shards[sh], k, out, scratch,
                               rd->fd < 0 && !rd->remote ? 0 : res, rd->why,
                               stored, err, errlen);
+}
+
+/* A read's failure names the file or record: its control bytes escaped. */
+int sl__source_read_begin(const sl__source_t *s, int64_t i, sl__bytes_t *out,
+                          sl__bytes_t *scratch, const sl__admit_t *admit,
+                          sl__source_rd_t *rd, char *err, size_t errlen)
+{
+    int rc = read_begin(s, i, out, scratch, admit, rd, err, errlen);
+    if (rc)
+        sl__msg_escape(err, errlen);
+    return rc;
+}
+
+int sl__source_read_end(const sl__source_t *s, sl__source_rd_t *rd, int64_t res,
+                        sl__bytes_t *out, sl__bytes_t *scratch,
+                        uint64_t *stored, char *err, size_t errlen)
+{
+    int rc = read_end(s, rd, res, out, scratch, stored, err, errlen);
+    if (rc)
+        sl__msg_escape(err, errlen);
+    return rc;
 }
 
 int sl__source_where(const sl__source_t *s, int64_t i, const void **obj,

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/abi.h"
+#include "base/alloc.h"
 #include "base/lasterr.h"
 #include "core/options.h"
 #include "gpu/cuda_stage.h"
@@ -149,6 +150,79 @@ static int create(const char *source, const sl_options_t *opt,
     return 0;
 }
 
+void sl__loader_skip_defer(sl_loader_t *l, const bbuf_t *bb, int slot,
+                           const char *msg)
+{
+    if (sl__array_reserve(&l->skip_wait, &l->skip_wait_cap, l->nskip_wait + 1,
+                          sizeof *l->skip_wait, 16))
+        return; /* still counted: bb->nfailed */
+    char *m = NULL;
+    if (asprintf(&m, "epoch %lld: %s", (long long)bb->pub.epoch, msg) < 0)
+        m = NULL;
+    l->skip_wait[l->nskip_wait++] = (sl__skip_wait_t){bb->g, slot, m};
+}
+
+static int cmp_slot(const void *a, const void *b)
+{
+    int x = ((const sl__skip_wait_t *)a)->slot;
+    int y = ((const sl__skip_wait_t *)b)->slot;
+    return (x > y) - (x < y);
+}
+
+static void skip_list(sl_loader_t *l, const bbuf_t *bb, char *msg)
+{
+    if (msg)
+        sl__msglog_add(&l->skips, "%s", msg);
+    else
+        sl__msglog_add(&l->skips,
+                       "epoch %lld: a sample (its message was lost: out of "
+                       "memory)",
+                       (long long)bb->pub.epoch);
+    free(msg);
+}
+
+/* Under mu, as batch bb is handed out (or fails the stream): its skipped
+ * samples counted, their messages listed in slot order (the order of the
+ * batch, whichever decoder finished first). */
+static void skips_hand_out(sl_loader_t *l, const bbuf_t *bb)
+{
+    size_t keep = 0, m = 0;
+    for (size_t i = 0; i < l->nskip_wait; i++)
+        m += l->skip_wait[i].g == bb->g;
+    sl__skip_wait_t *mine = m ? malloc(m * sizeof *mine) : NULL;
+    m = 0;
+    for (size_t i = 0; i < l->nskip_wait; i++) {
+        sl__skip_wait_t w = l->skip_wait[i];
+        if (w.g != bb->g)
+            l->skip_wait[keep++] = w;
+        else if (mine)
+            mine[m++] = w;
+        else { /* no memory to sort in: in the order they finished */
+            skip_list(l, bb, w.msg);
+            m++;
+        }
+    }
+    l->nskip_wait = keep;
+    if (mine) {
+        qsort(mine, m, sizeof *mine, cmp_slot);
+        for (size_t i = 0; i < m; i++)
+            skip_list(l, bb, mine[i].msg);
+        free(mine);
+    }
+    for (; m < (size_t)bb->nfailed; m++) /* no room to wait in */
+        skip_list(l, bb, NULL);
+    l->stats.errors_skipped += bb->nfailed;
+}
+
+/* Under mu: what waits of batches never handed out (a stop, a restart,
+ * read-ahead past the end the consumer took). */
+static void skips_drop(sl_loader_t *l)
+{
+    for (size_t i = 0; i < l->nskip_wait; i++)
+        free(l->skip_wait[i].msg);
+    l->nskip_wait = 0;
+}
+
 /* Stops every worker and returns all buffers and items to their pools. */
 static void stop_pipeline(sl_loader_t *l)
 {
@@ -256,6 +330,8 @@ void sl_loader_destroy(sl_loader_t *l)
         sl__scratch_destroy(l->dscratch[i]);
     }
     sl__msglog_free(&l->skips);
+    skips_drop(l);
+    free(l->skip_wait);
     free(l->perm[0]);
     free(l->perm[1]);
     free(l->plan.list);
@@ -344,6 +420,7 @@ int sl__loader_begin(sl_loader_t *l, int64_t first, int64_t end,
     l->handed = 0;
     l->ep_epoch = sl__loader_planned(l, first) / l->smp.nbatches;
     l->ep_samples = l->run_samples = 0;
+    skips_drop(l);
     l->fatal = 0;
     l->fatal_msg[0] = 0;
     l->alloc_failed = 0;
@@ -425,6 +502,7 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
         }
         bbuf_t *bb = ready_batch(l);
         if (bb) {
+            skips_hand_out(l, bb);
             if (bb->rc) {
                 l->fatal = bb->rc;
                 snprintf(l->fatal_msg, sizeof l->fatal_msg, "%s", bb->err);

@@ -76,6 +76,14 @@ typedef struct sl__plan {
     int64_t n, first, step;
 } sl__plan_t;
 
+/* A skipped sample waiting for its batch (run position g) to be handed
+ * out (sl__loader_skip_defer). */
+typedef struct sl__skip_wait {
+    int64_t g;
+    int slot;
+    char *msg; /* "epoch E: FILE: cause"; NULL: out of memory */
+} sl__skip_wait_t;
+
 typedef struct item {
     bbuf_t *bb;
     int slot;
@@ -210,6 +218,12 @@ struct sl_loader {
     int fatal;              /* the stream failed: every next() says so */
     char fatal_msg[SL_MSG]; /* its message (under mu) */
     sl__msglog_t skips;     /* skipped samples, counted and described */
+    /* Under mu: the messages of samples skipped in batches not handed out
+     * yet; a batch's count and messages go to stats and skips when it is
+     * handed out, so read-ahead past what the consumer takes (the next
+     * epoch, a stop) is never counted. */
+    sl__skip_wait_t *skip_wait;
+    size_t nskip_wait, skip_wait_cap;
 };
 
 /* Options (loader_opts.c): a knob's default value (one reader, a decoder
@@ -227,6 +241,11 @@ int64_t sl__loader_planned(const sl_loader_t *l, int64_t k);
  * through *plan (taken over, list included; NULL: none). */
 int sl__loader_begin(sl_loader_t *l, int64_t first, int64_t end,
                      const sl__plan_t *plan);
+
+/* Under mu: the sample in slot of batch bb was skipped (msg: "FILE:
+ * cause"); it is counted and listed when bb is handed out (loader.c). */
+void sl__loader_skip_defer(sl_loader_t *l, const bbuf_t *bb, int slot,
+                           const char *msg);
 
 /* Under mu: a batch is being filled or waits for the consumer. */
 int sl__loader_in_flight(const sl_loader_t *l);

@@ -301,9 +301,7 @@ static void finish_slot(sl_loader_t *l, bbuf_t *bb, int slot, int rc,
         if (l->opt.on_error == SL_ON_ERROR_SKIP && sl__err_is_data(rc)) {
             bb->bad[slot] = 1;
             bb->nfailed++;
-            l->stats.errors_skipped++;
-            sl__msglog_add(&l->skips, "epoch %lld: %s",
-                           (long long)bb->pub.epoch, msg);
+            sl__loader_skip_defer(l, bb, slot, msg);
         } else if (!bb->rc) {
             bb->rc = rc;
             snprintf(bb->err, sizeof bb->err, "%s", msg);
