@@ -54,12 +54,12 @@ def _python_site():
 os.environ["SL_PYTHON_SITE"] = _python_site()
 
 from . import _sluice  # noqa: E402
-from ._sluice import (Error, Loader, TextLoader, image_info, image_transform, load_volume,  # noqa: E402
-                      version, volume_dataset, volume_info)
+from ._sluice import (Error, Loader, NotFoundError, TextLoader, image_info,  # noqa: E402
+                      image_transform, load_volume, version, volume_dataset, volume_info)
 
-__all__ = ["Error", "Loader", "TextLoader", "VolumeDataset", "analyze", "calibrate",
-           "image_info", "image_transform", "load_volume", "version", "volume_dataset",
-           "volume_info"]
+__all__ = ["Error", "Loader", "NotFoundError", "TextLoader", "VolumeDataset", "analyze",
+           "calibrate", "image_info", "image_transform", "load_volume", "version",
+           "volume_dataset", "volume_info"]
 __version__ = version
 
 

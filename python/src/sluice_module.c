@@ -7,12 +7,14 @@
 #define SLUICE_PY_IMPORT_ARRAY
 #include "sluice_py.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "sluice/analysis.h"
 
 PyObject *slpy_error;
+PyObject *slpy_not_found;
 
 PyObject *slpy_raise(int code, const char *msg, int args_error)
 {
@@ -22,14 +24,21 @@ PyObject *slpy_raise(int code, const char *msg, int args_error)
         return PyErr_Format(PyExc_MemoryError, "%s", msg);
     if (args_error && (code == SL_EINVAL || code == SL_ERANGE))
         return PyErr_Format(PyExc_ValueError, "%s", msg);
-    PyObject *exc = PyObject_CallFunction(slpy_error, "s", msg);
+    PyObject *type = code == SL_ENOTFOUND ? slpy_not_found : slpy_error;
+    PyObject *exc = PyObject_CallFunction(type, "s", msg);
     if (!exc)
         return NULL;
     PyObject *num = PyLong_FromLong(code);
     PyObject *name = PyUnicode_FromString(sl_strerror(code));
-    if (num && name && !PyObject_SetAttrString(exc, "code", num) &&
-        !PyObject_SetAttrString(exc, "reason", name))
-        PyErr_SetObject(slpy_error, exc);
+    /* NotFoundError is an OSError too: errno as open() would set it (its
+     * one argument keeps str() the engine's message, no "[Errno 2]"). */
+    PyObject *eno = type == slpy_not_found ? PyLong_FromLong(ENOENT) : NULL;
+    if (num && name && (type != slpy_not_found || eno) &&
+        !PyObject_SetAttrString(exc, "code", num) &&
+        !PyObject_SetAttrString(exc, "reason", name) &&
+        (!eno || !PyObject_SetAttrString(exc, "errno", eno)))
+        PyErr_SetObject(type, exc);
+    Py_XDECREF(eno);
     Py_XDECREF(num);
     Py_XDECREF(name);
     Py_DECREF(exc);
@@ -409,14 +418,30 @@ PyMODINIT_FUNC PyInit__sluice(void)
                             PyExc_RuntimeError, dict)
                       : NULL;
     Py_XDECREF(dict);
-    if (!slpy_error || PyModule_AddObject(m, "Error", slpy_error) ||
+    PyObject *bases = slpy_error
+                          ? PyTuple_Pack(2, slpy_error, PyExc_FileNotFoundError)
+                          : NULL;
+    slpy_not_found =
+        bases ? PyErr_NewExceptionWithDoc(
+                    "sluice.NotFoundError",
+                    "The engine's SL_ENOTFOUND (a path that is not there, "
+                    "or nothing to read in it): a sluice.Error and a "
+                    "FileNotFoundError (errno ENOENT), as torchvision's "
+                    "ImageFolder raises for a missing folder.",
+                    bases, NULL)
+              : NULL;
+    Py_XDECREF(bases);
+    Py_XINCREF(slpy_error); /* PyModule_AddObject steals one on success */
+    Py_XINCREF(slpy_not_found);
+    if (!slpy_error || !slpy_not_found ||
+        PyModule_AddObject(m, "Error", slpy_error) ||
+        PyModule_AddObject(m, "NotFoundError", slpy_not_found) ||
         PyModule_AddStringConstant(m, "version", sl_version_string()) ||
         slpy_loader_init(m) || slpy_text_init(m) || slpy_volume_init(m) ||
         slpy_vloader_init(m)) {
         Py_DECREF(m);
         return NULL;
     }
-    Py_INCREF(slpy_error); /* the module's reference was stolen */
 #define ADD_CODE(name, num, msg)                                               \
     if (PyModule_AddIntConstant(m, "E" #name, num)) {                          \
         Py_DECREF(m);                                                          \

@@ -1,7 +1,8 @@
 /*
  * sluice._sluice: the CPython extension over libsluice (private header).
  *
- * sluice_module.c  module init, sluice.Error, image_transform, version
+ * sluice_module.c  module init, sluice.Error (and NotFoundError),
+ *                  image_transform, version
  * sluice_core.c    the Core / Batch objects that keep an engine and its
  *                  handed-out batches alive, and argument helpers
  * sluice_loader.c  sluice.Loader
@@ -29,11 +30,14 @@
 
 /** sluice.Error (a RuntimeError with .code, the SL_E* number). */
 extern PyObject *slpy_error;
+/** sluice.NotFoundError: sluice.Error and FileNotFoundError (SL_ENOTFOUND). */
+extern PyObject *slpy_not_found;
 
 /** Raises the exception for an engine failure `code` with message `msg`
  *  (NULL or empty: sl_strerror(code)): ValueError for SL_EINVAL/SL_ERANGE
  *  when `args_error` is set (a bad argument), MemoryError for SL_ENOMEM,
- *  sluice.Error otherwise. @return NULL, for `return slpy_raise(...)`. */
+ *  sluice.NotFoundError for SL_ENOTFOUND, sluice.Error otherwise.
+ *  @return NULL, for `return slpy_raise(...)`. */
 PyObject *slpy_raise(int code, const char *msg, int args_error);
 
 /** Parses "uint8" / "float32" (or "float"), or anything numpy.dtype takes
