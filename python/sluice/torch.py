@@ -22,14 +22,22 @@ state_dict() is the exact position after the batches consumed so far;
 load_state_dict() makes the next iteration yield exactly the rest of that
 epoch, bit for bit (torch's own DataLoader cannot resume mid-epoch).
 
+A native loader runs one iteration at a time (one engine): a new
+iter(loader), or load_state_dict(), while an iterator is live supersedes
+it, and that iterator's next next() raises RuntimeError saying so (torch's
+iterators are independent; here two streams need two loaders).
+set_epoch() during an iteration applies to the next one, as torch's.
+
 torch is imported only when a DataLoader is made, so `import sluice` needs
 no torch.
 """
+import operator
 import os
+import warnings
 
 from . import _sluice
 
-__all__ = ["DataLoader", "TextLoader"]
+__all__ = ["DataLoader", "NativeDataset", "TextLoader"]
 
 _NATIVE_DEFAULTS = {"batch_size": 64, "shuffle": True}
 _GENERIC_DEFAULTS = {"batch_size": 1, "shuffle": False}
@@ -85,36 +93,79 @@ def _cuda_host_alloc():
                            "process (" + str(e) + ")") from None
 
 
+class _Run:
+    """One iteration of an engine-backed loader. `ended` says what
+    superseded it (None while it is the live one); `then` is the position
+    set_epoch gave for after it (None: where it stops)."""
+
+    __slots__ = ("ended", "then")
+
+    def __init__(self):
+        self.ended = None
+        self.then = None
+
+
 class _Position:
     """Where the next iteration of an engine-backed loader begins, shared by
     DataLoader (native mode) and TextLoader: an iteration is one epoch from
-    _start; state_dict's position is the engine's while one runs."""
+    _start; state_dict's position is the engine's while one runs.
+
+    One engine streams one iteration: a new iter() or load_state_dict()
+    ends the live one, whose iterator then raises (_check_run) rather
+    than take batches of the new stream or stop as if its epoch were
+    done."""
 
     def _position_init(self):
         self._start = (0, 0)  # where the next iteration begins
         self._saved = (0, 0)  # state_dict's position between iterations
-        self._run = 0         # id of the iteration under way (0: none)
-        self._runs = 0
+        self._run = None      # the iteration under way (_Run), or None
+
+    def _supersede(self, why):
+        if self._run is not None:
+            self._run.ended = why
+            self._run = None
 
     def _begin(self):
-        """Starts the engine at _start and returns the new iteration's id.
+        """Starts the engine at _start and returns the new iteration.
         Started here, not at the first next(), so batches are being
         prepared while the caller sets up its step."""
         epoch, batch = self._start
+        self._supersede("a newer iter(loader)")
         self._loader.start(epoch, batch)
         self._start = (epoch + 1, 0)
-        self._runs += 1
-        self._run = self._runs
+        self._run = _Run()
         return self._run
+
+    def _check_run(self, run):
+        """Raises RuntimeError when `run` is no longer the live iteration."""
+        if self._run is not run:
+            name = type(self).__name__
+            why = run.ended or "a newer iteration"
+            raise RuntimeError(
+                f"this {name} iterator was superseded by {why}: a sluice "
+                f"{name} runs one iteration at a time (one engine), "
+                "and starting another ends the one before; iterate it once "
+                f"per epoch, or make two {name}s for two streams")
+
+    def _end_run(self, run):
+        """The generator of `run` is done (exhausted, left or closed)."""
+        if self._run is run:
+            self._run = None
+            # Left early (break) or not, the next iteration is a new
+            # epoch, as torch's; state_dict keeps the exact position.
+            self._saved = run.then or self._loader.position
 
     def _set_epoch(self, epoch):
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
-        self._start = self._saved = (int(epoch), 0)
-        self._run = 0
+        self._start = (int(epoch), 0)
+        if self._run is not None:
+            self._run.then = self._start  # the live iteration goes on
+        else:
+            self._saved = self._start
 
     def _position(self):
-        return self._loader.position if self._run else self._saved
+        return self._loader.position if self._run is not None else self._saved
 
     def _load_position(self, state, checked):
         mine = self.state_dict()
@@ -122,8 +173,8 @@ class _Position:
             if k in state and state[k] != mine[k]:
                 raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
                                  f"this loader has {mine[k]!r}")
+        self._supersede("load_state_dict()")
         self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
-        self._run = 0
 
 
 def _trainer_gpu(torch, device):
@@ -139,6 +190,105 @@ def _trainer_gpu(torch, device):
     return None
 
 
+class NativeDataset:
+    """DataLoader.dataset in native mode: a read-only view of the source
+    the engine reads. len() is the samples of the whole source (all
+    ranks, as len(dataset) under a DistributedSampler); classes and
+    class_to_idx as torchvision's ImageFolder (class index = position in
+    sorted order); root is the source as given. The engine decodes the
+    samples: there is no indexing here."""
+
+    def __init__(self, source, loader):
+        self.root = source
+        self._len = loader.num_samples
+        self.classes = list(loader.classes)
+        self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+
+    def __len__(self):
+        return self._len
+
+    def __repr__(self):
+        return (f"NativeDataset(root={self.root!r}, samples={self._len}, "
+                f"classes={len(self.classes)})")
+
+
+def _warn(msg, stacklevel=4):
+    # stacklevel 4: the caller of DataLoader(...), through __init__ and
+    # the helper that warns.
+    warnings.warn(msg, UserWarning, stacklevel=stacklevel)
+
+
+def _warn_no_pinning():
+    # torch's words, so a filter written for torch's warning takes it.
+    _warn("'pin_memory' argument is set as true but no accelerator is "
+          "found, then device pinned memory won't be used.")
+
+
+def _positive(name, v):
+    """v as an int >= 1, else ValueError naming `name` (torch's words)."""
+    try:
+        n = operator.index(v) if not isinstance(v, bool) else None
+    except TypeError:
+        n = None
+    if n is None or n < 1:
+        raise ValueError(f"{name} should be a positive integer value, but "
+                         f"got {name}={v!r}")
+    return n
+
+
+def _square_size(v):
+    """image_size as one int: n, or a square (n, n)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) == 2 and v[0] == v[1]:
+            v = v[0]
+        else:
+            raise ValueError(f"image_size={tuple(v)!r}: sluice makes square "
+                             "images only; give one int n or (n, n)")
+    return _positive("image_size", v)
+
+
+def _native_options(num_workers, options):
+    """Refuses, with what to do instead, the keyword options native mode
+    sets itself (sluice.Loader would say 'multiple values')."""
+    if "epochs" in options:
+        raise TypeError(
+            "epochs is not a DataLoader argument: one iteration is one epoch "
+            "(iterate the loader once per epoch, set_epoch to choose which); "
+            "for several epochs in one iteration use sluice.Loader(..., "
+            "epochs=N)")
+    if "threads" in options:
+        raise TypeError("threads is num_workers in a DataLoader (the decode "
+                        "threads; None or 0: one per core)")
+    if num_workers is not None and (isinstance(num_workers, bool) or
+                                    operator.index(num_workers) < 0):
+        raise ValueError("num_workers option should be non-negative "
+                         "(native mode: decode threads; None or 0: one per "
+                         "core)")
+
+
+def _native_ignored(timeout, persistent_workers, multiprocessing_context,
+                    pin_memory_device):
+    """Warns, once per call site, for torch's arguments that have nothing
+    to act on in native mode."""
+    why = {
+        "timeout": (timeout, "the engine has no timed wait for a batch; "
+                    "a failed sample raises (on_error='fail') or is "
+                    "skipped (on_error='skip') instead of hanging"),
+        "persistent_workers": (persistent_workers, "the engine's threads "
+                               "always persist across epochs"),
+        "multiprocessing_context": (multiprocessing_context, "native mode "
+                                    "starts no processes (decode threads "
+                                    "in C)"),
+        "pin_memory_device": (pin_memory_device, "pin_memory=True pins for "
+                              "CUDA (the engine allocates its buffers with "
+                              "cudaHostAlloc)"),
+    }
+    for name, (v, reason) in why.items():
+        if v:
+            _warn(f"sluice.torch.DataLoader: {name}={v!r} does nothing in "
+                  f"native mode (source=): {reason}")
+
+
 class DataLoader(_Position):
     """DataLoader(dataset=None, batch_size=None, shuffle=None, ...,
     source=None, image_size=224, seed=None, device=None, rank=None,
@@ -150,17 +300,29 @@ class DataLoader(_Position):
     for WebDataset's shuffle-buffer order): batch_size 64 and shuffle True
     by default;
     num_workers is the number of decode threads (None or 0: one per core);
-    pin_memory=True copies each batch into page-locked memory when CUDA is
-    available (a copy; a no-op without CUDA); device="cuda" moves batches
-    with non_blocking=True; rank / world_size default to torch.distributed's
-    when it is initialised; placement="gpu" decodes on the GPU with nvJPEG,
+    prefetch_factor: batches in flight per decode thread (sluice.Loader's
+    prefetch = prefetch_factor x threads; the default is 2, as torch's);
+    pin_memory=True, where CUDA is available, has the engine allocate its
+    batch buffers page-locked (cudaHostAlloc), so batches come out pinned
+    with no copy (without CUDA it does nothing and warns, as torch does);
+    device="cuda" moves batches with non_blocking=True; seed=None takes a
+    seed from generator= when one is given (one draw, at construction),
+    else is 0 (as DistributedSampler's default, so DDP ranks agree);
+    rank / world_size default to torch.distributed's when it is
+    initialised; placement="gpu" decodes on the GPU with nvJPEG,
     on the trainer's GPU (device's cuda:N, else the current device, as
     does auto, the default, where the driver sees a GPU) unless gpu_device=
     says otherwise, and with device_batches=True its batches stay in GPU
     memory and come out as CUDA tensors without a copy (not yet measured
     on a GPU: opt-in); other keyword options go to sluice.Loader
     (mode='eval', layout='hwc', on_error='skip', prefetch=..., mean=...,
-    std=..., telemetry_ms=..., ...).
+    std=..., telemetry_ms=..., ...). sampler, batch_sampler, collate_fn
+    and worker_init_fn are refused (the engine samples and collates);
+    timeout, persistent_workers, multiprocessing_context and
+    pin_memory_device are accepted and do nothing (a warning says why).
+    dataset is a NativeDataset (len(), classes, class_to_idx, root);
+    skipped() lists the samples skipped under on_error='skip' ("epoch E:
+    FILE: cause"). One iteration at a time: see the module's docstring.
 
     Generic mode (dataset=...): torch DataLoader's arguments, run by
     sluice._generic.GenericLoader; a torchvision ImageFolder whose transform
@@ -187,6 +349,8 @@ class DataLoader(_Position):
         if (dataset is None) == (source is None):
             raise TypeError("DataLoader needs exactly one of dataset= (a "
                             "torch Dataset) or source= (a folder or shards)")
+        if pin_memory and not torch.cuda.is_available():
+            _warn_no_pinning()
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.device = torch.device(device) if device is not None else None
         self.drop_last = bool(drop_last)
@@ -206,13 +370,28 @@ class DataLoader(_Position):
             if v is not None:
                 raise TypeError(f"{name} is for dataset= (generic mode); "
                                 "native mode (source=) samples in the engine")
+        _native_options(num_workers, options)
+        _native_ignored(timeout, persistent_workers, multiprocessing_context,
+                        pin_memory_device)
+        if prefetch_factor is not None:
+            if "prefetch" in options:
+                raise TypeError("give prefetch_factor (per decode thread) or "
+                                "prefetch (batches in flight), not both")
+            prefetch_factor = _positive("prefetch_factor", prefetch_factor)
+        if generator is not None:
+            if seed is not None:
+                raise ValueError("give seed or generator, not both")
+            # One draw, as torch's RandomSampler takes its seed: 63 bits.
+            seed = int(torch.empty((), dtype=torch.int64)
+                       .random_(generator=generator).item())
         self.source = source
-        self.dataset = None
-        self.batch_size = _NATIVE_DEFAULTS["batch_size"] if batch_size is None else batch_size
+        if batch_size is None:
+            batch_size = _NATIVE_DEFAULTS["batch_size"]
+        self.batch_size = _positive("batch_size", batch_size)
         self.shuffle = _NATIVE_DEFAULTS["shuffle"] if shuffle is None else bool(shuffle)
         self.seed = 0 if seed is None else int(seed)
         self.rank, self.world_size = _dist_defaults(torch, rank, world_size)
-        self.image_size = image_size
+        self.image_size = image_size = _square_size(image_size)
         threads = num_workers if num_workers else None
         if self.pin_memory and "host_alloc" not in options:
             # The engine allocates its batch buffers page-locked, so
@@ -231,6 +410,14 @@ class DataLoader(_Position):
             seed=self.seed, drop_last=self.drop_last, rank=self.rank,
             world_size=self.world_size, epochs=1, threads=threads,
             dtype=_dtype_name(torch, dtype), **options)
+        if prefetch_factor is not None:
+            # torch holds prefetch_factor batches per worker; the engine's
+            # prefetch counts batches in flight over all its threads (its
+            # default, 2 x threads, is torch's default). The start value:
+            # policy='heuristic' tunes it from there.
+            self._loader.set("prefetch", max(2, prefetch_factor *
+                                             self._loader.get("threads")))
+        self.dataset = NativeDataset(source, self._loader)
         self._position_init()
 
     def _init_generic(self, dataset, batch_size, shuffle, sampler,
@@ -309,6 +496,15 @@ class DataLoader(_Position):
             return self._generic.stats()
         return self._loader.stats()
 
+    def skipped(self):
+        """Native mode: the messages of the samples skipped so far under
+        on_error='skip' ("epoch E: FILE: cause"), and the source's warnings
+        found when it was opened, as sluice.Loader.skipped()."""
+        if self._generic is not None:
+            raise TypeError("skipped() is for native mode (source=); in "
+                            "generic mode the Dataset's errors raise")
+        return self._loader.skipped()
+
     def close(self):
         if self._loader is not None:
             self._loader.close()
@@ -327,8 +523,13 @@ class DataLoader(_Position):
         from_numpy = self._torch.from_numpy
         move = self.pin_memory or self.device is not None
         try:
-            for images, labels in self._loader:
-                if self._run != run:  # superseded by a newer iteration
+            while True:
+                # Checked before taking a batch: a newer iteration's
+                # batches come from the same engine.
+                self._check_run(run)
+                try:
+                    images, labels = next(self._loader)
+                except StopIteration:
                     return
                 if hasattr(images, "__cuda_array_interface__"):
                     # A device batch (device_batches=True): a CUDA tensor
@@ -346,11 +547,7 @@ class DataLoader(_Position):
                     x, y = self._move(x), self._move(y)
                 yield x, y
         finally:
-            if self._run == run:
-                self._run = 0
-                # Left early (break) or not, the next iteration is a new
-                # epoch, as torch's; state_dict keeps the exact position.
-                self._saved = self._loader.position
+            self._end_run(run)
 
     def _move(self, t):
         if self.pin_memory and not t.is_pinned():
@@ -425,8 +622,11 @@ class TextLoader(_Position):
     def _batches(self, run):
         from_numpy = self._torch.from_numpy
         try:
-            for d in self._loader:
-                if self._run != run:  # superseded by a newer iteration
+            while True:
+                self._check_run(run)  # before taking a batch: see DataLoader
+                try:
+                    d = next(self._loader)
+                except StopIteration:
                     return
                 out = {k: from_numpy(v) for k, v in d.items()}
                 if self.device is not None:
@@ -434,9 +634,7 @@ class TextLoader(_Position):
                            for k, t in out.items()}
                 yield out
         finally:
-            if self._run == run:
-                self._saved = self._loader.position
-                self._run = 0
+            self._end_run(run)
 
     def set_epoch(self, epoch):
         """The next iteration streams epoch `epoch` from its first batch."""

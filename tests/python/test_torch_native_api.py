@@ -1,0 +1,208 @@
+"""sluice.torch.DataLoader in native mode (source=) as a PyTorch user meets
+it: one live iterator at a time (a superseded one says so), generator= and
+torch's other arguments, dataset / skipped(), pin_memory's truth and
+warning, argument errors that name the argument, a missing path that is a
+FileNotFoundError. A small synthetic folder: quick."""
+import errno
+import os
+import shutil
+import sys
+import warnings
+
+import pytest
+from conftest import synthetic_folder
+
+SLUICE = os.environ.get("SLUICE")
+PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
+if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
+    sys.path.insert(0, PYDIR)
+sluice = pytest.importorskip("sluice", reason="sluice module not built")
+torch = pytest.importorskip("torch", reason="no torch")
+import sluice.torch as st  # noqa: E402
+
+B, S = 16, 32  # 96 images: 6 batches an epoch
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    return synthetic_folder(tmp_path_factory, "ds", 96, 3)
+
+
+@pytest.fixture(scope="module")
+def bad(ds, tmp_path_factory):
+    """Three good JPEGs and a truncated one, in two classes."""
+    d = tmp_path_factory.mktemp("bad")
+    good = sorted(os.path.join(r, f) for r, _, fs in os.walk(ds) for f in fs)
+    for cls, names in (("a", ["ok1.jpg"]), ("b", ["ok2.jpg", "ok3.jpg"])):
+        os.makedirs(d / cls)
+        for n in names:
+            shutil.copy(good.pop(), d / cls / n)
+    with open(d / "a" / "broken.jpg", "wb") as f:
+        f.write(open(good.pop(), "rb").read()[:300])
+    return str(d)
+
+
+def dl(ds, **kw):
+    kw.setdefault("batch_size", B)
+    kw.setdefault("image_size", S)
+    return st.DataLoader(ds, **kw)
+
+
+def labels(it):
+    return [y.clone() for _, y in it]
+
+
+def same(a, b):
+    return len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+# ------------------------------------------------- one iteration at a time
+
+def test_torch_superseded_iterator_raises(ds):
+    ref = dl(ds, seed=3)
+    epoch0 = labels(ref)
+    l = dl(ds, seed=3)
+    i1 = iter(l)
+    next(i1)
+    i2 = iter(l)  # epoch 1 from its first batch
+    with pytest.raises(RuntimeError, match=r"superseded by a newer iter\(loader\)"
+                       r".*one iteration at a time.*two DataLoaders"):
+        next(i1)
+    # i1 took none of i2's batches: i2 is epoch 1, whole.
+    assert same([y.clone() for _, y in i2], labels(ref))
+    with pytest.raises(RuntimeError, match="superseded"):
+        sum(1 for _ in zip(l, l))
+    l.set_epoch(0)
+    assert same(labels(l), epoch0)  # a plain loop afterwards: unchanged
+
+
+def test_torch_load_state_dict_supersedes(ds):
+    l = dl(ds, seed=4)
+    it = iter(l)
+    next(it)
+    next(it)
+    sd = l.state_dict()
+    l.load_state_dict(sd)
+    with pytest.raises(RuntimeError, match=r"superseded by load_state_dict\(\)"):
+        next(it)
+    assert len(labels(l)) == len(l) - 2  # the rest of that epoch
+
+
+def test_torch_break_restart_and_set_epoch(ds):
+    l = dl(ds, seed=5)
+    e0 = labels(l)
+    for i, _ in enumerate(l):  # epoch 1, left early
+        if i == 1:
+            break
+    assert len(labels(l)) == len(l)  # epoch 2, whole
+    l.set_epoch(0)
+    got = []
+    for i, (_, y) in enumerate(l):
+        got.append(y.clone())
+        if i == 0:
+            l.set_epoch(0)  # for the next iteration; this one goes on
+    assert same(got, e0)
+    assert same(labels(l), e0)
+
+
+# --------------------------------------------------- torch's arguments
+
+def test_torch_generator_sets_seed(ds):
+    g = torch.Generator().manual_seed(11)
+    l = dl(ds, generator=g)
+    want = int(torch.empty((), dtype=torch.int64)
+               .random_(generator=torch.Generator().manual_seed(11)).item())
+    assert l.seed == want != 0 and l.state_dict()["seed"] == want
+    assert same(labels(l), labels(dl(ds, seed=want)))
+    assert dl(ds).seed == 0  # no generator: DistributedSampler's default
+    with pytest.raises(ValueError, match="seed or generator"):
+        dl(ds, seed=1, generator=torch.Generator())
+
+
+def test_torch_prefetch_factor(ds):
+    l = dl(ds, num_workers=2, prefetch_factor=3, policy="static")
+    assert l.loader.get("prefetch") == 6  # batches in flight: 3 x 2 threads
+    with pytest.raises(TypeError, match="prefetch_factor"):
+        dl(ds, prefetch_factor=2, prefetch=4)
+    with pytest.raises(ValueError, match="prefetch_factor"):
+        dl(ds, prefetch_factor=0)
+
+
+@pytest.mark.parametrize("kw", [{"timeout": 5}, {"persistent_workers": True},
+                                {"multiprocessing_context": "spawn"},
+                                {"pin_memory_device": "cuda"}])
+def test_torch_ignored_arguments_warn(ds, kw):
+    name = next(iter(kw))
+    with pytest.warns(UserWarning, match=f"{name}=.* does nothing in native mode"):
+        dl(ds, **kw)
+
+
+def test_torch_pin_memory(ds):
+    doc = st.DataLoader.__doc__
+    assert "no copy" in doc and "copies each batch" not in doc
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available: pin_memory pins (test_host_alloc)")
+    with pytest.warns(UserWarning, match="no accelerator is found"):
+        l = dl(ds, pin_memory=True)
+    assert not l.pin_memory
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dl(ds)  # no warning without pin_memory
+
+
+# ------------------------------------------------- dataset and skipped()
+
+def test_torch_dataset_view(ds):
+    l = dl(ds, rank=1, world_size=2)
+    d = l.dataset
+    classes = sorted(os.listdir(ds))
+    assert len(d) == 96 and d.root == ds  # the whole source, all ranks
+    assert d.classes == classes
+    assert d.class_to_idx == {c: i for i, c in enumerate(classes)}
+    assert len(l) == 3
+
+
+def test_torch_skipped(bad):
+    l = dl(bad, batch_size=2, on_error="skip")
+    assert l.skipped() == []
+    n = sum(len(y) for _, y in l)
+    assert n == 3
+    assert any("broken.jpg" in m for m in l.skipped())
+    assert "skipped()" in st.DataLoader.__doc__
+
+
+# --------------------------------------------------------- bad arguments
+
+@pytest.mark.parametrize("kw,err,match", [
+    ({"epochs": 2}, TypeError, r"epochs is not a DataLoader argument.*"
+                               r"once per epoch.*sluice\.Loader"),
+    ({"image_size": (32, 48)}, ValueError, r"image_size=\(32, 48\).*square"),
+    ({"num_workers": -1}, ValueError, "num_workers option should be non-negative"),
+    ({"batch_size": 0}, ValueError, "batch_size should be a positive integer"),
+    ({"batch_size": 2.5}, ValueError, "batch_size should be a positive integer"),
+    ({"threads": 2}, TypeError, "num_workers"),
+])
+def test_torch_bad_arguments_named(ds, kw, err, match):
+    with pytest.raises(err, match=match):
+        dl(ds, **kw)
+
+
+def test_torch_square_tuple_size(ds):
+    x, _ = next(iter(dl(ds, image_size=(S, S))))
+    assert x.shape == (B, 3, S, S)
+
+
+# ------------------------------------------------------------ missing path
+
+def test_torch_missing_path_is_file_not_found(tmp_path):
+    where = str(tmp_path / "does-not-exist")
+    for make in (lambda: st.DataLoader(where), lambda: sluice.Loader(where)):
+        with pytest.raises(FileNotFoundError) as e:
+            make()
+        assert isinstance(e.value, sluice.Error)
+        assert isinstance(e.value, sluice.NotFoundError)
+        assert e.value.errno == errno.ENOENT
+        assert e.value.code == sluice._sluice.ENOTFOUND
+        assert "does-not-exist" in str(e.value)
+    with pytest.raises(sluice.Error):  # still caught as before
+        st.DataLoader(where)
