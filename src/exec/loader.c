@@ -572,7 +572,7 @@ int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
         return 0;
     if (!l)
         return SL_EINVAL;
-    bbuf_t *bb = (bbuf_t *)b;
+    bbuf_t *bb = (bbuf_t *)b, *gone = NULL;
     int held = 0;
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->nbufs; i++) { /* compares pointers only: b may */
@@ -580,9 +580,13 @@ int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
             continue;
         if (bb->state == BB_HELD) {
             held = 1;
+            /* A device batch: its consumer's GPU work may still read it;
+             * the stage fences that before the buffer can be claimed. */
+            if (bb->dev)
+                l->stage->dev_release(l->stage, bb->dev);
             if (l->nbufs > l->prefetch) { /* the depth was lowered */
                 l->bufs[i] = l->bufs[--l->nbufs];
-                buf_free(l, bb);
+                gone = bb;
             } else {
                 bb->state = BB_FREE;
             }
@@ -591,6 +595,8 @@ int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
         break;
     }
     pthread_mutex_unlock(&l->mu);
+    if (gone) /* out of the lock: a device buffer's free waits its fence */
+        buf_free(l, gone);
     return held ? 0
                 : sl__lasterr_set(l, SL_ESTATE,
                                   "batch %p is not held: released twice, or "

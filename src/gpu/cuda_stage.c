@@ -67,6 +67,7 @@ typedef struct blk {
     void *p;
     size_t n;
     int used;
+    int dev; /* the device it is on (-1: pinned host memory, any) */
 } blk_t;
 
 typedef struct bcache {
@@ -83,11 +84,16 @@ static int cache_get(bcache_t *c, void **p, size_t n)
     const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
     if (!rt)
         return 1;
+    /* nvJPEG allocates on the calling thread's device (the stage's); a
+     * block of another device's stage is no use there */
+    int dev = -1;
+    if (!c->pinned && rt->get_device(&dev))
+        return 1;
     pthread_mutex_lock(&g_cache_mu);
     int best = -1;
     for (int i = 0; i < c->nb; i++)
-        if (!c->b[i].used && c->b[i].n >= n && c->b[i].n <= 2 * n + 4096 &&
-            (best < 0 || c->b[i].n < c->b[best].n))
+        if (!c->b[i].used && c->b[i].dev == dev && c->b[i].n >= n &&
+            c->b[i].n <= 2 * n + 4096 && (best < 0 || c->b[i].n < c->b[best].n))
             best = i;
     if (best >= 0) {
         c->b[best].used = 1;
@@ -107,7 +113,7 @@ static int cache_get(bcache_t *c, void **p, size_t n)
     }
     sl__cuda_err_t e = c->pinned ? rt->host_malloc(p, n) : rt->dev_malloc(p, n);
     if (!e)
-        c->b[c->nb++] = (blk_t){*p, n, 1};
+        c->b[c->nb++] = (blk_t){*p, n, 1, dev};
     pthread_mutex_unlock(&g_cache_mu);
     return e;
 }
@@ -125,17 +131,20 @@ static int cache_put(bcache_t *c, void *p)
     return 1; /* not ours: cudaErrorInvalidValue */
 }
 
-/* Under g_cache_mu, with no stage left: the unused blocks back to CUDA. */
+/* Under g_cache_mu, with no stage left: the unused blocks back to CUDA,
+ * each freed on its own device (the caller sets its thread's back). */
 static void cache_trim(bcache_t *c, const sl__gpu_rt_t *rt)
 {
     int k = 0;
     for (int i = 0; i < c->nb; i++) {
-        if (c->b[i].used)
+        if (c->b[i].used) {
             c->b[k++] = c->b[i];
-        else if (c->pinned)
+        } else if (c->pinned) {
             rt->host_free(c->b[i].p);
-        else
+        } else {
+            rt->set_device(c->b[i].dev);
             rt->dev_free(c->b[i].p);
+        }
     }
     c->nb = k;
 }
@@ -176,6 +185,16 @@ typedef struct node {
     struct node *next;
 } node_t;
 
+/* A device batch buffer and its fence: an event recorded on the legacy
+ * default stream when its consumer released it (fenced: 1 once one was),
+ * which the stage's streams wait for before writing into it again. */
+typedef struct dbuf {
+    uint8_t *p;
+    size_t n;
+    sl__cuda_event_t fence;
+    int fenced;
+} dbuf_t;
+
 /* A group in flight: its memory, stream, decoder state and jobs. */
 typedef struct slot {
     uint8_t *h; /* pinned: plans, coefficients, outputs */
@@ -213,6 +232,11 @@ typedef struct cstage {
     /* Copies into device batches (cs_copy): one stream, one at a time. */
     pthread_mutex_t xfer_mu;
     sl__cuda_stream_t xfer;
+    /* The device batch buffers (cs_dev_alloc), each with the fence its
+     * consumer's release recorded (under dev_mu). */
+    pthread_mutex_t dev_mu;
+    dbuf_t *dbuf;
+    int ndbuf;
 
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_slot, cv_idle;
@@ -254,6 +278,25 @@ static void refuse_group(cstage_t *s, slot_t *sl, const char *why)
     for (int i = 0; i < sl->n; i++)
         finish(s, sl->jobs[i], SL__GPU_REFUSED, why);
     sl->n = 0;
+}
+
+/* The fence to wait for before writing at p: that of the device batch
+ * buffer p is in, once a consumer released it; NULL for the stage's own
+ * memory. */
+static sl__cuda_event_t fence_of(cstage_t *s, const void *p)
+{
+    sl__cuda_event_t ev = NULL;
+    uintptr_t a = (uintptr_t)p;
+    pthread_mutex_lock(&s->dev_mu);
+    for (int i = 0; i < s->ndbuf; i++) {
+        const dbuf_t *b = &s->dbuf[i];
+        if (a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->n) {
+            ev = b->fenced ? b->fence : NULL;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->dev_mu);
+    return ev;
 }
 
 void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
@@ -311,8 +354,8 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
      * the region would write the whole image, and must not write past
      * the sample's area (tests/gpu/gpu_check.c checks it on each GPU). */
     size_t dec = ALIGN((size_t)f->w * f->h * 3);
-    size_t tmp =
-        ALIGN((size_t)(ip.vfirst ? ip.out_h * ip.hn : ip.vn * ip.out_w) * 3);
+    size_t tmp = ALIGN(
+        (ip.vfirst ? (size_t)ip.out_h * ip.hn : (size_t)ip.vn * ip.out_w) * 3);
     if (cneed > s->coef_cap || dec + tmp > s->arena_cap) {
         snprintf(why, wl,
                  "a %dx%d image needs %zu MiB of GPU memory; the stage's "
@@ -431,7 +474,19 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     void *plans = sl->d + s->plans_off;
     args[0] = &plans;
     sl__dim3_t grid = {(unsigned)bx, (unsigned)n, 1}, block = {256, 1, 1};
-    e = rt->launch_kernel(s->k1, grid, block, args, 0, sl->stream);
+    /* Samples written into device batches: not before the consumer's
+     * reads of the buffer's last batch are done (its release's fence; a
+     * group's jobs come from a batch or two: each fence waited once). */
+    sl__cuda_event_t waited = NULL;
+    for (int i = 0; i < n && !e; i++) {
+        sl__gpu_job_t *j = sl->jobs[i]->job;
+        sl__cuda_event_t f = j->out_dev ? fence_of(s, j->out) : NULL;
+        if (f && f != waited)
+            e = rt->stream_wait_event(sl->stream, f, 0);
+        waited = f ? f : waited;
+    }
+    if (!e)
+        e = rt->launch_kernel(s->k1, grid, block, args, 0, sl->stream);
     if (!e)
         e = rt->launch_kernel(s->k2, grid, block, args, 0, sl->stream);
     int back = 0; /* samples going to host batches: copied back */
@@ -683,19 +738,77 @@ static void caller_device_back(const sl__gpu_rt_t *rt, int dev, int was)
 static void *cs_dev_alloc(sl__gpu_stage_t *st, size_t bytes)
 {
     cstage_t *s = (cstage_t *)st;
+    const sl__gpu_rt_t *rt = s->rt;
     void *p = NULL;
-    int was = caller_device(s->rt);
-    if (s->rt->set_device(s->device) || s->rt->dev_malloc(&p, bytes))
+    sl__cuda_event_t ev = NULL;
+    int was = caller_device(rt);
+    pthread_mutex_lock(&s->dev_mu);
+    dbuf_t *v = realloc(s->dbuf, (size_t)(s->ndbuf + 1) * sizeof *v);
+    if (v)
+        s->dbuf = v;
+    if (!v || rt->set_device(s->device) || rt->dev_malloc(&p, bytes)) {
         p = NULL;
-    caller_device_back(s->rt, s->device, was);
+    } else if (rt->event_create(&ev, 2 /* no timing */)) {
+        rt->dev_free(p);
+        p = NULL;
+    } else {
+        s->dbuf[s->ndbuf++] = (dbuf_t){p, bytes, ev, 0};
+    }
+    pthread_mutex_unlock(&s->dev_mu);
+    caller_device_back(rt, s->device, was);
     return p;
+}
+
+/* The buffer of p in the table, or -1 (under dev_mu). */
+static int dbuf_find(const cstage_t *s, const void *p)
+{
+    for (int i = 0; i < s->ndbuf; i++)
+        if (s->dbuf[i].p == p)
+            return i;
+    return -1;
+}
+
+/* On the releasing thread (the consumer's): the fence on the legacy
+ * default stream of the stage's device. Where it cannot be recorded,
+ * that stream's work is waited for here instead. */
+static void cs_dev_release(sl__gpu_stage_t *st, void *p)
+{
+    cstage_t *s = (cstage_t *)st;
+    const sl__gpu_rt_t *rt = s->rt;
+    int was = caller_device(rt);
+    pthread_mutex_lock(&s->dev_mu);
+    int i = dbuf_find(s, p);
+    if (i >= 0 && !rt->set_device(s->device)) {
+        dbuf_t *b = &s->dbuf[i];
+        b->fenced = rt->event_record(b->fence, NULL) == 0;
+        if (!b->fenced)
+            rt->stream_synchronize(NULL);
+    }
+    pthread_mutex_unlock(&s->dev_mu);
+    caller_device_back(rt, s->device, was);
 }
 
 static void cs_dev_free(sl__gpu_stage_t *st, void *p)
 {
     cstage_t *s = (cstage_t *)st;
-    if (p)
-        s->rt->dev_free(p);
+    const sl__gpu_rt_t *rt = s->rt;
+    if (!p)
+        return;
+    int was = caller_device(rt);
+    pthread_mutex_lock(&s->dev_mu);
+    int i = dbuf_find(s, p);
+    dbuf_t b = i >= 0 ? s->dbuf[i] : (dbuf_t){p, 0, NULL, 0};
+    if (i >= 0)
+        s->dbuf[i] = s->dbuf[--s->ndbuf];
+    pthread_mutex_unlock(&s->dev_mu);
+    if (!rt->set_device(s->device)) {
+        if (b.fenced)
+            rt->event_synchronize(b.fence);
+        if (b.fence)
+            rt->event_destroy(b.fence);
+        rt->dev_free(p);
+    }
+    caller_device_back(rt, s->device, was);
 }
 
 static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
@@ -706,6 +819,9 @@ static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
     pthread_mutex_lock(&s->xfer_mu);
     int was = caller_device(rt);
     sl__cuda_err_t e = rt->set_device(s->device);
+    sl__cuda_event_t f = e ? NULL : fence_of(s, dst);
+    if (f) /* a device batch's consumer may still read it */
+        e = rt->stream_wait_event(s->xfer, f, 0);
     if (!e)
         e = rt->memcpy_async(dst, src, n, kind, s->xfer);
     if (!e)
@@ -745,12 +861,16 @@ static void release(cstage_t *s)
     }
     if (s->jh)
         rt->nvjpeg_destroy(s->jh);
+    for (int i = 0; i < s->ndbuf; i++) /* buffers the caller did not free */
+        rt->event_destroy(s->dbuf[i].fence);
+    free(s->dbuf);
     pthread_mutex_lock(&g_cache_mu);
     if (s->counted)
         g_stages--;
     if (!g_stages) {
         cache_trim(&g_dev, rt);
         cache_trim(&g_pin, rt);
+        rt->set_device(s->device);
     }
     pthread_mutex_unlock(&g_cache_mu);
     if (s->lib)
@@ -758,6 +878,7 @@ static void release(cstage_t *s)
     sl__scratch_destroy(s->scratch);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->xfer_mu);
+    pthread_mutex_destroy(&s->dev_mu);
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_slot);
     pthread_cond_destroy(&s->cv_idle);
@@ -779,7 +900,13 @@ static void cs_destroy(sl__gpu_stage_t *st)
         pthread_join(s->feeder, NULL);
     if (s->threads > 1)
         pthread_join(s->completer, NULL);
+    /* nvJPEG's handle and states are bound to the device current at their
+     * making (its guide): undone on it, the caller's set back after */
+    const sl__gpu_rt_t *rt = s->rt;
+    int dev = s->device, was = caller_device(rt);
+    rt->set_device(dev);
     release(s);
+    caller_device_back(rt, dev, was);
 }
 
 int sl__cuda_stage_count(void)
@@ -910,14 +1037,20 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
         sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");
         return NULL;
     }
-    s->ops = (sl__gpu_stage_t){cs_submit,    cs_drain,    cs_destroy,
-                               cs_dev_alloc, cs_dev_free, cs_copy};
+    s->ops = (sl__gpu_stage_t){.submit = cs_submit,
+                               .drain = cs_drain,
+                               .destroy = cs_destroy,
+                               .dev_alloc = cs_dev_alloc,
+                               .dev_release = cs_dev_release,
+                               .dev_free = cs_dev_free,
+                               .copy = cs_copy};
     s->rt = rt;
     s->x = *x;
     s->sample_bytes = sample_bytes;
     s->device = device;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->xfer_mu, NULL);
+    pthread_mutex_init(&s->dev_mu, NULL);
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_slot, NULL);
     pthread_cond_init(&s->cv_idle, NULL);

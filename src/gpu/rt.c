@@ -45,6 +45,7 @@ static const struct {
     E(LIB_CUDART, "cudaEventDestroy", event_destroy),
     E(LIB_CUDART, "cudaLaunchHostFunc", launch_host_func),
     E(LIB_CUDART, "cudaEventSynchronize", event_synchronize),
+    E(LIB_CUDART, "cudaStreamWaitEvent", stream_wait_event),
     E(LIB_CUDART, "cudaStreamSynchronize", stream_synchronize),
     E(LIB_CUDART, "cudaMallocHost", host_malloc),
     E(LIB_CUDART, "cudaFreeHost", host_free),

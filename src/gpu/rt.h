@@ -79,6 +79,8 @@ typedef struct sl__gpu_rt {
     sl__cuda_err_t (*launch_host_func)(sl__cuda_stream_t s, void (*fn)(void *),
                                        void *arg);
     sl__cuda_err_t (*event_synchronize)(sl__cuda_event_t e);
+    sl__cuda_err_t (*stream_wait_event)(sl__cuda_stream_t s, sl__cuda_event_t e,
+                                        unsigned flags);
     sl__cuda_err_t (*stream_synchronize)(sl__cuda_stream_t s);
     sl__cuda_err_t (*host_malloc)(void **p, size_t bytes); /* pinned */
     sl__cuda_err_t (*host_free)(void *p);

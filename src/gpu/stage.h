@@ -61,8 +61,16 @@ struct sl__gpu_stage {
      * SL__GPU_COPY_*) on a stream of the stage's own, returning when done;
      * any thread. NULL where the stage has no device memory (tests' CPU
      * stage): no device batches. alloc: NULL when out of memory; copy: 0
-     * or SL_ESYSTEM with the cause in why. */
+     * or SL_ESYSTEM with the cause in why.
+     *
+     * release: the caller's consumer is done with the buffer at p as far
+     * as the host knows, but its GPU work reading it may still be queued
+     * (on the legacy default stream, PyTorch's): the stage fences it
+     * there, and neither its kernels nor copy write into that buffer
+     * before the fence has passed (on the GPU: the host never waits).
+     * free waits for the fence. */
     void *(*dev_alloc)(sl__gpu_stage_t *st, size_t bytes);
+    void (*dev_release)(sl__gpu_stage_t *st, void *p);
     void (*dev_free)(sl__gpu_stage_t *st, void *p);
     int (*copy)(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
                 int kind, char *why, size_t wl);

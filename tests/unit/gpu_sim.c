@@ -150,8 +150,9 @@ sl__gpu_stage_t *gpu_sim_create(const sl__xform_t *x, gpu_sim_refuse_fn refuse,
     sim_t *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->ops = (sl__gpu_stage_t){sim_submit, sim_drain, sim_destroy, NULL,
-                               NULL,       NULL}; /* no device memory */
+    s->ops = (sl__gpu_stage_t){.submit = sim_submit,
+                               .drain = sim_drain,
+                               .destroy = sim_destroy}; /* no device memory */
     s->x = *x;
     s->refuse = refuse;
     s->refuse_ctx = refuse_ctx;

@@ -8,11 +8,13 @@
  * on a GPU). Also: the host-side refusals, the memory budget, concurrent
  * submitters (in the TSan set), and a loader with placement gpu streaming
  * placement cpu's digest. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "base/rng.h"
@@ -397,8 +399,18 @@ static void test_the_callers_device_is_kept(void **state)
         0);
     assert_int_equal(rt->get_device(&dev), 0);
     assert_int_equal(dev, 1);
+    st->dev_release(st, p);
     st->dev_free(st, p);
-    st->destroy(st);
+    assert_int_equal(rt->get_device(&dev), 0);
+    assert_int_equal(dev, 1);
+    int (*wrong)(void) =
+        (int (*)(void))dlsym(rt->nvjpeg, "sim_nvjpeg_wrong_device");
+    assert_non_null(wrong);
+    int was = wrong();
+    st->destroy(st); /* nvJPEG undone on device 0, then 1 set back */
+    assert_int_equal(wrong(), was);
+    assert_int_equal(rt->get_device(&dev), 0);
+    assert_int_equal(dev, 1);
     assert_int_equal(rt->set_device(0), 0);
     unsetenv("SIM_CUDA_DEVICES");
 }
@@ -621,6 +633,81 @@ static void test_device_batches(void **state)
     free(root);
 }
 
+/* A device batch released while its consumer's GPU work may still read
+ * it (the simulated runtime holds the legacy stream's events: the
+ * trainer's kernels still queued) is not written again until that work is
+ * done: the stage's writes into the buffer wait for the release's fence
+ * (kernels for the GPU's share, copies for the CPU's), and the stream is
+ * unchanged. Two buffers: with both batches held the loader is idle;
+ * releasing the first lets it claim that buffer for the next batch. */
+static void test_device_batch_waits_for_its_consumer(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_fence", 2, 12, 90, 70);
+    sl_options_t o = opts(SL_PLACEMENT_CPU, 0, 1);
+    o.policy = SL_POLICY_STATIC;
+    o.prefetch = 2;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    int64_t want_n = 0;
+    uint64_t want = tu_stream_digest(l, &want_n);
+    sl_loader_destroy(l);
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*hold)(int) = (int (*)(int))dlsym(rt->cudart, "sim_cuda_hold");
+    assert_non_null(hold);
+    for (int share = 500; share <= 1000; share += 500) {
+        o = opts(SL_PLACEMENT_AUTO, share, 1);
+        o.policy = SL_POLICY_STATIC;
+        o.prefetch = 2;
+        o.device_batches = 1;
+        assert_int_equal(sl_loader_create(root, &o, &l), 0);
+        assert_int_equal(sl_loader_start(l, NULL), 0);
+        XXH3_state_t *h = XXH3_createState();
+        XXH3_64bits_reset(h);
+        const sl_batch_t *b[2];
+        int64_t n = 0;
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(sl_loader_next(l, &b[k]), 0);
+            XXH3_64bits_update(h, b[k]->data,
+                               (size_t)b[k]->n * b[k]->sample_bytes);
+            XXH3_64bits_update(h, b[k]->labels,
+                               (size_t)b[k]->n * sizeof(int64_t));
+            XXH3_64bits_update(h, b[k]->indices,
+                               (size_t)b[k]->n * sizeof(int64_t));
+            n += b[k]->n;
+        }
+        size_t bytes = (size_t)b[0]->n * b[0]->sample_bytes;
+        uint8_t *was = malloc(bytes), *buf = b[0]->data;
+        memcpy(was, buf, bytes);
+        hold(1);
+        assert_int_equal(sl_loader_release(l, b[0]), 0);
+        usleep(300 * 1000); /* the loader claims the buffer meanwhile */
+        int kept = !memcmp(buf, was, bytes); /* not written under it */
+        int fences = hold(0); /* (before asserting: a hold left on would
+                                 hang every later test) */
+        assert_true(kept);
+        assert_true(fences >= 1); /* the release recorded its fence */
+        assert_int_equal(sl_loader_release(l, b[1]), 0);
+        const sl_batch_t *c;
+        while (sl_loader_next(l, &c) == 0) {
+            XXH3_64bits_update(h, c->data, (size_t)c->n * c->sample_bytes);
+            XXH3_64bits_update(h, c->labels, (size_t)c->n * sizeof(int64_t));
+            XXH3_64bits_update(h, c->indices, (size_t)c->n * sizeof(int64_t));
+            n += c->n;
+            sl_loader_release(l, c);
+        }
+        assert_int_equal(n, want_n);
+        assert_true(XXH3_64bits_digest(h) == want);
+        XXH3_freeState(h);
+        free(was);
+        sl_loader_destroy(l);
+    }
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
 /* A memory budget pays for the stage's pinned memory: fewer batch
  * buffers fit beside it than on the CPU, and a budget that holds none
  * beside it fails placement gpu and sends auto to the CPU, naming it. */
@@ -754,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
         cmocka_unit_test(test_device_batches),
+        cmocka_unit_test(test_device_batch_waits_for_its_consumer),
         cmocka_unit_test(test_gpu_memory_budget),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

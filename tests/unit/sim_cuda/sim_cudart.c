@@ -6,6 +6,7 @@
  * are then trivially complete), and the two kernels the stage loads run
  * as loops over gpu/resample.h's per-element functions — the same code
  * the CUDA kernels run. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,26 +104,77 @@ int cudaStreamSynchronize(void *s)
     (void)s;
     return 0;
 }
+/* Events: complete when recorded, except one recorded on the legacy
+ * default stream (NULL: the trainer's, in PyTorch) while a test holds it
+ * (sim_cuda_hold): pending then until the hold ends, as a consumer's
+ * kernels still reading a batch would be. Waits on a pending event (a
+ * stream's, an event synchronize) block the caller until then, the
+ * simulator's way of holding back the work queued after them. */
+typedef struct sim_event {
+    int pending, gen; /* recorded under the hold of generation gen */
+} sim_event_t;
+
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
+static int hold, gen;
+static int holding; /* events pending under the hold */
+
+/* For tests (dlsym): on = 1 holds the legacy stream's events from now on;
+ * 0 completes them. Returns how many were recorded while held. */
+int sim_cuda_hold(int on)
+{
+    pthread_mutex_lock(&ev_mu);
+    int n = holding;
+    hold = on;
+    if (!on) {
+        holding = 0;
+        gen++;
+        pthread_cond_broadcast(&ev_cv);
+    }
+    pthread_mutex_unlock(&ev_mu);
+    return n;
+}
+
+static int held(const sim_event_t *e)
+{
+    return e->pending && e->gen == gen;
+}
+
 int cudaEventCreateWithFlags(void **e, unsigned f)
 {
     (void)f;
-    *e = malloc(1);
-    return 0;
+    *e = calloc(1, sizeof(sim_event_t));
+    return *e ? 0 : 2;
 }
 int cudaEventRecord(void *e, void *s)
 {
-    (void)e, (void)s;
+    sim_event_t *ev = e;
+    pthread_mutex_lock(&ev_mu);
+    ev->pending = !s && hold;
+    ev->gen = gen;
+    holding += ev->pending;
+    pthread_mutex_unlock(&ev_mu);
     return 0;
 }
 int cudaEventQuery(void *e)
 {
-    (void)e;
-    return 0;
+    pthread_mutex_lock(&ev_mu);
+    int r = held(e) ? 600 : 0; /* cudaErrorNotReady */
+    pthread_mutex_unlock(&ev_mu);
+    return r;
 }
 int cudaEventSynchronize(void *e)
 {
-    (void)e;
+    pthread_mutex_lock(&ev_mu);
+    while (held(e))
+        pthread_cond_wait(&ev_cv, &ev_mu);
+    pthread_mutex_unlock(&ev_mu);
     return 0;
+}
+int cudaStreamWaitEvent(void *s, void *e, unsigned f)
+{
+    (void)s, (void)f;
+    return cudaEventSynchronize(e);
 }
 int cudaEventDestroy(void *e)
 {

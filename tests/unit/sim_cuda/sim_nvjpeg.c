@@ -11,8 +11,14 @@
  * the decode unsupported everywhere (a library or GPU without it), =set
  * makes setting a region fail (NVJPEG_STATUS_INVALID_PARAMETER), =create
  * making a parameter set. SIM_NVJPEG_FAIL=N fails every batched decode
- * with status N (an image nvJPEG does not support: 4). */
+ * with status N (an image nvJPEG does not support: 4).
+ *
+ * Handles and states are bound to the device current at their making, as
+ * nvJPEG's guide says; one used or destroyed on another is counted
+ * (sim_nvjpeg_wrong_device, for tests: dlsym). */
+#include <dlfcn.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +33,39 @@ typedef struct {
 
 typedef struct {
     int backend;
+    int device;
 } sim_handle;
 
 typedef struct {
     int n; /* the batch size initialised */
+    int device;
 } sim_state;
+
+/* The calling thread's device, from the simulated runtime loaded beside. */
+static int cur_device(void)
+{
+    void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    int (*get)(int *) = h ? (int (*)(int *))dlsym(h, "cudaGetDevice") : NULL;
+    int d = 0;
+    if (get)
+        get(&d);
+    if (h)
+        dlclose(h);
+    return d;
+}
+
+static atomic_int wrong_device;
+
+int sim_nvjpeg_wrong_device(void)
+{
+    return atomic_load(&wrong_device);
+}
+
+static void on_device(int made_on)
+{
+    if (cur_device() != made_on)
+        atomic_fetch_add(&wrong_device, 1);
+}
 
 typedef struct {
     int x, y, w, h; /* w < 0: the whole image */
@@ -45,11 +79,13 @@ int nvjpegCreateEx(int backend, void *da, void *pa, unsigned f, void **h)
     if (!sh)
         return 5;
     sh->backend = backend;
+    sh->device = cur_device();
     *h = sh;
     return 0;
 }
 int nvjpegDestroy(void *h)
 {
+    on_device(((sim_handle *)h)->device);
     free(h);
     return 0;
 }
@@ -90,11 +126,15 @@ int nvjpegDecodeParamsSetROI(void *p, int x, int y, int w, int h)
 int nvjpegJpegStateCreate(void *h, void **st)
 {
     (void)h;
-    *st = calloc(1, sizeof(sim_state));
+    sim_state *ss = calloc(1, sizeof(sim_state));
+    if (ss)
+        ss->device = cur_device();
+    *st = ss;
     return *st ? 0 : 5;
 }
 int nvjpegJpegStateDestroy(void *st)
 {
+    on_device(((sim_state *)st)->device);
     free(st);
     return 0;
 }
