@@ -264,7 +264,13 @@ typedef struct sl_options {
      *  CPU's copied in when the batch is complete — and sl_batch_t.data is
      *  a device pointer on gpu_device (sl_batch_t.device). Needs the GPU
      *  stage in use (placement gpu, or auto where it runs); else
-     *  sl_loader_create fails saying why [0: host batches]. */
+     *  sl_loader_create fails saying why [0: host batches]. A batch is
+     *  complete on every stream when sl_loader_next returns it;
+     *  sl_loader_release records an event on the legacy default stream of
+     *  gpu_device (PyTorch's default stream), and the buffer is written
+     *  again only after that event (on the GPU; the host never waits): so
+     *  release after queuing the last kernel that reads the batch on that
+     *  stream, or make that stream wait for the one that reads it. */
     int device_batches;
     /** The cache's disk tier (docs/DESIGN.md, "Sample cache"): a local
      *  directory on fast disk that keeps, within cache_disk_bytes, the

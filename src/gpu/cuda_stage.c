@@ -225,8 +225,11 @@ typedef struct cstage {
                 feeder's; stats.roi its copy under mu) */
     float lut[3][256];
     sl__nvjpeg_t jh;
-    sl__cuda_library_t lib;
-    sl__cuda_kernel_t k1, k2;
+    /* The kernels (sl__gpu_rt_kernels): a library and its kernels, or a
+     * module of the stage's device's primary context and its functions */
+    int kmode;
+    void *lib;
+    void *k[2];
     slot_t slot[2];
     sl__scratch_t *scratch; /* the feeder's planner */
     /* Copies into device batches (cs_copy): one stream, one at a time. */
@@ -270,6 +273,60 @@ static const char *cuda_why(cstage_t *s, sl__cuda_err_t e)
 {
     const char *m = s->rt->get_error_string(e);
     return m ? m : "unknown CUDA error";
+}
+
+/* The kernels loaded from the fatbin on the calling thread's device (its
+ * context made: the caller has allocated on it). 0, or the failure's
+ * text in why. */
+static int kernels_load(cstage_t *s, char *why, size_t wl)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    static const char *const names[2] = {"sl_gpu_pass1", "sl_gpu_pass2"};
+    s->kmode = sl__gpu_rt_kernels(rt);
+    if (s->kmode == SL__GPU_KERNELS_LIBRARY) {
+        sl__cuda_err_t e = rt->library_load_data(&s->lib, sl__gpu_fatbin_bytes,
+                                                 NULL, NULL, 0, NULL, NULL, 0);
+        for (int i = 0; i < 2 && !e; i++)
+            e = rt->library_get_kernel(&s->k[i], s->lib, names[i]);
+        if (e)
+            snprintf(why, wl, "%s", cuda_why(s, e));
+        return e != 0;
+    }
+    int r = rt->cu_module_load_data(&s->lib, sl__gpu_fatbin_bytes);
+    for (int i = 0; i < 2 && !r; i++)
+        r = rt->cu_module_get_function(&s->k[i], s->lib, names[i]);
+    if (r)
+        snprintf(why, wl, "the driver's module API: CUresult %d", r);
+    return r != 0;
+}
+
+/* Kernel k over the plans on stream st; 0, or -1 with the failure's
+ * text in why. */
+static int kernel_launch(cstage_t *s, int k, sl__dim3_t grid, sl__dim3_t block,
+                         void **args, sl__cuda_stream_t st, char *why,
+                         size_t wl)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    if (s->kmode == SL__GPU_KERNELS_LIBRARY) {
+        sl__cuda_err_t e = rt->launch_kernel(s->k[k], grid, block, args, 0, st);
+        if (e)
+            snprintf(why, wl, "GPU stage: kernels: %s", cuda_why(s, e));
+        return e ? -1 : 0;
+    }
+    int r = rt->cu_launch_kernel(s->k[k], grid.x, grid.y, grid.z, block.x,
+                                 block.y, block.z, 0, st, args, NULL);
+    if (r)
+        snprintf(why, wl, "GPU stage: kernels: cuLaunchKernel: CUresult %d", r);
+    return r ? -1 : 0;
+}
+
+static void kernels_unload(cstage_t *s)
+{
+    if (s->lib && s->kmode == SL__GPU_KERNELS_LIBRARY)
+        s->rt->library_unload(s->lib);
+    else if (s->lib)
+        s->rt->cu_module_unload(s->lib);
+    s->lib = NULL;
 }
 
 /* Refuses every job of a group that could not run. */
@@ -485,20 +542,20 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
             e = rt->stream_wait_event(sl->stream, f, 0);
         waited = f ? f : waited;
     }
-    if (!e)
-        e = rt->launch_kernel(s->k1, grid, block, args, 0, sl->stream);
-    if (!e)
-        e = rt->launch_kernel(s->k2, grid, block, args, 0, sl->stream);
+    int kr = 0;
+    for (int k = 0; k < 2 && !e && !kr; k++)
+        kr = kernel_launch(s, k, grid, block, args, sl->stream, why, wl);
     int back = 0; /* samples going to host batches: copied back */
     for (int i = 0; i < n; i++)
         back += !sl->jobs[i]->job->out_dev;
-    if (!e && back)
+    if (!e && !kr && back)
         e = rt->memcpy_async(sl->h + s->out_off, sl->d + s->out_off,
                              (size_t)n * s->sample_bytes, SL__D2H, sl->stream);
-    if (!e)
+    if (!e && !kr)
         e = rt->event_record(sl->done_ev, sl->stream);
-    if (e) {
-        snprintf(why, wl, "GPU stage: kernels: %s", cuda_why(s, e));
+    if (e || kr) {
+        if (e)
+            snprintf(why, wl, "GPU stage: kernels: %s", cuda_why(s, e));
         /* What was queued may still run on the buffers: wait it out. */
         rt->stream_synchronize(sl->stream);
         return -1;
@@ -873,8 +930,7 @@ static void release(cstage_t *s)
         rt->set_device(s->device);
     }
     pthread_mutex_unlock(&g_cache_mu);
-    if (s->lib)
-        rt->library_unload(s->lib);
+    kernels_unload(s);
     sl__scratch_destroy(s->scratch);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->xfer_mu);
@@ -1072,15 +1128,6 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
                               (int)sizeof s->stats.pci_bus_id, device))
         s->stats.pci_bus_id[0] = 0; /* telemetry reads GPU 0 */
     s->stats.pci_bus_id[sizeof s->stats.pci_bus_id - 1] = 0;
-    if (!e) {
-        what = "loading the kernels";
-        e = rt->library_load_data(&s->lib, sl__gpu_fatbin_bytes, NULL, NULL, 0,
-                                  NULL, NULL, 0);
-    }
-    if (!e)
-        e = rt->library_get_kernel(&s->k1, s->lib, "sl_gpu_pass1");
-    if (!e)
-        e = rt->library_get_kernel(&s->k2, s->lib, "sl_gpu_pass2");
     for (int k = 0; k < 2 && !e; k++) {
         slot_t *sl = &s->slot[k];
         what = "allocating its memory";
@@ -1113,6 +1160,15 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
     if (e) {
         sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: %s: %s", what,
                  cuda_why(s, e));
+        release(s);
+        return NULL;
+    }
+    /* After the allocations: the device's context is made, which the
+     * driver's module API loads into. */
+    char kwhy[160];
+    if (kernels_load(s, kwhy, sizeof kwhy)) {
+        sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: loading the kernels: %s",
+                 kwhy);
         release(s);
         return NULL;
     }

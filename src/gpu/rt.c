@@ -10,7 +10,7 @@
 
 #include "base/base.h"
 
-enum { LIB_CUDART, LIB_NVJPEG };
+enum { LIB_CUDART, LIB_NVJPEG, LIB_DRIVER };
 
 /* The table's entries by symbol name: the one list both libraries are
  * checked against. */
@@ -49,9 +49,6 @@ static const struct {
     E(LIB_CUDART, "cudaStreamSynchronize", stream_synchronize),
     E(LIB_CUDART, "cudaMallocHost", host_malloc),
     E(LIB_CUDART, "cudaFreeHost", host_free),
-    E(LIB_CUDART, "cudaLibraryLoadData", library_load_data),
-    E(LIB_CUDART, "cudaLibraryGetKernel", library_get_kernel),
-    E(LIB_CUDART, "cudaLibraryUnload", library_unload),
     E(LIB_CUDART, "cudaLaunchKernel", launch_kernel),
     E(LIB_NVJPEG, "nvjpegCreateEx", nvjpeg_create_ex),
     E(LIB_NVJPEG, "nvjpegDestroy", nvjpeg_destroy),
@@ -67,6 +64,14 @@ static const struct {
         nvjpeg_params_set_format),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsSetROI", nvjpeg_params_set_roi),
     OPT(LIB_NVJPEG, "nvjpegDecodeBatchedEx", nvjpeg_decode_batched_ex),
+    OPT(LIB_CUDART, "cudaLibraryLoadData", library_load_data),
+    OPT(LIB_CUDART, "cudaLibraryGetKernel", library_get_kernel),
+    OPT(LIB_CUDART, "cudaLibraryUnload", library_unload),
+    OPT(LIB_DRIVER, "cuModuleLoadData", cu_module_load_data),
+    OPT(LIB_DRIVER, "cuModuleGetFunction", cu_module_get_function),
+    OPT(LIB_DRIVER, "cuModuleUnload", cu_module_unload),
+    OPT(LIB_DRIVER, "cuLaunchKernel", cu_launch_kernel),
+    OPT(LIB_DRIVER, "cuCtxGetCurrent", ctx_get_current),
 };
 #undef E
 #undef OPT
@@ -211,7 +216,11 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         return unavailable(rt, st);
     st->reason[0] = '\0';
     for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
-        void *h = entries[i].lib == LIB_CUDART ? rt->cudart : rt->nvjpeg;
+        void *h = entries[i].lib == LIB_CUDART   ? rt->cudart
+                  : entries[i].lib == LIB_NVJPEG ? rt->nvjpeg
+                                                 : NULL;
+        if (!h) /* the driver's: once the runtime has loaded it (below) */
+            continue;
         void *fn = dlsym(h, entries[i].sym);
         if (!fn && entries[i].optional)
             continue;
@@ -235,12 +244,24 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         return unavailable(rt, st);
     }
     st->device_count = n;
-    /* The driver the runtime loaded, for the calling thread's context
-     * (optional: a runtime without it, as the tests' simulated one). */
+    /* The driver the runtime loaded: its optional entries (a runtime that
+     * has not loaded one, as the tests' simulated one may, has none). */
     rt->driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (rt->driver) {
-        void *fn = dlsym(rt->driver, "cuCtxGetCurrent");
-        memcpy(&rt->ctx_get_current, &fn, sizeof fn);
+    for (size_t i = 0; i < sizeof entries / sizeof *entries && rt->driver;
+         i++) {
+        void *fn = entries[i].lib == LIB_DRIVER
+                       ? dlsym(rt->driver, entries[i].sym)
+                       : NULL;
+        if (fn)
+            memcpy((char *)rt + entries[i].off, &fn, sizeof fn);
+    }
+    if (!sl__gpu_rt_kernels(rt)) {
+        snprintf(st->reason, sizeof st->reason,
+                 "%s (%s) lacks cudaLibraryLoadData (CUDA 12.8 on), and the "
+                 "driver's module API (cuModuleLoadData, libcuda.so.1) is "
+                 "not loaded",
+                 sonames[LIB_CUDART], paths[LIB_CUDART]);
+        return unavailable(rt, st);
     }
 
     /* The hardware JPEG engines (NVJPG: A100, H100, H200) where the GPU
@@ -268,6 +289,16 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
     rt->nvjpeg_destroy(h);
     st->available = 1;
     return 1;
+}
+
+int sl__gpu_rt_kernels(const sl__gpu_rt_t *rt)
+{
+    if (rt->library_load_data && rt->library_get_kernel && rt->library_unload)
+        return SL__GPU_KERNELS_LIBRARY;
+    if (rt->cu_module_load_data && rt->cu_module_get_function &&
+        rt->cu_module_unload && rt->cu_launch_kernel)
+        return SL__GPU_KERNELS_MODULE;
+    return 0;
 }
 
 int sl__gpu_rt_roi(const sl__gpu_rt_t *rt)

@@ -84,16 +84,6 @@ typedef struct sl__gpu_rt {
     sl__cuda_err_t (*stream_synchronize)(sl__cuda_stream_t s);
     sl__cuda_err_t (*host_malloc)(void **p, size_t bytes); /* pinned */
     sl__cuda_err_t (*host_free)(void *p);
-    /* the kernels: a fatbin loaded as a library, launched by handle */
-    sl__cuda_err_t (*library_load_data)(sl__cuda_library_t *lib,
-                                        const void *code, void *jit_opts,
-                                        void **jit_vals, unsigned njit,
-                                        void *lib_opts, void **lib_vals,
-                                        unsigned nlib);
-    sl__cuda_err_t (*library_get_kernel)(sl__cuda_kernel_t *k,
-                                         sl__cuda_library_t lib,
-                                         const char *name);
-    sl__cuda_err_t (*library_unload)(sl__cuda_library_t lib);
     sl__cuda_err_t (*launch_kernel)(const void *fn, sl__dim3_t grid,
                                     sl__dim3_t block, void **args, size_t shmem,
                                     sl__cuda_stream_t s);
@@ -135,6 +125,29 @@ typedef struct sl__gpu_rt {
         sl__nvjpeg_t h, sl__nvjpeg_state_t st, const unsigned char *const *d,
         const size_t *lens, void *outputs, sl__nvjpeg_params_t *params,
         sl__cuda_stream_t s);
+    /* The kernels: a fatbin loaded as a library and launched by handle
+     * with cudaLaunchKernel (the runtime's library API: CUDA 12.8 on;
+     * optional) ... */
+    sl__cuda_err_t (*library_load_data)(sl__cuda_library_t *lib,
+                                        const void *code, void *jit_opts,
+                                        void **jit_vals, unsigned njit,
+                                        void *lib_opts, void **lib_vals,
+                                        unsigned nlib);
+    sl__cuda_err_t (*library_get_kernel)(sl__cuda_kernel_t *k,
+                                         sl__cuda_library_t lib,
+                                         const char *name);
+    sl__cuda_err_t (*library_unload)(sl__cuda_library_t lib);
+    /* ... or, where the runtime lacks it (CUDA 12.0-12.7, as PyTorch's
+     * cu121 / cu124 / cu126 wheels bring), as a module of the current
+     * context with the driver's module API (sl__gpu_rt_kernels says
+     * which; a CUresult, 0 success, from these) */
+    int (*cu_module_load_data)(void **mod, const void *image);
+    int (*cu_module_get_function)(void **fn, void *mod, const char *name);
+    int (*cu_module_unload)(void *mod);
+    int (*cu_launch_kernel)(void *fn, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz,
+                            unsigned shmem, sl__cuda_stream_t s, void **args,
+                            void **extra);
     /* optional, from the driver (libcuda.so.1, loaded by the runtime):
      * the calling thread's current context (NULL: none), which tells a
      * thread that uses a GPU from one whose device is only the default
@@ -171,6 +184,12 @@ void sl__gpu_rt_default_dirs(char *out, size_t cap);
  * when available (rt then holds both libraries: sl__gpu_rt_unload), 0
  * when not (rt zeroed, nothing left loaded). Never fails otherwise. */
 int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st);
+
+/* How the kernels are loaded: SL__GPU_KERNELS_LIBRARY (the runtime's
+ * library API), SL__GPU_KERNELS_MODULE (the driver's module API), or 0
+ * when rt has neither whole (the stage is then unavailable). */
+enum { SL__GPU_KERNELS_LIBRARY = 1, SL__GPU_KERNELS_MODULE = 2 };
+int sl__gpu_rt_kernels(const sl__gpu_rt_t *rt);
 
 /* 1 when rt has every optional entry of the ROI decode. Whether the
  * backend takes it is learnt from the first call (the stage's). */

@@ -708,6 +708,30 @@ static void test_device_batch_waits_for_its_consumer(void **state)
     free(root);
 }
 
+/* The kernels are loaded the way the runtime allows: its library API
+ * (sim/, a CUDA 13 runtime), or the driver's module API where the runtime
+ * lacks it (sim12/, a 12.x runtime from before 12.8: SL_TEST_KERNELS=
+ * module), and every other test of this file ran through that way: the
+ * driver's launches count them. */
+static void test_kernels_loaded_as_the_runtime_allows(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    const char *want = getenv("SL_TEST_KERNELS");
+    int module = want && !strcmp(want, "module");
+    assert_int_equal(sl__gpu_rt_kernels(rt),
+                     module ? SL__GPU_KERNELS_MODULE : SL__GPU_KERNELS_LIBRARY);
+    assert_non_null(rt->driver); /* the runtime loaded it: both kinds */
+    int (*launches)(void) =
+        (int (*)(void))dlsym(rt->driver, "sim_driver_launches");
+    assert_non_null(launches);
+    if (module)
+        assert_true(launches() > 0);
+    else
+        assert_int_equal(launches(), 0);
+}
+
 /* A memory budget pays for the stage's pinned memory: fewer batch
  * buffers fit beside it than on the CPU, and a budget that holds none
  * beside it fails placement gpu and sends auto to the CPU, naming it. */
@@ -843,6 +867,7 @@ int main(void)
         cmocka_unit_test(test_device_batches),
         cmocka_unit_test(test_device_batch_waits_for_its_consumer),
         cmocka_unit_test(test_gpu_memory_budget),
+        cmocka_unit_test(test_kernels_loaded_as_the_runtime_allows),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

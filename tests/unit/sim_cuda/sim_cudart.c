@@ -6,13 +6,14 @@
  * are then trivially complete), and the two kernels the stage loads run
  * as loops over gpu/resample.h's per-element functions — the same code
  * the CUDA kernels run. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/resample.h"
+#include "sim_kernels.h"
 
 /* SIM_CUDA_DEVICES=N: N devices (default 1), sharing the host's memory;
  * device d on PCI bus 0x10 + d (sim_nvml.c finds it by that id). */
@@ -22,8 +23,31 @@ static int devices(void)
     int n = e ? atoi(e) : 1;
     return n > 0 ? n : 1;
 }
+/* The simulated driver beside this library (libcuda.so.1 in the same
+ * folder, where there is one), loaded at the first call as the real
+ * runtime loads the driver: the stage finds it already loaded. */
+static void load_driver_once(void)
+{
+    Dl_info di;
+    if (!dladdr((void *)load_driver_once, &di) || !di.dli_fname)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", di.dli_fname);
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return;
+    snprintf(slash + 1, sizeof path - (size_t)(slash + 1 - path),
+             "libcuda.so.1");
+    (void)dlopen(path, RTLD_NOW | RTLD_LOCAL); /* kept: never closed */
+}
+static void load_driver(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, load_driver_once);
+}
 int cudaGetDeviceCount(int *n)
 {
+    load_driver();
     *n = devices();
     return 0;
 }
@@ -188,6 +212,11 @@ int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *arg)
     return 0;
 }
 
+/* The runtime's library API: CUDA 12.8 on; the variant built as a 12.x
+ * runtime before it (SIM_CUDART_NO_LIBRARY, libcudart.so.12 in sim12/)
+ * lacks it, and the stage loads its kernels through the simulated driver
+ * (sim_driver.c) instead. */
+#ifndef SIM_CUDART_NO_LIBRARY
 static char lib_token;
 int cudaLibraryLoadData(void **lib, const void *code, void *a, void **b,
                         unsigned c, void *d, void **e, unsigned f)
@@ -204,32 +233,13 @@ int cudaLibraryUnload(void *lib)
 int cudaLibraryGetKernel(void **k, void *lib, const char *name)
 {
     (void)lib;
-    if (!strcmp(name, "sl_gpu_pass1"))
-        *k = (void *)1;
-    else if (!strcmp(name, "sl_gpu_pass2"))
-        *k = (void *)2;
-    else
-        return 98; /* cudaErrorInvalidDeviceFunction */
-    return 0;
+    *k = sim_kernel_by_name(name);
+    return *k ? 0 : 98; /* cudaErrorInvalidDeviceFunction */
 }
-typedef struct {
-    unsigned x, y, z;
-} sim_dim3;
+#endif
 int cudaLaunchKernel(const void *fn, sim_dim3 g, sim_dim3 b, void **args,
                      size_t shmem, void *s)
 {
     (void)b, (void)shmem, (void)s;
-    const sl__gpu_plan_t *plans = *(const sl__gpu_plan_t **)args[0];
-    for (unsigned y = 0; y < g.y; y++) {
-        const sl__gpu_plan_t *p = &plans[y];
-        if (fn == (void *)1)
-            for (int e = 0, n = sl__gpu_pass1_count(p); e < n; e++)
-                sl__gpu_pass1(p, e);
-        else if (fn == (void *)2)
-            for (int e = 0, n = sl__gpu_pass2_count(p); e < n; e++)
-                sl__gpu_pass2(p, e);
-        else
-            return 98;
-    }
-    return 0;
+    return sim_kernel_run(fn, g.y, args) ? 98 : 0;
 }

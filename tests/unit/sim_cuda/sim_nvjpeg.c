@@ -45,6 +45,8 @@ typedef struct {
 static int cur_device(void)
 {
     void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (!h)
+        h = dlopen("libcudart.so.12", RTLD_NOW | RTLD_NOLOAD);
     int (*get)(int *) = h ? (int (*)(int *))dlsym(h, "cudaGetDevice") : NULL;
     int d = 0;
     if (get)
