@@ -59,15 +59,25 @@ const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
  * freed blocks for reuse while any stage lives: cudaFree and cudaFreeHost
  * synchronise the whole device, the training stream included, and nvJPEG
  * reallocates when a group is larger than the last (its batched init).
+ * Stream-ordered, as nvJPEG's extended allocators (nvjpegCreateExV2) are
+ * called: a block freed on a stream may still be read by work queued
+ * there, so its free records an event on that stream, and the block goes
+ * to an allocation on another stream only behind that event (a GPU-side
+ * wait: cudaStreamWaitEvent; on its own stream, stream order suffices).
  * SL_GPU_NVJPEG_ALLOC=default leaves nvJPEG to CUDA, and
  * SL_GPU_PAGEABLE_BITS=1 hands it the bitstreams where they are (both for
- * measuring the difference: bench/gpu/train.py's cases). Process-wide: nvJPEG's
- * allocator has no context pointer. */
+ * measuring the difference: bench/gpu/train.py's cases). Process-wide,
+ * device blocks kept to their device. */
 typedef struct blk {
     void *p;
     size_t n;
     int used;
     int dev; /* the device it is on (-1: pinned host memory, any) */
+    /* its last free: the stream and an event recorded there (pending: 1
+     * until known passed), made on device ev_dev */
+    sl__cuda_stream_t freed_on;
+    sl__cuda_event_t ev;
+    int ev_dev, pending;
 } blk_t;
 
 typedef struct bcache {
@@ -79,7 +89,23 @@ static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static bcache_t g_dev = {NULL, 0, 0, 0}, g_pin = {NULL, 0, 0, 1};
 static int g_stages; /* stages alive (under g_cache_mu) */
 
-static int cache_get(bcache_t *c, void **p, size_t n)
+/* Under g_cache_mu: block b may serve stream st from now on in stream
+ * order (0), or cannot (1: its free's event could not be waited for). */
+static int order_after_free(const sl__gpu_rt_t *rt, blk_t *b,
+                            sl__cuda_stream_t st)
+{
+    if (!b->pending || b->freed_on == st)
+        return 0;
+    if (rt->event_query(b->ev) == 0) {
+        b->pending = 0;
+        return 0;
+    }
+    if (rt->stream_wait_event(st, b->ev, 0) == 0)
+        return 0;
+    return rt->event_synchronize(b->ev) != 0;
+}
+
+static int cache_get(bcache_t *c, void **p, size_t n, sl__cuda_stream_t st)
 {
     const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
     if (!rt)
@@ -95,7 +121,7 @@ static int cache_get(bcache_t *c, void **p, size_t n)
         if (!c->b[i].used && c->b[i].dev == dev && c->b[i].n >= n &&
             c->b[i].n <= 2 * n + 4096 && (best < 0 || c->b[i].n < c->b[best].n))
             best = i;
-    if (best >= 0) {
+    if (best >= 0 && !order_after_free(rt, &c->b[best], st)) {
         c->b[best].used = 1;
         *p = c->b[best].p;
         pthread_mutex_unlock(&g_cache_mu);
@@ -113,69 +139,99 @@ static int cache_get(bcache_t *c, void **p, size_t n)
     }
     sl__cuda_err_t e = c->pinned ? rt->host_malloc(p, n) : rt->dev_malloc(p, n);
     if (!e)
-        c->b[c->nb++] = (blk_t){*p, n, 1, dev};
+        c->b[c->nb++] = (blk_t){*p, n, 1, dev, NULL, NULL, -1, 0};
     pthread_mutex_unlock(&g_cache_mu);
     return e;
 }
 
-static int cache_put(bcache_t *c, void *p)
+static int cache_put(bcache_t *c, void *p, sl__cuda_stream_t st)
 {
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    int dev = -1;
+    if (!rt || rt->get_device(&dev))
+        return 1;
     pthread_mutex_lock(&g_cache_mu);
-    for (int i = 0; i < c->nb; i++)
-        if (c->b[i].p == p) {
-            c->b[i].used = 0;
-            pthread_mutex_unlock(&g_cache_mu);
-            return 0;
+    for (int i = 0; i < c->nb; i++) {
+        blk_t *b = &c->b[i];
+        if (b->p != p)
+            continue;
+        /* the event on the freeing stream's device (the caller's) */
+        if (b->ev && b->ev_dev != dev) {
+            rt->event_destroy(b->ev);
+            b->ev = NULL;
         }
+        if (!b->ev && rt->event_create(&b->ev, 2 /* no timing */))
+            b->ev = NULL;
+        b->ev_dev = dev;
+        b->freed_on = st;
+        b->pending = b->ev && rt->event_record(b->ev, st) == 0;
+        if (!b->pending) /* no event: the stream's work waited for here */
+            rt->stream_synchronize(st);
+        b->used = 0;
+        pthread_mutex_unlock(&g_cache_mu);
+        return 0;
+    }
     pthread_mutex_unlock(&g_cache_mu);
     return 1; /* not ours: cudaErrorInvalidValue */
 }
 
 /* Under g_cache_mu, with no stage left: the unused blocks back to CUDA,
- * each freed on its own device (the caller sets its thread's back). */
+ * each freed on its own device once its last free's work has passed (the
+ * caller sets its thread's device back). */
 static void cache_trim(bcache_t *c, const sl__gpu_rt_t *rt)
 {
     int k = 0;
     for (int i = 0; i < c->nb; i++) {
-        if (c->b[i].used) {
-            c->b[k++] = c->b[i];
-        } else if (c->pinned) {
-            rt->host_free(c->b[i].p);
+        blk_t *b = &c->b[i];
+        if (b->used) {
+            c->b[k++] = *b;
+            continue;
+        }
+        if (b->ev) {
+            rt->set_device(b->ev_dev);
+            rt->event_synchronize(b->ev);
+            rt->event_destroy(b->ev);
+        }
+        if (c->pinned) {
+            rt->host_free(b->p);
         } else {
-            rt->set_device(c->b[i].dev);
-            rt->dev_free(c->b[i].p);
+            rt->set_device(b->dev);
+            rt->dev_free(b->p);
         }
     }
     c->nb = k;
 }
 
-static int nv_dev_malloc(void **p, size_t n)
+static int nv_dev_malloc(void *ctx, void **p, size_t n, sl__cuda_stream_t st)
 {
-    return cache_get(&g_dev, p, n);
+    (void)ctx;
+    return cache_get(&g_dev, p, n, st);
 }
-static int nv_dev_free(void *p)
+static int nv_dev_free(void *ctx, void *p, size_t n, sl__cuda_stream_t st)
 {
-    return cache_put(&g_dev, p);
+    (void)ctx, (void)n;
+    return cache_put(&g_dev, p, st);
 }
-static int nv_pin_malloc(void **p, size_t n, unsigned flags)
+static int nv_pin_malloc(void *ctx, void **p, size_t n, sl__cuda_stream_t st)
 {
-    (void)flags; /* cudaMallocHost's portable pinned memory serves all */
-    return cache_get(&g_pin, p, n);
+    (void)ctx; /* cudaMallocHost's portable pinned memory serves all */
+    return cache_get(&g_pin, p, n, st);
 }
-static int nv_pin_free(void *p)
+static int nv_pin_free(void *ctx, void *p, size_t n, sl__cuda_stream_t st)
 {
-    return cache_put(&g_pin, p);
+    (void)ctx, (void)n;
+    return cache_put(&g_pin, p, st);
 }
 
-/* nvjpegDevAllocator_t and nvjpegPinnedAllocator_t. */
+/* nvjpegDevAllocatorV2_t and nvjpegPinnedAllocatorV2_t. */
+typedef int (*nv_malloc_fn)(void *, void **, size_t, sl__cuda_stream_t);
+typedef int (*nv_free_fn)(void *, void *, size_t, sl__cuda_stream_t);
 static struct {
-    int (*m)(void **, size_t);
-    int (*f)(void *);
-} nv_dev_alloc = {nv_dev_malloc, nv_dev_free};
-static struct {
-    int (*m)(void **, size_t, unsigned);
-    int (*f)(void *);
-} nv_pin_alloc = {nv_pin_malloc, nv_pin_free};
+    nv_malloc_fn m;
+    nv_free_fn f;
+    void *ctx;
+} nv_dev_alloc = {nv_dev_malloc, nv_dev_free, NULL},
+  nv_pin_alloc = {nv_pin_malloc, nv_pin_free, NULL};
 
 /* One queued job. */
 typedef struct node {
@@ -1182,11 +1238,18 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
      * where the hardware one is there too (for measuring which of them
      * slows the training step: bench/gpu) */
     int hw = gs.hw_backend && !env_is("SL_GPU_BACKEND", "default");
+    int je = 0;
+    for (int k = 0; k < 2; k++) { /* hardware, or where it fails default */
+        int backend =
+            hw ? SL__NVJPEG_BACKEND_HARDWARE : SL__NVJPEG_BACKEND_DEFAULT;
+        je = cached ? rt->nvjpeg_create_ex_v2(backend, &nv_dev_alloc,
+                                              &nv_pin_alloc, 0, &s->jh)
+                    : rt->nvjpeg_create_ex(backend, NULL, NULL, 0, &s->jh);
+        if (!je || !hw)
+            break;
+        hw = 0; /* the probe's GPU had the engines; this one may not */
+    }
     s->stats.hw_backend = hw;
-    int je = rt->nvjpeg_create_ex(
-        hw ? SL__NVJPEG_BACKEND_HARDWARE : SL__NVJPEG_BACKEND_DEFAULT,
-        cached ? (void *)&nv_dev_alloc : NULL,
-        cached ? (void *)&nv_pin_alloc : NULL, 0, &s->jh);
     for (int k = 0; k < 2 && !je; k++)
         je = rt->nvjpeg_state_create(s->jh, &s->slot[k].jstate);
     /* ROI decode: the hardware backend's batched decode with a region per

@@ -51,6 +51,7 @@ static const struct {
     E(LIB_CUDART, "cudaFreeHost", host_free),
     E(LIB_CUDART, "cudaLaunchKernel", launch_kernel),
     E(LIB_NVJPEG, "nvjpegCreateEx", nvjpeg_create_ex),
+    E(LIB_NVJPEG, "nvjpegCreateExV2", nvjpeg_create_ex_v2),
     E(LIB_NVJPEG, "nvjpegDestroy", nvjpeg_destroy),
     E(LIB_NVJPEG, "nvjpegJpegStateCreate", nvjpeg_state_create),
     E(LIB_NVJPEG, "nvjpegJpegStateDestroy", nvjpeg_state_destroy),

@@ -91,6 +91,12 @@ typedef struct sl__gpu_rt {
     sl__nvjpeg_err_t (*nvjpeg_create_ex)(int backend, void *dev_alloc,
                                          void *pinned_alloc, unsigned flags,
                                          sl__nvjpeg_t *h);
+    /* the same with the extended (stream-ordered) allocators, which the
+     * stage's allocator cache is (nvjpegDevAllocatorV2_t and
+     * nvjpegPinnedAllocatorV2_t: malloc, free, context) */
+    sl__nvjpeg_err_t (*nvjpeg_create_ex_v2)(int backend, void *dev_alloc,
+                                            void *pinned_alloc, unsigned flags,
+                                            sl__nvjpeg_t *h);
     sl__nvjpeg_err_t (*nvjpeg_destroy)(sl__nvjpeg_t h);
     sl__nvjpeg_err_t (*nvjpeg_state_create)(sl__nvjpeg_t h,
                                             sl__nvjpeg_state_t *st);

@@ -415,6 +415,56 @@ static void test_the_callers_device_is_kept(void **state)
     unsetenv("SIM_CUDA_DEVICES");
 }
 
+/* nvJPEG's allocations go through the stage's cache (the simulated
+ * nvJPEG stages each group's bitstreams through the extended allocators,
+ * on the group's stream, as nvJPEG does): the same group decoded again
+ * takes the blocks it gave back, so the cache holds what one group needs
+ * however many groups ran; with SL_GPU_NVJPEG_ALLOC=default nvJPEG
+ * allocates for itself and the cache holds nothing. Its blocks go back to
+ * CUDA with the last stage. */
+static void test_nvjpeg_allocations_are_reused(void **state)
+{
+    (void)state;
+    sl__xform_t x = train_x();
+    size_t sb = (size_t)OUT * OUT * 3, total = 0;
+    uint8_t *out = calloc(NIMG, sb);
+    sl__gpu_job_t jobs[NIMG];
+    rec_t rec[NIMG];
+    for (int i = 0; i < NIMG; i++)
+        total += imgs[i].n;
+    for (int cached = 1; cached >= 0; cached--) {
+        if (!cached)
+            setenv("SL_GPU_NVJPEG_ALLOC", "default", 1);
+        sl__gpu_stage_t *st = make_stage(&x, 0);
+        size_t held = 0;
+        for (int round = 0; round < 4; round++) {
+            memset(rec, 0, sizeof rec);
+            sl__gpu_job_t *jp[NIMG];
+            for (int i = 0; i < NIMG; i++) {
+                job_for(&x, i, &jobs[i], out + (size_t)i * sb);
+                jp[i] = &jobs[i];
+            }
+            assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
+            st->drain(st);
+            for (int i = 0; i < NIMG; i++)
+                assert_int_equal(rec[i].status, SL__GPU_DONE);
+            size_t now = sl__cuda_stage_nvjpeg_bytes();
+            if (round == 0)
+                held = now;
+            assert_int_equal(now, held); /* reused, none added */
+        }
+        /* one group of all NIMG: its bitstreams, at most twice over */
+        if (cached)
+            assert_true(held >= total && held <= 2 * total + 4096);
+        else
+            assert_int_equal(held, 0);
+        st->destroy(st);
+        assert_int_equal(sl__cuda_stage_nvjpeg_bytes(), 0);
+        unsetenv("SL_GPU_NVJPEG_ALLOC");
+    }
+    free(out);
+}
+
 typedef struct sub_arg {
     sl__gpu_stage_t *st;
     const sl__xform_t *x;
@@ -861,6 +911,7 @@ int main(void)
         cmocka_unit_test(test_refusal_rule),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_the_callers_device_is_kept),
+        cmocka_unit_test(test_nvjpeg_allocations_are_reused),
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),

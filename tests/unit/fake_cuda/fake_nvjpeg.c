@@ -17,6 +17,18 @@ int nvjpegCreateEx(int backend, void *da, void *pa, unsigned f, void **h)
     *h = &fake_handle;
     return 0;
 }
+int nvjpegCreateExV2(int backend, void *da, void *pa, unsigned f, void **h)
+{
+    (void)da, (void)pa, (void)f;
+#ifdef FAKE_NO_HW
+    if (backend == 3)
+        return 7;
+#else
+    (void)backend;
+#endif
+    *h = &fake_handle;
+    return 0;
+}
 int nvjpegDestroy(void *h)
 {
     return h == &fake_handle ? 0 : 2;

@@ -31,9 +31,17 @@ typedef struct {
     size_t pitch[4];
 } sim_image;
 
+/* nvjpegDevAllocatorV2_t / nvjpegPinnedAllocatorV2_t */
+typedef struct {
+    int (*m)(void *ctx, void **p, size_t n, void *stream);
+    int (*f)(void *ctx, void *p, size_t n, void *stream);
+    void *ctx;
+} sim_alloc_v2;
+
 typedef struct {
     int backend;
     int device;
+    sim_alloc_v2 dev, pin; /* m NULL: none given */
 } sim_handle;
 
 typedef struct {
@@ -84,6 +92,18 @@ int nvjpegCreateEx(int backend, void *da, void *pa, unsigned f, void **h)
     sh->device = cur_device();
     *h = sh;
     return 0;
+}
+/* With the extended allocators, which each batched decode uses as nvJPEG
+ * does: a device buffer and a pinned one for the group's bitstreams, on
+ * the decode's stream, given back at its end. */
+int nvjpegCreateExV2(int backend, void *da, void *pa, unsigned f, void **h)
+{
+    int rc = nvjpegCreateEx(backend, NULL, NULL, f, h);
+    if (!rc && da)
+        ((sim_handle *)*h)->dev = *(const sim_alloc_v2 *)da;
+    if (!rc && pa)
+        ((sim_handle *)*h)->pin = *(const sim_alloc_v2 *)pa;
+    return rc;
 }
 int nvjpegDestroy(void *h)
 {
@@ -217,13 +237,42 @@ static int forced_failure(void)
     return f ? atoi(f) : 0;
 }
 
+/* The group's bitstreams staged through the handle's allocators (pinned,
+ * then device), as nvJPEG stages them; 0, or 5 (ALLOCATOR_FAILURE). */
+static int stage_bits(const sim_handle *sh, int n,
+                      const unsigned char *const *d, const size_t *lens,
+                      void *stream)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += lens[i];
+    const sim_alloc_v2 *al[2] = {&sh->pin, &sh->dev};
+    for (int k = 0; k < 2; k++) {
+        void *p = NULL;
+        if (!al[k]->m)
+            continue;
+        if (al[k]->m(al[k]->ctx, &p, total, stream))
+            return 5;
+        size_t at = 0;
+        for (int i = 0; i < n; i++) {
+            memcpy((unsigned char *)p + at, d[i], lens[i]);
+            at += lens[i];
+        }
+        if (al[k]->f(al[k]->ctx, p, total, stream))
+            return 5;
+    }
+    return 0;
+}
+
 int nvjpegDecodeBatched(void *h, void *st, const unsigned char *const *d,
                         const size_t *lens, void *outputs, void *stream)
 {
-    (void)h, (void)stream;
     int forced = forced_failure();
     if (forced)
         return forced;
+    int bad = stage_bits(h, ((sim_state *)st)->n, d, lens, stream);
+    if (bad)
+        return bad;
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
         int rc = decode(d[i], lens[i], &img[i], NULL);
@@ -237,13 +286,15 @@ int nvjpegDecodeBatchedEx(void *h, void *st, const unsigned char *const *d,
                           const size_t *lens, void *outputs, void **params,
                           void *stream)
 {
-    (void)stream;
     const char *no = getenv("SIM_NVJPEG_NO_ROI");
     if (((sim_handle *)h)->backend != 3 || (no && !strcmp(no, "1")))
         return 9; /* NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED */
     int forced = forced_failure();
     if (forced)
         return forced;
+    int bad = stage_bits(h, ((sim_state *)st)->n, d, lens, stream);
+    if (bad)
+        return bad;
     sim_image *img = outputs;
     for (int i = 0; i < ((sim_state *)st)->n; i++) {
         int rc = decode(d[i], lens[i], &img[i], params[i]);
