@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/base.h"
 
@@ -213,8 +214,19 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
             }
         }
     }
-    if (!found)
+    if (!found) {
+        /* Where no NVIDIA driver runs, that is the reason to lead with
+         * (the folders stay after it, for a driver hidden from view). */
+        if (access("/dev/nvidiactl", F_OK) != 0) {
+            char libs[sizeof st->reason];
+            snprintf(libs, sizeof libs, "%s", st->reason);
+            snprintf(st->reason, sizeof st->reason,
+                     "no NVIDIA GPU driver on this machine (/dev/nvidiactl "
+                     "is absent); and %.900s",
+                     libs);
+        }
         return unavailable(rt, st);
+    }
     st->reason[0] = '\0';
     for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
         void *h = entries[i].lib == LIB_CUDART   ? rt->cudart

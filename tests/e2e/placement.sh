@@ -16,7 +16,7 @@ common=(--batch 8 --size 32 --seed 5 --threads 2 --epochs 2 --json --digest)
 "$S" run "$T/ds" "${common[@]}" --placement gpu >"$T/gpu.out" 2>"$T/gpu.err"
 rc=$?
 if [ $rc -eq 0 ]; then echo "SKIP: a GPU stage runs here (tests/gpu/ covers it)"; exit 77; fi
-nostage="(the GPU stage is not in this build|no lib(cudart|nvjpeg)\.so\.1[23] found|no CUDA device)"
+nostage="(the GPU stage is not in this build|no NVIDIA GPU driver on this machine \(/dev/nvidiactl is absent\); and no lib(cudart|nvjpeg)\.so\.1[23] found|no lib(cudart|nvjpeg)\.so\.1[23] found|no CUDA device)"
 check "--placement gpu: names why" \
   grep -Eq "placement gpu: no GPU stage: $nostage" "$T/gpu.err"
 

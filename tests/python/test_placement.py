@@ -18,7 +18,9 @@ sluice = pytest.importorskip("sluice", reason="sluice module not built")
 # Why a machine without a usable GPU stage has none: a build without the
 # kernels (no nvcc), or one with them and no CUDA runtime or device.
 NO_STAGE = (r"placement gpu: no GPU stage: (the GPU stage is not in this "
-            r"build|no lib(cudart|nvjpeg)\.so\.1[23] found|no CUDA device)")
+            r"build|no NVIDIA GPU driver on this machine \(/dev/nvidiactl is "
+            r"absent\); and no lib(cudart|nvjpeg)\.so\.1[23] found|"
+            r"no lib(cudart|nvjpeg)\.so\.1[23] found|no CUDA device)")
 
 
 @pytest.fixture(scope="module")
