@@ -84,7 +84,8 @@ int sl__image_process_rgb(const uint8_t *rgb, int w, int h,
                           sl__rng_t *flip_rng, sl__scratch_t *s, void *out,
                           char *err, size_t errlen);
 
-/* Width/height from the header only. */
+/* Width/height from the header only (a JPEG is also checked for an EOI
+ * marker after its first scan: a truncated one is SL_ECORRUPT). */
 int sl__image_info(const uint8_t *bytes, size_t n, int *w, int *h, char *err,
                    size_t errlen);
 
@@ -99,10 +100,11 @@ typedef struct sl__jpeg_frame {
     int hs[4], vs[4]; /* sampling factors of the first four components */
     int adobe;        /* APP14 Adobe transform (0: RGB or CMYK, 1: YCbCr,
                          2: YCCK), -1 without the marker */
-    int scan_comps;   /* components in the first scan (0: none reached) */
+    int scan_comps;   /* components in the first scan */
 } sl__jpeg_frame_t;
-/* Returns 0, or the error sl__image_info would give; a header that ends
- * after the frame is not an error (scan_comps 0). */
+/* Returns 0, or the error sl__image_info would give (a file that ends
+ * before its first scan, or has no EOI marker after it, is truncated:
+ * SL_ECORRUPT, as in the decode). */
 int sl__jpeg_frame(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
                    size_t errlen);
 

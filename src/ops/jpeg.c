@@ -9,10 +9,33 @@
  * - Rows: jpeg_skip_scanlines to the first needed row, read to the last in
  *   batches of SL__JPEG_ROWS (filled across row groups, then resampled
  *   together), then jpeg_abort_decompress (no need to finish the file).
- * Errors longjmp back with libjpeg's message; nothing is printed. A
- * premature end of file (truncated input) is an error, as in PIL; other
- * corrupt-data warnings are tolerated up to a small count (none when the
- * transform is strict). */
+ *
+ * Errors longjmp back with libjpeg's message; nothing is printed. Because
+ * the decode stops where the crop does, whether a damaged file fails must
+ * not depend on how far libjpeg read, or the same file would fail in one
+ * epoch and be delivered in the next. So, whatever the crop:
+ * - Truncation is found before decoding, from the bytes: a JPEG with no
+ *   EOI marker (FF D9) after its first SOS is SL_ECORRUPT (jpeg_scan_ends;
+ *   the header walk the GPU stage's routing reads checks the same).
+ *   Entropy-coded data never holds FF D9 (a data 0xFF is stuffed with 00),
+ *   so this is exact for baseline and progressive files; an EOI before the
+ *   first scan (an EXIF thumbnail's) does not count, bytes after it are
+ *   allowed.
+ * - Fatal warnings: JWRN_JPEG_EOF (the input ended: premature end of file,
+ *   as in PIL) and JWRN_HIT_MARKER when the marker met is not a restart
+ *   marker (scan_ended): the scan's data ended before the image's MCUs
+ *   did, at the EOI or the next scan's marker, as in a header whose size is
+ *   larger than its data (libjpeg would fill zeros and deliver it flat).
+ *   Every crop entropy-decodes from the top (skipped rows too; a
+ *   progressive file is read whole by jpeg_start_decompress), so a bogus
+ *   width fails in the first MCU row whatever the crop; in a baseline file
+ *   a bogus height alone, or damage inside the data, is still found only by
+ *   the crops that reach it (always finding it means decoding it all).
+ * - Other corrupt-data warnings leave a usable image, or the rest of one:
+ *   extraneous bytes before a marker, a missing restart marker, a restart
+ *   marker met early (a damaged interval, or a stray RSTn in the data).
+ *   They are tolerated up to a small count (none when the transform is
+ *   strict). */
 #include <string.h>
 
 #include <jerror.h>
@@ -39,13 +62,23 @@ static void on_error(j_common_ptr c)
     longjmp(e->jb, 1);
 }
 
+/* 1 when the warning c holds says the scan's data ended: a marker other
+ * than RST0..7 met while MCUs were still to decode (the top of the file). */
+static int scan_ended(j_common_ptr c)
+{
+    if (c->err->msg_code != JWRN_HIT_MARKER || !c->is_decompressor)
+        return 0;
+    int m = ((j_decompress_ptr)c)->unread_marker; /* set before the warning */
+    return m < 0xD0 || m > 0xD7;
+}
+
 static void on_message(j_common_ptr c, int level)
 {
     if (level >= 0)
         return; /* trace messages */
     sl__jerr_t *e = (sl__jerr_t *)c->err;
     c->err->num_warnings++;
-    if (c->err->msg_code == JWRN_JPEG_EOF) {
+    if (c->err->msg_code == JWRN_JPEG_EOF || scan_ended(c)) {
         c->err->format_message(c, e->msg);
         e->code = SL_ECORRUPT;
         longjmp(e->jb, 1);
@@ -116,7 +149,29 @@ static int jpeg_arm(sl__scratch_t *s, int strict, char *err, size_t errlen)
     return 0;
 }
 
-/* The header of p read into d, its size checked. */
+/* 0 when an EOI marker (FF D9) lies in p[from, n), from being where the
+ * first scan's data starts; else SL_ECORRUPT (see the top of the file).
+ * Searched from the end: a whole file ends with one, so this costs O(1)
+ * unless bytes follow it. */
+static int jpeg_scan_ends(const uint8_t *p, size_t n, size_t from, char *err,
+                          size_t errlen)
+{
+    if (from + 2 <= n) {
+        const uint8_t *lo = p + from + 1, *q; /* a D9 at lo has its FF */
+        size_t k = n - from - 1;
+        while ((q = memrchr(lo, 0xD9, k))) {
+            if (q[-1] == 0xFF)
+                return 0;
+            k = (size_t)(q - lo);
+        }
+    }
+    return sl__fail(err, errlen, SL_ECORRUPT,
+                    "truncated JPEG: no end-of-image marker after the image "
+                    "data");
+}
+
+/* The header of p read into d (through the first SOS), its size and its
+ * end checked, in the order jpeg_walk checks them. */
 static int jpeg_header(j_decompress_ptr d, const uint8_t *p, size_t n, int *W,
                        int *H, char *err, size_t errlen)
 {
@@ -124,7 +179,11 @@ static int jpeg_header(j_decompress_ptr d, const uint8_t *p, size_t n, int *W,
     jpeg_read_header(d, TRUE);
     *W = (int)d->image_width;
     *H = (int)d->image_height;
-    return sl__check_dims(*W, *H, err, errlen);
+    int rc = sl__check_dims(*W, *H, err, errlen);
+    if (rc)
+        return rc;
+    /* what the memory source has not handed out: the scan's data on */
+    return jpeg_scan_ends(p, n, n - d->src->bytes_in_buffer, err, errlen);
 }
 
 /* The output asked of libjpeg: RGB (CMYK, *cmyk set, where the file holds
@@ -312,10 +371,12 @@ int sl__jpeg_process(const uint8_t *p, size_t n, const sl__xform_t *x,
     return rc;
 }
 
-/* Header walk to the first SOF marker (and, for the frame, on to the
- * first SOS): no libjpeg state needed. */
-static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f,
-                     int to_scan, char *err, size_t errlen)
+/* Header walk through the first SOF marker to the first SOS, then the
+ * check that the scans end (jpeg_scan_ends): no libjpeg state needed. The
+ * size probe and the GPU stage's routing read this, so a truncated file
+ * fails there as it does in the decode. */
+static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
+                     size_t errlen)
 {
     if (n < 4 || p[0] != 0xFF || p[1] != 0xD8)
         return sl__fail(err, errlen, SL_EDECODE, "not a JPEG");
@@ -334,7 +395,8 @@ static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f,
         if (m == 0x01 || (m >= 0xD0 && m <= 0xD8))
             continue; /* standalone markers */
         if (m == 0xD9 || (m == 0xDA && !have_sof))
-            return sl__fail(err, errlen, SL_ECORRUPT, "JPEG without a frame");
+            return sl__fail(err, errlen, SL_ECORRUPT, "JPEG without a %s",
+                            have_sof ? "scan" : "frame");
         if (i + 2 > n)
             break;
         size_t len = (size_t)(p[i] << 8 | p[i + 1]);
@@ -343,7 +405,7 @@ static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f,
         if (m == 0xDA) { /* the first scan: its component count */
             if (i + 2 < n)
                 f->scan_comps = p[i + 2];
-            return 0;
+            return jpeg_scan_ends(p, n, i + len, err, errlen);
         }
         if (m == 0xEE && len >= 14 && i + 13 < n &&
             !memcmp(p + i + 2, "Adobe", 5))
@@ -368,22 +430,21 @@ static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f,
                 return sl__fail(err, errlen, SL_EUNSUPPORTED,
                                 "JPEG with zero/DNL dimensions");
             int rc = sl__check_dims(f->w, f->h, err, errlen);
-            if (rc || !to_scan)
+            if (rc)
                 return rc;
             have_sof = 1;
         }
         i += len;
     }
-    if (have_sof)
-        return 0; /* no scan reached: scan_comps stays 0 */
-    return sl__fail(err, errlen, SL_ECORRUPT, "truncated JPEG header");
+    return sl__fail(err, errlen, SL_ECORRUPT, "truncated JPEG header%s",
+                    have_sof ? ": the file ends before the image data" : "");
 }
 
 int sl__jpeg_info(const uint8_t *p, size_t n, int *w, int *h, char *err,
                   size_t errlen)
 {
     sl__jpeg_frame_t f;
-    int rc = jpeg_walk(p, n, &f, 0, err, errlen);
+    int rc = jpeg_walk(p, n, &f, err, errlen);
     if (!rc)
         *w = f.w, *h = f.h;
     return rc;
@@ -394,7 +455,7 @@ int sl__jpeg_frame(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
 {
     if (!p || !f)
         return sl__fail(err, errlen, SL_EINVAL, "NULL argument");
-    return jpeg_walk(p, n, f, 1, err, errlen);
+    return jpeg_walk(p, n, f, err, errlen);
 }
 
 /* The whole image at scale 1 into out (W x H x 3 RGB, rows packed, plus
