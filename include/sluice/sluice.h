@@ -64,7 +64,8 @@ SL_API const char *sl_version_string(void);
     X(STATE, -10, "operation not valid in this state")                         \
     X(RANGE, -11, "value out of range")                                        \
     X(THREAD, -12, "could not start a thread")                                 \
-    X(SYSTEM, -13, "system resource exhausted or storage failed")
+    X(SYSTEM, -13, "system resource exhausted or storage failed")              \
+    X(TIMEDOUT, -14, "timed out")
 
 typedef enum sl_errno {
     SL_OK = 0,
@@ -571,6 +572,12 @@ SL_API int64_t sl_loader_cache_lend_clear(sl_loader_t *l);
  *         sample failed under SL_ON_ERROR_FAIL.
  */
 SL_API int sl_loader_next(sl_loader_t *l, const sl_batch_t **out);
+/** sl_loader_next waiting at most timeout_ms milliseconds (< 0: as long as
+ *  it takes): SL_ETIMEDOUT when no batch was ready by then, nothing handed
+ *  out and the position unchanged (call again). For a consumer that must
+ *  stay responsive while it waits (a Python loop checking for Ctrl-C). */
+SL_API int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
+                                  int timeout_ms);
 
 /** Gives a batch's buffer back for reuse. Each batch exactly once. Any
  *  thread. @return 0 (b NULL: nothing done); SL_ESTATE when b is not a batch of

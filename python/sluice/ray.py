@@ -753,7 +753,8 @@ def _init_error(e):
     import re
     import sluice
     kinds = {"ValueError": ValueError, "TypeError": TypeError,
-             "FileNotFoundError": FileNotFoundError, "Error": sluice.Error}
+             "FileNotFoundError": FileNotFoundError, "Error": sluice.Error,
+             "NotFoundError": sluice.NotFoundError}
     for line in reversed(str(e).splitlines()):
         m = re.match(r"\s*(?:[\w.]+\.)?(\w+): (.+)", line)
         if m and m[1] in kinds:

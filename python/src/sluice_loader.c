@@ -251,15 +251,25 @@ static int do_start(LoaderObject *self, int64_t g)
  * the pool grows with what is held (up to the engine's 4096 buffers). */
 #define SLPY_HELD_WARN 256
 
-/* sl_loader_next; when the consumer holds every buffer, one more buffer
- * (with a memory budget, never past it: next() then fails). */
+/* How long next() waits in the engine between checks for a signal. */
+#define SLPY_SIGNAL_MS 100
+
+/* sl_loader_next, in slices that let a signal in (Ctrl-C raises
+ * KeyboardInterrupt within SLPY_SIGNAL_MS, not after the batch: SL_ESYSTEM
+ * with the exception set; nothing is handed out, the position stays);
+ * when the consumer holds every buffer, one more buffer (with a memory
+ * budget, never past it: next() then fails). */
 static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted)
 {
     for (;;) {
         int rc;
-        Py_BEGIN_ALLOW_THREADS;
-        rc = sl_loader_next(core->engine, b);
-        Py_END_ALLOW_THREADS;
+        do {
+            Py_BEGIN_ALLOW_THREADS;
+            rc = sl_loader_next_timeout(core->engine, b, SLPY_SIGNAL_MS);
+            Py_END_ALLOW_THREADS;
+            if (rc == SL_ETIMEDOUT && PyErr_CheckSignals())
+                return SL_ESYSTEM;
+        } while (rc == SL_ETIMEDOUT);
         if (rc != SL_ESTATE) /* the engine is started: ESTATE = all held */
             return rc;
         int64_t pf, lo, hi; /* the engine's limit, not a copy of it */

@@ -1,7 +1,9 @@
 /* The public sl_loader_* API over the pipeline in loader_work.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/abi.h"
 #include "base/alloc.h"
@@ -479,9 +481,22 @@ static int all_held(sl_loader_t *l)
 
 int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
 {
+    return sl_loader_next_timeout(l, out, -1);
+}
+
+int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
+                           int timeout_ms)
+{
     if (!l || !out)
         return SL_EINVAL;
     *out = NULL;
+    struct timespec until; /* cv_ready's clock: the default, realtime */
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        long long ns = until.tv_nsec + (long long)timeout_ms * 1000000LL;
+        until.tv_sec += (time_t)(ns / 1000000000LL);
+        until.tv_nsec = (long)(ns % 1000000000LL);
+    }
     int64_t t0 = sl__now_ns();
     int rc = 0;
     pthread_mutex_lock(&l->mu);
@@ -558,7 +573,13 @@ int sl_loader_next(sl_loader_t *l, const sl_batch_t **out)
                 l->nbufs);
             break;
         }
-        pthread_cond_wait(&l->cv_ready, &l->mu);
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&l->cv_ready, &l->mu);
+        } else if (pthread_cond_timedwait(&l->cv_ready, &l->mu, &until) ==
+                   ETIMEDOUT) {
+            rc = SL_ETIMEDOUT;
+            break;
+        }
     }
     l->stats.wait_ns += sl__now_ns() - t0;
     l->wait_since_ns = 0;
