@@ -344,6 +344,7 @@ class DataLoader:
         self._tasks = self._handed = 0  # tasks sent, batches in them
         self._run = 0
         self._runs = 0
+        self._ended = {}  # a superseded iteration's number: what did it
         self._start = (0, 0)
         self._saved = (0, 0)
         self._pos = (0, 0)
@@ -598,6 +599,7 @@ class DataLoader:
         epoch, batch = self._start
         self._start = (epoch + 1, 0)
         self._runs += 1
+        self._supersede("a newer iter(loader)")
         self._run = run = self._runs
         nb = self.batches_per_epoch
         g0 = epoch * nb + batch
@@ -619,10 +621,10 @@ class DataLoader:
         nb = self.batches_per_epoch
         try:
             while self._next_g < self._end_g:
+                self._check_run(run)
                 g = self._next_g
                 v = self._get(g)
-                if self._run != run:  # superseded by a newer iteration
-                    return
+                self._check_run(run)
                 self._ref.pop(g, None)
                 self._owner.pop(g, None)
                 self._got.pop(g, None)
@@ -644,6 +646,23 @@ class DataLoader:
                     self._carry_from = self._end_g
                 else:  # left early: drop the queued work
                     self._drop_work()
+
+    def _supersede(self, why):
+        if self._run:
+            self._ended[self._run] = why
+        self._run = 0
+
+    def _check_run(self, run):
+        """Raises RuntimeError when `run` is no longer the live iteration
+        (a newer iter(loader), set_epoch or load_state_dict ended it),
+        rather than stop as if its epoch were done."""
+        if self._run != run:
+            why = self._ended.pop(run, "a newer iteration")
+            raise RuntimeError(
+                f"this sluice.ray.DataLoader iterator was superseded by {why}: "
+                "one DataLoader streams one iteration at a time, and "
+                "starting another ends the one before; iterate it once per "
+                "epoch, or make two DataLoaders for two streams")
 
     def _drop_work(self):
         """Forgets this iteration's work. Chunks queued on the actors are
@@ -673,7 +692,7 @@ class DataLoader:
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
         self._start = self._saved = (int(epoch), 0)
-        self._run = 0
+        self._supersede("set_epoch()")
 
     def state_dict(self):
         """The exact position after the batches consumed so far."""
@@ -693,7 +712,7 @@ class DataLoader:
                 raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
                                  f"this loader has {mine[k]!r}")
         self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
-        self._run = 0
+        self._supersede("load_state_dict()")
 
     def stats(self):
         """Counters and the actors' decisions (a dict)."""

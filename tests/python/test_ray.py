@@ -64,6 +64,24 @@ def test_stream_equals_local(cluster, ds, local, n):
         assert first + digests(dl) == local[0][1]
 
 
+def test_a_superseded_iterator_raises(cluster, ds, local):
+    """One DataLoader streams one iteration: a newer iter(), set_epoch or
+    load_state_dict ends the live one, whose next next() raises saying so
+    (it stopped silently, as if its epoch were done); the new one streams
+    its epoch whole."""
+    with make(ds, 1) as dl:
+        for end in (iter, lambda d: d.set_epoch(0),
+                    lambda d: d.load_state_dict(d.state_dict())):
+            dl.set_epoch(0)
+            it = iter(dl)
+            next(it)
+            end(dl)
+            with pytest.raises(RuntimeError, match="superseded by"):
+                next(it)
+        dl.set_epoch(0)
+        assert digests(dl) == local[0][0]
+
+
 def test_whole_chunks(cluster, ds, local):
     """Tasks carry whole chunks, but where the work handed out ahead stops
     (one epoch past each iteration's end): a free actor slot filled with
