@@ -45,6 +45,11 @@ const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
         return "a JPEG of 4 components (CMYK or YCCK)";
     if (f->adobe == 0)
         return "an Adobe RGB JPEG (no YCbCr transform)";
+    /* Without JFIF or Adobe markers, components named R, G, B are RGB to
+     * libjpeg (the CPU path), which nvJPEG would read as YCbCr. */
+    if (f->adobe < 0 && !f->jfif && f->cid[0] == 'R' && f->cid[1] == 'G' &&
+        f->cid[2] == 'B')
+        return "an RGB JPEG (components R, G, B: no YCbCr transform)";
     if (f->scan_comps != 3)
         return "a JPEG whose first scan is not interleaved";
     /* Chroma at one sampling; luma 1x1, 2x1, 1x2 or 2x2 of it (4:4:4,

@@ -100,6 +100,8 @@ typedef struct sl__jpeg_frame {
     int hs[4], vs[4]; /* sampling factors of the first four components */
     int adobe;        /* APP14 Adobe transform (0: RGB or CMYK, 1: YCbCr,
                          2: YCCK), -1 without the marker */
+    int jfif;         /* 1: an APP0 JFIF marker (its colours are YCbCr) */
+    int cid[4];       /* the first four components' identifiers */
     int scan_comps;   /* components in the first scan */
 } sl__jpeg_frame_t;
 /* Returns 0, or the error sl__image_info would give (a file that ends

@@ -410,6 +410,9 @@ static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
         if (m == 0xEE && len >= 14 && i + 13 < n &&
             !memcmp(p + i + 2, "Adobe", 5))
             f->adobe = p[i + 13];
+        if (m == 0xE0 && len >= 7 && i + 7 <= n &&
+            !memcmp(p + i + 2, "JFIF", 5))
+            f->jfif = 1;
         if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC &&
             !have_sof) {
             if (len < 8 || i + 8 > n) /* through p[i + 7], ncomp */
@@ -422,6 +425,7 @@ static int jpeg_walk(const uint8_t *p, size_t n, sl__jpeg_frame_t *f, char *err,
             for (int c = 0; c < f->ncomp && c < 4; c++) {
                 size_t at = i + 8 + 3 * (size_t)c + 1;
                 if (at < n && 8 + 3 * (size_t)c + 2 <= len) {
+                    f->cid[c] = p[at - 1];
                     f->hs[c] = p[at] >> 4;
                     f->vs[c] = p[at] & 15;
                 }

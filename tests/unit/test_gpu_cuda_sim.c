@@ -329,6 +329,10 @@ static void test_refusal_rule(void **state)
     assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "8 bits"));
     g = f, g.adobe = 0;
     assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "Adobe RGB"));
+    g = f, g.cid[0] = 'R', g.cid[1] = 'G', g.cid[2] = 'B';
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "R, G, B"));
+    g.jfif = 1; /* JFIF says YCbCr whatever the names */
+    assert_null(sl__gpu_jpeg_refusal(&g));
     g = f, g.scan_comps = 1;
     assert_non_null(strstr(sl__gpu_jpeg_refusal(&g), "interleaved"));
     g = f, g.hs[0] = 4, g.vs[0] = 1; /* 4:1:1 */
@@ -342,6 +346,27 @@ static void test_refusal_rule(void **state)
     assert_int_equal(r.ncomp, 3);
     assert_int_equal(r.scan_comps, 3);
     assert_null(sl__gpu_jpeg_refusal(&r));
+    /* the same file with its components named R, G, B and its JFIF marker
+     * renamed: refused from the bytes */
+    uint8_t *rgb = malloc(imgs[3].n);
+    memcpy(rgb, imgs[3].b, imgs[3].n);
+    int named = 0, unjfif = 0;
+    for (size_t k = 2; k + 12 < imgs[3].n && !named; k++) {
+        if (rgb[k] == 0xFF && rgb[k + 1] == 0xE0 &&
+            !memcmp(rgb + k + 4, "JFIF", 5))
+            rgb[k + 4] = 'X', unjfif = 1;
+        if (rgb[k] == 0xFF && rgb[k + 1] == 0xC0) {
+            for (int c = 0; c < 3; c++)
+                rgb[k + 10 + 3 * c] = (uint8_t) "RGB"[c];
+            named = 1;
+        }
+    }
+    assert_true(named && unjfif);
+    assert_int_equal(sl__jpeg_frame(rgb, imgs[3].n, &r, err, sizeof err), 0);
+    assert_int_equal(r.jfif, 0);
+    assert_int_equal(r.cid[0], 'R');
+    assert_non_null(strstr(sl__gpu_jpeg_refusal(&r), "R, G, B"));
+    free(rgb);
 }
 
 /* A stage whose slot cannot hold an image refuses it naming the size; a
