@@ -400,7 +400,10 @@ typedef struct sl_stats {
     size_t size;            /**< sizeof(sl_stats_t), by sl_stats_init */
     int64_t samples;        /**< samples handed out */
     int64_t batches;        /**< batches handed out */
-    int64_t errors_skipped; /**< samples left out under SL_ON_ERROR_SKIP */
+    int64_t errors_skipped; /**< samples left out under SL_ON_ERROR_SKIP:
+                                 those of batches handed out (counted as
+                                 each is handed out: read-ahead is not),
+                                 plus what the open left out */
     int64_t bytes_read;     /**< stored bytes read from the source */
     int64_t wait_ns;        /**< time the consumer spent blocked in next */
     /* the sample cache (after the first layout) */
@@ -608,7 +611,8 @@ SL_API int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st);
 
 /** @return how many samples were skipped so far (SL_ON_ERROR_SKIP), plus
  *  the source's warnings found at create under either policy (a folder
- *  reached twice through a symlink, not followed: "warning: PATH: ...";
+ *  reached twice through a symlink, not followed; files in a format sluice
+ *  does not decode; an entry that cannot be stat'ed: "warning: ...";
  *  not counted in sl_stats_t.errors_skipped). Any thread. */
 SL_API int64_t sl_loader_skipped_count(const sl_loader_t *l);
 /** @return the message for skip i (0-based, in the order they happened,
