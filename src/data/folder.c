@@ -421,6 +421,30 @@ static void scan_free(scan_t *sc)
     free(sc->seen);
 }
 
+/* Class folders with no image, as one warning: their labels stay (the
+ * numbering is torchvision's class_to_idx), but torchvision's ImageFolder
+ * refuses such a folder, so a user coming from it is told. */
+static int note_empty_classes(scan_t *sc, const strvec_t *classes)
+{
+    uint8_t *has = calloc(classes->n ? classes->n : 1, 1);
+    if (!has)
+        return SL_ENOMEM;
+    for (size_t i = 0; i < sc->paths.n; i++)
+        has[sc->labels[i]] = 1;
+    size_t n = 0, first = 0;
+    for (size_t c = classes->n; c-- > 0;)
+        if (!has[c])
+            n++, first = c;
+    free(has);
+    if (!n)
+        return 0;
+    return note(sc, 0, classes->v[first],
+                "%zu class folder%s with no image, the first this one (its "
+                "label kept, as torchvision's class_to_idx numbers it; "
+                "torchvision's ImageFolder refuses an empty class)",
+                n, n == 1 ? "" : "s");
+}
+
 int sl__folder_scan(const char *root, int skip_bad, sl__folder_t **out,
                     char *err, size_t errlen)
 {
@@ -459,6 +483,8 @@ int sl__folder_scan(const char *root, int skip_bad, sl__folder_t **out,
     }
     if (!rc)
         rc = note_foreign(&sc);
+    if (!rc)
+        rc = note_empty_classes(&sc, &classes);
     sl__folder_t *f = rc ? NULL : calloc(1, sizeof *f);
     if (!rc && (!f || !(f->root = strdup(root)))) {
         free(f);

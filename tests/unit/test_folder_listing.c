@@ -121,6 +121,41 @@ static void test_foreign_formats(void **state)
     free(root);
 }
 
+/* Class folders with no image keep their labels (torchvision's
+ * class_to_idx numbering) and are named in one warning, since
+ * torchvision's ImageFolder refuses them; not a skip. */
+static void test_empty_class_folders(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("fl-empty", 2, 2, 20, 20); /* c0, c1 */
+    char path[1024];
+    const char *empty[2] = {"b_empty", "d_empty"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", root, empty[k]);
+        assert_int_equal(mkdir(path, 0755), 0);
+    }
+    sl__folder_t *f = NULL;
+    char err[512];
+    assert_int_equal(sl__folder_scan(root, 0, &f, err, sizeof err), 0);
+    assert_int_equal(f->nclasses, 4); /* b_empty c0 c1 d_empty */
+    assert_int_equal(f->n, 4);
+    assert_int_equal(f->labels[0], 1); /* c0's, after b_empty */
+    assert_int_equal(f->nnotes, 1);
+    assert_int_equal(f->notes[0].lost, 0);
+    char want[1024];
+    snprintf(want, sizeof want, "%s/b_empty: 2 class folders with no image",
+             root);
+    assert_int_equal(strncmp(f->notes[0].msg, want, strlen(want)), 0);
+    sl__folder_free(f);
+    sl_options_t o = opts(SL_ON_ERROR_FAIL);
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_non_null(skipped_with(l, "ImageFolder refuses an empty class"));
+    sl_loader_destroy(l);
+    tu_rmtree(root);
+    free(root);
+}
+
 /* c/D/D/... (names of 250 bytes) until the path passes PATH_MAX, made
  * relative to each folder (mkdirat), an image at the bottom; *depth_len
  * gets the length of the deepest folder's path. The fd of the deepest
@@ -425,6 +460,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_foreign_formats),
+        cmocka_unit_test(test_empty_class_folders),
         cmocka_unit_test(test_path_max_folder),
         cmocka_unit_test(test_path_max_file),
         cmocka_unit_test(test_unstattable_entry),
