@@ -270,10 +270,8 @@ def _native_ignored(timeout, persistent_workers, multiprocessing_context,
                     pin_memory_device):
     """Warns, once per call site, for torch's arguments that have nothing
     to act on in native mode."""
+    del timeout  # honoured: sluice.Loader(timeout=)
     why = {
-        "timeout": (timeout, "the engine has no timed wait for a batch; "
-                    "a failed sample raises (on_error='fail') or is "
-                    "skipped (on_error='skip') instead of hanging"),
         "persistent_workers": (persistent_workers, "the engine's threads "
                                "always persist across epochs"),
         "multiprocessing_context": (multiprocessing_context, "native mode "
@@ -318,7 +316,8 @@ class DataLoader(_Position):
     (mode='eval', layout='hwc', on_error='skip', prefetch=..., mean=...,
     std=..., telemetry_ms=..., ...). sampler, batch_sampler, collate_fn
     and worker_init_fn are refused (the engine samples and collates);
-    timeout, persistent_workers, multiprocessing_context and
+    timeout (seconds) bounds each wait for a batch (RuntimeError after
+    it, as torch's); persistent_workers, multiprocessing_context and
     pin_memory_device are accepted and do nothing (a warning says why).
     dataset is a NativeDataset (len(), classes, class_to_idx, root);
     skipped() lists the samples skipped under on_error='skip' ("epoch E:
@@ -393,6 +392,10 @@ class DataLoader(_Position):
         self.rank, self.world_size = _dist_defaults(torch, rank, world_size)
         self.image_size = image_size = _square_size(image_size)
         threads = num_workers if num_workers else None
+        if timeout:
+            if timeout < 0:
+                raise ValueError("timeout option should be non-negative")
+            options["timeout"] = float(timeout)
         if self.pin_memory and "host_alloc" not in options:
             # The engine allocates its batch buffers page-locked, so
             # pinning costs no copy (torch's DataLoader copies each batch).

@@ -34,6 +34,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SLPY_EPOCHS_AHEAD ((int64_t)1 << 24)
 
@@ -112,6 +113,7 @@ typedef struct {
     int64_t end_g;                  /* the iteration ends before this */
     const sl_batch_t *pending;      /* got past end_g, kept for later */
     int64_t pending_g;
+    double timeout_s; /* next() waits at most this long (0: as long) */
 } LoaderObject;
 
 static int loader_closed(LoaderObject *self)
@@ -256,19 +258,40 @@ static int do_start(LoaderObject *self, int64_t g)
 
 /* sl_loader_next, in slices that let a signal in (Ctrl-C raises
  * KeyboardInterrupt within SLPY_SIGNAL_MS, not after the batch: SL_ESYSTEM
- * with the exception set; nothing is handed out, the position stays);
- * when the consumer holds every buffer, one more buffer (with a memory
- * budget, never past it: next() then fails). */
-static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted)
+ * with the exception set; nothing is handed out, the position stays) and
+ * that end after timeout_s seconds when it is > 0 (RuntimeError, as
+ * torch's DataLoader(timeout=) raises); when the consumer holds every
+ * buffer, one more buffer (with a memory budget, never past it: next()
+ * then fails). */
+static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted,
+                      double timeout_s)
 {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
         int rc;
+        double waited = 0;
         do {
+            int ms = SLPY_SIGNAL_MS;
+            if (timeout_s > 0 && (timeout_s - waited) * 1000 < ms)
+                ms = (int)((timeout_s - waited) * 1000) + 1;
             Py_BEGIN_ALLOW_THREADS;
-            rc = sl_loader_next_timeout(core->engine, b, SLPY_SIGNAL_MS);
+            rc = sl_loader_next_timeout(core->engine, b, ms);
             Py_END_ALLOW_THREADS;
             if (rc == SL_ETIMEDOUT && PyErr_CheckSignals())
                 return SL_ESYSTEM;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            waited = (double)(t.tv_sec - t0.tv_sec) +
+                     (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+            if (rc == SL_ETIMEDOUT && timeout_s > 0 && waited >= timeout_s) {
+                char m[128]; /* PyErr_Format has no %g */
+                snprintf(m, sizeof m,
+                         "sluice.Loader timed out after %g seconds waiting "
+                         "for a batch (timeout=)",
+                         timeout_s);
+                PyErr_SetString(PyExc_RuntimeError, m);
+                return SL_ETIMEDOUT;
+            }
         } while (rc == SL_ETIMEDOUT);
         if (rc != SL_ESTATE) /* the engine is started: ESTATE = all held */
             return rc;
@@ -312,7 +335,8 @@ static PyObject *loader_next(LoaderObject *self)
         }
         self->busy = 1;
         Py_INCREF(core); /* close() from another thread may drop it */
-        int rc = next_batch(core, &b, self->opt.max_memory_bytes > 0);
+        int rc = next_batch(core, &b, self->opt.max_memory_bytes > 0,
+                            self->timeout_s);
         self->busy = 0;
         if (!rc)
             core->held++;
@@ -923,6 +947,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                              "cache_dir",
                              "cache_disk_bytes",
                              "gpu_memory_bytes",
+                             "timeout",
                              NULL};
     PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
     PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
@@ -943,9 +968,10 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     PyObject *gpu_memory = Py_None;
     int cache_decoded = 0, device_batches = 0;
     long long epochs = 1;
+    double timeout_s = 0;
     if (!PyArg_ParseTupleAndKeywords(
             args, kw,
-            "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOOO:Loader", kwlist,
+            "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOOOd:Loader", kwlist,
             PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
             &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
             &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
@@ -954,7 +980,7 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
             &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
             &coalesce, &gpu_device, &device_batches, &cache_dir, &cache_disk,
-            &gpu_memory))
+            &gpu_memory, &timeout_s))
         return NULL;
     LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
     if (!self) {
@@ -976,6 +1002,12 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     o->no_flip = !flip;
     o->device_batches = device_batches;
     self->epochs = epochs;
+    self->timeout_s = timeout_s;
+    if (!(timeout_s >= 0)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "timeout must be >= 0 seconds (0: none)");
+        goto fail;
+    }
     if (batch < 1 || size < 1 || world < 1 || rank < 0 || rank >= world ||
         epochs < 1) {
         PyErr_Format(PyExc_ValueError,
@@ -1387,7 +1419,7 @@ PyDoc_STRVAR(
     "cache_decoded=False, cache_codec='auto', io_depth=None, "
     "max_threads=None, policy_file=None, placement=None, gpu_share=None, "
     "coalesce=None, gpu_device=None, device_batches=False, cache_dir=None, "
-    "cache_disk_bytes=None, gpu_memory_bytes=None)"
+    "cache_disk_bytes=None, gpu_memory_bytes=None, timeout=0)"
     "\n--\n\n"
     "Streams (images, labels) numpy batches from an ImageFolder tree, "
     "packed shards,\nWebDataset .tar shards or TFRecord files (one path or "
@@ -1430,7 +1462,9 @@ PyDoc_STRVAR(
     "images an object with\n__cuda_array_interface__ (sluice.torch makes "
     "CUDA tensors of them without a\ncopy). gpu_memory_bytes: a hard "
     "budget of GPU memory for the stage and device\nbatches (None: 1 GiB "
-    "for the stage).");
+    "for the stage). timeout: seconds next() waits for a batch\nbefore "
+    "it raises RuntimeError (0: as long as it takes), as torch's\n"
+    "DataLoader(timeout=). Ctrl-C interrupts a waiting next() at once.");
 
 static PyTypeObject Loader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.Loader",

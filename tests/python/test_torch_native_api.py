@@ -128,7 +128,21 @@ def test_torch_prefetch_factor(ds):
         dl(ds, prefetch_factor=0)
 
 
-@pytest.mark.parametrize("kw", [{"timeout": 5}, {"persistent_workers": True},
+def test_torch_timeout(ds):
+    """timeout= bounds a wait for a batch, as torch's: RuntimeError naming
+    it (a batch of 96 whole decodes on one thread takes ~0.2 s); a loader
+    whose batches come in time is unaffected."""
+    l = dl(ds, batch_size=96, num_workers=1, policy="static", dct_scale=False,
+           dtype=torch.float32, timeout=0.02)
+    with pytest.raises(RuntimeError, match="timed out after 0.02 seconds"):
+        next(iter(l))
+    l = dl(ds, batch_size=8, timeout=60)
+    assert sum(len(y) for _, y in l) == 96
+    with pytest.raises(ValueError, match="timeout"):
+        dl(ds, timeout=-1)
+
+
+@pytest.mark.parametrize("kw", [{"persistent_workers": True},
                                 {"multiprocessing_context": "spawn"},
                                 {"pin_memory_device": "cuda"}])
 def test_torch_ignored_arguments_warn(ds, kw):
