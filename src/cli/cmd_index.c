@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/base.h"
 #include "cli.h"
 #include "data/recidx.h"
 #include "data/recset.h"
@@ -62,18 +63,18 @@ int sl__cmd_index(int argc, char **argv)
     char err[2048], **names = NULL;
     int n = 0, failed = 0, damaged = 0;
     if (a.out && mkdir(a.out, 0777) && errno != EEXIST) {
-        fprintf(stderr, "index: %s: %s\n", a.out, strerror(errno));
+        sl__cli_error("index", "%s: %s", a.out, strerror(errno));
         return 1;
     }
     if (sl__recset_names(files, &names, &n, err, sizeof err)) {
-        fprintf(stderr, "index: %s\n", err);
+        sl__cli_error("index", "%s", err);
         return 1;
     }
     for (int i = 0; i < n; i++) {
         int url = sl__remote_is_url(names[i]);
         if (url && !a.out) {
-            fprintf(stderr, "index: %s: a URL: name a folder with --out\n",
-                    names[i]);
+            sl__cli_error("index", "%s: a URL: name a folder with --out",
+                          names[i]);
             failed = 1;
             break;
         }
@@ -81,7 +82,7 @@ int sl__cmd_index(int argc, char **argv)
         if (!copy || (a.out ? asprintf(&dst, "%s/%s", a.out, basename(copy))
                             : asprintf(&dst, "%s", names[i])) < 0) {
             free(copy);
-            fprintf(stderr, "index: out of memory\n");
+            sl__cli_error("index", "out of memory");
             failed = 1;
             break;
         }
@@ -89,13 +90,21 @@ int sl__cmd_index(int argc, char **argv)
         sl__recfile_t *f;
         if (sl__recfile_walk(names[i], fmt, &f, err, sizeof err) ||
             sl__recidx_save(f, dst, err, sizeof err)) {
-            fprintf(stderr, "index: %s\n", err);
+            sl__cli_error("index", "%s", err);
             failed = 1;
         } else {
-            printf("%s: %lld samples (%lld bad)%s%s -> %s%s\n", names[i],
-                   (long long)f->n, (long long)f->nbad,
-                   f->damage ? ", damaged: " : "", f->damage ? f->damage : "",
-                   dst, SL__RECIDX_SUFFIX);
+            /* stdout too: names (and the damage, which quotes them) may
+             * hold any byte */
+            char *line = NULL, *shown = NULL;
+            if (asprintf(&line, "%s: %lld samples (%lld bad)%s%s -> %s%s",
+                         names[i], (long long)f->n, (long long)f->nbad,
+                         f->damage ? ", damaged: " : "",
+                         f->damage ? f->damage : "", dst,
+                         SL__RECIDX_SUFFIX) >= 0)
+                shown = sl__msg_escape_dup(line);
+            printf("%s\n", shown ? shown : "(a line lost: out of memory)");
+            free(shown);
+            free(line);
             damaged += f->nbad > 0 || f->damage;
         }
         sl__recfile_close(f);
@@ -103,9 +112,9 @@ int sl__cmd_index(int argc, char **argv)
     }
     sl__strv_free(names, n);
     if (damaged)
-        fprintf(stderr,
-                "index: %d of %d files damaged (their sidecars written: a "
-                "reader finds the same damage)\n",
-                damaged, n);
+        sl__cli_error("index",
+                      "%d of %d files damaged (their sidecars written: a "
+                      "reader finds the same damage)",
+                      damaged, n);
     return failed || damaged;
 }

@@ -17,6 +17,7 @@
 #include "data/recfile.h"
 #include "data/shard.h"
 #include "ops/repack.h"
+#include "opts.h"
 #include "pack_out.h"
 
 typedef struct pack_args {
@@ -194,34 +195,35 @@ int sl__cmd_pack(int argc, char **argv)
     sl__ext_out_t xo = {
         .dir = out_dir, .fmt = args.format, .shard_size = ps.shard_size};
     if (args.format && ps.codec != SL_CODEC_NONE) {
-        fprintf(stderr, "pack: --codec is for sluice shards only\n");
+        sl__cli_error("pack", "--codec is for sluice shards only");
         return 2;
     }
     if (args.format ? sl__ext_out_begin(&xo, err, sizeof err)
                     : sl__pack_out_begin(&ps, err, sizeof err)) {
-        fprintf(stderr, "pack: %s\n", err);
+        sl__cli_error("pack", "%s", err);
         return 1;
     }
 
     sl__folder_t *f = NULL;
     int rc = sl__folder_scan(src, skip, &f, err, sizeof err);
     if (rc) {
-        fprintf(stderr, "pack: %s\n", err);
+        sl__cli_error("pack", "%s", err);
         ABORT();
         return 1;
     }
     int64_t skipped = 0;
     for (int i = 0; i < f->nnotes; i++) {
-        fprintf(stderr, "pack: %s: %s\n",
-                f->notes[i].lost ? "skipped" : "warning", f->notes[i].msg);
+        sl__cli_error("pack", "%s: %s",
+                      f->notes[i].lost ? "skipped" : "warning",
+                      f->notes[i].msg);
         skipped += f->notes[i].lost;
     }
     for (int i = 0; i < f->nclasses; i++)
         for (const char *p = f->classes[i]; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-                fprintf(stderr,
-                        "pack: class folder name with a control byte: %s\n",
-                        f->classes[i]);
+                sl__cli_error("pack",
+                              "class folder name with a control byte: %s",
+                              f->classes[i]);
                 ABORT();
                 sl__folder_free(f);
                 return 1;
@@ -231,7 +233,7 @@ int sl__cmd_pack(int argc, char **argv)
                      .max_side = args.max_side,
                      .quality = args.quality};
     if (lossy.on && !(lossy.scratch = sl__scratch_create())) {
-        fprintf(stderr, "pack: out of memory\n");
+        sl__cli_error("pack", "out of memory");
         ABORT();
         sl__folder_free(f);
         return 1;
@@ -264,7 +266,7 @@ int sl__cmd_pack(int argc, char **argv)
         if (rc && skip && !fatal) {
             if (tty)
                 fputc('\n', stderr);
-            fprintf(stderr, "pack: skipped: %s\n", err);
+            sl__cli_error("pack", "skipped: %s", err);
             skipped++;
             rc = 0;
             continue;
@@ -300,8 +302,8 @@ int sl__cmd_pack(int argc, char **argv)
     if (rc)
         ABORT();
     if (rc) {
-        fprintf(stderr, "pack: %s\n", err);
-        fprintf(stderr, "pack: failed; %s is as it was\n", out_dir);
+        sl__cli_error("pack", "%s", err);
+        sl__cli_error("pack", "failed; %s is as it was", out_dir);
         sl__pack_out_free(&ps);
         sl__folder_free(f);
         return 1;
@@ -312,13 +314,15 @@ int sl__cmd_pack(int argc, char **argv)
         ps.shards = xo.files;
         ps.bytes_out = xo.bytes_out;
     }
+    char *shown = sl__msg_escape_dup(out_dir); /* a name, any bytes */
     printf("packed %" PRId64 " records (%d classes) into %ld %s file(s) in %s "
            "[codec %s]\n",
            records, f->nclasses, ps.shards,
            format_names[args.format == SL__FMT_WDS        ? 1
                         : args.format == SL__FMT_TFRECORD ? 2
                                                           : 0],
-           out_dir, sl__pack_out_codec_name(ps.codec));
+           shown ? shown : "OUT", sl__pack_out_codec_name(ps.codec));
+    free(shown);
     for (long k = 0; k < ps.ninfo; k++)
         printf("  %s\n", ps.info[k].line);
     if (lossy.on)

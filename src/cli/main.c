@@ -1,8 +1,11 @@
 /* sluice: the command line. Dispatches to one file per sub-command. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "cli.h"
+#include "opts.h"
 #include "sluice/sluice.h"
 
 static const struct {
@@ -36,25 +39,76 @@ static void usage(FILE *f)
     fprintf(f, "\nsluice %s\n", sl_version_string());
 }
 
+#define NCMDS (sizeof cmds / sizeof cmds[0])
+
+static int find(const char *name)
+{
+    for (size_t i = 0; i < NCMDS; i++)
+        if (!strcmp(name, cmds[i].name))
+            return (int)i;
+    return -1;
+}
+
+/* "unknown command 'X'" (and the closest name when one is close), exit 2. */
+static int unknown(const char *name)
+{
+    int best = 3;
+    const char *closest = NULL;
+    for (size_t i = 0; i < NCMDS; i++) {
+        int d = sl__opts_distance(name, cmds[i].name);
+        if (d < best && 3 * d <= (int)strlen(name)) {
+            best = d;
+            closest = cmds[i].name;
+        }
+    }
+    char *shown = sl__msg_escape_dup(name);
+    fprintf(stderr, "sluice: unknown command '%s'%s%s%s\nsee 'sluice --help'\n",
+            shown ? shown : "?", closest ? "; did you mean '" : "",
+            closest ? closest : "", closest ? "'?" : "");
+    free(shown);
+    return 2;
+}
+
+/* `sluice help CMD [ARGS...]`: CMD's help, as `sluice CMD [ARGS...] --help`
+ * (ARGS: e.g. `help run --task lm`, whose options are others). */
+static int help(int argc, char **argv)
+{
+    if (argc < 3) {
+        usage(stdout);
+        return 0;
+    }
+    int k = find(argv[2]);
+    if (k < 0)
+        return unknown(argv[2]);
+    char **av = malloc((size_t)argc * sizeof *av);
+    if (!av) {
+        fprintf(stderr, "sluice: out of memory\n");
+        return 1;
+    }
+    int n = 0;
+    for (int i = 2; i < argc; i++)
+        av[n++] = argv[i];
+    av[n++] = "--help";
+    av[n] = NULL;
+    int rc = cmds[k].fn(n, av);
+    free(av);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
         return 2;
     }
+    /* `sluice --help run` too */
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
-        !strcmp(argv[1], "help")) {
-        usage(stdout);
-        return 0;
-    }
+        !strcmp(argv[1], "help"))
+        return help(argc, argv);
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
         printf("sluice %s\n", sl_version_string());
         return 0;
     }
-    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
-        if (!strcmp(argv[1], cmds[i].name))
-            return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sluice: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
-    return 2;
+    int k = find(argv[1]);
+    return k < 0 ? unknown(argv[1]) : cmds[k].fn(argc - 1, argv + 1);
 }

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+
 #define OPTS_MAX 64      /* rows of a command line, both tables */
 #define OPTS_CODE 0x1000 /* getopt_long code of row i: OPTS_CODE + i */
 #define OPTS_COL 22      /* the help column of the usage */
@@ -50,6 +52,32 @@ int sl__parse_ll(const char *s, long long lo, long long hi, long long *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int sl__opts_distance(const char *a, const char *b)
+{
+    enum { N = 64 };
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= N || m >= N)
+        return INT_MAX;
+    int d[N][N]; /* d[i][j]: between a's first i bytes and b's first j */
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+                a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
 }
 
 /* The rows of both tables, in order, and the struct each one fills. */
@@ -163,8 +191,57 @@ static void bad_value(const char *cmd, const sl__opt_t *o, const char *s)
         snprintf(what, sizeof what, "%s", arg_name(o, names, sizeof names));
     else /* the format is one of the four above */
         snprintf(what, sizeof what, range, noun, o->lo, o->hi);
-    fprintf(stderr, "sluice %s: bad value '%s' for --%s (%s)\n", cmd, s,
-            o->name, what);
+    char *shown = sl__msg_escape_dup(s);
+    fprintf(stderr, "sluice %s: bad value '%s' for --%s (%s)\n", cmd,
+            shown ? shown : "?", o->name, what);
+    free(shown);
+}
+
+/* "unknown option 'A'" (A as given, argv's), with what was likely meant:
+ * the options an ambiguous prefix names ("--ca": --cache, --cache-policy,
+ * ...), or the closest name when one is close (a typo: "--siez"). */
+static int unknown(const sl__opts_t *d, const rows_t *rs, const char *cmd,
+                   const char *arg)
+{
+    char *shown = sl__msg_escape_dup(arg), hint[512] = "";
+    if (!strncmp(arg, "--", 2) && arg[2] && arg[2] != '=') {
+        const char *name = arg + 2;
+        size_t len = strcspn(name, "="), k = 0;
+        if (shown) /* the name, without its value */
+            shown[strcspn(shown + 2, "=") + 2] = 0;
+        int prefixed = 0, best = INT_MAX;
+        const char *closest = NULL;
+        char typed[64];
+        snprintf(typed, sizeof typed, "%.*s", (int)len, name);
+        for (int i = 0; i <= rs->n; i++) {
+            const char *o = i < rs->n ? rs->r[i]->name : "help";
+            if (!strncmp(o, name, len) && k < sizeof hint) {
+                k += (size_t)snprintf(hint + k, sizeof hint - k, "%s--%s",
+                                      prefixed++ ? ", " : "", o);
+            }
+            int dist =
+                len < sizeof typed ? sl__opts_distance(typed, o) : INT_MAX;
+            if (dist < best) {
+                best = dist;
+                closest = o;
+            }
+        }
+        /* Close: at most 2 edits, and fewer than a third of the name (a
+         * short name is near too many others to guess). */
+        if (prefixed < 2 && closest && best <= 2 && 3 * best <= (int)len)
+            snprintf(hint, sizeof hint, "; did you mean --%s?", closest);
+        else if (prefixed < 2)
+            hint[0] = 0;
+        int rc =
+            sl__opts_bad(d, cmd, "%s option '%s'%s%s",
+                         prefixed > 1 ? "ambiguous" : "unknown",
+                         shown ? shown : "?", prefixed > 1 ? ": " : "", hint);
+        free(shown);
+        return rc;
+    }
+    int rc = sl__opts_bad(d, cmd, "unknown option '%s'", shown ? shown : "?");
+    free(shown);
+    return rc;
 }
 
 int sl__opts_parse(const sl__opts_t *d, void *own, void *shared, int argc,
@@ -200,11 +277,16 @@ int sl__opts_parse(const sl__opts_t *d, void *own, void *shared, int argc,
             sl__opts_usage(d, stdout, cmd);
             return 0;
         }
-        if (c == '?' || c == ':' || i < 0 || i >= rs.n)
-            return sl__opts_bad(d, cmd, "%s option '%s'",
-                                c == ':' ? "a value is missing after the"
-                                         : "unknown",
+        if (c == ':')
+            return sl__opts_bad(d, cmd,
+                                "a value is missing after the option '%s'",
                                 argv[optind - 1]);
+        if (c == '?' && optopt > 0 && optopt < 128) { /* -x */
+            char arg[3] = {'-', (char)optopt, 0};
+            return unknown(d, &rs, cmd, arg);
+        }
+        if (c == '?' || i < 0 || i >= rs.n)
+            return unknown(d, &rs, cmd, argv[optind - 1]);
         const sl__opt_t *o = rs.r[i];
         if (store(o, optarg, (char *)rs.dst[i] + o->off)) {
             bad_value(cmd, o, optarg);
@@ -216,6 +298,10 @@ int sl__opts_parse(const sl__opts_t *d, void *own, void *shared, int argc,
         if (rs.r[i]->need && !given[i])
             return sl__opts_bad(d, cmd, "--%s is required", rs.r[i]->name);
     int n = argc - optind;
+    if (argc == 1 && n < d->min) { /* nothing given: show what to give */
+        sl__opts_usage(d, stderr, cmd);
+        return 2;
+    }
     if (n < d->min || (d->max >= 0 && n > d->max))
         return sl__opts_bad(d, cmd, "expected %s",
                             d->operands ? d->operands : "no operands");
@@ -264,14 +350,35 @@ void sl__opts_usage(const sl__opts_t *d, FILE *f, const char *cmd)
             d->footer ? d->footer : "");
 }
 
-int sl__opts_bad(const sl__opts_t *d, const char *cmd, const char *fmt, ...)
+static void verror(const char *who, const char *fmt, va_list ap)
+{
+    char *m = NULL, *e = NULL;
+    if (vasprintf(&m, fmt, ap) < 0)
+        m = NULL;
+    else
+        e = sl__msg_escape_dup(m);
+    fprintf(stderr, "%s: %s\n", who, e ? e : "(a message lost: out of memory)");
+    free(e);
+    free(m);
+}
+
+void sl__cli_error(const char *who, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "sluice %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    verror(who, fmt, ap);
     va_end(ap);
-    sl__opts_usage(d, stderr, cmd);
+}
+
+int sl__opts_bad(const sl__opts_t *d, const char *cmd, const char *fmt, ...)
+{
+    char who[64];
+    snprintf(who, sizeof who, "sluice %s", cmd);
+    va_list ap;
+    va_start(ap, fmt);
+    verror(who, fmt, ap);
+    va_end(ap);
+    (void)d; /* the usage is long: the error would scroll away above it */
+    fprintf(stderr, "see 'sluice %s --help'\n", cmd);
     return 2;
 }

@@ -62,18 +62,31 @@ typedef struct sl__opts {
 /** Parses the options of argv into `own` (the struct of table[0]) and
  *  `shared` (table[1]'s); -h / --help print the usage to stdout. Values are
  * checked as their row says; a bad one is reported as "sluice CMD: bad value
- * 'V' for --X (what it takes)", an unknown option or a missing value with the
- *  usage, on stderr. @return -1 to go on (the operands are argv[optind..],
- *  getopt_long having moved them to the end), or the exit status: 0 after
- *  --help, 2 for a bad command line. */
+ * 'V' for --X (what it takes)"; an unknown option (with the closest one's
+ * name when one is close, or the options an ambiguous prefix names), a
+ * missing value or a wrong operand count as sl__opts_bad does, on stderr;
+ * a command given nothing at all prints the usage there. @return -1 to go on
+ * (the operands are argv[optind..], getopt_long having moved them to the
+ * end), or the exit status: 0 after --help, 2 for a bad command line. */
 int sl__opts_parse(const sl__opts_t *d, void *own, void *shared, int argc,
                    char **argv);
 /** Prints the usage of command `cmd` to f. */
 void sl__opts_usage(const sl__opts_t *d, FILE *f, const char *cmd);
-/** Prints "sluice CMD: <fmt...>" and the usage to stderr (a bad operand).
+/** Prints "sluice CMD: <fmt...>" and "see 'sluice CMD --help'" to stderr (a
+ *  bad operand; the usage is long), escaped as sl__cli_error does.
  *  @return 2, the exit status. */
 int sl__opts_bad(const sl__opts_t *d, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/** Prints "WHO: <fmt...>" and a newline to stderr, the message's control
+ *  bytes escaped (\x1b, as sl__msg_escape): a file name in it may hold any
+ *  byte, and raw ones would drive the terminal. */
+void sl__cli_error(const char *who, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/** The distance between a and b: insertions, deletions, substitutions and
+ *  swaps of neighbours, each 1 (a mistyped name is near the right one).
+ *  Names over 63 bytes are far from everything (INT_MAX). */
+int sl__opts_distance(const char *a, const char *b);
 
 /** Parses a size like 256M, 1G, 4096 (bytes; binary units, an optional
  *  trailing "B" or "iB"). @return the bytes, or -1. */

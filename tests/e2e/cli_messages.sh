@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What the CLI says around a command: `sluice help CMD` is CMD's help; a
+# mistyped command or option gets one line naming it (and the likely one)
+# and a pointer to --help, not the whole usage; pack and index print file
+# names with their control bytes escaped (\x1b), never raw.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh" cli_messages
+
+"$S" make-dataset --synthetic "$T/ds" --images 8 --classes 2 --seed 1 >/dev/null 2>&1 \
+  || { echo "make-dataset failed"; exit 1; }
+
+# help CMD
+for cmd in run pack index; do
+  "$S" "$cmd" --help >"$T/want" 2>&1
+  "$S" help "$cmd" >"$T/got" 2>&1; rc=$?
+  check "help $cmd: rc 0 ($rc), as $cmd --help" test "$rc" -eq 0
+  check "help $cmd: the same text" cmp -s "$T/want" "$T/got"
+done
+"$S" --help run >"$T/got" 2>&1
+check "--help run: run's help" grep -q "^usage: sluice run SOURCE" "$T/got"
+"$S" help >"$T/got" 2>&1
+check "help: the commands" grep -q "^usage: sluice COMMAND" "$T/got"
+"$S" help bogus >"$T/out" 2>"$T/err"; rc=$?
+check "help bogus: rc 2 ($rc)" test "$rc" -eq 2
+check "help bogus: names it" grep -q "unknown command 'bogus'" "$T/err"
+check "help bogus: nothing on stdout" test ! -s "$T/out"
+"$S" rnu >/dev/null 2>"$T/err"; rc=$?
+check "rnu: rc 2, did you mean run" test "$rc" -eq 2 -a "$(head -1 "$T/err")" = \
+  "sluice: unknown command 'rnu'; did you mean 'run'?"
+
+# usage_error NAME WANT-LINE-1 CMD...: rc 2, two lines: WANT, then the
+# pointer to the command's --help.
+usage_error() {
+  local name=$1 want=$2 sub=$3; shift 2
+  "$S" "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  check "$name: rc 2 ($rc)" test "$rc" -eq 2
+  check "$name: '$want'" test "$(head -1 "$T/err")" = "$want"
+  check "$name: then see 'sluice $sub --help', and no more ($(wc -l <"$T/err") lines)" \
+    test "$(sed -n 2p "$T/err")" = "see 'sluice $sub --help'" -a "$(wc -l <"$T/err")" -eq 2
+}
+usage_error "run --bogus" "sluice run: unknown option '--bogus'" run "$T/ds" --bogus
+usage_error "run --bogus=3" "sluice run: unknown option '--bogus'" run "$T/ds" --bogus=3
+usage_error "run --siez 3" "sluice run: unknown option '--siez'; did you mean --size?" run "$T/ds" --siez 3
+usage_error "bench --epohcs 2" "sluice bench: unknown option '--epohcs'; did you mean --epochs?" bench "$T/ds" --epohcs 2
+usage_error "run --cache-d 1" "sluice run: ambiguous option '--cache-d': --cache-decoded, --cache-dir, --cache-disk" run "$T/ds" --cache-d 1
+usage_error "run -z" "sluice run: unknown option '-z'" run "$T/ds" -z
+usage_error "run --size" "sluice run: a value is missing after the option '--size'" run "$T/ds" --size
+usage_error "run A B" "sluice run: expected one SOURCE" run "$T/ds" "$T/ds"
+usage_error "pack --bogus" "sluice pack: unknown option '--bogus'" pack "$T/ds" "$T/p" --bogus
+usage_error "index --bogus" "sluice index: unknown option '--bogus'" index x.tar --bogus
+"$S" run >/dev/null 2>"$T/err"; rc=$?
+check "run alone: rc 2 and its usage" test "$rc" -eq 2 -a "$(grep -c -- '--' "$T/err")" -gt 20
+
+# raw NAME FILE: FILE holds no raw ESC or CR, and the escaped \x1b.
+raw() {
+  check "$1: no raw control bytes" bash -c "! LC_ALL=C grep -q \$'[\\x1b\\r]' '$2'"
+  check "$1: the name escaped" grep -qF 'a\x1b[2K\x0db' "$2"
+}
+bad=$'a\x1b[2K\rb'
+mkdir -p "$T/src/c"
+cp "$(find "$T/ds" -name '*.jpg' | head -1)" "$T/src/c/ok.jpg"
+printf 'not an image' >"$T/src/c/$bad.jpg"
+"$S" pack "$T/src" "$T/p1" --jpeg-quality 50 >"$T/out" 2>&1
+check "pack, lossy, a bad file: fails" test $? -eq 1
+raw "pack, lossy" "$T/out"
+"$S" pack "$T/src" "$T/p2" --jpeg-quality 50 --on-error skip >"$T/out" 2>&1
+raw "pack, lossy, skipped" "$T/out"
+"$S" pack "$T/src" "$T/$bad" --format webdataset >"$T/out" 2>&1
+raw "pack into OUT" "$T/out"
+rm -f "$T/src/c/$bad.jpg"
+"$S" pack "$T/src" "$T/w" --format webdataset >/dev/null 2>&1
+head -c 1000 "$T/w/shard-000000.tar" >"$T/$bad.tar"
+"$S" index "$T/$bad.tar" >"$T/out" 2>&1
+check "index, damaged: rc 1" test $? -eq 1
+raw "index, damaged" "$T/out"
+"$S" index "$T/missing-$bad.tar" >"$T/out" 2>&1
+raw "index, missing" "$T/out"
+"$S" index "$T/$bad.foo" >"$T/out" 2>&1
+raw "index, not a format" "$T/out"
+
+echo "cli_messages: $passes passed, $fails failed"
+[ "$fails" -eq 0 ]
