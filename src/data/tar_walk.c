@@ -181,40 +181,62 @@ static char *ext_data(walk_t *w, uint64_t off, uint64_t size, char *err,
     return p;
 }
 
-static int bad(const walk_t *w, uint64_t off, uint64_t *stop_at, char *err,
+static int bad(const walk_t *w, uint64_t off, sl__tar_stop_t *stop, char *err,
                size_t errlen, const char *why)
 {
-    if (stop_at)
-        *stop_at = off;
+    if (stop) { /* a checksummed long name stands whatever follows */
+        stop->at = off;
+        snprintf(stop->name, sizeof stop->name, "%s",
+                 w->have_long ? w->longname : "");
+    }
     return sl__fail(err, errlen, SL_ECORRUPT,
                     "%s: tar header at offset %llu: %s",
                     sl__bytesrc_name(w->src), (unsigned long long)off, why);
 }
 
+/* A regular member's full name (header h) into w->name: the long name
+ * before it, or ustar's prefix and name. */
+static void member_name(walk_t *w, const uint8_t *h)
+{
+    if (w->have_long) {
+        snprintf(w->name, SL__TAR_NAME_MAX + 1, "%s", w->longname);
+        return;
+    }
+    char prefix[156], name[101];
+    field(name, h + H_NAME, 100);
+    size_t np = 0;
+    if (!memcmp(h + H_MAGIC, "ustar\0", 6))
+        np = field(prefix, h + H_PREFIX, 155);
+    if (np)
+        snprintf(w->name, SL__TAR_NAME_MAX + 1, "%s/%s", prefix, name);
+    else
+        snprintf(w->name, SL__TAR_NAME_MAX + 1, "%s", name);
+}
+
 static int walk(walk_t *w, uint64_t off, sl__tar_fn fn, void *ctx,
-                uint64_t *stop_at, char *err, size_t errlen)
+                sl__tar_stop_t *stop, char *err, size_t errlen)
 {
     uint64_t first = off; /* the member's first header (extensions too) */
     for (;;) {
         if (off == w->size)
             return w->have_long || w->have_size
-                       ? bad(w, off, stop_at, err, errlen,
+                       ? bad(w, off, stop, err, errlen,
                              "extension header without its member")
                        : 0;
         int rc = 0;
         const uint8_t *h = at(w, off, BLOCK, err, errlen, &rc);
         if (rc == SL_ECORRUPT || (!h && !rc))
-            return bad(w, off, stop_at, err, errlen,
+            return bad(w, off, stop, err, errlen,
                        "truncated (the file ends inside a header)");
         if (!h)
             return rc;
         if (all_zero(h))
             return 0;
         if (!checksum_ok(h))
-            return bad(w, off, stop_at, err, errlen, "bad header checksum");
+            return bad(w, off, stop, err, errlen, "bad header checksum");
         uint64_t size;
         if (num(h + H_SIZE, 12, &size))
-            return bad(w, off, stop_at, err, errlen, "bad size field");
+            return bad(w, off, stop, err, errlen, "bad size field");
         char type = (char)h[H_TYPE];
         int regular = type == '0' || type == 0 || type == '7';
         if (regular && w->have_size)
@@ -226,14 +248,19 @@ static int walk(walk_t *w, uint64_t off, sl__tar_fn fn, void *ctx,
                      "truncated (member of %llu bytes, %llu left in the file)",
                      (unsigned long long)size,
                      (unsigned long long)(w->size - data));
-            return bad(w, off, stop_at, err, errlen, why);
+            rc = bad(w, off, stop, err, errlen, why);
+            if (stop && regular) { /* its header is sound: name it */
+                member_name(w, h);
+                snprintf(stop->name, sizeof stop->name, "%s", w->name);
+            }
+            return rc;
         }
         uint64_t next = data + (size + BLOCK - 1) / BLOCK * BLOCK;
         if (next > w->size)
             next = w->size; /* last member's padding cut off: tolerated */
         if (type == 'L' || type == 'x') {
             if (size > (type == 'L' ? SL__TAR_NAME_MAX : SL__TAR_PAX_MAX))
-                return bad(w, off, stop_at, err, errlen,
+                return bad(w, off, stop, err, errlen,
                            type == 'L' ? "GNU long name too long"
                                        : "pax header too large");
             char *p = ext_data(w, data, size, err, errlen, &rc);
@@ -248,8 +275,7 @@ static int walk(walk_t *w, uint64_t off, sl__tar_fn fn, void *ctx,
             }
             free(p);
             if (r)
-                return bad(w, off, stop_at, err, errlen,
-                           "malformed pax header");
+                return bad(w, off, stop, err, errlen, "malformed pax header");
             off = next;
             continue;
         }
@@ -262,19 +288,7 @@ static int walk(walk_t *w, uint64_t off, sl__tar_fn fn, void *ctx,
             off = next;
             continue;
         }
-        if (w->have_long) {
-            snprintf(w->name, SL__TAR_NAME_MAX + 1, "%s", w->longname);
-        } else {
-            char prefix[156], name[101];
-            field(name, h + H_NAME, 100);
-            size_t np = 0;
-            if (!memcmp(h + H_MAGIC, "ustar\0", 6))
-                np = field(prefix, h + H_PREFIX, 155);
-            if (np)
-                snprintf(w->name, SL__TAR_NAME_MAX + 1, "%s/%s", prefix, name);
-            else
-                snprintf(w->name, SL__TAR_NAME_MAX + 1, "%s", name);
-        }
+        member_name(w, h);
         w->have_long = 0;
         w->have_size = 0;
         sl__tar_member_t m = {w->name, first, data, size};
@@ -285,7 +299,7 @@ static int walk(walk_t *w, uint64_t off, sl__tar_fn fn, void *ctx,
 }
 
 int sl__tar_walk(const sl__bytesrc_t *src, uint64_t from, sl__tar_fn fn,
-                 void *ctx, uint64_t *stop_at, char *err, size_t errlen)
+                 void *ctx, sl__tar_stop_t *stop, char *err, size_t errlen)
 {
     walk_t w = {.src = src, .size = sl__bytesrc_size(src)};
     w.win = malloc(WINDOW);
@@ -295,9 +309,9 @@ int sl__tar_walk(const sl__bytesrc_t *src, uint64_t from, sl__tar_fn fn,
     if (!w.win || !w.name || !w.longname)
         rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     else if (from > w.size || from % BLOCK)
-        rc = bad(&w, from, stop_at, err, errlen, "not a header offset");
+        rc = bad(&w, from, stop, err, errlen, "not a header offset");
     else
-        rc = walk(&w, from, fn, ctx, stop_at, err, errlen);
+        rc = walk(&w, from, fn, ctx, stop, err, errlen);
     free(w.win);
     free(w.name);
     free(w.longname);

@@ -40,13 +40,25 @@ typedef struct sl__tar_member {
 typedef int (*sl__tar_fn)(void *ctx, const sl__tar_member_t *m, char *err,
                           size_t errlen);
 
+/* Where a walk met damage. */
+typedef struct sl__tar_stop {
+    uint64_t at; /* offset of the bad header */
+    /* The damaged member's full name where it is known: a regular member
+     * whose header is whole and sound but whose data runs past the end of
+     * the file, or one whose GNU long name or pax path was read before the
+     * damage. "" where it is not (a header cut short or with a bad
+     * checksum: its bytes cannot be trusted): a reader grouping members by
+     * name (data/wds) then cannot tell whose member was lost. */
+    char name[SL__TAR_NAME_MAX + 1];
+} sl__tar_stop_t;
+
 /* Walks the archive from offset `from` (0, or a member's `header`).
  * @return 0 at the archive's end; the callback's nonzero; SL_ECORRUPT for
  *         damage ("NAME: tar header at offset X: cause"; a member running
- *         past the end is "truncated"), with *stop_at (may be NULL) the
- *         offset of the bad header; SL_EIO / SL_ESYSTEM / SL_ENOMEM. */
+ *         past the end is "truncated"), with *stop (may be NULL) saying
+ *         where; SL_EIO / SL_ESYSTEM / SL_ENOMEM. */
 int sl__tar_walk(const sl__bytesrc_t *src, uint64_t from, sl__tar_fn fn,
-                 void *ctx, uint64_t *stop_at, char *err, size_t errlen);
+                 void *ctx, sl__tar_stop_t *stop, char *err, size_t errlen);
 
 /* 1 when h (512 bytes) is a regular member's header — its checksum right —
  * whose data is `size` bytes: what lies just before a member's data as an

@@ -6,7 +6,16 @@
  * "seg.png"); consecutive members with one key make a sample; members
  * without a dot, and top-level "__*__" names, are skipped. A sample is an
  * image (suffix jpg, jpeg or png) and a label (suffix cls: an ASCII
- * integer); other members are ignored. */
+ * integer); other members are ignored.
+ *
+ * Damage (a file cut short, a bad header) ends the walk; with skip_bad the
+ * samples before it stay, and so does the one being gathered unless the
+ * member lost is known to be one of its own (the walker read its name from
+ * a sound header; data/tar_walk.h): every member the file holds of that
+ * sample is whole, and where the lost member was its label or image it is
+ * a bad sample, as a file cut exactly at that member's header makes it.
+ * This is what the webdataset package yields (tarfile ends the archive at
+ * a header it cannot read, and group_by_keys yields the open sample). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +38,7 @@ typedef struct group {
     int have_label;
     int64_t label;
     char why[160]; /* the first problem found in the sample, or "" */
+    sl__tar_stop_t stop;
 } group_t;
 
 /* Splits name into key length and suffix (NULL: no dot, skipped). */
@@ -160,6 +170,16 @@ static int on_member(void *ctx, const sl__tar_member_t *m, char *err,
     return 0;
 }
 
+/* 1 when the member the walk lost (g->stop.name, "" unknown) has the key
+ * of the sample being gathered: that sample is incomplete. */
+static int lost_own_member(const group_t *g)
+{
+    size_t keylen;
+    const char *name = g->stop.name;
+    return g->open && name[0] && split(name, &keylen) &&
+           strlen(g->key) == keylen && !memcmp(g->key, name, keylen);
+}
+
 int sl__wds_index(sl__recfile_t *f, int skip_bad, char *err, size_t errlen)
 {
     group_t *g = calloc(1, sizeof *g);
@@ -167,14 +187,13 @@ int sl__wds_index(sl__recfile_t *f, int skip_bad, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     g->f = f;
     g->skip_bad = skip_bad;
-    uint64_t stop = 0;
-    int rc = sl__tar_walk(f->src, 0, on_member, g, &stop, err, errlen);
+    int rc = sl__tar_walk(f->src, 0, on_member, g, &g->stop, err, errlen);
     if (rc == SL_ECORRUPT && skip_bad && !f->damage) {
-        /* Damage: the samples before it stay; the one being gathered
-         * may be incomplete, so it goes with the rest. */
+        /* Damage: the samples before it stay (see the top of the file). */
         f->damage = strdup(err);
         rc = f->damage ? 0 : sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-        g->open = 0;
+        if (lost_own_member(g))
+            g->open = 0;
     }
     if (!rc)
         rc = finish(g, err, errlen);
