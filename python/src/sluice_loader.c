@@ -268,9 +268,9 @@ static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted,
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    double waited = 0;
     for (;;) {
         int rc;
-        double waited = 0;
         do {
             int ms = SLPY_SIGNAL_MS;
             if (timeout_s > 0 && (timeout_s - waited) * 1000 < ms)

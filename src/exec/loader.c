@@ -96,7 +96,11 @@ static int create(const char *source, const sl_options_t *opt,
     pthread_mutex_init(&l->ctl_mu, NULL);
     sl__busy_init(&l->gpu_busy);
     pthread_cond_init(&l->cv_work, NULL);
-    pthread_cond_init(&l->cv_ready, NULL);
+    pthread_condattr_t ca; /* next's timed waits: as sl__now_ns */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv_ready, &ca);
+    pthread_condattr_destroy(&ca);
     sl__throttle_init(&l->thr, 0, 0); /* off: sl__testing_storage_set */
     l->perm_epoch[0] = l->perm_epoch[1] = -1;
     int64_t n = sl__source_count(l->src);
@@ -490,9 +494,9 @@ int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
     if (!l || !out)
         return SL_EINVAL;
     *out = NULL;
-    struct timespec until; /* cv_ready's clock: the default, realtime */
+    struct timespec until; /* cv_ready's clock: monotonic */
     if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         long long ns = until.tv_nsec + (long long)timeout_ms * 1000000LL;
         until.tv_sec += (time_t)(ns / 1000000000LL);
         until.tv_nsec = (long)(ns % 1000000000LL);
@@ -714,11 +718,16 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         atomic_store(&l->cache_codec, (int)value);
     if (!rc && p == SL_PARAM_GPU_SHARE)
         atomic_store(&l->gpu_share, (int)value);
+    /* Buffers the lowered depth drops: freed after the lock (a device
+     * buffer's free waits for its fence) */
+    bbuf_t **gone = NULL;
+    int ngone = 0;
     if (!rc && p == SL_PARAM_PREFETCH) {
         l->prefetch = (int)value;
-        for (int i = 0; i < l->nbufs && l->nbufs > l->prefetch;) {
+        gone = malloc((size_t)(l->nbufs > 0 ? l->nbufs : 1) * sizeof *gone);
+        for (int i = 0; gone && i < l->nbufs && l->nbufs > l->prefetch;) {
             if (l->bufs[i]->state == BB_FREE) {
-                buf_free(l, l->bufs[i]);
+                gone[ngone++] = l->bufs[i];
                 l->bufs[i] = l->bufs[--l->nbufs];
             } else {
                 i++;
@@ -728,6 +737,9 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
     }
     int running = l->running;
     pthread_mutex_unlock(&l->mu);
+    for (int i = 0; i < ngone; i++)
+        buf_free(l, gone[i]);
+    free(gone);
     if (rc == SL_ERANGE && p == SL_PARAM_GPU_SHARE && !l->place.gpu)
         return sl__lasterr_set(
             l, rc,

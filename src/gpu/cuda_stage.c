@@ -94,20 +94,30 @@ static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static bcache_t g_dev = {NULL, 0, 0, 0}, g_pin = {NULL, 0, 0, 1};
 static int g_stages; /* stages alive (under g_cache_mu) */
 
-/* Under g_cache_mu: block b may serve stream st from now on in stream
- * order (0), or cannot (1: its free's event could not be waited for). */
+/* Under g_cache_mu: block b may serve stream st from now on (0), or
+ * cannot (1: its free's event could not be waited for). Device memory
+ * for a stream: in stream order (the same stream, or a GPU-side wait on
+ * another). Pinned memory, which nvJPEG fills from the host as soon as it
+ * has it, and an allocation with no stream (st NULL: a GPU-side wait
+ * would land on the legacy stream, the trainer's): only once the free's
+ * work has passed, waited for here. */
 static int order_after_free(const sl__gpu_rt_t *rt, blk_t *b,
-                            sl__cuda_stream_t st)
+                            sl__cuda_stream_t st, int pinned)
 {
-    if (!b->pending || b->freed_on == st)
+    if (!b->pending)
         return 0;
     if (rt->event_query(b->ev) == 0) {
         b->pending = 0;
         return 0;
     }
-    if (rt->stream_wait_event(st, b->ev, 0) == 0)
+    if (!pinned && st && b->freed_on == st)
         return 0;
-    return rt->event_synchronize(b->ev) != 0;
+    if (!pinned && st && rt->stream_wait_event(st, b->ev, 0) == 0)
+        return 0;
+    if (rt->event_synchronize(b->ev))
+        return 1;
+    b->pending = 0;
+    return 0;
 }
 
 static int cache_get(bcache_t *c, void **p, size_t n, sl__cuda_stream_t st)
@@ -126,7 +136,7 @@ static int cache_get(bcache_t *c, void **p, size_t n, sl__cuda_stream_t st)
         if (!c->b[i].used && c->b[i].dev == dev && c->b[i].n >= n &&
             c->b[i].n <= 2 * n + 4096 && (best < 0 || c->b[i].n < c->b[best].n))
             best = i;
-    if (best >= 0 && !order_after_free(rt, &c->b[best], st)) {
+    if (best >= 0 && !order_after_free(rt, &c->b[best], st, c->pinned)) {
         c->b[best].used = 1;
         *p = c->b[best].p;
         pthread_mutex_unlock(&g_cache_mu);
@@ -957,8 +967,8 @@ static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
 static void release(cstage_t *s)
 {
     const sl__gpu_rt_t *rt = s->rt;
-    if (s->xfer)
-        rt->stream_destroy(s->xfer);
+    /* nvJPEG's objects first: their frees name the slots' streams (the
+     * allocator cache records events there), which go after them. */
     for (int k = 0; k < 2; k++) {
         slot_t *sl = &s->slot[k];
         if (sl->stream)
@@ -968,17 +978,24 @@ static void release(cstage_t *s)
                 rt->nvjpeg_params_destroy(sl->params[i]);
         if (sl->jstate)
             rt->nvjpeg_state_destroy(sl->jstate);
+    }
+    if (s->jh)
+        rt->nvjpeg_destroy(s->jh);
+    if (s->xfer)
+        rt->stream_destroy(s->xfer);
+    for (int k = 0; k < 2; k++) {
+        slot_t *sl = &s->slot[k];
         if (sl->done_ev)
             rt->event_destroy(sl->done_ev);
-        if (sl->stream)
+        if (sl->stream) {
+            rt->stream_synchronize(sl->stream); /* the frees' events */
             rt->stream_destroy(sl->stream);
+        }
         if (sl->h)
             rt->host_free(sl->h);
         if (sl->d)
             rt->dev_free(sl->d);
     }
-    if (s->jh)
-        rt->nvjpeg_destroy(s->jh);
     for (int i = 0; i < s->ndbuf; i++) /* buffers the caller did not free */
         rt->event_destroy(s->dbuf[i].fence);
     free(s->dbuf);
