@@ -217,7 +217,8 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
     if (!found) {
         /* Where no NVIDIA driver runs, that is the reason to lead with
          * (the folders stay after it, for a driver hidden from view). */
-        if (access("/dev/nvidiactl", F_OK) != 0) {
+        if (access("/dev/nvidiactl", F_OK) != 0 &&
+            access("/dev/dxg", F_OK) != 0) { /* (WSL2's GPU node) */
             char libs[sizeof st->reason];
             snprintf(libs, sizeof libs, "%s", st->reason);
             snprintf(st->reason, sizeof st->reason,
