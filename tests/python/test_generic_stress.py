@@ -83,6 +83,10 @@ def test_many_epochs_with_kills_and_breaks(persistent):
                                 pin_memory=True, timeout=60)
     names = set()
     kills = named = 0
+    # A worker killed just after it handed its sample over (`cur` not yet
+    # updated) loses nothing: that epoch ends whole and, with persistent
+    # workers, the death is reported by the next one.
+    unreported = None
     t0 = time.monotonic()
     for epoch in range(EPOCHS):
         act = ("kill", "full", "break")[epoch % 3] if epoch < 3 else rng.choice(
@@ -103,15 +107,20 @@ def test_many_epochs_with_kills_and_breaks(persistent):
                         act = "full"
         except RuntimeError as e:
             m = DEATH.search(str(e))
-            assert act == "kill" and m, f"epoch {epoch} ({act}): {e}"
-            assert int(m.group(1)) == victim
+            assert (act == "kill" or unreported is not None) and m, f"epoch {epoch} ({act}): {e}"
+            assert int(m.group(1)) in (victim if act == "kill" else None, unreported)
+            unreported = None
             kills += 1
             if m.group(3) is not None:
                 assert 0 <= int(m.group(3)) < N
                 named += 1
             continue
-        if act == "full" or (act == "kill" and len(seen) == N):
+        if act in ("full", "kill"):
             assert sorted(seen) == list(range(N)), f"epoch {epoch}: samples lost or repeated"
+        if act == "kill" and persistent:
+            unreported = victim
+        elif not persistent:
+            unreported = None
     assert kills >= 1 and named >= 1, (kills, named)
     live = {s.name for s in ld._state["slots"].shms}
     assert live and all(shm_exists(n) for n in live)
