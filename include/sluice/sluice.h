@@ -268,10 +268,11 @@ typedef struct sl_options {
      *  sl_loader_create fails saying why [0: host batches]. A batch is
      *  complete on every stream when sl_loader_next returns it;
      *  sl_loader_release records an event on the legacy default stream of
-     *  gpu_device (PyTorch's default stream), and the buffer is written
-     *  again only after that event (on the GPU; the host never waits): so
-     *  release after queuing the last kernel that reads the batch on that
-     *  stream, or make that stream wait for the one that reads it. */
+     *  gpu_device (PyTorch's default stream), sl_loader_release_on on the
+     *  stream given, and the buffer is written again only after that
+     *  event (on the GPU; the host never waits): so release after queuing
+     *  the last kernel that reads the batch on that stream, or make that
+     *  stream wait for the others that read it. */
     int device_batches;
     /** The cache's disk tier (docs/DESIGN.md, "Sample cache"): a local
      *  directory on fast disk that keeps, within cache_disk_bytes, the
@@ -587,6 +588,15 @@ SL_API int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
  * l still held (a second release; nothing is changed; message in
  * sl_loader_last_error). */
 SL_API int sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
+/** sl_loader_release for a batch whose reads were queued on `stream` (a
+ *  cudaStream_t of gpu_device; NULL: the legacy default stream, as
+ *  sl_loader_release). A device batch's buffer is fenced there: it is
+ *  written again only after the work queued on that stream so far (an
+ *  event; on the GPU, the host never waits). A stream the event cannot be
+ *  recorded on (another device's) is waited for here instead. Host
+ *  batches: as sl_loader_release, the stream unused. */
+SL_API int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b,
+                                void *stream);
 
 /** Sets a knob while running or not (SL_AUTOTUNE: its default value).
  *  SL_ERANGE outside sl_loader_param_range (the budgets: decode threads +

@@ -312,7 +312,9 @@ class DataLoader(_Position):
     does auto, the default, where the driver sees a GPU) unless gpu_device=
     says otherwise, and with device_batches=True its batches stay in GPU
     memory and come out as CUDA tensors without a copy (not yet measured
-    on a GPU: opt-in); other keyword options go to sluice.Loader
+    on a GPU: opt-in; a batch's memory is reused only after the work
+    queued on the stream current when it was handed out, as of when the
+    tensor goes); other keyword options go to sluice.Loader
     (mode='eval', layout='hwc', on_error='skip', prefetch=..., mean=...,
     std=..., telemetry_ms=..., ...). sampler, batch_sampler, collate_fn
     and worker_init_fn are refused (the engine samples and collates);
@@ -540,6 +542,11 @@ class DataLoader(_Position):
                     # batch out of the pool while it lives.
                     x = self._torch.as_tensor(
                         images, device=f"cuda:{images.device}")
+                    # Fenced, when it goes, on the stream current now
+                    # (the one the step reading it runs on): the buffer
+                    # is written again only after that step's kernels.
+                    images._batch.stream = self._torch.cuda.current_stream(
+                        x.device).cuda_stream
                     y = from_numpy(labels)
                     if move:
                         y = self._move(y)

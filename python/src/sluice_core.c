@@ -30,10 +30,47 @@ static void core_dealloc(slpy_core_t *c)
 
 static void batch_dealloc(slpy_batch_t *o)
 {
-    slpy_core_release(o->core, o->b);
-    Py_DECREF(o->core);
+    slpy_core_t *c = o->core;
+    if (o->stream && c->kind->release_on) {
+        c->kind->release_on(c->engine, o->b, o->stream);
+        c->held--;
+    } else {
+        slpy_core_release(c, o->b);
+    }
+    Py_DECREF(c);
     PyObject_Free(o);
 }
+
+static PyObject *batch_get_stream(slpy_batch_t *o, void *unused)
+{
+    (void)unused;
+    return PyLong_FromVoidPtr(o->stream);
+}
+
+static int batch_set_stream(slpy_batch_t *o, PyObject *v, void *unused)
+{
+    (void)unused;
+    if (!v || !PyLong_Check(v)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "stream must be an int (a cudaStream_t handle, as "
+                        "torch.cuda.Stream.cuda_stream)");
+        return -1;
+    }
+    void *s = PyLong_AsVoidPtr(v);
+    if (!s && PyErr_Occurred())
+        return -1;
+    o->stream = s;
+    return 0;
+}
+
+static PyGetSetDef batch_getset[] = {
+    {"stream", (getter)batch_get_stream, (setter)batch_set_stream,
+     "The CUDA stream (a cudaStream_t handle as an int; 0: the legacy default "
+     "stream) the batch's device memory is read on: when the batch goes, its "
+     "buffer is written again only after the work queued there so far.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
 
 int slpy_kind_ready(slpy_kind_t *k)
 {
@@ -50,6 +87,7 @@ int slpy_kind_ready(slpy_kind_t *k)
         .tp_dealloc = (destructor)batch_dealloc,
         .tp_flags = Py_TPFLAGS_DEFAULT,
         .tp_doc = k->batch_doc,
+        .tp_getset = batch_getset,
     };
     return PyType_Ready(&k->core_type) || PyType_Ready(&k->batch_type) ? -1 : 0;
 }
@@ -85,6 +123,7 @@ slpy_batch_t *slpy_batch_new(slpy_core_t *c, const void *b)
     Py_INCREF(c);
     o->core = c;
     o->b = b;
+    o->stream = NULL;
     return o;
 }
 

@@ -50,6 +50,11 @@ static void engine_release(void *l, const void *b)
     sl_loader_release(l, b); /* a short lock, no wait */
 }
 
+static void engine_release_on(void *l, const void *b, void *stream)
+{
+    sl_loader_release_on(l, b, stream); /* records an event, no wait */
+}
+
 static const char *engine_skipped(const void *l, int64_t i)
 {
     return sl_loader_skipped_message(l, i);
@@ -63,6 +68,7 @@ static slpy_kind_t loader_kind = {
                  "view it (internal).",
     .destroy = engine_destroy,
     .release = engine_release,
+    .release_on = engine_release_on,
     .skipped = engine_skipped,
 };
 

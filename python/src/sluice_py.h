@@ -59,7 +59,10 @@ typedef struct slpy_kind {
     const char *core_name, *core_doc;   /* e.g. "sluice._sluice._Core" */
     const char *batch_name, *batch_doc; /* e.g. "..._BatchBuffer" */
     void (*destroy)(void *engine);      /* called with the GIL released */
-    void (*release)(void *engine, const void *batch);      /* short, no wait */
+    void (*release)(void *engine, const void *batch); /* short, no wait */
+    /* The same for a batch its consumer read on a CUDA stream (NULL: the
+     * kind has no device batches; release is used) */
+    void (*release_on)(void *engine, const void *batch, void *stream);
     const char *(*skipped)(const void *engine, int64_t i); /* NULL: past */
     int skipped_utf8; /* skipped messages: UTF-8 (else file-system names) */
     PyTypeObject core_type, batch_type;
@@ -78,6 +81,10 @@ typedef struct slpy_core {
 typedef struct slpy_batch {
     PyObject_HEAD slpy_core_t *core;
     const void *b;
+    /* A device batch's consumer's CUDA stream (its `stream` attribute; 0:
+     * the legacy default stream): the buffer is fenced there when given
+     * back (kind->release_on). */
+    void *stream;
 } slpy_batch_t;
 
 /** Readies k's two types. @return 0, or -1 with an exception set. */

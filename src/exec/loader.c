@@ -593,6 +593,11 @@ int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
 
 int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
 {
+    return sl_loader_release_on(l, b, NULL);
+}
+
+int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b, void *stream)
+{
     if (!b)
         return 0;
     if (!l)
@@ -608,7 +613,7 @@ int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
             /* A device batch: its consumer's GPU work may still read it;
              * the stage fences that before the buffer can be claimed. */
             if (bb->dev)
-                l->stage->dev_release(l->stage, bb->dev);
+                l->stage->dev_release(l->stage, bb->dev, stream);
             if (l->nbufs > l->prefetch) { /* the depth was lowered */
                 l->bufs[i] = l->bufs[--l->nbufs];
                 gone = bb;

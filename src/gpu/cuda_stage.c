@@ -896,10 +896,11 @@ static int dbuf_find(const cstage_t *s, const void *p)
     return -1;
 }
 
-/* On the releasing thread (the consumer's): the fence on the legacy
- * default stream of the stage's device. Where it cannot be recorded,
- * that stream's work is waited for here instead. */
-static void cs_dev_release(sl__gpu_stage_t *st, void *p)
+/* On the releasing thread (the consumer's): the fence on the consumer's
+ * stream (NULL: the legacy default stream) of the stage's device. Where
+ * it cannot be recorded (a stream of another device), that stream's work
+ * is waited for here instead. */
+static void cs_dev_release(sl__gpu_stage_t *st, void *p, void *stream)
 {
     cstage_t *s = (cstage_t *)st;
     const sl__gpu_rt_t *rt = s->rt;
@@ -908,9 +909,9 @@ static void cs_dev_release(sl__gpu_stage_t *st, void *p)
     int i = dbuf_find(s, p);
     if (i >= 0 && !rt->set_device(s->device)) {
         dbuf_t *b = &s->dbuf[i];
-        b->fenced = rt->event_record(b->fence, NULL) == 0;
+        b->fenced = rt->event_record(b->fence, stream) == 0;
         if (!b->fenced)
-            rt->stream_synchronize(NULL);
+            rt->stream_synchronize(stream);
     }
     pthread_mutex_unlock(&s->dev_mu);
     caller_device_back(rt, s->device, was);

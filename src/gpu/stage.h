@@ -65,12 +65,12 @@ struct sl__gpu_stage {
      *
      * release: the caller's consumer is done with the buffer at p as far
      * as the host knows, but its GPU work reading it may still be queued
-     * (on the legacy default stream, PyTorch's): the stage fences it
-     * there, and neither its kernels nor copy write into that buffer
-     * before the fence has passed (on the GPU: the host never waits).
-     * free waits for the fence. */
+     * on `stream` (a cudaStream_t; NULL: the legacy default stream,
+     * PyTorch's default): the stage fences it there, and neither its
+     * kernels nor copy write into that buffer before the fence has passed
+     * (on the GPU: the host never waits). free waits for the fence. */
     void *(*dev_alloc)(sl__gpu_stage_t *st, size_t bytes);
-    void (*dev_release)(sl__gpu_stage_t *st, void *p);
+    void (*dev_release)(sl__gpu_stage_t *st, void *p, void *stream);
     void (*dev_free)(sl__gpu_stage_t *st, void *p);
     int (*copy)(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
                 int kind, char *why, size_t wl);

@@ -151,6 +151,22 @@ for (a, la), (b, lb) in zip(dev, cpu):
     assert (x == b).all() and (la == lb).all()
     n += len(la)
 print("device batches", n)
+# A batch read on a stream of the consumer's own (images._batch.stream, as
+# sluice.torch sets it to the current stream): fenced there when it goes.
+import os
+rt = ctypes.CDLL(os.path.join(os.environ["SL_CUDA_LIB_PATH"], "libcudart.so.13"))
+rt.sim_cuda_hold_on.argtypes = [ctypes.c_void_p, ctypes.c_int]
+h = ctypes.c_void_p()
+assert rt.cudaStreamCreateWithFlags(ctypes.byref(h), 1) == 0
+it = iter(sluice.Loader(src, 8, 40, placement="gpu", device_batches=True,
+                        seed=3, gpu_memory_bytes=256 << 20))
+a, la = next(it)
+assert a._batch.stream == 0
+a._batch.stream = h.value
+assert a._batch.stream == h.value
+rt.sim_cuda_hold_on(h, 1)
+del a, la  # the labels' array holds the batch too
+print("fences on the stream", rt.sim_cuda_hold_on(h, 0))
 """
 
 
@@ -173,6 +189,7 @@ def test_device_batches_over_the_simulated_runtime(ds):
         pytest.skip("the GPU stage is not in this build (no nvcc)")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "device batches 48" in p.stdout
+    assert "fences on the stream 1" in p.stdout
 
 
 def test_gpu_memory_bytes_is_checked(ds):

@@ -424,7 +424,7 @@ static void test_the_callers_device_is_kept(void **state)
         0);
     assert_int_equal(rt->get_device(&dev), 0);
     assert_int_equal(dev, 1);
-    st->dev_release(st, p);
+    st->dev_release(st, p, NULL);
     st->dev_free(st, p);
     assert_int_equal(rt->get_device(&dev), 0);
     assert_int_equal(dev, 1);
@@ -709,15 +709,17 @@ static void test_device_batches(void **state)
 }
 
 /* A device batch released while its consumer's GPU work may still read
- * it (the simulated runtime holds the legacy stream's events: the
- * trainer's kernels still queued) is not written again until that work is
- * done: the stage's writes into the buffer wait for the release's fence
- * (kernels for the GPU's share, copies for the CPU's), and the stream is
- * unchanged. Two buffers: with both batches held the loader is idle;
- * releasing the first lets it claim that buffer for the next batch. */
-static void test_device_batch_waits_for_its_consumer(void **state)
+ * it (the simulated runtime holds the events of the consumer's stream:
+ * the trainer's kernels still queued) is not written again until that
+ * work is done: the stage's writes into the buffer wait for the release's
+ * fence (kernels for the GPU's share, copies for the CPU's), and the
+ * stream is unchanged. Two buffers: with both batches held the loader is
+ * idle; releasing the first lets it claim that buffer for the next batch.
+ * The consumer's stream: the legacy default one (sl_loader_release), or
+ * one of its own (sl_loader_release_on; holding the legacy one then
+ * holds nothing of it). */
+static void device_batch_fence(int own_stream)
 {
-    (void)state;
     char *root = tu_jpeg_tree("gpu_cuda_sim_fence", 2, 12, 90, 70);
     sl_options_t o = opts(SL_PLACEMENT_CPU, 0, 1);
     o.policy = SL_POLICY_STATIC;
@@ -729,8 +731,12 @@ static void test_device_batch_waits_for_its_consumer(void **state)
     sl_loader_destroy(l);
     const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
     assert_non_null(rt);
-    int (*hold)(int) = (int (*)(int))dlsym(rt->cudart, "sim_cuda_hold");
-    assert_non_null(hold);
+    int (*hold_on)(void *, int) =
+        (int (*)(void *, int))dlsym(rt->cudart, "sim_cuda_hold_on");
+    assert_non_null(hold_on);
+    void *stream = NULL;
+    if (own_stream)
+        assert_int_equal(rt->stream_create(&stream, 1), 0);
     for (int share = 500; share <= 1000; share += 500) {
         o = opts(SL_PLACEMENT_AUTO, share, 1);
         o.policy = SL_POLICY_STATIC;
@@ -755,12 +761,14 @@ static void test_device_batch_waits_for_its_consumer(void **state)
         size_t bytes = (size_t)b[0]->n * b[0]->sample_bytes;
         uint8_t *was = malloc(bytes), *buf = b[0]->data;
         memcpy(was, buf, bytes);
-        hold(1);
-        assert_int_equal(sl_loader_release(l, b[0]), 0);
+        hold_on(stream, 1);
+        assert_int_equal(own_stream ? sl_loader_release_on(l, b[0], stream)
+                                    : sl_loader_release(l, b[0]),
+                         0);
         usleep(300 * 1000); /* the loader claims the buffer meanwhile */
         int kept = !memcmp(buf, was, bytes); /* not written under it */
-        int fences = hold(0); /* (before asserting: a hold left on would
-                                 hang every later test) */
+        int fences = hold_on(stream, 0);     /* (before asserting: a hold left
+                                                on would hang later tests) */
         assert_true(kept);
         assert_true(fences >= 1); /* the release recorded its fence */
         assert_int_equal(sl_loader_release(l, b[1]), 0);
@@ -770,7 +778,7 @@ static void test_device_batch_waits_for_its_consumer(void **state)
             XXH3_64bits_update(h, c->labels, (size_t)c->n * sizeof(int64_t));
             XXH3_64bits_update(h, c->indices, (size_t)c->n * sizeof(int64_t));
             n += c->n;
-            sl_loader_release(l, c);
+            sl_loader_release_on(l, c, stream);
         }
         assert_int_equal(n, want_n);
         assert_true(XXH3_64bits_digest(h) == want);
@@ -778,7 +786,61 @@ static void test_device_batch_waits_for_its_consumer(void **state)
         free(was);
         sl_loader_destroy(l);
     }
+    if (stream)
+        rt->stream_destroy(stream);
     assert_int_equal(sl__cuda_stage_count(), 0);
+    tu_rmtree(root);
+    free(root);
+}
+
+static void test_device_batch_waits_for_its_consumer(void **state)
+{
+    (void)state;
+    device_batch_fence(0);
+}
+
+static void test_device_batch_fenced_on_the_consumers_stream(void **state)
+{
+    (void)state;
+    device_batch_fence(1);
+}
+
+/* A stream the fence cannot be recorded on (one of another GPU) is waited
+ * for on the host instead: the release still succeeds, nothing is lost. */
+static void test_release_on_another_devices_stream(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_fence2", 2, 6, 90, 70);
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*syncs)(void *) =
+        (int (*)(void *))dlsym(rt->cudart, "sim_cuda_stream_syncs");
+    assert_non_null(syncs);
+    setenv("SIM_CUDA_DEVICES", "2", 1);
+    int dev = -1;
+    assert_int_equal(rt->get_device(&dev), 0);
+    assert_int_equal(rt->set_device(1), 0);
+    void *other = NULL;
+    assert_int_equal(rt->stream_create(&other, 1), 0);
+    assert_int_equal(rt->set_device(dev), 0);
+    sl_options_t o = opts(SL_PLACEMENT_GPU, 1000, 1);
+    o.policy = SL_POLICY_STATIC;
+    o.device_batches = 1;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    int64_t n = 0;
+    int k = 0;
+    while (sl_loader_next(l, &b) == 0) {
+        n += b->n;
+        assert_int_equal(sl_loader_release_on(l, b, other), 0);
+        assert_int_equal(syncs(other), ++k);
+    }
+    assert_int_equal(n, 2 * 6 * o.epochs);
+    sl_loader_destroy(l);
+    rt->stream_destroy(other);
+    unsetenv("SIM_CUDA_DEVICES");
     tu_rmtree(root);
     free(root);
 }
@@ -942,6 +1004,8 @@ int main(void)
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
         cmocka_unit_test(test_device_batches),
         cmocka_unit_test(test_device_batch_waits_for_its_consumer),
+        cmocka_unit_test(test_device_batch_fenced_on_the_consumers_stream),
+        cmocka_unit_test(test_release_on_another_devices_stream),
         cmocka_unit_test(test_gpu_memory_budget),
         cmocka_unit_test(test_kernels_loaded_as_the_runtime_allows),
     };

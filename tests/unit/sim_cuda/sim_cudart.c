@@ -112,10 +112,30 @@ int cudaMemcpyAsync(void *d, const void *s, size_t n, int k, void *st)
     memcpy(d, s, n);
     return 0;
 }
+/* A stream belongs to the device current at its making; the special
+ * handles (NULL, the legacy default stream; 0x1 and 0x2, cudaStreamLegacy
+ * and cudaStreamPerThread) to the caller's current device. */
+typedef struct sim_stream {
+    int dev, syncs;
+} sim_stream_t;
+
+static int special(const void *s)
+{
+    return (uintptr_t)s <= 2;
+}
+static int stream_dev(const void *s)
+{
+    return special(s) ? current : ((const sim_stream_t *)s)->dev;
+}
+
 int cudaStreamCreateWithFlags(void **s, unsigned f)
 {
     (void)f;
-    *s = malloc(1);
+    sim_stream_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return 2;
+    st->dev = current;
+    *s = st;
     return 0;
 }
 int cudaStreamDestroy(void *s)
@@ -123,33 +143,50 @@ int cudaStreamDestroy(void *s)
     free(s);
     return 0;
 }
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
 int cudaStreamSynchronize(void *s)
 {
-    (void)s;
+    if (!special(s)) {
+        pthread_mutex_lock(&ev_mu);
+        ((sim_stream_t *)s)->syncs++;
+        pthread_mutex_unlock(&ev_mu);
+    }
     return 0;
 }
-/* Events: complete when recorded, except one recorded on the legacy
- * default stream (NULL: the trainer's, in PyTorch) while a test holds it
- * (sim_cuda_hold): pending then until the hold ends, as a consumer's
- * kernels still reading a batch would be. Waits on a pending event (a
- * stream's, an event synchronize) block the caller until then, the
- * simulator's way of holding back the work queued after them. */
+/* For tests (dlsym): how many times stream s was synchronised. */
+int sim_cuda_stream_syncs(void *s)
+{
+    pthread_mutex_lock(&ev_mu);
+    int n = special(s) ? 0 : ((sim_stream_t *)s)->syncs;
+    pthread_mutex_unlock(&ev_mu);
+    return n;
+}
+/* Events: complete when recorded, except one recorded on the held stream
+ * (the legacy default stream, NULL: the trainer's in PyTorch, or the one
+ * sim_cuda_hold_on names) while a test holds it: pending then until the
+ * hold ends, as a consumer's kernels still reading a batch would be.
+ * Waits on a pending event (a stream's, an event synchronize) block the
+ * caller until then, the simulator's way of holding back the work queued
+ * after them. An event is recorded only on a stream of its own device
+ * (cudaErrorInvalidResourceHandle otherwise, as CUDA answers). */
 typedef struct sim_event {
     int pending, gen; /* recorded under the hold of generation gen */
+    int dev;
 } sim_event_t;
 
-static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
 static int hold, gen;
-static int holding; /* events pending under the hold */
+static void *hold_stream; /* the stream held */
+static int holding;       /* events pending under the hold */
 
-/* For tests (dlsym): on = 1 holds the legacy stream's events from now on;
- * 0 completes them. Returns how many were recorded while held. */
-int sim_cuda_hold(int on)
+/* For tests (dlsym): on = 1 holds stream s's events from now on; 0
+ * completes them. Returns how many were recorded while held. */
+int sim_cuda_hold_on(void *s, int on)
 {
     pthread_mutex_lock(&ev_mu);
     int n = holding;
     hold = on;
+    hold_stream = s;
     if (!on) {
         holding = 0;
         gen++;
@@ -157,6 +194,11 @@ int sim_cuda_hold(int on)
     }
     pthread_mutex_unlock(&ev_mu);
     return n;
+}
+/* The same for the legacy default stream. */
+int sim_cuda_hold(int on)
+{
+    return sim_cuda_hold_on(NULL, on);
 }
 
 static int held(const sim_event_t *e)
@@ -167,14 +209,19 @@ static int held(const sim_event_t *e)
 int cudaEventCreateWithFlags(void **e, unsigned f)
 {
     (void)f;
-    *e = calloc(1, sizeof(sim_event_t));
-    return *e ? 0 : 2;
+    sim_event_t *ev = calloc(1, sizeof(sim_event_t));
+    if (ev)
+        ev->dev = current;
+    *e = ev;
+    return ev ? 0 : 2;
 }
 int cudaEventRecord(void *e, void *s)
 {
     sim_event_t *ev = e;
+    if (stream_dev(s) != ev->dev)
+        return 400; /* cudaErrorInvalidResourceHandle */
     pthread_mutex_lock(&ev_mu);
-    ev->pending = !s && hold;
+    ev->pending = s == hold_stream && hold;
     ev->gen = gen;
     holding += ev->pending;
     pthread_mutex_unlock(&ev_mu);
