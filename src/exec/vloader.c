@@ -16,6 +16,7 @@
 #include "base/abi.h"
 #include "base/base.h"
 #include "vloader_internal.h"
+#include "vloader_offline.h"
 #include "volume/gzindex.h"
 
 void sl_vloader_options_init(sl_vloader_options_t *o)
@@ -30,6 +31,20 @@ static double prod3(const int64_t d[3])
     return (double)d[0] * (double)d[1] * (double)d[2];
 }
 
+/* "%d dimensions" for a volume that is not 3-D to the loader. */
+static int not_3d(const sl_volume_t *v, const char *path, char *err,
+                  size_t errlen)
+{
+    if (v->ndim == 4)
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: 4 dimensions (%lld x %lld x %lld x %lld), a 3-D "
+                        "volume expected (a 4th dimension of 1 is accepted)",
+                        path, (long long)v->dim[0], (long long)v->dim[1],
+                        (long long)v->dim[2], (long long)v->dim[3]);
+    return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                    "%s: %d dimensions, a 3-D volume expected", path, v->ndim);
+}
+
 /* Case c's volumes, read and checked; stored dims and spacing. */
 static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
 {
@@ -41,22 +56,25 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
     const char *path = sl_volume_dataset_image(l->ds, c);
     if (!path)
         path = sl_volume_dataset_name(l->ds, c);
+    const char *lpath = sl_volume_dataset_label(l->ds, c);
     sl_volume_t *lv = NULL;
     int rc = sl_volume_dataset_load(l->ds, c, &vo, &v, &lv, err, errlen);
     if (rc)
         return rc;
+    if (!sl__voff_is_3d(v))
+        rc = not_3d(v, path, err, errlen);
+    else if (lv && !sl__voff_is_3d(lv))
+        rc = not_3d(lv, lpath ? lpath : path, err, errlen);
+    if (rc) {
+        sl_volume_free(v);
+        sl_volume_free(lv);
+        return rc;
+    }
     vcase_t *k = &l->cases[c];
     k->stored = (double)v->dim[0] * (double)v->dim[1] * (double)v->dim[2] *
-                (double)v->dim[3] *
                 (double)(sl_volume_dtype_size(v->stored_dtype) +
                          (lv ? sl_volume_dtype_size(lv->stored_dtype) : 0));
     sl_volume_free(lv);
-    if (v->ndim != 3) {
-        sl_volume_free(v);
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "%s: %d dimensions, a 3-D volume expected", path,
-                        v->ndim);
-    }
     for (int i = 0; i < 3; i++) {
         k->raw[i] = v->dim[2 - i];
         k->spacing[i] = v->spacing[2 - i];

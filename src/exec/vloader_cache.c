@@ -397,7 +397,8 @@ static int64_t promised(const sl_vloader_t *l)
  * cache's free room beside the window's own misses, and the memory budget
  * without waiting. Looks one window ahead; at most threads - 1 such stages at
  * once (one thread stays free for the window's next batch). Under mu;
- * unlocks while computing. @return 1 when it ran one. */
+ * unlocks while computing. @return 1 when it ran one, failed or not (mu
+ * was let go: what the caller saw before may have changed). */
 int sl__vl_look_ahead(sl_vloader_t *l)
 {
     if (l->ahead >= (l->o.threads > 1 ? l->o.threads - 1 : 1))
@@ -413,7 +414,7 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         int64_t e = e0 + (p0 + i) / l->ncases, p = (p0 + i) % l->ncases;
         int64_t c = sl__vl_eperm(l, e)->perm[p];
         vcase_t *k = &l->cases[c];
-        if (k->state != CASE_NONE)
+        if (k->state != CASE_NONE || k->ahead_failed)
             continue;
         /* not split: the other threads are for the window's batches */
         int64_t need = case_bytes(l, c, 1), owed = promised(l);
@@ -430,8 +431,12 @@ int sl__vl_look_ahead(sl_vloader_t *l)
         l->st.offline_ahead++;
         l->ahead++;
         char err[512];
-        /* a failure shows when its task retries */
-        case_make(l, c, INT64_MAX, need, 1, 0, err, sizeof err);
+        /* A failure shows when its task makes the case itself; it is not
+         * looked ahead again, or the idle thread would take it straight
+         * back (LOADING) each time it failed, and that task, waiting for
+         * it, would never run. */
+        if (case_make(l, c, INT64_MAX, need, 1, 0, err, sizeof err))
+            k->ahead_failed = 1;
         l->ahead--;
         return 1;
     }

@@ -47,6 +47,10 @@ typedef struct vcase {
     struct sl__gzindex *gzi[2];
     int64_t gz_bytes;
     int staging; /* its stage runs (its gzi is not given back) */
+    /* A look-ahead of it failed: not looked ahead again (the failure is
+     * its task's to report; retrying ahead would keep it LOADING while
+     * that task waits for it, for ever). */
+    int ahead_failed;
 } vcase_t;
 
 typedef struct task {
@@ -141,8 +145,9 @@ extern double sl__vl_split_min_vox;
 int sl__vl_help(sl_vloader_t *l, int64_t c, int64_t g_max);
 
 /* An idle thread's work: the next uncached case beyond the window, made
- * ahead when it fits (see vloader_cache.c). Unlocks mu while computing.
- * @return 1 when it ran one. */
+ * ahead when it fits (see vloader_cache.c); a case whose look-ahead failed
+ * once is not looked ahead again. Unlocks mu while computing.
+ * @return 1 when it ran one, failed or not (mu was let go). */
 int sl__vl_look_ahead(sl_vloader_t *l);
 
 #endif

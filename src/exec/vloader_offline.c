@@ -49,16 +49,25 @@ static int pull_image(void *ctx, int64_t i, void *slice)
 static int pull_label(void *ctx, int64_t i, void *slice)
 {
     ostream_t *s = ctx;
-    (void)i;
     size_t n = (size_t)(s->v->raw[1] * s->v->raw[2]);
     if (!slice)
         return sl_volume_reader_skip(s->r, (int64_t)n, s->err, s->errlen);
     int rc =
         sl_volume_reader_read(s->r, s->fslice, (int64_t)n, s->err, s->errlen);
+    /* A class index: an integer in 0..255 (the reference's astype(uint8)
+     * would wrap 256 to 0 and truncate 0.5 to 0: neither is a label). */
     uint8_t *lb = slice;
     for (size_t k = 0; !rc && k < n; k++) {
-        float v = s->fslice[k] + 0.5f;
-        lb[k] = v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)v;
+        float v = s->fslice[k];
+        if (!(v >= 0 && v <= 255 && v == (float)(int)v)) {
+            const char *lp = sl_volume_dataset_label(s->v->ds, s->v->c);
+            return sl__fail(
+                s->err, s->errlen, SL_ECORRUPT,
+                "%s: label value %g (slice z = %lld): a label is an "
+                "integer 0..255",
+                lp ? lp : s->v->name, (double)v, (long long)i);
+        }
+        lb[k] = (uint8_t)v;
     }
     return rc;
 }
@@ -121,22 +130,37 @@ int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
     return (int64_t)(b + (nslab > 1 ? nslab : 1) * slab);
 }
 
-/* The readers' shapes against the header's. */
+int sl__voff_is_3d(const sl_volume_t *v)
+{
+    return v->ndim == 3 || (v->ndim == 4 && v->dim[3] == 1);
+}
+
+/* The readers' shapes against the header's (read at create: a file
+ * changed since differs) and the label's against the image's; shapes as
+ * nibabel gives them, (x, y, z). */
 static int check_shape(const sl__voff_t *v, sl_volume_reader_t *ir,
                        sl_volume_reader_t *lr, char *err, size_t errlen)
 {
     const sl_volume_t *iv = sl_volume_reader_volume(ir);
     const sl_volume_t *lv = lr ? sl_volume_reader_volume(lr) : NULL;
-    for (int i = 0; i < 3; i++)
-        if (iv->ndim != 3 || iv->dim[2 - i] != v->raw[i] ||
-            (lv && (lv->ndim != 3 || lv->dim[2 - i] != v->raw[i]))) {
-            const char *lp = sl_volume_dataset_label(v->ds, v->c);
-            return sl__fail(err, errlen, SL_ECORRUPT,
-                            "%s: the label's or image's shape differs from "
-                            "the image header's",
-                            lp ? lp : v->name);
-        }
-    return 0;
+    int ok_i = sl__voff_is_3d(iv), ok_l = !lv || sl__voff_is_3d(lv);
+    for (int i = 0; i < 3; i++) {
+        ok_i = ok_i && iv->dim[2 - i] == v->raw[i];
+        ok_l = ok_l && (!lv || lv->dim[2 - i] == v->raw[i]);
+    }
+    if (ok_i && ok_l)
+        return 0;
+    const sl_volume_t *bad = ok_i ? lv : iv;
+    const char *lp = sl_volume_dataset_label(v->ds, v->c);
+    return sl__fail(
+        err, errlen, SL_ECORRUPT,
+        "%s: the %s is %lld x %lld x %lld%s, the image %s%lld x "
+        "%lld x %lld",
+        ok_i && lp ? lp : v->name, ok_i ? "label" : "image",
+        (long long)bad->dim[0], (long long)bad->dim[1], (long long)bad->dim[2],
+        sl__voff_is_3d(bad) ? "" : " (not 3-D)",
+        ok_i ? "" : "header read at open said ", (long long)v->raw[2],
+        (long long)v->raw[1], (long long)v->raw[0]);
 }
 
 int64_t sl__voff_gz_span = SL__GZ_SPAN;

@@ -38,6 +38,11 @@ struct sl__gzindex;
 int64_t sl__voff_bytes(const int64_t raw[3], const int64_t rs[3],
                        const int64_t dims[3], int packed, int nslab);
 
+/* Whether a volume is 3-D to the stage: three dimensions, or four with the
+ * fourth 1 (ITK's and MONAI's one-channel exports): its values are then
+ * the 3-D array's, in the same order, and it is read as that. */
+int sl__voff_is_3d(const sl_volume_t *v);
+
 /* A stage of case c of ds (stored dims raw, resampled rs, padded dims: C
  * order; the patch, C order) with up to `nslab` (1 .. rs[0]) slabs per
  * plain volume: the headers checked against raw, the outputs allocated.
