@@ -49,9 +49,13 @@ typedef struct sl_text_options {
     int on_error;          /**< sl_on_error_t [SL_ON_ERROR_FAIL]: FAIL: a bad
                                 document ends the stream; SKIP: it is left
                                 out, counted and described */
-    int32_t eos_id;        /**< lm: token after each document [0: the
-                                tokenizer's <|endoftext|>, or [SEP]] */
-    double mask_prob;      /**< mlm: share of tokens predicted [0.15] */
+    int32_t eos_id;        /**< lm: token after each document, in 0 ..
+                                vocab size - 1 [0: the tokenizer's
+                                <|endoftext|>, or [SEP]; id 0 itself:
+                                SL_TEXT_GIVEN_EOS_ID in `given`] */
+    double mask_prob;      /**< mlm: share of tokens predicted, in [0, 1]
+                                [0.15; no masking: 0 with
+                                SL_TEXT_GIVEN_MASK_PROB in `given`] */
     int64_t chunk_bytes;   /**< documents per tokenizing job, in stored
                                 bytes [262144] */
     int group_chunks;      /**< chunks whose samples are shuffled together
@@ -67,7 +71,19 @@ typedef struct sl_text_options {
     void *(*buffer_alloc)(size_t bytes, void *ctx);
     void (*buffer_free)(void *p, void *ctx);
     void *buffer_ctx;
+    /* Appended (the struct's size tells which fields a caller has). */
+    unsigned given; /**< SL_TEXT_GIVEN_*: these fields are taken as set, 0
+                         included, instead of 0 meaning the default [0] */
 } sl_text_options_t;
+
+/** sl_text_options_t.given: the fields whose 0 is a value, not "default"
+ *  (zero is every field's default, so an explicit 0 is flagged). */
+enum {
+    SL_TEXT_GIVEN_EOS_ID = 1,   /**< eos_id 0 is token 0 */
+    SL_TEXT_GIVEN_MASK_PROB = 2 /**< mask_prob 0: nothing masked, every
+                                     label -100 (as HF's collator with
+                                     mlm_probability=0) */
+};
 
 /** Zeroes *o (every field its default) and sets o->size. */
 SL_API void sl_text_options_init(sl_text_options_t *o);
@@ -98,6 +114,12 @@ typedef struct sl_text_stats {
     int64_t bytes_read;     /**< text bytes the workers tokenized */
     int64_t errors_skipped; /**< bad documents (each counted once) */
     int64_t wait_ns;        /**< time the consumer spent blocked in next */
+    /* Appended (the struct's size tells which fields a caller has). */
+    int64_t tokens_dropped; /**< lm: tokens of the chunks' tails shorter
+                                 than a window (seq_len + 1), which no
+                                 sequence holds; counted per chunk
+                                 tokenized, so a resumed epoch's passed-over
+                                 chunks count again */
 } sl_text_stats_t;
 
 /** Zeroes *st and sets st->size. */
@@ -150,6 +172,15 @@ SL_API int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos);
  */
 SL_API int sl_text_loader_next(sl_text_loader_t *l,
                                const sl_text_batch_t **out);
+/** sl_text_loader_next waiting at most timeout_ms milliseconds (< 0: as
+ *  long as it takes). @return as sl_text_loader_next, or SL_ETIMEDOUT when
+ *  no batch was ready by then: nothing handed out and the position
+ *  unchanged (call again; rows already gathered for the batch are kept
+ *  for that call). For a consumer that must stay responsive while it
+ *  waits (a CLI checking for Ctrl-C). The consumer thread only, as next. */
+SL_API int sl_text_loader_next_timeout(sl_text_loader_t *l,
+                                       const sl_text_batch_t **out,
+                                       int timeout_ms);
 /** Gives a batch's buffers back to the pool. Each batch once; any thread.
  *  @return 0 (b NULL: nothing done); SL_ESTATE when b was already released,
  * SL_EINVAL when it is not a batch of l (the pool is left as it was; message in
@@ -171,6 +202,16 @@ SL_API int sl_text_loader_stats(const sl_text_loader_t *l, sl_text_stats_t *st);
 SL_API int64_t sl_text_loader_num_documents(const sl_text_loader_t *l);
 /** @return the tokenizer's vocabulary size. */
 SL_API int64_t sl_text_loader_vocab_size(const sl_text_loader_t *l);
+/** What decides the batch stream, as one number (xxh3-64), for a saved
+ *  position to be checked against before it is resumed: the tokenizer (name,
+ *  the bytes of its vocab and merges files, cased), the documents (count,
+ *  and each one's stored size, which also cuts the chunks), and the
+ *  resolved options that change batches: task, seq_len, batch_size, seed,
+ *  no_shuffle, drop_last, world_size, eos_id, mask_prob, chunk_bytes,
+ *  group_chunks, doc_per_file. Not the rank (a position is the same on
+ *  every rank), the paths (a moved corpus is the same corpus), threads or
+ *  prefetch. Fixed at create. 0 for NULL. Any thread. */
+SL_API uint64_t sl_text_loader_fingerprint(const sl_text_loader_t *l);
 /** @return bad documents met so far (each once). Any thread. */
 SL_API int64_t sl_text_loader_skipped_count(const sl_text_loader_t *l);
 /** @return the message of bad document i ("FILE:LINE: cause"), in the

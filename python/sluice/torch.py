@@ -590,8 +590,12 @@ class DataLoader(_Position):
 
 # ---------------------------------------------------------------- text
 
-_TEXT_STATE_CHECKED = ("task", "seq_len", "batch_size", "world_size", "rank",
-                       "drop_last", "seed", "shuffle")
+# Not rank: a position is the same on every rank (nanoGPT saves the
+# master's and every rank loads it). "fingerprint" (the engine's, of the
+# tokenizer, its files, the documents and the options) catches another
+# corpus or tokenizer; the others name the option that differs.
+_TEXT_STATE_CHECKED = ("task", "seq_len", "batch_size", "world_size",
+                       "drop_last", "seed", "shuffle", "fingerprint")
 
 
 class TextLoader(_Position):
@@ -657,11 +661,14 @@ class TextLoader(_Position):
                 "seq_len": self.seq_len, "batch_size": self.batch_size,
                 "world_size": self.world_size, "rank": self.rank,
                 "drop_last": self.drop_last, "seed": self.seed,
-                "shuffle": self.shuffle}
+                "shuffle": self.shuffle,
+                "fingerprint": self._loader.fingerprint}
 
     def load_state_dict(self, state):
         """The next iteration yields exactly the batches of state's epoch
-        not yet consumed when it was saved."""
+        not yet consumed when it was saved. A state of any rank will do
+        (the position is the same on each); one of another corpus,
+        tokenizer or stream option is refused (ValueError)."""
         self._load_position(state, _TEXT_STATE_CHECKED)
 
     def stats(self):

@@ -201,12 +201,13 @@ static PyObject *tl_stats(TextLoaderObject *self, PyObject *unused)
     sl_text_stats_init(&s);
     sl_text_loader_stats(self->core->engine, &s);
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L}", "sequences",
+        "{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L}", "sequences",
         (long long)s.sequences, "batches", (long long)s.batches, "tokens",
         (long long)s.tokens, "tokens_encoded", (long long)s.tokens_encoded,
-        "bytes_read", (long long)s.bytes_read, "errors_skipped",
-        (long long)s.errors_skipped, "wait_s", (double)s.wait_ns / 1e9, "epoch",
-        (long long)self->epoch, "batch", (long long)self->batch);
+        "tokens_dropped", (long long)s.tokens_dropped, "bytes_read",
+        (long long)s.bytes_read, "errors_skipped", (long long)s.errors_skipped,
+        "wait_s", (double)s.wait_ns / 1e9, "epoch", (long long)self->epoch,
+        "batch", (long long)self->batch);
 }
 
 static PyObject *tl_skipped(TextLoaderObject *self, PyObject *unused)
@@ -366,17 +367,25 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         if (PyErr_Occurred())
             goto fail;
     }
-    if (mask != Py_None && (o->mask_prob = PyFloat_AsDouble(mask)) == -1.0 &&
-        PyErr_Occurred())
-        goto fail;
+    if (mask != Py_None) { /* 0.0: no masking (as HF's mlm_probability) */
+        o->mask_prob = PyFloat_AsDouble(mask);
+        if (o->mask_prob == -1.0 && PyErr_Occurred())
+            goto fail;
+        if (!(o->mask_prob >= 0 && o->mask_prob <= 1)) {
+            PyErr_Format(PyExc_ValueError,
+                         "mask_prob must be in [0, 1] (0: no masking), not %R",
+                         mask);
+            goto fail;
+        }
+        o->given |= SL_TEXT_GIVEN_MASK_PROB;
+    }
     if (chunk != Py_None && (o->chunk_bytes = PyLong_AsLongLong(chunk)) == -1 &&
         PyErr_Occurred())
         goto fail;
-    if (eos != Py_None) {
-        long v = PyLong_AsLong(eos);
-        if (v == -1 && PyErr_Occurred())
+    if (eos != Py_None) { /* None: the tokenizer's; 0 is token 0 */
+        if (slpy_parse_int(eos, "eos_id", 0, INT32_MAX, &o->eos_id))
             goto fail;
-        o->eos_id = (int32_t)v;
+        o->given |= SL_TEXT_GIVEN_EOS_ID; /* < vocab size: the engine's */
     }
     /* sources: one path or a sequence of paths */
     PyObject *seqo = (PyUnicode_Check(sources) || PyBytes_Check(sources) ||
@@ -445,6 +454,18 @@ static PyObject *tl_get_vocab(TextLoaderObject *self, void *c)
     return PyLong_FromLongLong(sl_text_loader_vocab_size(self->core->engine));
 }
 
+static PyObject *tl_get_fingerprint(TextLoaderObject *self, void *c)
+{
+    (void)c;
+    if (tl_closed(self))
+        return NULL;
+    char hex[17];
+    snprintf(
+        hex, sizeof hex, "%016llx",
+        (unsigned long long)sl_text_loader_fingerprint(self->core->engine));
+    return PyUnicode_FromString(hex);
+}
+
 static PyObject *tl_get_options(TextLoaderObject *self, void *c)
 {
     (void)c;
@@ -479,6 +500,11 @@ static PyGetSetDef tl_getset[] = {
     {"num_documents", (getter)tl_get_docs, NULL,
      "Documents in the sources (bad ones included).", NULL},
     {"vocab_size", (getter)tl_get_vocab, NULL, NULL, NULL},
+    {"fingerprint", (getter)tl_get_fingerprint, NULL,
+     "What decides the stream (tokenizer and its files, the documents' "
+     "count and sizes, the options but rank and threads), as 16 hex digits: "
+     "a saved position resumes only on a loader with the same one.",
+     NULL},
     {"options", (getter)tl_get_options, NULL, "The options, as a dict.", NULL},
     {"closed", (getter)tl_get_closed, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -69,6 +69,7 @@ typedef struct tbuf {
 struct sl_text_loader {
     sl_text_options_t opt; /* resolved */
     sl__text_spec_t spec;
+    uint64_t fingerprint; /* sl_text_loader_fingerprint */
     size_t width;
     sl__textsrc_t *src;
     sl__tok_t *tok;
@@ -98,6 +99,9 @@ struct sl_text_loader {
     int64_t group_next;    /* next rank row taken */
     int64_t group_rows;    /* rows for this rank */
     int64_t *gperm, gperm_cap;
+    /* The batch a timed next gave up on, its rows so far (they are taken
+     * from their groups): the next call goes on filling it. */
+    struct tbuf *pending;
     int64_t gstart[SL_WORKERS_MAX + 4096];
     /* bad documents: each counted once */
     uint8_t *bad;
@@ -111,10 +115,13 @@ struct sl_text_loader {
 };
 
 /* text_work.c: the workers' main loop, the consumer's fill of one batch
- * (under mu: 1 a batch, 0 the end, < 0 a failure), stopping the workers,
+ * (under mu: 1 a batch, 0 the end, < 0 a failure; SL_ETIMEDOUT when a
+ * group was not ready by `until`, CLOCK_MONOTONIC, NULL: no limit, with b
+ * holding the rows taken so far and fill resumable), stopping the workers,
  * and a failure of the stream (under mu; returns rc). */
 void sl__text_worker_main(void *arg, int id);
-int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b);
+int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b,
+                  const struct timespec *until);
 void sl__text_stop_workers(sl_text_loader_t *l);
 int sl__text_fail(sl_text_loader_t *l, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <xxhash.h>
 
 #include "base/abi.h"
 #include "base/lasterr.h"
@@ -32,6 +34,15 @@ static int special_id(sl__tok_t *t, const char *name, int32_t *out, char *err,
     return 0;
 }
 
+/* An option outside its range: the message names it and the range. */
+static int out_of_range(char *err, size_t errlen, const char *name, long long v,
+                        long long lo, long long hi)
+{
+    return sl__fail(err, errlen, SL_EINVAL,
+                    "invalid text option %s = %lld: it must be in %lld..%lld",
+                    name, v, lo, hi);
+}
+
 /* Defaults and checks of the text options (the shared ones in
  * core/options.c); the thread budget. */
 static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
@@ -52,7 +63,7 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
         o->seq_len = lm ? 1024 : 512;
     if (!o->batch_size)
         o->batch_size = 8;
-    if (o->mask_prob == 0)
+    if (o->mask_prob == 0 && !(o->given & SL_TEXT_GIVEN_MASK_PROB))
         o->mask_prob = 0.15;
     if (!o->chunk_bytes)
         o->chunk_bytes = 256 << 10;
@@ -62,18 +73,31 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
         o->prefetch_chunks = 2 * o->group_chunks;
     if (o->telemetry_ms == 0)
         o->telemetry_ms = 100;
-    if (o->seq_len < (lm ? 1 : 4) || o->seq_len > (1 << 24) ||
-        o->batch_size < 1 || o->batch_size > (1 << 20) ||
-        o->decode_threads < SL_AUTOTUNE ||
-        o->decode_threads > SL__THREADS_MAX ||
-        !(o->mask_prob > 0 && o->mask_prob <= 1) || o->chunk_bytes < 1 ||
-        o->group_chunks < 1 || o->group_chunks > 4096 ||
-        o->prefetch_chunks < o->group_chunks || o->prefetch_chunks > 65536)
+    const struct {
+        const char *name;
+        long long v, lo, hi;
+    } ranges[] = {
+        {"seq_len", o->seq_len, lm ? 1 : 4, 1 << 24},
+        {"batch_size", o->batch_size, 1, 1 << 20},
+        {"decode_threads", o->decode_threads, SL_AUTOTUNE, SL__THREADS_MAX},
+        {"chunk_bytes", o->chunk_bytes, 1, INT64_MAX},
+        {"group_chunks", o->group_chunks, 1, 4096},
+        {"prefetch_chunks", o->prefetch_chunks, o->group_chunks, 65536},
+    };
+    for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
+        if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi)
+            return out_of_range(err, errlen, ranges[i].name, ranges[i].v,
+                                ranges[i].lo, ranges[i].hi);
+    if (!(o->mask_prob >= 0 && o->mask_prob <= 1)) /* NaN too */
         return sl__fail(err, errlen, SL_EINVAL,
-                        "invalid text options (seq_len %d, batch %d, threads "
-                        "%d, group %d, prefetch %d)",
-                        o->seq_len, o->batch_size, o->decode_threads,
-                        o->group_chunks, o->prefetch_chunks);
+                        "invalid text option mask_prob = %g: it must be in "
+                        "[0, 1] (0: no masking)",
+                        o->mask_prob);
+    if (o->eos_id < 0)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "invalid text option eos_id = %d: a token id is >= 0 "
+                        "(0 with SL_TEXT_GIVEN_EOS_ID is token 0)",
+                        (int)o->eos_id);
     /* The budget rule (sched/limits.h) with the text pipeline's shape:
      * one stage, the tokenizers, in the decode stage's place (the
      * consumer's copy into batches takes the "+ 1" the read stage takes
@@ -95,6 +119,56 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
     return 0;
 }
 
+/* Hashes file `path`'s bytes into h (NULL: nothing). */
+static int hash_file(XXH3_state_t *h, const char *path, char *err,
+                     size_t errlen)
+{
+    if (!path)
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot read", path);
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        XXH3_64bits_update(h, buf, n);
+    int bad = ferror(f);
+    fclose(f);
+    return bad ? sl__fail(err, errlen, SL_EIO, "%s: read error", path) : 0;
+}
+
+/* sl_text_loader_fingerprint's number, of the resolved options. */
+static int fingerprint(sl_text_loader_t *l, char *err, size_t errlen)
+{
+    const sl_text_options_t *o = &l->opt;
+    XXH3_state_t *h = XXH3_createState();
+    if (!h)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    XXH3_64bits_reset(h);
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "sluice-text 1|%d|%s|%d|%d|%d|%d|%llu|%d|%d|%d|%d|%a|%lld|"
+                     "%d|%lld|",
+                     o->task, o->tokenizer, o->cased, o->doc_per_file,
+                     o->seq_len, o->batch_size, (unsigned long long)o->seed,
+                     o->no_shuffle, o->drop_last, o->world_size,
+                     (int)l->spec.eos, o->mask_prob, (long long)o->chunk_bytes,
+                     o->group_chunks, (long long)sl__tok_vocab_size(l->tok));
+    XXH3_64bits_update(h, buf, (size_t)n);
+    int rc = hash_file(h, o->vocab, err, errlen);
+    if (!rc)
+        rc = hash_file(h, o->merges, err, errlen);
+    int64_t nd = sl__textsrc_count(l->src);
+    XXH3_64bits_update(h, &nd, sizeof nd);
+    for (int64_t i = 0; i < nd; i++) {
+        uint64_t sz = sl__textsrc_size(l->src, i);
+        XXH3_64bits_update(h, &sz, sizeof sz);
+    }
+    l->fingerprint = XXH3_64bits_digest(h);
+    XXH3_freeState(h);
+    return rc;
+}
+
 static int setup(sl_text_loader_t *l, char *err, size_t errlen)
 {
     sl_text_options_t *o = &l->opt;
@@ -113,15 +187,25 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
     sp->mask_prob = o->mask_prob;
     sp->seed = o->seed;
     int wp = !strcmp(o->tokenizer, "wordpiece");
-    if (lm) {
+    if (o->eos_id || (o->given & SL_TEXT_GIVEN_EOS_ID)) {
+        if (o->eos_id >= sp->vocab_size) /* < 0: refused by resolve */
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "invalid text option eos_id = %d: the vocabulary "
+                            "has %d tokens (ids 0..%d)",
+                            (int)o->eos_id, (int)sp->vocab_size,
+                            (int)sp->vocab_size - 1);
         sp->eos = o->eos_id;
-        if (!sp->eos && (rc = special_id(l->tok, wp ? "[SEP]" : "<|endoftext|>",
-                                         &sp->eos, err, errlen)))
-            return rc;
-    } else if ((rc = special_id(l->tok, "[CLS]", &sp->cls, err, errlen)) ||
-               (rc = special_id(l->tok, "[SEP]", &sp->sep, err, errlen)) ||
-               (rc = special_id(l->tok, "[MASK]", &sp->mask, err, errlen)) ||
-               (rc = special_id(l->tok, "[PAD]", &sp->pad, err, errlen)))
+    } else if (lm && (rc = special_id(l->tok, wp ? "[SEP]" : "<|endoftext|>",
+                                      &sp->eos, err, errlen)))
+        return rc;
+    if (lm) { /* the options in force name the EOS they use */
+        o->eos_id = sp->eos;
+        o->given |= SL_TEXT_GIVEN_EOS_ID;
+    }
+    if (!lm && ((rc = special_id(l->tok, "[CLS]", &sp->cls, err, errlen)) ||
+                (rc = special_id(l->tok, "[SEP]", &sp->sep, err, errlen)) ||
+                (rc = special_id(l->tok, "[MASK]", &sp->mask, err, errlen)) ||
+                (rc = special_id(l->tok, "[PAD]", &sp->pad, err, errlen))))
         return rc;
     l->width = sl__text_sample_width(sp);
     l->nslots = o->prefetch_chunks;
@@ -130,6 +214,8 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
     if (nd == 0)
         return sl__fail(err, errlen, SL_ENOTFOUND,
                         "the text sources hold no document");
+    if ((rc = fingerprint(l, err, errlen)))
+        return rc;
     /* One block a batch: the header, then 2 (lm) or 4 (mlm) arrays. */
     size_t arrays = lm ? 2 : 4;
     size_t bytes = (size_t)o->batch_size * (size_t)o->seq_len * sizeof(int32_t);
@@ -168,7 +254,11 @@ static int create(const char *const *sources, int nsources,
     l->st.size = sizeof l->st;
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->work_cv, NULL);
-    pthread_cond_init(&l->done_cv, NULL);
+    pthread_condattr_t ca; /* next's timed waits: as sl__now_ns */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->done_cv, &ca);
+    pthread_condattr_destroy(&ca);
     sl__msglog_init(&l->skips, SL_MSGLOG_KEEP);
     l->plan.epoch = -1;
     int rc = sl__textsrc_open(sources, nsources, l->opt.doc_per_file, &l->src,
@@ -339,6 +429,10 @@ int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos)
     l->skip = p.batch * l->opt.batch_size;
     l->epoch_rows = p.batch * l->opt.batch_size;
     l->have_group = 0;
+    if (l->pending) { /* rows of the stream before: a new stream */
+        sl__bufpool_put(&l->pool, l->pending);
+        l->pending = NULL;
+    }
     l->failed = 0;
     l->running = 1;
     int threads = l->threads;
@@ -352,9 +446,22 @@ int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos)
 
 int sl_text_loader_next(sl_text_loader_t *l, const sl_text_batch_t **out)
 {
+    return sl_text_loader_next_timeout(l, out, -1);
+}
+
+int sl_text_loader_next_timeout(sl_text_loader_t *l,
+                                const sl_text_batch_t **out, int timeout_ms)
+{
     if (!l || !out)
         return SL_EINVAL;
     *out = NULL;
+    struct timespec until; /* done_cv's clock: monotonic */
+    if (timeout_ms >= 0) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        long long ns = until.tv_nsec + (long long)timeout_ms * 1000000LL;
+        until.tv_sec += (time_t)(ns / 1000000000LL);
+        until.tv_nsec = (long)(ns % 1000000000LL);
+    }
     pthread_mutex_lock(&l->mu);
     if (!l->running) {
         pthread_mutex_unlock(&l->mu);
@@ -362,33 +469,40 @@ int sl_text_loader_next(sl_text_loader_t *l, const sl_text_batch_t **out)
                                "sl_text_loader_start was not called");
     }
     int rc = l->failed;
-    tbuf_t *t = rc ? NULL : sl__bufpool_get(&l->pool);
-    if (!rc && !t)
-        rc = sl__text_fail(l, SL_ENOMEM, "text loader: out of memory");
-    if (!rc) {
-        size_t bytes = (size_t)l->opt.batch_size * (size_t)l->spec.seq_len *
-                       sizeof(int32_t);
-        char *a = (char *)t + TL_HEADER;
-        int mlm = l->spec.task == SL__TEXT_MLM;
-        t->pub = (sl_text_batch_t){(int32_t *)a,
-                                   (int32_t *)(a + bytes),
-                                   mlm ? (int32_t *)(a + 2 * bytes) : NULL,
-                                   mlm ? (int32_t *)(a + 3 * bytes) : NULL,
-                                   0,
-                                   l->spec.seq_len,
-                                   0,
-                                   0,
-                                   0};
-        rc = sl__text_fill(l, &t->pub);
+    tbuf_t *t = l->pending; /* a timed-out call's rows: go on filling */
+    l->pending = NULL;
+    if (!t && !rc) {
+        if (!(t = sl__bufpool_get(&l->pool))) {
+            rc = sl__text_fail(l, SL_ENOMEM, "text loader: out of memory");
+        } else {
+            size_t bytes = (size_t)l->opt.batch_size * (size_t)l->spec.seq_len *
+                           sizeof(int32_t);
+            char *a = (char *)t + TL_HEADER;
+            int mlm = l->spec.task == SL__TEXT_MLM;
+            t->pub = (sl_text_batch_t){(int32_t *)a,
+                                       (int32_t *)(a + bytes),
+                                       mlm ? (int32_t *)(a + 2 * bytes) : NULL,
+                                       mlm ? (int32_t *)(a + 3 * bytes) : NULL,
+                                       0,
+                                       l->spec.seq_len,
+                                       0,
+                                       0,
+                                       0};
+        }
     }
-    if (rc == 1) {
+    if (!rc)
+        rc = sl__text_fill(l, &t->pub, timeout_ms >= 0 ? &until : NULL);
+    if (rc == SL_ETIMEDOUT) {
+        l->pending = t; /* its rows are out of their groups already */
+    } else if (rc == 1) {
         l->st.batches++;
         l->st.sequences += t->pub.n;
         l->st.tokens += t->pub.tokens;
         *out = &t->pub;
         rc = 0;
     } else {
-        sl__bufpool_put(&l->pool, t);
+        if (t)
+            sl__bufpool_put(&l->pool, t);
         if (rc == 0)
             rc = SL_EEND;
         else
@@ -444,6 +558,11 @@ int64_t sl_text_loader_num_documents(const sl_text_loader_t *l)
 int64_t sl_text_loader_vocab_size(const sl_text_loader_t *l)
 {
     return l ? (int64_t)sl__tok_vocab_size(l->tok) : 0;
+}
+
+uint64_t sl_text_loader_fingerprint(const sl_text_loader_t *l)
+{
+    return l ? l->fingerprint : 0;
 }
 
 int64_t sl_text_loader_skipped_count(const sl_text_loader_t *l)

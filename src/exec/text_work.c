@@ -1,5 +1,6 @@
 /* The text pipeline's workers (read and tokenize chunks) and its consumer
  * (shuffle groups, rows into batches); see text_internal.h. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,8 +83,10 @@ static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
             w->doc_end[nd++] = ids->n;
         }
     }
+    int64_t dropped = 0;
     if (lm) {
         s->nsamples = (int64_t)(ids->n / l->width);
+        dropped = (int64_t)(ids->n % l->width); /* the tail: no window */
     } else {
         s->samples.n = 0;
         int64_t m = sl__text_mlm_build(sp, w->stream.v, w->doc_end, nd,
@@ -94,6 +97,7 @@ static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
     }
     pthread_mutex_lock(&l->mu);
     l->st.tokens_encoded += (int64_t)ids->n;
+    l->st.tokens_dropped += dropped;
     l->st.bytes_read += (int64_t)bytes;
     pthread_mutex_unlock(&l->mu);
     atomic_fetch_add(&l->docs_done, s->ndocs);
@@ -194,30 +198,48 @@ void sl__text_stop_workers(sl_text_loader_t *l)
     pthread_mutex_unlock(&l->mu);
 }
 
-/* Under mu: waits (timed as consumer wait) for the group starting at
- * cons_seq to be tokenized, then shuffles it. */
-static int open_group(sl_text_loader_t *l)
+/* Under mu: waits on done_cv until `until` (NULL: no limit). @return 0,
+ * or SL_ETIMEDOUT. */
+static int wait_done(sl_text_loader_t *l, const struct timespec *until)
+{
+    if (!until) {
+        pthread_cond_wait(&l->done_cv, &l->mu);
+        return 0;
+    }
+    return pthread_cond_timedwait(&l->done_cv, &l->mu, until) == ETIMEDOUT
+               ? SL_ETIMEDOUT
+               : 0;
+}
+
+/* Under mu: waits (timed as consumer wait; until `until`, when not NULL)
+ * for the group starting at cons_seq to be tokenized, then shuffles it.
+ * A timed-out wait changes nothing but the wait time: call again. */
+static int open_group(sl_text_loader_t *l, const struct timespec *until)
 {
     int64_t t0 = sl__now_ns();
+    int late = 0;
     l->wait_since_ns = t0;
     slot_t *first = &l->slots[l->cons_seq % l->nslots];
-    while (!l->failed &&
+    while (!l->failed && !late &&
            (l->next_seq <= l->cons_seq || first->state != SLOT_DONE))
-        pthread_cond_wait(&l->done_cv, &l->mu);
+        late = wait_done(l, until);
     int G = l->opt.group_chunks;
-    int64_t g = first->chunk / G;
+    int ready = !l->failed && !late; /* first's fields are its chunk's */
+    int64_t g = ready ? first->chunk / G : 0;
     int64_t last = (g + 1) * G < first->nchunks ? (g + 1) * G : first->nchunks;
-    int64_t cnt = last - g * G;
-    for (int64_t i = 1; !l->failed && i < cnt; i++) {
+    int64_t cnt = ready ? last - g * G : 0;
+    for (int64_t i = 1; !l->failed && !late && i < cnt; i++) {
         slot_t *s = &l->slots[(l->cons_seq + i) % l->nslots];
-        while (!l->failed &&
+        while (!l->failed && !late &&
                (l->next_seq <= l->cons_seq + i || s->state != SLOT_DONE))
-            pthread_cond_wait(&l->done_cv, &l->mu);
+            late = wait_done(l, until);
     }
     l->st.wait_ns += sl__now_ns() - t0;
     l->wait_since_ns = 0;
     if (l->failed)
         return l->failed;
+    if (late)
+        return SL_ETIMEDOUT;
     int64_t n = 0;
     for (int64_t i = 0; i < cnt; i++) {
         slot_t *s = &l->slots[(l->cons_seq + i) % l->nslots];
@@ -290,14 +312,15 @@ static void put_row(sl_text_loader_t *l, sl_text_batch_t *b, const int32_t *x)
 
 /* Under mu: fills b with the next batch of epoch pos_epoch; 1 when a batch is
  * ready, 0 at the end of the run, < 0 on failure. */
-int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b)
+int sl__text_fill(sl_text_loader_t *l, sl_text_batch_t *b,
+                  const struct timespec *until)
 {
     int B = l->opt.batch_size, W = l->opt.world_size, r = l->opt.rank;
     for (;;) {
         if (l->pos_epoch >= l->end_epoch)
             return 0;
         if (!l->have_group) {
-            int rc = open_group(l);
+            int rc = open_group(l, until);
             if (rc)
                 return rc;
         }

@@ -93,12 +93,16 @@ RNG_TEXT_DOCS, RNG_TEXT_SHUFFLE = 4, 5
 
 
 def line_docs(paths):
-    """Plain text, a document per line: bytes split at \\n, empty lines
-    left out (\\r stays)."""
+    """Plain text, a document per line: bytes split at \\n, a \\r before
+    it dropped (\\r\\n ends a line, as universal newlines), empty lines
+    left out."""
     docs = []
     for p in paths:
         with open(p, "rb") as f:
-            docs += [d for d in f.read().split(b"\n") if d]
+            lines = f.read().split(b"\n")
+        last = lines.pop()  # no \\n after it: a \\r there stays
+        lines = [d[:-1] if d.endswith(b"\r") else d for d in lines] + [last]
+        docs += [d for d in lines if d]
     return docs
 
 
@@ -387,3 +391,87 @@ def test_torch_text_loader(tiny):
     got = first + rest
     assert len(got) == len(ep0)
     assert all(torch.equal(a, b[0]) for a, b in zip(got, ep0))
+
+
+def test_eos_id_checked(tiny):
+    """eos_id: an int in 0..vocab-1 (None: the tokenizer's); 0 is token 0."""
+    for bad, err in [(-5, ValueError), (2**32 + 3, ValueError),
+                     (1.0, TypeError)]:
+        with pytest.raises(err, match="eos_id"):
+            tiny_loader(tiny, eos_id=bad)
+    with pytest.raises(ValueError, match=r"eos_id = 57: .*57 tokens"):
+        tiny_loader(tiny, eos_id=57)
+    zero = np.concatenate([d["input_ids"].ravel()
+                           for d in tiny_loader(tiny, eos_id=0)])
+    default = np.concatenate([d["input_ids"].ravel()
+                              for d in tiny_loader(tiny)])
+    assert (zero == 0).sum() > 100 and not (zero == 3).any()  # 0 = [PAD]
+    assert (default == 3).sum() > 100 and not (default == 0).any()  # [SEP]
+
+
+def test_mask_prob_zero_is_no_masking(tiny):
+    """As HF's DataCollatorForLanguageModeling(mlm_probability=0): nothing
+    masked, every label -100; outside [0, 1] refused."""
+    batches = list(tiny_loader(tiny, task="mlm", mask_prob=0.0))
+    assert batches and all((d["labels"] == -100).all() and
+                           not (d["input_ids"] == 4).any() for d in batches)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="mask_prob"):
+            tiny_loader(tiny, task="mlm", mask_prob=bad)
+
+
+def test_tokens_dropped_counted(tiny):
+    """Every token tokenized is in a window or counted dropped (one epoch,
+    one rank, all taken)."""
+    l = tiny_loader(tiny)
+    collect(l)
+    s = l.stats()
+    assert s["tokens_dropped"] > 0
+    assert s["tokens_encoded"] == s["sequences"] * 33 + s["tokens_dropped"]
+
+
+def test_crlf_corpus_equals_lf(tiny, tmp_path):
+    """\\r\\n ends a line: a CRLF twin of the corpus (CRLF blank lines
+    included) gives the same documents and batches."""
+    p = tmp_path / "crlf.txt"
+    p.write_bytes("\r\n".join(tiny["lines"][:400] + [""] +
+                              tiny["lines"][400:]).encode() + b"\r\n")
+    q = tmp_path / "lf.txt"
+    q.write_bytes("\n".join(tiny["lines"][:400] + [""] +
+                            tiny["lines"][400:]).encode() + b"\n")
+    kw = dict(tokenizer="wordpiece", vocab=tiny["vocab"], seq_len=32,
+              batch_size=4, seed=11, chunk_bytes=1500, group_chunks=3)
+    a, b = sluice.TextLoader(str(p), **kw), sluice.TextLoader(str(q), **kw)
+    assert a.num_documents == b.num_documents == len(tiny["lines"])
+    assert_same(collect(a), collect(b))
+
+
+def test_torch_text_state_any_rank_same_stream(tiny, tmp_path):
+    """A state saved by rank 0 loads on rank 1 (nanoGPT saves the master's);
+    one of another corpus or tokenizer is refused."""
+    pytest.importorskip("torch")
+    import sluice.torch as st
+    kw = dict(tokenizer="wordpiece", vocab=tiny["vocab"], seq_len=32,
+              batch_size=4, seed=2, chunk_bytes=1500, group_chunks=3,
+              world_size=2)
+    r0 = st.TextLoader(tiny["corpus"], rank=0, **kw)
+    it = iter(r0)
+    for _ in range(3):
+        next(it)
+    state = r0.state_dict()
+    del it
+    r1 = st.TextLoader(tiny["corpus"], rank=1, **kw)
+    want = [b["input_ids"].clone() for b in r1][3:]
+    r1b = st.TextLoader(tiny["corpus"], rank=1, **kw)
+    r1b.load_state_dict(state)
+    got = [b["input_ids"].clone() for b in r1b]
+    assert len(got) == len(want) and all(
+        (a == b).all() for a, b in zip(got, want))
+    other = tmp_path / "other.txt"
+    other.write_text("\n".join(reversed(tiny["lines"])) + "\nextra line\n")
+    vocab2 = tmp_path / "vocab2.txt"
+    vocab2.write_text(open(tiny["vocab"]).read().replace("\nz\n", "\nzz\n"))
+    for src, v in [(str(other), tiny["vocab"]), (tiny["corpus"], str(vocab2))]:
+        x = st.TextLoader(src, rank=1, **{**kw, "vocab": v})
+        with pytest.raises(ValueError, match="fingerprint"):
+            x.load_state_dict(state)

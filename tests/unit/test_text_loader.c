@@ -633,6 +633,180 @@ static void test_shared_core(void **state)
     free(ref.h);
 }
 
+/* A CRLF file (CRLF blank lines included) gives its LF twin's documents
+ * and stream: "\r\n" ends a line, the \r is no part of the document. */
+static void test_crlf_lines(void **state)
+{
+    (void)state;
+    size_t n;
+    uint8_t *lf = tu_read_file(corpus, &n);
+    char *crlf = malloc(2 * n + 1);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (lf[i] == '\n')
+            crlf[k++] = '\r';
+        crlf[k++] = (char)lf[i];
+    }
+    char path[1100];
+    snprintf(path, sizeof path, "%s/crlf.txt", dir);
+    tu_write_file(path, crlf, k);
+    free(crlf);
+    free(lf);
+    sl_text_options_t o = lm_opt(2);
+    rows_t a, b;
+    sl_text_loader_t *l = open_one(corpus, &o);
+    run(l, NULL, &a, 0);
+    sl_text_loader_destroy(l);
+    l = open_one(path, &o);
+    assert_int_equal(sl_text_loader_num_documents(l), ndocs);
+    run(l, NULL, &b, 0);
+    sl_text_loader_destroy(l);
+    assert_int_equal(a.n, b.n);
+    assert_int_equal(a.digest, b.digest);
+    free(a.h);
+    free(b.h);
+}
+
+/* create's message for o, which must fail with SL_EINVAL. */
+static const char *refused(const sl_text_options_t *o)
+{
+    sl_text_loader_t *l = NULL;
+    assert_int_equal(
+        sl_text_loader_create((const char *const[]){corpus}, 1, o, &l),
+        SL_EINVAL);
+    assert_null(l);
+    return sl_text_loader_last_error(NULL);
+}
+
+/* eos_id is checked against the vocabulary (57 tokens here) and 0 can be
+ * meant (SL_TEXT_GIVEN_EOS_ID); a bad option is named with its range;
+ * mask_prob 0 given is no masking (HF's mlm_probability=0). */
+static void test_option_checks(void **state)
+{
+    (void)state;
+    sl_text_options_t o = lm_opt(2);
+    o.eos_id = -5;
+    assert_non_null(strstr(refused(&o), "eos_id = -5"));
+    o.eos_id = 5 + 2 * NLETTER;
+    const char *m = refused(&o);
+    assert_non_null(strstr(m, "eos_id = 57"));
+    assert_non_null(strstr(m, "57 tokens"));
+    o.eos_id = 0; /* default: [SEP] after each document; with the flag: 0 */
+    for (int given = 0; given < 2; given++) {
+        o.given = given ? SL_TEXT_GIVEN_EOS_ID : 0;
+        o.epochs = 1;
+        sl_text_loader_t *l = open_one(corpus, &o);
+        sl_text_options_t used;
+        sl_text_options_init(&used);
+        sl_text_loader_options(l, &used);
+        assert_int_equal(used.eos_id, given ? PAD : SEP);
+        assert_int_equal(sl_text_loader_start(l, NULL), 0);
+        const sl_text_batch_t *b;
+        int64_t zeros = 0, seps = 0;
+        while (!sl_text_loader_next(l, &b)) {
+            for (int i = 0; i < b->n * b->seq_len; i++)
+                zeros += b->input_ids[i] == PAD, seps += b->input_ids[i] == SEP;
+            sl_text_loader_release(l, b);
+        }
+        sl_text_loader_destroy(l);
+        assert_true(given ? zeros > 100 && !seps : seps > 100 && !zeros);
+    }
+    o = lm_opt(2);
+    o.seq_len = 1 << 25;
+    assert_non_null(strstr(refused(&o), "seq_len = 33554432: it must be in"));
+    o = lm_opt(2);
+    o.prefetch_chunks = 2; /* < group_chunks (3) */
+    assert_non_null(strstr(refused(&o), "prefetch_chunks = 2"));
+    sl_text_options_init(&o);
+    o.task = SL_TEXT_MLM;
+    o.vocab = vocab;
+    o.seq_len = 32;
+    o.mask_prob = 1.5;
+    assert_non_null(strstr(refused(&o), "mask_prob = 1.5"));
+    o.mask_prob = 0;
+    o.given = SL_TEXT_GIVEN_MASK_PROB;
+    sl_text_loader_t *l = open_one(corpus, &o);
+    assert_int_equal(sl_text_loader_start(l, NULL), 0);
+    const sl_text_batch_t *b;
+    int64_t rows = 0;
+    while (!sl_text_loader_next(l, &b)) {
+        for (int i = 0; i < b->n * b->seq_len; i++) {
+            assert_int_equal(b->labels[i], -100);
+            assert_int_not_equal(b->input_ids[i], MASK);
+        }
+        rows += b->n;
+        sl_text_loader_release(l, b);
+    }
+    sl_text_loader_destroy(l);
+    assert_true(rows > 100);
+}
+
+/* Every token a worker produced is in a window or counted as dropped (the
+ * chunks' tails): one epoch, one rank, all of it taken. */
+static void test_tokens_dropped(void **state)
+{
+    (void)state;
+    sl_text_options_t o = lm_opt(2);
+    o.epochs = 1;
+    sl_text_loader_t *l = open_one(corpus, &o);
+    rows_t r;
+    run(l, NULL, &r, 0);
+    free(r.h);
+    sl_text_stats_t st;
+    sl_text_stats_init(&st);
+    assert_int_equal(sl_text_loader_stats(l, &st), 0);
+    sl_text_loader_destroy(l);
+    assert_int_equal(st.sequences, r.n);
+    assert_true(st.tokens_dropped > 0);
+    assert_int_equal(st.tokens_encoded,
+                     st.sequences * (o.seq_len + 1) + st.tokens_dropped);
+}
+
+/* next with a timeout of 0 gives up whenever a group is not tokenized yet
+ * (often mid-batch: the rows taken wait for the next call); the batches
+ * are still those of next, and a timed-out call moves no position. */
+static void test_next_timeout(void **state)
+{
+    (void)state;
+    sl_text_options_t o = lm_opt(1);
+    sl_text_loader_t *l = open_one(corpus, &o);
+    rows_t ref;
+    run(l, NULL, &ref, 0);
+    assert_int_equal(sl_text_loader_start(l, NULL), 0);
+    const sl_text_batch_t *b;
+    uint64_t digest = 0;
+    int64_t rows = 0, late = 0;
+    int rc;
+    for (;;) {
+        sl_position_t p0, p1;
+        sl_text_loader_position(l, &p0);
+        rc = sl_text_loader_next_timeout(l, &b, 0);
+        if (rc == SL_ETIMEDOUT) {
+            assert_null(b);
+            sl_text_loader_position(l, &p1);
+            assert_int_equal(p0.epoch, p1.epoch);
+            assert_int_equal(p0.batch, p1.batch);
+            late++;
+            continue;
+        }
+        if (rc)
+            break;
+        size_t row = (size_t)b->seq_len * sizeof(int32_t);
+        for (int i = 0; i < b->n; i++, rows++) {
+            uint64_t h = XXH3_64bits((char *)b->input_ids + i * row, row);
+            h = XXH3_64bits_withSeed((char *)b->labels + i * row, row, h);
+            digest = XXH3_64bits_withSeed(&h, sizeof h, digest);
+        }
+        sl_text_loader_release(l, b);
+    }
+    assert_int_equal(rc, SL_EEND);
+    assert_true(late > 0);
+    assert_int_equal(rows, ref.n);
+    assert_int_equal(digest, ref.digest);
+    free(ref.h);
+    sl_text_loader_destroy(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -645,6 +819,10 @@ int main(void)
         cmocka_unit_test(test_sources_agree),
         cmocka_unit_test(test_bad_documents),
         cmocka_unit_test(test_shared_core),
+        cmocka_unit_test(test_crlf_lines),
+        cmocka_unit_test(test_option_checks),
+        cmocka_unit_test(test_tokens_dropped),
+        cmocka_unit_test(test_next_timeout),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
