@@ -4,7 +4,6 @@
  * table below and the consumer's (consume.c), whose loop it runs. */
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,60 +285,6 @@ static void apply_sets(sl__consume_t *c, double elapsed)
                       &c->step_ms);
 }
 
-/* Ctrl-C (SIGINT) or SIGTERM while batches flow: the loop stops taking
- * them, then the summary is printed, --state written with the position
- * reached (--resume continues there) and the exit status is 128 + the
- * signal. The loop waits for a batch in slices of STOP_POLL_MS, checking
- * between them (the signal may land on any thread: no wait is woken by
- * it). A second signal ends the process at once. */
-#define STOP_POLL_MS 100
-static volatile sig_atomic_t stop_signal;
-static int stopped; /* the loop ended on it */
-
-static void on_stop(int sig)
-{
-    if (stop_signal) { /* the second: as if not caught */
-        signal(sig, SIG_DFL);
-        raise(sig); /* delivered as the handler returns */
-        return;
-    }
-    stop_signal = sig;
-    static const char m[] = "\nsluice: stopping: the summary and --state "
-                            "follow (again to quit at once)\n";
-    ssize_t w = write(STDERR_FILENO, m, sizeof m - 1);
-    (void)w;
-}
-
-/* Catches SIGINT and SIGTERM, except one ignored (a background job's
- * SIGINT, nohup): ignored, it stays so. */
-static void catch_stop(void)
-{
-    struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
-    sigemptyset(&sa.sa_mask);
-    const int sigs[] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-        struct sigaction old;
-        if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-    }
-}
-
-/* The stream's next, ending the stream (SL_EEND) once a stop signal came. */
-static int next_or_stop(void *l, sl__item_t *it)
-{
-    const sl_batch_t *b;
-    int rc = SL_ETIMEDOUT;
-    while (rc == SL_ETIMEDOUT && !stop_signal)
-        rc = sl_loader_next_timeout(l, &b, STOP_POLL_MS);
-    if (rc == SL_ETIMEDOUT) { /* stopped: the position is the next batch */
-        stopped = 1;
-        return SL_EEND;
-    }
-    if (!rc) /* one that came with the signal is taken: it was handed out */
-        *it = (sl__item_t){b, b->n, b->epoch, 0};
-    return rc;
-}
-
 int sl__cmd_run(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) /* text batches: cmd_text.c */
@@ -398,10 +343,8 @@ int sl__cmd_run(int argc, char **argv)
         fprintf(stderr, "sluice %s: placement: %s%s%s%s\n", argv[0],
                 on_gpu ? "GPU stage and CPU" : "CPU", place_why[0] ? " (" : "",
                 place_why, place_why[0] ? ")" : "");
-    sl__stream_t s = sl__stream_image(l);
-    s.next = next_or_stop;
-    catch_stop();
-    rc = sl__consume_run(&c, &s);
+    const sl__stream_t s = sl__stream_image(l);
+    sl__consume_run(&c, &s);
     sl_options_t used; /* the options in force, defaults resolved */
     sl_options_init(&used);
     sl_loader_options(l, &used);
@@ -500,21 +443,7 @@ int sl__cmd_run(int argc, char **argv)
                     (double)st.cache_disk_bytes / 1e6,
                     (long long)st.cache_disk_errors);
     }
-    if (stopped) {
-        const char *name = stop_signal == SIGINT ? "SIGINT" : "SIGTERM";
-        size_t k = strlen(r.json_shape);
-        snprintf(r.json_shape + k, sizeof r.json_shape - k,
-                 ", \"interrupted\": \"%s\"", name);
-        char *st = a.c.state_out ? sl__msg_escape_dup(a.c.state_out) : NULL;
-        fprintf(stderr,
-                "sluice %s: interrupted (%s) at epoch %" PRId64
-                " batch %" PRId64 "%s%s%s\n",
-                argv[0], name, c.pos.epoch, c.pos.batch,
-                st ? ": --resume " : "", st ? st : "",
-                st ? " continues there" : "");
-        free(st);
-    }
     sl__consume_report(&c, &r);
     sl_loader_destroy(l);
-    return rc ? 1 : stop_signal ? 128 + stop_signal : 0;
+    return sl__consume_exit(&c);
 }

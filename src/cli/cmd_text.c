@@ -19,6 +19,7 @@ typedef struct text_args {
     const char *sources[MAX_SOURCES];
     int nsources;
     sl_text_options_t opt;
+    double step_ms;
     sl__consume_args_t c; /* --digest, --json, --batch, --seed, ... */
 } text_args_t;
 
@@ -41,14 +42,16 @@ static const sl__opt_t text_opts[] = {
      "a plain text file is one document"},
     {"seq-len", 0, SL__OPT_INT, F(seq_len), 4, 1 << 24, "N",
      "lm: tokens per sequence; mlm: max_len", "1024, 512"},
-    {"mask-prob", 0, SL__OPT_DOUBLE, F(mask_prob), SL__OPT_POS, 1, "P",
-     "mlm: share of tokens predicted", "0.15"},
+    {"mask-prob", 0, SL__OPT_DOUBLE, F(mask_prob), 0, 1, "P",
+     "mlm: share of tokens predicted (0: none, every label -100)", "0.15"},
     {"chunk-bytes", 0, SL__OPT_SIZE, F(chunk_bytes), 1, HUGE_VAL, "N",
      "documents per tokenizing job", "256K"},
     {"group", 0, SL__OPT_INT, F(group_chunks), 1, 4096, "N",
      "chunks shuffled together", "16"},
     {"prefetch", 0, SL__OPT_INT, F(prefetch_chunks), 1, 65536, "N",
      "chunks tokenized ahead", "2 x group"},
+    {"step-ms", 0, SL__OPT_DOUBLE, offsetof(text_args_t, step_ms), 0, HUGE_VAL,
+     "T", "hold each batch T ms, as a training step would", "0"},
     {NULL},
 };
 
@@ -69,6 +72,10 @@ static void operands(char **op, int n, void *ctx)
     for (a->nsources = 0; a->nsources < n; a->nsources++)
         a->sources[a->nsources] = op[a->nsources];
     SL__CONSUME_COPY_STREAM(&a->opt, &a->c);
+    if (a->opt.mask_prob >= 0) /* given: 0 is no masking, not the default */
+        a->opt.given |= SL_TEXT_GIVEN_MASK_PROB;
+    else
+        a->opt.mask_prob = 0;
 }
 
 /* What a --state file must agree on: everything that changes the stream. */
@@ -89,6 +96,8 @@ static uint64_t config_hash(const void *ctx)
                      o->no_shuffle, o->drop_last, o->rank, o->world_size,
                      o->eos_id, o->mask_prob, o->chunk_bytes, o->group_chunks);
     XXH3_64bits_update(h, buf, (size_t)n);
+    if (o->given) /* hashed only when set: older state files hold */
+        XXH3_64bits_update(h, &o->given, sizeof o->given);
     uint64_t r = XXH3_64bits_digest(h);
     XXH3_freeState(h);
     return r;
@@ -107,6 +116,7 @@ int sl__cmd_text(int argc, char **argv)
 {
     text_args_t a = {0};
     sl_text_options_init(&a.opt);
+    a.opt.mask_prob = -1; /* not given (operands) */
     sl__consume_t c = {.args = &a.c,
                        .magic = STATE_MAGIC,
                        .total = INT64_MAX,
@@ -115,6 +125,7 @@ int sl__cmd_text(int argc, char **argv)
     int rc = sl__consume_begin(&c, &text_cli, argc, argv, &a.opt.epochs);
     if (rc)
         return rc < 0 ? 0 : rc;
+    c.step_ms = a.step_ms;
     sl_text_loader_t *l = NULL;
     if (sl_text_loader_create(a.sources, a.nsources, &a.opt, &l)) {
         fprintf(stderr, "sluice %s: %s\n", argv[0],
@@ -138,7 +149,7 @@ int sl__cmd_text(int argc, char **argv)
                 argv[0], task, sl_text_loader_num_documents(l), c.from.epoch,
                 c.from.batch);
     const sl__stream_t s = sl__stream_text(l);
-    rc = sl__consume_run(&c, &s);
+    sl__consume_run(&c, &s);
     sl_text_options_t used; /* the options in force, defaults resolved */
     sl_text_options_init(&used);
     sl_text_loader_options(l, &used);
@@ -152,12 +163,25 @@ int sl__cmd_text(int argc, char **argv)
         .out = "int32",
     };
     snprintf(r.rate_extra, sizeof r.rate_extra, ", %.0f tokens/s", trate);
+    sl_text_stats_t st;
+    sl_text_stats_init(&st);
+    sl_text_loader_stats(l, &st);
     snprintf(r.json_rates, sizeof r.json_rates,
-             ", \"tokens\": %" PRId64 ", \"tokens_per_s\": %.1f", c.tokens,
-             trate);
+             ", \"tokens\": %" PRId64 ", \"tokens_per_s\": %.1f"
+             ", \"tokens_dropped\": %" PRId64,
+             c.tokens, trate, st.tokens_dropped);
+    if (st.tokens_dropped && (!a.c.json || c.show))
+        fprintf(stderr,
+                "sluice %s: %" PRId64 " tokens dropped (%.2f %% of the %" PRId64
+                " tokenized): chunks' tails shorter than a window of %d\n",
+                argv[0], st.tokens_dropped,
+                st.tokens_encoded ? 100.0 * (double)st.tokens_dropped /
+                                        (double)st.tokens_encoded
+                                  : 0.0,
+                st.tokens_encoded, seq + 1);
     snprintf(r.json_shape, sizeof r.json_shape,
              ", \"seq_len\": %d, \"task\": \"%s\"", seq, task);
     sl__consume_report(&c, &r);
     sl_text_loader_destroy(l);
-    return rc ? 1 : 0;
+    return sl__consume_exit(&c);
 }

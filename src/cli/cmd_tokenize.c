@@ -111,14 +111,15 @@ int sl__cmd_tokenize(int argc, char **argv)
     size_t n = 0, nids = 0;
     int32_t *ids = NULL;
     double best = 0;
+    /* The read's message names the file already; encode's does not. */
     rc = sl__bpe_read_file(file, &text, &n, err, sizeof err);
     if (!rc && (rc = encode(tok, text, n, repeat, &ids, &nids, &best)))
-        snprintf(err, sizeof err, "%s",
+        snprintf(err, sizeof err, "%s: %s", file,
                  rc == SL_ENOMEM ? "out of memory"
                                  : sl_tokenizer_last_error(tok));
     int status = 0;
     if (rc) {
-        fprintf(stderr, "tokenize: %s: %s\n", file, err);
+        fprintf(stderr, "tokenize: %s\n", err);
         status = 1;
     } else if (json) {
         printf("{\"tokens\": %zu, \"bytes\": %zu, \"seconds\": %.6f, "

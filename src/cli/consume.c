@@ -2,7 +2,11 @@
  * (see consume.h). */
 #include "consume.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +133,53 @@ static void hold(double ms)
         ;
 }
 
+/* Ctrl-C (SIGINT) or SIGTERM while batches flow (see consume.h): the
+ * loop polls the stream in slices of STOP_POLL_MS and stops taking
+ * batches once stop_signal is set. */
+#define STOP_POLL_MS 100
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+    if (stop_signal) { /* the second: as if not caught */
+        signal(sig, SIG_DFL);
+        raise(sig); /* delivered as the handler returns */
+        return;
+    }
+    stop_signal = sig;
+    static const char m[] = "\nsluice: stopping: the summary and --state "
+                            "follow (again to quit at once)\n";
+    ssize_t w = write(STDERR_FILENO, m, sizeof m - 1);
+    (void)w;
+}
+
+/* Catches SIGINT and SIGTERM, except one ignored (a background job's
+ * SIGINT, nohup): ignored, it stays so. */
+static void catch_stop(void)
+{
+    struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    const int sigs[] = {SIGINT, SIGTERM};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
+            sigaction(sigs[i], &sa, NULL);
+    }
+}
+
+/* The stream's next, ending the stream (SL_EEND) once a stop signal came. */
+static int next_or_stop(sl__consume_t *c, const sl__stream_t *s, sl__item_t *it)
+{
+    int rc = SL_ETIMEDOUT;
+    while (rc == SL_ETIMEDOUT && !stop_signal)
+        rc = s->next(s->loader, it, STOP_POLL_MS);
+    if (rc == SL_ETIMEDOUT) { /* stopped: the position is the next batch */
+        c->stopped = stop_signal;
+        return SL_EEND;
+    }
+    return rc; /* one that came with the signal is taken: handed out */
+}
+
 int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
 {
     const sl__consume_args_t *a = c->args;
@@ -139,6 +190,7 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
     int rc = sl__waits_init(&c->waits, cap) ? SL_ENOMEM : 0;
     struct rusage ru0;
     getrusage(RUSAGE_SELF, &ru0);
+    catch_stop();
     if (!rc)
         rc = s->start(l, &c->from);
     int64_t last_draw = 0, shown = 0;
@@ -149,7 +201,7 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
             c->before(c, (double)(sl__now_ns() - c->t0) / 1e9);
         sl__item_t it;
         int64_t w0 = sl__now_ns();
-        rc = s->next(l, &it);
+        rc = next_or_stop(c, s, &it);
         int64_t w = sl__now_ns() - w0;
         if (rc)
             break;
@@ -187,8 +239,10 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
     print_skips(s, &shown);
     if (rc == SL_EEND)
         rc = 0;
-    if (rc)
-        fprintf(stderr, "sluice %s: error: %s\n", c->cmd, s->last_error(l));
+    if (rc) {
+        snprintf(c->error, sizeof c->error, "%s", s->last_error(l));
+        fprintf(stderr, "sluice %s: error: %s\n", c->cmd, c->error);
+    }
     c->cpu_seconds = sl__cpu_seconds_since(&ru0);
     s->stats(l, &c->errors_skipped, &c->bytes_read);
     s->position(l, &c->pos);
@@ -213,7 +267,28 @@ void sl__consume_report(sl__consume_t *c, sl__report_t *r)
     r->digest = c->args->digest;
     r->h = c->h;
     r->rc = c->rc;
+    r->message = c->rc ? c->error : NULL;
     r->loader_bound = c->done > 0 && !c->stepped;
+    if (c->stopped) {
+        const char *name = c->stopped == SIGINT ? "SIGINT" : "SIGTERM";
+        size_t k = strlen(r->json_shape);
+        snprintf(r->json_shape + k, sizeof r->json_shape - k,
+                 ", \"interrupted\": \"%s\"", name);
+        const char *f = c->args->state_out;
+        char *st = f ? sl__msg_escape_dup(f) : NULL;
+        fprintf(stderr,
+                "sluice %s: interrupted (%s) at epoch %" PRId64
+                " batch %" PRId64 "%s%s%s\n",
+                c->cmd, name, c->pos.epoch, c->pos.batch,
+                st ? ": --resume " : "", st ? st : "",
+                st ? " continues there" : "");
+        free(st);
+    }
     sl__report_print(r, !c->args->json || c->show, c->args->json);
     sl__waits_free(&c->waits);
+}
+
+int sl__consume_exit(const sl__consume_t *c)
+{
+    return c->rc ? 1 : stop_signal ? 128 + stop_signal : 0;
 }

@@ -69,7 +69,9 @@ typedef struct sl__item {
 typedef struct sl__stream {
     void *loader;
     int (*start)(void *l, const sl_position_t *from);
-    int (*next)(void *l, sl__item_t *it);
+    /* waits at most timeout_ms (< 0: no limit); SL_ETIMEDOUT: nothing
+     * handed out, call again */
+    int (*next)(void *l, sl__item_t *it, int timeout_ms);
     void (*release)(void *l, const void *batch);
     uint64_t (*digest)(const void *batch, uint64_t h); /* xxh3 chain */
     void (*position)(void *l, sl_position_t *pos);
@@ -107,8 +109,10 @@ typedef struct sl__consume {
     int64_t t0, errors_skipped, bytes_read;
     double seconds, cpu_seconds;
     sl__waits_t waits;
-    int show; /* progress line on (a terminal, no --quiet) */
+    int show;    /* progress line on (a terminal, no --quiet) */
+    int stopped; /* the loop ended on SIGINT / SIGTERM: this signal */
     int rc;
+    char error[1024]; /* with rc: the stream's message */
 } sl__consume_t;
 
 /** Parses argv (cli->opts: the command's options into c->ctx, the shared
@@ -126,13 +130,26 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
  *  @return 0, or 2 (printed why: exit status 2). */
 int sl__consume_source(sl__consume_t *c, int64_t samples, uint64_t dataset);
 /** Starts the stream at c->from and consumes it: until its end, c->total,
- *  --stop-after or --duration; then prints skipped samples and any error,
- *  and writes --state. Fills the figures of *c; c->rc is 0 or SL_E*.
- *  Then call sl__consume_report. @return c->rc. */
+ *  --stop-after, --duration or Ctrl-C / SIGTERM; then prints skipped
+ *  samples and any error, and writes --state. Fills the figures of *c;
+ *  c->rc is 0 or SL_E*. Then call sl__consume_report.
+ *
+ *  SIGINT or SIGTERM (caught from here on, unless ignored) stops the loop
+ *  before the next batch: the position reached is the batches handed out,
+ *  --state gets it (--resume continues there), the report is marked
+ *  interrupted and sl__consume_exit gives 128 + the signal. The loop waits
+ *  for a batch in slices (s->next's timeout), checking between them: the
+ *  signal may land on any thread, so no wait is woken by it. A second
+ *  signal ends the process at once. @return c->rc. */
 int sl__consume_run(sl__consume_t *c, const sl__stream_t *s);
 /** Fills the report's common fields from a run (noun, unit, threads,
  *  batch, out and the extras are the command's), prints it (the human
- *  line unless --json without a progress line) and frees c->waits. */
+ *  line unless --json without a progress line; after an interrupting
+ *  signal, where it stopped, and "interrupted" in the JSON) and frees
+ *  c->waits. */
 void sl__consume_report(sl__consume_t *c, sl__report_t *r);
+/** The command's exit status after a run: 1 on an error, 128 + the signal
+ *  after SIGINT / SIGTERM (130 / 143), else 0. */
+int sl__consume_exit(const sl__consume_t *c);
 
 #endif

@@ -62,6 +62,8 @@ typedef struct sl__report {
     int loader_bound; /* the consumer did no work (no --step-ms): every
                          wait is a stall, the rate is the loader's capacity;
                          the human line says so */
+    /* with rc: why, as printed (the JSON's "message") */
+    const char *message;
 } sl__report_t;
 
 /** Prints the human line (and digest) to stdout when `human`, and the JSON

@@ -51,10 +51,10 @@
 SL__STREAM_FORWARD(sl_loader_t, sl_loader, sl_stats_t)
 SL__STREAM_FORWARD(sl_text_loader_t, sl_text_loader, sl_text_stats_t)
 
-static int img_next(void *l, sl__item_t *it)
+static int img_next(void *l, sl__item_t *it, int timeout_ms)
 {
     const sl_batch_t *b;
-    int rc = sl_loader_next(l, &b);
+    int rc = sl_loader_next_timeout(l, &b, timeout_ms);
     if (!rc)
         *it = (sl__item_t){b, b->n, b->epoch, 0};
     return rc;
@@ -73,10 +73,10 @@ sl__stream_t sl__stream_image(sl_loader_t *l)
     return SL__STREAM_OF(l, sl_loader, img_next, img_digest);
 }
 
-static int txt_next(void *l, sl__item_t *it)
+static int txt_next(void *l, sl__item_t *it, int timeout_ms)
 {
     const sl_text_batch_t *b;
-    int rc = sl_text_loader_next(l, &b);
+    int rc = sl_text_loader_next_timeout(l, &b, timeout_ms);
     if (!rc)
         *it = (sl__item_t){b, b->n, b->epoch, b->tokens};
     return rc;

@@ -111,6 +111,24 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 1 ] && grep -q "error: .*bad.jsonl:[2-5]: " "$WORK/err" || fail "--on-error fail: rc $rc, $(cat "$WORK/err")"
+# --json carries the message too, not only the error's class
+set +e
+J=$("$SLUICE" bench --task lm "$WORK/bad.jsonl" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --json --quiet 2>/dev/null | tail -1)
+set -e
+field message "$J" | grep -q "bad.jsonl:[2-5]: " || fail "--json failure without the message: $J"
+# the dropped tails are counted: tokens made = windows x (seq_len + 1) + dropped
+D=$("$SLUICE" bench --task lm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64 --batch 4 --json --quiet | tail -1)
+[ "$(field tokens_dropped "$D")" -gt 0 ] || fail "no tokens_dropped: $D"
+# a bad value names its range; --mask-prob 0 is no masking (HF's 0.0)
+set +e
+"$SLUICE" bench --task mlm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --mask-prob 2 >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -qF -- "--mask-prob (a number in [0, 1])" "$WORK/err" || fail "--mask-prob 2: rc $rc, $(cat "$WORK/err")"
+M0=$("$SLUICE" bench --task mlm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64 --mask-prob 0 --digest --json --quiet | tail -1)
+M15=$("$SLUICE" bench --task mlm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64 --mask-prob 0.15 --digest --json --quiet | tail -1)
+MD=$("$SLUICE" bench --task mlm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64 --digest --json --quiet | tail -1)
+[ "$(field digest "$MD")" = "$(field digest "$M15")" ] && [ "$(field digest "$M0")" != "$(field digest "$MD")" ] || fail "--mask-prob 0 is the default: $M0 / $MD"
 set +e
 "$SLUICE" bench --task lm "$WORK/none.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" >/dev/null 2>"$WORK/err"
 rc=$?
@@ -143,4 +161,9 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 2 ] && grep -q "unknown tokenizer 'nope'" "$WORK/err" || fail "unknown tokenizer: rc $rc, $(cat "$WORK/err")"
+set +e
+"$SLUICE" "${TOK[@]}" "$WORK/nosuch.txt" >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && [ "$(grep -o "nosuch.txt" "$WORK/err" | wc -l)" = 1 ] || fail "tokenize of a missing file: rc $rc, $(cat "$WORK/err")"
 echo "text_cli: ok"
