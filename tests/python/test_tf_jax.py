@@ -107,3 +107,205 @@ def test_jax_arrays_are_zero_copy(ds):
     j = jax.dlpack.from_dlpack(a)
     assert j.unsafe_buffer_pointer() == a.__array_interface__["data"][0]
     assert isinstance(jax.numpy.asarray(a), jax.Array)
+
+
+# ---------------------------------------------------------------- review
+# What a tf.data / Keras / JAX user runs into: loaders that outlive their
+# dataset, epochs that repeat, skips out of sight, two iterations at once,
+# TF holding the engine's buffers, resume, the small things.
+
+def labels_of(it):
+    return [np.asarray(y).tolist() for _, y in it]
+
+
+def threads():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("Threads:"))
+
+
+@pytest.fixture(scope="module")
+def bad(ds, tmp_path_factory):
+    """Five good JPEGs and a truncated one, in two classes."""
+    import shutil
+    d = tmp_path_factory.mktemp("bad")
+    good = sorted(os.path.join(r, f) for r, _, fs in os.walk(ds) for f in fs)
+    for cls, names in (("a", ["ok1.jpg", "ok2.jpg"]),
+                       ("b", ["ok3.jpg", "ok4.jpg", "ok5.jpg"])):
+        os.makedirs(d / cls)
+        for n in names:
+            shutil.copy(good.pop(), d / cls / n)
+    with open(d / "a" / "broken.jpg", "wb") as f:
+        f.write(open(good.pop(), "rb").read()[:300])
+    return str(d)
+
+
+def test_dataset_loader_closes_with_the_dataset_or_close(ds):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import gc
+    import sluice.tf as stf
+    # TF's from_generator registry keeps the generator for the process's
+    # life: the loader must not live as long as it.
+    next(iter(stf.dataset(ds, batch_size=B, image_size=S)))  # TF's own threads
+    gc.collect()
+    before, loaders = threads(), []
+    for _ in range(4):
+        d = stf.dataset(ds, batch_size=B, image_size=S)
+        next(iter(d))
+        loaders.append(d.loader)
+        del d
+    gc.collect()
+    assert all(ld.closed for ld in loaders)
+    assert threads() <= before + 2, (before, threads())
+    # a running iteration keeps its dataset (and its loader) alive
+    it = iter(stf.dataset(ds, batch_size=B, image_size=S))
+    gc.collect()
+    assert len(list(it)) == 6
+    # close(): at once; an iteration under way raises, never a quiet end
+    d = stf.dataset(ds, batch_size=B, image_size=S)
+    it = iter(d)
+    next(it)
+    d.close()
+    assert d.loader.closed
+    with pytest.raises(tf.errors.OpError, match="closed during an iteration"):
+        next(it)
+    with pytest.raises(tf.errors.OpError, match="is closed"):
+        next(iter(d))
+    with stf.batches(ds, batch_size=B, image_size=S) as b:
+        it = iter(b)
+        next(it)
+    assert b.loader.closed
+    with pytest.raises(RuntimeError, match="closed during an iteration"):
+        next(it)
+
+
+def test_batches_each_iteration_is_the_next_epoch(ds):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=3))
+    b = stf.batches(ds, batch_size=B, image_size=S, seed=5)
+    assert labels_of(b) + labels_of(b) == ref[:12]  # epochs 0, 1
+    assert b.stats()["epoch"] == 2 and b.skipped() == [] and not b.loader.closed
+    b.close()
+    # epochs= still streams that many epochs per iteration
+    two = stf.batches(ds, batch_size=B, image_size=S, seed=5, epochs=2)
+    assert labels_of(two) == ref[:12] and labels_of(two)[:6] == ref[12:]
+    with pytest.raises(RuntimeError, match="one iteration at a time"):
+        it = iter(two)
+        next(it)
+        iter(two)
+    assert isinstance(next(it)[0], tf.Tensor)
+
+
+def test_jax_batches_each_iteration_is_the_next_epoch(ds):
+    pytest.importorskip("jax", reason="jax not installed")
+    import sluice.tf as stf
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=2))
+    j = stf.jax_batches(ds, batch_size=B, image_size=S, seed=5)
+    got = [labels_of(j) for _ in range(2)]
+    assert got[0] + got[1] == ref
+    assert j.class_names == ["class_000", "class_001", "class_002"]
+
+
+def test_skips_are_listed_and_warned(bad):
+    pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    d = stf.dataset(bad, batch_size=2, image_size=S, on_error="skip",
+                    shuffle=False, threads=1)
+    with pytest.warns(UserWarning, match=r"1 sample\(s\) skipped by epoch "
+                      r"0's end.*broken\.jpg"):
+        n = sum(len(y) for _, y in d)
+    assert n == 5
+    assert len(d.skipped()) == 1 and "broken.jpg" in d.skipped()[0]
+    assert d.stats()["errors_skipped"] == 1
+    d.close()  # the list stays readable
+    assert len(d.skipped()) == 1
+    j = stf.batches(bad, batch_size=2, image_size=S, on_error="skip", threads=1)
+    for epoch in range(2):  # each epoch's new skip warns
+        with pytest.warns(UserWarning, match=f"by epoch {epoch}'s end"):
+            assert sum(len(y) for _, y in j) == 5
+    assert len(j.skipped()) == 2
+
+
+def test_two_iterations_at_once_say_so(ds):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    d = stf.dataset(ds, batch_size=B, image_size=S, seed=5)
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=4))
+    first = iter(d)
+    got = [next(first)[1].numpy().tolist()]
+    with pytest.raises(tf.errors.OpError, match="one iteration at a time"):
+        next(iter(d))
+    got += labels_of(first)  # the first is untouched
+    assert got == ref[:6]
+    with pytest.raises(tf.errors.OpError, match="one iteration at a time"):
+        next(iter(tf.data.Dataset.zip((d, d))))
+    # the zip's first part started epoch 1 (a break, as it were): the next
+    # iteration streams epoch 2 whole
+    assert labels_of(d) == ref[12:18]
+
+
+def test_dataset_batches_are_tfs_own_memory(ds):
+    pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    d = stf.dataset(ds, batch_size=B, image_size=S, seed=5)
+    held = list(d)  # TF holding batches (cache(), shuffle()) as a list does
+    assert d.stats()["batches_held"] == 0
+    ref = reference(ds)
+    for (x, y), (rx, ry) in zip(held, ref):
+        assert np.array_equal(x.numpy(), rx) and np.array_equal(y.numpy(), ry)
+    z = stf.dataset(ds, batch_size=B, image_size=S, copy=False)
+    held = list(z)  # no copy: the tensors are the engine's buffers
+    assert z.stats()["batches_held"] == 6
+
+
+def test_resume_from_start_epoch_and_batch(ds):
+    pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    run = [(x.copy(), y.copy()) for x, y in
+           sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=3)]
+
+    def same(got, want):
+        got = [(np.asarray(x), np.asarray(y)) for x, y in got]
+        assert len(got) == len(want)
+        for (x, y), (rx, ry) in zip(got, want):
+            assert np.array_equal(x, rx) and np.array_equal(y, ry)
+
+    d = stf.dataset(ds, batch_size=B, image_size=S, seed=5, start_epoch=1)
+    same(d, run[6:12])
+    same(d, run[12:18])  # then on from there
+    same(stf.dataset(ds, batch_size=B, image_size=S, seed=5, epochs=2,
+                     start_epoch=1, start_batch=2), run[8:18])
+    same(stf.batches(ds, batch_size=B, image_size=S, seed=5, start_epoch=2,
+                     start_batch=5), run[17:18])
+    with pytest.raises(ValueError, match="start"):
+        stf.dataset(ds, batch_size=B, image_size=S, start_batch=6)
+
+
+def test_jax_resume(ds):
+    pytest.importorskip("jax", reason="jax not installed")
+    import sluice.tf as stf
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=3))
+    j = stf.jax_batches(ds, batch_size=B, image_size=S, seed=5, start_epoch=2)
+    assert labels_of(j) == ref[12:]
+
+
+def test_cardinality_class_names_and_dtypes(ds):
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    kw = dict(batch_size=B, image_size=S)
+    assert int(stf.dataset(ds, **kw).cardinality()) == 6
+    assert int(stf.dataset(ds, epochs=2, **kw).cardinality()) == 12
+    assert (int(stf.dataset(ds, repeat=True, **kw).cardinality())
+            == int(tf.data.INFINITE_CARDINALITY))
+    # skips can drop a whole batch: the count is not promised then
+    assert (int(stf.dataset(ds, on_error="skip", **kw).cardinality())
+            == int(tf.data.UNKNOWN_CARDINALITY))
+    d = stf.dataset(ds, **kw)
+    assert d.class_names == ["class_000", "class_001", "class_002"]
+    for dt in ("float32", np.float32, np.dtype("float32"), tf.float32):
+        assert stf.dataset(ds, dtype=dt, **kw).element_spec[0].dtype == tf.float32
+    for dt in ("uint8", np.uint8, tf.uint8):
+        x, _ = next(iter(stf.batches(ds, dtype=dt, **kw)))
+        assert x.dtype == tf.uint8
+    with pytest.raises(ValueError, match="dtype"):
+        stf.dataset(ds, dtype=tf.int16, **kw)
