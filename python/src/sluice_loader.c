@@ -259,9 +259,6 @@ static int do_start(LoaderObject *self, int64_t g)
  * the pool grows with what is held (up to the engine's 4096 buffers). */
 #define SLPY_HELD_WARN 256
 
-/* How long next() waits in the engine between checks for a signal. */
-#define SLPY_SIGNAL_MS 100
-
 /* sl_loader_next, in slices that let a signal in (Ctrl-C raises
  * KeyboardInterrupt within SLPY_SIGNAL_MS, not after the batch: SL_ESYSTEM
  * with the exception set; nothing is handed out, the position stays) and

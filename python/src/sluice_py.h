@@ -87,6 +87,11 @@ typedef struct slpy_batch {
     void *stream;
 } slpy_batch_t;
 
+/* How long a loader's next() waits in the engine between checks for a
+ * signal (Ctrl-C raises KeyboardInterrupt within it, not after the
+ * batch). */
+#define SLPY_SIGNAL_MS 100
+
 /** Readies k's two types. @return 0, or -1 with an exception set. */
 int slpy_kind_ready(slpy_kind_t *k);
 /** A new Core owning `engine`. On failure the engine is destroyed.

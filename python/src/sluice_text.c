@@ -152,14 +152,22 @@ static PyObject *tl_next(TextLoaderObject *self)
     const sl_text_batch_t *b = NULL;
     int rc;
     self->busy = 1;
-    Py_BEGIN_ALLOW_THREADS;
-    rc = sl_text_loader_next(core->engine, &b);
-    Py_END_ALLOW_THREADS;
+    /* In slices that let a signal in: Ctrl-C raises KeyboardInterrupt
+     * within SLPY_SIGNAL_MS, nothing handed out, the position kept (the
+     * rows gathered so far wait in the engine for the next call). */
+    int interrupted = 0;
+    do {
+        Py_BEGIN_ALLOW_THREADS;
+        rc = sl_text_loader_next_timeout(core->engine, &b, SLPY_SIGNAL_MS);
+        Py_END_ALLOW_THREADS;
+    } while (rc == SL_ETIMEDOUT && !(interrupted = PyErr_CheckSignals()));
     self->busy = 0;
     sl_position_t p;
     sl_text_loader_position(core->engine, &p);
     PyObject *r = NULL;
-    if (rc == SL_EEND)
+    if (interrupted)
+        ; /* the exception is set; the loader goes on from here */
+    else if (rc == SL_EEND)
         self->active = 0;
     else if (rc) {
         self->active = 0;
