@@ -70,11 +70,27 @@ typedef struct sl_vloader_options {
      *  rounded to nearest even from the float32 patch (sl_vol_to_bf16)
      *  [0: float32] */
     int image_bf16;
+    /** sl_on_error_t [SL_ON_ERROR_FAIL]: a case that cannot be made (a
+     *  damaged file, a label that is not class indices, one that does not
+     *  fit memory_bytes) fails its batch (next() returns the error), or
+     *  with SL_ON_ERROR_SKIP is left out of it: the batch comes with the
+     *  rest (n smaller, the slots in order), a batch left empty is passed
+     *  over, and each skip is counted and listed (sl_vloader_stats,
+     *  sl_vloader_skipped_message) as its batch is handed out. A case bad
+     *  at create (its header) is left out of every epoch. Which cases fail
+     *  does not depend on threads or timing, so the stream stays a
+     *  function of (seed, epoch, index). Failures of the machine
+     *  (SL_ESYSTEM) are never skipped. */
+    int on_error;
+    /** 1: a case without a label volume is accepted (an all-zero label:
+     *  uniform crops) [0: an error naming it] */
+    int unlabeled;
 } sl_vloader_options_t;
 
 SL_API void sl_vloader_options_init(sl_vloader_options_t *o);
 
-/** One batch: n patches (n < batch_size only for an epoch's last). */
+/** One batch: n patches (n < batch_size for an epoch's last, or with
+ *  cases skipped: SL_ON_ERROR_SKIP). */
 typedef struct sl_vbatch {
     int64_t epoch, index; /**< position in the stream */
     int n;
@@ -109,6 +125,9 @@ typedef struct sl_vloader_stats {
                                  threads (a large case, balanced) */
     int64_t offline_helped; /**< slabs of those made by a thread other than
                                  the stage's own */
+    int64_t skipped;        /**< cases left out under SL_ON_ERROR_SKIP: of
+                                 the batches handed out (counted as each is
+                                 handed out), plus those left out at create */
 } sl_vloader_stats_t;
 
 /** Opens the dataset (every case's header read and checked: a bad file is
@@ -121,7 +140,16 @@ SL_API int sl_vloader_create(const char *dataset,
 SL_API int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **b, char *err,
                            size_t errlen);
 SL_API void sl_vloader_release(sl_vloader_t *l, sl_vbatch_t *b);
-/** Batches per epoch (ceil(cases / batch_size)), cases. */
+/** @return how many cases were skipped so far (SL_ON_ERROR_SKIP): at
+ *  create, and in batches handed out. Any thread. */
+SL_API int64_t sl_vloader_skipped_count(sl_vloader_t *l);
+/** @return skip i's message (0-based, in the order they were counted:
+ *  "create: FILE: cause" or "epoch E: case NAME: cause"), valid for the
+ *  loader's life; NULL if out of range. At most the first 10000 are
+ *  kept. Any thread. */
+SL_API const char *sl_vloader_skipped_message(sl_vloader_t *l, int64_t i);
+/** Batches per epoch (ceil(cases / batch_size)), cases (those used: less
+ *  any left out at create under SL_ON_ERROR_SKIP). */
 SL_API int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l);
 SL_API int64_t sl_vloader_cases(const sl_vloader_t *l);
 SL_API int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s);

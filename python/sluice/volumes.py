@@ -17,7 +17,9 @@ Gaussian noise (0.1) — the reference's transforms with sluice's counter
 RNG: a patch depends on (seed, epoch, case) only, never on threads.
 
 Patches come in the volume's storage order (C-order (z, y, x): the
-transpose of nibabel's (x, y, z) array). `balance=True` (the default) starts
+transpose of nibabel's (x, y, z) array), while `patch=` and
+`target_spacing=` are given in nibabel's (x, y, z) order, as the reference
+gives them: patch=(128, 128, 64) makes arrays of shape (n, 1, 64, 128, 128). `balance=True` (the default) starts
 the samples predicted to be most expensive first within the prefetch
 window; `stats()` reports predicted and measured costs, consumer wait and
 batch-ready latency (p50, p99).
@@ -27,7 +29,19 @@ cache, offline stages in flight, which stream each volume a slice at a
 time); `dtype="bfloat16"` gives bfloat16 image patches (rounded to nearest
 even; without torch, their bits as uint16).
 
-Each iteration is one epoch; the next iteration is the next epoch.
+Each `for` loop is one epoch of the stream, ended by the batches' own
+(epoch, index): a loop left early (break, an error) ends its epoch, and the
+next loop starts at the next epoch's first batch (what was left of the
+interrupted epoch is read and dropped).
+
+A case that cannot be made (a damaged file, a label that is not class
+indices 0..255) fails its batch: `on_error="fail"` (the default) raises
+there. With `on_error="skip"` the case is left out of its batch, which comes
+with the rest (fewer patches, in order: which cases fail does not depend on
+threads, so the stream stays a function of (seed, epoch, index)); a case bad
+when the loader opens is left out of every epoch; `skipped()` lists them,
+`stats()["skipped"]` counts them. `unlabeled=True` accepts cases without a
+label (an all-zero one).
 """
 from . import _sluice
 
@@ -36,40 +50,79 @@ class DataLoader:
     def __init__(self, dataset, batch_size=2, patch=(128, 128, 128), seed=0, threads=0,
                  prefetch=0, balance=True, cache_bytes=0, target_spacing=(1.6, 1.2, 1.2),
                  oversampling=0.4, flip_prob=1 / 3, brightness_prob=0.1, noise_prob=0.1,
-                 tensors=True, memory_bytes=0, dtype="float32"):
+                 tensors=True, memory_bytes=0, dtype="float32", on_error="fail",
+                 unlabeled=False):
         if dtype not in ("float32", "bfloat16"):
             raise ValueError(f"dtype {dtype!r}: 'float32' or 'bfloat16'")
+        if on_error not in ("fail", "skip"):
+            raise ValueError(f"on_error {on_error!r}: 'fail' or 'skip'")
         self._l = _sluice.VolumeLoader(
             str(dataset), batch_size=batch_size, patch=tuple(patch), seed=seed,
             threads=threads, prefetch=prefetch, balance=balance, cache_bytes=cache_bytes,
             target_spacing=tuple(target_spacing), oversampling=oversampling,
             flip_prob=flip_prob, brightness_prob=brightness_prob, noise_prob=noise_prob,
-            memory_bytes=memory_bytes, bfloat16=dtype == "bfloat16")
+            memory_bytes=memory_bytes, bfloat16=dtype == "bfloat16", on_error=on_error,
+            unlabeled=bool(unlabeled))
         self._tensors = tensors
-        self.epoch = 0
+        self.epoch = 0  # the epoch the next `for` loop yields
+        self._pos = 0  # the stream position (epoch x batches + index) next() is at
+        self._held = None  # a batch of a later epoch, read when a loop ended
 
     def __len__(self):
         return self._l.batches_per_epoch
+
+    def _next(self):
+        nb = self._l.batches_per_epoch
+        if self._held is not None:
+            b, self._held = self._held, None
+            return b
+        try:
+            b = self._l.next()
+        except Exception:
+            self._pos += 1  # that batch failed; the stream is past it
+            raise
+        self._pos = b["epoch"] * nb + b["index"] + 1
+        return b
 
     def __iter__(self):
         torch = None
         if self._tensors:
             import torch
-        for _ in range(self._l.batches_per_epoch):
-            b = self._l.next()
-            self.epoch = b["epoch"]
-            if torch is None:
-                yield b["image"], b["label"]
-            else:
-                img = torch.from_numpy(b["image"])
-                if b["dtype"] == "bfloat16":
-                    img = img.view(torch.bfloat16)
-                yield img, torch.from_numpy(b["label"])
-        self.epoch += 1
+        nb = self._l.batches_per_epoch
+        epoch = self.epoch
+        try:
+            while True:
+                try:
+                    b = self._next()
+                except Exception:
+                    if (self._pos - 1) // nb < epoch:
+                        continue  # a failed batch of an epoch left early
+                    raise
+                if b["epoch"] < epoch:
+                    continue  # the rest of an epoch left early
+                if b["epoch"] > epoch:  # every batch left was skipped
+                    self._held = b
+                    return
+                if torch is None:
+                    yield b["image"], b["label"]
+                else:
+                    img = torch.from_numpy(b["image"])
+                    if b["dtype"] == "bfloat16":
+                        img = img.view(torch.bfloat16)
+                    yield img, torch.from_numpy(b["label"])
+                if b["index"] == nb - 1:
+                    return
+        finally:
+            self.epoch = epoch + 1
 
     def next_batch(self):
         """The next batch as a dict: epoch, index, image, label (numpy), cases."""
-        return self._l.next()
+        return self._next()
+
+    def skipped(self):
+        """Messages of the cases skipped so far (on_error='skip'):
+        'create: FILE: cause' or 'epoch E: case NAME: cause'."""
+        return self._l.skipped()
 
     def stats(self):
         return self._l.stats()

@@ -32,7 +32,8 @@ class Opts(ctypes.Structure):  # sl_vloader_options_t
                 ("seed", ctypes.c_uint64), ("threads", ctypes.c_int),
                 ("prefetch", ctypes.c_int), ("no_balance", ctypes.c_int),
                 ("target_spacing", F64x3), ("cache_bytes", ctypes.c_int64),
-                ("aug", Aug), ("memory_bytes", ctypes.c_int64), ("image_bf16", ctypes.c_int)]
+                ("aug", Aug), ("memory_bytes", ctypes.c_int64), ("image_bf16", ctypes.c_int),
+                ("on_error", ctypes.c_int), ("unlabeled", ctypes.c_int)]
 
 
 class Batch(ctypes.Structure):  # sl_vbatch_t
@@ -47,7 +48,7 @@ class Stats(ctypes.Structure):  # sl_vloader_stats_t
     _fields_ = [("size", ctypes.c_size_t)] + [(n, ctypes.c_int64) for n in (
         "batches", "samples", "offline_runs", "cache_hits", "cache_bytes", "wait_ns",
         "predicted_ns", "actual_ns", "latency_p50_ns", "latency_p99_ns", "memory_bytes",
-        "memory_peak", "offline_ahead", "offline_split", "offline_helped")]
+        "memory_peak", "offline_ahead", "offline_split", "offline_helped", "skipped")]
 
 
 def bind(lib):
@@ -81,6 +82,10 @@ def bind(lib):
     L.sl_vloader_batches_per_epoch.argtypes = [P]
     L.sl_vloader_batches_per_epoch.restype = ctypes.c_int64
     L.sl_vloader_stats.argtypes = [P, ctypes.POINTER(Stats)]
+    L.sl_vloader_skipped_count.argtypes = [P]
+    L.sl_vloader_skipped_count.restype = ctypes.c_int64
+    L.sl_vloader_skipped_message.argtypes = [P, ctypes.c_int64]
+    L.sl_vloader_skipped_message.restype = ctypes.c_char_p
     L.sl_vloader_destroy.argtypes = [P]
     L.sl_vloader_destroy.restype = None
     return L

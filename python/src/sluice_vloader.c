@@ -50,34 +50,70 @@ static int parse_i64x3(PyObject *o, const char *what, int64_t v[3])
     return rc;
 }
 
+/* Three numbers as doubles (the options' type: a float32 step would move
+ * a spacing ratio that lands on a whole number, 1 / 1.2 x 120 = 100, to
+ * 99.999996, truncated to 99 slices). */
+static int parse_f64x3(PyObject *o, const char *what, double v[3])
+{
+    PyObject *s = PySequence_Fast(o, what);
+    if (!s)
+        return -1;
+    int rc = -1;
+    if (PySequence_Fast_GET_SIZE(s) != 3) {
+        PyErr_Format(PyExc_ValueError, "%s: three values", what);
+    } else {
+        rc = 0;
+        for (int i = 0; i < 3 && !rc; i++) {
+            v[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(s, i));
+            if (v[i] == -1.0 && PyErr_Occurred())
+                rc = -1;
+        }
+    }
+    Py_DECREF(s);
+    return rc;
+}
+
 static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {
-        "dataset",        "batch_size",   "patch",     "seed",
-        "threads",        "prefetch",     "balance",   "cache_bytes",
-        "target_spacing", "oversampling", "flip_prob", "brightness_prob",
-        "noise_prob",     "memory_bytes", "bfloat16",  NULL};
+    static char *kwlist[] = {"dataset",      "batch_size",   "patch",
+                             "seed",         "threads",      "prefetch",
+                             "balance",      "cache_bytes",  "target_spacing",
+                             "oversampling", "flip_prob",    "brightness_prob",
+                             "noise_prob",   "memory_bytes", "bfloat16",
+                             "on_error",     "unlabeled",    NULL};
     PyObject *path, *patch = NULL, *spacing = NULL;
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     unsigned long long seed = 0;
     int balance = 1;
     long long cache = 0, memory = 0;
-    int bf16 = 0;
+    int bf16 = 0, unlabeled = 0;
+    const char *on_error = "fail";
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|iOKiipLOddddLp", kwlist, &path, &o.batch_size, &patch,
-            &seed, &o.threads, &o.prefetch, &balance, &cache, &spacing,
+            args, kw, "O|iOKiipLOddddLpsp", kwlist, &path, &o.batch_size,
+            &patch, &seed, &o.threads, &o.prefetch, &balance, &cache, &spacing,
             &o.aug.oversampling, &o.aug.flip_prob, &o.aug.brightness_prob,
-            &o.aug.noise_prob, &memory, &bf16))
+            &o.aug.noise_prob, &memory, &bf16, &on_error, &unlabeled))
         return -1;
+    if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
+        PyErr_Format(PyExc_ValueError, "on_error '%s': 'fail' or 'skip'",
+                     on_error);
+        return -1;
+    }
+    o.on_error = strcmp(on_error, "skip") ? SL_ON_ERROR_FAIL : SL_ON_ERROR_SKIP;
+    o.unlabeled = unlabeled;
     if (patch && parse_i64x3(patch, "patch", o.aug.patch))
         return -1;
     if (spacing) {
-        float f[3];
-        if (slpy_parse_float3(spacing, "target_spacing", f))
+        if (parse_f64x3(spacing, "target_spacing", o.target_spacing))
             return -1;
         for (int i = 0; i < 3; i++)
-            o.target_spacing[i] = f[i];
+            if (!(o.target_spacing[i] > 0)) { /* C's 0 is its default */
+                PyErr_Format(PyExc_ValueError,
+                             "target_spacing %R: voxel sizes in mm, > 0",
+                             spacing);
+                return -1;
+            }
     }
     if (o.batch_size < 0 || o.threads < 0 || o.prefetch < 0 || cache < 0 ||
         memory < 0) {
@@ -183,7 +219,7 @@ static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
     sl_vloader_stats_t s = {.size = sizeof s};
     sl_vloader_stats(self->l, &s);
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:L,s:L,s:L,s:L,s:L}",
+        "{s:L,s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:d,s:d,s:L,s:L,s:L,s:L,s:L,s:L}",
         "batches", (long long)s.batches, "samples", (long long)s.samples,
         "offline_runs", (long long)s.offline_runs, "cache_hits",
         (long long)s.cache_hits, "cache_bytes", (long long)s.cache_bytes,
@@ -193,7 +229,27 @@ static PyObject *vl_stats(vloader_obj *self, PyObject *unused)
         (long long)s.memory_bytes, "memory_peak", (long long)s.memory_peak,
         "offline_ahead", (long long)s.offline_ahead, "offline_split",
         (long long)s.offline_split, "offline_helped",
-        (long long)s.offline_helped);
+        (long long)s.offline_helped, "skipped", (long long)s.skipped);
+}
+
+static PyObject *vl_skipped(vloader_obj *self, PyObject *unused)
+{
+    (void)unused;
+    if (vl_ready(self))
+        return NULL;
+    PyObject *out = PyList_New(0);
+    const char *m;
+    for (int64_t i = 0; out && (m = sl_vloader_skipped_message(self->l, i));
+         i++) {
+        PyObject *u = PyUnicode_DecodeUTF8(m, (Py_ssize_t)strlen(m), "replace");
+        if (!u || PyList_Append(out, u)) {
+            Py_XDECREF(u);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(u);
+    }
+    return out;
 }
 
 static PyObject *vl_reset(vloader_obj *self, PyObject *unused)
@@ -248,7 +304,11 @@ static PyMethodDef vl_methods[] = {
      "stats() -> counters: batches, samples, offline_runs, cache_hits, "
      "wait_s, predicted_s, actual_s, latency_p50_s, latency_p99_s, "
      "memory_bytes, memory_peak, offline_ahead, offline_split, "
-     "offline_helped."},
+     "offline_helped, skipped (cases left out, on_error='skip')."},
+    {"skipped", (PyCFunction)vl_skipped, METH_NOARGS,
+     "skipped() -> the messages of the cases skipped so far "
+     "(on_error='skip'): 'create: FILE: cause' or 'epoch E: case NAME: "
+     "cause' (the first 10000)."},
     {"reset_stats", (PyCFunction)vl_reset, METH_NOARGS,
      "Zeroes the counters and the latency window."},
     {"close", (PyCFunction)vl_close, METH_NOARGS, "Stops the threads."},
@@ -256,7 +316,9 @@ static PyMethodDef vl_methods[] = {
 
 static PyGetSetDef vl_getset[] = {
     {"batches_per_epoch", (getter)vl_get_nb, NULL, "ceil(cases / batch)", NULL},
-    {"cases", (getter)vl_get_cases, NULL, "cases in the dataset", NULL},
+    {"cases", (getter)vl_get_cases, NULL,
+     "cases used (those left out at create, on_error='skip', not counted)",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyTypeObject vloader_type = {
@@ -267,7 +329,8 @@ static PyTypeObject vloader_type = {
               "seed=0, threads=0, prefetch=0, balance=True, cache_bytes=0, "
               "target_spacing=(1.6,1.2,1.2), oversampling=0.4, "
               "flip_prob=1/3, brightness_prob=0.1, noise_prob=0.1, "
-              "memory_bytes=0, bfloat16=False): 3-D "
+              "memory_bytes=0, bfloat16=False, on_error='fail', "
+              "unlabeled=False): 3-D "
               "U-Net training patches (sluice/vloader.h).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)vl_init,

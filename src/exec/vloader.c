@@ -8,6 +8,7 @@
  * helps with a large case's offline stage split into slabs first, then
  * takes the task with the least slack (or the oldest, without the
  * balancer), and with none left looks ahead (vloader_cache.c). */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,19 @@ void sl_vloader_options_init(sl_vloader_options_t *o)
 static double prod3(const int64_t d[3])
 {
     return (double)d[0] * (double)d[1] * (double)d[2];
+}
+
+/* Counts and lists a skip (under mu): message m (taken) or, NULL, text. */
+static void add_skip(sl_vloader_t *l, char *m, const char *text)
+{
+    l->st.skipped++;
+    l->skipped_total++;
+    if (l->nskips < SKIPS_KEPT && !m && text)
+        m = strdup(text);
+    if (l->nskips < SKIPS_KEPT && m)
+        l->skips[l->nskips++] = m;
+    else
+        free(m);
 }
 
 /* "%d dimensions" for a volume that is not 3-D to the loader. */
@@ -84,10 +98,13 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
                      l->o.target_spacing[0]};
     int64_t *rs = k->rs;
     if (sl_vol_resample_shape(k->raw, k->spacing, tgt, rs))
-        return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: voxel size %gx%gx%g cannot be resampled to the "
-                        "target spacing",
-                        path, k->spacing[2], k->spacing[1], k->spacing[0]);
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "%s: %lld x %lld x %lld voxels of %g x %g x %g mm "
+                        "cannot be resampled to target_spacing %g x %g x %g "
+                        "(an axis of no voxel, or too many)",
+                        path, (long long)k->raw[2], (long long)k->raw[1],
+                        (long long)k->raw[0], k->spacing[2], k->spacing[1],
+                        k->spacing[0], tgt[2], tgt[1], tgt[0]);
     for (int i = 0; i < 3; i++)
         k->dims[i] = rs[i] > l->pdims[i] ? rs[i] : l->pdims[i];
     k->raw_vox = prod3(k->raw);
@@ -120,8 +137,8 @@ static void open_batches(sl_vloader_t *l)
         int64_t g = l->claim_g++, e = g / l->nb, idx = g % l->nb;
         const int64_t *perm = sl__vl_eperm(l, e)->perm;
         int64_t first = idx * l->o.batch_size;
-        int n = (int)(l->ncases - first < l->o.batch_size ? l->ncases - first
-                                                          : l->o.batch_size);
+        int n = (int)(l->nuse - first < l->o.batch_size ? l->nuse - first
+                                                        : l->o.batch_size);
         b->g = g;
         b->pub.epoch = e;
         b->pub.index = idx;
@@ -129,6 +146,7 @@ static void open_batches(sl_vloader_t *l)
         b->pending = n;
         b->rc = 0;
         b->err[0] = 0;
+        b->nbad = 0;
         b->state = VB_FILLING;
         b->t_open = sl__now_ns();
         double work = 0;
@@ -193,6 +211,9 @@ static int take(sl_vloader_t *l, task_t *out, double *pred)
     return 1;
 }
 
+/* A skipped slot's message when there was no memory for its own. */
+static const char no_msg[] = "(no memory for the message)";
+
 /* Runs a task with mu held; returns with it held. scratch: this thread's
  * float patch when the output is bfloat16 (else NULL). */
 static void run_task(sl_vloader_t *l, const task_t *t, double pred,
@@ -243,7 +264,17 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     l->st.actual_ns += sl__now_ns() - t0;
     sl__vl_evict(l, 0);
     vbuf_t *b = buf_of(l, t->g);
-    if (rc && !b->rc) {
+    if (rc && l->o.on_error == SL_ON_ERROR_SKIP && sl__err_is_data(rc)) {
+        /* left out as the batch is handed out; its message kept until
+         * then (NULL without memory: still left out, listed without it) */
+        size_t n = strlen(err) + 512;
+        char *m = malloc(n);
+        if (m)
+            snprintf(m, n, "case %s: %s", sl_volume_dataset_name(l->ds, t->c),
+                     err);
+        b->serr[t->slot] = m ? m : (char *)no_msg;
+        b->nbad++;
+    } else if (rc && !b->rc) {
         b->rc = rc;
         int k = snprintf(b->err, sizeof b->err,
                          "case %s: ", sl_volume_dataset_name(l->ds, t->c));
@@ -288,23 +319,54 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* The options that have no default to fall back on: a value out of its
+ * range is an error naming it (zero spacing is the default's). */
+static int check_options(const sl_vloader_options_t *o, char *err,
+                         size_t errlen)
+{
+    static const char *const ax = "xyz";
+    for (int i = 0; i < 3; i++)
+        if (!(o->target_spacing[i] >= 0) || !isfinite(o->target_spacing[i]))
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "vloader: target_spacing %c = %g: a voxel size "
+                            "in mm, > 0 (0: the default)",
+                            ax[i], o->target_spacing[i]);
+    const struct {
+        const char *name;
+        double v, hi;
+    } r[] = {{"oversampling", o->aug.oversampling, 1},
+             {"flip_prob", o->aug.flip_prob, 1},
+             {"brightness_prob", o->aug.brightness_prob, 1},
+             {"noise_prob", o->aug.noise_prob, 1},
+             {"brightness_factor", o->aug.brightness_factor, 1},
+             {"noise_std", o->aug.noise_std, 1e6}};
+    for (size_t i = 0; i < sizeof r / sizeof *r; i++)
+        if (!(r[i].v >= 0 && r[i].v <= r[i].hi))
+            return sl__fail(err, errlen, SL_EINVAL, "vloader: %s = %g: 0..%g",
+                            r[i].name, r[i].v, r[i].hi);
+    return 0;
+}
+
+/* The first published options (through image_bf16): a caller built
+ * against them gets the later fields' defaults (base/abi.h). */
+#define VOPTS_V1_SIZE (offsetof(sl_vloader_options_t, image_bf16) + sizeof(int))
+
 int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
                       sl_vloader_t **out, char *err, size_t errlen)
 {
     if (!dataset || !out)
         return sl__fail(err, errlen, SL_EINVAL, "vloader: no dataset");
     *out = NULL;
-    if (opt && opt->size < sizeof *opt)
-        return sl__fail(err, errlen, SL_EINVAL,
-                        "vloader: options not initialised "
-                        "(sl_vloader_options_init)");
     sl_vloader_t *l = calloc(1, sizeof *l);
     if (!l)
         return sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
-    if (opt)
-        l->o = *opt;
-    else
+    if (!opt) {
         sl_vloader_options_init(&l->o);
+    } else if (sl__abi_in(&l->o, sizeof l->o, opt, VOPTS_V1_SIZE,
+                          "sl_vloader_options", err, errlen)) {
+        free(l);
+        return SL_EINVAL;
+    }
     sl_vloader_options_t *o = &l->o;
     if (o->batch_size <= 0)
         o->batch_size = 2;
@@ -314,9 +376,14 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
         o->threads = 256;
     if (o->prefetch <= 0)
         o->prefetch = o->threads > 2 ? o->threads : 2;
+    int rc = check_options(o, err, errlen);
+    if (rc) {
+        free(l);
+        return rc;
+    }
     static const double kits[3] = {1.6, 1.2, 1.2};
     for (int i = 0; i < 3; i++)
-        if (o->target_spacing[i] <= 0)
+        if (o->target_spacing[i] == 0)
             o->target_spacing[i] = kits[i];
     if (o->cache_bytes <= 0)
         o->cache_bytes = (int64_t)2 << 30;
@@ -332,15 +399,21 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     pthread_cond_init(&l->cv_case, NULL);
-    int rc = 0;
     if (o->aug.size < sizeof o->aug || l->pvox <= 0 ||
         l->pvox > ((int64_t)1 << 28) || o->batch_size > 4096) {
         rc = sl__fail(err, errlen, SL_EINVAL,
                       "vloader: bad patch or batch size");
         goto fail;
     }
+    if (o->on_error != SL_ON_ERROR_FAIL && o->on_error != SL_ON_ERROR_SKIP) {
+        rc = sl__fail(err, errlen, SL_EINVAL,
+                      "vloader: on_error %d: SL_ON_ERROR_FAIL or _SKIP",
+                      o->on_error);
+        goto fail;
+    }
     sl_volume_options_t vo;
     sl_volume_options_init(&vo);
+    vo.unlabeled = o->unlabeled != 0;
     if ((rc = sl_volume_dataset_open(dataset, &vo, &l->ds, err, errlen)))
         goto fail;
     l->ncases = sl_volume_dataset_count(l->ds);
@@ -348,8 +421,9 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no cases", dataset);
         goto fail;
     }
-    l->nb = (l->ncases + o->batch_size - 1) / o->batch_size;
     l->cases = calloc((size_t)l->ncases, sizeof *l->cases);
+    l->use = malloc((size_t)l->ncases * sizeof *l->use);
+    l->skips = malloc(SKIPS_KEPT * sizeof *l->skips);
     for (int i = 0; i < 2; i++) {
         l->ep[i].perm = malloc((size_t)l->ncases * sizeof *l->ep[i].perm);
         l->ep[i].inv = malloc((size_t)l->ncases * sizeof *l->ep[i].inv);
@@ -369,18 +443,40 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
                       (double)l->mem_limit / 1e6);
         goto fail;
     }
-    sl__vl_mem_add(l, l->buf_bytes);
     l->bufs = calloc((size_t)l->nbufs, sizeof *l->bufs);
     l->tasks =
         malloc((size_t)l->nbufs * (size_t)o->batch_size * sizeof *l->tasks);
     if (!l->cases || !l->ep[0].perm || !l->ep[0].inv || !l->ep[1].perm ||
-        !l->ep[1].inv || !l->bufs || !l->tasks) {
+        !l->ep[1].inv || !l->bufs || !l->tasks || !l->use || !l->skips) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
         goto fail;
     }
-    for (int64_t c = 0; c < l->ncases; c++)
-        if ((rc = case_header(l, c, err, errlen)))
+    /* Every case's header; under SL_ON_ERROR_SKIP a bad one is left out
+     * of every epoch (counted and listed). */
+    for (int64_t c = 0; c < l->ncases; c++) {
+        if (!(rc = case_header(l, c, err, errlen))) {
+            l->use[l->nuse++] = c;
+            continue;
+        }
+        if (o->on_error != SL_ON_ERROR_SKIP || !sl__err_is_data(rc))
             goto fail;
+        size_t n = strlen(err) + 16;
+        char *m = malloc(n);
+        if (m)
+            snprintf(m, n, "create: %s", err);
+        add_skip(l, m, m ? NULL : err);
+    }
+    if (!l->nuse) {
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: no case could be read (%lld skipped; the first: "
+                      "%s)",
+                      dataset, (long long)l->st.skipped,
+                      l->nskips ? l->skips[0] : "");
+        goto fail;
+    }
+    rc = 0;
+    l->nb = (l->nuse + o->batch_size - 1) / o->batch_size;
+    sl__vl_mem_add(l, l->buf_bytes);
     for (int i = 0; i < l->nbufs; i++) {
         sl_vbatch_t *p = &l->bufs[i].pub;
         for (int k = 0; k < 3; k++)
@@ -392,7 +488,10 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
             p->image = malloc(n * sizeof *p->image);
         p->label = malloc(n);
         p->cases = malloc((size_t)o->batch_size * sizeof *p->cases);
-        if (!(p->image || p->image_bf16) || !p->label || !p->cases) {
+        l->bufs[i].serr =
+            calloc((size_t)o->batch_size, sizeof *l->bufs[i].serr);
+        if (!(p->image || p->image_bf16) || !p->label || !p->cases ||
+            !l->bufs[i].serr) {
             rc = sl__fail(err, errlen, SL_ENOMEM,
                           "vloader: out of memory for %d batches of %d "
                           "patches",
@@ -423,6 +522,54 @@ fail:
     return rc;
 }
 
+/* Batch b's skipped slots counted, listed and marked in bad[], their
+ * messages given back (under mu). @return 1 when none of its slots is
+ * left. */
+static int note_skips(sl_vloader_t *l, vbuf_t *b, unsigned char *bad)
+{
+    for (int s = 0; s < b->pub.n; s++) {
+        char *m = b->serr[s];
+        bad[s] = m != NULL;
+        if (!m)
+            continue;
+        b->serr[s] = NULL;
+        size_t n = strlen(m) + 32;
+        char *e = malloc(n);
+        if (e)
+            snprintf(e, n, "epoch %lld: %s", (long long)b->pub.epoch, m);
+        add_skip(l, e, e ? NULL : m);
+        if (m != no_msg)
+            free(m);
+    }
+    return b->nbad == b->pub.n;
+}
+
+/* Batch b without its skipped slots (those of `bad`: slot order kept). The
+ * consumer's alone now (HELD): no lock. */
+static void compact(sl_vloader_t *l, vbuf_t *b, const unsigned char *bad)
+{
+    sl_vbatch_t *p = &b->pub;
+    size_t pv = (size_t)l->pvox;
+    int j = 0;
+    for (int s = 0; s < p->n; s++) {
+        if (bad[s])
+            continue;
+        if (j != s) {
+            if (p->image)
+                memmove(p->image + (size_t)j * pv, p->image + (size_t)s * pv,
+                        pv * sizeof *p->image);
+            if (p->image_bf16)
+                memmove(p->image_bf16 + (size_t)j * pv,
+                        p->image_bf16 + (size_t)s * pv,
+                        pv * sizeof *p->image_bf16);
+            memmove(p->label + (size_t)j * pv, p->label + (size_t)s * pv, pv);
+            p->cases[j] = p->cases[s];
+        }
+        j++;
+    }
+    p->n = j;
+}
+
 int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **out, char *err,
                     size_t errlen)
 {
@@ -430,18 +577,49 @@ int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **out, char *err,
         return sl__fail(err, errlen, SL_EINVAL, "vloader: bad arguments");
     int64_t t0 = sl__now_ns();
     pthread_mutex_lock(&l->mu);
-    open_batches(l);
-    pthread_cond_broadcast(&l->cv_work);
     vbuf_t *b;
-    while (!(b = buf_of(l, l->next_g)) || b->state != VB_READY)
-        pthread_cond_wait(&l->cv_ready, &l->mu);
-    l->next_g++;
+    int rc, skips = 0;
+    unsigned char bad[4096]; /* batch_size at most */
+    for (;;) {
+        open_batches(l);
+        pthread_cond_broadcast(&l->cv_work);
+        while (!(b = buf_of(l, l->next_g)) || b->state != VB_READY)
+            pthread_cond_wait(&l->cv_ready, &l->mu);
+        l->next_g++;
+        rc = b->rc;
+        if (rc || !b->nbad)
+            break;
+        /* Skips: a batch left empty is passed over; a whole stream of
+         * them (no case left in two epochs' worth) is an error. */
+        if (!note_skips(l, b, bad)) {
+            skips = 1;
+            break;
+        }
+        b->state = VB_FREE;
+        if (++l->empty_run >= 2 * l->nb) {
+            rc = sl__fail(err, errlen, SL_ECORRUPT,
+                          "vloader: every case was skipped (%lld batches in "
+                          "a row): %s",
+                          (long long)l->empty_run,
+                          l->nskips ? l->skips[l->nskips - 1] : "");
+            l->empty_run = 0;
+            open_batches(l);
+            pthread_cond_broadcast(&l->cv_work);
+            pthread_mutex_unlock(&l->mu);
+            return rc;
+        }
+    }
     l->st.wait_ns += sl__now_ns() - t0;
-    int rc = b->rc;
     if (rc) {
         sl__fail(err, errlen, rc, "%s", b->err);
+        for (int s = 0; s < b->pub.n; s++) { /* never handed out */
+            if (b->serr[s] != no_msg)
+                free(b->serr[s]);
+            b->serr[s] = NULL;
+        }
         b->state = VB_FREE;
     } else {
+        l->empty_run = 0;
         b->state = VB_HELD;
         l->st.batches++;
         *out = &b->pub;
@@ -449,6 +627,8 @@ int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **out, char *err,
     open_batches(l);
     pthread_cond_broadcast(&l->cv_work);
     pthread_mutex_unlock(&l->mu);
+    if (!rc && skips)
+        compact(l, b, bad);
     return rc;
 }
 
@@ -471,7 +651,27 @@ int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l)
 
 int64_t sl_vloader_cases(const sl_vloader_t *l)
 {
-    return l ? l->ncases : 0;
+    return l ? l->nuse : 0;
+}
+
+int64_t sl_vloader_skipped_count(sl_vloader_t *l)
+{
+    if (!l)
+        return 0;
+    pthread_mutex_lock(&l->mu);
+    int64_t n = l->skipped_total;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+const char *sl_vloader_skipped_message(sl_vloader_t *l, int64_t i)
+{
+    if (!l)
+        return NULL;
+    pthread_mutex_lock(&l->mu);
+    const char *m = i >= 0 && i < l->nskips ? l->skips[i] : NULL;
+    pthread_mutex_unlock(&l->mu);
+    return m;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -537,7 +737,15 @@ void sl_vloader_destroy(sl_vloader_t *l)
         free(l->bufs[i].pub.image_bf16);
         free(l->bufs[i].pub.label);
         free(l->bufs[i].pub.cases);
+        for (int s = 0; l->bufs[i].serr && s < l->o.batch_size; s++)
+            if (l->bufs[i].serr[s] != no_msg)
+                free(l->bufs[i].serr[s]);
+        free(l->bufs[i].serr);
     }
+    for (int64_t i = 0; i < l->nskips; i++)
+        free(l->skips[i]);
+    free(l->skips);
+    free(l->use);
     for (int64_t c = 0; l->cases && c < l->ncases; c++) {
         free(l->cases[c].img);
         free(l->cases[c].lbl);

@@ -13,7 +13,7 @@
 #include "vloader_offline.h"
 #include "volume/gzindex.h"
 
-/* Epoch e's case order and its inverse (under mu). */
+/* Epoch e's case order (of the cases used) and its inverse (under mu). */
 const struct eperm *sl__vl_eperm(sl_vloader_t *l, int64_t e)
 {
     struct eperm *p = &l->ep[e & 1];
@@ -21,15 +21,15 @@ const struct eperm *sl__vl_eperm(sl_vloader_t *l, int64_t e)
         return p;
     sl__rng_t r;
     sl__rng_init(&r, l->o.seed, (uint64_t)e, 0, SL_RNG_SHUFFLE);
-    for (int64_t i = 0; i < l->ncases; i++)
-        p->perm[i] = i;
-    for (int64_t i = l->ncases - 1; i > 0; i--) {
+    for (int64_t i = 0; i < l->nuse; i++)
+        p->perm[i] = l->use[i];
+    for (int64_t i = l->nuse - 1; i > 0; i--) {
         int64_t j = (int64_t)sl__rng_below(&r, (uint64_t)i + 1);
         int64_t t = p->perm[i];
         p->perm[i] = p->perm[j];
         p->perm[j] = t;
     }
-    for (int64_t i = 0; i < l->ncases; i++)
+    for (int64_t i = 0; i < l->nuse; i++)
         p->inv[p->perm[i]] = i;
     p->epoch = e;
     return p;
@@ -44,8 +44,8 @@ static int64_t next_use(sl_vloader_t *l, int64_t c)
     int64_t e = l->next_g / l->nb, from = (l->next_g % l->nb) * l->o.batch_size;
     int64_t p = sl__vl_eperm(l, e)->inv[c];
     if (p >= from)
-        return e * l->ncases + p;
-    return (e + 1) * l->ncases + sl__vl_eperm(l, e + 1)->inv[c];
+        return e * l->nuse + p;
+    return (e + 1) * l->nuse + sl__vl_eperm(l, e + 1)->inv[c];
 }
 
 static void drop(sl_vloader_t *l, vcase_t *k)
@@ -408,10 +408,10 @@ int sl__vl_look_ahead(sl_vloader_t *l)
     /* The next window's samples only: a case made far ahead holds cache
      * room that nearer cases need. */
     int64_t horizon = (int64_t)l->o.prefetch * l->o.batch_size;
-    if (horizon > l->ncases)
-        horizon = l->ncases;
+    if (horizon > l->nuse)
+        horizon = l->nuse;
     for (int64_t i = 0; i < horizon && !l->stopping; i++) {
-        int64_t e = e0 + (p0 + i) / l->ncases, p = (p0 + i) % l->ncases;
+        int64_t e = e0 + (p0 + i) / l->nuse, p = (p0 + i) % l->nuse;
         int64_t c = sl__vl_eperm(l, e)->perm[p];
         vcase_t *k = &l->cases[c];
         if (k->state != CASE_NONE || k->ahead_failed)

@@ -65,7 +65,13 @@ typedef struct vbuf {
     int state, pending, rc;
     int64_t t_open;
     char err[512];
+    /* SL_ON_ERROR_SKIP: each failed slot's message (NULL: made), nbad of
+     * them; the batch is compacted as it is handed out */
+    char **serr;
+    int nbad;
 } vbuf_t;
+
+#define SKIPS_KEPT 10000
 
 struct sl_vloader {
     sl_vloader_options_t o;
@@ -74,6 +80,14 @@ struct sl_vloader {
     sl_volume_dataset_t *ds;
     int64_t ncases, nb;
     vcase_t *cases;
+    /* The cases an epoch holds (all but those left out at create under
+     * SL_ON_ERROR_SKIP), in dataset order: nuse of them. */
+    int64_t *use, nuse;
+    /* Skips counted (skipped_total; stats.skipped until a reset), the
+     * first SKIPS_KEPT messages kept; batches passed over empty in a row
+     * (every case bad: an error). */
+    char **skips;
+    int64_t nskips, skipped_total, empty_run;
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_ready, cv_case;
     vbuf_t *bufs;

@@ -229,7 +229,12 @@ int sl__voff_begin(const sl_volume_dataset_t *ds, int64_t c,
         v->img = malloc(pn * sizeof *v->img);
         v->lbl = malloc(pn);
         if (!v->img || !v->lbl)
-            rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
+            rc = sl__fail(err, errlen, SL_ENOMEM,
+                          "%s: out of memory for its offline stage: %lld x "
+                          "%lld x %lld voxels resampled and padded (x, y, z; "
+                          "%.1f MB; see target_spacing)",
+                          name, (long long)dims[2], (long long)dims[1],
+                          (long long)dims[0], (double)pn * 5 / 1e6);
     }
     if (rc) {
         sl__voff_free(v);

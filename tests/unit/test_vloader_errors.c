@@ -5,7 +5,10 @@
  * named with its real dimensions (ASan: the header was read after its
  * free), a 4-D one whose 4th dimension is 1 reads as 3-D; a label value
  * that is not a class index (0..255, whole) is an error naming the file
- * and the value. Runs under TSan with the concurrency tests. */
+ * and the value; under SL_ON_ERROR_SKIP a bad case is left out of its
+ * batch (or of every epoch, bad at create), counted and listed, the
+ * stream the same at any thread count. Runs under TSan with the
+ * concurrency tests. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +332,171 @@ static void test_label_values(void **state)
     free(p);
 }
 
+/* A stream's batches: (epoch, index, n, cases, patches) digest each, or
+ * the error's code. */
+typedef struct got {
+    int rc;
+    int64_t epoch, index;
+    int n;
+    int64_t cases[2];
+    uint64_t h;
+} got_t;
+
+static sl_vloader_t *open_ds(const char *ds, int threads, int on_error)
+{
+    sl_vloader_options_t o;
+    opts(&o, threads);
+    o.on_error = on_error;
+    o.aug.noise_prob = 0.5;
+    sl_vloader_t *l;
+    char err[512];
+    if (sl_vloader_create(ds, &o, &l, err, sizeof err))
+        fail_msg("create: %s", err);
+    return l;
+}
+
+static void take(sl_vloader_t *l, got_t *g, int n)
+{
+    char err[512];
+    for (int i = 0; i < n; i++) {
+        sl_vbatch_t *b;
+        memset(&g[i], 0, sizeof g[i]);
+        g[i].rc = sl_vloader_next(l, &b, err, sizeof err);
+        if (g[i].rc)
+            continue;
+        g[i].epoch = b->epoch;
+        g[i].index = b->index;
+        g[i].n = b->n;
+        uint64_t h = 1469598103934665603ull;
+        size_t pv = (size_t)(b->dims[0] * b->dims[1] * b->dims[2]);
+        for (int s = 0; s < b->n; s++) {
+            g[i].cases[s] = b->cases[s];
+            const uint8_t *p = (const uint8_t *)(b->image + (size_t)s * pv);
+            for (size_t j = 0; j < pv * 4; j++)
+                h = (h ^ p[j]) * 1099511628211ull;
+            for (size_t j = 0; j < pv; j++)
+                h = (h ^ b->label[(size_t)s * pv + j]) * 1099511628211ull;
+        }
+        g[i].h = h;
+        sl_vloader_release(l, b);
+    }
+}
+
+/* SL_ON_ERROR_SKIP: a case bad at create (2-D) is left out of every
+ * epoch, one that fails its offline stage (a damaged gzip) out of its
+ * batch, which comes with the rest; the stream is the same at 1 to 4
+ * threads, every batch without the bad case is the fail-mode stream's,
+ * and each skip is counted and listed as its batch is handed out. */
+static void test_skip(void **state)
+{
+    (void)state;
+    char *bi = vol_of("big.nii", 96, 96, 40, 3, 1, 4, NOVAL);
+    char *bl = vol_of("bigl.nii", 96, 96, 40, 3, 1, 2, NOVAL);
+    char *bad = gz(bi, "crc.nii.gz", 1);
+    char *i2 = vol("img2d.nii", 2, 1, 4, NOVAL);
+    char *im[5] = {img, bad, img, i2, img}, *lb[5] = {lbl, bl, lbl, lbl, lbl};
+    char *ds = list("skip.txt", 5, im, lb);
+    enum { N = 6 }; /* 3 epochs of 2 batches (4 cases used) */
+    got_t ref[N], g[N];
+    for (int threads = 1; threads <= 4; threads++) {
+        sl_vloader_t *l = open_ds(ds, threads, SL_ON_ERROR_SKIP);
+        assert_int_equal(sl_vloader_cases(l), 4);
+        assert_int_equal(sl_vloader_batches_per_epoch(l), 2);
+        take(l, threads == 1 ? ref : g, N);
+        got_t *x = threads == 1 ? ref : g;
+        int short_batches = 0;
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(x[i].rc, 0);
+            assert_int_equal(x[i].epoch, i / 2); /* none passed over */
+            assert_int_equal(x[i].index, i % 2);
+            for (int s = 0; s < x[i].n; s++)
+                assert_true(x[i].cases[s] != 1 && x[i].cases[s] != 3);
+            short_batches += x[i].n == 1;
+            if (threads > 1)
+                assert_memory_equal(&x[i], &ref[i], sizeof x[i]);
+        }
+        assert_int_equal(short_batches, 3); /* case 1's, once an epoch */
+        sl_vloader_stats_t st = {.size = sizeof st};
+        assert_int_equal(sl_vloader_stats(l, &st), 0);
+        assert_int_equal(st.skipped, 1 + 3);
+        assert_int_equal(sl_vloader_skipped_count(l), 4);
+        const char *m0 = sl_vloader_skipped_message(l, 0);
+        const char *m1 = sl_vloader_skipped_message(l, 1);
+        assert_non_null(m0);
+        assert_non_null(m1);
+        if (strncmp(m0, "create: ", 8) || !strstr(m0, "img2d.nii"))
+            fail_msg("skip 0: %s", m0);
+        if (strncmp(m1, "epoch 0: case ", 14) || !strstr(m1, "crc.nii.gz"))
+            fail_msg("skip 1: %s", m1);
+        assert_null(sl_vloader_skipped_message(l, 4));
+        sl_vloader_stats_reset(l);
+        assert_int_equal(sl_vloader_skipped_count(l), 4); /* not reset */
+        sl_vloader_destroy(l);
+    }
+    /* Fail mode: the same batches, but case 1's are errors (a list
+     * without the 2-D case, which fails create there) */
+    char *im2[4] = {img, bad, img, img}, *lb2[4] = {lbl, bl, lbl, lbl};
+    char *ds2 = list("fail.txt", 4, im2, lb2);
+    sl_vloader_t *l = open_ds(ds2, 3, SL_ON_ERROR_SKIP);
+    take(l, ref, N);
+    sl_vloader_destroy(l);
+    l = open_ds(ds2, 2, SL_ON_ERROR_FAIL);
+    take(l, g, N);
+    sl_vloader_destroy(l);
+    for (int i = 0; i < N; i++) {
+        if (ref[i].n == 1)
+            assert_int_equal(g[i].rc, SL_ECORRUPT);
+        else
+            assert_memory_equal(&g[i], &ref[i], sizeof g[i]);
+    }
+    free(ds2);
+    /* every case bad: create, or next() after two epochs' worth of
+     * batches passed over, is an error (not a hang) */
+    char *im3[2] = {i2, i2}, *im4[2] = {bad, bad}, *lb3[2] = {lbl, bl};
+    char *ds3 = list("allbad.txt", 2, im3, lb3);
+    sl_vloader_options_t o;
+    opts(&o, 2);
+    o.on_error = SL_ON_ERROR_SKIP;
+    char err[512];
+    assert_int_equal(sl_vloader_create(ds3, &o, &l, err, sizeof err),
+                     SL_ECORRUPT);
+    assert_non_null(strstr(err, "no case could be read"));
+    free(ds3);
+    lb3[0] = bl;
+    ds3 = list("allbad.txt", 2, im4, lb3);
+    l = open_ds(ds3, 2, SL_ON_ERROR_SKIP);
+    sl_vbatch_t *b;
+    assert_int_equal(sl_vloader_next(l, &b, err, sizeof err), SL_ECORRUPT);
+    assert_non_null(strstr(err, "every case was skipped"));
+    sl_vloader_destroy(l);
+    free(ds3);
+    free(ds), free(bad), free(bi), free(bl), free(i2);
+}
+
+/* Options from the first published layout (through image_bf16) are
+ * accepted, the fields after it at their defaults; smaller is refused. */
+static void test_old_options(void **state)
+{
+    (void)state;
+    char *im[2] = {img, img}, *lb[2] = {lbl, lbl};
+    char *ds = list("old.txt", 2, im, lb);
+    sl_vloader_options_t o;
+    opts(&o, 1);
+    o.on_error = 77; /* past the old size: not read */
+    o.size = offsetof(sl_vloader_options_t, image_bf16) + sizeof(int);
+    sl_vloader_t *l;
+    char err[512];
+    if (sl_vloader_create(ds, &o, &l, err, sizeof err))
+        fail_msg("old options: %s", err);
+    sl_vloader_destroy(l);
+    o.size -= sizeof(int);
+    assert_int_equal(sl_vloader_create(ds, &o, &l, err, sizeof err), SL_EINVAL);
+    opts(&o, 1);
+    o.on_error = 77; /* the current size: read, and out of range */
+    assert_int_equal(sl_vloader_create(ds, &o, &l, err, sizeof err), SL_EINVAL);
+    free(ds);
+}
+
 int main(void)
 {
     if (!SL_HAVE_NIFTI) {
@@ -343,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_damaged_gzip_never_hangs),
         cmocka_unit_test(test_dimensions),
         cmocka_unit_test(test_label_values),
+        cmocka_unit_test(test_skip),
+        cmocka_unit_test(test_old_options),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(img);

@@ -1,0 +1,150 @@
+"""sluice.volumes.DataLoader and bad input or options: target_spacing in
+doubles (a ratio that lands on a whole number gives the reference's shape),
+each `for` loop one epoch of the stream after an error too, on_error="skip"
+(the bad case left out of its batch, counted and listed), options out of
+range a ValueError naming them, unlabeled cases."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+nib = pytest.importorskip("nibabel")
+if os.environ.get("SLUICE"):  # the built package, beside the CLI
+    sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SLUICE"]), "python"))
+sv = pytest.importorskip("sluice.volumes")
+
+QUIET = dict(oversampling=0, flip_prob=0, brightness_prob=0, noise_prob=0, tensors=False)
+
+
+def save(path, arr, sp):
+    im = nib.Nifti1Image(arr, np.diag(tuple(sp) + (1.0,)))
+    im.header.set_zooms(sp)
+    nib.save(im, str(path))
+    return path
+
+
+def make_list(root, n=4, bad_label=None, seed=0):
+    """n cases of 20 x 16 x 12 (x, y, z) as a list file; case bad_label's
+    label holds 300 (an error when its offline stage runs)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for c in range(n):
+        img = rng.integers(-100, 300, (20, 16, 12)).astype(np.int16)
+        lbl = np.zeros((20, 16, 12), np.uint8 if c != bad_label else np.uint16)
+        lbl[5:10, 4:9, 3:8] = 1
+        if c == bad_label:
+            lbl[0, 0, 0] = 300
+        sp = (1.5, 1.3, 2.0)
+        i = save(root / f"img{c}.nii.gz", img, sp)
+        la = save(root / f"lab{c}.nii.gz", lbl, sp)
+        lines.append(f"{i} {la}")
+    p = root / "list.txt"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_target_spacing_ratio_on_a_whole_number(tmp_path):
+    """z: 120 slices of 1 mm to the default 1.2 mm is 100 slices (the
+    reference: 1 / 1.2 * 120 in float64); target_spacing parsed as float32
+    made it 99.999996 -> 99, the patch of 100 then edge-padded."""
+    z = np.arange(120, dtype=np.int16) * 2  # a ramp inside the clip range
+    img = np.broadcast_to(z, (8, 8, 120)).astype(np.int16)
+    lbl = np.zeros((8, 8, 120), np.uint8)
+    save(tmp_path / "i.nii", img, (1.6, 1.2, 1.0))
+    save(tmp_path / "l.nii", lbl, (1.6, 1.2, 1.0))
+    (tmp_path / "list.txt").write_text(f"{tmp_path / 'i.nii'} {tmp_path / 'l.nii'}\n")
+    with sv.DataLoader(tmp_path / "list.txt", batch_size=1, patch=(8, 8, 100), threads=1,
+                       **QUIET) as dl:
+        b = dl.next_batch()
+    got = b["image"][0, 0, :, 0, 0]  # (z, y, x)
+    # aligned-corners linear resample of the ramp to 100 slices, z-scored
+    want = ((np.arange(100) * (119 / 99) * 2) - 101) / 76.9
+    assert np.abs(got - want).max() < 1e-4, got[-3:]
+    assert got[-1] != got[-2]  # 99 slices: the last one repeated
+
+
+def stream_ids(path, nb_epochs, **kw):
+    """(epoch, index) of each batch's image bytes, from next_batch()."""
+    ids = {}
+    with sv.DataLoader(path, **kw) as dl:
+        for _ in range(nb_epochs * len(dl)):
+            try:
+                b = dl.next_batch()
+            except Exception:
+                continue
+            ids[b["image"].tobytes()] = (b["epoch"], b["index"])
+    return ids
+
+
+def test_each_loop_is_its_epoch_after_an_error(tmp_path):
+    """An error ends its loop; the next loop yields the next epoch's
+    batches only (was: range(batches_per_epoch) from wherever the stream
+    was, the rest of the failed epoch counted into the next)."""
+    path = make_list(tmp_path, n=5, bad_label=1)
+    kw = dict(batch_size=2, patch=(8, 8, 6), seed=3, threads=2, **QUIET)
+    ids = stream_ids(path, 4, **kw)
+    with sv.DataLoader(path, **kw) as dl:
+        assert len(dl) == 3
+        errors = 0
+        for ep in range(4):
+            got = []
+            try:
+                for img, _ in dl:
+                    got.append(ids[img.tobytes()])
+            except Exception as e:
+                assert "lab1.nii.gz" in str(e) and "300" in str(e)
+                errors += 1
+            assert dl.epoch == ep + 1
+            assert all(e == ep for e, _ in got), (ep, got)
+            idx = [i for _, i in got]
+            assert idx == sorted(idx)
+        assert errors == 4  # case 1 is in one batch of every epoch
+
+
+def test_skip(tmp_path):
+    """on_error="skip": the bad case is left out of its batch, every loop
+    still one whole epoch of the others; skipped() and stats() say so;
+    the stream is the same at 1 and 3 threads."""
+    path = make_list(tmp_path, n=5, bad_label=2)
+    runs = []
+    for threads in (1, 3):
+        with sv.DataLoader(path, batch_size=2, patch=(8, 8, 6), seed=3, threads=threads,
+                           on_error="skip", **{**QUIET, "noise_prob": 0.5}) as dl:
+            got = []
+            for ep in range(3):
+                n = 0
+                for img, lbl in dl:
+                    n += img.shape[0]
+                    got.append(img.copy())
+                assert n == 4  # five cases, one bad
+            st = dl.stats()
+            sk = dl.skipped()
+            assert st["skipped"] == 3 and len(sk) == 3
+            assert sk[0].startswith("epoch 0: case ") and "lab2.nii.gz" in sk[0]
+            assert "value 300" in sk[0]
+            runs.append(got)
+    assert all(np.array_equal(a, b) for a, b in zip(*runs))
+
+
+def test_options_out_of_range(tmp_path):
+    path = make_list(tmp_path, n=2)
+    for kw, name in [({"target_spacing": (0, 1.2, 1.2)}, "target_spacing"),
+                     ({"target_spacing": (1.6, -1, 1.2)}, "target_spacing"),
+                     ({"oversampling": 1.5}, "oversampling"),
+                     ({"flip_prob": -1}, "flip_prob"),
+                     ({"noise_prob": float("nan")}, "noise_prob"),
+                     ({"on_error": "ignore"}, "on_error")]:
+        with pytest.raises(ValueError, match=name):
+            sv.DataLoader(path, patch=(8, 8, 6), **kw)
+
+
+def test_unlabeled(tmp_path):
+    path = make_list(tmp_path, n=2)
+    path.write_text(path.read_text().split("\n")[0].split()[0] + "\n")
+    with pytest.raises(Exception, match="unlabeled"):
+        sv.DataLoader(path, patch=(8, 8, 6))
+    with sv.DataLoader(path, batch_size=1, patch=(8, 8, 6), unlabeled=True, **QUIET) as dl:
+        b = dl.next_batch()
+        assert b["label"].max() == 0 and b["image"].shape == (1, 1, 6, 8, 8)
