@@ -189,6 +189,8 @@ static void bad_value(const char *cmd, const sl__opt_t *o, const char *s)
                                                : "%s in [%.15g, %.15g]";
     if (k == SL__OPT_CHOICE || k == SL__OPT_CALL)
         snprintf(what, sizeof what, "%s", arg_name(o, names, sizeof names));
+    else if (k != SL__OPT_U64 && o->lo == SL__OPT_POS && o->hi < 9e18)
+        snprintf(what, sizeof what, "%s in (0, %.15g]", noun, o->hi);
     else /* the format is one of the four above */
         snprintf(what, sizeof what, range, noun, o->lo, o->hi);
     char *shown = sl__msg_escape_dup(s);

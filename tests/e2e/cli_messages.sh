@@ -48,6 +48,14 @@ usage_error "run --size" "sluice run: a value is missing after the option '--siz
 usage_error "run A B" "sluice run: expected one SOURCE" run "$T/ds" "$T/ds"
 usage_error "pack --bogus" "sluice pack: unknown option '--bogus'" pack "$T/ds" "$T/p" --bogus
 usage_error "index --bogus" "sluice index: unknown option '--bogus'" index x.tar --bogus
+# a bad value names the range: bounded above, (0, max]; open above, > 0
+bad_value() {
+  local name=$1 want=$2; shift 2
+  "$S" "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  check "$name: rc 2 ($rc), '$want'" test "$rc" -eq 2 -a "$(head -1 "$T/err")" = "$want"
+}
+bad_value "analyze --step-ms 0" "sluice analyze: bad value '0' for --step-ms (a number in (0, 1000000000])" analyze "$T/ds" --step-ms 0
+bad_value "run --duration 0" "sluice run: bad value '0' for --duration (a number > 0)" run "$T/ds" --duration 0
 "$S" run >/dev/null 2>"$T/err"; rc=$?
 check "run alone: rc 2 and its usage" test "$rc" -eq 2 -a "$(grep -c -- '--' "$T/err")" -gt 20
 
