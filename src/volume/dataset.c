@@ -125,11 +125,12 @@ static int open_kits(sl_volume_dataset_t *d, const char *root, int unlabeled,
                           "or imaging.nii)",
                           sub, lab);
         else if (img && !lab && !unlabeled)
-            rc = sl__fail(err, errlen, SL_ENOTFOUND,
-                          "%s: no label volume (segmentation.nii.gz or "
-                          "segmentation.nii) beside %s; a dataset of cases "
-                          "without labels must say so (unlabeled)",
-                          sub, img);
+            rc = sl__fail(
+                err, errlen, SL_ENOTFOUND,
+                "%s: no label volume (segmentation.nii.gz or "
+                "segmentation.nii) beside %s; a dataset of cases "
+                "without labels must say so (unlabeled=True; --unlabeled)",
+                sub, img);
         else if (img) {
             rc = add(d, subs[i], img, lab, err, errlen);
             img = lab = NULL;
@@ -232,7 +233,7 @@ static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,
             rc = sl__fail(err, errlen, SL_ENOTFOUND,
                           "%s:%d: %s has no label (a line is IMAGE LABEL; a "
                           "dataset of cases without labels must say so: "
-                          "unlabeled)",
+                          "unlabeled=True; --unlabeled)",
                           list, lineno, f[0]);
         if (rc) {
             free(img), free(lab);
@@ -267,7 +268,7 @@ static int open_pack(sl_volume_dataset_t *d, const char *path, int unlabeled,
                 rc = sl__fail(err, errlen, SL_ENOTFOUND,
                               "%s: record %" PRIu64 " (%s) has no label "
                               "volume; a dataset of cases without labels "
-                              "must say so (unlabeled)",
+                              "must say so (unlabeled=True; --unlabeled)",
                               sl__shard_path(sh), i, e->name);
             else if (!(rc = add(d, e->name, NULL, NULL, err, errlen))) {
                 d->c[d->n - 1].has_label = (int)e->label;

@@ -58,6 +58,33 @@ static void headers_first(sl__bytes_t *rec)
     memcpy(b + 2 * SL__VOLREC_PART + hl0, h1, hl1);
 }
 
+/* The label's shape is the image's (as add_part leaves them: [entry0
+ * hdr0 data0][entry1 hdr1 data1]): a pack refuses the case the loader
+ * would fail on every epoch. */
+static int same_shape(const sl__bytes_t *rec, const char *image,
+                      const char *label, char *err, size_t errlen)
+{
+    const uint8_t *b = rec->p + SL__VOLREC_HEAD;
+    size_t hl0 = sl__get_u32(b + 4), dl0 = (size_t)sl__get_u64(b + 8);
+    const uint8_t *p1 = b + SL__VOLREC_PART + hl0 + dl0;
+    size_t hl1 = sl__get_u32(p1 + 4);
+    sl__volhdr_t hi, hl;
+    char e[256];
+    if (sl__nifti_header(b + SL__VOLREC_PART, hl0, &hi, e, sizeof e) ||
+        sl__nifti_header(p1 + SL__VOLREC_PART, hl1, &hl, e, sizeof e))
+        return sl__fail(err, errlen, SL_ECORRUPT, "%s: %s", image, e);
+    for (int i = 0; i < 4; i++)
+        if (hi.dim[i] != hl.dim[i])
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "%s: the label is %lld x %lld x %lld x %lld, its "
+                            "image (%s) %lld x %lld x %lld x %lld",
+                            label, (long long)hl.dim[0], (long long)hl.dim[1],
+                            (long long)hl.dim[2], (long long)hl.dim[3], image,
+                            (long long)hi.dim[0], (long long)hi.dim[1],
+                            (long long)hi.dim[2], (long long)hi.dim[3]);
+    return 0;
+}
+
 int sl__volrec_build(const char *image, const char *label, int64_t max_bytes,
                      sl__bytes_t *rec, char *err, size_t errlen)
 {
@@ -72,6 +99,8 @@ int sl__volrec_build(const char *image, const char *label, int64_t max_bytes,
     int rc = add_part(image, SL__VOLREC_IMAGE, max_bytes, rec, err, errlen);
     if (!rc && label)
         rc = add_part(label, SL__VOLREC_LABEL, max_bytes, rec, err, errlen);
+    if (!rc && label)
+        rc = same_shape(rec, image, label, err, errlen);
     if (!rc && label)
         headers_first(rec);
     return rc;

@@ -5,7 +5,8 @@
 # folder and a list file, and refuses a case without its label unless
 # --unlabeled; `sluice pack --volumes` packs the folder (zstd) into a pack
 # that `volume list`, `inspect` and `verify` read, refusing a case without
-# its label unless --unlabeled and leaving OUT as it was on failure.
+# its label unless --unlabeled or whose label's shape is not its image's,
+# and leaving OUT as it was on failure.
 # Files: the fuzz seed corpus (written with nibabel). Skips
 # (77) in a build without NIfTI support.
 set -uo pipefail
@@ -62,6 +63,13 @@ check "list pack: packed label" grep -q "^case_00000	(packed)	(packed)$" "$T/lis
 check "inspect: records" grep -q "^records:  2$" "$T/insp"
 "$S" verify "$T/pack" >"$T/ver" 2>&1
 check "verify: clean" grep -q "0 damaged" "$T/ver"
+
+# A label whose shape is not its image's: refused at pack time, naming both
+printf '%s %s\n' "$C/i16_3d.nii" "$C/n2_u8.nii.gz" >"$T/mismatch.txt"
+"$S" pack --volumes "$T/mismatch.txt" "$T/pack2" >"$T/pack2.out" 2>&1
+check "pack --volumes: label shape mismatch refused" test $? -eq 1
+check "pack --volumes: both shapes named" \
+  grep -q "n2_u8.nii.gz: the label is .* its image (.*i16_3d.nii) 3 x 4 x 2" "$T/pack2.out"
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
