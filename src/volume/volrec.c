@@ -58,9 +58,10 @@ static void headers_first(sl__bytes_t *rec)
     memcpy(b + 2 * SL__VOLREC_PART + hl0, h1, hl1);
 }
 
-/* The label's shape is the image's (as add_part leaves them: [entry0
- * hdr0 data0][entry1 hdr1 data1]): a pack refuses the case the loader
- * would fail on every epoch. */
+/* The label's spatial shape (its first three dimensions) is the image's
+ * (as add_part leaves them: [entry0 hdr0 data0][entry1 hdr1 data1]): a
+ * pack refuses the case the loader would fail on every epoch. A 4th
+ * dimension may differ (a label of several channels is a volume too). */
 static int same_shape(const sl__bytes_t *rec, const char *image,
                       const char *label, char *err, size_t errlen)
 {
@@ -73,15 +74,14 @@ static int same_shape(const sl__bytes_t *rec, const char *image,
     if (sl__nifti_header(b + SL__VOLREC_PART, hl0, &hi, e, sizeof e) ||
         sl__nifti_header(p1 + SL__VOLREC_PART, hl1, &hl, e, sizeof e))
         return sl__fail(err, errlen, SL_ECORRUPT, "%s: %s", image, e);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         if (hi.dim[i] != hl.dim[i])
             return sl__fail(err, errlen, SL_ECORRUPT,
-                            "%s: the label is %lld x %lld x %lld x %lld, its "
-                            "image (%s) %lld x %lld x %lld x %lld",
+                            "%s: the label is %lld x %lld x %lld, its image "
+                            "(%s) %lld x %lld x %lld",
                             label, (long long)hl.dim[0], (long long)hl.dim[1],
-                            (long long)hl.dim[2], (long long)hl.dim[3], image,
-                            (long long)hi.dim[0], (long long)hi.dim[1],
-                            (long long)hi.dim[2], (long long)hi.dim[3]);
+                            (long long)hl.dim[2], image, (long long)hi.dim[0],
+                            (long long)hi.dim[1], (long long)hi.dim[2]);
     return 0;
 }
 
