@@ -159,16 +159,22 @@ class _Feed:
                 self.loader.start(epoch, self.batch)
                 self.epoch, self.batch = epoch + 1, 0
                 n += 1
-                for images, labels in self.loader:
-                    yield wrap(images, labels)
-                if self.closed:  # the loader's next() ends when closed
+                try:
+                    for images, labels in self.loader:
+                        yield wrap(images, labels)
+                except ValueError as e:  # the loader closed under it
+                    if not self.closed:
+                        raise
+                    self._closed_midway(e)
+                if self.closed:
                     self._closed_midway()
                 self._warn_skips(epoch)
         finally:
             self.busy = False
 
-    def _closed_midway(self):
-        raise RuntimeError(f"{self.what} was closed during an iteration")
+    def _closed_midway(self, cause=None):
+        raise RuntimeError(
+            f"{self.what} was closed during an iteration") from cause
 
     def _warn_skips(self, epoch):
         sk = self.loader.skipped()

@@ -179,6 +179,14 @@ PyObject *slpy_batch_cuda(slpy_batch_t *owner, const char *typestr, int nd,
     return o;
 }
 
+PyObject *slpy_closed_mid_iteration(const char *what)
+{
+    return PyErr_Format(PyExc_ValueError,
+                        "%s was closed during an iteration: no more batches "
+                        "(the epoch did not end)",
+                        what);
+}
+
 int slpy_closed(const slpy_core_t *c, const char *what)
 {
     if (c)

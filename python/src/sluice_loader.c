@@ -114,6 +114,7 @@ typedef struct {
     int running;                    /* the Core's engine was started */
     int active;                     /* an iteration is under way */
     int busy;                       /* in next/start: one thread at a time */
+    int closed_mid;                 /* close() came during an iteration */
     int plan;                       /* the engine streams a plan */
     int64_t pos_g;                  /* next batch to yield, epoch * nb + i */
     int64_t end_g;                  /* the iteration ends before this */
@@ -315,6 +316,8 @@ static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted,
 
 static PyObject *loader_next(LoaderObject *self)
 {
+    if (!self->core && self->closed_mid)
+        return slpy_closed_mid_iteration("sluice.Loader");
     if (!self->core || !self->active)
         return NULL; /* StopIteration */
     if (self->busy)
@@ -347,7 +350,9 @@ static PyObject *loader_next(LoaderObject *self)
             if (!rc)
                 slpy_core_release(core, b);
             Py_DECREF(core);
-            return NULL;
+            return !self->core && self->closed_mid
+                       ? slpy_closed_mid_iteration("sluice.Loader")
+                       : NULL;
         }
         Py_DECREF(core);
         if (rc == SL_EEND) {
@@ -717,6 +722,7 @@ static PyObject *loader_close(LoaderObject *self, PyObject *unused)
     (void)unused;
     if (self->core) {
         drop_pending(self);
+        self->closed_mid = self->active;
         self->active = self->running = 0;
         Py_CLEAR(self->core); /* the engine goes with the last batch */
     }
@@ -1383,7 +1389,8 @@ static PyMethodDef loader_methods[] = {
     {"skipped", (PyCFunction)loader_skipped, METH_NOARGS,
      "skipped()\n--\n\nMessages of the samples skipped (on_error='skip')."},
     {"close", (PyCFunction)loader_close, METH_NOARGS,
-     "close()\n--\n\nStops iteration. The engine is freed when the last "
+     "close()\n--\n\nStops iteration (an iteration under way raises "
+     "ValueError at its next\nbatch). The engine is freed when the last "
      "batch array is gone too."},
     {"batch_samples", (PyCFunction)loader_batch_samples, METH_VARARGS,
      "batch_samples(epoch, batch)\n--\n\nThe dataset indices batch "

@@ -92,6 +92,11 @@ typedef struct slpy_batch {
  * batch). */
 #define SLPY_SIGNAL_MS 100
 
+/** next() on a loader closed while an iteration was under way: raises
+ *  ValueError saying so (a plain StopIteration would pass for the end of
+ *  the epoch). @return NULL. */
+PyObject *slpy_closed_mid_iteration(const char *what);
+
 /** Readies k's two types. @return 0, or -1 with an exception set. */
 int slpy_kind_ready(slpy_kind_t *k);
 /** A new Core owning `engine`. On failure the engine is destroyed.

@@ -83,6 +83,7 @@ typedef struct {
     sl_text_options_t opt;
     int64_t epoch, batch; /* next batch to yield */
     int active, busy;
+    int closed_mid; /* close() came during an iteration */
 } TextLoaderObject;
 
 static int tl_closed(TextLoaderObject *self)
@@ -143,6 +144,8 @@ static PyObject *tl_iter(TextLoaderObject *self)
 
 static PyObject *tl_next(TextLoaderObject *self)
 {
+    if (!self->core && self->closed_mid)
+        return slpy_closed_mid_iteration("sluice.TextLoader");
     if (!self->core || !self->active)
         return NULL;
     if (self->busy)
@@ -229,6 +232,8 @@ static PyObject *tl_skipped(TextLoaderObject *self, PyObject *unused)
 static PyObject *tl_close(TextLoaderObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->core)
+        self->closed_mid = self->active;
     self->active = 0;
     Py_CLEAR(self->core); /* the engine goes with the last batch */
     Py_RETURN_NONE;
@@ -528,7 +533,8 @@ static PyMethodDef tl_methods[] = {
      "skipped()\n--\n\nMessages of the bad documents met (FILE:LINE: "
      "cause)."},
     {"close", (PyCFunction)tl_close, METH_NOARGS,
-     "close()\n--\n\nStops iteration; the engine goes with the last batch."},
+     "close()\n--\n\nStops iteration (an iteration under way raises "
+     "ValueError at its next\nbatch); the engine goes with the last batch."},
     {"__enter__", (PyCFunction)slpy_return_self, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)tl_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};

@@ -112,7 +112,15 @@ def test_lifetime_after_close(ds):
     x, y = next(it)
     keep = (x.copy(), y.copy())
     ld.close()
-    assert next(it, None) is None  # close stops iteration
+    # close stops the iteration, saying so (not a StopIteration, which
+    # would pass for the epoch's end)
+    with pytest.raises(ValueError, match="closed during an iteration"):
+        next(it)
+    ld2 = sluice.Loader(ds, B, S, threads=2)
+    it2 = iter(ld2)
+    assert sum(1 for _ in it2) > 0
+    ld2.close()  # after the iteration's end: it stays ended
+    assert next(it2, None) is None
     with pytest.raises(ValueError):
         ld.stats()
     del ld, it

@@ -281,6 +281,15 @@ def tiny_loader(t, **kw):
     return sluice.TextLoader(t["corpus"], **args)
 
 
+def test_close_during_an_iteration_says_so(tiny):
+    l = tiny_loader(tiny)
+    it = iter(l)
+    next(it)
+    l.close()
+    with pytest.raises(ValueError, match="closed during an iteration"):
+        next(it)
+
+
 def test_resume_equals_uninterrupted(tiny):
     full = collect(tiny_loader(tiny, epochs=2))
     l = tiny_loader(tiny, epochs=2)
