@@ -265,7 +265,11 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             feed.loader.batches_per_epoch * epochs))
     _attach(ds, feed)
-    weakref.finalize(ds, feed.close)
+    if tf.executing_eagerly() and not tf.inside_function():
+        # Not where TF traces (flat_map, interleave, tf.function): there
+        # the Python object goes when tracing ends while the graph keeps
+        # running the generator; that loader lives with the process.
+        weakref.finalize(ds, feed.close)
     return ds
 
 
@@ -276,12 +280,24 @@ class _Batches:
 
     def __init__(self, feed, wrap):
         self._feed, self._wrap = feed, wrap
+        self._it = None  # next()'s own iteration
         self.class_names = list(feed.loader.classes)
         weakref.finalize(self, feed.close)
 
     def __iter__(self):
         self._feed.check_free()  # at iter(), not at the first next()
         return self._run()
+
+    def __next__(self):
+        # next(batches(...)) as when these were generators: one iteration
+        # of its own, begun at the first call.
+        if self._it is None:
+            self._it = iter(self)
+        try:
+            return next(self._it)
+        except StopIteration:
+            self._it = None
+            raise
 
     def _run(self):
         # A generator of this object's: the object lives while its

@@ -150,10 +150,10 @@ static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
         const uint8_t *nl = memchr(p + off, '\n', f->len - off);
         size_t end = nl ? (size_t)(nl - p) : f->len;
         size_t n = end - off;
-        /* CRLF: the line ends at "\r\n" (Python's universal newlines, HF
-         * datasets' "text" loader), so the \r is no part of the document
-         * and a CRLF file gives its LF twin's documents and chunks. */
-        if (nl && n && p[end - 1] == '\r')
+        /* CRLF: the line ends at "\r\n" (or a \r ends the file), so the
+         * \r is no part of the document and a CRLF file gives its LF
+         * twin's documents and chunks. A lone \r inside a line stays. */
+        if (n && p[end - 1] == '\r')
             n--;
         int keep = f->kind == KIND_JSONL ? !blank(p + off, n) : n > 0;
         if (keep && push_doc(s, fi, line, off, n))

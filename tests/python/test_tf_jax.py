@@ -178,6 +178,24 @@ def test_dataset_loader_closes_with_the_dataset_or_close(ds):
         next(it)
 
 
+def test_dataset_made_where_tf_traces(ds):
+    """A dataset made inside traced code (flat_map, tf.function) runs after
+    the tracing's Python object is gone (its loader is not closed then)."""
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    d = tf.data.Dataset.range(1).flat_map(
+        lambda _: stf.dataset(ds, batch_size=B, image_size=S, seed=1))
+    assert sum(1 for _ in d) == 6
+
+    @tf.function
+    def total():
+        s = tf.constant(0, tf.int64)
+        for _, y in stf.dataset(ds, batch_size=B, image_size=S, seed=1):
+            s += tf.reduce_sum(y)
+        return s
+    assert int(total()) == 48 // 3 * (0 + 1 + 2)
+
+
 def test_batches_each_iteration_is_the_next_epoch(ds):
     tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
     import sluice.tf as stf
@@ -194,6 +212,11 @@ def test_batches_each_iteration_is_the_next_epoch(ds):
         next(it)
         iter(two)
     assert isinstance(next(it)[0], tf.Tensor)
+    # next() on the object itself, as when batches() was a generator
+    one = stf.batches(ds, batch_size=B, image_size=S, seed=5)
+    x, y = next(one)
+    assert x.dtype == tf.uint8 and y.dtype == tf.int64
+    assert y.numpy().tolist() == ref[0] and next(one)[1].numpy().tolist() == ref[1]
 
 
 def test_jax_batches_each_iteration_is_the_next_epoch(ds):
