@@ -678,6 +678,36 @@ static void test_crlf_lines(void **state)
     free(lf);
 }
 
+/* A caller built against the first layout (options without `given`,
+ * stats without tokens_dropped): the same stream, eos_id 0 the default,
+ * and nothing written past its stats. */
+static void test_first_layout(void **state)
+{
+    (void)state;
+    sl_text_options_t o = lm_opt(2);
+    rows_t a, b;
+    sl_text_loader_t *l = open_one(corpus, &o);
+    run(l, NULL, &a, 0);
+    sl_text_loader_destroy(l);
+    o.size = offsetof(sl_text_options_t, given);
+    o.given = SL_TEXT_GIVEN_EOS_ID; /* past the caller's size: not read */
+    l = open_one(corpus, &o);
+    run(l, NULL, &b, 0);
+    assert_int_equal(a.n, b.n);
+    assert_true(a.digest == b.digest);
+    unsigned char st[sizeof(sl_text_stats_t) + 8];
+    memset(st, 0xAB, sizeof st);
+    size_t old = offsetof(sl_text_stats_t, tokens_dropped);
+    ((sl_text_stats_t *)(void *)st)->size = old;
+    assert_int_equal(sl_text_loader_stats(l, (sl_text_stats_t *)(void *)st), 0);
+    for (size_t i = old; i < sizeof st; i++)
+        assert_int_equal(st[i], 0xAB);
+    assert_true(((sl_text_stats_t *)(void *)st)->sequences > 0);
+    sl_text_loader_destroy(l);
+    free(a.h);
+    free(b.h);
+}
+
 /* create's message for o, which must fail with SL_EINVAL. */
 static const char *refused(const sl_text_options_t *o)
 {
@@ -831,6 +861,7 @@ int main(void)
         cmocka_unit_test(test_bad_documents),
         cmocka_unit_test(test_shared_core),
         cmocka_unit_test(test_crlf_lines),
+        cmocka_unit_test(test_first_layout),
         cmocka_unit_test(test_option_checks),
         cmocka_unit_test(test_tokens_dropped),
         cmocka_unit_test(test_next_timeout),
