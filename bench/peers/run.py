@@ -60,7 +60,7 @@ sys.path.insert(0, str(HERE / "loaders"))
 from _common import tree_pids  # noqa: E402  (the one process-tree walk)
 
 ALL = ["sluice", "torch", "torchdata", "dali", "tfdata", "spdl", "ffcv"]
-EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf", "webdataset",
+EXTRA = ["sluice-cli", "sluice-numpy", "sluice-tf", "sluice-tf-alias", "webdataset",
          "sluice-ray", "raydata", "tfdata-service"]
 # loader name -> [(run id, worker script, --opt list)]
 VARIANTS = {
@@ -68,6 +68,8 @@ VARIANTS = {
     "sluice-cli": [("sluice-cli", "sluice_cli_worker.py", [])],
     "sluice-numpy": [("sluice-numpy", "sluice_worker.py", ["api=numpy"])],
     "sluice-tf": [("sluice-tf", "sluice_tf_worker.py", [])],
+    # the same with copy=False: TF's tensors alias the engine's buffers
+    "sluice-tf-alias": [("sluice-tf-alias", "sluice_tf_worker.py", ["copy=0"])],
     "torch": [(f"torch[w={w}]", "torch_worker.py", [f"workers={w}"]) for w in (1, 2, 3, 4)],
     "torchdata": [("torchdata", "torchdata_worker.py", [])],
     "dali": [("dali[rrc]", "dali_worker.py", ["fused=0"]), ("dali[fused]", "dali_worker.py", ["fused=1"])],

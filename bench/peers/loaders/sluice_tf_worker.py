@@ -4,8 +4,9 @@ never), the way a Keras user would feed model.fit.
 
 sluice decodes, crops and flips in its C threads (--threads) straight into
 NCHW batches (layout="chw", the layout every loader here delivers);
-from_generator hands each batch to TF (the one copy TF's generator interface
-forces).
+from_generator hands each batch to TF, copied once into memory TF owns
+(sluice.tf.dataset's default; --opt copy=0, the sluice-tf-alias run, hands
+TF the engine's buffer itself).
 Its row shows sluice's memory and speed next to tf.data's own pipeline under
 the same framework import.
 """
@@ -25,11 +26,12 @@ def main():
     tf.config.threading.set_inter_op_parallelism_threads(a.threads)
     tf.config.threading.set_intra_op_parallelism_threads(1)
     dt = "uint8" if a.out == "uint8" else "float32"
+    copy = a.opts.get("copy", "1") != "0"  # --opt copy=0: sluice-tf-alias
 
     def build():
         ds = sluice.tf.dataset(a.data, batch_size=a.batch, image_size=a.size, dtype=dt,
                                layout="chw", shuffle=True, seed=a.seed, threads=a.threads,
-                               epochs=1)
+                               epochs=1, copy=copy)
         keep = ds._sluice_loader
         ds = ds.prefetch(1)
         ds._sluice_loader = keep
@@ -40,7 +42,7 @@ def main():
         return x.dtype.name, tuple(x.shape), y.numpy()
 
     cfg = (f"sluice.tf.dataset(DIR, batch_size={a.batch}, image_size={a.size}, dtype='{dt}', "
-           f"layout='chw', shuffle=True, threads={a.threads}, epochs=1) -> prefetch(1); "
+           f"layout='chw', shuffle=True, threads={a.threads}, epochs=1, copy={copy}) -> prefetch(1); "
            f"TF inter-op threads {a.threads}; one iteration per epoch")
     C.measure(a, build, lambda L, e: L, to_numpy, close=lambda L: L._sluice_loader.close(),
               version=f"{getattr(sluice, '__version__', None) or '0.1.0'} + tensorflow-cpu {tf.__version__}",
