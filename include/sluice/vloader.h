@@ -73,10 +73,12 @@ typedef struct sl_vloader_options {
     /** sl_on_error_t [SL_ON_ERROR_FAIL]: a case that cannot be made (a
      *  damaged file, a label that is not class indices, one that does not
      *  fit memory_bytes) fails its batch (next() returns the error), or
-     *  with SL_ON_ERROR_SKIP is left out of it: the batch comes with the
-     *  rest (n smaller, the slots in order), a batch left empty is passed
-     *  over, and each skip is counted and listed (sl_vloader_stats,
-     *  sl_vloader_skipped_message) as its batch is handed out. A case bad
+     *  with SL_ON_ERROR_SKIP is left out of it (but for one memory_bytes
+     *  cannot hold beside the batch buffers, whose size follows prefetch
+     *  and threads: that fails its batch whatever the policy): the batch
+     *  comes with the rest (n smaller, the slots in order), a batch left
+     *  empty is passed over, and each skip is counted and listed
+     *  (sl_vloader_stats, sl_vloader_skipped_message) as its batch is handed out. A case bad
      *  at create (its header) is left out of every epoch. Which cases fail
      *  does not depend on threads or timing, so the stream stays a
      *  function of (seed, epoch, index). Failures of the machine
@@ -152,6 +154,10 @@ SL_API const char *sl_vloader_skipped_message(sl_vloader_t *l, int64_t i);
  *  any left out at create under SL_ON_ERROR_SKIP). */
 SL_API int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l);
 SL_API int64_t sl_vloader_cases(const sl_vloader_t *l);
+/** The stream position of the batch sl_vloader_next hands out next:
+ *  epoch x batches_per_epoch + index (after an error too: batches passed
+ *  over, skipped or failed, are behind it). Any thread. */
+SL_API int64_t sl_vloader_position(sl_vloader_t *l);
 SL_API int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s);
 /** Zeroes the counters and the latency window (e.g. after a warm-up). */
 SL_API void sl_vloader_stats_reset(sl_vloader_t *l);

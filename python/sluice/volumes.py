@@ -79,9 +79,11 @@ class DataLoader:
         try:
             b = self._l.next()
         except Exception:
-            self._pos += 1  # that batch failed; the stream is past it
+            # the stream is past the failed batch (and any it passed over)
+            self._pos = self._l.position
             raise
         self._pos = b["epoch"] * nb + b["index"] + 1
+        self.epoch = max(self.epoch, b["epoch"] + (b["index"] == nb - 1))
         return b
 
     def __iter__(self):
@@ -113,7 +115,9 @@ class DataLoader:
                 if b["index"] == nb - 1:
                     return
         finally:
-            self.epoch = epoch + 1
+            # never backwards: a loop left early and dropped late (its
+            # generator collected after later loops) does not move it
+            self.epoch = max(self.epoch, epoch + 1)
 
     def next_batch(self):
         """The next batch as a dict: epoch, index, image, label (numpy), cases."""

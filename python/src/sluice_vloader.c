@@ -287,6 +287,14 @@ static PyObject *vl_get_nb(vloader_obj *self, void *closure)
     return PyLong_FromLongLong(sl_vloader_batches_per_epoch(self->l));
 }
 
+static PyObject *vl_get_position(vloader_obj *self, void *closure)
+{
+    (void)closure;
+    if (vl_ready(self))
+        return NULL;
+    return PyLong_FromLongLong(sl_vloader_position(self->l));
+}
+
 static PyObject *vl_get_cases(vloader_obj *self, void *closure)
 {
     (void)closure;
@@ -316,6 +324,10 @@ static PyMethodDef vl_methods[] = {
 
 static PyGetSetDef vl_getset[] = {
     {"batches_per_epoch", (getter)vl_get_nb, NULL, "ceil(cases / batch)", NULL},
+    {"position", (getter)vl_get_position, NULL,
+     "the stream position of the next batch: epoch x batches_per_epoch + "
+     "index (batches passed over after an error are behind it)",
+     NULL},
     {"cases", (getter)vl_get_cases, NULL,
      "cases used (those left out at create, on_error='skip', not counted)",
      NULL},

@@ -222,7 +222,8 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     char err[512] = "";
     int64_t t0 = sl__now_ns();
     vcase_t *k = &l->cases[t->c];
-    int rc = sl__vl_case_get(l, t->c, t->g, err, sizeof err);
+    int budget;
+    int rc = sl__vl_case_get(l, t->c, t->g, &budget, err, sizeof err);
     int held = !rc; /* a user of the cached case until the patch is made */
     pthread_mutex_unlock(&l->mu);
     int64_t t1 = sl__now_ns(), t2 = t1, t3 = t1;
@@ -264,7 +265,11 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
     l->st.actual_ns += sl__now_ns() - t0;
     sl__vl_evict(l, 0);
     vbuf_t *b = buf_of(l, t->g);
-    if (rc && l->o.on_error == SL_ON_ERROR_SKIP && sl__err_is_data(rc)) {
+    /* Not skipped where the memory budget refused the case: whether it
+     * fits depends on prefetch and threads (the batch buffers), and the
+     * stream under skip must not; the run fails naming memory_bytes. */
+    if (rc && l->o.on_error == SL_ON_ERROR_SKIP && sl__err_is_data(rc) &&
+        !budget) {
         /* left out as the batch is handed out; its message kept until
          * then (NULL without memory: still left out, listed without it) */
         size_t n = strlen(err) + 512;
@@ -348,8 +353,15 @@ static int check_options(const sl_vloader_options_t *o, char *err,
 }
 
 /* The first published options (through image_bf16): a caller built
- * against them gets the later fields' defaults (base/abi.h). */
-#define VOPTS_V1_SIZE (offsetof(sl_vloader_options_t, image_bf16) + sizeof(int))
+ * against them gets the later fields' defaults (base/abi.h). Its sizeof
+ * was VOPTS_V1_SIZE: on_error now sits in what was its tail padding,
+ * which such a caller may pass with anything in it. */
+#define VOPTS_V1_END (offsetof(sl_vloader_options_t, image_bf16) + sizeof(int))
+#define VOPTS_ALIGN _Alignof(sl_vloader_options_t)
+#define VOPTS_V1_SIZE                                                          \
+    ((VOPTS_V1_END + VOPTS_ALIGN - 1) / VOPTS_ALIGN * VOPTS_ALIGN)
+_Static_assert(offsetof(sl_vloader_options_t, on_error) == VOPTS_V1_END,
+               "on_error follows image_bf16");
 
 int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
                       sl_vloader_t **out, char *err, size_t errlen)
@@ -362,10 +374,12 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
         return sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
     if (!opt) {
         sl_vloader_options_init(&l->o);
-    } else if (sl__abi_in(&l->o, sizeof l->o, opt, VOPTS_V1_SIZE,
+    } else if (sl__abi_in(&l->o, sizeof l->o, opt, VOPTS_V1_END,
                           "sl_vloader_options", err, errlen)) {
         free(l);
         return SL_EINVAL;
+    } else if (opt->size <= VOPTS_V1_SIZE) { /* the old padding: defaults */
+        memset((char *)&l->o + VOPTS_V1_END, 0, VOPTS_V1_SIZE - VOPTS_V1_END);
     }
     sl_vloader_options_t *o = &l->o;
     if (o->batch_size <= 0)
@@ -647,6 +661,16 @@ void sl_vloader_release(sl_vloader_t *l, sl_vbatch_t *pub)
 int64_t sl_vloader_batches_per_epoch(const sl_vloader_t *l)
 {
     return l ? l->nb : 0;
+}
+
+int64_t sl_vloader_position(sl_vloader_t *l)
+{
+    if (!l)
+        return 0;
+    pthread_mutex_lock(&l->mu);
+    int64_t g = l->next_g;
+    pthread_mutex_unlock(&l->mu);
+    return g;
 }
 
 int64_t sl_vloader_cases(const sl_vloader_t *l)

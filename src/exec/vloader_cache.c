@@ -343,10 +343,11 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t g, int64_t need,
 
 /* Case c's offline result, computed once (others wait for it). Under mu;
  * unlocks while computing. */
-int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
-                    size_t errlen)
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, int *budget,
+                    char *err, size_t errlen)
 {
     vcase_t *k = &l->cases[c];
+    *budget = 0;
     while (k->state == CASE_LOADING) /* helping with its slabs, if split */
         if (!sl__vl_help(l, c, 0))
             pthread_cond_wait(&l->cv_case, &l->mu);
@@ -360,6 +361,7 @@ int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
     int64_t need = case_bytes(l, c, nslab);
     int rc = mem_charge(l, need, err, errlen);
     if (rc) {
+        *budget = rc == SL_ENOMEM;
         k->state = CASE_NONE;
         pthread_cond_broadcast(&l->cv_case);
         return rc;

@@ -142,9 +142,11 @@ void sl__vl_ema(double *r, double v);
 
 /* Case c's offline result for a task of batch g, computed once (others wait for
  * it; charged to the memory budget first), with one more user. Unlocks mu while
- * computing. @return 0, or SL_E* with the cause in err. */
-int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, char *err,
-                    size_t errlen);
+ * computing. @return 0, or SL_E* with the cause in err; *budget is 1 when the
+ * cause is the memory budget (the stage cannot fit beside the batch buffers:
+ * a matter of memory_bytes, prefetch and threads, not of the case). */
+int sl__vl_case_get(sl_vloader_t *l, int64_t c, int64_t g, int *budget,
+                    char *err, size_t errlen);
 
 /* A case of at least this many stored voxels is made in jobs by every
  * thread that is free (balanced only): settable by tests; a loader reads it

@@ -4,6 +4,7 @@ each `for` loop one epoch of the stream after an error too, on_error="skip"
 (the bad case left out of its batch, counted and listed), options out of
 range a ValueError naming them, unlabeled cases."""
 
+import gc
 import os
 import sys
 
@@ -148,3 +149,62 @@ def test_unlabeled(tmp_path):
     with sv.DataLoader(path, batch_size=1, patch=(8, 8, 6), unlabeled=True, **QUIET) as dl:
         b = dl.next_batch()
         assert b["label"].max() == 0 and b["image"].shape == (1, 1, 6, 8, 8)
+
+
+def test_skip_never_decided_by_the_memory_budget(tmp_path):
+    """A case whose offline stage does not fit memory_bytes beside the
+    batch buffers (prefetch x threads of them) is not skipped under
+    on_error="skip": whether it fits depends on prefetch and threads, and
+    the stream must not. The run fails naming the budget instead."""
+    path = make_list(tmp_path, n=2)
+    rng = np.random.default_rng(1)
+    big = save(tmp_path / "big.nii.gz",
+               rng.integers(-100, 300, (200, 200, 60)).astype(np.int16), (1.2, 1.2, 1.6))
+    lbl = np.zeros((200, 200, 60), np.uint8)
+    lbl[50:80, 50:80, 10:20] = 1
+    bigl = save(tmp_path / "bigl.nii.gz", lbl, (1.2, 1.2, 1.6))
+    with open(path, "a") as f:
+        f.write(f"{big} {bigl}\n")
+
+    def sizes(prefetch, threads):
+        with sv.DataLoader(path, batch_size=3, patch=(64, 64, 32), threads=threads,
+                           prefetch=prefetch, memory_bytes=36_000_000, on_error="skip",
+                           **QUIET) as dl:
+            return [img.shape[0] for img, _ in dl], dl.skipped()
+
+    assert sizes(1, 1) == ([3], [])
+    with pytest.raises(MemoryError, match=r"big\.nii\.gz: its offline stage needs .* memory budget"):
+        sizes(8, 2)
+
+
+def test_loops_keep_to_the_stream_after_skips_and_next_batch(tmp_path):
+    """Each loop over a stream where every case is skipped reads two
+    epochs' worth of batches and raises (not ever more of them: the loop
+    takes the stream's position after the error); a loop after next_batch()
+    has read a whole epoch yields the next epoch; a loop left early and
+    collected late never moves the epoch back."""
+    one = make_list(tmp_path, n=1, bad_label=0).read_text()
+    bad = tmp_path / "bad.txt"
+    bad.write_text(one * 6)
+    with sv.DataLoader(bad, batch_size=1, patch=(8, 8, 6), threads=2, on_error="skip",
+                       **QUIET) as dl:
+        nb = len(dl)
+        for k in range(3):
+            with pytest.raises(Exception, match="every case was skipped"):
+                for _ in dl:
+                    pass
+            assert dl._l.position == 2 * nb * (k + 1)
+    (tmp_path / "good").mkdir()
+    good = make_list(tmp_path / "good", n=4)
+    with sv.DataLoader(good, batch_size=2, patch=(8, 8, 6), threads=2, **QUIET) as dl:
+        for _ in range(len(dl)):
+            assert dl.next_batch()["epoch"] == 0
+        assert dl.epoch == 1
+        assert len([1 for _ in dl]) == 2 and dl.epoch == 2
+        it = iter(dl)
+        next(it)  # epoch 2, left early (and not yet collected)
+        assert len([1 for _ in dl]) == 1 and dl.epoch == 3  # the rest of it
+        assert len([1 for _ in dl]) == 2 and dl.epoch == 4  # epoch 3
+        del it
+        gc.collect()
+        assert dl.epoch == 4

@@ -482,14 +482,22 @@ static void test_old_options(void **state)
     char *ds = list("old.txt", 2, im, lb);
     sl_vloader_options_t o;
     opts(&o, 1);
-    o.on_error = 77; /* past the old size: not read */
-    o.size = offsetof(sl_vloader_options_t, image_bf16) + sizeof(int);
+    /* An old caller's struct: fields through image_bf16, its sizeof
+     * rounded up to the alignment, the padding holding anything. */
+    size_t end = offsetof(sl_vloader_options_t, image_bf16) + sizeof(int);
+    size_t al = _Alignof(sl_vloader_options_t);
+    memset((char *)&o + end, 0x7f, sizeof o - end);
+    o.size = (end + al - 1) / al * al;
     sl_vloader_t *l;
     char err[512];
     if (sl_vloader_create(ds, &o, &l, err, sizeof err))
         fail_msg("old options: %s", err);
+    sl_vloader_destroy(l); /* (on_error 0x7f7f7f7f would be refused) */
+    o.size = end;          /* the fields alone: taken too */
+    if (sl_vloader_create(ds, &o, &l, err, sizeof err))
+        fail_msg("old options, no padding: %s", err);
     sl_vloader_destroy(l);
-    o.size -= sizeof(int);
+    o.size = end - sizeof(int);
     assert_int_equal(sl_vloader_create(ds, &o, &l, err, sizeof err), SL_EINVAL);
     opts(&o, 1);
     o.on_error = 77; /* the current size: read, and out of range */
