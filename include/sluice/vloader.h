@@ -78,11 +78,11 @@ typedef struct sl_vloader_options {
      *  and threads: that fails its batch whatever the policy): the batch
      *  comes with the rest (n smaller, the slots in order), a batch left
      *  empty is passed over, and each skip is counted and listed
-     *  (sl_vloader_stats, sl_vloader_skipped_message) as its batch is handed out. A case bad
-     *  at create (its header) is left out of every epoch. Which cases fail
-     *  does not depend on threads or timing, so the stream stays a
-     *  function of (seed, epoch, index). Failures of the machine
-     *  (SL_ESYSTEM) are never skipped. */
+     *  (sl_vloader_stats, sl_vloader_skipped_message) as its batch is
+     *  handed out. A case bad at create (its header) is left out of every
+     *  epoch. Which cases fail does not depend on threads or timing, so
+     *  the stream stays a function of (seed, epoch, index). Failures of
+     *  the machine (SL_ESYSTEM) are never skipped. */
     int on_error;
     /** 1: a case without a label volume is accepted (an all-zero label:
      *  uniform crops) [0: an error naming it] */
