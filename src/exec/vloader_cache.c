@@ -327,6 +327,7 @@ static int case_make(sl_vloader_t *l, int64_t c, int64_t g, int64_t need,
         k->fg = fg;
         k->bytes = (int64_t)(k->vox * 5) + (int64_t)sizeof *fg;
         k->state = CASE_READY;
+        k->ahead_failed = 0; /* a passing failure: looked ahead again */
         k->users = users;
         l->cache_held += k->bytes;
         sl__vl_mem_add(l, k->bytes);

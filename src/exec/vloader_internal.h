@@ -47,9 +47,9 @@ typedef struct vcase {
     struct sl__gzindex *gzi[2];
     int64_t gz_bytes;
     int staging; /* its stage runs (its gzi is not given back) */
-    /* A look-ahead of it failed: not looked ahead again (the failure is
-     * its task's to report; retrying ahead would keep it LOADING while
-     * that task waits for it, for ever). */
+    /* A look-ahead of it failed: not looked ahead again until it is made
+     * (the failure is its task's to report; retrying ahead would keep it
+     * LOADING while that task waits for it, for ever). */
     int ahead_failed;
 } vcase_t;
 
