@@ -259,6 +259,8 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
     if (!rc && open_all(names, n, fmt, skip_bad, &op))
         rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     int64_t total = 0;
+    int nleft = 0;      /* files left out whole */
+    char *first = NULL; /* the first one's cause */
     for (int i = 0; i < n && !rc; i++) {
         sl__recfile_t *f = op.f[i];
         op.f[i] = NULL;
@@ -267,6 +269,8 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
                      op.msg[i] ? op.msg[i] : "out of memory");
         if (rc && skip_bad && sl__err_is_data(rc) && rc != SL_ENOMEM) {
             rc = note(r, err, " (whole file left out)") ? SL_ENOMEM : 0;
+            if (!nleft++ && !rc && !(first = strdup(err)))
+                rc = SL_ENOMEM;
             continue;
         }
         if (rc)
@@ -289,9 +293,21 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
         r->first[r->nfiles] = total;
     if (rc == SL_ENOMEM)
         sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    if (!rc && (total == 0 || r->max_label < 0))
+    /* Nothing left to read: the causes go in the message, since no
+     * skipped: list will be printed for a set that did not open. */
+    if (!rc && (total == 0 || r->max_label < 0) && nleft)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                      "%s: no readable samples: %d of %d files left out; "
+                      "the first: %s",
+                      spec, nleft, n, first);
+    else if (!rc && (total == 0 || r->max_label < 0) && r->nnotes)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                      "%s: no readable samples; the first problem: %s", spec,
+                      r->notes[0]);
+    else if (!rc && (total == 0 || r->max_label < 0))
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no readable samples",
                       spec);
+    free(first);
     sl__strv_free(names, n);
     if (rc) {
         sl__recset_close(r);

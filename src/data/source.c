@@ -31,6 +31,7 @@ struct sl__source {
     int64_t label_classes; /* the label rule's classes (-1: numbered) */
     int nbad;
     char **bad;
+    char *first_bad;   /* the first shard left out: its cause, as given */
     sl__recset_t *set; /* WebDataset / TFRecord files (data/recset), or NULL */
 };
 
@@ -48,6 +49,8 @@ static int add_bad(sl__source_t *s, const char *msg, const char *what)
     if (!s->bad[s->nbad])
         return SL_ENOMEM;
     s->nbad++;
+    if (!s->first_bad && !(s->first_bad = strdup(msg)))
+        return SL_ENOMEM;
     return 0;
 }
 
@@ -97,6 +100,13 @@ static int index_shards(sl__source_t *s, int have_classes, int skip_bad,
         total += (int64_t)sl__shard_count(sh);
     }
     s->first[s->nshards] = total;
+    /* Nothing left: the causes go in the message (no skipped: list is
+     * printed for a source that did not open). */
+    if (total == 0 && s->nbad)
+        return sl__fail(err, errlen, SL_ENOTFOUND,
+                        "%s: no readable records: %d of %d shards left out; "
+                        "the first: %s",
+                        s->path, s->nbad, s->nbad + s->nshards, s->first_bad);
     if (total == 0)
         return sl__fail(err, errlen, SL_ENOTFOUND, "%s: no readable records",
                         s->path);
@@ -252,6 +262,7 @@ void sl__source_close(sl__source_t *s)
     for (int i = 0; i < s->nshards; i++)
         sl__shard_close(s->shards[i]);
     sl__strv_free(s->bad, s->nbad);
+    free(s->first_bad);
     sl__recset_close(s->set);
     free(s->shards);
     free(s->first);

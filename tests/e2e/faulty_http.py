@@ -10,7 +10,11 @@ then stalls for 4 s (longer than the client's SL_HTTP_STALL_S=1); so every
 request succeeds on a retry. A path containing "always500" always answers
 500; one containing "badrec" answers 500 to every range that touches
 neither end of the file (a sluice shard's records, not its header or
-index). With --delay-ms N, every GET waits N ms before its answer (a
+index). One containing "longcl" answers a range with a Content-Length 10
+bytes larger than its Content-Range (and body), then holds the connection
+open for 5 s; one containing "trickle" sends its body 512 bytes every
+0.3 s (faster than the stall limit, slower than any deadline). With
+--delay-ms N, every GET waits N ms before its answer (a
 link's latency, each connection on its own thread). Counts of what was
 served, and the most GETs in progress at once, go to stderr on exit
 (SIGTERM).
@@ -44,7 +48,10 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def _file(self):
-        path = os.path.join(ROOT, self.path.split("?")[0].lstrip("/"))
+        rel = self.path.split("?")[0].lstrip("/")
+        for fault in ("always500/", "longcl/", "trickle/"):
+            rel = rel.replace(fault, "")
+        path = os.path.join(ROOT, rel)
         return path if os.path.isfile(path) else None
 
     def _fail(self, code):
@@ -104,8 +111,21 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(206 if m else 200)
         if m:
             self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
-        self.send_header("Content-Length", str(len(body)))
+        longcl = m and "longcl" in self.path
+        self.send_header("Content-Length", str(len(body) + 10 * bool(longcl)))
         self.end_headers()
+        if longcl:
+            self.wfile.write(body)
+            self.wfile.flush()
+            time.sleep(5)
+            self.close_connection = True
+            return
+        if "trickle" in self.path:
+            for i in range(0, len(body), 512):
+                self.wfile.write(body[i:i + 512])
+                self.wfile.flush()
+                time.sleep(0.3)
+            return
         if fault in ("reset", "stall") and len(body) > 1:
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
