@@ -42,7 +42,8 @@ int sl__bytesrc_open_file(const char *path, sl__bytesrc_t **out, char *err,
         int rc = sl__remote_open(path, &r, &rsize, err, errlen);
         if (rc)
             return rc;
-        if ((rc = make(path, out, err, errlen))) {
+        /* Named as printed: a URL's secrets are never in a message. */
+        if ((rc = make(sl__remote_name(r), out, err, errlen))) {
             sl__remote_close(r);
             return rc;
         }

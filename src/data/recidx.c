@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -250,12 +251,32 @@ out:
     return rc;
 }
 
+/* NAME + SL__RECIDX_SUFFIX; at an http(s) URL, the suffix goes on the
+ * path, before "?QUERY" or "#FRAGMENT". */
+static char *sidecar_of(const char *name)
+{
+    size_t n = strlen(name);
+    if (sl__remote_is_url(name) && strncasecmp(name, "s3://", 5))
+        n = strcspn(name, "?#");
+    char *out = NULL;
+    if (asprintf(&out, "%.*s%s%s", (int)n, name, SL__RECIDX_SUFFIX, name + n) <
+        0)
+        return NULL;
+    return out;
+}
+
 int sl__recidx_load(sl__recfile_t *f, char *err, size_t errlen)
 {
-    char *path = NULL, why[256];
-    if (asprintf(&path, "%s%s", sl__bytesrc_name(f->src), SL__RECIDX_SUFFIX) <
-        0)
+    char *path = NULL, *shown = NULL, why[256];
+    const struct sl__remote *r = sl__bytesrc_remote(f->src);
+    /* A URL's sidecar is requested at the URL given, and named as its
+     * object is (its secrets hidden). */
+    if (!(path =
+              sidecar_of(r ? sl__remote_given(r) : sl__bytesrc_name(f->src))) ||
+        !(shown = sidecar_of(sl__bytesrc_name(f->src)))) {
+        free(path);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
     /* No honest index is larger than 48 bytes a sample (the smallest
      * sample: one tar header, or a TFRecord's 16 bytes of framing) plus
      * room for messages. */
@@ -264,7 +285,7 @@ int sl__recidx_load(sl__recfile_t *f, char *err, size_t errlen)
         (fsize / (f->fmt == SL__FMT_WDS ? 512 : 16) + 1) * 48 + (16u << 20);
     sl__bytes_t b = {0};
     int rc;
-    if (sl__remote_is_url(path)) {
+    if (r) {
         /* One GET, at most `most` bytes: no HEAD first (a round trip of
          * each file's open). */
         rc = sl__remote_get(path, (size_t)most, &b, err, errlen);
@@ -272,13 +293,15 @@ int sl__recidx_load(sl__recfile_t *f, char *err, size_t errlen)
             sl__fail(err, errlen, SL_ECORRUPT,
                      "%s: more than %llu bytes, more than an index of this "
                      "file needs",
-                     path, (unsigned long long)most);
+                     shown, (unsigned long long)most);
         else if (!rc && (rc = sl__recidx_decode(f, b.p, b.n, why, sizeof why)))
-            sl__fail(err, errlen, rc, "%s: %s", path, why);
+            sl__fail(err, errlen, rc, "%s: %s", shown, why);
         sl__bytes_free(&b);
         free(path);
+        free(shown);
         return rc == SL_ERANGE ? SL_ECORRUPT : rc;
     }
+    free(shown);
     sl__bytesrc_t *s;
     rc = sl__bytesrc_open_file(path, &s, err, errlen);
     if (rc) {

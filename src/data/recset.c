@@ -45,8 +45,15 @@ static int sniff(const char *path)
     return fmt;
 }
 
-static int by_name(const char *path)
+/* By the name's end: at an http(s) URL, the path's (a signed URL's query
+ * follows it). */
+static int by_name(const char *spec)
 {
+    char path[4096];
+    size_t n = strlen(spec);
+    if (sl__remote_is_url(spec) && strncasecmp(spec, "s3://", 5))
+        n = strcspn(spec, "?#");
+    snprintf(path, sizeof path, "%.*s", (int)n, spec);
     if (ends_with(path, ".tar"))
         return SL__FMT_WDS;
     if (ends_with(path, ".tfrecord") || ends_with(path, ".tfrecords") ||
@@ -294,19 +301,25 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
     if (rc == SL_ENOMEM)
         sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     /* Nothing left to read: the causes go in the message, since no
-     * skipped: list will be printed for a set that did not open. */
-    if (!rc && (total == 0 || r->max_label < 0) && nleft)
+     * skipped: list will be printed for a set that did not open. A
+     * pattern of URLs is named with its secrets hidden. */
+    char *shown = NULL;
+    if (!rc && (total == 0 || r->max_label < 0) &&
+        !(shown = strstr(spec, "://") ? sl__remote_redact(spec) : strdup(spec)))
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    if (shown && nleft)
         rc = sl__fail(err, errlen, SL_ENOTFOUND,
                       "%s: no readable samples: %d of %d files left out; "
                       "the first: %s",
-                      spec, nleft, n, first);
-    else if (!rc && (total == 0 || r->max_label < 0) && r->nnotes)
+                      shown, nleft, n, first);
+    else if (shown && r->nnotes)
         rc = sl__fail(err, errlen, SL_ENOTFOUND,
-                      "%s: no readable samples; the first problem: %s", spec,
+                      "%s: no readable samples; the first problem: %s", shown,
                       r->notes[0]);
-    else if (!rc && (total == 0 || r->max_label < 0))
+    else if (shown)
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no readable samples",
-                      spec);
+                      shown);
+    free(shown);
     free(first);
     sl__strv_free(names, n);
     if (rc) {

@@ -385,26 +385,133 @@ static int perform(const sl__remote_t *r, const char *url, const char *name,
     return sl__remote_fail(err, errlen, code, name, what, why, k);
 }
 
+/* ---- what is printed of a URL */
+
+/* Query parameters whose values are secrets (presigned URLs: S3's, Azure's
+ * SAS "sig", a bearer "token"). */
+static const char *const secret_params[] = {
+    "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "sig",
+    "token"};
+
+/* q (a raw query, "a=1&b=2") with the values of secret_params as "***",
+ * into out (as long as q + 3 a parameter); 1 when one was hidden. */
+static int redact_query(const char *q, char *out)
+{
+    int hid = 0;
+    while (*q) {
+        size_t n = strcspn(q, "&"), k = strcspn(q, "=&");
+        int secret = 0;
+        for (size_t i = 0;
+             k < n && i < sizeof secret_params / sizeof *secret_params; i++)
+            secret |= strlen(secret_params[i]) == k &&
+                      !strncasecmp(q, secret_params[i], k);
+        size_t keep = secret ? k + 1 : n;
+        memcpy(out, q, keep);
+        out += keep;
+        if (secret)
+            out += sprintf(out, "***");
+        hid |= secret;
+        q += n;
+        if (*q)
+            *out++ = *q++;
+    }
+    *out = 0;
+    return hid;
+}
+
+/* Without a parse (a URL libcurl refuses): the userinfo and the whole
+ * query hidden by hand. */
+static char *redact_crude(const char *url)
+{
+    const char *auth = strstr(url, "://");
+    auth = auth ? auth + 3 : url;
+    size_t alen = strcspn(auth, "/?#");
+    const char *at = memchr(auth, '@', alen), *q = strchr(url, '?');
+    char *out = NULL;
+    size_t qn = q ? strlen(q) : 0;
+    if (asprintf(&out, "%.*s%s%.*s%s", (int)(auth - url), url, at ? "***" : "",
+                 (int)(strlen(at ? at : auth) - qn), at ? at : auth,
+                 q ? "?***" : "") < 0)
+        return NULL;
+    return out;
+}
+
+char *sl__remote_redact(const char *url)
+{
+    CURLU *u = curl_url();
+    if (!u)
+        return NULL;
+    char *part = NULL, *out = NULL, *q2 = NULL;
+    int hid = 0, ok = 1;
+    if (curl_url_set(u, CURLUPART_URL, url,
+                     CURLU_NON_SUPPORT_SCHEME | CURLU_PATH_AS_IS |
+                         CURLU_ALLOW_SPACE) != CURLUE_OK) {
+        curl_url_cleanup(u);
+        return redact_crude(url);
+    }
+    if (!curl_url_get(u, CURLUPART_USER, &part, 0)) {
+        hid = 1;
+        ok &= !curl_url_set(u, CURLUPART_USER, "***", 0) &&
+              !curl_url_set(u, CURLUPART_PASSWORD, NULL, 0);
+        curl_free(part);
+        part = NULL;
+    }
+    if (!curl_url_get(u, CURLUPART_QUERY, &part, 0)) {
+        if (!(q2 = malloc(strlen(part) * 2 + 8)))
+            ok = 0;
+        else if (redact_query(part, q2)) {
+            hid = 1;
+            ok &= !curl_url_set(u, CURLUPART_QUERY, q2, 0);
+        }
+        curl_free(part);
+        part = NULL;
+    }
+    if (ok && !hid)
+        out = strdup(url); /* nothing to hide: word for word as given */
+    else if (ok && !curl_url_get(u, CURLUPART_URL, &part, 0))
+        out = strdup(part);
+    curl_free(part);
+    free(q2);
+    curl_url_cleanup(u);
+    return out;
+}
+
+const char *sl__remote_given(const sl__remote_t *r)
+{
+    return r->given;
+}
+
+const char *sl__remote_name(const sl__remote_t *r)
+{
+    return r->name;
+}
+
 /* ---- the calls */
 
 static int make(const char *url, sl__remote_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!sl__remote_is_url(url))
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "%s: not an http://, https:// or s3:// URL", url);
     sl__remote_t *r = calloc(1, sizeof *r);
-    if (!r || !(r->name = strdup(url))) {
-        free(r);
+    /* name: what every message prints, its secrets hidden; given and url:
+     * what is requested. */
+    if (!r || !(r->name = sl__remote_redact(url)) ||
+        !(r->given = strdup(url))) {
+        sl__remote_close(r);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
     int rc = 0;
     r->s3 = !strncasecmp(url, "s3://", 5);
-    if (r->s3) {
+    if (!sl__remote_is_url(url)) {
+        rc = sl__fail(err, errlen, SL_EUNSUPPORTED,
+                      "%s: not an http://, https:// or s3:// URL", r->name);
+    } else if (!r->s3 && strchr(url, ' ')) {
+        rc = sl__fail(err, errlen, SL_EUNSUPPORTED,
+                      "%s: a space in a URL: encode spaces as %%20", r->name);
+    } else if (r->s3) {
         char why[512];
         if ((rc = sl__s3_auth_load(&r->auth, why, sizeof why)) ||
             (rc = sl__s3_url(url, &r->auth, 0, NULL, &r->url, why, sizeof why)))
-            sl__fail(err, errlen, rc, "%s: %s", url, why);
+            sl__fail(err, errlen, rc, "%s: %s", r->name, why);
     } else if (!(r->url = strdup(url))) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
@@ -466,6 +573,7 @@ void sl__remote_close(sl__remote_t *r)
     if (!r)
         return;
     free(r->name);
+    free(r->given);
     free(r->url);
     memset(&r->auth, 0, sizeof r->auth);
     free(r);
@@ -510,18 +618,18 @@ int sl__remote_list(const char *url, char ***names, int *n, char *err,
         snprintf(what, sizeof what, "ListObjectsV2 page %d", p + 1);
         if ((rc =
                  sl__s3_url(url, &r->auth, 1, token, &lurl, why, sizeof why))) {
-            sl__fail(err, errlen, rc, "%s: %s", url, why);
+            sl__fail(err, errlen, rc, "%s: %s", r->name, why);
             break;
         }
         xfer_t x = {.grow = &page, .max = LIST_PAGE_MAX};
-        rc = perform(r, lurl, url, what, 0, 0, 0, &x, err, errlen);
+        rc = perform(r, lurl, r->name, what, 0, 0, 0, &x, err, errlen);
         free(lurl);
         free(token);
         token = NULL;
         if (!rc &&
             (rc = sl__s3_list_parse((const char *)page.p, x.got, &keys, &nkeys,
                                     &cap, &truncated, &token, why, sizeof why)))
-            sl__fail(err, errlen, rc, "%s: %s: %s", url, what, why);
+            sl__fail(err, errlen, rc, "%s: %s: %s", r->name, what, why);
     }
     free(token);
     sl__bytes_free(&page);

@@ -47,6 +47,18 @@ void sl__remote_close(sl__remote_t *r);
 int sl__remote_get(const char *url, size_t max, sl__bytes_t *out, char *err,
                    size_t errlen);
 
+/* url as it may be printed: its userinfo as "***" (before "@host"),
+ * and the values of presigned URLs' secret query parameters
+ * (X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, sig, token)
+ * as "***"; word for word when it holds none. Every message about a URL
+ * names it so (r's name). @return a copy to free(), or NULL (out of
+ * memory). Any thread. */
+char *sl__remote_redact(const char *url);
+/* r's URL as given (to build another request from: its sidecar) and as
+ * printed (sl__remote_redact); valid while r is open. */
+const char *sl__remote_given(const sl__remote_t *r);
+const char *sl__remote_name(const sl__remote_t *r);
+
 /* s3://bucket/prefix: every object under prefix (ListObjectsV2, all pages)
  * as "s3://bucket/key", in the store's (lexicographic) order, into *names
  * (sl__strv_free(*names, *n)). Other schemes: SL_EUNSUPPORTED. */

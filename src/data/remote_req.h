@@ -19,8 +19,10 @@
 #define SL__REMOTE_ERRBODY 1024 /* of an error response, kept for messages */
 
 struct sl__remote {
-    char *name; /* the URL as given: every message starts with it */
-    char *url;  /* what is requested (s3: under the endpoint) */
+    char *name;  /* the URL as printed (sl__remote_redact): every message
+                  * starts with it */
+    char *given; /* the URL as given */
+    char *url;   /* what is requested (s3: under the endpoint) */
     int s3;
     sl__s3_auth_t auth;
     uint64_t size;

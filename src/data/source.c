@@ -21,6 +21,7 @@
  * [first[k], first[k+1]). */
 struct sl__source {
     char *path;
+    char *shown;          /* path as printed (a URL's secrets hidden) */
     sl__folder_t *folder; /* ImageFolder source, or NULL */
     sl__shard_t **shards; /* shard source */
     int nshards;
@@ -106,10 +107,10 @@ static int index_shards(sl__source_t *s, int have_classes, int skip_bad,
         return sl__fail(err, errlen, SL_ENOTFOUND,
                         "%s: no readable records: %d of %d shards left out; "
                         "the first: %s",
-                        s->path, s->nbad, s->nbad + s->nshards, s->first_bad);
+                        s->shown, s->nbad, s->nbad + s->nshards, s->first_bad);
     if (total == 0)
         return sl__fail(err, errlen, SL_ENOTFOUND, "%s: no readable records",
-                        s->path);
+                        s->shown);
     s->label_classes = classes;
     if (!have_classes && maxlabel >= 0 && number_classes(s, (int)maxlabel + 1))
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
@@ -185,7 +186,7 @@ static int open_urls(sl__source_t *s, int skip_bad, char *err, size_t errlen)
         if (m == 0)
             rc = sl__fail(err, errlen, SL_ENOTFOUND,
                           "%s: no .sls, .tar or .tfrecord objects under it",
-                          s->path);
+                          s->shown);
     } else {
         m = n;
     }
@@ -211,7 +212,11 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
 {
     *out = NULL;
     sl__source_t *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = strdup(path))) {
+    if (!s || !(s->path = strdup(path)) ||
+        !(s->shown =
+              strstr(path, "://") ? sl__remote_redact(path) : strdup(path))) {
+        if (s)
+            free(s->path);
         free(s);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
@@ -267,6 +272,7 @@ void sl__source_close(sl__source_t *s)
     free(s->shards);
     free(s->first);
     free(s->path);
+    free(s->shown);
     free(s);
 }
 

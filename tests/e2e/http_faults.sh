@@ -3,6 +3,8 @@
 # 127.0.0.1 and stops (nginx; tests/e2e/faulty_http.py):
 #   - every shard failing under --on-error skip: the error counts the files
 #     left out and gives the first's cause (WebDataset and sluice shards);
+#   - a password or a presigned signature in a URL is never printed;
+#   - a URL with a query string finds its sidecar (NAME.slidx?QUERY);
 # Skips (77) when sluice was built without libcurl or nginx is missing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" http_faults
@@ -29,6 +31,25 @@ check "all skipped (tar): the count and the first cause" \
 out=$(timeout 60 "$S" run "$G/always500/sls/shard-{00000..00001}.sls" --batch 2 --on-error skip 2>&1)
 check "all skipped (sls): the count and the first cause" \
   grep -q "no readable records: 2 of 2 shards left out; the first: $G/always500/sls/shard-00000.sls: .*HTTP 500" <<<"$out"
+
+# 2. Secrets in a URL: userinfo and presigned query values are not printed.
+H=${G#http://}
+out=$(timeout 60 "$S" run "http://alice:S3CRETpw@$H/always500/wds/shard-000000.tar?X-Amz-Credential=AKIDSECRET&X-Amz-Signature=SIGSECRET&v=1" \
+  --batch 2 2>&1)
+check "secrets: the error names the URL redacted" grep -qF "http://***@$H/always500/wds/shard-000000.tar?X-Amz-Credential=***&X-Amz-Signature=***&v=1" <<<"$out"
+check "secrets: no password, credential or signature printed" \
+  bash -c '! grep -qE "S3CRETpw|AKIDSECRET|SIGSECRET" <<<"$1"' _ "$out"
+out=$(timeout 60 "$S" run "http://alice:S3CRETpw@$H/{always500/wds/shard-000000.tar,wds/shard-000000.tar}?token=TOKSECRET" \
+  --batch 2 --on-error skip 2>&1)
+check "secrets: the skip list names the URL redacted" grep -qF "skipped: http://***@$H/always500/wds/shard-000000.tar?token=***" <<<"$out"
+check "secrets: ... and prints no secret" bash -c '! grep -qE "S3CRETpw|TOKSECRET" <<<"$1"' _ "$out"
+
+# 3. A query string: the sidecar is NAME.slidx?QUERY, found and used.
+nginx_start '$request $status'
+out=$(timeout 60 "$S" run "$N/$WDS?v=1" --batch 2 2>&1)
+check "query: the run reads" grep -q "samples" <<<"$out"
+check "query: the sidecar asked for before the query" grep -q "GET /wds/shard-000000.tar.slidx?v=1 HTTP/1.1 200" "$T/access.log"
+check "query: no warning of an unused sidecar" bash -c '! grep -q "sidecar" <<<"$1"' _ "$out"
 
 echo "http_faults: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
