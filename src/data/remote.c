@@ -130,10 +130,21 @@ static void scatter(xfer_t *x, const char *p, size_t len)
     }
 }
 
+/* A 206 whose Content-Length is not its Content-Range's span: libcurl
+ * would wait for bytes that never come (or stop short), a stall on every
+ * retry; it is the server's fault, so judged at once, not retried. */
+static int length_disagrees(const xfer_t *x)
+{
+    return x->status == 206 && x->have_cr && x->have_cl &&
+           x->cr_last != UINT64_MAX && x->cl != x->cr_last - x->cr_first + 1;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
     xfer_t *x = arg;
     size_t len = size * n;
+    if (length_disagrees(x))
+        return 0;
     if (x->status < 200 || x->status > 299) { /* an error page: its start */
         size_t room = SL__REMOTE_ERRBODY - 1 - x->errn;
         size_t k = len < room ? len : room;
@@ -279,6 +290,13 @@ int sl__remote_judge(CURL *h, CURLcode cc, const sl__remote_t *r, int head,
     if (x->overflow) {
         snprintf(why, whylen, "the server sent more than the %zu bytes asked",
                  len);
+        return SL__RQ_FAIL;
+    }
+    if (length_disagrees(x)) {
+        snprintf(why, whylen,
+                 "Content-Length %llu disagrees with Content-Range %llu-%llu",
+                 (unsigned long long)x->cl, (unsigned long long)x->cr_first,
+                 (unsigned long long)x->cr_last);
         return SL__RQ_FAIL;
     }
     if (cc != CURLE_OK) {

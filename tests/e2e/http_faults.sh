@@ -5,6 +5,7 @@
 #     left out and gives the first's cause (WebDataset and sluice shards);
 #   - a password or a presigned signature in a URL is never printed;
 #   - a URL with a query string finds its sidecar (NAME.slidx?QUERY);
+#   - a Content-Length that disagrees with Content-Range fails at once;
 # Skips (77) when sluice was built without libcurl or nginx is missing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" http_faults
@@ -50,6 +51,11 @@ out=$(timeout 60 "$S" run "$N/$WDS?v=1" --batch 2 2>&1)
 check "query: the run reads" grep -q "samples" <<<"$out"
 check "query: the sidecar asked for before the query" grep -q "GET /wds/shard-000000.tar.slidx?v=1 HTTP/1.1 200" "$T/access.log"
 check "query: no warning of an unused sidecar" bash -c '! grep -q "sidecar" <<<"$1"' _ "$out"
+
+# 4. A Content-Length 10 bytes over its Content-Range: at once, not retried.
+out=$(SL_HTTP_RETRIES=3 timeout 60 "$S" run "$G/longcl/sls/shard-00000.sls" --batch 2 2>&1)
+check "Content-Length: the disagreement named" grep -qE "longcl/sls/shard-00000.sls: bytes [0-9]+-[0-9]+: Content-Length [0-9]+ disagrees with Content-Range [0-9]+-[0-9]+( |$)" <<<"$out"
+check "Content-Length: ... not retried" bash -c '! grep -q "after [0-9] retr" <<<"$1"' _ "$out"
 
 echo "http_faults: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
