@@ -2,6 +2,7 @@
 
 #include <curl/curl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ typedef sl__xfer_t xfer_t;
 static struct {
     int retries;
     long backoff_ms, stall_s, connect_s;
+    long min_rate; /* bytes/s: a request's deadline (deadline_ms) */
 } g_cfg;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_key_t g_key;
@@ -47,6 +49,7 @@ static void init_once(void)
     g_cfg.backoff_ms = env_long("SL_HTTP_BACKOFF_MS", 100, 0, 60000);
     g_cfg.stall_s = env_long("SL_HTTP_STALL_S", 10, 1, 3600);
     g_cfg.connect_s = env_long("SL_HTTP_CONNECT_TIMEOUT_S", 10, 1, 3600);
+    g_cfg.min_rate = env_long("SL_HTTP_MIN_RATE", 16384, 1, 1L << 30);
     g_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
                 pthread_key_create(&g_key, free_handle) != 0;
 }
@@ -201,6 +204,16 @@ static int transient(CURLcode cc)
     }
 }
 
+/* The whole request's limit, so a server that trickles just above the
+ * stall limit cannot hold a read for ever: the time to connect and to get
+ * going (the connect and stall limits), then bytes at SL_HTTP_MIN_RATE. */
+static long deadline_ms(size_t bytes)
+{
+    double ms = (double)(g_cfg.connect_s + g_cfg.stall_s) * 1000.0 +
+                (double)bytes * 1000.0 / (double)g_cfg.min_rate;
+    return ms < 1e9 ? (long)ms : 1000000000L;
+}
+
 int sl__remote_setup(CURL *h, const sl__remote_t *r, const char *url, int head,
                      uint64_t off, size_t len, xfer_t *x, sl__attempt_t *at,
                      int *code, char *why, size_t whylen)
@@ -217,6 +230,8 @@ int sl__remote_setup(CURL *h, const sl__remote_t *r, const char *url, int head,
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, g_cfg.connect_s);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1024L);
     curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, g_cfg.stall_s);
+    at->deadline_ms = deadline_ms(head ? 0 : x->grow ? x->max : len);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, at->deadline_ms);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "sluice/" SL_VERSION_STRING);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, at->ebuf);
@@ -299,6 +314,15 @@ int sl__remote_judge(CURL *h, CURLcode cc, const sl__remote_t *r, int head,
                  (unsigned long long)x->cr_last);
         return SL__RQ_FAIL;
     }
+    if (cc == CURLE_OPERATION_TIMEDOUT &&
+        !strncmp(at->ebuf, "Operation timed out", 19)) {
+        snprintf(why, whylen,
+                 "%s (past the request's deadline, %ld ms: "
+                 "SL_HTTP_CONNECT_TIMEOUT_S + SL_HTTP_STALL_S + its bytes at "
+                 "SL_HTTP_MIN_RATE %ld B/s)",
+                 at->ebuf, at->deadline_ms, g_cfg.min_rate);
+        return SL__RQ_RETRY;
+    }
     if (cc != CURLE_OK) {
         snprintf(why, whylen, "%s",
                  at->ebuf[0] ? at->ebuf : curl_easy_strerror(cc));
@@ -351,6 +375,31 @@ void sl__remote_what(char *what, size_t n, uint64_t off, size_t len)
              (unsigned long long)(off + len - 1));
 }
 
+/* This thread's stop flag (sl__remote_stop_on): a blocking request looks
+ * at it from libcurl's progress callback (at least once a second). */
+static _Thread_local const atomic_int *t_stop;
+
+void sl__remote_stop_on(const atomic_int *flag)
+{
+    t_stop = flag;
+}
+
+static int stopping(void)
+{
+    return t_stop && atomic_load(t_stop);
+}
+
+static int on_progress(void *arg, curl_off_t dlt, curl_off_t dln,
+                       curl_off_t ult, curl_off_t uln)
+{
+    (void)arg;
+    (void)dlt;
+    (void)dln;
+    (void)ult;
+    (void)uln;
+    return stopping(); /* nonzero: CURLE_ABORTED_BY_CALLBACK */
+}
+
 /* One blocking attempt: the rules above around curl_easy_perform. */
 static int attempt(const sl__remote_t *r, const char *url, int head,
                    uint64_t off, size_t len, xfer_t *x, int *code, char *why,
@@ -364,9 +413,18 @@ static int attempt(const sl__remote_t *r, const char *url, int head,
     sl__attempt_t at;
     if (sl__remote_setup(h, r, url, head, off, len, x, &at, code, why, whylen))
         return SL__RQ_FAIL;
+    if (t_stop) {
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     CURLcode cc = curl_easy_perform(h);
-    return sl__remote_judge(h, cc, r, head, off, len, x, &at, code, why,
-                            whylen);
+    int res =
+        sl__remote_judge(h, cc, r, head, off, len, x, &at, code, why, whylen);
+    if (res != SL__RQ_DONE && stopping()) {
+        snprintf(why, whylen, "stopped");
+        return SL__RQ_FAIL;
+    }
+    return res;
 }
 
 static void pause_ms(long ms)

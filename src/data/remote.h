@@ -17,6 +17,7 @@
 #ifndef SL_REMOTE_H
 #define SL_REMOTE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,13 @@ void sl__remote_close(sl__remote_t *r);
  * out (out->n set). */
 int sl__remote_get(const char *url, size_t max, sl__bytes_t *out, char *err,
                    size_t errlen);
+
+/* This thread's blocking requests (sl__remote_open, _read, _get) end at
+ * once, failed with "stopped" and not retried, once *flag is nonzero (it
+ * is looked at from libcurl's progress callback, at least once a second);
+ * NULL: never. The loader's read threads pass its halt flag, so a stop
+ * does not wait for a slow read. */
+void sl__remote_stop_on(const atomic_int *flag);
 
 /* url as it may be printed: its userinfo as "***" (before "@host"),
  * and the values of presigned URLs' secret query parameters

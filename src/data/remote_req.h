@@ -53,6 +53,7 @@ typedef struct sl__xfer {
 typedef struct sl__attempt {
     char ebuf[CURL_ERROR_SIZE];
     struct curl_slist *hdrs;
+    long deadline_ms; /* CURLOPT_TIMEOUT_MS */
 } sl__attempt_t;
 
 enum { SL__RQ_DONE, SL__RQ_RETRY, SL__RQ_FAIL };

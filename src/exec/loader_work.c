@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include "data/remote.h"
 #include "loader_internal.h"
 
 /* The epoch's permutation, computed once per epoch (two cached: batches of
@@ -190,6 +191,7 @@ void sl__loader_reader_main(void *arg, int id)
 
 void sl__loader_reader_sync(sl_loader_t *l, int id)
 {
+    sl__remote_stop_on(&l->halt); /* a stop ends a slow remote read */
     while (sl__workers_checkpoint(l->readers, id)) {
         bbuf_t *bb;
         int slot;

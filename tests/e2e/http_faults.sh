@@ -6,6 +6,7 @@
 #   - a password or a presigned signature in a URL is never printed;
 #   - a URL with a query string finds its sidecar (NAME.slidx?QUERY);
 #   - a Content-Length that disagrees with Content-Range fails at once;
+#   - a trickling server meets the request's deadline (SL_HTTP_MIN_RATE).
 # Skips (77) when sluice was built without libcurl or nginx is missing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" http_faults
@@ -57,5 +58,20 @@ out=$(SL_HTTP_RETRIES=3 timeout 60 "$S" run "$G/longcl/sls/shard-00000.sls" --ba
 check "Content-Length: the disagreement named" grep -qE "longcl/sls/shard-00000.sls: bytes [0-9]+-[0-9]+: Content-Length [0-9]+ disagrees with Content-Range [0-9]+-[0-9]+( |$)" <<<"$out"
 check "Content-Length: ... not retried" bash -c '! grep -q "after [0-9] retr" <<<"$1"' _ "$out"
 
+# 5. A trickle (512 bytes every 0.3 s: above the stall limit): the
+# request's deadline (base + bytes / SL_HTTP_MIN_RATE) ends it; and on the
+# blocking path a stop (SIGTERM, as Ctrl-C) does not wait for the read.
+out=$(SL_HTTP_RETRIES=0 SL_HTTP_MIN_RATE=1000000 timeout 60 "$S" run "$G/trickle/sls/shard-00000.sls" --batch 2 --io-depth off 2>&1)
+check "deadline: the trickle fails naming the deadline" grep -q "trickle/sls/shard-00000.sls: bytes .*past the request's deadline" <<<"$out"
+# A record is ~36 KB: ~20 s a read. The signal comes in the first read.
+SL_HTTP_RETRIES=0 SL_HTTP_MIN_RATE=1 "$S" run "$G/trickle/sls/shard-00000.sls" --batch 2 --io-depth off >"$T/stop.out" 2>&1 &
+spid=$!
+sleep 3
+kill -TERM "$spid"
+t0=$(date +%s)
+for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+t1=$(date +%s)
+kill -KILL "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+check "stop: a blocking read ends with the stop ($((t1 - t0)) s after SIGTERM)" test $((t1 - t0)) -le 6
 echo "http_faults: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -52,6 +52,11 @@ const char *sl__remote_name(const sl__remote_t *r)
     return "";
 }
 
+void sl__remote_stop_on(const atomic_int *flag)
+{
+    (void)flag;
+}
+
 void sl__remote_close(sl__remote_t *r)
 {
     (void)r;
