@@ -611,9 +611,11 @@ int sl__remote_open(const char *url, sl__remote_t **out, uint64_t *size,
     rc = perform(r, r->url, r->name, "HEAD", 1, 0, 0, &x, err, errlen);
     if (!rc && x.have_cl) {
         r->size = x.cl;
-    } else if (!rc || (rc == SL_EIO && x.status >= 400)) {
-        /* No length from HEAD (or HEAD refused): the first byte's range
-         * says the total. */
+    } else if (!rc || x.status == 405 || x.status == 501 || x.status == 403) {
+        /* No length from HEAD, or HEAD not allowed (405, 501; 403: a
+         * presigned URL is signed for GET only): the first byte's range
+         * says the total. Any other failure is HEAD's to report (a GET
+         * after a 500 would only hide its cause). */
         uint8_t b;
         xfer_t y = {.buf = &b, .len = 1};
         rc = perform(r, r->url, r->name, "bytes 0-0", 0, 0, 1, &y, err, errlen);

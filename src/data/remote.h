@@ -8,7 +8,9 @@
  * a connect timeout, a stall limit (fewer than 1 KiB/s for SL_HTTP_STALL_S
  * seconds), and up to SL_HTTP_RETRIES retries with exponential backoff
  * from SL_HTTP_BACKOFF_MS for 5xx, 408, 429, refused or reset connections,
- * stalls and short bodies; 4xx other than those fail at once. The final
+ * stalls and short bodies; 4xx other than those fail at once. Each request
+ * has a deadline scaled to its size (its bytes at SL_HTTP_MIN_RATE on top
+ * of the connect and stall limits). The final
  * error names the URL, the range and the cause; a missing object is
  * SL_ENOTFOUND, anything else SL_EIO (a data error: --on-error skip lists
  * it). s3:// is signed with SigV4 by libcurl (data/s3: credentials,

@@ -30,9 +30,15 @@ G=$furl
 out=$(timeout 60 "$S" run "$G/always500/$WDS" --batch 2 --on-error skip 2>&1)
 check "all skipped (tar): the count and the first cause" \
   grep -q "no readable samples: $nw of $nw files left out; the first: $G/always500/wds/shard-000000.tar: .*HTTP 500 (after 1 retry)" <<<"$out"
+check "HEAD failed: its cause, not a GET's after it" \
+  grep -q "the first: $G/always500/wds/shard-000000.tar: HEAD: HTTP 500 (after 1 retry)" <<<"$out"
 out=$(timeout 60 "$S" run "$G/always500/sls/shard-{00000..00001}.sls" --batch 2 --on-error skip 2>&1)
 check "all skipped (sls): the count and the first cause" \
   grep -q "no readable records: 2 of 2 shards left out; the first: $G/always500/sls/shard-00000.sls: .*HTTP 500" <<<"$out"
+
+# A raw space in an http URL: said plainly.
+out=$(timeout 60 "$S" run "$G/wds/a b.tar" --batch 2 2>&1)
+check "space: encode spaces as %20" grep -q "$G/wds/a b.tar: a space in a URL: encode spaces as %20" <<<"$out"
 
 # 2. Secrets in a URL: userinfo and presigned query values are not printed.
 H=${G#http://}
