@@ -96,3 +96,16 @@ def test_oversized_sidecar_walked_with_a_warning(served):
     assert len(got) == len(want) > 0
     for (a, la), (b, lb) in zip(want, got):
         assert np.array_equal(a, b) and np.array_equal(la, lb)
+
+
+def test_secrets_in_a_url_are_not_in_the_exception(served):
+    """A password and a presigned signature in a URL reach the server but
+    are never printed: the exception names the URL with them as ***."""
+    _, url = served
+    host = url[len("http://"):]
+    with pytest.raises(Exception) as e:
+        sluice.Loader(f"http://alice:S3CRETpw@{host}/wds/nothere.tar"
+                      "?X-Amz-Signature=SIGSECRET&v=1", batch_size=4)
+    msg = str(e.value)
+    assert "S3CRETpw" not in msg and "SIGSECRET" not in msg
+    assert f"http://***@{host}/wds/nothere.tar?X-Amz-Signature=***&v=1" in msg
