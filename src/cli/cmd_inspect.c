@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "codec/codec.h"
 #include "data/recset.h"
+#include "data/remote.h"
 #include "data/shard.h"
 #include "data/shard_walk.h"
 #include "opts.h"
@@ -55,7 +56,9 @@ static int inspect_recset(const char *spec, int all)
             hi = e->label > hi ? e->label : hi;
         }
     }
-    printf("path:     %s\n", spec);
+    char *shown = sl__remote_redact(spec); /* a URL's secrets hidden */
+    printf("path:     %s\n", shown ? shown : "?");
+    free(shown);
     printf("format:   %s\n", sl__recset_format_name(r->fmt));
     printf("files:    %d\n", r->nfiles);
     printf("samples:  %" PRId64 " (%" PRId64 " bad)\n", n, bad);

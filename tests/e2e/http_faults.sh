@@ -51,6 +51,9 @@ out=$(timeout 60 "$S" run "http://alice:S3CRETpw@$H/{always500/wds/shard-000000.
   --batch 2 --on-error skip 2>&1)
 check "secrets: the skip list names the URL redacted" grep -qF "skipped: http://***@$H/always500/wds/shard-000000.tar?token=***" <<<"$out"
 check "secrets: ... and prints no secret" bash -c '! grep -qE "S3CRETpw|TOKSECRET" <<<"$1"' _ "$out"
+out=$(timeout 60 "$S" inspect "http://alice:S3CRETpw@$H/wds/shard-000000.tar?token=TOKSECRET" 2>&1)
+check "secrets: inspect's path line redacted" grep -qF "path:     http://***@$H/wds/shard-000000.tar?token=***" <<<"$out"
+check "secrets: ... and inspect prints no secret" bash -c '! grep -qE "S3CRETpw|TOKSECRET" <<<"$1"' _ "$out"
 
 # 3. A query string: the sidecar is NAME.slidx?QUERY, found and used.
 nginx_start '$request $status'
