@@ -44,12 +44,16 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_ctrl_c_interrupts_a_waiting_next(ds):
+def interrupt_child(script, *args):
+    """Runs script (which prints "ready" before its waiting next(), then
+    "interrupted T ..." or "batch T" and the rest), sends SIGINT 0.3 s
+    after "ready", checks the exception came within 0.6 s. @return the
+    child's stdout."""
     env = dict(os.environ)  # the child imports the same package
     env["PYTHONPATH"] = os.pathsep.join(
         [os.path.dirname(os.path.dirname(sluice.__file__))] +
         [p for p in [env.get("PYTHONPATH")] if p])
-    p = subprocess.Popen([sys.executable, "-c", CHILD, ds], text=True,
+    p = subprocess.Popen([sys.executable, "-c", script, *args], text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=env)
     line = p.stdout.readline().strip()
@@ -64,7 +68,12 @@ def test_ctrl_c_interrupts_a_waiting_next(ds):
     assert first and first[0] == "interrupted", (out, err)
     late = float(first[1]) - sent
     assert late < 0.6, f"KeyboardInterrupt {late:.2f} s after the signal"
-    assert "after 600" in out, (out, err)
+    return out
+
+
+def test_ctrl_c_interrupts_a_waiting_next(ds):
+    out = interrupt_child(CHILD, ds)
+    assert "after 600" in out, out
 
 
 # The same for sluice.TextLoader: one batch of 8M WordPiece tokens from
@@ -107,24 +116,6 @@ def accented(tmp_path_factory):
 
 
 def test_ctrl_c_interrupts_a_waiting_text_next(accented):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(sluice.__file__))] +
-        [p for p in [env.get("PYTHONPATH")] if p])
-    p = subprocess.Popen([sys.executable, "-c", TEXT_CHILD, *accented],
-                         text=True, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=env)
-    line = p.stdout.readline().strip()
-    if line != "ready":
-        p.kill()
-        pytest.fail(f"child: {line!r} {p.communicate()[1][-2000:]}")
-    time.sleep(0.3)
-    sent = time.monotonic()
-    p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
-    first = out.split("\n")[0].split()
-    assert first and first[0] == "interrupted", (out, err)
-    late = float(first[1]) - sent
-    assert late < 0.6, f"KeyboardInterrupt {late:.2f} s after the signal"
+    out = interrupt_child(TEXT_CHILD, *accented)
     assert "(0, 0)" in out.split("\n")[0], out  # nothing handed out
-    assert "after 1024 (0, 1)" in out, (out, err)
+    assert "after 1024 (0, 1)" in out, out
