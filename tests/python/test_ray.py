@@ -97,14 +97,18 @@ def test_work_dropped_at_set_epoch_elsewhere(cluster, ds, local):
     """A whole epoch hands the next one's first chunks out ahead; set_epoch
     elsewhere drops them. The actor must go on with the new iteration's
     work at once (ray.cancel of its queued tasks left the next ones unsent:
-    the trainer waited for an idle actor until Ray declared it dead)."""
+    the trainer waited for an idle actor until Ray declared it dead, and
+    the actor was counted failed). The time bound only keeps a stall from
+    passing as slow: an iteration (15 one-batch tasks) takes 0.2 s alone
+    on a 2-core machine, and one took 6 s in a loaded CI run (where a
+    bound of 5 s failed)."""
     with make(ds, 1, chunk=1, depth=1) as dl:
         for i in range(6):
             dl.set_epoch(i // 2 % 2)  # 0 0 1 1 0 0: three drops
             t0 = time.monotonic()
             assert digests(dl) == local[0][i // 2 % 2]
-            assert time.monotonic() - t0 < 5, f"iteration {i} stalled"
-        assert dl.stats()["actors_failed"] == 0
+            assert time.monotonic() - t0 < 30, f"iteration {i} stalled"
+            assert dl.stats()["actors_failed"] == 0, f"iteration {i}"
 
 
 def test_task_error_reaches_the_trainer(cluster, ds, tmp_path):
