@@ -13,6 +13,12 @@ int64_t sl__now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+struct timespec sl__mono_timespec(int64_t ns)
+{
+    return (struct timespec){(time_t)(ns / 1000000000),
+                             (long)(ns % 1000000000)};
+}
+
 int sl__fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
     if (err && errlen) {

@@ -5,11 +5,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "sluice/sluice.h"
 
 /* Monotonic clock, nanoseconds. */
 int64_t sl__now_ns(void);
+/* The timespec of monotonic time ns (a sl__now_ns value): the deadline of
+ * a pthread_cond_timedwait on a condition variable whose clock is
+ * CLOCK_MONOTONIC (every timed wait in the tree). */
+struct timespec sl__mono_timespec(int64_t ns);
 
 /* printf into a fixed message buffer (never overflows, always terminated).
  * Returns `code` so error paths read `return sl__fail(err, n, SL_EIO, ...)`. */

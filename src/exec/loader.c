@@ -494,13 +494,8 @@ int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
     if (!l || !out)
         return SL_EINVAL;
     *out = NULL;
-    struct timespec until; /* cv_ready's clock: monotonic */
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        long long ns = until.tv_nsec + (long long)timeout_ms * 1000000LL;
-        until.tv_sec += (time_t)(ns / 1000000000LL);
-        until.tv_nsec = (long)(ns % 1000000000LL);
-    }
+    struct timespec until = /* cv_ready's clock: monotonic */
+        sl__mono_timespec(sl__now_ns() + (int64_t)timeout_ms * 1000000);
     int64_t t0 = sl__now_ns();
     int rc = 0;
     pthread_mutex_lock(&l->mu);

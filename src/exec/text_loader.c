@@ -455,13 +455,8 @@ int sl_text_loader_next_timeout(sl_text_loader_t *l,
     if (!l || !out)
         return SL_EINVAL;
     *out = NULL;
-    struct timespec until; /* done_cv's clock: monotonic */
-    if (timeout_ms >= 0) {
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        long long ns = until.tv_nsec + (long long)timeout_ms * 1000000LL;
-        until.tv_sec += (time_t)(ns / 1000000000LL);
-        until.tv_nsec = (long)(ns % 1000000000LL);
-    }
+    struct timespec until = /* done_cv's clock: monotonic */
+        sl__mono_timespec(sl__now_ns() + (int64_t)timeout_ms * 1000000);
     pthread_mutex_lock(&l->mu);
     if (!l->running) {
         pthread_mutex_unlock(&l->mu);

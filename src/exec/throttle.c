@@ -77,8 +77,7 @@ int64_t sl__throttle_rate(sl__throttle_t *t)
 
 static void wait_until(sl__throttle_t *t, int64_t deadline_ns)
 {
-    struct timespec ts = {(time_t)(deadline_ns / 1000000000),
-                          (long)(deadline_ns % 1000000000)};
+    struct timespec ts = sl__mono_timespec(deadline_ns);
     pthread_cond_timedwait(&t->cv, &t->mu, &ts);
 }
 

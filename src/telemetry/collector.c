@@ -360,14 +360,9 @@ static void *collector_main(void *p)
     int64_t next = sl__now_ns() + (int64_t)c->o.period_ms * 1000000;
     pthread_mutex_lock(&c->mu);
     while (!c->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-        if (now < next) {
+        if (sl__now_ns() < next) {
             /* The condition variable runs on CLOCK_MONOTONIC (see start). */
-            int64_t wake = next;
-            ts.tv_sec = (time_t)(wake / 1000000000);
-            ts.tv_nsec = (long)(wake % 1000000000);
+            struct timespec ts = sl__mono_timespec(next);
             pthread_cond_timedwait(&c->cv, &c->mu, &ts);
             continue;
         }
