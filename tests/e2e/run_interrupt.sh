@@ -14,11 +14,12 @@ common=(--batch 8 --size 32 --epochs 40 --seed 7 --digest --threads 2 --quiet)
 full=$("$S" run "$T/ds" "${common[@]}" --json 2>/dev/null | jget digest)
 check "uninterrupted digest ($full)" test -n "$full"
 
-# run_signal SIG OUT ERR ARGS...: starts a run, sends SIG after 1 s; sets
-# rc (its exit status) and late (seconds from the signal to the exit).
+# run_signal SIG OUT ERR ARGS...: starts `sluice run ARGS...` (an image or
+# a text run), sends SIG after 1 s; sets rc (its exit status) and late
+# (seconds from the signal to the exit).
 run_signal() {
   local sig=$1 out=$2 err=$3; shift 3
-  "$S" run "$T/ds" "$@" >"$out" 2>"$err" &
+  "$S" run "$@" >"$out" 2>"$err" &
   local pid=$!
   sleep 1
   local t0=$(date +%s%N)
@@ -27,7 +28,7 @@ run_signal() {
   late=$(( ($(date +%s%N) - t0) / 1000000000 ))
 }
 
-run_signal INT "$T/out1" "$T/err1" "${common[@]}" --step-ms 30 --json --state "$T/st"
+run_signal INT "$T/out1" "$T/err1" "$T/ds" "${common[@]}" --step-ms 30 --json --state "$T/st"
 check "SIGINT: exit 130 (got $rc)" test "$rc" -eq 130
 check "SIGINT: out within 5 s (${late} s)" test "$late" -le 5
 check "SIGINT: JSON summary marked interrupted" grep -q '"interrupted": "SIGINT"' "$T/out1"
@@ -44,11 +45,11 @@ check "resumed: the rest ($b1 + ${b2:-?} = 320)" test $(( b1 + ${b2:-0} )) -eq 3
 check "resumed: digest == uninterrupted" test "$(jget digest <"$T/out2")" = "$full"
 
 # SIGTERM, the human summary, and the same --state file resumed again.
-run_signal TERM "$T/out3" "$T/err3" "${common[@]}" --step-ms 30 --state "$T/st3"
+run_signal TERM "$T/out3" "$T/err3" "$T/ds" "${common[@]}" --step-ms 30 --state "$T/st3"
 check "SIGTERM: exit 143 (got $rc)" test "$rc" -eq 143
 check "SIGTERM: the summary line" grep -q "samples in .* batches" "$T/out3"
 check "SIGTERM: says where it stopped" grep -q "interrupted (SIGTERM) at epoch" "$T/err3"
-run_signal INT "$T/out4" "$T/err4" "${common[@]}" --step-ms 30 --json --resume "$T/st3" --state "$T/st3"
+run_signal INT "$T/out4" "$T/err4" "$T/ds" "${common[@]}" --step-ms 30 --json --resume "$T/st3" --state "$T/st3"
 check "resumed and interrupted again: exit 130" test "$rc" -eq 130
 dr=$("$S" run "$T/ds" "${common[@]}" --json --resume "$T/st3" 2>/dev/null | jget digest)
 check "twice interrupted, resumed: digest == uninterrupted" test "$dr" = "$full"
@@ -84,18 +85,7 @@ if grep -q "built without" "$T/terr0"; then
 else
   tdigest=$(jget digest <<<"$tfull"); tb=$(jget batches <<<"$tfull")
   check "text: uninterrupted digest ($tdigest, $tb batches)" test -n "$tdigest" -a "${tb:-0}" -gt 100
-  # as run_signal, for the text run
-  run_text_signal() {
-    local sig=$1 out=$2 err=$3; shift 3
-    "$S" run "${text[@]}" "$@" >"$out" 2>"$err" &
-    local pid=$!
-    sleep 1
-    local t0=$(date +%s%N)
-    kill -"$sig" "$pid"
-    wait "$pid"; rc=$?
-    late=$(( ($(date +%s%N) - t0) / 1000000000 ))
-  }
-  run_text_signal INT "$T/tout1" "$T/terr1" --step-ms 30 --json --state "$T/tst"
+  run_signal INT "$T/tout1" "$T/terr1" "${text[@]}" --step-ms 30 --json --state "$T/tst"
   check "text SIGINT: exit 130 (got $rc)" test "$rc" -eq 130
   check "text SIGINT: out within 5 s (${late} s)" test "$late" -le 5
   check "text SIGINT: JSON summary marked interrupted" grep -q '"interrupted": "SIGINT"' "$T/tout1"
@@ -110,7 +100,7 @@ else
   t2=$(jget batches <"$T/tout2")
   check "text resumed: the rest ($t1 + ${t2:-?} = $tb)" test $(( ${t1:-0} + ${t2:-0} )) -eq "${tb:-0}"
   check "text resumed: digest == uninterrupted" test "$(jget digest <"$T/tout2")" = "$tdigest"
-  run_text_signal TERM "$T/tout3" "$T/terr3" --step-ms 30 --state "$T/tst3"
+  run_signal TERM "$T/tout3" "$T/terr3" "${text[@]}" --step-ms 30 --state "$T/tst3"
   check "text SIGTERM: exit 143 (got $rc)" test "$rc" -eq 143
   check "text SIGTERM: the summary line" grep -q "sequences in .* batches" "$T/tout3"
   check "text SIGTERM: --state written" test -s "$T/tst3"
