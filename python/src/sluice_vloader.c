@@ -25,7 +25,10 @@ static void vl_dealloc(vloader_obj *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int parse_i64x3(PyObject *o, const char *what, int64_t v[3])
+/* Three items of a sequence, each through one(item, what, v, i): -1 with
+ * the Python error set, else 0. */
+typedef int (*item_fn)(PyObject *x, const char *what, void *v, int i);
+static int parse_x3(PyObject *o, const char *what, item_fn one, void *v)
 {
     PyObject *s = PySequence_Fast(o, what);
     if (!s)
@@ -35,42 +38,38 @@ static int parse_i64x3(PyObject *o, const char *what, int64_t v[3])
         PyErr_Format(PyExc_ValueError, "%s: three values", what);
     } else {
         rc = 0;
-        for (int i = 0; i < 3 && !rc; i++) {
-            long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(s, i));
-            if (x == -1 && PyErr_Occurred())
-                rc = -1;
-            else if (x < 1 || x > 4096) {
-                PyErr_Format(PyExc_ValueError, "%s: 1..4096 each", what);
-                rc = -1;
-            } else
-                v[i] = x;
-        }
+        for (int i = 0; i < 3 && !rc; i++)
+            rc = one(PySequence_Fast_GET_ITEM(s, i), what, v, i);
     }
     Py_DECREF(s);
     return rc;
 }
 
-/* Three numbers as doubles (the options' type: a float32 step would move
- * a spacing ratio that lands on a whole number, 1 / 1.2 x 120 = 100, to
- * 99.999996, truncated to 99 slices). */
-static int parse_f64x3(PyObject *o, const char *what, double v[3])
+/* A patch edge: an int in 1..4096. */
+static int patch_edge(PyObject *x, const char *what, void *v, int i)
 {
-    PyObject *s = PySequence_Fast(o, what);
-    if (!s)
+    long long n = PyLong_AsLongLong(x);
+    if (n == -1 && PyErr_Occurred())
         return -1;
-    int rc = -1;
-    if (PySequence_Fast_GET_SIZE(s) != 3) {
-        PyErr_Format(PyExc_ValueError, "%s: three values", what);
-    } else {
-        rc = 0;
-        for (int i = 0; i < 3 && !rc; i++) {
-            v[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(s, i));
-            if (v[i] == -1.0 && PyErr_Occurred())
-                rc = -1;
-        }
+    if (n < 1 || n > 4096) {
+        PyErr_Format(PyExc_ValueError, "%s: 1..4096 each", what);
+        return -1;
     }
-    Py_DECREF(s);
-    return rc;
+    ((int64_t *)v)[i] = n;
+    return 0;
+}
+
+/* A number as a double (the options' type: a float32 step would move a
+ * spacing ratio that lands on a whole number, 1 / 1.2 x 120 = 100, to
+ * 99.999996, truncated to 99 slices). */
+static int as_double(PyObject *x, const char *what, void *v, int i)
+{
+    (void)what;
+    double d = PyFloat_AsDouble(x);
+    if (d == -1.0 && PyErr_Occurred())
+        return -1;
+    ((double *)v)[i] = d;
+    return 0;
 }
 
 static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
@@ -102,10 +101,10 @@ static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
     }
     o.on_error = strcmp(on_error, "skip") ? SL_ON_ERROR_FAIL : SL_ON_ERROR_SKIP;
     o.unlabeled = unlabeled;
-    if (patch && parse_i64x3(patch, "patch", o.aug.patch))
+    if (patch && parse_x3(patch, "patch", patch_edge, o.aug.patch))
         return -1;
     if (spacing) {
-        if (parse_f64x3(spacing, "target_spacing", o.target_spacing))
+        if (parse_x3(spacing, "target_spacing", as_double, o.target_spacing))
             return -1;
         for (int i = 0; i < 3; i++)
             if (!(o.target_spacing[i] > 0)) { /* C's 0 is its default */

@@ -139,6 +139,16 @@ def test_options_out_of_range(tmp_path):
                      ({"on_error": "ignore"}, "on_error")]:
         with pytest.raises(ValueError, match=name):
             sv.DataLoader(path, patch=(8, 8, 6), **kw)
+    for kw, err in [({"patch": (8, 8, 0)}, ValueError),
+                    ({"patch": (8, 8, 4097)}, ValueError),
+                    ({"patch": (8, 8)}, ValueError),
+                    ({"patch": (8, 8, 6.5)}, TypeError),
+                    ({"target_spacing": (1, 1)}, ValueError),
+                    ({"target_spacing": (1, "a", 1)}, TypeError)]:
+        name = next(iter(kw))
+        with pytest.raises(err) as e:
+            sv.DataLoader(path, **{"patch": (8, 8, 6), **kw})
+        assert err is TypeError or name in str(e.value), (kw, e.value)
 
 
 def test_unlabeled(tmp_path):
