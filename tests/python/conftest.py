@@ -1,8 +1,18 @@
 """Shared helpers of the Python tests."""
 import os
 import subprocess
+import sys
 
 import pytest
+
+# This build's Python package (BUILD/python, beside the CLI that $SLUICE
+# names) goes first on sys.path, before any test file is collected, so
+# each file's `pytest.importorskip("sluice")` imports this build's, not an
+# installed one. PYDIR: that folder, or None (a subprocess's PYTHONPATH).
+_cli = os.environ.get("SLUICE")
+PYDIR = os.path.join(os.path.dirname(_cli), "python") if _cli else None
+if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
+    sys.path.insert(0, PYDIR)
 
 
 def synthetic_folder(tmp_path_factory, name, images, classes):

@@ -8,14 +8,10 @@ sluice or Ray: the module-level skips happen here, at its import."""
 import contextlib
 import hashlib
 import os
-import sys
 
 import pytest
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
+from conftest import PYDIR  # noqa: E402  (this build's package)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 ray = pytest.importorskip("ray", reason="Ray is not installed or cannot be imported (pip install ray)",
                          exc_type=ImportError)

@@ -7,16 +7,12 @@ The ImageNet sample test skips when ../shared/data is absent."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 from conftest import synthetic_folder
 
 SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 QUICK = dict(batch_size=8, image_size=64, threads=1, seconds=0.3)

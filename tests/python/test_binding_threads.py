@@ -11,16 +11,11 @@ Before the fix these crashed or hung (use after free); the ASan ctest entry
 Iterations: SL_THREAD_TRIALS (default 60)."""
 import os
 import random
-import sys
 import threading
 
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 TRIALS = int(os.environ.get("SL_THREAD_TRIALS", "60"))

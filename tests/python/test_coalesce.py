@@ -6,16 +6,10 @@ URLs in stored order it makes fewer requests (stats()['requests']) than
 records, off exactly one per record; a local source makes none. The tars are
 served by tests/e2e/faulty_http.py (conftest.remote_tars)."""
 import hashlib
-import os
-import sys
 
 import pytest
 from conftest import remote_tars, synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 N = 48

@@ -84,12 +84,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--worker"]:
 
 import pytest  # noqa: E402
 
-from conftest import synthetic_folder  # noqa: E402
-
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
+from conftest import PYDIR, synthetic_folder  # noqa: E402
 pytest.importorskip("sluice", reason="sluice module not built")
 torch = pytest.importorskip("torch", reason="torch is not installed")
 

@@ -20,9 +20,6 @@ import numpy as np
 import pytest
 
 SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 PHOTOS = os.path.join(os.environ.get("SL_SHARED_DATA", os.path.join(

@@ -5,17 +5,11 @@ DMA. On the CPU the hook is exercised with counting ctypes allocators; the
 CUDA tests run only where torch sees a GPU (skipped, with the reason, here)."""
 import ctypes
 import gc
-import os
-import sys
 
 import numpy as np
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 B, S = 8, 48

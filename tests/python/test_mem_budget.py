@@ -2,17 +2,11 @@
 item 10). Holding more batches than the budget holds fails next() instead
 of growing the pool; without a budget, growing past 256 held batches says
 so (ResourceWarning) instead of silently heading for 4096 buffers."""
-import os
-import sys
 import warnings
 
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 RESERVE = 32 << 20  # sched/limits.h: the least working memory of a budget

@@ -2,17 +2,11 @@
 plain iteration yields at its (epoch, batch), digest for digest; a plan
 leaves `position` alone; bad plans raise ValueError / TypeError."""
 import hashlib
-import os
-import sys
 
 import pytest
 
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 B, S = 8, 32

@@ -1,15 +1,9 @@
 """sluice.Loader(policy=...): the scheduler policy from Python, as the CLI's
 --policy (the scenario benchmarks drive sluice through it)."""
-import os
-import sys
 
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 

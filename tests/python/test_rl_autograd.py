@@ -7,16 +7,11 @@ libsluice.so does not export). The network and the loss are written again
 here in plain torch, from docs/POLICY.md, in float64.
 """
 import os
-import sys
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 
 N_IN, KNOBS, ACTS = 24, 3, 3
 

@@ -2,16 +2,11 @@
 PyPI, in the project venv), eager TF tensors and JAX arrays made through
 DLPack without a copy. Skips (saying why) when TF or JAX is not installed."""
 import os
-import sys
 
 import numpy as np
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 B, S = 8, 32

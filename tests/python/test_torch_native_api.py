@@ -6,16 +6,11 @@ FileNotFoundError. A small synthetic folder: quick."""
 import errno
 import os
 import shutil
-import sys
 import warnings
 
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 torch = pytest.importorskip("torch", reason="no torch")
 import sluice.torch as st  # noqa: E402

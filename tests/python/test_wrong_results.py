@@ -10,10 +10,7 @@ import sys
 import pytest
 from conftest import synthetic_folder
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
+from conftest import PYDIR  # noqa: E402  (this build's package)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 B, S = 16, 32
