@@ -71,9 +71,10 @@ static int same_shape(const sl__bytes_t *rec, const char *image,
     size_t hl1 = sl__get_u32(p1 + 4);
     sl__volhdr_t hi, hl;
     char e[256];
-    if (sl__nifti_header(b + SL__VOLREC_PART, hl0, &hi, e, sizeof e) ||
-        sl__nifti_header(p1 + SL__VOLREC_PART, hl1, &hl, e, sizeof e))
+    if (sl__nifti_header(b + SL__VOLREC_PART, hl0, &hi, e, sizeof e))
         return sl__fail(err, errlen, SL_ECORRUPT, "%s: %s", image, e);
+    if (sl__nifti_header(p1 + SL__VOLREC_PART, hl1, &hl, e, sizeof e))
+        return sl__fail(err, errlen, SL_ECORRUPT, "%s: %s", label, e);
     for (int i = 0; i < 3; i++)
         if (hi.dim[i] != hl.dim[i])
             return sl__fail(err, errlen, SL_ECORRUPT,

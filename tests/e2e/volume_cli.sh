@@ -71,5 +71,11 @@ check "pack --volumes: label shape mismatch refused" test $? -eq 1
 check "pack --volumes: both shapes named" \
   grep -q "n2_u8.nii.gz: the label is .* its image (.*i16_3d.nii) 3 x 4 x 2" "$T/pack2.out"
 
+# A label that cannot be read: the message names the label, not its image
+printf '%s %s\n' "$C/i16_3d.nii" "$C/trunc.nii" >"$T/badlabel.txt"
+"$S" pack --volumes "$T/badlabel.txt" "$T/pack3" >"$T/pack3.out" 2>&1
+check "pack --volumes: unreadable label refused" test $? -eq 1
+check "pack --volumes: the label named" grep -q "trunc.nii: truncated" "$T/pack3.out"
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
