@@ -79,6 +79,17 @@ static int case_header(sl_vloader_t *l, int64_t c, char *err, size_t errlen)
         rc = not_3d(v, path, err, errlen);
     else if (lv && !sl__voff_is_3d(lv))
         rc = not_3d(lv, lpath ? lpath : path, err, errlen);
+    else if (lv && (lv->dim[0] != v->dim[0] || lv->dim[1] != v->dim[1] ||
+                    lv->dim[2] != v->dim[2]))
+        /* at create, not at the case's first read (the readers check it
+         * again there: a file changed since) */
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: the label is %lld x %lld x %lld, its image (%s) "
+                      "%lld x %lld x %lld",
+                      lpath ? lpath : path, (long long)lv->dim[0],
+                      (long long)lv->dim[1], (long long)lv->dim[2], path,
+                      (long long)v->dim[0], (long long)v->dim[1],
+                      (long long)v->dim[2]);
     if (rc) {
         sl_volume_free(v);
         sl_volume_free(lv);

@@ -218,3 +218,19 @@ def test_loops_keep_to_the_stream_after_skips_and_next_batch(tmp_path):
         del it
         gc.collect()
         assert dl.epoch == 4
+
+
+def test_label_shape_refused_at_create(tmp_path):
+    """A label whose shape is not its image's fails the loader's creation
+    naming both files and shapes (it failed at the case's first read, in
+    some epoch's batch); on_error="skip" leaves the case out from the
+    start, listed as a create-time skip."""
+    path = make_list(tmp_path, n=3)
+    save(tmp_path / "lab1.nii.gz", np.zeros((20, 16, 10), np.uint8), (1.5, 1.3, 2.0))
+    with pytest.raises(Exception, match=r"lab1\.nii\.gz: the label is 20 x 16 x 10, "
+                       r"its image \(.*img1\.nii\.gz\) 20 x 16 x 12"):
+        sv.DataLoader(path, batch_size=1, patch=(8, 8, 6), **QUIET)
+    with sv.DataLoader(path, batch_size=1, patch=(8, 8, 6), on_error="skip", **QUIET) as dl:
+        sk = dl.skipped()
+        assert len(sk) == 1 and sk[0].startswith("create: ") and "lab1.nii.gz" in sk[0], sk
+        assert len(dl) == 2 and sum(img.shape[0] for img, _ in dl) == 2

@@ -436,11 +436,18 @@ static void test_label_shape_named(void **state)
     o.batch_size = 8;
     sl_vloader_t *l;
     char err[512];
+    /* refused at create (it was found at the first next) */
+    assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err),
+                     SL_ECORRUPT);
+    assert_non_null(strstr(err, "case_00007/segmentation.nii: the label is "
+                                "15 x 12 x 10"));
+    assert_non_null(strstr(err, "16 x 12 x 10"));
+    /* skip: the case left out from the start, the others load */
+    o.on_error = SL_ON_ERROR_SKIP;
     assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err), 0);
     sl_vbatch_t *b;
-    int rc = sl_vloader_next(l, &b, err, sizeof err);
-    assert_int_equal(rc, SL_ECORRUPT);
-    assert_non_null(strstr(err, "case_00007"));
+    assert_int_equal(sl_vloader_next(l, &b, err, sizeof err), 0);
+    sl_vloader_release(l, b);
     sl_vloader_destroy(l);
     char d[1100];
     snprintf(d, sizeof d, "%s/case_00007", root);
