@@ -132,7 +132,10 @@ class DataLoader:
         return self._l.stats()
 
     def reset_stats(self):
-        """Zeroes the counters and the latency window (after a warm-up)."""
+        """Zeroes the counters and the latency window (after a warm-up);
+        stats()["skipped"] then counts the skips since, create-time ones
+        not included, while skipped() still lists the skips since create
+        (the first 10,000)."""
         self._l.reset_stats()
 
     def close(self):
