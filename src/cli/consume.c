@@ -122,7 +122,11 @@ static void print_skips(const sl__stream_t *s, int64_t *shown)
             *shown = n;
             break;
         }
-        fprintf(stderr, "skipped: %s\n", m);
+        /* the list holds warnings too (nothing lost): "warning: ..." */
+        if (strncmp(m, "warning: ", 9) == 0)
+            fprintf(stderr, "%s\n", m);
+        else
+            fprintf(stderr, "skipped: %s\n", m);
     }
 }
 

@@ -84,7 +84,7 @@ for f in WDS TFR; do
   out=$(run "$N/${!f}")
   check "once: $f with a stale sidecar digest = local" test "$(jget digest <<<"$out")" = "$want"
   check "once: $f: the stale sidecar is named in a warning" \
-    grep -q "^skipped: warning: $N/$d/$first.slidx: stale: made for a file of .* (sidecar index not used: the file was walked)" <<<"$out"
+    grep -q "^warning: $N/$d/$first.slidx: stale: made for a file of .* (sidecar index not used: the file was walked)" <<<"$out"
   cp "$T/aside/$first.slidx" "$T/www/$d/$first.slidx"
   printf 'X' | dd of="$T/www/$d/$first.slidx" bs=1 seek=60 conv=notrunc 2>/dev/null
   check "once: $f with a damaged sidecar digest = local" test "$(run "$N/${!f}" | jget digest)" = "$want"
