@@ -427,11 +427,21 @@ static int attempt(const sl__remote_t *r, const char *url, int head,
     return res;
 }
 
-static void pause_ms(long ms)
+/* A retry's backoff, in slices of at most 50 ms so that a stop (the
+ * thread's flag) ends it; returns 1 when stopped. */
+static int pause_ms(long ms)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts))
-        ;
+    for (;;) {
+        if (stopping())
+            return 1;
+        if (ms <= 0)
+            return 0;
+        long step = ms < 50 ? ms : 50;
+        ms -= step;
+        struct timespec ts = {0, step * 1000000L};
+        while (nanosleep(&ts, &ts))
+            ;
+    }
 }
 
 /* The request with its retries; the final error names name, what and the
@@ -456,7 +466,10 @@ static int perform(const sl__remote_t *r, const char *url, const char *name,
             proto->status = x.status;
             break;
         }
-        pause_ms(sl__remote_backoff_ms(k));
+        if (pause_ms(sl__remote_backoff_ms(k))) {
+            snprintf(why, sizeof why, "stopped");
+            break;
+        }
     }
     return sl__remote_fail(err, errlen, code, name, what, why, k);
 }
@@ -676,11 +689,15 @@ int sl__remote_list(const char *url, char ***names, int *n, char *err,
 {
     *names = NULL;
     *n = 0;
-    if (strncasecmp(url, "s3://", 5))
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "%s: only s3:// prefixes can be listed; name the "
-                        "files (a brace pattern: shard-{000000..000099}.tar)",
-                        url);
+    if (strncasecmp(url, "s3://", 5)) {
+        char *shown = sl__remote_redact(url);
+        sl__fail(err, errlen, SL_EUNSUPPORTED,
+                 "%s: only s3:// prefixes can be listed; name the files (a "
+                 "brace pattern: shard-{000000..000099}.tar)",
+                 shown ? shown : "(a URL)");
+        free(shown);
+        return SL_EUNSUPPORTED;
+    }
     sl__remote_t *r;
     int rc = make(url, &r, err, errlen);
     if (rc)

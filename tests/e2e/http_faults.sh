@@ -6,7 +6,8 @@
 #   - a password or a presigned signature in a URL is never printed;
 #   - a URL with a query string finds its sidecar (NAME.slidx?QUERY);
 #   - a Content-Length that disagrees with Content-Range fails at once;
-#   - a trickling server meets the request's deadline (SL_HTTP_MIN_RATE).
+#   - a trickling server meets the request's deadline (SL_HTTP_MIN_RATE);
+#   - a stop ends a blocking read and a retry's backoff at once.
 # Skips (77) when sluice was built without libcurl or nginx is missing.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" http_faults
@@ -82,5 +83,18 @@ for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
 t1=$(date +%s)
 kill -KILL "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 check "stop: a blocking read ends with the stop ($((t1 - t0)) s after SIGTERM)" test $((t1 - t0)) -le 6
+
+# 6. A stop during a retry's backoff (records answering 500, a backoff of
+# 20 s) ends it, on the blocking path too: it waited the backoff out.
+mkdir -p "$T/www/badrec" && cp -r "$T/www/sls" "$T/www/badrec/"
+SL_HTTP_RETRIES=5 SL_HTTP_BACKOFF_MS=20000 "$S" run "$G/badrec/sls/shard-00000.sls" --batch 2 --io-depth off >"$T/stop2.out" 2>&1 &
+spid=$!
+sleep 3
+kill -TERM "$spid"
+t0=$(date +%s)
+for i in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+t1=$(date +%s)
+kill -KILL "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
+check "stop: a retry's backoff ends with the stop ($((t1 - t0)) s after SIGTERM)" test $((t1 - t0)) -le 6
 echo "http_faults: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

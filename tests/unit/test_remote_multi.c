@@ -398,6 +398,23 @@ static void test_failure_message(void **state)
     sl__remote_close(r);
 }
 
+/* Only s3:// prefixes list; the message names the URL redacted. */
+static void test_list_refusal_redacted(void **state)
+{
+    (void)state;
+    char **names = NULL, err[512];
+    int n = -1;
+    int rc = sl__remote_list("http://alice:S3CRETpw@127.0.0.1:1/d/?token=TOK",
+                             &names, &n, err, sizeof err);
+    assert_int_equal(rc, SL_EUNSUPPORTED);
+    assert_null(names);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(err, "http://***@127.0.0.1:1/d/?token=***: only "
+                                "s3:// prefixes can be listed"));
+    assert_null(strstr(err, "S3CRETpw"));
+    assert_null(strstr(err, "=TOK"));
+}
+
 /* A stop: reads in flight end at once, each handed back failed. */
 static void test_cancel(void **state)
 {
@@ -768,6 +785,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_many_threads),
         cmocka_unit_test(test_failure_message),
+        cmocka_unit_test(test_list_refusal_redacted),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_readv),
         cmocka_unit_test(test_loader_coalesce),
