@@ -15,9 +15,6 @@ import numpy as np
 import pytest
 
 SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 if not hasattr(sluice, "TextLoader"):
     pytest.skip("sluice built without TextLoader", allow_module_level=True)

@@ -8,7 +8,6 @@ it. ctypes over SL_LIB (the public C API)."""
 import ctypes
 import hashlib
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -17,9 +16,6 @@ from test_volops import Aug, Draw, I64x3, lib  # noqa: F401  (the fixture)
 
 nib = pytest.importorskip("nibabel")
 torch = pytest.importorskip("torch")
-if os.environ.get("SLUICE"):  # the built package, beside the CLI
-    sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SLUICE"]), "python"))
-
 
 from sluice.volumes_ctypes import Batch, Opts, Stats  # noqa: E402
 

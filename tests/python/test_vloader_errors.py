@@ -5,15 +5,11 @@ each `for` loop one epoch of the stream after an error too, on_error="skip"
 range a ValueError naming them, unlabeled cases."""
 
 import gc
-import os
-import sys
 
 import numpy as np
 import pytest
 
 nib = pytest.importorskip("nibabel")
-if os.environ.get("SLUICE"):  # the built package, beside the CLI
-    sys.path.insert(0, os.path.join(os.path.dirname(os.environ["SLUICE"]), "python"))
 sv = pytest.importorskip("sluice.volumes")
 
 QUIET = dict(oversampling=0, flip_prob=0, brightness_prob=0, noise_prob=0, tensors=False)

@@ -17,15 +17,11 @@ import re
 import os
 import shutil
 import struct
-import sys
 
 import numpy as np
 import pytest
 
 SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 nib = pytest.importorskip("nibabel", reason="nibabel not installed "
                           "(scripts/install-deps --python)")
