@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "brace.h"
 #include "folder.h"
 #include "pack_dir.h"
 #include "recset.h"
@@ -207,6 +208,16 @@ static int open_urls(sl__source_t *s, int skip_bad, char *err, size_t errlen)
     return rc ? rc : index_shards(s, 0, skip_bad, err, errlen);
 }
 
+/* A URL whose path ends in '/' (a folder) but is not an s3:// prefix (a
+ * listing: open_urls): an http server answers it with 403 or an HTML
+ * index, never files; refused at once. */
+static int url_names_folder(const char *url)
+{
+    size_t n = strcspn(url, "?#");
+    return n > 0 && url[n - 1] == '/' && !sl__brace_has(url) &&
+           !sl__recset_is_listing(url);
+}
+
 int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
                     char *err, size_t errlen)
 {
@@ -227,6 +238,15 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
         rc = sl__recset_open(path, skip_bad, &s->set, err, errlen);
         if (!rc && number_classes(s, (int)s->set->max_label + 1))
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    } else if (sl__remote_is_url(path) && url_names_folder(path)) {
+        char **none; /* only s3:// prefixes list: this refuses any */
+        int n;       /* other, naming it redacted */
+        rc = sl__remote_list(path, &none, &n, err, errlen);
+        if (!rc) { /* not reached */
+            sl__strv_free(none, n);
+            rc = sl__fail(err, errlen, SL_EUNSUPPORTED, "%s: not a listing",
+                          s->shown);
+        }
     } else if (sl__remote_is_url(path)) {
         rc = open_urls(s, skip_bad, err, errlen);
     } else if (stat(path, &st) != 0) {

@@ -41,6 +41,12 @@ check "all skipped (sls): the count and the first cause" \
 out=$(timeout 60 "$S" run "$G/wds/a b.tar" --batch 2 2>&1)
 check "space: encode spaces as %20" grep -q "$G/wds/a b.tar: a space in a URL: encode spaces as %20" <<<"$out"
 
+# A folder URL over http: refused at once as not listable (the server's
+# 403 or HTML index said nothing useful), the URL redacted.
+out=$(timeout 60 "$S" run "http://alice:S3CRETpw@${G#http://}/wds/?token=TOKSECRET" --batch 2 2>&1)
+check "folder URL: only s3:// prefixes list" grep -qF "http://***@${G#http://}/wds/?token=***: only s3:// prefixes can be listed" <<<"$out"
+check "folder URL: ... no secret printed" bash -c '! grep -qE "S3CRETpw|TOKSECRET" <<<"$1"' _ "$out"
+
 # 2. Secrets in a URL: userinfo and presigned query values are not printed.
 H=${G#http://}
 out=$(timeout 60 "$S" run "http://alice:S3CRETpw@$H/always500/wds/shard-000000.tar?X-Amz-Credential=AKIDSECRET&X-Amz-Signature=SIGSECRET&v=1" \
