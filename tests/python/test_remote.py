@@ -4,16 +4,11 @@ range-capable server (tests/e2e/faulty_http.py, without faults) gives the
 batches of the same files read locally; a missing URL raises naming it.
 Skips when sluice was built without libcurl."""
 import os
-import sys
 
 import numpy as np
 import pytest
 from conftest import remote_tars
 
-SLUICE = os.environ.get("SLUICE")
-PYDIR = os.path.join(os.path.dirname(SLUICE), "python") if SLUICE else None
-if PYDIR and os.path.isdir(os.path.join(PYDIR, "sluice")):
-    sys.path.insert(0, PYDIR)
 sluice = pytest.importorskip("sluice", reason="sluice module not built")
 
 
