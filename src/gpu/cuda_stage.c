@@ -78,6 +78,9 @@ typedef struct blk {
     size_t n;
     int used;
     int dev; /* the device it is on (-1: pinned host memory, any) */
+    /* the stream of its last allocation (NULL: none named): a free that
+     * names no stream is ordered on it */
+    sl__cuda_stream_t alloc_on;
     /* its last free: the stream and an event recorded there (pending: 1
      * until known passed), made on device ev_dev */
     sl__cuda_stream_t freed_on;
@@ -138,6 +141,7 @@ static int cache_get(bcache_t *c, void **p, size_t n, sl__cuda_stream_t st)
             best = i;
     if (best >= 0 && !order_after_free(rt, &c->b[best], st, c->pinned)) {
         c->b[best].used = 1;
+        c->b[best].alloc_on = st;
         *p = c->b[best].p;
         pthread_mutex_unlock(&g_cache_mu);
         return 0;
@@ -154,11 +158,20 @@ static int cache_get(bcache_t *c, void **p, size_t n, sl__cuda_stream_t st)
     }
     sl__cuda_err_t e = c->pinned ? rt->host_malloc(p, n) : rt->dev_malloc(p, n);
     if (!e)
-        c->b[c->nb++] = (blk_t){*p, n, 1, dev, NULL, NULL, -1, 0};
+        c->b[c->nb++] = (blk_t){*p, n, 1, dev, st, NULL, NULL, -1, 0};
     pthread_mutex_unlock(&g_cache_mu);
     return e;
 }
 
+/* A free that names no stream (nvJPEG's stream-less calls: a batched
+ * initialise, a state's or the handle's destroy, a preallocation) is
+ * ordered on the stream the block was last allocated on, the stage's
+ * work that used it; where that too was none, the block is free at once:
+ * the stage makes those calls only while the state's stream is idle (its
+ * last group waited for, a failed one's work synchronised: launch,
+ * release). Never on the legacy default stream, the trainer's in
+ * PyTorch: its event would wait for the training step's work, and a
+ * synchronize of it would block on it. */
 static int cache_put(bcache_t *c, void *p, sl__cuda_stream_t st)
 {
     const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
@@ -170,6 +183,15 @@ static int cache_put(bcache_t *c, void *p, sl__cuda_stream_t st)
         blk_t *b = &c->b[i];
         if (b->p != p)
             continue;
+        if (!st)
+            st = b->alloc_on;
+        if (!st) {
+            b->freed_on = NULL;
+            b->pending = 0;
+            b->used = 0;
+            pthread_mutex_unlock(&g_cache_mu);
+            return 0;
+        }
         /* the event on the freeing stream's device (the caller's) */
         if (b->ev && b->ev_dev != dev) {
             rt->event_destroy(b->ev);
@@ -294,6 +316,12 @@ typedef struct cstage {
     int pageable_bits;         /* SL_GPU_PAGEABLE_BITS=1: not copied */
     int roi; /* 1: each image decoded to the region its plan reads (the
                 feeder's; stats.roi its copy under mu) */
+    /* The hardware backend's per-image check (the feeder's, as roi): a
+     * JPEG stream for the headers, and whole-image parameters for the
+     * images decoded without a region. */
+    int hw_check;
+    sl__nvjpeg_stream_t js;
+    sl__nvjpeg_params_t whole;
     float lut[3][256];
     sl__nvjpeg_t jh;
     /* The kernels (sl__gpu_rt_kernels): a library and its kernels, or a
@@ -459,14 +487,52 @@ void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
     *rh = (y1 < h ? y1 : h) - *ry;
 }
 
+/* Whether the hardware decoder takes job j decoded with parameters p
+ * (its region, or the whole image): 0 when it does; -1 when not, why
+ * naming it (the job is refused, for the CPU path, rather than failing
+ * its whole group in the batched decode). A header nvJPEG cannot parse is
+ * refused too (the batch would fail on it); another status from the
+ * check turns the check off (stats.hw_check_off), as if the library
+ * lacked it. */
+static int hw_refuses(cstage_t *s, const sl__gpu_job_t *j,
+                      sl__nvjpeg_params_t p, char *why, size_t wl)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    int no = 0;
+    int je = rt->nvjpeg_stream_parse_header(s->jh, j->bytes, j->n, s->js);
+    if (je == SL__NVJPEG_BAD_JPEG || je == SL__NVJPEG_JPEG_NOT_SUPPORTED) {
+        snprintf(why, wl, "nvJPEG cannot parse its header (status %d)", je);
+        no = 1;
+    } else if (!je) {
+        int ns = 0; /* nvJPEG's is_supported: 0 when it is */
+        je = rt->nvjpeg_batched_supported_ex(s->jh, s->js, p, &ns);
+        no = !je && ns != 0;
+        if (no)
+            snprintf(why, wl,
+                     "the hardware JPEG decoder does not take it "
+                     "(nvjpegDecodeBatchedSupportedEx)");
+    }
+    pthread_mutex_lock(&s->mu);
+    if (je && !no) {
+        s->hw_check = 0;
+        s->stats.hw_check = 0;
+        s->stats.hw_check_off = je;
+    }
+    if (no)
+        s->stats.hw_unsupported++;
+    pthread_mutex_unlock(&s->mu);
+    return no ? -1 : 0;
+}
+
 /* The plan of one job into the slot's host memory at the group's cursor,
  * its bitstream copied into the slot's pinned area (nvJPEG then copies it
  * to the device asynchronously; from pageable memory each copy is
  * synchronous: bench/RESULTS.md, the H200 profile). With s->roi the image
  * is decoded to the region its plan reads (sl__gpu_roi), through the
- * image's decode parameters. 0; 1 when the group is full; -1 with a
- * refusal reason in why; 2 when nvJPEG refused the region (status in
- * *je). */
+ * image's decode parameters; with s->hw_check the hardware decoder is
+ * asked whether it takes the image so. 0; 1 when the group is full; -1
+ * with a refusal reason in why; 2 when nvJPEG refused the region (status
+ * in *je). */
 static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
                     cursor_t *at, int *je, char *why, size_t wl)
 {
@@ -505,6 +571,9 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
         if (*je)
             return 2;
     }
+    if (s->hw_check &&
+        hw_refuses(s, j, s->roi ? sl->params[i] : s->whole, why, wl))
+        return -1;
     uint8_t *hc = sl->h + s->coef_off + at->coef;
     uint8_t *dc = sl->d + s->coef_off + at->coef;
     memcpy(hc, ip.hb, hb);
@@ -548,20 +617,17 @@ static int plan_job(cstage_t *s, slot_t *sl, int i, const sl__jpeg_frame_t *f,
 
 /* Queues the group's work on its stream; 0, or -1 to refuse it (why),
  * or the nvJPEG status with which the ROI decode was refused (> 0: the
- * group is to be planned again without regions; nothing is left queued
- * on its buffers). */
+ * group is to be planned again without regions). Either way nothing is
+ * left queued on its buffers when it fails: the slot's next group writes
+ * them, and nvJPEG's initialise may free what a failed decode's queued
+ * copies read. */
 static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
                   size_t wl)
 {
     const sl__gpu_rt_t *rt = s->rt;
     int n = sl->n;
-    sl__cuda_err_t e = rt->memcpy_async(
-        sl->d + s->plans_off, sl->h + s->plans_off,
-        s->coef_off - s->plans_off + coef_bytes, SL__H2D, sl->stream);
-    if (e) {
-        snprintf(why, wl, "GPU stage: copy to the GPU: %s", cuda_why(s, e));
-        return -1;
-    }
+    /* First, while the slot's stream is idle (its last group waited for):
+     * nvJPEG's initialise names no stream, and its frees with it. */
     if (sl->init_n != n) {
         int je = rt->nvjpeg_batched_init(s->jh, sl->jstate, n, 1,
                                          SL__NVJPEG_OUTPUT_RGBI);
@@ -572,21 +638,31 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
         }
         sl->init_n = n;
     }
+    sl__cuda_err_t e = rt->memcpy_async(
+        sl->d + s->plans_off, sl->h + s->plans_off,
+        s->coef_off - s->plans_off + coef_bytes, SL__H2D, sl->stream);
+    if (e) {
+        snprintf(why, wl, "GPU stage: copy to the GPU: %s", cuda_why(s, e));
+        rt->stream_synchronize(sl->stream);
+        return -1;
+    }
     int je = s->roi ? rt->nvjpeg_decode_batched_ex(s->jh, sl->jstate, sl->data,
                                                    sl->lens, sl->img,
                                                    sl->params, sl->stream)
                     : rt->nvjpeg_decode_batched(s->jh, sl->jstate, sl->data,
                                                 sl->lens, sl->img, sl->stream);
-    if (je) /* nvJPEG's guide: after a failed batch, initialise again */
+    if (je) {
+        /* nvJPEG's guide: after a failed batch, initialise again; the
+         * plans' copy, and what nvJPEG queued before failing, waited for */
         sl->init_n = 0;
+        rt->stream_synchronize(sl->stream);
+    }
     /* The region refused as such (not an image's fault): whole images from
      * now on. Other statuses (a bad or unsupported image, memory) refuse
      * this group only, as without regions. */
-    if (s->roi && (je == SL__NVJPEG_INVALID_PARAMETER ||
-                   je == SL__NVJPEG_NOT_SUPPORTED)) {
-        rt->stream_synchronize(sl->stream); /* the plans' copy */
+    if (s->roi &&
+        (je == SL__NVJPEG_INVALID_PARAMETER || je == SL__NVJPEG_NOT_SUPPORTED))
         return je;
-    }
     if (je) {
         snprintf(why, wl, "nvJPEG: batched decode of %d images: status %d%s", n,
                  je,
@@ -968,8 +1044,11 @@ static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
 static void release(cstage_t *s)
 {
     const sl__gpu_rt_t *rt = s->rt;
-    /* nvJPEG's objects first: their frees name the slots' streams (the
-     * allocator cache records events there), which go after them. */
+    /* nvJPEG's objects first, each state once its slot's stream is idle
+     * (their frees, with that stream or none, must not race its work),
+     * the handle once both are: their frees name the slots' streams or
+     * none (the allocator cache records events there, or on the stream
+     * the block was allocated on), which go after them. */
     for (int k = 0; k < 2; k++) {
         slot_t *sl = &s->slot[k];
         if (sl->stream)
@@ -980,6 +1059,10 @@ static void release(cstage_t *s)
         if (sl->jstate)
             rt->nvjpeg_state_destroy(sl->jstate);
     }
+    if (s->js)
+        rt->nvjpeg_stream_destroy(s->js);
+    if (s->whole)
+        rt->nvjpeg_params_destroy(s->whole);
     if (s->jh)
         rt->nvjpeg_destroy(s->jh);
     if (s->xfer)
@@ -1088,6 +1171,76 @@ static int env_is(const char *name, const char *value)
 {
     const char *v = getenv(name);
     return v && !strcmp(v, value);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Each kernel launched once on slot 0's stream over one empty plan (no
+ * elements: nothing is read or written), waited for: with lazy loading
+ * (CUDA_MODULE_LOADING=LAZY, CUDA 12.2's default) a library's kernel is
+ * loaded into the context at its first launch, which would otherwise be
+ * the first group's, and a kernel that cannot run on this GPU fails here,
+ * at create, rather than refusing every group. 0, or the failure in why. */
+static int kernels_warm(cstage_t *s, char *why, size_t wl)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    slot_t *sl = &s->slot[0];
+    memset(sl->h + s->plans_off, 0, sizeof(sl__gpu_plan_t));
+    sl__cuda_err_t e =
+        rt->memcpy_async(sl->d + s->plans_off, sl->h + s->plans_off,
+                         sizeof(sl__gpu_plan_t), SL__H2D, sl->stream);
+    void *plans = sl->d + s->plans_off;
+    void *args[] = {&plans};
+    sl__dim3_t one = {1, 1, 1}, block = {256, 1, 1};
+    int kr = 0;
+    for (int k = 0; k < 2 && !e && !kr; k++)
+        kr = kernel_launch(s, k, one, block, args, sl->stream, why, wl);
+    sl__cuda_err_t se = rt->stream_synchronize(sl->stream);
+    if (!e)
+        e = se;
+    if (e && !kr)
+        snprintf(why, wl, "a first launch: %s", cuda_why(s, e));
+    return e || kr;
+}
+
+/* The hardware backend's extras, each where the library has it (a
+ * failure turns it off, never the stage): the per-image check's JPEG
+ * stream and whole-image parameters, and its buffers preallocated for a
+ * full group of images up to SL_GPU_PREALLOC=WxH (default 512x512, the
+ * most of an ImageNet photo's sides; 0 skips it) at 4:4:4, which covers
+ * the other subsamplings of that size. */
+static void hw_setup(cstage_t *s)
+{
+    const sl__gpu_rt_t *rt = s->rt;
+    if (sl__gpu_rt_hw_check(rt)) {
+        int je = rt->nvjpeg_stream_create(s->jh, &s->js);
+        if (!je)
+            je = rt->nvjpeg_params_create(s->jh, &s->whole);
+        if (!je)
+            je = rt->nvjpeg_params_set_format(s->whole, SL__NVJPEG_OUTPUT_RGBI);
+        s->hw_check = !je;
+        s->stats.hw_check = s->hw_check;
+        s->stats.hw_check_off = je;
+    }
+    const char *pa = getenv("SL_GPU_PREALLOC");
+    int w = 512, h = 512;
+    if (pa && sscanf(pa, "%dx%d", &w, &h) != 2)
+        w = h = 0;
+    if (!rt->nvjpeg_batched_prealloc || w <= 0 || h <= 0)
+        return;
+    int je = 0;
+    for (int k = 0; k < 2 && !je; k++)
+        je = rt->nvjpeg_batched_prealloc(s->jh, s->slot[k].jstate, s->gmax, w,
+                                         h, SL__NVJPEG_CSS_444,
+                                         SL__NVJPEG_OUTPUT_RGBI);
+    s->stats.prealloc_err = je;
+    s->stats.prealloc_w = je ? 0 : w;
+    s->stats.prealloc_h = je ? 0 : h;
 }
 
 /* The slots' sizes within the budget: per slot, plans and outputs for
@@ -1245,12 +1398,15 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
     /* After the allocations: the device's context is made, which the
      * driver's module API loads into. */
     char kwhy[160];
-    if (kernels_load(s, kwhy, sizeof kwhy)) {
+    double t0 = now_s();
+    if (kernels_load(s, kwhy, sizeof kwhy) ||
+        kernels_warm(s, kwhy, sizeof kwhy)) {
         sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: loading the kernels: %s",
                  kwhy);
         release(s);
         return NULL;
     }
+    s->stats.load_s = now_s() - t0;
     s->pageable_bits = env_is("SL_GPU_PAGEABLE_BITS", "1");
     int cached = !env_is("SL_GPU_NVJPEG_ALLOC", "default");
     pthread_mutex_lock(&g_cache_mu);
@@ -1293,6 +1449,8 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
         s->stats.roi_off = pe;
     }
     s->stats.roi = s->roi;
+    if (!je && hw)
+        hw_setup(s);
     if (je) {
         sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: nvJPEG: status %d", je);
         release(s);

@@ -88,7 +88,23 @@ typedef struct sl__cuda_stage_stats {
     /* its GPU as the driver names it (cudaDeviceGetPCIBusId), for NVML's
      * telemetry of the same GPU; "" where the runtime cannot tell */
     char pci_bus_id[32];
-    int hw_backend;          /* 1: nvJPEG's hardware backend; 0: its default */
+    int hw_backend; /* 1: nvJPEG's hardware backend; 0: its default */
+    /* The hardware backend's per-image check before each batch (nvJPEG's
+     * nvjpegDecodeBatchedSupportedEx, with the image's region): hw_check
+     * 1 while it is made; hw_check_off the nvJPEG status that turned it
+     * off (0: never); hw_unsupported the images it refused (in refused
+     * too: the CPU path decodes them), which would have failed their
+     * whole group. */
+    int hw_check, hw_check_off;
+    long long hw_unsupported;
+    /* nvJPEG's hardware buffers allocated at create for groups of
+     * group_max images of up to prealloc_w x prealloc_h (4:4:4), so the
+     * first groups do not allocate (0 x 0: not; prealloc_err the nvJPEG
+     * status that refused it) */
+    int prealloc_w, prealloc_h, prealloc_err;
+    /* seconds create spent loading the kernels and launching each once, so
+     * that the first group does not pay CUDA's lazy loading */
+    double load_s;
     int group_max;           /* the most samples a group takes */
     long long largest_group; /* the most a group had */
     /* CPU seconds its own threads have used (the feeder: headers,

@@ -66,6 +66,12 @@ static const struct {
         nvjpeg_params_set_format),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsSetROI", nvjpeg_params_set_roi),
     OPT(LIB_NVJPEG, "nvjpegDecodeBatchedEx", nvjpeg_decode_batched_ex),
+    OPT(LIB_NVJPEG, "nvjpegJpegStreamCreate", nvjpeg_stream_create),
+    OPT(LIB_NVJPEG, "nvjpegJpegStreamDestroy", nvjpeg_stream_destroy),
+    OPT(LIB_NVJPEG, "nvjpegJpegStreamParseHeader", nvjpeg_stream_parse_header),
+    OPT(LIB_NVJPEG, "nvjpegDecodeBatchedSupportedEx",
+        nvjpeg_batched_supported_ex),
+    OPT(LIB_NVJPEG, "nvjpegDecodeBatchedPreAllocate", nvjpeg_batched_prealloc),
     OPT(LIB_CUDART, "cudaLibraryLoadData", library_load_data),
     OPT(LIB_CUDART, "cudaLibraryGetKernel", library_get_kernel),
     OPT(LIB_CUDART, "cudaLibraryUnload", library_unload),
@@ -320,6 +326,14 @@ int sl__gpu_rt_roi(const sl__gpu_rt_t *rt)
     return rt && rt->nvjpeg_params_create && rt->nvjpeg_params_destroy &&
            rt->nvjpeg_params_set_format && rt->nvjpeg_params_set_roi &&
            rt->nvjpeg_decode_batched_ex;
+}
+
+int sl__gpu_rt_hw_check(const sl__gpu_rt_t *rt)
+{
+    return rt && rt->nvjpeg_stream_create && rt->nvjpeg_stream_destroy &&
+           rt->nvjpeg_stream_parse_header && rt->nvjpeg_batched_supported_ex &&
+           rt->nvjpeg_params_create && rt->nvjpeg_params_destroy &&
+           rt->nvjpeg_params_set_format;
 }
 
 void sl__gpu_rt_unload(sl__gpu_rt_t *rt)

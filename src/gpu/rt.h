@@ -32,6 +32,7 @@ typedef void *sl__nvjpeg_state_t;  /* nvjpegJpegState_t */
 typedef void *sl__cuda_library_t;  /* cudaLibrary_t */
 typedef void *sl__cuda_kernel_t;   /* cudaKernel_t */
 typedef void *sl__nvjpeg_params_t; /* nvjpegDecodeParams_t */
+typedef void *sl__nvjpeg_stream_t; /* nvjpegJpegStream_t */
 typedef struct sl__dim3 {
     unsigned x, y, z;
 } sl__dim3_t; /* dim3, passed by value */
@@ -46,12 +47,16 @@ typedef struct sl__nvjpeg_image {
     size_t pitch[4];
 } sl__nvjpeg_image_t;
 
+/* nvjpegChromaSubsampling_t: 4:4:4 (the most chroma: a preallocation
+ * for it covers 4:2:2, 4:4:0 and 4:2:0 images of the same size). */
+enum { SL__NVJPEG_CSS_444 = 0 };
 /* nvjpegBackend_t values the probe uses. */
 enum { SL__NVJPEG_BACKEND_DEFAULT = 0, SL__NVJPEG_BACKEND_HARDWARE = 3 };
 /* nvjpegStatus_t values the stage tells apart. */
 enum {
     SL__NVJPEG_INVALID_PARAMETER = 2,
     SL__NVJPEG_BAD_JPEG = 3,
+    SL__NVJPEG_JPEG_NOT_SUPPORTED = 4,
     SL__NVJPEG_NOT_SUPPORTED = 9 /* IMPLEMENTATION_NOT_SUPPORTED */
 };
 
@@ -131,6 +136,28 @@ typedef struct sl__gpu_rt {
         sl__nvjpeg_t h, sl__nvjpeg_state_t st, const unsigned char *const *d,
         const size_t *lens, void *outputs, sl__nvjpeg_params_t *params,
         sl__cuda_stream_t s);
+    /* optional: the hardware backend asked about one image before its
+     * batch (nvJPEG 11.6 on; sl__gpu_rt_hw_check): its header parsed into
+     * a JPEG stream, then nvjpegDecodeBatchedSupportedEx with the image's
+     * decode parameters (*supported 0: the batched decode takes it) */
+    sl__nvjpeg_err_t (*nvjpeg_stream_create)(sl__nvjpeg_t h,
+                                             sl__nvjpeg_stream_t *js);
+    sl__nvjpeg_err_t (*nvjpeg_stream_destroy)(sl__nvjpeg_stream_t js);
+    sl__nvjpeg_err_t (*nvjpeg_stream_parse_header)(sl__nvjpeg_t h,
+                                                   const unsigned char *data,
+                                                   size_t len,
+                                                   sl__nvjpeg_stream_t js);
+    sl__nvjpeg_err_t (*nvjpeg_batched_supported_ex)(sl__nvjpeg_t h,
+                                                    sl__nvjpeg_stream_t js,
+                                                    sl__nvjpeg_params_t p,
+                                                    int *supported);
+    /* optional: the hardware backend's buffers for `batch` images of up
+     * to w x h at chroma subsampling css, allocated now rather than by
+     * the first batches (nvjpegDecodeBatchedPreAllocate) */
+    sl__nvjpeg_err_t (*nvjpeg_batched_prealloc)(sl__nvjpeg_t h,
+                                                sl__nvjpeg_state_t st,
+                                                int batch, int w, int hh,
+                                                int css, int out_format);
     /* The kernels: a fatbin loaded as a library and launched by handle
      * with cudaLaunchKernel (the runtime's library API: CUDA 12.8 on;
      * optional) ... */
@@ -200,6 +227,11 @@ int sl__gpu_rt_kernels(const sl__gpu_rt_t *rt);
 /* 1 when rt has every optional entry of the ROI decode. Whether the
  * backend takes it is learnt from the first call (the stage's). */
 int sl__gpu_rt_roi(const sl__gpu_rt_t *rt);
+
+/* 1 when rt has every optional entry of the hardware backend's
+ * per-image check (the JPEG stream's three and SupportedEx, and the
+ * decode parameters' create, destroy and output format). */
+int sl__gpu_rt_hw_check(const sl__gpu_rt_t *rt);
 
 /* Closes what sl__gpu_rt_load opened and zeroes *rt; NULL is a no-op. */
 void sl__gpu_rt_unload(sl__gpu_rt_t *rt);

@@ -985,6 +985,282 @@ static void test_gpu_memory_budget(void **state)
     free(root);
 }
 
+/* An entry the simulated libraries export for tests. */
+static void *sim_sym(void *lib, const char *name)
+{
+    void *f = lib ? dlsym(lib, name) : NULL;
+    if (!f)
+        fail_msg("the simulated CUDA lacks %s", name);
+    return f;
+}
+
+/* Image i with a comment that makes it one the simulated hardware decoder
+ * does not take (sim_nvjpeg.c): its pixels are image i's. */
+static sample_t hw_unsupported(int i)
+{
+    static const char tag[] = "sim:hw-unsupported";
+    size_t k = sizeof tag - 1;
+    sample_t m = {malloc(imgs[i].n + 4 + k), imgs[i].n + 4 + k};
+    memcpy(m.b, imgs[i].b, 2); /* SOI */
+    m.b[2] = 0xFF, m.b[3] = 0xFE, m.b[4] = 0, m.b[5] = (uint8_t)(2 + k);
+    memcpy(m.b + 6, tag, k);
+    memcpy(m.b + 6 + k, imgs[i].b + 2, imgs[i].n - 2);
+    return m;
+}
+
+/* The process's table as an nvJPEG from before the per-image check and
+ * the preallocation (11.6) has it, for the stages made until restored. */
+static sl__gpu_rt_t older_nvjpeg(void)
+{
+    sl__gpu_rt_t *rt = (sl__gpu_rt_t *)sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    sl__gpu_rt_t saved = *rt;
+    rt->nvjpeg_batched_supported_ex = NULL;
+    rt->nvjpeg_stream_parse_header = NULL;
+    rt->nvjpeg_batched_prealloc = NULL;
+    return saved;
+}
+
+/* Every image and the marked one, submitted as one group: rec[NIMG] is
+ * the marked one's. Returns the stage's stats. */
+static sl__cuda_stage_stats_t group_with_unsupported(uint8_t *out, rec_t *rec)
+{
+    sl__xform_t x = train_x();
+    size_t sb = (size_t)OUT * OUT * 3;
+    sample_t m = hw_unsupported(5);
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    sl__gpu_job_t jobs[NIMG + 1], *jp[NIMG + 1];
+    memset(rec, 0, (NIMG + 1) * sizeof *rec);
+    for (int i = 0; i <= NIMG; i++) {
+        job_for(&x, i < NIMG ? i : 5, &jobs[i], out + (size_t)i * sb);
+        jobs[i].tag = (void *)(intptr_t)i;
+        jp[i] = &jobs[i];
+    }
+    jobs[NIMG].bytes = m.b, jobs[NIMG].n = m.n;
+    assert_int_equal(st->submit(st, jp, NIMG + 1, on_done, rec), 0);
+    st->drain(st);
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    st->destroy(st);
+    free(m.b);
+    for (int i = 0; i <= NIMG; i++)
+        assert_int_equal(atomic_load(&rec[i].calls), 1);
+    return ss;
+}
+
+/* An image the hardware decoder does not take, though the header rule
+ * passes it, is asked about before the batch
+ * (nvjpegDecodeBatchedSupportedEx) and refused alone, for the CPU path,
+ * counted; the rest of its group decodes. Without the check (an older
+ * nvJPEG) the whole group is refused, as before: nothing is lost. The
+ * default backend, which takes it, is not asked. */
+static void test_hw_unsupported_image_refused_alone(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*checks)(void) =
+        (int (*)(void))sim_sym(rt->nvjpeg, "sim_nvjpeg_checks");
+    sl__xform_t x = train_x();
+    size_t sb = (size_t)OUT * OUT * 3;
+    uint8_t *out = calloc(NIMG + 1, sb), *want = malloc(sb);
+    rec_t rec[NIMG + 1];
+    int c0 = checks();
+    sl__cuda_stage_stats_t ss = group_with_unsupported(out, rec);
+    for (int i = 0; i < NIMG; i++) {
+        if (rec[i].status != SL__GPU_DONE)
+            fail_msg("image %d: status %d: %s", i, rec[i].status, rec[i].why);
+        cpu_no_dct(&x, i, want);
+        assert_memory_equal(want, out + (size_t)i * sb, sb);
+    }
+    assert_int_equal(rec[NIMG].status, SL__GPU_REFUSED);
+    assert_non_null(strstr(rec[NIMG].why, "hardware JPEG decoder"));
+    assert_int_equal(ss.hw_check, 1);
+    assert_int_equal(ss.hw_check_off, 0);
+    assert_int_equal(ss.hw_unsupported, 1);
+    assert_int_equal(ss.refused, 1);
+    assert_true(checks() - c0 >= NIMG + 1);
+
+    sl__gpu_rt_t saved = older_nvjpeg();
+    ss = group_with_unsupported(out, rec);
+    *(sl__gpu_rt_t *)sl__gpu_rt_get(NULL) = saved;
+    for (int i = 0; i <= NIMG; i++) {
+        assert_int_equal(rec[i].status, SL__GPU_REFUSED);
+        assert_non_null(strstr(rec[i].why, "status 4"));
+    }
+    assert_int_equal(ss.hw_check, 0);
+    assert_int_equal(ss.refused, NIMG + 1);
+
+    setenv("SL_GPU_BACKEND", "default", 1);
+    c0 = checks();
+    ss = group_with_unsupported(out, rec);
+    unsetenv("SL_GPU_BACKEND");
+    for (int i = 0; i <= NIMG; i++)
+        assert_int_equal(rec[i].status, SL__GPU_DONE);
+    cpu_no_dct(&x, 5, want);
+    assert_memory_equal(want, out + (size_t)NIMG * sb, sb);
+    assert_int_equal(ss.hw_check, 0);
+    assert_int_equal(checks(), c0);
+    free(out);
+    free(want);
+}
+
+/* One group of every image through a new stage; its stats. */
+static sl__cuda_stage_stats_t one_group(void)
+{
+    sl__xform_t x = train_x();
+    size_t sb = (size_t)OUT * OUT * 3;
+    uint8_t *out = calloc(NIMG, sb);
+    sl__gpu_job_t jobs[NIMG], *jp[NIMG];
+    rec_t rec[NIMG];
+    memset(rec, 0, sizeof rec);
+    for (int i = 0; i < NIMG; i++) {
+        job_for(&x, i, &jobs[i], out + (size_t)i * sb);
+        jp[i] = &jobs[i];
+    }
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
+    st->drain(st);
+    for (int i = 0; i < NIMG; i++)
+        assert_int_equal(rec[i].status, SL__GPU_DONE);
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    st->destroy(st);
+    free(out);
+    return ss;
+}
+
+/* The hardware backend's buffers are allocated at create for a full group
+ * (nvjpegDecodeBatchedPreAllocate, both slots' states), so the first
+ * groups of photos up to 512 x 512 do not grow them; SL_GPU_PREALLOC=WxH
+ * sizes it, =0 skips it; the default backend and an nvJPEG without it
+ * skip it too. */
+static void test_hw_buffers_preallocated(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*pre)(int *, int *, int *, int *) =
+        (int (*)(int *, int *, int *, int *))sim_sym(rt->nvjpeg,
+                                                     "sim_nvjpeg_prealloc");
+    int (*grows)(void) = (int (*)(void))sim_sym(rt->nvjpeg, "sim_nvjpeg_grows");
+    int b, w, h, css;
+    int p0 = pre(&b, &w, &h, &css), g0 = grows();
+    sl__cuda_stage_stats_t ss = one_group();
+    assert_int_equal(pre(&b, &w, &h, &css), p0 + 2);
+    assert_int_equal(b, SL__GPU_GROUP_MAX);
+    assert_int_equal(w, 512);
+    assert_int_equal(h, 512);
+    assert_int_equal(css, 0); /* NVJPEG_CSS_444 */
+    assert_int_equal(ss.prealloc_w, 512);
+    assert_int_equal(ss.prealloc_err, 0);
+    assert_int_equal(grows(), g0); /* the group fitted */
+    setenv("SL_GPU_PREALLOC", "64x48", 1);
+    p0 = pre(&b, &w, &h, &css);
+    ss = one_group();
+    assert_int_equal(pre(&b, &w, &h, &css), p0 + 2);
+    assert_int_equal(w * 1000 + h, 64048);
+    assert_true(grows() > g0); /* larger images: grown at decode */
+    const char *off[][2] = {{"SL_GPU_PREALLOC", "0"},
+                            {"SL_GPU_BACKEND", "default"}};
+    for (int k = 0; k < 2; k++) {
+        unsetenv("SL_GPU_PREALLOC");
+        setenv(off[k][0], off[k][1], 1);
+        p0 = pre(&b, &w, &h, &css);
+        ss = one_group();
+        assert_int_equal(pre(&b, &w, &h, &css), p0);
+        assert_int_equal(ss.prealloc_w, 0);
+        unsetenv(off[k][0]);
+    }
+    sl__gpu_rt_t saved = older_nvjpeg();
+    p0 = pre(&b, &w, &h, &css);
+    ss = one_group();
+    *(sl__gpu_rt_t *)sl__gpu_rt_get(NULL) = saved;
+    assert_int_equal(pre(&b, &w, &h, &css), p0);
+    assert_int_equal(ss.prealloc_w, 0);
+}
+
+/* Both kernels are loaded at create (each launched once, timed in
+ * load_s), not at the first group's launch, which CUDA's lazy loading
+ * would otherwise make pay for it: the simulated runtime loads a
+ * library's kernels at their first launch, the driver a module's at
+ * cuModuleGetFunction. */
+static void test_kernels_loaded_at_create(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int module = sl__gpu_rt_kernels(rt) == SL__GPU_KERNELS_MODULE;
+    int (*loaded)(void) = (int (*)(void))sim_sym(
+        module ? rt->driver : rt->cudart,
+        module ? "sim_driver_kernels_loaded" : "sim_cuda_kernels_loaded");
+    sl__xform_t x = train_x();
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    assert_int_equal(loaded(), 3);
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    assert_true(ss.load_s > 0 && ss.load_s < 60);
+    assert_int_equal(ss.groups, 0);
+    st->destroy(st);
+}
+
+/* nvJPEG's stream-less calls (a batched initialise, a state's destroy)
+ * and the frees they make through the stage's allocator are ordered
+ * after the stage's work: the simulated nvJPEG counts those made while
+ * the state's stream has work the host has not seen finish (as after a
+ * failed group, whose queued copies the stage now waits for), the
+ * simulated runtime every use of the legacy default stream (the trainer's
+ * in PyTorch: a free with no stream must not record its event there or
+ * synchronise it) and every stream destroyed busy. A failed group (the
+ * hardware decoder refusing one image, without the per-image check) then
+ * a good one on the same slot, then destroy. */
+static void test_nvjpeg_frees_follow_the_stages_work(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*busy)(void) = (int (*)(void))sim_sym(rt->nvjpeg, "sim_nvjpeg_busy");
+    int (*legacy)(void) =
+        (int (*)(void))sim_sym(rt->cudart, "sim_cuda_legacy_uses");
+    int (*busy_destroys)(void) =
+        (int (*)(void))sim_sym(rt->cudart, "sim_cuda_busy_destroys");
+    int b0 = busy(), l0 = legacy(), d0 = busy_destroys();
+    sl__xform_t x = train_x();
+    size_t sb = (size_t)OUT * OUT * 3;
+    uint8_t *out = calloc(NIMG + 1, sb);
+    rec_t rec[NIMG + 1];
+    sample_t m = hw_unsupported(5);
+    sl__gpu_job_t jobs[NIMG + 1], *jp[NIMG + 1];
+    sl__gpu_rt_t saved = older_nvjpeg();
+    sl__gpu_stage_t *st = make_stage(&x, 0);
+    for (int round = 0; round < 2; round++) {
+        int n = round ? NIMG : NIMG + 1; /* the marked image: first round */
+        memset(rec, 0, sizeof rec);
+        for (int i = 0; i < n; i++) {
+            job_for(&x, i < NIMG ? i : 5, &jobs[i], out + (size_t)i * sb);
+            jobs[i].tag = (void *)(intptr_t)i;
+            jp[i] = &jobs[i];
+        }
+        jobs[NIMG].bytes = m.b, jobs[NIMG].n = m.n;
+        assert_int_equal(st->submit(st, jp, n, on_done, rec), 0);
+        st->drain(st);
+        for (int i = 0; i < n; i++)
+            assert_int_equal(rec[i].status,
+                             round ? SL__GPU_DONE : SL__GPU_REFUSED);
+    }
+    sl__cuda_stage_stats_t ss;
+    sl__cuda_stage_stats(st, &ss);
+    assert_int_equal(ss.refused, NIMG + 1);
+    assert_int_equal(ss.samples, NIMG);
+    st->destroy(st);
+    *(sl__gpu_rt_t *)sl__gpu_rt_get(NULL) = saved;
+    assert_int_equal(busy(), b0);
+    assert_int_equal(legacy(), l0);
+    assert_int_equal(busy_destroys(), d0);
+    free(m.b);
+    free(out);
+}
+
 int main(void)
 {
     if (!sl__cuda_stage_built()) {
@@ -1008,6 +1284,10 @@ int main(void)
         cmocka_unit_test(test_release_on_another_devices_stream),
         cmocka_unit_test(test_gpu_memory_budget),
         cmocka_unit_test(test_kernels_loaded_as_the_runtime_allows),
+        cmocka_unit_test(test_hw_unsupported_image_refused_alone),
+        cmocka_unit_test(test_hw_buffers_preallocated),
+        cmocka_unit_test(test_kernels_loaded_at_create),
+        cmocka_unit_test(test_nvjpeg_frees_follow_the_stages_work),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

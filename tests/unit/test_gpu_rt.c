@@ -82,6 +82,13 @@ static void test_available_with_hardware_backend(void **state)
      * those before 11.6 do) and is used all the same, without ROI. */
     assert_null(rt.nvjpeg_decode_batched_ex);
     assert_int_equal(sl__gpu_rt_roi(&rt), 0);
+    /* So are the hardware backend's per-image check and preallocation
+     * (nvjpegDecodeBatchedSupportedEx, nvjpegJpegStream*,
+     * nvjpegDecodeBatchedPreAllocate): the stage goes without them. */
+    assert_null(rt.nvjpeg_batched_supported_ex);
+    assert_null(rt.nvjpeg_stream_parse_header);
+    assert_null(rt.nvjpeg_batched_prealloc);
+    assert_int_equal(sl__gpu_rt_hw_check(&rt), 0);
     sl__gpu_rt_unload(&rt);
 }
 

@@ -8,6 +8,7 @@
  * the CUDA kernels run. */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,18 +107,29 @@ int cudaFreeHost(void *p)
     free(p);
     return 0;
 }
-int cudaMemcpyAsync(void *d, const void *s, size_t n, int k, void *st)
-{
-    (void)k, (void)st;
-    memcpy(d, s, n);
-    return 0;
-}
 /* A stream belongs to the device current at its making; the special
  * handles (NULL, the legacy default stream; 0x1 and 0x2, cudaStreamLegacy
- * and cudaStreamPerThread) to the caller's current device. */
+ * and cudaStreamPerThread) to the caller's current device.
+ *
+ * Work runs when it is queued, but each stream counts what was queued on
+ * it (ops) and how much of that the host has seen finish (done: a
+ * synchronize, or the synchronize or successful query of an event
+ * recorded after it), so a test can ask whether a stream's work could
+ * still be in flight on a GPU (sim_cuda_stream_idle): nvJPEG's simulation
+ * asks before it frees a state's buffers. Streams are kept until the
+ * library is unloaded (an event may outlive its stream), a destroy
+ * marking them dead; one destroyed with work the host had not seen
+ * finish is counted (sim_cuda_busy_destroys). */
 typedef struct sim_stream {
     int dev, syncs;
+    long ops, done;
+    int dead;
+    struct sim_stream *next; /* all streams made */
 } sim_stream_t;
+
+static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
+static sim_stream_t *streams; /* under ev_mu */
+static int busy_destroys, legacy_uses;
 
 static int special(const void *s)
 {
@@ -128,6 +140,52 @@ static int stream_dev(const void *s)
     return special(s) ? current : ((const sim_stream_t *)s)->dev;
 }
 
+/* For tests and the simulated nvJPEG (dlsym): one more operation queued
+ * on stream s; whether all queued on s has been seen to finish. */
+void sim_cuda_stream_op(void *s)
+{
+    if (special(s))
+        return;
+    pthread_mutex_lock(&ev_mu);
+    ((sim_stream_t *)s)->ops++;
+    pthread_mutex_unlock(&ev_mu);
+}
+int sim_cuda_stream_idle(void *s)
+{
+    if (special(s))
+        return 1;
+    pthread_mutex_lock(&ev_mu);
+    const sim_stream_t *st = s;
+    int idle = st->done == st->ops;
+    pthread_mutex_unlock(&ev_mu);
+    return idle;
+}
+/* For tests: streams destroyed with work not seen to finish; uses of the
+ * legacy default stream (an event recorded on it, a synchronize of it),
+ * which in PyTorch is the trainer's. */
+int sim_cuda_busy_destroys(void)
+{
+    pthread_mutex_lock(&ev_mu);
+    int n = busy_destroys;
+    pthread_mutex_unlock(&ev_mu);
+    return n;
+}
+int sim_cuda_legacy_uses(void)
+{
+    pthread_mutex_lock(&ev_mu);
+    int n = legacy_uses;
+    pthread_mutex_unlock(&ev_mu);
+    return n;
+}
+
+int cudaMemcpyAsync(void *d, const void *s, size_t n, int k, void *st)
+{
+    (void)k;
+    memcpy(d, s, n);
+    sim_cuda_stream_op(st);
+    return 0;
+}
+
 int cudaStreamCreateWithFlags(void **s, unsigned f)
 {
     (void)f;
@@ -135,22 +193,40 @@ int cudaStreamCreateWithFlags(void **s, unsigned f)
     if (!st)
         return 2;
     st->dev = current;
+    pthread_mutex_lock(&ev_mu);
+    st->next = streams;
+    streams = st;
+    pthread_mutex_unlock(&ev_mu);
     *s = st;
     return 0;
 }
 int cudaStreamDestroy(void *s)
 {
-    free(s);
+    pthread_mutex_lock(&ev_mu);
+    sim_stream_t *st = s;
+    busy_destroys += st->done != st->ops;
+    st->dead = 1;
+    pthread_mutex_unlock(&ev_mu);
     return 0;
 }
-static pthread_mutex_t ev_mu = PTHREAD_MUTEX_INITIALIZER;
+__attribute__((destructor)) static void free_streams(void)
+{
+    while (streams) {
+        sim_stream_t *n = streams->next;
+        free(streams);
+        streams = n;
+    }
+}
 int cudaStreamSynchronize(void *s)
 {
+    pthread_mutex_lock(&ev_mu);
     if (!special(s)) {
-        pthread_mutex_lock(&ev_mu);
         ((sim_stream_t *)s)->syncs++;
-        pthread_mutex_unlock(&ev_mu);
+        ((sim_stream_t *)s)->done = ((sim_stream_t *)s)->ops;
+    } else if (!s) {
+        legacy_uses++;
     }
+    pthread_mutex_unlock(&ev_mu);
     return 0;
 }
 /* For tests (dlsym): how many times stream s was synchronised. */
@@ -172,7 +248,17 @@ int sim_cuda_stream_syncs(void *s)
 typedef struct sim_event {
     int pending, gen; /* recorded under the hold of generation gen */
     int dev;
+    sim_stream_t *on; /* where it was last recorded (NULL: a special
+                         stream) and how far that stream's work was */
+    long upto;
 } sim_event_t;
+
+/* Under ev_mu: the host has seen e pass, and what was before it. */
+static void passed(sim_event_t *e)
+{
+    if (e->on && e->on->done < e->upto)
+        e->on->done = e->upto;
+}
 
 static pthread_cond_t ev_cv = PTHREAD_COND_INITIALIZER;
 static int hold, gen;
@@ -223,6 +309,9 @@ int cudaEventRecord(void *e, void *s)
     pthread_mutex_lock(&ev_mu);
     ev->pending = s == hold_stream && hold;
     ev->gen = gen;
+    ev->on = special(s) ? NULL : s;
+    ev->upto = ev->on ? ev->on->ops : 0;
+    legacy_uses += !s;
     holding += ev->pending;
     pthread_mutex_unlock(&ev_mu);
     return 0;
@@ -231,6 +320,8 @@ int cudaEventQuery(void *e)
 {
     pthread_mutex_lock(&ev_mu);
     int r = held(e) ? 600 : 0; /* cudaErrorNotReady */
+    if (!r)
+        passed(e);
     pthread_mutex_unlock(&ev_mu);
     return r;
 }
@@ -239,13 +330,18 @@ int cudaEventSynchronize(void *e)
     pthread_mutex_lock(&ev_mu);
     while (held(e))
         pthread_cond_wait(&ev_cv, &ev_mu);
+    passed(e);
     pthread_mutex_unlock(&ev_mu);
     return 0;
 }
 int cudaStreamWaitEvent(void *s, void *e, unsigned f)
 {
     (void)s, (void)f;
-    return cudaEventSynchronize(e);
+    pthread_mutex_lock(&ev_mu);
+    while (held(e))
+        pthread_cond_wait(&ev_cv, &ev_mu);
+    pthread_mutex_unlock(&ev_mu);
+    return 0;
 }
 int cudaEventDestroy(void *e)
 {
@@ -263,6 +359,18 @@ int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *arg)
  * runtime before it (SIM_CUDART_NO_LIBRARY, libcudart.so.12 in sim12/)
  * lacks it, and the stage loads its kernels through the simulated driver
  * (sim_driver.c) instead. */
+/* A library's kernels are loaded lazily, as CUDA_MODULE_LOADING=LAZY (the
+ * default from CUDA 12.2) has it: not by cudaLibraryLoadData nor
+ * cudaLibraryGetKernel but at a kernel's first launch, which then pays
+ * for it. sim_cuda_kernels_loaded (for tests: dlsym) says which of the
+ * last loaded library's kernels have been (bit k-1: kernel k). */
+static atomic_int loaded;
+
+int sim_cuda_kernels_loaded(void)
+{
+    return atomic_load(&loaded);
+}
+
 #ifndef SIM_CUDART_NO_LIBRARY
 static char lib_token;
 int cudaLibraryLoadData(void **lib, const void *code, void *a, void **b,
@@ -270,6 +378,7 @@ int cudaLibraryLoadData(void **lib, const void *code, void *a, void **b,
 {
     (void)a, (void)b, (void)c, (void)d, (void)e, (void)f;
     *lib = code ? &lib_token : NULL;
+    atomic_store(&loaded, 0);
     return code ? 0 : 200;
 }
 int cudaLibraryUnload(void *lib)
@@ -287,6 +396,10 @@ int cudaLibraryGetKernel(void **k, void *lib, const char *name)
 int cudaLaunchKernel(const void *fn, sim_dim3 g, sim_dim3 b, void **args,
                      size_t shmem, void *s)
 {
-    (void)b, (void)shmem, (void)s;
-    return sim_kernel_run(fn, g.y, args) ? 98 : 0;
+    (void)b, (void)shmem;
+    if (sim_kernel_run(fn, g.y, args))
+        return 98;
+    atomic_fetch_or(&loaded, 1 << ((int)(uintptr_t)fn - 1));
+    sim_cuda_stream_op(s);
+    return 0;
 }
