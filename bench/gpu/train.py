@@ -156,7 +156,9 @@ def main():
                          "decoded, no ROI decode: SL_GPU_ROI=0), gpu-hybrid "
                          "(nvJPEG's default backend, not the hardware one: "
                          "SL_GPU_BACKEND=default), gpu-g32 (groups of at most "
-                         "32: SL_GPU_GROUP=32); the peers: "
+                         "32: SL_GPU_GROUP=32), gpu-noprealloc (nvJPEG's "
+                         "hardware buffers not preallocated at create: "
+                         "SL_GPU_PREALLOC=0); the peers: "
                          "torch (ImageFolder + DataLoader, PIL in worker "
                          "processes), tv-gpu (torchvision's batched nvJPEG "
                          "decode, then per-image crop/resize/flip on the GPU; "
@@ -188,6 +190,7 @@ CASES = {"cpu": ("cpu", {}), "gpu": ("gpu", {}), "auto": ("auto", {}),
          "gpu-whole": ("gpu", {"SL_GPU_ROI": "0"}),
          "gpu-hybrid": ("gpu", {"SL_GPU_BACKEND": "default"}),
          "gpu-g32": ("gpu", {"SL_GPU_GROUP": "32"}),
+         "gpu-noprealloc": ("gpu", {"SL_GPU_PREALLOC": "0"}),
          "torch": ("peer", {}), "tv-gpu": ("peer", {})}
 
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "gpu/nvalloc.h"
 #include "gpu/resample.h"
 #include "gpu/rt.h"
 
@@ -59,216 +60,6 @@ const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
         return "a chroma subsampling the hardware decoder does not take";
     return NULL;
 }
-
-/* nvJPEG's own device and pinned allocations, through a cache that keeps
- * freed blocks for reuse while any stage lives: cudaFree and cudaFreeHost
- * synchronise the whole device, the training stream included, and nvJPEG
- * reallocates when a group is larger than the last (its batched init).
- * Stream-ordered, as nvJPEG's extended allocators (nvjpegCreateExV2) are
- * called: a block freed on a stream may still be read by work queued
- * there, so its free records an event on that stream, and the block goes
- * to an allocation on another stream only behind that event (a GPU-side
- * wait: cudaStreamWaitEvent; on its own stream, stream order suffices).
- * SL_GPU_NVJPEG_ALLOC=default leaves nvJPEG to CUDA, and
- * SL_GPU_PAGEABLE_BITS=1 hands it the bitstreams where they are (both for
- * measuring the difference: bench/gpu/train.py's cases). Process-wide,
- * device blocks kept to their device. */
-typedef struct blk {
-    void *p;
-    size_t n;
-    int used;
-    int dev; /* the device it is on (-1: pinned host memory, any) */
-    /* the stream of its last allocation (NULL: none named): a free that
-     * names no stream is ordered on it */
-    sl__cuda_stream_t alloc_on;
-    /* its last free: the stream and an event recorded there (pending: 1
-     * until known passed), made on device ev_dev */
-    sl__cuda_stream_t freed_on;
-    sl__cuda_event_t ev;
-    int ev_dev, pending;
-} blk_t;
-
-typedef struct bcache {
-    blk_t *b;
-    int nb, cap, pinned;
-} bcache_t;
-
-static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static bcache_t g_dev = {NULL, 0, 0, 0}, g_pin = {NULL, 0, 0, 1};
-static int g_stages; /* stages alive (under g_cache_mu) */
-
-/* Under g_cache_mu: block b may serve stream st from now on (0), or
- * cannot (1: its free's event could not be waited for). Device memory
- * for a stream: in stream order (the same stream, or a GPU-side wait on
- * another). Pinned memory, which nvJPEG fills from the host as soon as it
- * has it, and an allocation with no stream (st NULL: a GPU-side wait
- * would land on the legacy stream, the trainer's): only once the free's
- * work has passed, waited for here. */
-static int order_after_free(const sl__gpu_rt_t *rt, blk_t *b,
-                            sl__cuda_stream_t st, int pinned)
-{
-    if (!b->pending)
-        return 0;
-    if (rt->event_query(b->ev) == 0) {
-        b->pending = 0;
-        return 0;
-    }
-    if (!pinned && st && b->freed_on == st)
-        return 0;
-    if (!pinned && st && rt->stream_wait_event(st, b->ev, 0) == 0)
-        return 0;
-    if (rt->event_synchronize(b->ev))
-        return 1;
-    b->pending = 0;
-    return 0;
-}
-
-static int cache_get(bcache_t *c, void **p, size_t n, sl__cuda_stream_t st)
-{
-    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
-    if (!rt)
-        return 1;
-    /* nvJPEG allocates on the calling thread's device (the stage's); a
-     * block of another device's stage is no use there */
-    int dev = -1;
-    if (!c->pinned && rt->get_device(&dev))
-        return 1;
-    pthread_mutex_lock(&g_cache_mu);
-    int best = -1;
-    for (int i = 0; i < c->nb; i++)
-        if (!c->b[i].used && c->b[i].dev == dev && c->b[i].n >= n &&
-            c->b[i].n <= 2 * n + 4096 && (best < 0 || c->b[i].n < c->b[best].n))
-            best = i;
-    if (best >= 0 && !order_after_free(rt, &c->b[best], st, c->pinned)) {
-        c->b[best].used = 1;
-        c->b[best].alloc_on = st;
-        *p = c->b[best].p;
-        pthread_mutex_unlock(&g_cache_mu);
-        return 0;
-    }
-    if (c->nb == c->cap) {
-        int cap = c->cap ? 2 * c->cap : 64;
-        blk_t *nb = realloc(c->b, (size_t)cap * sizeof *nb);
-        if (!nb) {
-            pthread_mutex_unlock(&g_cache_mu);
-            return 2; /* cudaErrorMemoryAllocation */
-        }
-        c->b = nb;
-        c->cap = cap;
-    }
-    sl__cuda_err_t e = c->pinned ? rt->host_malloc(p, n) : rt->dev_malloc(p, n);
-    if (!e)
-        c->b[c->nb++] = (blk_t){*p, n, 1, dev, st, NULL, NULL, -1, 0};
-    pthread_mutex_unlock(&g_cache_mu);
-    return e;
-}
-
-/* A free that names no stream (nvJPEG's stream-less calls: a batched
- * initialise, a state's or the handle's destroy, a preallocation) is
- * ordered on the stream the block was last allocated on, the stage's
- * work that used it; where that too was none, the block is free at once:
- * the stage makes those calls only while the state's stream is idle (its
- * last group waited for, a failed one's work synchronised: launch,
- * release). Never on the legacy default stream, the trainer's in
- * PyTorch: its event would wait for the training step's work, and a
- * synchronize of it would block on it. */
-static int cache_put(bcache_t *c, void *p, sl__cuda_stream_t st)
-{
-    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
-    int dev = -1;
-    if (!rt || rt->get_device(&dev))
-        return 1;
-    pthread_mutex_lock(&g_cache_mu);
-    for (int i = 0; i < c->nb; i++) {
-        blk_t *b = &c->b[i];
-        if (b->p != p)
-            continue;
-        if (!st)
-            st = b->alloc_on;
-        if (!st) {
-            b->freed_on = NULL;
-            b->pending = 0;
-            b->used = 0;
-            pthread_mutex_unlock(&g_cache_mu);
-            return 0;
-        }
-        /* the event on the freeing stream's device (the caller's) */
-        if (b->ev && b->ev_dev != dev) {
-            rt->event_destroy(b->ev);
-            b->ev = NULL;
-        }
-        if (!b->ev && rt->event_create(&b->ev, 2 /* no timing */))
-            b->ev = NULL;
-        b->ev_dev = dev;
-        b->freed_on = st;
-        b->pending = b->ev && rt->event_record(b->ev, st) == 0;
-        if (!b->pending) /* no event: the stream's work waited for here */
-            rt->stream_synchronize(st);
-        b->used = 0;
-        pthread_mutex_unlock(&g_cache_mu);
-        return 0;
-    }
-    pthread_mutex_unlock(&g_cache_mu);
-    return 1; /* not ours: cudaErrorInvalidValue */
-}
-
-/* Under g_cache_mu, with no stage left: the unused blocks back to CUDA,
- * each freed on its own device once its last free's work has passed (the
- * caller sets its thread's device back). */
-static void cache_trim(bcache_t *c, const sl__gpu_rt_t *rt)
-{
-    int k = 0;
-    for (int i = 0; i < c->nb; i++) {
-        blk_t *b = &c->b[i];
-        if (b->used) {
-            c->b[k++] = *b;
-            continue;
-        }
-        if (b->ev) {
-            rt->set_device(b->ev_dev);
-            rt->event_synchronize(b->ev);
-            rt->event_destroy(b->ev);
-        }
-        if (c->pinned) {
-            rt->host_free(b->p);
-        } else {
-            rt->set_device(b->dev);
-            rt->dev_free(b->p);
-        }
-    }
-    c->nb = k;
-}
-
-static int nv_dev_malloc(void *ctx, void **p, size_t n, sl__cuda_stream_t st)
-{
-    (void)ctx;
-    return cache_get(&g_dev, p, n, st);
-}
-static int nv_dev_free(void *ctx, void *p, size_t n, sl__cuda_stream_t st)
-{
-    (void)ctx, (void)n;
-    return cache_put(&g_dev, p, st);
-}
-static int nv_pin_malloc(void *ctx, void **p, size_t n, sl__cuda_stream_t st)
-{
-    (void)ctx; /* cudaMallocHost's portable pinned memory serves all */
-    return cache_get(&g_pin, p, n, st);
-}
-static int nv_pin_free(void *ctx, void *p, size_t n, sl__cuda_stream_t st)
-{
-    (void)ctx, (void)n;
-    return cache_put(&g_pin, p, st);
-}
-
-/* nvjpegDevAllocatorV2_t and nvjpegPinnedAllocatorV2_t. */
-typedef int (*nv_malloc_fn)(void *, void **, size_t, sl__cuda_stream_t);
-typedef int (*nv_free_fn)(void *, void *, size_t, sl__cuda_stream_t);
-static struct {
-    nv_malloc_fn m;
-    nv_free_fn f;
-    void *ctx;
-} nv_dev_alloc = {nv_dev_malloc, nv_dev_free, NULL},
-  nv_pin_alloc = {nv_pin_malloc, nv_pin_free, NULL};
 
 /* One queued job. */
 typedef struct node {
@@ -348,7 +139,7 @@ typedef struct cstage {
     sl__cuda_stage_stats_t stats;
     pthread_t feeder, completer;
     int threads;
-    int counted; /* in g_stages */
+    int counted; /* joined the allocator cache (gpu/nvalloc.h) */
 } cstage_t;
 
 #define ALIGN(n) (((n) + 255) & ~(size_t)255)
@@ -409,13 +200,13 @@ static int kernel_launch(cstage_t *s, int k, sl__dim3_t grid, sl__dim3_t block,
     if (s->kmode == SL__GPU_KERNELS_LIBRARY) {
         sl__cuda_err_t e = rt->launch_kernel(s->k[k], grid, block, args, 0, st);
         if (e)
-            snprintf(why, wl, "GPU stage: kernels: %s", cuda_why(s, e));
+            snprintf(why, wl, "%s", cuda_why(s, e));
         return e ? -1 : 0;
     }
     int r = rt->cu_launch_kernel(s->k[k], grid.x, grid.y, grid.z, block.x,
                                  block.y, block.z, 0, st, args, NULL);
     if (r)
-        snprintf(why, wl, "GPU stage: kernels: cuLaunchKernel: CUresult %d", r);
+        snprintf(why, wl, "cuLaunchKernel: CUresult %d", r);
     return r ? -1 : 0;
 }
 
@@ -690,8 +481,10 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
         waited = f ? f : waited;
     }
     int kr = 0;
+    char kwhy[160] = "";
     for (int k = 0; k < 2 && !e && !kr; k++)
-        kr = kernel_launch(s, k, grid, block, args, sl->stream, why, wl);
+        kr = kernel_launch(s, k, grid, block, args, sl->stream, kwhy,
+                           sizeof kwhy);
     int back = 0; /* samples going to host batches: copied back */
     for (int i = 0; i < n; i++)
         back += !sl->jobs[i]->job->out_dev;
@@ -701,8 +494,7 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     if (!e && !kr)
         e = rt->event_record(sl->done_ev, sl->stream);
     if (e || kr) {
-        if (e)
-            snprintf(why, wl, "GPU stage: kernels: %s", cuda_why(s, e));
+        snprintf(why, wl, "GPU stage: kernels: %s", e ? cuda_why(s, e) : kwhy);
         /* What was queued may still run on the buffers: wait it out. */
         rt->stream_synchronize(sl->stream);
         return -1;
@@ -1083,15 +875,8 @@ static void release(cstage_t *s)
     for (int i = 0; i < s->ndbuf; i++) /* buffers the caller did not free */
         rt->event_destroy(s->dbuf[i].fence);
     free(s->dbuf);
-    pthread_mutex_lock(&g_cache_mu);
     if (s->counted)
-        g_stages--;
-    if (!g_stages) {
-        cache_trim(&g_dev, rt);
-        cache_trim(&g_pin, rt);
-        rt->set_device(s->device);
-    }
-    pthread_mutex_unlock(&g_cache_mu);
+        sl__nvalloc_leave(rt, s->device);
     kernels_unload(s);
     sl__scratch_destroy(s->scratch);
     pthread_mutex_destroy(&s->mu);
@@ -1129,20 +914,12 @@ static void cs_destroy(sl__gpu_stage_t *st)
 
 int sl__cuda_stage_count(void)
 {
-    pthread_mutex_lock(&g_cache_mu);
-    int n = g_stages;
-    pthread_mutex_unlock(&g_cache_mu);
-    return n;
+    return sl__nvalloc_users();
 }
 
 size_t sl__cuda_stage_nvjpeg_bytes(void)
 {
-    size_t n = 0;
-    pthread_mutex_lock(&g_cache_mu);
-    for (int i = 0; i < g_dev.nb; i++)
-        n += g_dev.b[i].n;
-    pthread_mutex_unlock(&g_cache_mu);
-    return n;
+    return sl__nvalloc_dev_bytes();
 }
 
 /* CPU seconds thread t has used (its CPU clock); 0 where it cannot tell. */
@@ -1407,12 +1184,14 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
         return NULL;
     }
     s->stats.load_s = now_s() - t0;
+    /* SL_GPU_PAGEABLE_BITS=1 hands nvJPEG the bitstreams where they are,
+     * SL_GPU_NVJPEG_ALLOC=default leaves its allocations to CUDA, not the
+     * cache (gpu/nvalloc.h): both for measuring the difference
+     * (bench/gpu/train.py's cases) */
     s->pageable_bits = env_is("SL_GPU_PAGEABLE_BITS", "1");
     int cached = !env_is("SL_GPU_NVJPEG_ALLOC", "default");
-    pthread_mutex_lock(&g_cache_mu);
-    g_stages++;
+    sl__nvalloc_join();
     s->counted = 1;
-    pthread_mutex_unlock(&g_cache_mu);
     /* SL_GPU_BACKEND=default: nvJPEG's default (GPU / hybrid) backend
      * where the hardware one is there too (for measuring which of them
      * slows the training step: bench/gpu) */
@@ -1421,8 +1200,8 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
     for (int k = 0; k < 2; k++) { /* hardware, or where it fails default */
         int backend =
             hw ? SL__NVJPEG_BACKEND_HARDWARE : SL__NVJPEG_BACKEND_DEFAULT;
-        je = cached ? rt->nvjpeg_create_ex_v2(backend, &nv_dev_alloc,
-                                              &nv_pin_alloc, 0, &s->jh)
+        je = cached ? rt->nvjpeg_create_ex_v2(backend, sl__nvalloc_dev(),
+                                              sl__nvalloc_pinned(), 0, &s->jh)
                     : rt->nvjpeg_create_ex(backend, NULL, NULL, 0, &s->jh);
         if (!je || !hw)
             break;

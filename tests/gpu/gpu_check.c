@@ -281,6 +281,23 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
         nvj / 1048576.0);
     if (ss.roi_off)
         printf("  ROI decode turned off: nvJPEG status %d\n", ss.roi_off);
+    printf("  nvJPEG %s backend; per-image check %s, %lld images refused by "
+           "it; preallocated %s; kernels loaded and warmed in %.3f s\n",
+           ss.hw_backend ? "hardware" : "default",
+           ss.hw_check       ? "on"
+           : ss.hw_check_off ? "refused by nvJPEG"
+                             : "off",
+           ss.hw_unsupported,
+           ss.prealloc_w     ? "yes"
+           : ss.prealloc_err ? "refused"
+                             : "no",
+           ss.load_s);
+    if (ss.prealloc_w)
+        printf("  preallocation: groups of %d images of up to %d x %d\n",
+               ss.group_max, ss.prealloc_w, ss.prealloc_h);
+    if (ss.hw_check_off || ss.prealloc_err)
+        printf("  nvJPEG status: per-image check %d, preallocation %d\n",
+               ss.hw_check_off, ss.prealloc_err);
     for (int k = 0; k < 4 && reasons[k][0]; k++)
         printf("  refused %d: %s\n", rcount[k], reasons[k]);
     snprintf(json, jcap,
@@ -290,14 +307,19 @@ static int run_variant(const char *label, const sl__xform_t *x, int passes,
              "\"within2_pct\": %.3f, \"within8_pct\": %.4f, "
              "\"reproduced\": %d, \"rate\": %.1f, \"groups\": %lld, "
              "\"roi\": %d, \"roi_off\": %d, \"decoded_frac\": %.4f, "
-             "\"dev_bytes\": %zu, \"nvjpeg_bytes\": %zu}",
+             "\"dev_bytes\": %zu, \"nvjpeg_bytes\": %zu, "
+             "\"hw_backend\": %d, \"hw_check\": %d, \"hw_check_off\": %d, "
+             "\"hw_unsupported\": %lld, \"prealloc_w\": %d, "
+             "\"prealloc_h\": %d, \"prealloc_err\": %d, \"load_s\": %.4f}",
              label, nfiles, done, refused, failed, mean_abs, worst_mean,
              max_abs, psnr, values ? 100.0 * exact / values : 0,
              values ? 100.0 * within2 / values : 0,
              values ? 100.0 * within8 / values : 0, reproduced,
              secs > 0 ? sent / secs : 0, ss.groups, ss.roi, ss.roi_off,
              ss.px_images > 0 ? ss.px_decoded / ss.px_images : 0, ss.dev_bytes,
-             nvj);
+             nvj, ss.hw_backend, ss.hw_check, ss.hw_check_off,
+             ss.hw_unsupported, ss.prealloc_w, ss.prealloc_h, ss.prealloc_err,
+             ss.load_s);
     (void)eligible;
     free(jobs);
     free(res);
@@ -385,7 +407,7 @@ int main(int argc, char **argv)
                 std[3] = {0.229f, 0.224f, 0.225f};
     memcpy(x.mean, mean, sizeof mean);
     memcpy(x.std, std, sizeof std);
-    char j1[1024], j2[1024], jw[1024], jr[256];
+    char j1[1536], j2[1536], jw[1536], jr[256];
     uint8_t *with_roi = NULL, *whole = NULL;
     int *done_roi = calloc((size_t)nfiles, sizeof(int));
     int *done_whole = calloc((size_t)nfiles, sizeof(int));

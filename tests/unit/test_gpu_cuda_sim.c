@@ -1204,6 +1204,56 @@ static void test_kernels_loaded_at_create(void **state)
     st->destroy(st);
 }
 
+/* A kernel launch that fails is named once, with where: at create (the
+ * warm-up launch) the stage is not made; in a group, the group is refused
+ * for the CPU path and the next group runs. */
+static void test_launch_failure_named(void **state)
+{
+    (void)state;
+    sl__xform_t x = train_x();
+    char err[512];
+    setenv("SIM_CUDA_LAUNCH_FAIL", "2", 1);
+    sl__gpu_stage_t *st =
+        sl__cuda_stage_create(&x, (size_t)OUT * OUT * 3, 0, 0, err, sizeof err);
+    assert_null(st);
+    assert_non_null(strstr(err, "GPU stage: loading the kernels: "));
+    assert_null(strstr(err + 1, "GPU stage")); /* the prefix once */
+    assert_int_equal(sl__cuda_stage_count(), 0);
+    /* the first group's first launch (3), in groups of 4 */
+    setenv("SIM_CUDA_LAUNCH_FAIL", "3", 1);
+    setenv("SL_GPU_GROUP", "4", 1);
+    st = make_stage(&x, 0);
+    size_t sb = (size_t)OUT * OUT * 3;
+    uint8_t *out = calloc(NIMG, sb);
+    sl__gpu_job_t jobs[NIMG];
+    rec_t rec[NIMG];
+    memset(rec, 0, sizeof rec);
+    sl__gpu_job_t *jp[NIMG];
+    for (int i = 0; i < NIMG; i++) {
+        job_for(&x, i, &jobs[i], out + (size_t)i * sb);
+        jp[i] = &jobs[i];
+    }
+    assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
+    st->drain(st);
+    int refused = 0, done = 0;
+    for (int i = 0; i < NIMG; i++) {
+        assert_int_equal(atomic_load(&rec[i].calls), 1);
+        if (rec[i].status == SL__GPU_REFUSED) {
+            refused++;
+            assert_non_null(strstr(rec[i].why, "GPU stage: kernels: "));
+            assert_null(strstr(rec[i].why + 1, "GPU stage"));
+        } else {
+            done += rec[i].status == SL__GPU_DONE;
+        }
+    }
+    assert_int_equal(refused, 4);
+    assert_int_equal(done, NIMG - 4);
+    st->destroy(st);
+    unsetenv("SL_GPU_GROUP");
+    unsetenv("SIM_CUDA_LAUNCH_FAIL");
+    free(out);
+}
+
 /* nvJPEG's stream-less calls (a batched initialise, a state's destroy)
  * and the frees they make through the stage's allocator are ordered
  * after the stage's work: the simulated nvJPEG counts those made while
@@ -1287,6 +1337,7 @@ int main(void)
         cmocka_unit_test(test_hw_unsupported_image_refused_alone),
         cmocka_unit_test(test_hw_buffers_preallocated),
         cmocka_unit_test(test_kernels_loaded_at_create),
+        cmocka_unit_test(test_launch_failure_named),
         cmocka_unit_test(test_nvjpeg_frees_follow_the_stages_work),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

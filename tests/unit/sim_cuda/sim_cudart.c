@@ -365,6 +365,7 @@ int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *arg)
  * for it. sim_cuda_kernels_loaded (for tests: dlsym) says which of the
  * last loaded library's kernels have been (bit k-1: kernel k). */
 static atomic_int loaded;
+static atomic_int launched; /* since the last load (sim_launch_fails) */
 
 int sim_cuda_kernels_loaded(void)
 {
@@ -379,6 +380,7 @@ int cudaLibraryLoadData(void **lib, const void *code, void *a, void **b,
     (void)a, (void)b, (void)c, (void)d, (void)e, (void)f;
     *lib = code ? &lib_token : NULL;
     atomic_store(&loaded, 0);
+    atomic_store(&launched, 0);
     return code ? 0 : 200;
 }
 int cudaLibraryUnload(void *lib)
@@ -397,6 +399,8 @@ int cudaLaunchKernel(const void *fn, sim_dim3 g, sim_dim3 b, void **args,
                      size_t shmem, void *s)
 {
     (void)b, (void)shmem;
+    if (sim_launch_fails(atomic_fetch_add(&launched, 1) + 1))
+        return 719; /* cudaErrorLaunchFailure */
     if (sim_kernel_run(fn, g.y, args))
         return 98;
     atomic_fetch_or(&loaded, 1 << ((int)(uintptr_t)fn - 1));

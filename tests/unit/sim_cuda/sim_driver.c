@@ -16,6 +16,8 @@
 
 static char module_token;
 static atomic_int launches, loaded;
+static atomic_int
+    since_load; /* launches since the last load (sim_launch_fails) */
 
 int sim_driver_launches(void)
 {
@@ -44,6 +46,7 @@ int cuModuleLoadData(void **mod, const void *image)
 {
     *mod = image ? &module_token : NULL;
     atomic_store(&loaded, 0);
+    atomic_store(&since_load, 0);
     return image ? 0 : 200; /* CUDA_ERROR_INVALID_IMAGE */
 }
 int cuModuleGetFunction(void **fn, void *mod, const char *name)
@@ -66,6 +69,8 @@ int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     (void)gx, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem;
     (void)extra;
     atomic_fetch_add(&launches, 1);
+    if (sim_launch_fails(atomic_fetch_add(&since_load, 1) + 1))
+        return 719; /* CUDA_ERROR_LAUNCH_FAILED */
     if (sim_kernel_run(fn, gy, args))
         return 400;
     stream_op(stream);

@@ -6,6 +6,7 @@
 #define SIM_KERNELS_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/resample.h"
@@ -22,6 +23,15 @@ static inline void *sim_kernel_by_name(const char *name)
     if (!strcmp(name, "sl_gpu_pass2"))
         return (void *)2;
     return NULL;
+}
+
+/* A launch that is to fail (tests: SIM_CUDA_LAUNCH_FAIL=N fails the Nth
+ * launch counted in *n from the kernels' load, which resets it: 1 and 2
+ * are the stage's warm-up at create, 3 and 4 its first group's). */
+static inline int sim_launch_fails(int n)
+{
+    const char *f = getenv("SIM_CUDA_LAUNCH_FAIL");
+    return f && atoi(f) == n;
 }
 
 /* Kernel fn over gy plans (args[0] points to their pointer); 1 when fn is
