@@ -3,7 +3,7 @@
 # placing (Turing T4 sm_75, Ampere sm_80 — its code also runs on sm_86 and
 # sm_89 —, Hopper sm_90, plus sm_90 PTX for newer chips), embedded as
 # sl__gpu_fatbin_bytes (cmake/Embed.cmake) and loaded at run time through
-# the dlopen'ed CUDA runtime (src/gpu/cuda_stage.c). No CUDA library is
+# the dlopen'ed CUDA runtime (src/gpu/kernel_load.c). No CUDA library is
 # linked, so the library still runs where there is none.
 #
 # SL_CUDA: AUTO (default: built where nvcc is found), ON (nvcc required),

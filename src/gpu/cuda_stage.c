@@ -9,56 +9,15 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "gpu/devbuf.h"
+#include "gpu/kernel_load.h"
 #include "gpu/nvalloc.h"
 #include "gpu/resample.h"
 #include "gpu/rt.h"
 
-#ifndef SL_HAVE_GPU_STAGE
-#define SL_HAVE_GPU_STAGE 0
-#endif
-/* The kernels (cmake/GpuKernels.cmake). Without them the stage is still
- * compiled, so a build without nvcc checks it too, and create says why
- * it cannot make one. */
-#if SL_HAVE_GPU_STAGE
-extern const unsigned char sl__gpu_fatbin_bytes[];
-#else
-static const unsigned char sl__gpu_fatbin_bytes[1];
-#endif
-
 int sl__cuda_stage_built(void)
 {
-    return SL_HAVE_GPU_STAGE;
-}
-
-const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f)
-{
-    if (f->sof != 0xC0 && f->sof != 0xC1)
-        return f->sof == 0xC2 || f->sof == 0xC6 || f->sof == 0xCA ||
-                       f->sof == 0xCE
-                   ? "progressive JPEG (the hardware decoder takes baseline)"
-                   : "not a baseline Huffman JPEG (lossless, arithmetic or "
-                     "hierarchical)";
-    if (f->precision != 8)
-        return "a JPEG of more than 8 bits per sample";
-    if (f->ncomp == 1)
-        return "grayscale JPEG";
-    if (f->ncomp != 3)
-        return "a JPEG of 4 components (CMYK or YCCK)";
-    if (f->adobe == 0)
-        return "an Adobe RGB JPEG (no YCbCr transform)";
-    /* Without JFIF or Adobe markers, components named R, G, B are RGB to
-     * libjpeg (the CPU path), which nvJPEG would read as YCbCr. */
-    if (f->adobe < 0 && !f->jfif && f->cid[0] == 'R' && f->cid[1] == 'G' &&
-        f->cid[2] == 'B')
-        return "an RGB JPEG (components R, G, B: no YCbCr transform)";
-    if (f->scan_comps != 3)
-        return "a JPEG whose first scan is not interleaved";
-    /* Chroma at one sampling; luma 1x1, 2x1, 1x2 or 2x2 of it (4:4:4,
-     * 4:2:2, 4:4:0, 4:2:0). 4:1:1 and 4:1:0 the hardware refuses. */
-    if (f->hs[1] != 1 || f->vs[1] != 1 || f->hs[2] != 1 || f->vs[2] != 1 ||
-        f->hs[0] < 1 || f->hs[0] > 2 || f->vs[0] < 1 || f->vs[0] > 2)
-        return "a chroma subsampling the hardware decoder does not take";
-    return NULL;
+    return sl__gpu_kernels_built();
 }
 
 /* One queued job. */
@@ -68,16 +27,6 @@ typedef struct node {
     void *ctx;
     struct node *next;
 } node_t;
-
-/* A device batch buffer and its fence: an event recorded on the legacy
- * default stream when its consumer released it (fenced: 1 once one was),
- * which the stage's streams wait for before writing into it again. */
-typedef struct dbuf {
-    uint8_t *p;
-    size_t n;
-    sl__cuda_event_t fence;
-    int fenced;
-} dbuf_t;
 
 /* A group in flight: its memory, stream, decoder state and jobs. */
 typedef struct slot {
@@ -115,21 +64,10 @@ typedef struct cstage {
     sl__nvjpeg_params_t whole;
     float lut[3][256];
     sl__nvjpeg_t jh;
-    /* The kernels (sl__gpu_rt_kernels): a library and its kernels, or a
-     * module of the stage's device's primary context and its functions */
-    int kmode;
-    void *lib;
-    void *k[2];
+    sl__gpu_kernels_t kern; /* loaded at create, on its device */
     slot_t slot[2];
     sl__scratch_t *scratch; /* the feeder's planner */
-    /* Copies into device batches (cs_copy): one stream, one at a time. */
-    pthread_mutex_t xfer_mu;
-    sl__cuda_stream_t xfer;
-    /* The device batch buffers (cs_dev_alloc), each with the fence its
-     * consumer's release recorded (under dev_mu). */
-    pthread_mutex_t dev_mu;
-    dbuf_t *dbuf;
-    int ndbuf;
+    sl__devbufs_t bufs;     /* device batch buffers, their copies */
 
     pthread_mutex_t mu;
     pthread_cond_t cv_work, cv_slot, cv_idle;
@@ -165,60 +103,6 @@ static const char *cuda_why(cstage_t *s, sl__cuda_err_t e)
     return m ? m : "unknown CUDA error";
 }
 
-/* The kernels loaded from the fatbin on the calling thread's device (its
- * context made: the caller has allocated on it). 0, or the failure's
- * text in why. */
-static int kernels_load(cstage_t *s, char *why, size_t wl)
-{
-    const sl__gpu_rt_t *rt = s->rt;
-    static const char *const names[2] = {"sl_gpu_pass1", "sl_gpu_pass2"};
-    s->kmode = sl__gpu_rt_kernels(rt);
-    if (s->kmode == SL__GPU_KERNELS_LIBRARY) {
-        sl__cuda_err_t e = rt->library_load_data(&s->lib, sl__gpu_fatbin_bytes,
-                                                 NULL, NULL, 0, NULL, NULL, 0);
-        for (int i = 0; i < 2 && !e; i++)
-            e = rt->library_get_kernel(&s->k[i], s->lib, names[i]);
-        if (e)
-            snprintf(why, wl, "%s", cuda_why(s, e));
-        return e != 0;
-    }
-    int r = rt->cu_module_load_data(&s->lib, sl__gpu_fatbin_bytes);
-    for (int i = 0; i < 2 && !r; i++)
-        r = rt->cu_module_get_function(&s->k[i], s->lib, names[i]);
-    if (r)
-        snprintf(why, wl, "the driver's module API: CUresult %d", r);
-    return r != 0;
-}
-
-/* Kernel k over the plans on stream st; 0, or -1 with the failure's
- * text in why. */
-static int kernel_launch(cstage_t *s, int k, sl__dim3_t grid, sl__dim3_t block,
-                         void **args, sl__cuda_stream_t st, char *why,
-                         size_t wl)
-{
-    const sl__gpu_rt_t *rt = s->rt;
-    if (s->kmode == SL__GPU_KERNELS_LIBRARY) {
-        sl__cuda_err_t e = rt->launch_kernel(s->k[k], grid, block, args, 0, st);
-        if (e)
-            snprintf(why, wl, "%s", cuda_why(s, e));
-        return e ? -1 : 0;
-    }
-    int r = rt->cu_launch_kernel(s->k[k], grid.x, grid.y, grid.z, block.x,
-                                 block.y, block.z, 0, st, args, NULL);
-    if (r)
-        snprintf(why, wl, "cuLaunchKernel: CUresult %d", r);
-    return r ? -1 : 0;
-}
-
-static void kernels_unload(cstage_t *s)
-{
-    if (s->lib && s->kmode == SL__GPU_KERNELS_LIBRARY)
-        s->rt->library_unload(s->lib);
-    else if (s->lib)
-        s->rt->cu_module_unload(s->lib);
-    s->lib = NULL;
-}
-
 /* Refuses every job of a group that could not run. */
 static void refuse_group(cstage_t *s, slot_t *sl, const char *why)
 {
@@ -227,56 +111,12 @@ static void refuse_group(cstage_t *s, slot_t *sl, const char *why)
     sl->n = 0;
 }
 
-/* The fence to wait for before writing at p: that of the device batch
- * buffer p is in, once a consumer released it; NULL for the stage's own
- * memory. */
-static sl__cuda_event_t fence_of(cstage_t *s, const void *p)
-{
-    sl__cuda_event_t ev = NULL;
-    uintptr_t a = (uintptr_t)p;
-    pthread_mutex_lock(&s->dev_mu);
-    for (int i = 0; i < s->ndbuf; i++) {
-        const dbuf_t *b = &s->dbuf[i];
-        if (a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->n) {
-            ev = b->fenced ? b->fence : NULL;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&s->dev_mu);
-    return ev;
-}
-
-void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
-                           const sl__xform_t *x, int width)
-{
-    p->pitch = width * 3;
-    p->ox = ip->ox, p->oy = ip->oy;
-    p->out_w = ip->out_w, p->out_h = ip->out_h;
-    p->hk = ip->hk, p->vk = ip->vk;
-    p->hn = ip->hn, p->vn = ip->vn;
-    p->vfirst = ip->vfirst, p->flip = ip->flip;
-    p->f32 = x->dtype == SL_DTYPE_FLOAT32;
-    p->chw = x->layout == SL_LAYOUT_CHW;
-}
-
 /* A group's fill of a slot: bytes used of each area, and the pixels its
  * images have and those decoded. */
 typedef struct cursor {
     size_t coef, arena, bits;
     double px_img, px_dec;
 } cursor_t;
-
-void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
-                 int *rx, int *ry, int *rw, int *rh)
-{
-    int ax = x0 / mw * mw - mw, ay = y0 / mh * mh - mh;
-    int x1 = (x0 + n + mw - 1) / mw * mw + mw;
-    int y1 = (y0 + m + mh - 1) / mh * mh + mh;
-    *rx = ax > 0 ? ax : 0;
-    *ry = ay > 0 ? ay : 0;
-    *rw = (x1 < w ? x1 : w) - *rx;
-    *rh = (y1 < h ? y1 : h) - *ry;
-}
 
 /* Whether the hardware decoder takes job j decoded with parameters p
  * (its region, or the whole image): 0 when it does; -1 when not, why
@@ -475,7 +315,8 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     sl__cuda_event_t waited = NULL;
     for (int i = 0; i < n && !e; i++) {
         sl__gpu_job_t *j = sl->jobs[i]->job;
-        sl__cuda_event_t f = j->out_dev ? fence_of(s, j->out) : NULL;
+        sl__cuda_event_t f =
+            j->out_dev ? sl__devbufs_fence(&s->bufs, j->out) : NULL;
         if (f && f != waited)
             e = rt->stream_wait_event(sl->stream, f, 0);
         waited = f ? f : waited;
@@ -483,8 +324,8 @@ static int launch(cstage_t *s, slot_t *sl, size_t coef_bytes, char *why,
     int kr = 0;
     char kwhy[160] = "";
     for (int k = 0; k < 2 && !e && !kr; k++)
-        kr = kernel_launch(s, k, grid, block, args, sl->stream, kwhy,
-                           sizeof kwhy);
+        kr = sl__gpu_kernels_launch(&s->kern, k, grid, block, args, sl->stream,
+                                    kwhy, sizeof kwhy);
     int back = 0; /* samples going to host batches: copied back */
     for (int i = 0; i < n; i++)
         back += !sl->jobs[i]->job->out_dev;
@@ -708,123 +549,26 @@ static void cs_drain(sl__gpu_stage_t *st)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* A caller's thread (create, device batches' memory, their copies)
- * works on the stage's GPU and gets its own device back after, so the
- * trainer's thread keeps torch's: the device it had, where it had a
- * context (the driver says; without the driver's word, where the device
- * differs), else -1 (setting the default back would make a context on
- * GPU 0 for nothing). */
-static int caller_device(const sl__gpu_rt_t *rt)
-{
-    int dev = -1;
-    void *ctx = NULL;
-    if (rt->get_device(&dev))
-        return -1;
-    if (rt->ctx_get_current && (rt->ctx_get_current(&ctx) || !ctx))
-        return -1;
-    return dev;
-}
-
-static void caller_device_back(const sl__gpu_rt_t *rt, int dev, int was)
-{
-    if (was >= 0 && was != dev)
-        rt->set_device(was);
-}
-
 static void *cs_dev_alloc(sl__gpu_stage_t *st, size_t bytes)
 {
-    cstage_t *s = (cstage_t *)st;
-    const sl__gpu_rt_t *rt = s->rt;
-    void *p = NULL;
-    sl__cuda_event_t ev = NULL;
-    int was = caller_device(rt);
-    pthread_mutex_lock(&s->dev_mu);
-    dbuf_t *v = realloc(s->dbuf, (size_t)(s->ndbuf + 1) * sizeof *v);
-    if (v)
-        s->dbuf = v;
-    if (!v || rt->set_device(s->device) || rt->dev_malloc(&p, bytes)) {
-        p = NULL;
-    } else if (rt->event_create(&ev, 2 /* no timing */)) {
-        rt->dev_free(p);
-        p = NULL;
-    } else {
-        s->dbuf[s->ndbuf++] = (dbuf_t){p, bytes, ev, 0};
-    }
-    pthread_mutex_unlock(&s->dev_mu);
-    caller_device_back(rt, s->device, was);
-    return p;
+    return sl__devbufs_alloc(&((cstage_t *)st)->bufs, bytes);
 }
 
-/* The buffer of p in the table, or -1 (under dev_mu). */
-static int dbuf_find(const cstage_t *s, const void *p)
-{
-    for (int i = 0; i < s->ndbuf; i++)
-        if (s->dbuf[i].p == p)
-            return i;
-    return -1;
-}
-
-/* On the releasing thread (the consumer's): the fence on the consumer's
- * stream (NULL: the legacy default stream) of the stage's device. Where
- * it cannot be recorded (a stream of another device), that stream's work
- * is waited for here instead. */
 static void cs_dev_release(sl__gpu_stage_t *st, void *p, void *stream)
 {
-    cstage_t *s = (cstage_t *)st;
-    const sl__gpu_rt_t *rt = s->rt;
-    int was = caller_device(rt);
-    pthread_mutex_lock(&s->dev_mu);
-    int i = dbuf_find(s, p);
-    if (i >= 0 && !rt->set_device(s->device)) {
-        dbuf_t *b = &s->dbuf[i];
-        b->fenced = rt->event_record(b->fence, stream) == 0;
-        if (!b->fenced)
-            rt->stream_synchronize(stream);
-    }
-    pthread_mutex_unlock(&s->dev_mu);
-    caller_device_back(rt, s->device, was);
+    sl__devbufs_release(&((cstage_t *)st)->bufs, p, stream);
 }
 
 static void cs_dev_free(sl__gpu_stage_t *st, void *p)
 {
-    cstage_t *s = (cstage_t *)st;
-    const sl__gpu_rt_t *rt = s->rt;
-    if (!p)
-        return;
-    int was = caller_device(rt);
-    pthread_mutex_lock(&s->dev_mu);
-    int i = dbuf_find(s, p);
-    dbuf_t b = i >= 0 ? s->dbuf[i] : (dbuf_t){p, 0, NULL, 0};
-    if (i >= 0)
-        s->dbuf[i] = s->dbuf[--s->ndbuf];
-    pthread_mutex_unlock(&s->dev_mu);
-    if (!rt->set_device(s->device)) {
-        if (b.fenced)
-            rt->event_synchronize(b.fence);
-        if (b.fence)
-            rt->event_destroy(b.fence);
-        rt->dev_free(p);
-    }
-    caller_device_back(rt, s->device, was);
+    sl__devbufs_free(&((cstage_t *)st)->bufs, p);
 }
 
 static int cs_copy(sl__gpu_stage_t *st, void *dst, const void *src, size_t n,
                    int kind, char *why, size_t wl)
 {
     cstage_t *s = (cstage_t *)st;
-    const sl__gpu_rt_t *rt = s->rt;
-    pthread_mutex_lock(&s->xfer_mu);
-    int was = caller_device(rt);
-    sl__cuda_err_t e = rt->set_device(s->device);
-    sl__cuda_event_t f = e ? NULL : fence_of(s, dst);
-    if (f) /* a device batch's consumer may still read it */
-        e = rt->stream_wait_event(s->xfer, f, 0);
-    if (!e)
-        e = rt->memcpy_async(dst, src, n, kind, s->xfer);
-    if (!e)
-        e = rt->stream_synchronize(s->xfer);
-    caller_device_back(rt, s->device, was);
-    pthread_mutex_unlock(&s->xfer_mu);
+    sl__cuda_err_t e = sl__devbufs_copy(&s->bufs, dst, src, n, kind);
     if (!e)
         return 0;
     snprintf(why, wl, "GPU stage: copying %zu bytes %s: %s", n,
@@ -857,8 +601,7 @@ static void release(cstage_t *s)
         rt->nvjpeg_params_destroy(s->whole);
     if (s->jh)
         rt->nvjpeg_destroy(s->jh);
-    if (s->xfer)
-        rt->stream_destroy(s->xfer);
+    sl__devbufs_close(&s->bufs); /* the fences of buffers not freed */
     for (int k = 0; k < 2; k++) {
         slot_t *sl = &s->slot[k];
         if (sl->done_ev)
@@ -872,16 +615,11 @@ static void release(cstage_t *s)
         if (sl->d)
             rt->dev_free(sl->d);
     }
-    for (int i = 0; i < s->ndbuf; i++) /* buffers the caller did not free */
-        rt->event_destroy(s->dbuf[i].fence);
-    free(s->dbuf);
     if (s->counted)
         sl__nvalloc_leave(rt, s->device);
-    kernels_unload(s);
+    sl__gpu_kernels_unload(&s->kern);
     sl__scratch_destroy(s->scratch);
     pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->xfer_mu);
-    pthread_mutex_destroy(&s->dev_mu);
     pthread_cond_destroy(&s->cv_work);
     pthread_cond_destroy(&s->cv_slot);
     pthread_cond_destroy(&s->cv_idle);
@@ -906,10 +644,10 @@ static void cs_destroy(sl__gpu_stage_t *st)
     /* nvJPEG's handle and states are bound to the device current at their
      * making (its guide): undone on it, the caller's set back after */
     const sl__gpu_rt_t *rt = s->rt;
-    int dev = s->device, was = caller_device(rt);
+    int dev = s->device, was = sl__gpu_rt_caller_device(rt);
     rt->set_device(dev);
     release(s);
-    caller_device_back(rt, dev, was);
+    sl__gpu_rt_caller_back(rt, dev, was);
 }
 
 int sl__cuda_stage_count(void)
@@ -976,7 +714,8 @@ static int kernels_warm(cstage_t *s, char *why, size_t wl)
     sl__dim3_t one = {1, 1, 1}, block = {256, 1, 1};
     int kr = 0;
     for (int k = 0; k < 2 && !e && !kr; k++)
-        kr = kernel_launch(s, k, one, block, args, sl->stream, why, wl);
+        kr = sl__gpu_kernels_launch(&s->kern, k, one, block, args, sl->stream,
+                                    why, wl);
     sl__cuda_err_t se = rt->stream_synchronize(sl->stream);
     if (!e)
         e = se;
@@ -1062,7 +801,7 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                                        size_t sample_bytes, int device,
                                        size_t budget, char *err, size_t errlen)
 {
-    if (!SL_HAVE_GPU_STAGE) {
+    if (!sl__gpu_kernels_built()) {
         sl__fail(err, errlen, SL_EUNSUPPORTED,
                  "the GPU stage is not in this build (no CUDA kernels "
                  "compiled)");
@@ -1081,10 +820,10 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                  device, gs.device_count, gs.device_count == 1 ? "" : "s");
         return NULL;
     }
-    int was = caller_device(rt);
+    int was = sl__gpu_rt_caller_device(rt);
     sl__gpu_stage_t *st =
         create_on(rt, &gs, x, sample_bytes, device, budget, err, errlen);
-    caller_device_back(rt, device, was);
+    sl__gpu_rt_caller_back(rt, device, was);
     return st;
 }
 
@@ -1114,8 +853,7 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
     s->sample_bytes = sample_bytes;
     s->device = device;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->xfer_mu, NULL);
-    pthread_mutex_init(&s->dev_mu, NULL);
+    sl__devbufs_init(&s->bufs, rt, device);
     pthread_cond_init(&s->cv_work, NULL);
     pthread_cond_init(&s->cv_slot, NULL);
     pthread_cond_init(&s->cv_idle, NULL);
@@ -1155,7 +893,7 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
             e = rt->event_create(&sl->done_ev, 3 /* blocking, no timing */);
         if (!e && k == 1) {
             what = "a stream";
-            e = rt->stream_create(&s->xfer, 1 /* non-blocking */);
+            e = sl__devbufs_open(&s->bufs);
         }
         if (!e) /* the table once per slot, from its own pinned copy */
             memcpy(sl->h + s->coef_off + s->coef_cap, s->lut, sizeof s->lut);
@@ -1176,7 +914,7 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
      * driver's module API loads into. */
     char kwhy[160];
     double t0 = now_s();
-    if (kernels_load(s, kwhy, sizeof kwhy) ||
+    if (sl__gpu_kernels_load(&s->kern, rt, kwhy, sizeof kwhy) ||
         kernels_warm(s, kwhy, sizeof kwhy)) {
         sl__fail(err, errlen, SL_ESYSTEM, "GPU stage: loading the kernels: %s",
                  kwhy);

@@ -21,9 +21,8 @@
 
 #include <stddef.h>
 
-#include "gpu/resample.h"
+#include "gpu/sample_plan.h"
 #include "gpu/stage.h"
-#include "ops/image.h"
 
 /* The GPU memory the stage may hold when not told (both slots). */
 #define SL__GPU_BUDGET_DEFAULT ((size_t)1 << 30)
@@ -40,27 +39,6 @@ int sl__cuda_stage_built(void);
 sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                                        size_t sample_bytes, int device,
                                        size_t budget, char *err, size_t errlen);
-
-/* Why the hardware decoder would not take a JPEG with this frame: a
- * reason, or NULL when it would. Pure: tested without a GPU. */
-const char *sl__gpu_jpeg_refusal(const sl__jpeg_frame_t *f);
-
-/* A sample's plan for the kernels (gpu/resample.h) from the CPU's
- * planner (sl__image_plan) for an image `width` pixels wide decoded to
- * interleaved RGB: everything but the pointers, which are the caller's
- * (device memory for the stage, host memory in tests). */
-void sl__gpu_plan_geometry(sl__gpu_plan_t *p, const sl__image_plan_t *ip,
-                           const sl__xform_t *x, int width);
-
-/* The region of a w x h image (MCUs of mw x mh pixels) that a plan
- * reading columns [x0, x0 + n) and rows [y0, y0 + m) needs: out to whole
- * MCUs (the decoder's unit), then one MCU more on each side, within the
- * image: the ROI the stage asks nvJPEG to decode. The extra MCU keeps
- * the pixels read away from the region's edge, where a decoder's chroma
- * upsampling would lack the neighbouring MCU's samples (the CPU's crop
- * decode keeps such a margin too). */
-void sl__gpu_roi(int w, int h, int mw, int mh, int x0, int y0, int n, int m,
-                 int *rx, int *ry, int *rw, int *rh);
 
 /* Stages alive in the process (tests: none outlives its loader). */
 int sl__cuda_stage_count(void);

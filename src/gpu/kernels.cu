@@ -2,7 +2,7 @@
  * samples (one per blockIdx.y), each thread one element of
  * gpu/resample.h's math, grid-striding over the sample's elements. Built
  * by nvcc into a fatbin that the library embeds (cmake/GpuKernels.cmake)
- * and loads at run time with cudaLibraryLoadData (gpu/cuda_stage.c); no
+ * and loads at run time with cudaLibraryLoadData (gpu/kernel_load.c); no
  * CUDA is linked. */
 #include "gpu/resample.h"
 

@@ -366,3 +366,20 @@ const sl__gpu_rt_t *sl__gpu_rt_get(sl__gpu_status_t *st)
         *st = g_st;
     return g_st.available ? &g_rt : NULL;
 }
+
+int sl__gpu_rt_caller_device(const sl__gpu_rt_t *rt)
+{
+    int dev = -1;
+    void *ctx = NULL;
+    if (rt->get_device(&dev))
+        return -1;
+    if (rt->ctx_get_current && (rt->ctx_get_current(&ctx) || !ctx))
+        return -1;
+    return dev;
+}
+
+void sl__gpu_rt_caller_back(const sl__gpu_rt_t *rt, int dev, int was)
+{
+    if (was >= 0 && was != dev)
+        rt->set_device(was);
+}

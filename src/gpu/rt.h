@@ -233,6 +233,16 @@ int sl__gpu_rt_roi(const sl__gpu_rt_t *rt);
  * decode parameters' create, destroy and output format). */
 int sl__gpu_rt_hw_check(const sl__gpu_rt_t *rt);
 
+/* A caller's thread (a stage's create, device batches' memory, their
+ * copies) works on the stage's GPU and gets its own device back after,
+ * so the trainer's thread keeps torch's. sl__gpu_rt_caller_device: the
+ * device the thread had, where it had a context (the driver says;
+ * without the driver's word, any), else -1 (setting the default back
+ * would make a context on GPU 0 for nothing). sl__gpu_rt_caller_back
+ * sets `was` back where it is one and differs from `dev`. */
+int sl__gpu_rt_caller_device(const sl__gpu_rt_t *rt);
+void sl__gpu_rt_caller_back(const sl__gpu_rt_t *rt, int dev, int was);
+
 /* Closes what sl__gpu_rt_load opened and zeroes *rt; NULL is a no-op. */
 void sl__gpu_rt_unload(sl__gpu_rt_t *rt);
 
