@@ -468,9 +468,30 @@ def _worker_main(wid, nworkers, dataset, task_r, task_lock, res_w, res_lock, ctl
 # --------------------------------------------------------------------------
 # Worker pool: processes that can be added/retired between samples.
 
+def _mp_context(ctx):
+    """The workers' multiprocessing context: torch's argument (None: fork,
+    the default on Linux; a start method's name; or a context). spawn and
+    forkserver pickle the dataset, worker_init_fn and collate_fn's inputs
+    as torch's workers do."""
+    if ctx is None:
+        return tmp.get_context("fork")
+    if isinstance(ctx, str):
+        if ctx not in tmp.get_all_start_methods():
+            raise ValueError("multiprocessing_context option should specify a "
+                             "valid start method in "
+                             f"{tmp.get_all_start_methods()!r}, but got "
+                             f"multiprocessing_context={ctx!r}")
+        return tmp.get_context(ctx)
+    if not hasattr(ctx, "Process") or not hasattr(ctx, "get_start_method"):
+        raise TypeError("multiprocessing_context option should be a valid "
+                        "context object or a string specifying the start "
+                        f"method, but got multiprocessing_context={ctx!r}")
+    return ctx
+
+
 class _Pool:
-    def __init__(self, dataset, base_seed, init_fn, fast_path):
-        self.ctx = tmp.get_context("fork")
+    def __init__(self, dataset, base_seed, init_fn, fast_path, ctx):
+        self.ctx = ctx
         self.dataset = dataset
         self.fast_path = fast_path
         self.base_seed = base_seed
@@ -729,7 +750,7 @@ class GenericLoader:
     def __init__(self, dataset, batch_size=1, shuffle=False, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, drop_last=False, seed=None, generator=None,
                  prefetch_factor=2, persistent_workers=False, timeout=0, worker_init_fn=None,
-                 pin_memory=False, fast_path=True):
+                 pin_memory=False, fast_path=True, multiprocessing_context=None):
         if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None
                                           or drop_last):
             raise ValueError("batch_sampler option is mutually exclusive with batch_size, "
@@ -738,6 +759,19 @@ class GenericLoader:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative")
+        # torch's checks (BatchSampler's, DataLoader's), at construction
+        if batch_sampler is None and batch_size is not None and (
+                not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                or batch_size <= 0):
+            raise ValueError("batch_size should be a positive integer value, "
+                             f"but got batch_size={batch_size!r}")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if prefetch_factor is not None and (
+                not isinstance(prefetch_factor, int) or prefetch_factor < 1):
+            raise ValueError("prefetch_factor should be a positive integer "
+                             f"(batches per worker), not {prefetch_factor!r}")
+        self._mp_context = _mp_context(multiprocessing_context)
         if seed is not None and generator is not None:
             raise ValueError("give seed or generator, not both")
         self.dataset = dataset
@@ -754,7 +788,7 @@ class GenericLoader:
         self._fast_ok = self._auto_collation and collate_fn is default_collate
         self.seed = seed
         self.generator = generator
-        self.prefetch_factor = max(1, prefetch_factor or 2)
+        self.prefetch_factor = prefetch_factor or 2
         self.persistent_workers = persistent_workers and num_workers > 0
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
@@ -779,6 +813,7 @@ class GenericLoader:
         self._finalizer = weakref.finalize(self, _cleanup, self._state)
         self._lock = threading.Lock()
         self._window = 2
+        self._closed = False
 
     # -- public knobs -------------------------------------------------------
 
@@ -791,8 +826,13 @@ class GenericLoader:
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def set_epoch(self, epoch):
-        """The epoch the next ``__iter__`` runs (it then advances by one)."""
+        """The epoch the next ``__iter__`` runs (it then advances by one).
+        Right after load_state_dict, the loaded epoch keeps the loaded
+        position (the resume loop's set_epoch at the top of the epoch);
+        another epoch drops it and starts that epoch whole."""
         self._epoch = int(epoch)
+        if self._resume is not None and int(self._resume["epoch"]) != self._epoch:
+            self._resume = None
         for s in (self.sampler, self.batch_sampler):
             if hasattr(s, "set_epoch"):
                 s.set_epoch(epoch)
@@ -850,8 +890,10 @@ class GenericLoader:
                 self.generator.set_state(sd["gen_state"])
 
     def close(self):
-        """Stop workers and free shared memory (also done when collected)."""
+        """Stop workers and free shared memory (also done when collected);
+        iterating after it raises ValueError."""
         self._gen += 1
+        self._closed = True
         self._finalizer()
 
     def __enter__(self):
@@ -948,6 +990,10 @@ class GenericLoader:
     # -- iteration ------------------------------------------------------------
 
     def __iter__(self):
+        if self._closed:
+            raise ValueError("operation on a closed sluice GenericLoader "
+                             "(close() stopped its workers and freed its "
+                             "shared memory)")
         self._gen += 1
         gen = self._gen
         st, batches, pos = self._plan()
@@ -996,7 +1042,7 @@ class GenericLoader:
             # No worker writes into a slot any more: all are free.
             slots.free = [i for i in range(len(slots.shms)) if i not in slots.held]
             pool = state["pool"] = _Pool(self.dataset, st["base_seed"], self.worker_init_fn,
-                                         self.fast_path)
+                                         self.fast_path, self._mp_context)
             pool.layout = slots.layout
         pool.base_seed = st["base_seed"]
         pool.resize(max(1, self._target))

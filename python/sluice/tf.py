@@ -55,6 +55,7 @@ shuffle, rank, world_size, on_error, mean, std, ...). dtype: uint8
 layout is "hwc" (default, NHWC batches) or "chw" (NCHW, for channels_first
 models: the engine writes that layout itself, so no transpose runs in TF).
 """
+import numbers
 import threading
 import warnings
 import weakref
@@ -120,6 +121,15 @@ class _Feed:
     def __init__(self, what, source, batch_size, image_size, options,
                  epochs, repeat, start_epoch, start_batch):
         self.what = what
+        # checked before a loader is made: a float or a negative count
+        # would make the cardinality and the loop disagree
+        for name, v, lo in (("epochs", epochs, 1), ("start_epoch", start_epoch, 0),
+                            ("start_batch", start_batch, 0)):
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+                raise TypeError(f"{what}: {name} must be an int, not {v!r}")
+            if v < lo:
+                raise ValueError(f"{what}: {name} must be >= {lo}, not {v!r}")
+        epochs, start_epoch, start_batch = int(epochs), int(start_epoch), int(start_batch)
         self.loader = _sluice.Loader(source, batch_size, image_size,
                                      **dict(options, epochs=1))
         nb = self.loader.batches_per_epoch

@@ -20,7 +20,9 @@ One iteration is one epoch. Without set_epoch the epochs advance by
 themselves (0, 1, 2, ...: a new shuffle each, as torch's shuffling does).
 state_dict() is the exact position after the batches consumed so far;
 load_state_dict() makes the next iteration yield exactly the rest of that
-epoch, bit for bit (torch's own DataLoader cannot resume mid-epoch).
+epoch, bit for bit (torch's own DataLoader cannot resume mid-epoch); the
+loop above resumes as it is, from `start = ckpt["epoch"]`: set_epoch of
+the loaded epoch keeps the loaded position.
 
 A native loader runs one iteration at a time (one engine): a new
 iter(loader), or load_state_dict(), while an iterator is live supersedes
@@ -41,6 +43,9 @@ __all__ = ["DataLoader", "NativeDataset", "TextLoader"]
 
 _NATIVE_DEFAULTS = {"batch_size": 64, "shuffle": True}
 _GENERIC_DEFAULTS = {"batch_size": 1, "shuffle": False}
+# batch_size not given (a None given turns batching off in generic mode,
+# as torch's batch_size=None does)
+_UNSET = type("_Unset", (), {"__repr__": lambda self: "<default>"})()
 # Options whose change makes a saved position mean other batches.
 _STATE_CHECKED = ("batch_size", "world_size", "drop_last", "seed",
                   "shuffle", "batches_per_epoch")
@@ -119,6 +124,7 @@ class _Position:
         self._start = (0, 0)  # where the next iteration begins
         self._saved = (0, 0)  # state_dict's position between iterations
         self._run = None      # the iteration under way (_Run), or None
+        self._resume = None   # load_state_dict's position, not yet begun
 
     def _supersede(self, why):
         if self._run is not None:
@@ -131,8 +137,10 @@ class _Position:
         prepared while the caller sets up its step."""
         epoch, batch = self._start
         self._supersede("a newer iter(loader)")
+        self._resume = None
         self._loader.start(epoch, batch)
-        self._start = (epoch + 1, 0)
+        # the engine's position: a saved (e, batches per epoch) is (e + 1, 0)
+        self._start = (self._loader.position[0] + 1, 0)
         self._run = _Run()
         return self._run
 
@@ -156,9 +164,17 @@ class _Position:
             self._saved = run.then or self._loader.position
 
     def _set_epoch(self, epoch):
+        epoch = operator.index(epoch)
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
-        self._start = (int(epoch), 0)
+        if self._resume is not None and self._resume[0] == epoch:
+            # The resume loop's set_epoch(ckpt["epoch"]) at the top of the
+            # loaded epoch keeps load_state_dict's position (as generic
+            # mode and a stateful sampler do); another epoch drops it.
+            self._start = self._resume
+            return
+        self._resume = None
+        self._start = (epoch, 0)
         if self._run is not None:
             self._run.then = self._start  # the live iteration goes on
         else:
@@ -174,7 +190,8 @@ class _Position:
                 raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
                                  f"this loader has {mine[k]!r}")
         self._supersede("load_state_dict()")
-        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
+        self._start = self._saved = self._resume = (int(state["epoch"]),
+                                                    int(state["batch"]))
 
 
 def _trainer_gpu(torch, device):
@@ -288,7 +305,7 @@ def _native_ignored(timeout, persistent_workers, multiprocessing_context,
 
 
 class DataLoader(_Position):
-    """DataLoader(dataset=None, batch_size=None, shuffle=None, ...,
+    """DataLoader(dataset=None, batch_size=<default>, shuffle=None, ...,
     source=None, image_size=224, seed=None, device=None, rank=None,
     world_size=None, dtype=torch.uint8, **options)
 
@@ -326,13 +343,15 @@ class DataLoader(_Position):
     FILE: cause"). One iteration at a time: see the module's docstring.
 
     Generic mode (dataset=...): torch DataLoader's arguments, run by
-    sluice._generic.GenericLoader; a torchvision ImageFolder whose transform
+    sluice._generic.GenericLoader (batch_size 1 by default, None: no
+    automatic batching; multiprocessing_context "fork", the default,
+    "spawn" or "forkserver", or a context); a torchvision ImageFolder whose transform
     starts with RandomResizedCrop or Resize is computed by sluice's decode with
     the same pixels as PIL's (sluice._fastpath; fast_path=False turns it
     off).
     """
 
-    def __init__(self, dataset=None, batch_size=None, shuffle=None,
+    def __init__(self, dataset=None, batch_size=_UNSET, shuffle=None,
                  sampler=None, batch_sampler=None, num_workers=None,
                  collate_fn=None, pin_memory=False, drop_last=False,
                  timeout=0, worker_init_fn=None, multiprocessing_context=None,
@@ -363,7 +382,7 @@ class DataLoader(_Position):
                                batch_sampler, num_workers, collate_fn,
                                drop_last, seed, generator, prefetch_factor,
                                persistent_workers, timeout, worker_init_fn,
-                               options)
+                               multiprocessing_context, options)
             return
         for name, v in (("sampler", sampler), ("batch_sampler", batch_sampler),
                         ("collate_fn", collate_fn),
@@ -386,11 +405,11 @@ class DataLoader(_Position):
             seed = int(torch.empty((), dtype=torch.int64)
                        .random_(generator=generator).item())
         self.source = source
-        if batch_size is None:
+        if batch_size is None or batch_size is _UNSET:
             batch_size = _NATIVE_DEFAULTS["batch_size"]
         self.batch_size = _positive("batch_size", batch_size)
         self.shuffle = _NATIVE_DEFAULTS["shuffle"] if shuffle is None else bool(shuffle)
-        self.seed = 0 if seed is None else int(seed)
+        self.seed = 0 if seed is None else operator.index(seed)
         self.rank, self.world_size = _dist_defaults(torch, rank, world_size)
         self.image_size = image_size = _square_size(image_size)
         threads = num_workers if num_workers else None
@@ -428,7 +447,8 @@ class DataLoader(_Position):
     def _init_generic(self, dataset, batch_size, shuffle, sampler,
                       batch_sampler, num_workers, collate_fn, drop_last,
                       seed, generator, prefetch_factor, persistent_workers,
-                      timeout, worker_init_fn, options):
+                      timeout, worker_init_fn, multiprocessing_context,
+                      options):
         fast_path = options.pop("fast_path", True)
         if options:
             raise TypeError("unexpected arguments for dataset= (generic "
@@ -444,7 +464,10 @@ class DataLoader(_Position):
             raise
         self.dataset = dataset
         self.source = None
-        self.batch_size = _GENERIC_DEFAULTS["batch_size"] if batch_size is None else batch_size
+        # torch's batch_size=None: no automatic batching (samples one by
+        # one, default_convert'ed)
+        self.batch_size = (_GENERIC_DEFAULTS["batch_size"]
+                           if batch_size is _UNSET else batch_size)
         self._generic = GenericLoader(
             dataset, batch_size=self.batch_size,
             shuffle=_GENERIC_DEFAULTS["shuffle"] if shuffle is None else bool(shuffle),
@@ -453,7 +476,8 @@ class DataLoader(_Position):
             drop_last=drop_last, seed=seed, generator=generator,
             prefetch_factor=2 if prefetch_factor is None else prefetch_factor,
             persistent_workers=persistent_workers, timeout=timeout,
-            worker_init_fn=worker_init_fn, fast_path=fast_path)
+            worker_init_fn=worker_init_fn, fast_path=fast_path,
+            multiprocessing_context=multiprocessing_context)
 
     # ------------------------------------------------------------ common
 
@@ -472,7 +496,10 @@ class DataLoader(_Position):
         return self._loader.batches_per_epoch
 
     def set_epoch(self, epoch):
-        """The next iteration streams epoch `epoch` from its first batch."""
+        """The next iteration streams epoch `epoch` from its first batch,
+        or, right after load_state_dict of a position in that epoch, from
+        that position (the resume loop's set_epoch at the top of the
+        epoch)."""
         if self._generic is not None:
             return self._generic.set_epoch(epoch)
         self._set_epoch(epoch)
@@ -511,6 +538,10 @@ class DataLoader(_Position):
         return self._loader.skipped()
 
     def close(self):
+        """Stops the engine (native mode) or the worker processes and their
+        shared memory (generic mode); iterating after it raises."""
+        if self._generic is not None:
+            self._generic.close()
         if self._loader is not None:
             self._loader.close()
 
@@ -651,7 +682,7 @@ class TextLoader(_Position):
             self._end_run(run)
 
     def set_epoch(self, epoch):
-        """The next iteration streams epoch `epoch` from its first batch."""
+        """As sluice.torch.DataLoader.set_epoch."""
         self._set_epoch(epoch)
 
     def state_dict(self):

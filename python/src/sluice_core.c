@@ -232,6 +232,38 @@ int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out)
     return 0;
 }
 
+int slpy_parse_seed(PyObject *o, unsigned long long *out)
+{
+    if (o == Py_None)
+        return 0;
+    if (!PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "seed must be an int, not %R", o);
+        return -1;
+    }
+    PyObject *v = PyNumber_Index(o);
+    if (!v)
+        return -1;
+    int over = 0;
+    long long s = PyLong_AsLongLongAndOverflow(v, &over);
+    unsigned long long u = (unsigned long long)s;
+    if (over > 0) /* past 2**63 - 1: as unsigned, up to 2**64 - 1 */
+        u = PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+            return -1;
+        PyErr_Clear();
+        over = -1;
+    }
+    if (over < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "seed must be in -2**63..2**64-1, not %R", o);
+        return -1;
+    }
+    *out = u;
+    return 0;
+}
+
 PyObject *slpy_return_self(PyObject *self, PyObject *unused)
 {
     (void)unused;

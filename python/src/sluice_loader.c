@@ -1025,11 +1025,10 @@ static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                      batch, size, epochs, rank, world);
         goto fail;
     }
-    if (seed != Py_None) {
-        o->seed = PyLong_AsUnsignedLongLongMask(seed);
-        if (PyErr_Occurred())
-            goto fail;
-    }
+    unsigned long long seed_v = o->seed;
+    if (slpy_parse_seed(seed, &seed_v))
+        goto fail;
+    o->seed = seed_v;
     if (str_choice(mode, "mode", "train", "eval", &o->mode) ||
         (dtype != Py_None && slpy_parse_dtype(dtype, &o->dtype)) ||
         (layout != Py_None && slpy_parse_layout(layout, &o->layout)) ||

@@ -127,6 +127,12 @@ PyObject *slpy_skipped_list(const slpy_core_t *c);
 /** None leaves *out; otherwise an int in [min, max] (ValueError naming
  *  `name` if not). @return 0, or -1 with an exception set. */
 int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out);
+/** A seed: an int (numpy's too; not a float) in -2**63 .. 2**64-1, a
+ * negative one taken as its 64-bit two's complement (as torch's
+ * manual_seed range); beyond it is a ValueError, not reduced modulo
+ * 2**64 (two seeds would give one stream). None leaves *out.
+ * @return 0, or -1 with an exception set. */
+int slpy_parse_seed(PyObject *o, unsigned long long *out);
 /** For __enter__: @return self, a new reference. */
 PyObject *slpy_return_self(PyObject *self, PyObject *unused);
 

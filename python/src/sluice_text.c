@@ -375,11 +375,10 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_parse_int(group, "group_chunks", 1, 4096, &o->group_chunks) ||
         slpy_parse_int(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks))
         goto fail;
-    if (seed != Py_None) {
-        o->seed = PyLong_AsUnsignedLongLongMask(seed);
-        if (PyErr_Occurred())
-            goto fail;
-    }
+    unsigned long long seed_v = o->seed;
+    if (slpy_parse_seed(seed, &seed_v))
+        goto fail;
+    o->seed = seed_v;
     if (mask != Py_None) { /* 0.0: no masking (as HF's mlm_probability) */
         o->mask_prob = PyFloat_AsDouble(mask);
         if (o->mask_prob == -1.0 && PyErr_Occurred())

@@ -84,21 +84,25 @@ static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     unsigned long long seed = 0;
+    PyObject *seed_o = Py_None;
     int balance = 1;
     long long cache = 0, memory = 0;
     int bf16 = 0, unlabeled = 0;
     const char *on_error = "fail";
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|iOKiipLOddddLpsp", kwlist, &path, &o.batch_size,
-            &patch, &seed, &o.threads, &o.prefetch, &balance, &cache, &spacing,
-            &o.aug.oversampling, &o.aug.flip_prob, &o.aug.brightness_prob,
-            &o.aug.noise_prob, &memory, &bf16, &on_error, &unlabeled))
+            args, kw, "O|iOOiipLOddddLpsp", kwlist, &path, &o.batch_size,
+            &patch, &seed_o, &o.threads, &o.prefetch, &balance, &cache,
+            &spacing, &o.aug.oversampling, &o.aug.flip_prob,
+            &o.aug.brightness_prob, &o.aug.noise_prob, &memory, &bf16,
+            &on_error, &unlabeled))
         return -1;
     if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
         PyErr_Format(PyExc_ValueError, "on_error '%s': 'fail' or 'skip'",
                      on_error);
         return -1;
     }
+    if (slpy_parse_seed(seed_o, &seed))
+        return -1;
     o.on_error = strcmp(on_error, "skip") ? SL_ON_ERROR_FAIL : SL_ON_ERROR_SKIP;
     o.unlabeled = unlabeled;
     if (patch && parse_x3(patch, "patch", patch_edge, o.aug.patch))

@@ -1,6 +1,7 @@
 """sluice.tf: a tf.data.Dataset that Keras trains on (tensorflow-cpu from
 PyPI, in the project venv), eager TF tensors and JAX arrays made through
 DLPack without a copy. Skips (saying why) when TF or JAX is not installed."""
+import importlib.util
 import os
 
 import numpy as np
@@ -327,3 +328,25 @@ def test_cardinality_class_names_and_dtypes(ds):
         assert x.dtype == tf.uint8
     with pytest.raises(ValueError, match="dtype"):
         stf.dataset(ds, dtype=tf.int16, **kw)
+
+
+def test_epochs_and_start_checked(ds):
+    """A float or a count below its least is refused at construction,
+    naming it: before, epochs=-1 made a cardinality of -7 (TF then failed
+    mid-iteration), 2.5 yielded three epochs, 0 none."""
+    import sluice.tf as stf
+    makers = [stf.jax_batches, stf.batches]
+    if importlib.util.find_spec("tensorflow") is not None:
+        makers.append(stf.dataset)
+    for make in makers:
+        for kw, err, what in (({"epochs": -1}, ValueError, "epochs must be >= 1"),
+                              ({"epochs": 0}, ValueError, "epochs must be >= 1"),
+                              ({"epochs": 2.5}, TypeError, "epochs must be an int"),
+                              ({"epochs": True}, TypeError, "epochs must be an int"),
+                              ({"start_epoch": -1}, ValueError, "start_epoch must be >= 0"),
+                              ({"start_batch": 1.0}, TypeError, "start_batch must be an int")):
+            with pytest.raises(err, match=what):
+                make(ds, batch_size=B, image_size=S, **kw)
+    # a numpy integer is an int
+    n = sum(1 for _ in stf.batches(ds, batch_size=B, image_size=S, epochs=np.int64(2)))
+    assert n == 2 * 48 // B

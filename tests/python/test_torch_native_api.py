@@ -215,3 +215,67 @@ def test_torch_missing_path_is_file_not_found(tmp_path):
         assert "does-not-exist" in str(e.value)
     with pytest.raises(sluice.Error):  # still caught as before
         st.DataLoader(where)
+
+
+# ------------------------------------------------------------- resuming
+
+def test_resume_loop_with_set_epoch_yields_the_rest(ds):
+    """The module docstring's loop, resumed: load_state_dict, then
+    set_epoch(ckpt["epoch"]) at the top of each epoch. The loaded epoch
+    keeps the loaded position (before, set_epoch started it over and the
+    batches already trained on came again); set_epoch of another epoch
+    drops it, as in generic mode."""
+    ref = dl(ds, seed=3)
+    e0, e1 = labels(ref), labels(ref)
+    a = dl(ds, seed=3)
+    it = iter(a)
+    for _ in range(2):
+        next(it)
+    ckpt = a.state_dict()
+    del it
+    assert (ckpt["epoch"], ckpt["batch"]) == (0, 2)
+    b = dl(ds, seed=3)
+    b.load_state_dict(ckpt)
+    got = []
+    for epoch in range(ckpt["epoch"], 2):
+        b.set_epoch(epoch)
+        got.append(labels(b))
+    assert same(got[0], e0[2:]) and same(got[1], e1)
+    c = dl(ds, seed=3)
+    c.load_state_dict(ckpt)
+    c.set_epoch(1)
+    assert same(labels(c), e1)
+    with pytest.raises(TypeError):
+        c.set_epoch(1.5)
+
+
+def test_position_at_the_end_of_an_epoch_is_the_next_epoch(ds):
+    """(e, batches per epoch) is where epoch e ends: the iteration is the
+    next epoch's, and state_dict says so after it (before, the epoch after
+    was streamed again and state_dict ran one ahead)."""
+    ref = dl(ds, seed=3)
+    labels(ref)
+    e1, e2 = labels(ref), labels(ref)
+    l = dl(ds, seed=3)
+    sd = l.state_dict()
+    sd["batch"] = len(l)
+    l.load_state_dict(sd)
+    assert same(labels(l), e1)
+    assert l.state_dict()["epoch"] == 2
+    assert same(labels(l), e2)
+
+
+def test_seed_range_and_type(ds):
+    """A seed outside -2**63 .. 2**64-1 is refused, not reduced modulo
+    2**64 (2**64 streamed as 0); a float is a TypeError; a negative seed is
+    its two's complement, as before."""
+    for s in (2**64, -2**63 - 1):
+        with pytest.raises(ValueError, match="seed must be in"):
+            dl(ds, seed=s)
+        with pytest.raises(ValueError, match="seed must be in"):
+            sluice.Loader(ds, B, S, seed=s)
+    with pytest.raises(TypeError):
+        dl(ds, seed=1.5)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        sluice.Loader(ds, B, S, seed=1.5)
+    assert same(labels(dl(ds, seed=-1)), labels(dl(ds, seed=2**64 - 1)))
