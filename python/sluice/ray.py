@@ -36,6 +36,7 @@ on every node, or on PYTHONPATH when Ray starts).
 """
 import concurrent.futures
 import logging
+import operator
 import os
 import time
 import warnings
@@ -346,6 +347,7 @@ class DataLoader:
         self._runs = 0
         self._ended = {}  # a superseded iteration's number: what did it
         self._start = (0, 0)
+        self._resume = None  # load_state_dict's position, not yet begun
         self._saved = (0, 0)
         self._pos = (0, 0)
         # This iteration's work: g -> its chunk (object, [g...]),
@@ -598,6 +600,7 @@ class DataLoader:
     def __iter__(self):
         epoch, batch = self._start
         self._start = (epoch + 1, 0)
+        self._resume = None
         self._runs += 1
         self._supersede("a newer iter(loader)")
         self._run = run = self._runs
@@ -688,10 +691,18 @@ class DataLoader:
     # ------------------------------------------------------------ position
 
     def set_epoch(self, epoch):
-        """The next iteration streams epoch `epoch` from its first batch."""
+        """The next iteration streams epoch `epoch` from its first batch,
+        or, right after load_state_dict of a position in that epoch, from
+        that position (the resume loop's set_epoch at the top of the
+        epoch), as sluice.torch.DataLoader."""
+        epoch = operator.index(epoch)
         if epoch < 0:
             raise ValueError("epoch must be >= 0")
-        self._start = self._saved = (int(epoch), 0)
+        if self._resume is not None and self._resume[0] == epoch:
+            self._start = self._saved = self._resume
+        else:
+            self._resume = None
+            self._start = self._saved = (epoch, 0)
         self._supersede("set_epoch()")
 
     def state_dict(self):
@@ -711,7 +722,8 @@ class DataLoader:
             if k in state and state[k] != mine[k]:
                 raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
                                  f"this loader has {mine[k]!r}")
-        self._start = self._saved = (int(state["epoch"]), int(state["batch"]))
+        self._start = self._saved = self._resume = (int(state["epoch"]),
+                                                    int(state["batch"]))
         self._supersede("load_state_dict()")
 
     def stats(self):

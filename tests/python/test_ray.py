@@ -78,8 +78,31 @@ def test_a_superseded_iterator_raises(cluster, ds, local):
             end(dl)
             with pytest.raises(RuntimeError, match="superseded by"):
                 next(it)
+        # set_epoch of the epoch just loaded, at (0, 1), keeps the position
+        dl.set_epoch(0)
+        assert digests(dl) == local[0][0][1:]
         dl.set_epoch(0)
         assert digests(dl) == local[0][0]
+
+
+def test_resume_loop_with_set_epoch(cluster, ds, local):
+    """load_state_dict, then the resume loop's set_epoch(ckpt["epoch"]):
+    the rest of the loaded epoch (set_epoch started it over, and the
+    batches already trained on came again); set_epoch of another epoch
+    drops the loaded position, as sluice.torch.DataLoader."""
+    with make(ds, 1) as dl:
+        dl.set_epoch(0)
+        it = iter(dl)
+        for _ in range(4):
+            next(it)
+        ckpt = dl.state_dict()
+        del it
+        dl.load_state_dict(ckpt)
+        dl.set_epoch(0)
+        assert digests(dl) == local[0][0][4:]
+        dl.load_state_dict(ckpt)
+        dl.set_epoch(1)
+        assert digests(dl) == local[0][1]
 
 
 def test_whole_chunks(cluster, ds, local):
