@@ -1137,9 +1137,7 @@ class GenericLoader:
         wait_s = _POLL_S if remaining is None else min(_POLL_S, remaining)
         sentinels = [p.sentinel for p, _ in pool.workers.values()]
         ready = mp_connection.wait([pool.res_r] + sentinels, wait_s)
-        got = False
         while pool.res_r.poll(0):
-            got = True
             kind, t, wid, busy, payload = pickle.loads(pool.res_r.recv_bytes())
             pool.busy[wid] += busy
             if kind == "x":

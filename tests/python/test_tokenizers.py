@@ -122,7 +122,6 @@ def _tiktoken_pattern(name):
 # characters of the same piece: where the two split a text differently,
 # the ids differ.
 def _piece_ranks():
-    import base64
     ends = list(range(0x80)) + list(range(0x80, 0xC0))
     starts = list(range(0x80)) + list(range(0xC2, 0xF5))
     ranks = {bytes([b]): b for b in range(256)}

@@ -8,7 +8,6 @@ within the same budget; bfloat16 patches are torch's rounding of the float32
 ones."""
 
 import ctypes
-import hashlib
 import json
 import os
 import subprocess
