@@ -27,16 +27,14 @@
  * Everything here runs under the GIL; the GIL is released around every
  * engine call that waits or works (create, start, next, destroy).
  */
+#include "sluice_loader.h"
 #include "sluice/telemetry.h"
 #include "sluice/testing.h"
-#include "sluice_py.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define SLPY_EPOCHS_AHEAD ((int64_t)1 << 24)
 
 /* ------------------------------------------------------- Core and Batch */
 
@@ -72,8 +70,6 @@ static slpy_kind_t loader_kind = {
     .skipped = engine_skipped,
 };
 
-typedef slpy_core_t CoreObject;
-
 /* (images, labels) over b, which `core` handed out (its held count already
  * includes b). On failure the batch is released. */
 static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
@@ -101,28 +97,6 @@ static PyObject *make_batch(CoreObject *core, const sl_batch_t *b)
 
 /* ---------------------------------------------------------------- Loader */
 
-typedef struct {
-    PyObject_HEAD CoreObject *core; /* NULL once closed */
-    PyObject *source;               /* bytes (file-system encoding) */
-    PyObject *telemetry_path;       /* bytes or NULL */
-    PyObject *policy_file;          /* bytes or NULL */
-    PyObject *cache_dir;            /* bytes or NULL */
-    PyObject *classes;              /* tuple of str, made on first use */
-    sl_options_t opt;               /* as given; knobs re-read on re-create */
-    int64_t epochs;                 /* per iteration */
-    int64_t nb;                     /* batches per epoch (this rank) */
-    int running;                    /* the Core's engine was started */
-    int active;                     /* an iteration is under way */
-    int busy;                       /* in next/start: one thread at a time */
-    int closed_mid;                 /* close() came during an iteration */
-    int plan;                       /* the engine streams a plan */
-    int64_t pos_g;                  /* next batch to yield, epoch * nb + i */
-    int64_t end_g;                  /* the iteration ends before this */
-    const sl_batch_t *pending;      /* got past end_g, kept for later */
-    int64_t pending_g;
-    double timeout_s; /* next() waits at most this long (0: as long) */
-} LoaderObject;
-
 static int loader_closed(LoaderObject *self)
 {
     return slpy_closed(self->core, "sluice.Loader");
@@ -137,7 +111,7 @@ static void drop_pending(LoaderObject *self)
 }
 
 /* A new Core from the options; knobs as they are now. */
-static CoreObject *core_create(LoaderObject *self)
+CoreObject *slpy_loader_core_create(LoaderObject *self)
 {
     sl_options_t o = self->opt;
     o.telemetry_path =
@@ -192,7 +166,7 @@ static int stop_for_restart(LoaderObject *self)
         if (self->opt.io_depth != SL_IO_DEPTH_OFF &&
             !sl_loader_get(old, SL_PARAM_IO_DEPTH, &v))
             self->opt.io_depth = (int)v;
-        CoreObject *c = core_create(self);
+        CoreObject *c = slpy_loader_core_create(self);
         if (!c)
             return -1;
         if (loader_closed(self)) { /* closed meanwhile: stays closed */
@@ -641,9 +615,8 @@ static PyObject *snapshot_dict(sl_loader_t *l)
     return d;
 }
 
-/* sl_cache_codec_t by value. */
-static const char *const cache_codec_names[6] = {"auto",   "none",   "lz4",
-                                                 "zstd-1", "zstd-3", "zstd-19"};
+const char *const slpy_cache_codec_names[6] = {"auto",   "none",   "lz4",
+                                               "zstd-1", "zstd-3", "zstd-19"};
 
 static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
 {
@@ -667,7 +640,7 @@ static PyObject *loader_stats(LoaderObject *self, PyObject *unused)
         (long long)st.cache_bytes, "entries", (long long)st.cache_entries,
         "raw_bytes", (long long)st.cache_raw_bytes, "codec",
         st.cache_codec >= 1 && st.cache_codec <= 5
-            ? cache_codec_names[st.cache_codec]
+            ? slpy_cache_codec_names[st.cache_codec]
             : "?",
         "codec_choices", (long long)st.cache_codec_choices);
     if (!cache) {
@@ -746,397 +719,6 @@ static void loader_dealloc(LoaderObject *self)
     Py_CLEAR(self->cache_dir);
     Py_CLEAR(self->classes);
     Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int opt_pair(PyObject *o, const char *name, double *a, double *b)
-{
-    if (o == Py_None)
-        return 0;
-    PyObject *seq = PySequence_Fast(o, "");
-    if (!seq || PySequence_Fast_GET_SIZE(seq) != 2) {
-        Py_XDECREF(seq);
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s must be a (min, max) pair", name);
-        return -1;
-    }
-    *a = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, 0));
-    *b = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, 1));
-    Py_DECREF(seq);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-static int str_choice(PyObject *o, const char *name, const char *a,
-                      const char *b, int *out)
-{
-    if (o == Py_None)
-        return 0;
-    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-    if (s && !strcmp(s, a))
-        *out = 0;
-    else if (s && !strcmp(s, b))
-        *out = 1;
-    else {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s must be '%s' or '%s', not %R", name,
-                     a, b, o);
-        return -1;
-    }
-    return 0;
-}
-
-/* host_alloc=(alloc, free): addresses of cudaHostAlloc-like functions,
- * int alloc(void **p, size_t n, unsigned flags) and int free(void *p), that
- * give the engine page-locked batch buffers (sluice.torch finds CUDA's in
- * the process for pin_memory=True). Process-wide: one CUDA runtime. */
-typedef int (*host_alloc_fn)(void **, size_t, unsigned);
-typedef int (*host_free_fn)(void *);
-static host_alloc_fn g_host_alloc;
-static host_free_fn g_host_free;
-
-static void *host_buf_alloc(size_t n, void *ctx)
-{
-    (void)ctx;
-    void *p = NULL;
-    return g_host_alloc(&p, n, 0) == 0 ? p : NULL;
-}
-
-static void host_buf_free(void *p, void *ctx)
-{
-    (void)ctx;
-    g_host_free(p);
-}
-
-static int opt_host_alloc(PyObject *v, sl_options_t *o)
-{
-    if (v == Py_None)
-        return 0;
-    unsigned long long a = 0, f = 0;
-    if (!PyTuple_Check(v)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "host_alloc must be (alloc_address, free_address)");
-        return -1;
-    }
-    if (!PyArg_ParseTuple(v,
-                          "KK;host_alloc must be (alloc_address, "
-                          "free_address)",
-                          &a, &f))
-        return -1;
-    if (!a || !f) {
-        PyErr_SetString(PyExc_ValueError, "host_alloc: null function address");
-        return -1;
-    }
-    g_host_alloc = (host_alloc_fn)(uintptr_t)a;
-    g_host_free = (host_free_fn)(uintptr_t)f;
-    o->buffer_alloc = host_buf_alloc;
-    o->buffer_free = host_buf_free;
-    return 0;
-}
-
-/* A string among three names (None: leave *out), their values in vals;
- * else ValueError "NAME must be 'a', 'b' or 'c', not V". */
-static int choice3(PyObject *v, const char *name, const char *const names[3],
-                   const int vals[3], int *out)
-{
-    if (v == Py_None)
-        return 0;
-    const char *s = PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
-    for (int i = 0; s && i < 3; i++)
-        if (!strcmp(s, names[i])) {
-            *out = vals[i];
-            return 0;
-        }
-    PyErr_Clear();
-    PyErr_Format(PyExc_ValueError, "%s must be '%s', '%s' or '%s', not %R",
-                 name, names[0], names[1], names[2], v);
-    return -1;
-}
-
-/* policy='heuristic' | 'static' | 'rl' (sl_policy_t); None: the default. */
-static int opt_policy(PyObject *v, int *out)
-{
-    static const char *const names[] = {"heuristic", "static", "rl"};
-    static const int vals[] = {SL_POLICY_HEURISTIC, SL_POLICY_STATIC,
-                               SL_POLICY_RL};
-    return choice3(v, "policy", names, vals, out);
-}
-
-/* placement: None / 'auto', 'cpu' or 'gpu' (sl_placement_t). */
-static int opt_placement(PyObject *v, int *out)
-{
-    static const char *const names[] = {"auto", "cpu", "gpu"};
-    static const int vals[] = {SL_PLACEMENT_AUTO, SL_PLACEMENT_CPU,
-                               SL_PLACEMENT_GPU};
-    return choice3(v, "placement", names, vals, out);
-}
-
-/* An int in lo..hi or 'off' (giving `off`); None leaves *out. The shape
- * of io_depth and coalesce, as `sluice run --io-depth` / `--coalesce`. */
-static int int_or_off(PyObject *v, const char *name, int lo, int hi, int off,
-                      int *out)
-{
-    if (v == Py_None)
-        return 0;
-    if (PyUnicode_Check(v)) {
-        const char *s = PyUnicode_AsUTF8(v);
-        if (s && !strcmp(s, "off")) {
-            *out = off;
-            return 0;
-        }
-        PyErr_Format(PyExc_ValueError,
-                     "%s must be an int in %d..%d or 'off', not %R", name, lo,
-                     hi, v);
-        return -1;
-    }
-    return slpy_parse_int(v, name, lo, hi, out);
-}
-
-/* io_depth: None (the policy's), an int >= 1, or 'off' (blocking reads). */
-static int opt_io_depth(PyObject *v, int *out)
-{
-    return int_or_off(v, "io_depth", 1, 65536, SL_IO_DEPTH_OFF, out);
-}
-
-/* coalesce: None (1 MiB), bytes in 1..2**30, or 'off'. */
-static int opt_coalesce(PyObject *v, int64_t *out)
-{
-    int n = (int)*out;
-    if (v == Py_None)
-        return 0;
-    if (int_or_off(v, "coalesce", 1, 1 << 30, -1, &n))
-        return -1;
-    *out = n;
-    return 0;
-}
-
-static PyObject *loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"source",
-                             "batch_size",
-                             "image_size",
-                             "mode",
-                             "dtype",
-                             "layout",
-                             "shuffle",
-                             "seed",
-                             "drop_last",
-                             "rank",
-                             "world_size",
-                             "epochs",
-                             "unordered",
-                             "on_error",
-                             "threads",
-                             "read_threads",
-                             "prefetch",
-                             "dct_scale",
-                             "mean",
-                             "std",
-                             "telemetry_ms",
-                             "telemetry_path",
-                             "metrics_port",
-                             "flip",
-                             "scale",
-                             "ratio",
-                             "resize_size",
-                             "host_alloc",
-                             "policy",
-                             "max_memory",
-                             "shuffle_buffer",
-                             "cache_bytes",
-                             "cache_policy",
-                             "cache_decoded",
-                             "cache_codec",
-                             "io_depth",
-                             "max_threads",
-                             "policy_file",
-                             "placement",
-                             "gpu_share",
-                             "coalesce",
-                             "gpu_device",
-                             "device_batches",
-                             "cache_dir",
-                             "cache_disk_bytes",
-                             "gpu_memory_bytes",
-                             "timeout",
-                             NULL};
-    PyObject *source = NULL, *mode = Py_None, *dtype = Py_None;
-    PyObject *layout = Py_None, *seed = Py_None, *on_error = Py_None;
-    PyObject *threads = Py_None, *read_threads = Py_None;
-    PyObject *prefetch = Py_None, *mean = Py_None, *std = Py_None;
-    PyObject *tel_ms = Py_None, *tel_path = Py_None, *port = Py_None;
-    PyObject *scale = Py_None, *ratio = Py_None, *resize = Py_None;
-    PyObject *host_alloc = Py_None, *policy = Py_None, *max_mem = Py_None;
-    int batch = 64, size = 224, shuffle = 1, drop_last = 0, rank = 0;
-    int world = 1, unordered = 0, dct = 1, flip = 1, shuffle_buffer = 0;
-    PyObject *cache_bytes = Py_None, *cache_policy = Py_None;
-    PyObject *cache_codec = Py_None;
-    PyObject *io_depth = Py_None, *max_threads = Py_None;
-    PyObject *policy_file = Py_None;
-    PyObject *placement = Py_None, *gpu_share = Py_None;
-    PyObject *coalesce = Py_None, *gpu_device = Py_None;
-    PyObject *cache_dir = Py_None, *cache_disk = Py_None;
-    PyObject *gpu_memory = Py_None;
-    int cache_decoded = 0, device_batches = 0;
-    long long epochs = 1;
-    double timeout_s = 0;
-    if (!PyArg_ParseTupleAndKeywords(
-            args, kw,
-            "O&|ii$OOOpOpiiLpOOOOpOOOOOpOOOOOOiOOpOOOOOOOOpOOOd:Loader", kwlist,
-            PyUnicode_FSConverter, &source, &batch, &size, &mode, &dtype,
-            &layout, &shuffle, &seed, &drop_last, &rank, &world, &epochs,
-            &unordered, &on_error, &threads, &read_threads, &prefetch, &dct,
-            &mean, &std, &tel_ms, &tel_path, &port, &flip, &scale, &ratio,
-            &resize, &host_alloc, &policy, &max_mem, &shuffle_buffer,
-            &cache_bytes, &cache_policy, &cache_decoded, &cache_codec,
-            &io_depth, &max_threads, &policy_file, &placement, &gpu_share,
-            &coalesce, &gpu_device, &device_batches, &cache_dir, &cache_disk,
-            &gpu_memory, &timeout_s))
-        return NULL;
-    LoaderObject *self = (LoaderObject *)type->tp_alloc(type, 0);
-    if (!self) {
-        Py_DECREF(source);
-        return NULL;
-    }
-    self->source = source;
-    sl_options_t *o = &self->opt;
-    sl_options_init(o);
-    o->batch_size = batch;
-    o->image_size = size;
-    o->no_shuffle = !shuffle;
-    o->shuffle_buffer = shuffle_buffer;
-    o->drop_last = drop_last;
-    o->rank = rank;
-    o->world_size = world;
-    o->unordered = unordered;
-    o->no_dct_scale = !dct;
-    o->no_flip = !flip;
-    o->device_batches = device_batches;
-    self->epochs = epochs;
-    self->timeout_s = timeout_s;
-    if (!(timeout_s >= 0)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "timeout must be >= 0 seconds (0: none)");
-        goto fail;
-    }
-    if (batch < 1 || size < 1 || world < 1 || rank < 0 || rank >= world ||
-        epochs < 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "need batch_size >= 1, image_size >= 1, epochs >= 1 "
-                     "and 0 <= rank < world_size (got %d, %d, %lld, %d, %d)",
-                     batch, size, epochs, rank, world);
-        goto fail;
-    }
-    unsigned long long seed_v = o->seed;
-    if (slpy_parse_seed(seed, &seed_v))
-        goto fail;
-    o->seed = seed_v;
-    if (str_choice(mode, "mode", "train", "eval", &o->mode) ||
-        (dtype != Py_None && slpy_parse_dtype(dtype, &o->dtype)) ||
-        (layout != Py_None && slpy_parse_layout(layout, &o->layout)) ||
-        str_choice(on_error, "on_error", "fail", "skip", &o->on_error) ||
-        slpy_parse_int(threads, "threads", 1, INT_MAX, &o->decode_threads) ||
-        slpy_parse_int(read_threads, "read_threads", 1, INT_MAX,
-                       &o->read_threads) ||
-        slpy_parse_int(prefetch, "prefetch", 1, INT_MAX, &o->prefetch) ||
-        slpy_parse_float3(mean, "mean", o->mean) ||
-        slpy_parse_float3(std, "std", o->std) ||
-        slpy_parse_int(tel_ms, "telemetry_ms", -1, 3600000, &o->telemetry_ms) ||
-        slpy_parse_int(port, "metrics_port", 1, 65535, &o->metrics_port) ||
-        opt_pair(scale, "scale", &o->scale_min, &o->scale_max) ||
-        opt_pair(ratio, "ratio", &o->ratio_min, &o->ratio_max) ||
-        slpy_parse_int(resize, "resize_size", 1, 1 << 16, &o->resize_size) ||
-        opt_host_alloc(host_alloc, o) || opt_policy(policy, &o->policy) ||
-        opt_io_depth(io_depth, &o->io_depth) ||
-        opt_coalesce(coalesce, &o->coalesce_bytes) ||
-        slpy_parse_int(max_threads, "max_threads", 2, 256, &o->max_threads) ||
-        opt_placement(placement, &o->placement) ||
-        slpy_parse_int(gpu_share, "gpu_share", 0, 1000, &o->gpu_share) ||
-        slpy_parse_int(gpu_device, "gpu_device", 0, 1023, &o->gpu_device))
-        goto fail;
-    if (policy_file != Py_None &&
-        !PyUnicode_FSConverter(policy_file, &self->policy_file))
-        goto fail;
-    if (max_mem != Py_None) {
-        o->max_memory_bytes = PyLong_AsLongLong(max_mem);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->max_memory_bytes < 1) {
-            PyErr_SetString(PyExc_ValueError, "max_memory must be >= 1 byte");
-            goto fail;
-        }
-    }
-    if (cache_bytes != Py_None) {
-        o->cache_bytes = PyLong_AsLongLong(cache_bytes);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->cache_bytes < 0) {
-            PyErr_SetString(PyExc_ValueError, "cache_bytes must be >= 0");
-            goto fail;
-        }
-    }
-    o->cache_decoded = cache_decoded;
-    if (cache_disk != Py_None) {
-        o->cache_disk_bytes = PyLong_AsLongLong(cache_disk);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->cache_disk_bytes < 1) {
-            PyErr_SetString(PyExc_ValueError,
-                            "cache_disk_bytes must be >= 1 (with cache_dir)");
-            goto fail;
-        }
-    }
-    if (cache_dir != Py_None &&
-        !PyUnicode_FSConverter(cache_dir, &self->cache_dir))
-        goto fail;
-    if (gpu_memory != Py_None) {
-        o->gpu_memory_bytes = PyLong_AsLongLong(gpu_memory);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->gpu_memory_bytes < 0) {
-            PyErr_SetString(PyExc_ValueError,
-                            "gpu_memory_bytes must be >= 0 (0: the default)");
-            goto fail;
-        }
-    }
-    if (cache_codec != Py_None) {
-        const char *cs =
-            PyUnicode_Check(cache_codec) ? PyUnicode_AsUTF8(cache_codec) : NULL;
-        o->cache_codec = -1;
-        for (int i = 0; cs && i < 6; i++)
-            if (!strcmp(cs, cache_codec_names[i]))
-                o->cache_codec = i;
-        if (o->cache_codec < 0) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError,
-                         "cache_codec must be 'auto', 'none', 'lz4', "
-                         "'zstd-1', 'zstd-3' or 'zstd-19', not %R",
-                         cache_codec);
-            goto fail;
-        }
-    }
-    if (str_choice(cache_policy, "cache_policy", "minio", "lru",
-                   &o->cache_policy))
-        goto fail;
-    if (tel_ms != Py_None && o->telemetry_ms == 0)
-        o->telemetry_ms = -1; /* 0 means off here, not "the default" */
-    if (tel_path != Py_None &&
-        !PyUnicode_FSConverter(tel_path, &self->telemetry_path))
-        goto fail;
-    self->core = core_create(self);
-    if (!self->core)
-        goto fail;
-    self->nb = sl_loader_batches_per_epoch(self->core->engine);
-    if (self->nb < 1) {
-        PyErr_Format(PyExc_ValueError,
-                     "no batch for this rank: %lld samples, world_size %d, "
-                     "batch_size %d, drop_last %d",
-                     (long long)sl_loader_num_samples(self->core->engine),
-                     world, batch, drop_last);
-        goto fail;
-    }
-    return (PyObject *)self;
-fail:
-    Py_DECREF(self);
-    return NULL;
 }
 
 /* ------------------------------------------------------------ properties */
@@ -1486,7 +1068,7 @@ static PyTypeObject Loader_Type = {
     .tp_methods = loader_methods,
     .tp_getset = loader_getset,
     .tp_as_sequence = &loader_as_seq,
-    .tp_new = loader_new,
+    .tp_new = slpy_loader_new,
 };
 
 int slpy_loader_init(PyObject *m)

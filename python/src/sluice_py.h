@@ -5,7 +5,8 @@
  *                  image_transform, version
  * sluice_core.c    the Core / Batch objects that keep an engine and its
  *                  handed-out batches alive, and argument helpers
- * sluice_loader.c  sluice.Loader
+ * sluice_loader.c  sluice.Loader (sluice_loader_new.c: its constructor;
+ *                  sluice_loader.h: their object)
  * sluice_text.c    sluice.TextLoader
  * sluice_volume.c  load_volume, volume_info, volume_dataset (NIfTI)
  * sluice_vloader.c VolumeLoader (3-D U-Net patches)
