@@ -118,6 +118,21 @@ static void job_for(const sl__xform_t *x, int i, sl__gpu_job_t *j, void *out)
     j->tag = (void *)(intptr_t)i;
 }
 
+/* Jobs for images 0..NIMG-1 into out (sb bytes each), rec zeroed,
+ * submitted in one call and drained. */
+static void run_all(sl__gpu_stage_t *st, const sl__xform_t *x,
+                    sl__gpu_job_t *jobs, uint8_t *out, size_t sb, rec_t *rec)
+{
+    sl__gpu_job_t *jp[NIMG];
+    memset(rec, 0, NIMG * sizeof *rec);
+    for (int i = 0; i < NIMG; i++) {
+        job_for(x, i, &jobs[i], out + (size_t)i * sb);
+        jp[i] = &jobs[i];
+    }
+    assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
+    st->drain(st);
+}
+
 static void cpu_no_dct(const sl__xform_t *x, int i, uint8_t *out)
 {
     sl__rng_t c, f;
@@ -463,14 +478,7 @@ static void test_nvjpeg_allocations_are_reused(void **state)
         sl__gpu_stage_t *st = make_stage(&x, 0);
         size_t held = 0;
         for (int round = 0; round < 4; round++) {
-            memset(rec, 0, sizeof rec);
-            sl__gpu_job_t *jp[NIMG];
-            for (int i = 0; i < NIMG; i++) {
-                job_for(&x, i, &jobs[i], out + (size_t)i * sb);
-                jp[i] = &jobs[i];
-            }
-            assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
-            st->drain(st);
+            run_all(st, &x, jobs, out, sb, rec);
             for (int i = 0; i < NIMG; i++)
                 assert_int_equal(rec[i].status, SL__GPU_DONE);
             size_t now = sl__cuda_stage_nvjpeg_bytes();
@@ -1111,16 +1119,10 @@ static sl__cuda_stage_stats_t one_group(void)
     sl__xform_t x = train_x();
     size_t sb = (size_t)OUT * OUT * 3;
     uint8_t *out = calloc(NIMG, sb);
-    sl__gpu_job_t jobs[NIMG], *jp[NIMG];
+    sl__gpu_job_t jobs[NIMG];
     rec_t rec[NIMG];
-    memset(rec, 0, sizeof rec);
-    for (int i = 0; i < NIMG; i++) {
-        job_for(&x, i, &jobs[i], out + (size_t)i * sb);
-        jp[i] = &jobs[i];
-    }
     sl__gpu_stage_t *st = make_stage(&x, 0);
-    assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
-    st->drain(st);
+    run_all(st, &x, jobs, out, sb, rec);
     for (int i = 0; i < NIMG; i++)
         assert_int_equal(rec[i].status, SL__GPU_DONE);
     sl__cuda_stage_stats_t ss;
@@ -1227,14 +1229,7 @@ static void test_launch_failure_named(void **state)
     uint8_t *out = calloc(NIMG, sb);
     sl__gpu_job_t jobs[NIMG];
     rec_t rec[NIMG];
-    memset(rec, 0, sizeof rec);
-    sl__gpu_job_t *jp[NIMG];
-    for (int i = 0; i < NIMG; i++) {
-        job_for(&x, i, &jobs[i], out + (size_t)i * sb);
-        jp[i] = &jobs[i];
-    }
-    assert_int_equal(st->submit(st, jp, NIMG, on_done, rec), 0);
-    st->drain(st);
+    run_all(st, &x, jobs, out, sb, rec);
     int refused = 0, done = 0;
     for (int i = 0; i < NIMG; i++) {
         assert_int_equal(atomic_load(&rec[i].calls), 1);
