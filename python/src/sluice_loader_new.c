@@ -169,6 +169,25 @@ static int opt_coalesce(PyObject *v, int64_t *out)
     return 0;
 }
 
+/* A byte count: an int of at least min (`why` says what the least
+ * means, in the error); None leaves *out. */
+static int opt_bytes(PyObject *v, const char *name, long long min,
+                     const char *why, int64_t *out)
+{
+    if (v == Py_None)
+        return 0;
+    long long n = PyLong_AsLongLong(v);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (n < min) {
+        PyErr_Format(PyExc_ValueError, "%s must be >= %lld%s, not %lld", name,
+                     min, why, n);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
 PyObject *slpy_loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"source",
@@ -316,48 +335,17 @@ PyObject *slpy_loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (policy_file != Py_None &&
         !PyUnicode_FSConverter(policy_file, &self->policy_file))
         goto fail;
-    if (max_mem != Py_None) {
-        o->max_memory_bytes = PyLong_AsLongLong(max_mem);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->max_memory_bytes < 1) {
-            PyErr_SetString(PyExc_ValueError, "max_memory must be >= 1 byte");
-            goto fail;
-        }
-    }
-    if (cache_bytes != Py_None) {
-        o->cache_bytes = PyLong_AsLongLong(cache_bytes);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->cache_bytes < 0) {
-            PyErr_SetString(PyExc_ValueError, "cache_bytes must be >= 0");
-            goto fail;
-        }
-    }
+    if (opt_bytes(max_mem, "max_memory", 1, " byte", &o->max_memory_bytes) ||
+        opt_bytes(cache_bytes, "cache_bytes", 0, "", &o->cache_bytes) ||
+        opt_bytes(cache_disk, "cache_disk_bytes", 1, " (with cache_dir)",
+                  &o->cache_disk_bytes) ||
+        opt_bytes(gpu_memory, "gpu_memory_bytes", 0, " (0: the default)",
+                  &o->gpu_memory_bytes))
+        goto fail;
     o->cache_decoded = cache_decoded;
-    if (cache_disk != Py_None) {
-        o->cache_disk_bytes = PyLong_AsLongLong(cache_disk);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->cache_disk_bytes < 1) {
-            PyErr_SetString(PyExc_ValueError,
-                            "cache_disk_bytes must be >= 1 (with cache_dir)");
-            goto fail;
-        }
-    }
     if (cache_dir != Py_None &&
         !PyUnicode_FSConverter(cache_dir, &self->cache_dir))
         goto fail;
-    if (gpu_memory != Py_None) {
-        o->gpu_memory_bytes = PyLong_AsLongLong(gpu_memory);
-        if (PyErr_Occurred())
-            goto fail;
-        if (o->gpu_memory_bytes < 0) {
-            PyErr_SetString(PyExc_ValueError,
-                            "gpu_memory_bytes must be >= 0 (0: the default)");
-            goto fail;
-        }
-    }
     if (cache_codec != Py_None) {
         const char *cs =
             PyUnicode_Check(cache_codec) ? PyUnicode_AsUTF8(cache_codec) : NULL;
