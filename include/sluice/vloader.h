@@ -87,6 +87,12 @@ typedef struct sl_vloader_options {
     /** 1: a case without a label volume is accepted (an all-zero label:
      *  uniform crops) [0: an error naming it] */
     int unlabeled;
+    /** The stream position the first batch is at (epoch x
+     *  batches_per_epoch + index; sl_vloader_position of a loader with the
+     *  same dataset and options) [0]: a resumed run yields exactly the
+     *  batches an uninterrupted one would from there (appended: an
+     *  earlier layout starts at 0). */
+    int64_t start;
 } sl_vloader_options_t;
 
 SL_API void sl_vloader_options_init(sl_vloader_options_t *o);

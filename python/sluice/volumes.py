@@ -32,7 +32,12 @@ even; without torch, their bits as uint16).
 Each `for` loop is one epoch of the stream, ended by the batches' own
 (epoch, index): a loop left early (break, an error) ends its epoch, and the
 next loop starts at the next epoch's first batch (what was left of the
-interrupted epoch is read and dropped).
+interrupted epoch is read and dropped). `state_dict()` is the exact
+position after the batches consumed; `load_state_dict()` makes the next
+loop yield exactly the rest of that epoch (the engine is made again there:
+its case cache starts empty), and `set_epoch(e)` starts epoch e (right
+after a load of a position in epoch e it keeps that position, as
+sluice.torch.DataLoader).
 
 A case that cannot be made (a damaged file, a label that is not class
 indices 0..255) fails its batch: `on_error="fail"` (the default) raises
@@ -43,7 +48,15 @@ when the loader opens is left out of every epoch; `skipped()` lists them,
 `stats()["skipped"]` counts them. `unlabeled=True` accepts cases without a
 label (an all-zero one).
 """
+import operator
+
 from . import _sluice
+
+# The options a saved position is valid only with (the stream is a
+# function of them, the seed, the epoch and the index).
+_STATE_CHECKED = ("seed", "batch_size", "patch", "target_spacing",
+                  "oversampling", "flip_prob", "brightness_prob", "noise_prob",
+                  "bfloat16", "on_error", "unlabeled")
 
 
 class DataLoader:
@@ -56,17 +69,75 @@ class DataLoader:
             raise ValueError(f"dtype {dtype!r}: 'float32' or 'bfloat16'")
         if on_error not in ("fail", "skip"):
             raise ValueError(f"on_error {on_error!r}: 'fail' or 'skip'")
-        self._l = _sluice.VolumeLoader(
-            str(dataset), batch_size=batch_size, patch=tuple(patch), seed=seed,
+        self._args = (str(dataset),)
+        self._kw = dict(
+            batch_size=batch_size, patch=tuple(patch), seed=seed,
             threads=threads, prefetch=prefetch, balance=balance, cache_bytes=cache_bytes,
             target_spacing=tuple(target_spacing), oversampling=oversampling,
             flip_prob=flip_prob, brightness_prob=brightness_prob, noise_prob=noise_prob,
             memory_bytes=memory_bytes, bfloat16=dtype == "bfloat16", on_error=on_error,
             unlabeled=bool(unlabeled))
         self._tensors = tensors
-        self.epoch = 0  # the epoch the next `for` loop yields
-        self._pos = 0  # the stream position (epoch x batches + index) next() is at
+        self._resume = None  # load_state_dict's position, not yet begun
+        self._open(0)
+
+    def _open(self, start):
+        """The engine, its stream starting at position `start`."""
+        self._l = _sluice.VolumeLoader(*self._args, start=start, **self._kw)
+        self.epoch = start // self._l.batches_per_epoch  # the next `for` loop's
+        self._pos = start  # the stream position (epoch x batches + index) next() is at
         self._held = None  # a batch of a later epoch, read when a loop ended
+
+    def _seek(self, epoch, batch):
+        """The next `for` loop yields epoch `epoch` from batch `batch`: the
+        engine is made again there (its case cache starts empty) unless it
+        is already there."""
+        nb = self._l.batches_per_epoch
+        if not 0 <= batch <= nb or epoch < 0:
+            raise ValueError(f"position (epoch {epoch}, batch {batch}) is outside "
+                             f"epoch >= 0, batch 0..{nb}")
+        g = epoch * nb + batch
+        if self._held is None and self._pos == g:  # the stream is there
+            self.epoch = g // nb
+            return
+        self._l.close()
+        self._open(g)
+
+    def set_epoch(self, epoch):
+        """The next `for` loop yields epoch `epoch` from its first batch, or,
+        right after load_state_dict of a position in that epoch, from that
+        position (as sluice.torch.DataLoader). The engine is made again
+        when the stream is elsewhere (a loop left early, a jump)."""
+        epoch = operator.index(epoch)
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        if self._resume is not None and self._resume[0] == epoch:
+            return
+        self._resume = None
+        self._seek(epoch, 0)
+
+    def state_dict(self):
+        """The exact position after the batches consumed so far
+        ({"epoch", "batch"}), and the options that decide the stream, for
+        load_state_dict on a loader made with the same ones."""
+        nb = self._l.batches_per_epoch
+        h = self._held
+        g = h["epoch"] * nb + h["index"] if h is not None else self._pos
+        e, b = divmod(g, nb)
+        return {"epoch": e, "batch": b, "batches_per_epoch": nb,
+                **{k: self._kw[k] for k in _STATE_CHECKED}}
+
+    def load_state_dict(self, state):
+        """The next `for` loop yields exactly the batches of state's epoch
+        from state's batch on, as an uninterrupted run would; a state of
+        other stream options is refused (ValueError)."""
+        mine = self.state_dict()
+        for k in _STATE_CHECKED + ("batches_per_epoch",):
+            if k in state and state[k] != mine[k]:
+                raise ValueError(f"state_dict was saved with {k}={state[k]!r}, "
+                                 f"this loader has {mine[k]!r}")
+        self._seek(int(state["epoch"]), int(state["batch"]))
+        self._resume = (int(state["epoch"]), int(state["batch"]))
 
     def __len__(self):
         return self._l.batches_per_epoch
@@ -87,6 +158,7 @@ class DataLoader:
         return b
 
     def __iter__(self):
+        self._resume = None
         torch = None
         if self._tensors:
             import torch

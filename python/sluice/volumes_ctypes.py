@@ -33,7 +33,8 @@ class Opts(ctypes.Structure):  # sl_vloader_options_t
                 ("prefetch", ctypes.c_int), ("no_balance", ctypes.c_int),
                 ("target_spacing", F64x3), ("cache_bytes", ctypes.c_int64),
                 ("aug", Aug), ("memory_bytes", ctypes.c_int64), ("image_bf16", ctypes.c_int),
-                ("on_error", ctypes.c_int), ("unlabeled", ctypes.c_int)]
+                ("on_error", ctypes.c_int), ("unlabeled", ctypes.c_int),
+                ("start", ctypes.c_int64)]
 
 
 class Batch(ctypes.Structure):  # sl_vbatch_t

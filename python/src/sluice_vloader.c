@@ -74,28 +74,29 @@ static int as_double(PyObject *x, const char *what, void *v, int i)
 
 static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"dataset",      "batch_size",   "patch",
-                             "seed",         "threads",      "prefetch",
-                             "balance",      "cache_bytes",  "target_spacing",
-                             "oversampling", "flip_prob",    "brightness_prob",
-                             "noise_prob",   "memory_bytes", "bfloat16",
-                             "on_error",     "unlabeled",    NULL};
+    static char *kwlist[] = {
+        "dataset",        "batch_size",   "patch",     "seed",
+        "threads",        "prefetch",     "balance",   "cache_bytes",
+        "target_spacing", "oversampling", "flip_prob", "brightness_prob",
+        "noise_prob",     "memory_bytes", "bfloat16",  "on_error",
+        "unlabeled",      "start",        NULL};
     PyObject *path, *patch = NULL, *spacing = NULL;
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     unsigned long long seed = 0;
     PyObject *seed_o = Py_None;
     int balance = 1;
-    long long cache = 0, memory = 0;
+    long long cache = 0, memory = 0, start = 0;
     int bf16 = 0, unlabeled = 0;
     const char *on_error = "fail";
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|iOOiipLOddddLpsp", kwlist, &path, &o.batch_size,
+            args, kw, "O|iOOiipLOddddLpspL", kwlist, &path, &o.batch_size,
             &patch, &seed_o, &o.threads, &o.prefetch, &balance, &cache,
             &spacing, &o.aug.oversampling, &o.aug.flip_prob,
             &o.aug.brightness_prob, &o.aug.noise_prob, &memory, &bf16,
-            &on_error, &unlabeled))
+            &on_error, &unlabeled, &start))
         return -1;
+    o.start = start;
     if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
         PyErr_Format(PyExc_ValueError, "on_error '%s': 'fail' or 'skip'",
                      on_error);
@@ -345,8 +346,9 @@ static PyTypeObject vloader_type = {
               "target_spacing=(1.6,1.2,1.2), oversampling=0.4, "
               "flip_prob=1/3, brightness_prob=0.1, noise_prob=0.1, "
               "memory_bytes=0, bfloat16=False, on_error='fail', "
-              "unlabeled=False): 3-D "
-              "U-Net training patches (sluice/vloader.h).",
+              "unlabeled=False, start=0): 3-D U-Net training patches "
+              "(sluice/vloader.h); start: the stream position of the "
+              "first batch (a resume).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)vl_init,
     .tp_dealloc = (destructor)vl_dealloc,

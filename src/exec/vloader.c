@@ -430,6 +430,12 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
                       "vloader: bad patch or batch size");
         goto fail;
     }
+    if (o->start < 0) {
+        rc = sl__fail(err, errlen, SL_EINVAL,
+                      "vloader: start %lld: a stream position, >= 0",
+                      (long long)o->start);
+        goto fail;
+    }
     if (o->on_error != SL_ON_ERROR_FAIL && o->on_error != SL_ON_ERROR_SKIP) {
         rc = sl__fail(err, errlen, SL_EINVAL,
                       "vloader: on_error %d: SL_ON_ERROR_FAIL or _SKIP",
@@ -535,6 +541,7 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
         rc = sl__fail(err, errlen, SL_ENOMEM, "vloader: out of memory");
         goto fail;
     }
+    l->claim_g = l->next_g = o->start; /* before any thread claims */
     for (; l->nth < o->threads; l->nth++)
         if (pthread_create(&l->th[l->nth], NULL, worker, l)) {
             rc = sl__fail(err, errlen, SL_ETHREAD, "vloader: no threads");
