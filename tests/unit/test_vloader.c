@@ -185,6 +185,66 @@ static void test_same_stream_any_threads(void **state)
     assert_int_equal(stream_digest(4, 0, 1, 9), ref); /* nothing cached */
 }
 
+/* Batch digests from stream position `start` on (o.start), and each
+ * batch's (epoch, index) checked against its position. */
+static void batch_digests(int threads, int64_t start, int n, uint64_t *out)
+{
+    sl_vloader_options_t o;
+    sl_vloader_options_init(&o);
+    o.batch_size = 3;
+    o.seed = 5;
+    o.threads = threads;
+    o.start = start;
+    o.aug.patch[0] = 12;
+    o.aug.patch[1] = 10;
+    o.aug.patch[2] = 8;
+    sl_vloader_t *l;
+    char err[512];
+    if (sl_vloader_create(root, &o, &l, err, sizeof err))
+        fail_msg("create: %s", err);
+    int64_t nb = sl_vloader_batches_per_epoch(l);
+    assert_int_equal(sl_vloader_position(l), start);
+    for (int i = 0; i < n; i++) {
+        sl_vbatch_t *b;
+        if (sl_vloader_next(l, &b, err, sizeof err))
+            fail_msg("next: %s", err);
+        assert_int_equal(b->epoch * nb + b->index, start + i);
+        size_t nv =
+            (size_t)(b->dims[0] * b->dims[1] * b->dims[2]) * (size_t)b->n;
+        uint64_t h = 1469598103934665603ull;
+        for (size_t j = 0; j < nv * 4; j++)
+            h = (h ^ ((const uint8_t *)b->image)[j]) * 1099511628211ull;
+        for (size_t j = 0; j < nv; j++)
+            h = (h ^ b->label[j]) * 1099511628211ull;
+        out[i] = h;
+        sl_vloader_release(l, b);
+    }
+    sl_vloader_destroy(l);
+}
+
+/* A loader made at a stream position (a resume) yields exactly the
+ * batches an uninterrupted one does from there, whatever its threads;
+ * a negative start is refused. */
+static void test_start_resumes_the_stream(void **state)
+{
+    (void)state;
+    uint64_t ref[9], got[5];
+    batch_digests(2, 0, 9, ref); /* 3 epochs of 3 batches (7 cases) */
+    batch_digests(3, 4, 5, got); /* from epoch 1, batch 1 */
+    for (int i = 0; i < 5; i++)
+        assert_true(got[i] == ref[4 + i]);
+    batch_digests(1, 6, 1, got); /* an epoch's first batch */
+    assert_true(got[0] == ref[6]);
+    sl_vloader_options_t o;
+    sl_vloader_options_init(&o);
+    o.start = -1;
+    sl_vloader_t *l;
+    char err[256];
+    assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err),
+                     SL_EINVAL);
+    assert_non_null(strstr(err, "start -1"));
+}
+
 /* Under a memory budget that fits the buffers and one case's offline
  * stage (what the loader holds with one thread and nothing cached), four
  * threads take turns: stages wait, the cache gives cases back, the stream
@@ -469,6 +529,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_stream_any_threads),
+        cmocka_unit_test(test_start_resumes_the_stream),
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_look_ahead),
         cmocka_unit_test(test_slabs_same_bytes),
