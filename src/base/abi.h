@@ -1,10 +1,17 @@
 /* base/abi: caller-allocated public structs that can grow.
  *
- * Every such struct starts with `size_t size` (set by its sl_X_init to the
- * sizeof the caller was compiled with). The library copies only the bytes
- * both sides know: a struct from an older header is read with its missing
- * tail zeroed (the defaults), and an output struct is written only up to
- * the caller's size. Fields are only ever added at the end. */
+ * Every such struct starts with `size_t size`. The library copies only
+ * the bytes both sides know: a struct from an older header is read with
+ * its missing tail zeroed (the defaults), and an output struct is written
+ * only up to the caller's size. Fields are only ever added at the end.
+ *
+ * Not yet closed: sl_X_init is compiled into the library, so it sets and
+ * zeroes the library's sizeof, not the caller's; a program built against
+ * an older, smaller struct that calls a newer library's init has the
+ * tail written past its struct. The cure is an init the header expands
+ * with the caller's sizeof (sl_X_init(o) -> sl_X_init_sized(o, sizeof
+ * *o), the old symbol kept for older programs); until then a program
+ * that sets `size` itself (as tests/unit/test_abi.c does) is safe. */
 #ifndef SL_ABI_H
 #define SL_ABI_H
 
