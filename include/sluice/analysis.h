@@ -49,6 +49,9 @@ typedef struct sl_analyze_options {
 
 /** Zeroes *o and sets o->size. */
 SL_API void sl_analyze_options_init(sl_analyze_options_t *o);
+SL_API void sl_analyze_options_init_sized(sl_analyze_options_t *o, size_t size);
+#define sl_analyze_options_init(o)                                             \
+    sl_analyze_options_init_sized((o), sizeof *(o))
 
 /** Measures demand, prep (1..N threads, data in memory) and fetch (cold,
  *  then warm) of `source` (an ImageFolder, a shard folder or one shard),
@@ -82,6 +85,10 @@ typedef struct sl_calibrate_options {
 
 /** Zeroes *o and sets o->size. */
 SL_API void sl_calibrate_options_init(sl_calibrate_options_t *o);
+SL_API void sl_calibrate_options_init_sized(sl_calibrate_options_t *o,
+                                            size_t size);
+#define sl_calibrate_options_init(o)                                           \
+    sl_calibrate_options_init_sized((o), sizeof *(o))
 
 /** Fits a simulator profile to the telemetry JSON Lines at
  *  `telemetry_path` (unreadable lines are counted and left out).

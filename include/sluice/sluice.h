@@ -332,8 +332,13 @@ typedef enum sl_cache_codec {
     SL_CACHE_CODEC_ZSTD19 = 5 /**< zstd level 19 (the strongest) */
 } sl_cache_codec_t;
 
-/** Zeroes *o (every field its default) and sets o->size. */
+/** Zeroes *o (every field its default) and sets o->size. Every sl_X_init
+ *  of a sized struct is a macro over sl_X_init_sized(o, sizeof *o): it
+ *  writes only the struct the caller was compiled with (the plain symbol
+ *  remains for programs built before). */
 SL_API void sl_options_init(sl_options_t *o);
+SL_API void sl_options_init_sized(sl_options_t *o, size_t size);
+#define sl_options_init(o) sl_options_init_sized((o), sizeof *(o))
 
 typedef enum sl_policy {
     SL_POLICY_HEURISTIC = 0, /**< hill-climbing on stall and busy signals */
@@ -440,6 +445,8 @@ typedef struct sl_stats {
 
 /** Zeroes *st and sets st->size. */
 SL_API void sl_stats_init(sl_stats_t *st);
+SL_API void sl_stats_init_sized(sl_stats_t *st, size_t size);
+#define sl_stats_init(o) sl_stats_init_sized((o), sizeof *(o))
 
 /**
  * Opens a source and prepares a loader (no thread runs before
@@ -514,6 +521,8 @@ typedef struct sl_plan {
 
 /** Zeroes *p (an empty plan, step 1) and sets p->size. */
 SL_API void sl_plan_init(sl_plan_t *p);
+SL_API void sl_plan_init_sized(sl_plan_t *p, size_t size);
+#define sl_plan_init(o) sl_plan_init_sized((o), sizeof *(o))
 
 /**
  * Starts (or restarts) streaming the batches of `plan` in its order (as
@@ -650,6 +659,8 @@ typedef struct sl_transform {
 /** Zeroes *t (whole image, no flip, uint8 CHW, ImageNet mean/std) and sets
  *  t->size. */
 SL_API void sl_transform_init(sl_transform_t *t);
+SL_API void sl_transform_init_sized(sl_transform_t *t, size_t size);
+#define sl_transform_init(o) sl_transform_init_sized((o), sizeof *(o))
 
 /** Reads an encoded image's size without decoding it (JPEG or PNG). */
 SL_API int sl_image_info(const void *bytes, size_t len, int *width,

@@ -189,6 +189,8 @@ typedef struct sl_snapshot {
 
 /** Zeroes *s and sets s->size. */
 SL_API void sl_snapshot_init(sl_snapshot_t *s);
+SL_API void sl_snapshot_init_sized(sl_snapshot_t *s, size_t size);
+#define sl_snapshot_init(o) sl_snapshot_init_sized((o), sizeof *(o))
 
 /** The latest snapshot (zeroed with t = 0 before the first tick), out->size
  *  bytes of it (sl_snapshot_init). SL_ESTATE when the collector is off.

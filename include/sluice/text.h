@@ -87,6 +87,8 @@ enum {
 
 /** Zeroes *o (every field its default) and sets o->size. */
 SL_API void sl_text_options_init(sl_text_options_t *o);
+SL_API void sl_text_options_init_sized(sl_text_options_t *o, size_t size);
+#define sl_text_options_init(o) sl_text_options_init_sized((o), sizeof *(o))
 
 /** One text batch: n rows of seq_len int32 each. Owned by the loader;
  *  valid until sl_text_loader_release(). */
@@ -124,6 +126,8 @@ typedef struct sl_text_stats {
 
 /** Zeroes *st and sets st->size. */
 SL_API void sl_text_stats_init(sl_text_stats_t *st);
+SL_API void sl_text_stats_init_sized(sl_text_stats_t *st, size_t size);
+#define sl_text_stats_init(o) sl_text_stats_init_sized((o), sizeof *(o))
 
 typedef struct sl_text_loader sl_text_loader_t;
 

@@ -44,6 +44,10 @@ typedef struct sl_tokenizer_options {
 
 /** Zeroes *opt and sets opt->size. */
 SL_API void sl_tokenizer_options_init(sl_tokenizer_options_t *opt);
+SL_API void sl_tokenizer_options_init_sized(sl_tokenizer_options_t *opt,
+                                            size_t size);
+#define sl_tokenizer_options_init(o)                                           \
+    sl_tokenizer_options_init_sized((o), sizeof *(o))
 
 /** Loads the tokenizer `opt` names. The library reads min(opt->size, its
  *  own sizeof) bytes of *opt and keeps no pointer into it.

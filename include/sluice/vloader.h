@@ -96,6 +96,9 @@ typedef struct sl_vloader_options {
 } sl_vloader_options_t;
 
 SL_API void sl_vloader_options_init(sl_vloader_options_t *o);
+SL_API void sl_vloader_options_init_sized(sl_vloader_options_t *o, size_t size);
+#define sl_vloader_options_init(o)                                             \
+    sl_vloader_options_init_sized((o), sizeof *(o))
 
 /** One batch: n patches (n < batch_size for an epoch's last, or with
  *  cases skipped: SL_ON_ERROR_SKIP). */

@@ -72,6 +72,8 @@ typedef struct sl_volume_options {
 
 /** Zeroes *o (every field its default) and sets o->size. */
 SL_API void sl_volume_options_init(sl_volume_options_t *o);
+SL_API void sl_volume_options_init_sized(sl_volume_options_t *o, size_t size);
+#define sl_volume_options_init(o) sl_volume_options_init_sized((o), sizeof *(o))
 
 /** A loaded volume, allocated by the library (fields are only ever added at
  *  the end; `size` is the library's sizeof, so a caller built against a

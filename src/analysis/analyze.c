@@ -11,10 +11,7 @@
 
 #define FETCH_THREADS 4
 
-SL_API void sl_analyze_options_init(sl_analyze_options_t *o)
-{
-    sl__abi_init(o, sizeof *o);
-}
+SL__ABI_INIT_PAIR(sl_analyze_options_init, sl_analyze_options_t)
 
 int sl__analyze_options_resolve(const sl_analyze_options_t *in,
                                 sl_analyze_options_t *o, char *err,

@@ -12,10 +12,7 @@
 #include "calibrate.h"
 #include "sluice/telemetry.h"
 
-SL_API void sl_calibrate_options_init(sl_calibrate_options_t *o)
-{
-    sl__abi_init(o, sizeof *o);
-}
+SL__ABI_INIT_PAIR(sl_calibrate_options_init, sl_calibrate_options_t)
 
 int sl__calibrate_options_resolve(const sl_calibrate_options_t *in,
                                   sl_calibrate_options_t *o, char *err,

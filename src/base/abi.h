@@ -5,13 +5,13 @@
  * its missing tail zeroed (the defaults), and an output struct is written
  * only up to the caller's size. Fields are only ever added at the end.
  *
- * Not yet closed: sl_X_init is compiled into the library, so it sets and
- * zeroes the library's sizeof, not the caller's; a program built against
- * an older, smaller struct that calls a newer library's init has the
- * tail written past its struct. The cure is an init the header expands
- * with the caller's sizeof (sl_X_init(o) -> sl_X_init_sized(o, sizeof
- * *o), the old symbol kept for older programs); until then a program
- * that sets `size` itself (as tests/unit/test_abi.c does) is safe. */
+ * The size is the caller's: the header's sl_X_init(o) is a macro for
+ * sl_X_init_sized(o, sizeof *o), so an init never writes past the struct
+ * the caller was compiled with (an init compiled into the library would
+ * zero the library's sizeof: past an older program's struct). The plain
+ * sl_X_init symbol stays, for programs built before the macro (those get
+ * the library's size, as they always did). SL__ABI_INIT_PAIR defines
+ * both. */
 #ifndef SL_ABI_H
 #define SL_ABI_H
 
@@ -33,6 +33,20 @@ int sl__abi_in(void *dst, size_t dst_size, const void *src, size_t min_size,
  * struct `dst`: min(dst->size, src_size) bytes, keeping dst->size.
  * Returns 0, or SL_EINVAL when dst->size is below `min_size`. */
 int sl__abi_out(void *dst, const void *src, size_t src_size, size_t min_size);
+
+/* Defines sl_X_init_sized(s, size) (zeroes the caller's `size` bytes and
+ * sets s->size; NULL does nothing) and the plain sl_X_init symbol (the
+ * library's sizeof) for struct `type`, declared in the public header with
+ * its macro. */
+#define SL__ABI_INIT_PAIR(name, type)                                          \
+    void name##_sized(type *s, size_t size)                                    \
+    {                                                                          \
+        sl__abi_init(s, size);                                                 \
+    }                                                                          \
+    void(name)(type * s)                                                       \
+    {                                                                          \
+        name##_sized(s, sizeof *s);                                            \
+    }
 
 /* The size field of a caller's struct. */
 static inline size_t sl__abi_size(const void *s)

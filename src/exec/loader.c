@@ -880,11 +880,7 @@ int sl_loader_position(const sl_loader_t *l, sl_position_t *pos)
     return 0;
 }
 
-void sl_stats_init(sl_stats_t *st)
-{
-    if (st)
-        sl__abi_init(st, sizeof *st);
-}
+SL__ABI_INIT_PAIR(sl_stats_init, sl_stats_t)
 
 int sl_loader_stats(const sl_loader_t *l, sl_stats_t *st)
 {

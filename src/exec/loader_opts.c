@@ -10,11 +10,7 @@
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 
-void sl_options_init(sl_options_t *o)
-{
-    if (o)
-        sl__abi_init(o, sizeof *o);
-}
+SL__ABI_INIT_PAIR(sl_options_init, sl_options_t)
 
 int sl__knob_default(sl_param_t p, int decode_threads)
 {

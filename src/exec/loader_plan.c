@@ -13,11 +13,7 @@
 /* The first layout of sl_plan_t (base/abi.h). */
 #define SL__PLAN_V1_SIZE (offsetof(sl_plan_t, step) + sizeof(int64_t))
 
-void sl_plan_init(sl_plan_t *p)
-{
-    if (p)
-        sl__abi_init(p, sizeof *p);
-}
+SL__ABI_INIT_PAIR(sl_plan_init, sl_plan_t)
 
 int64_t sl__loader_planned(const sl_loader_t *l, int64_t k)
 {

@@ -75,11 +75,7 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
     sl__loader_cache_sample(l, o);
 }
 
-void sl_snapshot_init(sl_snapshot_t *s)
-{
-    if (s)
-        sl__abi_init(s, sizeof *s);
-}
+SL__ABI_INIT_PAIR(sl_snapshot_init, sl_snapshot_t)
 
 int sl_loader_snapshot(const sl_loader_t *l, sl_snapshot_t *out)
 {

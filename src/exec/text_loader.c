@@ -12,17 +12,9 @@
 #include "sluice/text.h"
 #include "text_internal.h"
 
-void sl_text_options_init(sl_text_options_t *o)
-{
-    if (o)
-        sl__abi_init(o, sizeof *o);
-}
+SL__ABI_INIT_PAIR(sl_text_options_init, sl_text_options_t)
 
-void sl_text_stats_init(sl_text_stats_t *st)
-{
-    if (st)
-        sl__abi_init(st, sizeof *st);
-}
+SL__ABI_INIT_PAIR(sl_text_stats_init, sl_text_stats_t)
 
 static int special_id(sl__tok_t *t, const char *name, int32_t *out, char *err,
                       size_t errlen)

@@ -20,11 +20,17 @@
 #include "vloader_offline.h"
 #include "volume/gzindex.h"
 
-void sl_vloader_options_init(sl_vloader_options_t *o)
+void sl_vloader_options_init_sized(sl_vloader_options_t *o, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->size = sizeof *o;
-    sl_vol_aug_init(&o->aug);
+    if (!o)
+        return;
+    sl__abi_init(o, size);
+    sl_vol_aug_init(&o->aug); /* in every layout, the first included */
+}
+
+void(sl_vloader_options_init)(sl_vloader_options_t *o)
+{
+    sl_vloader_options_init_sized(o, sizeof *o);
 }
 
 static double prod3(const int64_t d[3])

@@ -185,11 +185,7 @@ SL_API int sl_image_info(const void *bytes, size_t len, int *width, int *height)
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
 
-void sl_transform_init(sl_transform_t *t)
-{
-    if (t)
-        sl__abi_init(t, sizeof *t);
-}
+SL__ABI_INIT_PAIR(sl_transform_init, sl_transform_t)
 
 SL_API int sl_image_transform(const void *bytes, size_t len,
                               const sl_transform_t *tp, void *out, char *err,

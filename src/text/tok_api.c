@@ -4,6 +4,7 @@
  * stack of them, so that concurrent callers each take their own and a
  * caller that encodes repeatedly reuses warm ones. Errors go to a
  * thread-local buffer: no lock, and no thread overwrites another's. */
+#include "base/abi.h"
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +68,7 @@ static void slot_give(sl_tokenizer_t *t, tok_slot_t *slot)
     slot_free(slot);
 }
 
-void sl_tokenizer_options_init(sl_tokenizer_options_t *opt)
-{
-    if (!opt)
-        return;
-    memset(opt, 0, sizeof *opt);
-    opt->size = sizeof *opt;
-}
+SL__ABI_INIT_PAIR(sl_tokenizer_options_init, sl_tokenizer_options_t)
 
 int sl_tokenizer_create(const sl_tokenizer_options_t *opt, sl_tokenizer_t **out)
 {

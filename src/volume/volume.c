@@ -12,10 +12,7 @@
 #include "orient.h"
 #include "vol_internal.h"
 
-void sl_volume_options_init(sl_volume_options_t *o)
-{
-    sl__abi_init(o, sizeof *o);
-}
+SL__ABI_INIT_PAIR(sl_volume_options_init, sl_volume_options_t)
 
 int sl__vol_call_in(const char *fn, int ok, const char *why,
                     const sl_volume_options_t *opt, sl_volume_options_t *o,

@@ -42,6 +42,51 @@ static sl_options_t opts(void)
     return o;
 }
 
+/* An init writes only the struct the caller was compiled with: an older
+ * program's sl_options_t (the first layout) followed by its own bytes
+ * keeps those bytes, and its size field says its size (the library's
+ * init zeroed the library's sizeof: past the older struct). The header's
+ * sl_X_init passes the caller's sizeof; the plain symbol, for programs
+ * built before it, the library's. */
+static void test_init_keeps_to_the_callers_size(void **state)
+{
+    (void)state;
+    size_t old = SL__OPTIONS_V1_SIZE;
+    union {
+        sl_options_t o;
+        unsigned char b[sizeof(sl_options_t) + 64];
+    } u;
+    memset(u.b, 0xAB, sizeof u.b);
+    sl_options_init_sized(&u.o, old);
+    assert_int_equal(u.o.size, old);
+    for (size_t i = sizeof(size_t); i < old; i++)
+        assert_int_equal(u.b[i], 0);
+    for (size_t i = old; i < sizeof u.b; i++)
+        assert_int_equal(u.b[i], 0xAB); /* the older program's own */
+    /* that struct works: its missing tail reads as the defaults */
+    u.o.batch_size = 4, u.o.image_size = 16, u.o.telemetry_ms = -1;
+    u.o.decode_threads = 1;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &u.o, &l), 0);
+    sl_loader_destroy(l);
+    /* the macro: the caller's sizeof */
+    memset(u.b, 0xAB, sizeof u.b);
+    sl_options_init(&u.o);
+    assert_int_equal(u.o.size, sizeof(sl_options_t));
+    assert_int_equal(u.b[sizeof(sl_options_t)], 0xAB);
+    /* the symbol older programs call: the library's sizeof */
+    sl_options_t o;
+    memset(&o, 0xAB, sizeof o);
+    (sl_options_init)(&o);
+    assert_int_equal(o.size, sizeof o);
+    assert_int_equal(o.batch_size, 0);
+    sl_snapshot_t sn;
+    memset(&sn, 0xAB, sizeof sn);
+    sl_snapshot_init(&sn);
+    assert_int_equal(sn.size, sizeof sn);
+    sl_options_init_sized(NULL, 64); /* NULL: nothing */
+}
+
 /* A struct never initialised (size 0) is refused with a message that
  * says what to do; so is one from a layout older than the first. */
 static void test_uninitialised_refused(void **state)
@@ -306,6 +351,7 @@ static void test_plan_sizes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_keeps_to_the_callers_size),
         cmocka_unit_test(test_uninitialised_refused),
         cmocka_unit_test(test_newer_caller),
         cmocka_unit_test(test_snapshot_stride),
