@@ -310,6 +310,8 @@ int sl__tar_walk(const sl__bytesrc_t *src, uint64_t from, sl__tar_fn fn,
         rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     else if (from > w.size || from % BLOCK)
         rc = bad(&w, from, stop, err, errlen, "not a header offset");
+    else if (w.size == 0) /* GNU tar and Python's tarfile refuse it too */
+        rc = bad(&w, 0, stop, err, errlen, "an empty file, not a tar archive");
     else
         rc = walk(&w, from, fn, ctx, stop, err, errlen);
     free(w.win);

@@ -336,6 +336,18 @@ static void test_walker_names_the_cut_member(void **state)
     assert_int_equal(stop_at(&t, img3->first + 600, stop), SL_ECORRUPT);
     assert_int_equal(stop->at, img3->first);
     assert_string_equal(stop->name, "");
+    /* an empty file: refused, as GNU tar and tarfile do (it was read as an
+     * archive of no members: its samples lost without a word) */
+    char err[256];
+    sl__bytesrc_t *src;
+    assert_int_equal(
+        sl__bytesrc_open_mem(t.p, 0, "empty.tar", &src, err, sizeof err), 0);
+    assert_int_equal(sl__tar_walk(src, 0, ignore, NULL, stop, err, sizeof err),
+                     SL_ECORRUPT);
+    sl__bytesrc_close(src);
+    assert_int_equal(stop->at, 0);
+    assert_non_null(strstr(err, "empty.tar"));
+    assert_non_null(strstr(err, "an empty file"));
     /* a bad checksum: not trusted */
     t.p[img5->hdr + 3] ^= 1;
     assert_int_equal(stop_at(&t, t.n, stop), SL_ECORRUPT);
