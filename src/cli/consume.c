@@ -2,6 +2,7 @@
  * (see consume.h). */
 #include "consume.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -252,8 +253,22 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
     s->position(l, &c->pos);
     sl__state_t st = {c->pos, c->h, c->config, c->samples_in_source,
                       c->dataset};
-    if (a->state_out && sl__state_write(a->state_out, c->magic, &st))
-        fprintf(stderr, "sluice %s: cannot write %s\n", c->cmd, a->state_out);
+    if (a->state_out && sl__state_write(a->state_out, c->magic, &st)) {
+        /* the position is what --state promised: its loss fails the run */
+        int e = errno;
+        char *f = sl__msg_escape_dup(a->state_out);
+        fprintf(stderr,
+                "sluice %s: error: cannot write the state file %s: %s\n",
+                c->cmd, f ? f : "", strerror(e));
+        if (!rc)
+            snprintf(c->error, sizeof c->error,
+                     "cannot write the state file %s: %s", f ? f : "",
+                     strerror(e));
+        free(f);
+        c->state_failed = 1;
+        if (!rc)
+            rc = SL_ESYSTEM;
+    }
     return c->rc = rc;
 }
 
@@ -278,7 +293,7 @@ void sl__consume_report(sl__consume_t *c, sl__report_t *r)
         size_t k = strlen(r->json_shape);
         snprintf(r->json_shape + k, sizeof r->json_shape - k,
                  ", \"interrupted\": \"%s\"", name);
-        const char *f = c->args->state_out;
+        const char *f = c->state_failed ? NULL : c->args->state_out;
         char *st = f ? sl__msg_escape_dup(f) : NULL;
         fprintf(stderr,
                 "sluice %s: interrupted (%s) at epoch %" PRId64

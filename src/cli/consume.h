@@ -109,8 +109,9 @@ typedef struct sl__consume {
     int64_t t0, errors_skipped, bytes_read;
     double seconds, cpu_seconds;
     sl__waits_t waits;
-    int show;    /* progress line on (a terminal, no --quiet) */
-    int stopped; /* the loop ended on SIGINT / SIGTERM: this signal */
+    int show;         /* progress line on (a terminal, no --quiet) */
+    int stopped;      /* the loop ended on SIGINT / SIGTERM: this signal */
+    int state_failed; /* --state could not be written */
     int rc;
     char error[1024]; /* with rc: the stream's message */
 } sl__consume_t;

@@ -38,6 +38,11 @@ dr=$("$S" run "$T/ds" "${common[@]}" --threads 2 --resume "$T/st2" 2>/dev/null |
 check "interrupted + resumed == uninterrupted" test "$d1" = "$dr"
 "$S" run "$T/ds" --batch 8 --size 64 --epochs 2 --seed 5 --json --quiet --digest --resume "$T/st" >/dev/null 2>&1
 check "resume with other options refused" test $? -eq 2
+# A --state that cannot be written fails the run, naming file and cause
+# (it said "cannot write" and exited 0: the position was lost).
+msg=$("$S" run "$T/ds" --batch 16 --size 32 --quiet --stop-after 2 --state "$T/no/such/dir/st" 2>&1 >/dev/null)
+check "unwritable --state: exit 1" test $? -eq 1
+check "unwritable --state named with its cause" grep -q "cannot write the state file $T/no/such/dir/st: No such file or directory" <<<"$msg"
 
 # Shards hold the same bytes, in the same order: same stream.
 "$S" pack "$T/ds" "$T/shards" --codec zstd --shard-size 1M >/dev/null 2>&1
