@@ -29,6 +29,14 @@ static void sleep_until(int64_t t_ns)
         ;
 }
 
+/* The loader's message for failure rc (the file and the cause), or rc's
+ * words where it has none (a failure of this file's own). */
+static const char *loader_why(const sl_loader_t *l, int rc)
+{
+    const char *m = sl_loader_last_error(l);
+    return m && *m ? m : sl_strerror(rc);
+}
+
 static int open_loader(const char *source, const sl_analyze_options_t *a,
                        int threads, sl_loader_t **out, char *err, size_t errlen)
 {
@@ -69,9 +77,12 @@ int sl__analysis_consume_run(const char *source, const sl_analyze_options_t *a,
     int64_t *t = malloc(cap * sizeof *t); /* when each batch came */
     if (!t || (rc = sl_loader_start(l, NULL))) {
         free(t);
+        /* the loader's own message (the file and the cause), read before
+         * it goes */
+        rc = sl__fail(err, errlen, rc ? rc : SL_ENOMEM, "loader: %s",
+                      loader_why(l, rc ? rc : SL_ENOMEM));
         sl_loader_destroy(l);
-        return sl__fail(err, errlen, rc ? rc : SL_ENOMEM, "loader: %s",
-                        sl_strerror(rc ? rc : SL_ENOMEM));
+        return rc;
     }
     const int64_t hold = (int64_t)(hold_ms * 1e6);
     const int64_t want = (int64_t)(a->seconds * 1e9);
@@ -120,12 +131,14 @@ int sl__analysis_consume_run(const char *source, const sl_analyze_options_t *a,
             break;
     }
     cpu1 = cpu_seconds();
-    sl_loader_destroy(l);
     if (rc == SL_EEND)
         rc = 0;
+    if (rc) /* the loader's own message (the file and the cause) */
+        sl__fail(err, errlen, rc, "loader: %s", loader_why(l, rc));
+    sl_loader_destroy(l);
     if (rc) {
         free(t);
-        return sl__fail(err, errlen, rc, "loader: %s", sl_strerror(rc));
+        return rc;
     }
     memset(out, 0, sizeof *out);
     out->batches = (int64_t)n;

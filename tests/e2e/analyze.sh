@@ -67,5 +67,13 @@ check "no demand given: exit 2" test $? -eq 2
 "$S" analyze "$T/nope" --rate 5 --seconds 1 >/dev/null 2>&1
 check "missing source: exit 1" test $? -eq 1
 
+# A damaged photo: named with its cause (it said "loader: image decode
+# failed", naming neither).
+cp -r "$T/ds" "$T/bad"
+head -c 300 "$(ls "$T"/ds/*/*.jpg | head -1)" >"$T/bad/class_000/trunc.jpg"
+"$S" analyze "$T/bad" --batch 4 --size 32 --threads 1 --seconds 1 --step-ms 5 >/dev/null 2>"$T/bad.err"
+check "damaged photo: exit 1" test $? -eq 1
+check "damaged photo named with its cause" grep -q "trunc.jpg: Premature end of JPEG file" "$T/bad.err"
+
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
