@@ -120,22 +120,29 @@ static void make_gz_case(int c)
     }
 }
 
-static uint64_t stream_digest_mem(int threads, int no_balance, int64_t cache,
-                                  int batches, int64_t memory, int bf16,
-                                  sl_vloader_stats_t *st)
+/* The streams' options: batches of 3 patches of 12 x 10 x 8, seed 5. */
+static sl_vloader_options_t stream_opts(int threads)
 {
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     o.batch_size = 3;
     o.seed = 5;
     o.threads = threads;
+    o.aug.patch[0] = 12;
+    o.aug.patch[1] = 10;
+    o.aug.patch[2] = 8;
+    return o;
+}
+
+static uint64_t stream_digest_mem(int threads, int no_balance, int64_t cache,
+                                  int batches, int64_t memory, int bf16,
+                                  sl_vloader_stats_t *st)
+{
+    sl_vloader_options_t o = stream_opts(threads);
     o.no_balance = no_balance;
     o.cache_bytes = cache;
     o.memory_bytes = memory;
     o.image_bf16 = bf16;
-    o.aug.patch[0] = 12;
-    o.aug.patch[1] = 10;
-    o.aug.patch[2] = 8;
     o.aug.noise_prob = 0.5;
     o.aug.brightness_prob = 0.5;
     sl_vloader_t *l;
@@ -189,15 +196,8 @@ static void test_same_stream_any_threads(void **state)
  * batch's (epoch, index) checked against its position. */
 static void batch_digests(int threads, int64_t start, int n, uint64_t *out)
 {
-    sl_vloader_options_t o;
-    sl_vloader_options_init(&o);
-    o.batch_size = 3;
-    o.seed = 5;
-    o.threads = threads;
+    sl_vloader_options_t o = stream_opts(threads);
     o.start = start;
-    o.aug.patch[0] = 12;
-    o.aug.patch[1] = 10;
-    o.aug.patch[2] = 8;
     sl_vloader_t *l;
     char err[512];
     if (sl_vloader_create(root, &o, &l, err, sizeof err))
