@@ -66,6 +66,16 @@ void sl__sbuf_printf(sl__sbuf_t *b, const char *fmt, ...)
 void sl__msg_escape(char *buf, size_t len);
 char *sl__msg_escape_dup(const char *s);
 
+/* The body of a JSON string (RFC 8259) for an outside name or message:
+ * quotes, backslashes and control bytes escaped, well-formed UTF-8 kept,
+ * and each byte that is not UTF-8 (a file name need not be) written as
+ * \udcNN, Python's surrogateescape code for byte NN, so the line stays
+ * valid JSON and json.loads + os.fsencode give the bytes back.
+ * sl__json_escape appends to b; sl__json_escape_dup returns a malloc'd
+ * copy, or NULL. */
+void sl__json_escape(sl__sbuf_t *b, const char *s);
+char *sl__json_escape_dup(const char *s);
+
 /* Little-endian load/store (the shard format is little-endian on disk). */
 static inline void sl__put_u16(uint8_t *p, uint16_t v)
 {

@@ -154,17 +154,11 @@ void sl__report_print(sl__report_t *r, int human, int json)
             printf(", \"digest\": \"%016" PRIx64 "\"", r->h);
         if (r->rc)
             printf(", \"error\": \"%s\"", sl_strerror(r->rc));
-        if (r->rc && r->message) { /* a JSON string: ", \ and controls */
-            printf(", \"message\": \"");
-            for (const unsigned char *p = (const void *)r->message; *p; p++)
-                if (*p == '"' || *p == '\\')
-                    printf("\\%c", *p);
-                else if (*p < 0x20 || *p == 0x7f)
-                    printf("\\u%04x", *p);
-                else
-                    putchar(*p);
-            putchar('"');
-        }
+        char *msg = r->rc && r->message ? sl__json_escape_dup(r->message)
+                                        : NULL;
+        if (msg)
+            printf(", \"message\": \"%s\"", msg);
+        free(msg);
         printf("}\n");
     }
 }

@@ -14,19 +14,6 @@
 typedef sl__sbuf_t jw_t;
 #define put sl__sbuf_printf
 
-/* A JSON string body: quotes, backslashes and controls escaped. */
-static void put_escaped(jw_t *w, const char *str)
-{
-    for (const unsigned char *p = (const unsigned char *)str; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            put(w, "\\%c", *p);
-        else if (*p < 0x20)
-            put(w, "\\u%04x", *p);
-        else
-            put(w, "%c", *p);
-    }
-}
-
 /* A number, or null when negative (= not readable here). */
 static void num(jw_t *w, double v)
 {
@@ -63,7 +50,7 @@ static void value(jw_t *w, const sl__schema_field_t *f, const sl_snapshot_t *s)
         break;
     case SL__SK_STR:
         put(w, "\"");
-        put_escaped(w, (const char *)at);
+        sl__json_escape(w, (const char *)at);
         put(w, "\"");
         break;
     case SL__SK_CORES:

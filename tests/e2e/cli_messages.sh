@@ -86,5 +86,22 @@ raw "index, missing" "$T/out"
 "$S" index "$T/$bad.foo" >"$T/out" 2>&1
 raw "index, not a format" "$T/out"
 
+# --json with a damaged file whose name is not UTF-8 (Latin-1 é): the line
+# is valid JSON and the name comes back byte for byte (surrogateescape).
+if command -v python3 >/dev/null; then
+  mkdir -p "$T/l1/c"
+  cp "$T/src/c/ok.jpg" "$T/l1/c/ok.jpg"
+  printf 'not an image' >"$T/l1/c/caf"$'\xe9'".jpg"
+  "$S" run "$T/l1" --json >"$T/out" 2>/dev/null
+  check "run --json, a damaged Latin-1 name: rc 1" test $? -eq 1
+  check "run --json, a damaged Latin-1 name: valid JSON naming the file" \
+    python3 -c '
+import json, os, sys
+m = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))["message"]
+assert os.fsencode("caf\udce9.jpg") in os.fsencode(m), m' "$T/out"
+else
+  echo "skip: --json with a Latin-1 name (no python3)"
+fi
+
 echo "cli_messages: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

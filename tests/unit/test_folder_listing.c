@@ -337,6 +337,40 @@ static void test_escape(void **state)
     free(d);
 }
 
+/* JSON: quotes, backslashes and controls escaped, UTF-8 kept, and each
+ * byte that is not UTF-8 as \udcNN (surrogateescape), so a file name
+ * that is not UTF-8 still gives valid JSON. */
+static void test_json_escape(void **state)
+{
+    (void)state;
+    struct {
+        const char *in, *want;
+    } c[] = {
+        {"plain é 𝄞 ok", "plain é 𝄞 ok"},
+        {"q\"b\\s\n\x1b\x7f", "q\\\"b\\\\s\\u000a\\u001b\\u007f"},
+        {"latin1 \xe9t\xe9.jpg", "latin1 \\udce9t\\udce9.jpg"},
+        {"\xc0\xaf overlong", "\\udcc0\\udcaf overlong"},
+        {"\xed\xa0\x80 surrogate", "\\udced\\udca0\\udc80 surrogate"},
+        {"\xf4\x90\x80\x80 >10FFFF", "\\udcf4\\udc90\\udc80\\udc80 >10FFFF"},
+        {"cut \xe2\x82", "cut \\udce2\\udc82"},
+        {"\xff", "\\udcff"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        char *d = sl__json_escape_dup(c[i].in);
+        assert_non_null(d);
+        assert_string_equal(d, c[i].want);
+        free(d);
+    }
+    /* Appended to a buffer, cut to fit and counted (the first pass). */
+    char buf[8];
+    sl__sbuf_t b = {.buf = buf, .cap = sizeof buf};
+    buf[0] = 0;
+    sl__json_escape(&b, "ab\xff");
+    assert_int_equal(b.need, 8);
+    assert_string_equal(buf, "ab\\udcf");
+}
+
 /* A file named with ESC, CR and LF: every message naming it (a skip, the
  * fail policy's error, a bad entry noted at open) has them escaped. */
 static void test_control_bytes_in_names(void **state)
@@ -465,6 +499,7 @@ int main(void)
         cmocka_unit_test(test_path_max_file),
         cmocka_unit_test(test_unstattable_entry),
         cmocka_unit_test(test_escape),
+        cmocka_unit_test(test_json_escape),
         cmocka_unit_test(test_control_bytes_in_names),
         cmocka_unit_test(test_skips_counted_when_handed_out),
     };
