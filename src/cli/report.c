@@ -154,8 +154,8 @@ void sl__report_print(sl__report_t *r, int human, int json)
             printf(", \"digest\": \"%016" PRIx64 "\"", r->h);
         if (r->rc)
             printf(", \"error\": \"%s\"", sl_strerror(r->rc));
-        char *msg = r->rc && r->message ? sl__json_escape_dup(r->message)
-                                        : NULL;
+        char *msg =
+            r->rc && r->message ? sl__json_escape_dup(r->message) : NULL;
         if (msg)
             printf(", \"message\": \"%s\"", msg);
         free(msg);
