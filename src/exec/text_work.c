@@ -54,16 +54,16 @@ static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
             snprintf(s->msg, sizeof s->msg, "%s", err);
             return;
         }
+        if (rc && l->opt.on_error == SL_ON_ERROR_FAIL) { /* not a skip */
+            s->rc = rc;
+            snprintf(s->msg, sizeof s->msg, "%s", err);
+            return;
+        }
         if (rc) {
             ids->n = before;
             pthread_mutex_lock(&l->mu);
             note_bad(l, d, err);
             pthread_mutex_unlock(&l->mu);
-            if (l->opt.on_error == SL_ON_ERROR_FAIL) {
-                s->rc = rc;
-                snprintf(s->msg, sizeof s->msg, "%s", err);
-                return;
-            }
             continue;
         }
         if (!n)

@@ -116,6 +116,10 @@ set +e
 J=$("$SLUICE" bench --task lm "$WORK/bad.jsonl" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --json --quiet 2>/dev/null | tail -1)
 set -e
 field message "$J" | grep -q "bad.jsonl:[2-5]: " || fail "--json failure without the message: $J"
+# ... and the document that failed the run is not also counted or listed
+# as skipped (it was not skipped)
+[ "$(field errors_skipped "$J")" = 0 ] || fail "--on-error fail counts the fatal document as skipped: $J"
+! grep -q "skipped:" "$WORK/err" || fail "--on-error fail lists a skip: $(cat "$WORK/err")"
 # the dropped tails are counted: tokens made = windows x (seq_len + 1) + dropped
 D=$("$SLUICE" bench --task lm "$WORK/corpus.txt" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 64 --batch 4 --json --quiet | tail -1)
 [ "$(field tokens_dropped "$D")" -gt 0 ] || fail "no tokens_dropped: $D"
