@@ -54,7 +54,7 @@ int sl__cmd_pack_text(int argc, char **argv)
     char err[4096];
     sl__textsrc_t *src = NULL;
     int rc = sl__textsrc_open((const char *const *)(argv + optind), nsrc,
-                              per_file, &src, err, sizeof err);
+                              per_file, 0, &src, err, sizeof err);
     if (rc) {
         fprintf(stderr, "sluice pack: %s\n", err);
         return 1;

@@ -253,8 +253,15 @@ static int create(const char *const *sources, int nsources,
     pthread_condattr_destroy(&ca);
     sl__msglog_init(&l->skips, SL_MSGLOG_KEEP);
     l->plan.epoch = -1;
-    int rc = sl__textsrc_open(sources, nsources, l->opt.doc_per_file, &l->src,
-                              err, errlen);
+    int rc = sl__textsrc_open(sources, nsources, l->opt.doc_per_file,
+                              l->opt.on_error == SL_ON_ERROR_SKIP, &l->src, err,
+                              errlen);
+    /* The shards the open left out under skip: counted and listed as
+     * skips, as the image loader's are. */
+    for (int i = 0; !rc && i < sl__textsrc_left_out_count(l->src); i++) {
+        sl__msglog_add(&l->skips, "%s", sl__textsrc_left_out(l->src, i));
+        l->st.errors_skipped++;
+    }
     if (!rc)
         rc = setup(l, err, errlen);
     if (!rc && l->opt.telemetry_ms > 0) {

@@ -41,6 +41,9 @@ struct sl__textsrc {
     tdoc_t *docs;
     int64_t ndocs;
     size_t capdocs;
+    char **left_out; /* under skip_bad: each shard left out, its message */
+    int nleft_out;
+    int skip_bad;
 };
 
 static int ends_with(const char *s, const char *suf)
@@ -185,12 +188,36 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Notes a shard left out: its cause, escaped (it names a file). */
+static int note_left_out(sl__textsrc_t *s, const char *msg)
+{
+    char **v = realloc(s->left_out, (size_t)(s->nleft_out + 1) * sizeof *v);
+    if (!v)
+        return SL_ENOMEM;
+    s->left_out = v;
+    char *raw = NULL;
+    if (asprintf(&raw, "%s (whole shard left out)", msg) < 0)
+        return SL_ENOMEM;
+    v[s->nleft_out] = sl__msg_escape_dup(raw);
+    free(raw);
+    if (!v[s->nleft_out])
+        return SL_ENOMEM;
+    s->nleft_out++;
+    return 0;
+}
+
 /* A pack folder: its shards in pack order, checked whole (data/pack_dir:
- * an unfinished or mixed pack is refused). */
+ * an unfinished or mixed pack is refused); under skip_bad a shard that
+ * cannot be opened is left out and noted, as an image pack's is. */
 static int add_pack(sl__textsrc_t *s, const char *dir, char *err, size_t errlen)
 {
     sl__pack_dir_t p;
-    int rc = sl__pack_dir_open(dir, SL__PACK_STRICT, &p, err, errlen);
+    int rc = sl__pack_dir_open(
+        dir, s->skip_bad ? SL__PACK_SKIP_DAMAGED : SL__PACK_STRICT, &p, err,
+        errlen);
+    for (int i = 0; !rc && i < p.nbad; i++)
+        if (note_left_out(s, p.bad[i]))
+            rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", dir);
     for (int k = 0; !rc && k < p.nshards; k++) {
         if (add_file(s, sl__shard_path(p.shards[k]), KIND_SHARD, 0)) {
             rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", dir);
@@ -254,7 +281,8 @@ static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
 }
 
 int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
-                     sl__textsrc_t **out, char *err, size_t errlen)
+                     int skip_bad, sl__textsrc_t **out, char *err,
+                     size_t errlen)
 {
     *out = NULL;
     if (npaths < 1)
@@ -262,6 +290,7 @@ int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
     sl__textsrc_t *s = calloc(1, sizeof *s);
     if (!s)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    s->skip_bad = skip_bad;
     int rc = 0;
     for (int i = 0; !rc && i < npaths; i++) {
         struct stat st;
@@ -273,7 +302,12 @@ int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
         else if (add_file(s, paths[i], kind_of(paths[i]), doc_per_file))
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
-    if (!rc && s->nfiles == 0)
+    if (!rc && s->nfiles == 0 && s->nleft_out)
+        rc = sl__fail(err, errlen, SL_ENOTFOUND,
+                      "%s: no readable documents: all %d shards left out; "
+                      "the first: %s",
+                      paths[0], s->nleft_out, s->left_out[0]);
+    else if (!rc && s->nfiles == 0)
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no text files", paths[0]);
     for (int i = 0; !rc && i < s->nfiles; i++)
         rc = index_file(s, (uint32_t)i, err, errlen);
@@ -296,7 +330,18 @@ void sl__textsrc_close(sl__textsrc_t *s)
     }
     free(s->files);
     free(s->docs);
+    sl__strv_free(s->left_out, s->nleft_out);
     free(s);
+}
+
+int sl__textsrc_left_out_count(const sl__textsrc_t *s)
+{
+    return s->nleft_out;
+}
+
+const char *sl__textsrc_left_out(const sl__textsrc_t *s, int i)
+{
+    return i >= 0 && i < s->nleft_out ? s->left_out[i] : NULL;
 }
 
 int64_t sl__textsrc_count(const sl__textsrc_t *s)

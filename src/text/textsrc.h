@@ -25,10 +25,19 @@ typedef struct sl__textsrc sl__textsrc_t;
 /* Opens the paths (files or directories) in order. doc_per_file: a plain
  * text file is one document instead of one per line. Fails on a missing
  * or unreadable path, a shard whose header or index is damaged, or an
- * unfinished or mixed pack. */
+ * unfinished or mixed pack. skip_bad (SL_ON_ERROR_SKIP): a pack's shard
+ * whose header or index cannot be read is left out instead and noted
+ * (sl__textsrc_left_out), as an image pack's is (data/pack_dir
+ * SL__PACK_SKIP_DAMAGED); the open fails only when nothing is left. */
 int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
-                     sl__textsrc_t **out, char *err, size_t errlen);
+                     int skip_bad, sl__textsrc_t **out, char *err,
+                     size_t errlen);
 void sl__textsrc_close(sl__textsrc_t *s);
+
+/* The shards the open left out: message i ("SHARD: cause (whole shard left
+ * out)", control bytes escaped), NULL when i is out of range. */
+int sl__textsrc_left_out_count(const sl__textsrc_t *s);
+const char *sl__textsrc_left_out(const sl__textsrc_t *s, int i);
 
 /* Documents (bad ones included: they are found by sl__textsrc_get). */
 int64_t sl__textsrc_count(const sl__textsrc_t *s);

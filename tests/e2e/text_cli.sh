@@ -148,6 +148,19 @@ set -e
 "$SLUICE" pack --text "$WORK/corpus.txt" -o "$WORK/small" --shard-size 20K 2>/dev/null || fail "pack --text --shard-size"
 n_small=$(ls "$WORK/small" | grep -c '\.sls$')
 [ "$n_small" -gt 2 ] || fail "expected several 20K shards, got $n_small"
+# a truncated shard: strict, the run fails naming it; under skip it is
+# left out, counted and listed, as an image pack's is, and the rest streams
+cp -r "$WORK/small" "$WORK/trunc"
+truncate -s 100 "$WORK/trunc/shard-00001.sls"
+set +e
+"$SLUICE" bench --task lm "$WORK/trunc" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --quiet >/dev/null 2>"$WORK/err"
+rc=$?
+J=$("$SLUICE" bench --task lm "$WORK/trunc" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --on-error skip --json --quiet 2>"$WORK/err2" | tail -1)
+rc2=$?
+set -e
+[ $rc -eq 1 ] && grep -q "shard-00001.sls: truncated" "$WORK/err" || fail "truncated shard, fail: rc $rc, $(cat "$WORK/err")"
+[ $rc2 -eq 0 ] && [ "$(field errors_skipped "$J")" = 1 ] && [ "$(field samples "$J")" -gt 0 ] || fail "truncated shard, skip: rc $rc2, $J $(cat "$WORK/err2")"
+grep -q "skipped: .*shard-00001.sls: truncated.*(whole shard left out)" "$WORK/err2" || fail "truncated shard, skip: not listed: $(cat "$WORK/err2")"
 "$SLUICE" pack --text "$WORK/corpus.txt" -o "$WORK/small" --force 2>/dev/null || fail "pack --text --force"
 [ "$(ls "$WORK/small" | tr '\n' ' ')" = "shard-00000.sls sluice-manifest.txt " ] || fail "--force left old shards: $(ls "$WORK/small")"
 

@@ -278,7 +278,8 @@ static void test_text_fifo(void **state)
     const char *paths[1] = {path};
     sl__textsrc_t *s = NULL;
     char err[512];
-    assert_int_not_equal(sl__textsrc_open(paths, 1, 0, &s, err, sizeof err), 0);
+    assert_int_not_equal(sl__textsrc_open(paths, 1, 0, 0, &s, err, sizeof err),
+                         0);
     assert_null(s);
     assert_non_null(strstr(err, "corpus.jsonl"));
     assert_non_null(strstr(err, "not a regular file"));

@@ -230,14 +230,45 @@ static void test_broken_packs(void **state)
     dir = path_of("missing", NULL);
     const char *src[] = {dir};
     sl__textsrc_t *ts = NULL;
-    assert_int_not_equal(sl__textsrc_open(src, 1, 0, &ts, err, sizeof err), 0);
+    assert_int_not_equal(sl__textsrc_open(src, 1, 0, 0, &ts, err, sizeof err),
+                         0);
     assert_non_null(strstr(err, "shard-00002.sls is missing"));
     free(dir);
     dir = path_of("B", NULL);
     src[0] = dir;
-    assert_int_equal(sl__textsrc_open(src, 1, 0, &ts, err, sizeof err), 0);
+    assert_int_equal(sl__textsrc_open(src, 1, 0, 0, &ts, err, sizeof err), 0);
     assert_int_equal(sl__textsrc_count(ts), 10);
     sl__textsrc_close(ts);
+    free(dir);
+
+    /* ... and leaves a damaged shard out under skip, noting it, as the
+     * image source does; strict, the open fails naming it. */
+    dir = path_of("trunc", NULL);
+    src[0] = dir;
+    assert_int_not_equal(sl__textsrc_open(src, 1, 0, 0, &ts, err, sizeof err),
+                         0);
+    assert_non_null(strstr(err, "shard-00001.sls: truncated"));
+    assert_int_equal(sl__textsrc_open(src, 1, 0, 1, &ts, err, sizeof err), 0);
+    assert_int_equal(sl__textsrc_left_out_count(ts), 1);
+    const char *m = sl__textsrc_left_out(ts, 0);
+    assert_non_null(strstr(m, "shard-00001.sls: truncated"));
+    assert_non_null(strstr(m, "(whole shard left out)"));
+    assert_null(sl__textsrc_left_out(ts, 1));
+    int64_t kept = sl__textsrc_count(ts);
+    assert_true(kept > 0);
+    sl__textsrc_close(ts);
+    /* every shard damaged: nothing left, the open fails naming the first */
+    for (int k = 0; k < nshards_of("A"); k++) {
+        char name[32];
+        snprintf(name, sizeof name, "shard-%05d.sls", k);
+        p = path_of("trunc", name);
+        assert_int_equal(truncate(p, 100), 0);
+        free(p);
+    }
+    assert_int_not_equal(sl__textsrc_open(src, 1, 0, 1, &ts, err, sizeof err),
+                         0);
+    assert_non_null(strstr(err, "no readable documents"));
+    assert_non_null(strstr(err, "shard-00000.sls"));
     free(dir);
 }
 
