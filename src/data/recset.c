@@ -118,7 +118,7 @@ int sl__recset_format(const char *spec, const char **files)
     char **v, err[256];
     int n, fmt = 0;
     if (sl__brace_expand(spec, &v, &n, err, sizeof err))
-        return 0;
+        return by_name(spec); /* the open gives the expansion's error */
     if (n > 0)
         fmt = by_name(v[0]) ? by_name(v[0]) : sniff(v[0]);
     sl__strv_free(v, n);

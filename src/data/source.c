@@ -170,7 +170,8 @@ static int ends_with(const char *s, const char *suffix)
 }
 
 /* Sluice shards at URLs: one, a brace pattern, or the *.sls objects of an
- * s3:// prefix ending in '/' (data/recset's names), numbered classes. With
+ * s3:// prefix ending in '/' (data/recset's names), numbered classes; or
+ * local shards named by a brace pattern. With
  * skip_bad a shard that cannot be opened is left out and listed. */
 static int open_urls(sl__source_t *s, int skip_bad, char *err, size_t errlen)
 {
@@ -249,6 +250,8 @@ int sl__source_open(const char *path, int skip_bad, sl__source_t **out,
         }
     } else if (sl__remote_is_url(path)) {
         rc = open_urls(s, skip_bad, err, errlen);
+    } else if (stat(path, &st) != 0 && sl__brace_has(path)) {
+        rc = open_urls(s, skip_bad, err, errlen); /* local shards, braced */
     } else if (stat(path, &st) != 0) {
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: %s", path,
                       strerror(errno));

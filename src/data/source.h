@@ -2,7 +2,8 @@
  *   - an ImageFolder directory (root/<class>/<image>),
  *   - a pack: a directory of shards (shard-*.sls, classes.txt, the
  *     manifest), opened and checked whole by data/pack_dir,
- *   - a single shard file,
+ *   - a single shard file, or shards by a brace pattern (local or at
+ *     URLs: "shard-{00000..00009}.sls"),
  *   - WebDataset tar shards or TFRecord files: one path or a brace pattern
  *     (data/recset), recognised by a "webdataset:"/"tfrecord:" prefix, the
  *     extension or the first bytes.

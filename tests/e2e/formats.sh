@@ -61,5 +61,20 @@ check "bad record: skipped and listed" grep -q "skipped: epoch 0: .*record 0 .*d
 out=$("$S" run "$T/wds/missing-{0..1}.tar" --batch 8 2>&1)
 check "missing shard named" grep -q "missing-0.tar" <<<"$out"
 
+# Local sluice shards by a brace pattern: the pack's stream; a missing one
+# is named; a pattern over the expansion limit says so (not "No such file").
+check "pack --format sluice" "$S" pack "$T/ds" "$T/sls" --shard-size 600K
+ns=$(ls "$T/sls" | grep -c '\.sls$')
+P="$T/sls/shard-{00000..$(printf '%05d' $((ns - 1)))}.sls"
+check "sluice shards by a brace pattern ($ns): digest = pack" \
+  test "$(run "$P" | jget digest)" = "$(run "$T/sls" | jget digest)"
+out=$("$S" run "$T/sls/shard-{00000..$(printf '%05d' "$ns")}.sls" --batch 8 2>&1)
+check "sluice shards by a brace pattern: a missing one named" \
+  grep -q "shard-$(printf '%05d' "$ns").sls: cannot open" <<<"$out"
+for ext in tar sls; do
+  out=$("$S" run "$T/x-{0000000..9999999}.$ext" --batch 8 2>&1)
+  check "a .$ext pattern over the limit: named" grep -q "expands to more than 1048576 names" <<<"$out"
+done
+
 echo "formats: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]
