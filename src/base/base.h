@@ -65,6 +65,10 @@ void sl__sbuf_printf(sl__sbuf_t *b, const char *fmt, ...)
  * sl__msg_escape_dup: an escaped copy of s (malloc), or NULL. */
 void sl__msg_escape(char *buf, size_t len);
 char *sl__msg_escape_dup(const char *s);
+/* Appends msg followed by what (NULL: nothing), escaped as above, to the
+ * malloc'd list *v of *n messages (freed with sl__strv_free): what a
+ * source left out, named, for the skip list. 0 or SL_ENOMEM. */
+int sl__msg_list_add(char ***v, int *n, const char *msg, const char *what);
 
 /* The body of a JSON string (RFC 8259) for an outside name or message:
  * quotes, backslashes and control bytes escaped, well-formed UTF-8 kept,

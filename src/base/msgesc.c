@@ -1,6 +1,7 @@
 /* base/msgesc: outside names made safe to print (base.h). */
 #include "base.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +45,23 @@ void sl__msg_escape(char *buf, size_t len)
             buf[--o] = (char)c;
         }
     }
+}
+
+int sl__msg_list_add(char ***v, int *n, const char *msg, const char *what)
+{
+    char **w = realloc(*v, (size_t)(*n + 1) * sizeof *w);
+    if (!w)
+        return SL_ENOMEM;
+    *v = w;
+    char *raw = NULL;
+    if (asprintf(&raw, "%s%s", msg, what ? what : "") < 0)
+        return SL_ENOMEM;
+    w[*n] = sl__msg_escape_dup(raw);
+    free(raw);
+    if (!w[*n])
+        return SL_ENOMEM;
+    (*n)++;
+    return 0;
 }
 
 char *sl__msg_escape_dup(const char *s)

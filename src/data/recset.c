@@ -132,26 +132,9 @@ const char *sl__recset_format_name(int fmt)
                                      : "?";
 }
 
-static int add_line(char ***v, int *n, const char *msg, const char *what)
-{
-    char **w = realloc(*v, (size_t)(*n + 1) * sizeof *w);
-    if (!w)
-        return SL_ENOMEM;
-    *v = w;
-    char *raw = NULL;
-    if (asprintf(&raw, "%s%s", msg, what) < 0)
-        return SL_ENOMEM;
-    w[*n] = sl__msg_escape_dup(raw); /* it names a file, and is printed */
-    free(raw);
-    if (!w[*n])
-        return SL_ENOMEM;
-    (*n)++;
-    return 0;
-}
-
 static int note(sl__recset_t *r, const char *msg, const char *what)
 {
-    return add_line(&r->notes, &r->nnotes, msg, what);
+    return sl__msg_list_add(&r->notes, &r->nnotes, msg, what);
 }
 
 /* Files at URLs are opened by up to OPEN_PAR threads at once: an open is
@@ -288,8 +271,8 @@ int sl__recset_open(const char *spec, int skip_bad, sl__recset_t **out,
         if (f->damage && note(r, f->damage, " (the rest of the file lost)"))
             rc = SL_ENOMEM;
         if (f->sidecar_note &&
-            add_line(&r->warns, &r->nwarns, f->sidecar_note,
-                     " (sidecar index not used: the file was walked)"))
+            sl__msg_list_add(&r->warns, &r->nwarns, f->sidecar_note,
+                             " (sidecar index not used: the file was walked)"))
             rc = SL_ENOMEM;
         for (int64_t k = 0; k < f->n; k++)
             if (f->recs[k].label > r->max_label)

@@ -39,18 +39,8 @@ struct sl__source {
 
 static int add_bad(sl__source_t *s, const char *msg, const char *what)
 {
-    char **v = realloc(s->bad, (size_t)(s->nbad + 1) * sizeof *v);
-    if (!v)
+    if (sl__msg_list_add(&s->bad, &s->nbad, msg, what))
         return SL_ENOMEM;
-    s->bad = v;
-    char *raw = NULL;
-    if (asprintf(&raw, "%s%s", msg, what) < 0)
-        return SL_ENOMEM;
-    s->bad[s->nbad] = sl__msg_escape_dup(raw); /* it names a file */
-    free(raw);
-    if (!s->bad[s->nbad])
-        return SL_ENOMEM;
-    s->nbad++;
     if (!s->first_bad && !(s->first_bad = strdup(msg)))
         return SL_ENOMEM;
     return 0;

@@ -188,24 +188,6 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Notes a shard left out: its cause, escaped (it names a file). */
-static int note_left_out(sl__textsrc_t *s, const char *msg)
-{
-    char **v = realloc(s->left_out, (size_t)(s->nleft_out + 1) * sizeof *v);
-    if (!v)
-        return SL_ENOMEM;
-    s->left_out = v;
-    char *raw = NULL;
-    if (asprintf(&raw, "%s (whole shard left out)", msg) < 0)
-        return SL_ENOMEM;
-    v[s->nleft_out] = sl__msg_escape_dup(raw);
-    free(raw);
-    if (!v[s->nleft_out])
-        return SL_ENOMEM;
-    s->nleft_out++;
-    return 0;
-}
-
 /* A pack folder: its shards in pack order, checked whole (data/pack_dir:
  * an unfinished or mixed pack is refused); under skip_bad a shard that
  * cannot be opened is left out and noted, as an image pack's is. */
@@ -216,7 +198,8 @@ static int add_pack(sl__textsrc_t *s, const char *dir, char *err, size_t errlen)
         dir, s->skip_bad ? SL__PACK_SKIP_DAMAGED : SL__PACK_STRICT, &p, err,
         errlen);
     for (int i = 0; !rc && i < p.nbad; i++)
-        if (note_left_out(s, p.bad[i]))
+        if (sl__msg_list_add(&s->left_out, &s->nleft_out, p.bad[i],
+                             " (whole shard left out)"))
             rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", dir);
     for (int k = 0; !rc && k < p.nshards; k++) {
         if (add_file(s, sl__shard_path(p.shards[k]), KIND_SHARD, 0)) {
