@@ -314,7 +314,9 @@ int sl__cmd_run(int argc, char **argv)
         return 1;
     }
     sl_loader_t *l = a.loader;
-    rc = sl__consume_source(&c, sl_loader_num_samples(l), dataset_hash(l));
+    rc = sl__knob_sets_check(&a.sets, l, argv[0]);
+    if (!rc)
+        rc = sl__consume_source(&c, sl_loader_num_samples(l), dataset_hash(l));
     if (rc) {
         sl_loader_destroy(l);
         return rc;

@@ -42,7 +42,12 @@ static int parse_set(const char *s, sl__knob_set_t *k)
         k->value = sl__parse_size(val);
         return k->value < 0 ? -1 : 0;
     }
-    if (sl__parse_ll(val, INT64_MIN, INT64_MAX, &v))
+    int gpu = !strcmp(name, "gpu-share"), step = !strcmp(name, "step-ms");
+    if (sl__parse_ll(val, gpu || step ? 0 : INT64_MIN,
+                     gpu    ? 1000
+                     : step ? 3600000
+                            : INT64_MAX,
+                     &v))
         return -1;
     k->value = v;
     if (!strcmp(name, "threads"))
@@ -70,7 +75,34 @@ int sl__knob_sets_add(sl__knob_sets_t *ks, const char *spec)
     memset(k, 0, sizeof *k);
     if (parse_set(spec, k))
         return -1;
+    k->spec = spec;
     ks->n++;
+    return 0;
+}
+
+int sl__knob_sets_check(const sl__knob_sets_t *ks, const sl_loader_t *l,
+                        const char *cmd)
+{
+    static const char *const names[] = {[SL_PARAM_READ_THREADS] =
+                                            "read-threads",
+                                        [SL_PARAM_DECODE_THREADS] = "threads",
+                                        [SL_PARAM_PREFETCH] = "prefetch",
+                                        [SL_PARAM_IO_DEPTH] = "io-depth"};
+    for (int i = 0; i < ks->n; i++) {
+        const sl__knob_set_t *k = &ks->v[i];
+        int64_t lo, hi;
+        if (!k->param || k->param == SL_PARAM_GPU_SHARE ||
+            k->value == SL_AUTOTUNE ||
+            sl_loader_param_range(l, k->param, &lo, &hi) ||
+            (k->value >= lo && k->value <= hi))
+            continue;
+        fprintf(stderr,
+                "sluice %s: --set %s: %s = %lld is outside %lld..%lld on "
+                "this loader\n",
+                cmd, k->spec, names[k->param], (long long)k->value,
+                (long long)lo, (long long)hi);
+        return 2;
+    }
     return 0;
 }
 

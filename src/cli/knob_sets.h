@@ -20,6 +20,7 @@ typedef struct sl__knob_set {
     sl_param_t param; /* 0: the consumer's step time (step-ms), or */
     int storage;      /* sl_testing_storage_t: emulated storage */
     int64_t value;
+    const char *spec; /* as given (argv), for messages */
 } sl__knob_set_t;
 
 typedef struct sl__knob_sets {
@@ -31,9 +32,20 @@ typedef struct sl__knob_sets {
  * @return 0, or -1. */
 int sl__parse_latency_ms(const char *s, int64_t *us);
 /* Adds one "K:KNOB=V" or "Ks:KNOB=V" (KNOB: threads | read-threads |
- * prefetch | step-ms | read-latency-ms | read-bw). @return 0, or -1 (bad,
- * or more than SL__KNOB_SETS_MAX). */
+ * prefetch | io-depth | gpu-share | step-ms | read-latency-ms | read-bw);
+ * the value's fixed bounds are checked here (gpu-share 0..1000, step-ms
+ * 0..3600000, the storage's), the loader's in sl__knob_sets_check.
+ * @return 0, or -1 (bad, or more than SL__KNOB_SETS_MAX); spec is kept. */
 int sl__knob_sets_add(sl__knob_sets_t *ks, const char *spec);
+/* Checks each set's value against what loader l accepts for its knob
+ * (sl_loader_param_range), before the run, so a value that could never
+ * apply fails at once (SL_AUTOTUNE, the knob's default, always applies):
+ * "sluice CMD: --set SPEC: threads = 999 is outside
+ * 1..256 on this loader" on stderr. gpu-share is left to the run (its
+ * range is 0 while the GPU stage is not in use, which the run reports).
+ * @return 0, or 2 (a usage error). */
+int sl__knob_sets_check(const sl__knob_sets_t *ks, const sl_loader_t *l,
+                        const char *cmd);
 /* Applies the sets due before batch `done` (`elapsed` seconds into the
  * run) to loader l, or to *step_ms; a refused one is reported on stderr
  * as "sluice CMD: --set: ...". */

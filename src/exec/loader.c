@@ -747,9 +747,9 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
             "use (%s), so it stays 0",
             (long long)value, l->place.why[0] ? l->place.why : "placement cpu");
     if (rc == SL_ERANGE)
-        return sl__lasterr_set(l, rc, "knob %d = %lld is outside %lld..%lld",
-                               (int)p, (long long)value, (long long)lo,
-                               (long long)hi);
+        return sl__lasterr_set(l, rc, "%s = %lld is outside %lld..%lld",
+                               sl__knob_name(knob_of(p)), (long long)value,
+                               (long long)lo, (long long)hi);
     if (rc)
         return sl__lasterr_set(l, rc, "unknown knob %d", (int)p);
     /* The pool lock is never taken under mu (lock order, loader_internal.h).

@@ -81,7 +81,7 @@ enum {
 #define SL_KNOB_MAX_PREFETCH 4096
 
 /* "read_threads", "decode_threads", "prefetch", "io_depth",
- * "gpu_share" ("" for none). */
+ * "gpu_share", "cache_bytes", "cache_codec" ("" for none). */
 const char *sl__knob_name(int knob);
 /* The name a decision on `knob` reports: "io_depth" for SL_KNOB_READ when
  * read_depth (the read knob is the I/O depth), else sl__knob_name. */

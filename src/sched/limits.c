@@ -6,12 +6,14 @@
 
 const char *sl__knob_name(int knob)
 {
-    return knob == SL_KNOB_READ        ? "read_threads"
-           : knob == SL_KNOB_DECODE    ? "decode_threads"
-           : knob == SL_KNOB_PREFETCH  ? "prefetch"
-           : knob == SL_KNOB_DEPTH     ? "io_depth"
-           : knob == SL_KNOB_GPU_SHARE ? "gpu_share"
-                                       : "";
+    return knob == SL_KNOB_READ          ? "read_threads"
+           : knob == SL_KNOB_DECODE      ? "decode_threads"
+           : knob == SL_KNOB_PREFETCH    ? "prefetch"
+           : knob == SL_KNOB_DEPTH       ? "io_depth"
+           : knob == SL_KNOB_GPU_SHARE   ? "gpu_share"
+           : knob == SL_KNOB_CACHE       ? "cache_bytes"
+           : knob == SL_KNOB_CACHE_CODEC ? "cache_codec"
+                                         : "";
 }
 
 const char *sl__knob_label(int knob, int read_depth)

@@ -56,6 +56,14 @@ bad_value() {
 }
 bad_value "analyze --step-ms 0" "sluice analyze: bad value '0' for --step-ms (a number in (0, 1000000000])" analyze "$T/ds" --step-ms 0
 bad_value "run --duration 0" "sluice run: bad value '0' for --duration (a number > 0)" run "$T/ds" --duration 0
+# --set: a value the knob can never take fails before the run, naming the
+# knob and its range on this loader (it was ignored, exit 0)
+bad_value "run --set 2:threads=999" "sluice run: --set 2:threads=999: threads = 999 is outside 1..256 on this loader" run "$T/ds" --set 2:threads=999
+bad_value "run --set 2:prefetch=0" "sluice run: --set 2:prefetch=0: prefetch = 0 is outside 1..4096 on this loader" run "$T/ds" --set 2:prefetch=0
+bad_value "run --set 1:step-ms=-5" "sluice run: bad value '1:step-ms=-5' for --set (K:KNOB=V)" run "$T/ds" --set 1:step-ms=-5
+bad_value "run --set 1:gpu-share=1001" "sluice run: bad value '1:gpu-share=1001' for --set (K:KNOB=V)" run "$T/ds" --set 1:gpu-share=1001
+"$S" run "$T/ds" --batch 4 --set 1:threads=2 --set 1:io-depth=-1 --quiet >/dev/null 2>"$T/err"
+check "run --set in range (and -1, the default): rc 0" test $? -eq 0
 "$S" run >/dev/null 2>"$T/err"; rc=$?
 check "run alone: rc 2 and its usage" test "$rc" -eq 2 -a "$(grep -c -- '--' "$T/err")" -gt 20
 
