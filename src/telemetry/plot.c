@@ -255,17 +255,37 @@ static void write_cmp(FILE *f, const void *arg)
                                   a->o->output, a->o->png, a->title);
 }
 
+/* The picture can be written where asked (checked before any work, so the
+ * cause is named, not gnuplot's failure on its temporary script): its
+ * folder exists and takes the file. A file made for the check goes. */
+static int output_writable(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    int existed = stat(path, &st) == 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot write: %s", path,
+                        strerror(errno));
+    close(fd);
+    if (!existed)
+        unlink(path);
+    return 0;
+}
+
 /* Draws o: one run (tb[0]) or o->ninputs compared (tb[0..ninputs)). */
 static int plot(const sl__plot_opts_t *o, temps_t *t, sl__plot_table_t *tb,
                 char *err, size_t errlen)
 {
+    int rc = output_writable(o->output, err, errlen);
+    if (rc)
+        return rc;
     const char *tmpdir = o->tmpdir && *o->tmpdir ? o->tmpdir : "/tmp";
     int n1 =
         snprintf(t->script, sizeof t->script, "%s/sluice-plot-XXXXXX", tmpdir);
     snprintf(t->err, sizeof t->err, "%s/sluice-plot-XXXXXX", tmpdir);
     if (n1 < 0 || (size_t)n1 >= sizeof t->script)
         return sl__fail(err, errlen, SL_EINVAL, "TMPDIR too long");
-    int runs = o->ninputs >= 2 ? o->ninputs : 1, rc;
+    int runs = o->ninputs >= 2 ? o->ninputs : 1;
     if (runs > SL__PLOT_MAX_RUNS)
         return sl__fail(err, errlen, SL_EINVAL,
                         "%d files to compare: at most %d", runs,

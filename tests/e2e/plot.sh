@@ -3,7 +3,8 @@
 # values, a malformed line, a panel with no data), one from a real short
 # run and one with a scheduler decision (smoothed rates, --raw), each drawn to SVG and PNG; runs compared (each run's mean,
 # labels, the GPU share panel where a run has a stage); temp files removed; the errors (missing
-# file, empty file, bad extension, --labels miscounted, gnuplot absent) exit non-zero and say why.
+# file, empty file, bad extension, an output that cannot be written,
+# --labels miscounted, gnuplot absent) exit non-zero and say why.
 set -uo pipefail
 if ! command -v gnuplot >/dev/null 2>&1; then
   echo "SKIP: gnuplot not installed"
@@ -143,6 +144,10 @@ err "only junk" 1 "skipped 4 malformed lines" -- "$T/junk.jsonl" -o "$T/x.svg"
 err "bad extension" 2 "name it .svg or .png" -- "$T/run.jsonl" -o "$T/x.jpg"
 err "no extension" 2 "unknown output type" -- "$T/run.jsonl" -o "$T/x"
 err "no -o" 2 "no output given" -- "$T/run.jsonl"
+err "output folder missing" 1 "$T/nodir/x.svg: cannot write: No such file or directory" -- "$T/run.jsonl" -o "$T/nodir/x.svg"
+mkdir -p "$T/adir.svg"
+err "output a folder" 1 "$T/adir.svg: cannot write: Is a directory" -- "$T/run.jsonl" -o "$T/adir.svg"
+check "output refused: no temp file left" test -z "$(ls -A "$TMPDIR")"
 err "labels, too few" 2 "gives 1 name for 2 files" -- "$T/run.jsonl" "$T/dec.jsonl" -o "$T/x.svg" --labels a
 err "labels, one file" 2 "names files compared" -- "$T/run.jsonl" -o "$T/x.svg" --labels a
 err "raw compared" 2 "draws one file" -- "$T/run.jsonl" "$T/dec.jsonl" -o "$T/x.svg" --raw
