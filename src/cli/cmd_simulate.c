@@ -116,6 +116,13 @@ static int load_profile(const args_t *a, sl__sim_profile_t *p)
     p->storage_bw = a->storage_bw >= 0 ? a->storage_bw : p->storage_bw;
     p->storage_latency_ms = a->storage_latency_ms >= 0 ? a->storage_latency_ms
                                                        : p->storage_latency_ms;
+    if (sl__sim_profile_check(p, err, sizeof err)) {
+        fprintf(stderr,
+                "sluice simulate: %s (the range of the profile key an "
+                "option sets)\n",
+                err);
+        return 2;
+    }
     if (a->events && sl__sim_events_parse(a->events, p)) {
         fprintf(stderr,
                 "sluice simulate: bad --events '%s' (t:kind=value,... at "

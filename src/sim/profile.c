@@ -213,6 +213,19 @@ static const field_t fields[] = {
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
+int sl__sim_profile_check(const sl__sim_profile_t *p, char *err, size_t len)
+{
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *src = (const char *)p + fields[i].off;
+        double x = fields[i].is_int ? *(const int *)(const void *)src
+                                    : *(const double *)(const void *)src;
+        if (!(x >= fields[i].lo && x <= fields[i].hi))
+            return sl__fail(err, len, SL_ERANGE, "%s = %g is out of [%g, %g]",
+                            fields[i].key, x, fields[i].lo, fields[i].hi);
+    }
+    return 0;
+}
+
 int sl__sim_event_check(const sl__sim_event_t *e)
 {
     if (!(e->t >= 0 && e->t <= 1e9) || e->kind < 1 || e->kind > SL_SIM_EV_LAST)

@@ -113,8 +113,12 @@ int sl__sim_run(const sl__sim_profile_t *p, const sl__limits_t *lim,
     sl_snapshot_t win[SL_SCHED_PERIODS], sn;
     int nwin = 0;
     record_t rec = {0};
-    double cpu_s = 0, peak_rss = 0, t_end = o->duration_s;
+    /* Whole periods: the time simulated (a duration under one period is
+     * one period, or the figures would be over a shorter time than ran). */
     int64_t nperiods = (int64_t)ceil(o->duration_s / SL_SIM_PERIOD_S - 1e-9);
+    if (nperiods < 1)
+        nperiods = 1;
+    double cpu_s = 0, peak_rss = 0, t_end = (double)nperiods * SL_SIM_PERIOD_S;
     for (int64_t i = 0; i < nperiods; i++) {
         sl__sim_step(s, SL_SIM_PERIOD_S, &sn);
         report(&rec, &sn);
@@ -146,7 +150,8 @@ int sl__sim_run(const sl__sim_profile_t *p, const sl__limits_t *lim,
     double wait_total = 0;
     for (size_t i = 0; i < w.n; i++)
         wait_total += w.w[i];
-    qsort(w.w, w.n, sizeof *w.w, cmp_d);
+    if (w.n)
+        qsort(w.w, w.n, sizeof *w.w, cmp_d);
     r->samples = samples;
     r->batches = (int64_t)w.n;
     r->decisions = rec.decisions;

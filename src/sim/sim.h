@@ -111,6 +111,10 @@ int sl__sim_profile_save(const char *path, const sl__sim_profile_t *p,
  * in): `json` need not be terminated. *p is changed only on success. */
 int sl__sim_profile_parse(const char *json, size_t len, sl__sim_profile_t *p,
                           char *err, size_t errlen);
+/* Every key of p within the range a profile file may give it (what the
+ * command line's overrides are checked against): 0, or SL_ERANGE with
+ * "KEY = V is out of [LO, HI]" in err. */
+int sl__sim_profile_check(const sl__sim_profile_t *p, char *err, size_t len);
 /* Save with a "note" key (provenance, ignored by load). */
 int sl__sim_profile_save_note(const char *path, const sl__sim_profile_t *p,
                               const char *note, char *err, size_t len);

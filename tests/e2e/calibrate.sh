@@ -102,6 +102,22 @@ check "unknown key: exit 1" test $? -eq 1
 check "unknown key named" grep -q "decode_msec" "$T/bad.out"
 "$S" simulate --profile "$T/p.json" --events "3:flood=1" >"$T/ev.out" 2>&1
 check "bad event: exit 2" test $? -eq 2
+"$S" simulate --profile "$T/known.json" --interfere 1e9 >"$T/if.out" 2>&1
+check "--interfere past the profile key's range: exit 2" test $? -eq 2
+check "--interfere past the range: named" grep -q "interfere = 1e+09 is out of \[0, 4096\]" "$T/if.out"
+# A run shorter than one period (0.1 s) is one period: figures within
+# their bounds, and with no batch made (1 s a decode), no crash (UBSan).
+for d in 0.05 0.001; do
+  out=$("$S" simulate --profile "$T/known.json" --policy static --duration "$d" --json 2>&1 | tail -1)
+  check "--duration $d: stall and cpu within [0, 1]" python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+assert 0 <= r["stall_fraction"] <= 1 and 0 <= r["cpu_util"] <= 1, r' "$out"
+done
+echo '{"ncpu": 2, "batch_size": 32, "decode_ms": 1000}' >"$T/slow.json"
+"$S" simulate --profile "$T/slow.json" --policy static --duration 0.05 --json >"$T/nb.out" 2>&1
+check "no batch made: exit 0" test $? -eq 0
+check "no batch made: 0 batches" grep -q '"batches": 0' "$T/nb.out"
 echo 'not json' >"$T/junk.jsonl"
 "$S" calibrate "$T/junk.jsonl" -o "$T/x.json" >"$T/junk.out" 2>&1
 check "calibrate on junk: exit 1" test $? -eq 1
