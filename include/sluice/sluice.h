@@ -484,7 +484,8 @@ SL_API int sl_loader_num_classes(const sl_loader_t *l);
 SL_API const char *sl_loader_class_name(const sl_loader_t *l, int i);
 /** @return batches this rank gets each epoch. */
 SL_API int64_t sl_loader_batches_per_epoch(const sl_loader_t *l);
-/** @return bytes of one full batch's data buffer. */
+/** @return bytes of one full batch's data buffer: batch_size samples, or
+ *  the rank's samples of an epoch when they are fewer. */
 SL_API size_t sl_loader_batch_bytes(const sl_loader_t *l);
 
 /**
@@ -580,9 +581,15 @@ SL_API int64_t sl_loader_cache_lend_clear(sl_loader_t *l);
  * Waits for the next batch. Ordered mode hands batches out in (epoch,
  * index) order, bit-identical for a seed whatever the thread counts;
  * unordered mode hands out whichever is complete first.
+ * When every batch buffer (prefetch of them) is held, only a release can
+ * free one: next waits for it (another thread may release, see
+ * sl_loader_release), up to 5 s counted across calls, then fails with
+ * SL_ESTATE naming the cause (a consumer keeping them all would otherwise
+ * wait forever).
  * @return 0 and *out (valid until sl_loader_release), SL_EEND when every
- *         epoch is done, or SL_E* (message in sl_loader_last_error) when a
- *         sample failed under SL_ON_ERROR_FAIL.
+ *         epoch is done, SL_ESTATE when not started or every buffer stayed
+ *         held, or SL_E* (message in sl_loader_last_error) when a sample
+ *         failed under SL_ON_ERROR_FAIL.
  */
 SL_API int sl_loader_next(sl_loader_t *l, const sl_batch_t **out);
 /** sl_loader_next waiting at most timeout_ms milliseconds (< 0: as long as

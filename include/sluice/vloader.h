@@ -41,7 +41,8 @@ extern "C" {
 
 typedef struct sl_vloader sl_vloader_t;
 
-/** Options; a zero field takes the default in brackets. */
+/** Options; a zero field takes the default in brackets (a negative one,
+ *  or threads over 256 or prefetch over 4096, fails create). */
 typedef struct sl_vloader_options {
     size_t size;              /**< sizeof, set by _init */
     int batch_size;           /**< patches per batch [2] */

@@ -73,8 +73,9 @@ int sl__msg_list_add(char ***v, int *n, const char *msg, const char *what);
 /* The body of a JSON string (RFC 8259) for an outside name or message:
  * quotes, backslashes and control bytes escaped, well-formed UTF-8 kept,
  * and each byte that is not UTF-8 (a file name need not be) written as
- * \udcNN, Python's surrogateescape code for byte NN, so the line stays
- * valid JSON and json.loads + os.fsencode give the bytes back.
+ * the four characters \xNN (in JSON "\\xNN"), as sl__msg_escape writes
+ * control bytes for a terminal, so the line is valid JSON for every
+ * parser (a lone surrogate such as \udce9 is refused by many).
  * sl__json_escape appends to b; sl__json_escape_dup returns a malloc'd
  * copy, or NULL. */
 void sl__json_escape(sl__sbuf_t *b, const char *s);

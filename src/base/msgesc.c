@@ -118,8 +118,8 @@ void sl__json_escape(sl__sbuf_t *b, const char *s)
             sl__sbuf_printf(b, "\\u%04x", *p);
         else if (n)
             sl__sbuf_printf(b, "%.*s", (int)n, (const char *)p);
-        else /* not UTF-8: Python's surrogateescape code for the byte */
-            sl__sbuf_printf(b, "\\udc%02x", *p);
+        else /* not UTF-8: the byte as \xNN, as sl__msg_escape writes it */
+            sl__sbuf_printf(b, "\\\\x%02x", *p);
         p += n ? n : 1;
     }
 }

@@ -80,7 +80,13 @@ static int create(const char *source, const sl_options_t *opt,
     sl__loader_xform(&l->opt, &l->xf);
     size_t esize = l->opt.dtype == SL_DTYPE_FLOAT32 ? 4 : 1;
     l->sample_bytes = (size_t)l->opt.image_size * l->opt.image_size * 3 * esize;
-    l->batch_bytes = l->sample_bytes * (size_t)l->opt.batch_size;
+    /* A batch never holds more than the rank's samples of an epoch: "the
+     * whole set in one batch" (batch_size 1e6 over 100 samples) takes
+     * 100 samples' bytes a buffer, not a million's. */
+    l->batch_cap = l->smp.rank_n > 0 && l->smp.rank_n < l->opt.batch_size
+                       ? (int)l->smp.rank_n
+                       : l->opt.batch_size;
+    l->batch_bytes = l->sample_bytes * (size_t)l->batch_cap;
     rc = sl__loader_budgets(l, &given, err, errlen);
     if (rc)
         return create_undo(l, rc);
@@ -362,27 +368,27 @@ const char *sl_loader_last_error(const sl_loader_t *l)
 
 int64_t sl_loader_num_samples(const sl_loader_t *l)
 {
-    return sl__source_count(l->src);
+    return l ? sl__source_count(l->src) : 0;
 }
 
 int sl_loader_num_classes(const sl_loader_t *l)
 {
-    return sl__source_num_classes(l->src);
+    return l ? sl__source_num_classes(l->src) : 0;
 }
 
 const char *sl_loader_class_name(const sl_loader_t *l, int i)
 {
-    return sl__source_class_name(l->src, i);
+    return l ? sl__source_class_name(l->src, i) : NULL;
 }
 
 int64_t sl_loader_batches_per_epoch(const sl_loader_t *l)
 {
-    return l->smp.nbatches;
+    return l ? l->smp.nbatches : 0;
 }
 
 size_t sl_loader_batch_bytes(const sl_loader_t *l)
 {
-    return l->batch_bytes;
+    return l ? l->batch_bytes : 0;
 }
 
 int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
@@ -545,6 +551,7 @@ int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
                 continue; /* a failure is reported at the top */
             }
             bb->state = BB_HELD;
+            l->held_since_ns = 0;
             bb->pub.channels = 3;
             bb->pub.height = bb->pub.width = l->opt.image_size;
             bb->pub.dtype = l->opt.dtype;
@@ -564,15 +571,32 @@ int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
                                 l->batch_bytes);
             continue; /* reported at the top */
         }
-        if (all_held(l)) {
+        /* Every buffer held: only a release (another thread's) lets a
+         * batch come. It is waited for SL__HELD_WAIT_MS, counted across
+         * calls (a loop of short timeouts too), then the cause is named:
+         * a consumer that keeps them all while it asks would wait forever. */
+        int held = all_held(l);
+        int64_t now = sl__now_ns();
+        if (!held)
+            l->held_since_ns = 0;
+        else if (!l->held_since_ns)
+            l->held_since_ns = now;
+        int64_t held_end =
+            held ? l->held_since_ns + (int64_t)SL__HELD_WAIT_MS * 1000000 : 0;
+        if (held && now >= held_end) {
             rc = sl__lasterr_set(
                 l, SL_ESTATE,
-                "every batch buffer (%d) is held by the consumer: "
-                "release batches or raise the prefetch depth",
-                l->nbufs);
+                "every batch buffer (%d) is held by the consumer, none "
+                "released for %d s: release batches or raise the prefetch "
+                "depth",
+                l->nbufs, SL__HELD_WAIT_MS / 1000);
             break;
         }
-        if (timeout_ms < 0) {
+        if (held &&
+            (timeout_ms < 0 || held_end < t0 + (int64_t)timeout_ms * 1000000)) {
+            struct timespec h = sl__mono_timespec(held_end);
+            pthread_cond_timedwait(&l->cv_ready, &l->mu, &h);
+        } else if (timeout_ms < 0) {
             pthread_cond_wait(&l->cv_ready, &l->mu);
         } else if (pthread_cond_timedwait(&l->cv_ready, &l->mu, &until) ==
                    ETIMEDOUT) {

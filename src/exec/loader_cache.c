@@ -333,7 +333,9 @@ int sl_loader_batch_samples(const sl_loader_t *l, int64_t epoch, int64_t batch,
 int sl_loader_read_sample(sl_loader_t *l, int64_t sample, int fill, void **data,
                           size_t *n, int *hit, char *err, size_t errlen)
 {
-    if (!l || !data || !n || sample < 0 || sample >= sl__source_count(l->src))
+    if (!l || !data || !n)
+        return sl__fail(err, errlen, SL_EINVAL, "a NULL argument");
+    if (sample < 0 || sample >= sl__source_count(l->src))
         return sl__fail(err, errlen, SL_ERANGE, "sample %lld is out of range",
                         (long long)sample);
     *data = NULL;

@@ -45,6 +45,9 @@
  * within the read share). */
 #define SL_ITEM_KEEP (4u << 20)
 #define SL_MSG 1024
+/* How long next waits, every buffer held, for another thread's release
+ * before it names the cause (sl_loader_next). */
+#define SL__HELD_WAIT_MS 5000
 
 enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
 
@@ -115,6 +118,8 @@ struct sl_loader {
     sl__sampler_t smp;
     sl__xform_t xf;
     size_t sample_bytes, batch_bytes;
+    int batch_cap; /* samples a batch can hold: batch_size, or fewer when
+                      the rank has fewer samples an epoch */
 
     pthread_mutex_t mu;
     /* Control: sl_loader_start (and the stop inside it) and sl_loader_set
@@ -210,6 +215,8 @@ struct sl_loader {
     atomic_llong read_busy_ns, read_items, decode_busy_ns, decode_items;
     int64_t lat_sum_ns, lat_count;
     int64_t wait_since_ns; /* under mu: the consumer's wait began; 0: none */
+    int64_t held_since_ns; /* under mu: next found every buffer held since
+                              (waiting for another thread's release); 0 */
     struct sl__collector *coll;
     /* Scheduler: knobs the user left to it, budgets, the last decision. */
     sl__limits_t lim;

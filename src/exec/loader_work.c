@@ -27,7 +27,7 @@ static bbuf_t *buf_make(const sl_loader_t *l)
 {
     bbuf_t *bb = calloc(1, sizeof *bb);
     size_t bytes = l->batch_bytes;
-    int B = l->opt.batch_size;
+    int B = l->batch_cap;
     if (bb) {
         bb->host = sl__alloc_block(&l->alloc, bytes);
         bb->pub.labels = malloc((size_t)B * sizeof(int64_t));

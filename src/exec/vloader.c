@@ -399,15 +399,25 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
         memset((char *)&l->o + VOPTS_V1_END, 0, VOPTS_V1_SIZE - VOPTS_V1_END);
     }
     sl_vloader_options_t *o = &l->o;
-    if (o->batch_size <= 0)
+    int rc = 0;
+    if (o->batch_size < 0 || o->threads < 0 || o->threads > 256 ||
+        o->prefetch < 0 || o->prefetch > 4096)
+        rc = sl__fail(err, errlen, SL_EINVAL,
+                      "vloader: batch_size %d, threads %d, prefetch %d: "
+                      "batch_size >= 1, threads 1..256, prefetch 1..4096 "
+                      "(0: the default)",
+                      o->batch_size, o->threads, o->prefetch);
+    if (rc) {
+        free(l);
+        return rc;
+    }
+    if (o->batch_size == 0)
         o->batch_size = 2;
-    if (o->threads <= 0)
-        o->threads = sl__ncpu();
-    if (o->threads > 256)
-        o->threads = 256;
-    if (o->prefetch <= 0)
+    if (o->threads == 0)
+        o->threads = sl__ncpu() < 256 ? sl__ncpu() : 256;
+    if (o->prefetch == 0)
         o->prefetch = o->threads > 2 ? o->threads : 2;
-    int rc = check_options(o, err, errlen);
+    rc = check_options(o, err, errlen);
     if (rc) {
         free(l);
         return rc;
@@ -436,10 +446,12 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
                       "vloader: bad patch or batch size");
         goto fail;
     }
-    if (o->start < 0) {
+    /* The window's batch numbers (start + prefetch) must not overflow. */
+    if (o->start < 0 || o->start > INT64_MAX - o->prefetch - 1) {
         rc = sl__fail(err, errlen, SL_EINVAL,
-                      "vloader: start %lld: a stream position, >= 0",
-                      (long long)o->start);
+                      "vloader: start %lld: a stream position, 0..%lld",
+                      (long long)o->start,
+                      (long long)(INT64_MAX - o->prefetch - 1));
         goto fail;
     }
     if (o->on_error != SL_ON_ERROR_FAIL && o->on_error != SL_ON_ERROR_SKIP) {

@@ -205,7 +205,8 @@ static int whole(range_fn f, const int64_t in_dims[3],
                  const int64_t out_dims[3], sl_vol_slice_fn pull,
                  sl_vol_slice_fn push, void *ctx)
 {
-    if (!dims_ok(out_dims))
+    if (!in_dims || !out_dims || !pull || !push || !dims_ok(in_dims) ||
+        !dims_ok(out_dims))
         return SL_EINVAL;
     return f(in_dims, out_dims, 0, out_dims[0], 1, 0, pull, push, ctx);
 }
@@ -345,7 +346,8 @@ void sl_vol_normalize(float *x, size_t n, float lo, float hi, float mean,
 int sl_vol_pad_edge(const void *in, const int64_t dims[3], size_t esize,
                     const int64_t min_dims[3], void *out, int64_t out_dims[3])
 {
-    if (!dims_ok(dims) || !min_dims || !out_dims || esize == 0 || esize > 8)
+    if ((out && !in) || !dims || !dims_ok(dims) || !min_dims || !out_dims ||
+        esize == 0 || esize > 8)
         return SL_EINVAL;
     int64_t before[3];
     for (int i = 0; i < 3; i++) {
@@ -384,6 +386,8 @@ int sl_vol_pad_edge(const void *in, const int64_t dims[3], size_t esize,
 
 void sl_vol_aug_init(sl_vol_aug_t *a)
 {
+    if (!a)
+        return;
     memset(a, 0, sizeof *a);
     a->size = sizeof *a;
     a->patch[0] = a->patch[1] = a->patch[2] = 128;

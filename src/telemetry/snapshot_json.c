@@ -1,6 +1,7 @@
 /* One snapshot as a JSON object: the JSON Lines schema of docs/TELEMETRY.md,
  * written by the table of snapshot_schema.c. Values that could not be read
  * are null, never invented. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,10 +15,18 @@
 typedef sl__sbuf_t jw_t;
 #define put sl__sbuf_printf
 
-/* A number, or null when negative (= not readable here). */
+/* Negative means "cannot be read" (sl_snapshot_parse reads any negative
+ * as -1), and so does a value that is not finite: -1, so that the text
+ * is JSON and parse gives back what was written. */
+static double readable(double v)
+{
+    return isfinite(v) && v >= 0 ? v : -1;
+}
+
+/* A number, or null when it cannot be read. */
 static void num(jw_t *w, double v)
 {
-    if (v < 0)
+    if (readable(v) < 0)
         put(w, "null");
     else
         put(w, "%.6g", v);
@@ -28,13 +37,13 @@ static void value(jw_t *w, const sl__schema_field_t *f, const sl_snapshot_t *s)
     const void *at = (const char *)s + f->off;
     switch (f->kind) {
     case SL__SK_F2:
-        put(w, "%.2f", *(const double *)at);
+        put(w, "%.2f", readable(*(const double *)at));
         break;
     case SL__SK_F3:
-        put(w, "%.3f", *(const double *)at);
+        put(w, "%.3f", readable(*(const double *)at));
         break;
     case SL__SK_F4:
-        put(w, "%.4f", *(const double *)at);
+        put(w, "%.4f", readable(*(const double *)at));
         break;
     case SL__SK_NUM:
         num(w, *(const double *)at);
@@ -43,10 +52,11 @@ static void value(jw_t *w, const sl__schema_field_t *f, const sl_snapshot_t *s)
         num(w, (double)*(const int64_t *)at);
         break;
     case SL__SK_INT:
-        put(w, "%d", *(const int *)at);
+        put(w, "%d", *(const int *)at < 0 ? -1 : *(const int *)at);
         break;
     case SL__SK_I64:
-        put(w, "%lld", (long long)*(const int64_t *)at);
+        put(w, "%lld",
+            *(const int64_t *)at < 0 ? -1LL : (long long)*(const int64_t *)at);
         break;
     case SL__SK_STR:
         put(w, "\"");
@@ -56,7 +66,7 @@ static void value(jw_t *w, const sl__schema_field_t *f, const sl_snapshot_t *s)
     case SL__SK_CORES:
         put(w, "[");
         for (int i = 0; i < s->ncpu && i < SL_SNAPSHOT_MAX_CORES; i++)
-            put(w, "%s%.3f", i ? ", " : "", ((const float *)at)[i]);
+            put(w, "%s%.3f", i ? ", " : "", readable(((const float *)at)[i]));
         put(w, "]");
         break;
     case SL__SK_OBJ_IF: /* only reached when absent */

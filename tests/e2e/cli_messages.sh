@@ -99,7 +99,8 @@ raw "index, missing" "$T/out"
 raw "index, not a format" "$T/out"
 
 # --json with a damaged file whose name is not UTF-8 (Latin-1 é): the line
-# is valid JSON and the name comes back byte for byte (surrogateescape).
+# is valid JSON (UTF-8, no lone surrogate) naming the file, its byte as
+# \xe9.
 if command -v python3 >/dev/null; then
   mkdir -p "$T/l1/c"
   cp "$T/src/c/ok.jpg" "$T/l1/c/ok.jpg"
@@ -110,7 +111,7 @@ if command -v python3 >/dev/null; then
     python3 -c '
 import json, os, sys
 m = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))["message"]
-assert os.fsencode("caf\udce9.jpg") in os.fsencode(m), m' "$T/out"
+assert "caf\\xe9.jpg" in m, m' "$T/out"
 else
   echo "skip: --json with a Latin-1 name (no python3)"
 fi

@@ -2,10 +2,12 @@
  * bit-identical ordered streams whatever the threads and knob changes,
  * unordered multiset, resume, and the skip/fail policies. Also run under
  * TSan (make check). */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "ops/image.h"
@@ -333,6 +335,54 @@ static void test_bad_source_and_options(void **state)
     sl_loader_destroy(NULL);
 }
 
+static sl_loader_t *held_l;
+static const sl_batch_t *held_b;
+
+static void *release_later(void *arg)
+{
+    (void)arg;
+    nanosleep(&(struct timespec){0, 200000000}, NULL); /* 200 ms */
+    assert_int_equal(sl_loader_release(held_l, held_b), 0);
+    return NULL;
+}
+
+static double secs_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* A batch_size past the rank's samples (the whole set in one batch): the
+ * buffer holds the samples there are, not batch_size of them; and the
+ * getters take a NULL loader (0 / NULL), as their siblings do. */
+static void test_whole_set_in_one_batch(void **state)
+{
+    (void)state;
+    sl_options_t o = small_opts();
+    o.batch_size = 1000000;
+    sl_loader_t *l;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_batches_per_epoch(l), 1);
+    assert_int_equal(sl_loader_batch_bytes(l), (size_t)N * 24 * 24 * 3);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b;
+    assert_int_equal(sl_loader_next(l, &b), 0);
+    assert_int_equal(b->n, N);
+    assert_int_equal(sl_loader_release(l, b), 0);
+    assert_int_equal(sl_loader_next(l, &b), SL_EEND);
+    sl_loader_destroy(l);
+    assert_int_equal(sl_loader_num_samples(NULL), 0);
+    assert_int_equal(sl_loader_num_classes(NULL), 0);
+    assert_null(sl_loader_class_name(NULL, 0));
+    assert_int_equal(sl_loader_batches_per_epoch(NULL), 0);
+    assert_int_equal(sl_loader_batch_bytes(NULL), 0);
+}
+
+/* Every buffer held: next waits for another thread's release (release is
+ * "any thread"), and a consumer that keeps them all gets SL_ESTATE naming
+ * the cause after SL__HELD_WAIT_MS (5 s), counted across calls, so a loop
+ * of short timeouts ends too: an error, not a hang. */
 static void test_all_held_is_an_error_not_a_hang(void **state)
 {
     (void)state;
@@ -344,7 +394,25 @@ static void test_all_held_is_an_error_not_a_hang(void **state)
     const sl_batch_t *a, *b, *c;
     assert_int_equal(sl_loader_next(l, &a), 0);
     assert_int_equal(sl_loader_next(l, &b), 0);
-    assert_int_equal(sl_loader_next(l, &c), SL_ESTATE);
+    /* another thread releases b while next waits */
+    held_l = l;
+    held_b = b;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_later, NULL), 0);
+    assert_int_equal(sl_loader_next(l, &c), 0);
+    pthread_join(t, NULL);
+    /* a and c held, nobody releases: short timeouts, then the cause */
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc, calls = 0;
+    const sl_batch_t *d;
+    while ((rc = sl_loader_next_timeout(l, &d, 100)) == SL_ETIMEDOUT)
+        calls++;
+    assert_int_equal(rc, SL_ESTATE);
+    double s = secs_since(&t0);
+    assert_true(s > 4.5 && s < 8);
+    assert_true(calls >= 40);
+    assert_non_null(strstr(sl_loader_last_error(l), "is held by the consumer"));
     sl_loader_destroy(l); /* frees held batches too */
 }
 
@@ -359,6 +427,7 @@ int main(void)
         cmocka_unit_test(test_fail_policy_names_file),
         cmocka_unit_test(test_bad_source_and_options),
         cmocka_unit_test(test_all_held_is_an_error_not_a_hang),
+        cmocka_unit_test(test_whole_set_in_one_batch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

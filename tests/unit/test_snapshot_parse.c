@@ -1,6 +1,7 @@
 /* sl_snapshot_parse: the inverse of sl_snapshot_json (round trips with every
  * field set and with the nulls), absent members, and bad lines refused with
  * a message that names the member. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,30 @@ static void test_round_trip_unreadable(void **state)
     assert_true(p.cpu_core[255] == 7.0f / 8);
 }
 
+/* Values the writer cannot put in JSON as they are (NaN, infinity), other
+ * negatives than -1 (parse reads any negative as -1) and a string that is
+ * not UTF-8: still JSON, and still a round trip (the C API review). */
+static void test_round_trip_odd_values(void **state)
+{
+    (void)state;
+    sl_snapshot_t s;
+    full_snapshot(&s);
+    s.cpu_total = NAN;          /* F-kind */
+    s.samples_per_s = INFINITY; /* F-kind */
+    s.energy_j = -INFINITY;     /* a number or null */
+    s.psi_io_full = NAN;
+    s.run_queue = -7;        /* an integer */
+    s.stall_fraction = -0.5; /* F-kind */
+    s.cpu_core[1] = NAN;     /* a core */
+    snprintf(s.decision_reason, sizeof s.decision_reason, "caf\xe9 (latin-1)");
+    sl_snapshot_t p = round_trip(&s);
+    assert_true(p.cpu_total == -1 && p.samples_per_s == -1);
+    assert_true(p.energy_j == -1 && p.psi_io_full == -1);
+    assert_true(p.run_queue == -1 && p.stall_fraction == -1);
+    assert_true(p.cpu_core[1] == -1.0f);
+    assert_string_equal(p.decision_reason, "caf\\xe9 (latin-1)");
+}
+
 /* A hand-written line: absent members, nulls, a null core, and the knob
  * written under several names (knobs wins, being last). */
 static void test_absent_and_null_members(void **state)
@@ -317,6 +342,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_every_field),
         cmocka_unit_test(test_round_trip_unreadable),
+        cmocka_unit_test(test_round_trip_odd_values),
         cmocka_unit_test(test_absent_and_null_members),
         cmocka_unit_test(test_json_of_a_smaller_layout),
         cmocka_unit_test(test_bad_lines_name_the_cause),

@@ -243,6 +243,23 @@ static void test_start_resumes_the_stream(void **state)
     assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err),
                      SL_EINVAL);
     assert_non_null(strstr(err, "start -1"));
+    /* a position whose window would overflow (a damaged state): refused,
+     * not a next that never returns */
+    o.start = INT64_MAX - 1;
+    assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err),
+                     SL_EINVAL);
+    assert_non_null(strstr(err, "a stream position, 0.."));
+    /* negative sizes, threads over 256: refused, not taken as defaults */
+    int bad[][3] = {{-1, 0, 0}, {0, -2, 0}, {0, 0, -3}, {0, 300, 0}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        sl_vloader_options_init(&o);
+        o.batch_size = bad[i][0];
+        o.threads = bad[i][1];
+        o.prefetch = bad[i][2];
+        assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err),
+                         SL_EINVAL);
+        assert_non_null(strstr(err, "threads 1..256"));
+    }
 }
 
 /* Under a memory budget that fits the buffers and one case's offline
