@@ -234,58 +234,66 @@ static int do_start(LoaderObject *self, int64_t g)
  * the pool grows with what is held (up to the engine's 4096 buffers). */
 #define SLPY_HELD_WARN 256
 
+/* When the consumer holds every buffer, one more buffer first (with a
+ * memory budget, never past it): the engine would wait for a release only
+ * this thread can make, then fail. 0, or SL_ENOMEM with the warning past
+ * SLPY_HELD_WARN turned into an error. */
+static int grow_if_all_held(CoreObject *core, int budgeted)
+{
+    int64_t pf, lo, hi; /* the engine's limit, not a copy of it */
+    if (sl_loader_get(core->engine, SL_PARAM_PREFETCH, &pf) ||
+        core->held < pf ||
+        sl_loader_param_range(core->engine, SL_PARAM_PREFETCH, &lo, &hi) ||
+        pf >= hi || sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
+        return 0;
+    if (!budgeted && pf + 1 == SLPY_HELD_WARN &&
+        PyErr_WarnFormat(PyExc_ResourceWarning, 1,
+                         "sluice.Loader: %d batches held, the pool grows "
+                         "with them; release batches or pass max_memory "
+                         "to bound it",
+                         SLPY_HELD_WARN))
+        return SL_ENOMEM;
+    return 0;
+}
+
 /* sl_loader_next, in slices that let a signal in (Ctrl-C raises
  * KeyboardInterrupt within SLPY_SIGNAL_MS, not after the batch: SL_ESYSTEM
  * with the exception set; nothing is handed out, the position stays) and
  * that end after timeout_s seconds when it is > 0 (RuntimeError, as
- * torch's DataLoader(timeout=) raises); when the consumer holds every
- * buffer, one more buffer (with a memory budget, never past it: next()
- * then fails). */
+ * torch's DataLoader(timeout=) raises); the pool grown first when every
+ * buffer is held (SL_ESTATE then: held at a memory budget's limit). */
 static int next_batch(CoreObject *core, const sl_batch_t **b, int budgeted,
                       double timeout_s)
 {
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     double waited = 0;
-    for (;;) {
-        int rc;
-        do {
-            int ms = SLPY_SIGNAL_MS;
-            if (timeout_s > 0 && (timeout_s - waited) * 1000 < ms)
-                ms = (int)((timeout_s - waited) * 1000) + 1;
-            Py_BEGIN_ALLOW_THREADS;
-            rc = sl_loader_next_timeout(core->engine, b, ms);
-            Py_END_ALLOW_THREADS;
-            if (rc == SL_ETIMEDOUT && PyErr_CheckSignals())
-                return SL_ESYSTEM;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            waited = (double)(t.tv_sec - t0.tv_sec) +
-                     (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
-            if (rc == SL_ETIMEDOUT && timeout_s > 0 && waited >= timeout_s) {
-                char m[128]; /* PyErr_Format has no %g */
-                snprintf(m, sizeof m,
-                         "sluice.Loader timed out after %g seconds waiting "
-                         "for a batch (timeout=)",
-                         timeout_s);
-                PyErr_SetString(PyExc_RuntimeError, m);
-                return SL_ETIMEDOUT;
-            }
-        } while (rc == SL_ETIMEDOUT);
-        if (rc != SL_ESTATE) /* the engine is started: ESTATE = all held */
-            return rc;
-        int64_t pf, lo, hi; /* the engine's limit, not a copy of it */
-        if (sl_loader_get(core->engine, SL_PARAM_PREFETCH, &pf) ||
-            sl_loader_param_range(core->engine, SL_PARAM_PREFETCH, &lo, &hi) ||
-            pf >= hi || sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
-            return rc;
-        if (!budgeted && pf + 1 == SLPY_HELD_WARN &&
-            PyErr_WarnFormat(PyExc_ResourceWarning, 1,
-                             "sluice.Loader: %d batches held, the pool grows "
-                             "with them; release batches or pass max_memory "
-                             "to bound it",
-                             SLPY_HELD_WARN))
-            return SL_ENOMEM; /* warnings turned into errors */
-    }
+    int rc = grow_if_all_held(core, budgeted);
+    if (rc)
+        return rc;
+    do {
+        int ms = SLPY_SIGNAL_MS;
+        if (timeout_s > 0 && (timeout_s - waited) * 1000 < ms)
+            ms = (int)((timeout_s - waited) * 1000) + 1;
+        Py_BEGIN_ALLOW_THREADS;
+        rc = sl_loader_next_timeout(core->engine, b, ms);
+        Py_END_ALLOW_THREADS;
+        if (rc == SL_ETIMEDOUT && PyErr_CheckSignals())
+            return SL_ESYSTEM;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        waited = (double)(t.tv_sec - t0.tv_sec) +
+                 (double)(t.tv_nsec - t0.tv_nsec) / 1e9;
+        if (rc == SL_ETIMEDOUT && timeout_s > 0 && waited >= timeout_s) {
+            char m[128]; /* PyErr_Format has no %g */
+            snprintf(m, sizeof m,
+                     "sluice.Loader timed out after %g seconds waiting "
+                     "for a batch (timeout=)",
+                     timeout_s);
+            PyErr_SetString(PyExc_RuntimeError, m);
+            return SL_ETIMEDOUT;
+        }
+    } while (rc == SL_ETIMEDOUT);
+    return rc;
 }
 
 static PyObject *loader_next(LoaderObject *self)

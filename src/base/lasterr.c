@@ -33,3 +33,11 @@ void sl__lasterr_own(const void *owner)
 {
     tl.owner = owner;
 }
+
+void sl__lasterr_forget(const void *owner)
+{
+    if (tl.owner == owner) {
+        tl.owner = NULL;
+        tl.msg[0] = 0;
+    }
+}

@@ -12,14 +12,20 @@
 
 #define SL_LASTERR_LEN 1024
 
-/* Stores the calling thread's last failure: `owner` (the handle, or NULL
- * for a failed create) and the message. Returns code. */
+/* Stores the calling thread's last failure: `owner` (the handle, or for
+ * a failed create a tag of that kind of handle's own, so one kind's
+ * sl_X_last_error(NULL) never reads another kind's) and the message.
+ * Returns code. */
 int sl__lasterr_set(const void *owner, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* The calling thread's last message for `owner`; "" when its last failure
  * was on another owner, or none. Never NULL. */
 const char *sl__lasterr_get(const void *owner);
+
+/* A destroyed handle's message goes (the calling thread's), so a new
+ * handle at the same address starts with none. */
+void sl__lasterr_forget(const void *owner);
 
 /* The calling thread's message buffer, for code that writes messages with
  * sl__fail(err, errlen, ...); sl__lasterr_own(owner) then claims it. */

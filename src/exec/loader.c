@@ -16,12 +16,15 @@
 static int create(const char *source, const sl_options_t *opt,
                   sl_loader_t **out, char *err, size_t errlen);
 
+/* The owner of a failed create's message (base/lasterr.h). */
+static const char create_tag;
+
 int sl_loader_create(const char *source, const sl_options_t *opt,
                      sl_loader_t **out)
 {
     char err[SL_MSG] = "";
     int rc = create(source, opt, out, err, sizeof err);
-    return rc ? sl__lasterr_set(NULL, rc, "%s", err) : 0;
+    return rc ? sl__lasterr_set(&create_tag, rc, "%s", err) : 0;
 }
 
 /* Undoes what create did before the pipeline existed (the sampler, the
@@ -312,6 +315,7 @@ void sl_loader_destroy(sl_loader_t *l)
 {
     if (!l)
         return;
+    sl__lasterr_forget(l);
     sl__collector_stop(l->coll); /* first: it reads the pipeline */
     sl__loader_sched_free(l);
     if (l->readers && l->decoders && l->free_items && l->decode_q) {
@@ -363,7 +367,7 @@ void sl_loader_destroy(sl_loader_t *l)
 
 const char *sl_loader_last_error(const sl_loader_t *l)
 {
-    return sl__lasterr_get(l);
+    return sl__lasterr_get(l ? (const void *)l : &create_tag);
 }
 
 int64_t sl_loader_num_samples(const sl_loader_t *l)

@@ -292,18 +292,22 @@ static int create(const char *const *sources, int nsources,
     return 0;
 }
 
+/* The owner of a failed create's message (base/lasterr.h). */
+static const char create_tag;
+
 int sl_text_loader_create(const char *const *sources, int nsources,
                           const sl_text_options_t *opt, sl_text_loader_t **out)
 {
     char err[TL_MSG] = "";
     int rc = create(sources, nsources, opt, out, err, sizeof err);
-    return rc ? sl__lasterr_set(NULL, rc, "%s", err) : 0;
+    return rc ? sl__lasterr_set(&create_tag, rc, "%s", err) : 0;
 }
 
 void sl_text_loader_destroy(sl_text_loader_t *l)
 {
     if (!l)
         return;
+    sl__lasterr_forget(l);
     sl__collector_stop(l->coll); /* first: it reads the pipeline */
     sl__sched_glue_free(&l->sched);
     if (l->workers) {
@@ -338,7 +342,7 @@ void sl_text_loader_destroy(sl_text_loader_t *l)
 
 const char *sl_text_loader_last_error(const sl_text_loader_t *l)
 {
-    return sl__lasterr_get(l);
+    return sl__lasterr_get(l ? (const void *)l : &create_tag);
 }
 
 int sl_text_loader_options(const sl_text_loader_t *l, sl_text_options_t *out)

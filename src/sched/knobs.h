@@ -30,6 +30,10 @@ typedef struct sl__limits {
      * (max_prefetch then comes from it). Otherwise they bind only the
      * scheduler. */
     int hard_threads, hard_prefetch;
+    /* The batch buffers the memory budgets hold (SL_KNOB_MAX_PREFETCH
+     * without one): under hard_prefetch, the user's range; max_prefetch,
+     * at most this, is the scheduler's search bound (4 x its start). */
+    int fit_prefetch;
     /* Working memory, outside the batch buffers: what read-ahead items
      * may hold at once (mem_read) and decode scratch (mem_decode), from
      * the memory budget or the defaults. One sample needing more than

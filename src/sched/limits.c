@@ -91,6 +91,7 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
     if (lim->max_decode > SL_KNOB_MAX_THREADS)
         lim->max_decode = SL_KNOB_MAX_THREADS;
     lim->max_prefetch = k->prefetch * 4 > 16 ? k->prefetch * 4 : 16;
+    lim->fit_prefetch = SL_KNOB_MAX_PREFETCH;
     lim->mem_read = SL_LIMITS_READ_MAX;
     lim->mem_decode = SL_LIMITS_DECODE_MAX;
     lim->mem_cache = o->cache_bytes > 0 ? o->cache_bytes : 0;
@@ -120,6 +121,8 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
                             (long long)(lim->mem_cache >> 20));
         if (fit < lim->max_prefetch)
             lim->max_prefetch = (int)fit;
+        if (fit < lim->fit_prefetch)
+            lim->fit_prefetch = (int)fit;
         if (k->prefetch > fit)
             k->prefetch = (int)fit;
     }
@@ -149,6 +152,8 @@ static int fit_batches(sl__limits_t *lim, int64_t room, size_t batch_bytes,
         return SL_ERANGE;
     if (fit < lim->max_prefetch)
         lim->max_prefetch = (int)fit;
+    if (fit < lim->fit_prefetch)
+        lim->fit_prefetch = (int)fit;
     if (start->prefetch > lim->max_prefetch)
         start->prefetch = lim->max_prefetch;
     return 0;
@@ -239,8 +244,8 @@ int sl__limits_range(const sl__limits_t *lim, int knob, int64_t *min,
         return 0;
     case SL_KNOB_PREFETCH:
         *max = SL_KNOB_MAX_PREFETCH;
-        if (lim->hard_prefetch && lim->max_prefetch < *max)
-            *max = lim->max_prefetch;
+        if (lim->hard_prefetch && lim->fit_prefetch < *max)
+            *max = lim->fit_prefetch;
         return 0;
     default:
         return SL_EINVAL;

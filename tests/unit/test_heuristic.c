@@ -24,7 +24,14 @@ static void window(double stall, double rate, double dbusy, double rbusy,
 
 static sl__limits_t limits(void)
 {
-    sl__limits_t l = {1, 1, 1, 4, 3, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    sl__limits_t l = {.tune_read = 1,
+                      .tune_decode = 1,
+                      .tune_prefetch = 1,
+                      .max_threads = 4,
+                      .max_decode = 3,
+                      .max_read = 8,
+                      .max_prefetch = 16,
+                      .fit_prefetch = SL_KNOB_MAX_PREFETCH};
     return l;
 }
 

@@ -103,6 +103,16 @@ static void test_memory_budget_caps_prefetch(void **state)
     o.prefetch = 10;
     assert_int_equal(make(&o, 4, &lim, &k), 0);
     assert_int_equal(k.prefetch, 3);
+    /* A budget that holds many buffers: the user's range is what it
+     * holds, not the scheduler's search bound (4 x the start, >= 16). */
+    o.prefetch = 2;
+    o.max_memory_bytes = 2 * SL_LIMITS_MEM_RESERVE + 1000 * (int64_t)BATCH;
+    assert_int_equal(make(&o, 4, &lim, &k), 0);
+    assert_int_equal(lim.max_prefetch, 16);
+    assert_int_equal(sl__limits_check(&lim, SL_KNOB_PREFETCH, 64), 0);
+    int64_t lo, hi;
+    assert_int_equal(sl__limits_range(&lim, SL_KNOB_PREFETCH, &lo, &hi), 0);
+    assert_true(hi > 900 && hi <= 1000);
 }
 
 /* Memory held beside the batches (the GPU stage's pinned slots) comes off

@@ -12,6 +12,7 @@
 
 #include "ops/image.h"
 #include "sluice/sluice.h"
+#include "sluice/text.h"
 #include "testutil.h"
 
 #define NCLASS 3
@@ -353,6 +354,32 @@ static double secs_since(const struct timespec *t0)
     return (double)(t.tv_sec - t0->tv_sec) + (t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* The last error is the handle's: a destroyed loader's message does not
+ * pass to a new one (at the same address, as malloc often gives), and a
+ * failed text create is not the image create's (the C API review). */
+static void test_last_error_is_the_handles(void **state)
+{
+    (void)state;
+    sl_options_t o = small_opts();
+    sl_loader_t *l, *m;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, -42), SL_ERANGE);
+    assert_non_null(strstr(sl_loader_last_error(l), "prefetch = -42"));
+    sl_loader_destroy(l);
+    assert_int_equal(sl_loader_create(root, &o, &m), 0);
+    assert_string_equal(sl_loader_last_error(m), "");
+    sl_loader_destroy(m);
+    assert_int_equal(sl_loader_create("/nonexistent/img", &o, &l),
+                     SL_ENOTFOUND);
+    assert_non_null(strstr(sl_loader_last_error(NULL), "/nonexistent/img"));
+    sl_text_loader_t *t;
+    assert_int_not_equal(sl_text_loader_create(NULL, 0, NULL, &t), 0);
+    assert_non_null(strstr(sl_text_loader_last_error(NULL), "no text source"));
+    /* one slot a thread, as errno: the image create's message is gone,
+     * and the text create's is not read as it */
+    assert_string_equal(sl_loader_last_error(NULL), "");
+}
+
 /* A batch_size past the rank's samples (the whole set in one batch): the
  * buffer holds the samples there are, not batch_size of them; and the
  * getters take a NULL loader (0 / NULL), as their siblings do. */
@@ -428,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_bad_source_and_options),
         cmocka_unit_test(test_all_held_is_an_error_not_a_hang),
         cmocka_unit_test(test_whole_set_in_one_batch),
+        cmocka_unit_test(test_last_error_is_the_handles),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
