@@ -356,6 +356,8 @@ class SharedLoader(DataLoader):
     batches the group prepares past its slowest job (default num_actors x
     depth x chunk). autoscale is not offered here."""
 
+    _copy_images = True  # the other jobs receive the same objects
+
     def __init__(self, *args, share=True, join="epoch", window=None,
                  lease=30.0, **kw):
         if kw.get("autoscale"):

@@ -64,6 +64,16 @@ def test_stream_equals_local(cluster, ds, local, n):
         assert first + digests(dl) == local[0][1]
 
 
+def test_labels_are_copies(cluster, ds):
+    """The labels a batch yields are the job's own (tiny) copies: a view
+    kept by the caller (labels.append(y)) kept the whole chunk object, its
+    images too, in the object store. The images stay read-only views."""
+    with make(ds, 1, tensors=False) as dl:
+        x, y = next(iter(dl))
+        assert y.flags.writeable and y.flags.owndata
+        assert not x.flags.writeable
+
+
 def test_a_superseded_iterator_raises(cluster, ds, local):
     """One DataLoader streams one iteration: a newer iter(), set_epoch or
     load_state_dict ends the live one, whose next next() raises saying so

@@ -124,6 +124,29 @@ def test_two_loaders_one_process(cluster, ds, local):
         b.close()
 
 
+def test_in_place_op_stays_in_its_job(cluster, ds, local):
+    """A job's in-place op on its batches (x.mul_(0)) does not alter the
+    batches another job of the group receives: a share job's images are
+    its own copies (they were read-only object-store views, wrapped
+    writable by torch.from_numpy: b received a's zeros)."""
+    kw = dict(seed=SEED, num_actors=2, chunk=4, actor_options=SMALL, share="inplace")
+    a = sluice.ray.DataLoader(ds, B, S, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        ia, ib = iter(a), iter(b)  # both at batch 0: the same objects
+        got_a = []
+        for _ in range(6):
+            x, y = next(ia)
+            got_a.append(digests([(x, y)])[0])
+            x.mul_(0)
+        got_b = digests(next(ib) for _ in range(6))
+        assert got_a == local[0][:6] and got_b == local[0][:6]
+        del ia, ib
+    finally:
+        a.close()
+        b.close()
+
+
 def test_jobs_resumed_elsewhere(cluster, ds, local):
     """Jobs that attach and then move to epoch 2 (as a resume does) get
     epoch 2, and nothing of epochs 0 and 1 is prepared."""
