@@ -54,6 +54,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 
 from .ray import DataLoader, _Chunk, _lost, _Preparer
 
@@ -339,6 +340,48 @@ class _Group:
         return {"group": os.getpid(), "preparers": ps}
 
 
+def _heartbeat(ref, beat, lease):
+    """A job's heartbeat thread (ref: a weak reference to its
+    SharedLoader): pings every lease / 4 (the group drops a silent job),
+    and tells the group the position of a job that stopped taking batches
+    (a pause, an evaluation): asking once per half window, its last ask
+    may be up to half a window behind, which would hold the others back
+    and start a join="now" job there. Ends with the loader (or close())."""
+    tick = min(lease / 4, _STALL_S)
+    last_ping = time.monotonic()
+    seen = None
+    while not beat.wait(tick):
+        dl = ref()  # held for this tick only, never across a wait
+        if dl is None:
+            return
+        g = dl._next_g if dl._run else None
+        stalled = g is not None and g == seen and dl._told is not None \
+            and g > dl._told
+        seen = g
+        now = time.monotonic()
+        if stalled or now - last_ping >= lease / 4:
+            try:
+                if stalled:
+                    dl._tell(g)
+                else:
+                    dl._group.ping.remote(dl._job)
+            except Exception:
+                return
+            last_ping = now
+        dl = None
+
+
+def _leave(group, job, beat):
+    """The finalizer of a SharedLoader collected without close(): the
+    heartbeat stops and the job leaves the group (not awaited: this may
+    run in any thread, at a collection)."""
+    beat.set()
+    try:
+        group.leave.remote(job)
+    except Exception:  # Ray shut down: the group drops the silent job
+        pass
+
+
 def _key(source, batch_size, image_size, options):
     fields = {"source": os.path.realpath(source) if isinstance(source, str) else repr(source),
               "batch_size": batch_size, "image_size": image_size}
@@ -407,35 +450,16 @@ class SharedLoader(DataLoader):
         self._told = None  # the position the group last heard
         self._left = False
         self._beat = threading.Event()
-        t = threading.Thread(target=self._heartbeat, daemon=True,
-                             name="sluice-share-heartbeat")
+        # A loader deleted without close() leaves the group when it is
+        # collected (the others went on waiting for it: the heartbeat
+        # thread held it and kept it alive in the group); the thread holds
+        # it weakly, and the finalizer holds neither it nor its thread.
+        self._finalizer = weakref.finalize(self, _leave, self._group, self._job,
+                                           self._beat)
+        t = threading.Thread(target=_heartbeat, args=(weakref.ref(self),
+                                                      self._beat, self._lease),
+                             daemon=True, name="sluice-share-heartbeat")
         t.start()
-
-    def _heartbeat(self):
-        """Pings every lease / 4 (the group drops a silent job), and tells
-        the group the position of a job that stopped taking batches (a
-        pause, an evaluation): asking once per half window, its last ask
-        may be up to half a window behind, which would hold the others
-        back and start a join="now" job there."""
-        tick = min(self._lease / 4, _STALL_S)
-        last_ping = time.monotonic()
-        seen = None
-        while not self._beat.wait(tick):
-            g = self._next_g if self._run else None
-            stalled = g is not None and g == seen and self._told is not None \
-                and g > self._told
-            seen = g
-            now = time.monotonic()
-            if not stalled and now - last_ping < self._lease / 4:
-                continue
-            try:
-                if stalled:
-                    self._tell(g)
-                else:
-                    self._group.ping.remote(self._job)
-            except Exception:
-                return
-            last_ping = now
 
     def _tell(self, g):
         """The group hears position g (no answer awaited)."""
@@ -577,6 +601,7 @@ class SharedLoader(DataLoader):
             return
         self._stop_telemetry()
         self._left = True
+        self._finalizer.detach()
         self._beat.set()
         try:
             self._ray.get(self._group.leave.remote(self._job))

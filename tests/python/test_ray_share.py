@@ -7,6 +7,7 @@ the jobs); a late job joins at the next epoch (join="now": at the slowest
 job's batch); a job that leaves early, and one killed (dropped after its
 lease), do not stop the others. Skips with the reason when Ray cannot
 start. Small data: a shared 2-core machine."""
+import gc
 import json
 import os
 import signal
@@ -144,6 +145,26 @@ def test_in_place_op_stays_in_its_job(cluster, ds, local):
         del ia, ib
     finally:
         a.close()
+        b.close()
+
+
+def test_deleted_loader_leaves(cluster, ds, local, tmp_path):
+    """A job whose loader is deleted without close() (del, collected)
+    leaves the group at once, and the other job runs on. Its heartbeat
+    thread (and its telemetry's) held it: alive, it held the group's pace
+    at its position for ever (the lease never ran out)."""
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL, share="deleted")
+    a = sluice.ray.DataLoader(ds, B, S, telemetry_path=tmp_path / "a.jsonl", **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        for _ in zip(a, b):
+            pass
+        del a
+        gc.collect()
+        wait_for(lambda: b.group_stats()["jobs"] == 1, "a to leave", timeout=10)
+        assert b.group_stats()["jobs_left"] == 1
+        assert [digests(b) for _ in range(2)] == local[1:3]
+    finally:
         b.close()
 
 
