@@ -56,7 +56,7 @@ import time
 import uuid
 import weakref
 
-from .ray import DataLoader, _Chunk, _lost, _Preparer
+from .ray import DataLoader, _Chunk, _init_error, _lost, _Preparer
 
 __all__ = ["SharedLoader"]
 
@@ -214,8 +214,15 @@ class _Group:
             diff = sorted(k for k in set(fields) | set(self.fields)
                           if fields.get(k) != self.fields.get(k))
             return {"mismatch": {k: (self.fields.get(k), fields.get(k)) for k in diff}}
-        if self.nb is None:
-            info = await self.preps[0].handle.info.remote()
+        if self.nb is None:  # no job attached yet
+            try:
+                info = await self.preps[0].handle.info.remote()
+            except Exception as e:
+                # The preparers cannot start (a source missing, an option
+                # refused): the job raises their error, and the group ends,
+                # so that its name is free for a job that can start them.
+                self.close()
+                return {"error": str(e)}
             self.nb, self.samples = info["batches_per_epoch"], info["num_samples"]
         nb, lo = self.nb, self.lo()
         if lo is None:
@@ -417,6 +424,7 @@ class SharedLoader(DataLoader):
         name = "sluice-share-" + (self._share if isinstance(self._share, str) else key[:16])
         self._job = uuid.uuid4().hex[:12]
         self._group_name = name
+        last = "closed"
         for _ in range(50):  # a group ending as we come: a new one
             g = ray.remote(_Group).options(
                 name=name, namespace=NAMESPACE, lifetime="detached",
@@ -429,8 +437,10 @@ class SharedLoader(DataLoader):
             try:
                 r = ray.get(self._group.attach.remote(self._job, key, fields,
                                                       self._join))
-            except ray.exceptions.RayActorError:
-                r = {"closed": True}
+            except ray.exceptions.RayActorError as e:  # the group ended
+                r, last = {"closed": True}, e
+            if "error" in r:  # the preparers' own error (the group ended)
+                raise _init_error(RuntimeError(r["error"])) from None
             if "mismatch" in r:
                 raise ValueError(
                     f"share group {name!r} prepares other batches: " +
@@ -440,7 +450,8 @@ class SharedLoader(DataLoader):
                 break
             time.sleep(0.1)
         else:
-            raise RuntimeError(f"sluice.ray: cannot attach to share group {name!r}")
+            raise RuntimeError(f"sluice.ray: cannot attach to share group {name!r}: "
+                               f"it ended at each of 50 tries; the last: {last}")
         self.batches_per_epoch = nb = r["batches_per_epoch"]
         self.num_samples = r["num_samples"]
         self._group_window = r["window"]

@@ -168,6 +168,20 @@ def test_deleted_loader_leaves(cluster, ds, local, tmp_path):
         b.close()
 
 
+def test_failed_start_raises_and_frees_the_name(cluster, ds, local, tmp_path):
+    """A group whose preparers cannot start (a missing source) raises their
+    error at once, as a lone loader does, and ends: the name then serves a
+    job that can start them (it raised "cannot attach" after 50 tries and
+    the dead group kept the name)."""
+    kw = dict(seed=SEED, num_actors=1, actor_options=SMALL, share="failed")
+    t0 = time.monotonic()
+    with pytest.raises(sluice.NotFoundError, match="a preparer could not start"):
+        sluice.ray.DataLoader(str(tmp_path / "missing"), B, S, **kw)
+    assert time.monotonic() - t0 < 30
+    with sluice.ray.DataLoader(ds, B, S, **kw) as dl:
+        assert digests(dl) == local[0]
+
+
 def test_jobs_resumed_elsewhere(cluster, ds, local):
     """Jobs that attach and then move to epoch 2 (as a resume does) get
     epoch 2, and nothing of epochs 0 and 1 is prepared."""
