@@ -45,6 +45,12 @@ __all__ = ["DataLoader"]
 
 log = logging.getLogger("sluice.ray")
 
+# Seconds an actor may wait for Ray to place it, counted from when the
+# first actor started (or none started: from its creation, _START_WARN_S),
+# before the loader warns (once) that it could not be placed yet.
+_PLACE_WARN_S = 10.0
+_START_WARN_S = 30.0
+
 # Options whose change makes a saved position mean other batches
 # (sluice.torch's).
 _STATE_CHECKED = ("batch_size", "world_size", "drop_last", "seed",
@@ -166,6 +172,13 @@ class _Actor:
 
     def __init__(self, handle, ident):
         self.handle, self.id = handle, ident
+        # Done once the actor runs (or its creation failed): work goes to
+        # started actors only; a task queued on an actor Ray cannot place
+        # (its resources taken) waited for ever, and the trainer with it.
+        self.info = handle.info.remote()
+        self.ready = self.info.future()
+        self.ready_t = None  # when it started
+        self.ready.add_done_callback(lambda _: setattr(self, "ready_t", time.monotonic()))
         self.part = None    # the cache part it owns (partition=True)
         self.chunks = []    # _Chunk handed, not yet complete
         self.retiring = False
@@ -341,6 +354,7 @@ class DataLoader:
             kw = autoscale if isinstance(autoscale, dict) else {}
             self._policy = _Autoscale(min_actors, max_actors or max(num_actors, 4), **kw)
         self._decisions = []
+        self._unplaced_warned = False
         self._failed = 0
         self._rehanded = 0
         self._wait_s = 0.0
@@ -368,10 +382,17 @@ class DataLoader:
             self._telemetry = RayTelemetry(self, os.fspath(telemetry_path), telemetry_ms)
 
     def _start_work(self, num_actors):
-        """Starts the actors; learns the epoch's size."""
+        """Starts the actors; learns the epoch's size (from the first that
+        starts)."""
+        ray = self._ray
         self._spawn(num_actors, "start")
+        refs = [a.info for a in self._actors]
+        done = ray.wait(refs, num_returns=1, timeout=_START_WARN_S)[0]
+        if not done:
+            self._warn_unplaced(force=True)
+            done = ray.wait(refs, num_returns=1)[0]
         try:
-            info = self._ray.get(self._actors[0].handle.info.remote())
+            info = ray.get(done[0])
         except self._ray.exceptions.RayActorError as e:
             if not e.actor_init_failed:
                 raise
@@ -384,6 +405,39 @@ class DataLoader:
 
     def _live(self):
         return [a for a in self._actors if not a.retiring]
+
+    def _placed(self):
+        """The live actors that started (the others wait for resources)."""
+        return [a for a in self._live() if a.ready.done()]
+
+    def _warn_unplaced(self, force=False):
+        """Warns once when actors waited _PLACE_WARN_S longer than the
+        first to start (force: none started in _START_WARN_S), naming what
+        each asks and what the cluster has."""
+        live = self._live()
+        waiting = [a for a in live if not a.ready.done()]
+        if self._unplaced_warned or not waiting:
+            return
+        if not force:
+            first = min((a.ready_t for a in live if a.ready_t is not None), default=None)
+            if first is None or time.monotonic() - max(
+                    first, min(a.started for a in waiting)) < _PLACE_WARN_S:
+                return
+        self._unplaced_warned = True
+        o = self._actor_options
+        asks = {"CPU": o.get("num_cpus", 1), "GPU": o.get("num_gpus", 0)}
+        asks.update(o.get("resources") or {})
+        total, free = self._ray.cluster_resources(), self._ray.available_resources()
+        msg = (f"sluice.ray: {len(waiting)} of {len(live)} actors could not be "
+               "placed yet (Ray waits for resources): each asks " +
+               ", ".join(f"{k} {v:g}" for k, v in asks.items() if v) +
+               "; the cluster has " +
+               ", ".join(f"{k} {total.get(k, 0):g} ({free.get(k, 0):g} free)"
+                         for k, v in asks.items() if v) +
+               ". The started actors do the work meanwhile (num_actors or "
+               "actor_options= ask for less)")
+        log.warning("%s", msg)
+        warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
     def _decide(self, action, reason, before, after):
         d = {"t": time.time(), "action": action, "actors_before": before,
@@ -533,7 +587,10 @@ class DataLoader:
         self._collect()
         if not self._live():
             self._spawn(self._target, "no live actor")
-        live = self._live()
+        self._warn_unplaced()
+        live = self._placed()
+        if not live:  # none started yet: _get waits for one
+            return
         while self._redo:
             gs, self._redo = self._redo[:self.chunk], self._redo[self.chunk:]
             self._send(min(live, key=lambda a: len(a.chunks)), gs)
@@ -573,7 +630,8 @@ class DataLoader:
             # Not handed yet: the actors' queues are full of an earlier
             # iteration's work; wait for any of it.
             waits = [chunk.fut] if chunk is not None else \
-                [c.fut for a in self._actors for c in a.chunks]
+                [c.fut for a in self._actors for c in a.chunks] + \
+                [a.ready for a in self._live() if not a.ready.done()]
             t0 = time.monotonic()
             ready = concurrent.futures.wait(
                 waits, timeout=0.25,
@@ -748,6 +806,7 @@ class DataLoader:
         """Counters and the actors' decisions (a dict)."""
         return {"batches": self._taken, "samples": self._samples,
                 "wait_s": self._wait_s, "actors": len(self._live()),
+                "actors_unplaced": len(self._live()) - len(self._placed()),
                 "target_actors": self._target,
                 "actors_started": self._next_id, "actors_failed": self._failed,
                 "rehanded_batches": self._rehanded,

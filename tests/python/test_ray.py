@@ -7,6 +7,7 @@ policy's decisions. Skips with the reason when Ray (or torch) is not
 importable or cannot start. Small data: a shared 2-core machine."""
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -157,6 +158,27 @@ def test_task_error_reaches_the_trainer(cluster, ds, tmp_path):
         with pytest.raises(sluice.Error, match=victim.name):
             for _ in dl:
                 pass
+
+
+def test_actors_not_placed(cluster, ds, local, monkeypatch):
+    """More actors than the cluster can place (3 x 1 CPU on 2 CPUs): the
+    placed ones prepare the whole stream, the loader warns once naming
+    the resources (it handed work to the unplaced actor and waited for it
+    for ever, silently)."""
+    monkeypatch.setattr(sluice.ray, "_PLACE_WARN_S", 0.0, raising=False)
+    got = []
+    with pytest.warns(RuntimeWarning, match=r"[12] of 3 actors could not be placed.*CPU 1"):
+        dl = sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=3, chunk=2,
+                                   depth=1, actor_options={"num_cpus": 1})
+        try:
+            t = threading.Thread(target=lambda: got.append(digests(dl)), daemon=True)
+            t.start()
+            t.join(30)
+            assert not t.is_alive(), "the epoch hung"
+            assert got == [local[0][0]]
+            assert dl.stats()["actors_unplaced"] >= 1
+        finally:
+            dl.close()
 
 
 def test_bad_option_raises_its_error(cluster, ds, tmp_path):
