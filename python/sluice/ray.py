@@ -140,6 +140,11 @@ class _Preparer:
                 out.append(got[0] if got else None)
         return out
 
+    def skipped(self):
+        """The messages of the samples its Loader skipped (on_error=
+        'skip', "epoch E: FILE: cause") and the source's warnings."""
+        return self._loader.skipped()
+
     def cache_stats(self):
         """Storage reads per epoch and the cache's size now (the
         counters sluice.ray_cache's preparers keep, as far as they apply)."""
@@ -802,9 +807,29 @@ class DataLoader:
                                                     int(state["batch"]))
         self._supersede("load_state_dict()")
 
+    def skipped(self):
+        """The messages of the samples skipped so far under on_error='skip'
+        ("epoch E: FILE: cause") and the source's warnings, as
+        sluice.torch.DataLoader.skipped(): the started actors', each
+        message once (a sample prepared twice, after an actor died, and
+        the warnings every actor found), those of batches prepared ahead
+        (up to the next epoch) included. An actor that died or was
+        retired took its messages with it. Asks each actor (a busy one
+        answers after its chunk)."""
+        refs = []
+        for a in self._actors:
+            if a.ready.done():
+                try:
+                    refs.append(a.handle.skipped.remote())
+                except Exception:  # gone meanwhile
+                    pass
+        return _merge_skipped(self._ray, refs)
+
     def stats(self):
-        """Counters and the actors' decisions (a dict)."""
+        """Counters and the actors' decisions (a dict); errors_skipped:
+        len(skipped()), which asks the actors."""
         return {"batches": self._taken, "samples": self._samples,
+                "errors_skipped": len(self.skipped()),
                 "wait_s": self._wait_s, "actors": len(self._live()),
                 "actors_unplaced": len(self._live()) - len(self._placed()),
                 "target_actors": self._target,
@@ -868,6 +893,18 @@ def _init_error(e):
         if m and m[1] in kinds:
             return kinds[m[1]](f"sluice.ray: a preparer could not start: {m[2]}")
     return RuntimeError(f"sluice.ray: a preparer could not start: {e}")
+
+
+def _merge_skipped(ray, refs):
+    """The messages the preparers' skipped() answered (refs), each once,
+    in the order first seen."""
+    msgs = []
+    for r in refs:
+        try:
+            msgs += ray.get(r, timeout=60)
+        except Exception:  # an actor gone meanwhile: its messages with it
+            pass
+    return list(dict.fromkeys(msgs))
 
 
 def _lost(ray):

@@ -5,7 +5,9 @@ actors added and removed mid-epoch; an actor killed mid-epoch (ray.kill,
 and its process by SIGKILL) loses and duplicates nothing; the autoscale
 policy's decisions. Skips with the reason when Ray (or torch) is not
 importable or cannot start. Small data: a shared 2-core machine."""
+import glob
 import os
+import shutil
 import signal
 import threading
 import time
@@ -179,6 +181,35 @@ def test_actors_not_placed(cluster, ds, local, monkeypatch):
             assert dl.stats()["actors_unplaced"] >= 1
         finally:
             dl.close()
+
+
+def damaged_copy(ds, dst):
+    """ds copied to dst with two files damaged (empty, not an image)."""
+    shutil.copytree(ds, dst)
+    files = sorted(glob.glob(os.path.join(dst, "*", "*")))
+    open(files[3], "w").close()
+    with open(files[17], "wb") as f:
+        f.write(b"not an image" * 10)
+    return str(dst)
+
+
+def test_skipped_names_the_damaged_files(cluster, ds, tmp_path):
+    """skipped() lists the samples the actors skipped (on_error='skip'),
+    each once, as sluice.torch.DataLoader's (and those of batches prepared
+    ahead); stats() counts them (the trainer had no way to know)."""
+    dmg = damaged_copy(ds, tmp_path / "dmg")
+    loc = sluice.torch.DataLoader(source=dmg, batch_size=B, image_size=S, seed=SEED,
+                                  num_workers=1, on_error="skip")
+    for _ in loc:
+        pass
+    with make(dmg, 2, chunk=2, on_error="skip") as dl:
+        for _ in dl:
+            pass
+        # The actors prepare up to an epoch ahead: epoch 1's skips too.
+        got = dl.skipped()
+        assert len(loc.skipped()) == 2 and len(got) == len(set(got))
+        assert sorted(m for m in got if m.startswith("epoch 0: ")) == sorted(loc.skipped())
+        assert dl.stats()["errors_skipped"] == len(got)
 
 
 def test_bad_option_raises_its_error(cluster, ds, tmp_path):
