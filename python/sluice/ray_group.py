@@ -56,7 +56,7 @@ import time
 import uuid
 import weakref
 
-from .ray import DataLoader, _Chunk, _init_error, _lost, _Preparer
+from .ray import DataLoader, _Chunk, _init_error, _lost, _merge_skipped, _Preparer
 
 __all__ = ["SharedLoader"]
 
@@ -341,6 +341,15 @@ class _Group:
                     held=len(self.ref), events=list(self.events),
                     per_preparer={p.id: p.batches for p in self.preps})
 
+    async def skipped(self):
+        """Each preparer's skipped() messages (a list per preparer)."""
+        return [p.handle.skipped.remote() for p in self.preps]
+
+    async def cache_stats(self):
+        """Each preparer's cache_stats() (sluice.ray_cache.merge_stats
+        merges them)."""
+        return [p.handle.cache_stats.remote() for p in self.preps]
+
     async def pids(self):
         """The group's and its preparers' process ids (benchmarks)."""
         ps = [await p.handle.pid.remote() for p in self.preps]
@@ -404,7 +413,14 @@ class SharedLoader(DataLoader):
     module's doc). num_actors, actor_threads, actor_options, chunk and
     depth are the group's, taken from the job that creates it. window:
     batches the group prepares past its slowest job (default num_actors x
-    depth x chunk). autoscale is not offered here."""
+    depth x chunk). autoscale and partition are not offered here.
+
+    With world_size > 1 (given, or torch.distributed's: Ray Train's
+    ranks) share="NAME" names one group per rank, "NAME-rankRofW": each
+    rank's jobs share their rank's batches (share=True's name, from the
+    options, includes the rank already). skipped() and cache_stats() are
+    the group's preparers'. A job's image tensors are its own copies (an
+    in-place op never reaches the other jobs)."""
 
     _copy_images = True  # the other jobs receive the same objects
 
@@ -412,6 +428,10 @@ class SharedLoader(DataLoader):
                  lease=30.0, **kw):
         if kw.get("autoscale"):
             raise ValueError("share= and autoscale= cannot be combined")
+        if kw.get("partition"):
+            raise ValueError("share= and partition= cannot be combined: a share "
+                             "group's preparers do not partition their cache "
+                             "(with cache_bytes=, each caches what it reads)")
         if join not in ("epoch", "now"):
             raise ValueError("join must be 'epoch' or 'now'")
         self._share, self._join = share, join
@@ -422,6 +442,8 @@ class SharedLoader(DataLoader):
         ray = self._ray
         key, fields = _key(self.source, self.batch_size, self.image_size, self._options)
         name = "sluice-share-" + (self._share if isinstance(self._share, str) else key[:16])
+        if isinstance(self._share, str) and self.world_size > 1:  # a group per rank
+            name += f"-rank{self.rank}of{self.world_size}"
         self._job = uuid.uuid4().hex[:12]
         self._group_name = name
         last = "closed"
@@ -601,8 +623,26 @@ class SharedLoader(DataLoader):
     def group_pids(self):
         return self._ray.get(self._group.pids.remote())
 
+    def skipped(self):
+        """The group's preparers' skipped messages, as DataLoader.skipped()
+        (the same for every job of the group)."""
+        return _merge_skipped(self._ray, self._ray.get(self._group.skipped.remote()))
+
+    def cache_stats(self):
+        """The group's preparers' caches (cache_bytes=), as
+        DataLoader.cache_stats()."""
+        from .ray_cache import merge_stats
+        got = []
+        for r in self._ray.get(self._group.cache_stats.remote()):
+            try:
+                got.append(self._ray.get(r, timeout=60))
+            except Exception:  # a preparer gone meanwhile
+                pass
+        return merge_stats(got)
+
     def stats(self):
         return {"batches": self._taken, "samples": self._samples,
+                "errors_skipped": None if self._left else len(self.skipped()),
                 "wait_s": self._wait_s, "job": self._job,
                 "group": None if self._left else self.group_stats()}
 

@@ -182,6 +182,41 @@ def test_failed_start_raises_and_frees_the_name(cluster, ds, local, tmp_path):
         assert digests(dl) == local[0]
 
 
+def test_group_skipped_and_cache_stats(cluster, ds, tmp_path):
+    """A share job's skipped() and cache_stats() are its group preparers'
+    (cache_stats was all zeros; skipped() did not exist); partition= is
+    refused with share= (it was silently ignored)."""
+    from test_ray import damaged_copy
+    dmg = damaged_copy(ds, tmp_path / "dmg")
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL,
+              on_error="skip", cache_bytes=16 << 20)
+    with pytest.raises(ValueError, match="share= and partition="):
+        sluice.ray.DataLoader(dmg, B, S, share="cached", partition=True, **kw)
+    with sluice.ray.DataLoader(dmg, B, S, share="cached", **kw) as dl:
+        for _ in dl:
+            pass
+        got = dl.skipped()
+        assert sum(m.startswith("epoch 0: ") for m in got) == 2
+        assert dl.stats()["errors_skipped"] == len(got) == len(set(got))
+        c = dl.cache_stats()
+        assert c["by_epoch"][0]["storage_reads"] > 0 and c["entries"] > 0, c
+
+
+def test_share_name_per_rank(cluster, ds):
+    """share="NAME" across ranks (Ray Train's workers): a group per rank,
+    each rank's stream (one group refused the second rank: "prepares
+    other batches: rank: group 0, this job 1")."""
+    kw = dict(seed=SEED, num_actors=1, actor_options=SMALL, share="ranks", world_size=2)
+    a = sluice.ray.DataLoader(ds, B, S, rank=0, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, rank=1, **kw)
+    try:
+        assert digests(a) == local_digests(ds, 1, rank=0, world_size=2)[0]
+        assert digests(b) == local_digests(ds, 1, rank=1, world_size=2)[0]
+    finally:
+        a.close()
+        b.close()
+
+
 def test_jobs_resumed_elsewhere(cluster, ds, local):
     """Jobs that attach and then move to epoch 2 (as a resume does) get
     epoch 2, and nothing of epochs 0 and 1 is prepared."""
