@@ -826,10 +826,9 @@ class DataLoader:
         return _merge_skipped(self._ray, refs)
 
     def stats(self):
-        """Counters and the actors' decisions (a dict); errors_skipped:
-        len(skipped()), which asks the actors."""
+        """Counters and the actors' decisions (a dict); no call to the
+        actors (len(skipped()) counts the skipped samples)."""
         return {"batches": self._taken, "samples": self._samples,
-                "errors_skipped": len(self.skipped()),
                 "wait_s": self._wait_s, "actors": len(self._live()),
                 "actors_unplaced": len(self._live()) - len(self._placed()),
                 "target_actors": self._target,

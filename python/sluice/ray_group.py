@@ -642,7 +642,6 @@ class SharedLoader(DataLoader):
 
     def stats(self):
         return {"batches": self._taken, "samples": self._samples,
-                "errors_skipped": None if self._left else len(self.skipped()),
                 "wait_s": self._wait_s, "job": self._job,
                 "group": None if self._left else self.group_stats()}
 

@@ -197,7 +197,7 @@ def test_group_skipped_and_cache_stats(cluster, ds, tmp_path):
             pass
         got = dl.skipped()
         assert sum(m.startswith("epoch 0: ") for m in got) == 2
-        assert dl.stats()["errors_skipped"] == len(got) == len(set(got))
+        assert len(got) == len(set(got))
         c = dl.cache_stats()
         assert c["by_epoch"][0]["storage_reads"] > 0 and c["entries"] > 0, c
 
