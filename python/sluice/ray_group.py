@@ -54,8 +54,9 @@ import os
 import threading
 import time
 import uuid
+import weakref
 
-from .ray import DataLoader, _Chunk, _lost, _Preparer
+from .ray import DataLoader, _Chunk, _init_error, _lost, _merge_skipped, _Preparer
 
 __all__ = ["SharedLoader"]
 
@@ -213,8 +214,15 @@ class _Group:
             diff = sorted(k for k in set(fields) | set(self.fields)
                           if fields.get(k) != self.fields.get(k))
             return {"mismatch": {k: (self.fields.get(k), fields.get(k)) for k in diff}}
-        if self.nb is None:
-            info = await self.preps[0].handle.info.remote()
+        if self.nb is None:  # no job attached yet
+            try:
+                info = await self.preps[0].handle.info.remote()
+            except Exception as e:
+                # The preparers cannot start (a source missing, an option
+                # refused): the job raises their error, and the group ends,
+                # so that its name is free for a job that can start them.
+                self.close()
+                return {"error": str(e)}
             self.nb, self.samples = info["batches_per_epoch"], info["num_samples"]
         nb, lo = self.nb, self.lo()
         if lo is None:
@@ -333,10 +341,61 @@ class _Group:
                     held=len(self.ref), events=list(self.events),
                     per_preparer={p.id: p.batches for p in self.preps})
 
+    async def skipped(self):
+        """Each preparer's skipped() messages (a list per preparer)."""
+        return [p.handle.skipped.remote() for p in self.preps]
+
+    async def cache_stats(self):
+        """Each preparer's cache_stats() (sluice.ray_cache.merge_stats
+        merges them)."""
+        return [p.handle.cache_stats.remote() for p in self.preps]
+
     async def pids(self):
         """The group's and its preparers' process ids (benchmarks)."""
         ps = [await p.handle.pid.remote() for p in self.preps]
         return {"group": os.getpid(), "preparers": ps}
+
+
+def _heartbeat(ref, beat, lease):
+    """A job's heartbeat thread (ref: a weak reference to its
+    SharedLoader): pings every lease / 4 (the group drops a silent job),
+    and tells the group the position of a job that stopped taking batches
+    (a pause, an evaluation): asking once per half window, its last ask
+    may be up to half a window behind, which would hold the others back
+    and start a join="now" job there. Ends with the loader (or close())."""
+    tick = min(lease / 4, _STALL_S)
+    last_ping = time.monotonic()
+    seen = None
+    while not beat.wait(tick):
+        dl = ref()  # held for this tick only, never across a wait
+        if dl is None:
+            return
+        g = dl._next_g if dl._run else None
+        stalled = g is not None and g == seen and dl._told is not None \
+            and g > dl._told
+        seen = g
+        now = time.monotonic()
+        if stalled or now - last_ping >= lease / 4:
+            try:
+                if stalled:
+                    dl._tell(g)
+                else:
+                    dl._group.ping.remote(dl._job)
+            except Exception:
+                return
+            last_ping = now
+        dl = None
+
+
+def _leave(group, job, beat):
+    """The finalizer of a SharedLoader collected without close(): the
+    heartbeat stops and the job leaves the group (not awaited: this may
+    run in any thread, at a collection)."""
+    beat.set()
+    try:
+        group.leave.remote(job)
+    except Exception:  # Ray shut down: the group drops the silent job
+        pass
 
 
 def _key(source, batch_size, image_size, options):
@@ -354,12 +413,25 @@ class SharedLoader(DataLoader):
     module's doc). num_actors, actor_threads, actor_options, chunk and
     depth are the group's, taken from the job that creates it. window:
     batches the group prepares past its slowest job (default num_actors x
-    depth x chunk). autoscale is not offered here."""
+    depth x chunk). autoscale and partition are not offered here.
+
+    With world_size > 1 (given, or torch.distributed's: Ray Train's
+    ranks) share="NAME" names one group per rank, "NAME-rankRofW": each
+    rank's jobs share their rank's batches (share=True's name, from the
+    options, includes the rank already). skipped() and cache_stats() are
+    the group's preparers'. A job's image tensors are its own copies (an
+    in-place op never reaches the other jobs)."""
+
+    _copy_images = True  # the other jobs receive the same objects
 
     def __init__(self, *args, share=True, join="epoch", window=None,
                  lease=30.0, **kw):
         if kw.get("autoscale"):
             raise ValueError("share= and autoscale= cannot be combined")
+        if kw.get("partition"):
+            raise ValueError("share= and partition= cannot be combined: a share "
+                             "group's preparers do not partition their cache "
+                             "(with cache_bytes=, each caches what it reads)")
         if join not in ("epoch", "now"):
             raise ValueError("join must be 'epoch' or 'now'")
         self._share, self._join = share, join
@@ -370,8 +442,11 @@ class SharedLoader(DataLoader):
         ray = self._ray
         key, fields = _key(self.source, self.batch_size, self.image_size, self._options)
         name = "sluice-share-" + (self._share if isinstance(self._share, str) else key[:16])
+        if isinstance(self._share, str) and self.world_size > 1:  # a group per rank
+            name += f"-rank{self.rank}of{self.world_size}"
         self._job = uuid.uuid4().hex[:12]
         self._group_name = name
+        last = "closed"
         for _ in range(50):  # a group ending as we come: a new one
             g = ray.remote(_Group).options(
                 name=name, namespace=NAMESPACE, lifetime="detached",
@@ -384,8 +459,10 @@ class SharedLoader(DataLoader):
             try:
                 r = ray.get(self._group.attach.remote(self._job, key, fields,
                                                       self._join))
-            except ray.exceptions.RayActorError:
-                r = {"closed": True}
+            except ray.exceptions.RayActorError as e:  # the group ended
+                r, last = {"closed": True}, e
+            if "error" in r:  # the preparers' own error (the group ended)
+                raise _init_error(RuntimeError(r["error"])) from None
             if "mismatch" in r:
                 raise ValueError(
                     f"share group {name!r} prepares other batches: " +
@@ -395,7 +472,8 @@ class SharedLoader(DataLoader):
                 break
             time.sleep(0.1)
         else:
-            raise RuntimeError(f"sluice.ray: cannot attach to share group {name!r}")
+            raise RuntimeError(f"sluice.ray: cannot attach to share group {name!r}: "
+                               f"it ended at each of 50 tries; the last: {last}")
         self.batches_per_epoch = nb = r["batches_per_epoch"]
         self.num_samples = r["num_samples"]
         self._group_window = r["window"]
@@ -405,35 +483,16 @@ class SharedLoader(DataLoader):
         self._told = None  # the position the group last heard
         self._left = False
         self._beat = threading.Event()
-        t = threading.Thread(target=self._heartbeat, daemon=True,
-                             name="sluice-share-heartbeat")
+        # A loader deleted without close() leaves the group when it is
+        # collected (the others went on waiting for it: the heartbeat
+        # thread held it and kept it alive in the group); the thread holds
+        # it weakly, and the finalizer holds neither it nor its thread.
+        self._finalizer = weakref.finalize(self, _leave, self._group, self._job,
+                                           self._beat)
+        t = threading.Thread(target=_heartbeat, args=(weakref.ref(self),
+                                                      self._beat, self._lease),
+                             daemon=True, name="sluice-share-heartbeat")
         t.start()
-
-    def _heartbeat(self):
-        """Pings every lease / 4 (the group drops a silent job), and tells
-        the group the position of a job that stopped taking batches (a
-        pause, an evaluation): asking once per half window, its last ask
-        may be up to half a window behind, which would hold the others
-        back and start a join="now" job there."""
-        tick = min(self._lease / 4, _STALL_S)
-        last_ping = time.monotonic()
-        seen = None
-        while not self._beat.wait(tick):
-            g = self._next_g if self._run else None
-            stalled = g is not None and g == seen and self._told is not None \
-                and g > self._told
-            seen = g
-            now = time.monotonic()
-            if not stalled and now - last_ping < self._lease / 4:
-                continue
-            try:
-                if stalled:
-                    self._tell(g)
-                else:
-                    self._group.ping.remote(self._job)
-            except Exception:
-                return
-            last_ping = now
 
     def _tell(self, g):
         """The group hears position g (no answer awaited)."""
@@ -564,6 +623,23 @@ class SharedLoader(DataLoader):
     def group_pids(self):
         return self._ray.get(self._group.pids.remote())
 
+    def skipped(self):
+        """The group's preparers' skipped messages, as DataLoader.skipped()
+        (the same for every job of the group)."""
+        return _merge_skipped(self._ray, self._ray.get(self._group.skipped.remote()))
+
+    def cache_stats(self):
+        """The group's preparers' caches (cache_bytes=), as
+        DataLoader.cache_stats()."""
+        from .ray_cache import merge_stats
+        got = []
+        for r in self._ray.get(self._group.cache_stats.remote()):
+            try:
+                got.append(self._ray.get(r, timeout=60))
+            except Exception:  # a preparer gone meanwhile
+                pass
+        return merge_stats(got)
+
     def stats(self):
         return {"batches": self._taken, "samples": self._samples,
                 "wait_s": self._wait_s, "job": self._job,
@@ -575,6 +651,7 @@ class SharedLoader(DataLoader):
             return
         self._stop_telemetry()
         self._left = True
+        self._finalizer.detach()
         self._beat.set()
         try:
             self._ray.get(self._group.leave.remote(self._job))

@@ -34,6 +34,7 @@ writes a last line and closes it.
 import json
 import threading
 import time
+import weakref
 
 CACHE_EVERY_S = 1.0
 
@@ -42,7 +43,9 @@ class RayTelemetry:
     def __init__(self, loader, path, interval_ms=100):
         if interval_ms <= 0:
             raise ValueError(f"telemetry_ms {interval_ms}: must be > 0")
-        self._dl = loader
+        # Weakly: the thread must not keep a loader deleted without
+        # close() alive (a share job would never leave its group).
+        self._dl = weakref.ref(loader)
         self._f = open(path, "w")
         self._dt = interval_ms / 1000.0
         self._t0 = self._last_t = time.monotonic()
@@ -60,12 +63,16 @@ class RayTelemetry:
 
     def _run(self):
         while not self._stop.wait(self._dt):
+            if self._dl() is None:  # collected without close()
+                with self._lock:
+                    self._f.close()
+                return
             self.write()
 
     def _cache_counts(self, now):
         """The partitioned cache's merged counters: collects answers asked
         for earlier, asks again once a second."""
-        dl = self._dl
+        dl = self._dl()
         if not getattr(dl, "_parts", 0):
             return None
         ray = dl._ray
@@ -94,8 +101,11 @@ class RayTelemetry:
         return self._cache
 
     def snapshot(self):
-        """The next line's object (the counters since the line before)."""
-        dl = self._dl
+        """The next line's object (the counters since the line before);
+        None once the loader was collected."""
+        dl = self._dl()
+        if dl is None:  # collected without close()
+            return None
         now = time.monotonic()
         samples, batches, wait = dl._samples, dl._taken, dl._wait_s
         dt = now - self._last_t
@@ -141,9 +151,10 @@ class RayTelemetry:
 
     def write(self):
         with self._lock:
-            if self._f.closed:
+            line = None if self._f.closed else self.snapshot()
+            if line is None:
                 return
-            self._f.write(json.dumps(self.snapshot()) + "\n")
+            self._f.write(json.dumps(line) + "\n")
             self._f.flush()
 
     def close(self):
@@ -153,5 +164,7 @@ class RayTelemetry:
             self._thread.join()
         with self._lock:
             if not self._f.closed:
-                self._f.write(json.dumps(self.snapshot()) + "\n")
+                line = self.snapshot()
+                if line is not None:
+                    self._f.write(json.dumps(line) + "\n")
                 self._f.close()

@@ -5,8 +5,11 @@ actors added and removed mid-epoch; an actor killed mid-epoch (ray.kill,
 and its process by SIGKILL) loses and duplicates nothing; the autoscale
 policy's decisions. Skips with the reason when Ray (or torch) is not
 importable or cannot start. Small data: a shared 2-core machine."""
+import glob
 import os
+import shutil
 import signal
+import threading
 import time
 
 import pytest
@@ -62,6 +65,16 @@ def test_stream_equals_local(cluster, ds, local, n):
         del it
         dl.load_state_dict(state)
         assert first + digests(dl) == local[0][1]
+
+
+def test_labels_are_copies(cluster, ds):
+    """The labels a batch yields are the job's own (tiny) copies: a view
+    kept by the caller (labels.append(y)) kept the whole chunk object, its
+    images too, in the object store. The images stay read-only views."""
+    with make(ds, 1, tensors=False) as dl:
+        x, y = next(iter(dl))
+        assert y.flags.writeable and y.flags.owndata
+        assert not x.flags.writeable
 
 
 def test_a_superseded_iterator_raises(cluster, ds, local):
@@ -147,6 +160,55 @@ def test_task_error_reaches_the_trainer(cluster, ds, tmp_path):
         with pytest.raises(sluice.Error, match=victim.name):
             for _ in dl:
                 pass
+
+
+def test_actors_not_placed(cluster, ds, local, monkeypatch):
+    """More actors than the cluster can place (3 x 1 CPU on 2 CPUs): the
+    placed ones prepare the whole stream, the loader warns once naming
+    the resources (it handed work to the unplaced actor and waited for it
+    for ever, silently)."""
+    monkeypatch.setattr(sluice.ray, "_PLACE_WARN_S", 0.0, raising=False)
+    got = []
+    with pytest.warns(RuntimeWarning, match=r"[12] of 3 actors could not be placed.*CPU 1"):
+        dl = sluice.ray.DataLoader(ds, B, S, seed=SEED, num_actors=3, chunk=2,
+                                   depth=1, actor_options={"num_cpus": 1})
+        try:
+            t = threading.Thread(target=lambda: got.append(digests(dl)), daemon=True)
+            t.start()
+            t.join(30)
+            assert not t.is_alive(), "the epoch hung"
+            assert got == [local[0][0]]
+            assert dl.stats()["actors_unplaced"] >= 1
+        finally:
+            dl.close()
+
+
+def damaged_copy(ds, dst):
+    """ds copied to dst with two files damaged (empty, not an image)."""
+    shutil.copytree(ds, dst)
+    files = sorted(glob.glob(os.path.join(dst, "*", "*")))
+    open(files[3], "w").close()
+    with open(files[17], "wb") as f:
+        f.write(b"not an image" * 10)
+    return str(dst)
+
+
+def test_skipped_names_the_damaged_files(cluster, ds, tmp_path):
+    """skipped() lists the samples the actors skipped (on_error='skip'),
+    each once, as sluice.torch.DataLoader's (and those of batches prepared
+    ahead; the trainer had no way to know)."""
+    dmg = damaged_copy(ds, tmp_path / "dmg")
+    loc = sluice.torch.DataLoader(source=dmg, batch_size=B, image_size=S, seed=SEED,
+                                  num_workers=1, on_error="skip")
+    for _ in loc:
+        pass
+    with make(dmg, 2, chunk=2, on_error="skip") as dl:
+        for _ in dl:
+            pass
+        # The actors prepare up to an epoch ahead: epoch 1's skips too.
+        got = dl.skipped()
+        assert len(loc.skipped()) == 2 and len(got) == len(set(got))
+        assert sorted(m for m in got if m.startswith("epoch 0: ")) == sorted(loc.skipped())
 
 
 def test_bad_option_raises_its_error(cluster, ds, tmp_path):

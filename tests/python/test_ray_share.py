@@ -7,6 +7,7 @@ the jobs); a late job joins at the next epoch (join="now": at the slowest
 job's batch); a job that leaves early, and one killed (dropped after its
 lease), do not stop the others. Skips with the reason when Ray cannot
 start. Small data: a shared 2-core machine."""
+import gc
 import json
 import os
 import signal
@@ -119,6 +120,98 @@ def test_two_loaders_one_process(cluster, ds, local):
         b.load_state_dict(dict(b.state_dict(), epoch=1, batch=4))
         assert digests(b) == local[1][4:]
         assert b.group_stats()["reprepared"] >= NB - 4
+    finally:
+        a.close()
+        b.close()
+
+
+def test_in_place_op_stays_in_its_job(cluster, ds, local):
+    """A job's in-place op on its batches (x.mul_(0)) does not alter the
+    batches another job of the group receives: a share job's images are
+    its own copies (they were read-only object-store views, wrapped
+    writable by torch.from_numpy: b received a's zeros)."""
+    kw = dict(seed=SEED, num_actors=2, chunk=4, actor_options=SMALL, share="inplace")
+    a = sluice.ray.DataLoader(ds, B, S, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        ia, ib = iter(a), iter(b)  # both at batch 0: the same objects
+        got_a = []
+        for _ in range(6):
+            x, y = next(ia)
+            got_a.append(digests([(x, y)])[0])
+            x.mul_(0)
+        got_b = digests(next(ib) for _ in range(6))
+        assert got_a == local[0][:6] and got_b == local[0][:6]
+        del ia, ib
+    finally:
+        a.close()
+        b.close()
+
+
+def test_deleted_loader_leaves(cluster, ds, local, tmp_path):
+    """A job whose loader is deleted without close() (del, collected)
+    leaves the group at once, and the other job runs on. Its heartbeat
+    thread (and its telemetry's) held it: alive, it held the group's pace
+    at its position for ever (the lease never ran out)."""
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL, share="deleted")
+    a = sluice.ray.DataLoader(ds, B, S, telemetry_path=tmp_path / "a.jsonl", **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        for _ in zip(a, b):
+            pass
+        del a
+        gc.collect()
+        wait_for(lambda: b.group_stats()["jobs"] == 1, "a to leave", timeout=10)
+        assert b.group_stats()["jobs_left"] == 1
+        assert [digests(b) for _ in range(2)] == local[1:3]
+    finally:
+        b.close()
+
+
+def test_failed_start_raises_and_frees_the_name(cluster, ds, local, tmp_path):
+    """A group whose preparers cannot start (a missing source) raises their
+    error at once, as a lone loader does, and ends: the name then serves a
+    job that can start them (it raised "cannot attach" after 50 tries and
+    the dead group kept the name)."""
+    kw = dict(seed=SEED, num_actors=1, actor_options=SMALL, share="failed")
+    t0 = time.monotonic()
+    with pytest.raises(sluice.NotFoundError, match="a preparer could not start"):
+        sluice.ray.DataLoader(str(tmp_path / "missing"), B, S, **kw)
+    assert time.monotonic() - t0 < 30
+    with sluice.ray.DataLoader(ds, B, S, **kw) as dl:
+        assert digests(dl) == local[0]
+
+
+def test_group_skipped_and_cache_stats(cluster, ds, tmp_path):
+    """A share job's skipped() and cache_stats() are its group preparers'
+    (cache_stats was all zeros; skipped() did not exist); partition= is
+    refused with share= (it was silently ignored)."""
+    from test_ray import damaged_copy
+    dmg = damaged_copy(ds, tmp_path / "dmg")
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL,
+              on_error="skip", cache_bytes=16 << 20)
+    with pytest.raises(ValueError, match="share= and partition="):
+        sluice.ray.DataLoader(dmg, B, S, share="cached", partition=True, **kw)
+    with sluice.ray.DataLoader(dmg, B, S, share="cached", **kw) as dl:
+        for _ in dl:
+            pass
+        got = dl.skipped()
+        assert sum(m.startswith("epoch 0: ") for m in got) == 2
+        assert len(got) == len(set(got))
+        c = dl.cache_stats()
+        assert c["by_epoch"][0]["storage_reads"] > 0 and c["entries"] > 0, c
+
+
+def test_share_name_per_rank(cluster, ds):
+    """share="NAME" across ranks (Ray Train's workers): a group per rank,
+    each rank's stream (one group refused the second rank: "prepares
+    other batches: rank: group 0, this job 1")."""
+    kw = dict(seed=SEED, num_actors=1, actor_options=SMALL, share="ranks", world_size=2)
+    a = sluice.ray.DataLoader(ds, B, S, rank=0, **kw)
+    b = sluice.ray.DataLoader(ds, B, S, rank=1, **kw)
+    try:
+        assert digests(a) == local_digests(ds, 1, rank=0, world_size=2)[0]
+        assert digests(b) == local_digests(ds, 1, rank=1, world_size=2)[0]
     finally:
         a.close()
         b.close()
