@@ -46,6 +46,11 @@ def make(ds, n, **kw):
 def test_stream_equals_local(cluster, ds, local, n):
     with make(ds, n) as dl:
         assert len(dl) == 15
+        # Work goes to started actors only: wait for all n, so that the
+        # check below that they shared it does not race their start.
+        t0 = time.monotonic()
+        while dl.stats()["actors_unplaced"] and time.monotonic() - t0 < 60:
+            time.sleep(0.05)
         got = [digests(dl) for _ in range(2)]
         assert got == local[0]
         st = dl.stats()

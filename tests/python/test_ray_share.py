@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import synthetic_folder
-from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, ray, sluice  # noqa: F401
+from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, sluice  # noqa: F401
 
 NB = 15
 SMALL = {"num_cpus": 0.5}
