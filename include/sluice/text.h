@@ -165,7 +165,11 @@ SL_API int sl_text_loader_param_range(const sl_text_loader_t *l, sl_param_t p,
  * (as with sl_loader_start). Resuming from a
  * position yields exactly the batches an uninterrupted run yields from
  * there; reaching batch b of an epoch tokenizes that epoch's first b
- * batches again (they are not handed out).
+ * batches again (they are not handed out). An epoch's batch count is
+ * known once it is tokenized, so a batch past its end fails the first
+ * next (SL_ERANGE, naming it), not start.
+ * @return 0; SL_ERANGE for a negative position or one whose numbers
+ *         overflow (as sl_loader_start); SL_EINVAL for a NULL loader.
  */
 SL_API int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos);
 /**

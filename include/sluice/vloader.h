@@ -114,11 +114,12 @@ typedef struct sl_vbatch {
                                set (image NULL then) */
 } sl_vbatch_t;
 
-/** Counters since create. Times in ns. */
+/** Counters since create. Times in ns. Make one with
+ *  sl_vloader_stats_init() (it sets size). */
 typedef struct sl_vloader_stats {
     size_t size;
-    int64_t batches, samples;
-    int64_t offline_runs; /**< offline stages computed (cache misses) */
+    int64_t batches, samples; /**< handed out: batches and their patches */
+    int64_t offline_runs;     /**< offline stages computed (cache misses) */
     int64_t cache_hits;
     int64_t cache_bytes;    /**< held now */
     int64_t wait_ns;        /**< the consumer's time blocked in next() */
@@ -168,6 +169,12 @@ SL_API int64_t sl_vloader_cases(const sl_vloader_t *l);
  *  epoch x batches_per_epoch + index (after an error too: batches passed
  *  over, skipped or failed, are behind it). Any thread. */
 SL_API int64_t sl_vloader_position(sl_vloader_t *l);
+/** Zeroes *s and sets s->size. */
+SL_API void sl_vloader_stats_init(sl_vloader_stats_t *s);
+SL_API void sl_vloader_stats_init_sized(sl_vloader_stats_t *s, size_t size);
+#define sl_vloader_stats_init(o) sl_vloader_stats_init_sized((o), sizeof *(o))
+/** @return 0, or SL_EINVAL (l or s NULL, s->size 0: not from
+ *  sl_vloader_stats_init). */
 SL_API int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *s);
 /** Zeroes the counters and the latency window (e.g. after a warm-up). */
 SL_API void sl_vloader_stats_reset(sl_vloader_t *l);

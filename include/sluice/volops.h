@@ -90,7 +90,9 @@ SL_API int sl_vol_pad_edge(const void *in, const int64_t dims[3], size_t esize,
                            int64_t out_dims[3]);
 
 /** The online augmentation's settings (the reference's values from
- *  sl_vol_aug_init). Growable: set `size` (sl_vol_aug_init does). */
+ *  sl_vol_aug_init). Its layout is fixed: it sits inside
+ *  sl_vloader_options_t, so new fields go there, not here; `size` is set
+ *  by sl_vol_aug_init and checked. */
 typedef struct sl_vol_aug {
     size_t size;
     int64_t patch[3];         /**< patch shape [128, 128, 128] */

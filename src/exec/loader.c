@@ -78,6 +78,13 @@ static int create(const char *source, const sl_options_t *opt,
         rc = sl__sampler_stream(&l->smp, l->opt.shuffle_buffer,
                                 g ? g : l->one_group, g ? ng : 1, err, errlen);
     }
+    /* epochs x batches an epoch: the run's batch count, in 64 bits */
+    if (!rc && l->opt.epochs > INT64_MAX / l->smp.nbatches - 1)
+        rc = sl__fail(err, errlen, SL_EINVAL,
+                      "epochs %lld: epochs x %lld batches an epoch must fit "
+                      "64 bits (at most %lld epochs)",
+                      (long long)l->opt.epochs, (long long)l->smp.nbatches,
+                      (long long)(INT64_MAX / l->smp.nbatches - 1));
     if (rc)
         return create_undo(l, rc);
     sl__loader_xform(&l->opt, &l->xf);
@@ -401,14 +408,19 @@ int sl_loader_start(sl_loader_t *l, const sl_position_t *pos)
         return SL_EINVAL;
     int64_t epoch = pos ? pos->epoch : 0, batch = pos ? pos->batch : 0;
     int64_t nb = l->smp.nbatches;
-    /* The run's last batch number, (epoch + epochs) * nb, must fit. */
-    if (epoch < 0 || batch < 0 || batch > nb ||
-        epoch > INT64_MAX / nb - l->opt.epochs)
+    if (epoch < 0 || batch < 0 || batch > nb)
         return sl__lasterr_set(l, SL_ERANGE,
                                "position epoch %lld batch %lld is outside "
-                               "epoch 0..%lld, batch 0..%lld",
+                               "epoch >= 0, batch 0..%lld",
                                (long long)epoch, (long long)batch,
-                               (long long)(INT64_MAX / nb - l->opt.epochs),
+                               (long long)nb);
+    /* The run's last batch number, (epoch + epochs) * nb, must fit. */
+    if (epoch > INT64_MAX / nb - l->opt.epochs)
+        return sl__lasterr_set(l, SL_ERANGE,
+                               "position epoch %lld: epoch + epochs (%lld) "
+                               "epochs of %lld batches pass the 64-bit batch "
+                               "count",
+                               (long long)epoch, (long long)l->opt.epochs,
                                (long long)nb);
     /* Unordered delivery hands out whichever batch is done first, so a
      * count of batches inside an epoch is not a position: resuming there

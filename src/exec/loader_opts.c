@@ -73,6 +73,26 @@ int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
                         "io_depth %d: 1..65536, 0 / SL_AUTOTUNE or "
                         "SL_IO_DEPTH_OFF",
                         o->io_depth);
+    if (o->unordered != 0 && o->unordered != 1)
+        return sl__fail(err, errlen, SL_EINVAL, "unordered %d: 0 or 1",
+                        o->unordered);
+    if (o->max_threads < 0 || o->max_memory_bytes < 0)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "max_threads %d, max_memory_bytes %lld: >= 0 (0: no "
+                        "budget)",
+                        o->max_threads, (long long)o->max_memory_bytes);
+    if (!o->buffer_alloc != !o->buffer_free)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "buffer_alloc and buffer_free: both or neither (the "
+                        "buffers an allocator made need its free)");
+    if (o->metrics_port < 0 || o->metrics_port > 65535)
+        return sl__fail(err, errlen, SL_EINVAL, "metrics_port %d: 1..65535",
+                        o->metrics_port);
+    if (o->metrics_port && o->telemetry_ms < 0)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "metrics_port %d needs the collector: telemetry_ms "
+                        "%d < 0 turns it off",
+                        o->metrics_port, o->telemetry_ms);
     if (o->gpu_device < 0)
         return sl__fail(err, errlen, SL_EINVAL, "gpu_device %d < 0",
                         o->gpu_device);

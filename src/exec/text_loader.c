@@ -409,7 +409,9 @@ int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos)
         return SL_EINVAL;
     sl_position_t p = pos ? *pos : (sl_position_t){0, 0};
     if (p.epoch < 0 || p.batch < 0)
-        return sl__lasterr_set(l, SL_EINVAL, "invalid position (%lld, %lld)",
+        return sl__lasterr_set(l, SL_ERANGE,
+                               "position epoch %lld batch %lld is outside "
+                               "epoch >= 0, batch >= 0",
                                (long long)p.epoch, (long long)p.batch);
     /* The rows to pass over (batch x batch_size) and the last epoch must
      * fit; a batch past the epoch's end is found when the epoch ends

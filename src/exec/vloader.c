@@ -276,7 +276,6 @@ static void run_task(sl_vloader_t *l, const task_t *t, double pred,
             sl__vl_ema(&l->r_noise, ((double)(t3 - t2) - l->r_patch * pv) / pv);
         else
             sl__vl_ema(&l->r_patch, (double)(t3 - t2) / pv);
-        l->st.samples++;
     }
     l->st.predicted_ns += (int64_t)pred;
     l->st.actual_ns += sl__now_ns() - t0;
@@ -672,6 +671,7 @@ int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **out, char *err,
         l->empty_run = 0;
         b->state = VB_HELD;
         l->st.batches++;
+        l->st.samples += b->pub.n; /* handed out, as batches */
         *out = &b->pub;
     }
     open_batches(l);
@@ -745,6 +745,8 @@ static int cmp_i64(const void *a, const void *b)
  * (base/abi.h). */
 #define VSTATS_V1_SIZE                                                         \
     (offsetof(sl_vloader_stats_t, latency_p99_ns) + sizeof(int64_t))
+
+SL__ABI_INIT_PAIR(sl_vloader_stats_init, sl_vloader_stats_t)
 
 int sl_vloader_stats(sl_vloader_t *l, sl_vloader_stats_t *out)
 {

@@ -321,6 +321,12 @@ static void test_fail_policy_names_file(void **state)
     sl_loader_destroy(l);
 }
 
+static void *test_alloc(size_t bytes, void *ctx)
+{
+    (void)ctx;
+    return malloc(bytes);
+}
+
 static void test_bad_source_and_options(void **state)
 {
     (void)state;
@@ -334,6 +340,36 @@ static void test_bad_source_and_options(void **state)
     assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
     assert_null(l);
     sl_loader_destroy(NULL);
+    /* options that were taken silently (the C API review): each refused,
+     * named */
+    static const struct {
+        int unordered, max_threads, port, tel;
+        int64_t mem, epochs;
+        int alloc_only;
+        const char *says;
+    } bad[] = {
+        {2, 0, 0, 0, 0, 0, 0, "unordered 2"},
+        {0, -3, 0, 0, 0, 0, 0, "max_threads -3"},
+        {0, 0, 0, 0, -1, 0, 0, "max_memory_bytes -1"},
+        {0, 0, 70000, 0, 0, 0, 0, "metrics_port 70000"},
+        {0, 0, 9477, -1, 0, 0, 0, "needs the collector"},
+        {0, 0, 0, 0, 0, INT64_MAX, 0, "must fit 64 bits"},
+        {0, 0, 0, 0, 0, 0, 1, "both or neither"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        o = small_opts();
+        o.unordered = bad[i].unordered;
+        o.max_threads = bad[i].max_threads;
+        o.metrics_port = bad[i].port;
+        o.telemetry_ms = bad[i].tel;
+        o.max_memory_bytes = bad[i].mem;
+        o.epochs = bad[i].epochs;
+        if (bad[i].alloc_only)
+            o.buffer_alloc = test_alloc;
+        assert_int_equal(sl_loader_create(root, &o, &l), SL_EINVAL);
+        if (!strstr(sl_loader_last_error(NULL), bad[i].says))
+            fail_msg("case %zu: '%s'", i, sl_loader_last_error(NULL));
+    }
 }
 
 static sl_loader_t *held_l;

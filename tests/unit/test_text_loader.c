@@ -206,6 +206,10 @@ static void test_resume(void **state)
     int64_t per_epoch = 0;
     const sl_text_batch_t *b;
     sl_position_t p1 = {1, 2};
+    /* a negative position: SL_ERANGE, as the image loader's */
+    assert_int_equal(sl_text_loader_start(l, &(sl_position_t){-1, 0}),
+                     SL_ERANGE);
+    assert_non_null(strstr(sl_text_loader_last_error(l), "epoch -1"));
     assert_int_equal(sl_text_loader_start(l, NULL), 0);
     while (!sl_text_loader_next(l, &b)) {
         if (b->epoch == 0)

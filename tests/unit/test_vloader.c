@@ -307,9 +307,15 @@ static void test_look_ahead(void **state)
     sl_vbatch_t *b;
     assert_int_equal(sl_vloader_next(l, &b, err, sizeof err), 0);
     usleep(300 * 1000); /* the window is full: idle threads look ahead */
-    sl_vloader_stats_t st = {.size = sizeof st};
+    sl_vloader_stats_t st;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(sl_vloader_stats(l, &st), SL_EINVAL); /* size 0 */
+    sl_vloader_stats_init(&st);
     assert_int_equal(sl_vloader_stats(l, &st), 0);
     assert_true(st.offline_ahead > 0);
+    /* samples: the patches handed out, not those prepared ahead */
+    assert_int_equal(st.batches, 1);
+    assert_int_equal(st.samples, b->n);
     /* A caller built against the first layout (through latency_p99_ns)
      * gets that prefix, nothing past it; a smaller size is refused. */
     union {
