@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "data/shard.h"
 #include "data/shard_format.h"
 #include "text/textsrc.h"
-#include "text/utf8.h"
 
 #define FUZZ_MAX_RECORD (64u << 20)
 

@@ -1,5 +1,6 @@
 /* base/msgesc: outside names made safe to print (base.h). */
 #include "base.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,50 +78,27 @@ char *sl__msg_escape_dup(const char *s)
     return p;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs,
- * no surrogates, nothing above U+10FFFF), or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned char c = p[0];
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c >= 0xc2 && c <= 0xdf)
-        n = 2;
-    else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        if (c == 0xe0)
-            lo = 0xa0;
-        else if (c == 0xed)
-            hi = 0x9f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        if (c == 0xf0)
-            lo = 0x90;
-        else if (c == 0xf4)
-            hi = 0x8f;
-    } else
-        return 0;
-    if (p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
-}
-
 void sl__json_escape(sl__sbuf_t *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        size_t n = *p < 0x80 ? 1 : utf8_len(p);
-        if (*p == '"' || *p == '\\')
-            sl__sbuf_printf(b, "\\%c", *p);
-        else if (is_ctl(*p))
-            sl__sbuf_printf(b, "\\u%04x", *p);
-        else if (n)
-            sl__sbuf_printf(b, "%.*s", (int)n, (const char *)p);
-        else /* not UTF-8: the byte as \xNN, as sl__msg_escape writes it */
+    const unsigned char *p = (const unsigned char *)s;
+    size_t left = strlen(s);
+    while (left) {
+        /* the well-formed run from p (ASCII included), then a bad byte */
+        size_t ok = sl__utf8_valid_prefix(p, left);
+        for (size_t i = 0; i < ok; i++)
+            if (p[i] == '"' || p[i] == '\\')
+                sl__sbuf_printf(b, "\\%c", p[i]);
+            else if (is_ctl(p[i]))
+                sl__sbuf_printf(b, "\\u%04x", p[i]);
+            else
+                sl__sbuf_printf(b, "%c", p[i]);
+        p += ok;
+        left -= ok;
+        if (left) { /* not UTF-8: the byte as \xNN, as sl__msg_escape */
             sl__sbuf_printf(b, "\\\\x%02x", *p);
-        p += n ? n : 1;
+            p++;
+            left--;
+        }
     }
 }
 

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "text/tok_internal.h"
-#include "text/utf8.h"
 
 #define SL__BPE_NORANK UINT32_MAX
 

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/utf8.h"
 #include "data/pack_dir.h"
 #include "data/shard.h"
-#include "text/utf8.h"
 
 enum { KIND_TEXT = 0, KIND_JSONL = 1, KIND_SHARD = 2 };
 

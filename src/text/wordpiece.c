@@ -7,7 +7,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "text/utf8.h"
+#include "base/utf8.h"
 #include "text/wordpiece.h"
 
 const char *const sl__wp_special_names[SL__WP_NSPECIAL] = {

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "base/utf8.h"
 #include "codec/codec.h"
 #include "data/shard.h"
 #include "sluice/telemetry.h"
@@ -20,7 +21,6 @@
 #include "testutil.h"
 #include "text/textsrc.h"
 #include "text/tokenizer.h"
-#include "text/utf8.h"
 
 static char *dir;
 static char vocab[1024], corpus[1024], jsonl[1024];

@@ -1,5 +1,5 @@
-/* text/utf8: strict UTF-8 validation and repair (utf8.h). */
-#include "text/utf8.h"
+/* base/utf8: strict UTF-8 validation and repair (utf8.h). */
+#include "base/utf8.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -1,13 +1,13 @@
-/* text/utf8: the one strict UTF-8 check of the text module (no overlongs,
- * surrogates, or code points past U+10FFFF), and the repair the BPE encoder
- * applies to bytes input. */
-#ifndef SL_TEXT_UTF8_H
-#define SL_TEXT_UTF8_H
+/* base/utf8: the one strict UTF-8 check (no overlongs, surrogates, or code
+ * points past U+10FFFF: the text module's documents, the JSON escaper's
+ * names), and the repair the BPE encoder applies to bytes input. */
+#ifndef SL_BASE_UTF8_H
+#define SL_BASE_UTF8_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/base.h"
+#include "base.h"
 
 /* The length of the valid prefix of p: the offset of the first byte of the
  * first invalid or truncated sequence, or n when all of p is valid. */
