@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "sched/limits.h"
 #include "sched/rl.h"
 
 /* CPU time of this thread: on a loaded machine wall time would count the
@@ -49,14 +50,7 @@ int main(int argc, char **argv)
         win[i].mem_total_bytes = 8LL << 30;
         win[i].mem_available_bytes = 4LL << 30;
     }
-    sl__limits_t lim = {.tune_read = 1,
-                        .tune_decode = 1,
-                        .tune_prefetch = 1,
-                        .max_threads = 4,
-                        .max_decode = 3,
-                        .max_read = 8,
-                        .max_prefetch = 16,
-                        .fit_prefetch = SL_KNOB_MAX_PREFETCH};
+    sl__limits_t lim = sl__limits_plain(4, 8, 16);
     sl__knobs_t cur = {1, 2, 4, 0}, next;
     sl__rl_sched_t s;
     if (sl__rl_sched_init(&s, &pol, 0, 1))

@@ -27,14 +27,7 @@ static void parse_and_use(const uint8_t *data, size_t size)
     double raw[SL_RL_NOBS];
     for (int i = 0; i < SL_RL_NOBS; i++)
         raw[i] = 0.5;
-    sl__limits_t lim = {.tune_read = 1,
-                        .tune_decode = 1,
-                        .tune_prefetch = 1,
-                        .max_threads = 4,
-                        .max_decode = 3,
-                        .max_read = 2,
-                        .max_prefetch = 8,
-                        .fit_prefetch = SL_KNOB_MAX_PREFETCH};
+    sl__limits_t lim = sl__limits_plain(4, 2, 8);
     sl__knobs_t cur = {1, 3, 8, 0}, next;
     lim.max_gpu_share = 1000; /* a GPU stage: a policy's share head steps */
     lim.tune_gpu_share = 1;

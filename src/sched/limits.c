@@ -258,3 +258,16 @@ int sl__limits_check(const sl__limits_t *lim, int knob, int64_t value)
     int rc = sl__limits_range(lim, knob, &lo, &hi);
     return rc ? rc : value < lo || value > hi ? SL_ERANGE : 0;
 }
+
+sl__limits_t sl__limits_plain(int max_threads, int max_read, int max_prefetch)
+{
+    sl__limits_t l = {.tune_read = 1,
+                      .tune_decode = 1,
+                      .tune_prefetch = 1,
+                      .max_threads = max_threads,
+                      .max_decode = max_threads - 1,
+                      .max_read = max_read,
+                      .max_prefetch = max_prefetch,
+                      .fit_prefetch = SL_KNOB_MAX_PREFETCH};
+    return l;
+}

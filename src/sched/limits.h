@@ -82,6 +82,11 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
                     sl__limits_t *lim, sl__knobs_t *start, char *err,
                     size_t errlen);
 
+/* Limits for a policy exercised alone (a test, a benchmark, a fuzz
+ * target): every knob tuned, max_threads threads (decode: one fewer),
+ * max_read reads, max_prefetch buffers, no memory budget. */
+sl__limits_t sl__limits_plain(int max_threads, int max_read, int max_prefetch);
+
 /* After sl__limits_make: `bytes` the loader holds beside its batches (the
  * GPU stage's pinned memory) come off the batch buffers' share of a
  * memory budget: lim->max_prefetch and start->prefetch lowered to what is

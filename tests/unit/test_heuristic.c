@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sched/heuristic.h"
+#include "sched/limits.h"
 #include "testutil.h"
 
 static sl_snapshot_t snaps[5];
@@ -24,14 +25,7 @@ static void window(double stall, double rate, double dbusy, double rbusy,
 
 static sl__limits_t limits(void)
 {
-    sl__limits_t l = {.tune_read = 1,
-                      .tune_decode = 1,
-                      .tune_prefetch = 1,
-                      .max_threads = 4,
-                      .max_decode = 3,
-                      .max_read = 8,
-                      .max_prefetch = 16,
-                      .fit_prefetch = SL_KNOB_MAX_PREFETCH};
+    sl__limits_t l = sl__limits_plain(4, 8, 16);
     return l;
 }
 
