@@ -883,7 +883,9 @@ static void test_kernels_loaded_as_the_runtime_allows(void **state)
 static void test_memory_budget_pays_for_pinned_memory(void **state)
 {
     (void)state;
-    char *root = tu_jpeg_tree("gpu_cuda_sim_mem", 2, 10, 90, 70);
+    /* 64 samples: a buffer holds a whole batch_size batch (it holds at
+     * most the samples there are) */
+    char *root = tu_jpeg_tree("gpu_cuda_sim_mem", 2, 32, 90, 70);
     sl_options_t o;
     sl_options_init(&o);
     o.batch_size = 64;
@@ -929,7 +931,7 @@ static void test_memory_budget_pays_for_pinned_memory(void **state)
 static void test_gpu_memory_budget(void **state)
 {
     (void)state;
-    char *root = tu_jpeg_tree("gpu_cuda_sim_gmem", 2, 10, 90, 70);
+    char *root = tu_jpeg_tree("gpu_cuda_sim_gmem", 2, 32, 90, 70);
     sl_options_t o;
     sl_options_init(&o);
     o.batch_size = 64;
@@ -965,11 +967,13 @@ static void test_gpu_memory_budget(void **state)
     o.device_batches = 1;
     assert_int_not_equal(sl_loader_create(root, &o, &l), 0);
     assert_non_null(strstr(sl_loader_last_error(NULL), "no room to decode"));
-    /* Batches of 1,500 (226 MB; the set's 20 images make one short one):
-     * 400 MiB leave the stage 200 and the batches 200 (210 MB): none fits.
-     * gpu fails; auto goes to the CPU (and device batches cannot be had) */
-    o.image_size = 224;
-    o.batch_size = 1500;
+    /* Batches of 64 samples of 1100 x 1100 (232 MB; a buffer holds the
+     * samples there are, so the batch is made large by its samples):
+     * 400 MiB leave the stage 200 and the batches 200 (221 MiB): none
+     * fits. gpu fails; auto goes to the CPU (and device batches cannot be
+     * had) */
+    o.image_size = 1100;
+    o.batch_size = 64;
     o.gpu_memory_bytes = (int64_t)400 << 20;
     int rc = sl_loader_create(root, &o, &l);
     if (rc != SL_ERANGE)
