@@ -472,8 +472,10 @@ SL_API const char *sl_loader_last_error(const sl_loader_t *l);
 
 /** The options in force, every default resolved (thread counts, prefetch,
  *  mean/std, crop ranges...): what the loader was created with, not the
- *  knobs' live values (sl_loader_get). out->size must be set
- *  (sl_options_init). Any thread. */
+ *  knobs' live values (sl_loader_get). The budgets stay as given
+ *  (max_threads, max_memory_bytes 0: none), so the options create the
+ *  same loader again; the ranges they allow are sl_loader_param_range's.
+ *  out->size must be set (sl_options_init). Any thread. */
 SL_API int sl_loader_options(const sl_loader_t *l, sl_options_t *out);
 
 /** @return samples in the whole source (all ranks). */
