@@ -360,6 +360,7 @@ class DataLoader:
             self._policy = _Autoscale(min_actors, max_actors or max(num_actors, 4), **kw)
         self._decisions = []
         self._unplaced_warned = False
+        self._retired_skipped = []  # retired actors' skipped() messages
         self._failed = 0
         self._rehanded = 0
         self._wait_s = 0.0
@@ -429,18 +430,8 @@ class DataLoader:
                     first, min(a.started for a in waiting)) < _PLACE_WARN_S:
                 return
         self._unplaced_warned = True
-        o = self._actor_options
-        asks = {"CPU": o.get("num_cpus", 1), "GPU": o.get("num_gpus", 0)}
-        asks.update(o.get("resources") or {})
-        total, free = self._ray.cluster_resources(), self._ray.available_resources()
-        msg = (f"sluice.ray: {len(waiting)} of {len(live)} actors could not be "
-               "placed yet (Ray waits for resources): each asks " +
-               ", ".join(f"{k} {v:g}" for k, v in asks.items() if v) +
-               "; the cluster has " +
-               ", ".join(f"{k} {total.get(k, 0):g} ({free.get(k, 0):g} free)"
-                         for k, v in asks.items() if v) +
-               ". The started actors do the work meanwhile (num_actors or "
-               "actor_options= ask for less)")
+        msg = _unplaced_message(self._ray, self._actor_options, len(waiting), len(live),
+                                "The started actors do the work meanwhile")
         log.warning("%s", msg)
         warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
@@ -505,6 +496,10 @@ class DataLoader:
             if a.retiring and not any(self._owner.get(g) is a for g in self._pending()):
                 if all(c.fut.done() for c in a.chunks):
                     self._actors.remove(a)
+                    if a.ready.done():  # its messages stay (skipped())
+                        self._retired_skipped = _merge_skipped(
+                            self._ray, [a.handle.skipped.remote()],
+                            self._retired_skipped, timeout=10)
                     try:
                         self._ray.kill(a.handle)
                     except Exception:  # already gone
@@ -813,9 +808,9 @@ class DataLoader:
         sluice.torch.DataLoader.skipped(): the started actors', each
         message once (a sample prepared twice, after an actor died, and
         the warnings every actor found), those of batches prepared ahead
-        (up to the next epoch) included. An actor that died or was
-        retired took its messages with it. Asks each actor (a busy one
-        answers after its chunk)."""
+        (up to the next epoch) included, and those of retired actors
+        (set_actors, autoscale). An actor that died took its messages
+        with it. Asks each actor (a busy one answers after its chunk)."""
         refs = []
         for a in self._actors:
             if a.ready.done():
@@ -823,7 +818,7 @@ class DataLoader:
                     refs.append(a.handle.skipped.remote())
                 except Exception:  # gone meanwhile
                     pass
-        return _merge_skipped(self._ray, refs)
+        return _merge_skipped(self._ray, refs, self._retired_skipped)
 
     def stats(self):
         """Counters and the actors' decisions (a dict); no call to the
@@ -894,13 +889,29 @@ def _init_error(e):
     return RuntimeError(f"sluice.ray: a preparer could not start: {e}")
 
 
-def _merge_skipped(ray, refs):
-    """The messages the preparers' skipped() answered (refs), each once,
-    in the order first seen."""
-    msgs = []
+def _unplaced_message(ray, actor_options, waiting, live, meanwhile):
+    """Says that `waiting` of `live` actors could not be placed yet,
+    naming what each asks and what the cluster has."""
+    o = actor_options
+    asks = {"CPU": o.get("num_cpus", 1), "GPU": o.get("num_gpus", 0)}
+    asks.update(o.get("resources") or {})
+    total, free = ray.cluster_resources(), ray.available_resources()
+    return (f"sluice.ray: {waiting} of {live} actors could not be "
+            "placed yet (Ray waits for resources): each asks " +
+            ", ".join(f"{k} {v:g}" for k, v in asks.items() if v) +
+            "; the cluster has " +
+            ", ".join(f"{k} {total.get(k, 0):g} ({free.get(k, 0):g} free)"
+                      for k, v in asks.items() if v) +
+            f". {meanwhile} (num_actors or actor_options= ask for less)")
+
+
+def _merge_skipped(ray, refs, msgs=(), timeout=60):
+    """The messages the preparers' skipped() answered (refs), after msgs,
+    each once, in the order first seen."""
+    msgs = list(msgs)
     for r in refs:
         try:
-            msgs += ray.get(r, timeout=60)
+            msgs += ray.get(r, timeout=timeout)
         except Exception:  # an actor gone meanwhile: its messages with it
             pass
     return list(dict.fromkeys(msgs))

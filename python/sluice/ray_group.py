@@ -36,9 +36,15 @@ object store that every job fetches (zero-copy on the same node).
   whole epochs, nothing prepared twice. state_dict() says where it joined.
   Jobs attaching before any job asked for a batch keep their own
   positions (set_epoch / load_state_dict as alone).
-- **Leave early**: close() (or the process ends: a job silent for `lease`
-  seconds is dropped; a heartbeat thread speaks for a live one). The last
-  job to leave ends the group and its actors.
+- **Leave early**: close(), or the process ends. A job's process owns a
+  small "life line" actor on its node, which Ray ends with the process
+  (a driver killed, a Ray Tune trial's actor stopped): the group drops
+  the job within seconds of that, unless it still pings. A job silent
+  for `lease` seconds is dropped too (a heartbeat thread pings every
+  second for a live one). The last job to leave ends the group and its
+  actors; a group no job attached to for `lease` seconds ends too (its
+  jobs' processes ended while they waited for a preparer, or before
+  their attach arrived).
 - **Per job, as a single job**: order, set_epoch, state_dict /
   load_state_dict. A job whose position is behind the group's released
   batches (set_epoch / load_state_dict backwards) has them prepared again
@@ -54,9 +60,11 @@ import os
 import threading
 import time
 import uuid
+import warnings
 import weakref
 
-from .ray import DataLoader, _Chunk, _init_error, _lost, _merge_skipped, _Preparer
+from .ray import (_START_WARN_S, DataLoader, _Chunk, _init_error, _lost, _merge_skipped,
+                  _Preparer, _unplaced_message, log)
 
 __all__ = ["SharedLoader"]
 
@@ -66,6 +74,41 @@ _SPEED_ONLY = ("threads",)
 # A job that took no batch for this long tells the group its position
 # (SharedLoader._heartbeat).
 _STALL_S = 0.25
+# Seconds between a job's pings (at most; lease / 4 when shorter), and
+# how long a job whose life line ended may stay silent before it is
+# dropped (a live one pings within _PING_S).
+_PING_S = 1.0
+_GONE_S = 3.0
+
+
+class _Life:
+    """A job process's life line: an actor the process owns, so Ray ends
+    it with the process (fate-sharing; placed on the process's node). The
+    group awaits until_end; its error tells that the process ended,
+    without waiting for the job's lease."""
+
+    async def until_end(self):
+        await asyncio.Event().wait()
+
+
+_lives = {}  # the process's Ray worker id -> its _Life actor
+
+
+def _life(ray):
+    """This process's life line (one for all its jobs; a new one after
+    ray.shutdown() and init())."""
+    ctx = ray.get_runtime_context()
+    me = ctx.get_worker_id()
+    h = _lives.get(me)
+    if h is None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        h = ray.remote(_Life).options(
+            num_cpus=0, max_restarts=0,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(
+                node_id=ctx.get_node_id(), soft=True)).remote()
+        _lives.clear()  # a handle of an ended Ray session
+        _lives[me] = h
+    return h
 
 
 class _GroupPreparer(_Preparer):
@@ -103,12 +146,14 @@ class _Group:
         self.cls = ray.remote(_GroupPreparer)
         self.preps, self.next_id = [], 0
         # id -> [position (None until it first asks, unless it joined a
-        # group under way), last heard (monotonic)]
+        # group under way), last heard (monotonic), when its life line
+        # ended (None: it lives)]
         self.jobs = {}
         self.ref, self.owner = {}, {}  # g -> (its chunk's object, [g...]), preparer
         self.redo = []          # batches to prepare (again) first
         self.hand_g = 0         # next batch of the continuous hand-out
         self.nb = None
+        self.waiting = set()    # jobs whose attach waits for a preparer
         self.closed = False
         self.counts = {"prepared": 0, "reprepared": 0, "preparers_failed": 0,
                        "jobs_attached": 0, "jobs_left": 0, "jobs_dropped": 0,
@@ -116,8 +161,10 @@ class _Group:
         self.per_epoch = {}     # epoch -> batches prepared
         self.events = []        # (time, what)
         self.changed = None
-        self.reaper = None
         self.spawn(num_actors)
+        # Drops silent jobs; ends a group no job attached to (its
+        # creator's process ended before its attach arrived).
+        asyncio.get_event_loop().create_task(self.reap_jobs())
 
     # ------------------------------------------------------------ preparers
 
@@ -128,7 +175,7 @@ class _Group:
             self.next_id += 1
 
     def lo(self):
-        ps = [p for p, _ in self.jobs.values() if p is not None]
+        ps = [p for p, *_ in self.jobs.values() if p is not None]
         return min(ps) if ps else None
 
     def send(self, p, gs):
@@ -205,9 +252,10 @@ class _Group:
 
     # ------------------------------------------------------------ jobs
 
-    async def attach(self, job, key, fields, join):
-        """Registers job; returns where it starts (None: where it asks
-        first, no job having asked yet) and the epoch's size."""
+    async def attach(self, job, key, fields, join, life=None):
+        """Registers job (life: its process's _Life); returns where it
+        starts (None: where it asks first, no job having asked yet) and
+        the epoch's size."""
         if self.closed:
             return {"closed": True}
         if key != self.key:
@@ -215,15 +263,9 @@ class _Group:
                           if fields.get(k) != self.fields.get(k))
             return {"mismatch": {k: (self.fields.get(k), fields.get(k)) for k in diff}}
         if self.nb is None:  # no job attached yet
-            try:
-                info = await self.preps[0].handle.info.remote()
-            except Exception as e:
-                # The preparers cannot start (a source missing, an option
-                # refused): the job raises their error, and the group ends,
-                # so that its name is free for a job that can start them.
-                self.close()
-                return {"error": str(e)}
-            self.nb, self.samples = info["batches_per_epoch"], info["num_samples"]
+            r = await self.first_info(job, life)
+            if r is not None:
+                return r
         nb, lo = self.nb, self.lo()
         if lo is None:
             start = None  # no job under way: its own position
@@ -231,14 +273,57 @@ class _Group:
             start = lo
         else:
             start = (lo // nb + 1) * nb
-        self.jobs[job] = [start, time.monotonic()]
+        self.jobs[job] = [start, time.monotonic(), None]
+        if life is not None:
+            asyncio.get_event_loop().create_task(self.watch_life(job, life))
         self.counts["jobs_attached"] += 1
         self.note(f"job {job} attached " + ("at its own position" if start is None else
                                             f"at epoch {start // nb} batch {start % nb}"))
-        if self.reaper is None:
-            self.reaper = asyncio.get_event_loop().create_task(self.reap_jobs())
         return {"start": start, "batches_per_epoch": nb, "num_samples": self.samples,
                 "window": self.window}
+
+    async def first_info(self, job, life):
+        """Waits for the first preparer to start (Ray may wait for
+        resources: the job warns meanwhile) and learns the epoch's size;
+        None when it did, else attach's answer. The group ends when the
+        preparers cannot start (a source missing, an option refused: the
+        job raises their error), or when every job that waited here has
+        ended (their processes killed while Ray could not place a
+        preparer): its name is then free for a job that can start them."""
+        self.waiting.add(job)
+        infos = [asyncio.ensure_future(p.handle.info.remote()) for p in self.preps]
+        ended = asyncio.ensure_future(life.until_end.remote()) if life else None
+        try:
+            done, _ = await asyncio.wait(infos + [ended] if ended else infos,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if self.nb is not None:  # another waiting job learned it
+                return None
+            first = next((f for f in done if f is not ended), None)
+            if first is None:  # this job's process ended
+                self.waiter_ended(job)
+                return {"closed": True}
+            try:
+                info = first.result()
+            except Exception as e:
+                self.close()
+                return {"error": str(e)}
+            self.nb, self.samples = info["batches_per_epoch"], info["num_samples"]
+            return None
+        except asyncio.CancelledError:  # Ray cancels a dead caller's call
+            self.waiter_ended(job)
+            raise
+        finally:
+            self.waiting.discard(job)
+            for f in infos + [ended] if ended else infos:
+                f.cancel()
+
+    def waiter_ended(self, job):
+        """job's process ended while it waited in first_info: the group
+        ends when no other job waits or is attached."""
+        self.waiting.discard(job)
+        if not self.jobs and not self.waiting and not self.closed:
+            self.note(f"job {job} ended before a preparer started")
+            self.close()
 
     async def want(self, job, g, n, known, wait_s):
         """job's position is g; returns {batch: [its chunk's object, the
@@ -300,12 +385,32 @@ class _Group:
         else:
             self.hand_out()  # the slowest may have gone: release, go on
 
+    async def watch_life(self, job, life):
+        """Marks job's process ended when its life line ends (reap_jobs
+        drops it unless it pings again: a life line may end otherwise)."""
+        try:
+            await life.until_end.remote()
+        except Exception:
+            pass
+        j = self.jobs.get(job)
+        if j is not None:
+            j[2] = time.monotonic()
+
     async def reap_jobs(self):
+        idle = time.monotonic()
         while not self.closed:
-            await asyncio.sleep(self.lease / 4)
+            await asyncio.sleep(min(self.lease / 4, _GONE_S / 4))
             now = time.monotonic()
-            for job, (_, seen) in list(self.jobs.items()):
-                if now - seen > self.lease:
+            if self.jobs or self.waiting:
+                idle = now
+            elif now - idle > self.lease:
+                self.note(f"no job attached for {self.lease:g} s")
+                self.close()
+                return
+            for job, (_, seen, gone) in list(self.jobs.items()):
+                if gone is not None and now - max(seen, gone) > min(_GONE_S, self.lease):
+                    await self.leave(job, "dropped (its process ended)")
+                elif now - seen > self.lease:
                     await self.leave(job, f"dropped (silent {now - seen:.0f} s)")
 
     def close(self):
@@ -335,10 +440,11 @@ class _Group:
 
     async def stats(self):
         return dict(self.counts, name=self.name, jobs=len(self.jobs),
-                    positions={j: p for j, (p, _) in self.jobs.items()},
+                    positions={j: p for j, (p, *_) in self.jobs.items()},
                     preparers=len(self.preps), window=self.window,
                     prepared_per_epoch=dict(self.per_epoch),
                     held=len(self.ref), events=list(self.events),
+                    waiting=sorted(self.waiting),
                     per_preparer={p.id: p.batches for p in self.preps})
 
     async def skipped(self):
@@ -358,12 +464,14 @@ class _Group:
 
 def _heartbeat(ref, beat, lease):
     """A job's heartbeat thread (ref: a weak reference to its
-    SharedLoader): pings every lease / 4 (the group drops a silent job),
+    SharedLoader): pings every _PING_S (lease / 4 when shorter; the group
+    drops a silent job),
     and tells the group the position of a job that stopped taking batches
     (a pause, an evaluation): asking once per half window, its last ask
     may be up to half a window behind, which would hold the others back
     and start a join="now" job there. Ends with the loader (or close())."""
-    tick = min(lease / 4, _STALL_S)
+    every = min(lease / 4, _PING_S)
+    tick = min(every, _STALL_S)
     last_ping = time.monotonic()
     seen = None
     while not beat.wait(tick):
@@ -375,7 +483,7 @@ def _heartbeat(ref, beat, lease):
             and g > dl._told
         seen = g
         now = time.monotonic()
-        if stalled or now - last_ping >= lease / 4:
+        if stalled or now - last_ping >= every:
             try:
                 if stalled:
                     dl._tell(g)
@@ -457,8 +565,15 @@ class SharedLoader(DataLoader):
                                    num_actors, self.chunk, self.depth, self._window,
                                    self._lease)
             try:
-                r = ray.get(self._group.attach.remote(self._job, key, fields,
-                                                      self._join))
+                ref = self._group.attach.remote(self._job, key, fields, self._join,
+                                                _life(ray))
+                if not ray.wait([ref], timeout=_START_WARN_S)[0]:
+                    # The group waits for a preparer to start.
+                    msg = _unplaced_message(ray, self._actor_options, num_actors,
+                                            num_actors, "The job waits for one")
+                    log.warning("%s", msg)
+                    warnings.warn(msg, RuntimeWarning, stacklevel=4)
+                r = ray.get(ref)
             except ray.exceptions.RayActorError as e:  # the group ended
                 r, last = {"closed": True}, e
             if "error" in r:  # the preparers' own error (the group ended)

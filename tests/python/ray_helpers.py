@@ -6,8 +6,10 @@ cluster (ray.cluster_utils.Cluster), the local loader's digests.
 A test module does `from ray_helpers import *` after nothing else of
 sluice or Ray: the module-level skips happen here, at its import."""
 import contextlib
+import glob
 import hashlib
 import os
+import shutil
 
 import pytest
 
@@ -22,7 +24,7 @@ import sluice.torch  # noqa: E402
 B, S, SEED = 8, 32, 11
 
 __all__ = ["B", "S", "SEED", "PYDIR", "sluice", "ray", "torch", "digests",
-           "local_cluster", "multinode_cluster", "local_digests"]
+           "local_cluster", "multinode_cluster", "local_digests", "damaged_copy"]
 
 
 @contextlib.contextmanager
@@ -99,3 +101,13 @@ def local_digests(ds, epochs, **kw):
     dl = sluice.torch.DataLoader(source=ds, batch_size=B, image_size=S,
                                  seed=SEED, num_workers=1, **kw)
     return [digests(dl) for _ in range(epochs)]
+
+
+def damaged_copy(ds, dst):
+    """ds copied to dst with two files damaged (empty, not an image)."""
+    shutil.copytree(ds, dst)
+    files = sorted(glob.glob(os.path.join(dst, "*", "*")))
+    open(files[3], "w").close()
+    with open(files[17], "wb") as f:
+        f.write(b"not an image" * 10)
+    return str(dst)

@@ -8,7 +8,8 @@ epochs (iterations to run), leave_after (batches, then close), sleep (s
 per batch), join, lease, ready (a file written once attached) and go (a
 file waited for before iterating), progress (a file rewritten with the
 batches taken so far), pause_at (batches, then wait for the file
-resume)."""
+resume), actor_options (the preparers'; default {"num_cpus": 0.5}),
+start_warn_s (seconds before it warns that no preparer could start)."""
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ import time
 
 import ray
 import sluice.ray
+import sluice.ray_group
 
 
 def digest(x, y):
@@ -26,10 +28,13 @@ def digest(x, y):
 def main():
     spec = json.loads(sys.argv[1])
     ray.init(address=spec["address"], log_to_driver=False)
+    if "start_warn_s" in spec:
+        sluice.ray_group._START_WARN_S = spec["start_warn_s"]
     # chunk 2: the group's window (2 x 2 x 2 batches) is smaller than an
     # epoch, so a slow or dead job holds the others (what the tests see).
     dl = sluice.ray.DataLoader(spec["source"], 8, 32, seed=11, num_actors=2,
-                               chunk=2, actor_options={"num_cpus": 0.5},
+                               chunk=2,
+                               actor_options=spec.get("actor_options", {"num_cpus": 0.5}),
                                share=spec["share"],
                                join=spec.get("join", "epoch"),
                                lease=spec.get("lease", 30.0))

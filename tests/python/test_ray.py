@@ -5,9 +5,7 @@ actors added and removed mid-epoch; an actor killed mid-epoch (ray.kill,
 and its process by SIGKILL) loses and duplicates nothing; the autoscale
 policy's decisions. Skips with the reason when Ray (or torch) is not
 importable or cannot start. Small data: a shared 2-core machine."""
-import glob
 import os
-import shutil
 import signal
 import threading
 import time
@@ -15,7 +13,8 @@ import time
 import pytest
 
 from conftest import synthetic_folder
-from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, ray, sluice, torch  # noqa: F401
+from ray_helpers import (B, S, SEED, damaged_copy, digests, local_cluster,  # noqa: F401
+                         local_digests, ray, sluice, torch)
 
 SMALL = {"num_cpus": 0.5}  # three actors fit a 2-CPU cluster
 
@@ -188,16 +187,6 @@ def test_actors_not_placed(cluster, ds, local, monkeypatch):
             dl.close()
 
 
-def damaged_copy(ds, dst):
-    """ds copied to dst with two files damaged (empty, not an image)."""
-    shutil.copytree(ds, dst)
-    files = sorted(glob.glob(os.path.join(dst, "*", "*")))
-    open(files[3], "w").close()
-    with open(files[17], "wb") as f:
-        f.write(b"not an image" * 10)
-    return str(dst)
-
-
 def test_skipped_names_the_damaged_files(cluster, ds, tmp_path):
     """skipped() lists the samples the actors skipped (on_error='skip'),
     each once, as sluice.torch.DataLoader's (and those of batches prepared
@@ -207,13 +196,22 @@ def test_skipped_names_the_damaged_files(cluster, ds, tmp_path):
                                   num_workers=1, on_error="skip")
     for _ in loc:
         pass
-    with make(dmg, 2, chunk=2, on_error="skip") as dl:
+    with make(dmg, 3, chunk=2, on_error="skip") as dl:
         for _ in dl:
             pass
         # The actors prepare up to an epoch ahead: epoch 1's skips too.
         got = dl.skipped()
         assert len(loc.skipped()) == 2 and len(got) == len(set(got))
         assert sorted(m for m in got if m.startswith("epoch 0: ")) == sorted(loc.skipped())
+        # Retired actors' messages stay (they went with the actor): two
+        # of three retire, epoch 1 runs (they are reaped), epoch 0's
+        # messages are all still there.
+        dl.set_actors(1)
+        for _ in dl:
+            pass
+        assert len(dl.stats()["per_actor"]) == 1  # the two were killed
+        after = dl.skipped()
+        assert set(got) <= set(after) and len(after) == len(set(after))
 
 
 def test_bad_option_raises_its_error(cluster, ds, tmp_path):

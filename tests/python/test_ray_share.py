@@ -4,21 +4,24 @@ this cluster) attached to one preparer group each receive every batch,
 digest-equal to a lone local loader's stream, and each batch is prepared
 once (the group's per-epoch count is the epoch's batch count, not times
 the jobs); a late job joins at the next epoch (join="now": at the slowest
-job's batch); a job that leaves early, and one killed (dropped after its
-lease), do not stop the others. Skips with the reason when Ray cannot
-start. Small data: a shared 2-core machine."""
+job's batch); a job that leaves early, one killed (dropped when its
+life line ends) and one silent (dropped after its lease) do not stop the
+others. Skips with the reason when Ray cannot start. Small data: a
+shared 2-core machine."""
 import gc
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 from conftest import synthetic_folder
-from ray_helpers import B, S, SEED, digests, local_cluster, local_digests, sluice  # noqa: F401
+from ray_helpers import (B, S, SEED, damaged_copy, digests, local_cluster,  # noqa: F401
+                         local_digests, ray, sluice)
 
 NB = 15
 SMALL = {"num_cpus": 0.5}
@@ -186,7 +189,6 @@ def test_group_skipped_and_cache_stats(cluster, ds, tmp_path):
     """A share job's skipped() and cache_stats() are its group preparers'
     (cache_stats was all zeros; skipped() did not exist); partition= is
     refused with share= (it was silently ignored)."""
-    from test_ray import damaged_copy
     dmg = damaged_copy(ds, tmp_path / "dmg")
     kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL,
               on_error="skip", cache_bytes=16 << 20)
@@ -304,12 +306,12 @@ def test_late_join_and_early_leave(jobs, local, tmp_path):
 
 
 def test_killed_job_is_dropped(jobs, local, tmp_path):
-    """A job killed mid-epoch holds the group only for its lease: then it
-    is dropped and the other job runs on, its stream whole."""
+    """A job killed mid-epoch is dropped once its process's life line
+    ends, not after its lease (30 s here: the event says which), and the
+    other job runs on, its stream whole."""
     go, prog = str(tmp_path / "go"), str(tmp_path / "v.progress")
-    jobs.start("a", share="kill", epochs=1, lease=2.0, ready=str(tmp_path / "a.ready"),
-               go=go)
-    jobs.start("v", share="kill", epochs=1, lease=2.0, sleep=0.2, progress=prog,
+    jobs.start("a", share="kill", epochs=1, ready=str(tmp_path / "a.ready"), go=go)
+    jobs.start("v", share="kill", epochs=1, sleep=0.2, progress=prog,
                ready=str(tmp_path / "v.ready"), go=go)
     wait_for(lambda: os.path.exists(tmp_path / "a.ready") and
              os.path.exists(tmp_path / "v.ready"), "the jobs to attach")
@@ -319,5 +321,58 @@ def test_killed_job_is_dropped(jobs, local, tmp_path):
     a = jobs.result("a")
     assert a["epochs"] == [local[0]]
     ev = " | ".join(w for _, w in a["stats"]["group"]["events"])
-    assert "dropped (silent" in ev, ev
+    assert "dropped (its process ended)" in ev, ev
     assert a["stats"]["group"]["jobs_dropped"] == 1
+
+
+def test_silent_job_is_dropped_after_its_lease(jobs, local, tmp_path):
+    """A job that stops pinging (its heartbeat stopped, its process alive:
+    SIGSTOP) is dropped after its lease, and the other job runs on."""
+    go, prog = str(tmp_path / "go"), str(tmp_path / "v.progress")
+    jobs.start("a", share="stop", epochs=1, lease=2.0, ready=str(tmp_path / "a.ready"),
+               go=go)
+    jobs.start("v", share="stop", epochs=1, lease=2.0, sleep=0.2, progress=prog,
+               ready=str(tmp_path / "v.ready"), go=go)
+    wait_for(lambda: os.path.exists(tmp_path / "a.ready") and
+             os.path.exists(tmp_path / "v.ready"), "the jobs to attach")
+    open(go, "w").close()
+    wait_for(lambda: os.path.exists(prog), "v's first batch")
+    jobs.procs["v"].send_signal(signal.SIGSTOP)
+    try:
+        a = jobs.result("a")
+    finally:
+        jobs.procs["v"].send_signal(signal.SIGCONT)
+    assert a["epochs"] == [local[0]]
+    ev = " | ".join(w for _, w in a["stats"]["group"]["events"])
+    assert "dropped (silent" in ev, ev
+
+
+def test_unplaced_group_warns_and_ends_with_its_job(jobs, tmp_path):
+    """A job whose group cannot place a preparer (a resource the cluster
+    lacks) warns, naming it, and waits (as a lone loader does); killed
+    then, its group ends and frees the name (it hung silently, and the
+    group stayed, waiting, for ever)."""
+    jobs.start("u", share="unplaced", actor_options={"resources": {"absent": 1}},
+               start_warn_s=1.0)
+    p = jobs.procs["u"]
+    got = []
+    t = threading.Thread(target=lambda: got.extend(iter(p.stdout.readline, "")),
+                         daemon=True)
+    t.start()
+    wait_for(lambda: any("could not be placed" in x for x in got), "the warning",
+             timeout=60)
+    msg = next(x for x in got if "could not be placed" in x)
+    assert "absent 1" in msg and "The job waits" in msg, msg
+    g = ray.get_actor("sluice-share-unplaced", namespace="sluice")
+    wait_for(lambda: ray.get(g.stats.remote())["waiting"], "the job's wait in the group")
+    p.kill()
+    p.wait()
+
+    def gone():
+        try:
+            g = ray.get_actor("sluice-share-unplaced", namespace="sluice")
+            ray.get(g.stats.remote(), timeout=10)
+            return False
+        except (ValueError, ray.exceptions.RayActorError):  # no name, or dead
+            return True
+    wait_for(gone, "the group to end", timeout=30)
