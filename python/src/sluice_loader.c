@@ -14,10 +14,9 @@
  * Epochs in ordered mode: the engine is started for an unbounded run
  * (SLPY_EPOCHS_AHEAD) and the Loader ends each iteration itself after
  * `epochs` epochs. The next iteration then continues the same pipeline
- * (batches of the next epoch are already prefetched, and no batch the user
- * still holds stands in the way of sl_loader_start, which refuses while one
- * is held). Only a jump elsewhere restarts the engine; if batches are held
- * then, the Core is retired (it lives on with them) and a fresh one made.
+ * (batches of the next epoch are already prefetched). Only a jump
+ * elsewhere restarts the engine (sl_loader_start); batches still held then
+ * stay valid, the same engine's.
  *
  * Plans (start_plan): the engine is restarted on the given batches; the
  * next iteration yields them in the plan's order and ends with the plan.
@@ -147,35 +146,16 @@ static PyObject *two_threads(void)
                         "sluice.Loader used by two threads at once");
 }
 
-/* Before the engine restarts: nothing armed; a fresh Core when batches
- * are still held (the engine cannot restart under them: the old one is
- * kept for them and dies with the last). */
-static int stop_for_restart(LoaderObject *self)
+/* Before the engine restarts: nothing armed. Batches still held stay
+ * valid across the restart (sl_loader_start keeps them the consumer's;
+ * the pool grows past them, within the budget: next_batch). One engine
+ * for the Loader's life: one telemetry file, one GPU stage, one memory
+ * budget (a fresh engine for held batches had kept the old one running
+ * beside it: its pipeline, its stage, its writes to the same file). */
+static void stop_for_restart(LoaderObject *self)
 {
     drop_pending(self);
     self->running = self->active = self->plan = 0;
-    if (self->core->held > 0) {
-        int64_t v;
-        sl_loader_t *old = self->core->engine;
-        if (!sl_loader_get(old, SL_PARAM_DECODE_THREADS, &v))
-            self->opt.decode_threads = (int)v;
-        if (!sl_loader_get(old, SL_PARAM_READ_THREADS, &v))
-            self->opt.read_threads = (int)v;
-        if (!sl_loader_get(old, SL_PARAM_PREFETCH, &v))
-            self->opt.prefetch = (int)v;
-        if (self->opt.io_depth != SL_IO_DEPTH_OFF &&
-            !sl_loader_get(old, SL_PARAM_IO_DEPTH, &v))
-            self->opt.io_depth = (int)v;
-        CoreObject *c = slpy_loader_core_create(self);
-        if (!c)
-            return -1;
-        if (loader_closed(self)) { /* closed meanwhile: stays closed */
-            Py_DECREF(c);
-            return -1;
-        }
-        Py_SETREF(self->core, c);
-    }
-    return 0;
 }
 
 /* Arms an iteration from batch g for self->epochs epochs. Under busy: the
@@ -192,8 +172,7 @@ static int start_at(LoaderObject *self, int64_t g)
         self->active = 1;
         return 0;
     }
-    if (stop_for_restart(self))
-        return -1;
+    stop_for_restart(self);
     CoreObject *core = self->core;
     Py_INCREF(core);
     sl_position_t p = {g / nb, g % nb};
@@ -447,8 +426,7 @@ fail:
 /* Restarts the engine on plan p (start_plan's work, under busy). */
 static int plan_start(LoaderObject *self, const sl_plan_t *p)
 {
-    if (stop_for_restart(self))
-        return -1;
+    stop_for_restart(self);
     CoreObject *core = self->core;
     Py_INCREF(core);
     int rc;

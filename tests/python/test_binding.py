@@ -182,11 +182,42 @@ def test_resume_loader(ds):
     rest = copies(ld2)
     assert len(rest) == 6 - 2 + 6  # rest of epoch 1, then epoch 2
     assert same(rest[:4], full[8:])
-    # Restart elsewhere while batches are still held (a fresh engine).
+    # Restart elsewhere while batches are still held (the same engine:
+    # they stay valid, untouched by the new run).
     ld.start(0, 0)
     again = copies(ld)
     assert same(again, full)
     assert np.array_equal(first[0][0], full[0][0])
+
+
+def test_restart_with_batches_held_keeps_one_engine(ds, tmp_path):
+    """start() elsewhere with batches held restarts the same engine: one
+    telemetry file whose every line parses, its clock and sample counter
+    going forward (a fresh engine truncated the file while the old one,
+    alive for the held batches, kept writing into it at its offset), the
+    held batches intact, and the new stream the sequential one."""
+    import json
+    full = copies(sluice.Loader(ds, B, S, seed=7, epochs=5))  # 6 batches an epoch
+    path = tmp_path / "t.jsonl"
+    ld = sluice.Loader(ds, B, S, seed=7, epochs=3, telemetry_path=str(path),
+                       telemetry_ms=20)
+    it = iter(ld)
+    held = [next(it) for _ in range(5)]
+    kept = [(x.copy(), y.copy()) for x, y in held]
+    for _ in range(3):
+        ld.start(2, 0)
+        assert same(copies(ld), full[12:])  # epochs 2, 3, 4
+    assert same(held, kept)
+    ld.close()
+    del held, it
+    gc.collect()
+    lines = path.read_bytes().split(b"\n")
+    snaps = [json.loads(x) for x in lines if x.strip()]
+    assert len(snaps) >= 2 and b"\0" not in path.read_bytes()
+    ts = [d["t"] for d in snaps]
+    assert ts == sorted(ts), ts
+    totals = [d["samples_total"] for d in snaps]
+    assert totals == sorted(totals), totals
 
 
 def test_errors_carry_the_message(bad):

@@ -109,10 +109,10 @@ def test_loader_close_during_set_and_start(ds):
 
 
 def test_loader_close_during_restart_with_a_batch_held(wide):
-    # start() elsewhere with a batch held makes a fresh engine
-    # (sl_loader_create, GIL released, scanning 4,000 files: 0.2 s here); a
-    # close() 30 ms into it must leave the loader closed (before: the new
-    # Core replaced the NULL one close() left, a crash).
+    # start() elsewhere with a batch held restarts the engine (GIL
+    # released); a close() 30 ms into it must leave the loader closed
+    # (when a restart made a fresh engine, the new Core replaced the NULL
+    # one close() left: a crash).
     for trial in range(3):
         ld = sluice.Loader(wide, 4, 16, threads=1, read_threads=1)
         held = next(iter(ld))
@@ -122,7 +122,7 @@ def test_loader_close_during_restart_with_a_batch_held(wide):
         def restart():
             go.set()
             try:
-                ld.start(0, 2)  # elsewhere, a batch held: a fresh engine
+                ld.start(0, 2)  # elsewhere, a batch held
                 out.append("started")
             except ValueError as e:
                 out.append(str(e))
@@ -138,7 +138,7 @@ def test_loader_close_during_restart_with_a_batch_held(wide):
         assert not t.is_alive(), "start() hung after close()"
         assert out and (out[0] == "started" or "closed" in out[0]), out
         assert ld.closed
-        assert held[1].shape == (4,)  # the old engine lives on with its batch
+        assert held[1].shape == (4,)  # the engine lives on with its batch
         del held
 
 

@@ -129,13 +129,13 @@ def test_restart_with_a_batch_held_keeps_the_port(ds):
     port = free_port()
     ld = open_loader(ds, port)
     held = next(iter(ld))
-    ld.start(0, 3)  # elsewhere, a batch held: a fresh engine, same port
+    ld.start(0, 3)  # elsewhere, a batch held: the same engine and port
     for _ in range(3):
         next(ld)
     time.sleep(0.2)
     text = scrape_within(port, 5)
     assert text is not None and "sluice_samples_total" in text
-    del held  # the old engine goes with its last batch; the port stays
+    del held  # the loader is open: the port stays
     gc.collect()
     assert scrape_within(port, 5) is not None
     ld.close()
