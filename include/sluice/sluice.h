@@ -142,7 +142,9 @@ typedef struct sl_options {
     int prefetch;       /**< batch buffers in flight [2 * decode_threads,
                              at least 2] */
     int no_dct_scale;   /**< 1: never decode at a reduced DCT scale */
-    int telemetry_ms;   /**< telemetry period [100]; < 0: no collector */
+    int telemetry_ms;   /**< telemetry period [100]; the scheduler decides
+                             every 5 periods; < 0: no collector, and so
+                             no scheduler (the knobs stay where set) */
     const char *telemetry_path; /**< JSON Lines, one snapshot a period
                                      (docs/TELEMETRY.md) [none] */
     int metrics_port;           /**< serve Prometheus text on 127.0.0.1:port
