@@ -23,6 +23,19 @@ pc=$(find "$prefix" -name sluice.pc)
 cfg=$(find "$prefix" -name sluiceConfig.cmake)
 [ -n "$pc" ] && [ -n "$cfg" ] || fail "sluice.pc or sluiceConfig.cmake not installed"
 
+# Every installed header, alone and together, compiles for strict older
+# consumers: C89 and (where there is a C++ compiler) C++98, -pedantic
+# -Werror (a comma after an enum's last member failed both).
+hdrs=$work/headers.c
+{ for h in "$inc"/*.h; do echo "#include <sluice/$(basename "$h")>"; done
+  echo 'int main(void) { return 0; }'; } >"$hdrs"
+"$cc" -std=c89 -pedantic -Werror -Wall -I"$prefix/include" -fsyntax-only "$hdrs" ||
+  fail "the installed headers do not compile as C89 -pedantic"
+if command -v c++ >/dev/null; then
+  c++ -std=c++98 -pedantic -Werror -Wall -I"$prefix/include" -fsyntax-only -x c++ "$hdrs" ||
+    fail "the installed headers do not compile as C++98 -pedantic"
+fi
+
 data=$work/data
 [ -d "$data" ] || "$build/sluice" make-dataset --synthetic "$data" --images 48 \
   --classes 3 >/dev/null
