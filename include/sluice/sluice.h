@@ -68,10 +68,10 @@ SL_API const char *sl_version_string(void);
     X(TIMEDOUT, -14, "timed out")
 
 typedef enum sl_errno {
-#define SL__ERRNO_ENUM(name, num, msg) SL_E##name = (num),
+    SL_OK = 0 /* each code after a comma: none after the last (C89) */
+#define SL__ERRNO_ENUM(name, num, msg) , SL_E##name = (num)
     SL_ERRNO_MAP(SL__ERRNO_ENUM)
 #undef SL__ERRNO_ENUM
-        SL_OK = 0 /* last: no comma after the list (C89 / C++98 -pedantic) */
 } sl_errno_t;
 
 /** @return a static, never-NULL message for an SL_E* code (or "unknown"). */
