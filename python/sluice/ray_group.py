@@ -48,7 +48,8 @@ object store that every job fetches (zero-copy on the same node).
 - **Per job, as a single job**: order, set_epoch, state_dict /
   load_state_dict. A job whose position is behind the group's released
   batches (set_epoch / load_state_dict backwards) has them prepared again
-  (counted as reprepared) and holds the others within `window` of it.
+  (counted as reprepared), holds the others within `window` of it, and
+  warns once.
 - **Failures**: a preparer that dies has its unreleased batches prepared
   by the others (a replacement is started); a job whose chunk object was
   lost asks again and gets the new one.
@@ -357,9 +358,13 @@ class _Group:
             except asyncio.TimeoutError:
                 break
         known = set(known)
-        return {"refs": {x: list(self.ref[x]) for x in range(g, g + n)
-                         if x in self.ref and x not in known},
-                "window": self.window}
+        r = {"refs": {x: list(self.ref[x]) for x in range(g, g + n)
+                      if x in self.ref and x not in known},
+             "window": self.window}
+        if again:  # the job says why, once
+            others = [p for j, (p, *_) in self.jobs.items() if j != job and p is not None]
+            r["again"] = [len(again), min(others) if others else None, self.nb]
+        return r
 
     async def ping(self, job, g=None):
         """The job is alive; g: its position, when it stopped taking
@@ -597,6 +602,7 @@ class SharedLoader(DataLoader):
         self._cache, self._asked = {}, None  # g -> its _Chunk, known ahead
         self._told = None  # the position the group last heard
         self._left = False
+        self._warned_again = False  # asked for released batches (_merge)
         self._beat = threading.Event()
         # A loader deleted without close() leaves the group when it is
         # collected (the others went on waiting for it: the heartbeat
@@ -653,6 +659,22 @@ class SharedLoader(DataLoader):
         if r.get("detached"):
             raise RuntimeError(f"sluice.ray: this job was dropped from share group "
                                f"{self._group_name!r} (silent for {self._lease} s)")
+        if r.get("again") and not self._warned_again:
+            self._warned_again = True
+            n, lo, nb = r["again"]
+            g = self._next_g
+            msg = (f"sluice.ray: share group {self._group_name!r}: this job "
+                   f"(at epoch {g // nb} batch {g % nb}) asks for {n} batches the "
+                   "group had released" +
+                   (f" (the slowest other job is at epoch {lo // nb} batch {lo % nb})"
+                    if lo is not None else "") +
+                   ": they are prepared again for it alone, and it holds the "
+                   "others back. A job that joined late starts at "
+                   "state_dict()['epoch'] (not at set_epoch(0)); jobs that start "
+                   "together begin iterating together (group_stats()['reprepared'] "
+                   "counts these)")
+            log.warning("%s", msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=5)
         chunks = {}  # one _Chunk (one future) per chunk: fetched when ready
         for g, (ref, gs) in r["refs"].items():
             if ref not in chunks:
