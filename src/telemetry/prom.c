@@ -228,8 +228,11 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
     metric(&o, "batch_latency_seconds", "gauge",
            "Mean first-claim-to-ready time of a batch.",
            s->batch_latency_ms / 1e3);
-    metric(&o, "consumer_wait_seconds", "gauge",
-           "Mean consumer wait per batch.", s->consumer_wait_ms / 1e3);
+    metric(
+        &o, "consumer_wait_seconds", "gauge",
+        "Consumer wait per batch handed out in the last interval (with none, "
+        "the whole wait).",
+        s->consumer_wait_ms / 1e3);
     metric(&o, "prefetch", "gauge", "Batch buffers allowed (knob).",
            s->prefetch);
     metric(&o, "batches_ready", "gauge", "Complete batches waiting.",
