@@ -487,8 +487,9 @@ int sl__collector_latest_extra(sl__collector_t *c, sl_snapshot_t *out,
     pthread_mutex_lock(&c->mu);
     *out = c->latest;
     *x = c->extra;
+    int have = c->ring_n > 0;
     pthread_mutex_unlock(&c->mu);
-    return 0;
+    return have;
 }
 
 int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max)

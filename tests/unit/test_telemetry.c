@@ -215,6 +215,39 @@ static int http_get(int port, const char *path, char *buf, size_t cap)
     return (int)got;
 }
 
+/* Before the loader's first snapshot nothing has been read: /metrics
+ * serves no sample (no invented zeros: sluice_mem_available_bytes 0,
+ * sluice_uptime_seconds 0), with 200 so that the job reads as there. */
+static void test_prometheus_before_the_first_snapshot(void **state)
+{
+    (void)state;
+#if !SL_HAVE_PROMETHEUS
+    skip();
+#endif
+    sl__collector_opts_t o = {1000000, "/",  NULL, 0,
+                              4,       NULL, NULL}; /* manual ticks */
+    sl__collector_t *c = NULL;
+    char err[256];
+    int port = 0, rc = -1;
+    for (int p = 21000 + getpid() % 1000; p < 23000 && rc; p += 7) {
+        o.metrics_port = p;
+        rc = sl__collector_start(&o, fake_pipe, NULL, &c, err, sizeof err);
+        port = p;
+    }
+    assert_int_equal(rc, 0);
+    static char buf[65536];
+    assert_true(http_get(port, "/metrics", buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, " 200 "));
+    assert_null(strstr(buf, "sluice_uptime_seconds"));
+    assert_null(strstr(buf, "sluice_mem_available_bytes"));
+    assert_null(strstr(buf, "sluice_rss_bytes"));
+    assert_non_null(strstr(buf, "no snapshot yet"));
+    sl__collector_tick(c);
+    assert_true(http_get(port, "/metrics", buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "\nsluice_uptime_seconds "));
+    sl__collector_stop(c);
+}
+
 static void test_prometheus_over_loopback(void **state)
 {
     (void)state;
@@ -311,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_wait_in_a_total_stall_is_not_zero),
         cmocka_unit_test(test_json_has_every_documented_key),
         cmocka_unit_test(test_prometheus_over_loopback),
+        cmocka_unit_test(test_prometheus_before_the_first_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
