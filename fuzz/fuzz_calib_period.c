@@ -18,7 +18,7 @@ static void fit_copies(const sl__calib_period_t *first,
 {
     sl__calib_period_t p[8];
     if (!isfinite(first->t) || !(first->interval_s > 0) || first->ncpu < 1 ||
-        first->decode_workers < 0 || first->read_workers < 0 ||
+        first->decode_workers < 0 || first->read_slots < 0 ||
         first->samples_total < 0 || first->batches_total < 0)
         abort();
     for (int i = 0; i < 8; i++) {

@@ -112,8 +112,10 @@ PANELS = [
                  "{{instance}} stall"),
                 ("sluice_stall_fraction" + sel(), "{{instance}} last 0.1 s")],
                vmax=1, unstacked=("B",)),
-    timeseries("Consumer wait and batch latency", "Mean consumer wait per "
-               "batch, and mean time from a batch's first claim to ready.", "s", [
+    timeseries("Consumer wait and batch latency", "Consumer wait per batch "
+               "handed out in the loader's last interval (with none handed "
+               "out, the interval's whole wait: a total stall is not 0), and "
+               "mean time from a batch's first claim to ready.", "s", [
                    ("sluice_consumer_wait_seconds" + sel(), "{{instance}} wait"),
                    ("sluice_batch_latency_seconds" + sel(),
                     "{{instance}} batch latency")]),
@@ -166,18 +168,23 @@ PANELS = [
          "dashboard's time range (their reasons: `sluice top`, or "
          "/decisions).", "short", [
              (decisions("increase", "[$__range]"), "{{instance}}")]),
-    timeseries("Stage busy", "Busy share of each stage's threads: rate() "
-               "of its busy thread-seconds over its threads, and the loader's "
-               "last 100 ms interval (dashed). With asynchronous reads "
-               "(io_async 1) the read stage's seconds are reads in flight: "
-               "its share is the dashed line (over io_depth), the rate over "
-               "threads reads as reads in flight per thread.",
+    timeseries("Stage busy", "Busy share of each stage: rate() of its "
+               "busy seconds over its slots (its threads; with asynchronous "
+               "reads, io_async 1, the read stage's seconds are reads in "
+               "flight and its slots are io_depth), and the loader's last "
+               "100 ms interval (dashed).",
                "percentunit", [
-                   ("rate(sluice_stage_busy_seconds_total" + sel() + RI +
-                    ") / sluice_workers" + sel(), "{{instance}} {{stage}}"),
+                   ("rate(sluice_stage_busy_seconds_total" +
+                    sel('stage!="read"') + RI + ") / sluice_workers" + sel(),
+                    "{{instance}} {{stage}}"),
+                   ("rate(sluice_stage_busy_seconds_total" +
+                    sel('stage="read"') + RI + ") / ignoring(stage) "
+                    "((sluice_io_depth" + sel() + " and sluice_io_async" +
+                    sel() + " == 1) or ignoring(stage) sluice_workers" +
+                    sel('stage="read"') + ")", "{{instance}} read"),
                    ("sluice_stage_busy" + sel(),
                     "{{instance}} {{stage}} last 0.1 s")],
-               vmax=1, unstacked=("B",)),
+               vmax=1, unstacked=("C",)),
     timeseries("Queues", "Items waiting at each stage, the queue's "
                "capacity, and reads issued and not yet done.", "short", [
                    ("sluice_queue_depth" + sel(), "{{instance}} {{stage}} depth"),

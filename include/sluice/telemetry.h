@@ -57,7 +57,10 @@ typedef struct sl_snapshot {
     double samples_per_s;
     double stall_fraction;   /**< consumer time blocked in next / interval */
     double batch_latency_ms; /**< mean first claim -> ready, this interval */
-    double consumer_wait_ms; /**< mean wait per batch handed out */
+    double consumer_wait_ms; /**< the interval's wait per batch handed out
+                                  in it; with none handed out, the whole
+                                  wait (a wait in progress: 0 only when
+                                  the consumer did not wait) */
     int64_t samples_total, batches_total, errors_skipped, bytes_read_total;
     double read_bytes_per_s; /**< stored bytes the loader read */
     sl_stage_stats_t read, decode;

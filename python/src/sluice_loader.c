@@ -506,6 +506,12 @@ static Py_ssize_t loader_len(LoaderObject *self)
     return (Py_ssize_t)(self->nb * self->epochs);
 }
 
+/* The knobs set() and get() take (knob_of), named once for the docstring
+ * and the error. */
+#define LOADER_KNOBS                                                           \
+    "'threads', 'read_threads', 'prefetch', 'io_depth', 'cache_bytes' or "     \
+    "'gpu_share'"
+
 static int knob_of(PyObject *name, sl_param_t *p)
 {
     const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
@@ -523,9 +529,7 @@ static int knob_of(PyObject *name, sl_param_t *p)
         *p = SL_PARAM_GPU_SHARE;
     else {
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError,
-                     "knob must be 'threads', 'read_threads', 'prefetch', "
-                     "'io_depth', 'cache_bytes' or 'gpu_share', not %R",
+        PyErr_Format(PyExc_ValueError, "knob must be " LOADER_KNOBS ", not %R",
                      name);
         return -1;
     }
@@ -946,8 +950,8 @@ static PyMethodDef loader_methods[] = {
      "not move `position`: the next plain iteration continues\nwhere it "
      "was. ValueError for an empty plan or a batch outside the epochs."},
     {"set", (PyCFunction)loader_set, METH_VARARGS,
-     "set(knob, value)\n--\n\nSets 'threads', 'read_threads' or 'prefetch' "
-     "while batches flow (None: the default). Any thread."},
+     "set(knob, value)\n--\n\nSets " LOADER_KNOBS " while batches flow "
+     "(None: the default). Any thread."},
     {"get", (PyCFunction)loader_get, METH_O,
      "get(knob)\n--\n\nThe knob's value in force."},
     {"stats", (PyCFunction)loader_stats, METH_NOARGS,

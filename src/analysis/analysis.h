@@ -26,6 +26,7 @@
 
 #include "data/source.h"
 #include "sluice/analysis.h"
+#include "sluice/telemetry.h"
 
 /* ------------------------------------------------------- the stall model */
 
@@ -52,6 +53,11 @@ typedef struct sl__stall_model {
  * the dataset fits in memory (stays resident after one pass). */
 sl__stall_model_t sl__stall_predict(double demand, double prep, double cold,
                                     double warm, int fits);
+
+/* The slots a snapshot's read.busy is a share of: the reads in flight
+ * allowed (io_depth) with asynchronous reads, else one per read thread.
+ * Read time per item = read.busy x slots x interval / items. */
+int sl__stall_read_slots(const sl_snapshot_t *s);
 
 /* Threads to reach `demand` given prep rates rate[0..n-1] for 1..n
  * threads: the first count that does, else a straight line through the

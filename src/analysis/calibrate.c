@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "analysis.h"
 #include "base/abi.h"
 #include "base/alloc.h"
 #include "calibrate.h"
@@ -68,7 +69,7 @@ int sl__calib_period_of(const sl_snapshot_t *s, sl__calib_period_t *p)
     p->rss = known((double)s->rss_bytes);
     p->samples_total = count64(s->samples_total);
     p->batches_total = count64(s->batches_total);
-    p->read_workers = count(s->read.workers);
+    p->read_slots = count(sl__stall_read_slots(s));
     p->read_busy = s->read.busy;
     p->read_items_per_s = s->read.items_per_s;
     p->decode_workers = count(s->decode.workers);

@@ -49,7 +49,10 @@ typedef struct sl__calib_period {
     double t, interval_s, cpu_self, cpu_other, samples_per_s;
     double stall_fraction, consumer_wait_ms, read_bytes_per_s;
     double read_busy, read_items_per_s, decode_busy, decode_items_per_s;
-    int ncpu, read_workers, decode_workers, prefetch;
+    int ncpu, decode_workers, prefetch;
+    int read_slots; /* what read_busy is a share of (sl__stall_read_slots):
+                       the I/O depth with asynchronous reads, else the
+                       read threads */
     double mem_total, rss; /* bytes */
     long long samples_total, batches_total;
     /* the GPU stage (< 0: none): samples/s it finished, the share of the

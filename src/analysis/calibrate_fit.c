@@ -80,7 +80,7 @@ void sl__calib_storage_fit(const sl__calib_period_t *p, int n, double skip_s,
         double ritems = r->read_items_per_s * r->interval_s;
         if (r->t < skip_s || ritems < 3 || r->read_busy <= 0)
             continue;
-        w[k] = r->read_busy * r->read_workers * r->interval_s * 1000 / ritems;
+        w[k] = r->read_busy * r->read_slots * r->interval_s * 1000 / ritems;
         bw[k++] = r->read_bytes_per_s;
     }
     if (k < 3)
@@ -125,7 +125,7 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
     /* Sums over the periods used, in seconds (or items, bytes). */
     double read_wall = 0, read_items = 0, decode_wall = 0, decode_items = 0;
     double self_cpu = 0, busy_cpu = 0, other_cpu = 0, span = 0, waited = 0;
-    double batches = 0, bytes = 0, samples = 0;
+    double batches = 0, bytes = 0, samples = 0, run_span = 0;
     /* With storage waits in the read stage (readers that share a bandwidth
      * wait for each other too), the core share comes from the decoders
      * alone: their busy time is all CPU or core waits (the reads' own CPU
@@ -165,11 +165,22 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
             gcpu += (r->gpu_cpu_busy > 0 ? r->gpu_cpu_busy : 0) * r->interval_s;
             f->gpu_periods++;
         }
-        if (r->t < o->skip_s || r->decode_items_per_s <= 0)
+        if (r->t < o->skip_s)
+            continue;
+        /* What the run got, over every period (one where nothing was
+         * decoded may be all wait): the wait is the stall fraction's
+         * share of the period, which holds a wait still in progress; the
+         * mean wait per batch is 0 in a period without a batch. */
+        if (isfinite(r->stall_fraction) && r->stall_fraction > 0)
+            waited += r->stall_fraction * r->interval_s;
+        batches += (double)period_batches;
+        samples += r->samples_per_s * r->interval_s;
+        run_span += r->interval_s;
+        if (r->decode_items_per_s <= 0)
             continue;
         double dt = r->interval_s;
         double dwall = r->decode_busy * r->decode_workers * dt;
-        double rwall = r->read_busy * r->read_workers * dt;
+        double rwall = r->read_busy * r->read_slots * dt;
         double ditems = r->decode_items_per_s * dt;
         double ritems = r->read_items_per_s * dt;
         double rcpu = storage || rwall < 0 ? 0 : rwall; /* its CPU part */
@@ -186,12 +197,6 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
         other_cpu += r->cpu_other * dt;
         bytes += r->read_bytes_per_s * dt;
         span += dt;
-        /* Waits are added when a batch is handed out, and stall_fraction
-         * is clipped at 1: the mean wait per batch x batches is not. */
-        if (period_batches > 0 && isfinite(r->consumer_wait_ms))
-            waited += r->consumer_wait_ms / 1000 * (double)period_batches;
-        batches += (double)period_batches;
-        samples += r->samples_per_s * dt;
         /* Per-period CPU ms per item, each with its own core share, for
          * the spread (foreign load changes from period to period). */
         double share =
@@ -225,11 +230,13 @@ int sl__calib_fit(const sl__calib_period_t *p, int n,
         read.n > 1 ? cv_items(read.ms_per_item, read.items, read.n, f->read_ms)
                    : 0.5;
     f->item_bytes = read_items > 0 ? bytes / read_items : 0;
-    f->step_ms =
-        batches > 0 && span > waited ? (span - waited) * 1000 / batches : 0;
+    f->step_ms = batches > 0 && run_span > waited
+                     ? (run_span - waited) * 1000 / batches
+                     : 0;
     f->cpu_other = other_cpu / span;
-    f->samples_per_s = samples / span;
-    f->stall = waited / span > 1 ? 1 : waited / span;
+    f->samples_per_s = run_span > 0 ? samples / run_span : 0;
+    f->stall =
+        run_span > 0 ? (waited / run_span > 1 ? 1 : waited / run_span) : 0;
     f->mem_total = last->mem_total > 0 ? last->mem_total : 0;
     if (gitems >= 8) { /* enough samples to call it the stage's */
         f->gpu_ms = gbusy * 1000 / gitems;

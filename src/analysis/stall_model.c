@@ -3,6 +3,11 @@
 
 #include "analysis.h"
 
+int sl__stall_read_slots(const sl_snapshot_t *s)
+{
+    return s->io_async == 1 && s->io_depth > 0 ? s->io_depth : s->read.workers;
+}
+
 const char *sl__bound_name(sl__bound_t b)
 {
     static const char *const names[] = {

@@ -347,6 +347,8 @@ int sl__cmd_run(int argc, char **argv)
                 place_why, place_why[0] ? ")" : "");
     const sl__stream_t s = sl__stream_image(l);
     sl__consume_run(&c, &s);
+    if (!c.stopped)
+        sl__knob_sets_unfired(&a.sets, argv[0], c.done);
     sl_options_t used; /* the options in force, defaults resolved */
     sl_options_init(&used);
     sl_loader_options(l, &used);

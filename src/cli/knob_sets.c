@@ -87,23 +87,47 @@ int sl__knob_sets_check(const sl__knob_sets_t *ks, const sl_loader_t *l,
                                             "read-threads",
                                         [SL_PARAM_DECODE_THREADS] = "threads",
                                         [SL_PARAM_PREFETCH] = "prefetch",
-                                        [SL_PARAM_IO_DEPTH] = "io-depth"};
+                                        [SL_PARAM_IO_DEPTH] = "io-depth",
+                                        [SL_PARAM_GPU_SHARE] = "gpu-share"};
     for (int i = 0; i < ks->n; i++) {
         const sl__knob_set_t *k = &ks->v[i];
         int64_t lo, hi;
-        if (!k->param || k->param == SL_PARAM_GPU_SHARE ||
-            k->value == SL_AUTOTUNE ||
+        if (!k->param || k->value == SL_AUTOTUNE ||
             sl_loader_param_range(l, k->param, &lo, &hi) ||
             (k->value >= lo && k->value <= hi))
             continue;
-        fprintf(stderr,
-                "sluice %s: --set %s: %s = %lld is outside %lld..%lld on "
-                "this loader\n",
-                cmd, k->spec, names[k->param], (long long)k->value,
-                (long long)lo, (long long)hi);
+        /* gpu-share's range is 0..0 without the GPU stage, which the
+         * loader settles when it is created: the reason goes with it. */
+        const char *why = "";
+        int stage =
+            k->param == SL_PARAM_GPU_SHARE && !sl__testing_placement(l, &why);
+        fprintf(
+            stderr,
+            "sluice %s: --set %s: %s = %lld is outside %lld..%lld on "
+            "this loader%s%s%s\n",
+            cmd, k->spec, names[k->param], (long long)k->value, (long long)lo,
+            (long long)hi, stage ? " (the GPU stage is not in use: " : "",
+            stage ? (why[0] ? why : "placement cpu") : "", stage ? ")" : "");
         return 2;
     }
     return 0;
+}
+
+int sl__knob_sets_unfired(const sl__knob_sets_t *ks, const char *cmd,
+                          int64_t done)
+{
+    int n = 0;
+    for (int i = 0; i < ks->n; i++) {
+        const sl__knob_set_t *k = &ks->v[i];
+        if (k->fired)
+            continue;
+        fprintf(stderr,
+                "sluice %s: warning: --set %s never applied: the run ended "
+                "after %lld batches\n",
+                cmd, k->spec, (long long)done);
+        n++;
+    }
+    return n;
 }
 
 void sl__knob_sets_due(sl__knob_sets_t *ks, sl_loader_t *l, const char *cmd,

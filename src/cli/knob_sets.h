@@ -41,8 +41,9 @@ int sl__knob_sets_add(sl__knob_sets_t *ks, const char *spec);
  * (sl_loader_param_range), before the run, so a value that could never
  * apply fails at once (SL_AUTOTUNE, the knob's default, always applies):
  * "sluice CMD: --set SPEC: threads = 999 is outside
- * 1..256 on this loader" on stderr. gpu-share is left to the run (its
- * range is 0 while the GPU stage is not in use, which the run reports).
+ * 1..256 on this loader" on stderr. gpu-share too: whether the loader has
+ * a GPU stage is settled when it is created (sl_loader_create), so its
+ * range (0..0 without one) is known here; the message adds why.
  * @return 0, or 2 (a usage error). */
 int sl__knob_sets_check(const sl__knob_sets_t *ks, const sl_loader_t *l,
                         const char *cmd);
@@ -51,5 +52,10 @@ int sl__knob_sets_check(const sl__knob_sets_t *ks, const sl_loader_t *l,
  * as "sluice CMD: --set: ...". */
 void sl__knob_sets_due(sl__knob_sets_t *ks, sl_loader_t *l, const char *cmd,
                        int64_t done, double elapsed, double *step_ms);
+/* After the run (done batches): a warning on stderr for
+ * each set that never came due ("sluice CMD: warning: --set SPEC never
+ * applied: ..."), e.g. 100:threads=1 on a 16-batch run. @return how many. */
+int sl__knob_sets_unfired(const sl__knob_sets_t *ks, const char *cmd,
+                          int64_t done);
 
 #endif

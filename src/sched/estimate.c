@@ -87,9 +87,7 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         const sl_snapshot_t *s = &win[i];
         double dt = s->interval_s > 0 ? s->interval_s : 0;
         t += dt;
-        /* Reads in flight: the depth with asynchronous reads, else one
-         * per read thread. */
-        int slots = s->io_depth > 0 ? s->io_depth : s->read.workers;
+        int slots = sl__stall_read_slots(s);
         rbusy += (s->read.busy > 0 ? s->read.busy : 0) * slots * dt;
         ritems += (s->read.items_per_s > 0 ? s->read.items_per_s : 0) * dt;
         rbytes += (s->read_bytes_per_s > 0 ? s->read_bytes_per_s : 0) * dt;

@@ -449,8 +449,9 @@ int sl__heur_step(sl__heur_t *h, const sl_snapshot_t *snaps, int n,
             snprintf(reason, len,
                      "no stall for %d windows; the model needs %d "
                      "outstanding reads (%.1f ms each, target %.0f/s): "
-                     "read_threads %d -> %d",
-                     CALM_WINDOWS, rwant, 1e3 * e.read_s, e.target, r, to);
+                     "%s %d -> %d",
+                     CALM_WINDOWS, rwant, 1e3 * e.read_s, e.target,
+                     knob_label(h, SL_KNOB_READ), r, to);
             return SL_KNOB_READ;
         }
         if (h->calm >= CALM_WINDOWS && lim->tune_decode && n > floor &&

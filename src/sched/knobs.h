@@ -75,6 +75,10 @@ enum {
     SL_KNOB_GPU_SHARE    /* per mille of a batch on the GPU stage */
 };
 
+/* A policy step's mask bit (sched/policy.h) for a step that changes no
+ * knob but whose reason the record must show (a policy event). */
+#define SL__POLICY_EVENT (1 << 16)
+
 /* SL_KNOB_GPU_SHARE's unit: per mille of a batch's samples (the share's
  * whole range is 0..SL_KNOB_SHARE_UNIT). */
 #define SL_KNOB_SHARE_UNIT 1000

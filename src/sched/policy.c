@@ -190,13 +190,20 @@ int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
             if ((mask & 1 << k) && (pass == 0 ? to < from : to > from))
                 d->ch[d->n++] = (sl__sched_change_t){k, from, to};
         }
-    return d->n;
+    d->event = d->n == 0 && (mask & SL__POLICY_EVENT) && d->reason[0];
+    return d->n + d->event;
 }
 
 int sl__sched_report(const sl__sched_decision_t *d, const int *applied,
                      char *knob, size_t knob_len, int *from, int *to,
                      char *reason, size_t reason_len)
 {
+    if (d->event) {
+        snprintf(knob, knob_len, "policy");
+        *from = *to = 0;
+        snprintf(reason, reason_len, "%s", d->reason);
+        return 1;
+    }
     int done = 0;
     for (int i = 0; i < d->n; i++) {
         if (!applied[i])

@@ -7,7 +7,8 @@
  * limits, turned into the knob changes to apply, in an order that never
  * crosses a budget in between (decreases first: a thread moved from one
  * stage to the other is given back before it is taken), and the record a
- * snapshot reports (the first change and the reason).
+ * snapshot reports (the first change and the reason, or a policy event
+ * that changed no knob: knob "policy").
  *
  * Who calls it: the loader on its collector thread (exec/loader_sched.c)
  * applies the changes through sl_loader_set; the simulator (sim/run.h)
@@ -35,7 +36,9 @@ typedef struct sl__policy sl__policy_t;
 
 /* One decision over win[0..n) (oldest first): sets *next (within lim) and
  * a reason. @return a bit mask of the knobs changed, bit SL_KNOB_* (0:
- * none). */
+ * none), or SL__POLICY_EVENT: no knob changed, but the reason is an event
+ * the record must show (rl's guard handing over to the heuristic; the bit
+ * is in sched/knobs.h, beside the knobs' bits). */
 /* A step's parameters, written once for the type and each policy's
  * definition. */
 #define SL__POLICY_STEP_ARGS                                                   \
@@ -83,6 +86,8 @@ typedef struct sl__sched_decision {
     int n;
     sl__sched_change_t ch[4];
     int read_depth; /* SL_KNOB_READ is the I/O depth (lim->read_depth) */
+    int event;      /* n == 0 and the policy's reason is an event to record
+                       (SL__POLICY_EVENT): reported as knob "policy" */
     char reason[SL_SCHED_REASON];
 } sl__sched_decision_t;
 
@@ -101,20 +106,22 @@ void sl__sched_free(sl__sched_t *s);
 int sl__sched_due(sl__sched_t *s);
 
 /* One decision over win[0..n) with the knobs in force: fills *d (d->n = 0:
- * nothing to change). Where the scheduler places samples
- * (lim->tune_gpu_share) and the policy does not place itself (an rl
- * policy with the share head does, pol->places), the placement rule
- * (sched/place.h) goes first; when it moves the share that is the
- * decision, and the policy steps next time (one change at a time, so each
+ * nothing to change; d->event: nothing to change, an event to record). Where
+ * the scheduler places samples (lim->tune_gpu_share) and the policy does not
+ * place itself (an rl policy with the share head does, pol->places), the
+ * placement rule (sched/place.h) goes first; when it moves the share that is
+ * the decision, and the policy steps next time (one change at a time, so each
  * is judged on its own window).
- * @return d->n. */
+ * @return d->n + d->event: 0 when there is nothing to apply or report. */
 int sl__sched_tick(sl__sched_t *s, const sl_snapshot_t *win, int n,
                    const sl__limits_t *lim, const sl__knobs_t *cur,
                    sl__sched_decision_t *d);
 
 /* What a snapshot reports of a decision whose changes applied[i] != 0
- * went through: the first applied change and the reason. @return the
- * number applied (0: nothing to report). */
+ * went through: the first applied change (decreases go first) and the
+ * reason; for an event (d->event), knob "policy", from = to = 0, and the
+ * reason. @return the number applied, 1 for an event (0: nothing to
+ * report); the caller adds it to decisions_total. */
 int sl__sched_report(const sl__sched_decision_t *d, const int *applied,
                      char *knob, size_t knob_len, int *from, int *to,
                      char *reason, size_t reason_len);

@@ -462,7 +462,7 @@ int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
                      "rl guard: reward avg %.3f < start %.3f for %d "
                      "decisions; heuristic from now on",
                      s->guard.ema, s->guard.ref, s->guard.k);
-            return 0;
+            return SL__POLICY_EVENT;
         }
         if (s->buf.n == s->buf.cap) {
             double z[SL_MLP_MAX_LOGITS], v, x[SL_RL_NOBS];

@@ -176,7 +176,8 @@ int sl__rl_sched_init(sl__rl_sched_t *s, sl__rl_policy_t *pol, int learn,
 void sl__rl_sched_free(sl__rl_sched_t *s);
 
 /* One decision over win[0..n). Sets *next (within lim) and a reason.
- * @return a bit mask of the knobs changed, bit SL_KNOB_* (0: none). */
+ * @return a bit mask of the knobs changed, bit SL_KNOB_* (0: none), or
+ * SL__POLICY_EVENT when the guard hands the knobs to the heuristic. */
 int sl__rl_sched_step(sl__rl_sched_t *s, const sl_snapshot_t *win, int n,
                       const sl__limits_t *lim, const sl__knobs_t *cur,
                       sl__knobs_t *next, char *reason, size_t len);

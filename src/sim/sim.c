@@ -202,7 +202,8 @@ void sl__sim_step(sl__sim_t *s, double dt, sl_snapshot_t *out)
     int64_t nb = s->batches - batches0;
     out->samples_per_s = dt > 0 ? (double)(s->samples - samples0) / dt : 0;
     out->stall_fraction = dt > 0 ? fmin(1.0, a->wait / dt) : 0;
-    out->consumer_wait_ms = nb > 0 ? a->wait * 1000.0 / (double)nb : 0;
+    /* as the collector: with no batch handed out, the whole wait */
+    out->consumer_wait_ms = a->wait * 1000.0 / (double)(nb > 0 ? nb : 1);
     out->batch_latency_ms =
         a->lat_count > 0 ? a->lat_sum * 1000.0 / (double)a->lat_count : 0;
     out->samples_total = s->samples;

@@ -218,9 +218,12 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
         secs > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e9 / secs : 0;
     if (s->stall_fraction > 1)
         s->stall_fraction = 1;
+    /* Per batch handed out; an interval without one holds part of a wait
+     * still in progress, counted whole (a total stall reads as the
+     * interval, not 0). */
     int64_t nb = q->batches - p->batches;
     s->consumer_wait_ms =
-        nb > 0 ? (double)(q->wait_ns - p->wait_ns) / 1e6 / (double)nb : 0;
+        (double)(q->wait_ns - p->wait_ns) / 1e6 / (double)(nb > 0 ? nb : 1);
     int64_t nl = q->lat_count - p->lat_count;
     s->batch_latency_ms =
         nl > 0 ? (double)(q->lat_sum_ns - p->lat_sum_ns) / 1e6 / (double)nl : 0;
@@ -484,8 +487,9 @@ int sl__collector_latest_extra(sl__collector_t *c, sl_snapshot_t *out,
     pthread_mutex_lock(&c->mu);
     *out = c->latest;
     *x = c->extra;
+    int have = c->ring_n > 0;
     pthread_mutex_unlock(&c->mu);
-    return 0;
+    return have;
 }
 
 int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max)

@@ -124,7 +124,8 @@ int sl__collector_recent(sl__collector_t *c, sl_snapshot_t *out, int max);
 /* What the endpoint serves beside the latest snapshot: the counters behind
  * its rates, so a scraper takes rates over its own interval (rate() in
  * PromQL, `sluice top`), and the last knob changes. A decision is kept as
- * the snapshot records it: when one tick makes several changes, the last. */
+ * the snapshot records it: when one tick makes several changes, the first
+ * applied (sl__sched_report). */
 #define SL__DECISION_LOG 16
 typedef struct sl__decision_rec {
     double t;    /* the snapshot's t */
@@ -140,7 +141,9 @@ typedef struct sl__collector_extra {
     sl__decision_rec_t dec[SL__DECISION_LOG]; /* oldest first */
 } sl__collector_extra_t;
 
-/* The latest snapshot and its extra, consistent with each other. */
+/* The latest snapshot and its extra, consistent with each other.
+ * @return 1, or 0 before the first tick (out is then all zeros: nothing
+ * read yet, not values). */
 int sl__collector_latest_extra(sl__collector_t *c, sl_snapshot_t *out,
                                sl__collector_extra_t *x);
 

@@ -335,6 +335,8 @@ int sl__plot(const sl__plot_opts_t *o, sl__plot_stats_t *st, char *err,
     }
     int rc = plot(o, t, tb, err, errlen);
     temps_remove(o, t);
+    for (int i = 0; i < SL__PLOT_MAX_RUNS; i++)
+        sl__plot_table_free(&tb[i]);
     if (st) {
         *st = tb[0].st;
         for (int i = 1; i < o->ninputs && i < SL__PLOT_MAX_RUNS; i++) {

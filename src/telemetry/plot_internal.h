@@ -29,6 +29,7 @@ enum {
     SL__PC_K_READ,
     SL__PC_K_DECODE,
     SL__PC_K_PREFETCH,
+    SL__PC_K_IO_DEPTH,   /* reads in flight allowed (NaN: blocking reads) */
     SL__PC_CACHE_HIT,    /* the sample cache's hit rate (NaN: no lookups) */
     SL__PC_GPU_SHARE,    /* the GPU stage's share, 0..1 (NaN: no stage) */
     SL__PC_CACHE_STORED, /* the cache's bytes held / before its codec */
@@ -92,8 +93,8 @@ void sl__plot_smooth_add(sl__plot_smooth_t *s, double dt, double nb,
 
 /* The scheduler's knob changes the file records (decision_new lines), and
  * the cache's run-time codec choices (a change of cache.codec between two
- * lines: knob "cache_codec", from_s / to_s the codecs' names). */
-#define SL__PLOT_MAX_DECISIONS 64
+ * lines: knob "cache_codec", from_s / to_s the codecs' names): all of
+ * them, each marked on the knob panel. */
 typedef struct sl__plot_decision {
     double t;
     char knob[24];
@@ -104,15 +105,19 @@ typedef struct sl__plot_decision {
 
 typedef struct sl__plot_table {
     sl__plot_stats_t st;
-    double max[SL__PC_N]; /* -INFINITY: the column has no value at all */
-    sl__plot_decision_t dec[SL__PLOT_MAX_DECISIONS]; /* the first ones */
-    int ndec;                                        /* in dec */
-    long ndec_all;                                   /* in the file */
+    double max[SL__PC_N];     /* -INFINITY: the column has no value at all */
+    sl__plot_decision_t *dec; /* every one (owned; sl__plot_table_free) */
+    size_t dec_cap;
+    int ndec;      /* in dec: ndec_all, unless memory ran out */
+    long ndec_all; /* in the file */
 } sl__plot_table_t;
 
-/* Reads telemetry lines from in, writes the table to out. Returns 0, or -1
+/* Reads telemetry lines from in, writes the table to out. tb: zeroed, or
+ * one written before (its decisions are freed first). Returns 0, or -1
  * with errno when in cannot be read (ENOMEM: none for the window). */
 int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb);
+/* Frees tb's decisions (tb itself is the caller's); zeroed tb ok. */
+void sl__plot_table_free(sl__plot_table_t *tb);
 
 /* The gnuplot script drawing the table at data to out; raw: the raw
  * per-interval points under the smoothed lines too. */

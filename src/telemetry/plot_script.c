@@ -176,10 +176,12 @@ static const panel_t panels[NPANELS] = {
      * the last so a step under another stays visible. */
     {"knob value",
      0,
-     3,
+     4,
      {{SL__PC_K_READ, -1, "read_threads", NULL, "steps lw 5", "#56B4E9"},
       {SL__PC_K_DECODE, -1, "decode_threads", NULL, "steps lw 2.5", "#D55E00"},
-      {SL__PC_K_PREFETCH, -1, "prefetch", NULL, "steps lw 1.2", "#000000"}}},
+      {SL__PC_K_PREFETCH, -1, "prefetch", NULL, "steps lw 1.2", "#000000"},
+      {SL__PC_K_IO_DEPTH, -1, "io_depth", NULL, "steps lw 1.2 dt 2",
+       "#009E73"}}},
 };
 
 /* Decisions listed in full under the figure; the rest only marked. */
@@ -195,8 +197,8 @@ static int listed_lines(const sl__plot_table_t *tb)
 }
 
 /* The scheduler's decisions on the knob panel: a dotted line and a number
- * at each, and the numbered list (time, knob, from -> to, reason) under
- * the figure at screen height y0 downwards. */
+ * at each (every one in the file), and the numbered list (time, knob, from ->
+ * to, reason) under the figure at screen height y0 downwards. */
 static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
                       double line)
 {
@@ -211,7 +213,7 @@ static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
         fprintf(f,
                 "set label %d '%d' at %.9g, graph 0.92 left offset 0.2,0 "
                 "font ',8' tc rgb '#333333' front\n",
-                100 + k, k + 1, d->t);
+                1000 + k, k + 1, d->t);
     }
     char text[320];
     snprintf(text, sizeof text, "decisions (%ld):", tb->ndec_all);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "sluice/telemetry.h"
 #include "telemetry/plot_internal.h"
 
@@ -36,6 +37,7 @@ static const char *const col_names[SL__PC_N] = {
     "knobs.read_threads",
     "knobs.decode_threads",
     "knobs.prefetch",
+    "io.depth",
     "cache.hit_rate",
     "placement.gpu_share",
     "cache.stored_share",
@@ -81,6 +83,8 @@ static void columns(const sl_snapshot_t *s, double v[SL__PC_N])
     v[SL__PC_K_READ] = s->read.workers;
     v[SL__PC_K_DECODE] = s->decode.workers;
     v[SL__PC_K_PREFETCH] = s->prefetch;
+    /* with io_uring the scheduler's read knob (docs/DESIGN.md) */
+    v[SL__PC_K_IO_DEPTH] = s->io_async == 1 ? s->io_depth : NAN;
     v[SL__PC_CACHE_HIT] = s->cache_hit_rate;
     v[SL__PC_GPU_SHARE] =
         s->placement_present && s->placement_gpu ? s->gpu_share / 1000.0 : NAN;
@@ -107,8 +111,9 @@ typedef struct {
 static sl__plot_decision_t *new_decision(sl__plot_table_t *tb)
 {
     tb->ndec_all++;
-    if (tb->ndec >= SL__PLOT_MAX_DECISIONS)
-        return NULL;
+    if (sl__array_reserve(&tb->dec, &tb->dec_cap, (size_t)tb->ndec + 1,
+                          sizeof *tb->dec, 64))
+        return NULL; /* counted, not kept */
     sl__plot_decision_t *d = &tb->dec[tb->ndec++];
     memset(d, 0, sizeof *d);
     return d;
@@ -250,11 +255,20 @@ static void add_row(FILE *out, const double v[SL__PC_N], sl__plot_table_t *tb)
     tb->st.points++;
 }
 
+void sl__plot_table_free(sl__plot_table_t *tb)
+{
+    free(tb->dec);
+    tb->dec = NULL;
+    tb->dec_cap = 0;
+    tb->ndec = 0;
+}
+
 int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
 {
     char *buf = NULL;
     size_t cap = 0;
     long len, lineno = 0;
+    sl__plot_table_free(tb);
     memset(tb, 0, sizeof *tb);
     tb->st.tmin = INFINITY;
     tb->st.tmax = -INFINITY;

@@ -228,8 +228,11 @@ int sl__prom_format(const sl_snapshot_t *s, const sl__collector_extra_t *x,
     metric(&o, "batch_latency_seconds", "gauge",
            "Mean first-claim-to-ready time of a batch.",
            s->batch_latency_ms / 1e3);
-    metric(&o, "consumer_wait_seconds", "gauge",
-           "Mean consumer wait per batch.", s->consumer_wait_ms / 1e3);
+    metric(
+        &o, "consumer_wait_seconds", "gauge",
+        "Consumer wait per batch handed out in the last interval (with none, "
+        "the whole wait).",
+        s->consumer_wait_ms / 1e3);
     metric(&o, "prefetch", "gauge", "Batch buffers allowed (knob).",
            s->prefetch);
     metric(&o, "batches_ready", "gauge", "Complete batches waiting.",
@@ -340,9 +343,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
     sl_snapshot_t s;
     sl__collector_extra_t x;
     pthread_mutex_lock(&att_mu);
-    int have = srv->natt > 0;
+    int have = srv->natt > 0, ticked = 0;
     if (have)
-        sl__collector_latest_extra(srv->att[srv->natt - 1], &s, &x);
+        ticked = sl__collector_latest_extra(srv->att[srv->natt - 1], &s, &x);
     pthread_mutex_unlock(&att_mu);
     if (!have) { /* the last loader is going away */
         static const char gone[] = "no loader\n";
@@ -352,19 +355,29 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn,
         MHD_destroy_response(r);
         return ret;
     }
-    /* /decisions: the log, apart from /metrics so that a Prometheus
-     * server's series stay few (each reason would be a new series). */
-    int need = decisions ? sl__prom_format_decisions(&x, NULL, 0)
-                         : sl__prom_format(&s, &x, NULL, 0);
-    char *buf = malloc((size_t)need + 1);
-    if (!buf)
-        return MHD_NO;
-    if (decisions)
-        sl__prom_format_decisions(&x, buf, (size_t)need + 1);
-    else
-        sl__prom_format(&s, &x, buf, (size_t)need + 1);
-    r = MHD_create_response_from_buffer((size_t)need, buf,
-                                        MHD_RESPMEM_MUST_FREE);
+    if (!ticked) {
+        /* Before the first snapshot nothing has been read: its zeros are
+         * not values (unreadable values are absent, never invented), so
+         * no sample is served. A 200 all the same: the job is there (a
+         * 503 reads as gone to `sluice top`). */
+        static const char early[] = "# sluice: no snapshot yet\n";
+        r = MHD_create_response_from_buffer(sizeof early - 1, (void *)early,
+                                            MHD_RESPMEM_PERSISTENT);
+    } else {
+        /* /decisions: the log, apart from /metrics so that a Prometheus
+         * server's series stay few (each reason would be a new series). */
+        int need = decisions ? sl__prom_format_decisions(&x, NULL, 0)
+                             : sl__prom_format(&s, &x, NULL, 0);
+        char *buf = malloc((size_t)need + 1);
+        if (!buf)
+            return MHD_NO;
+        if (decisions)
+            sl__prom_format_decisions(&x, buf, (size_t)need + 1);
+        else
+            sl__prom_format(&s, &x, buf, (size_t)need + 1);
+        r = MHD_create_response_from_buffer((size_t)need, buf,
+                                            MHD_RESPMEM_MUST_FREE);
+    }
     MHD_add_response_header(r, "Content-Type",
                             "text/plain; version=0.0.4; charset=utf-8");
     ret = MHD_queue_response(conn, MHD_HTTP_OK, r);

@@ -49,6 +49,9 @@ static void stages(const sl__prom_set_t *cur, sl__top_frame_t *f)
             n = sizeof g->name - 1;
         memcpy(g->name, st, n);
         g->threads = to_int(s->value);
+        g->slots = g->threads;
+        if (!strcmp(st, "read") && get(cur, M("io_async")) == 1)
+            g->slots = to_int(get(cur, M("io_depth")));
         g->busy = get_stage(cur, M("stage_busy"), st);
         if (g->busy > 1)
             g->busy = 1;
@@ -87,8 +90,8 @@ static void rates(const sl__prom_set_t *prev, const sl__prom_set_t *cur,
         sl__top_stage_t *g = &f->stage[k];
         double a = get_stage(prev, M("stage_busy_seconds_total"), g->name);
         double b = get_stage(cur, M("stage_busy_seconds_total"), g->name);
-        if (a >= 0 && b >= a && g->threads > 0)
-            g->busy = clamp01((b - a) / (dt * g->threads));
+        if (a >= 0 && b >= a && g->slots > 0)
+            g->busy = clamp01((b - a) / (dt * g->slots));
     }
 }
 

@@ -20,7 +20,11 @@
 typedef struct sl__top_stage {
     char name[16];
     int threads;         /* -1: unknown */
-    double busy;         /* 0..1 of its threads' time; -1: unknown */
+    int slots;           /* what busy is a share of: its threads, or the
+                            read stage's I/O depth with asynchronous reads
+                            (sluice_io_async 1: its busy seconds are reads
+                            in flight); -1: unknown */
+    double busy;         /* 0..1 of its slots' time; -1: unknown */
     int queue, capacity; /* -1: unknown */
 } sl__top_stage_t;
 

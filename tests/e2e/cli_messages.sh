@@ -68,6 +68,22 @@ bad_value "run --set 1:step-ms=-5" "sluice run: bad value '1:step-ms=-5' for --s
 bad_value "run --set 1:gpu-share=1001" "sluice run: bad value '1:gpu-share=1001' for --set (K:KNOB=V)" run "$T/ds" --set 1:gpu-share=1001
 "$S" run "$T/ds" --batch 4 --set 1:threads=2 --set 1:io-depth=-1 --quiet >/dev/null 2>"$T/err"
 check "run --set in range (and -1, the default): rc 0" test $? -eq 0
+check "run --set that all applied: no warning" test -z "$(grep warning "$T/err")"
+# gpu-share too, where the loader has no GPU stage (its range is 0..0,
+# settled at create): before the run, naming why (it exited 0 after a
+# run-time message)
+if "$S" run "$T/ds" --batch 4 --epochs 1 2>&1 >/dev/null | grep -q "placement: CPU"; then
+  "$S" run "$T/ds" --batch 4 --set 1:gpu-share=10 >"$T/out" 2>"$T/err"; rc=$?
+  check "run --set 1:gpu-share=10 without a GPU stage: rc 2 ($rc), before the run" \
+    test "$rc" -eq 2 -a ! -s "$T/out" -a \
+    -n "$(head -1 "$T/err" | grep -E "^sluice run: --set 1:gpu-share=10: gpu-share = 10 is outside 0\.\.0 on this loader \(the GPU stage is not in use: .+\)$")"
+fi
+# a set that never comes due (the run is 2 batches) is named at the end
+"$S" run "$T/ds" --batch 4 --epochs 1 --set 100:threads=1 --set 1:prefetch=3 \
+  --quiet >/dev/null 2>"$T/err"; rc=$?
+check "run --set 100:threads=1 on 2 batches: rc 0 ($rc), warned by name" \
+  test "$rc" -eq 0 -a "$(grep warning "$T/err")" = \
+  "sluice run: warning: --set 100:threads=1 never applied: the run ended after 2 batches"
 "$S" run >/dev/null 2>"$T/err"; rc=$?
 check "run alone: rc 2 and its usage" test "$rc" -eq 2 -a "$(grep -c -- '--' "$T/err")" -gt 20
 

@@ -417,3 +417,12 @@ def test_pip_install_fresh_venv(tmp_path, ds):
     out = subprocess.run([py, "-c", code, ds], check=True, cwd=tmp_path,
                          capture_output=True, text=True).stdout.split()
     assert out[0] == "96" and str(venv) in out[1]
+
+
+def test_set_docstring_names_every_knob():
+    """help(sluice.Loader.set) lists every knob set() takes, as the README
+    does (it listed three of the six)."""
+    doc = sluice.Loader.set.__doc__
+    for knob in ("threads", "read_threads", "prefetch", "io_depth",
+                 "cache_bytes", "gpu_share"):
+        assert "'%s'" % knob in doc, (knob, doc)

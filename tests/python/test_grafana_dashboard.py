@@ -136,6 +136,21 @@ def test_dashboard_structure():
         assert want in titles, want
 
 
+def test_read_busy_is_over_io_depth():
+    """With io_uring the read stage's busy seconds are reads in flight:
+    the Stage busy panel divides the read stage's rate by sluice_io_depth
+    (where sluice_io_async is 1), the other stages' by their threads."""
+    panel = next(p for p in load_dashboard()["panels"]
+                 if p.get("title") == "Stage busy")
+    rates = [t["expr"] for t in panel["targets"]
+             if t["expr"].startswith("rate(")]
+    read = [e for e in rates if 'stage="read"' in e.split(")")[0]]
+    rest = [e for e in rates if 'stage!="read"' in e.split(")")[0]]
+    assert len(read) == 1 and len(rest) == 1, rates
+    assert "sluice_io_depth" in read[0] and "sluice_io_async" in read[0]
+    assert "sluice_io_depth" not in rest[0]
+
+
 def test_dashboard_is_generated():
     """sluice.json is what make_dashboard.py writes (edit the script)."""
     spec = importlib.util.spec_from_file_location(

@@ -222,7 +222,7 @@ static void make_periods(sl__calib_period_t *p, int n, double decode_ms,
         r->interval_s = dt;
         r->ncpu = 2;
         r->decode_workers = 2;
-        r->read_workers = 1;
+        r->read_slots = 1;
         r->decode_items_per_s = items_per_s;
         r->decode_busy = items_per_s * ms / 1000 / r->decode_workers;
         r->read_items_per_s = items_per_s;
@@ -233,6 +233,7 @@ static void make_periods(sl__calib_period_t *p, int n, double decode_ms,
         r->cpu_other = cpu_other;
         r->samples_per_s = items_per_s;
         r->consumer_wait_ms = 10;
+        r->stall_fraction = 0.3; /* 3 waits of 10 ms in 100 ms */
         r->batches_total = 3 * (i + 1);
         r->samples_total = 32 * r->batches_total;
         r->prefetch = 4;
@@ -254,7 +255,7 @@ static void test_storage_fit(void **state)
     for (int i = 0; i < N; i++) {
         sl__calib_period_t *r = &p[i];
         int sat = i >= 30;
-        r->read_workers = sat ? 8 : 1;
+        r->read_slots = sat ? 8 : 1;
         r->read_items_per_s = sat ? 10e6 / 40000 : 100;
         r->read_bytes_per_s = r->read_items_per_s * 40000;
         /* every reader busy: alone 10 ms a read, queued 8 / 250 s */
@@ -287,6 +288,44 @@ static void test_storage_fit(void **state)
     sl_calibrate_options_init(&o);
     assert_int_equal(sl__calib_fit(p, N, &o, &f), 0);
     assert_true(f.storage_latency_ms == 0 && f.storage_bw == 0);
+}
+
+/* Periods in which the consumer waited the whole time and got no batch
+ * (consumer_wait_ms, the mean per batch, is 0 there): the waits are the
+ * stall fraction's share of each period, so the step and the stall are
+ * the run's. */
+static void test_fit_counts_total_stalls(void **state)
+{
+    (void)state;
+    enum { N = 40 };
+    sl__calib_period_t p[N];
+    make_periods(p, N, 2.5, 1.0, 0, 0);
+    long long b = 0;
+    for (int i = 0; i < N; i++) {
+        int stalled = i % 4 == 3;
+        if (stalled) {
+            p[i].stall_fraction = 1;
+            p[i].consumer_wait_ms = 0;
+            p[i].samples_per_s = 0;
+        }
+        b += stalled ? 0 : 3;
+        p[i].batches_total = b;
+        p[i].samples_total = 32 * b;
+    }
+    double span = 0, waited = 0, batches = 0;
+    for (int i = 1; i + 2 < N; i++) { /* the periods the fit uses */
+        span += p[i].interval_s;
+        waited += p[i].stall_fraction * p[i].interval_s;
+        batches += (double)(p[i].batches_total - p[i - 1].batches_total);
+    }
+    sl_calibrate_options_t o;
+    sl_calibrate_options_init(&o);
+    o.skip_s = 0;
+    sl__calib_fit_t f;
+    assert_int_equal(sl__calib_fit(p, N, &o, &f), 0);
+    assert_true(fabs(f.stall - waited / span) < 1e-9);
+    assert_true(fabs(f.step_ms - (span - waited) * 1000 / batches) < 1e-9);
+    assert_true(f.stall > 0.45); /* 3/4 x 0.3 + 1/4 x 1 */
 }
 
 static void test_fit_recovers(void **state)
@@ -456,6 +495,15 @@ static void test_period_parse(void **state)
     assert_int_equal(p.prefetch, 4);
     assert_int_equal(p.batches_total, 20);
     assert_true(p.mem_total == 8e9 && p.read_bytes_per_s == 1e6);
+    assert_int_equal(p.read_slots, 1);
+    /* With asynchronous reads read.busy is a share of the I/O depth: one
+     * thread keeping 16 reads in flight has 16 slots. */
+    const char *uring =
+        "{\"t\": 1.5, \"interval_s\": 0.1, \"ncpu\": 2, "
+        "\"io\": {\"async\": 1, \"depth\": 16}, \"stages\": {\"read\": "
+        "{\"workers\": 1, \"busy\": 0.5, \"items_per_s\": 400}}}";
+    assert_int_equal(period_of_line(uring, strlen(uring), &p), 0);
+    assert_int_equal(p.read_slots, 16);
     /* the parser never reads past len: cut the line short */
     assert_int_equal(period_of_line(line, 40, &p), SL_ECORRUPT);
     /* unknown figures (null, or absent) are NaN, unknown counts 0, as the
@@ -558,6 +606,7 @@ int main(void)
         cmocka_unit_test(test_calibrate_options),
         cmocka_unit_test(test_dataset_files),
         cmocka_unit_test(test_fit_recovers),
+        cmocka_unit_test(test_fit_counts_total_stalls),
         cmocka_unit_test(test_fit_gpu_stage),
         cmocka_unit_test(test_fit_share_and_spread),
         cmocka_unit_test(test_fit_too_few),

@@ -548,6 +548,38 @@ static void test_step_is_kept_when_the_world_gets_worse(void **state)
     assert_null(strstr(why, "undo"));
 }
 
+/* Calm, with far more reads in flight than the model needs: the read
+ * knob is halved, and the reason names the knob it moved (with
+ * asynchronous reads, the I/O depth). */
+static void test_read_shed_names_the_read_knob(void **state)
+{
+    (void)state;
+    sl__heur_t h;
+    sl__heur_init(&h);
+    sl__limits_t lim = limits();
+    lim.max_read = 64;
+    lim.read_depth = 1;
+    sl__knobs_t cur = {20, 2, 4, 0}, next;
+    char why[256] = "";
+    int k = SL_KNOB_NONE;
+    for (int i = 0; i < 20 && k != SL_KNOB_READ; i++) {
+        storage_window(cur.read_threads, 10, 0, 200);
+        for (int j = 0; j < 5; j++) {
+            snaps[j].io_async = 1;
+            snaps[j].io_depth = cur.read_threads;
+            snaps[j].read.workers = 1;
+            snaps[j].batches_ready = cur.prefetch;
+        }
+        k = sl__heur_step(&h, snaps, 5, &lim, &cur, &next, why, 256);
+        if (k != SL_KNOB_READ)
+            cur = next;
+    }
+    assert_int_equal(k, SL_KNOB_READ);
+    assert_int_equal(next.read_threads, 10);
+    assert_non_null(strstr(why, "io_depth 20 -> 10"));
+    assert_null(strstr(why, "read_threads"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -569,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_mild_bursty_waits_grow_prefetch),
         cmocka_unit_test(test_calm_sheds_stop_at_min_decode),
         cmocka_unit_test(test_step_is_kept_when_the_world_gets_worse),
+        cmocka_unit_test(test_read_shed_names_the_read_knob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,6 +124,7 @@ static void test_steady_rate_is_steady(void **state)
     assert_string_equal(tb.dec[0].knob, "decode_threads");
     assert_int_equal(tb.dec[0].to, 3);
     assert_string_equal(tb.dec[0].reason, "consumer waits 50%: decode +1");
+    sl__plot_table_free(&tb);
     free(in);
     free(out);
 }
@@ -212,10 +213,61 @@ static void test_request_panel(void **state)
             assert_non_null(strstr(script, "layout 5,1"));
             assert_null(strstr(script, "requests/s"));
         }
+        sl__plot_table_free(&tb);
         free(in);
         free(out);
         free(script);
     }
+}
+
+/* A run with io_uring and more decisions than fit a screen's list: the
+ * knob panel draws io_depth (the heuristic's read knob there), and every
+ * decision is marked, the 88th too (only the first 64 were). */
+static void test_io_depth_and_every_decision_marked(void **state)
+{
+    (void)state;
+    enum { N = 88 };
+    char *in = NULL;
+    size_t len;
+    FILE *f = open_memstream(&in, &len);
+    for (int i = 1; i <= N; i++)
+        fprintf(f,
+                "{\"t\": %.1f, \"interval_s\": 0.1, \"samples_per_s\": 100, "
+                "\"knobs\": {\"read_threads\": 1, \"decode_threads\": 2, "
+                "\"prefetch\": 4, \"io_depth\": %d}, \"io\": {\"async\": "
+                "1, \"depth\": %d}, \"decisions_total\": %d, \"decision\": "
+                "{\"knob\": \"io_depth\", \"from\": %d, \"to\": %d, "
+                "\"reason\": \"step %d\"}}\n",
+                0.1 * i, 8 + i % 3, 8 + i % 3, i, 8 + (i - 1) % 3, 8 + i % 3,
+                i);
+    fclose(f);
+    FILE *fi = fmemopen(in, len, "r");
+    char *out = NULL, *script = NULL;
+    size_t olen, slen;
+    FILE *fo = open_memstream(&out, &olen);
+    static sl__plot_table_t tb;
+    assert_int_equal(sl__plot_table_write(fi, fo, &tb), 0);
+    fclose(fi);
+    fclose(fo);
+    assert_int_equal(tb.ndec_all, N);
+    assert_int_equal(tb.ndec, N);
+    assert_string_equal(tb.dec[N - 1].reason, "step 88");
+    assert_true(tb.max[SL__PC_K_IO_DEPTH] == 10);
+    double lo, hi;
+    int c = column(out, "io.depth");
+    assert_true(c >= 0);
+    spread(out, c, 0, &lo, &hi);
+    assert_true(lo == 8 && hi == 10);
+    FILE *fs = open_memstream(&script, &slen);
+    sl__plot_script_write(fs, "t.dat", "o.svg", 0, 0, "title", &tb);
+    fclose(fs);
+    assert_non_null(strstr(script, "title 'io_depth'"));
+    assert_non_null(strstr(script, "'88' at 8.8"));
+    assert_non_null(strstr(script, "decisions (88):"));
+    sl__plot_table_free(&tb);
+    free(in);
+    free(out);
+    free(script);
 }
 
 int main(void)
@@ -224,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_request_panel),
         cmocka_unit_test(test_steady_rate_is_steady),
         cmocka_unit_test(test_window_rule),
+        cmocka_unit_test(test_io_depth_and_every_decision_marked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,6 +210,72 @@ static void test_tick_orders_decreases_first(void **state)
     sl__sched_free(&s);
 }
 
+/* rl learning online whose reward collapses: its guard hands the knobs to
+ * the heuristic in a step that changes none. The tick still has it to
+ * report (an event), and the record names knob "policy" with the guard's
+ * reason, so telemetry, /decisions, top and plot show it. */
+static void test_rl_guard_trip_is_reported(void **state)
+{
+    (void)state;
+    sl__policy_t *pol;
+    char err[256];
+    assert_int_equal(
+        sl__policy_create(SL_POLICY_RL, NULL, 1, 7, &pol, err, sizeof err), 0);
+    sl__sched_t s;
+    sl__sched_init(&s, pol);
+    sl__limits_t lim = sl__limits_plain(4, 64, 16);
+    sl__knobs_t cur = {1, 2, 4, 0};
+    sl_snapshot_t win[SL_SCHED_PERIODS];
+    sl__sched_decision_t d;
+    int events = 0, n = 0, step;
+    for (step = 0; step < 200 && !events; step++) {
+        int bad = step >= 25;
+        for (int i = 0; i < SL_SCHED_PERIODS; i++) {
+            sl_snapshot_t *w = &win[i];
+            sl_snapshot_init(w);
+            w->t = step * 0.5 + i * 0.1;
+            w->interval_s = 0.1;
+            w->ncpu = 2;
+            w->stall_fraction = bad ? 0.9 : 0.0;
+            w->consumer_wait_ms = bad ? 200 : 0.01;
+            w->samples_per_s = bad ? 50 : 500;
+            w->batch_latency_ms = 10;
+            w->cpu_self = 0.5;
+            w->cpu_other = 0.1;
+            w->cpu_total = 0.6;
+            w->decode.workers = cur.decode_threads;
+            w->decode.busy = 0.5;
+            w->decode.items_per_s = w->samples_per_s;
+            w->read.workers = cur.read_threads;
+            w->read.busy = 0.1;
+            w->read.items_per_s = w->samples_per_s;
+            w->prefetch = cur.prefetch;
+            w->batches_total = step * 5 + i;
+            w->samples_total = (step * 5 + i) * 16;
+            w->mem_available_bytes = 1LL << 33;
+            w->mem_total_bytes = 1LL << 34;
+            w->rss_bytes = 1 << 26;
+        }
+        n = sl__sched_tick(&s, win, SL_SCHED_PERIODS, &lim, &cur, &d);
+        events += d.event;
+        apply(&d, &cur);
+    }
+    assert_int_equal(events, 1);
+    assert_int_equal(d.n, 0);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(d.reason, "rl guard"));
+    char knob[24], why[SL_SCHED_REASON];
+    int from = -1, to = -1, applied[4] = {0};
+    assert_int_equal(sl__sched_report(&d, applied, knob, sizeof knob, &from,
+                                      &to, why, sizeof why),
+                     1);
+    assert_string_equal(knob, "policy");
+    assert_int_equal(from, 0);
+    assert_int_equal(to, 0);
+    assert_non_null(strstr(why, "heuristic from now on"));
+    sl__sched_free(&s);
+}
+
 static void test_due_every_period_count(void **state)
 {
     (void)state;
@@ -327,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_heuristic_through_the_interface_equals_direct),
         cmocka_unit_test(test_rl_through_the_interface_equals_direct),
         cmocka_unit_test(test_tick_orders_decreases_first),
+        cmocka_unit_test(test_rl_guard_trip_is_reported),
         cmocka_unit_test(test_due_every_period_count),
         cmocka_unit_test(test_create_by_id),
         cmocka_unit_test(test_policy_only_where_there_is_a_knob_to_tune),

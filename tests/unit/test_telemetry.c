@@ -3,6 +3,7 @@
  * documented key; the Prometheus endpoint answers over loopback; no GPU
  * means null, not zero. */
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +37,46 @@ static void fake_pipe(void *arg, sl__pipe_sample_t *o)
     o->decode_workers = 2;
     o->decode_capacity = 32;
     o->read_capacity = 32;
+}
+
+/* A consumer that waits the whole time and gets no batch. */
+static _Atomic int64_t stalled_wait_ns, stalled_batches;
+static void stalled_pipe(void *arg, sl__pipe_sample_t *o)
+{
+    (void)arg;
+    memset(o, 0, sizeof *o);
+    o->wait_ns = stalled_wait_ns;
+    o->batches = stalled_batches;
+    o->read_workers = 1;
+    o->decode_workers = 1;
+}
+
+/* consumer_wait_ms is the interval's wait per batch handed out; in an
+ * interval with no batch, the whole wait: a total stall is not 0. */
+static void test_wait_in_a_total_stall_is_not_zero(void **state)
+{
+    (void)state;
+    sl__collector_opts_t o = {1000000, "/",  NULL, 0,
+                              4,       NULL, NULL}; /* manual ticks */
+    sl__collector_t *c;
+    char err[256];
+    assert_int_equal(sl__collector_start(&o, stalled_pipe, NULL, &c, err, 256),
+                     0);
+    sl__collector_tick(c);
+    stalled_wait_ns += 50000000; /* 50 ms, no batch */
+    sl__collector_tick(c);
+    sl_snapshot_t s;
+    sl__collector_latest(c, &s);
+    assert_true(fabs(s.consumer_wait_ms - 50) < 1e-9);
+    stalled_wait_ns += 50000000; /* 50 ms over 2 batches */
+    stalled_batches += 2;
+    sl__collector_tick(c);
+    sl__collector_latest(c, &s);
+    assert_true(fabs(s.consumer_wait_ms - 25) < 1e-9);
+    sl__collector_tick(c); /* no wait, no batch */
+    sl__collector_latest(c, &s);
+    assert_true(s.consumer_wait_ms == 0);
+    sl__collector_stop(c);
 }
 
 static void test_hog_shows_as_other_cpu(void **state)
@@ -174,6 +215,39 @@ static int http_get(int port, const char *path, char *buf, size_t cap)
     return (int)got;
 }
 
+/* Before the loader's first snapshot nothing has been read: /metrics
+ * serves no sample (no invented zeros: sluice_mem_available_bytes 0,
+ * sluice_uptime_seconds 0), with 200 so that the job reads as there. */
+static void test_prometheus_before_the_first_snapshot(void **state)
+{
+    (void)state;
+#if !SL_HAVE_PROMETHEUS
+    skip();
+#endif
+    sl__collector_opts_t o = {1000000, "/",  NULL, 0,
+                              4,       NULL, NULL}; /* manual ticks */
+    sl__collector_t *c = NULL;
+    char err[256];
+    int port = 0, rc = -1;
+    for (int p = 21000 + getpid() % 1000; p < 23000 && rc; p += 7) {
+        o.metrics_port = p;
+        rc = sl__collector_start(&o, fake_pipe, NULL, &c, err, sizeof err);
+        port = p;
+    }
+    assert_int_equal(rc, 0);
+    static char buf[65536];
+    assert_true(http_get(port, "/metrics", buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, " 200 "));
+    assert_null(strstr(buf, "sluice_uptime_seconds"));
+    assert_null(strstr(buf, "sluice_mem_available_bytes"));
+    assert_null(strstr(buf, "sluice_rss_bytes"));
+    assert_non_null(strstr(buf, "no snapshot yet"));
+    sl__collector_tick(c);
+    assert_true(http_get(port, "/metrics", buf, sizeof buf) > 0);
+    assert_non_null(strstr(buf, "\nsluice_uptime_seconds "));
+    sl__collector_stop(c);
+}
+
 static void test_prometheus_over_loopback(void **state)
 {
     (void)state;
@@ -267,8 +341,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hog_shows_as_other_cpu),
         cmocka_unit_test(test_ring_order_and_pipeline_rates),
+        cmocka_unit_test(test_wait_in_a_total_stall_is_not_zero),
         cmocka_unit_test(test_json_has_every_documented_key),
         cmocka_unit_test(test_prometheus_over_loopback),
+        cmocka_unit_test(test_prometheus_before_the_first_snapshot),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -217,6 +217,37 @@ static void test_frame_rates_from_counters(void **state)
     free3(&a, &b, &d);
 }
 
+/* With asynchronous reads the read stage's busy seconds are reads in
+ * flight: its share is over sluice_io_depth, not its threads. 64 slots,
+ * 6.4 s of reads in flight in 1 s: 10 %. */
+static void test_frame_read_busy_over_io_depth(void **state)
+{
+    (void)state;
+    static const char s0[] =
+        "sluice_uptime_seconds 10\nsluice_samples_total 0\n"
+        "sluice_batches_total 0\n"
+        "sluice_stage_busy_seconds_total{stage=\"read\"} 10\n"
+        "sluice_workers{stage=\"read\"} 1\n"
+        "sluice_io_async 1\nsluice_io_depth 64\n";
+    static const char s1[] =
+        "sluice_uptime_seconds 11\nsluice_samples_total 100\n"
+        "sluice_batches_total 2\n"
+        "sluice_stage_busy_seconds_total{stage=\"read\"} 16.4\n"
+        "sluice_workers{stage=\"read\"} 1\n"
+        "sluice_io_async 1\nsluice_io_depth 64\n";
+    sl__prom_set_t a = {0}, b = {0};
+    char err[256];
+    assert_int_equal(parse(s0, &a, err), 0);
+    assert_int_equal(parse(s1, &b, err), 0);
+    sl__top_frame_t f;
+    sl__top_frame_make(&a, &b, NULL, &f);
+    assert_int_equal(f.stage[0].threads, 1);
+    assert_int_equal(f.stage[0].slots, 64);
+    assert_true(fabs(f.stage[0].busy - 0.1) < 1e-9);
+    sl__prom_set_free(&a);
+    sl__prom_set_free(&b);
+}
+
 static int count_lines(const char *t, int *widest)
 {
     int n = 0;
@@ -382,6 +413,7 @@ int main(void)
         cmocka_unit_test(test_parse_errors_name_the_line),
         cmocka_unit_test(test_parse_bounds),
         cmocka_unit_test(test_frame_rates_from_counters),
+        cmocka_unit_test(test_frame_read_busy_over_io_depth),
         cmocka_unit_test(test_render_fits_and_shows),
         cmocka_unit_test(test_url),
         cmocka_unit_test(test_http_reply),
