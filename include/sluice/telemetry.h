@@ -188,6 +188,10 @@ typedef struct sl_snapshot {
                                      stage */
     double gpu_handoff_total_s; /**< the same since the start, seconds;
                                      < 0 without a stage */
+    /* the CPUs this process may use (after the eleventh layout) */
+    int ncpu_usable; /**< its affinity mask, lowered to its cgroup's CPU
+                          quota rounded up (ncpu counts the machine's);
+                          0 where unknown (older lines): read as ncpu */
 } sl_snapshot_t;
 
 /** Zeroes *s and sets s->size. */

@@ -58,6 +58,9 @@ sl__stall_model_t sl__stall_predict(double demand, double prep, double cold,
  * allowed (io_depth) with asynchronous reads, else one per read thread.
  * Read time per item = read.busy x slots x interval / items. */
 int sl__stall_read_slots(const sl_snapshot_t *s);
+/* The CPUs the process could use in s (ncpu_usable; ncpu in a line
+ * without it): what its CPU shares and core counts are judged against. */
+int sl__snapshot_cpus(const sl_snapshot_t *s);
 
 /* Threads to reach `demand` given prep rates rate[0..n-1] for 1..n
  * threads: the first count that does, else a straight line through the

@@ -8,6 +8,7 @@
 
 #include "analysis.h"
 #include "base/abi.h"
+#include "telemetry/machine.h"
 
 #define FETCH_THREADS 4
 
@@ -48,7 +49,7 @@ int sl__analyze_options_resolve(const sl_analyze_options_t *in,
     if (!o->seconds)
         o->seconds = 10;
     if (!o->decode_threads) {
-        int n = sl__ncpu();
+        int n = sl__cpus_usable();
         o->decode_threads =
             n < SL_ANALYZE_MAX_THREADS ? n : SL_ANALYZE_MAX_THREADS;
     }
@@ -206,7 +207,7 @@ int sl__analyze(const char *source, const sl_analyze_options_t *opt,
         return rc;
     if (!source)
         return sl__fail(err, errlen, SL_EINVAL, "no source");
-    a->cores = sl__ncpu();
+    a->cores = sl__cpus_usable();
     a->prep_after = -1;
     if ((rc = measure(source, a, err, errlen))) {
         sl__analysis_free(a);

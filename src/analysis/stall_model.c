@@ -8,6 +8,13 @@ int sl__stall_read_slots(const sl_snapshot_t *s)
     return s->io_async == 1 && s->io_depth > 0 ? s->io_depth : s->read.workers;
 }
 
+int sl__snapshot_cpus(const sl_snapshot_t *s)
+{
+    return s->ncpu_usable > 0 && (s->ncpu <= 0 || s->ncpu_usable < s->ncpu)
+               ? s->ncpu_usable
+               : s->ncpu;
+}
+
 const char *sl__bound_name(sl__bound_t b)
 {
     static const char *const names[] = {

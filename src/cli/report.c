@@ -10,6 +10,7 @@
 
 #include "base/base.h"
 #include "base/stats.h"
+#include "telemetry/machine.h"
 
 int sl__waits_init(sl__waits_t *w, size_t cap)
 {
@@ -116,7 +117,7 @@ void sl__report_print(sl__report_t *r, int human, int json)
     double secs = r->seconds;
     double stall = secs > 0 ? (double)w->total / 1e9 / secs : 0;
     double rate = secs > 0 ? (double)r->samples / secs : 0;
-    double util = secs > 0 ? r->cpu_seconds / secs / sl__ncpu() : 0;
+    double util = secs > 0 ? r->cpu_seconds / secs / sl__cpus_usable() : 0;
     double wait_mean = w->n ? (double)w->total / 1e6 / (double)w->n : 0;
     double p50 = pct_ms(w, 0.5), p99 = pct_ms(w, 0.99);
     double rss_mb = sl__peak_rss_mb();

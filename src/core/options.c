@@ -1,6 +1,7 @@
 #include "core/options.h"
 
 #include "base/base.h"
+#include "telemetry/machine.h"
 
 int sl__opts_common(const sl__common_opts_t *c, char *err, size_t errlen)
 {
@@ -27,5 +28,5 @@ int sl__opts_common(const sl__common_opts_t *c, char *err, size_t errlen)
 
 int sl__default_threads(void)
 {
-    return sl__ncpu();
+    return sl__cpus_usable();
 }

@@ -6,6 +6,7 @@
 #include "core/options.h"
 #include "loader_internal.h"
 #include "sched/limits.h"
+#include "telemetry/machine.h"
 
 static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
 static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
@@ -18,7 +19,7 @@ int sl__knob_default(sl_param_t p, int decode_threads)
                                    : p == SL_PARAM_DECODE_THREADS
                                        ? SL_KNOB_DECODE
                                        : SL_KNOB_PREFETCH,
-                                   sl__ncpu(), decode_threads);
+                                   sl__cpus_usable(), decode_threads);
 }
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
 {

@@ -76,8 +76,8 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                        size_t errlen)
 {
     sl__knobs_t k;
-    int rc = sl__limits_make(given, sl__ncpu(), l->batch_bytes, &l->lim, &k,
-                             err, errlen);
+    int rc = sl__limits_make(given, sl__cpus_usable(), l->batch_bytes, &l->lim,
+                             &k, err, errlen);
     if (rc)
         return rc;
     const char *why = "";

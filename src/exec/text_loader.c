@@ -10,6 +10,7 @@
 #include "base/lasterr.h"
 #include "core/options.h"
 #include "sluice/text.h"
+#include "telemetry/machine.h"
 #include "text_internal.h"
 
 SL__ABI_INIT_PAIR(sl_text_options_init, sl_text_options_t)
@@ -104,7 +105,8 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
     shape.decode_threads = o->decode_threads > 0 ? o->decode_threads : 0;
     shape.prefetch = o->prefetch_chunks;
     sl__knobs_t start;
-    rc = sl__limits_make(&shape, sl__ncpu(), 0, lim, &start, err, errlen);
+    rc =
+        sl__limits_make(&shape, sl__cpus_usable(), 0, lim, &start, err, errlen);
     if (rc)
         return rc;
     o->decode_threads = start.decode_threads;

@@ -16,6 +16,7 @@
 
 #include "base/abi.h"
 #include "base/base.h"
+#include "telemetry/machine.h"
 #include "vloader_internal.h"
 #include "vloader_offline.h"
 #include "volume/gzindex.h"
@@ -413,7 +414,7 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     if (o->batch_size == 0)
         o->batch_size = 2;
     if (o->threads == 0)
-        o->threads = sl__ncpu() < 256 ? sl__ncpu() : 256;
+        o->threads = sl__cpus_usable() < 256 ? sl__cpus_usable() : 256;
     if (o->prefetch == 0)
         o->prefetch = o->threads > 2 ? o->threads : 2;
     rc = check_options(o, err, errlen);

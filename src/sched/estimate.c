@@ -100,8 +100,8 @@ void sl__estimate(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
         gcpu += (s->gpu_cpu_busy > 0 ? s->gpu_cpu_busy : 0) * dt;
         ghand += (s->gpu_handoff_busy > 0 ? s->gpu_handoff_busy : 0) * dt;
         runq += (s->run_queue > 0 ? s->run_queue : 0) * dt;
-        if (s->ncpu > ncpu)
-            ncpu = s->ncpu;
+        if (sl__snapshot_cpus(s) > ncpu)
+            ncpu = sl__snapshot_cpus(s);
     }
     e->cpu_frac = 1;
     if (!(t > 0))

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
+
 #define STALL_HI 0.05 /* the consumer waits: act */
 #define STALL_LO 0.01 /* no stall */
 #define BUSY_HI 0.80  /* a stage's threads are (nearly) always working */
@@ -45,7 +47,12 @@ static window_t average(const sl_snapshot_t *s, int n)
         w.dbusy += s[i].decode.busy * dt;
         w.rbusy += s[i].read.busy * dt;
         w.ready += s[i].batches_ready * dt;
-        w.cpu_self += s[i].cpu_self * dt;
+        /* Of the CPUs it may use (a quota or a mask leaves fewer than
+         * the machine's, which cpu_self is a share of). */
+        int u = sl__snapshot_cpus(&s[i]);
+        double self = u > 0 && s[i].ncpu > u ? s[i].cpu_self * s[i].ncpu / u
+                                             : s[i].cpu_self;
+        w.cpu_self += (self < 1 ? self : 1) * dt;
         w.cpu_other += s[i].cpu_other * dt;
         w.calm_snaps += s[i].stall_fraction <= 0;
         t += dt;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "sched/estimate.h"
 #include "sched/place.h"
 
@@ -157,7 +158,7 @@ void sl__rl_features(const sl_snapshot_t *win, int n, const sl__limits_t *lim,
     /* First and second half of the window: trends. */
     int h = n / 2 > 0 ? n / 2 : 1;
     wmean_t a = wmean(win, h), b = wmean(win + n - h, h);
-    int ncpu = last->ncpu > 0 ? last->ncpu : 1;
+    int ncpu = sl__snapshot_cpus(last) > 0 ? sl__snapshot_cpus(last) : 1;
     int threads = cur->read_threads + cur->decode_threads;
     o[0] = clampd(m.cpu_self, 0, 1);
     o[1] = clampd(m.cpu_other, 0, 1);

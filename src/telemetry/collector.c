@@ -35,6 +35,7 @@ struct sl__collector {
     char disk[64];
     int64_t t0_ns;
     long clk_tck;
+    int ncpu_usable; /* sl__cpus_usable() at the start */
     reading_t prev, cur;
     sl__rapl_t rapl;
     double rapl_j0, gpu_j0;
@@ -122,6 +123,7 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     s->interval_s = secs;
     /* CPU: machine-wide busy share, ours, and the rest (interference). */
     s->ncpu = b->stat.ncpu > 0 ? b->stat.ncpu : sl__ncpu();
+    s->ncpu_usable = c->ncpu_usable < s->ncpu ? c->ncpu_usable : s->ncpu;
     uint64_t dt = b->stat.all.total - a->stat.all.total;
     uint64_t db = b->stat.all.busy - a->stat.all.busy;
     if (b->stat.all.total > a->stat.all.total &&
@@ -413,6 +415,7 @@ int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
         c->o.period_ms = 100;
     c->fn = fn;
     c->arg = arg;
+    c->ncpu_usable = sl__cpus_usable();
     c->clk_tck = sysconf(_SC_CLK_TCK);
     if (c->clk_tck <= 0)
         c->clk_tck = 100;

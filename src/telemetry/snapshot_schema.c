@@ -28,6 +28,7 @@ static const sl__schema_field_t schema[] = {
     F("t", F3, t),
     F("interval_s", F4, interval_s),
     F("ncpu", INT, ncpu),
+    F("ncpu_usable", INT, ncpu_usable),
     F("cpu_total", F4, cpu_total),
     F("cpu_self", F4, cpu_self),
     F("cpu_other", F4, cpu_other),

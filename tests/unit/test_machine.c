@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "sluice/sluice.h"
 #include "telemetry/machine.h"
 #include "testutil.h"
@@ -423,6 +424,77 @@ static void put(const char *dir, const char *rel, const char *text)
     assert_int_equal(tu_write_file(path, text, strlen(text)), 0);
 }
 
+/* A fixture cgroup tree: proc/self/cgroup and the files named. */
+static char *cgroup_tree(const char *self, const char *const *files)
+{
+    char *root = tu_tmpdir("cgroup");
+    char d[4400];
+    snprintf(d, sizeof d, "%s/proc/self", root);
+    mkdirs(d);
+    put(root, "proc/self/cgroup", self);
+    for (int i = 0; files[i]; i += 2) {
+        snprintf(d, sizeof d, "%s/%s", root, files[i]);
+        *strrchr(d, '/') = 0;
+        mkdirs(d);
+        put(root, files[i], files[i + 1]);
+    }
+    return root;
+}
+
+/* The cgroup CPU quota: v2 (the lowest along the path: the pod's over its
+ * container's "max"), v1 (cpu,cpuacct), a container's own cgroup mounted
+ * as the root while /proc names the host's path, none, and bad text. */
+static void test_cgroup_cpus(void **state)
+{
+    (void)state;
+    static const char *const v2[] = {
+        "sys/fs/cgroup/kubepods/pod1/cpu.max", "250000 100000\n",
+        "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "max 100000\n", NULL};
+    char *r = cgroup_tree("0::/kubepods/pod1/ctr\n", v2);
+    assert_true(sl__read_cgroup_cpus(r) == 2.5);
+    tu_rmtree(r);
+    free(r);
+    static const char *const v1[] = {
+        "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us",
+        "150000\n",
+        "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us",
+        "100000\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us",
+        "-1\n",
+        "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us",
+        "100000\n",
+        NULL};
+    r = cgroup_tree("12:memory:/docker/abc\n11:cpu,cpuacct:/docker/abc\n"
+                    "0::/docker/abc\n",
+                    v1);
+    assert_true(sl__read_cgroup_cpus(r) == 1.5);
+    tu_rmtree(r);
+    free(r);
+    static const char *const own[] = {"sys/fs/cgroup/cpu.max", "50000 100000",
+                                      NULL};
+    r = cgroup_tree("0::/system.slice/docker-1.scope\n", own);
+    assert_true(sl__read_cgroup_cpus(r) == 0.5);
+    tu_rmtree(r);
+    free(r);
+    static const char *const none[] = {NULL};
+    r = cgroup_tree("0::/\n", none);
+    assert_true(sl__read_cgroup_cpus(r) == 0);
+    tu_rmtree(r);
+    free(r);
+    char a[64], b[64];
+    double c;
+    assert_int_equal(sl__parse_cgroup_paths("garbage", 7, a, b, sizeof a),
+                     SL_ECORRUPT);
+    assert_int_equal(sl__parse_cgroup_paths("0::rel\n", 6, a, b, sizeof a),
+                     SL_ECORRUPT);
+    assert_int_equal(sl__parse_cpu_max("abc 100000", 10, &c), SL_ECORRUPT);
+    assert_int_equal(sl__parse_cpu_max("100000 0", 8, &c), SL_ECORRUPT);
+    assert_int_equal(sl__parse_cpu_max("max 100000\n", 11, &c), 0);
+    assert_true(c == 0);
+    int n = sl__cpus_usable(); /* live: within the mask */
+    assert_true(n >= 1 && n <= sl__ncpu());
+}
+
 /* Package 0 wraps through max_energy_range_uj, package 1 counts up; the
  * subzone intel-rapl:0:0 and intel-rapl-mmio:0 must not be summed. */
 static void test_rapl_wrap(void **state)
@@ -593,6 +665,7 @@ int main(void)
         cmocka_unit_test(test_net_dev),
         cmocka_unit_test(test_all_parsers_any_bytes),
         cmocka_unit_test(test_read_small),
+        cmocka_unit_test(test_cgroup_cpus),
         cmocka_unit_test(test_rapl_wrap),
         cmocka_unit_test(test_disk_for_devnum),
         cmocka_unit_test(test_disk_for_path_live),

@@ -1,0 +1,180 @@
+/* The CPUs a process may use: its affinity mask, lowered to its cgroup's
+ * CPU quota (cgroup v2 cpu.max, v1 cpu.cfs_quota_us / cpu.cfs_period_us)
+ * rounded up. A container with a 2-CPU quota on a 64-core host has 64 CPUs
+ * in its mask and time for 2; threads sized by the mask are throttled. The
+ * limit is the lowest along the path from the process's cgroup up to the
+ * hierarchy's root (a pod's limit sits above its container's). */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "sluice/sluice.h"
+#include "telemetry/machine.h"
+
+/* "N:CONTROLLERS:PATH" lines: CONTROLLERS "" is v2's, a comma list holding
+ * "cpu" is v1's CPU controller. */
+static int has_cpu(const char *p, const char *e)
+{
+    while (p < e) {
+        const char *c = memchr(p, ',', (size_t)(e - p));
+        const char *end = c ? c : e;
+        if (end - p == 3 && memcmp(p, "cpu", 3) == 0)
+            return 1;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static int put_path(char *dst, size_t cap, const char *p, const char *e)
+{
+    size_t n = (size_t)(e - p);
+    if (n == 0 || p[0] != '/' || n >= cap || memchr(p, '\0', n))
+        return SL_ECORRUPT;
+    memcpy(dst, p, n);
+    dst[n] = 0;
+    return 0;
+}
+
+int sl__parse_cgroup_paths(const char *text, size_t n, char *v2, char *v1,
+                           size_t cap)
+{
+    if (!text || !v2 || !v1 || cap == 0)
+        return SL_EINVAL;
+    v2[0] = v1[0] = 0;
+    const char *pos = text, *end = text + n;
+    while (pos < end) {
+        const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+        const char *le = nl ? nl : end;
+        const char *c1 = memchr(pos, ':', (size_t)(le - pos));
+        const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(le - c1 - 1)) : NULL;
+        if (!c2) {
+            if (le > pos)
+                return SL_ECORRUPT;
+        } else if (c2 == c1 + 1 && c1 - pos == 1 && pos[0] == '0') {
+            if (put_path(v2, cap, c2 + 1, le))
+                return SL_ECORRUPT;
+        } else if (has_cpu(c1 + 1, c2) && !v1[0]) {
+            if (put_path(v1, cap, c2 + 1, le))
+                return SL_ECORRUPT;
+        }
+        pos = nl ? nl + 1 : end;
+    }
+    return 0;
+}
+
+/* One decimal number, or "-1" / "max" as none (-1). */
+static int quota_tok(const char *p, const char *e, double *v)
+{
+    if ((e - p == 3 && memcmp(p, "max", 3) == 0) ||
+        (e - p == 2 && memcmp(p, "-1", 2) == 0)) {
+        *v = -1;
+        return 0;
+    }
+    uint64_t x;
+    if (sl__parse_u64_text(p, (size_t)(e - p), &x))
+        return SL_ECORRUPT;
+    *v = (double)x;
+    return 0;
+}
+
+int sl__parse_cpu_max(const char *text, size_t n, double *cpus)
+{
+    if (!text || !cpus)
+        return SL_EINVAL;
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == ' '))
+        n--;
+    const char *sp = memchr(text, ' ', n);
+    double q, per;
+    if (!sp || quota_tok(text, sp, &q) || quota_tok(sp + 1, text + n, &per) ||
+        !(per > 0))
+        return SL_ECORRUPT;
+    *cpus = q < 0 ? 0 : q / per;
+    return 0;
+}
+
+/* The limit of one cgroup directory rel (under root): CPUs, 0 for none,
+ * -1 when it has no CPU files (not this hierarchy's directory). */
+static double dir_limit(const char *root, const char *rel, int v2)
+{
+    char f[PATH_MAX + 32], buf[64];
+    if (v2) {
+        snprintf(f, sizeof f, "%s/cpu.max", rel);
+        long k = sl__read_small(root, f, buf, sizeof buf);
+        double c;
+        return k > 0 && !sl__parse_cpu_max(buf, (size_t)k, &c) ? c : -1;
+    }
+    double q, per;
+    snprintf(f, sizeof f, "%s/cpu.cfs_quota_us", rel);
+    long k = sl__read_small(root, f, buf, sizeof buf);
+    if (k <= 0 || quota_tok(buf, buf + strcspn(buf, "\n"), &q))
+        return -1;
+    snprintf(f, sizeof f, "%s/cpu.cfs_period_us", rel);
+    k = sl__read_small(root, f, buf, sizeof buf);
+    if (k <= 0 || quota_tok(buf, buf + strcspn(buf, "\n"), &per) || !(per > 0))
+        return -1;
+    return q < 0 ? 0 : q / per;
+}
+
+/* The lowest limit from mount/path up to mount/ (0: none). A path the
+ * mount does not show (a container's own cgroup mounted as the root, the
+ * path the host's) is looked at from the mount's root only. */
+static double hierarchy_limit(const char *root, const char *mount,
+                              const char *path, int v2)
+{
+    char rel[PATH_MAX];
+    if (snprintf(rel, sizeof rel, "%s%s", mount, path) >= (int)sizeof rel)
+        return 0;
+    size_t base = strlen(mount);
+    while (strlen(rel) > base + 1 && rel[strlen(rel) - 1] == '/')
+        rel[strlen(rel) - 1] = 0;
+    double best = 0;
+    int seen = 0;
+    for (;;) {
+        double c = dir_limit(root, rel, v2);
+        if (c >= 0)
+            seen = 1;
+        if (c > 0 && (best == 0 || c < best))
+            best = c;
+        char *slash = strrchr(rel + base, '/');
+        if (!slash)
+            break;
+        if (slash == rel + base) { /* at the mount's root: looked at last */
+            if (rel[base + 1] == 0)
+                break;
+            rel[base + 1] = 0;
+        } else {
+            *slash = 0;
+        }
+    }
+    return seen ? best : 0;
+}
+
+double sl__read_cgroup_cpus(const char *root)
+{
+    char buf[4096], v2[PATH_MAX], v1[PATH_MAX];
+    long k = sl__read_small(root, "proc/self/cgroup", buf, sizeof buf);
+    if (k <= 0 || sl__parse_cgroup_paths(buf, (size_t)k, v2, v1, sizeof v2))
+        return 0;
+    double c = 0;
+    if (v1[0]) {
+        c = hierarchy_limit(root, "sys/fs/cgroup/cpu", v1, 0);
+        if (c == 0)
+            c = hierarchy_limit(root, "sys/fs/cgroup/cpu,cpuacct", v1, 0);
+    }
+    if (c == 0 && v2[0])
+        c = hierarchy_limit(root, "sys/fs/cgroup", v2, 1);
+    return c;
+}
+
+int sl__cpus_usable(void)
+{
+    int n = sl__ncpu();
+    double q = sl__read_cgroup_cpus("/");
+    if (q > 0 && ceil(q) < n)
+        n = (int)ceil(q);
+    return n > 0 ? n : 1;
+}
