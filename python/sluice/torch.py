@@ -198,13 +198,35 @@ def _trainer_gpu(torch, device):
     """The CUDA device the trainer runs on, for the GPU stage: device's
     index (cuda:N), else the current device where CUDA is initialised
     already (device="cuda", or no device while the training loop has set
-    one up); None when neither says (the stage's default, GPU 0). Never
-    starts CUDA here: a context costs GPU memory and breaks a fork."""
+    one up), else the launcher's local rank (_local_rank_gpu); None when
+    none says (the stage's default, GPU 0). Never starts CUDA here: a
+    context costs GPU memory and breaks a fork."""
     if device is not None and device.type == "cuda" and device.index is not None:
         return device.index
     if (device is None or device.type == "cuda") and torch.cuda.is_initialized():
         return torch.cuda.current_device()
+    if device is None or device.type == "cuda":
+        return _local_rank_gpu()
     return None
+
+
+def _local_rank_gpu():
+    """LOCAL_RANK (torchrun, torch.distributed.launch, accelerate) as the
+    rank's GPU, as the trainer will set_device it, so that ranks built
+    before CUDA is up do not all decode on GPU 0. Where CUDA_VISIBLE_DEVICES
+    leaves a rank fewer GPUs than that (a launcher giving each rank its
+    own), the rank's only one, 0; None without LOCAL_RANK, or where it
+    names no visible GPU."""
+    r = os.environ.get("LOCAL_RANK", "")
+    if not r.isdigit():
+        return None
+    r = int(r)
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        n = len([v for v in vis.split(",") if v.strip()])
+        if r >= n:
+            return 0 if n == 1 else None
+    return r
 
 
 class NativeDataset:
@@ -425,7 +447,8 @@ class DataLoader(_Position):
             # A GPU stage (placement gpu, or auto: the default) decodes on
             # the trainer's GPU, so each DDP rank on its own:
             # device="cuda:N", else the current device
-            # (torch.cuda.set_device(local_rank)) where CUDA is up.
+            # (torch.cuda.set_device(local_rank)) where CUDA is up, else
+            # LOCAL_RANK.
             gpu = _trainer_gpu(torch, self.device)
             if gpu is not None:
                 options["gpu_device"] = gpu

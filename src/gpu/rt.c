@@ -284,29 +284,10 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         return unavailable(rt, st);
     }
 
-    /* The hardware JPEG engines (NVJPG: A100, H100, H200) where the GPU
-     * has them; the default backend (GPU / hybrid) otherwise. */
-    sl__nvjpeg_t h = NULL;
-    sl__nvjpeg_err_t je =
-        rt->nvjpeg_create_ex(SL__NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &h);
-    if (je == 0) {
-        st->hw_backend = 1;
-    } else {
-        sl__nvjpeg_err_t de =
-            rt->nvjpeg_create_ex(SL__NVJPEG_BACKEND_DEFAULT, NULL, NULL, 0, &h);
-        if (de != 0) {
-            snprintf(st->reason, sizeof st->reason,
-                     "nvjpegCreateEx failed (nvjpegStatus %d with the "
-                     "hardware backend, %d with the default)",
-                     je, de);
-            return unavailable(rt, st);
-        }
-        snprintf(st->reason, sizeof st->reason,
-                 "nvJPEG lacks the hardware backend on this GPU "
-                 "(nvjpegStatus %d): default backend",
-                 je);
-    }
-    rt->nvjpeg_destroy(h);
+    /* No nvJPEG handle here: one is made on the thread's current device,
+     * which this process-wide probe does not know (GPU 0 unless the
+     * trainer set one), and on a GPU it makes and keeps a context there
+     * in every rank. The stage learns its backend on its own device. */
     st->available = 1;
     return 1;
 }

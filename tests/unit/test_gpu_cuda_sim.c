@@ -455,6 +455,54 @@ static void test_the_callers_device_is_kept(void **state)
     unsetenv("SIM_CUDA_DEVICES");
 }
 
+/* nvJPEG handles are made on the stage's GPU only: the probe made one on
+ * whatever device the calling thread had (GPU 0 in every rank whose
+ * thread had set none), and on a GPU a handle makes and keeps that
+ * device's context, hundreds of MiB. Here a thread on GPU 1 probes and
+ * makes a stage on GPU 0 (the process's table counts 1 device, so the
+ * stage is on 0 and the thread is the one elsewhere). */
+static void *probe_and_stage_on_0(void *arg)
+{
+    const sl__gpu_rt_t *g = arg;
+    if (g->set_device(1))
+        return "cannot set GPU 1";
+    sl__gpu_rt_t rt;
+    sl__gpu_status_t gs;
+    if (sl__gpu_rt_load(NULL, &rt, &gs) != 1)
+        return "the probe failed";
+    sl__gpu_rt_unload(&rt); /* (the process's table keeps them loaded) */
+    sl__xform_t x = train_x();
+    char err[256];
+    sl__gpu_stage_t *st =
+        sl__cuda_stage_create(&x, (size_t)OUT * OUT * 3, 0, 0, err, sizeof err);
+    if (!st)
+        return "no stage on GPU 0";
+    st->destroy(st);
+    return NULL;
+}
+
+static void test_nvjpeg_handles_on_the_stages_gpu_only(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*on)(int) =
+        (int (*)(int))(uintptr_t)dlsym(rt->nvjpeg, "sim_nvjpeg_handles_on");
+    assert_non_null(on);
+    setenv("SIM_CUDA_DEVICES", "2", 1);
+    int on0 = on(0), on1 = on(1);
+    pthread_t t;
+    void *why = NULL;
+    assert_int_equal(pthread_create(&t, NULL, probe_and_stage_on_0, (void *)rt),
+                     0);
+    pthread_join(t, &why);
+    unsetenv("SIM_CUDA_DEVICES");
+    if (why)
+        fail_msg("%s", (const char *)why);
+    assert_int_equal(on(1), on1);
+    assert_int_equal(on(0), on0 + 1);
+}
+
 /* nvJPEG's allocations go through the stage's cache (the simulated
  * nvJPEG stages each group's bitstreams through the extended allocators,
  * on the group's stream, as nvJPEG does): the same group decoded again
@@ -1323,6 +1371,7 @@ int main(void)
         cmocka_unit_test(test_refusal_rule),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_the_callers_device_is_kept),
+        cmocka_unit_test(test_nvjpeg_handles_on_the_stages_gpu_only),
         cmocka_unit_test(test_nvjpeg_allocations_are_reused),
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
