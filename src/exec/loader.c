@@ -335,6 +335,11 @@ void sl_loader_destroy(sl_loader_t *l)
     /* The buffers before the stage: device batches are its memory. */
     for (int i = 0; i < l->nbufs; i++)
         buf_free(l, l->bufs[i]);
+    while (l->parked) {
+        bbuf_t *bb = l->parked;
+        l->parked = bb->parked_next;
+        buf_free(l, bb);
+    }
     free(l->bufs);
     l->bufs = NULL;
     l->nbufs = 0;
@@ -651,7 +656,7 @@ int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b, void *stream)
                 l->stage->dev_release(l->stage, bb->dev, stream);
             if (l->nbufs > l->prefetch) { /* the depth was lowered */
                 l->bufs[i] = l->bufs[--l->nbufs];
-                gone = bb;
+                gone = sl__buf_drop(l, bb);
             } else {
                 bb->state = BB_FREE;
             }
@@ -660,7 +665,7 @@ int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b, void *stream)
         break;
     }
     pthread_mutex_unlock(&l->mu);
-    if (gone) /* out of the lock: a device buffer's free waits its fence */
+    if (gone) /* out of the lock: an allocator's free may be slow */
         buf_free(l, gone);
     return held ? 0
                 : sl__lasterr_set(l, SL_ESTATE,
@@ -758,8 +763,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         atomic_store(&l->cache_codec, (int)value);
     if (!rc && p == SL_PARAM_GPU_SHARE)
         atomic_store(&l->gpu_share, (int)value);
-    /* Buffers the lowered depth drops: freed after the lock (a device
-     * buffer's free waits for its fence) */
+    /* Buffers the lowered depth drops: freed after the lock (an
+     * allocator's free may be slow); device ones parked (sl__buf_drop) */
     bbuf_t **gone = NULL;
     int ngone = 0;
     if (!rc && p == SL_PARAM_PREFETCH) {
@@ -767,7 +772,9 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         gone = malloc((size_t)(l->nbufs > 0 ? l->nbufs : 1) * sizeof *gone);
         for (int i = 0; gone && i < l->nbufs && l->nbufs > l->prefetch;) {
             if (l->bufs[i]->state == BB_FREE) {
-                gone[ngone++] = l->bufs[i];
+                bbuf_t *bb = sl__buf_drop(l, l->bufs[i]);
+                if (bb)
+                    gone[ngone++] = bb;
                 l->bufs[i] = l->bufs[--l->nbufs];
             } else {
                 i++;

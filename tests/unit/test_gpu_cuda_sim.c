@@ -764,6 +764,60 @@ static void test_device_batches(void **state)
     free(root);
 }
 
+/* A lowered prefetch depth with device batches frees no device memory
+ * while the loader runs: on a GPU a cudaFree waits for the whole device,
+ * the training step's work too (a bubble on the trainer's thread, whose
+ * release drops the buffer, or the scheduler's, whose set does). The
+ * buffers are parked, taken back by a raise, freed at destroy; the
+ * stream is the same. */
+static void test_lowered_depth_frees_no_device_memory(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_park", 2, 10, 90, 70);
+    int64_t want_n = 0;
+    uint64_t want = digest_dev(root, SL_PLACEMENT_GPU, 0, &want_n);
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    int (*frees)(void) =
+        (int (*)(void))(uintptr_t)dlsym(rt->cudart, "sim_cuda_frees");
+    assert_non_null(frees);
+    sl_options_t o = opts(SL_PLACEMENT_GPU, 0, 1);
+    o.on_error = SL_ON_ERROR_SKIP;
+    o.device_batches = 1;
+    o.prefetch = 4;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    int before = frees();
+    const sl_batch_t *b[2];
+    int64_t n = 0;
+    for (int k = 0; sl_loader_next(l, &b[k % 2]) == 0; k++) {
+        const sl_batch_t *c = b[k % 2];
+        XXH3_64bits_update(h, c->data, (size_t)c->n * c->sample_bytes);
+        XXH3_64bits_update(h, c->labels, (size_t)c->n * sizeof(int64_t));
+        XXH3_64bits_update(h, c->indices, (size_t)c->n * sizeof(int64_t));
+        n += c->n;
+        if (k == 1) { /* two held: the scheduler lowers the depth, and
+                         the releases drop what it could not */
+            assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, 1), 0);
+            sl_loader_release(l, b[0]);
+        }
+        if (k > 0)
+            sl_loader_release(l, c);
+        if (k == 4) /* raised: the parked ones back */
+            assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, 4), 0);
+    }
+    assert_int_equal(frees(), before);
+    sl_loader_destroy(l);
+    assert_true(frees() > before); /* at destroy */
+    assert_int_equal(XXH3_64bits_digest(h), want);
+    assert_int_equal(n, want_n);
+    XXH3_freeState(h);
+    tu_rmtree(root);
+    free(root);
+}
+
 /* A device batch released while its consumer's GPU work may still read
  * it (the simulated runtime holds the events of the consumer's stream:
  * the trainer's kernels still queued) is not written again until that
@@ -1377,6 +1431,7 @@ int main(void)
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
         cmocka_unit_test(test_device_batches),
+        cmocka_unit_test(test_lowered_depth_frees_no_device_memory),
         cmocka_unit_test(test_device_batch_waits_for_its_consumer),
         cmocka_unit_test(test_device_batch_fenced_on_the_consumers_stream),
         cmocka_unit_test(test_release_on_another_devices_stream),

@@ -93,8 +93,17 @@ int cudaMalloc(void **p, size_t n)
     *p = malloc(n ? n : 1);
     return *p ? 0 : 2;
 }
+/* For tests (dlsym): cudaFree calls. On a GPU each waits for the whole
+ * device, the training step's work too: none may come mid-run. */
+static atomic_int frees;
+
+int sim_cuda_frees(void)
+{
+    return atomic_load(&frees);
+}
 int cudaFree(void *p)
 {
+    atomic_fetch_add(&frees, 1);
     free(p);
     return 0;
 }
