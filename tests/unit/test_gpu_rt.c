@@ -101,6 +101,30 @@ static void test_available_without_optional_entries(void **state)
     sl__gpu_rt_unload(&rt);
 }
 
+/* CUDA 13's pair found under a driver too old for it (PyTorch's cu13
+ * wheels beside a CUDA 12 driver): unloaded, and CUDA 12's used; where
+ * there is none, both reasons. */
+static void test_old_driver_falls_back_to_cuda_12(void **state)
+{
+    (void)state;
+    sl__gpu_rt_t rt;
+    sl__gpu_status_t st;
+    assert_int_equal(sl__gpu_rt_load(DIR("olddrv") ":" DIR("ok"), &rt, &st), 1);
+    assert_string_equal(st.reason, "");
+    assert_non_null(strstr(st.cudart, DIR("ok") "/libcudart.so.12"));
+    assert_non_null(strstr(st.nvjpeg, DIR("ok") "/libnvjpeg.so.12"));
+    assert_int_equal(st.device_count, 1);
+    sl__gpu_rt_unload(&rt);
+    assert_int_equal(sl__gpu_rt_load(DIR("olddrv"), &rt, &st), 0);
+    assert_null(rt.cudart);
+    assert_non_null(strstr(st.reason,
+                           "CUDA 13: no CUDA device (cudaGetDeviceCount: CUDA "
+                           "driver version is insufficient for CUDA runtime "
+                           "version); then CUDA 12: no libcudart.so.12 found "
+                           "in " DIR("olddrv")));
+    assert_int_equal(st.device_count, 0);
+}
+
 static void test_env_path_is_the_only_search(void **state)
 {
     (void)state;
@@ -163,6 +187,7 @@ int main(void)
         cmocka_unit_test(test_no_device),
         cmocka_unit_test(test_load_makes_no_nvjpeg_handle),
         cmocka_unit_test(test_available_without_optional_entries),
+        cmocka_unit_test(test_old_driver_falls_back_to_cuda_12),
         cmocka_unit_test(test_env_path_is_the_only_search),
         cmocka_unit_test(test_the_python_folders_are_searched_first),
     };
