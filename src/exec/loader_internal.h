@@ -49,7 +49,9 @@
  * before it names the cause (sl_loader_next). */
 #define SL__HELD_WAIT_MS 5000
 
-enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
+/* BB_RELEASING: a device batch's release records its fence, out of the
+ * lock (sl_loader_release_on); neither the consumer's nor claimable. */
+enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD, BB_RELEASING };
 
 typedef struct bbuf {
     sl_batch_t pub; /* first: sl_loader_release casts back */

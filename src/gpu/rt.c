@@ -60,6 +60,7 @@ static const struct {
     E(LIB_NVJPEG, "nvjpegDecodeBatchedInitialize", nvjpeg_batched_init),
     E(LIB_NVJPEG, "nvjpegDecodeBatched", nvjpeg_decode_batched),
     OPT(LIB_CUDART, "cudaDeviceGetPCIBusId", device_pci_bus_id),
+    OPT(LIB_CUDART, "cudaGetLastError", get_last_error),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsCreate", nvjpeg_params_create),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsDestroy", nvjpeg_params_destroy),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsSetOutputFormat",

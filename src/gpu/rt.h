@@ -187,6 +187,11 @@ typedef struct sl__gpu_rt {
      * (the stage sets a caller's device back only for the former) */
     int (*ctx_get_current)(void **ctx);
 
+    /* optional (every runtime has it): the calling thread's last error,
+     * cleared; called after a failure the stage expects and handles, so
+     * a caller sharing the runtime (torch) does not find it later */
+    sl__cuda_err_t (*get_last_error)(void);
+
     void *cudart, *nvjpeg, *driver; /* dlopen handles */
 } sl__gpu_rt_t;
 
