@@ -72,14 +72,20 @@ def _dist_defaults(torch, rank, world_size):
             1 if world_size is None else world_size)
 
 
-def _cuda_host_alloc():
-    """(cudaHostAlloc, cudaFreeHost) addresses of the CUDA runtime torch has
-    loaded, for sluice.Loader(host_alloc=...)."""
+def _cuda_host_alloc(device):
+    """(cudaHostAlloc, cudaFreeHost, cudaSetDevice) addresses of the CUDA
+    runtime torch has loaded and the trainer's GPU (device's, else the
+    current one), for sluice.Loader(host_alloc=...): the engine's threads
+    set that GPU before they allocate, as torch's pin thread does (else
+    each makes a context on GPU 0, in every DDP rank)."""
     import ctypes
 
     import torch
 
     torch.cuda.init()
+    gpu = _trainer_gpu(torch, device)
+    if gpu is None:
+        gpu = torch.cuda.current_device()
     path = None
     with open("/proc/self/maps") as f:
         for line in f:
@@ -92,7 +98,8 @@ def _cuda_host_alloc():
         lib = ctypes.CDLL(None)
     try:
         return (ctypes.cast(lib.cudaHostAlloc, ctypes.c_void_p).value,
-                ctypes.cast(lib.cudaFreeHost, ctypes.c_void_p).value)
+                ctypes.cast(lib.cudaFreeHost, ctypes.c_void_p).value,
+                ctypes.cast(lib.cudaSetDevice, ctypes.c_void_p).value, gpu)
     except AttributeError as e:
         raise RuntimeError("pin_memory=True: no CUDA runtime found in the "
                            "process (" + str(e) + ")") from None
@@ -442,7 +449,7 @@ class DataLoader(_Position):
         if self.pin_memory and "host_alloc" not in options:
             # The engine allocates its batch buffers page-locked, so
             # pinning costs no copy (torch's DataLoader copies each batch).
-            options["host_alloc"] = _cuda_host_alloc()
+            options["host_alloc"] = _cuda_host_alloc(self.device)
         if options.get("placement") != "cpu" and "gpu_device" not in options:
             # A GPU stage (placement gpu, or auto: the default) decodes on
             # the trainer's GPU, so each DDP rank on its own:
