@@ -609,12 +609,14 @@ SL_API int sl_loader_next_timeout(sl_loader_t *l, const sl_batch_t **out,
  * sl_loader_last_error). */
 SL_API int sl_loader_release(sl_loader_t *l, const sl_batch_t *b);
 /** sl_loader_release for a batch whose reads were queued on `stream` (a
- *  cudaStream_t of gpu_device; NULL: the legacy default stream, as
- *  sl_loader_release). A device batch's buffer is fenced there: it is
- *  written again only after the work queued on that stream so far (an
- *  event; on the GPU, the host never waits). A stream the event cannot be
- *  recorded on (another device's) is waited for here instead. Host
- *  batches: as sl_loader_release, the stream unused. */
+ *  cudaStream_t; NULL: the legacy default stream, as sl_loader_release).
+ *  A device batch's buffer is fenced there: it is written again only
+ *  after the work queued on that stream so far (an event; on the GPU,
+ *  the host never waits). A stream of another device than gpu_device is
+ *  fenced with an event of the calling thread's current device (the
+ *  stream's, as a trainer's thread has it); only one the event cannot be
+ *  recorded on either is waited for here. Host batches: as
+ *  sl_loader_release, the stream unused. */
 SL_API int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b,
                                 void *stream);
 

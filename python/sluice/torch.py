@@ -72,14 +72,20 @@ def _dist_defaults(torch, rank, world_size):
             1 if world_size is None else world_size)
 
 
-def _cuda_host_alloc():
-    """(cudaHostAlloc, cudaFreeHost) addresses of the CUDA runtime torch has
-    loaded, for sluice.Loader(host_alloc=...)."""
+def _cuda_host_alloc(device):
+    """(cudaHostAlloc, cudaFreeHost, cudaSetDevice) addresses of the CUDA
+    runtime torch has loaded and the trainer's GPU (device's, else the
+    current one), for sluice.Loader(host_alloc=...): the engine's threads
+    set that GPU before they allocate, as torch's pin thread does (else
+    each makes a context on GPU 0, in every DDP rank)."""
     import ctypes
 
     import torch
 
     torch.cuda.init()
+    gpu = _trainer_gpu(torch, device)
+    if gpu is None:
+        gpu = torch.cuda.current_device()
     path = None
     with open("/proc/self/maps") as f:
         for line in f:
@@ -92,7 +98,8 @@ def _cuda_host_alloc():
         lib = ctypes.CDLL(None)
     try:
         return (ctypes.cast(lib.cudaHostAlloc, ctypes.c_void_p).value,
-                ctypes.cast(lib.cudaFreeHost, ctypes.c_void_p).value)
+                ctypes.cast(lib.cudaFreeHost, ctypes.c_void_p).value,
+                ctypes.cast(lib.cudaSetDevice, ctypes.c_void_p).value, gpu)
     except AttributeError as e:
         raise RuntimeError("pin_memory=True: no CUDA runtime found in the "
                            "process (" + str(e) + ")") from None
@@ -198,13 +205,35 @@ def _trainer_gpu(torch, device):
     """The CUDA device the trainer runs on, for the GPU stage: device's
     index (cuda:N), else the current device where CUDA is initialised
     already (device="cuda", or no device while the training loop has set
-    one up); None when neither says (the stage's default, GPU 0). Never
-    starts CUDA here: a context costs GPU memory and breaks a fork."""
+    one up), else the launcher's local rank (_local_rank_gpu); None when
+    none says (the stage's default, GPU 0). Never starts CUDA here: a
+    context costs GPU memory and breaks a fork."""
     if device is not None and device.type == "cuda" and device.index is not None:
         return device.index
     if (device is None or device.type == "cuda") and torch.cuda.is_initialized():
         return torch.cuda.current_device()
+    if device is None or device.type == "cuda":
+        return _local_rank_gpu()
     return None
+
+
+def _local_rank_gpu():
+    """LOCAL_RANK (torchrun, torch.distributed.launch, accelerate) as the
+    rank's GPU, as the trainer will set_device it, so that ranks built
+    before CUDA is up do not all decode on GPU 0. Where CUDA_VISIBLE_DEVICES
+    leaves a rank fewer GPUs than that (a launcher giving each rank its
+    own), the rank's only one, 0; None without LOCAL_RANK, or where it
+    names no visible GPU."""
+    r = os.environ.get("LOCAL_RANK", "")
+    if not r.isdigit():
+        return None
+    r = int(r)
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        n = len([v for v in vis.split(",") if v.strip()])
+        if r >= n:
+            return 0 if n == 1 else None
+    return r
 
 
 class NativeDataset:
@@ -420,12 +449,13 @@ class DataLoader(_Position):
         if self.pin_memory and "host_alloc" not in options:
             # The engine allocates its batch buffers page-locked, so
             # pinning costs no copy (torch's DataLoader copies each batch).
-            options["host_alloc"] = _cuda_host_alloc()
+            options["host_alloc"] = _cuda_host_alloc(self.device)
         if options.get("placement") != "cpu" and "gpu_device" not in options:
             # A GPU stage (placement gpu, or auto: the default) decodes on
             # the trainer's GPU, so each DDP rank on its own:
             # device="cuda:N", else the current device
-            # (torch.cuda.set_device(local_rank)) where CUDA is up.
+            # (torch.cuda.set_device(local_rank)) where CUDA is up, else
+            # LOCAL_RANK.
             gpu = _trainer_gpu(torch, self.device)
             if gpu is not None:
                 options["gpu_device"] = gpu

@@ -45,18 +45,27 @@ static int str_choice(PyObject *o, const char *name, const char *a,
     return 0;
 }
 
-/* host_alloc=(alloc, free): addresses of cudaHostAlloc-like functions,
- * int alloc(void **p, size_t n, unsigned flags) and int free(void *p), that
- * give the engine page-locked batch buffers (sluice.torch finds CUDA's in
- * the process for pin_memory=True). Process-wide: one CUDA runtime. */
+/* host_alloc=(alloc, free[, set_device, device]): addresses of
+ * cudaHostAlloc-like functions, int alloc(void **p, size_t n, unsigned
+ * flags) and int free(void *p), that give the engine page-locked batch
+ * buffers (sluice.torch finds CUDA's in the process for pin_memory=True);
+ * with cudaSetDevice's address and a device, the engine's threads that
+ * allocate set that device first: a CUDA allocation on a thread that set
+ * none makes a context on GPU 0 (in every DDP rank). Process-wide
+ * functions: one CUDA runtime; the device is the loader's (buffer_ctx:
+ * device + 1, 0 for none). */
 typedef int (*host_alloc_fn)(void **, size_t, unsigned);
 typedef int (*host_free_fn)(void *);
+typedef int (*set_device_fn)(int);
 static host_alloc_fn g_host_alloc;
 static host_free_fn g_host_free;
+static set_device_fn g_set_device;
 
 static void *host_buf_alloc(size_t n, void *ctx)
 {
-    (void)ctx;
+    int dev = (int)(intptr_t)ctx - 1;
+    if (dev >= 0 && g_set_device && g_set_device(dev))
+        return NULL;
     void *p = NULL;
     return g_host_alloc(&p, n, 0) == 0 ? p : NULL;
 }
@@ -71,25 +80,32 @@ static int opt_host_alloc(PyObject *v, sl_options_t *o)
 {
     if (v == Py_None)
         return 0;
-    unsigned long long a = 0, f = 0;
+    unsigned long long a = 0, f = 0, sd = 0;
+    int dev = -1;
     if (!PyTuple_Check(v)) {
         PyErr_SetString(PyExc_TypeError,
-                        "host_alloc must be (alloc_address, free_address)");
+                        "host_alloc must be (alloc_address, free_address"
+                        "[, set_device_address, device])");
         return -1;
     }
     if (!PyArg_ParseTuple(v,
-                          "KK;host_alloc must be (alloc_address, "
-                          "free_address)",
-                          &a, &f))
+                          "KK|Ki;host_alloc must be (alloc_address, "
+                          "free_address[, set_device_address, device])",
+                          &a, &f, &sd, &dev))
         return -1;
-    if (!a || !f) {
-        PyErr_SetString(PyExc_ValueError, "host_alloc: null function address");
+    if (!a || !f || (PyTuple_GET_SIZE(v) > 2 && (!sd || dev < 0))) {
+        PyErr_SetString(PyExc_ValueError,
+                        "host_alloc: null function address or negative "
+                        "device");
         return -1;
     }
     g_host_alloc = (host_alloc_fn)(uintptr_t)a;
     g_host_free = (host_free_fn)(uintptr_t)f;
+    if (sd)
+        g_set_device = (set_device_fn)(uintptr_t)sd;
     o->buffer_alloc = host_buf_alloc;
     o->buffer_free = host_buf_free;
+    o->buffer_ctx = sd ? (void *)(intptr_t)(dev + 1) : NULL;
     return 0;
 }
 

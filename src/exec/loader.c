@@ -292,7 +292,8 @@ static void stop_pipeline(sl_loader_t *l)
         sl__queue_push(l->free_items, &l->items[i]);
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < l->nbufs; i++) /* held ones stay the consumer's */
-        if (l->bufs[i]->state != BB_HELD)
+        if (l->bufs[i]->state != BB_HELD &&
+            l->bufs[i]->state != BB_RELEASING) /* (its release frees it) */
             l->bufs[i]->state = BB_FREE;
     l->cur = NULL;
     l->running = 0;
@@ -335,6 +336,11 @@ void sl_loader_destroy(sl_loader_t *l)
     /* The buffers before the stage: device batches are its memory. */
     for (int i = 0; i < l->nbufs; i++)
         buf_free(l, l->bufs[i]);
+    while (l->parked) {
+        bbuf_t *bb = l->parked;
+        l->parked = bb->parked_next;
+        buf_free(l, bb);
+    }
     free(l->bufs);
     l->bufs = NULL;
     l->nbufs = 0;
@@ -631,6 +637,16 @@ int sl_loader_release(sl_loader_t *l, const sl_batch_t *b)
     return sl_loader_release_on(l, b, NULL);
 }
 
+/* Under mu: bb's index in the pool, or -1 (pointers compared only: a
+ * batch released twice may be freed already). */
+static int pool_index(const sl_loader_t *l, const bbuf_t *bb)
+{
+    for (int i = 0; i < l->nbufs; i++)
+        if (l->bufs[i] == bb)
+            return i;
+    return -1;
+}
+
 int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b, void *stream)
 {
     if (!b)
@@ -638,29 +654,32 @@ int sl_loader_release_on(sl_loader_t *l, const sl_batch_t *b, void *stream)
     if (!l)
         return SL_EINVAL;
     bbuf_t *bb = (bbuf_t *)b, *gone = NULL;
-    int held = 0;
     pthread_mutex_lock(&l->mu);
-    for (int i = 0; i < l->nbufs; i++) { /* compares pointers only: b may */
-        if (l->bufs[i] != bb)            /* be freed already */
-            continue;
-        if (bb->state == BB_HELD) {
-            held = 1;
-            /* A device batch: its consumer's GPU work may still read it;
-             * the stage fences that before the buffer can be claimed. */
-            if (bb->dev)
-                l->stage->dev_release(l->stage, bb->dev, stream);
-            if (l->nbufs > l->prefetch) { /* the depth was lowered */
-                l->bufs[i] = l->bufs[--l->nbufs];
-                gone = bb;
-            } else {
-                bb->state = BB_FREE;
-            }
-            pthread_cond_broadcast(&l->cv_work);
+    int i = pool_index(l, bb);
+    int held = i >= 0 && bb->state == BB_HELD;
+    if (held && bb->dev) {
+        /* A device batch: its consumer's GPU work may still read it; the
+         * stage fences that before the buffer can be claimed — out of the
+         * lock, which every reader and decoder needs (a fence on another
+         * GPU's stream may wait for it, and a Python trainer holds the
+         * GIL meanwhile). */
+        bb->state = BB_RELEASING;
+        pthread_mutex_unlock(&l->mu);
+        l->stage->dev_release(l->stage, bb->dev, stream);
+        pthread_mutex_lock(&l->mu);
+        i = pool_index(l, bb); /* (a lowered depth drops only free ones) */
+    }
+    if (held) {
+        if (l->nbufs > l->prefetch) { /* the depth was lowered */
+            l->bufs[i] = l->bufs[--l->nbufs];
+            gone = sl__buf_drop(l, bb);
+        } else {
+            bb->state = BB_FREE;
         }
-        break;
+        pthread_cond_broadcast(&l->cv_work);
     }
     pthread_mutex_unlock(&l->mu);
-    if (gone) /* out of the lock: a device buffer's free waits its fence */
+    if (gone) /* out of the lock: an allocator's free may be slow */
         buf_free(l, gone);
     return held ? 0
                 : sl__lasterr_set(l, SL_ESTATE,
@@ -758,8 +777,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         atomic_store(&l->cache_codec, (int)value);
     if (!rc && p == SL_PARAM_GPU_SHARE)
         atomic_store(&l->gpu_share, (int)value);
-    /* Buffers the lowered depth drops: freed after the lock (a device
-     * buffer's free waits for its fence) */
+    /* Buffers the lowered depth drops: freed after the lock (an
+     * allocator's free may be slow); device ones parked (sl__buf_drop) */
     bbuf_t **gone = NULL;
     int ngone = 0;
     if (!rc && p == SL_PARAM_PREFETCH) {
@@ -767,7 +786,9 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         gone = malloc((size_t)(l->nbufs > 0 ? l->nbufs : 1) * sizeof *gone);
         for (int i = 0; gone && i < l->nbufs && l->nbufs > l->prefetch;) {
             if (l->bufs[i]->state == BB_FREE) {
-                gone[ngone++] = l->bufs[i];
+                bbuf_t *bb = sl__buf_drop(l, l->bufs[i]);
+                if (bb)
+                    gone[ngone++] = bb;
                 l->bufs[i] = l->bufs[--l->nbufs];
             } else {
                 i++;

@@ -49,7 +49,9 @@
  * before it names the cause (sl_loader_next). */
 #define SL__HELD_WAIT_MS 5000
 
-enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD };
+/* BB_RELEASING: a device batch's release records its fence, out of the
+ * lock (sl_loader_release_on); neither the consumer's nor claimable. */
+enum { BB_FREE = 0, BB_FILLING, BB_READY, BB_HELD, BB_RELEASING };
 
 typedef struct bbuf {
     sl_batch_t pub; /* first: sl_loader_release casts back */
@@ -69,6 +71,7 @@ typedef struct bbuf {
      * (the rest are copied in from host when the batch completes). */
     uint8_t *host;
     uint8_t *dev, *on_dev;
+    struct bbuf *parked_next; /* in sl_loader_t.parked */
 } bbuf_t;
 
 /* A plan (sl_loader_start_plan): run position k (0..n-1, what claim_g and
@@ -133,6 +136,10 @@ struct sl_loader {
 
     bbuf_t **bufs;
     int nbufs, cap_bufs;
+    /* Device batch buffers a lowered depth dropped, kept until a raise
+     * takes them back or destroy frees them: a cudaFree mid-run waits
+     * for the whole device, the training step's work too (sl__buf_drop) */
+    bbuf_t *parked;
     int allocating; /* buffers being made outside the lock */
     int prefetch;   /* target number of batch buffers */
 
@@ -262,6 +269,10 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o);
 
 /* Frees a whole batch buffer (not in the pool). */
 void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
+/* Under mu: bb, out of the pool (a lowered depth), parked when it has
+ * device memory (l->parked: a raise takes it back, destroy frees it);
+ * else returned, for the caller to free after the lock. */
+struct bbuf *sl__buf_drop(sl_loader_t *l, struct bbuf *bb);
 /* exec/loader_sched.c: the budgets (sched/limits.h) from the options as
  * the user gave them; sets l->lim and the start knobs in l->opt. */
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,

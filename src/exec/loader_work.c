@@ -65,6 +65,29 @@ static int buf_insert(sl_loader_t *l, bbuf_t *bb)
     return 1;
 }
 
+bbuf_t *sl__buf_drop(sl_loader_t *l, bbuf_t *bb)
+{
+    if (!bb->dev)
+        return bb;
+    bb->state = BB_FREE;
+    bb->parked_next = l->parked;
+    l->parked = bb;
+    return NULL;
+}
+
+/* Under mu: a parked buffer back into the pool; 0 when none is parked
+ * (or the pool cannot grow: it stays parked). Its fence, if a consumer
+ * released it last, still guards it (gpu/devbuf.h). */
+static int buf_unpark(sl_loader_t *l)
+{
+    bbuf_t *bb = l->parked;
+    if (!bb || !buf_insert(l, bb))
+        return 0;
+    l->parked = bb->parked_next;
+    bb->parked_next = NULL;
+    return 1;
+}
+
 int sl__loader_in_flight(const sl_loader_t *l)
 {
     for (int i = 0; i < l->nbufs; i++)
@@ -109,6 +132,11 @@ int sl__loader_claim(sl_loader_t *l, int block, bbuf_t **bb_out, int *slot,
             for (int i = 0; i < l->nbufs && !bb; i++)
                 if (l->bufs[i]->state == BB_FREE)
                     bb = l->bufs[i];
+            if (!bb && l->nbufs + l->allocating < l->prefetch &&
+                buf_unpark(l)) {
+                pthread_cond_broadcast(&l->cv_work);
+                continue; /* take it (or another) from the pool */
+            }
             if (!bb && l->nbufs + l->allocating < l->prefetch) {
                 l->allocating++;
                 pthread_mutex_unlock(&l->mu);

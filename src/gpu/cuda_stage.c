@@ -791,11 +791,9 @@ static int size_slots(cstage_t *s, size_t budget, char *err, size_t errlen)
     return 0;
 }
 
-static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
-                                  const sl__gpu_status_t *gsp,
-                                  const sl__xform_t *x, size_t sample_bytes,
-                                  int device, size_t budget, char *err,
-                                  size_t errlen);
+static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt, const sl__xform_t *x,
+                                  size_t sample_bytes, int device,
+                                  size_t budget, char *err, size_t errlen);
 
 sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
                                        size_t sample_bytes, int device,
@@ -822,20 +820,17 @@ sl__gpu_stage_t *sl__cuda_stage_create(const sl__xform_t *x,
     }
     int was = sl__gpu_rt_caller_device(rt);
     sl__gpu_stage_t *st =
-        create_on(rt, &gs, x, sample_bytes, device, budget, err, errlen);
+        create_on(rt, x, sample_bytes, device, budget, err, errlen);
     sl__gpu_rt_caller_back(rt, device, was);
     return st;
 }
 
 /* The stage on `device` (the runtime checked), made on the caller's
  * thread, whose device it sets. */
-static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
-                                  const sl__gpu_status_t *gsp,
-                                  const sl__xform_t *x, size_t sample_bytes,
-                                  int device, size_t budget, char *err,
-                                  size_t errlen)
+static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt, const sl__xform_t *x,
+                                  size_t sample_bytes, int device,
+                                  size_t budget, char *err, size_t errlen)
 {
-    const sl__gpu_status_t gs = *gsp;
     cstage_t *s = calloc(1, sizeof *s);
     if (!s) {
         sl__fail(err, errlen, SL_ENOMEM, "GPU stage: out of memory");
@@ -930,10 +925,12 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
     int cached = !env_is("SL_GPU_NVJPEG_ALLOC", "default");
     sl__nvalloc_join();
     s->counted = 1;
-    /* SL_GPU_BACKEND=default: nvJPEG's default (GPU / hybrid) backend
-     * where the hardware one is there too (for measuring which of them
-     * slows the training step: bench/gpu) */
-    int hw = gs.hw_backend && !env_is("SL_GPU_BACKEND", "default");
+    /* The hardware backend where this GPU has the engines (NVJPG: A100,
+     * H100, H200), else the default one (GPU / hybrid); learnt here, on
+     * the stage's device (gpu/rt.h makes no handle). SL_GPU_BACKEND=
+     * default: the default backend where the hardware one is there too
+     * (for measuring which of them slows the training step: bench/gpu) */
+    int hw = !env_is("SL_GPU_BACKEND", "default");
     int je = 0;
     for (int k = 0; k < 2; k++) { /* hardware, or where it fails default */
         int backend =
@@ -943,7 +940,7 @@ static sl__gpu_stage_t *create_on(const sl__gpu_rt_t *rt,
                     : rt->nvjpeg_create_ex(backend, NULL, NULL, 0, &s->jh);
         if (!je || !hw)
             break;
-        hw = 0; /* the probe's GPU had the engines; this one may not */
+        hw = 0; /* this GPU has no engines */
     }
     s->stats.hw_backend = hw;
     for (int k = 0; k < 2 && !je; k++)

@@ -7,8 +7,10 @@
 struct sl__devbuf {
     uint8_t *p;
     size_t n;
-    sl__cuda_event_t fence;
-    int fenced; /* 1 once a consumer's release recorded the fence */
+    sl__cuda_event_t fence;  /* on the stage's device */
+    sl__cuda_event_t xfence; /* on xdev, another: made at a release there */
+    int xdev;
+    sl__cuda_event_t cur; /* the one the last release recorded; NULL */
 };
 
 void sl__devbufs_init(sl__devbufs_t *d, const sl__gpu_rt_t *rt, int device)
@@ -27,8 +29,11 @@ void sl__devbufs_close(sl__devbufs_t *d)
 {
     if (d->xfer)
         d->rt->stream_destroy(d->xfer);
-    for (int i = 0; i < d->n; i++)
+    for (int i = 0; i < d->n; i++) {
         d->rt->event_destroy(d->b[i].fence);
+        if (d->b[i].xfence)
+            d->rt->event_destroy(d->b[i].xfence);
+    }
     free(d->b);
     d->b = NULL;
     d->n = 0;
@@ -52,7 +57,7 @@ void *sl__devbufs_alloc(sl__devbufs_t *d, size_t bytes)
         rt->dev_free(p);
         p = NULL;
     } else {
-        d->b[d->n++] = (sl__devbuf_t){p, bytes, ev, 0};
+        d->b[d->n++] = (sl__devbuf_t){p, bytes, ev, NULL, -1, NULL};
     }
     pthread_mutex_unlock(&d->mu);
     sl__gpu_rt_caller_back(rt, d->device, was);
@@ -68,19 +73,72 @@ static int find(const sl__devbufs_t *d, const void *p)
     return -1;
 }
 
+/* The last error of a call that failed as expected, cleared on this (the
+ * consumer's) thread: else a caller sharing the runtime (torch) finds it
+ * at its next check ("invalid resource handle"). */
+static void clear_error(const sl__gpu_rt_t *rt)
+{
+    if (rt->get_last_error)
+        rt->get_last_error();
+}
+
+/* The fence recorded on `stream` of device `dev` (the caller's: its
+ * stream is most likely there), with the buffer's event of that device,
+ * made the first time; the stage's streams wait for it on the GPU all
+ * the same (cudaStreamWaitEvent takes another device's event). The
+ * event recorded, or NULL. */
+static sl__cuda_event_t record_elsewhere(const sl__gpu_rt_t *rt,
+                                         sl__cuda_event_t *ev, int *evdev,
+                                         int dev, void *stream)
+{
+    if (dev < 0 || rt->set_device(dev)) {
+        clear_error(rt);
+        return NULL;
+    }
+    if (*ev && *evdev != dev) {
+        rt->event_destroy(*ev);
+        *ev = NULL;
+    }
+    if (!*ev && !rt->event_create(ev, 2 /* no timing */))
+        *evdev = dev;
+    sl__cuda_event_t got =
+        *ev && rt->event_record(*ev, stream) == 0 ? *ev : NULL;
+    if (!got)
+        clear_error(rt);
+    return got;
+}
+
 void sl__devbufs_release(sl__devbufs_t *d, void *p, void *stream)
 {
     const sl__gpu_rt_t *rt = d->rt;
     int was = sl__gpu_rt_caller_device(rt);
+    /* The buffer's events copied out, the runtime called without the
+     * table's lock (a wait below must not stop the stage's fence
+     * look-ups): only its one consumer releases it, and the loader
+     * claims it only after (gpu/stage.h). */
     pthread_mutex_lock(&d->mu);
     int i = find(d, p);
-    if (i >= 0 && !rt->set_device(d->device)) {
-        sl__devbuf_t *b = &d->b[i];
-        b->fenced = rt->event_record(b->fence, stream) == 0;
-        if (!b->fenced)
-            rt->stream_synchronize(stream);
+    sl__devbuf_t b = i >= 0 ? d->b[i] : (sl__devbuf_t){0};
+    pthread_mutex_unlock(&d->mu);
+    if (i < 0 || rt->set_device(d->device))
+        goto out;
+    b.cur = rt->event_record(b.fence, stream) == 0 ? b.fence : NULL;
+    if (!b.cur) { /* a stream of another device: the caller's, most likely */
+        clear_error(rt);
+        if (was != d->device)
+            b.cur = record_elsewhere(rt, &b.xfence, &b.xdev, was, stream);
+    }
+    if (!b.cur) /* nowhere to record it: its work waited for */
+        rt->stream_synchronize(stream);
+    pthread_mutex_lock(&d->mu);
+    i = find(d, p);
+    if (i >= 0) {
+        d->b[i].cur = b.cur;
+        d->b[i].xfence = b.xfence;
+        d->b[i].xdev = b.xdev;
     }
     pthread_mutex_unlock(&d->mu);
+out:
     sl__gpu_rt_caller_back(rt, d->device, was);
 }
 
@@ -92,15 +150,17 @@ void sl__devbufs_free(sl__devbufs_t *d, void *p)
     int was = sl__gpu_rt_caller_device(rt);
     pthread_mutex_lock(&d->mu);
     int i = find(d, p);
-    sl__devbuf_t b = i >= 0 ? d->b[i] : (sl__devbuf_t){p, 0, NULL, 0};
+    sl__devbuf_t b = i >= 0 ? d->b[i] : (sl__devbuf_t){.p = p};
     if (i >= 0)
         d->b[i] = d->b[--d->n];
     pthread_mutex_unlock(&d->mu);
     if (!rt->set_device(d->device)) {
-        if (b.fenced)
-            rt->event_synchronize(b.fence);
+        if (b.cur)
+            rt->event_synchronize(b.cur);
         if (b.fence)
             rt->event_destroy(b.fence);
+        if (b.xfence)
+            rt->event_destroy(b.xfence);
         rt->dev_free(p);
     }
     sl__gpu_rt_caller_back(rt, d->device, was);
@@ -114,7 +174,7 @@ sl__cuda_event_t sl__devbufs_fence(sl__devbufs_t *d, const void *p)
     for (int i = 0; i < d->n; i++) {
         const sl__devbuf_t *b = &d->b[i];
         if (a >= (uintptr_t)b->p && a < (uintptr_t)b->p + b->n) {
-            ev = b->fenced ? b->fence : NULL;
+            ev = b->cur;
             break;
         }
     }

@@ -45,11 +45,16 @@ void sl__devbufs_close(sl__devbufs_t *d);
 void *sl__devbufs_alloc(sl__devbufs_t *d, size_t bytes);
 
 /* The consumer released p (see gpu/stage.h): the fence recorded on its
- * `stream`, or, where it cannot be (a stream of another device), that
- * stream's work waited for here. Any thread. */
+ * `stream` — with an event of the stage's device, else (a stream of
+ * another device) one of the caller's current device, which the stage's
+ * streams wait for on the GPU all the same; where neither can be
+ * recorded, that stream's work waited for here. The failed records'
+ * errors are cleared (cudaGetLastError). Any thread; one release of a
+ * buffer at a time, before the loader claims it again. */
 void sl__devbufs_release(sl__devbufs_t *d, void *p, void *stream);
 
-/* Waits for p's fence, then frees it; NULL is a no-op. */
+/* Waits for p's fence, then frees it (cudaFree waits for the whole
+ * device: the loader calls it at destroy only); NULL is a no-op. */
 void sl__devbufs_free(sl__devbufs_t *d, void *p);
 
 /* The fence to wait for before writing at p: that of the buffer p is

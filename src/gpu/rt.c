@@ -60,6 +60,7 @@ static const struct {
     E(LIB_NVJPEG, "nvjpegDecodeBatchedInitialize", nvjpeg_batched_init),
     E(LIB_NVJPEG, "nvjpegDecodeBatched", nvjpeg_decode_batched),
     OPT(LIB_CUDART, "cudaDeviceGetPCIBusId", device_pci_bus_id),
+    OPT(LIB_CUDART, "cudaGetLastError", get_last_error),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsCreate", nvjpeg_params_create),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsDestroy", nvjpeg_params_destroy),
     OPT(LIB_NVJPEG, "nvjpegDecodeParamsSetOutputFormat",
@@ -171,10 +172,63 @@ static void *open_lib(const char *soname, int system, const char *dirs,
     return NULL;
 }
 
-static int unavailable(sl__gpu_rt_t *rt, sl__gpu_status_t *st)
+/* The table from the pair rt holds (sonames[i], paths[i]): every entry
+ * resolved, a device counted, a way to load the kernels. 0, or why not
+ * in why (the pair is the caller's to unload). */
+static int use_pair(sl__gpu_rt_t *rt, sl__gpu_status_t *st, char sonames[2][32],
+                    char *const paths[2], char *why, size_t wl)
 {
-    sl__gpu_rt_unload(rt);
-    st->available = 0;
+    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
+        void *h = entries[i].lib == LIB_CUDART   ? rt->cudart
+                  : entries[i].lib == LIB_NVJPEG ? rt->nvjpeg
+                                                 : NULL;
+        if (!h) /* the driver's: once the runtime has loaded it (below) */
+            continue;
+        void *fn = dlsym(h, entries[i].sym);
+        if (!fn && entries[i].optional)
+            continue;
+        if (!fn) {
+            snprintf(why, wl, "%s (%s) lacks %s", sonames[entries[i].lib],
+                     paths[entries[i].lib], entries[i].sym);
+            return 1;
+        }
+        /* POSIX guarantees a data pointer from dlsym converts to a
+         * function pointer; memcpy keeps ISO C's pedantry out of it. */
+        memcpy((char *)rt + entries[i].off, &fn, sizeof fn);
+    }
+
+    int n = 0;
+    sl__cuda_err_t e = rt->get_device_count(&n);
+    if (e != 0 || n <= 0) {
+        const char *es = e ? rt->get_error_string(e) : "0 devices";
+        snprintf(why, wl, "no CUDA device (cudaGetDeviceCount: %s)",
+                 es ? es : "?");
+        return 1;
+    }
+    st->device_count = n;
+    /* The driver the runtime loaded: its optional entries (a runtime that
+     * has not loaded one, as the tests' simulated one may, has none). */
+    rt->driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    for (size_t i = 0; i < sizeof entries / sizeof *entries && rt->driver;
+         i++) {
+        void *fn = entries[i].lib == LIB_DRIVER
+                       ? dlsym(rt->driver, entries[i].sym)
+                       : NULL;
+        if (fn)
+            memcpy((char *)rt + entries[i].off, &fn, sizeof fn);
+    }
+    if (!sl__gpu_rt_kernels(rt)) {
+        snprintf(why, wl,
+                 "%s (%s) lacks cudaLibraryLoadData (CUDA 12.8 on), and the "
+                 "driver's module API (cuModuleLoadData, libcuda.so.1) is "
+                 "not loaded",
+                 sonames[LIB_CUDART], paths[LIB_CUDART]);
+        return 1;
+    }
+    /* No nvJPEG handle here: one is made on the thread's current device,
+     * which this process-wide probe does not know (GPU 0 unless the
+     * trainer set one), and on a GPU it makes and keeps a context there
+     * in every rank. The stage learns its backend on its own device. */
     return 0;
 }
 
@@ -193,17 +247,25 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
         search = defaults;
     }
 
-    /* Each major's pair in turn; the reasons of those not found kept. */
+    /* Each major's pair in turn, until one is used. The reasons of those
+     * not found are kept until a pair opens; one that opens and cannot be
+     * used (a runtime newer than the driver: cudaGetDeviceCount's
+     * "insufficient driver") is unloaded and the next major tried, its
+     * reason kept with theirs: "CUDA 13: ...; then CUDA 12: ...". */
     static const int majors[] = SL__CUDA_MAJORS;
     char *paths[2] = {st->cudart, st->nvjpeg};
     void **handles[2] = {&rt->cudart, &rt->nvjpeg};
     char sonames[2][32];
     sl__sbuf_t why = {st->reason, sizeof st->reason, 0, 0};
-    int found = 0;
-    for (size_t m = 0; m < sizeof majors / sizeof *majors && !found; m++) {
+    /* From the first pair that opened and failed on: each reason, and
+     * that pair's alone (the message when no other pair comes after) */
+    char failed[sizeof st->reason] = "", first[sizeof st->reason] = "";
+    sl__sbuf_t fw = {failed, sizeof failed, 0, 0};
+    int nfailed = 0;
+    for (size_t m = 0; m < sizeof majors / sizeof *majors; m++) {
         snprintf(sonames[0], sizeof sonames[0], "libcudart.so.%d", majors[m]);
         snprintf(sonames[1], sizeof sonames[1], "libnvjpeg.so.%d", majors[m]);
-        found = 1;
+        int found = 1;
         for (int i = 0; i < 2 && found; i++) {
             char tried[768];
             sl__sbuf_t t = {tried, sizeof tried, 0, 0};
@@ -211,104 +273,53 @@ int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st)
             *handles[i] = open_lib(sonames[i], system, search, paths[i],
                                    sizeof st->cudart, &t);
             if (!*handles[i]) {
-                sl__sbuf_printf(&why, "%sno %s found in %s%s",
-                                why.len ? "; " : "", sonames[i],
+                if (nfailed) {
+                    sl__sbuf_printf(&fw, "; then CUDA %d: ", majors[m]);
+                    nfailed++;
+                }
+                sl__sbuf_t *to = nfailed ? &fw : &why;
+                sl__sbuf_printf(to, "%sno %s found in %s%s",
+                                !nfailed && why.len ? "; " : "", sonames[i],
                                 tried[0] ? tried : "(no folders)", label);
                 sl__gpu_rt_unload(rt);
                 paths[0][0] = paths[1][0] = '\0';
                 found = 0;
             }
         }
+        if (!found)
+            continue;
+        char r[sizeof st->reason];
+        if (!use_pair(rt, st, sonames, paths, r, sizeof r)) {
+            st->reason[0] = '\0';
+            st->available = 1;
+            return 1;
+        }
+        if (!nfailed)
+            snprintf(first, sizeof first, "%s", r);
+        sl__sbuf_printf(&fw, "%sCUDA %d: %s", nfailed ? "; then " : "",
+                        majors[m], r);
+        nfailed++;
+        st->device_count = 0;
+        sl__gpu_rt_unload(rt);
+        paths[0][0] = paths[1][0] = '\0';
     }
-    if (!found) {
+    if (nfailed == 1) { /* one pair opened, nothing tried after it */
+        snprintf(st->reason, sizeof st->reason, "%s", first);
+    } else if (nfailed) {
+        snprintf(st->reason, sizeof st->reason, "%s", failed);
+    } else if (access("/dev/nvidiactl", F_OK) != 0 &&
+               access("/dev/dxg", F_OK) != 0) { /* (WSL2's GPU node) */
         /* Where no NVIDIA driver runs, that is the reason to lead with
          * (the folders stay after it, for a driver hidden from view). */
-        if (access("/dev/nvidiactl", F_OK) != 0 &&
-            access("/dev/dxg", F_OK) != 0) { /* (WSL2's GPU node) */
-            char libs[sizeof st->reason];
-            snprintf(libs, sizeof libs, "%s", st->reason);
-            snprintf(st->reason, sizeof st->reason,
-                     "no NVIDIA GPU driver on this machine (/dev/nvidiactl "
-                     "is absent); and %.900s",
-                     libs);
-        }
-        return unavailable(rt, st);
-    }
-    st->reason[0] = '\0';
-    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) {
-        void *h = entries[i].lib == LIB_CUDART   ? rt->cudart
-                  : entries[i].lib == LIB_NVJPEG ? rt->nvjpeg
-                                                 : NULL;
-        if (!h) /* the driver's: once the runtime has loaded it (below) */
-            continue;
-        void *fn = dlsym(h, entries[i].sym);
-        if (!fn && entries[i].optional)
-            continue;
-        if (!fn) {
-            snprintf(st->reason, sizeof st->reason, "%s (%s) lacks %s",
-                     sonames[entries[i].lib], paths[entries[i].lib],
-                     entries[i].sym);
-            return unavailable(rt, st);
-        }
-        /* POSIX guarantees a data pointer from dlsym converts to a
-         * function pointer; memcpy keeps ISO C's pedantry out of it. */
-        memcpy((char *)rt + entries[i].off, &fn, sizeof fn);
-    }
-
-    int n = 0;
-    sl__cuda_err_t e = rt->get_device_count(&n);
-    if (e != 0 || n <= 0) {
-        const char *es = e ? rt->get_error_string(e) : "0 devices";
+        char libs[sizeof st->reason];
+        snprintf(libs, sizeof libs, "%s", st->reason);
         snprintf(st->reason, sizeof st->reason,
-                 "no CUDA device (cudaGetDeviceCount: %s)", es ? es : "?");
-        return unavailable(rt, st);
+                 "no NVIDIA GPU driver on this machine (/dev/nvidiactl "
+                 "is absent); and %.900s",
+                 libs);
     }
-    st->device_count = n;
-    /* The driver the runtime loaded: its optional entries (a runtime that
-     * has not loaded one, as the tests' simulated one may, has none). */
-    rt->driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    for (size_t i = 0; i < sizeof entries / sizeof *entries && rt->driver;
-         i++) {
-        void *fn = entries[i].lib == LIB_DRIVER
-                       ? dlsym(rt->driver, entries[i].sym)
-                       : NULL;
-        if (fn)
-            memcpy((char *)rt + entries[i].off, &fn, sizeof fn);
-    }
-    if (!sl__gpu_rt_kernels(rt)) {
-        snprintf(st->reason, sizeof st->reason,
-                 "%s (%s) lacks cudaLibraryLoadData (CUDA 12.8 on), and the "
-                 "driver's module API (cuModuleLoadData, libcuda.so.1) is "
-                 "not loaded",
-                 sonames[LIB_CUDART], paths[LIB_CUDART]);
-        return unavailable(rt, st);
-    }
-
-    /* The hardware JPEG engines (NVJPG: A100, H100, H200) where the GPU
-     * has them; the default backend (GPU / hybrid) otherwise. */
-    sl__nvjpeg_t h = NULL;
-    sl__nvjpeg_err_t je =
-        rt->nvjpeg_create_ex(SL__NVJPEG_BACKEND_HARDWARE, NULL, NULL, 0, &h);
-    if (je == 0) {
-        st->hw_backend = 1;
-    } else {
-        sl__nvjpeg_err_t de =
-            rt->nvjpeg_create_ex(SL__NVJPEG_BACKEND_DEFAULT, NULL, NULL, 0, &h);
-        if (de != 0) {
-            snprintf(st->reason, sizeof st->reason,
-                     "nvjpegCreateEx failed (nvjpegStatus %d with the "
-                     "hardware backend, %d with the default)",
-                     je, de);
-            return unavailable(rt, st);
-        }
-        snprintf(st->reason, sizeof st->reason,
-                 "nvJPEG lacks the hardware backend on this GPU "
-                 "(nvjpegStatus %d): default backend",
-                 je);
-    }
-    rt->nvjpeg_destroy(h);
-    st->available = 1;
-    return 1;
+    st->available = 0;
+    return 0;
 }
 
 int sl__gpu_rt_kernels(const sl__gpu_rt_t *rt)

@@ -187,16 +187,20 @@ typedef struct sl__gpu_rt {
      * (the stage sets a caller's device back only for the former) */
     int (*ctx_get_current)(void **ctx);
 
+    /* optional (every runtime has it): the calling thread's last error,
+     * cleared; called after a failure the stage expects and handles, so
+     * a caller sharing the runtime (torch) does not find it later */
+    sl__cuda_err_t (*get_last_error)(void);
+
     void *cudart, *nvjpeg, *driver; /* dlopen handles */
 } sl__gpu_rt_t;
 
 /* What the probe found, in words. */
 typedef struct sl__gpu_status {
-    int available;     /* 1: libraries loaded, a device, nvJPEG made */
+    int available;     /* 1: libraries loaded, a device seen */
     int device_count;  /* CUDA devices seen (0 when not asked) */
-    int hw_backend;    /* 1: nvJPEG's hardware (NVJPG) backend works */
     char reason[1024]; /* unavailable: why, naming what was tried;
-                          available: a note ("" or the backend's) */
+                          available: "" */
     char cudart[512];  /* the files loaded ("" when not found) */
     char nvjpeg[512];
 } sl__gpu_status_t;
@@ -213,7 +217,8 @@ void sl__gpu_rt_default_dirs(char *out, size_t cap);
 /* Loads both libraries from `search` (colon-separated directories, only
  * those; NULL: SL_CUDA_LIB_PATH when set, else the default search above),
  * resolves every entry of the table, then asks the runtime for a device
- * and nvJPEG for its hardware backend. Fills *st either way; returns 1
+ * (cudaGetDeviceCount: no context is made, on no GPU; nvJPEG's backend
+ * is the stage's to learn, on its own device). Fills *st either way; returns 1
  * when available (rt then holds both libraries: sl__gpu_rt_unload), 0
  * when not (rt zeroed, nothing left loaded). Never fails otherwise. */
 int sl__gpu_rt_load(const char *search, sl__gpu_rt_t *rt, sl__gpu_status_t *st);

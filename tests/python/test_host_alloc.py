@@ -100,6 +100,39 @@ def test_allocation_failure_is_an_error(ds):
         next(iter(ld))  # an error, not a wait for a buffer that never comes
 
 
+SET_DEVICE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
+
+
+def test_allocating_threads_set_the_device_first(ds):
+    """With cudaSetDevice's address and a device (sluice.torch passes the
+    trainer's), each engine thread sets that device before it allocates:
+    a CUDA allocation on a thread that set none makes a context on GPU 0,
+    in every DDP rank."""
+    import threading
+    current, seen = {}, []
+    a = Counting()
+    inner = a._alloc
+
+    def alloc(pp, n, flags):
+        seen.append(current.get(threading.get_ident()))
+        return inner(pp, n, flags)
+
+    def set_device(d):
+        current[threading.get_ident()] = d
+        return 0
+
+    a.alloc, sd = ALLOC(alloc), SET_DEVICE(set_device)
+    addr = lambda f: ctypes.cast(f, ctypes.c_void_p).value
+    ld = sluice.Loader(ds, B, S, threads=2, prefetch=3,
+                       host_alloc=(addr(a.alloc), addr(a.free), addr(sd), 1))
+    assert sum(int(x.shape[0]) for x, _ in ld) == 40
+    assert seen and all(d == 1 for d in seen), seen
+    ld.close()
+    with pytest.raises(ValueError):
+        sluice.Loader(ds, B, S, host_alloc=(addr(a.alloc), addr(a.free),
+                                            addr(sd), -1))
+
+
 def test_bad_host_alloc_argument(ds):
     with pytest.raises(TypeError):
         sluice.Loader(ds, B, S, host_alloc=5)

@@ -68,8 +68,10 @@ def test_torch_passes_the_trainers_gpu(ds):
     """sluice.torch.DataLoader gives the GPU stage the trainer's device
     (so each DDP rank decodes on its own GPU) under auto, the default, as
     under placement gpu; not under placement cpu, nor over the user's
-    gpu_device=; without a device and CUDA not started, none (GPU 0),
-    and it does not start CUDA to ask."""
+    gpu_device=; without a device and CUDA not started, the launcher's
+    LOCAL_RANK (each rank on its own GPU, not all on GPU 0; a rank given
+    one GPU by CUDA_VISIBLE_DEVICES: that one), else none (GPU 0), and it
+    does not start CUDA to ask."""
     torch = pytest.importorskip("torch")
     import sluice.torch as st
     got = lambda **kw: st.DataLoader(ds, batch_size=8, image_size=32, **kw)._loader.options["gpu_device"]
@@ -80,7 +82,20 @@ def test_torch_passes_the_trainers_gpu(ds):
     assert got(device="cuda:1", placement="cpu") == 0
     assert got(device="cpu") == 0
     if not torch.cuda.is_initialized():
-        assert got() == 0 and got(device="cuda") == 0
+        env = {k: os.environ.pop(k, None)
+               for k in ("LOCAL_RANK", "CUDA_VISIBLE_DEVICES")}
+        try:
+            assert got() == 0 and got(device="cuda") == 0
+            os.environ["LOCAL_RANK"] = "1"
+            assert got() == 1 and got(device="cuda") == 1
+            assert got(device="cpu") == 0 and got(device="cuda:0") == 0
+            os.environ["CUDA_VISIBLE_DEVICES"] = "3"
+            assert got() == 0
+        finally:
+            for k, v in env.items():
+                os.environ.pop(k, None)
+                if v is not None:
+                    os.environ[k] = v
         assert not torch.cuda.is_initialized()
 
 

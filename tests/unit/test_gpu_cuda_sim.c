@@ -455,6 +455,54 @@ static void test_the_callers_device_is_kept(void **state)
     unsetenv("SIM_CUDA_DEVICES");
 }
 
+/* nvJPEG handles are made on the stage's GPU only: the probe made one on
+ * whatever device the calling thread had (GPU 0 in every rank whose
+ * thread had set none), and on a GPU a handle makes and keeps that
+ * device's context, hundreds of MiB. Here a thread on GPU 1 probes and
+ * makes a stage on GPU 0 (the process's table counts 1 device, so the
+ * stage is on 0 and the thread is the one elsewhere). */
+static void *probe_and_stage_on_0(void *arg)
+{
+    const sl__gpu_rt_t *g = arg;
+    if (g->set_device(1))
+        return "cannot set GPU 1";
+    sl__gpu_rt_t rt;
+    sl__gpu_status_t gs;
+    if (sl__gpu_rt_load(NULL, &rt, &gs) != 1)
+        return "the probe failed";
+    sl__gpu_rt_unload(&rt); /* (the process's table keeps them loaded) */
+    sl__xform_t x = train_x();
+    char err[256];
+    sl__gpu_stage_t *st =
+        sl__cuda_stage_create(&x, (size_t)OUT * OUT * 3, 0, 0, err, sizeof err);
+    if (!st)
+        return "no stage on GPU 0";
+    st->destroy(st);
+    return NULL;
+}
+
+static void test_nvjpeg_handles_on_the_stages_gpu_only(void **state)
+{
+    (void)state;
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    assert_non_null(rt);
+    int (*on)(int) =
+        (int (*)(int))(uintptr_t)dlsym(rt->nvjpeg, "sim_nvjpeg_handles_on");
+    assert_non_null(on);
+    setenv("SIM_CUDA_DEVICES", "2", 1);
+    int on0 = on(0), on1 = on(1);
+    pthread_t t;
+    void *why = NULL;
+    assert_int_equal(pthread_create(&t, NULL, probe_and_stage_on_0, (void *)rt),
+                     0);
+    pthread_join(t, &why);
+    unsetenv("SIM_CUDA_DEVICES");
+    if (why)
+        fail_msg("%s", (const char *)why);
+    assert_int_equal(on(1), on1);
+    assert_int_equal(on(0), on0 + 1);
+}
+
 /* nvJPEG's allocations go through the stage's cache (the simulated
  * nvJPEG stages each group's bitstreams through the extended allocators,
  * on the group's stream, as nvJPEG does): the same group decoded again
@@ -716,6 +764,60 @@ static void test_device_batches(void **state)
     free(root);
 }
 
+/* A lowered prefetch depth with device batches frees no device memory
+ * while the loader runs: on a GPU a cudaFree waits for the whole device,
+ * the training step's work too (a bubble on the trainer's thread, whose
+ * release drops the buffer, or the scheduler's, whose set does). The
+ * buffers are parked, taken back by a raise, freed at destroy; the
+ * stream is the same. */
+static void test_lowered_depth_frees_no_device_memory(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_park", 2, 10, 90, 70);
+    int64_t want_n = 0;
+    uint64_t want = digest_dev(root, SL_PLACEMENT_GPU, 0, &want_n);
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    int (*frees)(void) =
+        (int (*)(void))(uintptr_t)dlsym(rt->cudart, "sim_cuda_frees");
+    assert_non_null(frees);
+    sl_options_t o = opts(SL_PLACEMENT_GPU, 0, 1);
+    o.on_error = SL_ON_ERROR_SKIP;
+    o.device_batches = 1;
+    o.prefetch = 4;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_64bits_reset(h);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    int before = frees();
+    const sl_batch_t *b[2];
+    int64_t n = 0;
+    for (int k = 0; sl_loader_next(l, &b[k % 2]) == 0; k++) {
+        const sl_batch_t *c = b[k % 2];
+        XXH3_64bits_update(h, c->data, (size_t)c->n * c->sample_bytes);
+        XXH3_64bits_update(h, c->labels, (size_t)c->n * sizeof(int64_t));
+        XXH3_64bits_update(h, c->indices, (size_t)c->n * sizeof(int64_t));
+        n += c->n;
+        if (k == 1) { /* two held: the scheduler lowers the depth, and
+                         the releases drop what it could not */
+            assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, 1), 0);
+            sl_loader_release(l, b[0]);
+        }
+        if (k > 0)
+            sl_loader_release(l, c);
+        if (k == 4) /* raised: the parked ones back */
+            assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, 4), 0);
+    }
+    assert_int_equal(frees(), before);
+    sl_loader_destroy(l);
+    assert_true(frees() > before); /* at destroy */
+    assert_int_equal(XXH3_64bits_digest(h), want);
+    assert_int_equal(n, want_n);
+    XXH3_freeState(h);
+    tu_rmtree(root);
+    free(root);
+}
+
 /* A device batch released while its consumer's GPU work may still read
  * it (the simulated runtime holds the events of the consumer's stream:
  * the trainer's kernels still queued) is not written again until that
@@ -813,8 +915,12 @@ static void test_device_batch_fenced_on_the_consumers_stream(void **state)
     device_batch_fence(1);
 }
 
-/* A stream the fence cannot be recorded on (one of another GPU) is waited
- * for on the host instead: the release still succeeds, nothing is lost. */
+/* A consumer's stream on another GPU than the stage's (its trainer's
+ * thread on GPU 1): the fence is an event of that GPU, which the stage's
+ * streams wait for on the GPU; the host never waits for the stream, the
+ * buffer is not written while the consumer's work is held, and the
+ * failed record on the stage's event leaves no error for the caller's
+ * next check (torch's: "invalid resource handle"). */
 static void test_release_on_another_devices_stream(void **state)
 {
     (void)state;
@@ -822,33 +928,122 @@ static void test_release_on_another_devices_stream(void **state)
     const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
     assert_non_null(rt);
     int (*syncs)(void *) =
-        (int (*)(void *))dlsym(rt->cudart, "sim_cuda_stream_syncs");
-    assert_non_null(syncs);
+        (int (*)(void *))(uintptr_t)dlsym(rt->cudart, "sim_cuda_stream_syncs");
+    int (*last)(void) =
+        (int (*)(void))(uintptr_t)dlsym(rt->cudart, "sim_cuda_last_error");
+    int (*hold_on)(void *, int) =
+        (int (*)(void *, int))(uintptr_t)dlsym(rt->cudart, "sim_cuda_hold_on");
+    assert_true(syncs && last && hold_on);
     setenv("SIM_CUDA_DEVICES", "2", 1);
     int dev = -1;
     assert_int_equal(rt->get_device(&dev), 0);
-    assert_int_equal(rt->set_device(1), 0);
+    assert_int_equal(rt->set_device(1), 0); /* the trainer's thread */
     void *other = NULL;
     assert_int_equal(rt->stream_create(&other, 1), 0);
-    assert_int_equal(rt->set_device(dev), 0);
     sl_options_t o = opts(SL_PLACEMENT_GPU, 1000, 1);
     o.policy = SL_POLICY_STATIC;
     o.device_batches = 1;
+    o.prefetch = 2;
     sl_loader_t *l = NULL;
     assert_int_equal(sl_loader_create(root, &o, &l), 0);
     assert_int_equal(sl_loader_start(l, NULL), 0);
-    const sl_batch_t *b;
+    const sl_batch_t *b[2];
     int64_t n = 0;
-    int k = 0;
-    while (sl_loader_next(l, &b) == 0) {
-        n += b->n;
-        assert_int_equal(sl_loader_release_on(l, b, other), 0);
-        assert_int_equal(syncs(other), ++k);
+    for (int k = 0; k < 2; k++) { /* both held: the loader is idle */
+        assert_int_equal(sl_loader_next(l, &b[k]), 0);
+        n += b[k]->n;
     }
+    size_t bytes = (size_t)b[0]->n * b[0]->sample_bytes;
+    uint8_t *was = malloc(bytes), *buf = b[0]->data;
+    memcpy(was, buf, bytes);
+    hold_on(other, 1);
+    assert_int_equal(sl_loader_release_on(l, b[0], other), 0);
+    int err = last();
+    usleep(300 * 1000); /* the loader claims the buffer meanwhile */
+    int kept = !memcmp(buf, was, bytes);
+    int fences = hold_on(other, 0);
+    assert_int_equal(err, 0);
+    assert_true(kept);
+    assert_int_equal(fences, 1);
+    assert_int_equal(sl_loader_release_on(l, b[1], other), 0);
+    const sl_batch_t *c;
+    while (sl_loader_next(l, &c) == 0) {
+        n += c->n;
+        assert_int_equal(sl_loader_release_on(l, c, other), 0);
+        assert_int_equal(last(), 0);
+    }
+    assert_int_equal(syncs(other), 0); /* the host never waited */
     assert_int_equal(n, 2 * 6 * o.epochs);
     sl_loader_destroy(l);
     rt->stream_destroy(other);
+    assert_int_equal(rt->set_device(dev), 0);
     unsetenv("SIM_CUDA_DEVICES");
+    free(was);
+    tu_rmtree(root);
+    free(root);
+}
+
+static void *release_first(void *arg)
+{
+    void **a = arg;
+    sl_loader_release(a[0], a[1]);
+    return NULL;
+}
+static void *get_prefetch(void *arg)
+{
+    int64_t v = 0;
+    sl_loader_get(arg, SL_PARAM_PREFETCH, &v);
+    return NULL;
+}
+
+/* A device batch's release records its fence out of the loader's lock,
+ * which every reader and decoder needs (and a Python trainer holds the
+ * GIL through it): with the simulated runtime's event records blocked,
+ * as a driver's full queue would block them, a release in progress
+ * leaves the loader's other calls free. */
+static void test_release_fences_out_of_the_lock(void **state)
+{
+    (void)state;
+    char *root = tu_jpeg_tree("gpu_cuda_sim_fence3", 2, 6, 90, 70);
+    const sl__gpu_rt_t *rt = sl__gpu_rt_get(NULL);
+    void (*stall)(int) =
+        (void (*)(int))(uintptr_t)dlsym(rt->cudart, "sim_cuda_stall_records");
+    int (*stalled)(void) =
+        (int (*)(void))(uintptr_t)dlsym(rt->cudart, "sim_cuda_stalled");
+    assert_true(stall && stalled);
+    sl_options_t o = opts(SL_PLACEMENT_GPU, 1000, 1);
+    o.policy = SL_POLICY_STATIC;
+    o.device_batches = 1;
+    o.prefetch = 2;
+    sl_loader_t *l = NULL;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    const sl_batch_t *b[2];
+    for (int k = 0; k < 2; k++) /* both held: the loader is idle */
+        assert_int_equal(sl_loader_next(l, &b[k]), 0);
+    stall(1);
+    void *args[2] = {l, (void *)b[0]};
+    pthread_t rel, get;
+    assert_int_equal(pthread_create(&rel, NULL, release_first, args), 0);
+    for (int t = 0; t < 2000 && stalled() < 1; t++)
+        usleep(1000);
+    int in_record = stalled();
+    assert_int_equal(pthread_create(&get, NULL, get_prefetch, l), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 2;
+    int free_meanwhile = pthread_timedjoin_np(get, NULL, &until) == 0;
+    stall(0);
+    pthread_join(rel, NULL);
+    if (!free_meanwhile)
+        pthread_join(get, NULL);
+    assert_int_equal(in_record, 1);
+    assert_true(free_meanwhile);
+    assert_int_equal(sl_loader_release(l, b[1]), 0);
+    const sl_batch_t *c;
+    while (sl_loader_next(l, &c) == 0)
+        sl_loader_release(l, c);
+    sl_loader_destroy(l);
     tu_rmtree(root);
     free(root);
 }
@@ -1323,14 +1518,17 @@ int main(void)
         cmocka_unit_test(test_refusal_rule),
         cmocka_unit_test(test_budget),
         cmocka_unit_test(test_the_callers_device_is_kept),
+        cmocka_unit_test(test_nvjpeg_handles_on_the_stages_gpu_only),
         cmocka_unit_test(test_nvjpeg_allocations_are_reused),
         cmocka_unit_test(test_concurrent_submitters),
         cmocka_unit_test(test_loader_placement_gpu),
         cmocka_unit_test(test_memory_budget_pays_for_pinned_memory),
         cmocka_unit_test(test_device_batches),
+        cmocka_unit_test(test_lowered_depth_frees_no_device_memory),
         cmocka_unit_test(test_device_batch_waits_for_its_consumer),
         cmocka_unit_test(test_device_batch_fenced_on_the_consumers_stream),
         cmocka_unit_test(test_release_on_another_devices_stream),
+        cmocka_unit_test(test_release_fences_out_of_the_lock),
         cmocka_unit_test(test_gpu_memory_budget),
         cmocka_unit_test(test_kernels_loaded_as_the_runtime_allows),
         cmocka_unit_test(test_hw_unsupported_image_refused_alone),

@@ -7,15 +7,26 @@
 #define FAKE_DEVICES 0
 #endif
 
+/* FAKE_OLD_DRIVER: a runtime newer than the driver, which answers 35
+ * (cudaErrorInsufficientDriver) however many GPUs there are. */
+#ifdef FAKE_OLD_DRIVER
+#define FAKE_NO_DEVICE 35
+#else
+#define FAKE_NO_DEVICE 100
+#endif
+
 int cudaGetDeviceCount(int *n)
 {
     *n = FAKE_DEVICES;
     /* The real runtime answers 100 (cudaErrorNoDevice) with no device. */
-    return FAKE_DEVICES ? 0 : 100;
+    return FAKE_DEVICES ? 0 : FAKE_NO_DEVICE;
 }
 const char *cudaGetErrorString(int e)
 {
-    return e == 100 ? "no CUDA-capable device is detected" : "fake error";
+    return e == 100  ? "no CUDA-capable device is detected"
+           : e == 35 ? "CUDA driver version is insufficient for CUDA "
+                       "runtime version"
+                     : "fake error";
 }
 int cudaRuntimeGetVersion(int *v)
 {

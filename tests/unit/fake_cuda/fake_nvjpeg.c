@@ -3,11 +3,18 @@
  * NVJPG engines; FAKE_OMIT_BATCHED: nvjpegDecodeBatched is missing. */
 #include <stddef.h>
 
-static int fake_handle;
+static int fake_handle, handles;
+
+/* For test_gpu_rt (dlsym): handles made (the loader makes none). */
+int fake_nvjpeg_handles(void)
+{
+    return handles;
+}
 
 int nvjpegCreateEx(int backend, void *da, void *pa, unsigned f, void **h)
 {
     (void)da, (void)pa, (void)f;
+    handles++;
 #ifdef FAKE_NO_HW
     if (backend == 3)
         return 7;

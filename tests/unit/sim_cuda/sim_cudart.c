@@ -70,11 +70,32 @@ int cudaRuntimeGetVersion(int *v)
 }
 /* The calling thread's device, as the runtime keeps it (0 until set). */
 static _Thread_local int current;
+/* The calling thread's last error, as the runtime keeps it: set by a
+ * failed call, cleared by cudaGetLastError; a caller sharing the runtime
+ * (torch) would find it at its next check. */
+static _Thread_local int last_error;
+
+static int failed(int e)
+{
+    last_error = e;
+    return e;
+}
+int cudaGetLastError(void)
+{
+    int e = last_error;
+    last_error = 0;
+    return e;
+}
+/* For tests (dlsym): the thread's last error, left as it is. */
+int sim_cuda_last_error(void)
+{
+    return last_error;
+}
 
 int cudaSetDevice(int d)
 {
     if (!(d >= 0 && d < devices()))
-        return 101;
+        return failed(101);
     current = d;
     return 0;
 }
@@ -93,8 +114,17 @@ int cudaMalloc(void **p, size_t n)
     *p = malloc(n ? n : 1);
     return *p ? 0 : 2;
 }
+/* For tests (dlsym): cudaFree calls. On a GPU each waits for the whole
+ * device, the training step's work too: none may come mid-run. */
+static atomic_int frees;
+
+int sim_cuda_frees(void)
+{
+    return atomic_load(&frees);
+}
 int cudaFree(void *p)
 {
+    atomic_fetch_add(&frees, 1);
     free(p);
     return 0;
 }
@@ -301,12 +331,35 @@ int cudaEventCreateWithFlags(void **e, unsigned f)
     *e = ev;
     return ev ? 0 : 2;
 }
+/* For tests (dlsym): on = 1 makes cudaEventRecord block from now on,
+ * as a driver's full queue would, until on = 0; sim_cuda_stalled: how
+ * many calls are blocked so. */
+static int stall, stalled;
+
+void sim_cuda_stall_records(int on)
+{
+    pthread_mutex_lock(&ev_mu);
+    stall = on;
+    pthread_cond_broadcast(&ev_cv);
+    pthread_mutex_unlock(&ev_mu);
+}
+int sim_cuda_stalled(void)
+{
+    pthread_mutex_lock(&ev_mu);
+    int n = stalled;
+    pthread_mutex_unlock(&ev_mu);
+    return n;
+}
+
 int cudaEventRecord(void *e, void *s)
 {
     sim_event_t *ev = e;
     if (stream_dev(s) != ev->dev)
-        return 400; /* cudaErrorInvalidResourceHandle */
+        return failed(400); /* cudaErrorInvalidResourceHandle */
     pthread_mutex_lock(&ev_mu);
+    for (stalled++; stall;)
+        pthread_cond_wait(&ev_cv, &ev_mu);
+    stalled--;
     ev->pending = s == hold_stream && hold;
     ev->gen = gen;
     ev->on = special(s) ? NULL : s;

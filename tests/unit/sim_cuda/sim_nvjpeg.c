@@ -118,6 +118,17 @@ int sim_nvjpeg_wrong_device(void)
     return atomic_load(&wrong_device);
 }
 
+/* For tests (dlsym): handles made on device d, ever (SIM_CUDA_DEVICES
+ * is at most 8 in the tests). On a GPU a handle makes and keeps the
+ * device's context: one on a device the job does not use costs memory
+ * there in every process. */
+static atomic_int handles_on[8];
+
+int sim_nvjpeg_handles_on(int d)
+{
+    return d >= 0 && d < 8 ? atomic_load(&handles_on[d]) : 0;
+}
+
 static void on_device(int made_on)
 {
     if (cur_device() != made_on)
@@ -177,6 +188,8 @@ int nvjpegCreateEx(int backend, void *da, void *pa, unsigned f, void **h)
         return 5;
     sh->backend = backend;
     sh->device = cur_device();
+    if (sh->device >= 0 && sh->device < 8)
+        atomic_fetch_add(&handles_on[sh->device], 1);
     *h = sh;
     return 0;
 }
