@@ -58,43 +58,6 @@ static const enc_def_t ENCODINGS[] = {
      {199999, 200018}},
 };
 
-int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
-                      size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
-        }
-        size_t k = fread(buf + len, 1, cap - len, f);
-        len += k;
-        if (len < cap) {
-            if (ferror(f)) {
-                free(buf);
-                fclose(f);
-                return sl__fail(err, errlen, SL_EIO, "%s: read error", path);
-            }
-            break;
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    fclose(f);
-    buf[len] = 0;
-    *data = buf;
-    *n = len;
-    return 0;
-}
-
 static const enc_def_t *find_encoding(const char *encoding)
 {
     for (size_t i = 0; i < sizeof ENCODINGS / sizeof ENCODINGS[0]; i++)
@@ -379,7 +342,8 @@ int sl__bpe_load_tiktoken(const char *ranks_path, const char *encoding,
     size_t n;
     if (!ranks_path || !encoding || !out)
         return sl__fail(err, errlen, SL_EINVAL, "bpe: invalid argument");
-    int rc = sl__bpe_read_file(ranks_path, &data, &n, err, errlen);
+    int rc = sl__read_small_file(ranks_path, SL__VOCAB_MAX_BYTES, &data, &n,
+                                 err, errlen);
     if (rc)
         return rc;
     rc = sl__bpe_load_tiktoken_mem(data, n, ranks_path, encoding, out, err,
