@@ -86,10 +86,16 @@ check-fuzz:
 FUZZ_SECONDS ?= 60
 FUZZ_JOBS ?= $(JOBS)
 FUZZERS = $(basename $(notdir $(wildcard fuzz/fuzz_*.c)))
+# The shared data some targets also fuzz with (fuzz_bpe: the real GPT-2
+# vocabulary), where the corpus replay finds it (tests/CMakeLists.txt); a
+# target skips those modes when it is absent.
+SL_SHARED_DATA ?= $(abspath $(CURDIR)/../shared/data)
+export SL_SHARED_DATA
 fuzz-build:
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_SANITIZE=address,undefined >/dev/null
 	cmake --build build-fuzz -j $(JOBS) --target $(FUZZERS)
 fuzz: fuzz-build
+	@test -d "$(SL_SHARED_DATA)" || echo "fuzz: no $(SL_SHARED_DATA): the modes on shared data are skipped"
 	@$(MAKE) -j $(FUZZ_JOBS) --output-sync=target $(addprefix fuzz-run-,$(FUZZERS))
 fuzz-run-%:
 	@rm -rf build-fuzz/corpus-$* && cp -r fuzz/corpus/$* build-fuzz/corpus-$*

@@ -1,5 +1,6 @@
 /* Calibration around the fit (calibrate.h): options, telemetry lines, the
  * profile, and the JSON of sl_calibrate. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "base/alloc.h"
 #include "calibrate.h"
 #include "sluice/telemetry.h"
+#include "telemetry/snapshot_schema.h"
 
 SL__ABI_INIT_PAIR(sl_calibrate_options_init, sl_calibrate_options_t)
 
@@ -183,21 +185,30 @@ int sl__calibrate_stream(FILE *f, const char *source,
     int n = 0, bad = 0, rc = 0;
     size_t cap = 0;
     char *line = NULL;
-    size_t lcap = 0;
-    ssize_t len;
+    size_t lcap = 0, len = 0, lineno = 0;
     sl_snapshot_t snap;
     sl_snapshot_init(&snap);
-    while ((len = getline(&line, &lcap, f)) > 0) {
+    int got;
+    for (;;) {
         if (sl__array_reserve(&p, &cap, (size_t)n + 1, sizeof *p, 1024)) {
-            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+            got = SL_ENOMEM;
             break;
         }
-        if (sl_snapshot_parse(line, (size_t)len, &snap, NULL, 0) == 0 &&
+        got = sl__read_line(f, SL__SNAPSHOT_MAX_LINE, &line, &lcap, &len);
+        if (got != 0 && got != SL__LINE_LONG)
+            break;
+        lineno++;
+        if (!got && sl_snapshot_parse(line, len, &snap, NULL, 0) == 0 &&
             sl__calib_period_of(&snap, &p[n]) == 0)
             n++;
         else
             bad++;
     }
+    /* an error is not the end of the snapshots: it fails, named */
+    if (got < 0)
+        rc = sl__fail(err, errlen, got, "%s:%zu: %s%s", source, lineno + 1,
+                      got == SL_ENOMEM ? "out of memory" : "read error: ",
+                      got == SL_ENOMEM ? "" : strerror(errno));
     free(line);
     if (!rc)
         rc = calibrate(p, n, bad, o, source, c, err, errlen);
@@ -208,10 +219,17 @@ int sl__calibrate_stream(FILE *f, const char *source,
 int sl__calibrate_file(const char *path, const sl_calibrate_options_t *o,
                        sl__calibration_t *c, char *err, size_t errlen)
 {
-    FILE *f = path ? fopen(path, "r") : NULL;
-    if (!f)
-        return sl__fail(err, errlen, path ? SL_EIO : SL_EINVAL,
-                        "cannot open %s", path ? path : "(null)");
+    if (!path)
+        return sl__fail(err, errlen, SL_EINVAL, "no snapshot file");
+    /* a regular file: /dev/zero or a FIFO would be read without end */
+    int fd = sl__open_regular(path, NULL, err, errlen);
+    if (fd < 0) /* sl_calibrate: SL_EIO for a file that cannot be read */
+        return fd == SL_ENOTFOUND ? SL_EIO : fd;
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        close(fd);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+    }
     int rc = sl__calibrate_stream(f, path, o, c, err, errlen);
     fclose(f);
     return rc;

@@ -34,6 +34,8 @@ int sl__bytes_reserve(sl__bytes_t *b, size_t want)
 {
     if (want <= b->cap)
         return 0;
+    if (want > SIZE_MAX / 2) /* doubling past it would wrap to 0 */
+        return SL_ENOMEM;
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < want)
         cap *= 2;

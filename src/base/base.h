@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "sluice/sluice.h"
@@ -125,6 +126,26 @@ static inline uint64_t sl__get_u64(const uint8_t *p)
  * SL_EIO (other causes) with the message in err.
  * Every data-file open goes through here (src/base/file.c). */
 int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen);
+/* The whole of a regular file of at most `max` bytes, opened through
+ * sl__open_regular (a FIFO or device such as /dev/zero is refused, never
+ * read without end): *text (malloc'd; a NUL after its *n bytes). The one
+ * way an input read whole (a vocabulary) is read.
+ * @return 0, or with "PATH: cause" in err: sl__open_regular's codes,
+ * SL_EUNSUPPORTED (larger than max), SL_ENOMEM, SL_EIO (a read error, or
+ * the file shrank while read). */
+int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
+                        char *err, size_t errlen);
+
+/* The next line of f without its '\n' in *buf (grown as needed, up to
+ * `max` bytes, NUL-terminated), its length in *len. A line longer is
+ * consumed, not kept, so a file with no newline cannot grow memory.
+ * @return 0 (a line), SL__LINE_EOF at the end of the file, SL__LINE_LONG
+ * (a line over max), or SL_ENOMEM / SL_EIO (ferror; errno says why):
+ * never an error taken for the end. */
+#define SL__LINE_EOF 1
+#define SL__LINE_LONG 2
+int sl__read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len);
+
 /* "regular file", "directory", "FIFO", ... for a st_mode. */
 const char *sl__file_type_name(unsigned mode);
 

@@ -1,6 +1,7 @@
 /* base/file: the one way sluice opens an input file (see base.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,4 +57,77 @@ int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen)
     if (size)
         *size = (int64_t)st.st_size;
     return fd;
+}
+
+int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
+                        char *err, size_t errlen)
+{
+    int64_t size;
+    int fd = sl__open_regular(path, &size, err, errlen);
+    if (fd < 0)
+        return fd;
+    if ((uint64_t)size > max) {
+        close(fd);
+        return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                        "%s: %lld bytes, more than the %zu allowed", path,
+                        (long long)size, max);
+    }
+    char *p = malloc((size_t)size + 1);
+    if (!p) {
+        close(fd);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+    }
+    size_t got = 0;
+    while (got < (size_t)size) {
+        ssize_t k = read(fd, p + got, (size_t)size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            int e = k < 0 ? errno : 0;
+            close(fd);
+            free(p);
+            return sl__fail(err, errlen, e ? sl__errno_code(e, SL_EIO) : SL_EIO,
+                            "%s: read failed: %s", path,
+                            e ? strerror(e) : "the file shrank while read");
+        }
+        got += (size_t)k;
+    }
+    close(fd);
+    p[got] = 0;
+    *text = p;
+    *n = got;
+    return 0;
+}
+
+int sl__read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len)
+{
+    size_t n = 0;
+    int c, over = 0, any = 0;
+    while ((c = getc(f)) != EOF) {
+        any = 1;
+        if (c == '\n')
+            break;
+        if (n >= max)
+            over = 1; /* the rest of the line is read and dropped */
+        if (over)
+            continue;
+        if (n + 1 >= *cap) {
+            size_t nc = *cap ? *cap * 2 : 4096;
+            char *nb = realloc(*buf, nc);
+            if (!nb)
+                return SL_ENOMEM;
+            *buf = nb;
+            *cap = nc;
+        }
+        (*buf)[n++] = (char)c;
+    }
+    if (ferror(f))
+        return SL_EIO;
+    if (!any)
+        return SL__LINE_EOF;
+    if (over)
+        return SL__LINE_LONG;
+    (*buf)[n] = 0;
+    *len = n;
+    return 0;
 }

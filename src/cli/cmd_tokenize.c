@@ -13,7 +13,10 @@
 #include "cli.h"
 #include "opts.h"
 #include "sluice/tokenizer.h"
-#include "text/bpe_internal.h" /* sl__bpe_read_file */
+
+/* The input is read whole (a regular file: a FIFO is refused); larger
+ * is a corpus for the loader, not for this command. */
+#define TOKENIZE_MAX_BYTES ((size_t)1 << 30)
 
 typedef struct tok_args {
     sl_tokenizer_options_t o;
@@ -112,7 +115,8 @@ int sl__cmd_tokenize(int argc, char **argv)
     int32_t *ids = NULL;
     double best = 0;
     /* The read's message names the file already; encode's does not. */
-    rc = sl__bpe_read_file(file, &text, &n, err, sizeof err);
+    rc = sl__read_small_file(file, TOKENIZE_MAX_BYTES, &text, &n, err,
+                             sizeof err);
     if (!rc && (rc = encode(tok, text, n, repeat, &ids, &nids, &best)))
         snprintf(err, sizeof err, "%s: %s", file,
                  rc == SL_ENOMEM ? "out of memory"

@@ -3,6 +3,7 @@
  * so any thread may call any function. */
 #include "codec.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <lz4.h>
 #include <pthread.h>
@@ -173,6 +174,52 @@ int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,
                                      errlen);
 }
 
+int sl__codec_check_raw(int codec, const void *src, size_t n, uint64_t raw_n,
+                        char *err, size_t errlen)
+{
+    switch (codec) {
+    case SL_CODEC_NONE:
+        if (n != raw_n)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "stored size %zu differs from raw size %" PRIu64, n,
+                            raw_n);
+        return 0;
+    case SL_CODEC_LZ4:
+        if (raw_n > (uint64_t)n * SL__CODEC_LZ4_RATIO + 64)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "an lz4 block of %zu bytes cannot give %" PRIu64
+                            " (%d:1 at most)",
+                            n, raw_n, SL__CODEC_LZ4_RATIO);
+        return 0;
+    case SL_CODEC_ZSTD:
+    case SL_CODEC_ZSTD_DICT: {
+        unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
+        if (fcs == ZSTD_CONTENTSIZE_ERROR)
+            return sl__fail(err, errlen, SL_ECORRUPT, "not a zstd frame");
+        size_t frame = ZSTD_findFrameCompressedSize(src, n);
+        if (ZSTD_isError(frame))
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "malformed zstd frame: %s",
+                            ZSTD_getErrorName(frame));
+        if (fcs != ZSTD_CONTENTSIZE_UNKNOWN &&
+            (fcs > raw_n || (frame == n && fcs != raw_n)))
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "zstd frame declares %llu bytes, %s the "
+                            "record's %" PRIu64,
+                            fcs, fcs > raw_n ? "more than" : "less than",
+                            raw_n);
+        if (raw_n > (uint64_t)n * SL__CODEC_ZSTD_RATIO)
+            return sl__fail(err, errlen, SL_ECORRUPT,
+                            "zstd data of %zu bytes cannot give %" PRIu64
+                            " (%d:1 at most)",
+                            n, raw_n, SL__CODEC_ZSTD_RATIO);
+        return 0;
+    }
+    }
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, "unknown codec tag %d",
+                    codec);
+}
+
 int sl__codec_decompress_dict(int codec, const sl__codec_dict_t *d,
                               const void *src, size_t n, void *dst,
                               size_t raw_n, char *err, size_t errlen)
@@ -183,12 +230,11 @@ int sl__codec_decompress_dict(int codec, const sl__codec_dict_t *d,
         dst = &dummy;
     if (!src)
         src = &dummy;
+    int rc = sl__codec_check_raw(codec, src, n, raw_n, err, errlen);
+    if (rc)
+        return rc;
     switch (codec) {
     case SL_CODEC_NONE:
-        if (n != raw_n)
-            return sl__fail(err, errlen, SL_ECORRUPT,
-                            "stored size %zu differs from raw size %zu", n,
-                            raw_n);
         if (n)
             memcpy(dst, src, n);
         return 0;
@@ -211,16 +257,8 @@ int sl__codec_decompress_dict(int codec, const sl__codec_dict_t *d,
         if (codec == SL_CODEC_ZSTD_DICT && !d)
             return sl__fail(err, errlen, SL_ECORRUPT,
                             "zstd-dict data but no dictionary");
-        /* A (first) frame that says it holds more than the record is
-         * refused before any work; one that does not say is still
-         * bounded, as ZSTD_decompress never writes past raw_n. */
-        unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
-        if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR &&
-            fcs > raw_n)
-            return sl__fail(err, errlen, SL_ECORRUPT,
-                            "zstd frame declares %llu bytes, more than the "
-                            "record's %zu",
-                            fcs, raw_n);
+        /* A frame that does not declare its size is still bounded, as
+         * ZSTD_decompress never writes past raw_n. */
         ZSTD_DCtx *dc = thread_dctx();
         if (!dc)
             return sl__fail(err, errlen, SL_ENOMEM, "out of memory");

@@ -35,6 +35,17 @@ int sl__codec_compress(int codec, const void *src, size_t n, sl__bytes_t *out,
 int sl__codec_compress_level(int codec, int level, const void *src, size_t n,
                              sl__bytes_t *out, char *err, size_t errlen);
 
+/* Whether n stored bytes of `codec` at src can give raw_n bytes, from
+ * what the bytes say, so a caller checks before it allocates raw_n: none,
+ * n == raw_n; lz4, at most SL__CODEC_LZ4_RATIO x n; zstd, a frame that
+ * declares its size declares raw_n (the only frame) or no more, and
+ * frames give at most SL__CODEC_ZSTD_RATIO x n. SL_ECORRUPT with the
+ * cause when they cannot. sl__codec_decompress* check it too. */
+#define SL__CODEC_LZ4_RATIO 255    /* a match length byte of 255 per byte */
+#define SL__CODEC_ZSTD_RATIO 32768 /* a 128 KiB RLE block in 4 bytes */
+int sl__codec_check_raw(int codec, const void *src, size_t n, uint64_t raw_n,
+                        char *err, size_t errlen);
+
 /* Decompresses exactly raw_n bytes into dst (which holds raw_n). Any other
  * outcome (short, long, malformed) is SL_ECORRUPT with a message. */
 int sl__codec_decompress(int codec, const void *src, size_t n, void *dst,

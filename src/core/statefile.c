@@ -34,8 +34,9 @@ typedef struct cur {
 } cur_t;
 
 /* The line's text "<key> " and nothing before; then its value's bytes up to
- * the newline (which must be there). */
-static int field(cur_t *c, const char *key, const char **v, size_t *vn)
+ * the newline (which must be there). The cursor stays on the line until
+ * the value is taken (next_line), so an error names this line. */
+static int field(const cur_t *c, const char *key, const char **v, size_t *vn)
 {
     size_t k = strlen(key);
     if ((size_t)(c->end - c->p) <= k || memcmp(c->p, key, k) || c->p[k] != ' ')
@@ -46,9 +47,14 @@ static int field(cur_t *c, const char *key, const char **v, size_t *vn)
         return -1;
     *v = b;
     *vn = (size_t)(nl - b);
-    c->p = nl + 1;
-    c->line++;
     return 0;
+}
+
+/* Past a value that field() gave and the caller accepted. */
+static void next_line(cur_t *c, const char *v, size_t vn)
+{
+    c->p = v + vn + 1;
+    c->line++;
 }
 
 static int dec(cur_t *c, const char *key, int64_t *out)
@@ -64,6 +70,7 @@ static int dec(cur_t *c, const char *key, int64_t *out)
         x = x * 10 + (v[i] - '0');
     }
     *out = x;
+    next_line(c, v, n);
     return 0;
 }
 
@@ -83,6 +90,7 @@ static int hex(cur_t *c, const char *key, uint64_t *out)
         x = x << 4 | (uint64_t)d;
     }
     *out = x;
+    next_line(c, v, n);
     return 0;
 }
 

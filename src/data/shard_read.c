@@ -489,6 +489,15 @@ int sl__shard_read_admit(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                               errlen);
 }
 
+static int no_memory(const sl__shard_t *s, uint64_t i, uint64_t bytes,
+                     char *err, size_t errlen)
+{
+    return sl__fail(err, errlen, SL_ENOMEM,
+                    "%s: record %" PRIu64 " (%s): out of memory for %" PRIu64
+                    " bytes",
+                    s->path, i, s->entries[i].name, bytes);
+}
+
 int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
                          sl__bytes_t *scratch, const sl__admit_t *admit,
                          sl__shard_io_t *io, char *err, size_t errlen)
@@ -513,14 +522,15 @@ int sl__shard_read_begin(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
     if (arc)
         return sl__fail(err, errlen, arc, "%s: record %" PRIu64 " (%s): %s",
                         s->path, i, e->name, why);
-    /* +1: a buffer exists even for an empty record. */
-    if (sl__bytes_reserve(out, (size_t)e->raw_size + 1) ||
-        (e->codec != SL_CODEC_NONE &&
-         sl__bytes_reserve(scratch, (size_t)e->stored_size + 1)))
-        return sl__fail(err, errlen, SL_ENOMEM,
-                        "%s: record %" PRIu64
-                        " (%s): out of memory for %" PRIu32 " bytes",
-                        s->path, i, e->name, e->raw_size);
+    /* +1: a buffer exists even for an empty record. A compressed one's
+     * raw buffer waits until its stored bytes say they can give raw_size
+     * (sl__shard_read_end): the index alone could ask for 4 GiB. */
+    if (e->codec == SL_CODEC_NONE
+            ? sl__bytes_reserve(out, (size_t)e->raw_size + 1)
+            : sl__bytes_reserve(scratch, (size_t)e->stored_size + 1))
+        return no_memory(
+            s, i, e->codec == SL_CODEC_NONE ? e->raw_size : e->stored_size, err,
+            errlen);
     /* Uncompressed records go straight to out: no copy. */
     uint8_t *dst = e->codec == SL_CODEC_NONE ? out->p : scratch->p;
     if (s->src) { /* a URL: one ranged request, the caller's */
@@ -579,7 +589,12 @@ int sl__shard_read_end(const sl__shard_t *s, uint64_t i, sl__bytes_t *out,
         *stored_bytes = e->stored_size;
     if (e->codec != SL_CODEC_NONE) {
         char cerr[160];
-        int rc = sl__codec_decompress_dict(e->codec, s->dict, scratch->p,
+        int rc = sl__codec_check_raw(e->codec, scratch->p, e->stored_size,
+                                     e->raw_size, cerr, sizeof cerr);
+        if (!rc && sl__bytes_reserve(out, (size_t)e->raw_size + 1))
+            return no_memory(s, i, e->raw_size, err, errlen);
+        if (!rc)
+            rc = sl__codec_decompress_dict(e->codec, s->dict, scratch->p,
                                            e->stored_size, out->p, e->raw_size,
                                            cerr, sizeof cerr);
         if (rc)

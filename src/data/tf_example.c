@@ -53,23 +53,70 @@ static const Tensorflow__Feature *feature(const Tensorflow__Example *ex,
     return hit;
 }
 
-/* The first place in hay holding needle (len <= n): candidates by a short
- * prefix (memmem), each checked whole. glibc's memmem with a whole image
- * as the needle (two-way, long-needle tables) took 80 % of indexing. */
-static const uint8_t *find(const uint8_t *hay, size_t n, const uint8_t *needle,
-                           size_t len)
+/* A protobuf varint at *p (at most 10 bytes, within end). */
+static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
-    if (len > n)
-        return NULL;
-    size_t pre = len < 16 ? len : 16, last = n - len; /* last start */
-    for (size_t at = 0; at <= last;) {
-        const uint8_t *hit = memmem(hay + at, last - at + pre, needle, pre);
-        if (!hit)
+    uint64_t x = 0;
+    for (int shift = 0; shift < 70 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* Where the image's bytes lie in the record: the Example's wire format
+ * walked down the path features (1) / feature entry (1) / value (2) /
+ * bytes_list (1) / value (1), and the first bytes field there that holds
+ * the needle. protobuf-c copies bytes fields, and the same bytes lie
+ * verbatim at one of these places; any that holds them holds the image.
+ * Linear in the record: each level is walked once and the fields
+ * compared lie side by side, so a hostile record cannot make the search
+ * quadratic (a search of the whole record for the image was, with a
+ * decoy of almost the image before it). */
+static const uint8_t *find(const uint8_t *p, const uint8_t *end, int depth,
+                           const uint8_t *needle, size_t len)
+{
+    static const uint64_t path[] = {1, 1, 2, 1, 1};
+    while (p < end) {
+        uint64_t key, n;
+        if (varint(&p, end, &key))
             return NULL;
-        at = (size_t)(hit - hay);
-        if (!memcmp(hit + pre, needle + pre, len - pre))
-            return hit;
-        at++;
+        switch (key & 7) {
+        case 0: /* varint */
+            if (varint(&p, end, &n))
+                return NULL;
+            continue;
+        case 1: /* fixed64 */
+            n = 8;
+            break;
+        case 5: /* fixed32 */
+            n = 4;
+            break;
+        case 2: /* length-delimited */
+            if (varint(&p, end, &n))
+                return NULL;
+            break;
+        default: /* groups: not in an Example */
+            return NULL;
+        }
+        if (n > (uint64_t)(end - p))
+            return NULL;
+        const uint8_t *b = p;
+        p += n;
+        if ((key & 7) != 2 || key >> 3 != path[depth])
+            continue;
+        if (depth == 4) {
+            if (n == len && !memcmp(b, needle, len))
+                return b;
+        } else {
+            const uint8_t *hit = find(b, b + n, depth + 1, needle, len);
+            if (hit)
+                return hit;
+        }
     }
     return NULL;
 }
@@ -98,7 +145,7 @@ int sl__tfexample_parse(const uint8_t *p, size_t n, const uint8_t **img,
         const ProtobufCBinaryData *v = &fi->bytes_list->value[0];
         /* protobuf-c copies bytes fields; the same bytes lie verbatim in
          * the record, and any place holding them holds the image. */
-        const uint8_t *at = v->len ? find(p, n, v->data, v->len) : NULL;
+        const uint8_t *at = v->len ? find(p, p + n, 0, v->data, v->len) : NULL;
         if (!v->len) {
             snprintf(why, whylen, "\"image/encoded\" is empty");
         } else if (!at) {

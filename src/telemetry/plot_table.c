@@ -11,12 +11,10 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/base.h"
 #include "sluice/telemetry.h"
 #include "telemetry/plot_internal.h"
-
-/* Longer lines are counted as malformed without being kept in memory; real
- * telemetry lines are 2-4 KB (more with many cores in cpu_core). */
-#define PLOT_MAX_LINE (1u << 20)
+#include "telemetry/snapshot_schema.h"
 
 /* The columns' names in the table's header line (the JSON member paths). */
 static const char *const col_names[SL__PC_N] = {
@@ -187,42 +185,6 @@ static void smooth(sl__plot_smooth_t *sm, double v[SL__PC_N], double *prev_t,
         isfinite(req) && req > 0 ? v[SL__PC_REC_PS_S] / req : NAN;
 }
 
-/* The next line of f without its '\n' in *buf (grown as needed, up to
- * PLOT_MAX_LINE). Returns its length, -2 for a line over the limit (consumed,
- * not kept), -1 at end of file. */
-static long read_line(FILE *f, char **buf, size_t *cap)
-{
-    size_t n = 0;
-    int c, over = 0, any = 0;
-    while ((c = getc(f)) != EOF) {
-        any = 1;
-        if (c == '\n')
-            break;
-        if (over)
-            continue;
-        if (n >= PLOT_MAX_LINE) {
-            over = 1;
-            continue;
-        }
-        if (n + 1 >= *cap) {
-            size_t nc = *cap ? *cap * 2 : 4096;
-            char *nb = realloc(*buf, nc);
-            if (!nb) {
-                over = 1;
-                continue;
-            }
-            *buf = nb;
-            *cap = nc;
-        }
-        (*buf)[n++] = (char)c;
-    }
-    if (!any)
-        return -1;
-    if (over)
-        return -2;
-    return (long)n;
-}
-
 static int blank(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -266,8 +228,8 @@ void sl__plot_table_free(sl__plot_table_t *tb)
 int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
 {
     char *buf = NULL;
-    size_t cap = 0;
-    long len, lineno = 0;
+    size_t cap = 0, len = 0;
+    long lineno = 0;
     sl__plot_table_free(tb);
     memset(tb, 0, sizeof *tb);
     tb->st.tmin = INFINITY;
@@ -285,13 +247,16 @@ int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
     for (int i = 0; i < SL__PC_N; i++)
         fprintf(out, " %s", col_names[i]);
     fprintf(out, "\n");
-    while ((len = read_line(in, &buf, &cap)) != -1) {
+    int got;
+    while ((got = sl__read_line(in, SL__SNAPSHOT_MAX_LINE, &buf, &cap, &len)) ==
+               0 ||
+           got == SL__LINE_LONG) {
         lineno++;
-        if (len >= 0 && blank(buf, (size_t)len))
+        if (!got && blank(buf, len))
             continue;
         sl_snapshot_t s;
         sl_snapshot_init(&s);
-        if (len < 0 || sl_snapshot_parse(buf, (size_t)len, &s, NULL, 0)) {
+        if (got || sl_snapshot_parse(buf, len, &s, NULL, 0)) {
             if (!tb->st.malformed++)
                 tb->st.first_bad = lineno;
             continue;
@@ -304,7 +269,9 @@ int sl__plot_table_write(FILE *in, FILE *out, sl__plot_table_t *tb)
         codec_change(&s, tb, &prev);
         add_row(out, v, tb);
     }
-    int rc = ferror(in) ? -1 : 0;
+    if (got == SL_ENOMEM)
+        errno = ENOMEM;
+    int rc = got < 0 ? -1 : 0; /* errno from the read or the allocation */
     free(buf);
     free(sm);
     return rc;

@@ -7,6 +7,11 @@
 
 #include <stddef.h>
 
+/* The longest snapshot line a reader of snapshot files (plot, calibrate)
+ * keeps; a longer one is counted as malformed without being held in
+ * memory. Real lines are 2-4 KB (more with many cores in cpu_core). */
+#define SL__SNAPSHOT_MAX_LINE (1u << 20)
+
 /* How a field is stored and written; the double kinds come first (up to
  * SL__SK_NUM). */
 typedef enum {

@@ -362,9 +362,11 @@ int sl__bpe_load_gpt2(const char *encoder_json, const char *vocab_bpe,
         return sl__fail(err, errlen, SL_EINVAL, "bpe: invalid argument");
     char *e = NULL, *m = NULL;
     size_t en, mn;
-    int rc = sl__bpe_read_file(encoder_json, &e, &en, err, errlen);
+    int rc = sl__read_small_file(encoder_json, SL__VOCAB_MAX_BYTES, &e, &en,
+                                 err, errlen);
     if (!rc)
-        rc = sl__bpe_read_file(vocab_bpe, &m, &mn, err, errlen);
+        rc = sl__read_small_file(vocab_bpe, SL__VOCAB_MAX_BYTES, &m, &mn, err,
+                                 errlen);
     if (!rc)
         rc = sl__bpe_load_gpt2_mem(e, en, encoder_json, m, mn, vocab_bpe, out,
                                    err, errlen);

@@ -114,8 +114,4 @@ static inline int sl__bpe_encode_piece(const struct sl__bpe *b,
  * SL_EUNSUPPORTED for a class the table lacks. See bpe_pattern.c. */
 int sl__bpe_pattern_for_pcre2(const char *pat, char **out);
 
-/* Reads a whole file (NUL-terminated for convenience). */
-int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
-                      size_t errlen);
-
 #endif

@@ -58,43 +58,6 @@ static const enc_def_t ENCODINGS[] = {
      {199999, 200018}},
 };
 
-int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
-                      size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
-        }
-        size_t k = fread(buf + len, 1, cap - len, f);
-        len += k;
-        if (len < cap) {
-            if (ferror(f)) {
-                free(buf);
-                fclose(f);
-                return sl__fail(err, errlen, SL_EIO, "%s: read error", path);
-            }
-            break;
-        }
-        cap *= 2;
-        char *nb = realloc(buf, cap + 1);
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    fclose(f);
-    buf[len] = 0;
-    *data = buf;
-    *n = len;
-    return 0;
-}
-
 static const enc_def_t *find_encoding(const char *encoding)
 {
     for (size_t i = 0; i < sizeof ENCODINGS / sizeof ENCODINGS[0]; i++)
@@ -121,6 +84,12 @@ void sl__bpe_free(struct sl__bpe *bpe)
     free(bpe);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
                    sl__tok_t **out, char *err, size_t errlen)
 {
@@ -136,28 +105,26 @@ int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
     snprintf(bpe->name, sizeof bpe->name, "%s", def->name);
     sl__bpe_map_t *m = &bpe->map;
 
-    /* ids must be distinct (tiktoken's CoreBPE refuses duplicate ranks) */
-    uint32_t maxr = 0;
-    for (uint32_t e = 0; e < m->n; e++)
-        if (m->rank[e] > maxr)
-            maxr = m->rank[e];
-    uint8_t *seen = calloc((size_t)maxr + 1, 1);
-    if (!seen) {
+    /* ids must be distinct (tiktoken's CoreBPE refuses duplicate ranks):
+     * checked on a sorted copy, memory as the token count, not the
+     * largest rank */
+    uint32_t *sorted = malloc((m->n ? m->n : 1) * sizeof *sorted);
+    if (!sorted) {
         rc = sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
         goto fail;
     }
-    for (uint32_t e = 0; e < m->n; e++) {
-        if (seen[m->rank[e]]) {
-            free(seen);
-            rc = sl__fail(err, errlen, SL_ECORRUPT,
-                          "%s: rank %u is given to two tokens", name,
-                          m->rank[e]);
+    memcpy(sorted, m->rank, m->n * sizeof *sorted);
+    qsort(sorted, m->n, sizeof *sorted, cmp_u32);
+    for (uint32_t e = 1; e < m->n; e++)
+        if (sorted[e] == sorted[e - 1]) {
+            rc =
+                sl__fail(err, errlen, SL_ECORRUPT,
+                         "%s: rank %u is given to two tokens", name, sorted[e]);
+            free(sorted);
             goto fail;
         }
-        seen[m->rank[e]] = 1;
-    }
-    free(seen);
-    bpe->n_vocab = m->n ? (size_t)maxr + 1 : 0;
+    bpe->n_vocab = m->n ? (size_t)sorted[m->n - 1] + 1 : 0;
+    free(sorted);
 
     for (int b = 0; b < 256; b++) {
         uint8_t c = (uint8_t)b;
@@ -287,6 +254,12 @@ static size_t span(const char *d, size_t i, size_t e, const char *set, int in)
     return i;
 }
 
+/* A rank file gives each token its rank, 0 .. tokens - 1 in tiktoken's
+ * files; the vocabulary is sized by the largest, so a rank far above the
+ * file's lines is refused (a 16-byte file could size it at 2^31). The
+ * slack leaves room for gaps. */
+#define RANK_LIMIT(lines) (2 * (unsigned long long)(lines) + 1024)
+
 int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
                               const char *encoding, sl__tok_t **out, char *err,
                               size_t errlen)
@@ -298,7 +271,10 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
         return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", name);
     }
     uint8_t tok[768];
-    size_t line = 0, i = 0;
+    size_t line = 0, i = 0, lines = n && data[n - 1] != '\n';
+    for (const char *q = data; (q = memchr(q, '\n', n - (size_t)(q - data)));
+         q++)
+        lines++;
     int rc;
     while (i < n) {
         line++;
@@ -318,9 +294,13 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
             }
             unsigned long long r = strtoull(data + c, NULL, 10);
             size_t tn;
-            if (r >= INT32_MAX) {
+            if (r >= INT32_MAX || r >= RANK_LIMIT(lines)) {
                 rc = sl__fail(err, errlen, SL_ECORRUPT,
-                              "%s:%zu: rank %llu out of range", name, line, r);
+                              "%s:%zu: rank %llu out of range (ranks are below "
+                              "2 x lines + 1024: %llu in this file)",
+                              name, line, r,
+                              RANK_LIMIT(lines) < INT32_MAX ? RANK_LIMIT(lines)
+                                                            : INT32_MAX);
                 goto fail;
             }
             if (b - a > 1000 || b64_decode(data + a, b - a, tok, &tn)) {
@@ -362,7 +342,8 @@ int sl__bpe_load_tiktoken(const char *ranks_path, const char *encoding,
     size_t n;
     if (!ranks_path || !encoding || !out)
         return sl__fail(err, errlen, SL_EINVAL, "bpe: invalid argument");
-    int rc = sl__bpe_read_file(ranks_path, &data, &n, err, errlen);
+    int rc = sl__read_small_file(ranks_path, SL__VOCAB_MAX_BYTES, &data, &n,
+                                 err, errlen);
     if (rc)
         return rc;
     rc = sl__bpe_load_tiktoken_mem(data, n, ranks_path, encoding, out, err,

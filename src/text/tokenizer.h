@@ -14,6 +14,11 @@
 
 #include "base/base.h"
 
+/* The largest vocabulary file read (a rank file, encoder.json, vocab.bpe,
+ * a WordPiece vocab.txt): the largest real ones are a few MB (o200k_base:
+ * 3.6 MB); more is not a vocabulary, and is refused before it is read. */
+#define SL__VOCAB_MAX_BYTES ((size_t)64 << 20)
+
 typedef struct sl__tok sl__tok_t;
 typedef struct sl__tok_scratch sl__tok_scratch_t;
 

@@ -202,30 +202,14 @@ int sl__wordpiece_load(const char *vocab_txt, int uncased, sl__tok_t **out,
     *out = NULL;
     if (!vocab_txt)
         return sl__fail(err, errlen, SL_EINVAL, "wordpiece: no vocab path");
-    FILE *f = fopen(vocab_txt, "rb");
-    if (!f)
-        return sl__fail(err, errlen, SL_EIO, "%s: %s", vocab_txt,
-                        strerror(errno));
-    sl__bytes_t b = {0};
-    int rc = 0;
-    for (;;) {
-        if ((rc = sl__bytes_reserve(&b, b.n + 65536)) != 0)
-            break;
-        size_t got = fread(b.p + b.n, 1, b.cap - b.n, f);
-        b.n += got;
-        if (got == 0) {
-            if (ferror(f))
-                rc = sl__fail(err, errlen, SL_EIO, "%s: read error", vocab_txt);
-            break;
-        }
-    }
-    fclose(f);
-    if (rc == SL_ENOMEM)
-        sl__fail(err, errlen, rc, "%s: out of memory", vocab_txt);
-    if (!rc)
-        rc = sl__wordpiece_load_mem(b.p, b.n, vocab_txt, uncased, out, err,
-                                    errlen);
-    sl__bytes_free(&b);
+    char *text;
+    size_t n;
+    int rc = sl__read_small_file(vocab_txt, SL__VOCAB_MAX_BYTES, &text, &n, err,
+                                 errlen);
+    if (rc)
+        return rc;
+    rc = sl__wordpiece_load_mem(text, n, vocab_txt, uncased, out, err, errlen);
+    free(text);
     return rc;
 }
 

@@ -190,16 +190,20 @@ static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,
     if (base && strlen(base) > 1)
         base[strlen(base) - 1] = 0; /* "dir/" -> "dir"; "/" stays */
     int rc = 0, lineno = 0;
-    for (char *line = text, *next; !rc && line && *line; line = next) {
+    char *end = text + size; /* lines by length: a NUL must not end them */
+    for (char *line = text, *next; !rc && line < end; line = next) {
         lineno++;
-        next = strchr(line, '\n');
-        if (next)
-            *next++ = 0;
-        size_t len = strlen(line);
+        char *nl = memchr(line, '\n', (size_t)(end - line));
+        size_t len = (size_t)((nl ? nl : end) - line);
+        next = nl ? nl + 1 : end;
+        line[len] = 0;
+        if (memchr(line, 0, len)) {
+            rc = sl__fail(err, errlen, SL_ECORRUPT, "%s:%d: NUL byte", list,
+                          lineno);
+            break;
+        }
         if (len && line[len - 1] == '\r')
             line[--len] = 0;
-        if ((size_t)(strlen(line)) != len) /* a NUL inside the line */
-            len = strlen(line);
         char *f[3] = {NULL, NULL, NULL}, *save = NULL;
         int nf = 0;
         for (char *t = strtok_r(line, " \t", &save); t;

@@ -204,7 +204,16 @@ int sl__nifti_header(const void *buf, size_t n, sl__volhdr_t *h, char *err,
                             h->ndim > 3 ? r.dim[4] : 1);
     }
     h->nvox = (int64_t)nvox;
-    h->nbytes = h->nvox * h->nbyper; /* < 2^63: nvox <= 2^60, nbyper <= 8 */
+    /* Under 2^62 bytes, so vox_offset + nbytes (each < 2^62) cannot wrap
+     * and every size check after this one compares real sizes. */
+    uint64_t nbytes;
+    if (__builtin_mul_overflow(nvox, (uint64_t)h->nbyper, &nbytes) ||
+        nbytes >= (UINT64_C(1) << 62))
+        return sl__fail(err, errlen, SL_ECORRUPT,
+                        "header declares %" PRIu64 " x %d bytes: too large "
+                        "(less than 2^62 bytes)",
+                        nvox, h->nbyper);
+    h->nbytes = (int64_t)nbytes;
 
     /* Data offset: past the header, finite, not absurd. */
     int64_t min_off = ver == 1 ? 352 : 544;

@@ -183,4 +183,11 @@ set +e
 rc=$?
 set -e
 [ $rc -eq 1 ] && [ "$(grep -o "nosuch.txt" "$WORK/err" | wc -l)" = 1 ] || fail "tokenize of a missing file: rc $rc, $(cat "$WORK/err")"
+# a vocabulary that is a device is refused at once (it was read until the
+# address space ran out)
+set +e
+(ulimit -v 600000; "$SLUICE" tokenize --tokenizer wordpiece --vocab /dev/zero "$WORK/case.txt") >/dev/null 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "/dev/zero: not a regular file" "$WORK/err" || fail "tokenize --vocab /dev/zero: rc $rc, $(cat "$WORK/err")"
 echo "text_cli: ok"

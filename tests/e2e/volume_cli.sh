@@ -48,6 +48,11 @@ check "list --unlabeled: no label shown as -" grep -q "^case_00001	.*	-$" "$T/li
 printf 'kits/case_00000/imaging.nii kits/case_00000/segmentation.nii\n' >"$T/cases.txt"
 "$S" volume list "$T/cases.txt" >"$T/list" 2>"$T/err"
 check "list file: 1 case" grep -q "^1 cases, 1 with a label" "$T/err"
+# a NUL byte is refused, named, not taken as the end of the list
+printf 'kits/case_00000/imaging.nii kits/case_00000/segmentation.nii\n\0x\nmissing.nii b\n' >"$T/nul.txt"
+"$S" volume list "$T/nul.txt" >"$T/list" 2>"$T/err"
+check "list file: NUL byte refused" test $? -eq 1
+check "list file: NUL byte named" grep -q "nul.txt:2: NUL byte" "$T/err"
 
 "$S" pack --volumes "$T/kits" "$T/pack" >"$T/pack.out" 2>&1
 check "pack --volumes: missing label refused" test $? -eq 1

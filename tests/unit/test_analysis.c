@@ -587,6 +587,18 @@ static void test_sl_calibrate_file(void **state)
         sl_calibrate("/nonexistent/t.jsonl", &o, &out, err, sizeof err),
         SL_EIO);
     assert_null(out);
+    /* a device is refused, not read without end; a read error is one,
+     * named with its line, not the end of the snapshots */
+    assert_int_equal(sl_calibrate("/dev/zero", &o, &out, err, sizeof err),
+                     SL_EIO);
+    assert_non_null(strstr(err, "/dev/zero: not a regular file"));
+    FILE *d = fopen(dir, "r"); /* a folder: reads fail with EISDIR */
+    assert_non_null(d);
+    sl__calibration_t cal;
+    assert_int_equal(sl__calibrate_stream(d, "D", &o, &cal, err, sizeof err),
+                     SL_EIO);
+    assert_non_null(strstr(err, "D:1: read error"));
+    fclose(d);
     o.size = 0;
     assert_int_equal(sl_calibrate(path, &o, &out, err, sizeof err), SL_EINVAL);
     assert_null(out);

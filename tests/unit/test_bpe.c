@@ -177,6 +177,26 @@ static void test_malformed_files(void **state)
     assert_int_equal(
         sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err),
         SL_ECORRUPT);
+    assert_non_null(strstr(err, "rank 0 is given to two tokens"));
+    /* a rank far above the file's lines (it sized the vocabulary: 2 GiB
+     * for the duplicate check from 16 bytes); 2 x lines + 1024 is the
+     * limit */
+    const char *far = "YQ== 0\nYg== 2147483646\n";
+    tu_write_file(ep, far, strlen(far));
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err),
+        SL_ECORRUPT);
+    assert_non_null(strstr(err, "r.tiktoken:2: rank 2147483646 out of range"));
+    const char *edge = "YQ== 0\nYg== 1027\n"; /* 2 lines: below 1028 */
+    tu_write_file(ep, edge, strlen(edge));
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err), 0);
+    sl__tok_free(t);
+    const char *over = "YQ== 0\nYg== 1028\n";
+    tu_write_file(ep, over, strlen(over));
+    assert_int_equal(
+        sl__bpe_load_tiktoken(ep, "cl100k_base", &t, err, sizeof err),
+        SL_ECORRUPT);
     const char *ok = "YQ== 0\nYg== 1\nYWI= 2\n";
     tu_write_file(ep, ok, strlen(ok));
     assert_int_equal(sl__bpe_load_tiktoken(ep, "nope", &t, err, sizeof err),

@@ -552,6 +552,41 @@ static void test_raw_size_lie(void **state)
     shard_file_remove(&f, dir);
 }
 
+/* A compressed record whose index says 4 GiB - 1 raw bytes: refused from
+ * what its stored bytes say (a zstd frame's declared size, lz4's ratio)
+ * before the raw buffer is reserved; the index alone reserved 4 GiB per
+ * read ("out of memory" under a limit). */
+static void test_raw_size_huge(void **state)
+{
+    (void)state;
+    static const struct {
+        int codec;
+        const char *cause;
+    } c[] = {{SL_CODEC_ZSTD, "zstd frame declares"},
+             {SL_CODEC_LZ4, "cannot give 4294967295 (255:1 at most)"}};
+    for (int k = 0; k < 2; k++) {
+        char *dir = tu_tmpdir("shard-huge");
+        shard_file_t f = load(dir, "h.sls", c[k].codec);
+        sl__put_u32(entry_at(&f, 9) + SL_SHARD_E_RAW, UINT32_MAX);
+        reseal(&f);
+        put_back(&f, f.n);
+        sl__shard_t *s = NULL;
+        char err[512];
+        assert_int_equal(sl__shard_open(f.path, &s, err, sizeof err), 0);
+        sl__bytes_t out = {0}, scratch = {0};
+        assert_int_equal(
+            sl__shard_read(s, 9, &out, &scratch, NULL, err, sizeof err),
+            SL_ECORRUPT);
+        if (!strstr(err, "record 9") || !strstr(err, c[k].cause))
+            fail_msg("'%s' lacks '%s'", err, c[k].cause);
+        assert_true(out.cap < ((size_t)1 << 24)); /* nothing of 4 GiB */
+        check_record(s, 10, &out, &scratch);
+        sl__shard_close(s);
+        sl__bytes_free(&out), sl__bytes_free(&scratch);
+        shard_file_remove(&f, dir);
+    }
+}
+
 /* Readers share one shard: each thread its own buffers. */
 static void *reader_main(void *arg)
 {
@@ -707,6 +742,7 @@ int main(void)
         cmocka_unit_test(test_bad_header),
         cmocka_unit_test(test_bad_index),
         cmocka_unit_test(test_raw_size_lie),
+        cmocka_unit_test(test_raw_size_huge),
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_open_missing),
         cmocka_unit_test(test_gen_corpus),

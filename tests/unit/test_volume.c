@@ -7,16 +7,19 @@
  * read by 4 threads at once (TSan: the concurrency label). The comparison with
  * nibabel is tests/python/test_volume.py. Skips (77) in a build without
  * NIfTI support. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "data/shard_out.h"
 #include "sluice/volume.h"
 #include "testutil.h"
 #include "volume/orient.h"
+#include "volume/vol_internal.h"
 #include "volume/volrec.h"
 
 static char *dir;
@@ -314,6 +317,30 @@ static void test_lying_dims(void **state)
     put64(b + 24, -7);
     p = write_tmp("neg2.nii", b, n);
     expect_fail(p, NULL, SL_ECORRUPT, "dim[1] = -7");
+    free(p);
+    /* 2^60 float64 voxels: the voxel count passes, the byte count (2^63)
+     * would wrap negative and pass every size check after it */
+    put16(b + 14, 64); /* DT_FLOAT64 */
+    for (int i = 1; i <= 4; i++)
+        put64(b + 16 + 8 * i, INT64_C(1) << 15);
+    p = write_tmp("ovf8.nii", b, n);
+    expect_fail(p, NULL, SL_ECORRUPT, "header declares");
+    /* the pack path (sl__nifti_read_stored) refuses it as well */
+    int fd = open(p, O_RDONLY);
+    assert_true(fd >= 0);
+    sl__bytes_t out = {0};
+    size_t hlen;
+    int64_t dlen;
+    char err[512] = "";
+    assert_int_equal(sl__nifti_read_stored(fd, p, (int64_t)n, 0, &out, &hlen,
+                                           &dlen, err, sizeof err),
+                     SL_ECORRUPT);
+    assert_non_null(strstr(err, "too large"));
+    close(fd);
+    /* and a buffer asked for more than can be doubled to says so */
+    assert_int_equal(sl__bytes_reserve(&out, SIZE_MAX / 2 + 1), SL_ENOMEM);
+    assert_int_equal(sl__bytes_reserve(&out, SIZE_MAX), SL_ENOMEM);
+    sl__bytes_free(&out);
     free(p), free(b);
 }
 

@@ -174,8 +174,27 @@ static void test_bad_vocab(void **state)
     sl__tok_free(t);
     assert_int_equal(
         sl__wordpiece_load("/nonexistent/vocab.txt", 1, &t, err, sizeof err),
-        SL_EIO);
+        SL_ENOTFOUND);
     assert_non_null(strstr(err, "/nonexistent/vocab.txt"));
+    /* a device is refused, not read until memory runs out */
+    assert_int_equal(sl__wordpiece_load("/dev/zero", 1, &t, err, sizeof err),
+                     SL_EIO);
+    assert_non_null(strstr(err, "/dev/zero: not a regular file"));
+    /* the size cap of a file read whole (base/file), here 4 bytes */
+    char *dir = tu_tmpdir("wpcap"), path[4096], *text;
+    size_t n;
+    snprintf(path, sizeof path, "%s/v.txt", dir);
+    assert_int_equal(tu_write_file(path, "[UNK]", 5), 0);
+    assert_int_equal(sl__read_small_file(path, 4, &text, &n, err, sizeof err),
+                     SL_EUNSUPPORTED);
+    assert_non_null(strstr(err, "v.txt: 5 bytes, more than the 4 allowed"));
+    assert_int_equal(sl__read_small_file(path, 5, &text, &n, err, sizeof err),
+                     0);
+    assert_int_equal(n, 5);
+    assert_string_equal(text, "[UNK]");
+    free(text);
+    tu_rmtree(dir);
+    free(dir);
 }
 
 /* ---- canonical ordering of combining marks (uncased NFD) ---- */

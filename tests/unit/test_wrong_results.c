@@ -251,6 +251,22 @@ static void test_state_parse(void **state)
                             "samples 5\ndataset 0000000000000002\n"),
                      SL_ECORRUPT);
     assert_int_equal(parses("M 2\nepoch 1\nbatch 0\n"), SL_ECORRUPT);
+    /* a bad value is named on its own line, not the next one */
+    static const struct {
+        const char *text, *want;
+    } at[] = {
+        {"M 2\nepoch 99999999999999999999\n", "line 2: expected \"epoch\""},
+        {"M 2\nepoch 1\nbatch x\n", "line 3: expected \"batch\""},
+        {"M 2\nepoch 1\nbatch 0\ndigest 0\n", "line 4: expected \"digest\""},
+        {"M 2\nepoch 1\nbatch 0\n", "line 4: expected \"digest\""},
+    };
+    for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+        assert_int_equal(sl__state_parse(at[i].text, strlen(at[i].text), "M 2",
+                                         &t, err, sizeof err),
+                         SL_ECORRUPT);
+        if (!strstr(err, at[i].want))
+            fail_msg("'%s': '%s' (want '%s')", at[i].text, err, at[i].want);
+    }
     snprintf(text, sizeof text, "M 2\nepoch 1\nbatch 0\n%sjunk", tail);
     assert_int_equal(parses(text), SL_ECORRUPT);
     snprintf(text, sizeof text, "M 2\nepoch 1\nbatch 0\n%s", tail);

@@ -36,17 +36,6 @@ int sl__wordpiece_load(const char *vocab_txt, int uncased, sl__tok_t **out,
     return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__TEXT_OFF);
 }
 
-/* `sluice tokenize` reads its input with this after loading the tokenizer,
- * so it is never reached either. */
-int sl__bpe_read_file(const char *path, char **data, size_t *n, char *err,
-                      size_t errlen)
-{
-    (void)path;
-    *data = NULL;
-    *n = 0;
-    return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__TEXT_OFF);
-}
-
 /* Unreachable without a tokenizer; defined for tok_common.c. */
 int sl__bpe_encode(const sl__tok_t *t, const char *text, size_t n,
                    int allow_special, sl__tok_scratch_t *s, sl__ids_t *ids,
