@@ -141,26 +141,13 @@ int sl__rl_policy_load(const char *path, sl__rl_policy_t *p, char *err,
                        size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl__fail(err, errlen, errno == ENOENT ? SL_ENOTFOUND : SL_EIO,
-                        "%s: %s", path, strerror(errno));
-    uint8_t *buf = malloc(MAX_FILE);
-    if (!buf) {
-        fclose(f);
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
-    }
-    size_t n = fread(buf, 1, MAX_FILE, f);
-    int bad = ferror(f), more = !bad && n == MAX_FILE && fgetc(f) != EOF;
-    fclose(f);
-    int rc;
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = sl__read_small_file(path, MAX_FILE, &buf, &n, err, errlen);
+    if (rc)
+        return rc;
     char why[256];
-    if (bad)
-        rc = sl__fail(err, errlen, SL_EIO, "%s: read error", path);
-    else if (more)
-        rc = sl__fail(err, errlen, SL_ECORRUPT,
-                      "%s: larger than %u bytes, not a policy", path, MAX_FILE);
-    else if ((rc = sl__rl_policy_parse(buf, n, p, why, sizeof why)))
+    if ((rc = sl__rl_policy_parse((const uint8_t *)buf, n, p, why, sizeof why)))
         sl__fail(err, errlen, rc, "%s: %s", path, why);
     free(buf);
     return rc;

@@ -380,36 +380,12 @@ done:
 int sl__sim_profile_load(const char *path, sl__sim_profile_t *p, char *err,
                          size_t len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl__fail(err, len, SL_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
     char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 4096;
-            char *nb = cap <= (64u << 20) ? realloc(buf, cap) : NULL;
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return sl__fail(err, len, SL_ENOMEM,
-                                "%s: too large or out of memory", path);
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return sl__fail(err, len, SL_EIO, "%s: read error", path);
-    }
-    int rc = sl__sim_profile_parse(buf, n, p, err, len);
+    size_t n = 0;
+    int rc = sl__read_small_file(path, 64u << 20, &buf, &n, err, len);
+    if (rc)
+        return rc;
+    rc = sl__sim_profile_parse(buf, n, p, err, len);
     if (rc && err && len) {
         char tmp[512];
         snprintf(tmp, sizeof tmp, "%s: %s", path, err);

@@ -399,6 +399,10 @@ static void test_weights_file_round_trip_and_errors(void **state)
                      SL_ENOTFOUND);
     assert_non_null(strstr(err, "none.bin"));
     assert_non_null(strstr(err, "No such file"));
+    /* Not a regular file (a directory, a FIFO): refused, named (fread of
+     * a FIFO waited for a writer; base/file's one rule for small files). */
+    assert_int_not_equal(sl__rl_policy_load(dir, &q, err, sizeof err), 0);
+    assert_non_null(strstr(err, "directory"));
     free(c);
     free(bytes);
     tu_rmtree(dir);

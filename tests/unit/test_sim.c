@@ -493,6 +493,9 @@ static void test_profile_errors_name_the_key(void **state)
     assert_int_not_equal(
         sl__sim_profile_load("/nonexistent/p.json", &p, err, sizeof err), 0);
     assert_non_null(strstr(err, "/nonexistent/p.json"));
+    /* A directory is refused, named (base/file's rule for small files). */
+    assert_int_not_equal(sl__sim_profile_load("/", &p, err, sizeof err), 0);
+    assert_non_null(strstr(err, "directory"));
 }
 
 int main(void)
