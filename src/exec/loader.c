@@ -778,7 +778,8 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
     if (!rc && p == SL_PARAM_GPU_SHARE)
         atomic_store(&l->gpu_share, (int)value);
     /* Buffers the lowered depth drops: freed after the lock (an
-     * allocator's free may be slow); device ones parked (sl__buf_drop) */
+     * allocator's free may be slow); device ones and the caller's parked
+     * (sl__buf_drop) */
     bbuf_t **gone = NULL;
     int ngone = 0;
     if (!rc && p == SL_PARAM_PREFETCH) {

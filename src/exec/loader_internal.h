@@ -270,8 +270,10 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o);
 /* Frees a whole batch buffer (not in the pool). */
 void sl__buf_destroy(const sl_loader_t *l, struct bbuf *bb);
 /* Under mu: bb, out of the pool (a lowered depth), parked when it has
- * device memory (l->parked: a raise takes it back, destroy frees it);
- * else returned, for the caller to free after the lock. */
+ * device memory or the caller's host memory (l->parked: a raise takes it
+ * back, destroy frees it; cudaFree and cudaFreeHost wait for the whole
+ * GPU, so never mid-run); else returned, for the caller to free after the
+ * lock. */
 struct bbuf *sl__buf_drop(sl_loader_t *l, struct bbuf *bb);
 /* exec/loader_sched.c: the budgets (sched/limits.h) from the options as
  * the user gave them; sets l->lim and the start knobs in l->opt. */

@@ -59,7 +59,7 @@ void sl__loader_pipe_sample(void *arg, sl__pipe_sample_t *o)
         for (int i = 0; i < l->nbufs; i++)
             o->gpu_bytes += l->bufs[i]->dev ? (int64_t)l->batch_bytes : 0;
         for (const bbuf_t *bb = l->parked; bb; bb = bb->parked_next)
-            o->gpu_bytes += (int64_t)l->batch_bytes; /* still held */
+            o->gpu_bytes += bb->dev ? (int64_t)l->batch_bytes : 0; /* held */
         o->gpu_nvjpeg_bytes = (int64_t)sl__cuda_stage_nvjpeg_bytes();
     }
     /* the reason, cut to the snapshot's field */

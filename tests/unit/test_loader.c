@@ -3,6 +3,7 @@
  * unordered multiset, resume, and the skip/fail policies. Also run under
  * TSan (make check). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,6 +373,71 @@ static void test_bad_source_and_options(void **state)
     }
 }
 
+typedef struct counts {
+    atomic_int allocs, frees;
+} counts_t;
+
+static void *count_alloc(size_t bytes, void *ctx)
+{
+    atomic_fetch_add(&((counts_t *)ctx)->allocs, 1);
+    return malloc(bytes);
+}
+
+static void count_free(void *p, void *ctx)
+{
+    atomic_fetch_add(&((counts_t *)ctx)->frees, 1);
+    free(p);
+}
+
+/* Takes k batches of l (started), each released. */
+static void take(sl_loader_t *l, int k)
+{
+    const sl_batch_t *b;
+    for (int i = 0; i < k; i++) {
+        assert_int_equal(sl_loader_next(l, &b), 0);
+        assert_int_equal(sl_loader_release(l, b), 0);
+    }
+}
+
+/* A lowered depth frees none of the caller's buffers mid-run (pinned
+ * memory's free, cudaFreeHost, waits for the whole GPU: on the trainer's
+ * or the scheduler's thread, a stall): they are parked, a raise takes
+ * them back before allocating, destroy frees them; the stream is the
+ * same. */
+static void test_lowered_depth_frees_no_callers_buffer(void **state)
+{
+    (void)state;
+    counts_t c = {0, 0};
+    sl_options_t o = small_opts();
+    o.epochs = 2;
+    int64_t n;
+    sl_loader_t *l;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    uint64_t want = tu_stream_digest(l, &n);
+    sl_loader_destroy(l);
+    o.prefetch = 8;
+    o.buffer_alloc = count_alloc;
+    o.buffer_free = count_free;
+    o.buffer_ctx = &c;
+    assert_int_equal(sl_loader_create(root, &o, &l), 0);
+    assert_int_equal(sl_loader_start(l, NULL), 0);
+    take(l, 6);
+    int made = atomic_load(&c.allocs);
+    assert_true(made >= 2);
+    assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, 1), 0);
+    take(l, 3);
+    assert_int_equal(atomic_load(&c.frees), 0);
+    assert_int_equal(sl_loader_set(l, SL_PARAM_PREFETCH, 8), 0);
+    take(l, 3);
+    int64_t m;
+    assert_int_equal(tu_stream_digest(l, &m), want);
+    assert_int_equal(m, n);
+    assert_int_equal(atomic_load(&c.frees), 0);
+    int allocs = atomic_load(&c.allocs);
+    sl_loader_destroy(l);
+    assert_int_equal(atomic_load(&c.frees), allocs);
+}
+
 static sl_loader_t *held_l;
 static const sl_batch_t *held_b;
 
@@ -492,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_all_held_is_an_error_not_a_hang),
         cmocka_unit_test(test_whole_set_in_one_batch),
         cmocka_unit_test(test_last_error_is_the_handles),
+        cmocka_unit_test(test_lowered_depth_frees_no_callers_buffer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
