@@ -138,7 +138,8 @@ typedef struct sl_options {
     int unordered;      /**< 1: hand out batches as they complete */
     int on_error;       /**< sl_on_error_t [SL_ON_ERROR_FAIL] */
     int read_threads;   /**< read stage workers [1] */
-    int decode_threads; /**< decode+transform workers [online cores] */
+    int decode_threads; /**< decode+transform workers [usable CPUs:
+                             affinity, lowered to the cgroup quota] */
     int prefetch;       /**< batch buffers in flight [2 * decode_threads,
                              at least 2] */
     int no_dct_scale;   /**< 1: never decode at a reduced DCT scale */

@@ -43,7 +43,7 @@ typedef struct sl_text_options {
     int rank;              /**< this process's rank [0] */
     int world_size;        /**< ranks sharing the data [1] */
     int64_t epochs;        /**< epochs streamed by one start [1] */
-    int decode_threads;    /**< tokenizing workers [online cores]; a knob
+    int decode_threads;    /**< tokenizing workers [usable CPUs]; a knob
                                 (SL_PARAM_DECODE_THREADS) the scheduler
                                 tunes when left at 0 / SL_AUTOTUNE */
     int on_error;          /**< sl_on_error_t [SL_ON_ERROR_FAIL]: FAIL: a bad

@@ -47,7 +47,7 @@ typedef struct sl_vloader_options {
     size_t size;              /**< sizeof, set by _init */
     int batch_size;           /**< patches per batch [2] */
     uint64_t seed;            /**< [0] */
-    int threads;              /**< preparing threads [cores] */
+    int threads;              /**< preparing threads [usable CPUs] */
     int prefetch;             /**< batches prepared ahead [threads, >= 2] */
     int no_balance;           /**< 1: samples in order (FIFO) [0: balanced] */
     double target_spacing[3]; /**< mm, (x, y, z) [1.6, 1.2, 1.2] */

@@ -149,7 +149,9 @@ int sl__read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len);
 /* "regular file", "directory", "FIFO", ... for a st_mode. */
 const char *sl__file_type_name(unsigned mode);
 
-/* Online CPUs of this process (sched_getaffinity), at least 1. */
+/* Online CPUs of this process (sched_getaffinity), at least 1. Defaults
+ * and budgets use sl__cpus_usable (telemetry/machine.h), which also
+ * counts the cgroup's CPU quota. */
 int sl__ncpu(void);
 
 #endif
