@@ -22,6 +22,11 @@ void sl__free_block(const sl__allocator_t *a, void *p)
         a->free(p, a->ctx);
 }
 
+int sl__allocator_parks(const sl__allocator_t *a)
+{
+    return a->alloc && a->free;
+}
+
 void sl__bufpool_init(sl__bufpool_t *p, const sl__allocator_t *a, size_t bytes)
 {
     p->a = *a;
@@ -98,6 +103,8 @@ int sl__bufpool_put(sl__bufpool_t *p, void *block)
 
 void sl__bufpool_trim(sl__bufpool_t *p, int keep)
 {
+    if (sl__allocator_parks(&p->a))
+        return;
     for (;;) {
         pthread_mutex_lock(&p->mu);
         void *b = p->nfree > keep ? p->free[--p->nfree] : NULL;

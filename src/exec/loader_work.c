@@ -67,7 +67,7 @@ static int buf_insert(sl_loader_t *l, bbuf_t *bb)
 
 bbuf_t *sl__buf_drop(sl_loader_t *l, bbuf_t *bb)
 {
-    if (!bb->dev && !l->alloc.free)
+    if (!bb->dev && !sl__allocator_parks(&l->alloc))
         return bb;
     bb->state = BB_FREE;
     bb->parked_next = l->parked;

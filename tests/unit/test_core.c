@@ -52,14 +52,46 @@ static void test_bufpool_reuse_trim(void **state)
     sl__bufpool_put(&p, x);
     assert_ptr_equal(sl__bufpool_get(&p), x); /* reused, not made */
     assert_int_equal(atomic_load(&c.allocs), 2);
+    sl__bufpool_free(&p);
+    assert_int_equal(atomic_load(&c.frees), 2); /* x, never returned, too */
+    /* the default allocator's returned blocks beyond `keep` are freed */
+    sl__allocator_t d = {NULL, NULL, NULL};
+    sl__bufpool_init(&p, &d, 100);
+    x = sl__bufpool_get(&p), y = sl__bufpool_get(&p);
     sl__bufpool_put(&p, x);
     sl__bufpool_put(&p, y);
     sl__bufpool_trim(&p, 1);
-    assert_int_equal(atomic_load(&c.frees), 1);
+    assert_int_equal(p.nall, 1);
+    assert_int_equal(p.nfree, 1);
     void *z = sl__bufpool_get(&p); /* the one kept */
-    (void)z;                       /* not put back: freed by the pool */
+    assert_true(z == x || z == y);
+    sl__bufpool_free(&p); /* frees z, not put back */
+}
+
+/* A lowered depth frees none of the caller's blocks (pinned memory's
+ * free, cudaFreeHost, waits for the whole GPU: a stall on the trainer's
+ * thread): trim parks them, get takes them back before making one, the
+ * pool's free frees them; the rule the image loader's buffers follow
+ * (unit.test_loader test_lowered_depth_frees_no_callers_buffer). */
+static void test_bufpool_trim_parks_callers_blocks(void **state)
+{
+    (void)state;
+    counter_t c = {0, 0};
+    sl__allocator_t a = {c_alloc, c_free, &c};
+    sl__bufpool_t p;
+    sl__bufpool_init(&p, &a, 100);
+    void *b[3];
+    for (int i = 0; i < 3; i++)
+        b[i] = sl__bufpool_get(&p);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(sl__bufpool_put(&p, b[i]), 0);
+    sl__bufpool_trim(&p, 0);
+    assert_int_equal(atomic_load(&c.frees), 0);
+    for (int i = 0; i < 3; i++)
+        assert_non_null(sl__bufpool_get(&p)); /* the parked ones */
+    assert_int_equal(atomic_load(&c.allocs), 3);
     sl__bufpool_free(&p);
-    assert_int_equal(atomic_load(&c.frees), 2);
+    assert_int_equal(atomic_load(&c.frees), 3);
 }
 
 /* The default allocator: 64-byte aligned blocks. */
@@ -105,11 +137,13 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* state: 0, the caller's (counting) allocator, whose blocks trim parks;
+ * 1, the default one, whose blocks trim frees while others get and put. */
 static void test_concurrent(void **state)
 {
-    (void)state;
+    int dflt = *state != NULL;
     counter_t c = {0, 0};
-    sl__allocator_t a = {c_alloc, c_free, &c};
+    sl__allocator_t a = {dflt ? NULL : c_alloc, dflt ? NULL : c_free, &c};
     sl__bufpool_t p;
     sl__msglog_t g;
     sl__bufpool_init(&p, &a, sizeof(int));
@@ -128,16 +162,19 @@ static void test_concurrent(void **state)
     sl__bufpool_free(&p);
     sl__msglog_free(&g);
     assert_int_equal(atomic_load(&c.frees), atomic_load(&c.allocs));
-    assert_true(atomic_load(&c.allocs) >= 3);
+    assert_true(dflt || atomic_load(&c.allocs) >= 3);
 }
 
 int main(void)
 {
+    static int dflt = 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_msglog_bounded),
         cmocka_unit_test(test_bufpool_reuse_trim),
         cmocka_unit_test(test_bufpool_default_aligned),
+        cmocka_unit_test(test_bufpool_trim_parks_callers_blocks),
         cmocka_unit_test(test_concurrent),
+        cmocka_unit_test_prestate(test_concurrent, &dflt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

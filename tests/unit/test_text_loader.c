@@ -632,6 +632,8 @@ static void test_shared_core(void **state)
     assert_true(s.decode.items_total > 0);
     assert_int_equal(s.read.workers, 0);
     assert_true(ca.allocs >= 2);
+    /* none of the caller's blocks freed mid-run (sl__allocator_parks) */
+    assert_int_equal(ca.frees, 0);
     sl_text_loader_destroy(l);
     assert_int_equal(ca.frees, ca.allocs);
     free(ref.h);
