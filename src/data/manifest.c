@@ -29,59 +29,20 @@
 /* ---- reading a small file whole */
 
 /* Reads DIR/NAME (at most max bytes) into a malloc'd buffer with a NUL
- * after it. @return 0, SL_ENOTFOUND (nothing in err), or an error. */
+ * after it, by base/file's rule (sl__read_small_file: regular files only,
+ * so a FIFO is refused, not waited on; the cap; the path named).
+ * @return 0, SL_ENOTFOUND (nothing in err: no such file is no fault), or
+ * an error. */
 static int slurp(const char *dir, const char *name, size_t max, char **out,
                  size_t *n, char *err, size_t errlen)
 {
     char path[4096];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
         return sl__fail(err, errlen, SL_EINVAL, "%s: path too long", dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return SL_ENOTFOUND;
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot open: %s", path,
-                        strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return sl__fail(err, errlen, SL_EIO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)st.st_size > max) {
-        close(fd);
-        return sl__fail(err, errlen, SL_ECORRUPT,
-                        "%s: %lld bytes, more than the %zu allowed", path,
-                        (long long)st.st_size, max);
-    }
-    size_t cap = (size_t)st.st_size + 1, got = 0;
-    char *p = malloc(cap);
-    if (!p) {
-        close(fd);
-        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
-    }
-    for (;;) {
-        ssize_t r = read(fd, p + got, cap - 1 - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(p);
-            close(fd);
-            return sl__fail(err, errlen, SL_EIO, "%s: read failed: %s", path,
-                            strerror(e));
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-        if (got == cap - 1)
-            break; /* a file that grew is read to its size at open */
-    }
-    close(fd);
-    p[got] = 0;
-    *out = p;
-    *n = got;
-    return 0;
+    int rc = sl__read_small_file(path, max, out, n, err, errlen);
+    if (rc == SL_ENOTFOUND && err && errlen)
+        err[0] = 0;
+    return rc;
 }
 
 /* ---- classes.txt */

@@ -113,22 +113,25 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
     return 0;
 }
 
-/* Hashes file `path`'s bytes into h (NULL: nothing). */
+/* Hashes file `path`'s bytes into h (NULL: nothing). Read as the
+ * tokenizer reads its files (sl__read_small_file: regular, capped, named):
+ * a file the tokenizer does not read (merges beside a tiktoken or
+ * WordPiece vocabulary) is hashed too, and a FIFO there would block an
+ * fopen for ever, a directory fail as "read error". */
 static int hash_file(XXH3_state_t *h, const char *path, char *err,
                      size_t errlen)
 {
     if (!path)
         return 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot read", path);
-    char buf[65536];
+    char *text;
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        XXH3_64bits_update(h, buf, n);
-    int bad = ferror(f);
-    fclose(f);
-    return bad ? sl__fail(err, errlen, SL_EIO, "%s: read error", path) : 0;
+    int rc =
+        sl__read_small_file(path, SL__VOCAB_MAX_BYTES, &text, &n, err, errlen);
+    if (rc)
+        return rc;
+    XXH3_64bits_update(h, text, n);
+    free(text);
+    return 0;
 }
 
 /* sl_text_loader_fingerprint's number, of the resolved options. */

@@ -158,29 +158,12 @@ static char *resolve(const char *base, const char *p)
 static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,
                      char *err, size_t errlen)
 {
-    int64_t size = 0;
-    int fd = sl__open_regular(list, &size, err, errlen);
-    if (fd < 0)
-        return fd;
-    if (size > LIST_MAX_BYTES) {
-        close(fd);
-        return sl__fail(err, errlen, SL_EUNSUPPORTED,
-                        "%s: a list file of %lld bytes (more than %d MB)", list,
-                        (long long)size, LIST_MAX_BYTES >> 20);
-    }
-    char *text = malloc((size_t)size + 1);
-    ssize_t got = text ? pread(fd, text, (size_t)size, 0) : -1;
-    int e = errno;
-    close(fd);
-    if (!text)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    if (got != (ssize_t)size) {
-        free(text);
-        return sl__fail(
-            err, errlen, got < 0 ? sl__errno_code(e, SL_EIO) : SL_EIO,
-            "%s: read failed: %s", list, got < 0 ? strerror(e) : "short read");
-    }
-    text[size] = 0;
+    char *text;
+    size_t size;
+    int rc =
+        sl__read_small_file(list, LIST_MAX_BYTES, &text, &size, err, errlen);
+    if (rc)
+        return rc;
     char *base = NULL;
     const char *slash = strrchr(list, '/');
     if (slash && !(base = strndup(list, (size_t)(slash - list + 1)))) {
@@ -189,7 +172,7 @@ static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,
     }
     if (base && strlen(base) > 1)
         base[strlen(base) - 1] = 0; /* "dir/" -> "dir"; "/" stays */
-    int rc = 0, lineno = 0;
+    int lineno = 0;
     char *end = text + size; /* lines by length: a NUL must not end them */
     for (char *line = text, *next; !rc && line < end; line = next) {
         lineno++;

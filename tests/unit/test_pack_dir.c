@@ -302,6 +302,46 @@ static void test_older_packs(void **state)
     free(dir);
 }
 
+/* The manifest and classes.txt are read by base/file's rule for small
+ * files: none is no fault (SL_ENOTFOUND, nothing in err); a FIFO or a
+ * folder in their place is refused at once, named with its type; one over
+ * the cap is refused, named, before it is read. */
+static void test_manifest_files(void **state)
+{
+    (void)state;
+    char err[2048] = "";
+    char *dir = path_of("mfiles", NULL);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    sl__manifest_t m;
+    assert_int_equal(sl__manifest_read(dir, &m, err, sizeof err), SL_ENOTFOUND);
+    assert_string_equal(err, "");
+    char **names;
+    int n;
+    assert_int_equal(sl__classes_read(dir, &names, &n, NULL, err, sizeof err),
+                     SL_ENOTFOUND);
+    assert_string_equal(err, "");
+
+    char *mp = path_of("mfiles", SL__MANIFEST_NAME);
+    assert_int_equal(mkfifo(mp, 0600), 0);
+    assert_int_equal(sl__manifest_read(dir, &m, err, sizeof err), SL_EIO);
+    assert_non_null(strstr(err, mp));
+    assert_non_null(strstr(err, "not a regular file (FIFO)"));
+    unlink(mp);
+    assert_int_equal(tu_write_file(mp, "sluice-pack 1\n", 14), 0);
+    assert_int_equal(truncate(mp, SL__MANIFEST_MAX_BYTES + 1), 0);
+    assert_int_not_equal(sl__manifest_read(dir, &m, err, sizeof err), 0);
+    assert_non_null(strstr(err, mp));
+    assert_non_null(strstr(err, "more than the 67108864 allowed"));
+
+    char *cp = path_of("mfiles", "classes.txt");
+    assert_int_equal(mkdir(cp, 0700), 0);
+    assert_int_equal(sl__classes_read(dir, &names, &n, NULL, err, sizeof err),
+                     SL_EIO);
+    assert_non_null(strstr(err, cp));
+    assert_non_null(strstr(err, "not a regular file (directory)"));
+    free(mp), free(cp), free(dir);
+}
+
 /* A re-pack that fails leaves the old pack; one that succeeds leaves no
  * old shard; a folder of other files is not packed into. */
 static void test_repack(void **state)
@@ -465,6 +505,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_broken_packs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_older_packs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_repack, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_manifest_files, setup, teardown),
         cmocka_unit_test(test_manifest_text),
         cmocka_unit_test(test_classes_text),
     };

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "base/utf8.h"
@@ -788,6 +789,42 @@ static void test_option_checks(void **state)
     assert_true(rows > 100);
 }
 
+/* A vocabulary or merges file that is a FIFO or a folder is refused at
+ * once, named with its type, whether the tokenizer reads it or only the
+ * fingerprint hashes it (merges beside a WordPiece vocabulary): a FIFO was
+ * opened with fopen, which waits for a writer for ever (the alarm turns
+ * such a hang into a failure). */
+static void test_vocab_not_regular(void **state)
+{
+    (void)state;
+    char fifo[1100], folder[1100];
+    snprintf(fifo, sizeof fifo, "%s/vocab.fifo", dir);
+    snprintf(folder, sizeof folder, "%s/vocab.d", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_equal(mkdir(folder, 0700), 0);
+    const char *bad[2] = {fifo, folder}, *type[2] = {"(FIFO)", "(directory)"};
+    alarm(60);
+    for (int i = 0; i < 4; i++) {
+        sl_text_options_t o = lm_opt(1);
+        if (i < 2)
+            o.vocab = bad[i % 2];
+        else
+            o.merges = bad[i % 2]; /* read by no WordPiece: hashed only */
+        sl_text_loader_t *l = NULL;
+        int rc =
+            sl_text_loader_create((const char *const[]){corpus}, 1, &o, &l);
+        assert_int_not_equal(rc, 0);
+        assert_null(l);
+        const char *m = sl_text_loader_last_error(NULL);
+        assert_non_null(strstr(m, bad[i % 2]));
+        assert_non_null(strstr(m, "not a regular file"));
+        assert_non_null(strstr(m, type[i % 2]));
+    }
+    alarm(0);
+    unlink(fifo);
+    rmdir(folder);
+}
+
 /* Every token a worker produced is in a window or counted as dropped (the
  * chunks' tails): one epoch, one rank, all of it taken. */
 static void test_tokens_dropped(void **state)
@@ -869,6 +906,7 @@ int main(void)
         cmocka_unit_test(test_crlf_lines),
         cmocka_unit_test(test_first_layout),
         cmocka_unit_test(test_option_checks),
+        cmocka_unit_test(test_vocab_not_regular),
         cmocka_unit_test(test_tokens_dropped),
         cmocka_unit_test(test_next_timeout),
     };

@@ -569,6 +569,23 @@ static void test_dataset(void **state)
     assert_non_null(strstr(sl_volume_dataset_label(d, 0), "segmentation"));
     assert_null(sl_volume_dataset_image(d, 2));
     sl_volume_dataset_destroy(d);
+    /* A list file is read by base/file's rule for small files: one over
+     * 64 MiB, or a FIFO, is refused at once, named. */
+    assert_true(asprintf(&f, "%s/list.txt", dir) > 0);
+    assert_int_equal(tu_write_file(f, "# list\n", 7), 0);
+    assert_int_equal(truncate(f, (64 << 20) + 1), 0);
+    assert_int_not_equal(sl_volume_dataset_open(f, &o, &d, err, sizeof err), 0);
+    assert_null(d);
+    assert_non_null(strstr(err, f));
+    assert_non_null(strstr(err, "more than the 67108864 allowed"));
+    unlink(f);
+    assert_int_equal(mkfifo(f, 0600), 0);
+    assert_int_equal(sl_volume_dataset_open(f, &o, &d, err, sizeof err),
+                     SL_EIO);
+    assert_non_null(strstr(err, f));
+    assert_non_null(strstr(err, "not a regular file (FIFO)"));
+    unlink(f);
+    free(f);
     free(root), free(c0), free(c1);
 }
 
