@@ -199,6 +199,7 @@ int sl__sched_report(const sl__sched_decision_t *d, const int *applied,
                      char *reason, size_t reason_len)
 {
     if (d->event) {
+        /* shown as "policy: REASON" (telemetry/decision_text.h) */
         snprintf(knob, knob_len, "policy");
         *from = *to = 0;
         snprintf(reason, reason_len, "%s", d->reason);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "telemetry/decision_text.h"
 #include "telemetry/plot_internal.h"
 
 void sl__plot_put_quoted(FILE *f, const char *s)
@@ -224,12 +225,10 @@ static void decisions(FILE *f, const sl__plot_table_t *tb, double y0,
     for (int k = 0; k < n; k++) {
         const sl__plot_decision_t *d = &tb->dec[k];
         const char *why = d->reason[0] ? d->reason : "(no reason recorded)";
-        if (d->from_s[0] || d->to_s[0])
-            snprintf(text, sizeof text, "%d  t %.2f s  %s %s -> %s: %s", k + 1,
-                     d->t, d->knob, d->from_s, d->to_s, why);
-        else
-            snprintf(text, sizeof text, "%d  t %.2f s  %s %d -> %d: %s", k + 1,
-                     d->t, d->knob[0] ? d->knob : "?", d->from, d->to, why);
+        char what[288];
+        sl__decision_text(what, sizeof what, d->knob, d->from, d->to, d->from_s,
+                          d->to_s, why);
+        snprintf(text, sizeof text, "%d  t %.2f s  %s", k + 1, d->t, what);
         fprintf(f, "set label %d ", 200 + k);
         sl__plot_put_quoted(f, text);
         fprintf(f, " at screen 0.03, screen %.6f font ',9'\n",

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "telemetry/decision_text.h"
 #include "top.h"
 
 typedef struct screen {
@@ -192,9 +193,10 @@ int sl__top_render(const sl__top_frame_t *f, const char *source, int width,
          f->decisions_total == 1 ? "" : "s", f->ndec ? ", newest first:" : "");
     for (int i = f->ndec - 1; i >= 0; i--) {
         const sl__top_decision_t *e = &f->dec[i];
-        char d[256];
-        snprintf(d, sizeof d, "  %8s  %s %d -> %d: %s", dur(a, sizeof a, e->t),
-                 e->knob, e->from, e->to, e->reason);
+        char what[224], d[256];
+        sl__decision_text(what, sizeof what, e->knob, e->from, e->to, NULL,
+                          NULL, e->reason);
+        snprintf(d, sizeof d, "  %8s  %s", dur(a, sizeof a, e->t), what);
         wrapped(&s, d, DEC_INDENT, DEC_LINES);
     }
     return s.out.need;

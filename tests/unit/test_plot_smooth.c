@@ -231,15 +231,25 @@ static void test_io_depth_and_every_decision_marked(void **state)
     size_t len;
     FILE *f = open_memstream(&in, &len);
     for (int i = 1; i <= N; i++)
-        fprintf(f,
-                "{\"t\": %.1f, \"interval_s\": 0.1, \"samples_per_s\": 100, "
-                "\"knobs\": {\"read_threads\": 1, \"decode_threads\": 2, "
-                "\"prefetch\": 4, \"io_depth\": %d}, \"io\": {\"async\": "
-                "1, \"depth\": %d}, \"decisions_total\": %d, \"decision\": "
-                "{\"knob\": \"io_depth\", \"from\": %d, \"to\": %d, "
-                "\"reason\": \"step %d\"}}\n",
-                0.1 * i, 8 + i % 3, 8 + i % 3, i, 8 + (i - 1) % 3, 8 + i % 3,
-                i);
+        if (i == 2) /* a policy event: the rl guard's trip, no knob moved */
+            fprintf(f, "{\"t\": 0.2, \"interval_s\": 0.1, \"samples_per_s\": "
+                       "100, \"knobs\": {\"read_threads\": 1, "
+                       "\"decode_threads\": 2, \"prefetch\": 4, \"io_depth\": "
+                       "10}, \"io\": {\"async\": 1, \"depth\": 10}, "
+                       "\"decisions_total\": 2, \"decision\": {\"knob\": "
+                       "\"policy\", \"from\": 0, \"to\": 0, \"reason\": \"rl "
+                       "guard: heuristic from now on\"}}\n");
+        else
+            fprintf(f,
+                    "{\"t\": %.1f, \"interval_s\": 0.1, \"samples_per_s\": "
+                    "100, \"knobs\": {\"read_threads\": 1, "
+                    "\"decode_threads\": 2, \"prefetch\": 4, \"io_depth\": "
+                    "%d}, \"io\": {\"async\": 1, \"depth\": %d}, "
+                    "\"decisions_total\": %d, \"decision\": {\"knob\": "
+                    "\"io_depth\", \"from\": %d, \"to\": %d, \"reason\": "
+                    "\"step %d\"}}\n",
+                    0.1 * i, 8 + i % 3, 8 + i % 3, i, 8 + (i - 1) % 3,
+                    8 + i % 3, i);
     fclose(f);
     FILE *fi = fmemopen(in, len, "r");
     char *out = NULL, *script = NULL;
@@ -264,6 +274,11 @@ static void test_io_depth_and_every_decision_marked(void **state)
     assert_non_null(strstr(script, "title 'io_depth'"));
     assert_non_null(strstr(script, "'88' at 8.8"));
     assert_non_null(strstr(script, "decisions (88):"));
+    /* a policy event is listed as the event it is, not as a knob moved */
+    assert_non_null(strstr(script, "'2  t 0.20 s  policy: rl guard: "
+                                   "heuristic from now on'"));
+    assert_null(strstr(script, "policy 0 -> 0"));
+    assert_non_null(strstr(script, "'1  t 0.10 s  io_depth 8 -> 9: step 1'"));
     sl__plot_table_free(&tb);
     free(in);
     free(out);

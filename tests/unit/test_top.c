@@ -311,6 +311,15 @@ static void test_render_fits_and_shows(void **state)
     lines = count_lines(buf, &w);
     assert_true(w <= 60);
     /* Bytes the job sent that a terminal would act on are shown as '?'. */
+    /* A policy event (the rl guard's trip: no knob moved) is shown as the
+     * event it is. */
+    strcpy(f.dec[0].knob, "policy");
+    f.dec[0].from = f.dec[0].to = 0;
+    strcpy(f.dec[0].reason, "rl guard: heuristic from now on");
+    sl__top_render(&f, "x", 200, 60, buf, sizeof buf);
+    assert_non_null(strstr(buf, "  policy: rl guard: heuristic from now on\n"));
+    assert_null(strstr(buf, "policy 0 -> 0"));
+    assert_non_null(strstr(buf, "prefetch 4 -> 6: consumer waits"));
     strcpy(f.dec[1].reason, "esc\x1b[2J bell\a \xc3\xa9");
     sl__top_render(&f, "x", 200, 60, buf, sizeof buf);
     assert_non_null(strstr(buf, "esc?[2J bell? ??"));
