@@ -72,7 +72,10 @@ typedef struct sl_snapshot {
     int decision_new;       /**< 1: decision_* describe a change made in
                                  this interval */
     char decision_knob[24]; /**< "decode_threads" | "read_threads" |
-                                 "prefetch" | "gpu_share" */
+                                 "prefetch" | "io_depth" | "gpu_share" |
+                                 "cache_bytes" | "cache_codec"; "policy"
+                                 for a policy event, which changes no knob
+                                 (from = to = 0; docs/TELEMETRY.md) */
     int decision_from, decision_to;
     char decision_reason[160];
     /* reads in flight (after the first layout) */
