@@ -5,7 +5,8 @@
 #   SL_URING       asynchronous reads (sl_options_t.io_depth: liburing); off,
 #                  the loader keeps one blocking read per read thread
 #   SL_NIFTI       NIfTI-1/-2 volumes (sluice/volume.h: Debian's NIfTI C
-#                  library, libnifti2-dev, found by its CMake package; zlib)
+#                  library, libnifti2-dev, found by header and library, not
+#                  by its CMake package, whose paths are wrong; zlib)
 #   SL_TFRECORD    TFRecord files' tf.train.Example (protobuf-c, protoc-c)
 #   SL_CURL        remote sources: http://, https://, s3:// (libcurl; libxml2
 #                  for S3 listings); off, a URL is refused with "built
@@ -15,7 +16,7 @@
 # in every build (a caller links against any libsluice.so.N), and a call that
 # needs the missing part fails with SL_EUNSUPPORTED and a message that says
 # "sluice was built without ...". sluice/version.h says what was built
-# (SL_HAVE_TEXT, SL_HAVE_PROMETHEUS). jansson is not optional: the text
+# (SL_HAVE_TEXT, SL_HAVE_PROMETHEUS, ... one per component). jansson is not optional: the text
 # sources and the simulator's profiles (src/sim/profile.c) read JSON.
 
 # sl_component(VAR DOC MODULES...): option VAR, ON by default when every

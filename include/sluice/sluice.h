@@ -160,8 +160,9 @@ typedef struct sl_options {
     int max_threads;          /**< budget: CPU threads, decode threads + 1 for
                                    the read stage [2 x cores]. Read threads
                                    are I/O depth (outstanding reads), outside
-                                   it: the scheduler keeps them <= 4 x cores
-                                   (>= 4, >= read_threads given) */
+                                   it: the scheduler keeps them within
+                                   4 x cores, at least 64 and at most 256
+                                   (>= read_threads given) */
     int64_t max_memory_bytes; /**< budget for batch buffers, read-ahead
                                    and decode scratch: a quarter (at least
                                    32 MB) is kept for reading and decoding,

@@ -65,7 +65,9 @@ typedef struct sl_text_options {
     const char *telemetry_path; /**< JSON Lines, one snapshot a period
                                      [none] */
     int policy;                 /**< sl_policy_t [SL_POLICY_HEURISTIC] */
-    int max_threads;            /**< budget: tokenizing threads [2 x cores] */
+    int max_threads;            /**< budget: tokenizing threads + 1 (the
+                                     consumer's copy into batches)
+                                     [2 x cores] */
     /** Allocator for batch arrays [aligned_alloc / free]; as
      *  sl_options_t.buffer_alloc (e.g. page-locked memory). */
     void *(*buffer_alloc)(size_t bytes, void *ctx);

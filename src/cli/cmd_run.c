@@ -134,8 +134,8 @@ static const sl__opt_t run_opts[] = {
     {"learn", 0, SL__OPT_FLAG, F(opt.learn), 0, 0, NULL,
      "rl: fine-tune online; back to the heuristic if reward degrades"},
     {"max-threads", 0, SL__OPT_INT, F(opt.max_threads), 2, 256, "N",
-     "budget: decode threads + 1; read threads are I/O depth (<= 4 x "
-     "cores, >= 64)",
+     "budget: decode threads + 1; read threads are I/O depth (4 x "
+     "cores, 64..256)",
      "2 x cores"},
     {"max-memory", 0, SL__OPT_SIZE, F(opt.max_memory_bytes), 1, HUGE_VAL,
      "SIZE", "budget: batch buffers + read-ahead + decode scratch, e.g. 512M"},

@@ -26,11 +26,13 @@ typedef struct tok_args {
 #define F(f) offsetof(tok_args_t, f)
 static const sl__opt_t tokenize_opts[] = {
     {"tokenizer", 't', SL__OPT_STR, F(o.name), 0, 0, "T",
-     "gpt2 | cl100k_base | r50k_base | p50k_base | o200k_base | wordpiece",
+     "gpt2 | r50k_base | p50k_base | p50k_edit | cl100k_base | o200k_base "
+     "| wordpiece",
      .need = 1},
     {"vocab", 'v', SL__OPT_STR, F(o.vocab), 0, 0, "FILE",
      "ENCODER.json | RANKS.tiktoken | vocab.txt", .need = 1},
-    {"merges", 'm', SL__OPT_STR, F(o.merges), 0, 0, "FILE", "gpt2: VOCAB.bpe"},
+    {"merges", 'm', SL__OPT_STR, F(o.merges), 0, 0, "FILE",
+     "gpt2: VOCAB.bpe (without it, --vocab is a rank file)"},
     {"cased", 0, SL__OPT_FLAG, F(o.cased), 0, 0, NULL,
      "wordpiece: keep case and accents"},
     {"uncased", 0, SL__OPT_UNSET, F(o.cased), 0, 0, NULL,
