@@ -18,7 +18,13 @@ it waited for them, the actors and their decisions. A line per interval:
      the same interval are counted in decisions_total and listed in
      stats()["decisions"]),
      "ray": {"actors", "target_actors", "actors_started", "actors_failed",
-             "rehanded_batches", "batches_completed"},
+             "rehanded_batches", "batches_completed",
+             "window" (batches that may be in flight ahead of the trainer),
+             "object_store_bytes" (their byte budget; 0: none),
+             "batch_bytes" (a batch's, 0 before the first chunk),
+             "in_flight" (batches handed out, not taken),
+             "budget_held_total" (hand-outs at which the byte budget, not
+             the count window, kept an actor's slot empty)},
      and with partition=True, at most once a second (the actors are asked
      without waiting; their answers go into a later line):
      "cache": {"hits_total" (local + remote), "misses_total" (storage
@@ -126,7 +132,12 @@ class RayTelemetry:
                                  "actors_started": dl._next_id,
                                  "actors_failed": dl._failed,
                                  "rehanded_batches": dl._rehanded,
-                                 "batches_completed": dl._completed}})
+                                 "batches_completed": dl._completed,
+                                 "window": dl._window,
+                                 "object_store_bytes": dl.object_store_bytes,
+                                 "batch_bytes": dl._batch_bytes,
+                                 "in_flight": len(dl._ref),
+                                 "budget_held_total": dl._budget_held}})
         if len(decisions) > self._ndec:
             d = decisions[-1]
             line["decision"] = {"knob": "actors", "from": d["actors_before"],
