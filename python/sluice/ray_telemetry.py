@@ -31,8 +31,10 @@ it waited for them, the actors and their decisions. A line per interval:
                reads), "hit_rate" (over the interval since the counts
                before), "remote_hits_total", "remote_bytes_total"}}
 
-A share= job (sluice.ray_group) writes the trainer's fields only: its
-preparers are the group's (group_stats()).
+A share= job (sluice.ray_group) writes the trainer's fields and "ray":
+{"window", "object_store_bytes", "batch_bytes", "budget_held_total"} as
+the group's last reply said them (its preparers are the group's:
+group_stats()).
 
 The file is written by a daemon thread and flushed each line; close()
 writes a last line and closes it.
@@ -138,6 +140,8 @@ class RayTelemetry:
                                  "batch_bytes": dl._batch_bytes,
                                  "in_flight": len(dl._ref),
                                  "budget_held_total": dl._budget_held}})
+        else:
+            line["ray"] = dict(dl._group_store)
         if len(decisions) > self._ndec:
             d = decisions[-1]
             line["decision"] = {"knob": "actors", "from": d["actors_before"],
