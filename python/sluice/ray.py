@@ -240,9 +240,11 @@ class _Autoscale:
       the CPUs for one more (else it says so once: "hold");
     - remove one when the trainer waited less than `remove_wait` and the
       batches ready beyond the one it asked for, at each request, never
-      fell below one actor's share (depth x chunk) in the period: the
-      actors are ahead by at least a whole actor, which therefore does
-      not pay; never below min_actors.
+      fell below one actor's share of the window (depth x chunk; less
+      where object_store_bytes narrows the window, which then never has
+      depth x chunk per actor ready) in the period: the actors are ahead
+      by at least a whole actor, which therefore does not pay; never
+      below min_actors.
 
     Each change goes through set_actors with its reason (stats()
     ["decisions"], the "sluice.ray" logger)."""
@@ -284,7 +286,7 @@ class _Autoscale:
             self.held = False
             return n + 1, (f"trainer waited {wait:.0%} of the last {dt:.1f} s "
                            f"({taken / dt:.1f} batches/s taken): one more actor")
-        share = dl.depth * dl.chunk
+        share = min(dl.depth * dl.chunk, dl._window // max(1, len(dl._placed())))
         if (wait < self.remove_wait and n > self.min and taken > 0 and
                 min_ahead is not None and min_ahead >= share):
             return n - 1, (f"trainer waited {wait:.0%} of the last {dt:.1f} s "

@@ -376,6 +376,27 @@ def test_autoscale_adds_then_removes(cluster, ds, local):
         assert "ready ahead" in rm["reason"]
 
 
+def test_autoscale_removes_under_a_byte_budget(cluster, ds, local):
+    """Under object_store_bytes the window (2 actors x chunk 2 = 4 here,
+    the floor) never has an actor's depth x chunk = 4 ready beyond the
+    batch asked for: one actor's share is the window's over the actors
+    (2), else a budget kept every actor autoscale added."""
+    with make(ds, 1, chunk=2, autoscale={"period": 0.3}, max_actors=2,
+              min_actors=1, object_store_bytes=1) as dl:
+        for i in range(16):
+            dl.set_epoch(i % 2)
+            got = []
+            for b in dl:
+                got.append(b)
+                if dl.stats()["target_actors"] == 2:
+                    time.sleep(0.2)  # now the trainer is the slow one
+            assert digests(got) == local[0][i % 2]
+            if "remove" in [d["action"] for d in dl.stats()["decisions"]]:
+                break
+        acts = [d["action"] for d in dl.stats()["decisions"]]
+        assert acts[:2] == ["add", "add"] and "remove" in acts, dl.stats()["decisions"]
+
+
 def test_skipped_batches_as_local(cluster, ds, tmp_path):
     """on_error='skip': a batch whose samples are all bad is left out, as
     the local loader leaves it out; a partly bad one is short the same."""
