@@ -251,11 +251,16 @@ class _Group:
             while p.busy < self.depth:
                 hi = min(lo + win, self.hand_g + self.chunk)
                 if hi - self.hand_g < self.chunk:  # whole chunks only
-                    if lo + self.window >= self.hand_g + self.chunk:
-                        self.held_by_budget(win)
                     break
                 self.send(p, list(range(self.hand_g, hi)))
                 self.hand_g = hi
+            else:
+                continue
+            # A free slot and no whole chunk fits: none fits the others'
+            # either. Counted once per hand-out when the count would fit one.
+            if lo + self.window >= self.hand_g + self.chunk:
+                self.held_by_budget(win)
+            break
         self.wake()
 
     def held_by_budget(self, win):
