@@ -56,6 +56,46 @@ _START_WARN_S = 30.0
 _STATE_CHECKED = ("batch_size", "world_size", "drop_last", "seed",
                   "shuffle", "batches_per_epoch")
 
+# object_store_bytes's default: this share of the cluster's object store
+# (ray.cluster_resources()["object_store_memory"]), split among the
+# world_size ranks (each runs a loader, or a share group, of its own).
+# Ray Data's executor takes half by default for one dataset; a quarter
+# leaves the rest to the training's own objects and to a second loader
+# (an evaluation set) without spilling to disk.
+STORE_SHARE = 0.25
+
+
+def _store_budget(ray, given, world_size):
+    """The byte budget for batches in flight: object_store_bytes as given
+    (0: none, the batch window only), or by default STORE_SHARE of the
+    cluster's object store over the ranks (0 where Ray reports none)."""
+    if given is not None:
+        if given < 0:
+            raise ValueError("object_store_bytes must be >= 0 (0: no byte budget)")
+        return int(given)
+    if not ray.is_initialized():  # as the loader's first actor would
+        ray.init()
+    total = ray.cluster_resources().get("object_store_memory", 0)
+    return int(total * STORE_SHARE / max(1, world_size))
+
+
+def _window(count, budget, batch_bytes, live, chunk):
+    """Batches that may be in flight ahead of the trainer (a share
+    group's slowest job): the count window, narrowed by the byte budget
+    once a batch's bytes are known, and never below one chunk per live
+    preparer (each can always be handed one: no deadlock, whatever the
+    budget). The one rule, for the lone loader and the share group."""
+    if not budget or not batch_bytes:
+        return count
+    return min(count, max(budget // batch_bytes, live * chunk))
+
+
+def _batch_nbytes(values):
+    """The largest batch's bytes in a chunk's values (images and labels;
+    0 when none: every batch skipped)."""
+    return max((x.nbytes + y.nbytes for x, y in (v for v in values or () if v is not None)),
+               default=0)
+
 
 def _import_ray():
     try:
@@ -200,9 +240,11 @@ class _Autoscale:
       the CPUs for one more (else it says so once: "hold");
     - remove one when the trainer waited less than `remove_wait` and the
       batches ready beyond the one it asked for, at each request, never
-      fell below one actor's share (depth x chunk) in the period: the
-      actors are ahead by at least a whole actor, which therefore does
-      not pay; never below min_actors.
+      fell below one actor's share of the window (depth x chunk; less
+      where object_store_bytes narrows the window, which then never has
+      depth x chunk per actor ready) in the period: the actors are ahead
+      by at least a whole actor, which therefore does not pay; never
+      below min_actors.
 
     Each change goes through set_actors with its reason (stats()
     ["decisions"], the "sluice.ray" logger)."""
@@ -244,7 +286,7 @@ class _Autoscale:
             self.held = False
             return n + 1, (f"trainer waited {wait:.0%} of the last {dt:.1f} s "
                            f"({taken / dt:.1f} batches/s taken): one more actor")
-        share = dl.depth * dl.chunk
+        share = min(dl.depth * dl.chunk, dl._window // max(1, len(dl._placed())))
         if (wait < self.remove_wait and n > self.min and taken > 0 and
                 min_ahead is not None and min_ahead >= share):
             return n - 1, (f"trainer waited {wait:.0%} of the last {dt:.1f} s "
@@ -258,7 +300,7 @@ class DataLoader:
     seed=None, drop_last=False, rank=None, world_size=None, dtype=None,
     num_actors=2, actor_threads=1, chunk=8, depth=2, actor_options=None,
     autoscale=False, min_actors=1, max_actors=None, tensors=True,
-    device=None, partition=False, **options)
+    device=None, partition=False, object_store_bytes=None, **options)
 
     num_actors Ray actors, each a sluice.Loader with actor_threads decode
     threads and the options given (mode=, layout=, on_error=, mean=, ...);
@@ -270,7 +312,18 @@ class DataLoader:
     remote actors and for a share group (bench/RESULTS.md). depth: tasks
     queued per actor. Up to num_actors x depth x chunk
     batches are in the object store ahead of the trainer (the first after
-    one chunk's preparation). tensors=False yields the numpy
+    one chunk's preparation), and at most object_store_bytes of them: a
+    byte budget for the batches handed out and not yet taken (default: a
+    quarter of the cluster's object store, ray.cluster_resources()
+    ["object_store_memory"], over world_size; 0: none). A batch's bytes
+    are known from the first chunk prepared (before that the count
+    alone holds); the budget never narrows the window below one chunk
+    per actor, so a budget under that still streams (the store then
+    holds that much). The chunk the trainer takes from stays in the
+    store until its last batch is taken: at most one chunk more.
+    stats() says the window now, the budget and how often the budget
+    held the actors back (budget_held); the stream is the same
+    whatever the budget, only its pace changes. tensors=False yields the numpy
     arrays (the images: read-only views of the object store) instead of
     torch tensors; device= moves the tensors there (non_blocking). The
     image tensors on the CPU are views of the object store (no copy;
@@ -312,7 +365,7 @@ class DataLoader:
                  actor_options=None, autoscale=False, min_actors=1,
                  max_actors=None, tensors=True, device=None, share=None,
                  partition=False, storage=None, telemetry_path=None,
-                 telemetry_ms=100, **options):
+                 telemetry_ms=100, object_store_bytes=None, **options):
         self._ray = ray = _import_ray()
         self._torch = None
         if tensors:
@@ -329,6 +382,7 @@ class DataLoader:
         self.seed = 0 if seed is None else int(seed)
         self.rank, self.world_size = rank, world_size
         self.chunk, self.depth = chunk, depth
+        self.object_store_bytes = _store_budget(ray, object_store_bytes, world_size)
         dtype_name = "uint8"
         if dtype is not None:
             dtype_name = dtype if isinstance(dtype, str) else str(dtype).rsplit(".", 1)[-1]
@@ -368,6 +422,13 @@ class DataLoader:
         self._samples = 0
         self._completed = 0    # batches the actors completed
         self._tasks = self._handed = 0  # tasks sent, batches in them
+        # The byte budget's measures: the largest batch's bytes seen (0
+        # until a chunk completed), the window it gave at the last
+        # hand-out, the hand-outs it held back (a chunk the count window
+        # allowed was not sent).
+        self._batch_bytes = 0
+        self._window = num_actors * depth * chunk
+        self._budget_held = 0
         self._run = 0
         self._runs = 0
         self._ended = {}  # a superseded iteration's number: what did it
@@ -559,6 +620,7 @@ class DataLoader:
         a.chunks = [c for c in a.chunks if c is not chunk]
         a.batches += len(chunk.gs)
         self._completed += len(chunk.gs)
+        self._batch_bytes = max(self._batch_bytes, _batch_nbytes(values))
         for g, v in zip(chunk.gs, values or ()):
             if self._ref.get(g) is chunk:
                 self._got[g] = v
@@ -594,18 +656,38 @@ class DataLoader:
         while self._redo:
             gs, self._redo = self._redo[:self.chunk], self._redo[self.chunk:]
             self._send(min(live, key=lambda a: len(a.chunks)), gs)
-        window = len(live) * self.depth * self.chunk
+        count = len(live) * self.depth * self.chunk
+        self._window = window = _window(count, self.object_store_bytes,
+                                        self._batch_bytes, len(live), self.chunk)
         for a in sorted(live, key=lambda a: len(a.chunks)):
             while len(a.chunks) < self.depth:
-                hi = min(self._horizon, self._next_g + window, self._hand_g + self.chunk)
-                # Whole chunks only (but at the horizon): a free slot
-                # filled with what the window allowed at that take made
-                # chunks of 1-3 batches, each paying a whole task.
-                if hi <= self._hand_g or (hi - self._hand_g < self.chunk
-                                          and hi < self._horizon):
+                hi = self._chunk_end(window)
+                if hi is None:
+                    if window < count and self._chunk_end(count) is not None:
+                        self._held_by_budget(count)
                     return
                 self._send(a, list(range(self._hand_g, hi)))
                 self._hand_g = hi
+
+    def _chunk_end(self, window):
+        """The end of the next chunk to hand out within `window` batches
+        of the trainer, or None. Whole chunks only (but at the horizon): a
+        free slot filled with what the window allowed at that take made
+        chunks of 1-3 batches, each paying a whole task."""
+        hi = min(self._horizon, self._next_g + window, self._hand_g + self.chunk)
+        if hi <= self._hand_g or (hi - self._hand_g < self.chunk and hi < self._horizon):
+            return None
+        return hi
+
+    def _held_by_budget(self, count):
+        """The byte budget, not the count window, kept an actor's free
+        slot empty: counted (stats()["budget_held"], the telemetry's
+        budget_held_total) and said once on the "sluice.ray" logger."""
+        self._budget_held += 1
+        if self._budget_held == 1:
+            log.info("object_store_bytes %d holds the actors back: %d batches of "
+                     "%d bytes in flight at most, not %d", self.object_store_bytes,
+                     self._window, self._batch_bytes, count)
 
     def _get(self, g):
         """Batch g's value, waiting for it; re-hands it when its actor
@@ -822,7 +904,12 @@ class DataLoader:
 
     def stats(self):
         """Counters and the actors' decisions (a dict); no call to the
-        actors (len(skipped()) counts the skipped samples)."""
+        actors (len(skipped()) counts the skipped samples). The object
+        store's share: window (batches that may be in flight ahead of the
+        trainer now), object_store_bytes (the budget), batch_bytes (the
+        largest batch's, 0 before the first chunk), in_flight (batches
+        handed out, not taken), budget_held (hand-outs at which the
+        budget, not the count window, kept an actor's slot empty)."""
         return {"batches": self._taken, "samples": self._samples,
                 "wait_s": self._wait_s, "actors": len(self._live()),
                 "actors_unplaced": len(self._live()) - len(self._placed()),
@@ -831,6 +918,11 @@ class DataLoader:
                 "rehanded_batches": self._rehanded,
                 "batches_completed": self._completed,
                 "tasks": self._tasks, "batches_handed": self._handed,
+                "window": self._window,
+                "object_store_bytes": self.object_store_bytes,
+                "batch_bytes": self._batch_bytes,
+                "in_flight": len(self._ref),
+                "budget_held": self._budget_held,
                 "per_actor": {a.id: a.batches for a in self._actors},
                 "decisions": list(self._decisions)}
 

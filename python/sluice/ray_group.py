@@ -25,6 +25,10 @@ object store that every job fetches (zero-copy on the same node).
 - **Pace.** The group prepares within a window of `window` batches past
   the slowest attached job's position (CoorDL's rule): the jobs move
   together, a faster one waits for the slowest at most `window` ahead.
+  `object_store_bytes` narrows the window to the batches whose bytes fit
+  (once the first chunk told a batch's size; never below one chunk per
+  preparer): what the group holds in Ray's object store, once for all
+  its jobs.
   A batch is released once every attached job is past it or left. A job
   asks the group for chunk objects once per half window (when fewer than
   half the window's are known ahead), not per batch, so the group hears
@@ -64,8 +68,8 @@ import uuid
 import warnings
 import weakref
 
-from .ray import (_START_WARN_S, DataLoader, _Chunk, _init_error, _lost, _merge_skipped,
-                  _Preparer, _unplaced_message, log)
+from .ray import (_START_WARN_S, DataLoader, _batch_nbytes, _Chunk, _init_error, _lost,
+                  _merge_skipped, _Preparer, _unplaced_message, _window, log)
 
 __all__ = ["SharedLoader"]
 
@@ -115,10 +119,12 @@ def _life(ray):
 class _GroupPreparer(_Preparer):
     """sluice.ray's preparer; prepare_marked adds a small second return
     value the group awaits (never the chunk itself, which would pull its
-    batches into the group's process)."""
+    batches into the group's process): the largest batch's bytes, which
+    the byte budget goes by."""
 
     def prepare_marked(self, batches):
-        return self.prepare(batches), len(batches)
+        out = self.prepare(batches)
+        return out, _batch_nbytes(out)
 
 
 class _Prep:
@@ -135,14 +141,18 @@ class _Group:
 
     def __init__(self, name, key, fields, source, batch_size, image_size,
                  options, actor_options, num_actors, chunk, depth, window,
-                 lease):
+                 lease, store_bytes=0):
         import ray
         self._ray = ray
         self.name, self.key, self.fields = name, key, fields
         self.args = (source, batch_size, image_size, options)
         self.actor_options = dict(actor_options)
         self.chunk, self.depth, self.lease = chunk, depth, lease
+        # The count window (window=, at least a chunk per queue slot) and
+        # the byte budget (object_store_bytes=), which narrows it once a
+        # batch's bytes are known (eff_window).
         self.window = max(window or 0, num_actors * depth * chunk)
+        self.store_bytes, self.batch_bytes = store_bytes, 0
         self.target = num_actors
         self.cls = ray.remote(_GroupPreparer)
         self.preps, self.next_id = [], 0
@@ -158,7 +168,7 @@ class _Group:
         self.closed = False
         self.counts = {"prepared": 0, "reprepared": 0, "preparers_failed": 0,
                        "jobs_attached": 0, "jobs_left": 0, "jobs_dropped": 0,
-                       "wants": 0}
+                       "wants": 0, "budget_held": 0}
         self.per_epoch = {}     # epoch -> batches prepared
         self.events = []        # (time, what)
         self.changed = None
@@ -174,6 +184,12 @@ class _Group:
             h = self.cls.options(**self.actor_options).remote(*self.args)
             self.preps.append(_Prep(h, self.next_id))
             self.next_id += 1
+
+    def eff_window(self):
+        """Batches the group may hold past the slowest job now: the count
+        window narrowed by the byte budget (sluice.ray's one rule)."""
+        return _window(self.window, self.store_bytes, self.batch_bytes,
+                       len(self.preps), self.chunk)
 
     def lo(self):
         ps = [p for p, *_ in self.jobs.values() if p is not None]
@@ -192,7 +208,7 @@ class _Group:
 
     async def watch(self, p, gs, marker):
         try:
-            await marker
+            self.batch_bytes = max(self.batch_bytes, await marker)
             p.batches += len(gs)
         except _lost(self._ray) as e:
             self.failed(p, e)
@@ -230,14 +246,37 @@ class _Group:
             gs, self.redo = self.redo[:self.chunk], self.redo[self.chunk:]
             self.send(min(self.preps, key=lambda p: p.busy), gs)
         self.hand_g = max(self.hand_g, lo)
+        win = self.eff_window()
         for p in sorted(self.preps, key=lambda p: p.busy):
             while p.busy < self.depth:
-                hi = min(lo + self.window, self.hand_g + self.chunk)
+                hi = min(lo + win, self.hand_g + self.chunk)
                 if hi - self.hand_g < self.chunk:  # whole chunks only
                     break
                 self.send(p, list(range(self.hand_g, hi)))
                 self.hand_g = hi
+            else:
+                continue
+            # A free slot and no whole chunk fits: none fits the others'
+            # either. Counted once per hand-out when the count would fit one.
+            if lo + self.window >= self.hand_g + self.chunk:
+                self.held_by_budget(win)
+            break
         self.wake()
+
+    def held_by_budget(self, win):
+        """The byte budget, not the count window, kept a preparer's free
+        slot empty: counted (budget_held) and noted once (events)."""
+        self.counts["budget_held"] += 1
+        if self.counts["budget_held"] == 1:
+            self.note(f"object_store_bytes {self.store_bytes} holds the preparers back: "
+                      f"{win} batches of {self.batch_bytes} bytes past the slowest "
+                      f"job at most, not {self.window}")
+
+    def store(self):
+        """The window and the byte budget, as a reply tells a job."""
+        return {"window": self.eff_window(), "object_store_bytes": self.store_bytes,
+                "batch_bytes": self.batch_bytes,
+                "budget_held_total": self.counts["budget_held"]}
 
     def release(self, lo):
         for g in [g for g in self.ref if g < lo]:
@@ -280,8 +319,8 @@ class _Group:
         self.counts["jobs_attached"] += 1
         self.note(f"job {job} attached " + ("at its own position" if start is None else
                                             f"at epoch {start // nb} batch {start % nb}"))
-        return {"start": start, "batches_per_epoch": nb, "num_samples": self.samples,
-                "window": self.window}
+        return dict(self.store(), start=start, batches_per_epoch=nb,
+                    num_samples=self.samples)
 
     async def first_info(self, job, life):
         """Waits for the first preparer to start (Ray may wait for
@@ -329,9 +368,9 @@ class _Group:
     async def want(self, job, g, n, known, wait_s):
         """job's position is g; returns {batch: [its chunk's object, the
         chunk's batches]} for the batches of [g, g + n) handed out and not
-        in `known`, waiting up to wait_s for g itself, and the window now. A job asks about once per half
-        window (SharedLoader._hand_out), so this is per window, not per
-        batch."""
+        in `known`, waiting up to wait_s for g itself, and the window and
+        byte budget now (store()). A job asks about once per half window
+        (SharedLoader._hand_out), so this is per window, not per batch."""
         j = self.jobs.get(job)
         if j is None:
             return {"detached": True}
@@ -339,8 +378,9 @@ class _Group:
         self.counts["wants"] += 1
         lo = self.lo()
         # Behind the continuous hand-out and no longer held: again.
+        win = self.eff_window()
         again = [x for x in range(g, g + n)
-                 if x < self.hand_g and x not in self.ref and x < lo + self.window
+                 if x < self.hand_g and x not in self.ref and x < lo + win
                  and x not in self.redo]
         if again:
             self.redo = sorted(self.redo + again)
@@ -358,9 +398,8 @@ class _Group:
             except asyncio.TimeoutError:
                 break
         known = set(known)
-        r = {"refs": {x: list(self.ref[x]) for x in range(g, g + n)
-                      if x in self.ref and x not in known},
-             "window": self.window}
+        r = dict(self.store(), refs={x: list(self.ref[x]) for x in range(g, g + n)
+                                     if x in self.ref and x not in known})
         if again:  # the job says why, once
             others = [p for j, (p, *_) in self.jobs.items() if j != job and p is not None]
             r["again"] = [len(again), min(others) if others else None, self.nb]
@@ -446,7 +485,9 @@ class _Group:
     async def stats(self):
         return dict(self.counts, name=self.name, jobs=len(self.jobs),
                     positions={j: p for j, (p, *_) in self.jobs.items()},
-                    preparers=len(self.preps), window=self.window,
+                    preparers=len(self.preps), window=self.eff_window(),
+                    window_batches=self.window, object_store_bytes=self.store_bytes,
+                    batch_bytes=self.batch_bytes,
                     prepared_per_epoch=dict(self.per_epoch),
                     held=len(self.ref), events=list(self.events),
                     waiting=sorted(self.waiting),
@@ -526,7 +567,14 @@ class SharedLoader(DataLoader):
     module's doc). num_actors, actor_threads, actor_options, chunk and
     depth are the group's, taken from the job that creates it. window:
     batches the group prepares past its slowest job (default num_actors x
-    depth x chunk). autoscale and partition are not offered here.
+    depth x chunk); object_store_bytes (sluice.ray.DataLoader's: default a
+    quarter of the cluster's object store over world_size) narrows it to
+    the batches whose bytes fit, the group's for all its jobs (each
+    batch is one object every job receives), never below one chunk per
+    preparer; both the creating job's. group_stats() says the window
+    now, window_batches (the count), object_store_bytes, batch_bytes and
+    budget_held (hand-outs the budget held back). autoscale and
+    partition are not offered here.
 
     With world_size > 1 (given, or torch.distributed's: Ray Train's
     ranks) share="NAME" names one group per rank, "NAME-rankRofW": each
@@ -568,7 +616,7 @@ class SharedLoader(DataLoader):
             self._group = g.remote(name, key, fields, self.source, self.batch_size,
                                    self.image_size, self._options, self._actor_options,
                                    num_actors, self.chunk, self.depth, self._window,
-                                   self._lease)
+                                   self._lease, self.object_store_bytes)
             try:
                 ref = self._group.attach.remote(self._job, key, fields, self._join,
                                                 _life(ray))
@@ -596,7 +644,8 @@ class SharedLoader(DataLoader):
                                f"it ended at each of 50 tries; the last: {last}")
         self.batches_per_epoch = nb = r["batches_per_epoch"]
         self.num_samples = r["num_samples"]
-        self._group_window = r["window"]
+        self._store_reply(r)
+        self.object_store_bytes = r["object_store_bytes"]  # the group's
         if r["start"] is not None:  # joined a group under way
             self._start = self._saved = self._pos = divmod(r["start"], nb)
         self._cache, self._asked = {}, None  # g -> its _Chunk, known ahead
@@ -614,6 +663,14 @@ class SharedLoader(DataLoader):
                                                       self._beat, self._lease),
                              daemon=True, name="sluice-share-heartbeat")
         t.start()
+
+    def _store_reply(self, r):
+        """The group's window (batches: the count narrowed by the byte
+        budget) and budget, as its last reply said them: how far this job
+        asks ahead, and its telemetry's "ray" fields."""
+        self._group_window = r["window"]
+        self._group_store = {k: r[k] for k in ("window", "object_store_bytes",
+                                               "batch_bytes", "budget_held_total")}
 
     def _tell(self, g):
         """The group hears position g (no answer awaited)."""
@@ -680,7 +737,7 @@ class SharedLoader(DataLoader):
             if ref not in chunks:
                 chunks[ref] = _Chunk(ref, gs)
             self._cache[g] = chunks[ref]
-        self._group_window = r["window"]  # set_actors may have widened it
+        self._store_reply(r)  # set_actors, a batch's bytes may have moved it
 
     def _get(self, g):
         """Batch g: fetched with its chunk (by Ray's thread, as soon as it

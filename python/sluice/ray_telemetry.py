@@ -18,15 +18,23 @@ it waited for them, the actors and their decisions. A line per interval:
      the same interval are counted in decisions_total and listed in
      stats()["decisions"]),
      "ray": {"actors", "target_actors", "actors_started", "actors_failed",
-             "rehanded_batches", "batches_completed"},
+             "rehanded_batches", "batches_completed",
+             "window" (batches that may be in flight ahead of the trainer),
+             "object_store_bytes" (their byte budget; 0: none),
+             "batch_bytes" (a batch's, 0 before the first chunk),
+             "in_flight" (batches handed out, not taken),
+             "budget_held_total" (hand-outs at which the byte budget, not
+             the count window, kept an actor's slot empty)},
      and with partition=True, at most once a second (the actors are asked
      without waiting; their answers go into a later line):
      "cache": {"hits_total" (local + remote), "misses_total" (storage
                reads), "hit_rate" (over the interval since the counts
                before), "remote_hits_total", "remote_bytes_total"}}
 
-A share= job (sluice.ray_group) writes the trainer's fields only: its
-preparers are the group's (group_stats()).
+A share= job (sluice.ray_group) writes the trainer's fields and "ray":
+{"window", "object_store_bytes", "batch_bytes", "budget_held_total"} as
+the group's last reply said them (its preparers are the group's:
+group_stats()).
 
 The file is written by a daemon thread and flushed each line; close()
 writes a last line and closes it.
@@ -126,7 +134,14 @@ class RayTelemetry:
                                  "actors_started": dl._next_id,
                                  "actors_failed": dl._failed,
                                  "rehanded_batches": dl._rehanded,
-                                 "batches_completed": dl._completed}})
+                                 "batches_completed": dl._completed,
+                                 "window": dl._window,
+                                 "object_store_bytes": dl.object_store_bytes,
+                                 "batch_bytes": dl._batch_bytes,
+                                 "in_flight": len(dl._ref),
+                                 "budget_held_total": dl._budget_held}})
+        else:
+            line["ray"] = dict(dl._group_store)
         if len(decisions) > self._ndec:
             d = decisions[-1]
             line["decision"] = {"knob": "actors", "from": d["actors_before"],

@@ -5,6 +5,7 @@ actors added and removed mid-epoch; an actor killed mid-epoch (ray.kill,
 and its process by SIGKILL) loses and duplicates nothing; the autoscale
 policy's decisions. Skips with the reason when Ray (or torch) is not
 importable or cannot start. Small data: a shared 2-core machine."""
+import json
 import os
 import signal
 import threading
@@ -131,6 +132,69 @@ def test_whole_chunks(cluster, ds, local):
         assert [digests(dl) for _ in range(2)] == local[0]
         st = dl.stats()
         assert st["batches_handed"] >= 4 * st["tasks"] - 3 * 2, st
+
+
+# A batch's bytes in the object store: B uint8 images, B int64 labels.
+BATCH_BYTES = B * 3 * S * S + B * 8
+
+
+def _in_flight_run(dl, epochs=2):
+    """Streams `epochs` epochs slowly (the actors fill what the window
+    allows before each take); returns the digests and, per take, the
+    batches handed out and not yet taken (the loader's counters since
+    the start: nothing is dropped here)."""
+    t0 = time.monotonic()  # both actors started: both take work
+    while dl.stats()["actors_unplaced"] and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    got, ahead = [], []
+    for _ in range(epochs):
+        out = []
+        for b in dl:
+            out.append(b)
+            st = dl.stats()
+            ahead.append(st["batches_handed"] - st["batches"])
+            time.sleep(0.03)
+        got.append(digests(out))
+    return got, ahead
+
+
+def test_object_store_bytes_bounds_the_batches_in_flight(cluster, ds, local, tmp_path):
+    """object_store_bytes: once the first chunk told a batch's bytes, the
+    batches in flight ahead of the trainer (handed out, not taken: in
+    the object store or being prepared) fit the budget, 5 batches here,
+    not the count window's 2 actors x depth 2 x chunk 2 = 8 (the first
+    hand-out, before any chunk was done, sent 8); the stream is the local
+    loader's, and stats() and the telemetry say that the budget held the
+    actors back."""
+    path = tmp_path / "t.jsonl"
+    with make(ds, 2, chunk=2, object_store_bytes=5 * BATCH_BYTES,
+              telemetry_path=path) as dl:
+        got, ahead = _in_flight_run(dl)
+        assert got == local[0]
+        assert max(ahead[2:]) <= 5, ahead
+        assert max(ahead) >= 4, ahead  # the budget is used, not starved
+        st = dl.stats()
+        assert (st["window"], st["batch_bytes"], st["object_store_bytes"]) == \
+            (5, BATCH_BYTES, 5 * BATCH_BYTES), st
+        assert st["budget_held"] > 0, st
+    last = json.loads(path.read_text().splitlines()[-1])["ray"]
+    assert (last["window"], last["object_store_bytes"]) == (5, 5 * BATCH_BYTES), last
+    assert last["budget_held_total"] == st["budget_held"], last
+
+
+def test_object_store_bytes_below_a_chunk_per_actor(cluster, ds, local):
+    """A budget under one chunk per actor (1 byte) never narrows the
+    window below that, so it cannot deadlock: 2 actors x chunk 2 = 4
+    batches in flight, the same stream. The default budget is a quarter
+    of the cluster's object store."""
+    with make(ds, 2, chunk=2, object_store_bytes=1) as dl:
+        got, ahead = _in_flight_run(dl)
+        assert got == local[0]
+        assert max(ahead[3:]) <= 4, ahead
+        assert dl.stats()["window"] == 4
+    with make(ds, 1) as dl:
+        store = ray.cluster_resources()["object_store_memory"]
+        assert dl.stats()["object_store_bytes"] == int(store / 4) > 0
 
 
 def test_work_dropped_at_set_epoch_elsewhere(cluster, ds, local):
@@ -310,6 +374,27 @@ def test_autoscale_adds_then_removes(cluster, ds, local):
         assert "remove" in acts, st["decisions"]
         rm = next(d for d in st["decisions"] if d["action"] == "remove")
         assert "ready ahead" in rm["reason"]
+
+
+def test_autoscale_removes_under_a_byte_budget(cluster, ds, local):
+    """Under object_store_bytes the window (2 actors x chunk 2 = 4 here,
+    the floor) never has an actor's depth x chunk = 4 ready beyond the
+    batch asked for: one actor's share is the window's over the actors
+    (2), else a budget kept every actor autoscale added."""
+    with make(ds, 1, chunk=2, autoscale={"period": 0.3}, max_actors=2,
+              min_actors=1, object_store_bytes=1) as dl:
+        for i in range(16):
+            dl.set_epoch(i % 2)
+            got = []
+            for b in dl:
+                got.append(b)
+                if dl.stats()["target_actors"] == 2:
+                    time.sleep(0.2)  # now the trainer is the slow one
+            assert digests(got) == local[0][i % 2]
+            if "remove" in [d["action"] for d in dl.stats()["decisions"]]:
+                break
+        acts = [d["action"] for d in dl.stats()["decisions"]]
+        assert acts[:2] == ["add", "add"] and "remove" in acts, dl.stats()["decisions"]
 
 
 def test_skipped_batches_as_local(cluster, ds, tmp_path):

@@ -245,6 +245,62 @@ def test_jobs_resumed_elsewhere(cluster, ds, local):
         b.close()
 
 
+# A batch's bytes in the object store: B uint8 images, B int64 labels.
+BATCH_BYTES = B * 3 * S * S + B * 8
+
+
+def test_object_store_bytes_bounds_the_group(cluster, ds, local, tmp_path):
+    """object_store_bytes bounds what the group holds in the object store
+    past its slowest job: in the second epoch (the first hand-out, before
+    a chunk was done, and the jobs' positions heard up to half a window
+    late are behind), at most 5 batches held (handed out, not released),
+    not the count window's 2 preparers x depth 2 x chunk 2 = 8. Both
+    jobs' streams are the lone loader's, each batch prepared once; the
+    group's replies tell the window in batches and the budget, and a
+    job's telemetry says that the budget held the preparers back."""
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL, share="bytes",
+              object_store_bytes=5 * BATCH_BYTES)
+    a = sluice.ray.DataLoader(ds, B, S, telemetry_path=tmp_path / "a.jsonl", **kw)
+    b = sluice.ray.DataLoader(ds, B, S, **kw)
+    try:
+        held = []
+        for e in range(2):
+            got_a, got_b = [], []
+            for x, y in zip(a, b):
+                got_a.append(x)
+                got_b.append(y)
+                held.append(a.group_stats()["held"])
+                time.sleep(0.03)  # the preparers fill what the window allows
+            assert digests(got_a) == local[e] and digests(got_b) == local[e]
+        assert max(held[NB:]) <= 5, held
+        assert max(held) >= 4, held  # the budget is used, not starved
+        g = a.group_stats()
+        assert (g["window"], g["window_batches"], g["batch_bytes"],
+                g["object_store_bytes"]) == (5, 8, BATCH_BYTES, 5 * BATCH_BYTES), g
+        assert g["budget_held"] > 0 and g["reprepared"] == 0, g
+        assert g["prepared_per_epoch"][0] == NB and g["prepared_per_epoch"][1] == NB, g
+        assert a.object_store_bytes == 5 * BATCH_BYTES
+    finally:
+        a.close()
+        b.close()
+    last = json.loads((tmp_path / "a.jsonl").read_text().splitlines()[-1])["ray"]
+    assert (last["window"], last["object_store_bytes"], last["batch_bytes"]) == \
+        (5, 5 * BATCH_BYTES, BATCH_BYTES), last
+    assert last["budget_held_total"] > 0, last
+
+
+def test_object_store_bytes_below_a_chunk_per_preparer(cluster, ds, local):
+    """A budget under one chunk per preparer (1 byte) never narrows the
+    group's window below that (2 preparers x chunk 2 = 4), so it cannot
+    deadlock: the epoch completes, the lone loader's stream."""
+    kw = dict(seed=SEED, num_actors=2, chunk=2, actor_options=SMALL,
+              share="bytes-tiny", object_store_bytes=1)
+    with sluice.ray.DataLoader(ds, B, S, **kw) as dl:
+        assert digests(dl) == local[0]
+        g = dl.group_stats()
+        assert g["window"] == 4 and g["prepared_per_epoch"][0] == NB, g
+
+
 def test_three_jobs_prepare_once(jobs, local, tmp_path):
     """Three job processes, two epochs each: every job's stream is the lone
     loader's, and each batch was prepared once for all of them."""
