@@ -139,6 +139,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("photos")
     ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--size", type=int, default=224,
+                    help="RandomResizedCrop's output side (the tests' dry run: 64)")
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--threads", default="2,4")
@@ -225,12 +227,12 @@ class Peer:
                   persistent_workers=threads > 0, drop_last=True,
                   pin_memory=dev.type == "cuda")
         if case == "torch":  # the peers' suite's transform, written once
-            tf = C.torchvision_transform(argparse.Namespace(size=224, out="uint8"))
+            tf = C.torchvision_transform(argparse.Namespace(size=a.size, out="uint8"))
             self.dl = torch.utils.data.DataLoader(
                 ImageFolder(a.photos, transform=tf), **kw)
         else:
             from torchvision.transforms import v2
-            self.rrc = v2.Compose([v2.RandomResizedCrop(224, antialias=True),
+            self.rrc = v2.Compose([v2.RandomResizedCrop(a.size, antialias=True),
                                    v2.RandomHorizontalFlip()])
             kw["pin_memory"] = False  # a list of tensors: decode_jpeg copies
             self.dl = torch.utils.data.DataLoader(
@@ -283,7 +285,7 @@ def run_model(a, name, nvml):
     out = {"gpu": torch.cuda.get_device_name(0) if dev.type == "cuda" else None,
            "batch": a.batch, "model": name, "cores": os.cpu_count()}
     # The bound: batches already on the GPU.
-    x = torch.randint(0, 256, (a.batch, 3, 224, 224), dtype=torch.uint8, device=dev)
+    x = torch.randint(0, 256, (a.batch, 3, a.size, a.size), dtype=torch.uint8, device=dev)
     y = torch.randint(0, 1000, (a.batch,), device=dev)
     for _ in range(a.warmup):
         step(x, y)
@@ -341,6 +343,7 @@ def one_case(a, name, case, threads, dev, step, sync, nvml, bound):
         os.environ.update(env)  # read when the stage is made
         try:
             dl = st.DataLoader(a.photos, batch_size=a.batch, num_workers=threads,
+                               image_size=a.size,
                                device=a.device, pin_memory=dev.type == "cuda",
                                drop_last=True, placement=place,
                                max_threads=threads + 1, **extra)

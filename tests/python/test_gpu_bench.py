@@ -36,7 +36,7 @@ def test_every_case_trains_and_reports(folder):
     cases = "cpu,gpu,gpu-whole,gpu-dev,auto,torch,tv-gpu,gpu-hybrid,gpu-g32,cpu"
     p = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "gpu" / "train.py"), folder,
-         "--device", "cpu", "--batch", "8", "--steps", "2", "--warmup", "1",
+         "--device", "cpu", "--batch", "8", "--size", "64", "--steps", "2", "--warmup", "1",
          "--threads", "1", "--models", "mobilenet_v3_small", "--cases", cases],
         env=env, capture_output=True, text=True, timeout=600)
     # a case that fails is reported in stdout, and the run goes on
@@ -132,7 +132,7 @@ def test_a_failing_case_loses_no_other(folder):
     env = dict(os.environ, PYTHONPATH=str(built))
     p = subprocess.run(
         [sys.executable, "-c", _FAILING, str(ROOT / "bench" / "gpu"), folder,
-         "--device", "cpu", "--batch", "8", "--steps", "2", "--warmup", "1",
+         "--device", "cpu", "--batch", "8", "--size", "64", "--steps", "2", "--warmup", "1",
          "--threads", "1", "--models", "mobilenet_v3_small",
          "--cases", "cpu,tv-gpu,cpu"],
         env=env, capture_output=True, text=True, timeout=300)
