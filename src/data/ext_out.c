@@ -51,10 +51,14 @@ int sl__ext_out_begin(sl__ext_out_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "sluice was built without TFRecord support "
                         "(protobuf-c)");
-    if (mkdir(o->dir, 0777) == 0) {
+    int made = mkdir(o->dir, 0777) == 0;
+    if (!made && errno == ENOENT && sl__mkdir_parents(o->dir) == 0)
+        made = mkdir(o->dir, 0777) == 0; /* the folders above, as mkdir -p */
+    if (made) {
         o->made_dir = 1;
     } else if (errno != EEXIST) {
-        return sl__fail(err, errlen, SL_EIO, "%s: %s", o->dir, strerror(errno));
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->dir,
+                        strerror(errno));
     } else {
         DIR *d = opendir(o->dir);
         if (!d)
