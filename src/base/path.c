@@ -1,4 +1,4 @@
-/* base/path: creating folders (see base.h). */
+/* base/path: joining paths and creating folders (see base.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,6 +6,24 @@
 #include <sys/stat.h>
 
 #include "base.h"
+
+int sl__path_join_buf(char *buf, size_t cap, const char *dir, const char *name)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    const char *sep = n == 0 || dir[n - 1] == '/' ? "" : "/"; /* "", "/" */
+    return snprintf(buf, cap, "%.*s%s%s", (int)n, dir, sep, name);
+}
+
+char *sl__path_join(const char *dir, const char *name)
+{
+    int n = sl__path_join_buf(NULL, 0, dir, name);
+    char *out = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (out)
+        sl__path_join_buf(out, (size_t)n + 1, dir, name);
+    return out;
+}
 
 /* mkdir of path, where a folder already there counts as made. */
 static int make_one(const char *path)

@@ -245,7 +245,7 @@ int sl__cmd_pack(int argc, char **argv)
     char *path = NULL;
     for (int64_t i = 0; i < f->n && !rc; i++) {
         free(path);
-        if (asprintf(&path, "%s/%s", src, f->paths[i]) < 0) {
+        if (!(path = sl__path_join(src, f->paths[i]))) {
             path = NULL;
             rc = sl__fail(err, sizeof err, SL_ENOMEM, "out of memory");
             break;

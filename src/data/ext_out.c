@@ -112,7 +112,7 @@ static int finish_file(sl__ext_out_t *o, char *err, size_t errlen)
     o->fd = -1;
     char name[64], *final = NULL;
     file_name(o, o->files - 1, name, sizeof name);
-    if (!rc && asprintf(&final, "%s/%s", o->dir, name) < 0)
+    if (!rc && !(final = sl__path_join(o->dir, name)))
         rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     if (!rc && rename(o->tmp, final))
         rc = sl__fail(err, errlen, SL_EIO, "%s: rename: %s", final,
@@ -254,8 +254,8 @@ void sl__ext_out_abort(sl__ext_out_t *o)
     o->tmp = NULL;
     char name[64], path[4096];
     for (long k = 0; k < o->files; k++) {
-        snprintf(path, sizeof path, "%s/%s", o->dir,
-                 file_name(o, k, name, sizeof name));
+        sl__path_join_buf(path, sizeof path, o->dir,
+                          file_name(o, k, name, sizeof name));
         unlink(path);
         snprintf(path, sizeof path, "%s/%s%s", o->dir, name, SL__RECIDX_SUFFIX);
         unlink(path);

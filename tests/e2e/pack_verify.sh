@@ -94,6 +94,11 @@ for codec in none lz4 zstd; do
     [ $RC -eq 0 ] || fail "verify clean $codec: exit $RC: $OUT"
     grep -q "verified 22 records in $nshards shards: 0 damaged" <<<"$OUT" ||
         fail "verify summary: $OUT"
+    # DIR/ (a shell's completion) names DIR/shard-..., not DIR//shard-...
+    run "$SLUICE" verify "$out/"
+    [ $RC -eq 0 ] || fail "verify $out/: exit $RC: $OUT"
+    grep -q "^ok $out/shard-00000.sls: " <<<"$OUT" || fail "verify DIR/ names: $OUT"
+    grep -q '//' <<<"$OUT" && fail "verify DIR/ doubles a slash: $OUT"
     run "$SLUICE" verify "$out/shard-00001.sls"
     [ $RC -eq 0 ] || fail "verify one shard: exit $RC: $OUT"
 done
