@@ -113,7 +113,7 @@ run "$SLUICE" pack "$SRC" "$WORK/new/deeper/out/"
 touch "$WORK/afile"
 run "$SLUICE" pack "$SRC" "$WORK/afile/sub/out"
 [ $RC -eq 1 ] || fail "pack under a file: exit $RC: $OUT"
-grep -q "$WORK/afile/sub/out: .*Not a directory" <<<"$OUT" ||
+grep -q "^sluice pack: $WORK/afile/sub/out: .*Not a directory" <<<"$OUT" ||
     fail "pack under a file: the folder given and the cause: $OUT"
 grep -q 'tmp-' <<<"$OUT" && fail "pack under a file names a temp path: $OUT"
 
