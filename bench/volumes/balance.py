@@ -103,7 +103,8 @@ def run(data, balance, step, epochs, a, split=True):
         os.environ["SL_VLOADER_SPLIT_MIN_VOX"] = "1e30"
     dl = DataLoader(data, batch_size=a.batch, patch=(a.patch,) * 3, seed=a.seed,
                     threads=a.threads, prefetch=a.prefetch, balance=balance,
-                    cache_bytes=a.cache_mb << 20, memory_bytes=a.memory_mb << 20)
+                    cache_bytes=(a.cache_mb << 20) or None,  # 0: the default
+                    memory_bytes=a.memory_mb << 20)
     try:
         for _ in dl:  # epoch 0: the offline stage fills the cache
             pass

@@ -9,7 +9,9 @@ pipeline), for a MONAI or plain-PyTorch training loop:
 
 The dataset is a KiTS19 folder (case_XXXXX/imaging.nii.gz +
 segmentation.nii.gz) or a list file ("image [label]" per line). Offline,
-once per case (cached within `cache_bytes`): resample to `target_spacing`
+once per case (cached within `cache_bytes`: None, the default, 2 GiB; 0
+no cache, as for sluice.torch: a case is prepared again at each use; a
+`batch_size` under 1 is refused, as there): resample to `target_spacing`
 (trilinear / nearest), clip to [-79, 304] and z-score (mean 101, sd 76.9),
 edge-pad to the patch. Online, per case and epoch: a foreground-biased
 random crop (oversampling 0.4), flips (1/3 per axis), brightness (0.1) and
@@ -61,7 +63,7 @@ _STATE_CHECKED = ("seed", "batch_size", "patch", "target_spacing",
 
 class DataLoader:
     def __init__(self, dataset, batch_size=2, patch=(128, 128, 128), seed=0, threads=0,
-                 prefetch=0, balance=True, cache_bytes=0, target_spacing=(1.6, 1.2, 1.2),
+                 prefetch=0, balance=True, cache_bytes=None, target_spacing=(1.6, 1.2, 1.2),
                  oversampling=0.4, flip_prob=1 / 3, brightness_prob=0.1, noise_prob=0.1,
                  tensors=True, memory_bytes=0, dtype="float32", on_error="fail",
                  unlabeled=False):

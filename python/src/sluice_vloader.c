@@ -6,6 +6,7 @@
  */
 #include "sluice_py.h"
 
+#include <limits.h>
 #include <sluice/vloader.h>
 
 typedef struct {
@@ -80,21 +81,21 @@ static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
         "target_spacing", "oversampling", "flip_prob", "brightness_prob",
         "noise_prob",     "memory_bytes", "bfloat16",  "on_error",
         "unlabeled",      "start",        NULL};
-    PyObject *path, *patch = NULL, *spacing = NULL;
+    PyObject *path, *patch = NULL, *spacing = NULL, *batch_o = NULL;
+    PyObject *cache_o = Py_None;
     sl_vloader_options_t o;
     sl_vloader_options_init(&o);
     unsigned long long seed = 0;
     PyObject *seed_o = Py_None;
     int balance = 1;
-    long long cache = 0, memory = 0, start = 0;
+    long long memory = 0, start = 0;
     int bf16 = 0, unlabeled = 0;
     const char *on_error = "fail";
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|iOOiipLOddddLpspL", kwlist, &path, &o.batch_size,
-            &patch, &seed_o, &o.threads, &o.prefetch, &balance, &cache,
-            &spacing, &o.aug.oversampling, &o.aug.flip_prob,
-            &o.aug.brightness_prob, &o.aug.noise_prob, &memory, &bf16,
-            &on_error, &unlabeled, &start))
+            args, kw, "O|OOOiipOOddddLpspL", kwlist, &path, &batch_o, &patch,
+            &seed_o, &o.threads, &o.prefetch, &balance, &cache_o, &spacing,
+            &o.aug.oversampling, &o.aug.flip_prob, &o.aug.brightness_prob,
+            &o.aug.noise_prob, &memory, &bf16, &on_error, &unlabeled, &start))
         return -1;
     o.start = start;
     if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
@@ -119,10 +120,32 @@ static int vl_init(vloader_obj *self, PyObject *args, PyObject *kw)
                 return -1;
             }
     }
-    if (o.batch_size < 0 || o.threads < 0 || o.prefetch < 0 || cache < 0 ||
-        memory < 0) {
-        PyErr_SetString(PyExc_ValueError, "batch_size, threads, prefetch, "
-                                          "cache_bytes, memory_bytes >= 0");
+    /* batch_size: given, at least 1, as sluice.torch and sluice.Loader take
+     * it (C's 0, "the default", is the argument left out). cache_bytes:
+     * None is C's default (2 GiB); 0 means no cache, as for the image
+     * loader: a 1-byte bound keeps only the cases in use, each given back
+     * once its patches are made (exec/vloader_cache.c). */
+    long long cache = 0;
+    if (batch_o) {
+        long v = PyLong_AsLong(batch_o);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (v < 1 || v > INT_MAX) {
+            PyErr_Format(PyExc_ValueError, "batch_size %ld: >= 1", v);
+            return -1;
+        }
+        o.batch_size = (int)v;
+    }
+    if (cache_o != Py_None) {
+        cache = PyLong_AsLongLong(cache_o);
+        if (cache == -1 && PyErr_Occurred())
+            return -1;
+        if (cache == 0)
+            cache = 1;
+    }
+    if (o.threads < 0 || o.prefetch < 0 || cache < 0 || memory < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "threads, prefetch, cache_bytes, memory_bytes >= 0");
         return -1;
     }
     o.memory_bytes = memory;
@@ -342,13 +365,15 @@ static PyTypeObject vloader_type = {
     .tp_basicsize = sizeof(vloader_obj),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "VolumeLoader(dataset, batch_size=2, patch=(128,128,128), "
-              "seed=0, threads=0, prefetch=0, balance=True, cache_bytes=0, "
+              "seed=0, threads=0, prefetch=0, balance=True, cache_bytes=None, "
               "target_spacing=(1.6,1.2,1.2), oversampling=0.4, "
               "flip_prob=1/3, brightness_prob=0.1, noise_prob=0.1, "
               "memory_bytes=0, bfloat16=False, on_error='fail', "
               "unlabeled=False, start=0): 3-D U-Net training patches "
-              "(sluice/vloader.h); start: the stream position of the "
-              "first batch (a resume).",
+              "(sluice/vloader.h); batch_size >= 1; cache_bytes: None "
+              "2 GiB, 0 no cache (no case kept once its patches are "
+              "made); start: the stream position of the first batch (a "
+              "resume).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)vl_init,
     .tp_dealloc = (destructor)vl_dealloc,

@@ -149,6 +149,24 @@ int sl__read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len);
 /* "regular file", "directory", "FIFO", ... for a st_mode. */
 const char *sl__file_type_name(unsigned mode);
 
+/* Paths (src/base/path.c).
+ * sl__path_join: "DIR/NAME" (malloc'd, or NULL when out of memory) with
+ * one slash between, however many DIR ends with ("shards/" and "shards"
+ * give "shards/NAME"); DIR "" gives NAME. The one rule for DIR + an entry
+ * of it, in messages and for opening alike.
+ * sl__path_join_buf: the same into buf (snprintf's rules: @return the
+ * length the whole path needs; it fits when that is < cap).
+ * sl__mkdir_p: creates the folder path and each missing folder above it,
+ * as `mkdir -p` (mode 0777 less the umask); one already there is fine.
+ * sl__mkdir_parents: the same for the folders above path only (path
+ * itself is left to the caller, who may want to know it made it).
+ * @return 0, or -1 with errno (ENOTDIR: a component is a file; EACCES,
+ * ENOSPC, ...): the cause for a message that names the caller's path. */
+char *sl__path_join(const char *dir, const char *name);
+int sl__path_join_buf(char *buf, size_t cap, const char *dir, const char *name);
+int sl__mkdir_p(const char *path);
+int sl__mkdir_parents(const char *path);
+
 /* Online CPUs of this process (sched_getaffinity), at least 1. Defaults
  * and budgets use sl__cpus_usable (telemetry/machine.h), which also
  * counts the cgroup's CPU quota. */

@@ -79,8 +79,8 @@ int sl__cmd_index(int argc, char **argv)
             break;
         }
         char *dst = NULL, *copy = strdup(names[i]);
-        if (!copy || (a.out ? asprintf(&dst, "%s/%s", a.out, basename(copy))
-                            : asprintf(&dst, "%s", names[i])) < 0) {
+        if (!copy || !(dst = a.out ? sl__path_join(a.out, basename(copy))
+                                   : strdup(names[i]))) {
             free(copy);
             sl__cli_error("index", "out of memory");
             failed = 1;

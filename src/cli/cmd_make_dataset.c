@@ -34,23 +34,6 @@ static const sl__opt_t make_opts[] = {
 static const sl__opts_t make_usage = {
     "--synthetic DIR [options]", NULL, {make_opts}};
 
-static int mkdir_p(const char *path)
-{
-    if (mkdir(path, 0777) == 0 || errno == EEXIST)
-        return 0;
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(tmp, 0777) && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(tmp, 0777) && errno != EEXIST ? -1 : 0;
-}
-
 int sl__cmd_make_dataset(int argc, char **argv)
 {
     make_args_t a = {.images = 1000, .classes = 10};
@@ -60,7 +43,7 @@ int sl__cmd_make_dataset(int argc, char **argv)
     const char *dir = a.dir;
     long long images = a.images, classes = a.classes;
     unsigned long long seed = a.seed;
-    if (mkdir_p(dir)) {
+    if (sl__mkdir_p(dir)) {
         fprintf(stderr, "make-dataset: cannot create %s: %s\n", dir,
                 strerror(errno));
         return 1;
@@ -68,7 +51,7 @@ int sl__cmd_make_dataset(int argc, char **argv)
     for (long long c = 0; c < classes; c++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/class_%03lld", dir, c);
-        if (mkdir_p(p)) {
+        if (sl__mkdir_p(p)) {
             fprintf(stderr, "make-dataset: cannot create %s: %s\n", p,
                     strerror(errno));
             return 1;

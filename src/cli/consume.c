@@ -193,11 +193,15 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
         c->total = a->stop_after;
     size_t cap = c->total > 0 && c->total < 4096 ? (size_t)c->total : 4096;
     int rc = sl__waits_init(&c->waits, cap) ? SL_ENOMEM : 0;
-    struct rusage ru0;
-    getrusage(RUSAGE_SELF, &ru0);
     catch_stop();
     if (!rc)
         rc = s->start(l, &c->from);
+    /* CPU and wall time over the same interval, from the start to the
+     * last batch: CPU counted over a longer one (from before the start,
+     * to after the error was printed) gave a cpu_util over 1 where a run
+     * failed before its first batch. */
+    struct rusage ru0;
+    getrusage(RUSAGE_SELF, &ru0);
     int64_t last_draw = 0, shown = 0;
     c->t0 = sl__now_ns();
     c->epoch = c->from.epoch;
@@ -239,6 +243,7 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
         }
     }
     c->seconds = (double)(sl__now_ns() - c->t0) / 1e9;
+    c->cpu_seconds = sl__cpu_seconds_since(&ru0);
     if (c->show)
         fputc('\n', stderr);
     print_skips(s, &shown);
@@ -248,7 +253,6 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
         snprintf(c->error, sizeof c->error, "%s", s->last_error(l));
         fprintf(stderr, "sluice %s: error: %s\n", c->cmd, c->error);
     }
-    c->cpu_seconds = sl__cpu_seconds_since(&ru0);
     s->stats(l, &c->errors_skipped, &c->bytes_read);
     s->position(l, &c->pos);
     sl__state_t st = {c->pos, c->h, c->config, c->samples_in_source,

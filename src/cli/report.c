@@ -117,7 +117,13 @@ void sl__report_print(sl__report_t *r, int human, int json)
     double secs = r->seconds;
     double stall = secs > 0 ? (double)w->total / 1e9 / secs : 0;
     double rate = secs > 0 ? (double)r->samples / secs : 0;
+    /* At most 1: the kernel brings a running thread's CPU time up to date
+     * at its ticks and switches, not when another thread asks, so over a
+     * run of a few ticks (one that fails before its first batch) the CPU
+     * counted can exceed what the cores could give in its wall time. */
     double util = secs > 0 ? r->cpu_seconds / secs / sl__cpus_usable() : 0;
+    if (util > 1)
+        util = 1;
     double wait_mean = w->n ? (double)w->total / 1e6 / (double)w->n : 0;
     double p50 = pct_ms(w, 0.5), p99 = pct_ms(w, 0.99);
     double rss_mb = sl__peak_rss_mb();

@@ -51,10 +51,14 @@ int sl__ext_out_begin(sl__ext_out_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "sluice was built without TFRecord support "
                         "(protobuf-c)");
-    if (mkdir(o->dir, 0777) == 0) {
+    int made = mkdir(o->dir, 0777) == 0;
+    if (!made && errno == ENOENT && sl__mkdir_parents(o->dir) == 0)
+        made = mkdir(o->dir, 0777) == 0; /* the folders above, as mkdir -p */
+    if (made) {
         o->made_dir = 1;
     } else if (errno != EEXIST) {
-        return sl__fail(err, errlen, SL_EIO, "%s: %s", o->dir, strerror(errno));
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->dir,
+                        strerror(errno));
     } else {
         DIR *d = opendir(o->dir);
         if (!d)
@@ -108,7 +112,7 @@ static int finish_file(sl__ext_out_t *o, char *err, size_t errlen)
     o->fd = -1;
     char name[64], *final = NULL;
     file_name(o, o->files - 1, name, sizeof name);
-    if (!rc && asprintf(&final, "%s/%s", o->dir, name) < 0)
+    if (!rc && !(final = sl__path_join(o->dir, name)))
         rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     if (!rc && rename(o->tmp, final))
         rc = sl__fail(err, errlen, SL_EIO, "%s: rename: %s", final,
@@ -250,8 +254,8 @@ void sl__ext_out_abort(sl__ext_out_t *o)
     o->tmp = NULL;
     char name[64], path[4096];
     for (long k = 0; k < o->files; k++) {
-        snprintf(path, sizeof path, "%s/%s", o->dir,
-                 file_name(o, k, name, sizeof name));
+        sl__path_join_buf(path, sizeof path, o->dir,
+                          file_name(o, k, name, sizeof name));
         unlink(path);
         snprintf(path, sizeof path, "%s/%s%s", o->dir, name, SL__RECIDX_SUFFIX);
         unlink(path);

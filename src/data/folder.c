@@ -170,8 +170,8 @@ static int add_note(scan_t *sc, int lost, char *msg)
  * cause at the end. */
 static int fail_entry(scan_t *sc, const char *rel, const char *cause)
 {
-    char *path = NULL;
-    if (asprintf(&path, "%s/%s", sc->root, rel) < 0)
+    char *path = sl__path_join(sc->root, rel);
+    if (!path)
         return SL_ENOMEM;
     size_t n = strlen(path), c = strlen(cause);
     size_t room = sc->errlen > c + 100 ? sc->errlen - c - 3 : 0;

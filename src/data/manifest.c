@@ -37,7 +37,7 @@ static int slurp(const char *dir, const char *name, size_t max, char **out,
                  size_t *n, char *err, size_t errlen)
 {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+    if (sl__path_join_buf(path, sizeof path, dir, name) >= (int)sizeof path)
         return sl__fail(err, errlen, SL_EINVAL, "%s: path too long", dir);
     int rc = sl__read_small_file(path, max, out, n, err, errlen);
     if (rc == SL_ENOTFOUND && err && errlen)
@@ -352,7 +352,7 @@ int sl__manifest_read(const char *dir, sl__manifest_t *m, char *err,
     if (rc)
         return rc;
     char what[4096];
-    snprintf(what, sizeof what, "%s/%s", dir, SL__MANIFEST_NAME);
+    sl__path_join_buf(what, sizeof what, dir, SL__MANIFEST_NAME);
     rc = sl__manifest_parse(text, n, what, m, err, errlen);
     free(text);
     return rc;
@@ -362,7 +362,7 @@ int sl__manifest_write(const char *dir, const sl__manifest_t *m, char *err,
                        size_t errlen)
 {
     char path[4096], tmp[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, SL__MANIFEST_NAME);
+    sl__path_join_buf(path, sizeof path, dir, SL__MANIFEST_NAME);
     if (snprintf(tmp, sizeof tmp, "%s/.%s.tmp-%ld", dir, SL__MANIFEST_NAME,
                  (long)getpid()) >= (int)sizeof tmp)
         return sl__fail(err, errlen, SL_EINVAL, "%s: path too long", dir);

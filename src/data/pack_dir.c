@@ -26,7 +26,7 @@ int sl__pack_dir_holds(const char *dir)
     sl__shard_list_free(paths, n);
     char path[4096];
     struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, SL__MANIFEST_NAME);
+    sl__path_join_buf(path, sizeof path, dir, SL__MANIFEST_NAME);
     return stat(path, &st) == 0;
 }
 
@@ -173,8 +173,8 @@ static int order_manifest(sl__pack_dir_t *p, const char *dir, int mode,
     }
     free(names);
     for (int k = 0; k < m->nshards && !rc; k++) {
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", dir, m->shards[k].name) < 0)
+        char *path = sl__path_join(dir, m->shards[k].name);
+        if (!path)
             return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
         if (bsearch(&path, paths, (size_t)n, sizeof *paths, cmp_str)) {
             order[k] = path;

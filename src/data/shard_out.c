@@ -193,9 +193,14 @@ int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_ENOMEM, "%s: %s", o->dir,
                         strerror(errno));
     }
-    if (mkdir(o->tmp, 0755)) {
+    /* The folders above OUT are made as `mkdir -p` makes them; a failure
+     * names OUT, the folder the user gave, not the temp folder. */
+    int made = mkdir(o->tmp, 0755) == 0;
+    if (!made && errno == ENOENT && sl__mkdir_parents(o->final) == 0)
+        made = mkdir(o->tmp, 0755) == 0;
+    if (!made) {
         int e = errno;
-        int rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->tmp,
+        int rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->dir,
                           strerror(e));
         free(o->tmp);
         free(o->final);

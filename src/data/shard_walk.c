@@ -47,7 +47,7 @@ int sl__shard_list(const char *dir, char ***paths, int *n)
             rc = SL_ENOMEM;
             break;
         }
-        if (asprintf(&v[cnt], "%s/%s", dir, e->d_name) < 0)
+        if (!(v[cnt] = sl__path_join(dir, e->d_name)))
             rc = SL_ENOMEM;
         else
             cnt++;

@@ -338,7 +338,7 @@ const char *sl__source_describe(const sl__source_t *s, int64_t i, char *buf,
                                 size_t len)
 {
     if (s->folder) {
-        snprintf(buf, len, "%s/%s", s->folder->root, s->folder->paths[i]);
+        sl__path_join_buf(buf, len, s->folder->root, s->folder->paths[i]);
     } else if (s->set) {
         int64_t k = 0;
         sl__recfile_describe(sl__recset_locate(s->set, i, &k), k, buf, len);
@@ -368,7 +368,7 @@ const char *sl__source_file_path(const sl__source_t *s, int64_t k, char *buf,
         return NULL;
     int n =
         s->folder
-            ? snprintf(buf, len, "%s/%s", s->folder->root, s->folder->paths[k])
+            ? sl__path_join_buf(buf, len, s->folder->root, s->folder->paths[k])
         : s->set
             ? snprintf(buf, len, "%s", sl__bytesrc_name(s->set->files[k]->src))
             : snprintf(buf, len, "%s", sl__shard_path(s->shards[k]));
@@ -382,7 +382,7 @@ static int file_begin(const char *root, const char *rel, sl__bytes_t *out,
                       size_t errlen)
 {
     char path[PATH_MAX];
-    int n = snprintf(path, sizeof path, "%s/%s", root, rel);
+    int n = sl__path_join_buf(path, sizeof path, root, rel);
     if (n < 0 || (size_t)n >= sizeof path) /* never a cut path's file */
         return sl__fail(err, errlen, SL_EIO, "%s/%s: cannot open: %s", root,
                         rel, strerror(ENAMETOOLONG));

@@ -431,16 +431,13 @@ int sl__parse_net_dev(const char *text, size_t n, sl__net_t *out)
 
 /* ---- readers */
 
-/* root + "/" + rel without doubled slashes; root NULL or "" = "/". */
+/* root + "/" + rel (sl__path_join's rule); root NULL or "" = "/", rel's
+ * leading slashes dropped (rel is under root). */
 static int join_path(char *buf, size_t cap, const char *root, const char *rel)
 {
-    if (!root)
-        root = "";
     while (*rel == '/')
         rel++;
-    size_t rl = strlen(root);
-    const char *sep = rl && root[rl - 1] == '/' ? "" : "/";
-    int w = snprintf(buf, cap, "%s%s%s", root, sep, rel);
+    int w = sl__path_join_buf(buf, cap, root && *root ? root : "/", rel);
     return w < 0 || (size_t)w >= cap ? -1 : 0;
 }
 

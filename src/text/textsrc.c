@@ -241,7 +241,7 @@ static int add_dir(sl__textsrc_t *s, const char *dir, int whole, char *err,
             rc = SL_ENOMEM;
             break;
         }
-        snprintf(p, len, "%s/%s", dir, e->d_name);
+        sl__path_join_buf(p, len, dir, e->d_name);
         struct stat st;
         if (stat(p, &st) || !S_ISREG(st.st_mode)) {
             free(p);

@@ -62,8 +62,8 @@ static int add(sl_volume_dataset_t *d, const char *name, char *image,
 static char *find(const char *dir, const char *const names[2], int *nomem)
 {
     for (int i = 0; i < 2; i++) {
-        char *p;
-        if (asprintf(&p, "%s/%s", dir, names[i]) < 0) {
+        char *p = sl__path_join(dir, names[i]);
+        if (!p) {
             *nomem = 1;
             return NULL;
         }
@@ -105,9 +105,9 @@ static int open_kits(sl_volume_dataset_t *d, const char *root, int unlabeled,
     if (nsub)
         qsort(subs, nsub, sizeof *subs, cmp_str);
     for (size_t i = 0; !rc && i < nsub; i++) {
-        char *sub;
+        char *sub = sl__path_join(root, subs[i]);
         struct stat st;
-        if (asprintf(&sub, "%s/%s", root, subs[i]) < 0) {
+        if (!sub) {
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
             break;
         }
@@ -149,10 +149,9 @@ static int open_kits(sl_volume_dataset_t *d, const char *root, int unlabeled,
 /* path as written, or relative to the list's folder. */
 static char *resolve(const char *base, const char *p)
 {
-    char *out;
     if (p[0] == '/' || !base)
         return strdup(p);
-    return asprintf(&out, "%s/%s", base, p) < 0 ? NULL : out;
+    return sl__path_join(base, p);
 }
 
 static int open_list(sl_volume_dataset_t *d, const char *list, int unlabeled,

@@ -199,7 +199,7 @@ timeout 60 "${PFX[@]}" "$S" pack "$D" "$T/pk_skip" --on-error skip >"$T/pk_skip.
 rc=$?
 check "pack under skip finishes (rc $rc)" [ "$rc" -eq 0 ]
 check "pack under skip lists the FIFO" \
-  grep -q "^pack: skipped: .*class_005/img_[0-9]*\.jpg: not a regular file (FIFO)" "$T/pk_skip.log"
+  grep -q "^sluice pack: skipped: .*class_005/img_[0-9]*\.jpg: not a regular file (FIFO)" "$T/pk_skip.log"
 # pack stores bytes without decoding: the three truncated files go in.
 check "pack under skip: $((120 - n + 3)) records (truncated ones stored)" \
   grep -q "packed $((120 - n + 3)) records" "$T/pk_skip.log"

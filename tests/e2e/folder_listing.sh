@@ -22,7 +22,7 @@ check "foreign formats: one warning naming the first" grep -qxF \
 check "foreign formats: 16 samples, not skips" \
   test "$(jget samples <<<"$out") $(jget errors_skipped <<<"$out")" = "16 0"
 out=$("$S" pack "$T/ds" "$T/pk" 2>&1)
-check "pack: the warning" grep -q "^pack: warning: 3 files in a format sluice does not decode" <<<"$out"
+check "pack: the warning" grep -q "^sluice pack: warning: 3 files in a format sluice does not decode" <<<"$out"
 rm -f "$T/ds/class_001/"x.* "$T/ds/class_001/y.gif"
 
 # A folder whose path is PATH_MAX or longer.

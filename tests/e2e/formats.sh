@@ -17,6 +17,12 @@ check "folder digest ($want)" test -n "$want"
 
 check "pack --format webdataset" "$S" pack "$T/ds" "$T/wds" --format webdataset --shard-size 600K
 check "pack --format tfrecord" "$S" pack "$T/ds" "$T/tfr" --format tfrecord --shard-size 1M
+# Missing folders above OUT are made (mkdir -p), for both formats.
+check "pack --format webdataset: missing parents made" \
+  "$S" pack "$T/ds" "$T/new/w/out/" --format webdataset
+check "pack --format tfrecord: missing parents made" \
+  "$S" pack "$T/ds" "$T/new/t/out" --format tfrecord
+check "webdataset pack under new/w/out" test -f "$T/new/w/out/shard-000000.tar"
 nw=$(ls "$T/wds" | grep -c '\.tar$'); nt=$(ls "$T/tfr" | grep -c '\.tfrecord$')
 check "several shards ($nw tar, $nt tfrecord)" test "$nw" -ge 3 -a "$nt" -ge 2
 last=$(printf '%06d' $((nw - 1))); lastt=$(printf '%05d' $((nt - 1)))

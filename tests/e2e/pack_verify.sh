@@ -94,9 +94,28 @@ for codec in none lz4 zstd; do
     [ $RC -eq 0 ] || fail "verify clean $codec: exit $RC: $OUT"
     grep -q "verified 22 records in $nshards shards: 0 damaged" <<<"$OUT" ||
         fail "verify summary: $OUT"
+    # DIR/ (a shell's completion) names DIR/shard-..., not DIR//shard-...
+    run "$SLUICE" verify "$out/"
+    [ $RC -eq 0 ] || fail "verify $out/: exit $RC: $OUT"
+    grep -q "^ok $out/shard-00000.sls: " <<<"$OUT" || fail "verify DIR/ names: $OUT"
+    grep -q '//' <<<"$OUT" && fail "verify DIR/ doubles a slash: $OUT"
     run "$SLUICE" verify "$out/shard-00001.sls"
     [ $RC -eq 0 ] || fail "verify one shard: exit $RC: $OUT"
 done
+
+# Missing folders above OUT are made, as mkdir -p makes them (README's
+# `sluice pack --volumes kits19/data packs/kits19/` in a fresh folder); a
+# folder that cannot be made is named as given, with the cause, never as
+# the temp folder beside it.
+run "$SLUICE" pack "$SRC" "$WORK/new/deeper/out/"
+[ $RC -eq 0 ] || fail "pack into missing parents: exit $RC: $OUT"
+[ -f "$WORK/new/deeper/out/shard-00000.sls" ] || fail "no pack in new/deeper/out"
+touch "$WORK/afile"
+run "$SLUICE" pack "$SRC" "$WORK/afile/sub/out"
+[ $RC -eq 1 ] || fail "pack under a file: exit $RC: $OUT"
+grep -q "^sluice pack: $WORK/afile/sub/out: .*Not a directory" <<<"$OUT" ||
+    fail "pack under a file: the folder given and the cause: $OUT"
+grep -q 'tmp-' <<<"$OUT" && fail "pack under a file names a temp path: $OUT"
 
 # Packing into a folder that holds shards needs --force, which also removes
 # shards left over from the earlier pack.

@@ -116,6 +116,18 @@ set +e
 J=$("$SLUICE" bench --task lm "$WORK/bad.jsonl" --tokenizer wordpiece --vocab "$WORK/vocab.txt" --seq-len 16 --json --quiet 2>/dev/null | tail -1)
 set -e
 field message "$J" | grep -q "bad.jsonl:[2-5]: " || fail "--json failure without the message: $J"
+# cpu_util is a fraction of the usable CPUs, also for a run that fails
+# before its first batch (CPU and wall time over the same interval; it was
+# 23.05 where the CPU was counted from before the loader's start). Several
+# runs: the old error showed in some of them only.
+printf '{"text": "hi"}\n{bad\n' >"$WORK/b.jsonl"
+for i in $(seq 20); do
+    set +e
+    J=$("$SLUICE" bench --task lm "$WORK/b.jsonl" "${LM[@]}" --seq-len 4 --batch 1 --json --quiet 2>/dev/null | tail -1)
+    set -e
+    python3 -c 'import json,sys; u = json.loads(sys.argv[1])["cpu_util"]; sys.exit(not 0 <= u <= 1)' "$J" ||
+        fail "cpu_util of a run failed before its first batch: $J"
+done
 # ... and the document that failed the run is not also counted or listed
 # as skipped (it was not skipped)
 [ "$(field errors_skipped "$J")" = 0 ] || fail "--on-error fail counts the fatal document as skipped: $J"

@@ -220,6 +220,27 @@ def test_python_dataloader(tmp_path):
         sv.DataLoader(tmp_path / "nothing-here")
 
 
+def test_python_dataloader_batch_size_and_cache_bytes(tmp_path):
+    """batch_size 0 is refused (ValueError), as sluice.torch.DataLoader
+    refuses it, not taken as C's default 2; cache_bytes=0 is no cache, as
+    for the image loader (cases prepared again each epoch), None the
+    default cache (each case prepared once)."""
+    sv = pytest.importorskip("sluice.volumes")
+    root = make_dataset(tmp_path / "kits", n=5, seed=4)
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="batch_size"):
+            sv.DataLoader(root, batch_size=bad, patch=PATCH)
+    runs = {}
+    for cache in (None, 0):
+        with sv.DataLoader(root, batch_size=2, patch=PATCH, threads=1,
+                           cache_bytes=cache) as dl:
+            for _ in range(2):
+                for _ in dl:
+                    pass
+            runs[cache] = dl.stats()["offline_runs"]
+    assert runs[None] == 5 and runs[0] > 5, runs
+
+
 def test_python_dataloader_resume(tmp_path):
     """state_dict / load_state_dict / set_epoch: a run resumed mid-epoch
     (a new loader, its engine started at the saved stream position) yields

@@ -1,4 +1,5 @@
-/* data/shard_walk: the *.sls listing (sorted, dot files left out), the
+/* data/shard_walk: the *.sls listing (sorted, dot files left out, joined
+ * by base/path's rule: one slash whatever DIR ends with), the
  * classes.txt count, a shard's summary from its index, and the checked
  * read of every record (checksum damage and labels outside classes.txt
  * reported, each naming the record). */
@@ -72,6 +73,15 @@ static void test_list(void **state)
     assert_int_equal(n, 2);
     assert_non_null(strstr(paths[0], "/a.sls"));
     assert_non_null(strstr(paths[1], "/b.sls"));
+    sl__shard_list_free(paths, n);
+    /* "DIR/" (as a shell completes it) lists DIR/a.sls, not DIR//a.sls:
+     * the names verify prints and the manifest's are matched against */
+    char slash[1024], want[1024];
+    snprintf(slash, sizeof slash, "%s//", dir);
+    snprintf(want, sizeof want, "%s/a.sls", dir);
+    assert_int_equal(sl__shard_list(slash, &paths, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(paths[0], want);
     sl__shard_list_free(paths, n);
     assert_int_equal(sl__shard_list("/nonexistent/dir", &paths, &n), SL_EIO);
     assert_null(paths);
