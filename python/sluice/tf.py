@@ -274,6 +274,14 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
     elif start_batch == 0 and options.get("on_error", "fail") != "skip":
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             feed.loader.batches_per_epoch * epochs))
+    if feed.loader.options["world_size"] > 1:
+        # Sharded here (rank=): tf.distribute's auto-shard would shard the
+        # rank's stream again (from_generator reads no files, so AUTO
+        # means DATA: each worker keeping 1 / world_size of its own part)
+        opt = tf.data.Options()
+        opt.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF)
+        ds = ds.with_options(opt)
     _attach(ds, feed)
     if tf.executing_eagerly() and not tf.inside_function():
         # Not where TF traces (flat_map, interleave, tf.function): there

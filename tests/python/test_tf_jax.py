@@ -350,3 +350,22 @@ def test_epochs_and_start_checked(ds):
     # a numpy integer is an int
     n = sum(1 for _ in stf.batches(ds, batch_size=B, image_size=S, epochs=np.int64(2)))
     assert n == 2 * 48 // B
+
+
+def test_rank_sharded_dataset_is_not_auto_sharded_again(ds):
+    """rank= / world_size= shard in the engine; tf.distribute's auto-shard
+    (AUTO: DATA for a from_generator dataset) would keep 1 / world_size of
+    each rank's part again under MultiWorkerMirroredStrategy. Before, the
+    policy was AUTO."""
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    policy = tf.data.experimental.AutoShardPolicy
+    d = stf.dataset(ds, batch_size=B, image_size=S, rank=1, world_size=2, seed=5)
+    assert d.options().experimental_distribute.auto_shard_policy == policy.OFF
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, rank=1,
+                                  world_size=2))
+    assert int(d.cardinality()) == len(ref) == 3 and labels_of(d) == ref
+    assert d.loader.options["rank"] == 1 and d.class_names
+    # unsharded: auto-shard stays TF's to choose (DATA splits the stream)
+    one = stf.dataset(ds, batch_size=B, image_size=S)
+    assert one.options().experimental_distribute.auto_shard_policy == policy.AUTO
