@@ -47,8 +47,10 @@ object: a second one while the first runs (two iterators over one
 dataset, `Dataset.zip((ds, ds))`) raises RuntimeError saying so; make a
 second dataset for a second stream.
 
-Keyword options are sluice.Loader's (mode, threads, prefetch, seed,
-shuffle, rank, world_size, on_error, mean, std, ...). dtype: uint8
+image_size is the crops' side, or (side, side) as Keras's
+image_dataset_from_directory takes it. Keyword options are
+sluice.Loader's (mode, threads, prefetch, seed, shuffle, rank,
+world_size, on_error, mean, std, ...). dtype: uint8
 (default) or float32, as a string, numpy or TF dtype; float32 is
 (x / 255 - mean) / std per channel with ImageNet's mean (0.485, 0.456,
 0.406) and std (0.229, 0.224, 0.225) unless mean= / std= say otherwise.
@@ -121,14 +123,25 @@ class _Feed:
     def __init__(self, what, source, batch_size, image_size, options,
                  epochs, repeat, start_epoch, start_batch):
         self.what = what
+        if isinstance(image_size, (tuple, list)):
+            # Keras's image_dataset_from_directory takes (height, width)
+            if len(image_size) != 2 or image_size[0] != image_size[1]:
+                raise ValueError(f"{what}: image_size is one side (the "
+                                 f"crops are square) or (side, side), not "
+                                 f"{image_size!r}")
+            image_size = image_size[0]
         # checked before a loader is made: a float or a negative count
-        # would make the cardinality and the loop disagree
-        for name, v, lo in (("epochs", epochs, 1), ("start_epoch", start_epoch, 0),
+        # would make the cardinality and the loop disagree (the sizes'
+        # ranges are the Loader's to check; their type is named here)
+        for name, v, lo in (("batch_size", batch_size, None),
+                            ("image_size", image_size, None),
+                            ("epochs", epochs, 1), ("start_epoch", start_epoch, 0),
                             ("start_batch", start_batch, 0)):
             if not isinstance(v, numbers.Integral) or isinstance(v, bool):
                 raise TypeError(f"{what}: {name} must be an int, not {v!r}")
-            if v < lo:
+            if lo is not None and v < lo:
                 raise ValueError(f"{what}: {name} must be >= {lo}, not {v!r}")
+        batch_size, image_size = int(batch_size), int(image_size)
         epochs, start_epoch, start_batch = int(epochs), int(start_epoch), int(start_batch)
         self.loader = _sluice.Loader(source, batch_size, image_size,
                                      **dict(options, epochs=1))
@@ -263,8 +276,9 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
     def gen():
         return feed.run(wrap)
 
-    shape = ((None, image_size, image_size, 3) if _layout(options) == "hwc"
-             else (None, 3, image_size, image_size))
+    side = feed.loader.options["image_size"]
+    shape = ((None, side, side, 3) if _layout(options) == "hwc"
+             else (None, 3, side, side))
     sig = (tf.TensorSpec(shape=shape, dtype=elem),
            tf.TensorSpec(shape=(None,), dtype=tf.int64))
     ds = tf.data.Dataset.from_generator(gen, output_signature=sig)

@@ -369,3 +369,28 @@ def test_rank_sharded_dataset_is_not_auto_sharded_again(ds):
     # unsharded: auto-shard stays TF's to choose (DATA splits the stream)
     one = stf.dataset(ds, batch_size=B, image_size=S)
     assert one.options().experimental_distribute.auto_shard_policy == policy.AUTO
+
+
+def test_sizes_named_and_keras_style_image_size(ds):
+    """A size of the wrong type names its argument (before: "'float' object
+    cannot be interpreted as an integer", naming neither), and image_size
+    may be (side, side) as Keras's image_dataset_from_directory takes it
+    (before: the same nameless TypeError)."""
+    import sluice.tf as stf
+    makers = [stf.jax_batches, stf.batches]
+    if importlib.util.find_spec("tensorflow") is not None:
+        makers.append(stf.dataset)
+    for make in makers:
+        for kw, what in (({"batch_size": 8.0}, "batch_size must be an int"),
+                         ({"batch_size": None}, "batch_size must be an int"),
+                         ({"image_size": "32"}, "image_size must be an int")):
+            args = {"batch_size": B, "image_size": S, **kw}
+            with pytest.raises(TypeError, match=what):
+                make(ds, **args)
+        with pytest.raises(ValueError, match=r"image_size .*\(32, 48\)"):
+            make(ds, batch_size=B, image_size=(32, 48))
+        x, _ = next(iter(make(ds, batch_size=B, image_size=(S, S))))
+        assert tuple(x.shape) == (B, S, S, 3)
+    if importlib.util.find_spec("tensorflow") is not None:
+        d = stf.dataset(ds, batch_size=B, image_size=[S, S], layout="chw")
+        assert d.element_spec[0].shape.as_list() == [None, 3, S, S]
