@@ -10,8 +10,9 @@ explicit `output_signature` (images N x H x W x 3, TF's channels-last, uint8
 or float32; labels int64). Each iteration of it streams the next `epochs`
 epochs (default 1, so Keras's `fit(epochs=E)` sees a new shuffle and new
 crops every epoch; `repeat=True` for an endless stream, the way
-`fit(steps_per_epoch=...)` likes it). Decoding, cropping and flipping run
-in sluice's C threads, never in TF's.
+`fit(steps_per_epoch=...)` likes it; `batches()` and `jax_batches()`
+take repeat= too). Decoding, cropping and flipping run in sluice's C
+threads, never in TF's.
 
 Copies: `from_generator` hands TF each batch through `tf.numpy_function`,
 which wraps the numpy arrays in TF tensors without a copy when their
@@ -356,11 +357,12 @@ class _Batches:
         self.close()
 
 
-def batches(source, batch_size=64, image_size=224, epochs=1, start_epoch=0,
-            start_batch=0, **options):
+def batches(source, batch_size=64, image_size=224, epochs=1, repeat=False,
+            start_epoch=0, start_batch=0, **options):
     """An iterable of eager (images, labels) tf.Tensors, zero-copy views of
     the engine's buffers through DLPack (TF aliases 64-byte-aligned host
-    memory); each iteration streams the next `epochs` epochs."""
+    memory); each iteration streams the next `epochs` epochs (forever
+    with repeat=True, for loops counted in steps)."""
     import tensorflow as tf
 
     from_dlpack = tf.experimental.dlpack.from_dlpack
@@ -369,16 +371,17 @@ def batches(source, batch_size=64, image_size=224, epochs=1, start_epoch=0,
         return from_dlpack(images.__dlpack__()), from_dlpack(labels.__dlpack__())
 
     return _Batches(_feed("sluice.tf.batches", source, batch_size, image_size,
-                          options, epochs, False, start_epoch, start_batch),
+                          options, epochs, repeat, start_epoch, start_batch),
                     wrap)
 
 
 def jax_batches(source, batch_size=64, image_size=224, epochs=1,
-                start_epoch=0, start_batch=0, **options):
+                repeat=False, start_epoch=0, start_batch=0, **options):
     """An iterable of (images, labels) jax.Arrays on the CPU, zero-copy
     through DLPack where JAX accepts the buffer (64-byte aligned host
-    memory); each iteration streams the next `epochs` epochs. Labels are
-    int32 (a copy) while JAX's x64 is off, its default."""
+    memory); each iteration streams the next `epochs` epochs (forever
+    with repeat=True, for loops counted in steps). Labels are int32 (a
+    copy) while JAX's x64 is off, its default."""
     import jax.dlpack
 
     from_dlpack = jax.dlpack.from_dlpack
@@ -387,5 +390,5 @@ def jax_batches(source, batch_size=64, image_size=224, epochs=1,
         return from_dlpack(images), from_dlpack(labels)
 
     return _Batches(_feed("sluice.tf.jax_batches", source, batch_size,
-                          image_size, options, epochs, False, start_epoch,
+                          image_size, options, epochs, repeat, start_epoch,
                           start_batch), wrap)

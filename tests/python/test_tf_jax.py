@@ -394,3 +394,18 @@ def test_sizes_named_and_keras_style_image_size(ds):
     if importlib.util.find_spec("tensorflow") is not None:
         d = stf.dataset(ds, batch_size=B, image_size=[S, S], layout="chw")
         assert d.element_spec[0].shape.as_list() == [None, 3, S, S]
+
+
+def test_batches_repeat_streams_on(ds):
+    """repeat=True, as dataset()'s, for a JAX loop counted in steps (before:
+    batches() and jax_batches() refused repeat=, a TypeError from Loader)."""
+    import itertools
+    import sluice.tf as stf
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=3))
+    makers = [stf.batches] if importlib.util.find_spec("tensorflow") else []
+    if importlib.util.find_spec("jax") is not None:
+        makers.append(stf.jax_batches)
+    for make in makers:
+        it = make(ds, batch_size=B, image_size=S, seed=5, repeat=True)
+        assert labels_of(itertools.islice(it, 15)) == ref[:15]
+        it.close()
