@@ -43,7 +43,12 @@ an epoch that ends with new skips also warns, naming how many and the
 first few), `.class_names` (as Keras's image_dataset_from_directory) and
 `.close()` (frees the loader's threads and buffers; an iteration under way
 then raises RuntimeError instead of ending as if the epoch were done). The
-batches objects are also context managers. One iteration at a time per
+batches objects are also context managers, and their state_dict() is
+{"epoch", "batch"}, the position after the batches handed out so far
+(skips counted): start_epoch= / start_batch= from it resume exactly
+mid-epoch (a checkpoint's iterator state, as grain's get_state()). A
+dataset has none: tf.data prefetches, so the engine's position runs
+ahead of the model's. One iteration at a time per
 object: a second one while the first runs (two iterators over one
 dataset, `Dataset.zip((ds, ds))`) raises RuntimeError saying so; make a
 second dataset for a second stream.
@@ -196,6 +201,14 @@ class _Feed:
         finally:
             self.busy = False
 
+    def position(self):
+        """(epoch, batch) after the batches handed out so far: the engine's
+        while an iteration runs, else where the next one starts."""
+        with self.lock:
+            if self.busy and not self.closed:
+                return tuple(self.loader.position)
+            return self.epoch, self.batch
+
     def _closed_midway(self, cause=None):
         raise RuntimeError(
             f"{self.what} was closed during an iteration") from cause
@@ -343,6 +356,13 @@ class _Batches:
 
     def skipped(self):
         return self._feed.skipped()
+
+    def state_dict(self):
+        """{"epoch": E, "batch": B}: the position after the batches handed
+        out so far (skips counted), so that a new object made with
+        start_epoch=E, start_batch=B streams exactly the rest."""
+        epoch, batch = self._feed.position()
+        return {"epoch": epoch, "batch": batch}
 
     def stats(self):
         return self._feed.loader.stats()
