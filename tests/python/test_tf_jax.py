@@ -436,3 +436,27 @@ def test_batches_state_dict_resumes_mid_epoch(ds):
         for _ in rest:
             break
         assert rest.state_dict() == {"epoch": 3, "batch": 0}
+
+
+def test_zero_copy_batches_held_past_the_next_step_stay_valid(ds):
+    """The README's contract: a batch kept after the stream moves on keeps
+    its buffer out of the pool (no later batch is written over it) until
+    the last tensor over it goes."""
+    import gc
+    import sluice.tf as stf
+    ref = reference(ds)
+    makers = [stf.batches] if importlib.util.find_spec("tensorflow") else []
+    if importlib.util.find_spec("jax") is not None:
+        makers.append(stf.jax_batches)
+    for make in makers:
+        b = make(ds, batch_size=B, image_size=S, seed=5)
+        held = list(b)
+        gc.collect()
+        assert b.stats()["batches_held"] == len(ref)
+        for (x, y), (rx, ry) in zip(held, ref):
+            assert np.array_equal(np.asarray(x), rx)
+            assert np.array_equal(np.asarray(y), ry)
+        del held, x, y
+        gc.collect()
+        assert b.stats()["batches_held"] == 0
+        b.close()
