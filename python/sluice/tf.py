@@ -36,7 +36,10 @@ them; the images stay zero-copy).
 All three take start_epoch= and start_batch= (resume: the stream from
 (start_epoch, start_batch) is, batch for batch, the rest of an
 uninterrupted run's from that position; Keras `fit(initial_epoch=k)`
-wants start_epoch=k) and have `.loader` (the sluice.Loader: knobs with
+wants start_epoch=k; under a tf.distribute strategy each fit() first
+takes a batch from an iteration of its own to build the model, so its
+epochs train on the dataset's next ones, and a resume still lines up)
+and have `.loader` (the sluice.Loader: knobs with
 `.loader.set(...)`), `.stats()`, `.skipped()` (samples skipped under
 on_error='skip', "epoch E: FILE: cause", as sluice.torch's skipped();
 an epoch that ends with new skips also warns, naming how many and the
