@@ -53,8 +53,10 @@ mid-epoch (a checkpoint's iterator state, as grain's get_state()). A
 dataset has none: tf.data prefetches, so the engine's position runs
 ahead of the model's. One iteration at a time per
 object: a second one while the first runs (two iterators over one
-dataset, `Dataset.zip((ds, ds))`) raises RuntimeError saying so; make a
-second dataset for a second stream.
+dataset, `Dataset.zip((ds, ds))`, `interleave(cycle_length > 1)` over a
+function that makes the dataset: it is traced once, so one dataset
+serves every call) raises RuntimeError saying so; make a second dataset
+for a second stream.
 
 image_size is the crops' side, or (side, side) as Keras's
 image_dataset_from_directory takes it. Keyword options are
@@ -173,8 +175,10 @@ class _Feed:
         if self.busy:
             raise RuntimeError(
                 f"{self.what}: one iteration at a time (another iteration "
-                "of it is under way: two iterators over one dataset, or "
-                "Dataset.zip((ds, ds))); make a second dataset for a "
+                "of it is under way: two iterators over one dataset, "
+                "Dataset.zip((ds, ds)), or interleave(cycle_length > 1) "
+                "over a function that makes it: traced once, that is one "
+                "dataset for every call); make a second dataset for a "
                 "second stream")
 
     def run(self, wrap):

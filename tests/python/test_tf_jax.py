@@ -261,6 +261,12 @@ def test_two_iterations_at_once_say_so(ds):
     # the zip's first part started epoch 1 (a break, as it were): the next
     # iteration streams epoch 2 whole
     assert labels_of(d) == ref[12:18]
+    # interleave traces its function once: one dataset for both cycles
+    # (before, the message named only two iterators and zip)
+    il = tf.data.Dataset.range(2).interleave(
+        lambda _: stf.dataset(ds, batch_size=B, image_size=S), cycle_length=2)
+    with pytest.raises(tf.errors.OpError, match="interleave"):
+        sum(1 for _ in il)
 
 
 def test_dataset_batches_are_tfs_own_memory(ds):
