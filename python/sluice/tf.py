@@ -154,8 +154,12 @@ class _Feed:
                 raise ValueError(f"{what}: {name} must be >= {lo}, not {v!r}")
         batch_size, image_size = int(batch_size), int(image_size)
         epochs, start_epoch, start_batch = int(epochs), int(start_epoch), int(start_batch)
-        self.loader = _sluice.Loader(source, batch_size, image_size,
-                                     **dict(options, epochs=1))
+        try:
+            self.loader = _sluice.Loader(source, batch_size, image_size,
+                                         **dict(options, epochs=1))
+        except TypeError as e:  # "... keyword argument for Loader()"
+            raise TypeError(f"{what}: {e} (the keyword options are "
+                            "sluice.Loader's)") from e
         nb = self.loader.batches_per_epoch
         if start_epoch < 0 or not 0 <= start_batch < max(nb, 1):
             self.loader.close()

@@ -381,7 +381,8 @@ def test_sizes_named_and_keras_style_image_size(ds):
     """A size of the wrong type names its argument (before: "'float' object
     cannot be interpreted as an integer", naming neither), and image_size
     may be (side, side) as Keras's image_dataset_from_directory takes it
-    (before: the same nameless TypeError)."""
+    (before: the same nameless TypeError); an unknown option names the
+    function it was given to (before: "... for Loader()" only)."""
     import sluice.tf as stf
     makers = [stf.jax_batches, stf.batches]
     if importlib.util.find_spec("tensorflow") is not None:
@@ -393,6 +394,9 @@ def test_sizes_named_and_keras_style_image_size(ds):
             args = {"batch_size": B, "image_size": S, **kw}
             with pytest.raises(TypeError, match=what):
                 make(ds, **args)
+        with pytest.raises(TypeError, match=f"{make.__name__}: "
+                           "'shuffle_buffer_size' is an invalid keyword"):
+            make(ds, batch_size=B, image_size=S, shuffle_buffer_size=10)
         with pytest.raises(ValueError, match=r"image_size .*\(32, 48\)"):
             make(ds, batch_size=B, image_size=(32, 48))
         x, _ = next(iter(make(ds, batch_size=B, image_size=(S, S))))
