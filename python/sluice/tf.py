@@ -153,6 +153,11 @@ class _Feed:
             if lo is not None and v < lo:
                 raise ValueError(f"{what}: {name} must be >= {lo}, not {v!r}")
         batch_size, image_size = int(batch_size), int(image_size)
+        if not isinstance(repeat, (bool, np.bool_)):
+            # tf.data's repeat(count) takes a count: repeat=3 must not
+            # quietly mean forever
+            raise TypeError(f"{what}: repeat is True (endless) or False, "
+                            f"not {repeat!r}; epochs= counts epochs")
         epochs, start_epoch, start_batch = int(epochs), int(start_epoch), int(start_batch)
         try:
             self.loader = _sluice.Loader(source, batch_size, image_size,

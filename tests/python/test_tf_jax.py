@@ -419,6 +419,13 @@ def test_batches_repeat_streams_on(ds):
         it = make(ds, batch_size=B, image_size=S, seed=5, repeat=True)
         assert labels_of(itertools.islice(it, 15)) == ref[:15]
         it.close()
+    # a count, as tf.data's repeat(3) takes, is refused (before, dataset()
+    # took repeat=3 as True: an endless stream)
+    if importlib.util.find_spec("tensorflow") is not None:
+        makers.append(stf.dataset)
+    for make in makers:
+        with pytest.raises(TypeError, match="repeat is True .* not 3; epochs="):
+            make(ds, batch_size=B, image_size=S, repeat=3)
 
 
 def test_batches_state_dict_resumes_mid_epoch(ds):
