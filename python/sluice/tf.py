@@ -417,10 +417,17 @@ def jax_batches(source, batch_size=64, image_size=224, epochs=1,
     through DLPack where JAX accepts the buffer (64-byte aligned host
     memory); each iteration streams the next `epochs` epochs (forever
     with repeat=True, for loops counted in steps). Labels are int32 (a
-    copy) while JAX's x64 is off, its default."""
+    copy) while JAX's x64 is off, its default. rank / world_size default
+    to jax.process_index() / process_count(), so each host of a
+    multi-host job streams its own part (as sluice.torch defaults to
+    torch.distributed's)."""
+    import jax
     import jax.dlpack
 
     from_dlpack = jax.dlpack.from_dlpack
+    if "rank" not in options and "world_size" not in options:
+        options = dict(options, rank=jax.process_index(),
+                       world_size=jax.process_count())
 
     def wrap(images, labels):
         return from_dlpack(images), from_dlpack(labels)

@@ -477,3 +477,20 @@ def test_zero_copy_batches_held_past_the_next_step_stay_valid(ds):
         gc.collect()
         assert b.stats()["batches_held"] == 0
         b.close()
+
+
+def test_jax_batches_shard_by_jax_process(ds, monkeypatch):
+    """A multi-host JAX job (jax.distributed) streams each host's own part
+    by default, as sluice.torch does under torch.distributed (before:
+    every host streamed the whole dataset, the same batches)."""
+    jax = pytest.importorskip("jax", reason="jax not installed")
+    import sluice.tf as stf
+    monkeypatch.setattr(jax, "process_index", lambda *a: 1)
+    monkeypatch.setattr(jax, "process_count", lambda *a: 2)
+    j = stf.jax_batches(ds, batch_size=B, image_size=S, seed=5)
+    assert (j.loader.options["rank"], j.loader.options["world_size"]) == (1, 2)
+    assert labels_of(j) == labels_of(sluice.Loader(
+        ds, B, S, layout="hwc", seed=5, rank=1, world_size=2))
+    # given ones win
+    j = stf.jax_batches(ds, batch_size=B, image_size=S, rank=0, world_size=1)
+    assert j.loader.options["world_size"] == 1
