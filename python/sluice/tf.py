@@ -335,6 +335,20 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
     return ds
 
 
+def _jax_process():
+    """(jax.process_index(), jax.process_count()) where asking starts no
+    backend (jax.distributed.initialize() must come before that), else
+    None. The checks are JAX's private state: None where they are gone."""
+    import jax
+    try:
+        from jax._src import distributed, xla_bridge
+        ready = (distributed.global_state.client is not None
+                 or xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):
+        return None
+    return (jax.process_index(), jax.process_count()) if ready else None
+
+
 class _Batches:
     """An iterable of batches: each iteration streams the next `epochs`
     epochs from one sluice.Loader (`loader`); skipped(), stats(), close(),
@@ -418,16 +432,17 @@ def jax_batches(source, batch_size=64, image_size=224, epochs=1,
     memory); each iteration streams the next `epochs` epochs (forever
     with repeat=True, for loops counted in steps). Labels are int32 (a
     copy) while JAX's x64 is off, its default. rank / world_size default
-    to jax.process_index() / process_count(), so each host of a
-    multi-host job streams its own part (as sluice.torch defaults to
-    torch.distributed's)."""
-    import jax
+    to jax.process_index() / process_count() once jax.distributed is
+    initialised (or JAX's backends are), so each host of a multi-host job
+    streams its own part (as sluice.torch defaults to torch.distributed's);
+    made before jax.distributed.initialize(), it streams all of it."""
     import jax.dlpack
 
     from_dlpack = jax.dlpack.from_dlpack
     if "rank" not in options and "world_size" not in options:
-        options = dict(options, rank=jax.process_index(),
-                       world_size=jax.process_count())
+        proc = _jax_process()
+        if proc is not None:
+            options = dict(options, rank=proc[0], world_size=proc[1])
 
     def wrap(images, labels):
         return from_dlpack(images), from_dlpack(labels)
