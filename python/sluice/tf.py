@@ -162,9 +162,10 @@ class _Feed:
         try:
             self.loader = _sluice.Loader(source, batch_size, image_size,
                                          **dict(options, epochs=1))
-        except TypeError as e:  # "... keyword argument for Loader()"
-            raise TypeError(f"{what}: {e} (the keyword options are "
-                            "sluice.Loader's)") from e
+        except TypeError as e:
+            more = (" (the keyword options are sluice.Loader's)"
+                    if "keyword argument" in str(e) else "")
+            raise TypeError(f"{what}: {e}{more}") from e
         nb = self.loader.batches_per_epoch
         if start_epoch < 0 or not 0 <= start_batch < max(nb, 1):
             self.loader.close()
