@@ -51,7 +51,9 @@ batches objects are also context managers, and their state_dict() is
 (skips counted): start_epoch= / start_batch= from it resume exactly
 mid-epoch (a checkpoint's iterator state, as grain's get_state()). A
 dataset has none: tf.data prefetches, so the engine's position runs
-ahead of the model's. One iteration at a time per
+ahead of the model's; nor can tf.train.Checkpoint(iterator=iter(ds))
+save its iterator (TF: "PyFunc is stateful"): resume a dataset at an
+epoch, with start_epoch=. One iteration at a time per
 object: a second one while the first runs (two iterators over one
 dataset, `Dataset.zip((ds, ds))`, `interleave(cycle_length > 1)` over a
 function that makes the dataset: it is traced once, so one dataset
