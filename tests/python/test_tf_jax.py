@@ -489,10 +489,13 @@ def test_jax_batches_shard_by_jax_process(ds, monkeypatch):
     import sluice.tf as stf
     # made before jax.distributed.initialize(): it must start no backend
     # (initialize() refuses to run after one)
-    code = ("import sys; import jax._src.xla_bridge as xb; import sluice.tf as stf; "
-            f"j = stf.jax_batches({ds!r}, batch_size={B}, image_size={S}); "
-            "sys.exit(xb.backends_are_initialized() or j.loader.options['world_size'] != 1)")
-    assert subprocess.run([sys.executable, "-c", code], timeout=120).returncode == 0
+    code = ("import sys; import jax._src.xla_bridge as xb\n"
+            "import sluice.tf as stf\n"
+            f"j = stf.jax_batches({ds!r}, batch_size={B}, image_size={S})\n"
+            "sys.exit(xb.backends_are_initialized()\n"
+            "         or j.loader.options['world_size'] != 1)")
+    run = subprocess.run([sys.executable, "-c", code], timeout=120)
+    assert run.returncode == 0
     jax.devices()  # backends up (as after jax.distributed.initialize())
     monkeypatch.setattr(jax, "process_index", lambda *a: 1)
     monkeypatch.setattr(jax, "process_count", lambda *a: 2)
