@@ -10,8 +10,9 @@ explicit `output_signature` (images N x H x W x 3, TF's channels-last, uint8
 or float32; labels int64). Each iteration of it streams the next `epochs`
 epochs (default 1, so Keras's `fit(epochs=E)` sees a new shuffle and new
 crops every epoch; `repeat=True` for an endless stream, the way
-`fit(steps_per_epoch=...)` likes it). Decoding, cropping and flipping run
-in sluice's C threads, never in TF's.
+`fit(steps_per_epoch=...)` likes it; `batches()` and `jax_batches()`
+take repeat= too). Decoding, cropping and flipping run in sluice's C
+threads, never in TF's.
 
 Copies: `from_generator` hands TF each batch through `tf.numpy_function`,
 which wraps the numpy arrays in TF tensors without a copy when their
@@ -35,20 +36,34 @@ them; the images stay zero-copy).
 All three take start_epoch= and start_batch= (resume: the stream from
 (start_epoch, start_batch) is, batch for batch, the rest of an
 uninterrupted run's from that position; Keras `fit(initial_epoch=k)`
-wants start_epoch=k) and have `.loader` (the sluice.Loader: knobs with
+wants start_epoch=k; under a tf.distribute strategy each fit() first
+takes a batch from an iteration of its own to build the model, so its
+epochs train on the dataset's next ones, and a resume still lines up)
+and have `.loader` (the sluice.Loader: knobs with
 `.loader.set(...)`), `.stats()`, `.skipped()` (samples skipped under
 on_error='skip', "epoch E: FILE: cause", as sluice.torch's skipped();
 an epoch that ends with new skips also warns, naming how many and the
 first few), `.class_names` (as Keras's image_dataset_from_directory) and
 `.close()` (frees the loader's threads and buffers; an iteration under way
 then raises RuntimeError instead of ending as if the epoch were done). The
-batches objects are also context managers. One iteration at a time per
+batches objects are also context managers, and their state_dict() is
+{"epoch", "batch"}, the position after the batches handed out so far
+(skips counted): start_epoch= / start_batch= from it resume exactly
+mid-epoch (a checkpoint's iterator state, as grain's get_state()). A
+dataset has none: tf.data prefetches, so the engine's position runs
+ahead of the model's; nor can tf.train.Checkpoint(iterator=iter(ds))
+save its iterator (TF: "PyFunc is stateful"): resume a dataset at an
+epoch, with start_epoch=. One iteration at a time per
 object: a second one while the first runs (two iterators over one
-dataset, `Dataset.zip((ds, ds))`) raises RuntimeError saying so; make a
-second dataset for a second stream.
+dataset, `Dataset.zip((ds, ds))`, `interleave(cycle_length > 1)` over a
+function that makes the dataset: it is traced once, so one dataset
+serves every call) raises RuntimeError saying so; make a second dataset
+for a second stream.
 
-Keyword options are sluice.Loader's (mode, threads, prefetch, seed,
-shuffle, rank, world_size, on_error, mean, std, ...). dtype: uint8
+image_size is the crops' side, or (side, side) as Keras's
+image_dataset_from_directory takes it. Keyword options are
+sluice.Loader's (mode, threads, prefetch, seed, shuffle, rank,
+world_size, on_error, mean, std, ...). dtype: uint8
 (default) or float32, as a string, numpy or TF dtype; float32 is
 (x / 255 - mean) / std per channel with ImageNet's mean (0.485, 0.456,
 0.406) and std (0.229, 0.224, 0.225) unless mean= / std= say otherwise.
@@ -121,17 +136,38 @@ class _Feed:
     def __init__(self, what, source, batch_size, image_size, options,
                  epochs, repeat, start_epoch, start_batch):
         self.what = what
+        if isinstance(image_size, (tuple, list)):
+            # Keras's image_dataset_from_directory takes (height, width)
+            if len(image_size) != 2 or image_size[0] != image_size[1]:
+                raise ValueError(f"{what}: image_size is one side (the "
+                                 f"crops are square) or (side, side), not "
+                                 f"{image_size!r}")
+            image_size = image_size[0]
         # checked before a loader is made: a float or a negative count
-        # would make the cardinality and the loop disagree
-        for name, v, lo in (("epochs", epochs, 1), ("start_epoch", start_epoch, 0),
+        # would make the cardinality and the loop disagree (the sizes'
+        # ranges are the Loader's to check; their type is named here)
+        for name, v, lo in (("batch_size", batch_size, None),
+                            ("image_size", image_size, None),
+                            ("epochs", epochs, 1), ("start_epoch", start_epoch, 0),
                             ("start_batch", start_batch, 0)):
             if not isinstance(v, numbers.Integral) or isinstance(v, bool):
                 raise TypeError(f"{what}: {name} must be an int, not {v!r}")
-            if v < lo:
+            if lo is not None and v < lo:
                 raise ValueError(f"{what}: {name} must be >= {lo}, not {v!r}")
+        batch_size, image_size = int(batch_size), int(image_size)
+        if not isinstance(repeat, (bool, np.bool_)):
+            # tf.data's repeat(count) takes a count: repeat=3 must not
+            # quietly mean forever
+            raise TypeError(f"{what}: repeat is True (endless) or False, "
+                            f"not {repeat!r}; epochs= counts epochs")
         epochs, start_epoch, start_batch = int(epochs), int(start_epoch), int(start_batch)
-        self.loader = _sluice.Loader(source, batch_size, image_size,
-                                     **dict(options, epochs=1))
+        try:
+            self.loader = _sluice.Loader(source, batch_size, image_size,
+                                         **dict(options, epochs=1))
+        except TypeError as e:
+            more = (" (the keyword options are sluice.Loader's)"
+                    if "keyword argument" in str(e) else "")
+            raise TypeError(f"{what}: {e}{more}") from e
         nb = self.loader.batches_per_epoch
         if start_epoch < 0 or not 0 <= start_batch < max(nb, 1):
             self.loader.close()
@@ -151,8 +187,10 @@ class _Feed:
         if self.busy:
             raise RuntimeError(
                 f"{self.what}: one iteration at a time (another iteration "
-                "of it is under way: two iterators over one dataset, or "
-                "Dataset.zip((ds, ds))); make a second dataset for a "
+                "of it is under way: two iterators over one dataset, "
+                "Dataset.zip((ds, ds)), or interleave(cycle_length > 1) "
+                "over a function that makes it: traced once, that is one "
+                "dataset for every call); make a second dataset for a "
                 "second stream")
 
     def run(self, wrap):
@@ -181,6 +219,14 @@ class _Feed:
                 self._warn_skips(epoch)
         finally:
             self.busy = False
+
+    def position(self):
+        """(epoch, batch) after the batches handed out so far: the engine's
+        while an iteration runs, else where the next one starts."""
+        with self.lock:
+            if self.busy and not self.closed:
+                return tuple(self.loader.position)
+            return self.epoch, self.batch
 
     def _closed_midway(self, cause=None):
         raise RuntimeError(
@@ -263,8 +309,9 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
     def gen():
         return feed.run(wrap)
 
-    shape = ((None, image_size, image_size, 3) if _layout(options) == "hwc"
-             else (None, 3, image_size, image_size))
+    side = feed.loader.options["image_size"]
+    shape = ((None, side, side, 3) if _layout(options) == "hwc"
+             else (None, 3, side, side))
     sig = (tf.TensorSpec(shape=shape, dtype=elem),
            tf.TensorSpec(shape=(None,), dtype=tf.int64))
     ds = tf.data.Dataset.from_generator(gen, output_signature=sig)
@@ -274,6 +321,14 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
     elif start_batch == 0 and options.get("on_error", "fail") != "skip":
         ds = ds.apply(tf.data.experimental.assert_cardinality(
             feed.loader.batches_per_epoch * epochs))
+    if feed.loader.options["world_size"] > 1:
+        # Sharded here (rank=): tf.distribute's auto-shard would shard the
+        # rank's stream again (from_generator reads no files, so AUTO
+        # means DATA: each worker keeping 1 / world_size of its own part)
+        opt = tf.data.Options()
+        opt.experimental_distribute.auto_shard_policy = (
+            tf.data.experimental.AutoShardPolicy.OFF)
+        ds = ds.with_options(opt)
     _attach(ds, feed)
     if tf.executing_eagerly() and not tf.inside_function():
         # Not where TF traces (flat_map, interleave, tf.function): there
@@ -281,6 +336,20 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
         # running the generator; that loader lives with the process.
         weakref.finalize(ds, feed.close)
     return ds
+
+
+def _jax_process():
+    """(jax.process_index(), jax.process_count()) where asking starts no
+    backend (jax.distributed.initialize() must come before that), else
+    None. The checks are JAX's private state: None where they are gone."""
+    import jax
+    try:
+        from jax._src import distributed, xla_bridge
+        ready = (distributed.global_state.client is not None
+                 or xla_bridge.backends_are_initialized())
+    except (ImportError, AttributeError):
+        return None
+    return (jax.process_index(), jax.process_count()) if ready else None
 
 
 class _Batches:
@@ -321,6 +390,13 @@ class _Batches:
     def skipped(self):
         return self._feed.skipped()
 
+    def state_dict(self):
+        """{"epoch": E, "batch": B}: the position after the batches handed
+        out so far (skips counted), so that a new object made with
+        start_epoch=E, start_batch=B streams exactly the rest."""
+        epoch, batch = self._feed.position()
+        return {"epoch": epoch, "batch": batch}
+
     def stats(self):
         return self._feed.loader.stats()
 
@@ -334,11 +410,12 @@ class _Batches:
         self.close()
 
 
-def batches(source, batch_size=64, image_size=224, epochs=1, start_epoch=0,
-            start_batch=0, **options):
+def batches(source, batch_size=64, image_size=224, epochs=1, repeat=False,
+            start_epoch=0, start_batch=0, **options):
     """An iterable of eager (images, labels) tf.Tensors, zero-copy views of
     the engine's buffers through DLPack (TF aliases 64-byte-aligned host
-    memory); each iteration streams the next `epochs` epochs."""
+    memory); each iteration streams the next `epochs` epochs (forever
+    with repeat=True, for loops counted in steps)."""
     import tensorflow as tf
 
     from_dlpack = tf.experimental.dlpack.from_dlpack
@@ -347,23 +424,32 @@ def batches(source, batch_size=64, image_size=224, epochs=1, start_epoch=0,
         return from_dlpack(images.__dlpack__()), from_dlpack(labels.__dlpack__())
 
     return _Batches(_feed("sluice.tf.batches", source, batch_size, image_size,
-                          options, epochs, False, start_epoch, start_batch),
+                          options, epochs, repeat, start_epoch, start_batch),
                     wrap)
 
 
 def jax_batches(source, batch_size=64, image_size=224, epochs=1,
-                start_epoch=0, start_batch=0, **options):
+                repeat=False, start_epoch=0, start_batch=0, **options):
     """An iterable of (images, labels) jax.Arrays on the CPU, zero-copy
     through DLPack where JAX accepts the buffer (64-byte aligned host
-    memory); each iteration streams the next `epochs` epochs. Labels are
-    int32 (a copy) while JAX's x64 is off, its default."""
+    memory); each iteration streams the next `epochs` epochs (forever
+    with repeat=True, for loops counted in steps). Labels are int32 (a
+    copy) while JAX's x64 is off, its default. rank / world_size default
+    to jax.process_index() / process_count() once jax.distributed is
+    initialised (or JAX's backends are), so each host of a multi-host job
+    streams its own part (as sluice.torch defaults to torch.distributed's);
+    made before jax.distributed.initialize(), it streams all of it."""
     import jax.dlpack
 
     from_dlpack = jax.dlpack.from_dlpack
+    if "rank" not in options and "world_size" not in options:
+        proc = _jax_process()
+        if proc is not None:
+            options = dict(options, rank=proc[0], world_size=proc[1])
 
     def wrap(images, labels):
         return from_dlpack(images), from_dlpack(labels)
 
     return _Batches(_feed("sluice.tf.jax_batches", source, batch_size,
-                          image_size, options, epochs, False, start_epoch,
+                          image_size, options, epochs, repeat, start_epoch,
                           start_batch), wrap)

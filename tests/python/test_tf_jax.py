@@ -261,6 +261,12 @@ def test_two_iterations_at_once_say_so(ds):
     # the zip's first part started epoch 1 (a break, as it were): the next
     # iteration streams epoch 2 whole
     assert labels_of(d) == ref[12:18]
+    # interleave traces its function once: one dataset for both cycles
+    # (before, the message named only two iterators and zip)
+    il = tf.data.Dataset.range(2).interleave(
+        lambda _: stf.dataset(ds, batch_size=B, image_size=S), cycle_length=2)
+    with pytest.raises(tf.errors.OpError, match="interleave"):
+        sum(1 for _ in il)
 
 
 def test_dataset_batches_are_tfs_own_memory(ds):
@@ -350,3 +356,153 @@ def test_epochs_and_start_checked(ds):
     # a numpy integer is an int
     n = sum(1 for _ in stf.batches(ds, batch_size=B, image_size=S, epochs=np.int64(2)))
     assert n == 2 * 48 // B
+
+
+def test_rank_sharded_dataset_is_not_auto_sharded_again(ds):
+    """rank= / world_size= shard in the engine; tf.distribute's auto-shard
+    (AUTO: DATA for a from_generator dataset) would keep 1 / world_size of
+    each rank's part again under MultiWorkerMirroredStrategy. Before, the
+    policy was AUTO."""
+    tf = pytest.importorskip("tensorflow", reason="tensorflow-cpu not installed")
+    import sluice.tf as stf
+    policy = tf.data.experimental.AutoShardPolicy
+    d = stf.dataset(ds, batch_size=B, image_size=S, rank=1, world_size=2, seed=5)
+    assert d.options().experimental_distribute.auto_shard_policy == policy.OFF
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, rank=1,
+                                  world_size=2))
+    assert int(d.cardinality()) == len(ref) == 3 and labels_of(d) == ref
+    assert d.loader.options["rank"] == 1 and d.class_names
+    # unsharded: auto-shard stays TF's to choose (DATA splits the stream)
+    one = stf.dataset(ds, batch_size=B, image_size=S)
+    assert one.options().experimental_distribute.auto_shard_policy == policy.AUTO
+
+
+def test_sizes_named_and_keras_style_image_size(ds):
+    """A size of the wrong type names its argument (before: "'float' object
+    cannot be interpreted as an integer", naming neither), and image_size
+    may be (side, side) as Keras's image_dataset_from_directory takes it
+    (before: the same nameless TypeError); an unknown option names the
+    function it was given to (before: "... for Loader()" only)."""
+    import sluice.tf as stf
+    makers = [stf.jax_batches, stf.batches]
+    if importlib.util.find_spec("tensorflow") is not None:
+        makers.append(stf.dataset)
+    for make in makers:
+        for kw, what in (({"batch_size": 8.0}, "batch_size must be an int"),
+                         ({"batch_size": None}, "batch_size must be an int"),
+                         ({"image_size": "32"}, "image_size must be an int")):
+            args = {"batch_size": B, "image_size": S, **kw}
+            with pytest.raises(TypeError, match=what):
+                make(ds, **args)
+        with pytest.raises(TypeError, match=f"{make.__name__}: "
+                           "'shuffle_buffer_size' is an invalid keyword"):
+            make(ds, batch_size=B, image_size=S, shuffle_buffer_size=10)
+        with pytest.raises(ValueError, match=r"image_size .*\(32, 48\)"):
+            make(ds, batch_size=B, image_size=(32, 48))
+        x, _ = next(iter(make(ds, batch_size=B, image_size=(S, S))))
+        assert tuple(x.shape) == (B, S, S, 3)
+    if importlib.util.find_spec("tensorflow") is not None:
+        d = stf.dataset(ds, batch_size=B, image_size=[S, S], layout="chw")
+        assert d.element_spec[0].shape.as_list() == [None, 3, S, S]
+
+
+def test_batches_repeat_streams_on(ds):
+    """repeat=True, as dataset()'s, for a JAX loop counted in steps (before:
+    batches() and jax_batches() refused repeat=, a TypeError from Loader)."""
+    import itertools
+    import sluice.tf as stf
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=3))
+    makers = [stf.batches] if importlib.util.find_spec("tensorflow") else []
+    if importlib.util.find_spec("jax") is not None:
+        makers.append(stf.jax_batches)
+    for make in makers:
+        it = make(ds, batch_size=B, image_size=S, seed=5, repeat=True)
+        assert labels_of(itertools.islice(it, 15)) == ref[:15]
+        it.close()
+    # a count, as tf.data's repeat(3) takes, is refused (before, dataset()
+    # took repeat=3 as True: an endless stream)
+    if importlib.util.find_spec("tensorflow") is not None:
+        makers.append(stf.dataset)
+    for make in makers:
+        with pytest.raises(TypeError, match="repeat is True .* not 3; epochs="):
+            make(ds, batch_size=B, image_size=S, repeat=3)
+
+
+def test_batches_state_dict_resumes_mid_epoch(ds):
+    """state_dict() of a batches object is the position after the batches
+    handed out (before: none; a JAX loop had to count batches itself, and
+    a count is wrong where skips drop a batch)."""
+    import sluice.tf as stf
+    ref = labels_of(sluice.Loader(ds, B, S, layout="hwc", seed=5, epochs=3))
+    makers = [stf.batches] if importlib.util.find_spec("tensorflow") else []
+    if importlib.util.find_spec("jax") is not None:
+        makers.append(stf.jax_batches)
+    for make in makers:
+        b = make(ds, batch_size=B, image_size=S, seed=5, epochs=2)
+        assert b.state_dict() == {"epoch": 0, "batch": 0}
+        it = iter(b)
+        got = [next(it)[1] for _ in range(8)]  # epoch 0 whole, 2 of epoch 1
+        assert b.state_dict() == {"epoch": 1, "batch": 2}
+        st = b.state_dict()
+        b.close()
+        rest = make(ds, batch_size=B, image_size=S, seed=5,
+                    start_epoch=st["epoch"], start_batch=st["batch"])
+        assert [np.asarray(y).tolist() for y in got] + labels_of(rest) == ref[:12]
+        assert rest.state_dict() == {"epoch": 2, "batch": 0}
+        # a break: the next iteration begins at the next epoch
+        for _ in rest:
+            break
+        assert rest.state_dict() == {"epoch": 3, "batch": 0}
+
+
+def test_zero_copy_batches_held_past_the_next_step_stay_valid(ds):
+    """The README's contract: a batch kept after the stream moves on keeps
+    its buffer out of the pool (no later batch is written over it) until
+    the last tensor over it goes."""
+    import gc
+    import sluice.tf as stf
+    ref = reference(ds)
+    makers = [stf.batches] if importlib.util.find_spec("tensorflow") else []
+    if importlib.util.find_spec("jax") is not None:
+        makers.append(stf.jax_batches)
+    for make in makers:
+        b = make(ds, batch_size=B, image_size=S, seed=5)
+        held = list(b)
+        gc.collect()
+        assert b.stats()["batches_held"] == len(ref)
+        for (x, y), (rx, ry) in zip(held, ref):
+            assert np.array_equal(np.asarray(x), rx)
+            assert np.array_equal(np.asarray(y), ry)
+        del held, x, y
+        gc.collect()
+        assert b.stats()["batches_held"] == 0
+        b.close()
+
+
+def test_jax_batches_shard_by_jax_process(ds, monkeypatch):
+    """A multi-host JAX job (jax.distributed) streams each host's own part
+    by default, as sluice.torch does under torch.distributed (before:
+    every host streamed the whole dataset, the same batches)."""
+    jax = pytest.importorskip("jax", reason="jax not installed")
+    import subprocess
+    import sys
+    import sluice.tf as stf
+    # made before jax.distributed.initialize(): it must start no backend
+    # (initialize() refuses to run after one)
+    code = ("import sys; import jax._src.xla_bridge as xb\n"
+            "import sluice.tf as stf\n"
+            f"j = stf.jax_batches({ds!r}, batch_size={B}, image_size={S})\n"
+            "sys.exit(xb.backends_are_initialized()\n"
+            "         or j.loader.options['world_size'] != 1)")
+    run = subprocess.run([sys.executable, "-c", code], timeout=120)
+    assert run.returncode == 0
+    jax.devices()  # backends up (as after jax.distributed.initialize())
+    monkeypatch.setattr(jax, "process_index", lambda *a: 1)
+    monkeypatch.setattr(jax, "process_count", lambda *a: 2)
+    j = stf.jax_batches(ds, batch_size=B, image_size=S, seed=5)
+    assert (j.loader.options["rank"], j.loader.options["world_size"]) == (1, 2)
+    assert labels_of(j) == labels_of(sluice.Loader(
+        ds, B, S, layout="hwc", seed=5, rank=1, world_size=2))
+    # given ones win
+    j = stf.jax_batches(ds, batch_size=B, image_size=S, rank=0, world_size=1)
+    assert j.loader.options["world_size"] == 1
