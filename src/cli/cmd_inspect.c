@@ -39,7 +39,7 @@ static int inspect_recset(const char *spec, int all)
     char err[1024];
     sl__recset_t *r = NULL;
     if (sl__recset_open(spec, 1, &r, err, sizeof err)) {
-        fprintf(stderr, "inspect: %s\n", err);
+        sl__cli_error("inspect", "%s", err);
         return 1;
     }
     int64_t n = sl__recset_count(r), bad = 0, lo = INT64_MAX, hi = -1;
@@ -97,12 +97,12 @@ int sl__cmd_inspect(int argc, char **argv)
     char err[1024];
     sl__shard_t *s = NULL;
     if (sl__shard_open(argv[optind], &s, err, sizeof err)) {
-        fprintf(stderr, "inspect: %s\n", err);
+        sl__cli_error("inspect", "%s", err);
         return 1;
     }
     sl__shard_summary_t sum;
     if (sl__shard_summarize(s, &sum)) {
-        fprintf(stderr, "inspect: out of memory\n");
+        sl__cli_error("inspect", "out of memory");
         sl__shard_close(s);
         return 1;
     }

@@ -44,16 +44,16 @@ int sl__cmd_make_dataset(int argc, char **argv)
     long long images = a.images, classes = a.classes;
     unsigned long long seed = a.seed;
     if (sl__mkdir_p(dir)) {
-        fprintf(stderr, "make-dataset: cannot create %s: %s\n", dir,
-                strerror(errno));
+        sl__cli_error("make-dataset", "cannot create %s: %s", dir,
+                      strerror(errno));
         return 1;
     }
     for (long long c = 0; c < classes; c++) {
         char p[4096];
         snprintf(p, sizeof p, "%s/class_%03lld", dir, c);
         if (sl__mkdir_p(p)) {
-            fprintf(stderr, "make-dataset: cannot create %s: %s\n", p,
-                    strerror(errno));
+            sl__cli_error("make-dataset", "cannot create %s: %s", p,
+                          strerror(errno));
             return 1;
         }
     }
@@ -66,7 +66,7 @@ int sl__cmd_make_dataset(int argc, char **argv)
         int cls = (int)(i % classes);
         char err[256];
         if (sl__synth_jpeg(seed, cls, i, &jpg, err, sizeof err)) {
-            fprintf(stderr, "make-dataset: %s\n", err);
+            sl__cli_error("make-dataset", "%s", err);
             rc = 1;
             break;
         }
@@ -75,12 +75,12 @@ int sl__cmd_make_dataset(int argc, char **argv)
                  i);
         FILE *f = fopen(path, "wb");
         if (!f || fwrite(jpg.p, 1, jpg.n, f) != jpg.n) {
-            fprintf(stderr, "make-dataset: cannot write %s: %s\n", path,
-                    strerror(errno));
+            sl__cli_error("make-dataset", "cannot write %s: %s", path,
+                          strerror(errno));
             rc = 1;
         }
         if (f && fclose(f) && !rc) {
-            fprintf(stderr, "make-dataset: cannot write %s\n", path);
+            sl__cli_error("make-dataset", "cannot write %s", path);
             rc = 1;
         }
         total += (double)jpg.n;

@@ -195,25 +195,25 @@ int sl__cmd_pack(int argc, char **argv)
     sl__ext_out_t xo = {
         .dir = out_dir, .fmt = args.format, .shard_size = ps.shard_size};
     if (args.format && ps.codec != SL_CODEC_NONE) {
-        sl__cli_error("sluice pack", "--codec is for sluice shards only");
+        sl__cli_error("pack", "--codec is for sluice shards only");
         return 2;
     }
     if (args.format ? sl__ext_out_begin(&xo, err, sizeof err)
                     : sl__pack_out_begin(&ps, err, sizeof err)) {
-        sl__cli_error("sluice pack", "%s", err);
+        sl__cli_error("pack", "%s", err);
         return 1;
     }
 
     sl__folder_t *f = NULL;
     int rc = sl__folder_scan(src, skip, &f, err, sizeof err);
     if (rc) {
-        sl__cli_error("sluice pack", "%s", err);
+        sl__cli_error("pack", "%s", err);
         ABORT();
         return 1;
     }
     int64_t skipped = 0;
     for (int i = 0; i < f->nnotes; i++) {
-        sl__cli_error("sluice pack", "%s: %s",
+        sl__cli_error("pack", "%s: %s",
                       f->notes[i].lost ? "skipped" : "warning",
                       f->notes[i].msg);
         skipped += f->notes[i].lost;
@@ -221,7 +221,7 @@ int sl__cmd_pack(int argc, char **argv)
     for (int i = 0; i < f->nclasses; i++)
         for (const char *p = f->classes[i]; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-                sl__cli_error("sluice pack",
+                sl__cli_error("pack",
                               "class folder name with a control byte: %s",
                               f->classes[i]);
                 ABORT();
@@ -233,7 +233,7 @@ int sl__cmd_pack(int argc, char **argv)
                      .max_side = args.max_side,
                      .quality = args.quality};
     if (lossy.on && !(lossy.scratch = sl__scratch_create())) {
-        sl__cli_error("sluice pack", "out of memory");
+        sl__cli_error("pack", "out of memory");
         ABORT();
         sl__folder_free(f);
         return 1;
@@ -266,7 +266,7 @@ int sl__cmd_pack(int argc, char **argv)
         if (rc && skip && !fatal) {
             if (tty)
                 fputc('\n', stderr);
-            sl__cli_error("sluice pack", "skipped: %s", err);
+            sl__cli_error("pack", "skipped: %s", err);
             skipped++;
             rc = 0;
             continue;
@@ -302,8 +302,8 @@ int sl__cmd_pack(int argc, char **argv)
     if (rc)
         ABORT();
     if (rc) {
-        sl__cli_error("sluice pack", "%s", err);
-        sl__cli_error("sluice pack", "failed; %s is as it was", out_dir);
+        sl__cli_error("pack", "%s", err);
+        sl__cli_error("pack", "failed; %s is as it was", out_dir);
         sl__pack_out_free(&ps);
         sl__folder_free(f);
         return 1;

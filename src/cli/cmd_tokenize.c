@@ -109,7 +109,7 @@ int sl__cmd_tokenize(int argc, char **argv)
     sl_tokenizer_t *tok = NULL;
     rc = sl_tokenizer_create(&o, &tok);
     if (rc) {
-        fprintf(stderr, "tokenize: %s\n", sl_tokenizer_last_error(NULL));
+        sl__cli_error("tokenize", "%s", sl_tokenizer_last_error(NULL));
         return rc == SL_EUNSUPPORTED ? 2 : 1;
     }
     char err[512] = "", *text = NULL;
@@ -125,7 +125,7 @@ int sl__cmd_tokenize(int argc, char **argv)
                                  : sl_tokenizer_last_error(tok));
     int status = 0;
     if (rc) {
-        fprintf(stderr, "tokenize: %s\n", err);
+        sl__cli_error("tokenize", "%s", err);
         status = 1;
     } else if (json) {
         printf("{\"tokens\": %zu, \"bytes\": %zu, \"seconds\": %.6f, "
@@ -134,7 +134,7 @@ int sl__cmd_tokenize(int argc, char **argv)
     } else if (count) {
         printf("%zu\n", nids);
     } else if (print_ids(ids, nids)) {
-        fprintf(stderr, "tokenize: write error\n");
+        sl__cli_error("tokenize", "write error");
         status = 1;
     }
     free(ids);

@@ -58,7 +58,7 @@ int sl__cmd_verify(int argc, char **argv)
     const char *target = argv[optind];
     struct stat st;
     if (stat(target, &st)) {
-        fprintf(stderr, "verify: %s: %s\n", target, strerror(errno));
+        sl__cli_error("verify", "%s: %s", target, strerror(errno));
         return 2;
     }
     char err[2048];
@@ -67,13 +67,13 @@ int sl__cmd_verify(int argc, char **argv)
     int64_t t0 = sl__now_ns();
     if (S_ISDIR(st.st_mode)) {
         if (!sl__pack_dir_holds(target)) {
-            fprintf(stderr, "verify: %s: no *.sls files\n", target);
+            sl__cli_error("verify", "%s: no *.sls files", target);
             return 1;
         }
         sl__pack_dir_t p;
         if (sl__pack_dir_open(target, SL__PACK_REPORT_ALL, &p, err,
                               sizeof err)) {
-            fprintf(stderr, "verify: %s\n", err);
+            sl__cli_error("verify", "%s", err);
             return 2;
         }
         for (int i = 0; i < p.nbad; i++)

@@ -364,8 +364,10 @@ static void verror(const char *who, const char *fmt, va_list ap)
     free(m);
 }
 
-void sl__cli_error(const char *who, const char *fmt, ...)
+void sl__cli_error(const char *cmd, const char *fmt, ...)
 {
+    char who[64];
+    snprintf(who, sizeof who, "sluice %s", cmd);
     va_list ap;
     va_start(ap, fmt);
     verror(who, fmt, ap);

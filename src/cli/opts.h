@@ -77,10 +77,11 @@ void sl__opts_usage(const sl__opts_t *d, FILE *f, const char *cmd);
  *  @return 2, the exit status. */
 int sl__opts_bad(const sl__opts_t *d, const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/** Prints "WHO: <fmt...>" and a newline to stderr, the message's control
- *  bytes escaped (\x1b, as sl__msg_escape): a file name in it may hold any
- *  byte, and raw ones would drive the terminal. */
-void sl__cli_error(const char *who, const char *fmt, ...)
+/** Prints "sluice CMD: <fmt...>" and a newline to stderr, the message's
+ *  control bytes escaped (\x1b, as sl__msg_escape): a file name in it may
+ *  hold any byte, and raw ones would drive the terminal. Every command's
+ *  error lines, so that all start the same way. */
+void sl__cli_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /** The distance between a and b: insertions, deletions, substitutions and

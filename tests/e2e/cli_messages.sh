@@ -132,5 +132,23 @@ else
   echo "skip: --json with a Latin-1 name (no python3)"
 fi
 
+# Every command's error lines start "sluice CMD: " (verify, inspect,
+# tokenize and make-dataset printed a bare "CMD: ", pack "pack: ").
+: >"$T/afile"
+run_error() {
+  local name=$1 want=$2; shift 2
+  "$S" "$@" >"$T/out" 2>"$T/err"; local rc=$?
+  check "$name: fails ($rc), first line starts '$want'" \
+    test "$rc" -ne 0 -a "$(head -1 "$T/err" | cut -c1-${#want})" = "$want"
+}
+run_error "verify, no such folder" "sluice verify: $T/none" verify "$T/none"
+run_error "inspect, no such file" "sluice inspect: " inspect "$T/none.sls"
+run_error "make-dataset, under a file" "sluice make-dataset: cannot create" \
+  make-dataset --synthetic "$T/afile/under" --images 2 --classes 1
+run_error "tokenize, no vocabulary" "sluice tokenize: " tokenize --tokenizer gpt2 \
+  --vocab "$T/none.json" "$T/none.txt"
+run_error "pack, under a file" "sluice pack: " pack "$T/ds" "$T/afile/x/out"
+run_error "index, no such file" "sluice index: " index "$T/none.tar"
+
 echo "cli_messages: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

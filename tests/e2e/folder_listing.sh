@@ -62,7 +62,7 @@ out=$("$S" index "$T/idx/{good,cut}.tar" 2>&1)
 rc=$?
 check "index: damaged file, exit 1 ($rc)" test $rc -eq 1
 check "index: says which" grep -q "cut.tar: .*damaged: " <<<"$out"
-check "index: and how many" grep -q "^index: 1 of 2 files damaged" <<<"$out"
+check "index: and how many" grep -q "^sluice index: 1 of 2 files damaged" <<<"$out"
 check "index: the damaged file's sidecar written" test -s "$T/idx/cut.tar.slidx"
 # A sample whose class is not a number: a bad sample, not a cut file.
 mkdir "$T/lab" && cp "$img" "$T/lab/0001.jpg" && printf x >"$T/lab/0001.cls"
