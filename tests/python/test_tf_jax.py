@@ -494,7 +494,12 @@ def test_jax_batches_shard_by_jax_process(ds, monkeypatch):
             f"j = stf.jax_batches({ds!r}, batch_size={B}, image_size={S})\n"
             "sys.exit(xb.backends_are_initialized()\n"
             "         or j.loader.options['world_size'] != 1)")
-    run = subprocess.run([sys.executable, "-c", code], timeout=120)
+    # the child imports this build's sluice, as this process does (conftest
+    # puts it on sys.path, not on PYTHONPATH)
+    built = os.path.dirname(os.path.dirname(os.path.abspath(stf.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (built, os.environ.get("PYTHONPATH")) if p))
+    run = subprocess.run([sys.executable, "-c", code], timeout=120, env=env)
     assert run.returncode == 0
     jax.devices()  # backends up (as after jax.distributed.initialize())
     monkeypatch.setattr(jax, "process_index", lambda *a: 1)
