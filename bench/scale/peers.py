@@ -167,7 +167,10 @@ def main():
         else:
             systems.append(name)
     import run as peers_run  # bench/peers/run.py
-    tmp = tempfile.mkdtemp(prefix="sluice-scale-peers-")
+    # the runs' JSON and work folders: read here, then removed (each run
+    # left one in /tmp)
+    tmpdir = tempfile.TemporaryDirectory(prefix="sluice-scale-peers-")
+    tmp = tmpdir.name
     load0 = os.getloadavg()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, "
           f"load {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}", flush=True)
@@ -179,7 +182,9 @@ def main():
                         "--threads", str(n), "--epochs", str(a.epochs), "--repeats", str(a.rounds),
                         "--step-ms", str(a.step_ms), "--timeout", str(a.timeout),
                         "--workdir", os.path.join(tmp, "w"), "--json-out", out])
-        results[n] = json.load(open(out))
+        with open(out) as f:
+            results[n] = json.load(f)
+    tmpdir.cleanup()
     load1 = os.getloadavg()
     tc = None
     if "sluice-ray" in systems:
