@@ -350,6 +350,22 @@ def test_actor_process_killed(cluster, ds, local):
     _kill_test(ds, local, kill)
 
 
+def _train_until_removed(dl, local):
+    """Epochs (16 at most) until autoscale removed an actor: the trainer
+    slow (0.2 s a batch) while 2 actors run, so that they get ahead; each
+    epoch's stream the local loader's."""
+    for i in range(16):
+        dl.set_epoch(i % 2)
+        got = []
+        for b in dl:
+            got.append(b)
+            if dl.stats()["target_actors"] == 2:
+                time.sleep(0.2)  # now the trainer is the slow one
+        assert digests(got) == local[0][i % 2]
+        if "remove" in [d["action"] for d in dl.stats()["decisions"]]:
+            break
+
+
 def test_autoscale_adds_then_removes(cluster, ds, local):
     """A trainer that waits gets an actor more; one whose actors stay a
     whole actor's share ahead loses one. The stream stays the same."""
@@ -357,16 +373,7 @@ def test_autoscale_adds_then_removes(cluster, ds, local):
               max_actors=2, min_actors=1) as dl:
         # until it removed one: a few epochs on a quiet machine; more where
         # the machine is loaded and the actors get ahead slowly
-        for i in range(16):
-            dl.set_epoch(i % 2)
-            got = []
-            for b in dl:
-                got.append(b)
-                if dl.stats()["target_actors"] == 2:
-                    time.sleep(0.2)  # now the trainer is the slow one
-            assert digests(got) == local[0][i % 2]
-            if "remove" in [d["action"] for d in dl.stats()["decisions"]]:
-                break
+        _train_until_removed(dl, local)
         st = dl.stats()
         acts = [d["action"] for d in st["decisions"]]
         assert acts[:2] == ["add", "add"], st["decisions"]
@@ -383,16 +390,7 @@ def test_autoscale_removes_under_a_byte_budget(cluster, ds, local):
     (2), else a budget kept every actor autoscale added."""
     with make(ds, 1, chunk=2, autoscale={"period": 0.3}, max_actors=2,
               min_actors=1, object_store_bytes=1) as dl:
-        for i in range(16):
-            dl.set_epoch(i % 2)
-            got = []
-            for b in dl:
-                got.append(b)
-                if dl.stats()["target_actors"] == 2:
-                    time.sleep(0.2)  # now the trainer is the slow one
-            assert digests(got) == local[0][i % 2]
-            if "remove" in [d["action"] for d in dl.stats()["decisions"]]:
-                break
+        _train_until_removed(dl, local)
         acts = [d["action"] for d in dl.stats()["decisions"]]
         assert acts[:2] == ["add", "add"] and "remove" in acts, dl.stats()["decisions"]
 
