@@ -341,11 +341,23 @@ static void *worker(void *arg)
     return NULL;
 }
 
-/* The options that have no default to fall back on: a value out of its
- * range is an error naming it (zero spacing is the default's). */
+/* The options checked beyond the counts: a value out of its range is an
+ * error naming it (zero spacing and zero sizes are the defaults'). */
 static int check_options(const sl_vloader_options_t *o, char *err,
                          size_t errlen)
 {
+    /* Sizes in bytes: 0 is the default (cache_bytes 2 GiB, memory_bytes
+     * no bound); a negative one is a caller's mistake, not a default. */
+    const struct {
+        const char *name;
+        int64_t v;
+    } b[] = {{"cache_bytes", o->cache_bytes},
+             {"memory_bytes", o->memory_bytes}};
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+        if (b[i].v < 0)
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "vloader: %s %lld: bytes, >= 0 (0: the default)",
+                            b[i].name, (long long)b[i].v);
     static const char *const ax = "xyz";
     for (int i = 0; i < 3; i++)
         if (!(o->target_spacing[i] >= 0) || !isfinite(o->target_spacing[i]))
@@ -426,7 +438,7 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     for (int i = 0; i < 3; i++)
         if (o->target_spacing[i] == 0)
             o->target_spacing[i] = kits[i];
-    if (o->cache_bytes <= 0)
+    if (o->cache_bytes == 0)
         o->cache_bytes = (int64_t)2 << 30;
     l->aug = o->aug;
     for (int i = 0; i < 3; i++)
@@ -483,7 +495,7 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->buf_bytes =
         (int64_t)l->nbufs * o->batch_size * l->pvox * (o->image_bf16 ? 3 : 5) +
         (o->image_bf16 ? (int64_t)o->threads * l->pvox * 4 : 0);
-    l->mem_limit = o->memory_bytes > 0 ? o->memory_bytes : 0;
+    l->mem_limit = o->memory_bytes; /* 0: no bound (check_options) */
     if (l->mem_limit && l->buf_bytes >= l->mem_limit) {
         rc = sl__fail(err, errlen, SL_ENOMEM,
                       "vloader: %d batch buffers of %d patches need %.1f MB, "

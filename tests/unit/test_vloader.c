@@ -262,6 +262,35 @@ static void test_start_resumes_the_stream(void **state)
     }
 }
 
+/* A negative cache_bytes or memory_bytes fails create, naming the
+ * option (it was taken as the default: 2 GiB, no bound), as the header
+ * says; 0 is still the default. */
+static void test_negative_sizes_refused(void **state)
+{
+    (void)state;
+    sl_vloader_options_t o;
+    sl_vloader_t *l = NULL;
+    char err[256];
+    for (int i = 0; i < 4; i++) {
+        o = stream_opts(1);
+        int64_t v = i % 2 ? INT64_MIN : -1;
+        if (i < 2)
+            o.cache_bytes = v;
+        else
+            o.memory_bytes = v;
+        err[0] = 0;
+        assert_int_equal(sl_vloader_create(root, &o, &l, err, sizeof err),
+                         SL_EINVAL);
+        assert_null(l);
+        assert_non_null(
+            strstr(err, i < 2 ? "cache_bytes -" : "memory_bytes -"));
+    }
+    o = stream_opts(1); /* 0, 0: the defaults */
+    if (sl_vloader_create(root, &o, &l, err, sizeof err))
+        fail_msg("defaults: %s", err);
+    sl_vloader_destroy(l);
+}
+
 /* Under a memory budget that fits the buffers and one case's offline
  * stage (what the loader holds with one thread and nothing cached), four
  * threads take turns: stages wait, the cache gives cases back, the stream
@@ -553,6 +582,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_stream_any_threads),
         cmocka_unit_test(test_start_resumes_the_stream),
+        cmocka_unit_test(test_negative_sizes_refused),
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_look_ahead),
         cmocka_unit_test(test_slabs_same_bytes),
