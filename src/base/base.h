@@ -158,14 +158,20 @@ const char *sl__file_type_name(unsigned mode);
  * length the whole path needs; it fits when that is < cap).
  * sl__mkdir_p: creates the folder path and each missing folder above it,
  * as `mkdir -p` (mode 0777 less the umask); one already there is fine.
- * sl__mkdir_parents: the same for the folders above path only (path
- * itself is left to the caller, who may want to know it made it).
+ * sl__mkdir_parents: the same for the folders above path only.
  * @return 0, or -1 with errno (ENOTDIR: a component is a file; EACCES,
- * ENOSPC, ...): the cause for a message that names the caller's path. */
+ * ENOSPC, ...): the cause for a message that names the caller's path.
+ * sl__mkdir_made: sl__mkdir_p where the caller needs to know whether it
+ * made the folder (an output folder it may remove again, one that must
+ * be new): path with mode (less the umask), the missing folders above it
+ * with 0777. The one rule for an output folder and its parents.
+ * @return 1: made it; 0: a folder was already there; -1 with errno as
+ * above (ENOTDIR also when path itself is a file). */
 char *sl__path_join(const char *dir, const char *name);
 int sl__path_join_buf(char *buf, size_t cap, const char *dir, const char *name);
 int sl__mkdir_p(const char *path);
 int sl__mkdir_parents(const char *path);
+int sl__mkdir_made(const char *path, unsigned mode);
 
 /* Online CPUs of this process (sched_getaffinity), at least 1. Defaults
  * and budgets use sl__cpus_usable (telemetry/machine.h), which also

@@ -79,7 +79,28 @@ int sl__mkdir_parents(const char *path)
     return make_upto(path, n);
 }
 
+int sl__mkdir_made(const char *path, unsigned mode)
+{
+    if (mkdir(path, (mode_t)mode) == 0)
+        return 1;
+    if (errno == ENOENT) { /* a folder above is missing */
+        if (sl__mkdir_parents(path))
+            return -1;
+        if (mkdir(path, (mode_t)mode) == 0)
+            return 1;
+    }
+    int e = errno;
+    struct stat st;
+    if (e == EEXIST && stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        e = ENOTDIR;
+    }
+    errno = e;
+    return -1;
+}
+
 int sl__mkdir_p(const char *path)
 {
-    return make_upto(path, strlen(path));
+    return sl__mkdir_made(path, 0777) < 0 ? -1 : 0;
 }

@@ -51,12 +51,10 @@ int sl__ext_out_begin(sl__ext_out_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "sluice was built without TFRecord support "
                         "(protobuf-c)");
-    int made = mkdir(o->dir, 0777) == 0;
-    if (!made && errno == ENOENT && sl__mkdir_parents(o->dir) == 0)
-        made = mkdir(o->dir, 0777) == 0; /* the folders above, as mkdir -p */
-    if (made) {
+    int made = sl__mkdir_made(o->dir, 0777); /* and those above, mkdir -p */
+    if (made == 1) {
         o->made_dir = 1;
-    } else if (errno != EEXIST) {
+    } else if (made < 0) {
         return sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->dir,
                         strerror(errno));
     } else {

@@ -193,13 +193,13 @@ int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_ENOMEM, "%s: %s", o->dir,
                         strerror(errno));
     }
-    /* The folders above OUT are made as `mkdir -p` makes them; a failure
-     * names OUT, the folder the user gave, not the temp folder. */
-    int made = mkdir(o->tmp, 0755) == 0;
-    if (!made && errno == ENOENT && sl__mkdir_parents(o->final) == 0)
-        made = mkdir(o->tmp, 0755) == 0;
-    if (!made) {
-        int e = errno;
+    /* The temp folder is made beside OUT, so the folders above OUT are
+     * made as `mkdir -p` makes them; it must be new (one already there is
+     * another pack's). A failure names OUT, the folder the user gave, not
+     * the temp folder. */
+    int made = sl__mkdir_made(o->tmp, 0755);
+    if (made != 1) {
+        int e = made == 0 ? EEXIST : errno;
         int rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", o->dir,
                           strerror(e));
         free(o->tmp);
