@@ -3,18 +3,17 @@
  * a brace pattern, URLs), so that a reader at a URL indexes the file with
  * one small request instead of fetching it whole at open. Each file is
  * walked as a reader walks it. A local file's sidecar goes beside it; a
- * URL's into DIR (made if missing; then copied beside the file on the
- * server). A damaged file (bad samples, or cut short) still gets its
- * sidecar: it records what a reader's own walk finds, damage included, so
- * a reader skips or fails on the same samples with it or without it.
- * Exit 0 clean, 1 when a file could not be indexed or is damaged (as
- * `sluice verify` exits 1 on damage), 2 usage. */
+ * URL's into DIR (made if missing, with the folders above it; then
+ * copied beside the file on the server). A damaged file (bad samples, or
+ * cut short) still gets its sidecar: it records what a reader's own walk
+ * finds, damage included, so a reader skips or fails on the same samples
+ * with it or without it. Exit 0 clean, 1 when a file could not be indexed
+ * or is damaged (as `sluice verify` exits 1 on damage), 2 usage. */
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "base/base.h"
@@ -62,8 +61,9 @@ int sl__cmd_index(int argc, char **argv)
                             spec, spec, spec);
     char err[2048], **names = NULL;
     int n = 0, failed = 0, damaged = 0;
-    if (a.out && mkdir(a.out, 0777) && errno != EEXIST) {
-        sl__cli_error("index", "%s: %s", a.out, strerror(errno));
+    /* DIR and the folders above it, as pack makes OUT's */
+    if (a.out && sl__mkdir_p(a.out)) {
+        sl__cli_error("index", "%s: cannot create: %s", a.out, strerror(errno));
         return 1;
     }
     if (sl__recset_names(files, &names, &n, err, sizeof err)) {

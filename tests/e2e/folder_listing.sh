@@ -4,7 +4,8 @@
 # (one warning from run and pack, not a skip); a folder whose path passes
 # PATH_MAX (a bad entry: named, counted under skip); control bytes of a
 # file name escaped on stderr. And `sluice index` exits 1 on a damaged
-# file (its sidecar still written), as verify does. Needs $SLUICE.
+# file (its sidecar still written), as verify does; its --out DIR is made
+# with the folders above it. Needs $SLUICE.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" folder_listing
 
@@ -58,6 +59,16 @@ cp "$T/wds/shard-000000.tar" "$T/idx/cut.tar"
 truncate -s $(($(stat -c %s "$T/idx/cut.tar") / 2)) "$T/idx/cut.tar"
 "$S" index "$T/idx/good.tar" >/dev/null 2>&1
 check "index: clean file, exit 0" test $? -eq 0
+# --out DIR: missing folders above DIR are made (mkdir -p, as pack makes
+# OUT's); one that cannot be made is named as given.
+"$S" index "$T/idx/good.tar" --out "$T/idx/new/a/b/" >/dev/null 2>&1
+check "index --out: missing parents made, exit 0 ($?)" test $? -eq 0
+check "index --out: the sidecar in new/a/b" test -s "$T/idx/new/a/b/good.tar.slidx"
+out=$("$S" index "$T/idx/good.tar" --out "$T/idx/good.tar/x/y" 2>&1)
+rc=$?
+check "index --out under a file: exit 1 ($rc)" test $rc -eq 1
+check "index --out under a file: named as given" grep -qxF \
+  "sluice index: $T/idx/good.tar/x/y: cannot create: Not a directory" <<<"$out"
 out=$("$S" index "$T/idx/{good,cut}.tar" 2>&1)
 rc=$?
 check "index: damaged file, exit 1 ($rc)" test $rc -eq 1
