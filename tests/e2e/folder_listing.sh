@@ -69,6 +69,9 @@ rc=$?
 check "index --out under a file: exit 1 ($rc)" test $rc -eq 1
 check "index --out under a file: named as given" grep -qxF \
   "sluice index: $T/idx/good.tar/x/y: cannot create: Not a directory" <<<"$out"
+out=$("$S" index "$T/idx/good.tar" --out "$T/idx/good.tar" 2>&1)
+check "index --out at a file: not taken as a folder" grep -qxF \
+  "sluice index: $T/idx/good.tar: cannot create: Not a directory" <<<"$out"
 out=$("$S" index "$T/idx/{good,cut}.tar" 2>&1)
 rc=$?
 check "index: damaged file, exit 1 ($rc)" test $rc -eq 1
