@@ -73,10 +73,10 @@ static void remove_pack(const char *dir)
     while ((e = readdir(d))) {
         if (!pack_file(e->d_name))
             continue;
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) <
-            (int)sizeof path)
+        char *path = sl__path_join(dir, e->d_name);
+        if (path)
             unlink(path);
+        free(path);
     }
     closedir(d);
     rmdir(dir);
@@ -139,10 +139,10 @@ static void remove_stale(const char *dir)
         if (*end || pid <= 0 || pid == (long)getpid() ||
             kill((pid_t)pid, 0) == 0 || errno != ESRCH)
             continue;
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/%s", parent, e->d_name) <
-            (int)sizeof path)
+        char *path = sl__path_join(parent, e->d_name);
+        if (path)
             remove_pack(path);
+        free(path);
     }
     if (d)
         closedir(d);
@@ -213,13 +213,13 @@ int sl__pack_out_begin(sl__pack_out_t *o, char *err, size_t errlen)
 int sl__pack_out_classes(const sl__pack_out_t *o, char *const *names, int n,
                          char *err, size_t errlen)
 {
-    const char *out_dir = o->tmp;
-    char *path = NULL, *tmp = NULL;
-    if (asprintf(&path, "%s/classes.txt", out_dir) < 0)
-        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    if (asprintf(&tmp, "%s/.classes.txt.tmp-%ld", out_dir, (long)getpid()) <
-        0) {
+    char name[64];
+    snprintf(name, sizeof name, ".classes.txt.tmp-%ld", (long)getpid());
+    char *path = sl__path_join(o->tmp, "classes.txt");
+    char *tmp = sl__path_join(o->tmp, name);
+    if (!path || !tmp) {
         free(path);
+        free(tmp);
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
     int rc = 0;
@@ -245,6 +245,15 @@ done:
 }
 
 static int finish_shard(sl__pack_out_t *o, char *err, size_t errlen);
+
+/* Shard k's path in the temp folder (malloc'd; NULL: out of memory): as
+ * long as the folder's, never cut to a fixed buffer. */
+static char *shard_path(const sl__pack_out_t *o, long k)
+{
+    char name[32];
+    snprintf(name, sizeof name, "shard-%05ld.sls", k);
+    return sl__path_join(o->tmp, name);
+}
 
 /* Frees the records held for a shard being chosen. */
 static void drop_pending(sl__pack_out_t *o)
@@ -298,10 +307,9 @@ static int flush_pending(sl__pack_out_t *o, char *err, size_t errlen)
                               &c, err, errlen);
     if (rc)
         return rc;
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", o->tmp, o->shards) >=
-        (int)sizeof path)
-        rc = sl__fail(err, errlen, SL_EINVAL, "%s: path too long", o->dir);
+    char *path = shard_path(o, o->shards);
+    if (!path)
+        rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     sl__shard_codec_t sc = {c.codec, c.level, c.dict.p, c.dict.n};
     if (!rc)
         rc = note_choice(o, o->shards, &c)
@@ -309,6 +317,7 @@ static int flush_pending(sl__pack_out_t *o, char *err, size_t errlen)
                  : 0;
     if (!rc && !(rc = sl__shard_writer_open_ex(path, &sc, &o->w, err, errlen)))
         o->shards++;
+    free(path);
     const uint8_t *at = o->pend.p;
     for (size_t i = 0; i < o->npend && !rc; i++) {
         rc = sl__shard_writer_add(o->w, at, o->pend_n[i], o->pend_label[i],
@@ -376,12 +385,16 @@ static int write_info(const sl__pack_out_t *o, char *err, size_t errlen)
 {
     if (!o->ninfo && !o->extra)
         return 0;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", o->tmp, SL__PACK_INFO_NAME);
+    char *path = sl__path_join(o->tmp, SL__PACK_INFO_NAME);
+    if (!path)
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     FILE *fp = fopen(path, "w");
-    if (!fp)
-        return sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", path,
-                        strerror(errno));
+    if (!fp) {
+        int rc = sl__fail(err, errlen, SL_EIO, "%s: cannot create: %s", path,
+                          strerror(errno));
+        free(path);
+        return rc;
+    }
     fprintf(fp, "# sluice pack notes: each shard's codec, lossy packing\n");
     for (long k = 0; k < o->ninfo; k++)
         fprintf(fp, "codec %s\n", o->info[k].line);
@@ -389,9 +402,11 @@ static int write_info(const sl__pack_out_t *o, char *err, size_t errlen)
         fputs(o->extra, fp);
     int ok = !ferror(fp) && fflush(fp) == 0 && fsync(fileno(fp)) == 0;
     ok = (fclose(fp) == 0) && ok;
-    return ok ? 0
-              : sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
-                         strerror(errno));
+    int rc = ok ? 0
+                : sl__fail(err, errlen, SL_EIO, "%s: write failed: %s", path,
+                           strerror(errno));
+    free(path);
+    return rc;
 }
 
 void sl__pack_out_free(sl__pack_out_t *o)
@@ -424,7 +439,6 @@ static int make_manifest(const sl__pack_out_t *o, sl__manifest_t *m, char *err,
     int rc = 0;
     for (long k = 0; k < o->shards && !rc; k++) {
         sl__manifest_shard_t *ms = &m->shards[k];
-        char path[4096];
         sl__shard_t *s = NULL;
         if (asprintf(&ms->name, "shard-%05ld.sls", k) < 0) {
             ms->name = NULL;
@@ -432,8 +446,10 @@ static int make_manifest(const sl__pack_out_t *o, sl__manifest_t *m, char *err,
             break;
         }
         m->nshards++;
-        snprintf(path, sizeof path, "%s/%s", o->tmp, ms->name);
-        rc = sl__shard_open(path, &s, err, errlen);
+        char *path = sl__path_join(o->tmp, ms->name);
+        rc = path ? sl__shard_open(path, &s, err, errlen)
+                  : sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        free(path);
         if (rc)
             break;
         ms->bytes = sl__shard_size(s);
@@ -548,12 +564,11 @@ int sl__pack_out_add(sl__pack_out_t *o, const void *p, size_t n, int64_t label,
             return rc;
     }
     if (!o->w) {
-        char path[4096];
-        if (snprintf(path, sizeof path, "%s/shard-%05ld.sls", o->tmp,
-                     o->shards) >= (int)sizeof path)
-            return sl__fail(err, errlen, SL_EINVAL, "%s: path too long",
-                            o->dir);
+        char *path = shard_path(o, o->shards);
+        if (!path)
+            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
         int rc = sl__shard_writer_open(path, o->codec, &o->w, err, errlen);
+        free(path);
         if (rc)
             return rc;
         o->shards++;

@@ -5,13 +5,16 @@
  * by pack_dir (and by the text source) with a message naming the shard;
  * older packs (no manifest) read when numbered without gaps. */
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/base.h"
 #include "data/manifest.h"
 #include "data/pack_dir.h"
 #include "data/shard_out.h"
@@ -498,6 +501,55 @@ static void test_classes_text(void **state)
     free(t);
 }
 
+/* A killed pack's temp folder whose path is PATH_MAX - 1 bytes (as long
+ * as a path can be) is removed by the next pack into the same output:
+ * the paths shard_out makes are joined without a fixed buffer (the stale
+ * folder's, "PARENT/" + "/" + name, was one byte past 4096 and skipped). */
+static void test_stale_near_path_max(void **state)
+{
+    (void)state;
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    assert_true(dead > 0);
+    assert_int_equal(waitpid(dead, NULL, 0), dead);
+    char stale_name[64];
+    snprintf(stale_name, sizeof stale_name, ".out.tmp-%ld", (long)dead);
+    /* root/dddd.../ddd: folders of at most 200 bytes, so that
+     * parent + "/" + stale_name is PATH_MAX - 1 bytes */
+    size_t want = PATH_MAX - 1 - 1 - strlen(stale_name);
+    char *parent = malloc(PATH_MAX);
+    assert_non_null(parent);
+    size_t n = (size_t)snprintf(parent, PATH_MAX, "%s", root);
+    assert_true(n + 2 < want);
+    while (n < want) {
+        size_t k = want - n - 1; /* "/" + k bytes, the rest after them */
+        if (k > 200)
+            k = k - 200 == 1 ? 199 : 200; /* never a rest of "/" alone */
+        parent[n++] = '/';
+        memset(parent + n, 'd', k);
+        n += k;
+        parent[n] = 0;
+        assert_int_equal(mkdir(parent, 0777), 0);
+    }
+    assert_int_equal(strlen(parent), want);
+    char *stale = sl__path_join(parent, stale_name);
+    char *out = sl__path_join(parent, "out");
+    assert_int_equal(strlen(stale), PATH_MAX - 1);
+    assert_int_equal(mkdir(stale, 0777), 0);
+
+    sl__pack_out_t o = {.dir = out, .shard_size = 400};
+    char err[8192];
+    /* begin may refuse the new temp folder (its PID can be longer) */
+    if (sl__pack_out_begin(&o, err, sizeof err) == 0)
+        sl__pack_out_abort(&o);
+    struct stat st;
+    assert_int_equal(stat(stale, &st), -1);
+    free(out);
+    free(stale);
+    free(parent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +558,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_older_packs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_repack, setup, teardown),
         cmocka_unit_test_setup_teardown(test_manifest_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_near_path_max, setup,
+                                        teardown),
         cmocka_unit_test(test_manifest_text),
         cmocka_unit_test(test_classes_text),
     };
