@@ -140,19 +140,12 @@ def oracle(sluice, profile, args, ncpu, cache, key):
     return cache[key]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sluice", default="build/sluice")
-    ap.add_argument("--regimes", type=int, default=30)
-    ap.add_argument("--seed0", type=int, default=1)
-    ap.add_argument("--duration", type=float, default=30)
-    ap.add_argument("--profile")
-    ap.add_argument("--json")
-    a = ap.parse_args()
-    base = json.load(open(a.profile)) if a.profile else BASE
-    td = tempfile.mkdtemp(prefix="simreg-")
+def sweep(a, base, td):
+    """Each regime's oracle and policies' runs (one row each, printed);
+    td: a folder for the profile and the runs' telemetry."""
     prof = os.path.join(td, "base.json")
-    json.dump(base, open(prof, "w"))
+    with open(prof, "w") as f:
+        json.dump(base, f)
     cache, rows = {}, []
     for i in range(a.regimes):
         seed = a.seed0 + i
@@ -186,6 +179,23 @@ def main():
                  o["wait_ms_mean"], h["rate_ratio"], h["wait_ms_mean"],
                  h["converge_s"], h["converge_change_s"], h["reversals"],
                  row["rl"]["rate_ratio"]), flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sluice", default="build/sluice")
+    ap.add_argument("--regimes", type=int, default=30)
+    ap.add_argument("--seed0", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=30)
+    ap.add_argument("--profile")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    base = json.load(open(a.profile)) if a.profile else BASE
+    # the profile and telemetry files: removed at the end, also on an
+    # error (mkdtemp left one in /tmp per run)
+    with tempfile.TemporaryDirectory(prefix="simreg-") as td:
+        rows = sweep(a, base, td)
     print()
     print("| policy | regimes | rate >= 90 % of oracle | min rate ratio | "
           "median rate ratio | mean wait / oracle's | converged <= 3 s "

@@ -53,10 +53,20 @@ def main():
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--policies", default="heuristic,rl")
     a = ap.parse_args()
+    # the profile: removed at the end, also on an error (mkdtemp left one
+    # in /tmp per run)
+    with tempfile.TemporaryDirectory(prefix="simscen-") as td:
+        prof = os.path.join(td, "base.json")
+        with open(prof, "w") as f:
+            json.dump(BASE, f)
+        table(a, prof)
+
+
+def table(a, prof):
+    """Each scenario's oracle (a static grid) against the policies, a
+    table row each; prof: the base profile's file."""
     ncpu = BASE["ncpu"]
     cap = ncpu * 1000.0 / BASE["decode_ms"]
-    prof = os.path.join(tempfile.mkdtemp(prefix="simscen-"), "base.json")
-    json.dump(BASE, open(prof, "w"))
 
     def wait(args, knobs):
         return statistics.mean(

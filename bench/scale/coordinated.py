@@ -169,7 +169,17 @@ def main():
     ctx = ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False,
                    log_to_driver=False)
     address = ctx.address_info["gcs_address"]
-    tmp = tempfile.mkdtemp(prefix="sluice-coord-")
+    # the jobs' specs, flags and results: removed at the end, also on an
+    # error (mkdtemp left one in /tmp per run)
+    try:
+        with tempfile.TemporaryDirectory(prefix="sluice-coord-") as tmp:
+            rounds(a, address, tmp)
+    finally:
+        ray.shutdown()
+
+
+def rounds(a, address, tmp):
+    """a.rounds of each config, checked (same digests) and summarized."""
     res = {c: [] for c in a.configs.split(",")}
     refs = {}
     for r in range(a.rounds):
@@ -208,7 +218,6 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(summ, f, indent=1)
-    ray.shutdown()
 
 
 if __name__ == "__main__":

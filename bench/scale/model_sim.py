@@ -124,8 +124,16 @@ def main():
         print(f"SKIP: no sluice binary at {a.sluice} (build first)")
         return 0
     p, tc, nbytes = costs(a)
+    # the simulator's profile and telemetry files: removed at the end, also
+    # on an error (mkdtemp left one in /tmp per run)
+    with tempfile.TemporaryDirectory(prefix="sluice-model-sim-") as tmp:
+        return sweeps(a, p, tc, nbytes, tmp)
+
+
+def sweeps(a, p, tc, nbytes, tmp):
+    """The four sweeps, printed (and written to a.json); tmp: the
+    simulator's files."""
     B = a.batch
-    tmp = tempfile.mkdtemp(prefix="sluice-model-sim-")
     sim = Sim(a, p, tc, nbytes, tmp)
     t_start = time.time()
     load = os.getloadavg()

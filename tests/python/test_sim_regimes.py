@@ -14,7 +14,13 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 
 
 @pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
+def script_tmp(tmp_path_factory):
+    """The script's TMPDIR, to be checked for what it leaves."""
+    return tmp_path_factory.mktemp("simreg-tmpdir")
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory, script_tmp):
     sluice = os.environ.get("SLUICE")
     if not sluice:
         pytest.skip("SLUICE not set")
@@ -26,7 +32,8 @@ def sweep(tmp_path_factory):
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "sim_regimes.py"),
                         "--sluice", sluice, "--regimes", "1", "--seed0", str(seed),
                         "--duration", "20", "--json", out],
-                       check=True, capture_output=True, text=True)
+                       check=True, capture_output=True, text=True,
+                       env=dict(os.environ, TMPDIR=str(script_tmp)))
         rows += json.load(open(out))["rows"]
     return rows
 
@@ -52,3 +59,9 @@ def test_converges_within_3s_and_does_not_oscillate(sweep):
 def test_rl_uses_the_model_too(sweep):
     for r in sweep:
         assert r["rl"]["rate_ratio"] >= 0.7, r
+
+
+def test_no_temp_folder_left(sweep, script_tmp):
+    # its profile and telemetry folder is removed at the end (mkdtemp left
+    # one per run)
+    assert os.listdir(script_tmp) == []
