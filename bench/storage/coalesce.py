@@ -63,9 +63,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="sl-coalesce-")
     ns = f"slcoal{os.getpid()}"
     www = os.path.join(tmp, "www")
-    os.makedirs(os.path.join(www, "wds"))
     res = {}
+    # tmp (the tars, nginx's files) is removed by remote.link_down at the
+    # end, also on an error (SL_KEEP=1 keeps it)
     try:
+        os.makedirs(os.path.join(www, "wds"))
         remote.sh(S, "pack", a.data, os.path.join(www, "wds"), "--format", "webdataset",
                   "--shard-size", a.shard_size, stdout=subprocess.DEVNULL)
         tars, pat = remote.tar_pattern(os.path.join(www, "wds"))

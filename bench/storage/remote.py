@@ -114,8 +114,10 @@ def outer(a):
     tmp = tempfile.mkdtemp(prefix="sl-remote-")
     ns = f"slremote{os.getpid()}"
     www = os.path.join(tmp, "www")
-    os.makedirs(os.path.join(www, "wds"))
+    # tmp (the tars, nginx's files, the loaders' scratch) is removed by
+    # link_down at the end, also on an error (SL_KEEP=1 keeps it)
     try:
+        os.makedirs(os.path.join(www, "wds"))
         sh(os.path.join(a.sluice_build, "sluice"), "pack", a.data, os.path.join(www, "wds"),
            "--format", "webdataset", "--shard-size", a.shard_size, stdout=subprocess.DEVNULL)
         tars, pat = tar_pattern(os.path.join(www, "wds"))
@@ -132,7 +134,8 @@ def outer(a):
         cmd = ["ip", "netns", "exec", ns, sys.executable, os.path.abspath(__file__), "--inner",
                "--url", url, "--local", local, "--bytes", str(size), "--json-out", out,
                "--access-log", os.path.join(tmp, "access.log"),
-               "--walk-url", url.replace("/wds/", "/bare/")]
+               "--walk-url", url.replace("/wds/", "/bare/"),
+               "--workdir", os.path.join(tmp, "w")]
         cmd += [x for k, v in vars(a).items() if k in ("data", "sluice_build", "python", "epochs",
                                                          "repeats", "workers", "cache", "threads")
                 for x in ("--" + k.replace("_", "-"), str(v))]
@@ -170,6 +173,8 @@ def inner(a):
             "--sluice-build", a.sluice_build, "--epochs", str(a.epochs), "--repeats", str(a.repeats),
             "--threads", str(a.threads), "--torch-workers", a.workers, "--json-out", a.json_out,
             "--loader-opt", f"sluice:url={a.url}", "--loader-opt", f"webdataset:url={a.url}"]
+    if a.workdir:  # the loaders' scratch in outer's tmp, not /tmp/sluice-peers
+        argv += ["--workdir", a.workdir]
     peers.main(argv)
 
 
@@ -224,6 +229,7 @@ def main():
     ap.add_argument("--bytes", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--access-log", help=argparse.SUPPRESS)
     ap.add_argument("--walk-url", help=argparse.SUPPRESS)
+    ap.add_argument("--workdir", help=argparse.SUPPRESS)
     a = ap.parse_args()
     a.data = os.path.abspath(a.data)
     a.sluice_build = os.path.abspath(a.sluice_build)
