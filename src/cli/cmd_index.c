@@ -30,7 +30,7 @@ typedef struct index_args {
 #define F(x) offsetof(index_args_t, x)
 static const sl__opt_t index_opts[] = {
     {"out", 'o', SL__OPT_STR, F(out), 0, 0, "DIR",
-     "write the sidecars into DIR (needed for URLs)"},
+     "sidecars into DIR, made if missing (needed for URLs)"},
     {NULL},
 };
 #undef F
