@@ -199,7 +199,7 @@ int sl__cmd_simulate(int argc, char **argv)
         fprintf(stderr, "sluice simulate: %s\n", sl_strerror(rc));
         return 1;
     }
-    char json[1024];
+    char json[2048];
     if (a.json) {
         sl__sim_result_json(&r, json, sizeof json);
         printf("%s\n", json);
@@ -212,5 +212,13 @@ int sl__cmd_simulate(int argc, char **argv)
                r.wait_ms_p50, r.wait_ms_p99, 100 * r.cpu_util,
                r.knobs.read_threads, r.knobs.decode_threads, r.knobs.prefetch,
                (long long)r.decisions);
+    if (!a.json && r.remote)
+        printf("remote: window %lld batches, budget held %lld of %lld "
+               "hand-outs, in flight %.1f batches, store %.1f batches "
+               "(means)\n",
+               (long long)r.rm.window, (long long)r.rm.budget_held,
+               (long long)r.rm.hand_outs,
+               r.rm_seconds > 0 ? r.rm.in_flight_s / r.rm_seconds : 0,
+               r.rm_seconds > 0 ? r.rm.store_s / r.rm_seconds : 0);
     return 0;
 }

@@ -210,6 +210,7 @@ static const field_t fields[] = {
     F_R("receive_ms", 0, receive_ms, 0, 1e6),
     F_R("link_bw", 0, link_bw, 0, 1e15),
     F_R("link_latency_ms", 0, link_latency_ms, 0, 1e6),
+    F_R("object_store_bytes", 0, store_bytes, 0, 1e15),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 

@@ -78,6 +78,7 @@ typedef struct sl__sim_rem {
     double BL; /* bytes each transfer in flight has received */
     int *lq, lq_head, lq_len, lq_cap;
     int receiving, dirty; /* dirty: the hand-out may have work to give */
+    int bytes_known;      /* a chunk was done: the budget applies */
     int nx_what, nx_node;
     int *order;
     sl__sim_remote_stats_t st;
@@ -99,6 +100,17 @@ void sl__sim_remote_default(sl__sim_remote_t *r)
     r->receive_ms = 2.2;
     r->link_bw = 1.25e9;
     r->link_latency_ms = 0.1;
+    r->store_bytes = 0;
+}
+
+int64_t sl__sim_remote_window(int64_t count, int64_t budget,
+                              int64_t batch_bytes, int64_t live, int64_t chunk)
+{
+    if (budget <= 0 || batch_bytes <= 0)
+        return count;
+    int64_t fit = budget / batch_bytes, floor = live * chunk;
+    int64_t w = fit > floor ? fit : floor;
+    return w < count ? w : count;
 }
 
 /* ---------------------------------------------------------- storage */
@@ -262,20 +274,45 @@ static int send_chunk(sl__sim_t *s, int slot, int64_t g0, int n)
     return 0;
 }
 
+/* A live preparer has a free slot (fewer than depth chunks). */
+static int slot_free(const rem_t *R)
+{
+    for (int i = 0; i < R->nprep; i++)
+        if (R->prep[i].live && R->prep[i].nch < R->p.depth)
+            return 1;
+    return 0;
+}
+
 /* ray.py's _hand_out: the live preparers with the fewest chunks first, up
  * to depth chunks each, within the window ahead of the trainer, whole
  * chunks only (the simulated stream has no horizon, where ray.py sends
- * the last short one): a slot waits until the window has room for one. */
+ * the last short one): a slot waits until the window has room for one.
+ * The window: the count narrowed by the byte budget once a chunk was done
+ * (sl__sim_remote_window); where the budget, not the count, leaves a free
+ * slot empty, budget_held counts the hand-out (ray.py's _held_by_budget). */
 static void hand_out(sl__sim_t *s)
 {
     rem_t *R = s->rm;
     R->dirty = 0;
-    int64_t window = (int64_t)R->st.live * R->p.depth * R->p.chunk;
+    R->st.hand_outs++;
+    int64_t count = (int64_t)R->st.live * R->p.depth * R->p.chunk;
+    int64_t bb = R->bytes_known ? llround(s->p.batch_bytes) : 0;
+    int64_t window = sl__sim_remote_window(count, llround(R->p.store_bytes), bb,
+                                           R->st.live, R->p.chunk);
+    if (count > SL_SIM_REMOTE_MAX_AHEAD)
+        count = SL_SIM_REMOTE_MAX_AHEAD;
     if (window > SL_SIM_REMOTE_MAX_AHEAD)
         window = SL_SIM_REMOTE_MAX_AHEAD;
+    R->st.window = window;
     int64_t lim = s->next_g + window;
-    if (R->hand_g >= lim)
+    /* the next chunk does not fit: held by the budget if the count alone
+     * would have sent it to a free slot */
+    if (R->hand_g + R->p.chunk > lim) {
+        if (window < count && R->hand_g + R->p.chunk <= s->next_g + count &&
+            slot_free(R))
+            R->st.budget_held++;
         return;
+    }
     int n = 0;
     for (int i = 0; i < R->nprep; i++) { /* insertion sort: stable */
         if (!R->prep[i].live)
@@ -288,8 +325,13 @@ static void hand_out(sl__sim_t *s)
     for (int i = 0; i < n; i++) {
         int slot = R->order[i];
         while (R->prep[slot].nch < R->p.depth) {
-            if (R->hand_g + R->p.chunk > lim ||
-                send_chunk(s, slot, R->hand_g, R->p.chunk))
+            if (R->hand_g + R->p.chunk > lim) {
+                if (window < count &&
+                    R->hand_g + R->p.chunk <= s->next_g + count)
+                    R->st.budget_held++;
+                return;
+            }
+            if (send_chunk(s, slot, R->hand_g, R->p.chunk))
                 return;
         }
     }
@@ -359,6 +401,7 @@ static void arrived(sl__sim_t *s, int64_t g, int crossed)
         if (g < c->g0 || g >= c->g0 + c->n)
             continue;
         if (++c->here == c->n) { /* done: its slot in the depth is free */
+            R->bytes_known = 1;
             memmove(c, c + 1, (size_t)(P->nch - i - 1) * sizeof *c);
             P->nch--;
             if (P->run > i)
@@ -610,6 +653,14 @@ void sl__sim_remote_advance(sl__sim_t *s, double dt)
     if (R->link.n > 0) {
         R->BL += R->p.link_bw / R->link.n * dt;
         R->st.link_busy_s += dt;
+    }
+    /* chunks are whole and consecutive from batch 0: the trainer's starts
+     * at next_g rounded down to a chunk */
+    int64_t in_flight = R->hand_g - s->next_g;
+    if (in_flight > 0) {
+        R->st.in_flight_s += (double)in_flight * dt;
+        R->st.store_s +=
+            (double)(R->hand_g - (s->next_g - s->next_g % R->p.chunk)) * dt;
     }
 }
 

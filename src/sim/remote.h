@@ -25,10 +25,16 @@
  *     the trainer's node (ray.py: the chunk's future completes).
  *   - The trainer hands out work as ray.py's _hand_out: chunks to the live
  *     preparers with the fewest chunks first, at most `depth` not-done
- *     chunks each, whole chunks only, within a window of live x depth x
- *     chunk batches ahead of the batch it consumes next (capped at
- *     SL_SIM_REMOTE_MAX_AHEAD). It hands out at once whenever a chunk is
- *     done or it takes a batch (ray.py does at each batch it asks for).
+ *     chunks each, whole chunks only, within a window of batches ahead of
+ *     the batch it consumes next: live x depth x chunk (the count),
+ *     narrowed by the byte budget `store_bytes` (ray.py's
+ *     object_store_bytes) once the first chunk is done (ray.py measures a
+ *     batch's bytes then; here they are the profile's batch_bytes) by
+ *     sl__sim_remote_window, never below one chunk per live preparer
+ *     (capped at SL_SIM_REMOTE_MAX_AHEAD). It hands out at once whenever
+ *     a chunk is done or it takes a batch (ray.py does at each batch it
+ *     asks for). A chunk is one object in the store: it stays there until
+ *     the trainer takes its last batch (one chunk over the window).
  *   - The trainer takes batches in order: once batch g is on its node it
  *     spends `receive_ms` of CPU on it (ray.get + tensors, one thread of
  *     the trainer's node), then steps `step_ms` as the local consumer.
@@ -55,7 +61,7 @@
 /* Profile keys (docs/SIMULATOR.md "Remote preparers"): remote_preparers,
  * remote_threads, remote_local, remote_per_node, remote_node_cores,
  * remote_chunk, remote_depth, serialize_ms, store_ms, receive_ms, link_bw,
- * link_latency_ms. */
+ * link_latency_ms, object_store_bytes. */
 typedef struct sl__sim_remote {
     int preparers;          /* live preparers at t = 0; 0: the local pipeline */
     int threads;            /* decode threads per preparer */
@@ -68,6 +74,8 @@ typedef struct sl__sim_remote {
     double receive_ms;      /* trainer's CPU per batch */
     double link_bw;         /* bytes/s into the trainer's node; 0: unlimited */
     double link_latency_ms; /* per transfer, not CPU */
+    double store_bytes;     /* byte budget of the batches in flight, whole
+                               bytes (object_store_bytes); 0: the count only */
 } sl__sim_remote_t;
 
 /* Batches handed out ahead of the trainer at most (memory bound). */
@@ -77,11 +85,23 @@ typedef struct sl__sim_remote {
  * are this plus the job's index (items are below it). */
 #define SL_SIM_REMOTE_ID0 (1 << 28)
 
+/* sluice.ray's window rule: the batches that may be in flight ahead of
+ * the trainer, given the count window (live x depth x chunk), the byte
+ * budget and a batch's bytes (either 0: the count alone), the live
+ * preparers and the chunk: min(count, max(budget / batch_bytes, live x
+ * chunk)), so each live preparer can always be handed a whole chunk.
+ * The reference is python/sluice/ray.py's _window (what the trainer runs);
+ * this is the simulator's one copy, for non-negative arguments.
+ * tests/python/test_sim_budget.py checks the two agree on a grid (through
+ * the extension's private _sim_remote_window). */
+int64_t sl__sim_remote_window(int64_t count, int64_t budget,
+                              int64_t batch_bytes, int64_t live, int64_t chunk);
+
 /* The measured costs of bench/scale/peers.py on this project's 2-core
  * machine (bench/RESULTS.md, 2026-11-27: s = 16.4, r = 2.8, t = 2.2 ms per
  * 9.6 MB batch through Ray's object store), sluice.ray's chunk 2 / depth 2
  * and one thread per actor, nodes of 16 cores with 16 preparers, a
- * 10 Gb/s link of 0.1 ms; 0 preparers (off). */
+ * 10 Gb/s link of 0.1 ms, no byte budget; 0 preparers (off). */
 void sl__sim_remote_default(sl__sim_remote_t *r);
 
 /* ----------------------------------------------- the engine's hooks */
@@ -100,6 +120,17 @@ typedef struct sl__sim_remote_stats {
     double node_cpu_s;   /* CPU seconds used on the other nodes */
     int64_t handed;      /* batches handed out */
     int64_t chunks;      /* tasks handed out (handed / chunks: their size) */
+    int64_t window;      /* batches ahead allowed at the last hand-out */
+    int64_t hand_outs;   /* hand-outs (each chunk done, each take) */
+    /* Hand-outs at which the byte budget, not the count window, left a
+     * live preparer's free slot empty (ray.py's stats()["budget_held"]). */
+    int64_t budget_held;
+    /* Batch-seconds (over time: / seconds is the mean count) of the
+     * batches in flight, handed out and not taken (being prepared or in
+     * the store: what the budget counts), and of those plus the taken
+     * ones of the trainer's chunk (its object stays in the store until
+     * its last batch is taken): the store's share at most. */
+    double in_flight_s, store_s;
 } sl__sim_remote_stats_t;
 
 /* 1 when the profile asks for remote preparers (the local pipeline off). */

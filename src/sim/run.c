@@ -167,6 +167,10 @@ int sl__sim_run(const sl__sim_profile_t *p, const sl__limits_t *lim,
     r->knobs = k;
     r->batch_size = p->batch_size;
     r->policy = pol ? pol->name : "static";
+    r->remote = sl__sim_remote_wanted(s);
+    sl__sim_remote_stats(s, &r->rm);
+    r->batch_bytes = p->batch_bytes;
+    r->rm_seconds = t_end;
     free(w.w);
     free(w.t);
     sl__sim_destroy(s);
@@ -175,6 +179,21 @@ int sl__sim_run(const sl__sim_profile_t *p, const sl__limits_t *lim,
 
 int sl__sim_result_json(const sl__sim_result_t *r, char *buf, size_t cap)
 {
+    char rm[512] = "";
+    if (r->remote) {
+        double t = r->rm_seconds > 0 ? r->rm_seconds : 1;
+        double held = r->rm.hand_outs > 0
+                          ? (double)r->rm.budget_held / (double)r->rm.hand_outs
+                          : 0;
+        snprintf(rm, sizeof rm,
+                 ", \"remote\": {\"window\": %lld, \"hand_outs\": %lld"
+                 ", \"budget_held\": %lld, \"budget_held_share\": %.4f"
+                 ", \"in_flight_mean\": %.3f, \"store_batches_mean\": %.3f"
+                 ", \"store_bytes_mean\": %.0f}",
+                 (long long)r->rm.window, (long long)r->rm.hand_outs,
+                 (long long)r->rm.budget_held, held, r->rm.in_flight_s / t,
+                 r->rm.store_s / t, r->rm.store_s / t * r->batch_bytes);
+    }
     return snprintf(
         buf, cap,
         "{\"simulated\": true, \"samples\": %lld, \"batches\": %lld"
@@ -184,12 +203,12 @@ int sl__sim_result_json(const sl__sim_result_t *r, char *buf, size_t cap)
         ", \"cpu_seconds\": %.3f, \"wait_ms_mean\": %.3f"
         ", \"peak_rss_mb\": %.1f, \"threads\": %d, \"read_threads\": %d"
         ", \"prefetch\": %d, \"batch\": %d, \"decisions\": %lld"
-        ", \"policy\": \"%s\"}",
+        ", \"policy\": \"%s\"%s}",
         (long long)r->samples, (long long)r->batches, r->seconds,
         r->samples_per_s, r->stall_fraction, r->wait_ms_p50, r->wait_ms_p99,
         r->cpu_util, r->cpu_seconds, r->wait_ms_mean, r->peak_rss_mb,
         r->knobs.decode_threads, r->knobs.read_threads, r->knobs.prefetch,
-        r->batch_size, (long long)r->decisions, r->policy);
+        r->batch_size, (long long)r->decisions, r->policy, rm);
 }
 
 int sl__sim_events_parse(const char *s, sl__sim_profile_t *p)

@@ -38,6 +38,12 @@ typedef struct sl__sim_result {
     sl__knobs_t knobs; /* at the end */
     int batch_size;
     const char *policy; /* the policy's name; "static" without one */
+    /* Remote preparers (sim/remote.h): on, and their figures at the end
+     * (zeros when off). */
+    int remote;
+    sl__sim_remote_stats_t rm;
+    double batch_bytes; /* the profile's, for the store's bytes */
+    double rm_seconds;  /* simulated time rm covers (to the last period) */
 } sl__sim_result_t;
 
 /* Runs profile p from knobs `start` within lim; pol decides (NULL: the
@@ -48,7 +54,10 @@ int sl__sim_run(const sl__sim_profile_t *p, const sl__limits_t *lim,
                 const sl__sim_run_opts_t *o, sl__sim_result_t *r);
 
 /* The result as one JSON object ({"simulated": true, ...}), snprintf
- * style: the length it needs, written when it fits in cap. */
+ * style: the length it needs, written when it fits in cap. With remote
+ * preparers it ends with "remote": {"window", "hand_outs", "budget_held",
+ * "budget_held_share" (of the hand-outs), "in_flight_mean",
+ * "store_batches_mean", "store_bytes_mean"} (means over the run). */
 int sl__sim_result_json(const sl__sim_result_t *r, char *buf, size_t cap);
 
 /* "t:kind=value,..." (kinds as sl__sim_event_kind) appended to p's events

@@ -295,6 +295,117 @@ static void test_whole_chunks(void **state)
     sl__sim_destroy(s);
 }
 
+/* sluice.ray's window rule (ray.py's _window; tests/python/
+ * test_sim_window.py checks the two agree on a grid): the count, narrowed
+ * by budget / batch bytes, never below one chunk per live preparer. */
+static void test_window_rule(void **state)
+{
+    (void)state;
+    const int64_t bb = 1000, count = 4 * 2 * 8; /* 4 live, depth 2, chunk 8 */
+    /* no budget, or no batch bytes yet: the count */
+    assert_int_equal(sl__sim_remote_window(count, 0, bb, 4, 8), count);
+    assert_int_equal(sl__sim_remote_window(count, 50 * bb, 0, 4, 8), count);
+    /* below one chunk per live preparer: that floor, whatever the budget */
+    assert_int_equal(sl__sim_remote_window(count, 1, bb, 4, 8), 32);
+    assert_int_equal(sl__sim_remote_window(count, 31 * bb + 999, bb, 4, 8), 32);
+    /* between: whole batches of the budget */
+    assert_int_equal(sl__sim_remote_window(count, 40 * bb, bb, 4, 8), 40);
+    assert_int_equal(sl__sim_remote_window(count, 40 * bb + 999, bb, 4, 8), 40);
+    /* above the count: the count */
+    assert_int_equal(sl__sim_remote_window(count, 64 * bb, bb, 4, 8), 64);
+    assert_int_equal(sl__sim_remote_window(count, 1000 * bb, bb, 4, 8), 64);
+    /* more live preparers raise the floor, never above the count */
+    assert_int_equal(sl__sim_remote_window(count, 1, bb, 6, 8), 48);
+    assert_int_equal(sl__sim_remote_window(16, 1, bb, 6, 8), 16);
+}
+
+typedef struct budget_run {
+    sl__sim_remote_stats_t st;
+    int64_t first;    /* in flight at the first period */
+    int64_t max_late; /* the most in flight at a period from 3 s on */
+    double rate;      /* img/s over [5, 20] s */
+    sl_snapshot_t last;
+} budget_run_t;
+
+/* 20 s of p, in flight (handed out, not taken: ready + filling) per
+ * period. */
+static budget_run_t run_budget(const sl__sim_profile_t *p)
+{
+    sl__knobs_t k = {1, 1, 2, 0};
+    sl__sim_t *s = sl__sim_create(p, &k, 3);
+    assert_non_null(s);
+    budget_run_t r;
+    memset(&r, 0, sizeof r);
+    int64_t a = 0;
+    for (int i = 0; i < 200; i++) {
+        sl__sim_step(s, 0.1, &r.last);
+        int64_t fl = r.last.batches_ready + r.last.batches_filling;
+        if (i == 0)
+            r.first = fl;
+        if (i >= 30 && fl > r.max_late)
+            r.max_late = fl;
+        if (i + 1 == 50)
+            a = r.last.samples_total;
+    }
+    r.rate = (double)(r.last.samples_total - a) / 15.0;
+    sl__sim_remote_stats(s, &r.st);
+    sl__sim_destroy(s);
+    return r;
+}
+
+/* The byte budget (object_store_bytes) in the simulated hand-out: 4
+ * preparers, chunk 2, depth 4 (count window 32 batches). Above the count
+ * nothing changes; between, the window is the budget's batches; below
+ * one chunk per preparer, that floor, and the run goes on (no deadlock).
+ * Before the first chunk is done only the count holds (ray.py learns a
+ * batch's bytes from it). */
+static void test_byte_budget(void **state)
+{
+    (void)state;
+    sl__sim_profile_t p = prof(4, 0);
+    p.remote.chunk = 2;
+    p.remote.depth = 4;
+    p.step_ms = 5;
+    budget_run_t none = run_budget(&p);
+    assert_int_equal(none.st.window, 32);
+    assert_int_equal(none.st.budget_held, 0);
+    assert_true(none.max_late > 24); /* the count window is used */
+
+    p.remote.store_bytes = 100 * BB; /* above the count */
+    budget_run_t above = run_budget(&p);
+    assert_memory_equal(&above.last, &none.last, sizeof none.last);
+    assert_memory_equal(&above.st, &none.st, sizeof none.st);
+
+    p.remote.store_bytes = 12.5 * BB; /* between: 12 batches */
+    budget_run_t mid = run_budget(&p);
+    assert_int_equal(mid.first, 32); /* bytes not known yet */
+    assert_int_equal(mid.st.window, 12);
+    if (mid.max_late > 12)
+        fail_msg("budget of 12 batches: %lld in flight",
+                 (long long)mid.max_late);
+    assert_true(mid.st.budget_held > 0);
+    assert_true(mid.st.in_flight_s < none.st.in_flight_s);
+    /* the store holds at most the trainer's chunk more */
+    assert_true(mid.st.store_s >= mid.st.in_flight_s &&
+                mid.st.store_s <= mid.st.in_flight_s + 1 * 20.0);
+
+    p.remote.store_bytes = 1; /* below one chunk per preparer: 8 */
+    budget_run_t low = run_budget(&p);
+    assert_int_equal(low.st.window, 8);
+    if (low.max_late > 8)
+        fail_msg("floor of 8 batches: %lld in flight", (long long)low.max_late);
+    assert_true(low.st.budget_held > mid.st.budget_held);
+    /* every preparer still gets a whole chunk: the run goes on */
+    assert_true(low.rate > 0.5 * none.rate);
+    assert_int_equal(low.st.handed, 2 * low.st.chunks);
+
+    /* Preparers added: the floor follows the live count. */
+    assert_int_equal(sl__sim_events_parse("8:remote_preparers=8", &p), 0);
+    budget_run_t more = run_budget(&p);
+    assert_int_equal(more.st.window, 16);
+    assert_true(more.max_late > 8 && more.max_late <= 16);
+}
+
 /* Off: the local pipeline as before, no remote state. */
 static void test_off_by_default(void **state)
 {
@@ -336,6 +447,27 @@ static void test_simulated_run(void **state)
     /* From t = 0: the first batch costs one batch's time. */
     near(r.samples_per_s, 2 * ONE * (30 - 0.15) / 30, 0.03, "sim_run");
     assert_true(r.batches * 64 == r.samples);
+    /* The remote figures in its JSON: the window (2 x depth 2 x chunk 1),
+     * how often the byte budget held it (none here). */
+    char json[2048];
+    int n = sl__sim_result_json(&r, json, sizeof json);
+    assert_true(n > 0 && n < (int)sizeof json);
+    assert_non_null(strstr(json, ", \"remote\": {\"window\": 4, "));
+    assert_non_null(strstr(json, "\"budget_held\": 0, "));
+    /* A budget of 2 batches: below one chunk per preparer, the floor. */
+    p.remote.store_bytes = 2 * BB;
+    assert_int_equal(sl__sim_run(&p, &lim, &k, NULL, &ro, &r), 0);
+    assert_true(r.rm.budget_held > 0 && r.rm.budget_held <= r.rm.hand_outs);
+    n = sl__sim_result_json(&r, json, sizeof json);
+    assert_true(n > 0 && n < (int)sizeof json);
+    assert_non_null(strstr(json, "\"remote\": {\"window\": 2, "));
+    assert_null(strstr(json, "\"budget_held\": 0, "));
+    /* the local pipeline's has none */
+    sl__sim_profile_t q = prof(0, 0);
+    assert_int_equal(sl__sim_run(&q, &lim, &k, NULL, &ro, &r), 0);
+    n = sl__sim_result_json(&r, json, sizeof json);
+    assert_true(n > 0 && n < (int)sizeof json);
+    assert_null(strstr(json, "\"remote\""));
 }
 
 static int remote_equal(const sl__sim_remote_t *a, const sl__sim_remote_t *b)
@@ -345,7 +477,9 @@ static int remote_equal(const sl__sim_remote_t *a, const sl__sim_remote_t *b)
            a->node_cores == b->node_cores && a->chunk == b->chunk &&
            a->depth == b->depth && a->serialize_ms == b->serialize_ms &&
            a->store_ms == b->store_ms && a->receive_ms == b->receive_ms &&
-           a->link_bw == b->link_bw && a->link_latency_ms == b->link_latency_ms;
+           a->link_bw == b->link_bw &&
+           a->link_latency_ms == b->link_latency_ms &&
+           a->store_bytes == b->store_bytes;
 }
 
 static void test_profile_keys(void **state)
@@ -357,6 +491,7 @@ static void test_profile_keys(void **state)
                      "\"remote_depth\": 3, \"serialize_ms\": 1.5, "
                      "\"store_ms\": 0.25, \"receive_ms\": 0.75, "
                      "\"link_bw\": 3.125e9, \"link_latency_ms\": 0.05, "
+                     "\"object_store_bytes\": 4e9, "
                      "\"events\": [{\"t\": 2, \"kind\": \"remote_preparers\", "
                      "\"value\": 20}, {\"t\": 1, \"kind\": \"link_bw\", "
                      "\"value\": 1e9}, {\"t\": 3, \"kind\": "
@@ -374,7 +509,7 @@ static void test_profile_keys(void **state)
     assert_int_equal(r->depth, 3);
     assert_true(r->serialize_ms == 1.5 && r->store_ms == 0.25 &&
                 r->receive_ms == 0.75 && r->link_bw == 3.125e9 &&
-                r->link_latency_ms == 0.05);
+                r->link_latency_ms == 0.05 && r->store_bytes == 4e9);
     assert_int_equal(p.n_events, 3);
     assert_int_equal(p.events[0].kind, SL_SIM_EV_LINK_BW);
     assert_int_equal(p.events[1].kind, SL_SIM_EV_REMOTE_PREPARERS);
@@ -397,6 +532,7 @@ static void test_profile_keys(void **state)
         {"{\"remote_chunk\": 0}", "'remote_chunk'"},
         {"{\"remote_threads\": 1.5}", "'remote_threads'"},
         {"{\"link_bw\": -1}", "'link_bw'"},
+        {"{\"object_store_bytes\": -1}", "'object_store_bytes'"},
         {"{\"remote_preparers\": 5000}", "'remote_preparers'"},
         {"{\"events\": [{\"t\": 1, \"kind\": \"remote_preparers\", "
          "\"value\": -2}]}",
@@ -434,6 +570,8 @@ int main(void)
         cmocka_unit_test(test_link_events),
         cmocka_unit_test(test_deterministic_for_a_seed),
         cmocka_unit_test(test_whole_chunks),
+        cmocka_unit_test(test_window_rule),
+        cmocka_unit_test(test_byte_budget),
         cmocka_unit_test(test_off_by_default),
         cmocka_unit_test(test_simulated_run),
         cmocka_unit_test(test_profile_keys),
