@@ -5,6 +5,7 @@ checked against the simulator extended with remote preparers
 
     nice -n 19 .venv/bin/python bench/scale/model_sim.py [--sluice build/sluice]
         [--seeds 3] [--duration 14] [--peers-json R.json] [--json OUT]
+        [--object-store-bytes B] [--sweeps 12345]
 
 Per-batch costs: bench/RESULTS.md's measurement on this machine
 (2026-11-27: p = 1.93 ms CPU per image, per batch of 64 x 224² x 3 uint8,
@@ -14,7 +15,9 @@ Ray's processes), or those of a bench/scale/peers.py --json-out file
 draw per image, CV --cv), serialize_ms = s, receive_ms = t, store_ms = r,
 batch_bytes = the batch's bytes, one decode thread per preparer, chunk 8
 and depth 2 (sluice.ray's defaults; --chunk, --depth) unless a sweep says
-otherwise.
+otherwise, and the byte budget --object-store-bytes (sluice.ray's
+object_store_bytes; 0, the default here: none, the batch-count window
+alone) in sweeps 1-4.
 
 Sweeps (ratios are simulator / model):
   1. one node, the measured set-up: N preparers on the trainer's node of
@@ -29,7 +32,14 @@ Sweeps (ratios are simulator / model):
      >= 98 % of D (the trainer waits < 2 %), found by bisection;
   4. what the model leaves out: link latency (0.1 to 200 ms) with
      sluice.ray's window (depth x chunk per preparer) and with a window of
-     one batch per preparer; chunk 1 (no serialize/decode overlap).
+     one batch per preparer; chunk 1 (no serialize/decode overlap);
+  5. the byte budget: 16 preparers on 10 Gb/s under object_store_bytes
+     from none to below one chunk per preparer (sluice.ray's rule,
+     src/sim/remote.h): the window, how often the budget held it, the
+     batches in flight and in the store, the rate.
+The budget's figures (the simulator's --json "remote" object): at the end,
+how often the budget held the window over all runs (hand-outs at which
+it, not the batch count, left a preparer's free slot empty).
 
 Each simulated run: --duration s, its rate from the samples between 2 s and
 the end (the telemetry file), the median over --seeds seeds. The simulator
@@ -68,6 +78,7 @@ def costs(a):
 class Sim:
     def __init__(self, a, p, tc, nbytes, tmp):
         self.a, self.tmp, self.runs = a, tmp, 0
+        self.hand_outs = self.budget_held = 0  # over all runs
         self.base = {"ncpu": 2, "batch_size": a.batch, "batch_bytes": nbytes,
                      "read_ms": 0, "read_cv": 0, "decode_ms": p * 1e3,
                      "decode_cv": a.cv, "step_ms": 0, "consumer_cpu": 0,
@@ -75,27 +86,49 @@ class Sim:
                      "remote_node_cores": 16, "remote_chunk": a.chunk,
                      "remote_depth": a.depth, "serialize_ms": tc["s"] * 1e3,
                      "store_ms": tc["r"] * 1e3, "receive_ms": tc["t"] * 1e3,
-                     "link_latency_ms": 0.1}
+                     "link_latency_ms": 0.1,
+                     "object_store_bytes": a.object_store_bytes}
 
     def rate(self, **kw):
         """Median img/s over the seeds of the base profile with kw."""
+        return self.run(**kw)["rate"]
+
+    def run(self, **kw):
+        """The base profile with kw over the seeds, medians: img/s (rate),
+        in_flight (batches handed out, not taken: the telemetry's ready +
+        filling, mean after WARM), and the simulator's remote figures:
+        window (at the end), budget_held_share (of the hand-outs), chunk_held
+        (the taken batches of the trainer's chunk, still in the store: store
+        minus in flight, mean over the run)."""
         prof = dict(self.base, **kw)
         path = os.path.join(self.tmp, "p.json")
         with open(path, "w") as f:
             json.dump(prof, f)
-        out = []
+        out = {"rate": [], "window": [], "budget_held_share": [], "in_flight": [],
+               "chunk_held": []}
         for seed in range(1, self.a.seeds + 1):
             tel = os.path.join(self.tmp, "t.jsonl")
-            subprocess.run([self.a.sluice, "simulate", "--profile", path, "--policy",
-                            "static", "--duration", str(self.a.duration), "--seed",
-                            str(seed), "--telemetry", tel, "--json"],
-                           check=True, stdout=subprocess.DEVNULL)
+            res = subprocess.run([self.a.sluice, "simulate", "--profile", path,
+                                  "--policy", "static", "--duration",
+                                  str(self.a.duration), "--seed", str(seed),
+                                  "--telemetry", tel, "--json"],
+                                 check=True, stdout=subprocess.PIPE, text=True)
+            rm = json.loads(res.stdout.strip().splitlines()[-1])["remote"]
             pts = [json.loads(line) for line in open(tel)]
             t0 = min(pts, key=lambda x: abs(x["t"] - WARM))
             t1 = pts[-1]
-            out.append((t1["samples_total"] - t0["samples_total"]) / (t1["t"] - t0["t"]))
+            late = [x for x in pts if x["t"] >= t0["t"]]
+            out["rate"].append((t1["samples_total"] - t0["samples_total"])
+                               / (t1["t"] - t0["t"]))
+            out["in_flight"].append(statistics.mean(
+                x["queue_depth"]["batches"] + x["batches_filling"] for x in late))
+            for k in ("window", "budget_held_share"):
+                out[k].append(rm[k])
+            out["chunk_held"].append(rm["store_batches_mean"] - rm["in_flight_mean"])
+            self.hand_outs += rm["hand_outs"]
+            self.budget_held += rm["budget_held"]
             self.runs += 1
-        return statistics.median(out)
+        return {k: statistics.median(v) for k, v in out.items()}
 
 
 def ratio_line(cells):
@@ -118,8 +151,14 @@ def main():
     ap.add_argument("--depth", type=int, default=2, help="tasks queued per preparer")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--object-store-bytes", type=float, default=0,
+                    help="sluice.ray's byte budget for the batches in flight in "
+                         "sweeps 1-4 (0: none)")
+    ap.add_argument("--sweeps", default="12345", help="which to run, e.g. 5")
     ap.add_argument("--json", help="write every figure here")
     a = ap.parse_args()
+    if a.object_store_bytes < 0:
+        ap.error("--object-store-bytes must be >= 0 (0: no byte budget)")
     if not os.access(a.sluice, os.X_OK):
         print(f"SKIP: no sluice binary at {a.sluice} (build first)")
         return 0
@@ -131,8 +170,8 @@ def main():
 
 
 def sweeps(a, p, tc, nbytes, tmp):
-    """The four sweeps, printed (and written to a.json); tmp: the
-    simulator's files."""
+    """The sweeps a.sweeps names, printed (and written to a.json); tmp:
+    the simulator's files."""
     B = a.batch
     sim = Sim(a, p, tc, nbytes, tmp)
     t_start = time.time()
@@ -141,9 +180,43 @@ def sweeps(a, p, tc, nbytes, tmp):
           f"p = {p * 1e3:.2f} ms/img, per batch of {B} ({nbytes / 1e6:.2f} MB): "
           f"s = {tc['s'] * 1e3:.1f}, t = {tc['t'] * 1e3:.1f}, r = {tc['r'] * 1e3:.1f} ms; "
           f"{a.seeds} seeds x {a.duration:g} s simulated per point\n")
-    rows, out = [], {"costs": {"p": p, **tc, "bytes": nbytes}, "one_node": [],
-                     "cross_node": [], "knee": [], "nodes": [], "latency": []}
+    rows, out = [], {"costs": {"p": p, **tc, "bytes": nbytes},
+                     "object_store_bytes": a.object_store_bytes, "one_node": [],
+                     "cross_node": [], "knee": [], "nodes": [], "latency": [],
+                     "budget": []}
+    if "1" in a.sweeps:
+        one_node(a, p, tc, B, sim, rows, out)
+    if "2" in a.sweeps:
+        across_nodes(a, p, tc, B, nbytes, sim, rows, out)
+    if "3" in a.sweeps:
+        preparers_needed(a, p, tc, B, sim, out)
+    if "4" in a.sweeps:
+        latency(a, p, tc, B, nbytes, sim, out)
+    # how often the byte budget held the window in sweeps 1-4 (sweep 5
+    # says it per budget)
+    held, hand_outs = sim.budget_held, sim.hand_outs
+    if "5" in a.sweeps:
+        budget(a, nbytes, sim, out)
 
+    if rows:
+        within = sum(1 for x in rows if abs(x - 1) <= 0.10)
+        within15 = sum(1 for x in rows if abs(x - 1) <= 0.15)
+        print(f"\nsweeps 1-2: {len(rows)} points, sim / model {min(rows):.3f} .. "
+              f"{max(rows):.3f}, median {statistics.median(rows):.3f}; within 10 %: "
+              f"{within}, within 15 %: {within15}")
+    if hand_outs:
+        out["budget_held"] = {"hand_outs": hand_outs, "held": held}
+        print(f"\nsweeps 1-4, object_store_bytes {a.object_store_bytes:g}: the byte "
+              f"budget held the window at {held:,} of {hand_outs:,} hand-outs "
+              f"({100 * held / hand_outs:.1f} %)")
+    print(f"\n{sim.runs} simulated runs in {time.time() - t_start:.0f} s")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0
+
+
+def one_node(a, p, tc, B, sim, rows, out):
     print("1. one node: N preparers on the trainer's node of C cores")
     print(ratio_line(["C", "N", "model img/s", "bound", "simulator img/s", "sim / model"]))
     print(ratio_line(["---"] * 6))
@@ -157,6 +230,8 @@ def sweeps(a, p, tc, nbytes, tmp):
             print(ratio_line([str(cores), str(n), f"{m['remote']:,.0f}", m["bound"],
                               f"{r:,.0f}", f"{r / m['remote']:.3f}"]), flush=True)
 
+
+def across_nodes(a, p, tc, B, nbytes, sim, rows, out):
     print("\n2. across nodes: nodes of 16 cores x 16 preparers, the trainer behind a link")
     print(ratio_line(["link", "N", "model img/s", "bound", "simulator img/s", "sim / model"]))
     print(ratio_line(["---"] * 6))
@@ -193,6 +268,8 @@ def sweeps(a, p, tc, nbytes, tmp):
               f"{what}); simulator {sk:.1f} (plateau {plateau:,.0f}, one preparer "
               f"{one:,.0f}): {sk / mk:.3f}, plateau {plateau / mt:.3f}", flush=True)
 
+
+def preparers_needed(a, p, tc, B, sim, out):
     print("\n3. preparers (nodes of 16) a trainer consuming D img/s needs")
     print(ratio_line(["D img/s", "link", "model preparers (nodes)",
                       "simulator: fewest with >= 98 % of D (nodes)", "sim / model",
@@ -238,6 +315,8 @@ def sweeps(a, p, tc, nbytes, tmp):
                           f"{seen.get(hi, 0):,.0f} / " +
                           (f"{seen[lo]:,.0f}" if lo in seen else "-")]), flush=True)
 
+
+def latency(a, p, tc, B, nbytes, sim, out):
     print("\n4. what the model leaves out: 16 preparers on 10 Gb/s, link latency")
     print(ratio_line(["latency ms", "chunk x depth", "model img/s", "simulator img/s",
                       "sim / model"]))
@@ -253,15 +332,36 @@ def sweeps(a, p, tc, nbytes, tmp):
             print(ratio_line([f"{lat:g}", f"{chunk} x {depth}", f"{m['rate']:,.0f}",
                               f"{r:,.0f}", f"{r / m['rate']:.3f}"]), flush=True)
 
-    within = sum(1 for x in rows if abs(x - 1) <= 0.10)
-    within15 = sum(1 for x in rows if abs(x - 1) <= 0.15)
-    print(f"\nsweeps 1-2: {len(rows)} points, sim / model {min(rows):.3f} .. {max(rows):.3f}, "
-          f"median {statistics.median(rows):.3f}; within 10 %: {within}, within 15 %: "
-          f"{within15}; {sim.runs} simulated runs in {time.time() - t_start:.0f} s")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return 0
+
+def budget(a, nbytes, sim, out):
+    """Sweep 5: 16 preparers on 10 Gb/s under byte budgets from none to
+    below one chunk per preparer (sluice.ray's rule: window = min(count,
+    max(budget / batch bytes, preparers x chunk)))."""
+    n = 16
+    count = n * a.depth * a.chunk
+    print(f"\n5. the byte budget: {n} preparers on 10 Gb/s, chunk {a.chunk} x depth "
+          f"{a.depth} (count window {count} batches of {nbytes / 1e6:.2f} MB)")
+    print(ratio_line(["object_store_bytes", "window", "budget held (hand-outs)",
+                      "in flight (batches)", "+ in store (trainer's chunk)",
+                      "simulator img/s", "/ none"]))
+    print(ratio_line(["---"] * 7))
+    none = None
+    # none, the count's bytes (not narrowed), 3/4 of the count (between
+    # it and the floor at depth 2), one chunk per preparer (the floor),
+    # 1 byte (below the floor: the floor)
+    for nb in (0, count, count * 3 // 4, n * a.chunk, None):
+        b = 1 if nb is None else nb * nbytes
+        r = sim.run(remote_preparers=n, remote_local=0, link_bw=10 * GBIT,
+                    object_store_bytes=b)
+        none = r["rate"] if nb == 0 else none
+        out["budget"].append({"object_store_bytes": b, "preparers": n, **r})
+        label = "none" if nb == 0 else "1 B" if nb is None else \
+            f"{b / 1e9:.2f} GB ({nb:g} batches)"
+        print(ratio_line([label, f"{r['window']:g}",
+                          f"{100 * r['budget_held_share']:.1f} %",
+                          f"{r['in_flight']:.1f}", f"{r['chunk_held']:.1f}",
+                          f"{r['rate']:,.0f}",
+                          f"{r['rate'] / none:.3f}" if none else "-"]), flush=True)
 
 
 if __name__ == "__main__":

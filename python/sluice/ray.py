@@ -84,7 +84,10 @@ def _window(count, budget, batch_bytes, live, chunk):
     group's slowest job): the count window, narrowed by the byte budget
     once a batch's bytes are known, and never below one chunk per live
     preparer (each can always be handed one: no deadlock, whatever the
-    budget). The one rule, for the lone loader and the share group."""
+    budget). The one rule, for the lone loader and the share group. It is
+    the reference: the simulator of this path keeps a C copy
+    (src/sim/remote.c, sl__sim_remote_window), checked against this one
+    on a grid by tests/python/test_sim_budget.py."""
     if not budget or not batch_bytes:
         return count
     return min(count, max(budget // batch_bytes, live * chunk))

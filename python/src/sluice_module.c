@@ -296,6 +296,24 @@ done:
     return out;
 }
 
+/* Private: the simulator's copy of sluice.ray's window rule
+ * (src/sim/remote.h) for tests/python/test_sim_budget.py, which checks it
+ * against ray.py's _window, the reference. Declared here as
+ * sl__ppo_test_loss is: internal, linked from the static library. */
+int64_t sl__sim_remote_window(int64_t count, int64_t budget,
+                              int64_t batch_bytes, int64_t live, int64_t chunk);
+
+static PyObject *sim_remote_window(PyObject *self, PyObject *args)
+{
+    (void)self;
+    long long count, budget, batch_bytes, live, chunk;
+    if (!PyArg_ParseTuple(args, "LLLLL", &count, &budget, &batch_bytes, &live,
+                          &chunk))
+        return NULL;
+    return PyLong_FromLongLong(
+        sl__sim_remote_window(count, budget, batch_bytes, live, chunk));
+}
+
 /* The JSON text a tool returned, as a str; frees it. */
 static PyObject *tool_result(int rc, char *json, const char *err)
 {
@@ -386,6 +404,9 @@ static PyMethodDef methods[] = {
      METH_VARARGS | METH_KEYWORDS, image_transform_doc},
     {"_ppo_test_loss", ppo_test_loss, METH_VARARGS,
      "Private (tests): the rl policy's PPO loss and gradient."},
+    {"_sim_remote_window", sim_remote_window, METH_VARARGS,
+     "Private (tests): the simulator's window rule (sluice.ray._window's "
+     "copy)."},
     {"_analyze", (PyCFunction)(void (*)(void))analyze,
      METH_VARARGS | METH_KEYWORDS, analyze_doc},
     {"_calibrate", (PyCFunction)(void (*)(void))calibrate,
