@@ -129,12 +129,11 @@ static int finish_file(sl__ext_out_t *o, char *err, size_t errlen)
 
 static int start_file(sl__ext_out_t *o, char *err, size_t errlen)
 {
-    char name[64];
-    file_name(o, o->files, name, sizeof name);
-    if (asprintf(&o->tmp, "%s/.%s.tmp", o->dir, name) < 0) {
-        o->tmp = NULL;
+    char name[64], tmp[72];
+    snprintf(tmp, sizeof tmp, ".%s.tmp",
+             file_name(o, o->files, name, sizeof name));
+    if (!(o->tmp = sl__path_join(o->dir, tmp)))
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-    }
     o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (o->fd < 0)
         return sl__fail(err, errlen, SL_EIO, "%s: %s", o->tmp, strerror(errno));
@@ -250,13 +249,20 @@ void sl__ext_out_abort(sl__ext_out_t *o)
         unlink(o->tmp);
     free(o->tmp);
     o->tmp = NULL;
-    char name[64], path[4096];
+    /* each file and its sidecar, joined as finish_file and recidx named
+     * them (one slash; a fixed buffer cut a long one, which then stayed) */
+    char name[64], index[72];
     for (long k = 0; k < o->files; k++) {
-        sl__path_join_buf(path, sizeof path, o->dir,
-                          file_name(o, k, name, sizeof name));
-        unlink(path);
-        snprintf(path, sizeof path, "%s/%s%s", o->dir, name, SL__RECIDX_SUFFIX);
-        unlink(path);
+        file_name(o, k, name, sizeof name);
+        snprintf(index, sizeof index, "%s%s", name, SL__RECIDX_SUFFIX);
+        char *path = sl__path_join(o->dir, name);
+        if (path)
+            unlink(path);
+        free(path);
+        path = sl__path_join(o->dir, index);
+        if (path)
+            unlink(path);
+        free(path);
     }
     if (o->made_dir)
         rmdir(o->dir);
