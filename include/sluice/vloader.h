@@ -42,7 +42,11 @@ extern "C" {
 typedef struct sl_vloader sl_vloader_t;
 
 /** Options; a zero field takes the default in brackets (a negative one,
- *  or threads over 256 or prefetch over 4096, fails create). */
+ *  or threads over 256 or prefetch over 4096, fails create). no_balance,
+ *  image_bf16 and unlabeled are booleans, as sl_options_t's flags: where
+ *  they say 1, any nonzero value is true, a negative one too. aug.patch
+ *  has no default: each dimension 1..2^28 and the patch at most 2^28
+ *  voxels, else create fails naming it. */
 typedef struct sl_vloader_options {
     size_t size;              /**< sizeof, set by _init */
     int batch_size;           /**< patches per batch [2] */

@@ -381,6 +381,26 @@ static int check_options(const sl_vloader_options_t *o, char *err,
     return 0;
 }
 
+/* The patch's dimensions, each 1..SL_VL_MAX_PVOX and their product (the
+ * voxels of a patch) too: checked one by one, since two negative ones
+ * make a positive product and a huge one a product that wraps. */
+#define SL_VL_MAX_PVOX ((int64_t)1 << 28)
+static int check_patch(const int64_t p[3], char *err, size_t errlen)
+{
+    for (int i = 0; i < 3; i++)
+        if (p[i] < 1 || p[i] > SL_VL_MAX_PVOX)
+            return sl__fail(err, errlen, SL_EINVAL,
+                            "vloader: aug.patch[%d] %lld: voxels, 1..%lld", i,
+                            (long long)p[i], (long long)SL_VL_MAX_PVOX);
+    if (p[0] * p[1] > SL_VL_MAX_PVOX / p[2]) /* < 2^56: no overflow */
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "vloader: aug.patch %lld x %lld x %lld: more than "
+                        "%lld voxels",
+                        (long long)p[0], (long long)p[1], (long long)p[2],
+                        (long long)SL_VL_MAX_PVOX);
+    return 0;
+}
+
 /* The first published options (through image_bf16): a caller built
  * against them gets the later fields' defaults (base/abi.h). Its sizeof
  * was VOPTS_V1_SIZE: on_error now sits in what was its tail padding,
@@ -443,7 +463,6 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->aug = o->aug;
     for (int i = 0; i < 3; i++)
         l->pdims[i] = l->aug.patch[i] = o->aug.patch[2 - i];
-    l->pvox = l->pdims[0] * l->pdims[1] * l->pdims[2];
     l->ep[0].epoch = l->ep[1].epoch = -1;
     l->r_off = 30, l->r_patch = 2, l->r_noise = 20;
     const char *sm = getenv("SL_VLOADER_SPLIT_MIN_VOX");
@@ -452,12 +471,14 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     pthread_cond_init(&l->cv_case, NULL);
-    if (o->aug.size < sizeof o->aug || l->pvox <= 0 ||
-        l->pvox > ((int64_t)1 << 28) || o->batch_size > 4096) {
+    if (o->aug.size < sizeof o->aug || o->batch_size > 4096) {
         rc = sl__fail(err, errlen, SL_EINVAL,
                       "vloader: bad patch or batch size");
         goto fail;
     }
+    if ((rc = check_patch(o->aug.patch, err, errlen)))
+        goto fail;
+    l->pvox = l->pdims[0] * l->pdims[1] * l->pdims[2];
     /* The window's batch numbers (start + prefetch) must not overflow. */
     if (o->start < 0 || o->start > INT64_MAX - o->prefetch - 1) {
         rc = sl__fail(err, errlen, SL_EINVAL,

@@ -291,6 +291,54 @@ static void test_negative_sizes_refused(void **state)
     sl_vloader_destroy(l);
 }
 
+/* A patch dimension below 1 fails create, naming it: two negative ones
+ * made a positive voxel count, which passed the old check; so did a
+ * dimension so large that the count wrapped to a small one. */
+static void test_bad_patch_refused(void **state)
+{
+    (void)state;
+    const int64_t bad[][3] = {{-12, -10, 8},
+                              {12, -10, -8},
+                              {0, 10, 8},
+                              {12, 10, -1},
+                              {((int64_t)1 << 62) + 1, 4, 1},
+                              {1 << 20, 1 << 20, 1}};
+    const char *named[] = {"aug.patch[0] -12", "aug.patch[1] -10",
+                           "aug.patch[0] 0",   "aug.patch[2] -1",
+                           "aug.patch[0] 46",  "aug.patch 1048576 x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sl_vloader_options_t o = stream_opts(1);
+        memcpy(o.aug.patch, bad[i], sizeof o.aug.patch);
+        sl_vloader_t *l = NULL;
+        char err[256] = "";
+        int rc = sl_vloader_create(root, &o, &l, err, sizeof err);
+        if (rc != SL_EINVAL || !strstr(err, named[i]))
+            fail_msg("patch %lld %lld %lld: rc %d, '%s'", (long long)bad[i][0],
+                     (long long)bad[i][1], (long long)bad[i][2], rc, err);
+        assert_null(l);
+        sl_vloader_destroy(l);
+    }
+}
+
+/* no_balance, image_bf16 and unlabeled are booleans (vloader.h): a
+ * negative value is true, not an error. */
+static void test_negative_flags_are_true(void **state)
+{
+    (void)state;
+    sl_vloader_options_t o = stream_opts(1);
+    o.no_balance = o.image_bf16 = o.unlabeled = -1;
+    sl_vloader_t *l = NULL;
+    char err[256];
+    if (sl_vloader_create(root, &o, &l, err, sizeof err))
+        fail_msg("create: %s", err);
+    sl_vbatch_t *b;
+    if (sl_vloader_next(l, &b, err, sizeof err))
+        fail_msg("next: %s", err);
+    assert_true(b->image_bf16 != NULL && b->image == NULL);
+    sl_vloader_release(l, b);
+    sl_vloader_destroy(l);
+}
+
 /* Under a memory budget that fits the buffers and one case's offline
  * stage (what the loader holds with one thread and nothing cached), four
  * threads take turns: stages wait, the cache gives cases back, the stream
@@ -583,6 +631,8 @@ int main(void)
         cmocka_unit_test(test_same_stream_any_threads),
         cmocka_unit_test(test_start_resumes_the_stream),
         cmocka_unit_test(test_negative_sizes_refused),
+        cmocka_unit_test(test_bad_patch_refused),
+        cmocka_unit_test(test_negative_flags_are_true),
         cmocka_unit_test(test_memory_budget),
         cmocka_unit_test(test_look_ahead),
         cmocka_unit_test(test_slabs_same_bytes),
