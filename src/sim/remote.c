@@ -108,8 +108,8 @@ int64_t sl__sim_remote_window(int64_t count, int64_t budget,
 {
     if (budget <= 0 || batch_bytes <= 0)
         return count;
-    int64_t fit = budget / batch_bytes, floor = live * chunk;
-    int64_t w = fit > floor ? fit : floor;
+    int64_t fit = budget / batch_bytes, least = live * chunk;
+    int64_t w = fit > least ? fit : least; /* a chunk per live preparer */
     return w < count ? w : count;
 }
 
