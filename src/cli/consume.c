@@ -73,8 +73,7 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
     if (!a->resume)
         goto left;
     if (sl__state_read(a->resume, c->magic, &c->saved, why, sizeof why)) {
-        fprintf(stderr, "sluice %s: %s: not a sluice state file: %s\n", c->cmd,
-                a->resume, why);
+        fprintf(stderr, "sluice %s: --resume %s\n", c->cmd, why);
         return 2;
     }
     c->from = c->saved.pos;
@@ -229,18 +228,16 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
     s->position(l, &c->pos);
     sl__state_t st = {c->pos, c->h, c->config, c->samples_in_source,
                       c->dataset};
-    if (a->state_out && sl__state_write(a->state_out, c->magic, &st)) {
+    char why[512];
+    if (a->state_out &&
+        sl__state_write(a->state_out, c->magic, &st, why, sizeof why)) {
         /* the position is what --state promised: its loss fails the run */
-        int e = errno;
-        char *f = sl__msg_escape_dup(a->state_out);
-        fprintf(stderr,
-                "sluice %s: error: cannot write the state file %s: %s\n",
-                c->cmd, f ? f : "", strerror(e));
+        sl__msg_escape(why, sizeof why);
+        fprintf(stderr, "sluice %s: error: cannot write the state file %s\n",
+                c->cmd, why);
         if (!rc)
             snprintf(c->error, sizeof c->error,
-                     "cannot write the state file %s: %s", f ? f : "",
-                     strerror(e));
-        free(f);
+                     "cannot write the state file %s", why);
         c->state_failed = 1;
         if (!rc)
             rc = SL_ESYSTEM;
