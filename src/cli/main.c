@@ -1,4 +1,5 @@
 /* sluice: the command line. Dispatches to one file per sub-command. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,11 @@ int main(int argc, char **argv)
         printf("sluice %s\n", sl_version_string());
         return 0;
     }
+    /* A file-size limit (ulimit -f) reached while writing (a shard, a
+     * --state or --telemetry file) fails that write with EFBIG, said and
+     * cleaned up as a full disk is, instead of SIGXFSZ killing the process
+     * with its temp files left behind. */
+    signal(SIGXFSZ, SIG_IGN);
     int k = find(argv[1]);
     return k < 0 ? unknown(argv[1]) : cmds[k].fn(argc - 1, argv + 1);
 }
