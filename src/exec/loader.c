@@ -15,6 +15,7 @@
 
 static int create(const char *source, const sl_options_t *opt,
                   sl_loader_t **out, char *err, size_t errlen);
+static void telemetry_warn(void *arg, const char *msg);
 
 /* The owner of a failed create's message (base/lasterr.h). */
 static const char create_tag;
@@ -147,9 +148,9 @@ static int create(const char *source, const sl_options_t *opt,
         if (l->stage && l->stage_owned)
             sl__cuda_stage_stats(l->stage, &cs);
         sl__collector_opts_t co = {
-            l->opt.telemetry_ms, source, l->opt.telemetry_path,
-            l->opt.metrics_port, 600,    NULL,
-            cs.pci_bus_id};
+            l->opt.telemetry_ms, source,        l->opt.telemetry_path,
+            l->opt.metrics_port, 600,           NULL,
+            cs.pci_bus_id,       telemetry_warn};
         rc = sl__loader_sched_init(l, &co, err, errlen);
         if (!rc)
             rc = sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll,
@@ -170,6 +171,13 @@ static int create(const char *source, const sl_options_t *opt,
     }
     *out = l;
     return 0;
+}
+
+/* What telemetry met that the run goes on without (a --telemetry file
+ * that can no longer be written): listed with the skips, not counted. */
+static void telemetry_warn(void *arg, const char *msg)
+{
+    sl__msglog_add(&((sl_loader_t *)arg)->skips, "warning: %s", msg);
 }
 
 void sl__loader_skip_defer(sl_loader_t *l, const bbuf_t *bb, int slot,

@@ -230,6 +230,7 @@ static void text_pipe_sample(void *arg, sl__pipe_sample_t *o);
 static int text_knobs(void *self, sl__knobs_t *cur);
 static int text_set(void *self, int knob, int value);
 static void text_tick(void *arg, struct sl__collector *c);
+static void text_warn(void *arg, const char *msg);
 
 static int create(const char *const *sources, int nsources,
                   const sl_text_options_t *opt, sl_text_loader_t **out,
@@ -276,7 +277,8 @@ static int create(const char *const *sources, int nsources,
                                    0,
                                    600,
                                    NULL,
-                                   NULL};
+                                   NULL,
+                                   text_warn};
         sl_options_t shape; /* what the policy reads: its id and seed */
         sl_options_init(&shape);
         shape.policy = l->opt.policy;
@@ -629,4 +631,11 @@ static int text_set(void *self, int knob, int value)
 static void text_tick(void *arg, struct sl__collector *c)
 {
     sl__sched_glue_tick(&((sl_text_loader_t *)arg)->sched, c);
+}
+
+/* As the image loader's: a --telemetry file that can no longer be
+ * written, listed with the skips, not counted. */
+static void text_warn(void *arg, const char *msg)
+{
+    sl__msglog_add(&((sl_text_loader_t *)arg)->skips, "warning: %s", msg);
 }
