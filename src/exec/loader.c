@@ -173,6 +173,16 @@ static int create(const char *source, const sl_options_t *opt,
     return 0;
 }
 
+/* A pool that could not start its threads: rc, and which and why in the
+ * loader's message. */
+static int threads_failed(sl_loader_t *l, int rc, sl__workers_t *pool)
+{
+    char why[256];
+    sl__workers_why(pool, why, sizeof why);
+    return sl__lasterr_set(l, rc, "could not start %s threads: %s",
+                           pool == l->readers ? "read" : "decode", why);
+}
+
 /* What telemetry met that the run goes on without (a --telemetry file
  * that can no longer be written): listed with the skips, not counted. */
 static void telemetry_warn(void *arg, const char *msg)
@@ -470,13 +480,14 @@ int sl__loader_begin(sl_loader_t *l, int64_t first, int64_t end,
     int readers = l->read_threads, decoders = l->decode_threads;
     pthread_mutex_unlock(&l->mu);
     free(old);
-    int rc = sl__workers_set(l->readers, readers);
+    sl__workers_t *pool = l->readers;
+    int rc = sl__workers_set(pool, readers);
     if (!rc)
-        rc = sl__workers_set(l->decoders, decoders);
+        rc = sl__workers_set(pool = l->decoders, decoders);
     if (rc)
         stop_pipeline(l);
     pthread_mutex_unlock(&l->ctl_mu);
-    return rc ? sl__lasterr_set(l, rc, "could not start worker threads") : 0;
+    return rc ? threads_failed(l, rc, pool) : 0;
 }
 
 /* Under mu: the batch to hand out next, or NULL. */
@@ -824,11 +835,10 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         return sl__lasterr_set(l, rc, "unknown knob %d", (int)p);
     /* The pool lock is never taken under mu (lock order, loader_internal.h).
      */
-    if (running && p == SL_PARAM_READ_THREADS)
-        rc = sl__workers_set(l->readers, (int)value);
-    if (running && p == SL_PARAM_DECODE_THREADS)
-        rc = sl__workers_set(l->decoders, (int)value);
-    return rc ? sl__lasterr_set(l, rc, "could not start worker threads") : 0;
+    sl__workers_t *pool = p == SL_PARAM_READ_THREADS ? l->readers : l->decoders;
+    if (running && (p == SL_PARAM_READ_THREADS || p == SL_PARAM_DECODE_THREADS))
+        rc = sl__workers_set(pool, (int)value);
+    return rc ? threads_failed(l, rc, pool) : 0;
 }
 
 int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)
