@@ -137,14 +137,25 @@ static int make_table(const sl__plot_opts_t *o, const char *input,
     int n1 = snprintf(path, sizeof t->data[0], "%s/sluice-plot-XXXXXX", tmpdir);
     if (n1 < 0 || (size_t)n1 >= sizeof t->data[0])
         return sl__fail(err, errlen, SL_EINVAL, "TMPDIR too long");
-    FILE *in = fopen(input, "r");
-    if (!in)
+    /* O_NONBLOCK: a FIFO (or device) is refused below instead of waited
+     * on for a writer; nothing changes for a regular file. */
+    int fd = open(input, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return sl__fail(err, errlen, SL_EIO, "cannot open %s: %s", input,
                         strerror(errno));
     struct stat st;
-    if (fstat(fileno(in), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(in);
-        return sl__fail(err, errlen, SL_EIO, "%s is a directory", input);
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode)
+                   ? sl__fail(err, errlen, SL_EIO, "%s is a directory", input)
+                   : sl__fail(err, errlen, SL_EIO,
+                              "%s: not a regular file (%s)", input,
+                              sl__file_type_name((unsigned)st.st_mode));
+    }
+    FILE *in = fdopen(fd, "r");
+    if (!in) {
+        close(fd);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
     FILE *df = temp_file(path);
     if (!df) {

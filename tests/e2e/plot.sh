@@ -135,6 +135,13 @@ err() { # err NAME WANT_RC PATTERN -- ARGS...
   check "$name: says '$pat'" grep -qi -- "$pat" "$T/err.txt"
 }
 err "missing file" 1 "cannot open $T/nope.jsonl" -- "$T/nope.jsonl" -o "$T/x.svg"
+# A FIFO given as the telemetry file: refused at once (was: waited for a
+# writer for ever).
+mkfifo "$T/fifo.jsonl"
+timeout 10 "$S" plot "$T/fifo.jsonl" -o "$T/x.svg" >/dev/null 2>"$T/err.txt"
+rc=$?
+check "a FIFO: exit 1 (got $rc; 124: hung)" test $rc -eq 1
+check "a FIFO: says why" grep -q "fifo.jsonl: not a regular file (FIFO)" "$T/err.txt"
 : > "$T/empty.jsonl"
 err "empty file" 1 "no valid telemetry lines" -- "$T/empty.jsonl" -o "$T/x.svg"
 head -c 5000 /dev/urandom | tr -d '\n' > "$T/junk.jsonl"; printf '\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n{"t": null}\n' >> "$T/junk.jsonl"
