@@ -137,14 +137,19 @@ static int make_table(const sl__plot_opts_t *o, const char *input,
     int n1 = snprintf(path, sizeof t->data[0], "%s/sluice-plot-XXXXXX", tmpdir);
     if (n1 < 0 || (size_t)n1 >= sizeof t->data[0])
         return sl__fail(err, errlen, SL_EINVAL, "TMPDIR too long");
-    /* O_NONBLOCK: a FIFO (or device) is refused below instead of waited
-     * on for a writer; nothing changes for a regular file. */
+    /* A regular file, or a pipe (`sluice plot <(ssh host cat t.jsonl)`).
+     * O_NONBLOCK: a FIFO's open does not wait for a writer; read blocking
+     * after it, one with no writer reads as empty at once (never a hang).
+     * A device (/dev/zero: no end) or folder is refused. */
     int fd = open(input, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return sl__fail(err, errlen, SL_EIO, "cannot open %s: %s", input,
                         strerror(errno));
     struct stat st;
-    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
         close(fd);
         return S_ISDIR(st.st_mode)
                    ? sl__fail(err, errlen, SL_EIO, "%s is a directory", input)

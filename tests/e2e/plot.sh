@@ -62,6 +62,8 @@ done
 check "run png: PNG magic" is_png "$T/run.png"
 check "run svg: well-formed XML" is_svg "$T/run.svg"
 check "run svg: has the panels" grep -q "knob value" "$T/run.svg"
+"$S" plot <(cat "$T/run.jsonl") -o "$T/piped.svg" >/dev/null 2>&1
+check "telemetry through a pipe: drawn" is_svg "$T/piped.svg"
 "$S" plot "$T/run.jsonl" -o "$T/RUN.PNG" >/dev/null 2>&1
 check "upper-case extension accepted" is_png "$T/RUN.PNG"
 check "temp files removed after the run plots" test -z "$(ls -A "$TMPDIR")"
@@ -135,13 +137,17 @@ err() { # err NAME WANT_RC PATTERN -- ARGS...
   check "$name: says '$pat'" grep -qi -- "$pat" "$T/err.txt"
 }
 err "missing file" 1 "cannot open $T/nope.jsonl" -- "$T/nope.jsonl" -o "$T/x.svg"
-# A FIFO given as the telemetry file: refused at once (was: waited for a
-# writer for ever).
+# A FIFO no one writes, given as the telemetry file: empty at once (was:
+# waited for a writer for ever); a device is refused; a pipe is read.
 mkfifo "$T/fifo.jsonl"
 timeout 10 "$S" plot "$T/fifo.jsonl" -o "$T/x.svg" >/dev/null 2>"$T/err.txt"
 rc=$?
-check "a FIFO: exit 1 (got $rc; 124: hung)" test $rc -eq 1
-check "a FIFO: says why" grep -q "fifo.jsonl: not a regular file (FIFO)" "$T/err.txt"
+check "a FIFO without a writer: exit 1 (got $rc; 124: hung)" test $rc -eq 1
+check "a FIFO without a writer: says why" grep -q "fifo.jsonl: no valid telemetry lines" "$T/err.txt"
+timeout 10 "$S" plot /dev/zero -o "$T/x.svg" >/dev/null 2>"$T/err.txt"
+rc=$?
+check "/dev/zero: exit 1 (got $rc; 124: hung)" test $rc -eq 1
+check "/dev/zero: says why" grep -q "/dev/zero: not a regular file (character device)" "$T/err.txt"
 : > "$T/empty.jsonl"
 err "empty file" 1 "no valid telemetry lines" -- "$T/empty.jsonl" -o "$T/x.svg"
 head -c 5000 /dev/urandom | tr -d '\n' > "$T/junk.jsonl"; printf '\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n{"t": null}\n' >> "$T/junk.jsonl"
