@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,10 +39,19 @@ int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
+        /* EMFILE is the process's limit, not the file's fault: say which
+         * limit, so the cure (ulimit -n, fewer reads in flight) is plain */
+        char lim[96] = "";
+        struct rlimit r;
+        if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &r) == 0)
+            snprintf(lim, sizeof lim,
+                     " (the open-files limit, ulimit -n, is %llu; fewer "
+                     "read threads or a higher limit)",
+                     (unsigned long long)r.rlim_cur);
         return sl__fail(err, errlen,
                         e == ENOENT || e == ENOTDIR ? SL_ENOTFOUND
                                                     : sl__errno_code(e, SL_EIO),
-                        "%s: cannot open: %s", path, strerror(e));
+                        "%s: cannot open: %s%s", path, strerror(e), lim);
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {

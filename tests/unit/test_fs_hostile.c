@@ -4,12 +4,14 @@
  * (fail) or a listed skip (skip) within seconds, and destroy must return.
  * A watchdog (alarm) turns a hang into a failure. Also run under TSan. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -361,6 +363,43 @@ static void test_write_whole_hostile_targets(void **state)
     free(dir);
 }
 
+/* Out of descriptors (ulimit -n): the open fails as a system error (never
+ * a skippable bad file) and says which limit and its value, so the cure is
+ * plain (was: "Too many open files" only). In a child: the limit dies with
+ * it. */
+static void test_emfile_names_the_limit(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("fs-emfile");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/a.jpg", dir);
+    assert_int_equal(tu_write_file(path, "x", 1), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit r;
+        getrlimit(RLIMIT_NOFILE, &r);
+        r.rlim_cur = 32;
+        if (setrlimit(RLIMIT_NOFILE, &r))
+            _exit(3);
+        while (open("/dev/null", O_RDONLY) >= 0)
+            ;
+        char err[512];
+        int rc = sl__open_regular(path, NULL, err, sizeof err);
+        fprintf(stderr, "%d: %s\n", rc, err);
+        _exit(rc == SL_ESYSTEM && strstr(err, "a.jpg: cannot open: ") &&
+                      strstr(err, "ulimit -n, is 32")
+                  ? 0
+                  : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +410,7 @@ int main(void)
         cmocka_unit_test(test_scan_bad_entries),
         cmocka_unit_test(test_text_fifo),
         cmocka_unit_test(test_write_whole_hostile_targets),
+        cmocka_unit_test(test_emfile_names_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
