@@ -27,8 +27,8 @@ void sl__stop_catch(const char *note)
     stop_note = note;
     struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    const int sigs[] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
+    const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
         struct sigaction old;
         if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
             sigaction(sigs[i], &sa, NULL);
@@ -42,5 +42,5 @@ int sl__stop_signal(void)
 
 const char *sl__stop_name(int sig)
 {
-    return sig == SIGINT ? "SIGINT" : "SIGTERM";
+    return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM";
 }

@@ -1,5 +1,6 @@
-/* cli/stopsig: Ctrl-C (SIGINT) and SIGTERM caught, so that a long command
- * stops where it chooses instead of where the signal lands: `run` before
+/* cli/stopsig: Ctrl-C (SIGINT), SIGTERM and SIGHUP (the terminal or the
+ * ssh session gone) caught, so that a long command stops where it chooses
+ * instead of where the signal lands: `run` before
  * its next batch (the summary and --state follow), `pack` before its next
  * record (what it wrote is removed, OUT left as it was). The rule is here
  * once:
@@ -11,12 +12,12 @@
 #ifndef SL_CLI_STOPSIG_H
 #define SL_CLI_STOPSIG_H
 
-/* Catches SIGINT and SIGTERM from here on. note: written (as it is) at the
- * first signal; static storage, e.g. "\nsluice pack: stopping ...\n". */
+/* Catches SIGINT, SIGTERM and SIGHUP from here on. note: written (as it is) at
+ * the first signal; static storage, e.g. "\nsluice pack: stopping ...\n". */
 void sl__stop_catch(const char *note);
-/* 0, or the first signal caught (SIGINT or SIGTERM). Any thread. */
+/* 0, or the first signal caught (SIGINT, SIGTERM or SIGHUP). Any thread. */
 int sl__stop_signal(void);
-/* "SIGINT" or "SIGTERM" (the signal's name in messages and JSON). */
+/* "SIGINT", "SIGTERM" or "SIGHUP" (its name in messages and JSON). */
 const char *sl__stop_name(int sig);
 
 #endif

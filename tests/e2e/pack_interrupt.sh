@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Ctrl-C (SIGINT) or SIGTERM during `sluice pack` stops it cleanly, in
+# Ctrl-C (SIGINT), SIGTERM or SIGHUP during `sluice pack` stops it cleanly, in
 # every output format: exit 130 / 143, "interrupted (SIG...)" and "OUT is
 # as it was" said, and nothing left behind: no staging folder beside OUT,
 # no .tmp file, no finished .tar / .tfrecord that a later run or verify
@@ -51,6 +51,29 @@ for fmt in sluice webdataset tfrecord; do
     check "$fmt SIG$sig: nothing left in the parent (${left:-empty})" test -z "$left"
   done
 done
+
+# SIGHUP (the terminal or the ssh session gone) stops it the same way (was:
+# killed where it stood, the staging folder left).
+# Skipped when this shell was started with SIGHUP ignored (nohup): sluice
+# keeps an ignored signal ignored.
+ign=$(awk '/^SigIgn:/ {print $2}' /proc/$$/status 2>/dev/null)
+if [ -n "$ign" ] && (( 16#$ign & 1 )); then
+  echo "skip SIGHUP: ignored here (nohup)"
+else
+  rm -rf "$T/parent"
+  pack_signal HUP out
+  check "SIGHUP: exit 129 (got $rc)" test "$rc" -eq 129
+  check "SIGHUP: says interrupted" grep -q "interrupted (SIGHUP)" "$T/err"
+  left=$(cd "$T/parent" && find . -mindepth 1 | head -5 | tr '\n' ' ')
+  check "SIGHUP: nothing left in the parent (${left:-empty})" test -z "$left"
+  # ... and stops a run, --state written.
+  "$S" run "$T/src" --batch 8 --size 32 --step-ms 50 --quiet --state "$T/st" \
+    >/dev/null 2>"$T/err" &
+  pid=$!; sleep 1; kill -HUP "$pid"; wait "$pid"; rc=$?
+  check "run SIGHUP: exit 129 (got $rc)" test "$rc" -eq 129
+  check "run SIGHUP: says where it stopped" grep -q "interrupted (SIGHUP) at epoch 0" "$T/err"
+  check "run SIGHUP: --state written" test -s "$T/st"
+fi
 
 # --force over a finished pack: interrupted, the old pack stays whole.
 rm -rf "$T/parent"; mkdir -p "$T/parent"
