@@ -5,7 +5,8 @@
 # place as it was and no temp file behind. On the old code: --resume FIFO
 # hung; --state FIFO or /dev/full replaced the FIFO / device with a file;
 # --telemetry FIFO hung; --telemetry /dev/full lost every line silently;
-# ulimit -f killed run and pack (SIGXFSZ), leaving PATH.tmp / .OUT.tmp-PID.
+# ulimit -f killed run and pack (SIGXFSZ), leaving PATH.tmp / .OUT.tmp-PID;
+# a --metrics-port in use was "(in use?)", a guess.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" hostile_outputs
 
@@ -66,6 +67,25 @@ if [ -c /dev/full ]; then
   check "--telemetry /dev/full: still a device" test -c /dev/full
 else
   echo "skip /dev/full: not a character device here"
+fi
+
+# --metrics-port taken by another process: the cause said (was: "(in
+# use?)", a guess, also said for a port refused for lack of privilege).
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$T/port" &
+holder=$!
+for _ in $(seq 50); do [ -s "$T/port" ] && break; sleep 0.1; done
+port=$(cat "$T/port")
+timeout 10 "$S" run "$T/ds" "${common[@]}" --metrics-port "$port" >/dev/null 2>"$T/err"
+rc=$?
+kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
+if grep -q "built without" "$T/err"; then
+  echo "skip --metrics-port: $(head -1 "$T/err")"
+else
+  check "--metrics-port in use: exit 1 (got $rc)" test "$rc" -eq 1
+  check "--metrics-port in use: the cause" grep -q "cannot serve metrics on 127.0.0.1:$port: Address already in use" "$T/err"
 fi
 
 # pack under a file-size limit: fails naming the file and EFBIG, OUT as it
