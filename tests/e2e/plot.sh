@@ -64,6 +64,16 @@ check "run svg: well-formed XML" is_svg "$T/run.svg"
 check "run svg: has the panels" grep -q "knob value" "$T/run.svg"
 "$S" plot <(cat "$T/run.jsonl") -o "$T/piped.svg" >/dev/null 2>&1
 check "telemetry through a pipe: drawn" is_svg "$T/piped.svg"
+# No room for the whole picture (a file-size limit here, a full disk in
+# use): gnuplot exits 0 with it cut short; plot fails and removes it
+# (was: "wrote PATH", exit 0, a truncated SVG / PNG).
+for ext in svg png; do
+  (ulimit -f 8; exec "$S" plot "$T/run.jsonl" -o "$T/cut.$ext") >/dev/null 2>"$T/cut.err"
+  rc=$?
+  check "cut short $ext: exit 1 (got $rc)" test $rc -eq 1
+  check "cut short $ext: says so" grep -q "cut.$ext: the picture gnuplot wrote was cut short" "$T/cut.err"
+  check "cut short $ext: no picture left" test ! -e "$T/cut.$ext"
+done
 "$S" plot "$T/run.jsonl" -o "$T/RUN.PNG" >/dev/null 2>&1
 check "upper-case extension accepted" is_png "$T/RUN.PNG"
 check "temp files removed after the run plots" test -z "$(ls -A "$TMPDIR")"
