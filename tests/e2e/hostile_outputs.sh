@@ -65,6 +65,11 @@ if [ -c /dev/full ]; then
   check "--telemetry /dev/full: a warning says so" grep -q "^warning: telemetry /dev/full: write failed: No space left on device" "$T/err"
   check "--telemetry /dev/full: said once" test "$(grep -c "telemetry /dev/full" "$T/err")" -eq 1
   check "--telemetry /dev/full: still a device" test -c /dev/full
+  # The figures (--json) to a full disk: said, exit 1 (was: lost, exit 0).
+  timeout 10 "$S" run "$T/ds" "${common[@]}" --json >/dev/full 2>"$T/err"
+  rc=$?
+  check "--json > /dev/full: exit 1 (got $rc)" test "$rc" -eq 1
+  check "--json > /dev/full: says so" grep -q "sluice run: cannot write its output: No space left on device" "$T/err"
 else
   echo "skip /dev/full: not a character device here"
 fi
