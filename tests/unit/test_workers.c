@@ -122,6 +122,10 @@ static void test_refused_threads_say_why(void **state)
     (void)state;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     skip();
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    skip();
+#endif
 #endif
     long long vm = vm_size();
     if (vm <= 0)
