@@ -105,5 +105,15 @@ for fmt in sluice webdataset tfrecord; do
   check "pack $fmt, ulimit -f: nothing left (${left:-empty})" test -z "$left"
 done
 
+# make-dataset under a file-size limit: no cut image left, nor a part of
+# the set (was: a truncated img_00000.jpg in class folders).
+mkdir -p "$T/md"
+(ulimit -f 16; exec "$S" make-dataset --synthetic "$T/md/out" --images 20) 2>&1 >/dev/null | cat >"$T/err"
+rc=${PIPESTATUS[0]}
+check "make-dataset, ulimit -f: exit 1 (got $rc)" test "$rc" -eq 1
+check "make-dataset, ulimit -f: says why" grep -q "cannot write .*img_00000.jpg: File too large" "$T/err"
+left=$(cd "$T/md" && find . -mindepth 1 | head -3 | tr '\n' ' ')
+check "make-dataset, ulimit -f: nothing left (${left:-empty})" test -z "$left"
+
 echo "hostile_outputs: $passes passed, $fails failed"
 [ "$fails" -eq 0 ]

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Ctrl-C (SIGINT), SIGTERM or SIGHUP during `sluice pack` stops it cleanly, in
-# every output format: exit 130 / 143, "interrupted (SIG...)" and "OUT is
-# as it was" said, and nothing left behind: no staging folder beside OUT,
-# no .tmp file, no finished .tar / .tfrecord that a later run or verify
-# would take for the whole pack (the old code left all three). A pack into
-# an existing pack (--force) keeps the old one whole.
+# Ctrl-C (SIGINT), SIGTERM or SIGHUP during `sluice pack` stops it
+# cleanly, in every output format: exit 130 / 143 / 129, "interrupted
+# (SIG...)" and "OUT is as it was" said, and nothing left behind: no
+# staging folder beside OUT, no .tmp file, no finished .tar / .tfrecord
+# that a later run or verify would take for the whole pack (the old code
+# left all three). A pack into an existing pack (--force) keeps the old
+# one whole. make-dataset stopped removes the images it wrote.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" pack_interrupt
 set -m # background jobs with SIGINT as it is, not ignored (as in a terminal)
@@ -86,6 +87,17 @@ check "--force SIGINT: the old pack verifies" test $? -eq 0
 check "--force SIGINT: the old pack's 1 record" grep -q "verified 1 records" "$T/vout"
 left=$(cd "$T/parent" && find . -mindepth 1 -maxdepth 1 ! -name out | head -5 | tr '\n' ' ')
 check "--force SIGINT: no staging folder (${left:-none})" test -z "$left"
+
+# make-dataset, stopped: the images it wrote are removed, a folder that
+# was there keeps what it held (was: a part of the set left, which a run
+# takes for the whole).
+rm -rf "$T/md"; mkdir -p "$T/md/keep"; echo x >"$T/md/keep/f"
+"$S" make-dataset --synthetic "$T/md" --images 20000 >/dev/null 2>"$T/err" &
+pid=$!; sleep 1; kill -INT "$pid"; wait "$pid"; rc=$?
+check "make-dataset SIGINT: exit 130 (got $rc)" test "$rc" -eq 130
+check "make-dataset SIGINT: says interrupted" grep -q "interrupted (SIGINT)" "$T/err"
+left=$(cd "$T/md" && find . -mindepth 1 | sort | tr '\n' ' ')
+check "make-dataset SIGINT: only what was there (${left:-empty})" test "$left" = "./keep ./keep/f "
 
 # pack --text, stopped the same way (when built with text).
 python3 -c '
