@@ -45,7 +45,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    sl__collector_opts_t o = {period, "/", jsonl, 0, 600, NULL, NULL};
+    sl__collector_opts_t o = {period, "/", jsonl, 0, 600, NULL, NULL, NULL};
     sl__collector_t *c;
     char err[256];
     double c0 = cpu_seconds();

@@ -135,6 +135,16 @@ int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen);
  * the file shrank while read). */
 int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
                         char *err, size_t errlen);
+/* Writes n bytes as the whole of the file at path, or nothing: through
+ * PATH.tmp-PID in the same folder (a process of its own each, so two never
+ * share one), fsync'd and renamed over path. Whatever fails, the temp file
+ * is removed and path is as it was. What path names must be missing or a
+ * regular file: a FIFO, device or folder there is refused, never replaced
+ * (a --state /dev/full would otherwise turn the device into a file).
+ * @return 0, or SL_EIO / SL_ESYSTEM (sl__errno_code) with "PATH: cause" in
+ * err. The one way a small output (a --state file) is written whole. */
+int sl__write_file_whole(const char *path, const void *p, size_t n, char *err,
+                         size_t errlen);
 
 /* The next line of f without its '\n' in *buf (grown as needed, up to
  * `max` bytes, NUL-terminated), its length in *len. A line longer is

@@ -1,8 +1,10 @@
-/* base/file: the one way sluice opens an input file (see base.h). */
+/* base/file: the one way sluice opens an input file, and writes a small
+ * output whole (see base.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,10 +39,19 @@ int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         int e = errno;
+        /* EMFILE is the process's limit, not the file's fault: say which
+         * limit, so the cure (ulimit -n, fewer reads in flight) is plain */
+        char lim[96] = "";
+        struct rlimit r;
+        if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &r) == 0)
+            snprintf(lim, sizeof lim,
+                     " (the open-files limit, ulimit -n, is %llu; fewer "
+                     "read threads or a higher limit)",
+                     (unsigned long long)r.rlim_cur);
         return sl__fail(err, errlen,
                         e == ENOENT || e == ENOTDIR ? SL_ENOTFOUND
                                                     : sl__errno_code(e, SL_EIO),
-                        "%s: cannot open: %s", path, strerror(e));
+                        "%s: cannot open: %s%s", path, strerror(e), lim);
     }
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -96,6 +107,48 @@ int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
     p[got] = 0;
     *text = p;
     *n = got;
+    return 0;
+}
+
+int sl__write_file_whole(const char *path, const void *p, size_t n, char *err,
+                         size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return sl__fail(err, errlen, SL_EIO,
+                        "%s: not a regular file (%s), left as it is", path,
+                        sl__file_type_name((unsigned)st.st_mode));
+    char *tmp = NULL;
+    if (asprintf(&tmp, "%s.tmp-%ld", path, (long)getpid()) < 0)
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+    int e = 0;
+    const char *what = NULL; /* an open that failed: "PATH: cause" */
+    int fd =
+        open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        e = errno;
+    for (size_t done = 0; !e && done < n;) {
+        ssize_t w = write(fd, (const char *)p + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            e = errno;
+        else
+            done += (size_t)w;
+        what = "write failed";
+    }
+    if (!e && fsync(fd))
+        e = errno, what = "write failed";
+    if (fd >= 0 && close(fd) && !e)
+        e = errno, what = "write failed";
+    if (!e && rename(tmp, path))
+        e = errno, what = "cannot rename the temp file over it";
+    if (e && fd >= 0)
+        unlink(tmp);
+    free(tmp);
+    if (e)
+        return sl__fail(err, errlen, sl__errno_code(e, SL_EIO), "%s: %s%s%s",
+                        path, what ? what : "", what ? ": " : "", strerror(e));
     return 0;
 }
 

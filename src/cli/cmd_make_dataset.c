@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "ops/synth.h"
 #include "opts.h"
+#include "stopsig.h"
 
 typedef struct make_args {
     const char *dir;
@@ -34,6 +35,27 @@ static const sl__opt_t make_opts[] = {
 static const sl__opts_t make_usage = {
     "--synthetic DIR [options]", NULL, {make_opts}};
 
+/* After a failure (a full disk) or a stop signal: removes images 0..n-1
+ * (the one being written too), the class folders left empty and DIR if
+ * this run made it, so what was there before is all that stays. */
+static void remove_written(const char *dir, long long classes, long long n,
+                           int made_dir)
+{
+    char path[4096];
+    for (long long i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/class_%03lld/img_%05lld.jpg", dir,
+                 i % classes, i);
+        unlink(path);
+    }
+    for (long long c = 0; c < classes; c++) {
+        snprintf(path, sizeof path, "%s/class_%03lld", dir, c);
+        rmdir(path); /* fails, as it should, when it holds other files */
+    }
+    if (made_dir)
+        rmdir(dir);
+    sl__cli_error("make-dataset", "failed; %s is as it was", dir);
+}
+
 int sl__cmd_make_dataset(int argc, char **argv)
 {
     make_args_t a = {.images = 1000, .classes = 10};
@@ -43,6 +65,10 @@ int sl__cmd_make_dataset(int argc, char **argv)
     const char *dir = a.dir;
     long long images = a.images, classes = a.classes;
     unsigned long long seed = a.seed;
+    sl__stop_catch("\nsluice make-dataset: stopping: removing the images "
+                   "written (again to quit at once)\n");
+    struct stat dst;
+    int made_dir = stat(dir, &dst) != 0;
     if (sl__mkdir_p(dir)) {
         sl__cli_error("make-dataset", "cannot create %s: %s", dir,
                       strerror(errno));
@@ -62,9 +88,16 @@ int sl__cmd_make_dataset(int argc, char **argv)
     double total = 0;
     int64_t t0 = sl__now_ns();
     rc = 0;
-    for (long long i = 0; i < images && !rc; i++) {
+    long long i = 0;
+    for (; i < images && !rc; i++) {
         int cls = (int)(i % classes);
         char err[256];
+        if (sl__stop_signal()) {
+            sl__cli_error("make-dataset", "interrupted (%s)",
+                          sl__stop_name(sl__stop_signal()));
+            rc = 128 + sl__stop_signal();
+            break;
+        }
         if (sl__synth_jpeg(seed, cls, i, &jpg, err, sizeof err)) {
             sl__cli_error("make-dataset", "%s", err);
             rc = 1;
@@ -89,6 +122,8 @@ int sl__cmd_make_dataset(int argc, char **argv)
     }
     if (tty)
         fprintf(stderr, "\n");
+    if (rc) /* no partial set, nor a cut image, that a run would take */
+        remove_written(dir, classes, i, made_dir);
     if (!rc) {
         double sec = (sl__now_ns() - t0) / 1e9;
         printf("wrote %lld images in %lld classes to %s: %.1f MB, mean %.1f "

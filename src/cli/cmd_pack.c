@@ -198,6 +198,7 @@ int sl__cmd_pack(int argc, char **argv)
         sl__cli_error("pack", "--codec is for sluice shards only");
         return 2;
     }
+    sl__pack_catch_stop();
     if (args.format ? sl__ext_out_begin(&xo, err, sizeof err)
                     : sl__pack_out_begin(&ps, err, sizeof err)) {
         sl__cli_error("pack", "%s", err);
@@ -206,10 +207,14 @@ int sl__cmd_pack(int argc, char **argv)
 
     sl__folder_t *f = NULL;
     int rc = sl__folder_scan(src, skip, &f, err, sizeof err);
+    if (!rc && (rc = sl__pack_stopped(err, sizeof err))) {
+        sl__folder_free(f);
+        f = NULL;
+    }
     if (rc) {
         sl__cli_error("pack", "%s", err);
         ABORT();
-        return 1;
+        return sl__pack_fail_status();
     }
     int64_t skipped = 0;
     for (int i = 0; i < f->nnotes; i++) {
@@ -244,6 +249,8 @@ int sl__cmd_pack(int argc, char **argv)
     int tty = isatty(STDERR_FILENO);
     char *path = NULL;
     for (int64_t i = 0; i < f->n && !rc; i++) {
+        if ((rc = sl__pack_stopped(err, sizeof err)))
+            break;
         free(path);
         if (!(path = sl__path_join(src, f->paths[i]))) {
             path = NULL;
@@ -297,6 +304,8 @@ int sl__cmd_pack(int argc, char **argv)
         rc = sl__fail(err, sizeof err, SL_ENOTFOUND,
                       "no record could be packed");
     if (!rc)
+        rc = sl__pack_stopped(err, sizeof err);
+    if (!rc)
         rc = args.format ? sl__ext_out_commit(&xo, err, sizeof err)
                          : sl__pack_out_commit(&ps, err, sizeof err);
     if (rc)
@@ -306,7 +315,7 @@ int sl__cmd_pack(int argc, char **argv)
         sl__cli_error("pack", "failed; %s is as it was", out_dir);
         sl__pack_out_free(&ps);
         sl__folder_free(f);
-        return 1;
+        return sl__pack_fail_status();
     }
 
     double secs = (double)(sl__now_ns() - t0) / 1e9;

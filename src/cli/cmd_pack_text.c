@@ -49,6 +49,7 @@ int sl__cmd_pack_text(int argc, char **argv)
     if (st >= 0)
         return st;
     po.dir = a.out;
+    sl__pack_catch_stop();
     int per_file = a.per_file;
     int nsrc = argc - optind;
     char err[4096];
@@ -69,6 +70,8 @@ int sl__cmd_pack_text(int argc, char **argv)
     uint64_t raw_total = 0;
     char name[4096];
     for (int64_t i = 0; !rc && i < n; i++) {
+        if ((rc = sl__pack_stopped(err, sizeof err)))
+            break;
         const char *p;
         size_t len;
         if (sl__textsrc_get(src, i, &buf, &scratch, &p, &len, err,
@@ -90,6 +93,8 @@ int sl__cmd_pack_text(int argc, char **argv)
         packed++;
     }
     if (!rc)
+        rc = sl__pack_stopped(err, sizeof err);
+    if (!rc)
         rc = sl__pack_out_commit(&po, err, sizeof err);
     else
         sl__pack_out_abort(&po);
@@ -98,8 +103,9 @@ int sl__cmd_pack_text(int argc, char **argv)
     sl__textsrc_close(src);
     if (rc) {
         fprintf(stderr, "sluice pack: %s\n", err);
+        fprintf(stderr, "sluice pack: failed; %s is as it was\n", po.dir);
         sl__pack_out_free(&po);
-        return 1;
+        return sl__pack_fail_status();
     }
     fprintf(stderr,
             "sluice pack: %" PRId64 " documents in %d shards (%s), %" PRIu64

@@ -57,6 +57,7 @@ int sl__cmd_pack_volumes(int argc, char **argv)
         return st;
     const char *src = argv[optind];
     po.dir = argv[optind + 1];
+    sl__pack_catch_stop();
     char err[4096];
     sl_volume_options_t o;
     sl_volume_options_init(&o);
@@ -76,6 +77,8 @@ int sl__cmd_pack_volumes(int argc, char **argv)
     uint64_t raw_total = 0;
     int rc = 0;
     for (int64_t i = 0; !rc && i < n; i++) {
+        if ((rc = sl__pack_stopped(err, sizeof err)))
+            break;
         const char *name = sl_volume_dataset_name(d, i);
         rc = sl__volrec_build(sl_volume_dataset_image(d, i),
                               sl_volume_dataset_label(d, i), a.max_bytes, &rec,
@@ -99,6 +102,8 @@ int sl__cmd_pack_volumes(int argc, char **argv)
     if (!rc && packed == 0)
         rc = sl__fail(err, sizeof err, SL_ENOTFOUND, "no case could be packed");
     if (!rc)
+        rc = sl__pack_stopped(err, sizeof err);
+    if (!rc)
         rc = sl__pack_out_commit(&po, err, sizeof err);
     else
         sl__pack_out_abort(&po);
@@ -108,7 +113,7 @@ int sl__cmd_pack_volumes(int argc, char **argv)
         fprintf(stderr, "sluice pack: %s\n", err);
         fprintf(stderr, "sluice pack: failed; %s is as it was\n", po.dir);
         sl__pack_out_free(&po);
-        return 1;
+        return sl__pack_fail_status();
     }
     printf("packed %" PRId64 " volume cases into %ld shard(s) in %s [codec "
            "%s]: %" PRIu64 " -> %" PRIu64 " bytes",

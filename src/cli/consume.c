@@ -5,13 +5,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
+#include "stopsig.h"
 
 #define F(f) offsetof(sl__consume_args_t, f)
 static const char *const on_error_names[] = {"fail", "skip", NULL};
@@ -73,8 +73,7 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
     if (!a->resume)
         goto left;
     if (sl__state_read(a->resume, c->magic, &c->saved, why, sizeof why)) {
-        fprintf(stderr, "sluice %s: %s: not a sluice state file: %s\n", c->cmd,
-                a->resume, why);
+        fprintf(stderr, "sluice %s: --resume %s\n", c->cmd, why);
         return 2;
     }
     c->from = c->saved.pos;
@@ -138,48 +137,19 @@ static void hold(double ms)
         ;
 }
 
-/* Ctrl-C (SIGINT) or SIGTERM while batches flow (see consume.h): the
- * loop polls the stream in slices of STOP_POLL_MS and stops taking
- * batches once stop_signal is set. */
+/* Ctrl-C (SIGINT) or SIGTERM while batches flow (see consume.h, and
+ * stopsig.h for the rule): the loop polls the stream in slices of
+ * STOP_POLL_MS and stops taking batches once a stop signal came. */
 #define STOP_POLL_MS 100
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop(int sig)
-{
-    if (stop_signal) { /* the second: as if not caught */
-        signal(sig, SIG_DFL);
-        raise(sig); /* delivered as the handler returns */
-        return;
-    }
-    stop_signal = sig;
-    static const char m[] = "\nsluice: stopping: the summary and --state "
-                            "follow (again to quit at once)\n";
-    ssize_t w = write(STDERR_FILENO, m, sizeof m - 1);
-    (void)w;
-}
-
-/* Catches SIGINT and SIGTERM, except one ignored (a background job's
- * SIGINT, nohup): ignored, it stays so. */
-static void catch_stop(void)
-{
-    struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
-    sigemptyset(&sa.sa_mask);
-    const int sigs[] = {SIGINT, SIGTERM};
-    for (int i = 0; i < 2; i++) {
-        struct sigaction old;
-        if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
-            sigaction(sigs[i], &sa, NULL);
-    }
-}
 
 /* The stream's next, ending the stream (SL_EEND) once a stop signal came. */
 static int next_or_stop(sl__consume_t *c, const sl__stream_t *s, sl__item_t *it)
 {
     int rc = SL_ETIMEDOUT;
-    while (rc == SL_ETIMEDOUT && !stop_signal)
+    while (rc == SL_ETIMEDOUT && !sl__stop_signal())
         rc = s->next(s->loader, it, STOP_POLL_MS);
     if (rc == SL_ETIMEDOUT) { /* stopped: the position is the next batch */
-        c->stopped = stop_signal;
+        c->stopped = sl__stop_signal();
         return SL_EEND;
     }
     return rc; /* one that came with the signal is taken: handed out */
@@ -193,7 +163,8 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
         c->total = a->stop_after;
     size_t cap = c->total > 0 && c->total < 4096 ? (size_t)c->total : 4096;
     int rc = sl__waits_init(&c->waits, cap) ? SL_ENOMEM : 0;
-    catch_stop();
+    sl__stop_catch("\nsluice: stopping: the summary and --state follow "
+                   "(again to quit at once)\n");
     if (!rc)
         rc = s->start(l, &c->from);
     /* CPU and wall time over the same interval, from the start to the
@@ -257,18 +228,16 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s)
     s->position(l, &c->pos);
     sl__state_t st = {c->pos, c->h, c->config, c->samples_in_source,
                       c->dataset};
-    if (a->state_out && sl__state_write(a->state_out, c->magic, &st)) {
+    char why[512];
+    if (a->state_out &&
+        sl__state_write(a->state_out, c->magic, &st, why, sizeof why)) {
         /* the position is what --state promised: its loss fails the run */
-        int e = errno;
-        char *f = sl__msg_escape_dup(a->state_out);
-        fprintf(stderr,
-                "sluice %s: error: cannot write the state file %s: %s\n",
-                c->cmd, f ? f : "", strerror(e));
+        sl__msg_escape(why, sizeof why);
+        fprintf(stderr, "sluice %s: error: cannot write the state file %s\n",
+                c->cmd, why);
         if (!rc)
             snprintf(c->error, sizeof c->error,
-                     "cannot write the state file %s: %s", f ? f : "",
-                     strerror(e));
-        free(f);
+                     "cannot write the state file %s", why);
         c->state_failed = 1;
         if (!rc)
             rc = SL_ESYSTEM;
@@ -293,7 +262,7 @@ void sl__consume_report(sl__consume_t *c, sl__report_t *r)
     r->message = c->rc ? c->error : NULL;
     r->loader_bound = c->done > 0 && !c->stepped;
     if (c->stopped) {
-        const char *name = c->stopped == SIGINT ? "SIGINT" : "SIGTERM";
+        const char *name = sl__stop_name(c->stopped);
         size_t k = strlen(r->json_shape);
         snprintf(r->json_shape + k, sizeof r->json_shape - k,
                  ", \"interrupted\": \"%s\"", name);
@@ -313,5 +282,5 @@ void sl__consume_report(sl__consume_t *c, sl__report_t *r)
 
 int sl__consume_exit(const sl__consume_t *c)
 {
-    return c->rc ? 1 : stop_signal ? 128 + stop_signal : 0;
+    return c->rc ? 1 : sl__stop_signal() ? 128 + sl__stop_signal() : 0;
 }

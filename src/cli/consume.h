@@ -110,7 +110,7 @@ typedef struct sl__consume {
     double seconds, cpu_seconds;
     sl__waits_t waits;
     int show;         /* progress line on (a terminal, no --quiet) */
-    int stopped;      /* the loop ended on SIGINT / SIGTERM: this signal */
+    int stopped;      /* the loop ended on SIGINT / SIGTERM / SIGHUP: it */
     int state_failed; /* --state could not be written */
     int rc;
     char error[1024]; /* with rc: the stream's message */
@@ -131,12 +131,13 @@ int sl__consume_begin(sl__consume_t *c, const sl__consume_cli_t *cli, int argc,
  *  @return 0, or 2 (printed why: exit status 2). */
 int sl__consume_source(sl__consume_t *c, int64_t samples, uint64_t dataset);
 /** Starts the stream at c->from and consumes it: until its end, c->total,
- *  --stop-after, --duration or Ctrl-C / SIGTERM; then prints skipped
- *  samples and any error, and writes --state. Fills the figures of *c;
- *  c->rc is 0 or SL_E*. Then call sl__consume_report.
+ *  --stop-after, --duration or Ctrl-C / SIGTERM / SIGHUP; then prints
+ *  skipped samples and any error, and writes --state. Fills the figures
+ *  of *c; c->rc is 0 or SL_E*. Then call sl__consume_report.
  *
- *  SIGINT or SIGTERM (caught from here on, unless ignored) stops the loop
- *  before the next batch: the position reached is the batches handed out,
+ *  SIGINT, SIGTERM or SIGHUP (caught from here on, unless ignored, as
+ *  nohup does; cli/stopsig.h) stops the loop before the next batch: the
+ *  position reached is the batches handed out,
  *  --state gets it (--resume continues there), the report is marked
  *  interrupted and sl__consume_exit gives 128 + the signal. The loop waits
  *  for a batch in slices (s->next's timeout), checking between them: the
@@ -150,7 +151,7 @@ int sl__consume_run(sl__consume_t *c, const sl__stream_t *s);
  *  c->waits. */
 void sl__consume_report(sl__consume_t *c, sl__report_t *r);
 /** The command's exit status after a run: 1 on an error, 128 + the signal
- *  after SIGINT / SIGTERM (130 / 143), else 0. */
+ *  after SIGINT / SIGTERM / SIGHUP (130 / 143 / 129), else 0. */
 int sl__consume_exit(const sl__consume_t *c);
 
 #endif

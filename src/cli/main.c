@@ -1,4 +1,6 @@
 /* sluice: the command line. Dispatches to one file per sub-command. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +114,25 @@ int main(int argc, char **argv)
         printf("sluice %s\n", sl_version_string());
         return 0;
     }
+    /* A file-size limit (ulimit -f) reached while writing (a shard, a
+     * --state or --telemetry file) fails that write with EFBIG, said and
+     * cleaned up as a full disk is, instead of SIGXFSZ killing the process
+     * with its temp files left behind. */
+    signal(SIGXFSZ, SIG_IGN);
     int k = find(argv[1]);
-    return k < 0 ? unknown(argv[1]) : cmds[k].fn(argc - 1, argv + 1);
+    if (k < 0)
+        return unknown(argv[1]);
+    int rc = cmds[k].fn(argc - 1, argv + 1);
+    /* What a command printed (the --json figures, a listing) may not have
+     * reached stdout's file (a full disk: printf's errors are not checked
+     * at each call): said, and the exit status says it, once here (a
+     * command that failed has said why already). */
+    errno = 0;
+    if ((fflush(stdout) != 0 || ferror(stdout)) && !rc) {
+        int e = errno;
+        fprintf(stderr, "sluice %s: cannot write its output: %s\n", argv[1],
+                e ? strerror(e) : "write error");
+        rc = 1;
+    }
+    return rc;
 }

@@ -4,7 +4,9 @@
 
 #include <math.h>
 
+#include "base/base.h"
 #include "codec/codec.h"
+#include "stopsig.h"
 
 static const char *const codecs[] = {"none",      "lz4",  "zstd",
                                      "zstd-dict", "auto", NULL};
@@ -37,4 +39,24 @@ const char *sl__pack_out_codec_name(int codec)
         if (codec_v[i] == codec)
             return codecs[i];
     return sl__codec_name(codec);
+}
+
+void sl__pack_catch_stop(void)
+{
+    sl__stop_catch("\nsluice pack: stopping: removing what was written "
+                   "(again to quit at once)\n");
+}
+
+int sl__pack_stopped(char *err, size_t errlen)
+{
+    int sig = sl__stop_signal();
+    return sig ? sl__fail(err, errlen, SL_ESTATE, "interrupted (%s)",
+                          sl__stop_name(sig))
+               : 0;
+}
+
+int sl__pack_fail_status(void)
+{
+    int sig = sl__stop_signal();
+    return sig ? 128 + sig : 1;
 }

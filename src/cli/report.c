@@ -76,38 +76,31 @@ double sl__peak_rss_mb(void)
     return (double)kb / 1024.0;
 }
 
-int sl__state_write(const char *path, const char *magic, const sl__state_t *s)
+int sl__state_write(const char *path, const char *magic, const sl__state_t *s,
+                    char *err, size_t errlen)
 {
-    char text[SL__STATE_MAX_BYTES + 1], tmp[4096];
+    char text[SL__STATE_MAX_BYTES + 1];
     int n = sl__state_format(magic, s, text, sizeof text);
     if (n < 0)
-        return -1;
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return -1;
-    int bad = fwrite(text, 1, (size_t)n, f) != (size_t)n;
-    bad |= fclose(f) != 0;
-    return bad || rename(tmp, path) ? -1 : 0;
+        return sl__fail(err, errlen, SL_ERANGE, "%s: a field out of range",
+                        path);
+    return sl__write_file_whole(path, text, (size_t)n, err, errlen);
 }
 
 int sl__state_read(const char *path, const char *magic, sl__state_t *s,
                    char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s", strerror(errno));
-        return -1;
-    }
-    char text[SL__STATE_MAX_BYTES + 1]; /* one more: a longer file fails */
-    size_t n = fread(text, 1, sizeof text, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        snprintf(err, errlen, "cannot read it");
-        return -1;
-    }
-    return sl__state_parse(text, n, magic, s, err, errlen) ? -1 : 0;
+    /* never waits (a FIFO is refused), and a longer file fails */
+    char *text = NULL;
+    size_t n = 0;
+    int rc =
+        sl__read_small_file(path, SL__STATE_MAX_BYTES, &text, &n, err, errlen);
+    char why[256];
+    if (!rc && sl__state_parse(text, n, magic, s, why, sizeof why))
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: not a sluice state file: %s", path, why);
+    free(text);
+    return rc ? -1 : 0;
 }
 
 void sl__report_print(sl__report_t *r, int human, int json)

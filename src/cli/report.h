@@ -34,11 +34,15 @@ double sl__cpu_seconds_since(const struct rusage *ru0);
  *  from a large Python process would report the parent's peak. */
 double sl__peak_rss_mb(void);
 
-/** A --state file (core/statefile.h), written through PATH.tmp and a
- *  rename. @return 0, or -1. */
-int sl__state_write(const char *path, const char *magic, const sl__state_t *s);
-/** Reads a file sl__state_write wrote with the same magic. @return 0, or -1
- *  with why (unreadable; not such a file, which line) in err. */
+/** A --state file (core/statefile.h), written whole or not at all
+ *  (sl__write_file_whole: never over a FIFO or device, no temp file left).
+ *  @return 0, or an SL_E* code with "PATH: cause" in err. */
+int sl__state_write(const char *path, const char *magic, const sl__state_t *s,
+                    char *err, size_t errlen);
+/** Reads a file sl__state_write wrote with the same magic: a regular file
+ *  (a FIFO or device is refused, never waited on) of at most
+ *  SL__STATE_MAX_BYTES. @return 0, or -1 with why (unreadable; not such a
+ *  file, which line) in err. */
 int sl__state_read(const char *path, const char *magic, sl__state_t *s,
                    char *err, size_t errlen);
 

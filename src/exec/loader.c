@@ -15,6 +15,7 @@
 
 static int create(const char *source, const sl_options_t *opt,
                   sl_loader_t **out, char *err, size_t errlen);
+static void telemetry_warn(void *arg, const char *msg);
 
 /* The owner of a failed create's message (base/lasterr.h). */
 static const char create_tag;
@@ -147,9 +148,9 @@ static int create(const char *source, const sl_options_t *opt,
         if (l->stage && l->stage_owned)
             sl__cuda_stage_stats(l->stage, &cs);
         sl__collector_opts_t co = {
-            l->opt.telemetry_ms, source, l->opt.telemetry_path,
-            l->opt.metrics_port, 600,    NULL,
-            cs.pci_bus_id};
+            l->opt.telemetry_ms, source,        l->opt.telemetry_path,
+            l->opt.metrics_port, 600,           NULL,
+            cs.pci_bus_id,       telemetry_warn};
         rc = sl__loader_sched_init(l, &co, err, errlen);
         if (!rc)
             rc = sl__collector_start(&co, sl__loader_pipe_sample, l, &l->coll,
@@ -170,6 +171,23 @@ static int create(const char *source, const sl_options_t *opt,
     }
     *out = l;
     return 0;
+}
+
+/* A pool that could not start its threads: rc, and which and why in the
+ * loader's message. */
+static int threads_failed(sl_loader_t *l, int rc, sl__workers_t *pool)
+{
+    char why[256];
+    sl__workers_why(pool, why, sizeof why);
+    return sl__lasterr_set(l, rc, "could not start %s threads: %s",
+                           pool == l->readers ? "read" : "decode", why);
+}
+
+/* What telemetry met that the run goes on without (a --telemetry file
+ * that can no longer be written): listed with the skips, not counted. */
+static void telemetry_warn(void *arg, const char *msg)
+{
+    sl__msglog_add(&((sl_loader_t *)arg)->skips, "warning: %s", msg);
 }
 
 void sl__loader_skip_defer(sl_loader_t *l, const bbuf_t *bb, int slot,
@@ -462,13 +480,14 @@ int sl__loader_begin(sl_loader_t *l, int64_t first, int64_t end,
     int readers = l->read_threads, decoders = l->decode_threads;
     pthread_mutex_unlock(&l->mu);
     free(old);
-    int rc = sl__workers_set(l->readers, readers);
+    sl__workers_t *pool = l->readers;
+    int rc = sl__workers_set(pool, readers);
     if (!rc)
-        rc = sl__workers_set(l->decoders, decoders);
+        rc = sl__workers_set(pool = l->decoders, decoders);
     if (rc)
         stop_pipeline(l);
     pthread_mutex_unlock(&l->ctl_mu);
-    return rc ? sl__lasterr_set(l, rc, "could not start worker threads") : 0;
+    return rc ? threads_failed(l, rc, pool) : 0;
 }
 
 /* Under mu: the batch to hand out next, or NULL. */
@@ -816,11 +835,10 @@ static int set_knob(sl_loader_t *l, sl_param_t p, int64_t value)
         return sl__lasterr_set(l, rc, "unknown knob %d", (int)p);
     /* The pool lock is never taken under mu (lock order, loader_internal.h).
      */
-    if (running && p == SL_PARAM_READ_THREADS)
-        rc = sl__workers_set(l->readers, (int)value);
-    if (running && p == SL_PARAM_DECODE_THREADS)
-        rc = sl__workers_set(l->decoders, (int)value);
-    return rc ? sl__lasterr_set(l, rc, "could not start worker threads") : 0;
+    sl__workers_t *pool = p == SL_PARAM_READ_THREADS ? l->readers : l->decoders;
+    if (running && (p == SL_PARAM_READ_THREADS || p == SL_PARAM_DECODE_THREADS))
+        rc = sl__workers_set(pool, (int)value);
+    return rc ? threads_failed(l, rc, pool) : 0;
 }
 
 int sl_loader_get(const sl_loader_t *l, sl_param_t p, int64_t *value)

@@ -230,6 +230,8 @@ static void text_pipe_sample(void *arg, sl__pipe_sample_t *o);
 static int text_knobs(void *self, sl__knobs_t *cur);
 static int text_set(void *self, int knob, int value);
 static void text_tick(void *arg, struct sl__collector *c);
+static void text_warn(void *arg, const char *msg);
+static int threads_failed(sl_text_loader_t *l, int rc);
 
 static int create(const char *const *sources, int nsources,
                   const sl_text_options_t *opt, sl_text_loader_t **out,
@@ -276,7 +278,8 @@ static int create(const char *const *sources, int nsources,
                                    0,
                                    600,
                                    NULL,
-                                   NULL};
+                                   NULL,
+                                   text_warn};
         sl_options_t shape; /* what the policy reads: its id and seed */
         sl_options_init(&shape);
         shape.policy = l->opt.policy;
@@ -390,7 +393,7 @@ int sl_text_loader_set(sl_text_loader_t *l, sl_param_t p, int64_t value)
     pthread_mutex_unlock(&l->mu);
     /* The pool lock is never taken under mu. */
     if (running && (rc = sl__workers_set(l->workers, (int)value)))
-        return sl__lasterr_set(l, rc, "could not start worker threads");
+        return threads_failed(l, rc);
     return 0;
 }
 
@@ -448,10 +451,7 @@ int sl_text_loader_start(sl_text_loader_t *l, const sl_position_t *pos)
     int threads = l->threads;
     pthread_mutex_unlock(&l->mu);
     int rc = sl__workers_set(l->workers, threads);
-    if (rc)
-        return sl__lasterr_set(l, rc, "cannot start %d tokenizer threads",
-                               threads);
-    return 0;
+    return rc ? threads_failed(l, rc) : 0;
 }
 
 int sl_text_loader_next(sl_text_loader_t *l, const sl_text_batch_t **out)
@@ -629,4 +629,20 @@ static int text_set(void *self, int knob, int value)
 static void text_tick(void *arg, struct sl__collector *c)
 {
     sl__sched_glue_tick(&((sl_text_loader_t *)arg)->sched, c);
+}
+
+/* The tokenizer pool could not start its threads: rc, and why in the
+ * loader's message. */
+static int threads_failed(sl_text_loader_t *l, int rc)
+{
+    char why[256];
+    sl__workers_why(l->workers, why, sizeof why);
+    return sl__lasterr_set(l, rc, "could not start tokenizer threads: %s", why);
+}
+
+/* As the image loader's: a --telemetry file that can no longer be
+ * written, listed with the skips, not counted. */
+static void text_warn(void *arg, const char *msg)
+{
+    sl__msglog_add(&((sl_text_loader_t *)arg)->skips, "warning: %s", msg);
 }

@@ -1,7 +1,10 @@
 #include "workers.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/base.h"
 
@@ -18,6 +21,7 @@ struct sl__workers {
     int target;  /* threads that should work */
     int started; /* threads started (ids 0..started-1) */
     int stopping;
+    int fail_errno, fail_id, fail_want; /* the last pthread_create refused */
     pthread_t tid[SL_WORKERS_MAX];
     worker_arg_t args[SL_WORKERS_MAX];
 };
@@ -52,7 +56,11 @@ int sl__workers_set(sl__workers_t *w, int n)
         int id = w->started;
         w->args[id].pool = w;
         w->args[id].id = id;
-        if (pthread_create(&w->tid[id], NULL, thread_main, &w->args[id])) {
+        int e = pthread_create(&w->tid[id], NULL, thread_main, &w->args[id]);
+        if (e) {
+            w->fail_errno = e;
+            w->fail_id = id;
+            w->fail_want = n;
             w->target = w->started;
             rc = SL_ETHREAD;
             break;
@@ -115,4 +123,19 @@ void sl__workers_destroy(sl__workers_t *w)
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w);
+}
+
+void sl__workers_why(sl__workers_t *w, char *buf, size_t len)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->fail_errno)
+        snprintf(buf, len, "thread %d of %d: %s%s", w->fail_id + 1,
+                 w->fail_want, strerror(w->fail_errno),
+                 w->fail_errno == EAGAIN
+                     ? " (a limit on threads, or on address space for their "
+                       "stacks: ulimit -u, ulimit -v)"
+                     : "");
+    else
+        snprintf(buf, len, "no failure");
+    pthread_mutex_unlock(&w->mu);
 }

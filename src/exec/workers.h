@@ -8,6 +8,8 @@
 #ifndef SL_WORKERS_H
 #define SL_WORKERS_H
 
+#include <stddef.h>
+
 /* fn runs once per thread: `while (sl__workers_checkpoint(w, id)) work();` */
 typedef void (*sl__worker_fn)(void *arg, int id);
 
@@ -20,6 +22,10 @@ sl__workers_t *sl__workers_create(sl__worker_fn fn, void *arg);
  * Returns 0 or SL_ETHREAD. Any thread. */
 int sl__workers_set(sl__workers_t *w, int n);
 int sl__workers_target(sl__workers_t *w);
+/* Why the last start failed (SL_ETHREAD): "thread K of N: CAUSE", the
+ * errno of pthread_create, with the limits to look at for EAGAIN. Any
+ * thread. */
+void sl__workers_why(sl__workers_t *w, char *buf, size_t len);
 /* Called by worker `id` between items: parks while id >= target; returns 1
  * to go on, 0 when the pool is stopping. */
 int sl__workers_checkpoint(sl__workers_t *w, int id);

@@ -1,6 +1,7 @@
 #include "collector.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,10 @@ struct sl__collector {
     double rapl_j0, gpu_j0;
     char gpu_bus[32]; /* the GPU NVML reports ("": GPU 0) */
     FILE *jsonl;
+    char *jsonl_name;    /* its path, for messages (the caller's is read
+                            only by start) */
+    int64_t jsonl_lines; /* written whole */
+    int jsonl_failed;    /* a write failed: no more lines (said once) */
     sl__prom_t *prom;
 
     pthread_t tid;
@@ -317,6 +322,33 @@ static void make_snapshot(sl__collector_t *c, sl_snapshot_t *s)
     }
 }
 
+/* Appends c->line to the JSONL file. The first write that fails (a full
+ * disk, a file-size limit, a pipe's reader gone) is said once through
+ * o.on_warning, and ends the file's writing: the lines before it stay
+ * whole, none is cut or left with a gap. */
+static void jsonl_write(sl__collector_t *c)
+{
+    errno = 0;
+    int bad = fputs(c->line, c->jsonl) == EOF;
+    bad |= fputc('\n', c->jsonl) == EOF;
+    bad |= fflush(c->jsonl) == EOF;
+    if (!bad) {
+        c->jsonl_lines++;
+        return;
+    }
+    int e = errno ? errno : EIO;
+    c->jsonl_failed = 1;
+    if (c->o.on_warning) {
+        char m[1280];
+        snprintf(m, sizeof m,
+                 "telemetry %s: write failed: %s; no more lines written "
+                 "(%lld whole before it)",
+                 c->jsonl_name ? c->jsonl_name : "file", strerror(e),
+                 (long long)c->jsonl_lines);
+        c->o.on_warning(c->arg, m);
+    }
+}
+
 void sl__collector_tick(sl__collector_t *c)
 {
     read_now(c, &c->cur);
@@ -349,13 +381,10 @@ void sl__collector_tick(sl__collector_t *c)
     if (c->ring_n < c->o.ring)
         c->ring_n++;
     pthread_mutex_unlock(&c->mu);
-    if (c->jsonl) {
+    if (c->jsonl && !c->jsonl_failed) {
         int need = sl_snapshot_json(&s, c->line, c->line_cap);
-        if (need >= 0 && (size_t)need < c->line_cap) {
-            fputs(c->line, c->jsonl);
-            fputc('\n', c->jsonl);
-            fflush(c->jsonl);
-        }
+        if (need >= 0 && (size_t)need < c->line_cap)
+            jsonl_write(c);
     }
 }
 
@@ -390,11 +419,36 @@ static void collector_free(sl__collector_t *c)
     sl__prom_stop(c->prom);
     if (c->jsonl)
         fclose(c->jsonl);
+    free(c->jsonl_name);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c->ring);
     free(c->line);
     free(c);
+}
+
+/* The JSONL file: created or truncated; a FIFO (a pipe to a reader, e.g.
+ * `--telemetry >(jq ...)`) is opened without waiting, so one that has no
+ * reader is an error at once instead of a hang, then written blocking. */
+static int jsonl_open(sl__collector_t *c, const char *path, char *err,
+                      size_t errlen)
+{
+    int fd =
+        open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd < 0)
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot write: %s", path,
+                        errno == ENXIO ? "a FIFO with no reader"
+                                       : strerror(errno));
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+        !(c->jsonl = fdopen(fd, "w"))) {
+        int e = errno;
+        close(fd);
+        return sl__fail(err, errlen, SL_EIO, "%s: cannot write: %s", path,
+                        strerror(e));
+    }
+    c->jsonl_name = sl__msg_escape_dup(path); /* NULL: "file" said */
+    return 0;
 }
 
 int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
@@ -437,12 +491,8 @@ int sl__collector_start(const sl__collector_opts_t *o, sl__pipe_fn fn,
     pthread_cond_init(&c->cv, &ca);
     pthread_condattr_destroy(&ca);
     int rc = 0;
-    if (o->jsonl_path) {
-        c->jsonl = fopen(o->jsonl_path, "w");
-        if (!c->jsonl)
-            rc = sl__fail(err, errlen, SL_EIO, "%s: cannot write: %s",
-                          o->jsonl_path, strerror(errno));
-    }
+    if (o->jsonl_path)
+        rc = jsonl_open(c, o->jsonl_path, err, errlen);
     c->t0_ns = sl__now_ns();
     read_now(c, &c->prev);
     c->rapl_j0 = sl__rapl_read(&c->rapl, "/");

@@ -102,6 +102,12 @@ typedef struct sl__collector_opts {
     /* The GPU NVML reports (cudaDeviceGetPCIBusId's form; copied): the
      * GPU stage's. NULL or "": GPU 0. */
     const char *gpu_bus_id;
+    /* Called with what went wrong that the run goes on without (the
+     * JSONL file's first failed write: no more lines are written), once
+     * a cause, on the thread that met it (the collector's, or the one
+     * stopping it), holding no collector lock; may be NULL. The loaders
+     * list it with their skips as a warning. */
+    void (*on_warning)(void *arg, const char *msg);
 } sl__collector_opts_t;
 
 typedef struct sl__collector sl__collector_t;

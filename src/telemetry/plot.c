@@ -137,14 +137,30 @@ static int make_table(const sl__plot_opts_t *o, const char *input,
     int n1 = snprintf(path, sizeof t->data[0], "%s/sluice-plot-XXXXXX", tmpdir);
     if (n1 < 0 || (size_t)n1 >= sizeof t->data[0])
         return sl__fail(err, errlen, SL_EINVAL, "TMPDIR too long");
-    FILE *in = fopen(input, "r");
-    if (!in)
+    /* A regular file, or a pipe (`sluice plot <(ssh host cat t.jsonl)`).
+     * O_NONBLOCK: a FIFO's open does not wait for a writer; read blocking
+     * after it, one with no writer reads as empty at once (never a hang).
+     * A device (/dev/zero: no end) or folder is refused. */
+    int fd = open(input, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
         return sl__fail(err, errlen, SL_EIO, "cannot open %s: %s", input,
                         strerror(errno));
     struct stat st;
-    if (fstat(fileno(in), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(in);
-        return sl__fail(err, errlen, SL_EIO, "%s is a directory", input);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
+        close(fd);
+        return S_ISDIR(st.st_mode)
+                   ? sl__fail(err, errlen, SL_EIO, "%s is a directory", input)
+                   : sl__fail(err, errlen, SL_EIO,
+                              "%s: not a regular file (%s)", input,
+                              sl__file_type_name((unsigned)st.st_mode));
+    }
+    FILE *in = fdopen(fd, "r");
+    if (!in) {
+        close(fd);
+        return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
     }
     FILE *df = temp_file(path);
     if (!df) {
@@ -197,7 +213,31 @@ static int make_script(const char *tmpdir, temps_t *t,
     return 0;
 }
 
-/* Runs gnuplot on t->script; checks that it drew o->output. */
+/* 1 when the picture at path ends as a whole one does: a PNG with its
+ * IEND chunk, an SVG with its closing tag. gnuplot does not check its
+ * writes: on a full disk it exits 0 with the picture cut short. */
+static int picture_whole(const char *path, int png, off_t size)
+{
+    static const unsigned char iend[12] = {0,   0,   0,    0,    'I',  'E',
+                                           'N', 'D', 0xAE, 0x42, 0x60, 0x82};
+    unsigned char tail[64];
+    size_t want = size < (off_t)sizeof tail ? (size_t)size : sizeof tail;
+    FILE *f = fopen(path, "rb");
+    int ok = f && fseeko(f, size - (off_t)want, SEEK_SET) == 0 &&
+             fread(tail, 1, want, f) == want;
+    if (f)
+        fclose(f);
+    if (!ok)
+        return 0;
+    if (png)
+        return want >= sizeof iend &&
+               !memcmp(tail + want - sizeof iend, iend, sizeof iend);
+    while (want && (tail[want - 1] == '\n' || tail[want - 1] == ' '))
+        want--;
+    return want >= 6 && !memcmp(tail + want - 6, "</svg>", 6);
+}
+
+/* Runs gnuplot on t->script; checks that it drew o->output, whole. */
 static int draw(const sl__plot_opts_t *o, temps_t *t, char *err, size_t errlen)
 {
     int g = run_gnuplot(t->script, t->err);
@@ -209,15 +249,21 @@ static int draw(const sl__plot_opts_t *o, temps_t *t, char *err, size_t errlen)
         return sl__fail(err, errlen, SL_EIO, "cannot run gnuplot: %s",
                         strerror(errno));
     struct stat os;
-    if (g == 0 && stat(o->output, &os) == 0 && os.st_size > 0)
+    int have = g == 0 && stat(o->output, &os) == 0 && os.st_size > 0;
+    if (have && picture_whole(o->output, o->png, os.st_size))
         return 0;
     copy_file(t->err, o->log);
     unlink(o->output); /* no half-drawn picture */
     if (g != 0)
         return sl__fail(err, errlen, SL_EUNSUPPORTED,
                         "gnuplot failed (exit status %d)", g);
-    return sl__fail(err, errlen, SL_EUNSUPPORTED, "gnuplot wrote nothing to %s",
-                    o->output);
+    if (have) /* gnuplot does not check its writes: most likely no room */
+        return sl__fail(err, errlen, SL_EIO,
+                        "%s: the picture gnuplot wrote was cut short at %lld "
+                        "bytes (the disk full?); removed",
+                        o->output, (long long)os.st_size);
+    return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                    "gnuplot wrote nothing to %s (the disk full?)", o->output);
 }
 
 /* The name a file gets in a title or legend: its last path part. */

@@ -2,6 +2,7 @@
 #include "sluice/telemetry.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "base/alloc.h"
 #include "base/base.h"
@@ -444,6 +447,26 @@ static server_t *server_start(int port)
     return s;
 }
 
+/* Why 127.0.0.1:port cannot be listened on (MHD_start_daemon does not
+ * say): a bind of our own, as the daemon makes it (SO_REUSEADDR), gives
+ * the errno; 0 when it succeeds (the daemon failed for another cause). */
+static int bind_errno(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return errno;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr;
+    memset(&addr, 0, sizeof addr);
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons((uint16_t)port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int e = bind(fd, (struct sockaddr *)&addr, sizeof addr) ? errno : 0;
+    close(fd);
+    return e;
+}
+
 static void server_stop(server_t *s)
 {
     MHD_stop_daemon(s->d); /* joins its thread */
@@ -465,9 +488,12 @@ int sl__prom_start(int port, sl__collector_t *c, sl__prom_t **out, char *err,
     pthread_mutex_lock(&reg_mu);
     server_t *s = server_find(port);
     int fresh = !s;
-    if (fresh && !(s = server_start(port)))
+    if (fresh && !(s = server_start(port))) {
+        int e = bind_errno(port);
         rc = sl__fail(err, errlen, SL_EIO,
-                      "cannot serve metrics on 127.0.0.1:%d (in use?)", port);
+                      "cannot serve metrics on 127.0.0.1:%d: %s", port,
+                      e ? strerror(e) : "the HTTP server did not start");
+    }
     if (!rc) {
         pthread_mutex_lock(&att_mu);
         if (sl__array_reserve(&s->att, &s->cap, s->natt + 1, sizeof *s->att, 4))

@@ -62,6 +62,18 @@ done
 check "run png: PNG magic" is_png "$T/run.png"
 check "run svg: well-formed XML" is_svg "$T/run.svg"
 check "run svg: has the panels" grep -q "knob value" "$T/run.svg"
+"$S" plot <(cat "$T/run.jsonl") -o "$T/piped.svg" >/dev/null 2>&1
+check "telemetry through a pipe: drawn" is_svg "$T/piped.svg"
+# No room for the whole picture (a file-size limit here, a full disk in
+# use): gnuplot exits 0 with it cut short; plot fails and removes it
+# (was: "wrote PATH", exit 0, a truncated SVG / PNG).
+for ext in svg png; do
+  (ulimit -f 8; exec "$S" plot "$T/run.jsonl" -o "$T/cut.$ext") >/dev/null 2>"$T/cut.err"
+  rc=$?
+  check "cut short $ext: exit 1 (got $rc)" test $rc -eq 1
+  check "cut short $ext: says so" grep -q "cut.$ext: the picture gnuplot wrote was cut short" "$T/cut.err"
+  check "cut short $ext: no picture left" test ! -e "$T/cut.$ext"
+done
 "$S" plot "$T/run.jsonl" -o "$T/RUN.PNG" >/dev/null 2>&1
 check "upper-case extension accepted" is_png "$T/RUN.PNG"
 check "temp files removed after the run plots" test -z "$(ls -A "$TMPDIR")"
@@ -135,6 +147,17 @@ err() { # err NAME WANT_RC PATTERN -- ARGS...
   check "$name: says '$pat'" grep -qi -- "$pat" "$T/err.txt"
 }
 err "missing file" 1 "cannot open $T/nope.jsonl" -- "$T/nope.jsonl" -o "$T/x.svg"
+# A FIFO no one writes, given as the telemetry file: empty at once (was:
+# waited for a writer for ever); a device is refused; a pipe is read.
+mkfifo "$T/fifo.jsonl"
+timeout 10 "$S" plot "$T/fifo.jsonl" -o "$T/x.svg" >/dev/null 2>"$T/err.txt"
+rc=$?
+check "a FIFO without a writer: exit 1 (got $rc; 124: hung)" test $rc -eq 1
+check "a FIFO without a writer: says why" grep -q "fifo.jsonl: no valid telemetry lines" "$T/err.txt"
+timeout 10 "$S" plot /dev/zero -o "$T/x.svg" >/dev/null 2>"$T/err.txt"
+rc=$?
+check "/dev/zero: exit 1 (got $rc; 124: hung)" test $rc -eq 1
+check "/dev/zero: says why" grep -q "/dev/zero: not a regular file (character device)" "$T/err.txt"
 : > "$T/empty.jsonl"
 err "empty file" 1 "no valid telemetry lines" -- "$T/empty.jsonl" -o "$T/x.svg"
 head -c 5000 /dev/urandom | tr -d '\n' > "$T/junk.jsonl"; printf '\n[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\n{"t": null}\n' >> "$T/junk.jsonl"

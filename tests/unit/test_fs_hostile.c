@@ -3,12 +3,18 @@
  * in an ImageFolder; a FIFO given as a text source. Each must give an error
  * (fail) or a listed skip (skip) within seconds, and destroy must return.
  * A watchdog (alarm) turns a hang into a failure. Also run under TSan. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/base.h"
 #include "data/folder.h"
 #include "sluice/sluice.h"
 #include "testutil.h"
@@ -288,6 +294,112 @@ static void test_text_fifo(void **state)
     free(dir);
 }
 
+/* Entries of dir (not . and ..). */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* sl__write_file_whole (a --state file): over a FIFO or a device it
+ * refuses, leaving it as it is (was: the rename turned /dev/full into a
+ * regular file); a write that fails (a file-size limit here, a full disk
+ * in use) leaves the old file and no temp file (was: PATH.tmp left). */
+static void test_write_whole_hostile_targets(void **state)
+{
+    (void)state;
+    alarm(WATCHDOG_S);
+    char *dir = tu_tmpdir("fs-write-whole");
+    char fifo[1024], file[1024], err[512];
+    snprintf(fifo, sizeof fifo, "%s/st.fifo", dir);
+    snprintf(file, sizeof file, "%s/st", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    assert_int_not_equal(sl__write_file_whole(fifo, "x\n", 2, err, sizeof err),
+                         0);
+    assert_non_null(strstr(err, "not a regular file (FIFO)"));
+    struct stat st;
+    assert_int_equal(lstat(fifo, &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_not_equal(sl__write_file_whole(dir, "x", 1, err, sizeof err), 0);
+    assert_non_null(strstr(err, "not a regular file (directory)"));
+    assert_int_equal(dir_entries(dir), 1);
+
+    assert_int_equal(sl__write_file_whole(file, "old\n", 4, err, sizeof err),
+                     0);
+    /* a file-size limit of 0: every write fails with EFBIG (SIGXFSZ
+     * ignored, as the CLI does), as a full disk fails it with ENOSPC */
+    struct rlimit old, zero = {0, 0};
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    zero.rlim_max = old.rlim_max;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &zero), 0);
+    int rc = sl__write_file_whole(file, "new\n", 4, err, sizeof err);
+    setrlimit(RLIMIT_FSIZE, &old);
+    signal(SIGXFSZ, was);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(err, "/st: write failed: File too large"));
+    size_t n = 0;
+    uint8_t *back = tu_read_file(file, &n);
+    assert_non_null(back);
+    assert_int_equal(n, 4);
+    assert_memory_equal(back, "old\n", 4);
+    free(back);
+    assert_int_equal(dir_entries(dir), 2); /* the FIFO and st: no temp */
+
+    assert_int_equal(sl__write_file_whole(file, "new\n", 4, err, sizeof err),
+                     0);
+    back = tu_read_file(file, &n);
+    assert_non_null(back);
+    assert_memory_equal(back, "new\n", 4);
+    free(back);
+    assert_int_equal(dir_entries(dir), 2);
+    alarm(0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
+/* Out of descriptors (ulimit -n): the open fails as a system error (never
+ * a skippable bad file) and says which limit and its value, so the cure is
+ * plain (was: "Too many open files" only). In a child: the limit dies with
+ * it. */
+static void test_emfile_names_the_limit(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("fs-emfile");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/a.jpg", dir);
+    assert_int_equal(tu_write_file(path, "x", 1), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit r;
+        getrlimit(RLIMIT_NOFILE, &r);
+        r.rlim_cur = 32;
+        if (setrlimit(RLIMIT_NOFILE, &r))
+            _exit(3);
+        while (open("/dev/null", O_RDONLY) >= 0)
+            ;
+        char err[512];
+        int rc = sl__open_regular(path, NULL, err, sizeof err);
+        fprintf(stderr, "%d: %s\n", rc, err);
+        _exit(rc == SL_ESYSTEM && strstr(err, "a.jpg: cannot open: ") &&
+                      strstr(err, "ulimit -n, is 32")
+                  ? 0
+                  : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +409,8 @@ int main(void)
         cmocka_unit_test(test_shared_and_deep_folders),
         cmocka_unit_test(test_scan_bad_entries),
         cmocka_unit_test(test_text_fifo),
+        cmocka_unit_test(test_write_whole_hostile_targets),
+        cmocka_unit_test(test_emfile_names_the_limit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,7 +58,7 @@ static void test_wait_in_a_total_stall_is_not_zero(void **state)
 {
     (void)state;
     sl__collector_opts_t o = {1000000, "/",  NULL, 0,
-                              4,       NULL, NULL}; /* manual ticks */
+                              4,       NULL, NULL, NULL}; /* manual ticks */
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, stalled_pipe, NULL, &c, err, 256),
@@ -82,7 +83,7 @@ static void test_wait_in_a_total_stall_is_not_zero(void **state)
 static void test_hog_shows_as_other_cpu(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {100, "/", NULL, 0, 100, NULL, NULL};
+    sl__collector_opts_t o = {100, "/", NULL, 0, 100, NULL, NULL, NULL};
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
@@ -113,11 +114,70 @@ static void test_hog_shows_as_other_cpu(void **state)
     sl__collector_stop(c);
 }
 
+/* What on_warning heard: how many calls and the last message. */
+typedef struct warned {
+    int n;
+    char msg[1024];
+} warned_t;
+static void on_warning(void *arg, const char *msg)
+{
+    warned_t *w = arg;
+    w->n++;
+    snprintf(w->msg, sizeof w->msg, "%s", msg);
+}
+static void warn_pipe(void *arg, sl__pipe_sample_t *o)
+{
+    (void)arg;
+    memset(o, 0, sizeof *o);
+}
+
+/* A --telemetry file whose writes fail (a full disk: /dev/full) is said
+ * once through on_warning, naming it and the cause, and no more is
+ * written (was: every line silently lost); a FIFO with no reader fails the
+ * start at once (was: the open waited for a reader for ever). */
+static void test_jsonl_write_failure_is_said(void **state)
+{
+    (void)state;
+    char err[512];
+    warned_t w = {0};
+    sl__collector_t *c = NULL;
+    struct stat st;
+    if (stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode)) {
+        sl__collector_opts_t o = {1000000, "/",  "/dev/full", 0,
+                                  4,       NULL, NULL,        on_warning};
+        assert_int_equal(
+            sl__collector_start(&o, warn_pipe, &w, &c, err, sizeof err), 0);
+        sl__collector_tick(c);
+        sl__collector_tick(c);
+        sl__collector_stop(c);
+        assert_int_equal(w.n, 1);
+        assert_non_null(strstr(w.msg, "telemetry /dev/full: write failed: "
+                                      "No space left on device"));
+    } else {
+        printf("no /dev/full: its part skipped\n");
+    }
+
+    char *dir = tu_tmpdir("tel-fifo");
+    char fifo[1024];
+    snprintf(fifo, sizeof fifo, "%s/tel.jsonl", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(30); /* a hang fails the test */
+    sl__collector_opts_t o = {1000000, "/", fifo, 0, 4, NULL, NULL, NULL};
+    c = NULL;
+    assert_int_not_equal(
+        sl__collector_start(&o, warn_pipe, &w, &c, err, sizeof err), 0);
+    alarm(0);
+    assert_null(c);
+    assert_non_null(strstr(err, "a FIFO with no reader"));
+    tu_rmtree(dir);
+    free(dir);
+}
+
 static void test_ring_order_and_pipeline_rates(void **state)
 {
     (void)state;
     sl__collector_opts_t o = {1000000, "/",  NULL, 0,
-                              4,       NULL, NULL}; /* manual ticks */
+                              4,       NULL, NULL, NULL}; /* manual ticks */
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
@@ -143,7 +203,7 @@ static void test_ring_order_and_pipeline_rates(void **state)
 static void test_json_has_every_documented_key(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {1000000, "/", NULL, 0, 4, NULL, NULL};
+    sl__collector_opts_t o = {1000000, "/", NULL, 0, 4, NULL, NULL, NULL};
     sl__collector_t *c;
     char err[256];
     assert_int_equal(sl__collector_start(&o, fake_pipe, NULL, &c, err, 256), 0);
@@ -225,7 +285,7 @@ static void test_prometheus_before_the_first_snapshot(void **state)
     skip();
 #endif
     sl__collector_opts_t o = {1000000, "/",  NULL, 0,
-                              4,       NULL, NULL}; /* manual ticks */
+                              4,       NULL, NULL, NULL}; /* manual ticks */
     sl__collector_t *c = NULL;
     char err[256];
     int port = 0, rc = -1;
@@ -251,7 +311,7 @@ static void test_prometheus_before_the_first_snapshot(void **state)
 static void test_prometheus_over_loopback(void **state)
 {
     (void)state;
-    sl__collector_opts_t o = {50, "/", NULL, 0, 16, NULL, NULL};
+    sl__collector_opts_t o = {50, "/", NULL, 0, 16, NULL, NULL, NULL};
     sl__collector_t *c = NULL;
     char err[256];
     int port = 0, rc = -1;
@@ -345,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_json_has_every_documented_key),
         cmocka_unit_test(test_prometheus_over_loopback),
         cmocka_unit_test(test_prometheus_before_the_first_snapshot),
+        cmocka_unit_test(test_jsonl_write_failure_is_said),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,7 +2,11 @@
  * drops or repeats an item, and parked threads really stop working. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "exec/queue.h"
@@ -94,11 +98,74 @@ static void test_parked_threads_do_nothing(void **state)
     sl__workers_destroy(gw);
 }
 
+/* This process's address space (VmSize), bytes; 0 when unknown. */
+static long long vm_size(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmSize: %lld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb * 1024;
+}
+
+/* Threads refused for lack of address space (ulimit -v) for their stacks:
+ * SL_ETHREAD, and sl__workers_why says which thread, the cause and the
+ * limits to look at (was: "could not start worker threads", no cause). In
+ * a child, whose limit dies with it; not under a sanitizer (its shadow
+ * memory does not fit a limit). */
+static void test_refused_threads_say_why(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    skip();
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+    skip();
+#endif
+#endif
+    long long vm = vm_size();
+    if (vm <= 0)
+        skip();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit r;
+        getrlimit(RLIMIT_AS, &r);
+        r.rlim_cur = (rlim_t)(vm + (32 << 20)); /* 64 stacks do not fit */
+        if (setrlimit(RLIMIT_AS, &r))
+            _exit(3);
+        sl__workers_t *w = sl__workers_create(count_work, NULL);
+        if (!w)
+            _exit(4);
+        gw = w;
+        int rc = sl__workers_set(w, 64);
+        char why[256];
+        sl__workers_why(w, why, sizeof why);
+        fprintf(stderr, "64 threads under a %lld MB limit: %d, %s\n",
+                (vm >> 20) + 32, rc, why);
+        int ok = rc == SL_ETHREAD && strstr(why, " of 64: ") &&
+                 strstr(why, "ulimit -v");
+        sl__workers_stop(w);
+        sl__workers_join(w);
+        sl__workers_destroy(w);
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resize_while_running),
         cmocka_unit_test(test_parked_threads_do_nothing),
+        cmocka_unit_test(test_refused_threads_say_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
