@@ -12,7 +12,7 @@ PY_FLAGS = $$(test -x .venv/bin/python && echo -DPython3_EXECUTABLE=$(CURDIR)/.v
 DEMO_DIR ?= $(BUILD)/demo-data
 DEMO_IMAGES ?= 1000
 
-.PHONY: all deps demo check check-deps check-format check-build check-test check-asan check-tsan check-fuzz test fuzz-build fuzz bench clean format format-check
+.PHONY: all deps demo check check-deps check-format check-build check-test check-asan check-tsan check-fuzz test fuzz-build fuzz fuzz-runs bench clean format format-check
 
 # Quiet: cmake's progress lines, not its "Built target" list.
 all:
@@ -40,9 +40,12 @@ demo: deps all
 #           Ray, throttled reads, subprocesses) and a core would idle;
 #   asan    the unit tests under ASan+UBSan (-O1: the numeric tests at -O0
 #           took minutes; ASan's own advice), and the Python binding's
-#           thread test with the extension built under ASan;
+#           thread test with the extension built under ASan; built with
+#           clang, with the libFuzzer targets, so that the library is
+#           compiled once for this stage and fuzz (its edge counters only:
+#           comparison tracing made the numeric tests 3x slower);
 #   tsan    the concurrency tests under TSan (only they are built);
-#   fuzz    the libFuzzer targets built with clang and run on their corpora
+#   fuzz    the libFuzzer targets of the asan build run on their corpora
 #           (the corpus replay is the regression guard; ctest also replays
 #           each corpus in the plain and ASan builds) and CHECK_FUZZ_SECONDS
 #           of exploration each, FUZZ_JOBS (= JOBS) of them at once.
@@ -71,7 +74,7 @@ check-build:
 check-test:
 	cd build-check && ctest --output-on-failure -j $(TEST_JOBS)
 check-asan:
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DSL_WERROR=ON -DSL_SANITIZE=address,undefined $(PY_FLAGS) >/dev/null
+	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DSL_WERROR=ON -DSL_SANITIZE=address,undefined -DSL_FUZZ=ON -DSL_FUZZ_COVERAGE=inline-8bit-counters,pc-table $(PY_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L '^(unit|asan)$$'
 check-tsan:
@@ -79,11 +82,13 @@ check-tsan:
 	cmake --build build-tsan -j $(JOBS) --target concurrency_tests
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L concurrency
 check-fuzz:
-	$(MAKE) fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
+	$(MAKE) fuzz-runs FUZZ_BUILD=build-asan FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
 
 # libFuzzer targets (clang), each run for FUZZ_SECONDS on a copy of its corpus,
-# FUZZ_JOBS of them at once (each fuzzer is one process, one core).
+# FUZZ_JOBS of them at once (each fuzzer is one process, one core). `make
+# fuzz` builds them in FUZZ_BUILD; check-fuzz runs those check-asan built.
 FUZZ_SECONDS ?= 60
+FUZZ_BUILD ?= build-fuzz
 FUZZ_JOBS ?= $(JOBS)
 FUZZERS = $(basename $(notdir $(wildcard fuzz/fuzz_*.c)))
 # The shared data some targets also fuzz with (fuzz_bpe: the real GPT-2
@@ -92,18 +97,20 @@ FUZZERS = $(basename $(notdir $(wildcard fuzz/fuzz_*.c)))
 SL_SHARED_DATA ?= $(abspath $(CURDIR)/../shared/data)
 export SL_SHARED_DATA
 fuzz-build:
-	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_SANITIZE=address,undefined >/dev/null
-	cmake --build build-fuzz -j $(JOBS) --target $(FUZZERS)
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_FUZZ=ON -DSL_BUILD_TESTS=OFF -DSL_SANITIZE=address,undefined >/dev/null
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(FUZZERS)
 fuzz: fuzz-build
+	@$(MAKE) fuzz-runs
+fuzz-runs:
 	@test -d "$(SL_SHARED_DATA)" || echo "fuzz: no $(SL_SHARED_DATA): the modes on shared data are skipped"
 	@$(MAKE) -j $(FUZZ_JOBS) --output-sync=target $(addprefix fuzz-run-,$(FUZZERS))
 fuzz-run-%:
-	@rm -rf build-fuzz/corpus-$* && cp -r fuzz/corpus/$* build-fuzz/corpus-$*
+	@rm -rf $(FUZZ_BUILD)/corpus-$* && cp -r fuzz/corpus/$* $(FUZZ_BUILD)/corpus-$*
 	@echo "fuzzing $* for $(FUZZ_SECONDS)s"
-	@if ! build-fuzz/fuzz/$* -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
-	    build-fuzz/corpus-$* > build-fuzz/$*.log 2>&1; then \
-	  tail -40 build-fuzz/$*.log; echo "fuzz: $* FAILED"; exit 1; fi
-	@grep -E 'stat::number_of_executed_units' build-fuzz/$*.log | sed "s/^/$*: /"
+	@if ! $(FUZZ_BUILD)/fuzz/$* -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 \
+	    $(FUZZ_BUILD)/corpus-$* > $(FUZZ_BUILD)/$*.log 2>&1; then \
+	  tail -40 $(FUZZ_BUILD)/$*.log; echo "fuzz: $* FAILED"; exit 1; fi
+	@grep -E 'stat::number_of_executed_units' $(FUZZ_BUILD)/$*.log | sed "s/^/$*: /"
 
 test: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -831,9 +831,9 @@ static void test_a_starved_trainer_gets_cores_back(void **state)
                 int crowd = i == SL_PLACE_CALM - 1;
                 window(1000, 0, 4, 0.5, 500, raised, 500, 0.25);
                 loader(10, 3, 0);
-                for (int j = 0; j < N; j++) { /* the stage's own thread
-                                                 is not the others' */
-                    w[j].run_queue = crowd ? 12 : few ? 7.6 : 7;
+                for (int j = 0; j < N; j++) {        /* the stage's own thread
+                                                        is not the others' */
+                    w[j].run_queue = crowd ? 12 : 7; /* an int: 7.6 was 7 */
                     w[j].gpu_cpu_busy = few ? 1.0 : 0;
                 }
                 int r = sl__place_step(&q, w, N, &lim, &cur, &share, why,
