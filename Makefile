@@ -12,7 +12,7 @@ PY_FLAGS = $$(test -x .venv/bin/python && echo -DPython3_EXECUTABLE=$(CURDIR)/.v
 DEMO_DIR ?= $(BUILD)/demo-data
 DEMO_IMAGES ?= 1000
 
-.PHONY: all deps demo check check-deps check-format check-build check-test check-asan check-asan-build check-tsan check-tsan-build check-fuzz test fuzz-build fuzz fuzz-runs bench clean format format-check
+.PHONY: all deps demo check check-deps check-format check-build check-test check-asan check-tsan check-fuzz test fuzz-build fuzz fuzz-runs bench clean format format-check
 
 # Quiet: cmake's progress lines, not its "Built target" list.
 all:
@@ -71,29 +71,15 @@ check-format: format-check
 check-build:
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON $(PY_FLAGS) >/dev/null
 	cmake --build build-check -j $(JOBS)
-# While the tests run, the asan and tsan stages' builds run at nice 19 in the
-# cores' idle time (tests wait on servers, Ray, throttled links: about 250 of
-# the test stage's 1,630 core-seconds were idle on 2 cores), so those stages
-# find them built; a test's CPU is never taken (nice 19 against 0). Their
-# output goes to build-check/sanitizer-builds.log; if they fail, the stages
-# build again and show why. CHECK_OVERLAP=0 runs them in their stages.
-CHECK_OVERLAP ?= 1
 check-test:
-	@if [ "$(CHECK_OVERLAP)" = 1 ]; then \
-	  nice -n 19 $(MAKE) check-asan-build check-tsan-build >build-check/sanitizer-builds.log 2>&1 & fi; \
-	pre=$$!; cd build-check && ctest --output-on-failure -j $(TEST_JOBS); rc=$$?; \
-	if [ -n "$$pre" ] && ! wait $$pre; then \
-	  echo "check: the sanitizer builds in the background failed (build-check/sanitizer-builds.log)"; fi; \
-	exit $$rc
-check-asan-build:
+	cd build-check && ctest --output-on-failure -j $(TEST_JOBS)
+check-asan:
 	CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DSL_WERROR=ON -DSL_SANITIZE=address,undefined -DSL_FUZZ=ON -DSL_FUZZ_COVERAGE=inline-8bit-counters,pc-table $(PY_FLAGS) >/dev/null
 	cmake --build build-asan -j $(JOBS)
-check-asan: check-asan-build
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -L '^(unit|asan)$$'
-check-tsan-build:
+check-tsan:
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSL_WERROR=ON -DSL_SANITIZE=thread >/dev/null
 	cmake --build build-tsan -j $(JOBS) --target concurrency_tests
-check-tsan: check-tsan-build
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j $(JOBS) -L concurrency
 check-fuzz:
 	$(MAKE) fuzz-runs FUZZ_BUILD=build-asan FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
