@@ -25,12 +25,10 @@ char *sl__path_join(const char *dir, const char *name)
     return out;
 }
 
-/* mkdir of path, where a folder already there counts as made. */
-static int make_one(const char *path)
+/* After a mkdir of path failed with e: 0 where a folder is already there,
+ * else -1 with errno (ENOTDIR where something else is). */
+static int already_a_folder(const char *path, int e)
 {
-    if (mkdir(path, 0777) == 0)
-        return 0;
-    int e = errno;
     struct stat st;
     if (e == EEXIST && stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode))
@@ -39,6 +37,14 @@ static int make_one(const char *path)
     }
     errno = e;
     return -1;
+}
+
+/* mkdir of path, where a folder already there counts as made. */
+static int make_one(const char *path)
+{
+    if (mkdir(path, 0777) == 0)
+        return 0;
+    return already_a_folder(path, errno);
 }
 
 /* Creates the folders above path up to `end` bytes of it. */
@@ -89,15 +95,7 @@ int sl__mkdir_made(const char *path, unsigned mode)
         if (mkdir(path, (mode_t)mode) == 0)
             return 1;
     }
-    int e = errno;
-    struct stat st;
-    if (e == EEXIST && stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return 0;
-        e = ENOTDIR;
-    }
-    errno = e;
-    return -1;
+    return already_a_folder(path, errno);
 }
 
 int sl__mkdir_p(const char *path)
