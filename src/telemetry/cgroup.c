@@ -96,24 +96,33 @@ int sl__parse_cpu_max(const char *text, size_t n, double *cpus)
     return 0;
 }
 
+/* root/rel/name's text into buf; bytes, or -1. The path on the heap, as
+ * every path here: this runs at start-up on the main thread, whose whole
+ * stack may be 32 KB (ulimit -s 32). */
+static long read_in(const char *root, const char *rel, const char *name,
+                    char *buf, size_t cap)
+{
+    char *f = sl__path_join(rel, name);
+    long k = f ? sl__read_small(root, f, buf, cap) : -1;
+    free(f);
+    return k;
+}
+
 /* The limit of one cgroup directory rel (under root): CPUs, 0 for none,
  * -1 when it has no CPU files (not this hierarchy's directory). */
 static double dir_limit(const char *root, const char *rel, int v2)
 {
-    char f[PATH_MAX + 32], buf[64];
+    char buf[64];
     if (v2) {
-        snprintf(f, sizeof f, "%s/cpu.max", rel);
-        long k = sl__read_small(root, f, buf, sizeof buf);
+        long k = read_in(root, rel, "cpu.max", buf, sizeof buf);
         double c;
         return k > 0 && !sl__parse_cpu_max(buf, (size_t)k, &c) ? c : -1;
     }
     double q, per;
-    snprintf(f, sizeof f, "%s/cpu.cfs_quota_us", rel);
-    long k = sl__read_small(root, f, buf, sizeof buf);
+    long k = read_in(root, rel, "cpu.cfs_quota_us", buf, sizeof buf);
     if (k <= 0 || quota_tok(buf, buf + strcspn(buf, "\n"), &q))
         return -1;
-    snprintf(f, sizeof f, "%s/cpu.cfs_period_us", rel);
-    k = sl__read_small(root, f, buf, sizeof buf);
+    k = read_in(root, rel, "cpu.cfs_period_us", buf, sizeof buf);
     if (k <= 0 || quota_tok(buf, buf + strcspn(buf, "\n"), &per) || !(per > 0))
         return -1;
     return q < 0 ? 0 : q / per;
@@ -125,10 +134,12 @@ static double dir_limit(const char *root, const char *rel, int v2)
 static double hierarchy_limit(const char *root, const char *mount,
                               const char *path, int v2)
 {
-    char rel[PATH_MAX];
-    if (snprintf(rel, sizeof rel, "%s%s", mount, path) >= (int)sizeof rel)
-        return 0;
     size_t base = strlen(mount);
+    char *rel = malloc(base + strlen(path) + 1);
+    if (!rel)
+        return 0;
+    memcpy(rel, mount, base);
+    strcpy(rel + base, path);
     while (strlen(rel) > base + 1 && rel[strlen(rel) - 1] == '/')
         rel[strlen(rel) - 1] = 0;
     double best = 0;
@@ -150,23 +161,35 @@ static double hierarchy_limit(const char *root, const char *mount,
             *slash = 0;
         }
     }
+    free(rel);
     return seen ? best : 0;
 }
 
+/* proc/self/cgroup and the two paths read from it: 12 KB, on the heap
+ * (see read_in). */
+typedef struct self_cgroup {
+    char text[4096], v2[PATH_MAX], v1[PATH_MAX];
+} self_cgroup_t;
+
 double sl__read_cgroup_cpus(const char *root)
 {
-    char buf[4096], v2[PATH_MAX], v1[PATH_MAX];
-    long k = sl__read_small(root, "proc/self/cgroup", buf, sizeof buf);
-    if (k <= 0 || sl__parse_cgroup_paths(buf, (size_t)k, v2, v1, sizeof v2))
+    self_cgroup_t *s = malloc(sizeof *s);
+    if (!s)
         return 0;
+    long k = sl__read_small(root, "proc/self/cgroup", s->text, sizeof s->text);
     double c = 0;
-    if (v1[0]) {
-        c = hierarchy_limit(root, "sys/fs/cgroup/cpu", v1, 0);
-        if (c == 0)
-            c = hierarchy_limit(root, "sys/fs/cgroup/cpu,cpuacct", v1, 0);
+    if (k > 0 && !sl__parse_cgroup_paths(s->text, (size_t)k, s->v2, s->v1,
+                                         sizeof s->v2)) {
+        if (s->v1[0]) {
+            c = hierarchy_limit(root, "sys/fs/cgroup/cpu", s->v1, 0);
+            if (c == 0)
+                c = hierarchy_limit(root, "sys/fs/cgroup/cpu,cpuacct", s->v1,
+                                    0);
+        }
+        if (c == 0 && s->v2[0])
+            c = hierarchy_limit(root, "sys/fs/cgroup", s->v2, 1);
     }
-    if (c == 0 && v2[0])
-        c = hierarchy_limit(root, "sys/fs/cgroup", v2, 1);
+    free(s);
     return c;
 }
 
