@@ -46,6 +46,12 @@ int sl__read_ahead_items(int max_read)
     return (max_read > 0 ? max_read : 1) + SL_ITEMS_QUEUED;
 }
 
+int64_t sl__limits_default_memory(uint64_t cgroup_limit)
+{
+    uint64_t b = cgroup_limit / SL_LIMITS_CGROUP_SHARE;
+    return b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+}
+
 int sl__limits_knob_default(int knob, int ncpu, int decode_threads)
 {
     if (knob == SL_KNOB_READ)
