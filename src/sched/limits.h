@@ -58,6 +58,16 @@
 #define SL_LIMITS_CGROUP_SHARE 2
 int64_t sl__limits_default_memory(uint64_t cgroup_limit);
 
+/* Reads in flight the open-files limit (RLIMIT_NOFILE, ulimit -n) allows:
+ * each holds a file open (a read thread's, an io_uring read's), so at
+ * most the limit less the files open already less SL_LIMITS_FD_SPARE for
+ * what a run opens besides (io_uring, eventfds, telemetry and state
+ * files, the disk cache, sockets); at least 1. nofile <= 0: no limit.
+ * Past it every open fails with EMFILE, not the file's fault: a run that
+ * asked for more reads than that failed at its first batch. */
+#define SL_LIMITS_FD_SPARE 16
+int sl__limits_fd_reads(int64_t nofile, int open_now);
+
 /* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker
  * limit). */

@@ -110,6 +110,10 @@ double sl__read_cgroup_cpus(const char *root);
  * scheduler's core counts go by. */
 int sl__cpus_usable(void);
 
+/* The files this process has open now (entries of /proc/self/fd, less
+ * the one reading it); 3 (stdin, stdout, stderr) where it cannot tell. */
+int sl__fds_open(void);
+
 /* ---- readers on a live system (root "/" or a fixture tree) */
 /* Reads a small file into buf (NUL-terminated); returns bytes or -1.
  * A file that does not fit in cap - 1 bytes is -1 too (errno EFBIG): a
