@@ -9,8 +9,9 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh" index_interrupt
 set -m # background jobs with SIGINT as it is, not ignored (as in a terminal)
-if ! command -v strace >/dev/null || ! strace -o /dev/null true 2>/dev/null; then
-  echo "skip: no strace here, or ptrace refused"; exit 77
+if ! command -v strace >/dev/null ||
+  ! strace -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=1 true 2>/dev/null; then
+  echo "skip: no strace here with delay injection (5.0 or later), or ptrace refused"; exit 77
 fi
 "$S" make-dataset --synthetic "$T/ds" --images 20 --classes 2 >/dev/null 2>&1 &&
   "$S" pack "$T/ds" "$T/wds" --format webdataset >/dev/null 2>&1 \
