@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)sl__parse_u64_text(t, size, &a);
     char v2[256], v1[256];
     double cpus;
-    (void)sl__parse_cgroup_paths(t, size, v2, v1, sizeof v2);
+    (void)sl__parse_cgroup_paths(t, size, "cpu", v2, v1, sizeof v2);
+    (void)sl__parse_mem_max(t, size, &a);
     (void)sl__parse_cpu_max(t, size, &cpus);
     return 0;
 }

@@ -173,8 +173,11 @@ typedef struct sl_options {
                                    off the batch buffers' share: where no
                                    batch fits beside it, placement GPU
                                    fails and AUTO runs on the CPU, naming
-                                   the sizes [none: 2 GB read-ahead, 4 GB
-                                   scratch] */
+                                   the sizes [half the cgroup's memory
+                                   limit (v2 memory.max, v1
+                                   memory.limit_in_bytes) where one is set,
+                                   as if given; else none: 2 GB read-ahead,
+                                   4 GB scratch] */
     /** Allocator for batch data buffers [aligned_alloc / free]: e.g.
      *  page-locked host memory (cudaHostAlloc) so a GPU copy is a DMA with
      *  no staging copy. alloc returns NULL on failure (the batch then

@@ -41,6 +41,12 @@ int sl__testing_storage_get(const sl_loader_t *l, sl_testing_storage_t what,
  *  The string is static. */
 int sl__testing_read_path(const sl_loader_t *l, const char **what);
 
+/** The memory budget this loader keeps (max_memory_bytes, 0: none), with
+ *  why: "" when given, else where the default came from (" (the default:
+ *  1/2 of the cgroup's memory limit of N MB; ...)"). The string lives as
+ *  long as the loader. */
+int64_t sl__testing_memory_budget(const sl_loader_t *l, const char **why);
+
 /** Where this loader decodes: 1 when the GPU stage takes its share, 0 for
  *  the CPU only, with why (placement cpu: ""; auto: the reason, as
  *  telemetry's placement.why). The string lives as long as the loader. */

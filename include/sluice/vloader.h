@@ -49,7 +49,7 @@ typedef struct sl_vloader sl_vloader_t;
  *  voxels, else create fails naming it. */
 typedef struct sl_vloader_options {
     size_t size;              /**< sizeof, set by _init */
-    int batch_size;           /**< patches per batch [2] */
+    int batch_size;           /**< patches per batch, 1..4096 [2] */
     uint64_t seed;            /**< [0] */
     int threads;              /**< preparing threads [usable CPUs] */
     int prefetch;             /**< batches prepared ahead [threads, >= 2] */

@@ -135,6 +135,17 @@ int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen);
  * the file shrank while read). */
 int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
                         char *err, size_t errlen);
+/* As sl__read_small_file, for an input that may be a pipe: a FIFO, or
+ * process substitution's /dev/fd/N (`<(printf ...)`). A FIFO with no
+ * writer reads as empty at once (never waited on); a pipe's writer is
+ * given timeout_ms in all to send its bytes and close it, or the read
+ * fails ("a pipe whose writer sent nothing"). A device, socket or folder
+ * is refused: "PATH: not a regular file or a pipe (character device)".
+ * @return 0, or sl__read_small_file's codes with "PATH: cause" in err.
+ * The one way a small input that may come from a pipe (an AWS
+ * credentials file) is read. */
+int sl__read_small_input(const char *path, size_t max, int timeout_ms,
+                         char **text, size_t *n, char *err, size_t errlen);
 /* Writes n bytes as the whole of the file at path, or nothing: through
  * PATH.tmp-PID in the same folder (a process of its own each, so two never
  * share one), fsync'd and renamed over path. Whatever fails, the temp file

@@ -2,6 +2,7 @@
  * output whole (see base.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -32,27 +33,32 @@ const char *sl__file_type_name(unsigned mode)
     }
 }
 
+/* An open of path that failed with e: its code and "PATH: cannot open:
+ * CAUSE" in err. */
+static int open_failed(const char *path, int e, char *err, size_t errlen)
+{
+    /* EMFILE is the process's limit, not the file's fault: say which
+     * limit, so the cure (ulimit -n, fewer reads in flight) is plain */
+    char lim[96] = "";
+    struct rlimit r;
+    if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &r) == 0)
+        snprintf(lim, sizeof lim,
+                 " (the open-files limit, ulimit -n, is %llu; fewer "
+                 "read threads or a higher limit)",
+                 (unsigned long long)r.rlim_cur);
+    return sl__fail(err, errlen,
+                    e == ENOENT || e == ENOTDIR ? SL_ENOTFOUND
+                                                : sl__errno_code(e, SL_EIO),
+                    "%s: cannot open: %s%s", path, strerror(e), lim);
+}
+
 int sl__open_regular(const char *path, int64_t *size, char *err, size_t errlen)
 {
     /* O_NONBLOCK: opening a FIFO (or a device) returns at once instead of
      * waiting for a writer; it changes nothing for a regular file. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) {
-        int e = errno;
-        /* EMFILE is the process's limit, not the file's fault: say which
-         * limit, so the cure (ulimit -n, fewer reads in flight) is plain */
-        char lim[96] = "";
-        struct rlimit r;
-        if (e == EMFILE && getrlimit(RLIMIT_NOFILE, &r) == 0)
-            snprintf(lim, sizeof lim,
-                     " (the open-files limit, ulimit -n, is %llu; fewer "
-                     "read threads or a higher limit)",
-                     (unsigned long long)r.rlim_cur);
-        return sl__fail(err, errlen,
-                        e == ENOENT || e == ENOTDIR ? SL_ENOTFOUND
-                                                    : sl__errno_code(e, SL_EIO),
-                        "%s: cannot open: %s%s", path, strerror(e), lim);
-    }
+    if (fd < 0)
+        return open_failed(path, errno, err, errlen);
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
@@ -107,6 +113,80 @@ int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
     p[got] = 0;
     *text = p;
     *n = got;
+    return 0;
+}
+
+/* A pipe's bytes into *p (grown), up to max, waiting at most timeout_ms
+ * in all for them: the descriptor is non-blocking, so a writer that holds
+ * the pipe open and writes nothing is a failure, not a hang. */
+static int read_pipe(int fd, const char *path, size_t max, int timeout_ms,
+                     sl__bytes_t *b, char *err, size_t errlen)
+{
+    int64_t end = sl__now_ns() + (int64_t)timeout_ms * 1000000;
+    for (;;) {
+        if (b->n > max)
+            return sl__fail(err, errlen, SL_EUNSUPPORTED,
+                            "%s: more than the %zu bytes allowed", path, max);
+        if (sl__bytes_reserve(b, b->n + 4096))
+            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+        ssize_t k = read(fd, b->p + b->n, b->cap - b->n - 1);
+        if (k > 0) {
+            b->n += (size_t)k;
+            continue;
+        }
+        if (k == 0) /* the writers closed it, or a FIFO had none */
+            return 0;
+        int e = errno;
+        if (e == EINTR)
+            continue;
+        int64_t left = (end - sl__now_ns()) / 1000000;
+        if (e != EAGAIN)
+            return sl__fail(err, errlen, sl__errno_code(e, SL_EIO),
+                            "%s: read failed: %s", path, strerror(e));
+        if (left <= 0)
+            return sl__fail(err, errlen, SL_EIO,
+                            "%s: a pipe whose writer sent nothing for %d s",
+                            path, timeout_ms / 1000);
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        poll(&pf, 1, (int)left);
+    }
+}
+
+int sl__read_small_input(const char *path, size_t max, int timeout_ms,
+                         char **text, size_t *n, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: a FIFO's open does not wait for a writer, and one with
+     * none reads as empty at once. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return open_failed(path, errno, err, errlen);
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) != 0)
+        rc = sl__fail(err, errlen, sl__errno_code(errno, SL_EIO), "%s: %s",
+                      path, strerror(errno));
+    else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+        rc = sl__fail(err, errlen, SL_EIO,
+                      "%s: not a regular file or a pipe (%s)", path,
+                      sl__file_type_name((unsigned)st.st_mode));
+    if (rc || S_ISREG(st.st_mode)) {
+        close(fd);
+        return rc ? rc : sl__read_small_file(path, max, text, n, err, errlen);
+    }
+    sl__bytes_t b = {0};
+    rc = read_pipe(fd, path, max, timeout_ms, &b, err, errlen);
+    close(fd);
+    if (rc) {
+        sl__bytes_free(&b);
+        return rc;
+    }
+    if (sl__bytes_reserve(&b, b.n + 1)) {
+        sl__bytes_free(&b);
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
+    }
+    b.p[b.n] = 0;
+    *text = (char *)b.p;
+    *n = b.n;
     return 0;
 }
 

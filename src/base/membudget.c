@@ -10,6 +10,7 @@ void sl__membudget_init(sl__membudget_t *b, int64_t limit)
     b->used = b->peak = 0;
     b->ticket = b->serving = 0;
     b->stopped = 0;
+    b->note = NULL;
 }
 
 void sl__membudget_destroy(sl__membudget_t *b)
@@ -23,9 +24,9 @@ static int too_big(const sl__membudget_t *b, int64_t bytes, const char *what,
                    char *err, size_t errlen)
 {
     return sl__fail(err, errlen, SL_ENOMEM,
-                    "%s needs %.1f MB, the memory budget allows %.1f MB",
+                    "%s needs %.1f MB, the memory budget allows %.1f MB%s",
                     what ? what : "a sample", (double)bytes / (1 << 20),
-                    (double)b->limit / (1 << 20));
+                    (double)b->limit / (1 << 20), b->note ? b->note : "");
 }
 
 int sl__membudget_try_charge(sl__membudget_t *b, int64_t bytes,

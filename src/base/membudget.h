@@ -25,6 +25,8 @@ typedef struct sl__membudget {
     int64_t used, peak;       /* bytes charged now, and the most ever */
     uint64_t ticket, serving; /* FIFO order of waiting charges */
     int stopped;
+    const char *note; /* appended to a "needs X MB" message (where the
+                       * limit came from), or NULL; the owner's string */
 } sl__membudget_t;
 
 /* limit <= 0: unlimited. */

@@ -8,7 +8,11 @@
  * cut short) still gets its sidecar: it records what a reader's own walk
  * finds, damage included, so a reader skips or fails on the same samples
  * with it or without it. Exit 0 clean, 1 when a file could not be indexed
- * or is damaged (as `sluice verify` exits 1 on damage), 2 usage. */
+ * or is damaged (as `sluice verify` exits 1 on damage), 2 usage.
+ * Ctrl-C, SIGTERM or SIGHUP (cli/stopsig) stop it between files: the
+ * sidecar being written is finished or never begun, so no NAME.slidx.tmp
+ * is left (a signal landing in the write's fsync left one), and it exits
+ * 128 + the signal (130, 143, 129). */
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -22,6 +26,7 @@
 #include "data/recset.h"
 #include "data/remote_parse.h"
 #include "opts.h"
+#include "stopsig.h"
 
 typedef struct index_args {
     const char *out;
@@ -70,7 +75,12 @@ int sl__cmd_index(int argc, char **argv)
         sl__cli_error("index", "%s", err);
         return 1;
     }
-    for (int i = 0; i < n; i++) {
+    /* A walk is not cut short (no sidecar is written during it): a second
+     * signal quits at once, which then leaves nothing behind either. */
+    sl__stop_catch("\nsluice index: stopping after the file being read "
+                   "(again to quit at once)\n");
+    int done = 0;
+    for (int i = 0; i < n && !sl__stop_signal(); i++) {
         int url = sl__remote_is_url(names[i]);
         if (url && !a.out) {
             sl__cli_error("index", "%s: a URL: name a folder with --out",
@@ -87,9 +97,14 @@ int sl__cmd_index(int argc, char **argv)
             break;
         }
         free(copy);
-        sl__recfile_t *f;
-        if (sl__recfile_walk(names[i], fmt, &f, err, sizeof err) ||
-            sl__recidx_save(f, dst, err, sizeof err)) {
+        sl__recfile_t *f = NULL;
+        int walked = !sl__recfile_walk(names[i], fmt, &f, err, sizeof err);
+        if (walked && sl__stop_signal()) { /* stopped while it was read */
+            sl__recfile_close(f);
+            free(dst);
+            break;
+        }
+        if (!walked || sl__recidx_save(f, dst, err, sizeof err)) {
             sl__cli_error("index", "%s", err);
             failed = 1;
         } else {
@@ -106,11 +121,20 @@ int sl__cmd_index(int argc, char **argv)
             free(shown);
             free(line);
             damaged += f->nbad > 0 || f->damage;
+            done++;
         }
         sl__recfile_close(f);
         free(dst);
     }
     sl__strv_free(names, n);
+    int sig = sl__stop_signal();
+    if (sig) {
+        sl__cli_error("index",
+                      "interrupted (%s): %d of %d files indexed, their "
+                      "sidecars whole; no other sidecar written",
+                      sl__stop_name(sig), done, n);
+        return 128 + sig;
+    }
     if (damaged)
         sl__cli_error("index",
                       "%d of %d files damaged (their sidecars written: a "

@@ -138,7 +138,8 @@ static const sl__opt_t run_opts[] = {
      "cores, 64..256)",
      "2 x cores"},
     {"max-memory", 0, SL__OPT_SIZE, F(opt.max_memory_bytes), 1, HUGE_VAL,
-     "SIZE", "budget: batch buffers + read-ahead + decode scratch, e.g. 512M"},
+     "SIZE", "budget: batch buffers + read-ahead + decode scratch, e.g. 512M",
+     "half the cgroup's memory limit, none without one"},
     {"cache", 0, SL__OPT_SIZE, F(opt.cache_bytes), 0, HUGE_VAL, "SIZE",
      "keep samples in SIZE bytes of memory across epochs (taken out of "
      "--max-memory), e.g. 200M",
@@ -339,6 +340,11 @@ int sl__cmd_run(int argc, char **argv)
                 async ? "asynchronous ("
                       : "one blocking read per read thread: ",
                 path_why, async ? "), io_depth reads in flight" : "");
+    const char *mem_why = "";
+    int64_t budget = sl__testing_memory_budget(l, &mem_why);
+    if (mem_why[0] && (!a.c.json || c.show))
+        fprintf(stderr, "sluice %s: memory budget: %.0f MB%s\n", argv[0],
+                (double)budget / (1 << 20), mem_why);
     const char *place_why = "";
     int on_gpu = sl__testing_placement(l, &place_why);
     if (!a.c.json || c.show)

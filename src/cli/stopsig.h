@@ -2,7 +2,8 @@
  * ssh session gone) caught, so that a long command stops where it chooses
  * instead of where the signal lands: `run` before
  * its next batch (the summary and --state follow), `pack` before its next
- * record (what it wrote is removed, OUT left as it was). The rule is here
+ * record (what it wrote is removed, OUT left as it was), `index` between
+ * files (no half-written sidecar). The rule is here
  * once:
  *   - a signal that is ignored when caught is left ignored (nohup, or a
  *     background job's SIGINT in a shell without job control);

@@ -14,10 +14,11 @@
 #include "remote_parse.h"
 #include "tfrecord.h"
 
-static int ends_with(const char *s, const char *suffix)
+/* Whether the n bytes at s end with suffix (any case). */
+static int ends_with_n(const char *s, size_t n, const char *suffix)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && !strcasecmp(s + n - m, suffix);
+    size_t m = strlen(suffix);
+    return n >= m && !strncasecmp(s + n - m, suffix, m);
 }
 
 /* The format of one file by its first bytes. */
@@ -49,15 +50,15 @@ static int sniff(const char *path)
  * follows it). */
 static int by_name(const char *spec)
 {
-    char path[4096];
+    /* The name's first n bytes, looked at in place: no copy on the stack,
+     * which may be 32 KB in all (ulimit -s 32). */
     size_t n = strlen(spec);
     if (sl__remote_is_url(spec) && strncasecmp(spec, "s3://", 5))
         n = strcspn(spec, "?#");
-    snprintf(path, sizeof path, "%.*s", (int)n, spec);
-    if (ends_with(path, ".tar"))
+    if (ends_with_n(spec, n, ".tar"))
         return SL__FMT_WDS;
-    if (ends_with(path, ".tfrecord") || ends_with(path, ".tfrecords") ||
-        ends_with(path, ".tfrec"))
+    if (ends_with_n(spec, n, ".tfrecord") ||
+        ends_with_n(spec, n, ".tfrecords") || ends_with_n(spec, n, ".tfrec"))
         return SL__FMT_TFRECORD;
     return 0;
 }

@@ -2,29 +2,89 @@
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "base/alloc.h"
 #include "base/base.h"
 #include "remote_parse.h"
 
-#define INI_MAX (1 << 20) /* an AWS file larger than this is not read */
+#define INI_MAX (1 << 20) /* an AWS file larger than this is refused */
+/* A credentials file may be a pipe (`<(vault read ...)`): its writer has
+ * this long to send it. */
+#define INI_PIPE_MS 5000
 
-/* The file at path (at most INI_MAX bytes) into a malloc'd string, or NULL. */
-static char *slurp(const char *path, size_t *n)
+/* The AWS file at path (NULL: none) into *text (malloc'd; NULL when
+ * there is no such file, as with no ~/.aws). Read as sl__read_small_input
+ * reads: a FIFO with no writer is empty at once (it hung fopen for
+ * ever), a device or folder is refused. 0, or an error naming the file. */
+static int read_file(const char *path, char **text, size_t *n, char *err,
+                     size_t errlen)
 {
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!f)
-        return NULL;
-    char *buf = malloc(INI_MAX + 1);
-    *n = buf ? fread(buf, 1, INI_MAX, f) : 0;
-    fclose(f);
-    if (buf)
-        buf[*n] = 0;
-    return buf;
+    char why[600];
+    int rc = sl__read_small_input(path, INI_MAX, INI_PIPE_MS, text, n, why,
+                                  sizeof why);
+    if (rc == SL_ENOTFOUND)
+        return 0;
+    return rc ? sl__fail(err, errlen, rc, "s3: AWS file %s", why) : 0;
+}
+
+/* A pipe gives its bytes once, and a run loads the auth at each URL it
+ * opens (a listing, then each shard): what a pipe gave is kept for the
+ * process, by path (the credentials' and the config's). */
+static pthread_mutex_t piped_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char *path, *text;
+    size_t n;
+} piped[2];
+
+static int slurp(const char *path, char **text, size_t *n, char *err,
+                 size_t errlen)
+{
+    *text = NULL;
+    *n = 0;
+    struct stat st;
+    if (!path)
+        return 0;
+    if (stat(path, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return read_file(path, text, n, err, errlen);
+    pthread_mutex_lock(&piped_mu);
+    int rc = 0, i = 0;
+    while (i < 2 && piped[i].path && strcmp(piped[i].path, path))
+        i++;
+    if (i == 2) { /* a third pipe: the oldest is forgotten */
+        free(piped[0].path);
+        free(piped[0].text);
+        piped[0] = piped[1];
+        piped[1].path = NULL;
+        i = 1;
+    }
+    if (!piped[i].path) {
+        char *t = NULL;
+        size_t k = 0;
+        rc = read_file(path, &t, &k, err, errlen);
+        if (!rc && !(piped[i].path = strdup(path))) {
+            free(t);
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+        } else if (!rc) {
+            piped[i].text = t; /* NULL: a FIFO with no writer, empty */
+            piped[i].n = k;
+        }
+    }
+    if (!rc && piped[i].text) {
+        if ((*text = malloc(piped[i].n + 1)))
+            memcpy(*text, piped[i].text, piped[i].n + 1);
+        else
+            rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    }
+    if (!rc)
+        *n = piped[i].n;
+    pthread_mutex_unlock(&piped_mu);
+    return rc;
 }
 
 /* $VAR if set, else ~/.aws/NAME, into path. */
@@ -63,10 +123,13 @@ int sl__s3_auth_load(sl__s3_auth_t *a, char *err, size_t errlen)
     env_copy("AWS_ENDPOINT_URL", a->endpoint, sizeof a->endpoint);
     char path[4096];
     size_t n = 0;
-    char *text;
-    if (!a->key[0] && (text = slurp(aws_file("AWS_SHARED_CREDENTIALS_FILE",
-                                             "credentials", path, sizeof path),
-                                    &n))) {
+    char *text = NULL;
+    int rc = 0;
+    if (!a->key[0] && (rc = slurp(aws_file("AWS_SHARED_CREDENTIALS_FILE",
+                                           "credentials", path, sizeof path),
+                                  &text, &n, err, errlen)))
+        return rc;
+    if (text) {
         sl__ini_get(text, n, profile, "aws_access_key_id", a->key,
                     sizeof a->key);
         sl__ini_get(text, n, profile, "aws_secret_access_key", a->secret,
@@ -75,8 +138,10 @@ int sl__s3_auth_load(sl__s3_auth_t *a, char *err, size_t errlen)
                     sizeof a->token);
         free(text);
     }
-    if ((text = slurp(aws_file("AWS_CONFIG_FILE", "config", path, sizeof path),
-                      &n))) {
+    if ((rc = slurp(aws_file("AWS_CONFIG_FILE", "config", path, sizeof path),
+                    &text, &n, err, errlen)))
+        return rc;
+    if (text) {
         char sect[300];
         snprintf(sect, sizeof sect, "%s%s",
                  strcmp(profile, "default") ? "profile " : "", profile);

@@ -58,6 +58,8 @@ static int create(const char *source, const sl_options_t *opt,
         return create_undo(l, SL_EINVAL);
     l->alloc = (sl__allocator_t){l->opt.buffer_alloc, l->opt.buffer_free,
                                  l->opt.buffer_ctx};
+    /* No budget given: the cgroup's limit sets one, as if given. */
+    sl__loader_default_memory(&l->opt, l->mem_why, sizeof l->mem_why);
     /* Knobs left at 0 / SL_AUTOTUNE belong to the scheduler. */
     const sl_options_t given = l->opt;
     int rc = sl__loader_resolve(&l->opt, err, errlen);
@@ -99,6 +101,10 @@ static int create(const char *source, const sl_options_t *opt,
                        : l->opt.batch_size;
     l->batch_bytes = l->sample_bytes * (size_t)l->batch_cap;
     rc = sl__loader_budgets(l, &given, err, errlen);
+    if (rc && l->mem_why[0] && strstr(err, "memory budget")) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "%s", l->mem_why);
+    }
     if (rc)
         return create_undo(l, rc);
     rc = sl__loader_cache_open(l, err, errlen);
@@ -106,6 +112,7 @@ static int create(const char *source, const sl_options_t *opt,
         return create_undo(l, rc);
     sl__membudget_init(&l->rbud, l->lim.mem_read);
     sl__membudget_init(&l->dbud, l->lim.mem_decode);
+    l->rbud.note = l->dbud.note = l->mem_why[0] ? l->mem_why : NULL;
     l->prefetch = l->opt.prefetch;
     l->read_threads = l->opt.read_threads;
     l->decode_threads = l->opt.decode_threads;
@@ -914,6 +921,15 @@ int sl__testing_read_path(const sl_loader_t *l, const char **what)
                 : sl__source_reads_remote(l->src) ? "curl multi"
                                                   : "io_uring";
     return l->async;
+}
+
+int64_t sl__testing_memory_budget(const sl_loader_t *l, const char **why)
+{
+    if (!l)
+        return SL_EINVAL;
+    if (why)
+        *why = l->mem_why;
+    return l->opt.max_memory_bytes;
 }
 
 int sl__testing_placement(const sl_loader_t *l, const char **why)

@@ -1,5 +1,6 @@
 /* The image loader's options: defaults, checks, the transform they make,
  * and the public sl_options_init / sl_loader_options. */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/abi.h"
@@ -21,6 +22,20 @@ int sl__knob_default(sl_param_t p, int decode_threads)
                                        : SL_KNOB_PREFETCH,
                                    sl__cpus_usable(), decode_threads);
 }
+void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap)
+{
+    why[0] = 0;
+    if (o->max_memory_bytes != 0)
+        return;
+    uint64_t lim = sl__read_cgroup_memory("/");
+    o->max_memory_bytes = sl__limits_default_memory(lim);
+    if (o->max_memory_bytes > 0)
+        snprintf(why, cap,
+                 " (the default: 1/%d of the cgroup's memory limit of %.0f "
+                 "MB; max_memory_bytes, --max-memory, sets another)",
+                 SL_LIMITS_CGROUP_SHARE, (double)lim / (1 << 20));
+}
+
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)
 {
     sl__common_opts_t c = {&o->world_size, &o->rank, &o->epochs, &o->on_error,

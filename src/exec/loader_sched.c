@@ -6,6 +6,7 @@
  * policy.h. */
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "gpu/cuda_stage.h"
 #include "loader_internal.h"
@@ -72,6 +73,38 @@ static int charge_device(sl_loader_t *l, const sl_options_t *given,
     return give_up_stage(l, SL_ERANGE, why, err, errlen);
 }
 
+/* Each local read in flight holds a file open: the read threads, an I/O
+ * depth and the scheduler's bounds for both stay within what the
+ * open-files limit leaves (sched/limits.h: sl__limits_fd_reads). A value
+ * the user gave above it is lowered, with a warning naming the limit:
+ * the run goes on with fewer reads instead of failing at its first batch
+ * on EMFILE. Reads at URLs hold no file (libcurl's connections, at most
+ * 16): left alone. knob: "read_threads" or "io_depth". */
+static int fit_open_files(sl_loader_t *l, const char *knob, int asked,
+                          int *value, int *bound)
+{
+    struct rlimit r;
+    if (sl__source_reads_remote(l->src) || getrlimit(RLIMIT_NOFILE, &r) != 0 ||
+        r.rlim_cur == RLIM_INFINITY)
+        return 0;
+    int open_now = sl__fds_open();
+    int fit = sl__limits_fd_reads((int64_t)r.rlim_cur, open_now);
+    if (*bound > fit)
+        *bound = fit;
+    if (*value <= fit)
+        return 0;
+    if (asked)
+        sl__msglog_add(&l->skips,
+                       "warning: %s %d lowered to %d: the open-files limit "
+                       "(ulimit -n) is %llu, %d files are open and each read "
+                       "in flight holds one (%d kept for the run's other "
+                       "files)",
+                       knob, *value, fit, (unsigned long long)r.rlim_cur,
+                       open_now, SL_LIMITS_FD_SPARE);
+    *value = fit;
+    return 1;
+}
+
 int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                        size_t errlen)
 {
@@ -80,6 +113,8 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                              &k, err, errlen);
     if (rc)
         return rc;
+    fit_open_files(l, "read_threads", given->read_threads > 0, &k.read_threads,
+                   &l->lim.max_read);
     const char *why = "";
     int allowed = given->io_depth != SL_IO_DEPTH_OFF;
     /* A source at URLs needs no io_uring: its reads go through libcurl's
@@ -152,6 +187,11 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     atomic_store(&l->gpu_share, share);
     l->opt.gpu_share = share;
     int depth = sl__limits_io_depth(given, l->async, remote, &k, &l->lim);
+    if (depth > 0)
+        fit_open_files(l, "io_depth", given->io_depth > 0, &depth,
+                       &l->lim.max_depth);
+    if (l->lim.read_depth && l->lim.max_read > l->lim.max_depth)
+        l->lim.max_read = l->lim.max_depth; /* the depth is the read knob */
     atomic_store(&l->io_depth, depth);
     l->opt.io_depth = depth;
     l->opt.read_threads = k.read_threads;

@@ -471,9 +471,20 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     pthread_cond_init(&l->cv_work, NULL);
     pthread_cond_init(&l->cv_ready, NULL);
     pthread_cond_init(&l->cv_case, NULL);
-    if (o->aug.size < sizeof o->aug || o->batch_size > 4096) {
+    if (o->aug.size < sizeof o->aug) {
         rc = sl__fail(err, errlen, SL_EINVAL,
-                      "vloader: bad patch or batch size");
+                      "vloader: aug.size %zu, less than sl_vol_aug_t's %zu "
+                      "bytes: the augmentation settings were not filled by "
+                      "sl_vol_aug_init (or sl_vloader_options_init)",
+                      o->aug.size, sizeof o->aug);
+        goto fail;
+    }
+    if (o->batch_size > SL__VL_BATCH_MAX) {
+        rc = sl__fail(err, errlen, SL_EINVAL,
+                      "vloader: batch_size %d: at most %d patches a batch "
+                      "(the loader keeps a batch's per-patch state in "
+                      "arrays of that size)",
+                      o->batch_size, SL__VL_BATCH_MAX);
         goto fail;
     }
     if ((rc = check_patch(o->aug.patch, err, errlen)))
@@ -662,7 +673,7 @@ int sl_vloader_next(sl_vloader_t *l, sl_vbatch_t **out, char *err,
     pthread_mutex_lock(&l->mu);
     vbuf_t *b;
     int rc, skips = 0;
-    unsigned char bad[4096]; /* batch_size at most */
+    unsigned char bad[SL__VL_BATCH_MAX]; /* batch_size at most */
     for (;;) {
         open_batches(l);
         pthread_cond_broadcast(&l->cv_work);

@@ -14,6 +14,9 @@
 enum { VB_FREE, VB_FILLING, VB_READY, VB_HELD };
 enum { CASE_NONE, CASE_LOADING, CASE_READY };
 #define LAT_RING 256
+/* The most patches a batch: a batch's skipped slots are marked in an array
+ * of this size on the stack of the thread that hands it out. */
+#define SL__VL_BATCH_MAX 4096
 
 /* An offline stage split into jobs (exec/vloader_offline.h) in flight:
  * its maker and free threads each claim the next job, at most `conc` at

@@ -1,5 +1,6 @@
 #include "sched/limits.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -44,6 +45,20 @@ int sl__io_depth_budget(int ncpu)
 int sl__read_ahead_items(int max_read)
 {
     return (max_read > 0 ? max_read : 1) + SL_ITEMS_QUEUED;
+}
+
+int sl__limits_fd_reads(int64_t nofile, int open_now)
+{
+    if (nofile <= 0 || nofile > INT_MAX)
+        return INT_MAX;
+    int64_t n = nofile - (open_now > 0 ? open_now : 0) - SL_LIMITS_FD_SPARE;
+    return n < 1 ? 1 : (int)n;
+}
+
+int64_t sl__limits_default_memory(uint64_t cgroup_limit)
+{
+    uint64_t b = cgroup_limit / SL_LIMITS_CGROUP_SHARE;
+    return b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
 }
 
 int sl__limits_knob_default(int knob, int ncpu, int decode_threads)

@@ -23,7 +23,8 @@
  *     batch buffers get the rest: prefetch at most (B - W) / batch bytes,
  *     the start lowered to fit; a budget that holds no batch is an error;
  *     without a budget, mem_read and mem_decode are SL_LIMITS_READ_MAX and
- *     SL_LIMITS_DECODE_MAX;
+ *     SL_LIMITS_DECODE_MAX (the image loader gives one from the cgroup's
+ *     memory limit first: sl__limits_default_memory);
  *   - GPU memory (sl__limits_device, after create): device batches get
  *     what the GPU stage leaves of gpu_memory_bytes, prefetch at most that
  *     over a batch's bytes, for everyone;
@@ -46,6 +47,26 @@
  * would take. */
 #define SL_LIMITS_READ_MAX ((int64_t)2 << 30)
 #define SL_LIMITS_DECODE_MAX ((int64_t)4 << 30)
+
+/* The default memory budget, where the user gave none: in a cgroup with a
+ * memory limit L (a container's, a Kubernetes pod's), L / 2. Past L the
+ * OOM killer ends the process, with no message, whatever the host has
+ * free; a budget keeps a large image (a 16000^2 PNG's 760 MB) a failed
+ * sample instead. Half, not all: the process's own memory (libraries,
+ * the decoders' fixed scratch, the cache) and a trainer in the same
+ * container live under L too. 0 (no budget) where there is no limit. */
+#define SL_LIMITS_CGROUP_SHARE 2
+int64_t sl__limits_default_memory(uint64_t cgroup_limit);
+
+/* Reads in flight the open-files limit (RLIMIT_NOFILE, ulimit -n) allows:
+ * each holds a file open (a read thread's, an io_uring read's), so at
+ * most the limit less the files open already less SL_LIMITS_FD_SPARE for
+ * what a run opens besides (io_uring, eventfds, telemetry and state
+ * files, the disk cache, sockets); at least 1. nofile <= 0: no limit.
+ * Past it every open fails with EMFILE, not the file's fault: a run that
+ * asked for more reads than that failed at its first batch. */
+#define SL_LIMITS_FD_SPARE 16
+int sl__limits_fd_reads(int64_t nofile, int open_now);
 
 /* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker

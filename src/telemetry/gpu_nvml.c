@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "telemetry/machine.h"
 
 typedef int nvmlReturn_t; /* NVML_SUCCESS = 0 */
@@ -46,13 +47,15 @@ static void *nv_open(void)
     const char *dirs = getenv("SL_CUDA_LIB_PATH");
     while (dirs && *dirs) {
         size_t n = strcspn(dirs, ":");
-        char path[PATH_MAX];
-        if (n > 0 && n < sizeof path - 32) {
-            snprintf(path, sizeof path, "%.*s/libnvidia-ml.so.1", (int)n, dirs);
-            void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-            if (lib)
-                return lib;
-        }
+        /* on the heap: the first call is at start-up, on a main thread
+         * whose stack may be 32 KB in all (ulimit -s 32) */
+        char *dir = n > 0 ? strndup(dirs, n) : NULL;
+        char *path = dir ? sl__path_join(dir, "libnvidia-ml.so.1") : NULL;
+        void *lib = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+        free(path);
+        free(dir);
+        if (lib)
+            return lib;
         dirs += n + (dirs[n] == ':');
     }
     return dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);

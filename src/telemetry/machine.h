@@ -84,16 +84,23 @@ int sl__parse_net_dev(const char *text, size_t n, sl__net_t *out);
 /* A sysfs-style file holding one unsigned number and maybe a newline. */
 int sl__parse_u64_text(const char *text, size_t n, uint64_t *v);
 
-/* ---- the cgroup's CPU limit (telemetry/cgroup.c) */
+/* ---- the cgroup's CPU and memory limits (telemetry/cgroup.c) */
 /* /proc/self/cgroup: the v2 line's path ("0::PATH") into v2, the path of
- * the v1 line whose controllers hold "cpu" into v1 ("" where absent).
- * 0; SL_ECORRUPT for a line that is not "N:CONTROLLERS:/PATH" or a path
- * that does not fit cap. */
-int sl__parse_cgroup_paths(const char *text, size_t n, char *v2, char *v1,
-                           size_t cap);
+ * the v1 line whose controllers hold ctl ("cpu", "memory") into v1 (""
+ * where absent). 0; SL_ECORRUPT for a line that is not
+ * "N:CONTROLLERS:/PATH" or a path that does not fit cap. */
+int sl__parse_cgroup_paths(const char *text, size_t n, const char *ctl,
+                           char *v2, char *v1, size_t cap);
 /* cgroup v2 cpu.max, "QUOTA PERIOD" or "max PERIOD": *cpus = QUOTA /
  * PERIOD, 0 for "max" (no limit). 0 or SL_ECORRUPT. */
 int sl__parse_cpu_max(const char *text, size_t n, double *cpus);
+/* cgroup v2 memory.max or v1 memory.limit_in_bytes: *bytes, 0 for no
+ * limit ("max", or v1's 2^63 - page size: any value >= 2^62). 0 or
+ * SL_ECORRUPT. */
+int sl__parse_mem_max(const char *text, size_t n, uint64_t *bytes);
+/* The cgroup's memory limit in bytes (root as sl__read_cgroup_cpus's):
+ * the lowest from its cgroup up to the root, 0 when none or unreadable. */
+uint64_t sl__read_cgroup_memory(const char *root);
 /* The CPUs the cgroup quota gives this process (root "/" live, or a
  * fixture tree holding proc/self/cgroup and sys/fs/cgroup): the lowest
  * quota from its cgroup up to the root, 0 when none or unreadable. */
@@ -102,6 +109,10 @@ double sl__read_cgroup_cpus(const char *root);
  * to the cgroup quota rounded up. What thread defaults, budgets and the
  * scheduler's core counts go by. */
 int sl__cpus_usable(void);
+
+/* The files this process has open now (entries of /proc/self/fd, less
+ * the one reading it); 3 (stdin, stdout, stderr) where it cannot tell. */
+int sl__fds_open(void);
 
 /* ---- readers on a live system (root "/" or a fixture tree) */
 /* Reads a small file into buf (NUL-terminated); returns bytes or -1.

@@ -3,6 +3,7 @@
  * relying on a NUL, since their input is whatever bytes a file held. */
 #include "telemetry/machine.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -431,28 +432,37 @@ int sl__parse_net_dev(const char *text, size_t n, sl__net_t *out)
 
 /* ---- readers */
 
-/* root + "/" + rel (sl__path_join's rule); root NULL or "" = "/", rel's
- * leading slashes dropped (rel is under root). */
-static int join_path(char *buf, size_t cap, const char *root, const char *rel)
+int sl__fds_open(void)
 {
-    while (*rel == '/')
-        rel++;
-    int w = sl__path_join_buf(buf, cap, root && *root ? root : "/", rel);
-    return w < 0 || (size_t)w >= cap ? -1 : 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 3;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n > 0 ? n - 1 : 3; /* less the directory's own descriptor */
 }
 
 long sl__read_small(const char *root, const char *rel, char *buf, size_t cap)
 {
-    char path[PATH_MAX];
     if (!rel || !buf || cap == 0) {
         errno = EINVAL;
         return -1;
     }
-    if (join_path(path, sizeof path, root, rel)) {
-        errno = ENAMETOOLONG;
+    /* The path on the heap: this runs at start-up (the cgroup's limits) on
+     * a main thread whose whole stack may be 32 KB (ulimit -s 32), where
+     * PATH_MAX a frame adds up fast. */
+    while (*rel == '/')
+        rel++;
+    char *path = sl__path_join(root && *root ? root : "/", rel);
+    if (!path) {
+        errno = ENOMEM;
         return -1;
     }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
     if (fd < 0)
         return -1;
     size_t got = 0;
@@ -508,19 +518,19 @@ int sl__disk_for_devnum(const char *root, unsigned maj, unsigned min, char *dev,
     dev[0] = '\0';
     if (maj == 0) /* anonymous: overlay, tmpfs, proc, btrfs subvolumes */
         return SL_ENOTFOUND;
-    char rel[64], link[PATH_MAX];
+    /* Paths on the heap, as in sl__read_small: this runs at start-up */
+    char rel[64];
     snprintf(rel, sizeof rel, "sys/dev/block/%u:%u", maj, min);
-    if (join_path(link, sizeof link, root, rel))
-        return SL_ENOTFOUND;
+    char *link = sl__path_join(root && *root ? root : "/", rel);
     /* The link points at .../block/vda, or .../block/vda/vda1 for a
      * partition, whose disk is then the parent directory. */
-    char *real = realpath(link, NULL);
+    char *real = link ? realpath(link, NULL) : NULL;
+    free(link);
     if (!real)
         return SL_ENOTFOUND;
-    char part[PATH_MAX];
-    int is_part =
-        snprintf(part, sizeof part, "%s/partition", real) < (int)sizeof part &&
-        access(part, F_OK) == 0;
+    char *part = sl__path_join(real, "partition");
+    int is_part = part && access(part, F_OK) == 0;
+    free(part);
     char *slash = strrchr(real, '/');
     if (is_part && slash) {
         *slash = '\0';

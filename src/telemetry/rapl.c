@@ -4,6 +4,7 @@
  * deltas between calls rather than read as an absolute. */
 #include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -46,11 +47,10 @@ double sl__rapl_read(sl__rapl_t *r, const char *root)
 {
     if (!r)
         return -1;
-    char dir[4096];
-    int w = snprintf(dir, sizeof dir, "%s/" RAPL_DIR, root ? root : "");
-    if (w < 0 || (size_t)w >= sizeof dir)
-        return -1;
-    DIR *d = opendir(dir);
+    /* on the heap: the first reading is at start-up (see sl__read_small) */
+    char *dir = sl__path_join(root && *root ? root : "/", RAPL_DIR);
+    DIR *d = dir ? opendir(dir) : NULL;
+    free(dir);
     if (!d)
         return -1;
     uint64_t now[RAPL_MAX];

@@ -109,6 +109,25 @@ got=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_REGION -u AWS_END
   "$S" run s3://sluice-test/wds/ --batch 8 --size 32 --seed 2 --epochs 2 --digest --json --quiet 2>&1 | jget digest)
 check "profile from ~/.aws files: digest = local" test "$got" = "$wantw"
 
+# AWS files that are pipes: the credentials through process substitution
+# (a writer that sends them and closes) are read; a config that is a FIFO
+# no one writes reads as empty at once (fopen waited for a writer for
+# ever), the endpoint then from the environment.
+got=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_REGION -u AWS_ENDPOINT_URL \
+  AWS_SHARED_CREDENTIALS_FILE=<(cat "$T/credentials") AWS_CONFIG_FILE="$T/config" AWS_PROFILE=h15 \
+  "$S" run s3://sluice-test/wds/ --batch 8 --size 32 --seed 2 --epochs 2 --digest --json --quiet 2>&1 | jget digest)
+check "credentials through <(...) (a pipe with a writer): digest = local" test "$got" = "$wantw"
+mkfifo "$T/fifo"
+t0=$(date +%s)
+got=$(AWS_CONFIG_FILE="$T/fifo" AWS_SHARED_CREDENTIALS_FILE="$T/fifo" timeout 60 \
+  "$S" run s3://sluice-test/wds/ --batch 8 --size 32 --seed 2 --epochs 2 --digest --json --quiet 2>&1 | jget digest)
+check "a FIFO with no writer as AWS config: not waited on ($(( $(date +%s) - t0 )) s), digest = local" \
+  test "$got" = "$wantw"
+got=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE=/dev/zero \
+  timeout 60 "$S" run s3://sluice-test/wds/ --batch 8 --size 32 2>&1)
+check "a device as the credentials file: refused, named" \
+  grep -q "AWS file /dev/zero: not a regular file or a pipe (character device)" <<<"$got"
+
 # Temporary credentials (STS AssumeRole): key, secret and session token,
 # the token signed and checked by the server.
 tmp=$("$PY" - <<'PY'

@@ -400,6 +400,65 @@ static void test_emfile_names_the_limit(void **state)
     free(dir);
 }
 
+/* A small input that may be a pipe (an AWS credentials file): a FIFO
+ * with no writer reads as empty at once (fopen waited for ever), a pipe
+ * with a writer (process substitution's /dev/fd/N) is read whole, a
+ * writer that sends nothing fails at the timeout, a device is refused
+ * and one over the cap fails. */
+static void test_small_input_pipes(void **state)
+{
+    (void)state;
+    alarm(WATCHDOG_S);
+    char *dir = tu_tmpdir("input"), path[4200], err[512] = "";
+    char *text = NULL;
+    size_t n = 99;
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    int64_t t0 = sl__now_ns();
+    assert_int_equal(
+        sl__read_small_input(path, 1 << 20, 5000, &text, &n, err, sizeof err),
+        0);
+    assert_true(sl__now_ns() - t0 < 1000000000LL); /* at once, not 5 s */
+    assert_int_equal(n, 0);
+    free(text);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "[default]\nk = v\n", 16), 16);
+    close(p[1]);
+    snprintf(path, sizeof path, "/dev/fd/%d", p[0]);
+    assert_int_equal(
+        sl__read_small_input(path, 1 << 20, 5000, &text, &n, err, sizeof err),
+        0);
+    assert_int_equal(n, 16);
+    assert_string_equal(text, "[default]\nk = v\n");
+    free(text);
+    close(p[0]);
+    assert_int_equal(pipe(p), 0); /* a writer that holds it, silent */
+    snprintf(path, sizeof path, "/dev/fd/%d", p[0]);
+    assert_int_equal(
+        sl__read_small_input(path, 1 << 20, 200, &text, &n, err, sizeof err),
+        SL_EIO);
+    assert_non_null(strstr(err, "a pipe whose writer sent nothing"));
+    assert_int_equal(write(p[1], "0123456789", 10), 10);
+    close(p[1]);
+    assert_int_equal(
+        sl__read_small_input(path, 4, 5000, &text, &n, err, sizeof err),
+        SL_EUNSUPPORTED);
+    close(p[0]);
+    assert_int_equal(sl__read_small_input("/dev/zero", 1 << 20, 5000, &text, &n,
+                                          err, sizeof err),
+                     SL_EIO);
+    assert_non_null(strstr(err, "/dev/zero: not a regular file or a pipe "
+                                "(character device)"));
+    snprintf(path, sizeof path, "%s/none", dir);
+    assert_int_equal(
+        sl__read_small_input(path, 1 << 20, 5000, &text, &n, err, sizeof err),
+        SL_ENOTFOUND);
+    alarm(0);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_text_fifo),
         cmocka_unit_test(test_write_whole_hostile_targets),
         cmocka_unit_test(test_emfile_names_the_limit),
+        cmocka_unit_test(test_small_input_pipes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* The budget rule (sched/limits.h), written once for the loader, the
  * simulator and training: defaults, each budget, what the user gives
  * above a budget, and the check sl_loader_set makes. */
+#include <limits.h>
 #include <string.h>
 
 #include "sched/limits.h"
@@ -337,6 +338,18 @@ static void test_io_depth_with_async_reads(void **state)
     assert_int_equal(lim.max_depth, 256);
 }
 
+/* Reads in flight within the open-files limit: the limit less the files
+ * open less the spare, at least one; no limit is none. */
+static void test_fd_reads(void **state)
+{
+    (void)state;
+    assert_int_equal(sl__limits_fd_reads(32, 5), 32 - 5 - SL_LIMITS_FD_SPARE);
+    assert_int_equal(sl__limits_fd_reads(16, 5), 1); /* never 0 */
+    assert_int_equal(sl__limits_fd_reads(1024, -1), 1024 - SL_LIMITS_FD_SPARE);
+    assert_int_equal(sl__limits_fd_reads(0, 5), INT_MAX);
+    assert_int_equal(sl__limits_fd_reads((int64_t)1 << 40, 5), INT_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_many_cores_stay_within_the_worker_limit),
         cmocka_unit_test(test_check_ranges),
         cmocka_unit_test(test_io_depth_with_async_reads),
+        cmocka_unit_test(test_fd_reads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

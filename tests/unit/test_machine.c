@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "sched/limits.h"
 #include "sluice/sluice.h"
 #include "telemetry/machine.h"
 #include "testutil.h"
@@ -483,16 +484,62 @@ static void test_cgroup_cpus(void **state)
     free(r);
     char a[64], b[64];
     double c;
-    assert_int_equal(sl__parse_cgroup_paths("garbage", 7, a, b, sizeof a),
-                     SL_ECORRUPT);
-    assert_int_equal(sl__parse_cgroup_paths("0::rel\n", 6, a, b, sizeof a),
-                     SL_ECORRUPT);
+    assert_int_equal(
+        sl__parse_cgroup_paths("garbage", 7, "cpu", a, b, sizeof a),
+        SL_ECORRUPT);
+    assert_int_equal(
+        sl__parse_cgroup_paths("0::rel\n", 6, "cpu", a, b, sizeof a),
+        SL_ECORRUPT);
     assert_int_equal(sl__parse_cpu_max("abc 100000", 10, &c), SL_ECORRUPT);
     assert_int_equal(sl__parse_cpu_max("100000 0", 8, &c), SL_ECORRUPT);
     assert_int_equal(sl__parse_cpu_max("max 100000\n", 11, &c), 0);
     assert_true(c == 0);
     int n = sl__cpus_usable(); /* live: within the mask */
     assert_true(n >= 1 && n <= sl__ncpu());
+}
+
+/* The cgroup memory limit: v2 (the pod's 1 GiB over its container's
+ * "max"), v1 (the container's limit under a root with v1's "no limit"
+ * number), none, and the parser's edges. */
+static void test_cgroup_memory(void **state)
+{
+    (void)state;
+    static const char *const v2[] = {
+        "sys/fs/cgroup/kubepods/pod1/memory.max", "1073741824\n",
+        "sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max\n", NULL};
+    char *r = cgroup_tree("0::/kubepods/pod1/ctr\n", v2);
+    assert_int_equal(sl__read_cgroup_memory(r), 1073741824u);
+    tu_rmtree(r);
+    free(r);
+    static const char *const v1[] = {
+        "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "536870912\n",
+        "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n",
+        /* the CPU line's path must not be the one walked */
+        "sys/fs/cgroup/memory/other/memory.limit_in_bytes", "1048576\n", NULL};
+    r = cgroup_tree("11:cpu,cpuacct:/other\n4:memory:/docker/abc\n0::/\n", v1);
+    assert_int_equal(sl__read_cgroup_memory(r), 536870912u);
+    tu_rmtree(r);
+    free(r);
+    static const char *const none[] = {
+        "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n",
+        NULL};
+    r = cgroup_tree("4:memory:/\n0::/\n", none);
+    assert_int_equal(sl__read_cgroup_memory(r), 0);
+    tu_rmtree(r);
+    free(r);
+    uint64_t b = 1;
+    assert_int_equal(sl__parse_mem_max("max\n", 4, &b), 0);
+    assert_int_equal(b, 0);
+    assert_int_equal(sl__parse_mem_max("209715200\n", 10, &b), 0);
+    assert_int_equal(b, 209715200u);
+    assert_int_equal(sl__parse_mem_max("4611686018427387904", 19, &b), 0);
+    assert_int_equal(b, 0); /* 2^62: no machine's, "no limit" */
+    assert_int_equal(sl__parse_mem_max("12 MB", 5, &b), SL_ECORRUPT);
+    assert_int_equal(sl__parse_mem_max("-1", 2, &b), SL_ECORRUPT);
+    assert_int_equal(sl__parse_mem_max("", 0, &b), SL_ECORRUPT);
+    /* the default budget: half the limit, none without one */
+    assert_int_equal(sl__limits_default_memory(209715200u), 104857600);
+    assert_int_equal(sl__limits_default_memory(0), 0);
 }
 
 /* Package 0 wraps through max_energy_range_uj, package 1 counts up; the
@@ -666,6 +713,7 @@ int main(void)
         cmocka_unit_test(test_all_parsers_any_bytes),
         cmocka_unit_test(test_read_small),
         cmocka_unit_test(test_cgroup_cpus),
+        cmocka_unit_test(test_cgroup_memory),
         cmocka_unit_test(test_rapl_wrap),
         cmocka_unit_test(test_disk_for_devnum),
         cmocka_unit_test(test_disk_for_path_live),

@@ -505,6 +505,34 @@ static void test_old_options(void **state)
     free(ds);
 }
 
+/* A bad aug.size or a batch over the most a batch holds: refused, the
+ * message naming which value and why (it said "bad patch or batch size"
+ * for both). */
+static void test_bad_sizes_named(void **state)
+{
+    (void)state;
+    char *im[2] = {img, img}, *lb[2] = {lbl, lbl};
+    char *ds = list("sizes.txt", 2, im, lb);
+    sl_vloader_options_t o;
+    sl_vloader_t *l = NULL;
+    char err[512] = "";
+    opts(&o, 1);
+    o.aug.size = 0; /* settings filled by hand, not sl_vol_aug_init */
+    assert_int_equal(sl_vloader_create(ds, &o, &l, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "aug.size 0, less than sl_vol_aug_t's"));
+    assert_non_null(strstr(err, "sl_vol_aug_init"));
+    opts(&o, 1);
+    o.batch_size = 5000;
+    assert_int_equal(sl_vloader_create(ds, &o, &l, err, sizeof err), SL_EINVAL);
+    assert_non_null(strstr(err, "batch_size 5000: at most 4096 patches"));
+    opts(&o, 1);
+    o.batch_size = 4096; /* the most: taken */
+    if (sl_vloader_create(ds, &o, &l, err, sizeof err))
+        fail_msg("batch_size 4096: %s", err);
+    sl_vloader_destroy(l);
+    free(ds);
+}
+
 int main(void)
 {
     if (!SL_HAVE_NIFTI) {
@@ -521,6 +549,7 @@ int main(void)
         cmocka_unit_test(test_label_values),
         cmocka_unit_test(test_skip),
         cmocka_unit_test(test_old_options),
+        cmocka_unit_test(test_bad_sizes_named),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(img);

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# End-to-end test of an open-files limit below the reads asked for
+# (`--read-threads 64` under `ulimit -n 32`): each read in flight holds a
+# file open, so the reads are lowered to what the limit leaves, with a
+# warning naming the limit and its value, and the run delivers everything
+# (it failed at its first batch with "Too many open files"). Blocking
+# reads and io_uring alike, and an --io-depth given above it.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh" fd_limit
+"$S" make-dataset --synthetic "$T/ds" --images 200 --classes 2 >/dev/null 2>&1 \
+  || { echo "FAIL make-dataset"; exit 1; }
+run() { (ulimit -n 32 && exec "$S" run "$T/ds" --batch 8 --size 32 --json "$@"); }
+warned() {
+  grep -q "warning: $1 64 lowered to [0-9]*: the open-files limit (ulimit -n) is 32" "$2"
+}
+for mode in io_uring blocking; do
+  extra=(); [ "$mode" = blocking ] && extra=(--io-depth off)
+  out=$(run --read-threads 64 "${extra[@]}" 2>"$T/$mode.err"); rc=$?
+  echo "$mode: rc $rc"; grep -E "warning|error" "$T/$mode.err"
+  check "$mode: --read-threads 64 under ulimit -n 32 exits 0 (rc $rc)" [ "$rc" = 0 ]
+  check "$mode: every sample delivered" [ "$(jget samples <<<"$out")" = 200 ]
+  check "$mode: the warning names the limit and its value" \
+    warned read_threads "$T/$mode.err"
+  n=$(sed -n 's/.*lowered to \([0-9]*\):.*/\1/p' "$T/$mode.err" | head -1)
+  check "$mode: lowered below the limit ($n < 32)" [ "${n:-99}" -lt 32 ]
+done
+out=$(run --io-depth 64 2>"$T/depth.err"); rc=$?
+check "--io-depth 64 under ulimit -n 32: exit 0, lowered with the warning" \
+  eval '[ "$rc" = 0 ] && warned io_depth "$T/depth.err"'
+out=$("$S" run "$T/ds" --batch 8 --size 32 --read-threads 8 2>"$T/free.err"); rc=$?
+check "no warning where the limit allows the reads" \
+  eval '[ "$rc" = 0 ] && ! grep -q "open-files limit" "$T/free.err"'
+echo "$passes passed, $fails failed"
+[ "$fails" -eq 0 ]
