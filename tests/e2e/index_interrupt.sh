@@ -13,6 +13,12 @@ if ! command -v strace >/dev/null ||
   ! strace -o /dev/null -e trace=fsync -e inject=fsync:delay_enter=1 true 2>/dev/null; then
   echo "skip: no strace here with delay injection (5.0 or later), or ptrace refused"; exit 77
 fi
+# fsync's number, as /proc/PID/syscall shows it
+case "$(uname -m)" in
+  x86_64) FSYNC_NR=74 ;;
+  aarch64) FSYNC_NR=82 ;;
+  *) echo "skip: fsync's syscall number not known on $(uname -m)"; exit 77 ;;
+esac
 "$S" make-dataset --synthetic "$T/ds" --images 20 --classes 2 >/dev/null 2>&1 &&
   "$S" pack "$T/ds" "$T/wds" --format webdataset >/dev/null 2>&1 \
   || { echo "FAIL make-dataset / pack"; exit 1; }
@@ -25,7 +31,13 @@ for sig in INT TERM; do
   sp=$!
   pid=
   for _ in $(seq 50); do pid=$(pgrep -P "$sp"); [ -n "$pid" ] && break; sleep 0.1; done
-  sleep 0.7 # the walk is done in ms; the fsync is held 2 s
+  # the signal once the fsync is held (its number in /proc/PID/syscall),
+  # not after a guessed sleep: on a loaded machine 0.7 s was once too
+  # early or too late (the index then ran to its end, exit 0)
+  for _ in $(seq 100); do
+    read -r nr _ <"/proc/$pid/syscall" 2>/dev/null && [ "$nr" = "$FSYNC_NR" ] && break
+    sleep 0.05
+  done
   kill -"$sig" "$pid"
   wait "$sp"; rc=$?
   want=$([ "$sig" = INT ] && echo 130 || echo 143)
