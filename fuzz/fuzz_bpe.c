@@ -33,7 +33,7 @@ static void encode_all(const sl__tok_t *t, const uint8_t *d, size_t n)
         ids.n = 0;
         int a = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_SCAN, s, &ids,
                                      err, sizeof err);
-        int b = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_HEAP, s, &heap,
+        int b = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_TREE, s, &heap,
                                      err, sizeof err);
         if (a != b || (!a && (ids.n != heap.n ||
                               memcmp(ids.v, heap.v, ids.n * sizeof *ids.v))))

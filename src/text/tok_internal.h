@@ -33,8 +33,8 @@ struct sl__tok_scratch {
     /* ---- BPE section (bpe*.c) ---- */
     void *bpe_md;        /* pcre2_match_data_8 *, lazily created */
     void *bpe_md_owner;  /* the pcre2 code bpe_md was sized for */
-    void *bpe_work;      /* long-piece merge: 4 arrays (bpe_merge.c) */
-    size_t bpe_work_cap; /* entries of each of them */
+    void *bpe_work;      /* long-piece merge: min-tree (bpe_merge.c) */
+    size_t bpe_work_cap; /* its uint32 entries */
     void *bpe_cache;     /* recent pieces cache (bpe.c) */
     sl__bytes_t bpe_buf; /* e.g. U+FFFD-repaired text */
     /* ---- end BPE section ---- */
