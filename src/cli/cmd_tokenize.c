@@ -52,7 +52,8 @@ static const sl__opts_t tokenize_usage = {
     "o200k_base --vocab RANKS.tiktoken FILE\n"
     "       sluice tokenize --tokenizer wordpiece --vocab vocab.txt [--cased] "
     "FILE",
-    "",
+    "FILE is streamed: the ids of the whole file, in a few MB whatever its "
+    "size\n        (a line with no whitespace is one piece, held whole)\n",
     {tokenize_opts},
     "one FILE",
     1,

@@ -60,8 +60,7 @@ int sl__tok_encode_fd(const sl__tok_t *t, int fd, const char *name,
         char why[400];
         ids->n = 0;
         rc = sl__tok_encode_part(t, (const char *)buf.p, buf.n, more,
-                                 allow_special, s, ids, &used, why,
-                                 sizeof why);
+                                 allow_special, s, ids, &used, why, sizeof why);
         if (rc)
             sl__fail(err, errlen, rc, "%s: %s", name, why);
         else if (ids->n)

@@ -45,9 +45,9 @@ static size_t b64(const uint8_t *in, size_t n, char *out)
  * pattern and special tokens: the pattern is what is tested. */
 static sl__tok_t *small_bpe(const char *encoding)
 {
-    static const char *const merges[] = {"th", "he", "the", " t", " the",
-                                         "in", "er", "  ", "\n\n", "ab",
-                                         "abab", "12", "'s", "\xc3\xa9"};
+    static const char *const merges[] = {"th",   "he", "the", " t",      " the",
+                                         "in",   "er", "  ",  "\n\n",    "ab",
+                                         "abab", "12", "'s",  "\xc3\xa9"};
     char f[8192], err[256];
     size_t n = 0, r = 0;
     for (int c = 0; c < 256; c++, r++) {
@@ -60,8 +60,8 @@ static sl__tok_t *small_bpe(const char *encoding)
         n += (size_t)sprintf(f + n, " %zu\n", r);
     }
     sl__tok_t *t = NULL;
-    int rc = sl__bpe_load_tiktoken_mem(f, n, "small", encoding, &t, err,
-                                       sizeof err);
+    int rc =
+        sl__bpe_load_tiktoken_mem(f, n, "small", encoding, &t, err, sizeof err);
     if (rc)
         fail_msg("%s: %s", encoding, err);
     return t;
@@ -70,14 +70,45 @@ static sl__tok_t *small_bpe(const char *encoding)
 /* Random text from fragments chosen to sit at part boundaries. */
 static size_t random_text(uint64_t *seed, char *out, size_t cap)
 {
-    static const char *const frag[] = {
-        "the",   " the",  "  ",   "   ",     "\n",     "\r\n",   "\n\n",
-        "\t",    " ",     "'s",   "'ll",     "'S",     "123",    "4567",
-        ".",     "...",   "/",    ".\n/",    "!\n",    "ABC",    "Abc",
-        "aBC",   "abab",  "\xc3\xa9",        "e\xcc\x81",        "\xcc\x81",
-        "\xe4\xb8\x80",   "\xe4\xb8",        "\xff", "\xc2\xa0", "\xf0\x9f\x98\x80",
-        "<|endoftext|>",  "<|endo",          "<|",   "[CLS]",  "[SEP",
-        "x",     "\x01",  "don't"};
+    static const char *const frag[] = {"the",
+                                       " the",
+                                       "  ",
+                                       "   ",
+                                       "\n",
+                                       "\r\n",
+                                       "\n\n",
+                                       "\t",
+                                       " ",
+                                       "'s",
+                                       "'ll",
+                                       "'S",
+                                       "123",
+                                       "4567",
+                                       ".",
+                                       "...",
+                                       "/",
+                                       ".\n/",
+                                       "!\n",
+                                       "ABC",
+                                       "Abc",
+                                       "aBC",
+                                       "abab",
+                                       "\xc3\xa9",
+                                       "e\xcc\x81",
+                                       "\xcc\x81",
+                                       "\xe4\xb8\x80",
+                                       "\xe4\xb8",
+                                       "\xff",
+                                       "\xc2\xa0",
+                                       "\xf0\x9f\x98\x80",
+                                       "<|endoftext|>",
+                                       "<|endo",
+                                       "<|",
+                                       "[CLS]",
+                                       "[SEP",
+                                       "x",
+                                       "\x01",
+                                       "don't"};
     size_t n = 0, nf = sizeof frag / sizeof *frag;
     while (n + 16 < cap) {
         const char *f = frag[rnd(seed) % nf];
@@ -112,8 +143,8 @@ static void encode_in_steps(const sl__tok_t *t, const char *text, size_t n,
     }
 }
 
-static void check_tokenizer(const sl__tok_t *t, const char *what,
-                            uint64_t seed, int texts)
+static void check_tokenizer(const sl__tok_t *t, const char *what, uint64_t seed,
+                            int texts)
 {
     static const size_t steps[] = {1, 2, 3, 7, 61};
     sl__tok_scratch_t *s = sl__tok_scratch_create();
@@ -123,9 +154,8 @@ static void check_tokenizer(const sl__tok_t *t, const char *what,
         size_t n = random_text(&seed, text, sizeof text);
         int special = k % 2;
         whole.n = 0;
-        assert_int_equal(sl__tok_encode(t, text, n, special, s, &whole, err,
-                                        sizeof err),
-                         0);
+        assert_int_equal(
+            sl__tok_encode(t, text, n, special, s, &whole, err, sizeof err), 0);
         for (size_t j = 0; j < sizeof steps / sizeof *steps; j++) {
             encode_in_steps(t, text, n, steps[j], special, s, &parts);
             if (parts.n != whole.n ||
@@ -146,9 +176,9 @@ static void check_tokenizer(const sl__tok_t *t, const char *what,
 static void test_bpe_parts_equal_whole(void **state)
 {
     (void)state;
-    static const char *const encodings[] = {
-        "gpt2", "r50k_base", "p50k_base", "p50k_edit", "cl100k_base",
-        "o200k_base"};
+    static const char *const encodings[] = {"gpt2",        "r50k_base",
+                                            "p50k_base",   "p50k_edit",
+                                            "cl100k_base", "o200k_base"};
     for (size_t e = 0; e < sizeof encodings / sizeof *encodings; e++) {
         sl__tok_t *t = small_bpe(encodings[e]);
         check_tokenizer(t, encodings[e], 0x9e3779b97f4a7c15ull + e, 300);
@@ -197,13 +227,13 @@ static void test_part_holds_back_a_piece(void **state)
     sl__ids_t ids = {0};
     char err[256];
     size_t used;
-    assert_int_equal(sl__tok_encode_part(t, "abababab", 8, 1, 0, s, &ids,
-                                         &used, err, sizeof err),
+    assert_int_equal(sl__tok_encode_part(t, "abababab", 8, 1, 0, s, &ids, &used,
+                                         err, sizeof err),
                      0);
     assert_int_equal(used, 0);
     assert_int_equal(ids.n, 0);
-    assert_int_equal(sl__tok_encode_part(t, "the abab", 8, 1, 0, s, &ids,
-                                         &used, err, sizeof err),
+    assert_int_equal(sl__tok_encode_part(t, "the abab", 8, 1, 0, s, &ids, &used,
+                                         err, sizeof err),
                      0);
     assert_int_equal(used, 3); /* "the"; " abab" may go on */
     sl__ids_free(&ids);
