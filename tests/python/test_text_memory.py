@@ -192,6 +192,12 @@ def test_lm_budget_refuses_a_document_that_never_fits(data, tmp_path):
     others = digest(tmp_path / "lines.json")
     assert (j["samples"] * 129 + j["tokens_dropped"] ==
             others["samples"] * 129 + others["tokens_dropped"]), (j, others)
+    # a budget whose rest (past the 32 MB least for the work) holds no
+    # batch: create fails, as the image loader's does
+    rc, _, _, err = run(lm_args(data, corpus, "--max-memory", "20M"),
+                        tmp_path / "none.json")
+    assert rc == 1 and ("memory budget 20971520 B holds no batch of 8256 B"
+                        in err), err
 
 
 def test_lm_budget_bounds_the_peak(data, tmp_path):
