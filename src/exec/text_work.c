@@ -41,7 +41,11 @@ static void note_bad(sl_text_loader_t *l, int64_t doc, const char *msg)
 static int tokenize_doc(sl_text_loader_t *l, wscratch_t *w, int64_t d,
                         sl__ids_t *ids, size_t *n, char *msg, size_t len)
 {
-    int64_t need = (int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE;
+    /* without a budget nothing waits: no lock taken per document */
+    int64_t need =
+        l->opt.max_memory_bytes > 0
+            ? (int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE
+            : 0;
     char why[TL_MSG / 2], where[TL_MSG / 2];
     int rc =
         sl__membudget_charge(&l->tbud, need, "tokenizing it", why, sizeof why);
@@ -56,7 +60,8 @@ static int tokenize_doc(sl_text_loader_t *l, wscratch_t *w, int64_t d,
     rc = sl__textsrc_get(l->src, d, &w->buf, &w->scratch, &p, n, msg, len);
     if (!rc && *n)
         rc = sl__tok_encode(l->tok, p, *n, 0, w->tok, ids, msg, len);
-    if (need > TEXT_KEEP_BYTES) {
+    if ((int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE >
+        TEXT_KEEP_BYTES) {
         sl__bytes_free(&w->buf);
         sl__bytes_free(&w->scratch);
         sl__tok_scratch_destroy(w->tok);
