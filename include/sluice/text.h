@@ -85,10 +85,10 @@ typedef struct sl_text_options {
      *  that can never fit fails at once, as a bad document ("FILE:LINE:
      *  tokenizing it needs X MB, the memory budget allows Y MB"): the end
      *  of the stream, or with SL_ON_ERROR_SKIP left out, counted and
-     *  listed. Not charged: plain text and JSON Lines files, which are
-     *  held whole while the loader is open (shards are read a record at
-     *  a time), and the chunks tokenized ahead (prefetch_chunks x about
-     *  4 x chunk_bytes). */
+     *  listed. Documents are read when they are tokenized, under their
+     *  charge (no file is held). Not charged: the corpus's index (about
+     *  25 bytes a document) and the chunks tokenized ahead
+     *  (prefetch_chunks x about 4 x chunk_bytes). */
     int64_t max_memory_bytes;
 } sl_text_options_t;
 
