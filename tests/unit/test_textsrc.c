@@ -2,9 +2,9 @@
  * a bounded set of files open): the descriptors held stay under
  * SL__FDCACHE_MAX however many files are read, a busy cache hands out a
  * reader's own; a document past 4 GiB keeps its length (the index's side
- * table, on a sparse file); a file truncated or rewritten after open is a
- * bad document named FILE:LINE. tests/python/test_text_ondemand.py checks
- * the batches against the code that held the files whole. */
+ * table, on a sparse file); a file truncated, rewritten or removed after
+ * open is a bad document named FILE:LINE. tests/python/test_text_ondemand.py
+ * checks the batches against the code that held the files whole. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -149,6 +149,15 @@ static void test_textsrc_truncated(void **state)
     assert_non_null(strstr(err, "cut.txt:1: the file changed after the loader "
                                 "opened it: the line no longer ends at byte "
                                 "3"));
+    sl__textsrc_close(s);
+    /* removed after open (no descriptor held yet): named, with the cause */
+    assert_int_equal(sl__textsrc_open(paths, 1, 0, 0, &s, err, sizeof err), 0);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(
+        sl__textsrc_get(s, 0, &buf, &scratch, &p, &n, err, sizeof err),
+        SL_ENOTFOUND);
+    assert_non_null(strstr(err, "cut.txt:1: reading it again: "));
+    assert_non_null(strstr(err, "No such file"));
     sl__bytes_free(&buf);
     sl__bytes_free(&scratch);
     sl__textsrc_close(s);
