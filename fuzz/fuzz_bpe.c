@@ -5,7 +5,9 @@
  *      $SL_SHARED_DATA/vocab (skipped when absent, e.g. in CI replay).
  * A loaded tokenizer also encodes the input itself, with and without
  * special tokens, and as one piece by both merge paths (bpe_merge.c),
- * which must agree. Nothing may crash, leak or read out of bounds. */
+ * which must agree, and in parts as a stream (sl__tok_encode_part), which
+ * must give the ids of the whole. Nothing may crash, leak or read out of
+ * bounds. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,30 @@
 static const char *const ENCS[] = {"gpt2", "cl100k_base", "o200k_base",
                                    "p50k_edit"};
 
+/* d[0..n) fed `step` bytes at a time must give `whole`'s ids. */
+static void parts_equal_whole(const sl__tok_t *t, const uint8_t *d, size_t n,
+                              int special, size_t step, sl__tok_scratch_t *s,
+                              const sl__ids_t *whole)
+{
+    char err[256];
+    sl__ids_t ids = {0};
+    size_t start = 0, end = 0;
+    while (end < n || start < end) {
+        end = end + step < n ? end + step : n;
+        size_t used;
+        if (sl__tok_encode_part(t, (const char *)d + start, end - start,
+                                end < n, special, s, &ids, &used, err,
+                                sizeof err) ||
+            used > end - start)
+            abort();
+        start += used;
+    }
+    if (ids.n != whole->n ||
+        (ids.n && memcmp(ids.v, whole->v, ids.n * sizeof *ids.v)))
+        abort();
+    sl__ids_free(&ids);
+}
+
 static void encode_all(const sl__tok_t *t, const uint8_t *d, size_t n)
 {
     char err[256];
@@ -23,17 +49,22 @@ static void encode_all(const sl__tok_t *t, const uint8_t *d, size_t n)
     sl__ids_t ids = {0};
     if (!s)
         return;
-    (void)sl__tok_encode(t, (const char *)d, n, 0, s, &ids, err, sizeof err);
-    (void)sl__tok_encode(t, (const char *)d, n, 1, s, &ids, err, sizeof err);
-    for (size_t i = 0; i < ids.n; i++)
-        if (ids.v[i] < 0 || (size_t)ids.v[i] >= sl__tok_vocab_size(t))
-            abort();
+    for (int special = 0; special <= 1; special++) {
+        ids.n = 0;
+        if (sl__tok_encode(t, (const char *)d, n, special, s, &ids, err,
+                           sizeof err))
+            continue;
+        for (size_t i = 0; i < ids.n; i++)
+            if (ids.v[i] < 0 || (size_t)ids.v[i] >= sl__tok_vocab_size(t))
+                abort();
+        parts_equal_whole(t, d, n, special, 1 + n % 13, s, &ids);
+    }
     if (n >= 2 && n <= SL__BPE_LARGE) {
         sl__ids_t heap = {0};
         ids.n = 0;
         int a = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_SCAN, s, &ids,
                                      err, sizeof err);
-        int b = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_HEAP, s, &heap,
+        int b = sl__bpe_encode_piece(t->bpe, d, n, SL__BPE_PATH_TREE, s, &heap,
                                      err, sizeof err);
         if (a != b || (!a && (ids.n != heap.n ||
                               memcmp(ids.v, heap.v, ids.n * sizeof *ids.v))))

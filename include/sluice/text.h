@@ -76,7 +76,28 @@ typedef struct sl_text_options {
     /* Appended (the struct's size tells which fields a caller has). */
     unsigned given; /**< SL_TEXT_GIVEN_*: these fields are taken as set, 0
                          included, instead of 0 meaning the default [0] */
+    /** Memory budget in bytes [0: none], the image loader's rule
+     *  (sl_options_t.max_memory_bytes): a quarter (at least 32 MB) for
+     *  tokenizing, the rest for batch buffers; a budget that holds no
+     *  batch fails create. Each document is charged before it is read
+     *  (its stored bytes x SL_TEXT_MEM_PER_BYTE: its text, its ids and
+     *  the merge of its longest piece) and waits until that fits; one
+     *  that can never fit fails at once, as a bad document ("FILE:LINE:
+     *  tokenizing it needs X MB, the memory budget allows Y MB"): the end
+     *  of the stream, or with SL_ON_ERROR_SKIP left out, counted and
+     *  listed. Documents are read when they are tokenized, under their
+     *  charge (no file is held). Not charged: the corpus's index (about
+     *  25 bytes a document) and the chunks tokenized ahead
+     *  (prefetch_chunks x about 4 x chunk_bytes). */
+    int64_t max_memory_bytes;
 } sl_text_options_t;
+
+/** Bytes of memory charged per stored byte of a document while it is
+ *  read and tokenized (sl_text_options_t.max_memory_bytes): its text read
+ *  and parsed (2), its ids (4: at most one a byte), the merge of a piece
+ *  as long as all of it (about 4.3, text/bpe_merge.c) or WordPiece's
+ *  scratch, rounded up. */
+#define SL_TEXT_MEM_PER_BYTE 12
 
 /** sl_text_options_t.given: the fields whose 0 is a value, not "default"
  *  (zero is every field's default, so an explicit 0 is flagged). */

@@ -68,6 +68,24 @@ SL_API int sl_tokenizer_create(const sl_tokenizer_options_t *opt,
 SL_API int sl_tokenizer_encode(sl_tokenizer_t *t, const char *text, size_t len,
                                int32_t *ids, size_t cap, size_t *n);
 
+/** Receives the ids of sl_tokenizer_encode_file in order, in runs (ids
+ *  valid during the call only); nonzero stops the encoding. */
+typedef int (*sl_tokenizer_emit_fn)(const int32_t *ids, size_t n, void *ctx);
+
+/** Encodes the regular file at `path` as one text: the same ids as
+ *  sl_tokenizer_encode of all its bytes, read in blocks and handed to
+ *  `emit` as soon as they are certain. Memory held: a block (1 MiB), the
+ *  text whose ids are not yet certain (at most one pre-token piece, or
+ *  WordPiece word) and that block's ids, not the file: a file of prose
+ *  takes a few MB whatever its length; a single piece (a line with no
+ *  whitespace) takes about 9 bytes a byte of it (BPE). *bytes (may be
+ *  NULL): the bytes read. Messages name the file.
+ *  @return 0, emit's nonzero, or as sl_tokenizer_encode and the file's
+ *  open/read errors (SL_ENOTFOUND, SL_EIO; a FIFO or device is refused). */
+SL_API int sl_tokenizer_encode_file(sl_tokenizer_t *t, const char *path,
+                                    sl_tokenizer_emit_fn emit, void *ctx,
+                                    uint64_t *bytes);
+
 /** @return how many ids the vocabulary holds (0 for NULL). */
 SL_API size_t sl_tokenizer_vocab_size(const sl_tokenizer_t *t);
 

@@ -270,3 +270,22 @@ PyObject *slpy_return_self(PyObject *self, PyObject *unused)
     Py_INCREF(self);
     return self;
 }
+
+/* A byte count: an int of at least min (`why` says what the least
+ * means, in the error); None leaves *out. */
+int slpy_parse_bytes(PyObject *v, const char *name, long long min,
+                     const char *why, int64_t *out)
+{
+    if (v == Py_None)
+        return 0;
+    long long n = PyLong_AsLongLong(v);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    if (n < min) {
+        PyErr_Format(PyExc_ValueError, "%s must be >= %lld%s, not %lld", name,
+                     min, why, n);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}

@@ -185,25 +185,6 @@ static int opt_coalesce(PyObject *v, int64_t *out)
     return 0;
 }
 
-/* A byte count: an int of at least min (`why` says what the least
- * means, in the error); None leaves *out. */
-static int opt_bytes(PyObject *v, const char *name, long long min,
-                     const char *why, int64_t *out)
-{
-    if (v == Py_None)
-        return 0;
-    long long n = PyLong_AsLongLong(v);
-    if (n == -1 && PyErr_Occurred())
-        return -1;
-    if (n < min) {
-        PyErr_Format(PyExc_ValueError, "%s must be >= %lld%s, not %lld", name,
-                     min, why, n);
-        return -1;
-    }
-    *out = n;
-    return 0;
-}
-
 PyObject *slpy_loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"source",
@@ -351,12 +332,13 @@ PyObject *slpy_loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     if (policy_file != Py_None &&
         !PyUnicode_FSConverter(policy_file, &self->policy_file))
         goto fail;
-    if (opt_bytes(max_mem, "max_memory", 1, " byte", &o->max_memory_bytes) ||
-        opt_bytes(cache_bytes, "cache_bytes", 0, "", &o->cache_bytes) ||
-        opt_bytes(cache_disk, "cache_disk_bytes", 1, " (with cache_dir)",
-                  &o->cache_disk_bytes) ||
-        opt_bytes(gpu_memory, "gpu_memory_bytes", 0, " (0: the default)",
-                  &o->gpu_memory_bytes))
+    if (slpy_parse_bytes(max_mem, "max_memory", 1, " byte",
+                         &o->max_memory_bytes) ||
+        slpy_parse_bytes(cache_bytes, "cache_bytes", 0, "", &o->cache_bytes) ||
+        slpy_parse_bytes(cache_disk, "cache_disk_bytes", 1, " (with cache_dir)",
+                         &o->cache_disk_bytes) ||
+        slpy_parse_bytes(gpu_memory, "gpu_memory_bytes", 0, " (0: the default)",
+                         &o->gpu_memory_bytes))
         goto fail;
     o->cache_decoded = cache_decoded;
     if (cache_dir != Py_None &&

@@ -128,6 +128,10 @@ PyObject *slpy_skipped_list(const slpy_core_t *c);
 /** None leaves *out; otherwise an int in [min, max] (ValueError naming
  *  `name` if not). @return 0, or -1 with an exception set. */
 int slpy_parse_int(PyObject *o, const char *name, long min, long max, int *out);
+/* A byte count: an int of at least min (`why` says what the least means,
+ * in the error); None leaves *out. */
+int slpy_parse_bytes(PyObject *v, const char *name, long long min,
+                     const char *why, int64_t *out);
 /** A seed: an int (numpy's too; not a float) in -2**63 .. 2**64-1, a
  * negative one taken as its 64-bit two's complement (as torch's
  * manual_seed range); beyond it is a ValueError, not reduced modulo

@@ -270,42 +270,27 @@ static int path_opt(TextLoaderObject *self, PyObject *o, const char **out)
 
 static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"sources",
-                             "task",
-                             "tokenizer",
-                             "vocab",
-                             "merges",
-                             "cased",
-                             "doc_per_file",
-                             "seq_len",
-                             "batch_size",
-                             "shuffle",
-                             "seed",
-                             "drop_last",
-                             "rank",
-                             "world_size",
-                             "epochs",
-                             "threads",
-                             "on_error",
-                             "mask_prob",
-                             "chunk_bytes",
-                             "group_chunks",
-                             "prefetch_chunks",
-                             "eos_id",
-                             NULL};
+    static char *kwlist[] = {"sources",      "task",         "tokenizer",
+                             "vocab",        "merges",       "cased",
+                             "doc_per_file", "seq_len",      "batch_size",
+                             "shuffle",      "seed",         "drop_last",
+                             "rank",         "world_size",   "epochs",
+                             "threads",      "on_error",     "mask_prob",
+                             "chunk_bytes",  "group_chunks", "prefetch_chunks",
+                             "eos_id",       "max_memory",   NULL};
     PyObject *sources, *task = Py_None, *tok = Py_None, *vocab = Py_None;
     PyObject *merges = Py_None, *seq = Py_None, *seed = Py_None;
     PyObject *threads = Py_None, *on_error = Py_None, *mask = Py_None;
     PyObject *chunk = Py_None, *group = Py_None, *pf = Py_None;
-    PyObject *eos = Py_None;
+    PyObject *eos = Py_None, *max_mem = Py_None;
     int cased = 0, per_file = 0, batch = 8, shuffle = 1, drop_last = 0;
     int rank = 0, world = 1;
     long long epochs = 1;
     if (!PyArg_ParseTupleAndKeywords(
-            args, kw, "O|$OOOOppOipOpiiLOOOOOOO:TextLoader", kwlist, &sources,
+            args, kw, "O|$OOOOppOipOpiiLOOOOOOOO:TextLoader", kwlist, &sources,
             &task, &tok, &vocab, &merges, &cased, &per_file, &seq, &batch,
             &shuffle, &seed, &drop_last, &rank, &world, &epochs, &threads,
-            &on_error, &mask, &chunk, &group, &pf, &eos))
+            &on_error, &mask, &chunk, &group, &pf, &eos, &max_mem))
         return NULL;
     TextLoaderObject *self = (TextLoaderObject *)type->tp_alloc(type, 0);
     if (!self)
@@ -373,7 +358,9 @@ static PyObject *tl_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         slpy_parse_int(seq, "seq_len", 1, 1 << 24, &o->seq_len) ||
         slpy_parse_int(threads, "threads", 1, INT_MAX, &o->decode_threads) ||
         slpy_parse_int(group, "group_chunks", 1, 4096, &o->group_chunks) ||
-        slpy_parse_int(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks))
+        slpy_parse_int(pf, "prefetch_chunks", 1, 65536, &o->prefetch_chunks) ||
+        slpy_parse_bytes(max_mem, "max_memory", 1, " byte",
+                         &o->max_memory_bytes))
         goto fail;
     unsigned long long seed_v = o->seed;
     if (slpy_parse_seed(seed, &seed_v))
@@ -545,12 +532,15 @@ PyDoc_STRVAR(
     "shuffle=True, seed=0, drop_last=False, rank=0, world_size=1, "
     "epochs=1, threads=None, on_error='fail', mask_prob=None, "
     "chunk_bytes=None, group_chunks=None, prefetch_chunks=None, "
-    "eos_id=None)\n--\n\n"
+    "eos_id=None, max_memory=None)\n--\n\n"
     "Streams text batches: dicts of int32 numpy arrays (n, seq_len):\n"
     "lm: input_ids, labels; mlm: also attention_mask, token_type_ids\n"
     "(docs/TEXT.md). The arrays are views of the engine's buffers (no\n"
     "copy); a buffer returns to the pool when its arrays are gone. One\n"
-    "iteration streams `epochs` epochs; the next continues after them.");
+    "iteration streams `epochs` epochs; the next continues after them.\n"
+    "max_memory (bytes) bounds batch buffers and documents being\n"
+    "tokenized, as sluice run --task lm --max-memory: a document that can\n"
+    "never fit is a bad document (on_error).");
 
 static PyTypeObject TextLoader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.TextLoader",

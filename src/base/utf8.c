@@ -90,3 +90,32 @@ int sl__utf8_repair(const uint8_t *p, size_t n, sl__bytes_t *out)
     out->n = (size_t)(o - out->p);
     return 0;
 }
+
+size_t sl__utf8_settled(const uint8_t *p, size_t n)
+{
+    /* the last byte that is not a continuation byte, in the last four */
+    size_t i = n, stop = n > 4 ? n - 4 : 0;
+    while (i > stop && (p[i - 1] & 0xc0) == 0x80)
+        i--;
+    if (i == stop && (i == 0 || (p[i - 1] & 0xc0) == 0x80))
+        return n; /* no lead byte: each of them is decided alone */
+    size_t lead = i - 1, bad;
+    if (p[lead] < 0xc0)
+        return n; /* ASCII: nothing after it is pending */
+    /* a sequence that ran out of bytes, valid so far: more could finish
+     * it; any other (complete, or invalid inside n) is decided */
+    if (!utf8_seq(p + lead, n - lead, &bad) && lead + bad == n)
+        return lead;
+    return n;
+}
+
+size_t sl__utf8_raw_offset(const uint8_t *p, size_t n, size_t r)
+{
+    size_t i = 0, o = 0;
+    while (i < n && o < r) {
+        size_t bad, k = utf8_seq(p + i, n - i, &bad);
+        i += k ? k : bad;
+        o += k ? k : 3; /* U+FFFD */
+    }
+    return i;
+}

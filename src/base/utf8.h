@@ -18,4 +18,14 @@ size_t sl__utf8_valid_prefix(const uint8_t *p, size_t n);
  * 0 or SL_ENOMEM. */
 int sl__utf8_repair(const uint8_t *p, size_t n, sl__bytes_t *out);
 
+/* For text that arrives in pieces: the length of the prefix of p[0..n)
+ * whose repair no later byte can change, i.e. all of it but a trailing
+ * sequence that more bytes could complete (at most 3 bytes). */
+size_t sl__utf8_settled(const uint8_t *p, size_t n);
+
+/* The offset in p[0..n) of offset r of its repair (r on a code point
+ * boundary of the repaired text): maps a position found in the repaired
+ * text back to the bytes. */
+size_t sl__utf8_raw_offset(const uint8_t *p, size_t n, size_t r);
+
 #endif

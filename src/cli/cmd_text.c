@@ -50,6 +50,10 @@ static const sl__opt_t text_opts[] = {
      "chunks shuffled together", "16"},
     {"prefetch", 0, SL__OPT_INT, F(prefetch_chunks), 1, 65536, "N",
      "chunks tokenized ahead", "2 x group"},
+    {"max-memory", 0, SL__OPT_SIZE, F(max_memory_bytes), 1, HUGE_VAL, "SIZE",
+     "budget: batch buffers + documents being tokenized (12 bytes a byte; "
+     "one that never fits is a bad document), e.g. 512M",
+     "none"},
     {"step-ms", 0, SL__OPT_DOUBLE, offsetof(text_args_t, step_ms), 0, HUGE_VAL,
      "T", "hold each batch T ms, as a training step would", "0"},
     {NULL},

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 
 #include "base/base.h"
+#include "base/membudget.h"
 #include "core/bufpool.h"
 #include "core/msglog.h"
 #include "core/sched_glue.h"
@@ -76,6 +77,10 @@ struct sl_text_loader {
     wscratch_t ws[SL_WORKERS_MAX];
     sl__workers_t *workers;
     sl__bufpool_t pool; /* batch blocks */
+    /* Tokenizing memory: each document charged while a worker reads and
+     * tokenizes it (opt.max_memory_bytes; no limit without one). */
+    sl__membudget_t tbud;
+    int tbud_ready;
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;

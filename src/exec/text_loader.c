@@ -36,6 +36,15 @@ static int out_of_range(char *err, size_t errlen, const char *name, long long v,
                     name, v, lo, hi);
 }
 
+/* The bytes of one pooled batch block: the header, then 2 (lm) or 4
+ * (mlm) arrays of batch_size x seq_len int32. */
+static size_t batch_block(const sl_text_options_t *o)
+{
+    size_t arrays = o->task == SL_TEXT_LM ? 2 : 4;
+    return TL_HEADER + arrays * (size_t)o->batch_size * (size_t)o->seq_len *
+                           sizeof(int32_t);
+}
+
 /* Defaults and checks of the text options (the shared ones in
  * core/options.c); the thread budget. */
 static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
@@ -86,6 +95,11 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
                         "invalid text option mask_prob = %g: it must be in "
                         "[0, 1] (0: no masking)",
                         o->mask_prob);
+    if (o->max_memory_bytes < 0)
+        return sl__fail(err, errlen, SL_EINVAL,
+                        "invalid text option max_memory_bytes = %lld: >= 0 "
+                        "(0: no budget)",
+                        (long long)o->max_memory_bytes);
     if (o->eos_id < 0)
         return sl__fail(err, errlen, SL_EINVAL,
                         "invalid text option eos_id = %d: a token id is >= 0 "
@@ -95,7 +109,9 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
      * one stage, the tokenizers, in the decode stage's place (the
      * consumer's copy into batches takes the "+ 1" the read stage takes
      * in the image loader); no read stage and a fixed chunk ring: only
-     * the tokenizing threads are tuned. */
+     * the tokenizing threads are tuned. A memory budget splits as the
+     * image loader's: its working share (read + decode) is the
+     * tokenizers' (setup), batch buffers get the rest. */
     sl_options_t shape;
     sl_options_init(&shape);
     shape.policy = o->policy;
@@ -104,9 +120,10 @@ static int resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
     shape.read_threads = 1;
     shape.decode_threads = o->decode_threads > 0 ? o->decode_threads : 0;
     shape.prefetch = o->prefetch_chunks;
+    shape.max_memory_bytes = o->max_memory_bytes;
     sl__knobs_t start;
-    rc =
-        sl__limits_make(&shape, sl__cpus_usable(), 0, lim, &start, err, errlen);
+    rc = sl__limits_make(&shape, sl__cpus_usable(), batch_block(o), lim, &start,
+                         err, errlen);
     if (rc)
         return rc;
     o->decode_threads = start.decode_threads;
@@ -213,11 +230,13 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
                         "the text sources hold no document");
     if ((rc = fingerprint(l, err, errlen)))
         return rc;
-    /* One block a batch: the header, then 2 (lm) or 4 (mlm) arrays. */
-    size_t arrays = lm ? 2 : 4;
-    size_t bytes = (size_t)o->batch_size * (size_t)o->seq_len * sizeof(int32_t);
     sl__allocator_t a = {o->buffer_alloc, o->buffer_free, o->buffer_ctx};
-    sl__bufpool_init(&l->pool, &a, TL_HEADER + arrays * bytes);
+    sl__bufpool_init(&l->pool, &a, batch_block(o));
+    /* The tokenizers' share of a budget (sched/limits: read + decode) */
+    sl__membudget_init(&l->tbud, o->max_memory_bytes > 0
+                                     ? l->lim.mem_read + l->lim.mem_decode
+                                     : 0);
+    l->tbud_ready = 1;
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     l->bad = calloc((size_t)nd, 1);
     l->workers = sl__workers_create(sl__text_worker_main, l);
@@ -337,6 +356,8 @@ void sl_text_loader_destroy(sl_text_loader_t *l)
     if (l->pool.bytes)
         sl__bufpool_free(&l->pool);
     sl__msglog_free(&l->skips);
+    if (l->tbud_ready)
+        sl__membudget_destroy(&l->tbud);
     free(l->bad);
     free(l->gperm);
     sl__text_plan_free(&l->plan);

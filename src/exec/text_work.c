@@ -29,6 +29,50 @@ static void note_bad(sl_text_loader_t *l, int64_t doc, const char *msg)
     l->st.errors_skipped++;
 }
 
+/* A worker's buffers past this are freed after the document that grew
+ * them (an outlier does not pin its memory for the thread's life), as the
+ * image decoders' scratch is (ops/image.h SL__SCRATCH_KEEP). */
+#define TEXT_KEEP_BYTES ((int64_t)8 << 20)
+
+/* Reads and tokenizes document d into ids, its memory charged to the
+ * tokenizing budget for the span (opt.max_memory_bytes). @return 0, 1
+ * when the loader is stopping, or an SL_E* code with msg naming the
+ * document. Without mu. */
+static int tokenize_doc(sl_text_loader_t *l, wscratch_t *w, int64_t d,
+                        sl__ids_t *ids, size_t *n, char *msg, size_t len)
+{
+    /* without a budget nothing waits: no lock taken per document */
+    int64_t need =
+        l->opt.max_memory_bytes > 0
+            ? (int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE
+            : 0;
+    char why[TL_MSG / 2], where[TL_MSG / 2];
+    int rc =
+        sl__membudget_charge(&l->tbud, need, "tokenizing it", why, sizeof why);
+    if (rc == 1)
+        return 1;
+    if (rc) {
+        snprintf(msg, len, "%s: %s",
+                 sl__textsrc_describe(l->src, d, where, sizeof where), why);
+        return rc;
+    }
+    const char *p;
+    rc = sl__textsrc_get(l->src, d, &w->buf, &w->scratch, &p, n, msg, len);
+    if (!rc && *n)
+        rc = sl__tok_encode(l->tok, p, *n, 0, w->tok, ids, msg, len);
+    if ((int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE >
+        TEXT_KEEP_BYTES) {
+        sl__bytes_free(&w->buf);
+        sl__bytes_free(&w->scratch);
+        sl__tok_scratch_destroy(w->tok);
+        w->tok = sl__tok_scratch_create();
+        if (!w->tok && !rc)
+            rc = sl__fail(msg, len, SL_ESYSTEM, "text loader: out of memory");
+    }
+    sl__membudget_release(&l->tbud, need);
+    return rc;
+}
+
 /* Reads and tokenizes slot's documents; builds its samples. Without mu. */
 static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
 {
@@ -42,13 +86,14 @@ static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
     s->nsamples = 0;
     for (int64_t k = 0; k < s->ndocs; k++) {
         int64_t d = s->docs[k];
-        const char *p;
-        size_t n;
+        size_t n = 0;
         size_t before = ids->n;
-        int rc = sl__textsrc_get(l->src, d, &w->buf, &w->scratch, &p, &n, err,
-                                 sizeof err);
-        if (!rc && n)
-            rc = sl__tok_encode(l->tok, p, n, 0, w->tok, ids, err, sizeof err);
+        int rc = tokenize_doc(l, w, d, ids, &n, err, sizeof err);
+        if (rc == 1) { /* stopping: the slot is not handed out */
+            s->rc = SL_ESTATE;
+            snprintf(s->msg, sizeof s->msg, "stopping");
+            return;
+        }
         if (rc && !sl__err_is_data(rc)) { /* not the document's fault */
             s->rc = rc;
             snprintf(s->msg, sizeof s->msg, "%s", err);
@@ -101,6 +146,8 @@ static void build_chunk(sl_text_loader_t *l, wscratch_t *w, slot_t *s)
     l->st.bytes_read += (int64_t)bytes;
     pthread_mutex_unlock(&l->mu);
     atomic_fetch_add(&l->docs_done, s->ndocs);
+    if ((int64_t)(w->stream.cap * sizeof *w->stream.v) > TEXT_KEEP_BYTES)
+        sl__ids_free(&w->stream);
     return;
 nomem:
     s->rc = SL_ENOMEM;
@@ -189,9 +236,11 @@ void sl__text_stop_workers(sl_text_loader_t *l)
     l->stopping = 1;
     pthread_cond_broadcast(&l->work_cv);
     pthread_mutex_unlock(&l->mu);
+    sl__membudget_stop(&l->tbud, 1); /* a worker waiting on it returns */
     sl__workers_stop(l->workers);
     sl__workers_join(l->workers);
     sl__workers_reset(l->workers);
+    sl__membudget_stop(&l->tbud, 0);
     pthread_mutex_lock(&l->mu);
     l->stopping = 0;
     l->running = 0;
@@ -274,8 +323,12 @@ static int open_group(sl_text_loader_t *l, const struct timespec *until)
 
 static void close_group(sl_text_loader_t *l)
 {
-    for (int64_t i = 0; i < l->group_slots; i++)
-        l->slots[(l->cons_seq + i) % l->nslots].state = SLOT_FREE;
+    for (int64_t i = 0; i < l->group_slots; i++) {
+        slot_t *s = &l->slots[(l->cons_seq + i) % l->nslots];
+        s->state = SLOT_FREE;
+        if ((int64_t)(s->samples.cap * sizeof *s->samples.v) > TEXT_KEEP_BYTES)
+            sl__ids_free(&s->samples); /* a giant document's tokens */
+    }
     l->cons_seq += l->group_slots;
     l->have_group = 0;
     pthread_cond_broadcast(&l->work_cv);

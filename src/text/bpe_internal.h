@@ -63,14 +63,14 @@ int sl__bpe_load_tiktoken_mem(const char *data, size_t n, const char *name,
 int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
                    sl__tok_t **out, char *err, size_t errlen);
 
-/* Pieces of at least this many bytes merge through a heap (O(n log n)),
+/* Pieces of at least this many bytes merge through a tree (O(n log n)),
  * shorter ones through a rescanned array (bpe_merge.c). */
 #define SL__BPE_LARGE 128
 
 typedef enum sl__bpe_path {
     SL__BPE_PATH_AUTO = 0, /* by length, as above */
     SL__BPE_PATH_SCAN,     /* the array (only up to SL__BPE_LARGE bytes) */
-    SL__BPE_PATH_HEAP,     /* the heap; tests compare the two */
+    SL__BPE_PATH_TREE,     /* the min-tree; tests compare the two */
 } sl__bpe_path_t;
 
 /* Rank of the token p[0..n) (n >= 1), SL__BPE_NORANK if none. */

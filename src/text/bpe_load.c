@@ -187,7 +187,9 @@ int sl__bpe_finish(struct sl__bpe *bpe, const char *encoding, const char *name,
         goto fail;
     }
     bpe->re = re;
-    bpe->jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0;
+    /* both modes: partial-hard matching encodes text that goes on (bpe.c) */
+    bpe->jit =
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE | PCRE2_JIT_PARTIAL_HARD) == 0;
 
     sl__tok_t *t = calloc(1, sizeof *t);
     if (!t) {

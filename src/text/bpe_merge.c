@@ -5,15 +5,15 @@
  * Two ways to the same result, as tiktoken has (src/lib.rs,
  * byte_pair_encode): pieces under SL__BPE_LARGE bytes rescan a flat array
  * per merge (O(n^2), but n is small and the array stays in cache); longer
- * ones keep the parts as a linked list and the candidate merges in an
- * indexed min-heap keyed (rank, start), O(n log n). The heap holds
- * exactly the merges the array would scan (an entry is updated or removed
- * when its parts change, never left stale) and its minimum is the scan's
- * pick, the lowest rank leftmost, so both merge the same pairs in the same
- * order (tests/unit/test_bpe.c checks both against a reference; the fuzz
- * target checks one against the other). A JSON Lines record with a
- * megabyte of letters is one piece: it must not cost minutes (issue 14,
- * item 9). */
+ * ones keep the part starts as a bitmap and the candidate merges in a
+ * min-tree over byte positions, O(n log n). The tree holds exactly the
+ * merges the array would scan (a leaf is updated when its parts change,
+ * never left stale) and its leftmost minimum is the scan's pick, the
+ * lowest rank leftmost, so both merge the same pairs in the same order
+ * (tests/unit/test_bpe.c checks both against a reference; the fuzz target
+ * checks one against the other). A JSON Lines record with a megabyte of
+ * letters is one piece: it must not cost minutes (issue 14, item 9), nor
+ * much more memory than its bytes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,8 +21,8 @@
 
 #define NONE UINT32_MAX
 
-/* Large-path work arrays up to this many entries stay in the scratch;
- * a longer piece's are freed after it (an outlier does not pin ~20 bytes
+/* Large-path work entries (uint32) up to this many stay in the scratch;
+ * a longer piece's are freed after it (an outlier does not pin ~4 bytes
  * per byte of it for the thread's life). */
 #define KEEP_ENTRIES (1u << 16)
 
@@ -87,94 +87,109 @@ static int merge_small(const struct sl__bpe *b, const uint8_t *p, size_t n,
     return 0;
 }
 
-/* ---- long pieces: linked parts, indexed min-heap of merges ---- */
+/* ---- long pieces: a bitmap of part starts, a min-tree of merges ----
+ *
+ * leaf i holds the rank of merging the part that starts at byte i with the
+ * next part (NONE when i starts no part, or nothing follows it); each
+ * level above holds the minimum of FAN entries below it, so the top's
+ * minimum, found leftmost on the way down, is the scan's pick. About 4.3
+ * bytes a byte of the piece (leaves, levels, the bitmap): the indexed
+ * heap it replaced took 20, so a 50 MB piece needed 1 GB (issue: text has
+ * no memory bound). A part is a token, so the next or previous part start
+ * is a few words of the bitmap away. */
 
-/* A 4-ary heap of keys (rank << 32 | start): the minimum is the lowest
- * rank, leftmost on ties, with no indirection per comparison; 4 children
- * share a cache line and the depth halves (a heap of a megabyte's pairs
- * is all cache misses). */
-typedef struct big {
-    uint64_t *heap; /* merges, (rank of start + next part) << 32 | start */
-    uint32_t *nxt;  /* part start -> start of the next part (n: none) */
-    uint32_t *prv;  /* part start -> start of the previous part */
-    uint32_t *pos;  /* part start -> index in heap, NONE if absent */
-    uint32_t size;  /* entries in heap */
-} big_t;
+#define FAN 16
+#define LEVELS 9 /* FAN^8 = 2^32 leaves, and the top */
 
-#define KEY(r, i) ((uint64_t)(r) << 32 | (i))
+typedef struct tree {
+    uint32_t *lv[LEVELS]; /* lv[0]: leaves; lv[k][b] = min of block b */
+    size_t len[LEVELS];
+    int depth;      /* levels in use; lv[depth - 1] has <= FAN entries */
+    uint64_t *bits; /* bit i: byte i starts a part */
+    size_t n;
+} tree_t;
 
-static inline void put(big_t *h, uint32_t at, uint64_t key)
+/* Entries of a tree over n leaves (the scratch is sized by this). */
+static size_t tree_entries(size_t n, int *depth)
 {
-    h->heap[at] = key;
-    h->pos[(uint32_t)key] = at;
-}
-
-static void sift_up(big_t *h, uint32_t at)
-{
-    uint64_t key = h->heap[at];
-    while (at > 0) {
-        uint32_t up = (at - 1) / 4;
-        if (h->heap[up] <= key)
-            break;
-        put(h, at, h->heap[up]);
-        at = up;
-    }
-    put(h, at, key);
-}
-
-static void sift_down(big_t *h, uint32_t at)
-{
-    uint64_t key = h->heap[at];
+    size_t all = 0, len = n;
+    int d = 0;
     for (;;) {
-        uint32_t c = 4 * at + 1, end = c + 4 < h->size ? c + 4 : h->size;
-        if (c >= h->size)
+        all += len;
+        d++;
+        if (len <= FAN)
             break;
-        uint32_t m = c;
-        for (uint32_t k = c + 1; k < end; k++)
-            if (h->heap[k] < h->heap[m])
-                m = k;
-        if (h->heap[m] >= key)
-            break;
-        put(h, at, h->heap[m]);
-        at = m;
+        len = (len + FAN - 1) / FAN;
     }
-    put(h, at, key);
+    *depth = d;
+    /* the bitmap's words after them, 8-byte aligned */
+    return all + (all & 1) + (n + 63) / 64 * 2;
 }
 
-static void heap_remove(big_t *h, uint32_t i)
+static uint32_t block_min(const uint32_t *v, size_t from, size_t to)
 {
-    uint32_t at = h->pos[i];
-    if (at == NONE)
-        return;
-    h->pos[i] = NONE;
-    uint64_t last = h->heap[--h->size];
-    if (at == h->size)
-        return;
-    put(h, at, last);
-    sift_down(h, at);
-    sift_up(h, h->pos[(uint32_t)last]);
+    uint32_t m = NONE;
+    for (size_t k = from; k < to; k++)
+        m = v[k] < m ? v[k] : m;
+    return m;
 }
 
-/* The merge of part i with the next now has rank r: insert, move or
- * remove it. */
-static void heap_set(big_t *h, uint32_t i, uint32_t r)
+/* Sets leaf i to r and the minima above it, up to the first unchanged. */
+static void tree_set(tree_t *t, size_t i, uint32_t r)
 {
-    if (r == SL__BPE_NORANK) {
-        heap_remove(h, i);
-        return;
+    t->lv[0][i] = r;
+    for (int k = 1; k < t->depth; k++) {
+        size_t b = i / FAN, from = b * FAN;
+        size_t to = from + FAN < t->len[k - 1] ? from + FAN : t->len[k - 1];
+        uint32_t m = block_min(t->lv[k - 1], from, to);
+        if (t->lv[k][b] == m)
+            return;
+        t->lv[k][b] = m;
+        i = b;
     }
-    uint32_t at = h->pos[i];
-    if (at == NONE) {
-        put(h, h->size, KEY(r, i));
-        sift_up(h, h->size++);
-        return;
+}
+
+/* The leftmost leaf of the lowest rank, or NONE when no merge is left. */
+static size_t tree_min(const tree_t *t)
+{
+    int k = t->depth - 1;
+    uint32_t m = block_min(t->lv[k], 0, t->len[k]);
+    if (m == NONE)
+        return NONE;
+    size_t i = 0;
+    for (;; k--) {
+        while (t->lv[k][i] != m)
+            i++;
+        if (k == 0)
+            return i;
+        i *= FAN;
     }
-    uint64_t old = h->heap[at];
-    h->heap[at] = KEY(r, i);
-    if (KEY(r, i) > old)
-        sift_down(h, at);
-    else
-        sift_up(h, at);
+}
+
+/* The first part start after i, or n. */
+static size_t next_start(const tree_t *t, size_t i)
+{
+    size_t w = (i + 1) / 64;
+    if (i + 1 >= t->n)
+        return t->n;
+    uint64_t x = t->bits[w] & (~(uint64_t)0 << ((i + 1) % 64));
+    while (!x) {
+        if (++w * 64 >= t->n)
+            return t->n;
+        x = t->bits[w];
+    }
+    size_t at = w * 64 + (size_t)__builtin_ctzll(x);
+    return at < t->n ? at : t->n;
+}
+
+/* The last part start before i (i > 0; byte 0 always starts one). */
+static size_t prev_start(const tree_t *t, size_t i)
+{
+    size_t w = (i - 1) / 64;
+    uint64_t x = t->bits[w] & (~(uint64_t)0 >> (63 - (i - 1) % 64));
+    while (!x)
+        x = t->bits[--w];
+    return w * 64 + 63 - (size_t)__builtin_clzll(x);
 }
 
 static int merge_large(const struct sl__bpe *b, const uint8_t *p, size_t n,
@@ -184,16 +199,15 @@ static int merge_large(const struct sl__bpe *b, const uint8_t *p, size_t n,
     if (n >= NONE)
         return sl__fail(err, errlen, SL_EINVAL,
                         "bpe: one piece of %zu bytes (4 GiB at most)", n);
-    /* the four arrays, cap entries each, in one block */
-    size_t cap = n + 1, per = sizeof(uint64_t) + 3 * sizeof(uint32_t);
-    void *w = s->bpe_work;
-    if (cap <= s->bpe_work_cap) {
-        cap = s->bpe_work_cap;
-    } else {
+    tree_t t = {.n = n};
+    size_t need = tree_entries(n, &t.depth);
+    uint32_t *w = s->bpe_work;
+    if (need > s->bpe_work_cap) {
+        size_t cap = need;
         if (cap <= KEEP_ENTRIES && 2 * s->bpe_work_cap > cap)
             cap = 2 * s->bpe_work_cap < KEEP_ENTRIES ? 2 * s->bpe_work_cap
                                                      : KEEP_ENTRIES;
-        w = malloc(cap * per);
+        w = malloc(cap * sizeof *w);
         if (!w)
             return SL_ENOMEM;
         if (cap <= KEEP_ENTRIES) {
@@ -202,44 +216,43 @@ static int merge_large(const struct sl__bpe *b, const uint8_t *p, size_t n,
             s->bpe_work_cap = cap;
         }
     }
-    big_t h = {w, NULL, NULL, NULL, 0};
-    h.nxt = (uint32_t *)(void *)(h.heap + cap);
-    h.prv = h.nxt + cap;
-    h.pos = h.prv + cap;
-    for (uint32_t i = 0; i < n; i++) {
-        h.nxt[i] = i + 1;
-        h.prv[i] = i - 1; /* prv[0] unused */
-        h.pos[i] = NONE;
-        uint32_t r =
-            i + 1 < n ? b->pair2[p[i] << 8 | p[i + 1]] : SL__BPE_NORANK;
-        if (r != SL__BPE_NORANK)
-            put(&h, h.size++, KEY(r, i));
+    uint32_t *at = w;
+    for (int k = 0; k < t.depth; k++) {
+        t.len[k] = k ? (t.len[k - 1] + FAN - 1) / FAN : n;
+        t.lv[k] = at;
+        at += t.len[k];
     }
-    if (h.size > 1) /* heapify: sift each parent, last first */
-        for (uint32_t at = (h.size - 2) / 4 + 1; at-- > 0;)
-            sift_down(&h, at);
-    while (h.size) {
-        uint32_t i = (uint32_t)h.heap[0], j = h.nxt[i], k = h.nxt[j];
+    t.bits = (uint64_t *)(void *)(at + ((size_t)(at - w) & 1));
+    memset(t.bits, 0xff, (n + 63) / 64 * sizeof *t.bits);
+    for (size_t i = 0; i < n; i++)
+        t.lv[0][i] = i + 1 < n ? b->pair2[p[i] << 8 | p[i + 1]] : NONE;
+    for (int k = 1; k < t.depth; k++)
+        for (size_t j = 0; j < t.len[k]; j++) {
+            size_t from = j * FAN;
+            size_t to = from + FAN < t.len[k - 1] ? from + FAN : t.len[k - 1];
+            t.lv[k][j] = block_min(t.lv[k - 1], from, to);
+        }
+    for (size_t i; (i = tree_min(&t)) != NONE;) {
+        size_t j = next_start(&t, i), k = next_start(&t, j);
         /* part i absorbs part j: it now ends at k */
-        heap_remove(&h, j);
-        h.nxt[i] = k;
-        if (k < n)
-            h.prv[k] = i;
-        heap_set(&h, i,
-                 k < n ? sl__bpe_rank(b, p + i, h.nxt[k] - i) : SL__BPE_NORANK);
+        t.bits[j / 64] &= ~((uint64_t)1 << (j % 64));
+        tree_set(&t, j, NONE);
+        tree_set(&t, i,
+                 k < n ? sl__bpe_rank(b, p + i, next_start(&t, k) - i) : NONE);
         if (i > 0) {
-            uint32_t l = h.prv[i];
-            heap_set(&h, l, sl__bpe_rank(b, p + l, k - l));
+            size_t l = prev_start(&t, i);
+            tree_set(&t, l, sl__bpe_rank(b, p + l, k - l));
         }
     }
     int rc = 0;
-    for (size_t i = 0; i < n && !rc; i = h.nxt[i]) {
-        size_t e = h.nxt[i];
+    for (size_t i = 0; i < n && !rc;) {
+        size_t e = next_start(&t, i);
         uint32_t r = sl__bpe_rank(b, p + i, e - i);
         if (r == SL__BPE_NORANK)
             rc = missing(p + i, e - i, err, errlen);
         else if (sl__ids_push(ids, (int32_t)r))
             rc = SL_ENOMEM;
+        i = e;
     }
     if (w != s->bpe_work)
         free(w);
@@ -253,7 +266,7 @@ int sl__bpe_merge_piece(const struct sl__bpe *b, const uint8_t *p, size_t n,
     if (n == 1)
         return missing(p, n, err, errlen);
     if (path == SL__BPE_PATH_AUTO)
-        path = n < SL__BPE_LARGE ? SL__BPE_PATH_SCAN : SL__BPE_PATH_HEAP;
+        path = n < SL__BPE_LARGE ? SL__BPE_PATH_SCAN : SL__BPE_PATH_TREE;
     int rc = path == SL__BPE_PATH_SCAN && n <= SL__BPE_LARGE
                  ? merge_small(b, p, n, ids, err, errlen)
                  : merge_large(b, p, n, s, ids, err, errlen);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/fdcache.h"
 #include "base/utf8.h"
 #include "data/pack_dir.h"
 #include "data/shard.h"
@@ -22,17 +23,25 @@ typedef struct tfile {
     char *path;
     int kind;
     int whole;     /* text: the file is one document */
-    uint8_t *data; /* text / JSON Lines: the whole file */
-    size_t len;
+    uint64_t size; /* text / JSON Lines: bytes when indexed */
+    int64_t first; /* its first document */
     sl__shard_t *shard;
 } tfile_t;
 
+/* 16 bytes a document: a 10 GB corpus of 500-byte lines indexes in 320
+ * MB. The file is found from the document (files[].first); a length that
+ * does not fit 32 bits is kept aside (big). */
 typedef struct tdoc {
-    uint32_t file;
-    uint32_t line; /* 1-based; shards: 0 */
     uint64_t off;  /* byte offset; shards: the record index */
-    uint64_t len;  /* bytes; shards: the record's raw size */
+    uint32_t len;  /* bytes (BIG_LEN: in big); shards: the record's raw size */
+    uint32_t line; /* 1-based; shards: 0 */
 } tdoc_t;
+#define BIG_LEN UINT32_MAX
+
+typedef struct tbig {
+    int64_t doc;
+    uint64_t len;
+} tbig_t;
 
 struct sl__textsrc {
     tfile_t *files;
@@ -41,7 +50,10 @@ struct sl__textsrc {
     tdoc_t *docs;
     int64_t ndocs;
     size_t capdocs;
-    char **left_out; /* under skip_bad: each shard left out, its message */
+    tbig_t *big; /* by document, ascending */
+    size_t nbig, capbig;
+    sl__fdcache_t fds; /* text / JSON Lines files, read a document a time */
+    char **left_out;   /* under skip_bad: each shard left out, its message */
     int nleft_out;
     int skip_bad;
 };
@@ -61,69 +73,103 @@ static int kind_of(const char *path)
     return KIND_TEXT;
 }
 
-static int read_all(const char *path, uint8_t **out, size_t *len, char *err,
-                    size_t errlen)
-{
-    int64_t size = 0;
-    int fd = sl__open_regular(path, &size, err, errlen); /* no FIFO wait */
-    if (fd < 0)
-        return fd;
-    size_t cap = (size_t)size + 1, n = 0;
-    uint8_t *p = malloc(cap);
-    for (;;) {
-        if (!p) {
-            close(fd);
-            return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", path);
-        }
-        if (n == cap) { /* the file grew */
-            uint8_t *q = realloc(p, cap * 2);
-            if (!q)
-                free(p);
-            p = q, cap *= 2;
-            continue;
-        }
-        ssize_t r = read(fd, p + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int e = errno;
-            free(p);
-            close(fd);
-            return sl__fail(err, errlen, sl__errno_code(e, SL_EIO),
-                            "%s: read: %s", path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    *out = p;
-    *len = n;
-    return 0;
-}
-
-static int push_doc(sl__textsrc_t *s, uint32_t file, uint32_t line,
-                    uint64_t off, uint64_t len)
+static int push_doc(sl__textsrc_t *s, uint32_t line, uint64_t off, uint64_t len)
 {
     if (sl__array_reserve(&s->docs, &s->capdocs, (size_t)s->ndocs + 1,
                           sizeof *s->docs, 1024))
         return SL_ENOMEM;
-    s->docs[s->ndocs++] = (tdoc_t){file, line, off, len};
+    if (len >= BIG_LEN) {
+        if (sl__array_reserve(&s->big, &s->capbig, s->nbig + 1, sizeof *s->big,
+                              16))
+            return SL_ENOMEM;
+        s->big[s->nbig++] = (tbig_t){s->ndocs, len};
+    }
+    s->docs[s->ndocs++] =
+        (tdoc_t){off, len >= BIG_LEN ? BIG_LEN : (uint32_t)len, line};
     return 0;
 }
 
-static int blank(const uint8_t *p, size_t n)
+/* The index pass reads a file in blocks of this. */
+#define SCAN_BLOCK ((size_t)1 << 20)
+
+/* The state of one line while a file is scanned in blocks. */
+typedef struct lscan {
+    uint64_t start; /* the line's first byte */
+    uint32_t line;
+    int blank;    /* only spaces, tabs and CRs so far */
+    uint8_t last; /* its last byte so far */
+} lscan_t;
+
+/* The line that ends before byte `end` (its '\n', or the end of the
+ * file) becomes a document, or not. */
+static int end_line(sl__textsrc_t *s, int kind, lscan_t *ls, uint64_t end)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
-            return 0;
-    return 1;
+    uint64_t n = end - ls->start;
+    /* CRLF: the line ends at "\r\n" (or a \r ends the file), so the
+     * \r is no part of the document and a CRLF file gives its LF
+     * twin's documents and chunks. A lone \r inside a line stays. */
+    if (n && ls->last == '\r')
+        n--;
+    int keep = kind == KIND_JSONL ? !ls->blank : n > 0;
+    if (keep && push_doc(s, ls->line, ls->start, n))
+        return SL_ENOMEM;
+    *ls = (lscan_t){end + 1, ls->line + 1, 1, 0};
+    return 0;
+}
+
+/* Indexes the lines of text / JSON Lines file f in one pass of SCAN_BLOCK
+ * reads: the file itself is read again a document at a time
+ * (sl__textsrc_get), never held. */
+static int index_lines(sl__textsrc_t *s, tfile_t *f, int fd, char *err,
+                       size_t errlen)
+{
+    uint8_t *blk = malloc(SCAN_BLOCK);
+    if (!blk)
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", f->path);
+    lscan_t ls = {0, 1, 1, 0};
+    uint64_t at = 0;
+    int rc = 0;
+    for (;;) {
+        ssize_t r = read(fd, blk, SCAN_BLOCK);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            rc = sl__fail(err, errlen, sl__errno_code(e, SL_EIO),
+                          "%s: read: %s", f->path, strerror(e));
+            break;
+        }
+        if (r == 0)
+            break;
+        for (size_t k = 0; !rc && k < (size_t)r;) {
+            const uint8_t *nl = memchr(blk + k, '\n', (size_t)r - k);
+            size_t e = nl ? (size_t)(nl - blk) : (size_t)r;
+            for (size_t j = k; ls.blank && j < e; j++) /* stops early */
+                ls.blank = blk[j] == ' ' || blk[j] == '\t' || blk[j] == '\r';
+            if (e > k)
+                ls.last = blk[e - 1];
+            if (nl)
+                rc = end_line(s, f->kind, &ls, at + e);
+            k = e + 1;
+        }
+        at += (uint64_t)r;
+        if (rc)
+            break;
+    }
+    if (!rc && ls.start < at) /* a last line without '\n' */
+        rc = end_line(s, f->kind, &ls, at);
+    if (rc == SL_ENOMEM)
+        sl__fail(err, errlen, rc, "%s: out of memory", f->path);
+    f->size = at;
+    free(blk);
+    return rc;
 }
 
 /* Indexes file f's documents. */
 static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
 {
     tfile_t *f = &s->files[fi];
+    f->first = s->ndocs;
     int rc;
     if (f->kind == KIND_SHARD) {
         /* A pack's shards come opened (add_pack). */
@@ -133,38 +179,25 @@ static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
         uint64_t n = sl__shard_count(f->shard);
         for (uint64_t i = 0; i < n; i++) {
             uint64_t raw = sl__shard_entry(f->shard, i)->raw_size;
-            if (raw && push_doc(s, fi, 0, i, raw))
+            if (raw && push_doc(s, 0, i, raw))
                 return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
         }
         return 0;
     }
-    rc = read_all(f->path, &f->data, &f->len, err, errlen);
-    if (rc)
-        return rc;
-    if (f->whole) {
-        if (f->len && push_doc(s, fi, 1, 0, f->len))
-            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-        return 0;
+    int64_t size = 0;
+    int fd = sl__open_regular(f->path, &size, err, errlen); /* no FIFO wait */
+    if (fd < 0)
+        return fd;
+    if (f->whole) { /* nothing to find in it: its size is the document's */
+        f->size = (uint64_t)size;
+        rc = size && push_doc(s, 1, 0, (uint64_t)size)
+                 ? sl__fail(err, errlen, SL_ENOMEM, "out of memory")
+                 : 0;
+    } else {
+        rc = index_lines(s, f, fd, err, errlen);
     }
-    const uint8_t *p = f->data;
-    size_t off = 0;
-    uint32_t line = 1;
-    while (off < f->len) {
-        const uint8_t *nl = memchr(p + off, '\n', f->len - off);
-        size_t end = nl ? (size_t)(nl - p) : f->len;
-        size_t n = end - off;
-        /* CRLF: the line ends at "\r\n" (or a \r ends the file), so the
-         * \r is no part of the document and a CRLF file gives its LF
-         * twin's documents and chunks. A lone \r inside a line stays. */
-        if (n && p[end - 1] == '\r')
-            n--;
-        int keep = f->kind == KIND_JSONL ? !blank(p + off, n) : n > 0;
-        if (keep && push_doc(s, fi, line, off, n))
-            return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
-        off = end + 1;
-        line++;
-    }
-    return 0;
+    close(fd);
+    return rc;
 }
 
 static int add_file(sl__textsrc_t *s, const char *path, int kind, int whole)
@@ -273,6 +306,7 @@ int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
     sl__textsrc_t *s = calloc(1, sizeof *s);
     if (!s)
         return sl__fail(err, errlen, SL_ENOMEM, "out of memory");
+    sl__fdcache_init(&s->fds);
     s->skip_bad = skip_bad;
     int rc = 0;
     for (int i = 0; !rc && i < npaths; i++) {
@@ -294,6 +328,11 @@ int sl__textsrc_open(const char *const *paths, int npaths, int doc_per_file,
         rc = sl__fail(err, errlen, SL_ENOTFOUND, "%s: no text files", paths[0]);
     for (int i = 0; !rc && i < s->nfiles; i++)
         rc = index_file(s, (uint32_t)i, err, errlen);
+    if (!rc && s->ndocs) { /* the growth's slack: up to half the index */
+        tdoc_t *d = realloc(s->docs, (size_t)s->ndocs * sizeof *d);
+        if (d)
+            s->docs = d, s->capdocs = (size_t)s->ndocs;
+    }
     if (rc) {
         sl__textsrc_close(s);
         return rc;
@@ -308,11 +347,12 @@ void sl__textsrc_close(sl__textsrc_t *s)
         return;
     for (int i = 0; i < s->nfiles; i++) {
         free(s->files[i].path);
-        free(s->files[i].data);
         sl__shard_close(s->files[i].shard);
     }
     free(s->files);
     free(s->docs);
+    free(s->big);
+    sl__fdcache_free(&s->fds);
     sl__strv_free(s->left_out, s->nleft_out);
     free(s);
 }
@@ -334,14 +374,39 @@ int64_t sl__textsrc_count(const sl__textsrc_t *s)
 
 uint64_t sl__textsrc_size(const sl__textsrc_t *s, int64_t i)
 {
-    return s->docs[i].len;
+    if (s->docs[i].len != BIG_LEN)
+        return s->docs[i].len;
+    size_t lo = 0, hi = s->nbig; /* big is by document: the one of i */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->big[mid].doc <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return s->big[lo].len;
+}
+
+/* The file of document i: the last whose first document is <= i (a file
+ * without documents shares its first with the next). */
+static const tfile_t *file_of(const sl__textsrc_t *s, int64_t i)
+{
+    int lo = 0, hi = s->nfiles;
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->files[mid].first <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return &s->files[lo];
 }
 
 const char *sl__textsrc_describe(const sl__textsrc_t *s, int64_t i, char *buf,
                                  size_t len)
 {
     const tdoc_t *d = &s->docs[i];
-    const tfile_t *f = &s->files[d->file];
+    const tfile_t *f = file_of(s, i);
     if (f->kind == KIND_SHARD)
         snprintf(buf, len, "%s: record %llu", f->path,
                  (unsigned long long)d->off);
@@ -383,12 +448,66 @@ int sl__textsrc_parse_jsonl(const char *line, size_t n, const char *where,
     return rc;
 }
 
+/* Reads document d (len bytes) of text / JSON Lines file f into b, as
+ * indexed: the file is read now, not at open, so a file truncated or
+ * rewritten since is found here, named `where` (FILE:LINE) with the cause,
+ * a bad document (SL_ECORRUPT). A line's next byte is read with it: it
+ * must still end the line ('\n', or the '\r' of a CRLF). */
+static int read_doc(const sl__textsrc_t *s, const tfile_t *f, const tdoc_t *d,
+                    uint64_t len, const char *where, sl__bytes_t *b, char *err,
+                    size_t errlen)
+{
+    size_t want = (size_t)len + (!f->whole && d->off + len < f->size);
+    if (len > SIZE_MAX - 2 || sl__bytes_reserve(b, want + 1))
+        return sl__fail(err, errlen, SL_ENOMEM, "%s: out of memory", where);
+    sl__fdcache_t *fds = (sl__fdcache_t *)&s->fds; /* locks its own */
+    char why[1024];
+    int fd =
+        sl__fdcache_get(fds, (int)(f - s->files), f->path, why, sizeof why);
+    if (fd < 0)
+        return sl__fail(err, errlen, fd, "%s: reading it again: %s", where,
+                        why);
+    size_t got = 0;
+    int rc = 0;
+    while (!rc && got < want) {
+        ssize_t r = pread(fd, b->p + got, want - got, (off_t)(d->off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int e = errno;
+            rc = sl__fail(err, errlen, sl__errno_code(e, SL_EIO),
+                          "%s: read failed at byte %llu: %s", where,
+                          (unsigned long long)(d->off + got), strerror(e));
+        } else if (r == 0) {
+            struct stat st;
+            long long now = fstat(fd, &st) ? -1 : (long long)st.st_size;
+            rc = sl__fail(err, errlen, SL_ECORRUPT,
+                          "%s: the file was truncated after the loader opened "
+                          "it: %lld bytes now, %llu then (the document is "
+                          "bytes %llu..%llu)",
+                          where, now, (unsigned long long)f->size,
+                          (unsigned long long)d->off,
+                          (unsigned long long)(d->off + len));
+        } else {
+            got += (size_t)r;
+        }
+    }
+    sl__fdcache_put(fds, fd);
+    if (!rc && want > len && b->p[len] != '\n' && b->p[len] != '\r')
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: the file changed after the loader opened it: the "
+                      "line no longer ends at byte %llu",
+                      where, (unsigned long long)(d->off + len));
+    b->n = (size_t)len;
+    return rc;
+}
+
 int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
                     sl__bytes_t *scratch, const char **p, size_t *n, char *err,
                     size_t errlen)
 {
     const tdoc_t *d = &s->docs[i];
-    const tfile_t *f = &s->files[d->file];
+    const tfile_t *f = file_of(s, i);
     char where[4200];
     if (f->kind == KIND_SHARD) {
         const sl__shard_entry_t *e = sl__shard_entry(f->shard, d->off);
@@ -405,17 +524,23 @@ int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
             snprintf(where, sizeof where, "%s", f->path);
         else
             snprintf(where, sizeof where, "%s:%u", f->path, d->line);
-        if (f->kind == KIND_JSONL) {
-            int rc = sl__textsrc_parse_jsonl((const char *)f->data + d->off,
-                                             d->len, where, buf, err, errlen);
+        uint64_t len = sl__textsrc_size(s, i);
+        /* JSON Lines: the line in scratch, its text parsed into buf */
+        sl__bytes_t *raw = f->kind == KIND_JSONL ? scratch : buf;
+        int rc = read_doc(s, f, d, len, where, raw, err, errlen);
+        if (!rc && f->kind == KIND_JSONL) {
+            rc = sl__textsrc_parse_jsonl((const char *)raw->p, raw->n, where,
+                                         buf, err, errlen);
             if (rc)
                 return rc;
             *p = (const char *)buf->p;
             *n = buf->n;
             return 0; /* jansson accepts valid UTF-8 only */
         }
-        *p = (const char *)f->data + d->off;
-        *n = d->len;
+        if (rc)
+            return rc;
+        *p = (const char *)buf->p;
+        *n = buf->n;
     }
     size_t bad = sl__utf8_valid_prefix((const uint8_t *)*p, *n);
     if (bad < *n)

@@ -6,12 +6,17 @@
  * A directory is a pack of shards (checked whole by data/pack_dir: an
  * unfinished or mixed pack is refused), or else text/JSON Lines files
  * (sorted by name).
- * Opening indexes the documents (line offsets, shard indexes) without
- * parsing them; sl__textsrc_get parses and validates one document (JSON,
+ * Opening indexes the documents (line offsets, in one streaming pass;
+ * shard indexes) without parsing them or keeping their bytes: 16 bytes a
+ * document. sl__textsrc_get reads one document (pread, through a bounded
+ * set of open files: base/fdcache) and parses and validates it (JSON,
  * "text" field, UTF-8), so bad documents are found where they are read and
- * named by FILE:LINE (or shard record). Depends on base, data/shard,
- * data/pack_dir and
- * jansson. Thread-safe after open. */
+ * named by FILE:LINE (or shard record), a file truncated or rewritten
+ * since open among them. Not mmap: mapped pages of the page cache count
+ * in the process's RSS while mapped (a shuffled pass over a mapped corpus
+ * grows RSS toward its size), and a mapping of a file truncated since
+ * raises SIGBUS where a read returns short. Depends on base, data/shard,
+ * data/pack_dir and jansson. Thread-safe after open. */
 #ifndef SL_TEXTSRC_H
 #define SL_TEXTSRC_H
 
@@ -45,10 +50,14 @@ int64_t sl__textsrc_count(const sl__textsrc_t *s);
  * measure that cuts an epoch into chunks. */
 uint64_t sl__textsrc_size(const sl__textsrc_t *s, int64_t i);
 
-/* The UTF-8 text of document i: *p and *n point into the source or into buf
- * (valid until the next call with buf). Errors (SL_ECORRUPT, SL_EIO) name
- * the document ("FILE:LINE: cause", "SHARD: record K (NAME): cause").
- * Each thread passes its own buf and scratch. */
+/* The UTF-8 text of document i: *p and *n point into buf (valid until the
+ * next call with buf; scratch holds a JSON line or a compressed record).
+ * Errors (SL_ECORRUPT, SL_EIO; SL_ESYSTEM for EMFILE, EIO...) name the
+ * document ("FILE:LINE: cause", "SHARD: record K (NAME): cause"); a text
+ * file shorter than when indexed, or whose line no longer ends where it
+ * did, is SL_ECORRUPT "FILE:LINE: the file was truncated / changed after
+ * the loader opened it: ...". Each thread passes its own buf and
+ * scratch. */
 int sl__textsrc_get(const sl__textsrc_t *s, int64_t i, sl__bytes_t *buf,
                     sl__bytes_t *scratch, const char **p, size_t *n, char *err,
                     size_t errlen);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sluice/tokenizer.h"
 #include "text/tokenizer.h"
@@ -123,6 +124,29 @@ int sl_tokenizer_encode(sl_tokenizer_t *t, const char *text, size_t len,
                           slot->ids.n, cap);
     }
     slot_give(t, slot);
+    return rc;
+}
+
+int sl_tokenizer_encode_file(sl_tokenizer_t *t, const char *path,
+                             sl_tokenizer_emit_fn emit, void *ctx,
+                             uint64_t *bytes)
+{
+    if (bytes)
+        *bytes = 0;
+    if (!t || !path || !emit)
+        return sl__fail(tl_err, sizeof tl_err, SL_EINVAL,
+                        "sl_tokenizer_encode_file: invalid argument");
+    int fd = sl__open_regular(path, NULL, tl_err, sizeof tl_err);
+    if (fd < 0)
+        return fd;
+    tok_slot_t *slot = slot_take(t);
+    int rc = slot ? sl__tok_encode_fd(t->tok, fd, path, t->allow_special,
+                                      slot->s, &slot->ids, emit, ctx, bytes,
+                                      tl_err, sizeof tl_err)
+                  : sl__fail(tl_err, sizeof tl_err, SL_ENOMEM, "out of memory");
+    close(fd);
+    if (slot)
+        slot_give(t, slot);
     return rc;
 }
 

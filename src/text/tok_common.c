@@ -64,6 +64,22 @@ int sl__tok_encode(const sl__tok_t *t, const char *text, size_t n,
     return sl__fail(err, errlen, SL_EINVAL, "tokenize: unknown tokenizer kind");
 }
 
+int sl__tok_encode_part(const sl__tok_t *t, const char *text, size_t n,
+                        int more, int allow_special, sl__tok_scratch_t *s,
+                        sl__ids_t *ids, size_t *used, char *err, size_t errlen)
+{
+    *used = 0;
+    if (!t || !s || !ids || (!text && n))
+        return sl__fail(err, errlen, SL_EINVAL, "tokenize: invalid argument");
+    if (t->kind == SL__TOK_BPE)
+        return sl__bpe_encode_part(t, text, n, more, allow_special, s, ids,
+                                   used, err, errlen);
+    size_t cut = more ? sl__wp_cut(text, n) : n;
+    int rc = sl__tok_encode(t, text, cut, allow_special, s, ids, err, errlen);
+    *used = rc ? 0 : cut;
+    return rc;
+}
+
 int32_t sl__tok_id(const sl__tok_t *t, const char *token)
 {
     if (!t || !token)

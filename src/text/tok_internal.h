@@ -33,8 +33,8 @@ struct sl__tok_scratch {
     /* ---- BPE section (bpe*.c) ---- */
     void *bpe_md;        /* pcre2_match_data_8 *, lazily created */
     void *bpe_md_owner;  /* the pcre2 code bpe_md was sized for */
-    void *bpe_work;      /* long-piece merge: 4 arrays (bpe_merge.c) */
-    size_t bpe_work_cap; /* entries of each of them */
+    void *bpe_work;      /* long-piece merge: min-tree (bpe_merge.c) */
+    size_t bpe_work_cap; /* its uint32 entries */
     void *bpe_cache;     /* recent pieces cache (bpe.c) */
     sl__bytes_t bpe_buf; /* e.g. U+FFFD-repaired text */
     /* ---- end BPE section ---- */
@@ -49,6 +49,9 @@ struct sl__tok_scratch {
 int sl__bpe_encode(const sl__tok_t *t, const char *text, size_t n,
                    int allow_special, sl__tok_scratch_t *s, sl__ids_t *ids,
                    char *err, size_t errlen);
+int sl__bpe_encode_part(const sl__tok_t *t, const char *text, size_t n,
+                        int more, int allow_special, sl__tok_scratch_t *s,
+                        sl__ids_t *ids, size_t *used, char *err, size_t errlen);
 void sl__bpe_free(struct sl__bpe *bpe);
 int32_t sl__bpe_id(const struct sl__bpe *bpe, const char *token);
 size_t sl__bpe_size(const struct sl__bpe *bpe);
@@ -61,6 +64,9 @@ void sl__bpe_scratch_release(sl__tok_scratch_t *s); /* frees the BPE section */
 int sl__wp_encode(const sl__tok_t *t, const char *text, size_t n,
                   sl__tok_scratch_t *s, sl__ids_t *ids, char *err,
                   size_t errlen);
+/* The longest prefix of text[0..n) that encodes alone as it does followed
+ * by any bytes: up to the last ASCII whitespace byte (wordpiece.c). */
+size_t sl__wp_cut(const char *text, size_t n);
 void sl__wp_free(struct sl__wp *wp);
 int32_t sl__wp_id(const struct sl__wp *wp, const char *token);
 size_t sl__wp_size(const struct sl__wp *wp);

@@ -65,6 +65,29 @@ void sl__tok_scratch_destroy(sl__tok_scratch_t *s);
 int sl__tok_encode(const sl__tok_t *t, const char *text, size_t n,
                    int allow_special, sl__tok_scratch_t *s, sl__ids_t *ids,
                    char *err, size_t errlen);
+/* As sl__tok_encode, for text that may go on past n (more = 1: a stream
+ * read in blocks): appends the ids of the longest prefix text[0..*used)
+ * whose ids no following bytes can change (0 bytes when none is certain
+ * yet: call again with more text). more = 0: the text ends at n and all of
+ * it is encoded. The ids of successive parts, in order, are exactly the
+ * ids of the whole text: a BPE part ends where a pre-token piece ends that
+ * the pattern completed before the end (PCRE2 partial matching) and no
+ * special token may begin; a WordPiece part after whitespace. What is held
+ * back is at most one piece or word, and the bytes before it that it
+ * starts with (a special token's prefix, a UTF-8 sequence's). */
+int sl__tok_encode_part(const sl__tok_t *t, const char *text, size_t n,
+                        int more, int allow_special, sl__tok_scratch_t *s,
+                        sl__ids_t *ids, size_t *used, char *err, size_t errlen);
+/* Receives ids in order, in runs; nonzero stops the encoding (returned). */
+typedef int (*sl__tok_emit_fn)(const int32_t *ids, size_t n, void *ctx);
+/* Encodes what fd reads to its end as one text, with sl__tok_encode's ids
+ * (tok_stream.c), handing them to emit a block at a time; ids is the
+ * scratch for them. Errors name the file (`name`). *bytes (may be NULL):
+ * the bytes read. @return 0, emit's nonzero, or an SL_E* code. */
+int sl__tok_encode_fd(const sl__tok_t *t, int fd, const char *name,
+                      int allow_special, sl__tok_scratch_t *s, sl__ids_t *ids,
+                      sl__tok_emit_fn emit, void *ctx, uint64_t *bytes,
+                      char *err, size_t errlen);
 /* Id of a token string (e.g. "[CLS]", "<|endoftext|>"), or -1. */
 int32_t sl__tok_id(const sl__tok_t *t, const char *token);
 size_t sl__tok_vocab_size(const sl__tok_t *t);

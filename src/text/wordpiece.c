@@ -303,6 +303,19 @@ static int wp_sink(void *ctx, const char *buf, const sl__wp_word_t *w,
     return 0;
 }
 
+/* BERT's words never span whitespace, and nothing before an ASCII byte
+ * depends on what follows it (bert_basic.c: non-ASCII runs are processed
+ * as units, canonical ordering never crosses an ASCII starter, a dropped
+ * invalid byte is dropped alone), so text cut after ASCII whitespace
+ * encodes as it would whole. */
+size_t sl__wp_cut(const char *text, size_t n)
+{
+    while (n > 0 && !(text[n - 1] == ' ' || text[n - 1] == '\n' ||
+                      text[n - 1] == '\t' || text[n - 1] == '\r'))
+        n--;
+    return n;
+}
+
 int sl__wp_encode(const sl__tok_t *t, const char *text, size_t n,
                   sl__tok_scratch_t *s, sl__ids_t *ids, char *err,
                   size_t errlen)

@@ -282,7 +282,7 @@ static void ref_merge(const struct sl__bpe *b, const uint8_t *p, size_t n,
 static void same_as_ref(const sl__tok_t *t, const uint8_t *p, size_t n,
                         sl__tok_scratch_t *s)
 {
-    static const sl__bpe_path_t paths[] = {SL__BPE_PATH_AUTO, SL__BPE_PATH_HEAP,
+    static const sl__bpe_path_t paths[] = {SL__BPE_PATH_AUTO, SL__BPE_PATH_TREE,
                                            SL__BPE_PATH_SCAN};
     sl__ids_t want = {0};
     ref_merge(t->bpe, p, n, &want);
