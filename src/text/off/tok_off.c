@@ -45,6 +45,22 @@ int sl__bpe_encode(const sl__tok_t *t, const char *text, size_t n,
     return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__TEXT_OFF);
 }
 
+int sl__bpe_encode_part(const sl__tok_t *t, const char *text, size_t n,
+                        int more, int allow_special, sl__tok_scratch_t *s,
+                        sl__ids_t *ids, size_t *used, char *err, size_t errlen)
+{
+    (void)t, (void)text, (void)n, (void)more, (void)allow_special, (void)s;
+    (void)ids;
+    *used = 0;
+    return sl__fail(err, errlen, SL_EUNSUPPORTED, SL__TEXT_OFF);
+}
+
+size_t sl__wp_cut(const char *text, size_t n)
+{
+    (void)text;
+    return n;
+}
+
 int sl__wp_encode(const sl__tok_t *t, const char *text, size_t n,
                   sl__tok_scratch_t *s, sl__ids_t *ids, char *err,
                   size_t errlen)
