@@ -302,33 +302,6 @@ static void same_as_ref(const sl__tok_t *t, const uint8_t *p, size_t n,
     sl__ids_free(&want);
 }
 
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-static size_t b64(const uint8_t *in, size_t n, char *out)
-{
-    static const char A[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = A[v >> 18];
-        out[o++] = A[v >> 12 & 63];
-        out[o++] = i + 1 < n ? A[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    return o;
-}
-
 /* A vocabulary trained on nothing: the 256 bytes, runs of 2..16 'a', then
  * `extra` tokens each the concatenation of two earlier ones over "abcd"
  * (up to 24 bytes), as a tiktoken rank file. Many overlapping merges,
@@ -342,7 +315,7 @@ static sl__tok_t *random_vocab(uint64_t seed, size_t extra)
     assert_true(f && tok && len);
     for (int c = 0; c < 256; c++) {
         uint8_t b = (uint8_t)c;
-        n += b64(&b, 1, f + n);
+        n += tu_b64(&b, 1, f + n);
         n += (size_t)sprintf(f + n, " %d\n", c);
     }
     for (int c = 0; c < 4; c++) {
@@ -353,12 +326,12 @@ static sl__tok_t *random_vocab(uint64_t seed, size_t extra)
     for (size_t k = 2; k <= 16; k *= 2, nt++) { /* "aa" .. "a" x 16 first */
         memset(tok[nt], 'a', k);
         len[nt] = k;
-        n += b64(tok[nt], k, f + n);
+        n += tu_b64(tok[nt], k, f + n);
         n += (size_t)sprintf(f + n, " %zu\n", r++);
     }
     sl__tok_t *t = NULL;
     for (size_t tries = 0; r < 256 + extra && tries < 100 * extra; tries++) {
-        size_t x = rnd(&seed) % nt, y = rnd(&seed) % nt;
+        size_t x = tu_rnd(&seed) % nt, y = tu_rnd(&seed) % nt;
         if (len[x] + len[y] > 24)
             continue;
         memcpy(tok[nt], tok[x], len[x]);
@@ -369,7 +342,7 @@ static sl__tok_t *random_vocab(uint64_t seed, size_t extra)
             dup = len[k] == len[nt] && !memcmp(tok[k], tok[nt], len[nt]);
         if (dup)
             continue;
-        n += b64(tok[nt], len[nt], f + n);
+        n += tu_b64(tok[nt], len[nt], f + n);
         n += (size_t)sprintf(f + n, " %zu\n", r++);
         nt++;
     }
@@ -393,11 +366,12 @@ static void check_random_pieces(const sl__tok_t *t, const char *alpha,
     assert_non_null(p);
     for (int k = 0; k < count; k++) {
         size_t n = k < 40 ? SL__BPE_LARGE - 20 + (size_t)k
-                          : 2 + rnd(&seed) % (maxlen - 1);
+                          : 2 + tu_rnd(&seed) % (maxlen - 1);
         /* runs of one letter (deep merges) mixed with random letters */
         for (size_t i = 0; i < n; i++)
-            p[i] = i && rnd(&seed) % 4 == 0 ? p[i - 1]
-                                            : (uint8_t)alpha[rnd(&seed) % na];
+            p[i] = i && tu_rnd(&seed) % 4 == 0
+                       ? p[i - 1]
+                       : (uint8_t)alpha[tu_rnd(&seed) % na];
         same_as_ref(t, p, n, s);
     }
     free(p);

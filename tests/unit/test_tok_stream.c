@@ -14,33 +14,6 @@
 #include "text/tokenizer.h"
 #include "text/wordpiece.h"
 
-static uint64_t rnd(uint64_t *x)
-{
-    *x ^= *x << 13;
-    *x ^= *x >> 7;
-    *x ^= *x << 17;
-    return *x;
-}
-
-static size_t b64(const uint8_t *in, size_t n, char *out)
-{
-    static const char A[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < n)
-            v |= in[i + 2];
-        out[o++] = A[v >> 18 & 63];
-        out[o++] = A[v >> 12 & 63];
-        out[o++] = i + 1 < n ? A[v >> 6 & 63] : '=';
-        out[o++] = i + 2 < n ? A[v & 63] : '=';
-    }
-    return o;
-}
-
 /* A rank file of the 256 bytes and a few merges, under `encoding`'s
  * pattern and special tokens: the pattern is what is tested. */
 static sl__tok_t *small_bpe(const char *encoding)
@@ -52,11 +25,11 @@ static sl__tok_t *small_bpe(const char *encoding)
     size_t n = 0, r = 0;
     for (int c = 0; c < 256; c++, r++) {
         uint8_t b = (uint8_t)c;
-        n += b64(&b, 1, f + n);
+        n += tu_b64(&b, 1, f + n);
         n += (size_t)sprintf(f + n, " %zu\n", r);
     }
     for (size_t k = 0; k < sizeof merges / sizeof *merges; k++, r++) {
-        n += b64((const uint8_t *)merges[k], strlen(merges[k]), f + n);
+        n += tu_b64((const uint8_t *)merges[k], strlen(merges[k]), f + n);
         n += (size_t)sprintf(f + n, " %zu\n", r);
     }
     sl__tok_t *t = NULL;
@@ -111,11 +84,11 @@ static size_t random_text(uint64_t *seed, char *out, size_t cap)
                                        "don't"};
     size_t n = 0, nf = sizeof frag / sizeof *frag;
     while (n + 16 < cap) {
-        const char *f = frag[rnd(seed) % nf];
+        const char *f = frag[tu_rnd(seed) % nf];
         size_t k = strlen(f);
         memcpy(out + n, f, k);
         n += k;
-        if (rnd(seed) % 16 == 0)
+        if (tu_rnd(seed) % 16 == 0)
             break;
     }
     return n;

@@ -249,3 +249,30 @@ void tu_watchdog(unsigned sec, int cpu, const char *what)
     struct itimerval t = {{0, 0}, {(time_t)sec, 0}};
     setitimer(cpu ? ITIMER_VIRTUAL : ITIMER_REAL, &t, NULL);
 }
+
+uint64_t tu_rnd(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+size_t tu_b64(const uint8_t *in, size_t n, char *out)
+{
+    static const char A[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        if (i + 1 < n)
+            v |= (uint32_t)in[i + 1] << 8;
+        if (i + 2 < n)
+            v |= in[i + 2];
+        out[o++] = A[v >> 18 & 63];
+        out[o++] = A[v >> 12 & 63];
+        out[o++] = i + 1 < n ? A[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? A[v & 63] : '=';
+    }
+    return o;
+}

@@ -18,6 +18,11 @@ char *tu_tmpdir(const char *tag);
 int tu_write_file(const char *path, const void *p, size_t n);
 /* tu_write_file of dir/name (a corpus file, a fixture). */
 void tu_write_at(const char *dir, const char *name, const void *p, size_t n);
+/* The next of a xorshift64 sequence in *x (nonzero): test inputs. */
+uint64_t tu_rnd(uint64_t *x);
+/* in[0..n) in base64 at out (4 * ceil(n / 3) bytes, no NUL): the tokens
+ * of a tiktoken rank file. Returns the length written. */
+size_t tu_b64(const uint8_t *in, size_t n, char *out);
 /* Reads a whole file; caller frees; NULL on error. */
 uint8_t *tu_read_file(const char *path, size_t *n);
 /* ../shared/data/<sub>, or NULL (and prints why) when absent. Caller frees. */
