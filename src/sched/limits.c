@@ -55,6 +55,20 @@ int sl__limits_fd_reads(int64_t nofile, int open_now)
     return n < 1 ? 1 : (int)n;
 }
 
+int sl__limits_fd_threads(int room, int async)
+{
+    if (room == INT_MAX || !async)
+        return room;
+    return room / 2 < 1 ? 1 : room / 2;
+}
+
+int sl__limits_fd_depth(int room, int threads)
+{
+    if (room == INT_MAX)
+        return room;
+    return room - threads < 1 ? 1 : room - threads;
+}
+
 int64_t sl__limits_default_memory(uint64_t cgroup_limit)
 {
     uint64_t b = cgroup_limit / SL_LIMITS_CGROUP_SHARE;
