@@ -132,11 +132,14 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     l->async = allowed && (sl__uring_probe(&why) || remote);
     unsigned long long nofile = 0;
     int open_now = 0, room = fd_room(l, &nofile, &open_now);
+    int opens = sl__source_read_opens_file(l->src);
     fit_open_files(l, "read_threads", given->read_threads > 0, &k.read_threads,
-                   &l->lim.max_read, sl__limits_fd_threads(room, l->async),
-                   l->async ? "each read thread holds two (its io_uring "
-                              "ring, its read's file)"
-                            : "each read in flight holds one",
+                   &l->lim.max_read,
+                   sl__limits_fd_threads(room, l->async, opens),
+                   !l->async ? "each read in flight holds one"
+                   : opens   ? "each read thread holds two (its io_uring "
+                               "ring, its read's file)"
+                             : "each read thread holds its io_uring ring",
                    nofile, open_now);
     l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"
                    : remote ? ""
@@ -207,7 +210,7 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     if (depth > 0)
         fit_open_files(l, "io_depth", given->io_depth > 0, &depth,
                        &l->lim.max_depth,
-                       sl__limits_fd_depth(room, k.read_threads),
+                       sl__limits_fd_depth(room, k.read_threads, opens),
                        "each read in flight holds one, besides each read "
                        "thread's io_uring ring",
                        nofile, open_now);

@@ -55,17 +55,18 @@ int sl__limits_fd_reads(int64_t nofile, int open_now)
     return n < 1 ? 1 : (int)n;
 }
 
-int sl__limits_fd_threads(int room, int async)
+int sl__limits_fd_threads(int room, int async, int opens)
 {
-    if (room == INT_MAX || !async)
-        return room;
-    return room / 2 < 1 ? 1 : room / 2;
+    int each = (async ? 1 : 0) + (opens ? 1 : 0);
+    if (room == INT_MAX || each == 0)
+        return INT_MAX;
+    return room / each < 1 ? 1 : room / each;
 }
 
-int sl__limits_fd_depth(int room, int threads)
+int sl__limits_fd_depth(int room, int threads, int opens)
 {
-    if (room == INT_MAX)
-        return room;
+    if (room == INT_MAX || !opens)
+        return INT_MAX;
     return room - threads < 1 ? 1 : room - threads;
 }
 

@@ -68,14 +68,17 @@ int64_t sl__limits_default_memory(uint64_t cgroup_limit);
 #define SL_LIMITS_FD_SPARE 16
 int sl__limits_fd_reads(int64_t nofile, int open_now);
 /* Of `room` files for reads (sl__limits_fd_reads), what the read threads
- * may use: all, or with reads in flight (async: io_uring) half, since
- * each thread then holds its ring's descriptor besides its read's file
- * (where the depth follows the threads, a thread and its read); at least
- * 1. INT_MAX stays INT_MAX (no limit). */
-int sl__limits_fd_threads(int room, int async);
+ * may use. A thread holds its read's file where a read opens one
+ * (opens: an ImageFolder's; shards and record files are read through
+ * descriptors held since open, already among the files open) and, with
+ * reads in flight (async: io_uring), its ring's descriptor: room over
+ * what one thread holds, at least 1; INT_MAX (no cap) where it holds
+ * none, or there is no limit (room INT_MAX). */
+int sl__limits_fd_threads(int room, int async, int opens);
 /* What an I/O depth of its own may use of `room`: the room less the
- * `threads` read threads' rings; at least 1. INT_MAX stays INT_MAX. */
-int sl__limits_fd_depth(int room, int threads);
+ * `threads` read threads' rings where a read opens a file, at least 1;
+ * INT_MAX where reads open none, or there is no limit. */
+int sl__limits_fd_depth(int room, int threads, int opens);
 
 /* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker

@@ -36,6 +36,19 @@ check "io_uring, --read-threads 64 under ulimit -n 64, reads held 50 ms: exit 0 
 check "io_uring: every sample delivered" [ "$(jget samples <<<"$out")" = 200 ]
 check "io_uring: the warning says a thread holds its ring and its read's file" \
   grep -q "read_threads 64 lowered to [0-9]*: .*each read thread holds two (its io_uring ring, its read's file)" "$T/rings.err"
+# Shards are read through descriptors held since open (counted among the
+# files open), so their reads hold none: 200 one-record shards under
+# ulimit -n 256 leave 35 for reads, and --read-threads 64 was lowered to
+# that (old code), needlessly, with a warning that did not hold.
+"$S" pack "$T/ds" "$T/pack" --shard-size 4K >/dev/null 2>&1 \
+  || { echo "FAIL pack"; exit 1; }
+out=$( (ulimit -n 256 && exec "$S" run "$T/pack" --batch 8 --size 32 --json \
+  --read-threads 64 --io-depth off) 2>"$T/pack.err"); rc=$?
+echo "pack: rc $rc, $(ls "$T/pack" | wc -l) files"; grep -E "warning|error" "$T/pack.err"
+check "200 shards, --read-threads 64 under ulimit -n 256: exit 0 (rc $rc), every sample" \
+  eval '[ "$rc" = 0 ] && [ "$(jget samples <<<"$out")" = 200 ]'
+check "shards: no read_threads lowered (their reads hold no file)" \
+  eval '! grep -q "read_threads 64 lowered" "$T/pack.err"'
 out=$(run --io-depth 64 2>"$T/depth.err"); rc=$?
 check "--io-depth 64 under ulimit -n 32: exit 0, lowered with the warning" \
   eval '[ "$rc" = 0 ] && warned io_depth "$T/depth.err"'

@@ -351,17 +351,22 @@ static void test_fd_reads(void **state)
 }
 
 /* With io_uring each read thread holds its ring besides its read's file:
- * the threads get half the room, the depth what their rings leave. */
+ * the threads get half the room, the depth what their rings leave. Reads
+ * through descriptors held since open (shards) hold no file: only the
+ * rings count. */
 static void test_fd_reads_with_rings(void **state)
 {
     (void)state;
-    assert_int_equal(sl__limits_fd_threads(43, 0), 43);
-    assert_int_equal(sl__limits_fd_threads(43, 1), 21);
-    assert_int_equal(sl__limits_fd_threads(1, 1), 1); /* never 0 */
-    assert_int_equal(sl__limits_fd_threads(INT_MAX, 1), INT_MAX);
-    assert_int_equal(sl__limits_fd_depth(43, 4), 39);
-    assert_int_equal(sl__limits_fd_depth(3, 4), 1);
-    assert_int_equal(sl__limits_fd_depth(INT_MAX, 4), INT_MAX);
+    assert_int_equal(sl__limits_fd_threads(43, 0, 1), 43);
+    assert_int_equal(sl__limits_fd_threads(43, 1, 1), 21);
+    assert_int_equal(sl__limits_fd_threads(1, 1, 1), 1); /* never 0 */
+    assert_int_equal(sl__limits_fd_threads(INT_MAX, 1, 1), INT_MAX);
+    assert_int_equal(sl__limits_fd_threads(43, 1, 0), 43);      /* rings */
+    assert_int_equal(sl__limits_fd_threads(43, 0, 0), INT_MAX); /* none */
+    assert_int_equal(sl__limits_fd_depth(43, 4, 1), 39);
+    assert_int_equal(sl__limits_fd_depth(3, 4, 1), 1);
+    assert_int_equal(sl__limits_fd_depth(INT_MAX, 4, 1), INT_MAX);
+    assert_int_equal(sl__limits_fd_depth(43, 4, 0), INT_MAX);
 }
 
 int main(void)
