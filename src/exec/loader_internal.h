@@ -172,7 +172,7 @@ struct sl_loader {
     /* Where max_memory_bytes came from when the user gave none (" (the
      * default: half the cgroup's memory limit of N MB; ...)"), appended to
      * the budget's messages; "" when given or none. */
-    char mem_why[160];
+    char mem_why[224];
     /* Where samples are decoded (gpu/placement.h), fixed at create, and
      * the GPU stage's share of each batch (SL_PARAM_GPU_SHARE, per mille;
      * 0 unless place.gpu). */

@@ -54,9 +54,13 @@
  * free; a budget keeps a large image (a 16000^2 PNG's 760 MB) a failed
  * sample instead. Half, not all: the process's own memory (libraries,
  * the decoders' fixed scratch, the cache) and a trainer in the same
- * container live under L too. 0 (no budget) where there is no limit. */
+ * container live under L too. A cache the user asked for (cache_bytes,
+ * which comes off the top of a budget) is memory chosen on purpose: the
+ * default holds it besides the half, at most L (a cache above half the
+ * limit failed create under a budget no one asked for). 0 (no budget)
+ * where there is no limit. */
 #define SL_LIMITS_CGROUP_SHARE 2
-int64_t sl__limits_default_memory(uint64_t cgroup_limit);
+int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes);
 
 /* Reads in flight the open-files limit (RLIMIT_NOFILE, ulimit -n) allows:
  * each holds a file open (a read thread's, an io_uring read's), so at

@@ -65,6 +65,13 @@ in_cg "${run[@]}" --max-memory 150M --on-error skip >/dev/null 2>"$T/given.err";
 check "--max-memory given: no default said (rc $rc)" \
   eval '[ "$rc" = 0 ] && ! grep -q "the default" "$T/given.err"'
 
+# A cache asked for is held besides the default half (old code: 80 MB
+# of cache under the 100 MB default failed create, "holds no batch").
+in_cg "${run[@]}" --cache 80M --on-error skip >/dev/null 2>"$T/cache.err"; rc=$?
+echo "cache: rc $rc"; grep "memory budget" "$T/cache.err"
+check "--cache 80M, no --max-memory: runs (rc $rc), the budget 180 MB" \
+  eval '[ "$rc" = 0 ] && grep -q "memory budget: 180 MB (the default: 1/2 of the cgroup.s memory limit of 200 MB, plus the cache.s 80 MB" "$T/cache.err"'
+
 check "--max-memory within the limit: no warning" \
   eval '! grep -q "more than the cgroup" "$T/given.err"'
 
