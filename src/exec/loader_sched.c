@@ -74,24 +74,22 @@ static int charge_device(sl_loader_t *l, const sl_options_t *given,
     return give_up_stage(l, SL_ERANGE, why, err, errlen);
 }
 
-/* The files left for local reads (sched/limits.h: sl__limits_fd_reads),
+/* The descriptors left for reads (sched/limits.h: sl__limits_fd_reads),
  * with the limit and the files open now for the warning; INT_MAX where
- * there is no limit, or the reads are at URLs (they hold no file:
- * libcurl's connections, at most 16). */
-static int fd_room(const sl_loader_t *l, unsigned long long *limit,
-                   int *open_now)
+ * there is no limit. */
+static int fd_room(unsigned long long *limit, int *open_now)
 {
     struct rlimit r;
-    if (sl__source_reads_remote(l->src) || getrlimit(RLIMIT_NOFILE, &r) != 0 ||
-        r.rlim_cur == RLIM_INFINITY)
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
         return INT_MAX;
     *limit = (unsigned long long)r.rlim_cur;
     *open_now = sl__fds_open();
     return sl__limits_fd_reads((int64_t)r.rlim_cur, *open_now);
 }
 
-/* Each local read in flight holds a file open (and, with io_uring, each
- * read thread its ring): the read threads, an I/O depth and the
+/* Each read in flight holds a descriptor (an ImageFolder's file, a
+ * connection at a URL) and, with reads in flight, each read thread its
+ * ring: the read threads, an I/O depth and the
  * scheduler's bounds for both stay within `fit` (sched/limits.h). A value
  * the user gave above it is lowered, with a warning naming the limit and
  * `each` (what holds a file): the run goes on with fewer reads instead of
@@ -131,14 +129,15 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     int remote = sl__source_reads_remote(l->src);
     l->async = allowed && (sl__uring_probe(&why) || remote);
     unsigned long long nofile = 0;
-    int open_now = 0, room = fd_room(l, &nofile, &open_now);
-    int opens = sl__source_read_opens_file(l->src);
+    int open_now = 0, room = fd_room(&nofile, &open_now);
+    int opens = sl__source_read_holds_fd(l->src);
     fit_open_files(l, "read_threads", given->read_threads > 0, &k.read_threads,
                    &l->lim.max_read,
                    sl__limits_fd_threads(room, l->async, opens),
-                   !l->async ? "each read in flight holds one"
+                   !l->async ? "each read in flight holds one (a file, or a "
+                               "connection at a URL)"
                    : opens   ? "each read thread holds two (its io_uring "
-                               "ring, its read's file)"
+                               "ring, its read's file or connection)"
                              : "each read thread holds its io_uring ring",
                    nofile, open_now);
     l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"

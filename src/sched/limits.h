@@ -72,16 +72,17 @@ int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes);
 #define SL_LIMITS_FD_SPARE 16
 int sl__limits_fd_reads(int64_t nofile, int open_now);
 /* Of `room` files for reads (sl__limits_fd_reads), what the read threads
- * may use. A thread holds its read's file where a read opens one
- * (opens: an ImageFolder's; shards and record files are read through
- * descriptors held since open, already among the files open) and, with
+ * may use. A thread holds its read's descriptor where a read has one of
+ * its own (opens: an ImageFolder's file, a connection at a URL; local
+ * shards and record files are read through descriptors held since open,
+ * already among the files open) and, with
  * reads in flight (async: io_uring), its ring's descriptor: room over
  * what one thread holds, at least 1; INT_MAX (no cap) where it holds
  * none, or there is no limit (room INT_MAX). */
 int sl__limits_fd_threads(int room, int async, int opens);
 /* What an I/O depth of its own may use of `room`: the room less the
- * `threads` read threads' rings where a read opens a file, at least 1;
- * INT_MAX where reads open none, or there is no limit. */
+ * `threads` read threads' rings where a read holds a descriptor of its
+ * own, at least 1; INT_MAX where reads hold none, or there is no limit. */
 int sl__limits_fd_depth(int room, int threads, int opens);
 
 /* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x

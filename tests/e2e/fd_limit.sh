@@ -35,7 +35,7 @@ check "io_uring, --read-threads 64 under ulimit -n 64, reads held 50 ms: exit 0 
   [ "$rc" = 0 ]
 check "io_uring: every sample delivered" [ "$(jget samples <<<"$out")" = 200 ]
 check "io_uring: the warning says a thread holds its ring and its read's file" \
-  grep -q "read_threads 64 lowered to [0-9]*: .*each read thread holds two (its io_uring ring, its read's file)" "$T/rings.err"
+  grep -q "read_threads 64 lowered to [0-9]*: .*each read thread holds two (its io_uring ring, its read's file or connection)" "$T/rings.err"
 # Shards are read through descriptors held since open (counted among the
 # files open), so their reads hold none: 200 one-record shards under
 # ulimit -n 256 leave 35 for reads, and --read-threads 64 was lowered to
