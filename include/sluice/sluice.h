@@ -176,6 +176,7 @@ typedef struct sl_options {
                                    the sizes [half the cgroup's memory
                                    limit (v2 memory.max, v1
                                    memory.limit_in_bytes) where one is set,
+                                   plus cache_bytes, at most the limit,
                                    as if given; else none: 2 GB read-ahead,
                                    4 GB scratch] */
     /** Allocator for batch data buffers [aligned_alloc / free]: e.g.

@@ -139,7 +139,8 @@ int sl__read_small_file(const char *path, size_t max, char **text, size_t *n,
  * process substitution's /dev/fd/N (`<(printf ...)`). A FIFO with no
  * writer reads as empty at once (never waited on); a pipe's writer is
  * given timeout_ms in all to send its bytes and close it, or the read
- * fails ("a pipe whose writer sent nothing"). A device, socket or folder
+ * fails ("a pipe whose writer sent nothing for 5.0 s", or "sent N bytes
+ * and did not close it within 5.0 s"). A device, socket or folder
  * is refused: "PATH: not a regular file or a pipe (character device)".
  * @return 0, or sl__read_small_file's codes with "PATH: cause" in err.
  * The one way a small input that may come from a pipe (an AWS

@@ -143,10 +143,15 @@ static int read_pipe(int fd, const char *path, size_t max, int timeout_ms,
         if (e != EAGAIN)
             return sl__fail(err, errlen, sl__errno_code(e, SL_EIO),
                             "%s: read failed: %s", path, strerror(e));
-        if (left <= 0)
+        if (left <= 0 && b->n == 0)
             return sl__fail(err, errlen, SL_EIO,
-                            "%s: a pipe whose writer sent nothing for %d s",
-                            path, timeout_ms / 1000);
+                            "%s: a pipe whose writer sent nothing for %.1f s",
+                            path, timeout_ms / 1000.0);
+        if (left <= 0) /* its end is what says the bytes are whole */
+            return sl__fail(err, errlen, SL_EIO,
+                            "%s: a pipe whose writer sent %zu bytes and did "
+                            "not close it within %.1f s",
+                            path, b->n, timeout_ms / 1000.0);
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         poll(&pf, 1, (int)left);
     }

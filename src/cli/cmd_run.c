@@ -139,7 +139,7 @@ static const sl__opt_t run_opts[] = {
      "2 x cores"},
     {"max-memory", 0, SL__OPT_SIZE, F(opt.max_memory_bytes), 1, HUGE_VAL,
      "SIZE", "budget: batch buffers + read-ahead + decode scratch, e.g. 512M",
-     "half the cgroup's memory limit, none without one"},
+     "half the cgroup's memory limit plus --cache, none without one"},
     {"cache", 0, SL__OPT_SIZE, F(opt.cache_bytes), 0, HUGE_VAL, "SIZE",
      "keep samples in SIZE bytes of memory across epochs (taken out of "
      "--max-memory), e.g. 200M",

@@ -35,7 +35,10 @@ static int read_file(const char *path, char **text, size_t *n, char *err,
 
 /* A pipe gives its bytes once, and a run loads the auth at each URL it
  * opens (a listing, then each shard): what a pipe gave is kept for the
- * process, by path (the credentials' and the config's). */
+ * process, by path (the credentials' and the config's). Nothing is kept
+ * where it gave nothing: a FIFO whose writer was between two writes (a
+ * `while :; do vault ... > FIFO; done` loop) reads as empty at once, and
+ * kept, every later URL of the run would go unsigned. */
 static pthread_mutex_t piped_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
     char *path, *text;
@@ -67,11 +70,16 @@ static int slurp(const char *path, char **text, size_t *n, char *err,
         char *t = NULL;
         size_t k = 0;
         rc = read_file(path, &t, &k, err, errlen);
+        if (!rc && k == 0) { /* no writer now: looked at again next time */
+            free(t);
+            pthread_mutex_unlock(&piped_mu);
+            return 0;
+        }
         if (!rc && !(piped[i].path = strdup(path))) {
             free(t);
             rc = sl__fail(err, errlen, SL_ENOMEM, "out of memory");
         } else if (!rc) {
-            piped[i].text = t; /* NULL: a FIFO with no writer, empty */
+            piped[i].text = t;
             piped[i].n = k;
         }
     }

@@ -589,6 +589,11 @@ int sl__source_where(const sl__source_t *s, int64_t i, const void **obj,
     return *len > 0;
 }
 
+int sl__source_read_holds_fd(const sl__source_t *s)
+{
+    return s->folder != NULL || sl__source_reads_remote(s);
+}
+
 int sl__source_reads_remote(const sl__source_t *s)
 {
     if (s->set) {

@@ -102,6 +102,12 @@ const int64_t *sl__source_groups(const sl__source_t *s, int *n);
  * URLs): a caller with a multi engine (exec/aread) can keep many in
  * flight from one thread. */
 int sl__source_reads_remote(const sl__source_t *s);
+/* 1 when each read in flight holds a descriptor of its own: an
+ * ImageFolder's file, opened for the read, or a connection for a record
+ * at a URL (libcurl's, kept by the thread that read); 0 where reads go
+ * through descriptors held since open (local shards, WebDataset,
+ * TFRecord: counted among the files open). */
+int sl__source_read_holds_fd(const sl__source_t *s);
 
 /* Where sample i's read goes when it is one ranged request of a remote
  * object (what sl__source_read_begin would hand out in rd.remote, rd.off,

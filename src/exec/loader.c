@@ -59,7 +59,11 @@ static int create(const char *source, const sl_options_t *opt,
     l->alloc = (sl__allocator_t){l->opt.buffer_alloc, l->opt.buffer_free,
                                  l->opt.buffer_ctx};
     /* No budget given: the cgroup's limit sets one, as if given. */
-    sl__loader_default_memory(&l->opt, l->mem_why, sizeof l->mem_why);
+    char over[256];
+    sl__loader_default_memory(&l->opt, l->mem_why, sizeof l->mem_why, over,
+                              sizeof over);
+    if (over[0])
+        sl__msglog_add(&l->skips, "warning: %s", over);
     /* Knobs left at 0 / SL_AUTOTUNE belong to the scheduler. */
     const sl_options_t given = l->opt;
     int rc = sl__loader_resolve(&l->opt, err, errlen);

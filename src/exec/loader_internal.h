@@ -172,7 +172,7 @@ struct sl_loader {
     /* Where max_memory_bytes came from when the user gave none (" (the
      * default: half the cgroup's memory limit of N MB; ...)"), appended to
      * the budget's messages; "" when given or none. */
-    char mem_why[160];
+    char mem_why[224];
     /* Where samples are decoded (gpu/placement.h), fixed at create, and
      * the GPU stage's share of each batch (SL_PARAM_GPU_SHARE, per mille;
      * 0 unless place.gpu). */
@@ -251,8 +251,10 @@ int sl__knob_default(sl_param_t p, int decode_threads);
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen);
 /* max_memory_bytes 0 (none given): the default budget from the cgroup's
  * memory limit (sched/limits.h), with where it came from in why ("" and
- * no change where there is no limit). */
-void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap);
+ * no change where there is no limit). A budget given above that limit is
+ * kept, with a warning in warn (else ""). */
+void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap,
+                               char *warn, size_t wcap);
 void sl__loader_xform(const sl_options_t *o, sl__xform_t *x);
 
 /* Plans (loader_plan.c): the global batch number of run position k

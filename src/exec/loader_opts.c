@@ -22,18 +22,38 @@ int sl__knob_default(sl_param_t p, int decode_threads)
                                        : SL_KNOB_PREFETCH,
                                    sl__cpus_usable(), decode_threads);
 }
-void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap)
+void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap,
+                               char *warn, size_t wcap)
 {
-    why[0] = 0;
-    if (o->max_memory_bytes != 0)
-        return;
+    why[0] = warn[0] = 0;
+    if (o->max_memory_bytes < 0)
+        return; /* refused by sl__loader_resolve */
     uint64_t lim = sl__read_cgroup_memory("/");
-    o->max_memory_bytes = sl__limits_default_memory(lim);
+    if (o->max_memory_bytes > 0) {
+        /* The user's budget stands, but past the limit the OOM killer
+         * ends the process (exit 137, no message) before the budget
+         * refuses anything: said, since the default would have held. */
+        if (lim > 0 && (uint64_t)o->max_memory_bytes > lim)
+            snprintf(warn, wcap,
+                     "max_memory_bytes %.0f MB is more than the cgroup's "
+                     "memory limit of %.0f MB: past the limit the OOM "
+                     "killer ends the process before the budget refuses "
+                     "a sample (without a budget given: 1/%d of the limit)",
+                     (double)o->max_memory_bytes / (1 << 20),
+                     (double)lim / (1 << 20), SL_LIMITS_CGROUP_SHARE);
+        return;
+    }
+    o->max_memory_bytes = sl__limits_default_memory(lim, o->cache_bytes);
+    char cache[64] = "";
+    if (o->cache_bytes > 0)
+        snprintf(cache, sizeof cache, ", plus the cache's %.0f MB",
+                 (double)o->cache_bytes / (1 << 20));
     if (o->max_memory_bytes > 0)
         snprintf(why, cap,
                  " (the default: 1/%d of the cgroup's memory limit of %.0f "
-                 "MB; max_memory_bytes, --max-memory, sets another)",
-                 SL_LIMITS_CGROUP_SHARE, (double)lim / (1 << 20));
+                 "MB%s, at most the limit; max_memory_bytes, --max-memory, "
+                 "sets another)",
+                 SL_LIMITS_CGROUP_SHARE, (double)lim / (1 << 20), cache);
 }
 
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)

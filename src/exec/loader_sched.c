@@ -4,6 +4,7 @@
  * through the same sl_loader_set any user has. The rules themselves live
  * in sched/: the budget rule in limits.h, the policies and the tick in
  * policy.h. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -73,22 +74,31 @@ static int charge_device(sl_loader_t *l, const sl_options_t *given,
     return give_up_stage(l, SL_ERANGE, why, err, errlen);
 }
 
-/* Each local read in flight holds a file open: the read threads, an I/O
- * depth and the scheduler's bounds for both stay within what the
- * open-files limit leaves (sched/limits.h: sl__limits_fd_reads). A value
- * the user gave above it is lowered, with a warning naming the limit:
- * the run goes on with fewer reads instead of failing at its first batch
- * on EMFILE. Reads at URLs hold no file (libcurl's connections, at most
- * 16): left alone. knob: "read_threads" or "io_depth". */
-static int fit_open_files(sl_loader_t *l, const char *knob, int asked,
-                          int *value, int *bound)
+/* The descriptors left for reads (sched/limits.h: sl__limits_fd_reads),
+ * with the limit and the files open now for the warning; INT_MAX where
+ * there is no limit. */
+static int fd_room(unsigned long long *limit, int *open_now)
 {
     struct rlimit r;
-    if (sl__source_reads_remote(l->src) || getrlimit(RLIMIT_NOFILE, &r) != 0 ||
-        r.rlim_cur == RLIM_INFINITY)
-        return 0;
-    int open_now = sl__fds_open();
-    int fit = sl__limits_fd_reads((int64_t)r.rlim_cur, open_now);
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+        return INT_MAX;
+    *limit = (unsigned long long)r.rlim_cur;
+    *open_now = sl__fds_open();
+    return sl__limits_fd_reads((int64_t)r.rlim_cur, *open_now);
+}
+
+/* Each read in flight holds a descriptor (an ImageFolder's file, a
+ * connection at a URL) and, with reads in flight, each read thread its
+ * ring: the read threads, an I/O depth and the
+ * scheduler's bounds for both stay within `fit` (sched/limits.h). A value
+ * the user gave above it is lowered, with a warning naming the limit and
+ * `each` (what holds a file): the run goes on with fewer reads instead of
+ * failing at its first batch on EMFILE. knob: "read_threads" or
+ * "io_depth". */
+static int fit_open_files(sl_loader_t *l, const char *knob, int asked,
+                          int *value, int *bound, int fit, const char *each,
+                          unsigned long long limit, int open_now)
+{
     if (*bound > fit)
         *bound = fit;
     if (*value <= fit)
@@ -96,11 +106,10 @@ static int fit_open_files(sl_loader_t *l, const char *knob, int asked,
     if (asked)
         sl__msglog_add(&l->skips,
                        "warning: %s %d lowered to %d: the open-files limit "
-                       "(ulimit -n) is %llu, %d files are open and each read "
-                       "in flight holds one (%d kept for the run's other "
-                       "files)",
-                       knob, *value, fit, (unsigned long long)r.rlim_cur,
-                       open_now, SL_LIMITS_FD_SPARE);
+                       "(ulimit -n) is %llu, %d files are open and %s (%d "
+                       "kept for the run's other files)",
+                       knob, *value, fit, limit, open_now, each,
+                       SL_LIMITS_FD_SPARE);
     *value = fit;
     return 1;
 }
@@ -113,14 +122,24 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
                              &k, err, errlen);
     if (rc)
         return rc;
-    fit_open_files(l, "read_threads", given->read_threads > 0, &k.read_threads,
-                   &l->lim.max_read);
     const char *why = "";
     int allowed = given->io_depth != SL_IO_DEPTH_OFF;
     /* A source at URLs needs no io_uring: its reads go through libcurl's
      * multi interface (exec/aread), and local files, if any, inline. */
     int remote = sl__source_reads_remote(l->src);
     l->async = allowed && (sl__uring_probe(&why) || remote);
+    unsigned long long nofile = 0;
+    int open_now = 0, room = fd_room(&nofile, &open_now);
+    int opens = sl__source_read_holds_fd(l->src);
+    fit_open_files(l, "read_threads", given->read_threads > 0, &k.read_threads,
+                   &l->lim.max_read,
+                   sl__limits_fd_threads(room, l->async, opens),
+                   !l->async ? "each read in flight holds one (a file, or a "
+                               "connection at a URL)"
+                   : opens   ? "each read thread holds two (its io_uring "
+                               "ring, its read's file or connection)"
+                             : "each read thread holds its io_uring ring",
+                   nofile, open_now);
     l->async_why = !allowed ? "off (io_depth SL_IO_DEPTH_OFF)"
                    : remote ? ""
                             : why;
@@ -189,7 +208,11 @@ int sl__loader_budgets(sl_loader_t *l, const sl_options_t *given, char *err,
     int depth = sl__limits_io_depth(given, l->async, remote, &k, &l->lim);
     if (depth > 0)
         fit_open_files(l, "io_depth", given->io_depth > 0, &depth,
-                       &l->lim.max_depth);
+                       &l->lim.max_depth,
+                       sl__limits_fd_depth(room, k.read_threads, opens),
+                       "each read in flight holds one, besides each read "
+                       "thread's io_uring ring",
+                       nofile, open_now);
     if (l->lim.read_depth && l->lim.max_read > l->lim.max_depth)
         l->lim.max_read = l->lim.max_depth; /* the depth is the read knob */
     atomic_store(&l->io_depth, depth);

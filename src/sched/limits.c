@@ -55,9 +55,30 @@ int sl__limits_fd_reads(int64_t nofile, int open_now)
     return n < 1 ? 1 : (int)n;
 }
 
-int64_t sl__limits_default_memory(uint64_t cgroup_limit)
+int sl__limits_fd_threads(int room, int async, int opens)
 {
+    int each = (async ? 1 : 0) + (opens ? 1 : 0);
+    if (room == INT_MAX || each == 0)
+        return INT_MAX;
+    return room / each < 1 ? 1 : room / each;
+}
+
+int sl__limits_fd_depth(int room, int threads, int opens)
+{
+    if (room == INT_MAX || !opens)
+        return INT_MAX;
+    return room - threads < 1 ? 1 : room - threads;
+}
+
+int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes)
+{
+    if (cgroup_limit == 0)
+        return 0;
     uint64_t b = cgroup_limit / SL_LIMITS_CGROUP_SHARE;
+    if (cache_bytes > 0)
+        b = (uint64_t)cache_bytes > cgroup_limit - b
+                ? cgroup_limit
+                : b + (uint64_t)cache_bytes;
     return b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
 }
 

@@ -54,9 +54,13 @@
  * free; a budget keeps a large image (a 16000^2 PNG's 760 MB) a failed
  * sample instead. Half, not all: the process's own memory (libraries,
  * the decoders' fixed scratch, the cache) and a trainer in the same
- * container live under L too. 0 (no budget) where there is no limit. */
+ * container live under L too. A cache the user asked for (cache_bytes,
+ * which comes off the top of a budget) is memory chosen on purpose: the
+ * default holds it besides the half, at most L (a cache above half the
+ * limit failed create under a budget no one asked for). 0 (no budget)
+ * where there is no limit. */
 #define SL_LIMITS_CGROUP_SHARE 2
-int64_t sl__limits_default_memory(uint64_t cgroup_limit);
+int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes);
 
 /* Reads in flight the open-files limit (RLIMIT_NOFILE, ulimit -n) allows:
  * each holds a file open (a read thread's, an io_uring read's), so at
@@ -67,6 +71,19 @@ int64_t sl__limits_default_memory(uint64_t cgroup_limit);
  * asked for more reads than that failed at its first batch. */
 #define SL_LIMITS_FD_SPARE 16
 int sl__limits_fd_reads(int64_t nofile, int open_now);
+/* Of `room` files for reads (sl__limits_fd_reads), what the read threads
+ * may use. A thread holds its read's descriptor where a read has one of
+ * its own (opens: an ImageFolder's file, a connection at a URL; local
+ * shards and record files are read through descriptors held since open,
+ * already among the files open) and, with
+ * reads in flight (async: io_uring), its ring's descriptor: room over
+ * what one thread holds, at least 1; INT_MAX (no cap) where it holds
+ * none, or there is no limit (room INT_MAX). */
+int sl__limits_fd_threads(int room, int async, int opens);
+/* What an I/O depth of its own may use of `room`: the room less the
+ * `threads` read threads' rings where a read holds a descriptor of its
+ * own, at least 1; INT_MAX where reads hold none, or there is no limit. */
+int sl__limits_fd_depth(int room, int threads, int opens);
 
 /* The default I/O-depth budget (outstanding reads) on ncpu cores: 4 x
  * cores, at least SL_IO_DEPTH_MIN, at most 256 (the engine's worker

@@ -65,6 +65,24 @@ in_cg "${run[@]}" --max-memory 150M --on-error skip >/dev/null 2>"$T/given.err";
 check "--max-memory given: no default said (rc $rc)" \
   eval '[ "$rc" = 0 ] && ! grep -q "the default" "$T/given.err"'
 
+# A cache asked for is held besides the default half (old code: 80 MB
+# of cache under the 100 MB default failed create, "holds no batch").
+in_cg "${run[@]}" --cache 80M --on-error skip >/dev/null 2>"$T/cache.err"; rc=$?
+echo "cache: rc $rc"; grep "memory budget" "$T/cache.err"
+check "--cache 80M, no --max-memory: runs (rc $rc), the budget 180 MB" \
+  eval '[ "$rc" = 0 ] && grep -q "memory budget: 180 MB (the default: 1/2 of the cgroup.s memory limit of 200 MB, plus the cache.s 80 MB" "$T/cache.err"'
+
+check "--max-memory within the limit: no warning" \
+  eval '! grep -q "more than the cgroup" "$T/given.err"'
+
+# A budget given above the limit stands, but the OOM killer comes first:
+# said (old code: nothing). The PNG removed, so the run itself fits.
+rm "$T/ds/class_000/huge.png"
+in_cg "${run[@]}" --max-memory 1G >/dev/null 2>"$T/over.err"; rc=$?
+echo "over: rc $rc"; grep warning "$T/over.err"
+check "--max-memory 1G in a 200 MB cgroup: exit 0 (rc $rc), warned with both sizes" \
+  eval '[ "$rc" = 0 ] && grep -q "warning: max_memory_bytes 1024 MB is more than the cgroup.s memory limit of 200 MB" "$T/over.err"'
+
 free_out=$("${run[@]}" --on-error skip 2>"$T/free.err"); rc=$?
 check "outside the cgroup (no limit here): no default budget" \
   eval '! grep -q "memory budget:" "$T/free.err"'

@@ -438,7 +438,14 @@ static void test_small_input_pipes(void **state)
     assert_int_equal(
         sl__read_small_input(path, 1 << 20, 200, &text, &n, err, sizeof err),
         SL_EIO);
-    assert_non_null(strstr(err, "a pipe whose writer sent nothing"));
+    assert_non_null(strstr(err, "a pipe whose writer sent nothing for 0.2 s"));
+    assert_int_equal(write(p[1], "0123456789", 10), 10);
+    /* some bytes, the writer still there: not "sent nothing" */
+    assert_int_equal(
+        sl__read_small_input(path, 1 << 20, 200, &text, &n, err, sizeof err),
+        SL_EIO);
+    assert_non_null(strstr(err, "a pipe whose writer sent 10 bytes and did "
+                                "not close it within 0.2 s"));
     assert_int_equal(write(p[1], "0123456789", 10), 10);
     close(p[1]);
     assert_int_equal(

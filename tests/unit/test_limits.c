@@ -350,6 +350,25 @@ static void test_fd_reads(void **state)
     assert_int_equal(sl__limits_fd_reads((int64_t)1 << 40, 5), INT_MAX);
 }
 
+/* With io_uring each read thread holds its ring besides its read's file:
+ * the threads get half the room, the depth what their rings leave. Reads
+ * through descriptors held since open (shards) hold no file: only the
+ * rings count. */
+static void test_fd_reads_with_rings(void **state)
+{
+    (void)state;
+    assert_int_equal(sl__limits_fd_threads(43, 0, 1), 43);
+    assert_int_equal(sl__limits_fd_threads(43, 1, 1), 21);
+    assert_int_equal(sl__limits_fd_threads(1, 1, 1), 1); /* never 0 */
+    assert_int_equal(sl__limits_fd_threads(INT_MAX, 1, 1), INT_MAX);
+    assert_int_equal(sl__limits_fd_threads(43, 1, 0), 43);      /* rings */
+    assert_int_equal(sl__limits_fd_threads(43, 0, 0), INT_MAX); /* none */
+    assert_int_equal(sl__limits_fd_depth(43, 4, 1), 39);
+    assert_int_equal(sl__limits_fd_depth(3, 4, 1), 1);
+    assert_int_equal(sl__limits_fd_depth(INT_MAX, 4, 1), INT_MAX);
+    assert_int_equal(sl__limits_fd_depth(43, 4, 0), INT_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_check_ranges),
         cmocka_unit_test(test_io_depth_with_async_reads),
         cmocka_unit_test(test_fd_reads),
+        cmocka_unit_test(test_fd_reads_with_rings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

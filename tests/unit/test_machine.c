@@ -538,8 +538,14 @@ static void test_cgroup_memory(void **state)
     assert_int_equal(sl__parse_mem_max("-1", 2, &b), SL_ECORRUPT);
     assert_int_equal(sl__parse_mem_max("", 0, &b), SL_ECORRUPT);
     /* the default budget: half the limit, none without one */
-    assert_int_equal(sl__limits_default_memory(209715200u), 104857600);
-    assert_int_equal(sl__limits_default_memory(0), 0);
+    assert_int_equal(sl__limits_default_memory(209715200u, 0), 104857600);
+    assert_int_equal(sl__limits_default_memory(0, 0), 0);
+    /* a cache asked for is held besides the half, at most the limit */
+    assert_int_equal(sl__limits_default_memory(209715200u, 52428800),
+                     157286400);
+    assert_int_equal(sl__limits_default_memory(209715200u, 157286400),
+                     209715200);
+    assert_int_equal(sl__limits_default_memory(0, 52428800), 0);
 }
 
 /* Package 0 wraps through max_energy_range_uj, package 1 counts up; the
