@@ -25,15 +25,9 @@ int sl__knob_default(sl_param_t p, int decode_threads)
 void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap)
 {
     why[0] = 0;
-    if (o->max_memory_bytes != 0)
-        return;
-    uint64_t lim = sl__read_cgroup_memory("/");
-    o->max_memory_bytes = sl__limits_default_memory(lim);
-    if (o->max_memory_bytes > 0)
-        snprintf(why, cap,
-                 " (the default: 1/%d of the cgroup's memory limit of %.0f "
-                 "MB; max_memory_bytes, --max-memory, sets another)",
-                 SL_LIMITS_CGROUP_SHARE, (double)lim / (1 << 20));
+    if (o->max_memory_bytes == 0)
+        o->max_memory_bytes =
+            sl__limits_default_memory(sl__read_cgroup_memory("/"), why, cap);
 }
 
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)

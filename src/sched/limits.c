@@ -1,6 +1,7 @@
 #include "sched/limits.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -55,10 +56,18 @@ int sl__limits_fd_reads(int64_t nofile, int open_now)
     return n < 1 ? 1 : (int)n;
 }
 
-int64_t sl__limits_default_memory(uint64_t cgroup_limit)
+int64_t sl__limits_default_memory(uint64_t cgroup_limit, char *why, size_t cap)
 {
     uint64_t b = cgroup_limit / SL_LIMITS_CGROUP_SHARE;
-    return b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+    int64_t budget = b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+    if (why && cap)
+        why[0] = 0;
+    if (why && cap && budget > 0)
+        snprintf(why, cap,
+                 " (the default: 1/%d of the cgroup's memory limit of %.0f "
+                 "MB; max_memory_bytes, --max-memory, sets another)",
+                 SL_LIMITS_CGROUP_SHARE, (double)cgroup_limit / (1 << 20));
+    return budget;
 }
 
 int sl__limits_knob_default(int knob, int ncpu, int decode_threads)
