@@ -26,7 +26,7 @@ typedef struct tfile {
     uint64_t size; /* text / JSON Lines: bytes when indexed */
     int64_t first; /* its first document */
     /* text / JSON Lines: the file indexed, so that another one renamed
-     * over its path is not read as it (read_doc) */
+     * over its path is not read as it (read_doc; ino 0: not known) */
     uint64_t dev, ino;
     sl__shard_t *shard;
 } tfile_t;
@@ -479,7 +479,7 @@ static int read_doc(const sl__textsrc_t *s, const tfile_t *f, const tdoc_t *d,
      * would depend on which descriptor its reader got. */
     struct stat st;
     int rc = 0;
-    if (fstat(fd, &st) == 0 &&
+    if (f->ino && fstat(fd, &st) == 0 &&
         ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino))
         rc = sl__fail(err, errlen, SL_ECORRUPT,
                       "%s: the file was replaced after the loader opened it "
