@@ -46,6 +46,11 @@ int sl__testing_read_path(const sl_loader_t *l, const char **what);
  *  1/2 of the cgroup's memory limit of N MB; ...)"). The string lives as
  *  long as the loader. */
 int64_t sl__testing_memory_budget(const sl_loader_t *l, const char **why);
+/** The same for a text loader (sluice/text.h): its max_memory_bytes and
+ *  where a default came from. */
+struct sl_text_loader;
+int64_t sl__testing_text_memory_budget(const struct sl_text_loader *l,
+                                       const char **why);
 
 /** Where this loader decodes: 1 when the GPU stage takes its share, 0 for
  *  the CPU only, with why (placement cpu: ""; auto: the reason, as

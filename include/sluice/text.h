@@ -76,7 +76,8 @@ typedef struct sl_text_options {
     /* Appended (the struct's size tells which fields a caller has). */
     unsigned given; /**< SL_TEXT_GIVEN_*: these fields are taken as set, 0
                          included, instead of 0 meaning the default [0] */
-    /** Memory budget in bytes [0: none], the image loader's rule
+    /** Memory budget in bytes [half the cgroup's memory limit where one is
+     *  set, as if given; else none], the image loader's rule and default
      *  (sl_options_t.max_memory_bytes): a quarter (at least 32 MB) for
      *  tokenizing, the rest for batch buffers; a budget that holds no
      *  batch fails create. Each document is charged before it is read

@@ -540,7 +540,8 @@ PyDoc_STRVAR(
     "iteration streams `epochs` epochs; the next continues after them.\n"
     "max_memory (bytes) bounds batch buffers and documents being\n"
     "tokenized, as sluice run --task lm --max-memory: a document that can\n"
-    "never fit is a bad document (on_error).");
+    "never fit is a bad document (on_error). Default: half the cgroup's\n"
+    "memory limit in a container that has one, else none.");
 
 static PyTypeObject TextLoader_Type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sluice.TextLoader",

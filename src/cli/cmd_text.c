@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "consume.h"
 #include "sluice/sluice.h"
+#include "sluice/testing.h"
 
 #define MAX_SOURCES 256
 #define STATE_MAGIC "sluice-text-state 2" /* 2: the documents and id */
@@ -53,7 +54,7 @@ static const sl__opt_t text_opts[] = {
     {"max-memory", 0, SL__OPT_SIZE, F(max_memory_bytes), 1, HUGE_VAL, "SIZE",
      "budget: batch buffers + documents being tokenized (12 bytes a byte; "
      "one that never fits is a bad document), e.g. 512M",
-     "none"},
+     "half the cgroup's memory limit, none without one"},
     {"step-ms", 0, SL__OPT_DOUBLE, offsetof(text_args_t, step_ms), 0, HUGE_VAL,
      "T", "hold each batch T ms, as a training step would", "0"},
     {NULL},
@@ -152,6 +153,11 @@ int sl__cmd_text(int argc, char **argv)
                 " batch %" PRId64 "\n",
                 argv[0], task, sl_text_loader_num_documents(l), c.from.epoch,
                 c.from.batch);
+    const char *mem_why = ""; /* a default budget is said, as for images */
+    int64_t budget = sl__testing_text_memory_budget(l, &mem_why);
+    if (mem_why[0] && (!a.c.json || c.show))
+        fprintf(stderr, "sluice %s: memory budget: %.0f MB%s\n", argv[0],
+                (double)budget / (1 << 20), mem_why);
     const sl__stream_t s = sl__stream_text(l);
     sl__consume_run(&c, &s);
     sl_text_options_t used; /* the options in force, defaults resolved */

@@ -43,17 +43,8 @@ void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap,
                      (double)lim / (1 << 20), SL_LIMITS_CGROUP_SHARE);
         return;
     }
-    o->max_memory_bytes = sl__limits_default_memory(lim, o->cache_bytes);
-    char cache[64] = "";
-    if (o->cache_bytes > 0)
-        snprintf(cache, sizeof cache, ", plus the cache's %.0f MB",
-                 (double)o->cache_bytes / (1 << 20));
-    if (o->max_memory_bytes > 0)
-        snprintf(why, cap,
-                 " (the default: 1/%d of the cgroup's memory limit of %.0f "
-                 "MB%s, at most the limit; max_memory_bytes, --max-memory, "
-                 "sets another)",
-                 SL_LIMITS_CGROUP_SHARE, (double)lim / (1 << 20), cache);
+    o->max_memory_bytes =
+        sl__limits_default_memory(lim, o->cache_bytes, why, cap);
 }
 
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)

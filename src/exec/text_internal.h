@@ -81,6 +81,10 @@ struct sl_text_loader {
      * tokenizes it (opt.max_memory_bytes; no limit without one). */
     sl__membudget_t tbud;
     int tbud_ready;
+    /* Where max_memory_bytes came from when the user gave none (the
+     * cgroup's limit, sched/limits.h: " (the default: ...)"), appended to
+     * the budget's messages; "" when given or none. */
+    char mem_why[256];
 
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;

@@ -9,6 +9,7 @@
 #include "base/abi.h"
 #include "base/lasterr.h"
 #include "core/options.h"
+#include "sluice/testing.h"
 #include "sluice/text.h"
 #include "telemetry/machine.h"
 #include "text_internal.h"
@@ -186,7 +187,16 @@ static int fingerprint(sl_text_loader_t *l, char *err, size_t errlen)
 static int setup(sl_text_loader_t *l, char *err, size_t errlen)
 {
     sl_text_options_t *o = &l->opt;
+    /* No budget given: the cgroup's limit sets one, as if given (the
+     * image loader's rule and words, sched/limits.h) */
+    if (o->max_memory_bytes == 0)
+        o->max_memory_bytes = sl__limits_default_memory(
+            sl__read_cgroup_memory("/"), 0, l->mem_why, sizeof l->mem_why);
     int rc = resolve(o, &l->lim, err, errlen);
+    if (rc && l->mem_why[0] && strstr(err, "memory budget")) {
+        size_t n = strlen(err);
+        snprintf(err + n, errlen - n, "%s", l->mem_why);
+    }
     if (rc)
         return rc;
     int lm = o->task == SL_TEXT_LM;
@@ -236,6 +246,7 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
     sl__membudget_init(&l->tbud, o->max_memory_bytes > 0
                                      ? l->lim.mem_read + l->lim.mem_decode
                                      : 0);
+    l->tbud.note = l->mem_why[0] ? l->mem_why : NULL;
     l->tbud_ready = 1;
     l->slots = calloc((size_t)l->nslots, sizeof *l->slots);
     l->bad = calloc((size_t)nd, 1);
@@ -372,6 +383,16 @@ void sl_text_loader_destroy(sl_text_loader_t *l)
 const char *sl_text_loader_last_error(const sl_text_loader_t *l)
 {
     return sl__lasterr_get(l ? (const void *)l : &create_tag);
+}
+
+int64_t sl__testing_text_memory_budget(const sl_text_loader_t *l,
+                                       const char **why)
+{
+    if (!l)
+        return SL_EINVAL;
+    if (why)
+        *why = l->mem_why;
+    return l->opt.max_memory_bytes;
 }
 
 int sl_text_loader_options(const sl_text_loader_t *l, sl_text_options_t *out)

@@ -34,6 +34,19 @@ static void note_bad(sl_text_loader_t *l, int64_t doc, const char *msg)
  * image decoders' scratch is (ops/image.h SL__SCRATCH_KEEP). */
 #define TEXT_KEEP_BYTES ((int64_t)8 << 20)
 
+/* What reading and tokenizing document d costs (its stored bytes x
+ * SL_TEXT_MEM_PER_BYTE), saturated: a sparse file of an exabyte (a
+ * document per file, its size taken as is) wrapped past INT64_MAX to a
+ * negative charge, which took nothing, and the read then failed with a
+ * bare "out of memory" instead of naming both sizes. */
+static int64_t doc_cost(const sl_text_loader_t *l, int64_t d)
+{
+    uint64_t n = sl__textsrc_size(l->src, d);
+    return n > (uint64_t)INT64_MAX / SL_TEXT_MEM_PER_BYTE
+               ? INT64_MAX
+               : (int64_t)n * SL_TEXT_MEM_PER_BYTE;
+}
+
 /* Reads and tokenizes document d into ids, its memory charged to the
  * tokenizing budget for the span (opt.max_memory_bytes). @return 0, 1
  * when the loader is stopping, or an SL_E* code with msg naming the
@@ -42,10 +55,8 @@ static int tokenize_doc(sl_text_loader_t *l, wscratch_t *w, int64_t d,
                         sl__ids_t *ids, size_t *n, char *msg, size_t len)
 {
     /* without a budget nothing waits: no lock taken per document */
-    int64_t need =
-        l->opt.max_memory_bytes > 0
-            ? (int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE
-            : 0;
+    int64_t cost = doc_cost(l, d);
+    int64_t need = l->opt.max_memory_bytes > 0 ? cost : 0;
     char why[TL_MSG / 2], where[TL_MSG / 2];
     int rc =
         sl__membudget_charge(&l->tbud, need, "tokenizing it", why, sizeof why);
@@ -60,8 +71,7 @@ static int tokenize_doc(sl_text_loader_t *l, wscratch_t *w, int64_t d,
     rc = sl__textsrc_get(l->src, d, &w->buf, &w->scratch, &p, n, msg, len);
     if (!rc && *n)
         rc = sl__tok_encode(l->tok, p, *n, 0, w->tok, ids, msg, len);
-    if ((int64_t)sl__textsrc_size(l->src, d) * SL_TEXT_MEM_PER_BYTE >
-        TEXT_KEEP_BYTES) {
+    if (cost > TEXT_KEEP_BYTES) {
         sl__bytes_free(&w->buf);
         sl__bytes_free(&w->scratch);
         sl__tok_scratch_destroy(w->tok);

@@ -1,6 +1,7 @@
 #include "sched/limits.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -70,8 +71,11 @@ int sl__limits_fd_depth(int room, int threads, int opens)
     return room - threads < 1 ? 1 : room - threads;
 }
 
-int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes)
+int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes,
+                                  char *why, size_t cap)
 {
+    if (why && cap)
+        why[0] = 0;
     if (cgroup_limit == 0)
         return 0;
     uint64_t b = cgroup_limit / SL_LIMITS_CGROUP_SHARE;
@@ -79,7 +83,19 @@ int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes)
         b = (uint64_t)cache_bytes > cgroup_limit - b
                 ? cgroup_limit
                 : b + (uint64_t)cache_bytes;
-    return b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+    int64_t budget = b > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)b;
+    char cache[80] = "";
+    if (cache_bytes > 0)
+        snprintf(cache, sizeof cache,
+                 ", plus the cache's %.0f MB, at most the limit",
+                 (double)cache_bytes / (1 << 20));
+    if (why && cap && budget > 0)
+        snprintf(why, cap,
+                 " (the default: 1/%d of the cgroup's memory limit of %.0f "
+                 "MB%s; max_memory_bytes, --max-memory, sets another)",
+                 SL_LIMITS_CGROUP_SHARE, (double)cgroup_limit / (1 << 20),
+                 cache);
+    return budget;
 }
 
 int sl__limits_knob_default(int knob, int ncpu, int decode_threads)

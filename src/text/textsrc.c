@@ -25,6 +25,9 @@ typedef struct tfile {
     int whole;     /* text: the file is one document */
     uint64_t size; /* text / JSON Lines: bytes when indexed */
     int64_t first; /* its first document */
+    /* text / JSON Lines: the file indexed, so that another one renamed
+     * over its path is not read as it (read_doc; ino 0: not known) */
+    uint64_t dev, ino;
     sl__shard_t *shard;
 } tfile_t;
 
@@ -188,6 +191,9 @@ static int index_file(sl__textsrc_t *s, uint32_t fi, char *err, size_t errlen)
     int fd = sl__open_regular(f->path, &size, err, errlen); /* no FIFO wait */
     if (fd < 0)
         return fd;
+    struct stat st;
+    if (fstat(fd, &st) == 0)
+        f->dev = (uint64_t)st.st_dev, f->ino = (uint64_t)st.st_ino;
     if (f->whole) { /* nothing to find in it: its size is the document's */
         f->size = (uint64_t)size;
         rc = size && push_doc(s, 1, 0, (uint64_t)size)
@@ -467,8 +473,21 @@ static int read_doc(const sl__textsrc_t *s, const tfile_t *f, const tdoc_t *d,
     if (fd < 0)
         return sl__fail(err, errlen, fd, "%s: reading it again: %s", where,
                         why);
-    size_t got = 0;
+    /* A file renamed over the path since (an editor's save, a rewritten
+     * corpus) is another file: a descriptor opened now reads it, one the
+     * cache held since reads the old one, so which bytes a document had
+     * would depend on which descriptor its reader got. */
+    struct stat st;
     int rc = 0;
+    if (f->ino && fstat(fd, &st) == 0 &&
+        ((uint64_t)st.st_dev != f->dev || (uint64_t)st.st_ino != f->ino))
+        rc = sl__fail(err, errlen, SL_ECORRUPT,
+                      "%s: the file was replaced after the loader opened it "
+                      "(another file is at its path: inode %llu now, %llu "
+                      "then)",
+                      where, (unsigned long long)st.st_ino,
+                      (unsigned long long)f->ino);
+    size_t got = 0;
     while (!rc && got < want) {
         ssize_t r = pread(fd, b->p + got, want - got, (off_t)(d->off + got));
         if (r < 0 && errno == EINTR)
@@ -479,7 +498,6 @@ static int read_doc(const sl__textsrc_t *s, const tfile_t *f, const tdoc_t *d,
                           "%s: read failed at byte %llu: %s", where,
                           (unsigned long long)(d->off + got), strerror(e));
         } else if (r == 0) {
-            struct stat st;
             long long now = fstat(fd, &st) ? -1 : (long long)st.st_size;
             rc = sl__fail(err, errlen, SL_ECORRUPT,
                           "%s: the file was truncated after the loader opened "

@@ -241,3 +241,40 @@ def test_text_loader_max_memory(data):
     with pytest.raises(ValueError, match="max_memory must be >= 1"):
         sluice.TextLoader([str(data / "corpus.txt")],
                           **dict(kw, max_memory=0))
+
+
+def test_lm_budget_refuses_an_exabyte_document(data, tmp_path):
+    """A document's charge saturates: a sparse file of 1 EiB (a document
+    per file, taken at its size) is charged 12 EiB, past INT64_MAX. The
+    charge wrapped to a negative number, which took nothing; the read then
+    failed as "huge.txt: out of memory". Now it is refused named, with both
+    sizes, as any document that never fits. Needs a file system that holds
+    such a sparse file (tmpfs does; ext4 stops at 16 TiB)."""
+    d = None
+    for base in (tmp_path, "/dev/shm"):
+        p = os.path.join(str(base), f"sl-exa-{os.getpid()}", "huge.txt")
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        try:
+            with open(p, "wb") as f:
+                f.truncate(1 << 60)
+            d = os.path.dirname(p)
+            break
+        except OSError:
+            os.remove(p)
+            os.rmdir(os.path.dirname(p))
+    if d is None:
+        pytest.skip("no file system here holds a 1 EiB sparse file")
+    try:
+        rc, _, secs, err = run(lm_args(data, str(data / "lines.txt"),
+                                       os.path.join(d, "huge.txt"),
+                                       "--doc-per-file", "--max-memory",
+                                       "64M", "--on-error", "skip"),
+                               tmp_path / "exa.json")
+        assert rc == 0, err
+        assert "huge.txt: tokenizing it needs" in err, err
+        assert "the memory budget allows 32.0 MB" in err, err
+        assert digest(tmp_path / "exa.json")["errors_skipped"] == 1
+        assert secs < 10
+    finally:
+        os.remove(os.path.join(d, "huge.txt"))
+        os.rmdir(d)

@@ -165,12 +165,52 @@ static void test_textsrc_truncated(void **state)
     free(dir);
 }
 
+/* A file replaced after open (a new file renamed over its path, the same
+ * size and line ends): its documents are the other file's bytes. They were
+ * read as if nothing changed, and a descriptor the cache still held read
+ * the old file, so the stream depended on which reader held which
+ * descriptor. Now a bad document, named. */
+static void test_textsrc_replaced(void **state)
+{
+    (void)state;
+    char *dir = tu_tmpdir("textswap");
+    char path[512], next[512];
+    snprintf(path, sizeof path, "%s/swap.txt", dir);
+    snprintf(next, sizeof next, "%s/swap.new", dir);
+    tu_write_file(path, "aaa\nbbb\n", 8);
+    for (int whole = 0; whole <= 1; whole++) {
+        const char *paths[] = {path};
+        sl__textsrc_t *s = NULL;
+        char err[1024];
+        assert_int_equal(
+            sl__textsrc_open(paths, 1, whole, 0, &s, err, sizeof err), 0);
+        tu_write_file(next, "ccc\nddd\n", 8);
+        assert_int_equal(rename(next, path), 0);
+        sl__bytes_t buf = {0}, scratch = {0};
+        const char *p;
+        size_t n;
+        assert_int_equal(
+            sl__textsrc_get(s, 0, &buf, &scratch, &p, &n, err, sizeof err),
+            SL_ECORRUPT);
+        assert_non_null(strstr(err, whole ? "swap.txt: the file was replaced"
+                                          : "swap.txt:1: the file was "
+                                            "replaced"));
+        assert_non_null(strstr(err, "after the loader opened it"));
+        sl__bytes_free(&buf);
+        sl__bytes_free(&scratch);
+        sl__textsrc_close(s);
+    }
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fdcache_bounded),
         cmocka_unit_test(test_textsrc_big_document),
         cmocka_unit_test(test_textsrc_truncated),
+        cmocka_unit_test(test_textsrc_replaced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

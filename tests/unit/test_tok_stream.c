@@ -5,9 +5,11 @@
  * before newlines and '/', case changes, non-ASCII letters and marks,
  * invalid and cut UTF-8, special tokens and their prefixes), fed in steps
  * of 1, 2, 3, 7 and 61 bytes. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "text/bpe_internal.h"
@@ -214,12 +216,129 @@ static void test_part_holds_back_a_piece(void **state)
     sl__tok_free(t);
 }
 
+static int collect(const int32_t *v, size_t n, void *ctx)
+{
+    sl__ids_t *all = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (sl__ids_push(all, v[i]))
+            return SL_ENOMEM;
+    return 0;
+}
+
+/* text[0..n) written to a file and encoded as `sluice tokenize` streams
+ * it (1 MiB blocks, doubling for a longer piece) gives the ids of the
+ * whole. */
+static void check_file(const sl__tok_t *t, const char *path, const char *text,
+                       size_t n, int special, const char *what)
+{
+    char err[256];
+    sl__tok_scratch_t *s = sl__tok_scratch_create();
+    sl__ids_t whole = {0}, part = {0}, all = {0};
+    assert_int_equal(
+        sl__tok_encode(t, text, n, special, s, &whole, err, sizeof err), 0);
+    assert_int_equal(tu_write_file(path, text, n), 0);
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    uint64_t bytes = 0;
+    int rc = sl__tok_encode_fd(t, fd, path, special, s, &part, collect, &all,
+                               &bytes, err, sizeof err);
+    close(fd);
+    if (rc)
+        fail_msg("%s: %s", what, err);
+    assert_int_equal(bytes, n);
+    if (all.n != whole.n || memcmp(all.v, whole.v, whole.n * sizeof *all.v))
+        fail_msg("%s (%zu bytes): %zu ids streamed, %zu whole", what, n, all.n,
+                 whole.n);
+    sl__ids_free(&whole);
+    sl__ids_free(&part);
+    sl__ids_free(&all);
+    sl__tok_scratch_destroy(s);
+}
+
+/* What sits across the first block's end (1 MiB), a step back or on: a
+ * special token, CRLF, a UTF-8 sequence, whitespace before a word, a
+ * contraction; a piece of exactly a block, and one a byte either side of
+ * the doubling steps; an empty file, and one without a final newline. */
+static void test_file_at_block_edges(void **state)
+{
+    (void)state;
+    static const char *const frag[] = {
+        "<|endoftext|>", "\r\n\r\n", " \r\n",    "\xe4\xb8\x80\xf0\x9f\x98\x80",
+        "   the",        "don't",    "\xe4\xb8", " [SEP] x"};
+    const size_t B = (size_t)1 << 20;
+    char *dir = tu_tmpdir("tokedge");
+    char path[512];
+    snprintf(path, sizeof path, "%s/edge.txt", dir);
+    char *text = malloc(2 * B + 64);
+    assert_non_null(text);
+    sl__tok_t *tk[2] = {small_bpe("cl100k_base"), NULL};
+    static const char v[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nab\n"
+                            "##ab\n'\nt\ndon\n\xe4\xb8\x80\nx\n";
+    char err[256];
+    assert_int_equal(sl__wordpiece_load_mem(v, sizeof v - 1, "tiny", 1, &tk[1],
+                                            err, sizeof err),
+                     0);
+    char what[128];
+    for (int k = 0; k < 2; k++) {
+        for (size_t f = 0; f < sizeof frag / sizeof *frag; f++) {
+            size_t fl = strlen(frag[f]);
+            /* the fragment starts each of 0..3 bytes back, half way, a
+             * byte short of its end and at it: every cut of a short one */
+            size_t backs[] = {0, 1, 2, 3, fl / 2, fl - 1, fl};
+            for (size_t b = 0; b < sizeof backs / sizeof *backs; b++) {
+                size_t back = backs[b];
+                if (back > fl || (b && back <= backs[b - 1]))
+                    continue;
+                /* "ab " words up to the fragment, which starts `back`
+                 * bytes before the block's end */
+                size_t at = B - back, n = 0;
+                while (n < at)
+                    text[n] = "ab "[n % 3], n++;
+                memcpy(text + n, frag[f], fl);
+                n += fl;
+                memcpy(text + n, " the ab\n", 8);
+                n += 8;
+                snprintf(what, sizeof what,
+                         "tokenizer %d, fragment %zu, %zu "
+                         "bytes back",
+                         k, f, back);
+                check_file(tk[k], path, text, n, (int)(back & 1), what);
+            }
+        }
+        /* one piece of a block, a byte either side, the doubling step */
+        static const size_t lens[] = {(size_t)1 << 20, ((size_t)1 << 20) - 1,
+                                      ((size_t)1 << 20) + 1, (size_t)2 << 20};
+        for (size_t j = 0; j < sizeof lens / sizeof *lens; j++)
+            for (int tail = 0; tail < 3; tail++) {
+                size_t n = 0;
+                while (n < lens[j])
+                    text[n] = "abab"[n % 4], n++;
+                if (tail == 1)
+                    memcpy(text + n, " x\n", 3), n += 3;
+                if (tail == 2)
+                    text[n++] = '\n';
+                snprintf(what, sizeof what,
+                         "tokenizer %d, a piece of %zu, "
+                         "tail %d",
+                         k, lens[j], tail);
+                check_file(tk[k], path, text, n, 0, what);
+            }
+        check_file(tk[k], path, "", 0, 0, "empty file");
+        check_file(tk[k], path, "the ab", 6, 0, "no final newline");
+        sl__tok_free(tk[k]);
+    }
+    free(text);
+    tu_rmtree(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bpe_parts_equal_whole),
         cmocka_unit_test(test_wordpiece_parts_equal_whole),
         cmocka_unit_test(test_part_holds_back_a_piece),
+        cmocka_unit_test(test_file_at_block_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
