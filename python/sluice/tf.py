@@ -126,6 +126,15 @@ def _owned(a):
     return out
 
 
+def _flag(what, name, value, hint=""):
+    """value as a bool, or a TypeError naming it: a truthy non-bool must
+    not pass for True (copy="no" would copy, repeat=3 stream forever)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{what}: {name} must be True or False, got "
+                        f"{value!r}{hint}")
+    return bool(value)
+
+
 class _Feed:
     """One loader and the position the next iteration starts at, shared by
     the iterations of a dataset or a batches object: one iteration at a
@@ -155,11 +164,9 @@ class _Feed:
             if lo is not None and v < lo:
                 raise ValueError(f"{what}: {name} must be >= {lo}, not {v!r}")
         batch_size, image_size = int(batch_size), int(image_size)
-        if not isinstance(repeat, (bool, np.bool_)):
-            # tf.data's repeat(count) takes a count: repeat=3 must not
-            # quietly mean forever
-            raise TypeError(f"{what}: repeat is True (endless) or False, "
-                            f"not {repeat!r}; epochs= counts epochs")
+        # tf.data's repeat(count) takes a count: repeat=3 must not
+        # quietly mean forever
+        repeat = _flag(what, "repeat", repeat, "; epochs= counts epochs")
         epochs, start_epoch, start_batch = int(epochs), int(start_epoch), int(start_batch)
         try:
             self.loader = _sluice.Loader(source, batch_size, image_size,
@@ -296,6 +303,8 @@ def dataset(source, batch_size=64, image_size=224, epochs=1, repeat=False,
     the dataset (and every dataset and iterator made from it) is gone."""
     import tensorflow as tf
 
+    # before the loader is made: a refused call leaves nothing open
+    copy = _flag("sluice.tf.dataset", "copy", copy)
     feed = _feed("sluice.tf.dataset", source, batch_size, image_size,
                  options, epochs, repeat, start_epoch, start_batch)
     elem = tf.float32 if feed.loader.options["dtype"] == "float32" else tf.uint8

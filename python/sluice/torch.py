@@ -282,6 +282,15 @@ def _positive(name, v):
     return n
 
 
+def _bool(name, v):
+    """v, a bool, else ValueError naming `name` (torch's words: its
+    BatchSampler refuses drop_last="no", which bool() would make True)."""
+    if not isinstance(v, bool):
+        raise ValueError(f"{name} should be a boolean value, but got "
+                         f"{name}={v!r}")
+    return v
+
+
 def _square_size(v):
     """image_size as one int: n, or a square (n, n)."""
     if isinstance(v, (tuple, list)):
@@ -402,7 +411,7 @@ class DataLoader(_Position):
             _warn_no_pinning()
         self.pin_memory = bool(pin_memory) and torch.cuda.is_available()
         self.device = torch.device(device) if device is not None else None
-        self.drop_last = bool(drop_last)
+        self.drop_last = _bool("drop_last", drop_last)
         self._generic = None
         self._loader = None
         self._inflight = []  # (event, source tensor) of copies to the GPU

@@ -2,7 +2,7 @@
  * of what they have in common (ranks, epochs, error policy, scheduler
  * policy, thread knobs), and each public struct's first versioned size.
  * Each loader resolves its own fields on top (exec/loader_opts.c,
- * exec/text_loader.c). */
+ * exec/text_opts.c). */
 #ifndef SL_OPTIONS_H
 #define SL_OPTIONS_H
 

@@ -123,6 +123,17 @@ struct sl_text_loader {
     sl__sched_glue_t sched; /* inactive: nothing to tune */
 };
 
+/* text_opts.c: the bytes of one pooled batch block: the header, then 2
+ * (lm) or 4 (mlm) arrays of batch_size x seq_len int32. */
+size_t sl__text_batch_block(const sl_text_options_t *o);
+/* Defaults and checks of the text options (the shared ones in
+ * core/options.c); the thread and memory budgets in lim. */
+int sl__text_resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
+                     size_t errlen);
+/* sl_text_loader_fingerprint's number, of the resolved options, the
+ * tokenizer's files and the documents' sizes: l->fingerprint. */
+int sl__text_fingerprint(sl_text_loader_t *l, char *err, size_t errlen);
+
 /* text_work.c: the workers' main loop, the consumer's fill of one batch
  * (under mu: 1 a batch, 0 the end, < 0 a failure; SL_ETIMEDOUT when a
  * group was not ready by `until`, CLOCK_MONOTONIC, NULL: no limit, with b

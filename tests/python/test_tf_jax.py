@@ -424,8 +424,34 @@ def test_batches_repeat_streams_on(ds):
     if importlib.util.find_spec("tensorflow") is not None:
         makers.append(stf.dataset)
     for make in makers:
-        with pytest.raises(TypeError, match="repeat is True .* not 3; epochs="):
+        with pytest.raises(TypeError,
+                           match="repeat must be True or False, got 3; epochs="):
             make(ds, batch_size=B, image_size=S, repeat=3)
+
+
+def test_flags_refuse_what_is_not_a_bool(ds):
+    """Each public function's boolean flags take True or False only, the
+    TypeError naming the function, the flag and the value (before,
+    dataset(copy="no") copied: any truthy value was True)."""
+    import sluice.tf as stf
+    calls = []
+    if importlib.util.find_spec("tensorflow") is not None:
+        calls += [(stf.dataset, "copy"), (stf.dataset, "repeat"),
+                  (stf.batches, "repeat")]
+    if importlib.util.find_spec("jax") is not None:
+        calls.append((stf.jax_batches, "repeat"))
+    if not calls:
+        pytest.skip("neither tensorflow nor jax is installed")
+    for make, flag in calls:
+        for bad in ("no", 1, None):
+            with pytest.raises(TypeError, match=(
+                    f"^sluice.tf.{make.__name__}: {flag} must be True or "
+                    f"False, got {bad!r}")):
+                make(ds, batch_size=B, image_size=S, **{flag: bad})
+    # np.bool_ is a bool (a flag read from an array)
+    if importlib.util.find_spec("tensorflow") is not None:
+        z = stf.dataset(ds, batch_size=B, image_size=S, copy=np.False_)
+        z.close()
 
 
 def test_batches_state_dict_resumes_mid_epoch(ds):

@@ -106,6 +106,7 @@ def test_multiprocessing_context_is_honoured():
     ({"batch_size": "2"}, "batch_size should be a positive integer"),
     ({"timeout": -1, "num_workers": 1}, "timeout option should be non-negative"),
     ({"prefetch_factor": 0, "num_workers": 1}, "prefetch_factor should be a positive"),
+    ({"drop_last": "no"}, "drop_last should be a boolean value, but got drop_last='no'"),
 ])
 def test_torchs_argument_checks(kw, what):
     """Refused at construction with torch's words (before: a

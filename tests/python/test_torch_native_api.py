@@ -189,6 +189,9 @@ def test_torch_skipped(bad):
     ({"num_workers": -1}, ValueError, "num_workers option should be non-negative"),
     ({"batch_size": 0}, ValueError, "batch_size should be a positive integer"),
     ({"batch_size": 2.5}, ValueError, "batch_size should be a positive integer"),
+    # torch's words; before, bool("no") made it True
+    ({"drop_last": "no"}, ValueError,
+     "drop_last should be a boolean value, but got drop_last='no'"),
     ({"threads": 2}, TypeError, "num_workers"),
 ])
 def test_torch_bad_arguments_named(ds, kw, err, match):
