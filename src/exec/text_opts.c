@@ -104,8 +104,9 @@ int sl__text_resolve(sl_text_options_t *o, sl__limits_t *lim, char *err,
     shape.prefetch = o->prefetch_chunks;
     shape.max_memory_bytes = o->max_memory_bytes;
     sl__knobs_t start;
-    rc = sl__limits_make(&shape, sl__cpus_usable(), sl__text_batch_block(o),
-                         lim, &start, err, errlen);
+    rc = sl__limits_make_named(&shape, sl__cpus_usable(),
+                               sl__text_batch_block(o), "tokenizing", lim,
+                               &start, err, errlen);
     if (rc)
         return rc;
     o->decode_threads = start.decode_threads;

@@ -111,6 +111,14 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
                     sl__limits_t *lim, sl__knobs_t *start, char *err,
                     size_t errlen)
 {
+    return sl__limits_make_named(o, ncpu, batch_bytes, "reading and decoding",
+                                 lim, start, err, errlen);
+}
+
+int sl__limits_make_named(const sl_options_t *o, int ncpu, size_t batch_bytes,
+                          const char *what, sl__limits_t *lim,
+                          sl__knobs_t *start, char *err, size_t errlen)
+{
     memset(lim, 0, sizeof *lim);
     int tuned = o->policy != SL_POLICY_STATIC;
     lim->tune_read = tuned && o->read_threads <= 0;
@@ -166,10 +174,9 @@ int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
         if (fit < 1)
             return sl__fail(err, errlen, SL_ERANGE,
                             "memory budget %lld B holds no batch of %zu B "
-                            "(plus %lld MB for reading and decoding, "
-                            "%lld MB for the cache)",
+                            "(plus %lld MB for %s, %lld MB for the cache)",
                             (long long)o->max_memory_bytes, batch_bytes,
-                            (long long)(work >> 20),
+                            (long long)(work >> 20), what,
                             (long long)(lim->mem_cache >> 20));
         if (fit < lim->max_prefetch)
             lim->max_prefetch = (int)fit;

@@ -127,6 +127,12 @@ int sl__limits_knob_default(int knob, int ncpu, int decode_threads);
 int sl__limits_make(const sl_options_t *o, int ncpu, size_t batch_bytes,
                     sl__limits_t *lim, sl__knobs_t *start, char *err,
                     size_t errlen);
+/* As sl__limits_make, `what` naming the working share in the message of
+ * a budget that holds no batch: "reading and decoding" (sl__limits_make,
+ * the image loader), "tokenizing" (the text loader). */
+int sl__limits_make_named(const sl_options_t *o, int ncpu, size_t batch_bytes,
+                          const char *what, sl__limits_t *lim,
+                          sl__knobs_t *start, char *err, size_t errlen);
 
 /* Limits for a policy exercised alone (a test, a benchmark, a fuzz
  * target): every knob tuned, max_threads threads (decode: one fewer),
