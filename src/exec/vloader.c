@@ -349,7 +349,8 @@ static int check_options(const sl_vloader_options_t *o, char *err,
                          size_t errlen)
 {
     /* Sizes in bytes: 0 is the default (cache_bytes 2 GiB, memory_bytes
-     * no bound); a negative one is a caller's mistake, not a default. */
+     * half the cgroup's limit, or no bound); a negative one is a caller's
+     * mistake, not a default. */
     const struct {
         const char *name;
         int64_t v;
@@ -537,7 +538,7 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->buf_bytes =
         (int64_t)l->nbufs * o->batch_size * l->pvox * (o->image_bf16 ? 3 : 5) +
         (o->image_bf16 ? (int64_t)o->threads * l->pvox * 4 : 0);
-    l->mem_limit = o->memory_bytes; /* 0: no bound (check_options) */
+    l->mem_limit = o->memory_bytes; /* 0: no bound (no limit either) */
     if (l->mem_limit && l->buf_bytes >= l->mem_limit) {
         rc = sl__fail(err, errlen, SL_ENOMEM,
                       "vloader: %d batch buffers of %d patches need %.1f MB, "
