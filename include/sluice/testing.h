@@ -51,6 +51,11 @@ int64_t sl__testing_memory_budget(const sl_loader_t *l, const char **why);
 struct sl_text_loader;
 int64_t sl__testing_text_memory_budget(const struct sl_text_loader *l,
                                        const char **why);
+/** The same for a volume loader (sluice/vloader.h): its memory_bytes
+ *  and where a default came from. */
+struct sl_vloader;
+int64_t sl__testing_vloader_memory_budget(const struct sl_vloader *l,
+                                          const char **why);
 
 /** Where this loader decodes: 1 when the GPU stage takes its share, 0 for
  *  the CPU only, with why (placement cpu: ""; auto: the reason, as

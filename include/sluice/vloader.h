@@ -23,7 +23,8 @@
  * known, the cache gives back the case used again last.
  *
  * Memory: the offline stage streams a volume a slice at a time (never
- * held whole); memory_bytes bounds all the loader holds.
+ * held whole); memory_bytes bounds all the loader holds (by default half
+ * the cgroup's memory limit, where one is set: sched/limits.h's rule).
  *
  * Layout: a volume's array is used in its storage order, x fastest, so a
  * patch is C-order (z, y, x) — the transpose of the reference's (x, y, z)
@@ -57,8 +58,10 @@ typedef struct sl_vloader_options {
     double target_spacing[3]; /**< mm, (x, y, z) [1.6, 1.2, 1.2] */
     int64_t cache_bytes;      /**< offline results kept [2 GiB] */
     sl_vol_aug_t aug;         /**< online ops [sl_vol_aug_init] */
-    /** The most bytes the loader holds at once [0: no bound but
-     *  cache_bytes]: its batch buffers (fixed at create: more than this
+    /** The most bytes the loader holds at once [0: half the cgroup's
+     *  memory limit where one is set (a container's: past it the OOM
+     *  killer ends the process), its messages saying so; else no bound
+     *  but cache_bytes]: its batch buffers (fixed at create: more than this
      *  fails there), the cached offline results, and every offline stage
      *  in flight, charged what it will hold before it allocates (the padded
      *  outputs, the components, slices and read buffers: the stage streams

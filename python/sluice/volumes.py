@@ -28,7 +28,8 @@ batch-ready latency (p50, p99).
 
 `memory_bytes` bounds what the loader holds at once (batch buffers, the
 cache, offline stages in flight, which stream each volume a slice at a
-time); `dtype="bfloat16"` gives bfloat16 image patches (rounded to nearest
+time; 0, the default: half the cgroup's memory limit where one is set,
+else no bound but the cache's); `dtype="bfloat16"` gives bfloat16 image patches (rounded to nearest
 even; without torch, their bits as uint16).
 
 Each `for` loop is one epoch of the stream, ended by the batches' own

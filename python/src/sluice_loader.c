@@ -209,8 +209,10 @@ static int do_start(LoaderObject *self, int64_t g)
     return rc;
 }
 
-/* Without a memory budget, holding more batches than this says so once:
- * the pool grows with what is held (up to the engine's 4096 buffers). */
+/* Without a memory budget given, holding more batches than this says so
+ * once: the pool grows with what is held (up to the engine's 4096
+ * buffers, or the default budget from a cgroup's memory limit, which the
+ * warning then names instead of asking for max_memory). */
 #define SLPY_HELD_WARN 256
 
 /* When the consumer holds every buffer, one more buffer first (with a
@@ -225,14 +227,24 @@ static int grow_if_all_held(CoreObject *core, int budgeted)
         sl_loader_param_range(core->engine, SL_PARAM_PREFETCH, &lo, &hi) ||
         pf >= hi || sl_loader_set(core->engine, SL_PARAM_PREFETCH, pf + 1))
         return 0;
-    if (!budgeted && pf + 1 == SLPY_HELD_WARN &&
-        PyErr_WarnFormat(PyExc_ResourceWarning, 1,
-                         "sluice.Loader: %d batches held, the pool grows "
-                         "with them; release batches or pass max_memory "
-                         "to bound it",
-                         SLPY_HELD_WARN))
-        return SL_ENOMEM;
-    return 0;
+    if (budgeted || pf + 1 != SLPY_HELD_WARN)
+        return 0;
+    const char *why = "";
+    int64_t budget = sl__testing_memory_budget(core->engine, &why);
+    char m[512]; /* PyErr_WarnFormat has no %f */
+    if (budget > 0)
+        snprintf(m, sizeof m,
+                 "sluice.Loader: %d batches held, the pool grows with them "
+                 "up to the memory budget of %.0f MB%s; release batches to "
+                 "hold less",
+                 SLPY_HELD_WARN, (double)budget / (1 << 20), why);
+    else
+        snprintf(m, sizeof m,
+                 "sluice.Loader: %d batches held, the pool grows with them; "
+                 "release batches or pass max_memory to bound it",
+                 SLPY_HELD_WARN);
+    int rc = PyErr_WarnEx(PyExc_ResourceWarning, m, 1);
+    return rc ? SL_ENOMEM : 0;
 }
 
 /* sl_loader_next, in slices that let a signal in (Ctrl-C raises

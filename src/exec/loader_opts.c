@@ -43,8 +43,8 @@ void sl__loader_default_memory(sl_options_t *o, char *why, size_t cap,
                      (double)lim / (1 << 20), SL_LIMITS_CGROUP_SHARE);
         return;
     }
-    o->max_memory_bytes =
-        sl__limits_default_memory(lim, o->cache_bytes, why, cap);
+    o->max_memory_bytes = sl__limits_default_memory(
+        lim, o->cache_bytes, "max_memory_bytes (--max-memory)", why, cap);
 }
 
 int sl__loader_resolve(sl_options_t *o, char *err, size_t errlen)

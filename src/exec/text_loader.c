@@ -33,7 +33,8 @@ static int setup(sl_text_loader_t *l, char *err, size_t errlen)
      * image loader's rule and words, sched/limits.h) */
     if (o->max_memory_bytes == 0)
         o->max_memory_bytes = sl__limits_default_memory(
-            sl__read_cgroup_memory("/"), 0, l->mem_why, sizeof l->mem_why);
+            sl__read_cgroup_memory("/"), 0, "max_memory_bytes (--max-memory)",
+            l->mem_why, sizeof l->mem_why);
     int rc = sl__text_resolve(o, &l->lim, err, errlen);
     if (rc && l->mem_why[0] && strstr(err, "memory budget")) {
         size_t n = strlen(err);

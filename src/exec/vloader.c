@@ -16,6 +16,8 @@
 
 #include "base/abi.h"
 #include "base/base.h"
+#include "sched/limits.h"
+#include "sluice/testing.h"
 #include "telemetry/machine.h"
 #include "vloader_internal.h"
 #include "vloader_offline.h"
@@ -347,7 +349,8 @@ static int check_options(const sl_vloader_options_t *o, char *err,
                          size_t errlen)
 {
     /* Sizes in bytes: 0 is the default (cache_bytes 2 GiB, memory_bytes
-     * no bound); a negative one is a caller's mistake, not a default. */
+     * half the cgroup's limit, or no bound); a negative one is a caller's
+     * mistake, not a default. */
     const struct {
         const char *name;
         int64_t v;
@@ -460,6 +463,14 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
             o->target_spacing[i] = kits[i];
     if (o->cache_bytes == 0)
         o->cache_bytes = (int64_t)2 << 30;
+    /* No budget given: half the cgroup's memory limit, the other loaders'
+     * rule (sched/limits.h), as if given. The cache is not held besides
+     * the half, as the image loader's is: here it lives inside the budget
+     * and gives back what a stage needs. */
+    if (o->memory_bytes == 0)
+        o->memory_bytes = sl__limits_default_memory(
+            sl__read_cgroup_memory("/"), 0, "memory_bytes", l->mem_why,
+            sizeof l->mem_why);
     l->aug = o->aug;
     for (int i = 0; i < 3; i++)
         l->pdims[i] = l->aug.patch[i] = o->aug.patch[2 - i];
@@ -527,13 +538,13 @@ int sl_vloader_create(const char *dataset, const sl_vloader_options_t *opt,
     l->buf_bytes =
         (int64_t)l->nbufs * o->batch_size * l->pvox * (o->image_bf16 ? 3 : 5) +
         (o->image_bf16 ? (int64_t)o->threads * l->pvox * 4 : 0);
-    l->mem_limit = o->memory_bytes; /* 0: no bound (check_options) */
+    l->mem_limit = o->memory_bytes; /* 0: no bound (no limit either) */
     if (l->mem_limit && l->buf_bytes >= l->mem_limit) {
         rc = sl__fail(err, errlen, SL_ENOMEM,
                       "vloader: %d batch buffers of %d patches need %.1f MB, "
-                      "memory_bytes allows %.1f MB",
+                      "memory_bytes allows %.1f MB%s",
                       l->nbufs, o->batch_size, (double)l->buf_bytes / 1e6,
-                      (double)l->mem_limit / 1e6);
+                      (double)l->mem_limit / 1e6, l->mem_why);
         goto fail;
     }
     l->bufs = calloc((size_t)l->nbufs, sizeof *l->bufs);
@@ -874,4 +885,12 @@ void sl_vloader_destroy(sl_vloader_t *l)
     pthread_cond_destroy(&l->cv_case);
     pthread_mutex_destroy(&l->mu);
     free(l);
+}
+
+int64_t sl__testing_vloader_memory_budget(const sl_vloader_t *l,
+                                          const char **why)
+{
+    if (why)
+        *why = l->mem_why;
+    return l->mem_limit;
 }

@@ -150,13 +150,13 @@ void sl__vl_mem_add(sl_vloader_t *l, int64_t bytes)
 static int mem_charge(sl_vloader_t *l, int64_t need, char *err, size_t errlen)
 {
     if (l->mem_limit && need > l->mem_limit - l->buf_bytes)
-        return sl__fail(err, errlen, SL_ENOMEM,
-                        "its offline stage needs %.1f MB, the memory "
-                        "budget allows %.1f MB (%.1f MB less %.1f MB of batch "
-                        "buffers)",
-                        (double)need / 1e6,
-                        (double)(l->mem_limit - l->buf_bytes) / 1e6,
-                        (double)l->mem_limit / 1e6, (double)l->buf_bytes / 1e6);
+        return sl__fail(
+            err, errlen, SL_ENOMEM,
+            "its offline stage needs %.1f MB, the memory "
+            "budget allows %.1f MB (%.1f MB less %.1f MB of batch "
+            "buffers)%s",
+            (double)need / 1e6, (double)(l->mem_limit - l->buf_bytes) / 1e6,
+            (double)l->mem_limit / 1e6, (double)l->buf_bytes / 1e6, l->mem_why);
     for (;;) {
         /* The cache may stay over its own bound while its cases are in
          * use (given back when they are not): only the budget waits. */

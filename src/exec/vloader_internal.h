@@ -111,6 +111,9 @@ struct sl_vloader {
      * buffers, the cache and every offline stage in flight (charged its
      * offline_bytes before it allocates). */
     int64_t mem_limit, mem_used, mem_peak, buf_bytes;
+    /* Where a default budget came from (sched/limits.h), appended to the
+     * budget's messages; "" when memory_bytes was given or none is set. */
+    char mem_why[224];
     int ahead;            /* look-ahead offline stages in flight */
     double split_min_vox; /* sl__vl_split_min_vox, or SL_VLOADER_SPLIT_MIN_VOX
                              from the environment (bench: 1e30, none) */

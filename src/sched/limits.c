@@ -72,7 +72,7 @@ int sl__limits_fd_depth(int room, int threads, int opens)
 }
 
 int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes,
-                                  char *why, size_t cap)
+                                  const char *option, char *why, size_t cap)
 {
     if (why && cap)
         why[0] = 0;
@@ -92,9 +92,9 @@ int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes,
     if (why && cap && budget > 0)
         snprintf(why, cap,
                  " (the default: 1/%d of the cgroup's memory limit of %.0f "
-                 "MB%s; max_memory_bytes, --max-memory, sets another)",
+                 "MB%s; %s sets another)",
                  SL_LIMITS_CGROUP_SHARE, (double)cgroup_limit / (1 << 20),
-                 cache);
+                 cache, option);
     return budget;
 }
 

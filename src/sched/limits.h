@@ -63,12 +63,14 @@
 /* The default budget from cgroup_limit (bytes; 0: no limit, no budget)
  * holding cache_bytes (a cache asked for, 0 for none) besides the half,
  * with where it came from in why when there is one (" (the default: 1/2
- * of the cgroup's memory limit of N MB...; ...)", appended to the
- * budget's messages; "" when none; why may be NULL). Both loaders take it
- * (exec/loader_opts.c, exec/text_loader.c) when max_memory_bytes is 0;
- * the caller reads the limit (telemetry/machine.h). */
+ * of the cgroup's memory limit of N MB...; OPTION sets another)",
+ * appended to the budget's messages; "" when none; why may be NULL).
+ * option names what sets a budget ("max_memory_bytes (--max-memory)").
+ * Every loader takes it (exec/loader_opts.c, exec/text_loader.c,
+ * exec/vloader.c) when its budget is 0; the caller reads the limit
+ * (telemetry/machine.h). */
 int64_t sl__limits_default_memory(uint64_t cgroup_limit, int64_t cache_bytes,
-                                  char *why, size_t cap);
+                                  const char *option, char *why, size_t cap);
 
 /* Reads in flight the open-files limit (RLIMIT_NOFILE, ulimit -n) allows:
  * each holds a file open (a read thread's, an io_uring read's), so at

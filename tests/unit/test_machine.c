@@ -538,30 +538,33 @@ static void test_cgroup_memory(void **state)
     assert_int_equal(sl__parse_mem_max("-1", 2, &b), SL_ECORRUPT);
     assert_int_equal(sl__parse_mem_max("", 0, &b), SL_ECORRUPT);
     /* the default budget: half the limit, none without one */
-    assert_int_equal(sl__limits_default_memory(209715200u, 0, NULL, 0),
+    static const char O[] = "max_memory_bytes (--max-memory)";
+    assert_int_equal(sl__limits_default_memory(209715200u, 0, O, NULL, 0),
                      104857600);
-    assert_int_equal(sl__limits_default_memory(0, 0, NULL, 0), 0);
+    assert_int_equal(sl__limits_default_memory(0, 0, O, NULL, 0), 0);
     /* a cache asked for is held besides the half, at most the limit */
-    assert_int_equal(sl__limits_default_memory(209715200u, 52428800, NULL, 0),
-                     157286400);
-    assert_int_equal(sl__limits_default_memory(209715200u, 157286400, NULL, 0),
-                     209715200);
-    assert_int_equal(sl__limits_default_memory(0, 52428800, NULL, 0), 0);
-    char why[256] = "x";
-    assert_int_equal(sl__limits_default_memory(0, 0, why, sizeof why), 0);
-    assert_string_equal(why, ""); /* no limit: nothing to say */
-    assert_int_equal(sl__limits_default_memory(209715200u, 0, why, sizeof why),
-                     104857600);
-    assert_string_equal(why, " (the default: 1/2 of the cgroup's memory "
-                             "limit of 200 MB; max_memory_bytes, "
-                             "--max-memory, sets another)");
     assert_int_equal(
-        sl__limits_default_memory(209715200u, 52428800, why, sizeof why),
+        sl__limits_default_memory(209715200u, 52428800, O, NULL, 0), 157286400);
+    assert_int_equal(
+        sl__limits_default_memory(209715200u, 157286400, O, NULL, 0),
+        209715200);
+    assert_int_equal(sl__limits_default_memory(0, 52428800, O, NULL, 0), 0);
+    char why[256] = "x";
+    assert_int_equal(sl__limits_default_memory(0, 0, O, why, sizeof why), 0);
+    assert_string_equal(why, ""); /* no limit: nothing to say */
+    assert_int_equal(
+        sl__limits_default_memory(209715200u, 0, O, why, sizeof why),
+        104857600);
+    assert_string_equal(why, " (the default: 1/2 of the cgroup's memory "
+                             "limit of 200 MB; max_memory_bytes "
+                             "(--max-memory) sets another)");
+    assert_int_equal(
+        sl__limits_default_memory(209715200u, 52428800, O, why, sizeof why),
         157286400);
     assert_string_equal(why, " (the default: 1/2 of the cgroup's memory "
                              "limit of 200 MB, plus the cache's 50 MB, at "
-                             "most the limit; max_memory_bytes, "
-                             "--max-memory, sets another)");
+                             "most the limit; max_memory_bytes "
+                             "(--max-memory) sets another)");
 }
 
 /* Package 0 wraps through max_energy_range_uj, package 1 counts up; the
