@@ -691,7 +691,7 @@ class TextLoader(_Position):
         rank, world_size = _dist_defaults(torch, rank, world_size)
         self.task, self.batch_size, self.shuffle = task, batch_size, shuffle
         self.seed, self.rank, self.world_size = seed, rank, world_size
-        self.drop_last, self.device = drop_last, device
+        self.drop_last, self.device = _bool("drop_last", drop_last), device
         self._loader = _sluice.TextLoader(
             sources, task=task, tokenizer=tokenizer, vocab=vocab,
             seq_len=seq_len, batch_size=batch_size, shuffle=shuffle,

@@ -399,6 +399,17 @@ def test_torch_text_loader(tiny):
     assert all(torch.equal(a, b[0]) for a, b in zip(got, ep0))
 
 
+def test_torch_text_loader_drop_last_is_a_bool(tiny):
+    """drop_last="no" is refused in torch's words (as sluice.torch.DataLoader
+    and torch's BatchSampler do), not taken as True."""
+    pytest.importorskip("torch")
+    import sluice.torch as st
+    with pytest.raises(ValueError, match="drop_last should be a boolean value, "
+                                         "but got drop_last='no'"):
+        st.TextLoader(tiny["corpus"], tokenizer="wordpiece", vocab=tiny["vocab"],
+                      seq_len=32, batch_size=4, drop_last="no")
+
+
 def test_eos_id_checked(tiny):
     """eos_id: an int in 0..vocab-1 (None: the tokenizer's); 0 is token 0."""
     for bad, err in [(-5, ValueError), (2**32 + 3, ValueError),
