@@ -241,6 +241,13 @@ int sl__read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len)
 {
     size_t n = 0;
     int c, over = 0, any = 0;
+    if (!*cap) { /* an empty first line still needs its terminator */
+        char *nb = realloc(*buf, 4096);
+        if (!nb)
+            return SL_ENOMEM;
+        *buf = nb;
+        *cap = 4096;
+    }
     while ((c = getc(f)) != EOF) {
         any = 1;
         if (c == '\n')
@@ -250,7 +257,7 @@ int sl__read_line(FILE *f, size_t max, char **buf, size_t *cap, size_t *len)
         if (over)
             continue;
         if (n + 1 >= *cap) {
-            size_t nc = *cap ? *cap * 2 : 4096;
+            size_t nc = *cap * 2;
             char *nb = realloc(*buf, nc);
             if (!nb)
                 return SL_ENOMEM;

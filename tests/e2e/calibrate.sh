@@ -122,6 +122,14 @@ echo 'not json' >"$T/junk.jsonl"
 "$S" calibrate "$T/junk.jsonl" -o "$T/x.json" >"$T/junk.out" 2>&1
 check "calibrate on junk: exit 1" test $? -eq 1
 check "calibrate on junk: no profile" test ! -e "$T/x.json"
+# A file whose first line is empty (the line reader wrote its terminator
+# through a NULL buffer: SIGSEGV in calibrate and plot, found by fuzzing)
+printf '\n{"t": 1}\n' >"$T/blank.jsonl"
+"$S" calibrate "$T/blank.jsonl" -o "$T/b.json" >/dev/null 2>&1
+check "calibrate, first line empty: exit 1, not a crash" test $? -eq 1
+printf '\n' >"$T/blank_only.jsonl"
+"$S" plot "$T/blank_only.jsonl" -o "$T/b.svg" >/dev/null 2>&1
+check "plot, an empty line only: exit 1, not a crash" test $? -eq 1
 
 echo "$passes passed, $fails failed"
 [ "$fails" -eq 0 ]
